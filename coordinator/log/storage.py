@@ -1,0 +1,104 @@
+"""The storage seam: what the broker core needs from a disk.
+
+The core talks only to these two protocols.  ``coordinator.log.file_log``
+implements them on real segment files; ``coordinator.log.memory_log`` keeps
+everything in memory (tests); the chaos harness provides a disk that forgets
+unsynced bytes and tears the last write on a simulated crash.
+
+Every batch handed to ``append`` is one RecordBatch v2 exactly as a producer
+(or the broker itself, for control and coordinator records) encoded it; the
+log assigns offsets by rewriting the base offset field and never re-encodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from txn.batch import BatchHeader
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Per-log settings, with Kafka's config names in the comments."""
+
+    segment_bytes: int = 1024 * 1024 * 1024  # log.segment.bytes
+    index_interval_bytes: int = 4096  # log.index.interval.bytes
+    # log.flush.interval.messages: fsync once this many messages are unflushed.
+    # 1 means fsync on every append (our default: a single node has no replicas).
+    flush_interval_messages: int = 1
+    # log.flush.interval.ms: fsync when the oldest unflushed message is this old
+    # (checked by ``maybe_flush``); None disables the time-based rule.
+    flush_interval_ms: int | None = None
+
+
+class PartitionLog(Protocol):
+    """One partition's append-only log of record batches."""
+
+    @property
+    def log_start_offset(self) -> int:
+        """First offset that may be read (raised by DeleteRecords)."""
+        ...
+
+    @property
+    def log_end_offset(self) -> int:
+        """The next offset to be assigned (the high watermark on a single node)."""
+        ...
+
+    def append(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
+        """Append one batch at ``log_end_offset``; returns its header with the assigned base offset.
+
+        Applies the flush policy (may fsync).  Raises BatchFormatError for bytes that are not
+        one whole RecordBatch v2.
+        """
+        ...
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches starting with the one that contains ``offset``.
+
+        Returns at least one batch if any exists at or after ``offset`` (even if it is larger
+        than ``max_bytes``), else b"".  Raises OffsetOutOfRangeError outside
+        [log_start_offset, log_end_offset].
+        """
+        ...
+
+    def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
+        """Every batch whose last offset is >= start_offset, in order (used for replay and scans)."""
+        ...
+
+    def flush(self) -> None:
+        """Make every appended byte durable."""
+        ...
+
+    def maybe_flush(self, now_ms: int) -> None:
+        """Apply the time-based flush rule."""
+        ...
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch with base offset >= ``offset``."""
+        ...
+
+    def advance_start_offset(self, offset: int) -> None:
+        """Raise the log start offset (DeleteRecords); whole segments below it may be deleted."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Storage(Protocol):
+    """A set of partition logs addressed by (topic, partition)."""
+
+    def open_log(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
+        """Open (creating if absent) the log of one partition, running recovery on it."""
+        ...
+
+    def list_logs(self) -> list[tuple[str, int]]:
+        """Every (topic, partition) that has a log."""
+        ...
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        """Remove a partition's log and its files."""
+        ...
+
+    def close(self) -> None: ...

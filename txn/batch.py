@@ -1,0 +1,242 @@
+"""RecordBatch v2 framing, without decoding records.
+
+The broker stores batches exactly as producers sent them.  It only reads the
+61-byte header and rewrites the base offset (bytes 0-7), which the CRC does
+not cover.  Control batches (transaction markers) are built here.
+
+Header layout (big endian)::
+
+    0  baseOffset int64        12 partitionLeaderEpoch int32   16 magic int8
+    17 crc uint32 (CRC32C of bytes 21..end)                   21 attributes int16
+    23 lastOffsetDelta int32   27 baseTimestamp int64          35 maxTimestamp int64
+    43 producerId int64        51 producerEpoch int16          53 baseSequence int32
+    57 recordsCount int32      61 records...
+    8  batchLength int32 (bytes after this field)
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+
+from crc32c import crc32c
+
+HEADER_SIZE = 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength
+MAGIC_V2 = 2
+
+ATTR_COMPRESSION_MASK = 0x07
+ATTR_TIMESTAMP_TYPE = 0x08
+ATTR_TRANSACTIONAL = 0x10
+ATTR_CONTROL = 0x20
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+
+
+class ControlType(IntEnum):
+    """Control record types (the key of a control record)."""
+
+    ABORT = 0
+    COMMIT = 1
+
+
+class BatchFormatError(ValueError):
+    """Bytes that are not a well-formed RecordBatch v2."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    """The fields of a RecordBatch v2 header."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        """Total bytes of the batch on disk."""
+        return LOG_OVERHEAD + self.batch_length
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & ATTR_TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & ATTR_CONTROL)
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) % (2**31)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id >= 0
+
+
+def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Parse the header at ``pos``; raises BatchFormatError if it is not v2 or too short."""
+    if len(buf) - pos < HEADER_SIZE:
+        raise BatchFormatError("buffer shorter than a RecordBatch header")
+    fields = _HEADER.unpack_from(buf, pos)
+    header = BatchHeader(*fields)
+    if header.magic != MAGIC_V2:
+        raise BatchFormatError(f"unsupported record batch magic {header.magic}")
+    if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+        raise BatchFormatError(f"batch length {header.batch_length} is too small")
+    if header.last_offset_delta < 0 or header.records_count < 0:
+        raise BatchFormatError("negative record count or offset delta")
+    return header
+
+
+def crc_ok(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> bool:
+    """Whether the stored CRC32C matches bytes 21..end of the batch."""
+    end = pos + header.size
+    if end > len(buf):
+        return False
+    return crc32c(memoryview(buf)[pos + 21 : end]) == header.crc
+
+
+def iter_batches(
+    buf: bytes | bytearray | memoryview,
+) -> list[tuple[int, BatchHeader]]:
+    """Split a records buffer into (position, header) pairs; raises on a partial batch."""
+    out: list[tuple[int, BatchHeader]] = []
+    pos = 0
+    n = len(buf)
+    while pos < n:
+        header = parse_header(buf, pos)
+        if pos + header.size > n:
+            raise BatchFormatError("records end inside a batch")
+        out.append((pos, header))
+        pos += header.size
+    return out
+
+
+def set_base_offset(buf: bytearray, pos: int, base_offset: int) -> None:
+    """Rewrite the base offset in place (not covered by the CRC)."""
+    struct.pack_into(">q", buf, pos, base_offset)
+
+
+def set_partition_leader_epoch(buf: bytearray, pos: int, epoch: int) -> None:
+    struct.pack_into(">i", buf, pos + 12, epoch)
+
+
+def _varint(value: int) -> bytes:
+    zigzag = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while True:
+        byte = zigzag & 0x7F
+        zigzag >>= 7
+        if zigzag:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def build_batch(
+    records: list[tuple[bytes | None, bytes | None]],
+    *,
+    base_offset: int = 0,
+    timestamp_ms: int,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    transactional: bool = False,
+    control: bool = False,
+    headers: list[list[tuple[str, bytes | None]]] | None = None,
+) -> bytes:
+    """Encode an uncompressed RecordBatch v2 of (key, value) records."""
+    body = bytearray()
+    for index, (key, value) in enumerate(records):
+        rec = bytearray()
+        rec.append(0)  # record attributes
+        rec += _varint(0)  # timestamp delta
+        rec += _varint(index)  # offset delta
+        for blob in (key, value):
+            if blob is None:
+                rec += _varint(-1)
+            else:
+                rec += _varint(len(blob)) + blob
+        record_headers = headers[index] if headers else []
+        rec += _varint(len(record_headers))
+        for hkey, hvalue in record_headers:
+            encoded = hkey.encode()
+            rec += _varint(len(encoded)) + encoded
+            rec += _varint(-1) if hvalue is None else _varint(len(hvalue)) + hvalue
+        body += _varint(len(rec)) + rec
+    attributes = (ATTR_TRANSACTIONAL if transactional else 0) | (ATTR_CONTROL if control else 0)
+    after_crc = struct.pack(
+        ">hiqqqhii",
+        attributes,
+        len(records) - 1,
+        timestamp_ms,
+        timestamp_ms,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(records),
+    ) + bytes(body)
+    crc = crc32c(after_crc)
+    batch_length = 4 + 1 + 4 + len(after_crc)
+    return struct.pack(">qiibI", base_offset, batch_length, -1, MAGIC_V2, crc) + after_crc
+
+
+def build_control_batch(
+    control_type: ControlType,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    timestamp_ms: int,
+) -> bytes:
+    """A transaction marker: key = (version 0, type), value = (version 0, coordinator epoch)."""
+    key = struct.pack(">hh", 0, int(control_type))
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    return build_batch(
+        [(key, value)],
+        timestamp_ms=timestamp_ms,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        transactional=True,
+        control=True,
+    )
+
+
+def control_type_of(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> ControlType:
+    """Read the marker type of a control batch (its single record's key)."""
+    # The first record starts at pos+61: length varint, attributes, ts delta, offset delta,
+    # key length varint, then the 4-byte key.  All varints here are one byte.
+    view = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
+    idx = 0
+    for _ in range(4):  # length, attributes(int8, not varint but one byte), ts delta, offset delta
+        while view[idx] & 0x80:
+            idx += 1
+        idx += 1
+    while view[idx] & 0x80:  # key length
+        idx += 1
+    idx += 1
+    _version, ctype = struct.unpack_from(">hh", view, idx)
+    return ControlType(ctype)

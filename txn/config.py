@@ -122,12 +122,12 @@ class BrokerConfig(Mapping[str, Any]):
     def __len__(self) -> int:
         return len(self._values)
 
-    def int(self, key: str) -> int:
+    def get_int(self, key: str) -> int:
         value = self._values[key]
         assert isinstance(value, int)
         return value
 
-    def bool(self, key: str) -> bool:
+    def get_bool(self, key: str) -> bool:
         value = self._values[key]
         assert isinstance(value, bool)
         return value

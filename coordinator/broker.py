@@ -1,0 +1,294 @@
+"""The broker core: topics, partitions and the coordinators, without any I/O.
+
+``BrokerCore`` is what the Kafka-protocol server adapts to the wire and what
+the chaos simulator drives directly.  It takes the four seams of DESIGN §2a:
+a ``Clock``, a ``Storage``, typed calls in and results out, and the marker
+channel between the transaction coordinator and the partitions.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from coordinator.log.storage import LogConfig, Storage
+from coordinator.marker_channel import MarkerChannel, TxnMarker
+from coordinator.partition import AppendResult, FetchData, Partition
+from coordinator.producer_ids import ProducerIdManager
+from coordinator.topics import TopicInfo, TopicRegistry
+from coordinator.txn_coordinator import TransactionCoordinator
+from txn.clock import Clock
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode, KafkaProtocolError
+from txn.ids import CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, TopicPartition
+
+log = logging.getLogger("sharetxn.broker")
+
+PRODUCER_IDS_TOPIC = "__producer_ids"
+HIDDEN_TOPICS = frozenset({CLUSTER_METADATA_TOPIC, PRODUCER_IDS_TOPIC})
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+
+
+@dataclass(frozen=True, slots=True)
+class TopicResult:
+    name: str
+    error: ErrorCode
+    message: str | None = None
+    topic_id: str | None = None
+    num_partitions: int = -1
+
+
+class BrokerCore:
+    """Single-node Kafka broker state machine."""
+
+    node_id = 1
+
+    def __init__(
+        self,
+        storage: Storage,
+        clock: Clock,
+        config: BrokerConfig | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.storage = storage
+        self.clock = clock
+        self.config = config or BrokerConfig()
+        self.rng = rng or random.Random()  # noqa: S311 - ids, not secrets
+        self._log_config = LogConfig(
+            segment_bytes=self.config.get_int("log.segment.bytes"),
+            index_interval_bytes=self.config.get_int("log.index.interval.bytes"),
+            flush_interval_messages=self.config.get_int("log.flush.interval.messages"),
+            flush_interval_ms=(
+                None
+                if self.config.get_int("log.flush.interval.ms") < 0
+                else self.config.get_int("log.flush.interval.ms")
+            ),
+        )
+        # Coordinator logs always fsync: their decisions must survive a crash.
+        self._internal_log_config = LogConfig(flush_interval_messages=1)
+        self.topics = TopicRegistry(
+            storage.open_log(CLUSTER_METADATA_TOPIC, 0, self._internal_log_config), self.rng
+        )
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self._append_listeners: list[Callable[[TopicPartition], None]] = []
+        for info in self.topics.all():
+            self._open_partitions(info)
+        self.producer_ids = ProducerIdManager(
+            storage.open_log(PRODUCER_IDS_TOPIC, 0, self._internal_log_config)
+        )
+        self.marker_channel = MarkerChannel(clock, self)
+        self.txn_coordinator = TransactionCoordinator(
+            clock,
+            storage.open_log(TRANSACTION_STATE_TOPIC, 0, self._internal_log_config),
+            self.producer_ids,
+            self.marker_channel,
+            self.config,
+        )
+        self.txn_coordinator.load()
+        self._schedule_flush()
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def _open_partitions(self, info: TopicInfo) -> None:
+        for index in range(info.num_partitions):
+            tp = TopicPartition(info.name, index)
+            if tp not in self.partitions:
+                self.partitions[tp] = Partition(
+                    tp,
+                    self.storage.open_log(info.name, index, self._log_config),
+                    self.config.get_int("message.max.bytes"),
+                )
+
+    def _schedule_flush(self) -> None:
+        interval = self._log_config.flush_interval_ms
+        if interval is None:
+            return
+
+        def tick() -> None:
+            now = self.clock.now_ms()
+            for partition in self.partitions.values():
+                partition.log.maybe_flush(now)
+            self.clock.schedule(interval, tick)
+
+        self.clock.schedule(interval, tick)
+
+    def add_append_listener(self, listener: Callable[[TopicPartition], None]) -> None:
+        """Called after every append (used by the server to wake long-polling fetches)."""
+        self._append_listeners.append(listener)
+
+    def _notify(self, tp: TopicPartition) -> None:
+        for listener in self._append_listeners:
+            listener(tp)
+
+    def partition(self, topic: str, index: int) -> Partition | None:
+        return self.partitions.get(TopicPartition(topic, index))
+
+    def close(self) -> None:
+        for partition in self.partitions.values():
+            partition.log.flush()
+        self.storage.close()
+
+    # -- topics ---------------------------------------------------------------------------------
+
+    def visible_topics(self) -> list[TopicInfo]:
+        return [t for t in self.topics.all() if t.name not in HIDDEN_TOPICS]
+
+    def ensure_topic(self, name: str) -> TopicInfo | None:
+        """The topic, auto-creating it if ``auto.create.topics.enable`` (Metadata semantics)."""
+        info = self.topics.get(name)
+        if info is None and self.config.get_bool("auto.create.topics.enable"):
+            try:
+                info = self.topics.create(name, self.config.get_int("num.partitions"), self.clock.now_ms())
+            except KafkaProtocolError:
+                return None
+            self._open_partitions(info)
+        return info
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: dict[str, str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> TopicResult:
+        if num_partitions == -1:
+            num_partitions = self.config.get_int("num.partitions")
+        if replication_factor not in (-1, 1):
+            return TopicResult(
+                name,
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"replication factor {replication_factor} is larger than the 1 available broker",
+            )
+        if name in HIDDEN_TOPICS or name == TRANSACTION_STATE_TOPIC:
+            return TopicResult(name, ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name!r} is an internal topic")
+        try:
+            info = self.topics.create(
+                name, num_partitions, self.clock.now_ms(), configs, validate_only=validate_only
+            )
+        except KafkaProtocolError as exc:
+            return TopicResult(name, exc.code, exc.message or str(exc))
+        if not validate_only:
+            self._open_partitions(info)
+        return TopicResult(name, ErrorCode.NONE, None, str(info.topic_id), info.num_partitions)
+
+    def delete_topic(self, name: str) -> TopicResult:
+        if name in HIDDEN_TOPICS or name == TRANSACTION_STATE_TOPIC:
+            return TopicResult(name, ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name!r} is an internal topic")
+        try:
+            info = self.topics.delete(name, self.clock.now_ms())
+        except KafkaProtocolError as exc:
+            return TopicResult(name, exc.code, exc.message or str(exc))
+        for index in range(info.num_partitions):
+            tp = TopicPartition(name, index)
+            self.partitions.pop(tp, None)
+            self.storage.delete_log(name, index)
+        return TopicResult(name, ErrorCode.NONE, None, str(info.topic_id))
+
+    def create_partitions(self, name: str, count: int, *, validate_only: bool = False) -> TopicResult:
+        try:
+            self.topics.add_partitions(name, count, self.clock.now_ms(), validate_only=validate_only)
+        except KafkaProtocolError as exc:
+            return TopicResult(name, exc.code, exc.message or str(exc))
+        info = self.topics.get(name)
+        assert info is not None
+        if not validate_only:
+            self._open_partitions(info)
+        return TopicResult(name, ErrorCode.NONE)
+
+    # -- produce / fetch ------------------------------------------------------------------------
+
+    def produce(self, tp: TopicPartition, records: bytes, transactional_id: str | None) -> AppendResult:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=f"unknown {tp}")
+        result = partition.append(
+            records,
+            self.clock.now_ms(),
+            transactional_id=transactional_id,
+            verifier=self._verify_txn_partition,
+        )
+        if result.error is ErrorCode.NONE:
+            self._notify(tp)
+        return result
+
+    def _verify_txn_partition(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition
+    ) -> ErrorCode:
+        verdict = self.txn_coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])
+        return verdict.get(tp, ErrorCode.NONE)
+
+    def fetch(self, tp: TopicPartition, offset: int, max_bytes: int, *, read_committed: bool) -> FetchData:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return FetchData(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1, b"", None)
+        return partition.fetch(offset, max_bytes, read_committed=read_committed)
+
+    def list_offset(self, tp: TopicPartition, timestamp: int, *, read_committed: bool) -> tuple[ErrorCode, int, int]:
+        """ListOffsets for one partition: (error, offset, timestamp)."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1
+        if timestamp == LATEST_TIMESTAMP:
+            offset = partition.last_stable_offset if read_committed else partition.high_watermark
+            return ErrorCode.NONE, offset, -1
+        if timestamp == EARLIEST_TIMESTAMP:
+            return ErrorCode.NONE, partition.log_start_offset, -1
+        if timestamp == MAX_TIMESTAMP:
+            offset, ts = partition.max_timestamp()
+            return ErrorCode.NONE, offset, ts
+        if timestamp < 0:
+            return ErrorCode.INVALID_REQUEST, -1, -1
+        offset, ts = partition.offset_for_timestamp(timestamp)
+        if read_committed and offset >= partition.last_stable_offset:
+            return ErrorCode.NONE, -1, -1
+        return ErrorCode.NONE, offset, ts
+
+    def delete_records(self, tp: TopicPartition, offset: int) -> tuple[ErrorCode, int]:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
+        return partition.delete_records(offset)
+
+    # -- transaction markers (MarkerHandler) ----------------------------------------------------
+
+    def write_txn_markers(self, marker: TxnMarker) -> dict[TopicPartition, ErrorCode]:
+        results: dict[TopicPartition, ErrorCode] = {}
+        now = self.clock.now_ms()
+        for tp in marker.partitions:
+            partition = self.partitions.get(tp)
+            if partition is None:
+                # A deleted topic cannot block the transaction (KAFKA-5202).
+                results[tp] = ErrorCode.NONE
+                continue
+            results[tp] = partition.write_marker(
+                marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.result, now
+            )
+            if results[tp] is ErrorCode.NONE:
+                self._notify(tp)
+        return results
+
+    def describe_producers(self, tp: TopicPartition) -> tuple[ErrorCode, list[dict[str, int]]]:
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []
+        out: list[dict[str, int]] = []
+        for pid, entry in sorted(partition.producers.producers.items()):
+            out.append(
+                {
+                    "producer_id": pid,
+                    "producer_epoch": entry.epoch,
+                    "last_sequence": entry.last_seq,
+                    "last_timestamp": entry.last_timestamp_ms,
+                    "coordinator_epoch": entry.coordinator_epoch,
+                    "current_txn_start_offset": (
+                        -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset
+                    ),
+                }
+            )
+        return ErrorCode.NONE, out

@@ -1,0 +1,166 @@
+"""Running a broker: in the foreground (``sharetxn broker``) or as ``LocalBroker``.
+
+``LocalBroker`` starts ``sharetxn broker`` in a child process and waits for
+its ready line.  A separate process (rather than a thread) keeps the broker's
+event loop off the caller's GIL-bound threads (Spark, stock clients) and lets
+tests and the demo kill it with SIGKILL and restart it on the same data
+directory, exactly as an operator would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from types import TracebackType
+
+from coordinator.broker import BrokerCore
+from coordinator.log.file_log import FileStorage
+from coordinator.log.storage import LogConfig
+from coordinator.runtime import LoopClock
+from coordinator.server import KafkaServer
+from txn.config import BrokerConfig
+
+READY_PREFIX = "sharetxn broker ready on "
+log = logging.getLogger("sharetxn.launcher")
+
+
+async def serve(data_dir: Path, host: str, port: int, config: BrokerConfig) -> None:
+    """Run a broker until SIGTERM/SIGINT; prints the ready line once listening."""
+    loop = asyncio.get_running_loop()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    storage = FileStorage(data_dir, LogConfig())
+    core = BrokerCore(storage, LoopClock(loop), config, random.Random())  # noqa: S311
+    server = KafkaServer(core, host, port)
+    await server.start()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    print(f"{READY_PREFIX}{host}:{server.port}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+        core.close()
+        log.info("broker stopped cleanly")
+
+
+class LocalBroker:
+    """A broker in a child process, for tests, the demo and Spark.
+
+    ``with LocalBroker() as broker: broker.bootstrap_servers`` gives
+    ``127.0.0.1:PORT``.  ``data_dir=None`` uses a temporary directory removed
+    on exit.  ``kill()`` sends SIGKILL; ``restart()`` starts a new process on
+    the same data directory and port.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path | None = None,
+        port: int = 0,
+        config: dict[str, str] | None = None,
+        host: str = "127.0.0.1",
+        startup_timeout_s: float = 30.0,
+    ) -> None:
+        self._own_dir = data_dir is None
+        self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="sharetxn-"))
+        self.host = host
+        self.port = port
+        self.config = dict(config or {})
+        self.startup_timeout_s = startup_timeout_s
+        self.process: subprocess.Popen[str] | None = None
+        self._log_lines: list[str] = []
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> LocalBroker:
+        cmd = [
+            sys.executable,
+            "-m",
+            "coordinator.cli",
+            "broker",
+            "--data-dir",
+            str(self.data_dir),
+            "--listen",
+            f"{self.host}:{self.port}",
+        ]
+        for key, value in self.config.items():
+            cmd += ["--set", f"{key}={value}"]
+        self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        ready = threading.Event()
+        stdout = self.process.stdout
+        assert stdout is not None
+
+        def pump() -> None:
+            for line in stdout:
+                self._log_lines.append(line.rstrip("\n"))
+                if line.startswith(READY_PREFIX):
+                    self.port = int(line.strip().rsplit(":", 1)[1])
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=pump, daemon=True, name="sharetxn-broker-log").start()
+        if not ready.wait(self.startup_timeout_s) or self.process.poll() is not None:
+            output = "\n".join(self._log_lines[-30:])
+            self.stop()
+            msg = f"broker did not start within {self.startup_timeout_s}s:\n{output}"
+            raise RuntimeError(msg)
+        return self
+
+    @property
+    def output(self) -> list[str]:
+        """Lines the broker process printed (its log)."""
+        return list(self._log_lines)
+
+    def kill(self) -> None:
+        """SIGKILL the broker: no flush, no clean shutdown."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        """SIGTERM and wait for a clean shutdown (SIGKILL after the timeout)."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def restart(self) -> LocalBroker:
+        self.stop()
+        return self.start()
+
+    def __enter__(self) -> LocalBroker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+        if self._own_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)

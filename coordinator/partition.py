@@ -1,0 +1,294 @@
+"""One topic partition: appends with idempotence and transactions, LSO, fetch.
+
+The partition is sans-IO: it owns a ``PartitionLog`` from the storage seam and
+is driven by the broker core.  It keeps, rebuilt from the log on start:
+
+* producer state (``ProducerStateManager``) for duplicate and order checks;
+* the open transactions (producer id -> first offset), whose minimum is the
+  last stable offset (LSO);
+* the aborted-transaction index ``(producer id, first offset, marker offset)``
+  that a read_committed fetch returns so the client can drop aborted records.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from coordinator.log.storage import PartitionLog
+from coordinator.producer_state import ProducerStateManager
+from txn.batch import (
+    BatchFormatError,
+    BatchHeader,
+    ControlType,
+    build_control_batch,
+    control_type_of,
+    crc_ok,
+    iter_batches,
+    parse_header,
+)
+from txn.errors import ErrorCode, KafkaProtocolError
+from txn.ids import TopicPartition
+
+log = logging.getLogger("sharetxn.partition")
+
+TxnVerifier = Callable[[str, int, int, TopicPartition], ErrorCode]
+"""(transactional id, producer id, epoch, partition) -> error of the KIP-890 verify-only check."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    error: ErrorCode
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AbortedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int  # offset of the ABORT marker
+
+
+@dataclass(frozen=True, slots=True)
+class FetchData:
+    error: ErrorCode
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    records: bytes
+    aborted: tuple[AbortedTxn, ...] | None
+
+
+class Partition:
+    """A partition's log plus the state derived from it."""
+
+    def __init__(self, tp: TopicPartition, log_: PartitionLog, max_batch_bytes: int = 1048588) -> None:
+        self.tp = tp
+        self.log = log_
+        self.max_batch_bytes = max_batch_bytes
+        self.producers = ProducerStateManager()
+        self._aborted: list[AbortedTxn] = []
+        self._aborted_last: list[int] = []
+        self._replay()
+
+    # -- derived offsets ------------------------------------------------------------------------
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.log_end_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.log.log_start_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        open_txns = self.producers.open_transactions()
+        return min(open_txns.values()) if open_txns else self.high_watermark
+
+    def open_transactions(self) -> dict[int, int]:
+        """producer id -> first offset of each open transaction on this partition."""
+        return self.producers.open_transactions()
+
+    # -- recovery -------------------------------------------------------------------------------
+
+    def _replay(self) -> None:
+        for header, raw in self.log.batches(0):
+            self._apply(header, raw)
+
+    def _apply(self, header: BatchHeader, raw: bytes | bytearray | memoryview) -> None:
+        if header.is_control:
+            ctype = control_type_of(raw, 0, header)
+            coordinator_epoch = -1
+            first = self.producers.on_marker(header, coordinator_epoch)
+            if ctype is ControlType.ABORT and first is not None:
+                self._aborted.append(AbortedTxn(header.producer_id, first, header.base_offset))
+                self._aborted_last.append(header.base_offset)
+        elif header.has_producer_id:
+            self.producers.on_data_batch(header)
+
+    # -- produce --------------------------------------------------------------------------------
+
+    def append(
+        self,
+        records: bytes,
+        now_ms: int,
+        *,
+        transactional_id: str | None = None,
+        verifier: TxnVerifier | None = None,
+    ) -> AppendResult:
+        """Append a producer's record set (one or more whole batches)."""
+        try:
+            batches = iter_batches(records)
+        except BatchFormatError as exc:
+            return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(exc))
+        if not batches:
+            return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message="empty record set")
+        first_offset = -1
+        for pos, header in batches:
+            if header.size > self.max_batch_bytes:
+                return AppendResult(
+                    ErrorCode.MESSAGE_TOO_LARGE,
+                    error_message=f"batch of {header.size} bytes exceeds message.max.bytes",
+                )
+            if header.is_control:
+                return AppendResult(
+                    ErrorCode.INVALID_RECORD, error_message="clients may not write control batches"
+                )
+            if not crc_ok(records, pos, header):
+                return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message="CRC32C mismatch")
+            result = self._append_one(records[pos : pos + header.size], header, now_ms, transactional_id, verifier)
+            if result.error is not ErrorCode.NONE:
+                return result
+            if first_offset < 0:
+                first_offset = result.base_offset
+        return AppendResult(ErrorCode.NONE, first_offset, -1, self.log_start_offset)
+
+    def _append_one(
+        self,
+        raw: bytes,
+        header: BatchHeader,
+        now_ms: int,
+        transactional_id: str | None,
+        verifier: TxnVerifier | None,
+    ) -> AppendResult:
+        if header.has_producer_id:
+            check = self.producers.check(header)
+            if check.error is not ErrorCode.NONE:
+                return AppendResult(check.error, error_message=f"{check.error.name} for producer {header.producer_id}")
+            if check.duplicate_of is not None:
+                # A retried batch: answer with the offset it got the first time.
+                return AppendResult(ErrorCode.NONE, check.duplicate_of.first_offset, -1, self.log_start_offset)
+            if header.is_transactional:
+                entry = self.producers.get(header.producer_id)
+                starting = entry is None or entry.current_txn_first_offset is None
+                if starting:
+                    if transactional_id is None:
+                        return AppendResult(
+                            ErrorCode.INVALID_REQUEST,
+                            error_message="transactional batch without a transactional id",
+                        )
+                    if verifier is not None:
+                        verdict = verifier(
+                            transactional_id, header.producer_id, header.producer_epoch, self.tp
+                        )
+                        if verdict is not ErrorCode.NONE:
+                            return AppendResult(
+                                verdict,
+                                error_message="the partition is not part of the ongoing transaction",
+                            )
+        elif header.is_transactional:
+            return AppendResult(ErrorCode.INVALID_RECORD, error_message="transactional batch needs a producer id")
+        try:
+            stored = self.log.append(raw, now_ms)
+        except KafkaProtocolError as exc:
+            return AppendResult(exc.code, error_message=str(exc))
+        except OSError as exc:
+            log.error("append to %s failed: %s", self.tp, exc)
+            return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(exc))
+        if header.has_producer_id:
+            self.producers.on_data_batch(stored)
+        return AppendResult(ErrorCode.NONE, stored.base_offset, -1, self.log_start_offset)
+
+    def write_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, result: ControlType, now_ms: int
+    ) -> ErrorCode:
+        """Append a COMMIT/ABORT control batch ending ``producer_id``'s transaction here."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and producer_epoch < entry.epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        batch = build_control_batch(
+            result,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+            timestamp_ms=now_ms,
+        )
+        try:
+            header = self.log.append(batch, now_ms)
+        except OSError as exc:
+            log.error("marker append to %s failed: %s", self.tp, exc)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        self._apply(header, batch)
+        return ErrorCode.NONE
+
+    # -- fetch ----------------------------------------------------------------------------------
+
+    def fetch(self, offset: int, max_bytes: int, *, read_committed: bool) -> FetchData:
+        hw = self.high_watermark
+        lso = self.last_stable_offset
+        start = self.log_start_offset
+        if offset < start or offset > hw:
+            return FetchData(ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso, start, b"", None)
+        upper = lso if read_committed else hw
+        if offset >= upper:
+            return FetchData(ErrorCode.NONE, hw, lso, start, b"", () if read_committed else None)
+        raw = self.log.read(offset, max(max_bytes, 1))
+        if read_committed:
+            raw = _cut_at(raw, upper)
+        aborted: tuple[AbortedTxn, ...] | None = None
+        if read_committed:
+            last = _last_offset(raw)
+            aborted = self.aborted_between(offset, last + 1) if raw else ()
+        return FetchData(ErrorCode.NONE, hw, lso, start, raw, aborted)
+
+    def aborted_between(self, start: int, end: int) -> tuple[AbortedTxn, ...]:
+        """Aborted transactions overlapping offsets [start, end)."""
+        idx = bisect.bisect_left(self._aborted_last, start)
+        return tuple(a for a in self._aborted[idx:] if a.first_offset < end)
+
+    # -- offsets --------------------------------------------------------------------------------
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int]:
+        """First batch whose max timestamp is >= timestamp_ms: (offset, timestamp) or (-1, -1)."""
+        for header, _raw in self.log.batches(self.log_start_offset):
+            if header.is_control:
+                continue
+            if header.max_timestamp >= timestamp_ms:
+                return max(header.base_offset, self.log_start_offset), header.max_timestamp
+        return -1, -1
+
+    def max_timestamp(self) -> tuple[int, int]:
+        best = (-1, -1)
+        for header, _raw in self.log.batches(self.log_start_offset):
+            if not header.is_control and header.max_timestamp > best[1]:
+                best = (header.last_offset, header.max_timestamp)
+        return best
+
+    def delete_records(self, offset: int) -> tuple[ErrorCode, int]:
+        """Advance the log start offset (DeleteRecords); -1 means the high watermark."""
+        target = self.high_watermark if offset == -1 else offset
+        if target < 0 or target > self.high_watermark:
+            return ErrorCode.OFFSET_OUT_OF_RANGE, self.log_start_offset
+        if target > self.log_start_offset:
+            self.log.advance_start_offset(target)
+            keep = bisect.bisect_left(self._aborted_last, target)
+            del self._aborted[:keep]
+            del self._aborted_last[:keep]
+        return ErrorCode.NONE, self.log_start_offset
+
+
+def _cut_at(raw: bytes, upper: int) -> bytes:
+    """Keep only whole batches that start below ``upper``."""
+    pos = 0
+    while pos < len(raw):
+        header = parse_header(raw, pos)
+        if header.base_offset >= upper:
+            break
+        pos += header.size
+    return raw[:pos]
+
+
+def _last_offset(raw: bytes) -> int:
+    last = -1
+    pos = 0
+    while pos < len(raw):
+        header = parse_header(raw, pos)
+        last = header.last_offset
+        pos += header.size
+    return last

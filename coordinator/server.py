@@ -1,0 +1,171 @@
+"""The Kafka-protocol server: asyncio sockets around ``BrokerCore``.
+
+Each connection is served in order (Kafka clients rely on responses arriving
+in request order).  A frame that cannot be decoded, an unknown API or
+version, or an oversized frame is answered with Kafka's error where the
+response has a place for one, and otherwise the connection alone is closed;
+no other connection is disturbed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import struct
+from typing import Any
+
+from coordinator.api_versions import SUPPORTED, is_supported
+from coordinator.broker import BrokerCore
+from coordinator.handlers import Handlers
+from coordinator.wire import FrameError, decode_request, encode_response, peek_header, response_class
+from txn.errors import ErrorCode
+
+log = logging.getLogger("sharetxn.server")
+
+API_VERSIONS_KEY = 18
+_SKIP_CHUNK = 1 << 16
+
+
+class KafkaServer:
+    """Serves one ``BrokerCore`` on a TCP listener."""
+
+    def __init__(self, core: BrokerCore, host: str, port: int) -> None:
+        self.core = core
+        self.host = host
+        self.port = port
+        self._server: asyncio.base_events.Server | None = None
+        self._append_event = asyncio.Event()
+        self._connections: set[asyncio.Task[None]] = set()
+        self.max_request_bytes = core.config.get_int("socket.request.max.bytes")
+        core.add_append_listener(self._on_append)
+        self.handlers = Handlers(core, host, port, self._wait_for_append)
+
+    def _on_append(self, _tp: object) -> None:
+        self._append_event.set()
+        self._append_event = asyncio.Event()
+
+    async def _wait_for_append(self, timeout_s: float) -> None:
+        event = self._append_event
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout_s)
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=1 << 20)
+        sock = self._server.sockets[0]
+        self.port = int(sock.getsockname()[1])
+        self.handlers.port = self.port
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        for task in list(self._connections):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await self._connection_loop(reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("connection failed")
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _connection_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            size_bytes = await reader.readexactly(4)
+            (size,) = struct.unpack(">i", size_bytes)
+            if size < 8:
+                log.warning("closing connection: frame of %d bytes is too short", size)
+                return
+            if size > self.max_request_bytes:
+                head = await reader.readexactly(8)
+                await _skip(reader, size - 8)
+                key, version, correlation_id = peek_header(head)
+                log.warning("frame of %d bytes exceeds socket.request.max.bytes", size)
+                if not await self._send_error(writer, key, version, correlation_id, ErrorCode.MESSAGE_TOO_LARGE):
+                    return
+                continue
+            frame = await reader.readexactly(size)
+            response = await self._handle_frame(frame)
+            if response is False:
+                return
+            if response is not None:
+                writer.write(response)
+                await writer.drain()
+
+    async def _handle_frame(self, frame: bytes) -> bytes | None | bool:
+        """The encoded response, None for no response (acks=0), False to close."""
+        key, version, correlation_id = peek_header(frame)
+        if key == API_VERSIONS_KEY and not is_supported(key, version):
+            # Clients retry ApiVersions at v0 after this answer, as KIP-511 specifies.
+            return self._api_versions_v0(correlation_id, ErrorCode.UNSUPPORTED_VERSION)
+        if not is_supported(key, version):
+            name = SUPPORTED.get(key, (f"api {key}",))[0]
+            log.info("unsupported request %s v%d", name, version)
+            return self._error_frame(key, version, correlation_id, ErrorCode.UNSUPPORTED_VERSION)
+        try:
+            request = decode_request(frame)
+        except FrameError as exc:
+            log.info("bad frame: %s", exc)
+            return self._error_frame(key, version, correlation_id, ErrorCode(exc.error_code))
+        try:
+            body = await self.handlers.table[key](request)
+        except Exception:
+            log.exception("handler for api %d v%d failed", key, version)
+            return self._error_frame(key, version, correlation_id, ErrorCode.UNKNOWN_SERVER_ERROR)
+        if body is None:
+            return None
+        return encode_response(key, version, correlation_id, body)
+
+    def _api_versions_v0(self, correlation_id: int, error: ErrorCode) -> bytes:
+        keys = [{"api_key": k, "min_version": lo, "max_version": hi} for k, (_n, lo, hi) in sorted(SUPPORTED.items())]
+        return encode_response(API_VERSIONS_KEY, 0, correlation_id, {"error_code": error, "api_keys": keys})
+
+    def _error_frame(self, key: int, version: int, correlation_id: int, error: ErrorCode) -> bytes | bool:
+        """An error response when the response schema has a top-level error code, else False (close)."""
+        try:
+            cls = response_class(key, version)
+        except Exception:
+            return False
+        names = {f for f in getattr(cls, "__dataclass_fields__", {})}
+        if "error_code" not in names:
+            return False
+        body: dict[str, Any] = {"error_code": error}
+        try:
+            return encode_response(key, version, correlation_id, body)
+        except Exception:
+            return False
+
+    async def _send_error(
+        self, writer: asyncio.StreamWriter, key: int, version: int, correlation_id: int, error: ErrorCode
+    ) -> bool:
+        frame = self._error_frame(key, version, correlation_id, error)
+        if frame is False or frame is True:
+            return False
+        writer.write(frame)
+        await writer.drain()
+        return True
+
+
+async def _skip(reader: asyncio.StreamReader, count: int) -> None:
+    while count > 0:
+        chunk = await reader.read(min(count, _SKIP_CHUNK))
+        if not chunk:
+            raise asyncio.IncompleteReadError(b"", count)
+        count -= len(chunk)

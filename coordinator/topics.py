@@ -1,0 +1,164 @@
+"""Topic metadata: names, stable topic ids and partition counts, kept in a log.
+
+Topic ids must be stable across restarts (Fetch v13+ addresses topics by id
+only), so every create, partition increase and delete is a JSON record in the
+internal ``__cluster_metadata`` log, replayed on start.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from coordinator.log.storage import PartitionLog
+from txn.batch import build_batch
+from txn.errors import (
+    InvalidPartitionsError,
+    InvalidTopicError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+
+_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_NAME_LENGTH = 249
+
+
+@dataclass(slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    configs: dict[str, str] = field(default_factory=dict)
+    internal: bool = False
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's rules: 1-249 chars of [a-zA-Z0-9._-], not '.' or '..'."""
+    if not name or name in (".", ".."):
+        raise InvalidTopicError(f"illegal topic name {name!r}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidTopicError(f"topic name longer than {MAX_NAME_LENGTH} characters")
+    if not _LEGAL_NAME.match(name):
+        raise InvalidTopicError(
+            f"topic name {name!r} may contain only ASCII letters, digits, '.', '_' and '-'"
+        )
+
+
+class TopicRegistry:
+    """All topics of the broker; every change is appended to the metadata log first."""
+
+    def __init__(self, log: PartitionLog, rng: random.Random) -> None:
+        self._log = log
+        self._rng = rng
+        self._by_name: dict[str, TopicInfo] = {}
+        self._by_id: dict[uuid.UUID, TopicInfo] = {}
+        for _header, raw in log.batches(0):
+            self._apply(_decode(raw))
+
+    def _apply(self, record: dict[str, object]) -> None:
+        kind = record["type"]
+        name = str(record["name"])
+        if kind == "topic":
+            configs = record.get("configs") or {}
+            assert isinstance(configs, dict)
+            info = TopicInfo(
+                name=name,
+                topic_id=uuid.UUID(str(record["id"])),
+                num_partitions=int(str(record["partitions"])),
+                configs={str(k): str(v) for k, v in configs.items()},
+                internal=bool(record.get("internal", False)),
+            )
+            self._by_name[name] = info
+            self._by_id[info.topic_id] = info
+        elif kind == "delete":
+            old = self._by_name.pop(name, None)
+            if old is not None:
+                self._by_id.pop(old.topic_id, None)
+
+    def _write(self, record: dict[str, object], now_ms: int) -> None:
+        value = json.dumps(record, sort_keys=True).encode()
+        self._log.append(build_batch([(None, value)], timestamp_ms=now_ms), now_ms)
+        self._log.flush()
+        self._apply(record)
+
+    def get(self, name: str) -> TopicInfo | None:
+        return self._by_name.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self._by_id.get(topic_id)
+
+    def all(self) -> list[TopicInfo]:
+        return sorted(self._by_name.values(), key=lambda t: t.name)
+
+    def create(
+        self,
+        name: str,
+        num_partitions: int,
+        now_ms: int,
+        configs: dict[str, str] | None = None,
+        *,
+        internal: bool = False,
+        validate_only: bool = False,
+    ) -> TopicInfo:
+        if not internal:
+            validate_topic_name(name)
+        if name in self._by_name:
+            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+        if num_partitions < 1:
+            raise InvalidPartitionsError(f"number of partitions must be at least 1, got {num_partitions}")
+        topic_id = uuid.UUID(int=self._rng.getrandbits(128), version=4)
+        record: dict[str, object] = {
+            "type": "topic",
+            "name": name,
+            "id": str(topic_id),
+            "partitions": num_partitions,
+            "configs": dict(configs or {}),
+            "internal": internal,
+        }
+        if validate_only:
+            return TopicInfo(name, topic_id, num_partitions, dict(configs or {}), internal)
+        self._write(record, now_ms)
+        return self._by_name[name]
+
+    def add_partitions(self, name: str, total: int, now_ms: int, *, validate_only: bool = False) -> None:
+        info = self._by_name.get(name)
+        if info is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        if total <= info.num_partitions:
+            raise InvalidPartitionsError(
+                f"topic {name!r} has {info.num_partitions} partitions; the new count must be larger"
+            )
+        if validate_only:
+            return
+        self._write(
+            {
+                "type": "topic",
+                "name": name,
+                "id": str(info.topic_id),
+                "partitions": total,
+                "configs": info.configs,
+                "internal": info.internal,
+            },
+            now_ms,
+        )
+
+    def delete(self, name: str, now_ms: int) -> TopicInfo:
+        info = self._by_name.get(name)
+        if info is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        self._write({"type": "delete", "name": name}, now_ms)
+        return info
+
+
+def _decode(raw: bytes) -> dict[str, object]:
+    from kio.records.readers import read_batch  # noqa: PLC0415 - only needed on replay
+
+    batch, _ = read_batch(raw, 0)
+    value = batch.records[0].value
+    assert value is not None
+    decoded = json.loads(value)
+    assert isinstance(decoded, dict)
+    return decoded

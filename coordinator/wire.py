@@ -1,0 +1,174 @@
+"""Frame-level codec over kio: decode request frames, render version-free responses.
+
+Handlers build responses as plain dicts with the field names of the newest
+schema; ``render`` turns such a dict into the kio entity of the negotiated
+version, dropping fields that version lacks and filling defaults for fields
+the dict omits.  This keeps each handler version-agnostic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import struct
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode as KioErrorCode
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import TZAware
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+_PEEK = struct.Struct(">hhi")
+
+
+class FrameError(Exception):
+    """A frame that cannot be decoded; ``error_code`` says which Kafka error to answer."""
+
+    def __init__(self, error_code: int, message: str, api_key: int = -1, api_version: int = -1, correlation_id: int = -1) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRequest:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any
+
+
+def peek_header(frame: bytes) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id) of a frame, or FrameError if too short."""
+    if len(frame) < _PEEK.size:
+        raise FrameError(42, "frame shorter than a request header")
+    key, version, correlation_id = _PEEK.unpack_from(frame, 0)
+    return int(key), int(version), int(correlation_id)
+
+
+def decode_request(frame: bytes) -> DecodedRequest:
+    """Decode a request frame (without its length prefix); raises FrameError."""
+    api_key, api_version, correlation_id = peek_header(frame)
+    try:
+        cls = load_request_schema(api_key, api_version)
+    except Exception as exc:
+        raise FrameError(35, f"unsupported API {api_key} v{api_version}", api_key, api_version, correlation_id) from exc
+    try:
+        header, header_size = entity_reader(cls.__header_schema__)(frame, 0)
+        body, body_size = entity_reader(cls)(frame, header_size)
+    except Exception as exc:
+        raise FrameError(
+            2, f"malformed {cls.__name__} v{api_version}: {exc}", api_key, api_version, correlation_id
+        ) from exc
+    return DecodedRequest(api_key, api_version, correlation_id, getattr(header, "client_id", None), body)
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+@cache
+def _fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
+    return dataclasses.fields(cls)
+
+
+def _convert(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        return _convert(args[0], value)
+    if origin is tuple:
+        (inner, _ellipsis) = typing.get_args(tp)
+        return tuple(_convert(inner, v) for v in value)
+    if tp is KioErrorCode:
+        return KioErrorCode(int(value))
+    if tp is TZAware or (isinstance(tp, type) and issubclass(tp, datetime.datetime)):
+        if isinstance(value, datetime.datetime):
+            return value
+        return _EPOCH + datetime.timedelta(milliseconds=int(value))
+    if isinstance(tp, type) and issubclass(tp, datetime.timedelta):
+        if isinstance(value, datetime.timedelta):
+            return value
+        return datetime.timedelta(milliseconds=int(value))
+    if dataclasses.is_dataclass(tp) and isinstance(value, Mapping):
+        return render(typing.cast(type, tp), value)
+    return value
+
+
+def render(cls: type, data: Mapping[str, Any]) -> Any:
+    """Build the kio entity ``cls`` from a dict, converting nested dicts, codes and durations."""
+    hints = _hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in _fields(cls):
+        if f.name in data:
+            kwargs[f.name] = _convert(hints[f.name], data[f.name])
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            kwargs[f.name] = _zero(hints[f.name])
+    return cls(**kwargs)
+
+
+def _zero(tp: Any) -> Any:
+    """A neutral value for a required field the handler did not set."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        return None
+    if origin is tuple:
+        return ()
+    if tp is KioErrorCode:
+        return KioErrorCode.none
+    if tp is TZAware:
+        return _EPOCH - datetime.timedelta(milliseconds=1)
+    if isinstance(tp, type):
+        if issubclass(tp, datetime.timedelta):
+            return datetime.timedelta(0)
+        if issubclass(tp, bool):
+            return False
+        if issubclass(tp, int):
+            return 0
+        if issubclass(tp, str):
+            return ""
+        if issubclass(tp, bytes):
+            return b""
+    if dataclasses.is_dataclass(tp):
+        return render(typing.cast(type, tp), {})
+    return None
+
+
+def response_class(api_key: int, api_version: int) -> type:
+    return typing.cast(type, load_response_schema(api_key, api_version))
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any] | Any) -> bytes:
+    """A length-prefixed response frame."""
+    cls = response_class(api_key, api_version)
+    entity = render(cls, body) if isinstance(body, Mapping) else body
+    buf = io.BytesIO()
+    buf.write(b"\x00\x00\x00\x00")
+    header_cls = cls.__header_schema__  # type: ignore[attr-defined]
+    entity_writer(header_cls)(buf, header_cls(correlation_id=correlation_id))
+    entity_writer(cls)(buf, entity)
+    out = buf.getbuffer()
+    struct.pack_into(">i", out, 0, len(out) - 4)
+    return bytes(out)
+
+
+def field(body: Any, *names: str, default: Any = None) -> Any:
+    """The first attribute of ``body`` among ``names`` (field names differ across versions)."""
+    for name in names:
+        if hasattr(body, name):
+            return getattr(body, name)
+    return default

@@ -1,0 +1,32 @@
+"""Shared fixtures: a real broker process on 127.0.0.1 with a real data directory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from coordinator.launcher import LocalBroker
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[LocalBroker]:
+    with LocalBroker(data_dir=tmp_path / "data") as running:
+        yield running
+
+
+@pytest.fixture
+def broker_factory(tmp_path: Path) -> Iterator[type[LocalBroker]]:
+    """Start brokers with custom settings; all are stopped at the end of the test."""
+    started: list[LocalBroker] = []
+
+    class Factory(LocalBroker):
+        def __init__(self, **kwargs: object) -> None:
+            kwargs.setdefault("data_dir", tmp_path / f"data{len(started)}")
+            super().__init__(**kwargs)  # type: ignore[arg-type]
+            started.append(self)
+
+    yield Factory
+    for b in started:
+        b.stop()

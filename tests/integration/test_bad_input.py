@@ -1,0 +1,116 @@
+"""Random, truncated, unknown and oversized frames never disturb the broker."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from coordinator.launcher import LocalBroker
+from tests.kafka_wire import WireClient
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+    with LocalBroker(data_dir=tmp_path_factory.mktemp("bad")) as b:
+        yield b
+
+
+def _still_serves(bootstrap: str) -> None:
+    client = WireClient(bootstrap)
+    try:
+        resp = client.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+        assert int(resp.error_code) == 0
+    finally:
+        client.close()
+
+
+def _send_and_read(bootstrap: str, payload: bytes) -> bytes | None:
+    """Send one frame; return the response frame, or None if the broker closed the connection."""
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(struct.pack(">i", len(payload)) + payload)
+        try:
+            head = sock.recv(4)
+        except (ConnectionResetError, TimeoutError):
+            return None
+        if len(head) < 4:
+            return None
+        size = struct.unpack(">i", head)[0]
+        body = b""
+        while len(body) < size:
+            chunk = sock.recv(size - len(body))
+            if not chunk:
+                break
+            body += chunk
+        return body
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    api_key=st.sampled_from([0, 1, 2, 3, 10, 18, 19, 22, 24, 26, 65, 66, 999]),
+    version=st.integers(-1, 20),
+    tail=st.binary(max_size=200),
+)
+def test_random_frames_get_an_error_or_a_clean_close(
+    shared_broker: LocalBroker, api_key: int, version: int, tail: bytes
+) -> None:
+    payload = struct.pack(">hhi", api_key, version, 42) + tail
+    response = _send_and_read(shared_broker.bootstrap_servers, payload)
+    if response is not None:
+        assert struct.unpack_from(">i", response, 0)[0] == 42  # correlation id echoed
+    _still_serves(shared_broker.bootstrap_servers)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cut=st.integers(min_value=8, max_value=60))
+def test_truncated_valid_frames(shared_broker: LocalBroker, cut: int) -> None:
+    client = WireClient(shared_broker.bootstrap_servers)
+    frame = client.encode(
+        19,
+        7,
+        {"topics": [{"name": "never-created", "num_partitions": 1, "replication_factor": 1}], "timeout": 1000},
+    )
+    client.close()
+    response = _send_and_read(shared_broker.bootstrap_servers, frame[: min(cut, len(frame) - 1)])
+    if response is not None:
+        assert len(response) >= 4
+    _still_serves(shared_broker.bootstrap_servers)
+
+
+def test_unsupported_api_versions_request_gets_v0_error(shared_broker: LocalBroker) -> None:
+    response = _send_and_read(shared_broker.bootstrap_servers, struct.pack(">hhi", 18, 99, 7) + b"\x00\x00")
+    assert response is not None
+    correlation, error = struct.unpack_from(">ih", response, 0)
+    assert (correlation, error) == (7, 35)
+
+
+def test_unknown_topic_gets_an_error(shared_broker: LocalBroker) -> None:
+    client = WireClient(shared_broker.bootstrap_servers)
+    try:
+        resp = client.request(
+            2, 7, {"replica_id": -1, "topics": [{"name": "missing", "partitions": [{"partition_index": 0, "timestamp": -1}]}]}
+        )
+        assert int(resp.topics[0].partitions[0].error_code) == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    finally:
+        client.close()
+
+
+def test_oversized_frame_is_refused_without_reading_it_all(tmp_path_factory: pytest.TempPathFactory) -> None:
+    with LocalBroker(
+        data_dir=tmp_path_factory.mktemp("big"), config={"socket.request.max.bytes": "1024"}
+    ) as b:
+        client = WireClient(b.bootstrap_servers)
+        frame = client.encode(
+            0, 10, {"acks": -1, "timeout": 1000, "topic_data": [{"name": "x", "partition_data": [{"index": 0, "records": b"\x00" * 4000}]}]}
+        )
+        client.close()
+        response = _send_and_read(b.bootstrap_servers, frame)
+        assert response is None or len(response) >= 4
+        _still_serves(b.bootstrap_servers)

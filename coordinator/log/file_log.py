@@ -1,0 +1,689 @@
+"""Durable partition logs on segment files, laid out like Kafka's.
+
+A partition directory ``{topic}-{partition}`` holds segments
+``{base offset:020d}.log``, each with a sparse ``.index`` (8-byte entries:
+int32 offset relative to the segment base, uint32 file position; one every
+``index_interval_bytes``), and ``log-start-offset``, a checkpoint of the log
+start offset written atomically (temp file, fsync, rename, fsync directory).
+
+Durability rules:
+
+* Bytes go to the file with unbuffered ``os.write``; the flush policy decides
+  when to ``fsync``.  Rolling a segment first fsyncs the old one, so only the
+  active (last) segment can ever hold unsynced bytes, and creating a segment
+  fsyncs the directory.
+* Index files are never trusted: they are rebuilt from the segment scan on
+  open, so they are written lazily (on flush, roll and close) and never fsynced.
+* Recovery on open verifies every batch's framing (header parses, the batch
+  fits in the file, base offsets are contiguous) in every segment, and the
+  CRC32C only in the active segment, which is the only one that can be torn
+  given the rule above.  Older segments are scanned header by header in large
+  reads, which keeps open time low for big logs.  At the first bad batch the
+  segment is truncated to the last whole batch, a warning is logged on
+  ``sharetxn.log`` and every later segment is deleted.
+
+Nothing here reads the clock, sleeps or starts threads: the broker core calls
+it synchronously and passes the time in.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import logging
+import os
+import re
+import shutil
+import struct
+from array import array
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+from coordinator.log.memory_log import (
+    FlushPolicy,
+    assign_offset,
+    check_config,
+    check_partition,
+    out_of_range,
+    validate_batch,
+)
+from coordinator.log.storage import LogConfig
+from txn.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, parse_header
+from txn.errors import ClosedError, KafkaStorageError
+
+logger = logging.getLogger("sharetxn.log")
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+START_OFFSET_FILE = "log-start-offset"
+_TMP_SUFFIX = ".tmp"
+_SEGMENT_NAME = re.compile(r"\d{20}")
+_PARTITION_DIR = re.compile(r"(.+)-(\d+)")
+_INDEX_ENTRY = struct.Struct(">iI")
+_MAX_RELATIVE_OFFSET = 2**31 - 1
+_HEADER_CHUNK = 64 * 1024  # bytes per read when walking headers
+_DATA_CHUNK = 1024 * 1024  # bytes per read when copying whole batches out
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make file creations, renames and deletions in ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _pread_exact(fd: int, size: int, pos: int) -> bytes:
+    data = os.pread(fd, size, pos)
+    while len(data) < size:
+        more = os.pread(fd, size - len(data), pos + len(data))
+        if not more:
+            raise KafkaStorageError(f"segment ended at {pos + len(data)}, expected {pos + size}")
+        data += more
+    return data
+
+
+def _write_all(fd: int, data: bytes | bytearray) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+class _Window:
+    """Sequential reads of a segment in big chunks, so walking headers costs few syscalls.
+
+    It reads ``seg.fd`` at each refill, so a segment closed under a live iterator
+    fails with EBADF instead of reading whatever file reuses the descriptor.
+    """
+
+    def __init__(self, seg: _Segment, end: int, chunk: int) -> None:
+        self._seg = seg
+        self._end = end
+        self._chunk = chunk
+        self._buf = b""
+        self._buf_pos = 0
+
+    def get(self, pos: int, size: int) -> tuple[bytes, int] | None:
+        """A buffer holding ``size`` bytes at file position ``pos`` and their index in it.
+
+        None if the file (as of the window's ``end``) is shorter than that.
+        """
+        if pos + size > self._end:
+            return None
+        rel = pos - self._buf_pos
+        if rel < 0 or rel + size > len(self._buf):
+            want = min(max(size, self._chunk), self._end - pos)
+            self._buf = os.pread(self._seg.fd, want, pos)
+            self._buf_pos = pos
+            rel = 0
+            if len(self._buf) < size:
+                return None
+        return self._buf, rel
+
+
+def _walk(
+    seg: _Segment, start: int, end: int, chunk: int
+) -> Iterator[tuple[int, BatchHeader, _Window]]:
+    """(position, header, window) of each batch in [start, end) of a recovered segment."""
+    path = seg.log_path
+    window = _Window(seg, end, chunk)
+    pos = start
+    while pos < end:
+        got = window.get(pos, HEADER_SIZE)
+        if got is None:
+            raise KafkaStorageError(f"{path}: truncated header at {pos}")
+        try:
+            header = parse_header(got[0], got[1])
+        except BatchFormatError as exc:
+            raise KafkaStorageError(f"{path}: bad batch at {pos}: {exc}") from exc
+        yield pos, header, window
+        pos += header.size
+
+
+class _Segment:
+    """One ``.log`` file, its in-memory sparse index and its ``.index`` file."""
+
+    def __init__(self, directory: Path, base: int, *, create: bool) -> None:
+        self.base = base
+        self.log_path = directory / f"{base:020d}{LOG_SUFFIX}"
+        self.index_path = directory / f"{base:020d}{INDEX_SUFFIX}"
+        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+        self.fd = os.open(self.log_path, flags, 0o644)
+        try:
+            self.index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.size = os.fstat(self.fd).st_size
+        self.next_offset = base
+        self.index_offsets = array("q")
+        self.index_positions = array("q")
+        self.index_written = 0  # entries already in the .index file
+        self.bytes_since_index = 0
+        self.dirty = False
+        self.crc_checked = False
+
+    def record(self, header: BatchHeader, pos: int, interval: int) -> None:
+        """Account for the batch at ``pos`` (Kafka's rule: index it once enough bytes passed)."""
+        if self.bytes_since_index > interval:
+            self.index_offsets.append(header.base_offset)
+            self.index_positions.append(pos)
+            self.bytes_since_index = 0
+        self.bytes_since_index += header.size
+        self.next_offset = header.last_offset + 1
+
+    def reset_index(self) -> None:
+        self.index_offsets = array("q")
+        self.index_positions = array("q")
+        self.index_written = 0
+        self.bytes_since_index = 0
+        self.next_offset = self.base
+
+    def index_lookup(self, offset: int) -> int:
+        """File position of an indexed batch with base offset <= ``offset`` (0 if none)."""
+        slot = bisect.bisect_right(self.index_offsets, offset) - 1
+        return self.index_positions[slot] if slot >= 0 else 0
+
+    def headers(self, start_pos: int) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of every batch from ``start_pos`` (a batch boundary)."""
+        for pos, header, _window in _walk(self, start_pos, self.size, _HEADER_CHUNK):
+            yield pos, header
+
+    def write_pending_index(self) -> None:
+        """Append index entries not yet in the ``.index`` file (not fsynced: rebuilt on open)."""
+        count = len(self.index_offsets)
+        if self.index_written == count:
+            return
+        data = bytearray()
+        for slot in range(self.index_written, count):
+            data += _INDEX_ENTRY.pack(
+                self.index_offsets[slot] - self.base, self.index_positions[slot]
+            )
+        os.lseek(self.index_fd, self.index_written * _INDEX_ENTRY.size, os.SEEK_SET)
+        _write_all(self.index_fd, data)
+        os.ftruncate(self.index_fd, count * _INDEX_ENTRY.size)
+        self.index_written = count
+
+    def rewrite_index(self) -> None:
+        self.index_written = 0
+        os.ftruncate(self.index_fd, 0)
+        self.write_pending_index()
+
+    def truncate(self, pos: int, next_offset: int) -> None:
+        """Cut the file at batch boundary ``pos``; ``next_offset`` is the first offset removed."""
+        os.ftruncate(self.fd, pos)
+        self.size = pos
+        self.next_offset = next_offset
+        keep = bisect.bisect_left(self.index_positions, pos)
+        del self.index_offsets[keep:]
+        del self.index_positions[keep:]
+        self.bytes_since_index = pos - (self.index_positions[-1] if keep else 0)
+        self.index_written = min(self.index_written, keep)
+        os.ftruncate(self.index_fd, self.index_written * _INDEX_ENTRY.size)
+
+    def sync(self) -> None:
+        self.write_pending_index()
+        os.fsync(self.fd)
+        self.dirty = False
+
+    def close(self) -> None:
+        fd, index_fd = self.fd, self.index_fd
+        self.fd = self.index_fd = -1
+        os.close(fd)
+        os.close(index_fd)
+
+    def delete(self) -> None:
+        self.close()
+        self.log_path.unlink(missing_ok=True)
+        self.index_path.unlink(missing_ok=True)
+
+
+class FileLog:
+    """A ``PartitionLog`` on segment files in ``directory``; opening it runs recovery."""
+
+    def __init__(self, directory: Path, config: LogConfig | None = None) -> None:
+        self._dir = Path(directory)
+        self._config = config or LogConfig()
+        check_config(self._config)
+        self.name = self._dir.name
+        self._policy = FlushPolicy(self._config)
+        self._segments: list[_Segment] = []
+        self._bases: list[int] = []
+        self._start = 0
+        self._end = 0
+        self._closed = False
+        try:
+            self._open()
+        except BaseException:
+            for seg in self._segments:
+                seg.close()
+            self._closed = True
+            raise
+
+    # -- PartitionLog -------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._end
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._policy.unflushed_messages
+
+    @property
+    def directory(self) -> Path:
+        return self._dir
+
+    def append(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
+        """Validate, assign the next offset, write; applies the message flush rule.
+
+        A failed write is cut back off the file and raised as KafkaStorageError,
+        leaving the log as it was.
+        """
+        self._check_open()
+        header = replace(validate_batch(batch), base_offset=self._end)
+        buf = assign_offset(batch, header.base_offset)
+        seg = self._segments[-1]
+        if seg.size > 0 and (
+            seg.size + header.size > self._config.segment_bytes
+            or header.last_offset - seg.base > _MAX_RELATIVE_OFFSET
+        ):
+            seg = self._roll()
+        pos = seg.size
+        try:
+            _write_all(seg.fd, buf)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(seg.fd, pos)
+            raise KafkaStorageError(f"{self.name}: append failed: {exc}") from exc
+        seg.size = pos + header.size
+        seg.record(header, pos, self._config.index_interval_bytes)
+        seg.dirty = True
+        self._end = header.last_offset + 1
+        if self._policy.record_append(header.records_count, now_ms):
+            self.flush()
+        return header
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one containing ``offset``, possibly across segments.
+
+        The index narrows the scan to at most ``index_interval_bytes`` of headers.
+        """
+        self._check_open()
+        if offset < self._start or offset > self._end:
+            raise out_of_range(offset, self._start, self._end)
+        if offset == self._end:
+            return b""
+        first = bisect.bisect_right(self._bases, offset) - 1
+        parts: list[bytes] = []
+        total = 0
+        for seg in self._segments[first:]:
+            start_pos = seg.index_lookup(offset) if total == 0 else 0
+            end_pos = start_pos
+            full = False
+            for pos, header in seg.headers(start_pos):
+                if header.last_offset < offset:
+                    start_pos = end_pos = pos + header.size
+                    continue
+                if total > 0 and total + header.size > max_bytes:
+                    full = True
+                    break
+                total += header.size
+                end_pos = pos + header.size
+            if end_pos > start_pos:
+                parts.append(_pread_exact(seg.fd, end_pos - start_pos, start_pos))
+            if full:
+                break
+        return b"".join(parts)
+
+    def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
+        """Batches with last offset >= max(start_offset, log_start_offset), as of this call.
+
+        Do not truncate or delete segments while iterating.
+        """
+        self._check_open()
+        start = max(start_offset, self._start)
+        if start >= self._end:
+            return iter(())
+        first = max(bisect.bisect_right(self._bases, start) - 1, 0)
+        plan = [(seg, seg.size) for seg in self._segments[first:]]
+        return self._iter_batches(plan, start)
+
+    def flush(self) -> None:
+        """fsync the active segment (older ones were synced when rolled)."""
+        self._check_open()
+        try:
+            self._segments[-1].sync()
+        except OSError as exc:
+            raise KafkaStorageError(f"{self.name}: fsync failed: {exc}") from exc
+        self._policy.reset()
+
+    def maybe_flush(self, now_ms: int) -> None:
+        self._check_open()
+        if self._policy.time_due(now_ms):
+            self.flush()
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop batches with base offset >= ``offset``, durably.
+
+        Below the log start offset the whole log goes and restarts empty at
+        ``offset`` (Kafka's truncateFullyAndStartAt).
+        """
+        self._check_open()
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        if offset >= self._end:
+            return
+        full = offset < self._start
+        removed = False
+        while self._segments and (full or self._segments[-1].base >= offset):
+            self._segments.pop().delete()
+            self._bases.pop()
+            removed = True
+        if not self._segments:
+            self._add_segment(offset)
+        else:
+            seg = self._segments[-1]
+            cut_pos, cut_offset = seg.size, seg.next_offset
+            for pos, header in seg.headers(seg.index_lookup(offset)):
+                if header.base_offset >= offset:
+                    cut_pos, cut_offset = pos, header.base_offset
+                    break
+            seg.truncate(cut_pos, cut_offset)
+            seg.sync()
+            if removed:
+                _fsync_dir(self._dir)
+        self._end = self._segments[-1].next_offset
+        self._policy.reset()
+        if self._start > self._end:  # a full truncation, or a cut inside the straddling batch
+            self._start = self._end
+            self._write_start_checkpoint()
+
+    def advance_start_offset(self, offset: int) -> None:
+        """Persist a higher log start offset, then delete the segments wholly below it."""
+        self._check_open()
+        if offset <= self._start:
+            return
+        if offset > self._end:
+            raise out_of_range(offset, self._start, self._end)
+        self._start = offset
+        self._write_start_checkpoint()
+        self._delete_segments_below(offset)
+
+    def close(self, *, flush: bool = True) -> None:
+        """Flush (unless the log is being deleted) and release the files.
+
+        Later calls raise ClosedError; closing twice is harmless.
+        """
+        if self._closed:
+            return
+        try:
+            if flush:
+                self.flush()
+        finally:
+            self._closed = True
+            for seg in self._segments:
+                seg.close()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(f"log {self.name} is closed")
+
+    def _iter_batches(
+        self, plan: list[tuple[_Segment, int]], start: int
+    ) -> Iterator[tuple[BatchHeader, bytes]]:
+        for number, (seg, end) in enumerate(plan):
+            first_pos = seg.index_lookup(start) if number == 0 else 0
+            for pos, header, window in _walk(seg, first_pos, end, _DATA_CHUNK):
+                if header.last_offset < start:
+                    continue
+                got = window.get(pos, header.size)
+                if got is None:
+                    raise KafkaStorageError(f"{seg.log_path}: truncated batch at {pos}")
+                buf, rel = got
+                yield header, buf[rel : rel + header.size]
+
+    def _add_segment(self, base: int) -> _Segment:
+        seg = _Segment(self._dir, base, create=True)
+        self._segments.append(seg)
+        self._bases.append(base)
+        _fsync_dir(self._dir)
+        return seg
+
+    def _roll(self) -> _Segment:
+        """Start a segment at the log end, syncing the old one first so only the last can tear."""
+        old = self._segments[-1]
+        if old.dirty:
+            old.sync()
+            self._policy.reset()
+        else:
+            old.write_pending_index()
+        return self._add_segment(self._end)
+
+    def _delete_segments_below(self, offset: int) -> None:
+        """Delete segments wholly below ``offset`` (rolling first if that is all of them)."""
+        segs = self._segments
+        if segs[-1].size > 0 and segs[-1].next_offset <= offset:
+            self._roll()
+        deleted = False
+        while len(segs) > 1 and segs[1].base <= offset:
+            segs.pop(0).delete()
+            self._bases.pop(0)
+            deleted = True
+        if deleted:
+            _fsync_dir(self._dir)
+
+    def _write_start_checkpoint(self) -> None:
+        path = self._dir / START_OFFSET_FILE
+        tmp = path.with_name(path.name + _TMP_SUFFIX)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            _write_all(fd, f"{self._start}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        tmp.replace(path)
+        _fsync_dir(self._dir)
+
+    def _read_start_checkpoint(self) -> int | None:
+        path = self._dir / START_OFFSET_FILE
+        try:
+            text = path.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            return None
+        try:
+            return int(text)
+        except ValueError:
+            logger.warning("%s: ignoring unreadable %s: %r", self.name, START_OFFSET_FILE, text)
+            return None
+
+    def _open(self) -> None:
+        """Find the segments, recover them, and restore the start offset."""
+        created = not self._dir.exists()
+        self._dir.mkdir(parents=True, exist_ok=True)
+        if created:
+            _fsync_dir(self._dir.parent)
+        for tmp in self._dir.glob(f"*{_TMP_SUFFIX}"):
+            tmp.unlink()
+        bases = sorted(
+            int(path.stem)
+            for path in self._dir.glob(f"*{LOG_SUFFIX}")
+            if _SEGMENT_NAME.fullmatch(path.stem)
+        )
+        live = {f"{base:020d}" for base in bases}
+        for index in self._dir.glob(f"*{INDEX_SUFFIX}"):
+            if index.stem not in live:
+                index.unlink()
+        checkpoint = self._read_start_checkpoint()
+        if not bases:
+            self._add_segment(checkpoint or 0)
+        for base in bases:
+            self._segments.append(_Segment(self._dir, base, create=False))
+            self._bases.append(base)
+        if bases:
+            self._recover()
+        self._end = self._segments[-1].next_offset
+        self._start = min(max(checkpoint or 0, self._segments[0].base), self._end)
+        if checkpoint is not None and self._start < checkpoint:
+            self._write_start_checkpoint()
+        self._delete_segments_below(self._start)
+
+    def _recover(self) -> None:
+        """Scan every segment; cut at the first bad batch and drop everything after it."""
+        segs = self._segments
+        # An empty segment that is not the last holds nothing and would break contiguity.
+        for number in range(len(segs) - 2, -1, -1):
+            if segs[number].size == 0:
+                logger.warning(
+                    "%s: removing empty segment %s", self.name, segs[number].log_path.name
+                )
+                segs.pop(number).delete()
+                self._bases.pop(number)
+        expected = segs[0].base
+        number = 0
+        while number < len(segs):
+            seg = segs[number]
+            is_last = number == len(segs) - 1
+            if seg.base != expected:
+                self._drop_from(
+                    number, f"segment base {seg.base} does not follow offset {expected}"
+                )
+                break
+            if not self._scan(seg, verify_crc=is_last):
+                self._drop_from(number + 1, "it follows a damaged segment")
+                break
+            expected = seg.next_offset
+            number += 1
+        if not segs[-1].crc_checked:  # the last segment changed: it may be the torn one
+            self._scan(segs[-1], verify_crc=True)
+        for seg in segs:
+            seg.rewrite_index()
+
+    def _drop_from(self, number: int, reason: str) -> None:
+        dropped = self._segments[number:]
+        if not dropped:
+            return
+        del self._segments[number:], self._bases[number:]
+        for seg in dropped:
+            logger.warning(
+                "%s: deleting segment %s (%d bytes) during recovery: %s",
+                self.name,
+                seg.log_path.name,
+                seg.size,
+                reason,
+            )
+            seg.delete()
+        _fsync_dir(self._dir)
+
+    def _scan(self, seg: _Segment, *, verify_crc: bool) -> bool:
+        """Rebuild ``seg``'s index from its batches; truncate at the first bad one.
+
+        Returns True if the whole file was intact.
+        """
+        seg.reset_index()
+        window = _Window(seg, seg.size, _DATA_CHUNK if verify_crc else _HEADER_CHUNK)
+        interval = self._config.index_interval_bytes
+        pos = 0
+        expected = seg.base
+        problem: str | None = None
+        while pos < seg.size:
+            got = window.get(pos, HEADER_SIZE)
+            if got is None:
+                problem = "torn batch header"
+                break
+            try:
+                header = parse_header(got[0], got[1])
+            except BatchFormatError as exc:
+                problem = f"bad batch header: {exc}"
+                break
+            if header.base_offset != expected:
+                problem = f"batch base offset {header.base_offset}, expected {expected}"
+                break
+            if pos + header.size > seg.size:
+                problem = f"torn batch ({header.size} bytes, {seg.size - pos} present)"
+                break
+            if verify_crc:
+                got = window.get(pos, header.size)
+                if got is None or not crc_ok(got[0], got[1], header):
+                    problem = "CRC32C mismatch"
+                    break
+            seg.record(header, pos, interval)
+            pos += header.size
+            expected = header.last_offset + 1
+        seg.crc_checked = verify_crc
+        if problem is None:
+            return True
+        logger.warning(
+            "%s: recovery truncating %s at position %d, dropping %d bytes: %s",
+            self.name,
+            seg.log_path.name,
+            pos,
+            seg.size - pos,
+            problem,
+        )
+        seg.truncate(pos, expected)
+        os.fsync(seg.fd)
+        return False
+
+
+class FileStorage:
+    """A ``Storage`` of FileLogs, one directory per partition under ``root_dir``."""
+
+    def __init__(self, root_dir: Path, default_config: LogConfig | None = None) -> None:
+        self._root = Path(root_dir)
+        self._root.mkdir(parents=True, exist_ok=True)
+        self._default_config = default_config or LogConfig()
+        self._open: dict[tuple[str, int], FileLog] = {}
+
+    @property
+    def root_dir(self) -> Path:
+        return self._root
+
+    def open_log(self, topic: str, partition: int, config: LogConfig | None = None) -> FileLog:
+        """The open log of a partition (the same object while it stays open; two would clash)."""
+        check_partition(topic, partition)
+        key = (topic, partition)
+        log = self._open.get(key)
+        if log is not None and not log.closed:
+            return log
+        log = FileLog(self._root / f"{topic}-{partition}", config or self._default_config)
+        self._open[key] = log
+        return log
+
+    def list_logs(self) -> list[tuple[str, int]]:
+        found = []
+        for path in self._root.iterdir():
+            match = _PARTITION_DIR.fullmatch(path.name)
+            if match and path.is_dir():
+                found.append((match.group(1), int(match.group(2))))
+        return sorted(found)
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        """Close (without flushing: the data is going) and remove the partition directory."""
+        check_partition(topic, partition)
+        log = self._open.pop((topic, partition), None)
+        if log is not None and not log.closed:
+            log.close(flush=False)
+        path = self._root / f"{topic}-{partition}"
+        if path.exists():
+            shutil.rmtree(path)
+            _fsync_dir(self._root)
+
+    def close(self) -> None:
+        logs = list(self._open.values())
+        self._open.clear()
+        for log in logs:
+            log.close()

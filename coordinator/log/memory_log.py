@@ -1,0 +1,290 @@
+"""Partition logs kept in memory: the reference semantics of the storage seam.
+
+Unit tests and the benchmark's memory mode use these.  ``FileLog`` must behave
+identically through the ``PartitionLog`` protocol, so the pieces both need
+(batch validation, config checks, the flush policy) live here and
+``file_log`` imports them, rather than being written twice.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+
+from coordinator.log.storage import LogConfig
+from txn.batch import BatchFormatError, BatchHeader, crc_ok, parse_header, set_base_offset
+from txn.errors import (
+    ClosedError,
+    CorruptMessageError,
+    InvalidTopicError,
+    OffsetOutOfRangeError,
+)
+
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+class CorruptBatchError(CorruptMessageError, BatchFormatError):
+    """An appended buffer that is not one whole, CRC-valid RecordBatch v2.
+
+    It is both a ``CorruptMessageError`` (what the Produce path answers with,
+    CORRUPT_MESSAGE) and a ``BatchFormatError`` (what the ``PartitionLog``
+    protocol promises), so callers written against either keep working.
+    """
+
+
+def validate_batch(batch: bytes | bytearray | memoryview) -> BatchHeader:
+    """The header of ``batch`` if it is exactly one intact batch; else CorruptBatchError."""
+    try:
+        header = parse_header(batch)
+    except BatchFormatError as exc:
+        raise CorruptBatchError(str(exc)) from exc
+    if header.size != len(batch):
+        raise CorruptBatchError(
+            f"batch length field says {header.size} bytes but {len(batch)} were given"
+        )
+    if not crc_ok(batch, 0, header):
+        raise CorruptBatchError("record batch CRC32C mismatch")
+    return header
+
+
+def assign_offset(batch: bytes | bytearray | memoryview, base_offset: int) -> bytearray:
+    """A copy of ``batch`` with its base offset rewritten (not covered by the CRC)."""
+    buf = bytearray(batch)
+    set_base_offset(buf, 0, base_offset)
+    return buf
+
+
+def check_config(config: LogConfig) -> None:
+    """Reject settings that would break the log's invariants (not Kafka errors: a bug)."""
+    if not 0 < config.segment_bytes <= 2**31 - 1:
+        msg = f"segment_bytes must be in [1, 2**31-1], got {config.segment_bytes}"
+        raise ValueError(msg)
+    if config.index_interval_bytes < 0:
+        raise ValueError("index_interval_bytes must be >= 0")
+    if config.flush_interval_messages < 1:
+        raise ValueError("flush_interval_messages must be >= 1")
+    if config.flush_interval_ms is not None and config.flush_interval_ms < 0:
+        raise ValueError("flush_interval_ms must be >= 0 or None")
+
+
+def check_partition(topic: str, partition: int) -> None:
+    """Kafka's topic name rules; they also keep FileStorage's directory names inside its root."""
+    if not _TOPIC_NAME.fullmatch(topic) or topic in {".", ".."}:
+        raise InvalidTopicError(f"invalid topic name {topic!r}", topic=topic)
+    if partition < 0:
+        raise InvalidTopicError(f"invalid partition {partition}", topic=topic, partition=partition)
+
+
+def out_of_range(offset: int, start: int, end: int) -> OffsetOutOfRangeError:
+    """The error for a read outside [start, end], carrying the bounds for the fetch path."""
+    return OffsetOutOfRangeError(
+        f"offset {offset} is outside [{start}, {end}]",
+        offset=offset,
+        log_start_offset=start,
+        log_end_offset=end,
+    )
+
+
+@dataclass
+class FlushPolicy:
+    """Kafka's log.flush.interval.messages / .ms rules, kept apart from the I/O.
+
+    A batch counts as at least one message, so a zero-record batch is still
+    made durable under the default fsync-every-append setting.
+    """
+
+    config: LogConfig
+    unflushed_messages: int = 0
+    oldest_unflushed_ms: int | None = None
+
+    def record_append(self, records_count: int, now_ms: int) -> bool:
+        """Note an append; True if the message rule now requires a flush."""
+        if self.oldest_unflushed_ms is None:
+            self.oldest_unflushed_ms = now_ms
+        self.unflushed_messages += max(records_count, 1)
+        return self.unflushed_messages >= self.config.flush_interval_messages
+
+    def time_due(self, now_ms: int) -> bool:
+        """True if the time rule requires a flush at ``now_ms``."""
+        interval = self.config.flush_interval_ms
+        if interval is None or self.oldest_unflushed_ms is None:
+            return False
+        return now_ms - self.oldest_unflushed_ms >= interval
+
+    def reset(self) -> None:
+        self.unflushed_messages = 0
+        self.oldest_unflushed_ms = None
+
+
+@dataclass
+class _MemoryData:
+    """What survives closing and reopening a memory log (the 'disk')."""
+
+    bases: list[int] = field(default_factory=list)
+    headers: list[BatchHeader] = field(default_factory=list)
+    blobs: list[bytes] = field(default_factory=list)
+    start: int = 0
+    end: int = 0
+
+
+class MemoryLog:
+    """A ``PartitionLog`` whose batches are Python lists.
+
+    Batches wholly below the log start offset are dropped, the in-memory
+    analogue of FileLog deleting whole segments; a batch straddling the start
+    offset stays readable, as in Kafka.  ``flush`` only counts (``flush_count``)
+    so tests can observe the flush policy.
+    """
+
+    def __init__(self, config: LogConfig | None = None, *, _data: _MemoryData | None = None):
+        self._config = config or LogConfig()
+        check_config(self._config)
+        self._data = _data if _data is not None else _MemoryData()
+        self._policy = FlushPolicy(self._config)
+        self._closed = False
+        self.flush_count = 0
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._data.start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._data.end
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._policy.unflushed_messages
+
+    def append(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
+        """Validate, assign the next offset, store; applies the message flush rule."""
+        self._check_open()
+        header = validate_batch(batch)
+        data = self._data
+        header = replace(header, base_offset=data.end)
+        data.bases.append(header.base_offset)
+        data.headers.append(header)
+        data.blobs.append(bytes(assign_offset(batch, header.base_offset)))
+        data.end = header.last_offset + 1
+        if self._policy.record_append(header.records_count, now_ms):
+            self.flush()
+        return header
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one containing ``offset``; the first regardless of size."""
+        self._check_open()
+        data = self._data
+        if offset < data.start or offset > data.end:
+            raise out_of_range(offset, data.start, data.end)
+        if offset == data.end:
+            return b""
+        index = bisect.bisect_right(data.bases, offset) - 1
+        parts = [data.blobs[index]]
+        total = len(parts[0])
+        for blob in data.blobs[index + 1 :]:
+            if total + len(blob) > max_bytes:
+                break
+            parts.append(blob)
+            total += len(blob)
+        return b"".join(parts)
+
+    def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
+        """Batches with last offset >= max(start_offset, log_start_offset), as of this call."""
+        self._check_open()
+        data = self._data
+        start = max(start_offset, data.start)
+        if start >= data.end:
+            return iter(())
+        index = max(bisect.bisect_right(data.bases, start) - 1, 0)
+        return iter(list(zip(data.headers[index:], data.blobs[index:], strict=True)))
+
+    def flush(self) -> None:
+        self._check_open()
+        self.flush_count += 1
+        self._policy.reset()
+
+    def maybe_flush(self, now_ms: int) -> None:
+        self._check_open()
+        if self._policy.time_due(now_ms):
+            self.flush()
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop batches with base offset >= ``offset``.
+
+        Below the log start offset the whole log goes and restarts empty at
+        ``offset`` (Kafka's truncateFullyAndStartAt).
+        """
+        self._check_open()
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        data = self._data
+        if offset >= data.end:
+            return
+        cut = 0 if offset < data.start else bisect.bisect_left(data.bases, offset)
+        del data.bases[cut:], data.headers[cut:], data.blobs[cut:]
+        data.end = data.headers[-1].last_offset + 1 if data.headers else offset
+        data.start = min(data.start, data.end)
+        self._policy.reset()
+
+    def advance_start_offset(self, offset: int) -> None:
+        """Raise the start offset (never lower it); beyond the end is out of range."""
+        self._check_open()
+        data = self._data
+        if offset <= data.start:
+            return
+        if offset > data.end:
+            raise out_of_range(offset, data.start, data.end)
+        data.start = offset
+        drop = 0
+        while drop < len(data.headers) and data.headers[drop].last_offset < offset:
+            drop += 1
+        del data.bases[:drop], data.headers[:drop], data.blobs[:drop]
+
+    def close(self) -> None:
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError("log is closed")
+
+
+class MemoryStorage:
+    """A ``Storage`` of memory logs; closing and reopening a log keeps its batches."""
+
+    def __init__(self, default_config: LogConfig | None = None) -> None:
+        self._default_config = default_config or LogConfig()
+        self._data: dict[tuple[str, int], _MemoryData] = {}
+        self._open: dict[tuple[str, int], MemoryLog] = {}
+
+    def open_log(self, topic: str, partition: int, config: LogConfig | None = None) -> MemoryLog:
+        """The open log of a partition (the same object while it stays open), creating it."""
+        check_partition(topic, partition)
+        key = (topic, partition)
+        log = self._open.get(key)
+        if log is not None and not log.closed:
+            return log
+        data = self._data.setdefault(key, _MemoryData())
+        log = MemoryLog(config or self._default_config, _data=data)
+        self._open[key] = log
+        return log
+
+    def list_logs(self) -> list[tuple[str, int]]:
+        return sorted(self._data)
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        key = (topic, partition)
+        log = self._open.pop(key, None)
+        if log is not None:
+            log.close()
+        self._data.pop(key, None)
+
+    def close(self) -> None:
+        for log in self._open.values():
+            log.close()
+        self._open.clear()

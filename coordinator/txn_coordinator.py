@@ -1,0 +1,927 @@
+"""The transaction coordinator (Kafka's TransactionCoordinator + TransactionStateManager).
+
+Single node: every transactional id lives in one ``__transaction_state`` partition (0), which
+this coordinator owns for its whole life at ``coordinator_epoch``.  Every method is synchronous:
+a state change is prepared on the metadata (``prepare_*``), its record is appended to the log
+(and flushed), and only then is the transition completed; if the append raises, the pending
+transition is dropped and the error is mapped as Kafka maps append errors.
+
+EndTxn writes PrepareCommit/PrepareAbort, replies at once and hands the markers to the
+``MarkerChannel``; CompleteCommit/CompleteAbort is written when the channel reports that every
+partition acknowledged (retried with the clock if that append fails).  ``load()`` rebuilds the
+state by replaying the log through the same transit objects and re-sends the markers of every
+Prepare* transaction.
+
+Protocol errors are returned (``error`` fields, Kafka numbers), never raised.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from coordinator.log.storage import PartitionLog
+from coordinator.marker_channel import MarkerChannel, TxnMarker
+from coordinator.producer_ids import ProducerIdManager
+from txn.batch import ControlType, build_batch
+from txn.clock import Clock, Timer
+from txn.config import BrokerConfig
+from txn.errors import (
+    ErrorCode,
+    IllegalTransitionError,
+    KafkaProtocolError,
+    ProducerFencedError,
+)
+from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
+from txn.metadata import (
+    INT32_MAX,
+    TV_0,
+    TV_2,
+    TransactionMetadata,
+    TxnTransitMetadata,
+    is_epoch_exhausted,
+    supports_epoch_bump,
+)
+from txn.state import TransactionState
+from txn.txn_log import (
+    TransactionLogValue,
+    TxnLogFormatError,
+    UnknownRecordVersionError,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+    read_records,
+)
+
+log = logging.getLogger(__name__)
+
+_S = TransactionState
+_PREPARE = (_S.PREPARE_COMMIT, _S.PREPARE_ABORT)
+_IDLE = (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
+
+# How a failed ``__transaction_state`` append is reported (TransactionStateManager).
+_APPEND_ERRORS: dict[ErrorCode, ErrorCode] = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+
+
+def append_error_code(exc: Exception) -> ErrorCode:
+    """The coordinator error for an exception raised by a log append."""
+    if isinstance(exc, KafkaProtocolError):
+        raw = exc.code
+    elif isinstance(exc, OSError):
+        raw = ErrorCode.KAFKA_STORAGE_ERROR
+    else:
+        raw = ErrorCode.UNKNOWN_SERVER_ERROR
+    return _APPEND_ERRORS.get(raw, raw)
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdResult:
+    error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    ongoing_txn_producer_id: int = NO_PRODUCER_ID
+    ongoing_txn_producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class EndTxnResult:
+    error: ErrorCode
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionListing:
+    transactional_id: str
+    producer_id: int
+    state: str  # Kafka's state name ("Ongoing")
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionDescription:
+    transactional_id: str
+    error: ErrorCode
+    state: str = ""  # Kafka's state name ("PrepareCommit")
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    transaction_timeout_ms: int = 0
+    transaction_start_time_ms: int = -1
+    partitions: tuple[TopicPartition, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionView:
+    """Everything the coordinator knows about one id (for the recovery tool and tests)."""
+
+    transactional_id: str
+    state: TransactionState
+    pending_state: TransactionState | None
+    producer_id: int
+    producer_epoch: int
+    last_producer_epoch: int
+    prev_producer_id: int
+    next_producer_id: int
+    txn_timeout_ms: int
+    topic_partitions: tuple[TopicPartition, ...]
+    txn_start_timestamp: int
+    txn_last_update_timestamp: int
+    client_transaction_version: int
+    two_phase_commit: bool
+    has_failed_epoch_fence: bool
+    markers_pending: tuple[TopicPartition, ...]
+
+
+# --- record <-> transit ----------------------------------------------------------------------
+
+
+def transit_to_log_value(transit: TxnTransitMetadata) -> TransactionLogValue | None:
+    """The record value for ``transit``; Dead is a tombstone (None)."""
+    if transit.state is _S.DEAD:
+        return None
+    return TransactionLogValue(
+        producer_id=transit.producer_id,
+        producer_epoch=transit.producer_epoch,
+        transaction_timeout_ms=transit.txn_timeout_ms,
+        state=transit.state,
+        topic_partitions=transit.topic_partitions,
+        last_update_timestamp_ms=transit.txn_last_update_timestamp,
+        start_timestamp_ms=transit.txn_start_timestamp,
+        previous_producer_id=transit.prev_producer_id,
+        next_producer_id=transit.next_producer_id,
+        next_producer_epoch=transit.next_producer_epoch,
+        client_transaction_version=transit.client_transaction_version,
+        two_phase_commit=transit.two_phase_commit,
+    )
+
+
+def log_value_to_transit(value: TransactionLogValue) -> TxnTransitMetadata:
+    """The transit a record describes; the last epoch is not persisted (-1, as in Kafka)."""
+    return TxnTransitMetadata(
+        producer_id=value.producer_id,
+        prev_producer_id=value.previous_producer_id,
+        next_producer_id=value.next_producer_id,
+        next_producer_epoch=value.next_producer_epoch,
+        producer_epoch=value.producer_epoch,
+        last_producer_epoch=NO_PRODUCER_EPOCH,
+        txn_timeout_ms=value.transaction_timeout_ms,
+        state=value.state,
+        topic_partitions=value.topic_partitions,
+        txn_start_timestamp=value.start_timestamp_ms,
+        txn_last_update_timestamp=value.last_update_timestamp_ms,
+        client_transaction_version=value.client_transaction_version,
+        two_phase_commit=value.two_phase_commit,
+    )
+
+
+def _result_of(state: TransactionState) -> ControlType:
+    return ControlType.COMMIT if state is _S.PREPARE_COMMIT else ControlType.ABORT
+
+
+class TransactionCoordinator:
+    """Transactions of every transactional id, persisted in one ``__transaction_state`` log."""
+
+    def __init__(  # noqa: PLR0917 - the seams, in the order the broker wires them
+        self,
+        clock: Clock,
+        log: PartitionLog,
+        producer_ids: ProducerIdManager,
+        marker_channel: MarkerChannel,
+        config: BrokerConfig,
+        coordinator_epoch: int = 0,
+        *,
+        transaction_version_level: int = TV_2,
+        retry_backoff_ms: int = 100,
+    ) -> None:
+        self._clock = clock
+        self._log = log
+        self._producer_ids = producer_ids
+        self._channel = marker_channel
+        self._coordinator_epoch = coordinator_epoch
+        # The server's transaction.version: used for aborts the coordinator starts itself.
+        self._tv_level = transaction_version_level
+        self._retry_backoff_ms = retry_backoff_ms
+        self._max_timeout_ms = config.get_int("transaction.max.timeout.ms")
+        self._expiration_ms = config.get_int("transactional.id.expiration.ms")
+        self._abort_interval_ms = config.get_int(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+        )
+        self._expiry_interval_ms = config.get_int(
+            "transaction.remove.expired.transaction.cleanup.interval.ms"
+        )
+        self._two_phase_commit_enabled = config.get_bool("transaction.two.phase.commit.enable")
+        self._txns: dict[str, TransactionMetadata] = {}
+        # CompleteCommit/CompleteAbort transits waiting for their markers, by id.
+        self._pending_complete: dict[str, TxnTransitMetadata] = {}
+        self._timers: dict[str, Timer] = {}
+        self._loaded = False
+        self._closed = False
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    @staticmethod
+    def partition_for(transactional_id: str) -> int:
+        """The ``__transaction_state`` partition of an id: always 0 on this single node.
+
+        Kafka uses ``abs(hash(id)) % transaction.state.log.num.partitions``; FindCoordinator
+        answers with this broker for every id either way.
+        """
+        del transactional_id
+        return 0
+
+    @property
+    def coordinator_epoch(self) -> int:
+        return self._coordinator_epoch
+
+    def load(self) -> None:
+        """Replay the log, re-send the markers of Prepare* transactions, start the reapers."""
+        self._txns.clear()
+        self._pending_complete.clear()
+        for header, batch in self._log.batches(self._log.log_start_offset):
+            if header.is_control:
+                continue
+            try:
+                records = read_records(batch)
+            except ValueError:
+                log.exception("skipping unreadable __transaction_state batch at %d",
+                              header.base_offset)
+                continue
+            for key, value in records:
+                self._replay_record(key, value, header.base_offset)
+        self._loaded = True
+        self._closed = False
+        for metadata in list(self._txns.values()):
+            if metadata.state in _PREPARE:
+                log.info("completing %s after load", metadata)
+                self._send_markers(metadata)
+        self._schedule_periodic(
+            "abort", self._abort_interval_ms, self.abort_timed_out_transactions
+        )
+        self._schedule_periodic(
+            "expire", self._expiry_interval_ms, self.remove_expired_transactional_ids
+        )
+
+    def close(self) -> None:
+        """Stop the reapers and marker deliveries; every later request gets an error."""
+        self._closed = True
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        for transactional_id in self._pending_complete:
+            self._channel.cancel(transactional_id)
+        self._pending_complete.clear()
+
+    # --- InitProducerId -----------------------------------------------------------------------
+
+    def init_producer_id(  # noqa: PLR0917 - InitProducerId's fields, in wire order
+        self,
+        transactional_id: str | None,
+        transaction_timeout_ms: int,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        enable_2pc: bool = False,
+        keep_prepared_txn: bool = False,
+    ) -> InitProducerIdResult:
+        """InitProducerId (KIP-98/360/890/939): a producer id and a fresh epoch for the id."""
+        if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
+            return InitProducerIdResult(ErrorCode.INVALID_REQUEST)  # KafkaApis' pair check
+        if transactional_id is None:
+            new_id = self._generate_producer_id()
+            if isinstance(new_id, ErrorCode):
+                return InitProducerIdResult(new_id)
+            return InitProducerIdResult(ErrorCode.NONE, new_id, 0)
+        if not transactional_id:
+            return InitProducerIdResult(ErrorCode.INVALID_REQUEST)
+        if enable_2pc and not self._two_phase_commit_enabled:
+            return InitProducerIdResult(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if not enable_2pc and not 0 < transaction_timeout_ms <= self._max_timeout_ms:
+            return InitProducerIdResult(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+        timeout_ms = INT32_MAX if enable_2pc else transaction_timeout_ms
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return InitProducerIdResult(error)
+
+        metadata = self._txns.get(transactional_id)
+        if metadata is None:
+            new_id = self._generate_producer_id()
+            if isinstance(new_id, ErrorCode):
+                return InitProducerIdResult(new_id)
+            metadata = TransactionMetadata(
+                transactional_id,
+                new_id,
+                txn_timeout_ms=timeout_ms,
+                txn_last_update_timestamp=self._clock.now_ms(),
+            )
+            self._txns[transactional_id] = metadata
+
+        expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
+        if metadata.pending_transition_in_progress:
+            return InitProducerIdResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if expected is not None and not self._valid_expected_producer(metadata, *expected):
+            return InitProducerIdResult(ErrorCode.PRODUCER_FENCED)
+        if metadata.state in _PREPARE:
+            return InitProducerIdResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if metadata.state is _S.ONGOING:
+            if keep_prepared_txn:
+                # KIP-939: hand the prepared transaction to this caller untouched.
+                return InitProducerIdResult(
+                    ErrorCode.NONE,
+                    metadata.producer_id,
+                    metadata.producer_epoch,
+                    metadata.producer_id,
+                    metadata.producer_epoch,
+                )
+            # Fence the current producer and abort; the client retries and then gets a new
+            # epoch (Kafka never returns the fencing epoch).
+            error = self._fence_and_abort(metadata)
+            return InitProducerIdResult(
+                ErrorCode.CONCURRENT_TRANSACTIONS if error is ErrorCode.NONE else error
+            )
+        if metadata.state not in _IDLE:
+            raise IllegalTransitionError(f"{transactional_id!r} found in {metadata.state}")
+
+        transit = self._prepare_new_epoch(
+            metadata, timeout_ms, None if expected is None else expected[1], enable_2pc
+        )
+        if isinstance(transit, ErrorCode):
+            return InitProducerIdResult(transit)
+        error = self._write(metadata, transit)
+        if error is not ErrorCode.NONE:
+            return InitProducerIdResult(error)
+        return InitProducerIdResult(ErrorCode.NONE, transit.producer_id, transit.producer_epoch)
+
+    @staticmethod
+    def _valid_expected_producer(
+        metadata: TransactionMetadata, producer_id: int, producer_epoch: int
+    ) -> bool:
+        # Fresh metadata, the current id, or the id just rotated away from (a retry).
+        return (
+            metadata.producer_epoch == NO_PRODUCER_EPOCH
+            or producer_id == metadata.producer_id
+            or (producer_id == metadata.prev_producer_id and is_epoch_exhausted(producer_epoch))
+        )
+
+    def _prepare_new_epoch(
+        self,
+        metadata: TransactionMetadata,
+        timeout_ms: int,
+        expected_epoch: int | None,
+        two_phase_commit: bool,
+    ) -> TxnTransitMetadata | ErrorCode:
+        now = self._clock.now_ms()
+        if metadata.is_producer_epoch_exhausted and expected_epoch in (
+            None,
+            metadata.producer_epoch,
+        ):
+            new_id = self._generate_producer_id()
+            if isinstance(new_id, ErrorCode):
+                return new_id
+            return metadata.prepare_producer_id_rotation(
+                new_id, timeout_ms, now, expected_epoch is not None,
+                two_phase_commit=two_phase_commit,
+            )
+        if metadata.is_producer_epoch_exhausted:
+            # The expected epoch is not the exhausted current one: the caller is stale.
+            return ErrorCode.PRODUCER_FENCED
+        try:
+            return metadata.prepare_increment_producer_epoch(
+                timeout_ms, expected_epoch, now, two_phase_commit=two_phase_commit
+            )
+        except ProducerFencedError:
+            return ErrorCode.PRODUCER_FENCED
+
+    # --- AddPartitionsToTxn / verify ----------------------------------------------------------
+
+    def add_partitions_to_txn(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+        *,
+        tv2: bool = False,
+    ) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn (also AddOffsetsToTxn / AddShareAcksToTxn and TV2 implicit adds)."""
+        wanted = frozenset(partitions)
+        error = self._add_partitions(transactional_id, producer_id, producer_epoch, wanted, tv2)
+        return dict.fromkeys(wanted, error)
+
+    def _add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: frozenset[TopicPartition],
+        tv2: bool,
+    ) -> ErrorCode:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error
+        metadata = self._txns.get(transactional_id)
+        if metadata is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        # Pending first: across a TV2 overflow the client may already use the pending new id.
+        if metadata.pending_transition_in_progress:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if metadata.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if metadata.producer_epoch != producer_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        if metadata.state in _PREPARE:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        if metadata.state is _S.ONGOING and partitions <= metadata.topic_partitions:
+            return ErrorCode.NONE
+        transit = metadata.prepare_add_partitions(
+            partitions, self._clock.now_ms(), TV_2 if tv2 else TV_0
+        )
+        return self._write(metadata, transit)
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Verify-only AddPartitionsToTxn (KIP-890): is each partition in the ongoing txn?"""
+        wanted = list(partitions)
+        error = ErrorCode.NONE
+        metadata = self._txns.get(transactional_id) if transactional_id else None
+        if not transactional_id:
+            error = ErrorCode.INVALID_REQUEST
+        elif (availability := self.availability()) is not ErrorCode.NONE:
+            error = availability
+        elif metadata is None or metadata.producer_id != producer_id:
+            error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        elif metadata.producer_epoch != producer_epoch:
+            error = ErrorCode.PRODUCER_FENCED
+        elif metadata.state in _PREPARE:
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
+        if error is not ErrorCode.NONE or metadata is None:
+            return dict.fromkeys(wanted, error)
+        # The pending state is ignored: partitions are added only once their record is written.
+        return {
+            tp: ErrorCode.NONE if tp in metadata.topic_partitions
+            else ErrorCode.TRANSACTION_ABORTABLE
+            for tp in wanted
+        }
+
+    # --- EndTxn -------------------------------------------------------------------------------
+
+    def end_txn(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+        tv2: bool,
+    ) -> EndTxnResult:
+        """EndTxn: write Prepare*, reply, then deliver markers and write Complete*."""
+        if not transactional_id:
+            return EndTxnResult(ErrorCode.INVALID_REQUEST)
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return EndTxnResult(error)
+        metadata = self._txns.get(transactional_id)
+        if metadata is None:
+            return EndTxnResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if tv2:
+            outcome = self._end_txn_tv2(metadata, producer_id, producer_epoch, committed)
+        else:
+            outcome = self._end_txn_tv0(metadata, producer_id, producer_epoch, committed)
+        if isinstance(outcome, EndTxnResult):
+            return outcome
+        error = self._write(metadata, outcome)
+        if error is not ErrorCode.NONE:
+            return EndTxnResult(error)
+        complete = self._send_markers(metadata)
+        if not tv2:
+            return EndTxnResult(ErrorCode.NONE)
+        return EndTxnResult(ErrorCode.NONE, complete.producer_id, complete.producer_epoch)
+
+    def _end_txn_tv0(
+        self, metadata: TransactionMetadata, producer_id: int, producer_epoch: int, commit: bool
+    ) -> TxnTransitMetadata | EndTxnResult:
+        if metadata.producer_id != producer_id:
+            return EndTxnResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if metadata.producer_epoch != producer_epoch:
+            return EndTxnResult(ErrorCode.PRODUCER_FENCED)
+        if metadata.pending_transition_in_progress:
+            return EndTxnResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        state = metadata.state
+        wanted_prepare = _S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT
+        wanted_complete = _S.COMPLETE_COMMIT if commit else _S.COMPLETE_ABORT
+        if state is _S.ONGOING:
+            return metadata.prepare_abort_or_commit(
+                wanted_prepare, TV_0, NO_PRODUCER_ID, self._clock.now_ms(), False
+            )
+        if state is wanted_complete:
+            return EndTxnResult(ErrorCode.NONE)
+        if state is wanted_prepare:
+            return EndTxnResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        return self._invalid_state(metadata, commit)
+
+    def _end_txn_tv2(
+        self, metadata: TransactionMetadata, producer_id: int, producer_epoch: int, commit: bool
+    ) -> TxnTransitMetadata | EndTxnResult:
+        current_id, current_epoch = metadata.producer_id, metadata.producer_epoch
+        state = metadata.state
+        # A retry after an overflow completed: the client still has (old id, 32766).
+        retry_on_overflow = (
+            metadata.prev_producer_id == producer_id
+            and producer_epoch == 32766
+            and current_epoch == 0
+        )
+        # A retry whose bumped epoch the client never received.
+        retry_on_bump = current_epoch == producer_epoch + 1
+        if state in (_S.ONGOING, _S.EMPTY):
+            valid_epoch = producer_epoch == current_epoch
+        elif state in _PREPARE:
+            valid_epoch = retry_on_bump
+        else:
+            valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == current_epoch
+        is_retry = retry_on_bump or retry_on_overflow
+
+        if metadata.pending_transition_in_progress:
+            return EndTxnResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if current_id != producer_id and not retry_on_overflow:
+            return EndTxnResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if not valid_epoch:
+            return EndTxnResult(ErrorCode.PRODUCER_FENCED)
+
+        retried = EndTxnResult(ErrorCode.NONE, current_id, current_epoch)
+        if state is _S.ONGOING:
+            return self._prepare_end_tv2(
+                metadata, _S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT, False
+            )
+        if state is _S.COMPLETE_COMMIT:
+            if commit:
+                return retried if is_retry else self._invalid_state(metadata, commit)
+            if is_retry:
+                return self._invalid_state(metadata, commit)
+            return self._prepare_end_tv2(metadata, _S.PREPARE_ABORT, True)
+        if state is _S.COMPLETE_ABORT:
+            if commit:
+                return self._invalid_state(metadata, commit)
+            if is_retry:
+                return retried
+            return self._prepare_end_tv2(metadata, _S.PREPARE_ABORT, True)
+        if state is _S.PREPARE_COMMIT:
+            if commit:
+                return EndTxnResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+            return self._invalid_state(metadata, commit)
+        if state is _S.PREPARE_ABORT:
+            if not commit:
+                return EndTxnResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+            return self._invalid_state(metadata, commit)
+        if state is _S.EMPTY:
+            if commit:
+                return self._invalid_state(metadata, commit)
+            return self._prepare_end_tv2(metadata, _S.PREPARE_ABORT, True)
+        raise IllegalTransitionError(f"{metadata.transactional_id!r} found in {state}")
+
+    def _prepare_end_tv2(
+        self, metadata: TransactionMetadata, target: TransactionState, no_partition_added: bool
+    ) -> TxnTransitMetadata | EndTxnResult:
+        next_producer_id = NO_PRODUCER_ID
+        if metadata.is_producer_epoch_exhausted:
+            # The bump reaches 32767: the producer continues under a new id at epoch 0.
+            new_id = self._generate_producer_id()
+            if isinstance(new_id, ErrorCode):
+                return EndTxnResult(new_id)
+            next_producer_id = new_id
+        return metadata.prepare_abort_or_commit(
+            target, TV_2, next_producer_id, self._clock.now_ms(), no_partition_added
+        )
+
+    @staticmethod
+    def _invalid_state(metadata: TransactionMetadata, commit: bool) -> EndTxnResult:
+        log.warning(
+            "%r is %s but received EndTxn(%s)",
+            metadata.transactional_id,
+            metadata.state.state_name,
+            "commit" if commit else "abort",
+        )
+        return EndTxnResult(ErrorCode.INVALID_TXN_STATE)
+
+    # --- markers ------------------------------------------------------------------------------
+
+    def _send_markers(self, metadata: TransactionMetadata) -> TxnTransitMetadata:
+        """Prepare the Complete* transition and deliver the markers that must precede it."""
+        result = _result_of(metadata.state)
+        complete = metadata.prepare_complete(self._clock.now_ms())
+        transactional_id = metadata.transactional_id
+        self._pending_complete[transactional_id] = complete
+        marker = TxnMarker(
+            transactional_id=transactional_id,
+            producer_id=metadata.producer_id,
+            producer_epoch=metadata.producer_epoch,
+            coordinator_epoch=self._coordinator_epoch,
+            result=result,
+            partitions=tuple(sorted(metadata.topic_partitions)),
+        )
+        self._channel.send(marker, lambda: self._write_txn_completion(transactional_id, complete))
+        return complete
+
+    def _write_txn_completion(self, transactional_id: str, complete: TxnTransitMetadata) -> None:
+        if self._closed:
+            return
+        metadata = self._txns.get(transactional_id)
+        if metadata is None or self._pending_complete.get(transactional_id) is not complete:
+            log.info("dropping stale completion of %r", transactional_id)
+            return
+        error = self._write(metadata, complete, keep_pending_on_error=True)
+        if error is not ErrorCode.NONE:
+            log.warning("writing %s for %r failed with %s; retrying",
+                        complete.state.state_name, transactional_id, error.name)
+            self._timers[f"complete:{transactional_id}"] = self._clock.schedule(
+                self._retry_backoff_ms,
+                lambda: self._write_txn_completion(transactional_id, complete),
+            )
+            return
+        del self._pending_complete[transactional_id]
+        self._timers.pop(f"complete:{transactional_id}", None)
+
+    # --- coordinator-initiated aborts ---------------------------------------------------------
+
+    def _fence_and_abort(self, metadata: TransactionMetadata) -> ErrorCode:
+        """Bump the epoch past the current producer and abort its transaction."""
+        fence = metadata.prepare_fence_producer_epoch()
+        transit = metadata.prepare_abort_after_fence(fence, self._tv_level, self._clock.now_ms())
+        error = self._write(metadata, transit)
+        if error is not ErrorCode.NONE:
+            if not supports_epoch_bump(self._tv_level):
+                metadata.has_failed_epoch_fence = True
+            return error
+        self._send_markers(metadata)
+        return ErrorCode.NONE
+
+    def timed_out_transactions(self) -> list[tuple[str, int, int]]:
+        """(id, producer id, epoch) of Ongoing, non-2PC transactions past their timeout."""
+        now = self._clock.now_ms()
+        return [
+            (tid, md.producer_id, md.producer_epoch)
+            for tid, md in self._txns.items()
+            if md.state is _S.ONGOING
+            and not md.pending_transition_in_progress
+            and not md.two_phase_commit
+            and md.txn_start_timestamp + md.txn_timeout_ms < now
+        ]
+
+    def abort_timed_out_transactions(self) -> list[str]:
+        """Fence and abort every timed-out transaction; returns the ids whose abort started."""
+        if self.availability() is not ErrorCode.NONE:
+            return []
+        aborted: list[str] = []
+        for transactional_id, producer_id, _epoch in self.timed_out_transactions():
+            metadata = self._txns.get(transactional_id)
+            if metadata is None or metadata.producer_id != producer_id:
+                continue
+            if metadata.pending_transition_in_progress:
+                continue
+            error = self._fence_and_abort(metadata)
+            if error is ErrorCode.NONE:
+                log.info("aborted timed-out transaction of %r", transactional_id)
+                aborted.append(transactional_id)
+            else:
+                log.warning("timeout abort of %r failed: %s", transactional_id, error.name)
+        return aborted
+
+    def remove_expired_transactional_ids(self) -> list[str]:
+        """Tombstone idle ids not used for transactional.id.expiration.ms; returns them."""
+        if self.availability() is not ErrorCode.NONE:
+            return []
+        cutoff = self._clock.now_ms() - self._expiration_ms
+        expired = [
+            md
+            for md in self._txns.values()
+            if not md.pending_transition_in_progress
+            and md.state in _IDLE
+            and md.txn_last_update_timestamp <= cutoff
+        ]
+        if not expired:
+            return []
+        transits = [md.prepare_dead() for md in expired]
+        records: list[tuple[bytes | None, bytes | None]] = [
+            (encode_key(md.transactional_id), None) for md in expired
+        ]
+        error = self._append_records(records)
+        for md, transit in zip(expired, transits, strict=True):
+            if error is ErrorCode.NONE and md.pending_state is transit.state:
+                del self._txns[md.transactional_id]
+            else:
+                md.abort_pending()
+        if error is not ErrorCode.NONE:
+            log.warning("expiring transactional ids failed: %s", error.name)
+            return []
+        return [md.transactional_id for md in expired]
+
+    def force_terminate(self, transactional_id: str) -> EndTxnResult:
+        """Fence the id's producer and abort its transaction, 2PC or not (recovery tool).
+
+        Like Kafka's Admin.forceTerminateTransaction: returns CONCURRENT_TRANSACTIONS while an
+        abort is starting or in progress -- call again until NONE, which carries the new
+        (producer id, epoch) that fenced every earlier producer.
+        """
+        if not transactional_id:
+            return EndTxnResult(ErrorCode.INVALID_REQUEST)
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return EndTxnResult(error)
+        metadata = self._txns.get(transactional_id)
+        if metadata is None:
+            return EndTxnResult(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
+        if metadata.pending_transition_in_progress or metadata.state in _PREPARE:
+            return EndTxnResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        if metadata.state is _S.ONGOING:
+            error = self._fence_and_abort(metadata)
+            return EndTxnResult(
+                ErrorCode.CONCURRENT_TRANSACTIONS if error is ErrorCode.NONE else error
+            )
+        transit = self._prepare_new_epoch(
+            metadata, metadata.txn_timeout_ms, None, metadata.two_phase_commit
+        )
+        if isinstance(transit, ErrorCode):
+            return EndTxnResult(transit)
+        error = self._write(metadata, transit)
+        if error is not ErrorCode.NONE:
+            return EndTxnResult(error)
+        return EndTxnResult(ErrorCode.NONE, transit.producer_id, transit.producer_epoch)
+
+    # --- List / Describe / views --------------------------------------------------------------
+
+    def list_transactions(
+        self,
+        state_filters: Iterable[str] = (),
+        producer_id_filters: Iterable[int] = (),
+        duration_filter_ms: int = -1,
+    ) -> list[TransactionListing]:
+        """ListTransactions (KIP-664, KIP-939's running-longer-than filter), sorted by id.
+
+        Unknown state names match nothing (the response lists them as unknown_state_filters);
+        the response error is ``availability()``.
+        """
+        if self.availability() is not ErrorCode.NONE:
+            return []
+        names = list(state_filters)
+        states = {s for s in map(TransactionState.from_name, names) if s is not None}
+        producer_ids = set(producer_id_filters)
+        now = self._clock.now_ms()
+        listings = [
+            TransactionListing(tid, md.producer_id, md.state.state_name)
+            for tid, md in sorted(self._txns.items())
+            if md.state is not _S.DEAD
+            and (not producer_ids or md.producer_id in producer_ids)
+            and (not names or md.state in states)
+            and not (duration_filter_ms >= 0 and now - md.txn_start_timestamp <= duration_filter_ms)
+        ]
+        return listings
+
+    def describe_transactions(
+        self, transactional_ids: Iterable[str]
+    ) -> list[TransactionDescription]:
+        """DescribeTransactions: one description (or error) per id."""
+        return [self._describe(tid) for tid in transactional_ids]
+
+    def _describe(self, transactional_id: str) -> TransactionDescription:
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return TransactionDescription(transactional_id, error)
+        if not transactional_id:
+            return TransactionDescription(transactional_id, ErrorCode.INVALID_REQUEST)
+        metadata = self._txns.get(transactional_id)
+        if metadata is None or metadata.state is _S.DEAD:
+            return TransactionDescription(transactional_id, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
+        return TransactionDescription(
+            transactional_id=transactional_id,
+            error=ErrorCode.NONE,
+            state=metadata.state.state_name,
+            producer_id=metadata.producer_id,
+            producer_epoch=metadata.producer_epoch,
+            transaction_timeout_ms=metadata.txn_timeout_ms,
+            transaction_start_time_ms=metadata.txn_start_timestamp,
+            partitions=tuple(sorted(metadata.topic_partitions)),
+        )
+
+    def transaction_view(self, transactional_id: str) -> TransactionView | None:
+        """A read-only snapshot of one id, or None if the coordinator does not know it."""
+        metadata = self._txns.get(transactional_id)
+        if metadata is None:
+            return None
+        return TransactionView(
+            transactional_id=transactional_id,
+            state=metadata.state,
+            pending_state=metadata.pending_state,
+            producer_id=metadata.producer_id,
+            producer_epoch=metadata.producer_epoch,
+            last_producer_epoch=metadata.last_producer_epoch,
+            prev_producer_id=metadata.prev_producer_id,
+            next_producer_id=metadata.next_producer_id,
+            txn_timeout_ms=metadata.txn_timeout_ms,
+            topic_partitions=tuple(sorted(metadata.topic_partitions)),
+            txn_start_timestamp=metadata.txn_start_timestamp,
+            txn_last_update_timestamp=metadata.txn_last_update_timestamp,
+            client_transaction_version=metadata.client_transaction_version,
+            two_phase_commit=metadata.two_phase_commit,
+            has_failed_epoch_fence=metadata.has_failed_epoch_fence,
+            markers_pending=self._channel.pending().get(transactional_id, ()),
+        )
+
+    def transaction_views(self) -> list[TransactionView]:
+        """Snapshots of every known id, sorted by transactional id."""
+        views = (self.transaction_view(tid) for tid in sorted(self._txns))
+        return [v for v in views if v is not None]
+
+    def transaction_partitions(self, transactional_id: str) -> frozenset[TopicPartition]:
+        """The partitions of the id's current transaction (empty if none or unknown)."""
+        metadata = self._txns.get(transactional_id)
+        return metadata.topic_partitions if metadata is not None else frozenset()
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def availability(self) -> ErrorCode:
+        """NONE once loaded; COORDINATOR_LOAD_IN_PROGRESS before, NOT_AVAILABLE after close."""
+        if self._closed:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if not self._loaded:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def _generate_producer_id(self) -> int | ErrorCode:
+        try:
+            return self._producer_ids.generate_producer_id()
+        except Exception:
+            log.exception("producer id allocation failed")
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+    def _replay_record(self, key: bytes | None, value: bytes | None, offset: int) -> None:
+        if key is None:
+            log.error("__transaction_state record without a key at %d", offset)
+            return
+        try:
+            transactional_id = decode_key(key)
+            decoded = decode_value(value)
+        except UnknownRecordVersionError as exc:
+            log.warning("skipping __transaction_state record at %d: %s", offset, exc)
+            return
+        except TxnLogFormatError:
+            log.exception("skipping corrupt __transaction_state record at %d", offset)
+            return
+        if decoded is None:
+            self._txns.pop(transactional_id, None)
+        else:
+            self._txns[transactional_id] = TransactionMetadata.from_transit(
+                transactional_id, log_value_to_transit(decoded)
+            )
+
+    def _append_records(self, records: list[tuple[bytes | None, bytes | None]]) -> ErrorCode:
+        now = self._clock.now_ms()
+        try:
+            self._log.append(build_batch(records, timestamp_ms=now), now)
+            self._log.flush()  # the state must be durable before anyone acts on it
+        except Exception as exc:
+            error = append_error_code(exc)
+            log.warning("__transaction_state append failed (%r): %s", exc, error.name)
+            return error
+        return ErrorCode.NONE
+
+    def _write(
+        self,
+        metadata: TransactionMetadata,
+        transit: TxnTransitMetadata,
+        *,
+        keep_pending_on_error: bool = False,
+    ) -> ErrorCode:
+        """Append ``transit`` and complete it, or drop it (unless a retry will follow)."""
+        value = encode_value(transit_to_log_value(transit))
+        error = self._append_records([(encode_key(metadata.transactional_id), value)])
+        if error is not ErrorCode.NONE:
+            if not keep_pending_on_error:
+                metadata.abort_pending()
+            return error
+        metadata.complete_transition(transit)
+        return ErrorCode.NONE
+
+    def _schedule_periodic(self, name: str, interval_ms: int, task: Callable[[], object]) -> None:
+        def run() -> None:
+            if self._closed:
+                return
+            try:
+                task()
+            finally:
+                self._timers[name] = self._clock.schedule(interval_ms, run)
+
+        previous = self._timers.pop(name, None)
+        if previous is not None:
+            previous.cancel()
+        self._timers[name] = self._clock.schedule(interval_ms, run)

@@ -15,6 +15,7 @@ record exactly once.
 from __future__ import annotations
 
 import argparse
+import logging
 import random
 import time
 import uuid
@@ -29,6 +30,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from coordinator.launcher import LocalBroker
+
+# librdkafka logs every refused reconnect while the broker is down; the demo expects that.
+_QUIET = logging.getLogger("sharetxn.demo.librdkafka")
+_QUIET.setLevel(logging.CRITICAL)
+_QUIET.propagate = False
 
 INPUT = "demo-input"
 OUTPUT = "demo-output"
@@ -167,14 +173,14 @@ def _kill_and_restart(broker: LocalBroker, stats: DemoStats) -> None:
 
 
 def _create_topics(bootstrap: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
     futures = admin.create_topics([NewTopic(t, partitions, 1) for t in (INPUT, OUTPUT)])
     for future in futures.values():
         future.result(30)
 
 
 def _produce_input(bootstrap: str, records: int, partitions: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5, "logger": _QUIET})
     for i in range(records):
         producer.produce(INPUT, value=f"record-{i:08d}".encode(), partition=i % partitions)
         if i % 1000 == 0:
@@ -208,6 +214,7 @@ class _Copier:
         self.producer = Producer(
             {
                 "bootstrap.servers": self.bootstrap,
+                "logger": _QUIET,
                 "transactional.id": self.transactional_id,
                 "transaction.timeout.ms": 10000,
                 "linger.ms": 5,
@@ -218,6 +225,7 @@ class _Copier:
         self.consumer = Consumer(
             {
                 "bootstrap.servers": self.bootstrap,
+                "logger": _QUIET,
                 "group.id": "demo-copier",
                 "enable.auto.commit": False,
                 "isolation.level": "read_committed",
@@ -289,6 +297,7 @@ def _read_all(bootstrap: str, topic: str, partitions: int, isolation: str) -> li
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
+            "logger": _QUIET,
             "group.id": f"demo-verify-{uuid.uuid4().hex[:6]}",
             "enable.auto.commit": False,
             "isolation.level": isolation,

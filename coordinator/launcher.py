@@ -80,6 +80,7 @@ class LocalBroker:
         self.startup_timeout_s = startup_timeout_s
         self.process: subprocess.Popen[str] | None = None
         self._log_lines: list[str] = []
+        self._pump: threading.Thread | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -117,7 +118,8 @@ class LocalBroker:
                     ready.set()
             ready.set()
 
-        threading.Thread(target=pump, daemon=True, name="sharetxn-broker-log").start()
+        self._pump = threading.Thread(target=pump, daemon=True, name="sharetxn-broker-log")
+        self._pump.start()
         if not ready.wait(self.startup_timeout_s) or self.process.poll() is not None:
             output = "\n".join(self._log_lines[-30:])
             self.stop()
@@ -135,6 +137,15 @@ class LocalBroker:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        self._reap()
+
+    def _reap(self) -> None:
+        """Collect the log pump and close the pipe of an exited process."""
+        if self._pump is not None:
+            self._pump.join(5)
+            self._pump = None
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
 
     def stop(self, timeout_s: float = 20.0) -> None:
         """SIGTERM and wait for a clean shutdown (SIGKILL after the timeout)."""
@@ -147,6 +158,7 @@ class LocalBroker:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self._reap()
 
     def restart(self) -> LocalBroker:
         self.stop()

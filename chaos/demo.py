@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -64,14 +64,23 @@ class DemoStats:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--records", type=int, default=2000, help="records to copy (default 2000)")
-    parser.add_argument("--partitions", type=int, default=3, help="partitions per topic (default 3)")
-    parser.add_argument("--batch", type=int, default=50, help="records per transaction (default 50)")
     parser.add_argument(
-        "--abort-rate", type=float, default=0.2, help="share of transactions aborted on purpose (default 0.2)"
+        "--partitions", type=int, default=3, help="partitions per topic (default 3)"
+    )
+    parser.add_argument(
+        "--batch", type=int, default=50, help="records per transaction (default 50)"
+    )
+    parser.add_argument(
+        "--abort-rate",
+        type=float,
+        default=0.2,
+        help="share of transactions aborted on purpose (default 0.2)",
     )
     parser.add_argument("--seed", type=int, default=None, help="random seed (printed if not given)")
     parser.add_argument("--no-kill", action="store_true", help="do not kill the broker midway")
-    parser.add_argument("--data-dir", default=None, help="broker data directory (default: a temporary one)")
+    parser.add_argument(
+        "--data-dir", default=None, help="broker data directory (default: a temporary one)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,7 +99,10 @@ def run(args: argparse.Namespace) -> int:
     )
     console.print(summary_table(stats))
     if stats.ok:
-        console.print("[bold green]exactly once: every committed record is in the output once, nothing lost[/]")
+        console.print(
+            "[bold green]exactly once: every committed record is in the output once, "
+            "nothing lost[/]"
+        )
         return 0
     console.print(f"[bold red]exactly-once violated (seed {seed})[/]")
     return 1
@@ -134,7 +146,7 @@ def run_demo(
     console: Console | None = None,
 ) -> DemoStats:
     console = console or Console(quiet=True)
-    rng = random.Random(seed)  # noqa: S311 - a demo's dice
+    rng = random.Random(seed)
     stats = DemoStats(records=records, partitions=partitions)
     started = time.monotonic()
     with LocalBroker(data_dir=data_dir) as broker:
@@ -156,7 +168,9 @@ def run_demo(
                 kill_now = kill_at is not None and copier.done >= kill_at
                 if kill_now:
                     kill_at = None
-                    copier.step(batch, abort_rate, before_commit=lambda: _kill_and_restart(broker, stats))
+                    copier.step(
+                        batch, abort_rate, before_commit=lambda: _kill_and_restart(broker, stats)
+                    )
                 else:
                     copier.step(batch, abort_rate)
                 progress.update(task, completed=copier.done)
@@ -173,14 +187,21 @@ def _kill_and_restart(broker: LocalBroker, stats: DemoStats) -> None:
 
 
 def _create_topics(bootstrap: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _QUIET})  # type: ignore[dict-item]
     futures = admin.create_topics([NewTopic(t, partitions, 1) for t in (INPUT, OUTPUT)])
     for future in futures.values():
         future.result(30)
 
 
 def _produce_input(bootstrap: str, records: int, partitions: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5, "logger": _QUIET})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "logger": _QUIET,
+        }
+    )
     for i in range(records):
         producer.produce(INPUT, value=f"record-{i:08d}".encode(), partition=i % partitions)
         if i % 1000 == 0:
@@ -193,7 +214,9 @@ def _produce_input(bootstrap: str, records: int, partitions: int) -> None:
 class _Copier:
     """Copies input to output in transactions; positions live in the committed output."""
 
-    def __init__(self, bootstrap: str, partitions: int, rng: random.Random, stats: DemoStats) -> None:
+    def __init__(
+        self, bootstrap: str, partitions: int, rng: random.Random, stats: DemoStats
+    ) -> None:
         self.bootstrap = bootstrap
         self.partitions = partitions
         self.rng = rng
@@ -232,7 +255,9 @@ class _Copier:
                 "fetch.wait.max.ms": 100,
             }
         )
-        self.consumer.assign([TopicPartition(INPUT, p, self.positions.get(p, 0)) for p in range(self.partitions)])
+        self.consumer.assign(
+            [TopicPartition(INPUT, p, self.positions.get(p, 0)) for p in range(self.partitions)]
+        )
 
     def _read(self, count: int) -> list[Any]:
         assert self.consumer is not None
@@ -256,7 +281,10 @@ class _Copier:
                     OUTPUT,
                     value=m.value(),
                     partition=m.partition(),
-                    headers=[("src-partition", str(m.partition()).encode()), ("src-offset", str(m.offset()).encode())],
+                    headers=[
+                        ("src-partition", str(m.partition()).encode()),
+                        ("src-offset", str(m.offset()).encode()),
+                    ],
                 )
             if before_commit is not None:
                 producer.flush(10)
@@ -269,7 +297,9 @@ class _Copier:
             producer.commit_transaction(30)
             self.stats.committed_txns += 1
             for m in msgs:
-                self.positions[m.partition()] = max(self.positions.get(m.partition(), 0), m.offset() + 1)
+                self.positions[m.partition()] = max(
+                    self.positions.get(m.partition(), 0), m.offset() + 1
+                )
         except KafkaException:
             # Outcome unknown (e.g. the broker died mid-commit): start a new producer, which
             # fences the old one and aborts its open transaction, and re-read the positions
@@ -315,7 +345,7 @@ def _read_all(bootstrap: str, topic: str, partitions: int, isolation: str) -> li
         for m in consumer.consume(1000, 0.5):
             if m.error() is None:
                 out.append(m)
-                positions[m.partition()] = m.offset() + 1
+                positions[int(m.partition() or 0)] = int(m.offset() or 0) + 1
         for p in positions:
             tp = consumer.position([TopicPartition(topic, p)])[0]
             if tp.offset >= 0:

@@ -57,7 +57,7 @@ class BrokerCore:
         self.storage = storage
         self.clock = clock
         self.config = config or BrokerConfig()
-        self.rng = rng or random.Random()  # noqa: S311 - ids, not secrets
+        self.rng = rng or random.Random()
         self._log_config = LogConfig(
             segment_bytes=self.config.get_int("log.segment.bytes"),
             index_interval_bytes=self.config.get_int("log.index.interval.bytes"),
@@ -142,7 +142,9 @@ class BrokerCore:
         info = self.topics.get(name)
         if info is None and self.config.get_bool("auto.create.topics.enable"):
             try:
-                info = self.topics.create(name, self.config.get_int("num.partitions"), self.clock.now_ms())
+                info = self.topics.create(
+                    name, self.config.get_int("num.partitions"), self.clock.now_ms()
+                )
             except KafkaProtocolError:
                 return None
             self._open_partitions(info)
@@ -166,7 +168,9 @@ class BrokerCore:
                 f"replication factor {replication_factor} is larger than the 1 available broker",
             )
         if name in HIDDEN_TOPICS or name == TRANSACTION_STATE_TOPIC:
-            return TopicResult(name, ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name!r} is an internal topic")
+            return TopicResult(
+                name, ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name!r} is an internal topic"
+            )
         try:
             info = self.topics.create(
                 name, num_partitions, self.clock.now_ms(), configs, validate_only=validate_only
@@ -179,7 +183,9 @@ class BrokerCore:
 
     def delete_topic(self, name: str) -> TopicResult:
         if name in HIDDEN_TOPICS or name == TRANSACTION_STATE_TOPIC:
-            return TopicResult(name, ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name!r} is an internal topic")
+            return TopicResult(
+                name, ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name!r} is an internal topic"
+            )
         try:
             info = self.topics.delete(name, self.clock.now_ms())
         except KafkaProtocolError as exc:
@@ -190,9 +196,13 @@ class BrokerCore:
             self.storage.delete_log(name, index)
         return TopicResult(name, ErrorCode.NONE, None, str(info.topic_id))
 
-    def create_partitions(self, name: str, count: int, *, validate_only: bool = False) -> TopicResult:
+    def create_partitions(
+        self, name: str, count: int, *, validate_only: bool = False
+    ) -> TopicResult:
         try:
-            self.topics.add_partitions(name, count, self.clock.now_ms(), validate_only=validate_only)
+            self.topics.add_partitions(
+                name, count, self.clock.now_ms(), validate_only=validate_only
+            )
         except KafkaProtocolError as exc:
             return TopicResult(name, exc.code, exc.message or str(exc))
         info = self.topics.get(name)
@@ -203,7 +213,9 @@ class BrokerCore:
 
     # -- produce / fetch ------------------------------------------------------------------------
 
-    def produce(self, tp: TopicPartition, records: bytes, transactional_id: str | None) -> AppendResult:
+    def produce(
+        self, tp: TopicPartition, records: bytes, transactional_id: str | None
+    ) -> AppendResult:
         partition = self.partitions.get(tp)
         if partition is None:
             return AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=f"unknown {tp}")
@@ -220,16 +232,22 @@ class BrokerCore:
     def _verify_txn_partition(
         self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition
     ) -> ErrorCode:
-        verdict = self.txn_coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, [tp])
+        verdict = self.txn_coordinator.verify_partitions(
+            transactional_id, producer_id, producer_epoch, [tp]
+        )
         return verdict.get(tp, ErrorCode.NONE)
 
-    def fetch(self, tp: TopicPartition, offset: int, max_bytes: int, *, read_committed: bool) -> FetchData:
+    def fetch(
+        self, tp: TopicPartition, offset: int, max_bytes: int, *, read_committed: bool
+    ) -> FetchData:
         partition = self.partitions.get(tp)
         if partition is None:
             return FetchData(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1, b"", None)
         return partition.fetch(offset, max_bytes, read_committed=read_committed)
 
-    def list_offset(self, tp: TopicPartition, timestamp: int, *, read_committed: bool) -> tuple[ErrorCode, int, int]:
+    def list_offset(
+        self, tp: TopicPartition, timestamp: int, *, read_committed: bool
+    ) -> tuple[ErrorCode, int, int]:
         """ListOffsets for one partition: (error, offset, timestamp)."""
         partition = self.partitions.get(tp)
         if partition is None:
@@ -267,7 +285,11 @@ class BrokerCore:
                 results[tp] = ErrorCode.NONE
                 continue
             results[tp] = partition.write_marker(
-                marker.producer_id, marker.producer_epoch, marker.coordinator_epoch, marker.result, now
+                marker.producer_id,
+                marker.producer_epoch,
+                marker.coordinator_epoch,
+                marker.result,
+                now,
             )
             if results[tp] is ErrorCode.NONE:
                 self._notify(tp)
@@ -287,7 +309,9 @@ class BrokerCore:
                     "last_timestamp": entry.last_timestamp_ms,
                     "coordinator_epoch": entry.coordinator_epoch,
                     "current_txn_start_offset": (
-                        -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset
+                        -1
+                        if entry.current_txn_first_offset is None
+                        else entry.current_txn_first_offset
                     ),
                 }
             )

@@ -20,7 +20,11 @@ from txn.errors import InvalidConfigError
 
 # subcommand -> (module, help); each module has add_arguments(parser) and run(args) -> int
 _EXTERNAL: dict[str, tuple[str, str]] = {
-    "demo": ("chaos.demo", "copy records between topics in transactions, kill -9 the broker midway, verify exactly-once"),
+    "demo": (
+        "chaos.demo",
+        "copy records between topics in transactions, kill -9 the broker midway, "
+        "verify exactly-once",
+    ),
 }
 
 EXAMPLES = """examples:

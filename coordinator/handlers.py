@@ -17,6 +17,7 @@ from typing import Any
 
 from coordinator.api_versions import SUPPORTED
 from coordinator.broker import BrokerCore
+from coordinator.topics import TopicInfo
 from coordinator.wire import DecodedRequest, field
 from txn.config import CONFIG_DEFS
 from txn.errors import ErrorCode
@@ -40,7 +41,13 @@ def _ms(value: Any) -> int:
 class Handlers:
     """Dispatch table for the APIs in ``api_versions.SUPPORTED``."""
 
-    def __init__(self, core: BrokerCore, host: str, port: int, wait_for_append: Callable[[float], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        core: BrokerCore,
+        host: str,
+        port: int,
+        wait_for_append: Callable[[float], Awaitable[None]],
+    ) -> None:
         self.core = core
         self.host = host
         self.port = port
@@ -82,6 +89,7 @@ class Handlers:
         body = req.body
         requested = body.topics
         auto_create = bool(field(body, "allow_auto_topic_creation", default=True))
+        infos: list[tuple[str | None, TopicInfo | None]]
         if requested is None or (req.api_version == 0 and not requested):
             infos = [(t.name, t) for t in self.core.visible_topics()]
         else:
@@ -95,7 +103,7 @@ class Handlers:
                     continue
                 info = self.core.ensure_topic(name) if auto_create else self.core.topics.get(name)
                 infos.append((name, info))
-        topics = []
+        topics: list[dict[str, Any]] = []
         for name, info in infos:
             if info is None:
                 topics.append(
@@ -141,7 +149,9 @@ class Handlers:
             "endpoint_type": 1,
             "cluster_id": CLUSTER_ID,
             "controller_id": self.core.node_id,
-            "brokers": [{"broker_id": self.core.node_id, "host": self.host, "port": self.port, "rack": None}],
+            "brokers": [
+                {"broker_id": self.core.node_id, "host": self.host, "port": self.port, "rack": None}
+            ],
             "cluster_authorized_operations": -2147483648,
         }
 
@@ -152,7 +162,7 @@ class Handlers:
         single = field(body, "key")
         if single is not None:
             keys = [single]
-        results = []
+        results: list[dict[str, Any]] = []
         for key in keys:
             error = ErrorCode.NONE
             message = None
@@ -183,7 +193,7 @@ class Handlers:
         }
 
     async def describe_configs(self, req: DecodedRequest) -> dict[str, Any]:
-        results = []
+        results: list[dict[str, Any]] = []
         for resource in req.body.resources:
             rtype = int(resource.resource_type)
             name = resource.resource_name
@@ -194,7 +204,10 @@ class Handlers:
             if rtype == RESOURCE_TOPIC:
                 info = self.core.topics.get(name)
                 if info is None:
-                    error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+                    error, message = (
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        f"topic {name!r} does not exist",
+                    )
                 else:
                     for key, value in sorted(info.configs.items()):
                         configs.append(_config_entry(key, value, source=1))
@@ -223,7 +236,7 @@ class Handlers:
     async def create_topics(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         validate_only = bool(field(body, "validate_only", default=False))
-        out = []
+        out: list[dict[str, Any]] = []
         for topic in body.topics:
             configs = {c.name: c.value for c in topic.configs if c.value is not None}
             result = self.core.create_topic(
@@ -253,13 +266,16 @@ class Handlers:
             names = [(n, None) for n in body.topic_names]
         else:
             names = [(t.name, t.topic_id) for t in body.topics]
-        out = []
-        for name, topic_id in names:
+        out: list[dict[str, Any]] = []
+        for requested, topic_id in names:
+            name = requested
             if name is None and topic_id is not None:
                 info = self.core.topics.by_id(topic_id)
                 name = info.name if info else None
             if name is None:
-                out.append({"name": None, "topic_id": topic_id, "error_code": ErrorCode.UNKNOWN_TOPIC_ID})
+                out.append(
+                    {"name": None, "topic_id": topic_id, "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
+                )
                 continue
             result = self.core.delete_topic(name)
             out.append(
@@ -274,19 +290,31 @@ class Handlers:
 
     async def create_partitions(self, req: DecodedRequest) -> dict[str, Any]:
         validate_only = bool(field(req.body, "validate_only", default=False))
-        results = []
+        results: list[dict[str, Any]] = []
         for topic in req.body.topics:
-            result = self.core.create_partitions(topic.name, int(topic.count), validate_only=validate_only)
-            results.append({"name": topic.name, "error_code": result.error, "error_message": result.message})
+            result = self.core.create_partitions(
+                topic.name, int(topic.count), validate_only=validate_only
+            )
+            results.append(
+                {"name": topic.name, "error_code": result.error, "error_message": result.message}
+            )
         return {"results": results}
 
     async def delete_records(self, req: DecodedRequest) -> dict[str, Any]:
-        topics = []
+        topics: list[dict[str, Any]] = []
         for topic in req.body.topics:
-            parts = []
+            parts: list[dict[str, Any]] = []
             for p in topic.partitions:
-                error, low = self.core.delete_records(TopicPartition(topic.name, int(p.partition_index)), int(p.offset))
-                parts.append({"partition_index": p.partition_index, "low_watermark": low, "error_code": error})
+                error, low = self.core.delete_records(
+                    TopicPartition(topic.name, int(p.partition_index)), int(p.offset)
+                )
+                parts.append(
+                    {
+                        "partition_index": p.partition_index,
+                        "low_watermark": low,
+                        "error_code": error,
+                    }
+                )
             topics.append({"name": topic.name, "partitions": parts})
         return {"topics": topics}
 
@@ -295,11 +323,12 @@ class Handlers:
     async def produce(self, req: DecodedRequest) -> dict[str, Any] | None:
         body = req.body
         transactional_id = field(body, "transactional_id")
-        responses = []
+        responses: list[dict[str, Any]] = []
         for topic in body.topic_data:
-            parts = []
+            parts: list[dict[str, Any]] = []
             for pdata in topic.partition_data:
                 tp = TopicPartition(topic.name, int(pdata.index))
+                msg: str | None
                 if pdata.records is None:
                     result_error, base, start, msg = ErrorCode.CORRUPT_MESSAGE, -1, -1, "no records"
                 else:
@@ -333,29 +362,40 @@ class Handlers:
         read_committed = int(field(body, "isolation_level", default=0)) == 1
         total = 0
         budget = int(field(body, "max_bytes", default=2**31 - 1))
-        responses = []
+        responses: list[dict[str, Any]] = []
         for topic in body.topics:
             topic_id = field(topic, "topic_id")
             name = field(topic, "topic")
             info = self.core.topics.by_id(topic_id) if name is None else self.core.topics.get(name)
-            parts = []
+            parts: list[dict[str, Any]] = []
             for p in topic.partitions:
                 index = int(p.partition)
                 if info is None:
-                    error = ErrorCode.UNKNOWN_TOPIC_ID if name is None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    parts.append({"partition_index": index, "error_code": error, "high_watermark": -1, "records": None})
+                    error = (
+                        ErrorCode.UNKNOWN_TOPIC_ID
+                        if name is None
+                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    )
+                    parts.append(
+                        {
+                            "partition_index": index,
+                            "error_code": error,
+                            "high_watermark": -1,
+                            "records": None,
+                        }
+                    )
                     continue
                 max_bytes = min(int(p.partition_max_bytes), max(budget - total, 0))
                 data = self.core.fetch(
                     TopicPartition(info.name, index),
                     int(p.fetch_offset),
-                    max_bytes if total == 0 else max(max_bytes, 0),
+                    max_bytes,
                     read_committed=read_committed,
                 )
-                if total > 0 and len(data.records) > max_bytes:
-                    records = b""
-                else:
-                    records = data.records
+                # Only the first non-empty partition may exceed the budget (Kafka's rule, so a
+                # batch larger than max_bytes can still be consumed).
+                over_budget = total > 0 and len(data.records) > max_bytes
+                records = b"" if over_budget else data.records
                 total += len(records)
                 parts.append(
                     {
@@ -367,7 +407,10 @@ class Handlers:
                         "aborted_transactions": (
                             None
                             if data.aborted is None
-                            else [{"producer_id": a.producer_id, "first_offset": a.first_offset} for a in data.aborted]
+                            else [
+                                {"producer_id": a.producer_id, "first_offset": a.first_offset}
+                                for a in data.aborted
+                            ]
                         ),
                         "records": records,
                     }
@@ -395,12 +438,14 @@ class Handlers:
     async def list_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         read_committed = int(field(body, "isolation_level", default=0)) == 1
-        topics = []
+        topics: list[dict[str, Any]] = []
         for topic in body.topics:
-            parts = []
+            parts: list[dict[str, Any]] = []
             for p in topic.partitions:
                 error, offset, ts = self.core.list_offset(
-                    TopicPartition(topic.name, int(p.partition_index)), int(p.timestamp), read_committed=read_committed
+                    TopicPartition(topic.name, int(p.partition_index)),
+                    int(p.timestamp),
+                    read_committed=read_committed,
                 )
                 parts.append(
                     {
@@ -442,7 +487,9 @@ class Handlers:
         coordinator = self.core.txn_coordinator
         if req.api_version <= 3:
             partitions = [
-                TopicPartition(t.name, int(p)) for t in body.v3_and_below_topics for p in t.partitions
+                TopicPartition(t.name, int(p))
+                for t in body.v3_and_below_topics
+                for p in t.partitions
             ]
             results = coordinator.add_partitions_to_txn(
                 body.v3_and_below_transactional_id,
@@ -456,12 +503,20 @@ class Handlers:
                     for tp, e in results.items()
                 }
             return {"results_by_topic_v3_and_below": _by_topic(results)}
-        per_txn = []
+        per_txn: list[dict[str, Any]] = []
         for txn in body.transactions:
             partitions = [TopicPartition(t.name, int(p)) for t in txn.topics for p in t.partitions]
-            call = coordinator.verify_partitions if txn.verify_only else coordinator.add_partitions_to_txn
-            results = call(txn.transactional_id, int(txn.producer_id), int(txn.producer_epoch), partitions)
-            per_txn.append({"transactional_id": txn.transactional_id, "topic_results": _by_topic(results)})
+            call = (
+                coordinator.verify_partitions
+                if txn.verify_only
+                else coordinator.add_partitions_to_txn
+            )
+            results = call(
+                txn.transactional_id, int(txn.producer_id), int(txn.producer_epoch), partitions
+            )
+            per_txn.append(
+                {"transactional_id": txn.transactional_id, "topic_results": _by_topic(results)}
+            )
         return {"error_code": ErrorCode.NONE, "results_by_transaction": per_txn}
 
     async def end_txn(self, req: DecodedRequest) -> dict[str, Any]:
@@ -476,7 +531,11 @@ class Handlers:
         error = result.error
         if error is ErrorCode.PRODUCER_FENCED and req.api_version < 2:
             error = ErrorCode.INVALID_PRODUCER_EPOCH
-        return {"error_code": error, "producer_id": result.producer_id, "producer_epoch": result.producer_epoch}
+        return {
+            "error_code": error,
+            "producer_id": result.producer_id,
+            "producer_epoch": result.producer_epoch,
+        }
 
     async def list_transactions(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
@@ -485,19 +544,34 @@ class Handlers:
             [int(p) for p in body.producer_id_filters],
             int(field(body, "duration_filter", default=-1)),
         )
-        known = {"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "PrepareEpochFence", "Dead"}
+        known = {
+            "Empty",
+            "Ongoing",
+            "PrepareCommit",
+            "PrepareAbort",
+            "CompleteCommit",
+            "CompleteAbort",
+            "PrepareEpochFence",
+            "Dead",
+        }
         return {
             "error_code": ErrorCode.NONE,
             "unknown_state_filters": [s for s in body.state_filters if s not in known],
             "transaction_states": [
-                {"transactional_id": t.transactional_id, "producer_id": t.producer_id, "transaction_state": t.state}
+                {
+                    "transactional_id": t.transactional_id,
+                    "producer_id": t.producer_id,
+                    "transaction_state": t.state,
+                }
                 for t in listings
             ],
         }
 
     async def describe_transactions(self, req: DecodedRequest) -> dict[str, Any]:
-        descriptions = self.core.txn_coordinator.describe_transactions(list(req.body.transactional_ids))
-        states = []
+        descriptions = self.core.txn_coordinator.describe_transactions(
+            list(req.body.transactional_ids)
+        )
+        states: list[dict[str, Any]] = []
         for d in descriptions:
             by_topic: dict[str, list[int]] = {}
             for tp in d.partitions:
@@ -511,17 +585,21 @@ class Handlers:
                     "transaction_start_time": d.transaction_start_time_ms,
                     "producer_id": d.producer_id,
                     "producer_epoch": d.producer_epoch,
-                    "topics": [{"topic": t, "partitions": sorted(ps)} for t, ps in sorted(by_topic.items())],
+                    "topics": [
+                        {"topic": t, "partitions": sorted(ps)} for t, ps in sorted(by_topic.items())
+                    ],
                 }
             )
         return {"transaction_states": states}
 
     async def describe_producers(self, req: DecodedRequest) -> dict[str, Any]:
-        topics = []
+        topics: list[dict[str, Any]] = []
         for topic in req.body.topics:
-            parts = []
+            parts: list[dict[str, Any]] = []
             for index in topic.partition_indexes:
-                error, producers = self.core.describe_producers(TopicPartition(topic.name, int(index)))
+                error, producers = self.core.describe_producers(
+                    TopicPartition(topic.name, int(index))
+                )
                 parts.append(
                     {
                         "partition_index": index,
@@ -537,13 +615,17 @@ class Handlers:
 def _by_topic(results: dict[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
     grouped: dict[str, list[dict[str, Any]]] = {}
     for tp, error in results.items():
-        grouped.setdefault(tp.topic, []).append({"partition_index": tp.partition, "partition_error_code": error})
+        grouped.setdefault(tp.topic, []).append(
+            {"partition_index": tp.partition, "partition_error_code": error}
+        )
     return [{"name": name, "results_by_partition": parts} for name, parts in grouped.items()]
 
 
 def _has_error(response: dict[str, Any]) -> bool:
     return any(
-        p["error_code"] is not ErrorCode.NONE for t in response["responses"] for p in t["partitions"]
+        p["error_code"] is not ErrorCode.NONE
+        for t in response["responses"]
+        for p in t["partitions"]
     )
 
 

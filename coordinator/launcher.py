@@ -39,7 +39,7 @@ async def serve(data_dir: Path, host: str, port: int, config: BrokerConfig) -> N
     loop = asyncio.get_running_loop()
     data_dir.mkdir(parents=True, exist_ok=True)
     storage = FileStorage(data_dir, LogConfig())
-    core = BrokerCore(storage, LoopClock(loop), config, random.Random())  # noqa: S311
+    core = BrokerCore(storage, LoopClock(loop), config, random.Random())
     server = KafkaServer(core, host, port)
     await server.start()
     stop = asyncio.Event()
@@ -73,7 +73,9 @@ class LocalBroker:
         startup_timeout_s: float = 30.0,
     ) -> None:
         self._own_dir = data_dir is None
-        self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="sharetxn-"))
+        self.data_dir = (
+            Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="sharetxn-"))
+        )
         self.host = host
         self.port = port
         self.config = dict(config or {})

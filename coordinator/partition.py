@@ -67,7 +67,9 @@ class FetchData:
 class Partition:
     """A partition's log plus the state derived from it."""
 
-    def __init__(self, tp: TopicPartition, log_: PartitionLog, max_batch_bytes: int = 1048588) -> None:
+    def __init__(
+        self, tp: TopicPartition, log_: PartitionLog, max_batch_bytes: int = 1048588
+    ) -> None:
         self.tp = tp
         self.log = log_
         self.max_batch_bytes = max_batch_bytes
@@ -142,7 +144,9 @@ class Partition:
                 )
             if not crc_ok(records, pos, header):
                 return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message="CRC32C mismatch")
-            result = self._append_one(records[pos : pos + header.size], header, now_ms, transactional_id, verifier)
+            result = self._append_one(
+                records[pos : pos + header.size], header, now_ms, transactional_id, verifier
+            )
             if result.error is not ErrorCode.NONE:
                 return result
             if first_offset < 0:
@@ -160,10 +164,15 @@ class Partition:
         if header.has_producer_id:
             check = self.producers.check(header)
             if check.error is not ErrorCode.NONE:
-                return AppendResult(check.error, error_message=f"{check.error.name} for producer {header.producer_id}")
+                return AppendResult(
+                    check.error,
+                    error_message=f"{check.error.name} for producer {header.producer_id}",
+                )
             if check.duplicate_of is not None:
                 # A retried batch: answer with the offset it got the first time.
-                return AppendResult(ErrorCode.NONE, check.duplicate_of.first_offset, -1, self.log_start_offset)
+                return AppendResult(
+                    ErrorCode.NONE, check.duplicate_of.first_offset, -1, self.log_start_offset
+                )
             if header.is_transactional:
                 entry = self.producers.get(header.producer_id)
                 starting = entry is None or entry.current_txn_first_offset is None
@@ -180,10 +189,12 @@ class Partition:
                         if verdict is not ErrorCode.NONE:
                             return AppendResult(
                                 verdict,
-                                error_message="the partition is not part of the ongoing transaction",
+                                error_message="partition not in the ongoing transaction",
                             )
         elif header.is_transactional:
-            return AppendResult(ErrorCode.INVALID_RECORD, error_message="transactional batch needs a producer id")
+            return AppendResult(
+                ErrorCode.INVALID_RECORD, error_message="transactional batch needs a producer id"
+            )
         try:
             stored = self.log.append(raw, now_ms)
         except KafkaProtocolError as exc:
@@ -196,7 +207,12 @@ class Partition:
         return AppendResult(ErrorCode.NONE, stored.base_offset, -1, self.log_start_offset)
 
     def write_marker(
-        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, result: ControlType, now_ms: int
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        result: ControlType,
+        now_ms: int,
     ) -> ErrorCode:
         """Append a COMMIT/ABORT control batch ending ``producer_id``'s transaction here."""
         entry = self.producers.get(producer_id)

@@ -18,7 +18,13 @@ from typing import Any
 from coordinator.api_versions import SUPPORTED, is_supported
 from coordinator.broker import BrokerCore
 from coordinator.handlers import Handlers
-from coordinator.wire import FrameError, decode_request, encode_response, peek_header, response_class
+from coordinator.wire import (
+    FrameError,
+    decode_request,
+    encode_response,
+    peek_header,
+    response_class,
+)
 from txn.errors import ErrorCode
 
 log = logging.getLogger("sharetxn.server")
@@ -86,7 +92,9 @@ class KafkaServer:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _connection_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _connection_loop(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         while True:
             size_bytes = await reader.readexactly(4)
             (size,) = struct.unpack(">i", size_bytes)
@@ -98,18 +106,20 @@ class KafkaServer:
                 await _skip(reader, size - 8)
                 key, version, correlation_id = peek_header(head)
                 log.warning("frame of %d bytes exceeds socket.request.max.bytes", size)
-                if not await self._send_error(writer, key, version, correlation_id, ErrorCode.MESSAGE_TOO_LARGE):
+                if not await self._send_error(
+                    writer, key, version, correlation_id, ErrorCode.MESSAGE_TOO_LARGE
+                ):
                     return
                 continue
             frame = await reader.readexactly(size)
             response = await self._handle_frame(frame)
             if response is False:
                 return
-            if response is not None:
+            if isinstance(response, bytes):
                 writer.write(response)
                 await writer.drain()
 
-    async def _handle_frame(self, frame: bytes) -> bytes | None | bool:
+    async def _handle_frame(self, frame: bytes) -> bytes | bool | None:
         """The encoded response, None for no response (acks=0), False to close."""
         key, version, correlation_id = peek_header(frame)
         if key == API_VERSIONS_KEY and not is_supported(key, version):
@@ -134,11 +144,18 @@ class KafkaServer:
         return encode_response(key, version, correlation_id, body)
 
     def _api_versions_v0(self, correlation_id: int, error: ErrorCode) -> bytes:
-        keys = [{"api_key": k, "min_version": lo, "max_version": hi} for k, (_n, lo, hi) in sorted(SUPPORTED.items())]
-        return encode_response(API_VERSIONS_KEY, 0, correlation_id, {"error_code": error, "api_keys": keys})
+        keys = [
+            {"api_key": k, "min_version": lo, "max_version": hi}
+            for k, (_n, lo, hi) in sorted(SUPPORTED.items())
+        ]
+        return encode_response(
+            API_VERSIONS_KEY, 0, correlation_id, {"error_code": error, "api_keys": keys}
+        )
 
-    def _error_frame(self, key: int, version: int, correlation_id: int, error: ErrorCode) -> bytes | bool:
-        """An error response when the response schema has a top-level error code, else False (close)."""
+    def _error_frame(
+        self, key: int, version: int, correlation_id: int, error: ErrorCode
+    ) -> bytes | bool:
+        """An error response if the schema has a top-level error code, else False (close)."""
         try:
             cls = response_class(key, version)
         except Exception:
@@ -153,7 +170,12 @@ class KafkaServer:
             return False
 
     async def _send_error(
-        self, writer: asyncio.StreamWriter, key: int, version: int, correlation_id: int, error: ErrorCode
+        self,
+        writer: asyncio.StreamWriter,
+        key: int,
+        version: int,
+        correlation_id: int,
+        error: ErrorCode,
     ) -> bool:
         frame = self._error_frame(key, version, correlation_id, error)
         if frame is False or frame is True:

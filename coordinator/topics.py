@@ -108,7 +108,9 @@ class TopicRegistry:
         if name in self._by_name:
             raise TopicAlreadyExistsError(f"topic {name!r} already exists")
         if num_partitions < 1:
-            raise InvalidPartitionsError(f"number of partitions must be at least 1, got {num_partitions}")
+            raise InvalidPartitionsError(
+                f"number of partitions must be at least 1, got {num_partitions}"
+            )
         topic_id = uuid.UUID(int=self._rng.getrandbits(128), version=4)
         record: dict[str, object] = {
             "type": "topic",
@@ -123,7 +125,9 @@ class TopicRegistry:
         self._write(record, now_ms)
         return self._by_name[name]
 
-    def add_partitions(self, name: str, total: int, now_ms: int, *, validate_only: bool = False) -> None:
+    def add_partitions(
+        self, name: str, total: int, now_ms: int, *, validate_only: bool = False
+    ) -> None:
         info = self._by_name.get(name)
         if info is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")

@@ -32,7 +32,14 @@ _PEEK = struct.Struct(">hhi")
 class FrameError(Exception):
     """A frame that cannot be decoded; ``error_code`` says which Kafka error to answer."""
 
-    def __init__(self, error_code: int, message: str, api_key: int = -1, api_version: int = -1, correlation_id: int = -1) -> None:
+    def __init__(
+        self,
+        error_code: int,
+        message: str,
+        api_key: int = -1,
+        api_version: int = -1,
+        correlation_id: int = -1,
+    ) -> None:
         super().__init__(message)
         self.error_code = error_code
         self.api_key = api_key
@@ -63,15 +70,23 @@ def decode_request(frame: bytes) -> DecodedRequest:
     try:
         cls = load_request_schema(api_key, api_version)
     except Exception as exc:
-        raise FrameError(35, f"unsupported API {api_key} v{api_version}", api_key, api_version, correlation_id) from exc
+        raise FrameError(
+            35, f"unsupported API {api_key} v{api_version}", api_key, api_version, correlation_id
+        ) from exc
     try:
         header, header_size = entity_reader(cls.__header_schema__)(frame, 0)
-        body, body_size = entity_reader(cls)(frame, header_size)
+        body, _size = entity_reader(cls)(frame, header_size)
     except Exception as exc:
         raise FrameError(
-            2, f"malformed {cls.__name__} v{api_version}: {exc}", api_key, api_version, correlation_id
+            2,
+            f"malformed {cls.__name__} v{api_version}: {exc}",
+            api_key,
+            api_version,
+            correlation_id,
         ) from exc
-    return DecodedRequest(api_key, api_version, correlation_id, getattr(header, "client_id", None), body)
+    return DecodedRequest(
+        api_key, api_version, correlation_id, getattr(header, "client_id", None), body
+    )
 
 
 @cache
@@ -152,7 +167,9 @@ def response_class(api_key: int, api_version: int) -> type:
     return typing.cast(type, load_response_schema(api_key, api_version))
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any] | Any) -> bytes:
+def encode_response(
+    api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any] | Any
+) -> bytes:
     """A length-prefixed response frame."""
     cls = response_class(api_key, api_version)
     entity = render(cls, body) if isinstance(body, Mapping) else body

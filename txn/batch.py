@@ -225,7 +225,9 @@ def build_control_batch(
     )
 
 
-def control_type_of(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> ControlType:
+def control_type_of(
+    buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader
+) -> ControlType:
     """Read the marker type of a control batch (its single record's key)."""
     # The first record starts at pos+61: length varint, attributes, ts delta, offset delta,
     # key length varint, then the 4-byte key.  All varints here are one byte.

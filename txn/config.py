@@ -55,20 +55,31 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "How often expired transactional ids are removed.",
     ),
     # Kafka's default is false; KIP-1289's 2PC pipelines need it, so it is on here.
-    ConfigDef("transaction.two.phase.commit.enable", "bool", True, "Allow InitProducerId Enable2Pc."),
-    ConfigDef("transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state."),
+    ConfigDef(
+        "transaction.two.phase.commit.enable", "bool", True, "Allow InitProducerId Enable2Pc."
+    ),
+    ConfigDef(
+        "transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state."
+    ),
     ConfigDef("producer.id.expiration.ms", "int", 86400000, "Idle idempotent producer expiry."),
     # --- share groups -----------------------------------------------------------------------
     ConfigDef("group.share.enable", "bool", True, "Serve share groups."),
-    ConfigDef("group.share.delivery.count.limit", "int", 5, "Deliveries before a record is archived."),
+    ConfigDef(
+        "group.share.delivery.count.limit", "int", 5, "Deliveries before a record is archived."
+    ),
     ConfigDef("group.share.record.lock.duration.ms", "int", 30000, "Acquisition lock duration."),
-    ConfigDef("group.share.partition.max.record.locks", "int", 2000, "In-flight records per partition."),
+    ConfigDef(
+        "group.share.partition.max.record.locks", "int", 2000, "In-flight records per partition."
+    ),
     ConfigDef("group.share.max.size", "int", 200, "Members per share group."),
     ConfigDef("group.share.session.timeout.ms", "int", 45000, "Share member session timeout."),
     ConfigDef("group.share.heartbeat.interval.ms", "int", 5000, "Share member heartbeat interval."),
     ConfigDef("group.share.max.share.sessions", "int", 2000, "Share sessions per broker."),
     ConfigDef(
-        "share.coordinator.state.topic.num.partitions", "int", 50, "Partitions of __share_group_state."
+        "share.coordinator.state.topic.num.partitions",
+        "int",
+        50,
+        "Partitions of __share_group_state.",
     ),
     ConfigDef(
         "share.coordinator.snapshot.update.records.per.snapshot",

@@ -64,7 +64,7 @@ class PartitionLog(Protocol):
         ...
 
     def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
-        """Every batch whose last offset is >= start_offset, in order (used for replay and scans)."""
+        """Every batch whose last offset is >= start_offset, in order (for replay and scans)."""
         ...
 
     def flush(self) -> None:

@@ -52,7 +52,9 @@ def _send_and_read(bootstrap: str, payload: bytes) -> bytes | None:
         return body
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     api_key=st.sampled_from([0, 1, 2, 3, 10, 18, 19, 22, 24, 26, 65, 66, 999]),
     version=st.integers(-1, 20),
@@ -68,14 +70,19 @@ def test_random_frames_get_an_error_or_a_clean_close(
     _still_serves(shared_broker.bootstrap_servers)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(cut=st.integers(min_value=8, max_value=60))
 def test_truncated_valid_frames(shared_broker: LocalBroker, cut: int) -> None:
     client = WireClient(shared_broker.bootstrap_servers)
     frame = client.encode(
         19,
         7,
-        {"topics": [{"name": "never-created", "num_partitions": 1, "replication_factor": 1}], "timeout": 1000},
+        {
+            "topics": [{"name": "never-created", "num_partitions": 1, "replication_factor": 1}],
+            "timeout": 1000,
+        },
     )
     client.close()
     response = _send_and_read(shared_broker.bootstrap_servers, frame[: min(cut, len(frame) - 1)])
@@ -85,7 +92,9 @@ def test_truncated_valid_frames(shared_broker: LocalBroker, cut: int) -> None:
 
 
 def test_unsupported_api_versions_request_gets_v0_error(shared_broker: LocalBroker) -> None:
-    response = _send_and_read(shared_broker.bootstrap_servers, struct.pack(">hhi", 18, 99, 7) + b"\x00\x00")
+    response = _send_and_read(
+        shared_broker.bootstrap_servers, struct.pack(">hhi", 18, 99, 7) + b"\x00\x00"
+    )
     assert response is not None
     correlation, error = struct.unpack_from(">ih", response, 0)
     assert (correlation, error) == (7, 35)
@@ -95,20 +104,37 @@ def test_unknown_topic_gets_an_error(shared_broker: LocalBroker) -> None:
     client = WireClient(shared_broker.bootstrap_servers)
     try:
         resp = client.request(
-            2, 7, {"replica_id": -1, "topics": [{"name": "missing", "partitions": [{"partition_index": 0, "timestamp": -1}]}]}
+            2,
+            7,
+            {
+                "replica_id": -1,
+                "topics": [
+                    {"name": "missing", "partitions": [{"partition_index": 0, "timestamp": -1}]}
+                ],
+            },
         )
         assert int(resp.topics[0].partitions[0].error_code) == 3  # UNKNOWN_TOPIC_OR_PARTITION
     finally:
         client.close()
 
 
-def test_oversized_frame_is_refused_without_reading_it_all(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_oversized_frame_is_refused_without_reading_it_all(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     with LocalBroker(
         data_dir=tmp_path_factory.mktemp("big"), config={"socket.request.max.bytes": "1024"}
     ) as b:
         client = WireClient(b.bootstrap_servers)
         frame = client.encode(
-            0, 10, {"acks": -1, "timeout": 1000, "topic_data": [{"name": "x", "partition_data": [{"index": 0, "records": b"\x00" * 4000}]}]}
+            0,
+            10,
+            {
+                "acks": -1,
+                "timeout": 1000,
+                "topic_data": [
+                    {"name": "x", "partition_data": [{"index": 0, "records": b"\x00" * 4000}]}
+                ],
+            },
         )
         client.close()
         response = _send_and_read(b.bootstrap_servers, frame)

@@ -11,6 +11,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from coordinator.launcher import LocalBroker
 from tests.interop.test_stock_clients import create_topic, read_all
+from tests.kafka_wire import WireClient
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +44,9 @@ def test_kill_while_producing_loses_nothing_acknowledged(tmp_path: Path) -> None
                 broker.start()  # same directory, same port
             producer.poll(0)
         assert producer.flush(60) == 0
-        values = read_all(broker.bootstrap_servers, "crash", 3, "read_uncommitted", expect_at_least=len(acked))
+        values = read_all(
+            broker.bootstrap_servers, "crash", 3, "read_uncommitted", expect_at_least=len(acked)
+        )
         assert set(acked) <= set(values)
         assert len(values) == len(set(values)), "idempotent producer wrote duplicates"
     finally:
@@ -58,20 +61,26 @@ def test_open_transaction_is_aborted_on_timeout_after_restart(tmp_path: Path) ->
     try:
         b = broker.bootstrap_servers
         create_topic(b, "hang", 1)
-        producer = Producer({"bootstrap.servers": b, "transactional.id": "hangs", "transaction.timeout.ms": 2000})
+        producer = Producer(
+            {"bootstrap.servers": b, "transactional.id": "hangs", "transaction.timeout.ms": 2000}
+        )
         producer.init_transactions(30)
         producer.begin_transaction()
         producer.produce("hang", value=b"open")
         producer.flush(10)
         broker.kill()
         broker.start()
-        consumer = Consumer({"bootstrap.servers": b, "group.id": "lso", "isolation.level": "read_committed"})
+        consumer = Consumer(
+            {"bootstrap.servers": b, "group.id": "lso", "isolation.level": "read_committed"}
+        )
         deadline = time.monotonic() + 30
         lso = 0
         while time.monotonic() < deadline:
             # ListOffsets(latest) under read_committed returns the LSO.
             consumer.assign([TopicPartition("hang", 0, 0)])
-            _low, high = consumer.get_watermark_offsets(TopicPartition("hang", 0), timeout=10, cached=False)
+            _low, high = consumer.get_watermark_offsets(
+                TopicPartition("hang", 0), timeout=10, cached=False
+            )
             lso = _read_committed_end(b)
             if lso == high and high >= 2:
                 break
@@ -84,8 +93,6 @@ def test_open_transaction_is_aborted_on_timeout_after_restart(tmp_path: Path) ->
 
 
 def _read_committed_end(bootstrap: str) -> int:
-    from tests.kafka_wire import WireClient
-
     client = WireClient(bootstrap)
     try:
         resp = client.request(
@@ -94,7 +101,9 @@ def _read_committed_end(bootstrap: str) -> int:
             {
                 "replica_id": -1,
                 "isolation_level": 1,
-                "topics": [{"name": "hang", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+                "topics": [
+                    {"name": "hang", "partitions": [{"partition_index": 0, "timestamp": -1}]}
+                ],
             },
         )
         return int(resp.topics[0].partitions[0].offset)

@@ -16,7 +16,7 @@ KCAT = shutil.which("kcat")
 
 def kcat(*args: str, stdin: str | None = None) -> str:
     assert KCAT is not None
-    done = subprocess.run(  # noqa: S603
+    done = subprocess.run(
         [KCAT, *args], input=stdin, capture_output=True, text=True, timeout=60, check=True
     )
     return done.stdout

@@ -22,7 +22,9 @@ def create_topic(bootstrap: str, name: str, partitions: int = 3) -> None:
         future.result(30)
 
 
-def read_all(bootstrap: str, topic: str, partitions: int, isolation: str, expect_at_least: int = 0) -> list[bytes]:
+def read_all(
+    bootstrap: str, topic: str, partitions: int, isolation: str, expect_at_least: int = 0
+) -> list[bytes]:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -51,7 +53,9 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str, expect
 def test_idempotent_producer_round_trip(broker: LocalBroker) -> None:
     bootstrap = broker.bootstrap_servers
     create_topic(bootstrap, "idem")
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
+    )
     delivered: list[int] = []
 
     def on_delivery(err: KafkaError | None, msg: object) -> None:
@@ -59,7 +63,9 @@ def test_idempotent_producer_round_trip(broker: LocalBroker) -> None:
         delivered.append(1)
 
     for i in range(1000):
-        producer.produce("idem", value=f"v{i}".encode(), key=str(i).encode(), on_delivery=on_delivery)
+        producer.produce(
+            "idem", value=f"v{i}".encode(), key=str(i).encode(), on_delivery=on_delivery
+        )
     assert producer.flush(30) == 0
     assert len(delivered) == 1000
     values = read_all(bootstrap, "idem", 3, "read_uncommitted", expect_at_least=1000)
@@ -69,7 +75,9 @@ def test_idempotent_producer_round_trip(broker: LocalBroker) -> None:
 def test_transactions_commit_abort_and_open(broker: LocalBroker) -> None:
     bootstrap = broker.bootstrap_servers
     create_topic(bootstrap, "txn")
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "interop-1", "linger.ms": 1})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": "interop-1", "linger.ms": 1}
+    )
     producer.init_transactions(30)
 
     def batch(prefix: str, n: int) -> None:
@@ -151,14 +159,18 @@ def test_admin_topics_and_cluster(broker: LocalBroker) -> None:
 def test_list_and_describe_transactions_on_the_wire(broker: LocalBroker) -> None:
     bootstrap = broker.bootstrap_servers
     create_topic(bootstrap, "lt", 2)
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "listed", "linger.ms": 1})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": "listed", "linger.ms": 1}
+    )
     producer.init_transactions(30)
     producer.begin_transaction()
     producer.produce("lt", value=b"x", partition=1)
     producer.flush(10)
     client = WireClient(bootstrap)
     try:
-        listing = client.request(66, 1, {"state_filters": [], "producer_id_filters": [], "duration_filter": -1})
+        listing = client.request(
+            66, 1, {"state_filters": [], "producer_id_filters": [], "duration_filter": -1}
+        )
         states = {t.transactional_id: t.transaction_state for t in listing.transaction_states}
         assert states["listed"] == "Ongoing"
         described = client.request(65, 0, {"transactional_ids": ["listed"]})

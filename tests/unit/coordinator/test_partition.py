@@ -46,8 +46,14 @@ def test_duplicate_batch_is_answered_with_original_offset() -> None:
 def test_sequence_gap_is_out_of_order() -> None:
     p = Partition(TP, MemoryLog())
     p.append(batch(3, pid=7, epoch=0, seq=0), NOW)
-    assert p.append(batch(1, pid=7, epoch=0, seq=5), NOW).error is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-    assert p.append(batch(1, pid=8, epoch=0, seq=4), NOW).error is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert (
+        p.append(batch(1, pid=7, epoch=0, seq=5), NOW).error
+        is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    )
+    assert (
+        p.append(batch(1, pid=8, epoch=0, seq=4), NOW).error
+        is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    )
 
 
 def test_old_epoch_is_rejected() -> None:
@@ -62,7 +68,10 @@ def test_duplicate_window_holds_five_batches() -> None:
     for i in range(6):
         p.append(batch(1, pid=7, epoch=0, seq=i), NOW)
     assert p.append(batch(1, pid=7, epoch=0, seq=1), NOW).base_offset == 1
-    assert p.append(batch(1, pid=7, epoch=0, seq=0), NOW).error is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert (
+        p.append(batch(1, pid=7, epoch=0, seq=0), NOW).error
+        is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    )
 
 
 def test_open_transaction_holds_lso_and_abort_is_indexed() -> None:
@@ -88,7 +97,9 @@ def test_unverified_transactional_write_is_refused() -> None:
     def deny(_tid: str, _pid: int, _epoch: int, _tp: TopicPartition) -> ErrorCode:
         return ErrorCode.TRANSACTION_ABORTABLE
 
-    result = p.append(batch(1, pid=9, epoch=0, seq=0, txn=True), NOW, transactional_id="x", verifier=deny)
+    result = p.append(
+        batch(1, pid=9, epoch=0, seq=0, txn=True), NOW, transactional_id="x", verifier=deny
+    )
     assert result.error is ErrorCode.TRANSACTION_ABORTABLE
     assert p.high_watermark == 0 and p.last_stable_offset == 0
 
@@ -124,6 +135,13 @@ def test_corrupt_and_control_batches_are_refused() -> None:
     raw[-1] ^= 0xFF
     assert p.append(bytes(raw), NOW).error is ErrorCode.CORRUPT_MESSAGE
     assert p.append(b"\x00" * 10, NOW).error is ErrorCode.CORRUPT_MESSAGE
-    control = build_batch([(b"\x00\x00\x00\x00", b"")], timestamp_ms=NOW, control=True, producer_id=1, producer_epoch=0, transactional=True)
+    control = build_batch(
+        [(b"\x00\x00\x00\x00", b"")],
+        timestamp_ms=NOW,
+        control=True,
+        producer_id=1,
+        producer_epoch=0,
+        transactional=True,
+    )
     assert p.append(control, NOW).error is ErrorCode.INVALID_RECORD
     assert p.high_watermark == 0

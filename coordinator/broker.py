@@ -90,6 +90,7 @@ class BrokerCore:
         )
         self.txn_coordinator.load()
         self._schedule_flush()
+        self._schedule_producer_expiry()
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -115,6 +116,19 @@ class BrokerCore:
             self.clock.schedule(interval, tick)
 
         self.clock.schedule(interval, tick)
+
+    def _schedule_producer_expiry(self) -> None:
+        """Forget idle idempotent producers (producer.id.expiration.ms), as Kafka does."""
+        expiration_ms = self.config.get_int("producer.id.expiration.ms")
+        check_ms = min(expiration_ms, 600_000)  # Kafka checks every 10 minutes
+
+        def tick() -> None:
+            now = self.clock.now_ms()
+            for partition in self.partitions.values():
+                partition.producers.remove_expired(now, expiration_ms)
+            self.clock.schedule(check_ms, tick)
+
+        self.clock.schedule(check_ms, tick)
 
     def add_append_listener(self, listener: Callable[[TopicPartition], None]) -> None:
         """Called after every append (used by the server to wake long-polling fetches)."""

@@ -145,3 +145,11 @@ def test_corrupt_and_control_batches_are_refused() -> None:
     )
     assert p.append(control, NOW).error is ErrorCode.INVALID_RECORD
     assert p.high_watermark == 0
+
+
+def test_idle_producers_expire_but_open_transactions_do_not() -> None:
+    p = Partition(TP, MemoryLog())
+    p.append(batch(1, pid=4, epoch=0, seq=0), NOW)
+    p.append(batch(1, pid=9, epoch=0, seq=0, txn=True), NOW, transactional_id="x", verifier=allow)
+    assert p.producers.remove_expired(NOW + 10_000, expiration_ms=1_000) == [4]
+    assert p.open_transactions() == {9: 1}

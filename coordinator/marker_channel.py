@@ -176,8 +176,9 @@ class MarkerChannel:
                 self.cancel(marker.transactional_id)
                 return
             else:
-                log.info("marker %s for %s failed with %s; retrying", marker.result.name, tp,
-                         error.name)
+                log.info(
+                    "marker %s for %s failed with %s; retrying", marker.result.name, tp, error.name
+                )
                 retry = True
         if retry:
             self._schedule(entry, self._retry_backoff_ms)

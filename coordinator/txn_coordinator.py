@@ -256,8 +256,9 @@ class TransactionCoordinator:
             try:
                 records = read_records(batch)
             except ValueError:
-                log.exception("skipping unreadable __transaction_state batch at %d",
-                              header.base_offset)
+                log.exception(
+                    "skipping unreadable __transaction_state batch at %d", header.base_offset
+                )
                 continue
             for key, value in records:
                 self._replay_record(key, value, header.base_offset)
@@ -267,9 +268,7 @@ class TransactionCoordinator:
             if metadata.state in _PREPARE:
                 log.info("completing %s after load", metadata)
                 self._send_markers(metadata)
-        self._schedule_periodic(
-            "abort", self._abort_interval_ms, self.abort_timed_out_transactions
-        )
+        self._schedule_periodic("abort", self._abort_interval_ms, self.abort_timed_out_transactions)
         self._schedule_periodic(
             "expire", self._expiry_interval_ms, self.remove_expired_transactional_ids
         )
@@ -389,7 +388,10 @@ class TransactionCoordinator:
             if isinstance(new_id, ErrorCode):
                 return new_id
             return metadata.prepare_producer_id_rotation(
-                new_id, timeout_ms, now, expected_epoch is not None,
+                new_id,
+                timeout_ms,
+                now,
+                expected_epoch is not None,
                 two_phase_commit=two_phase_commit,
             )
         if metadata.is_producer_epoch_exhausted:
@@ -474,7 +476,8 @@ class TransactionCoordinator:
             return dict.fromkeys(wanted, error)
         # The pending state is ignored: partitions are added only once their record is written.
         return {
-            tp: ErrorCode.NONE if tp in metadata.topic_partitions
+            tp: ErrorCode.NONE
+            if tp in metadata.topic_partitions
             else ErrorCode.TRANSACTION_ABORTABLE
             for tp in wanted
         }
@@ -644,8 +647,12 @@ class TransactionCoordinator:
             return
         error = self._write(metadata, complete, keep_pending_on_error=True)
         if error is not ErrorCode.NONE:
-            log.warning("writing %s for %r failed with %s; retrying",
-                        complete.state.state_name, transactional_id, error.name)
+            log.warning(
+                "writing %s for %r failed with %s; retrying",
+                complete.state.state_name,
+                transactional_id,
+                error.name,
+            )
             self._timers[f"complete:{transactional_id}"] = self._clock.schedule(
                 self._retry_backoff_ms,
                 lambda: self._write_txn_completion(transactional_id, complete),

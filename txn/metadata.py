@@ -436,7 +436,8 @@ class TransactionMetadata:
             last_producer_epoch=pick(last_producer_epoch, self.last_producer_epoch),
             txn_timeout_ms=pick(txn_timeout_ms, self.txn_timeout_ms),
             state=state,
-            topic_partitions=self.topic_partitions if topic_partitions is None
+            topic_partitions=self.topic_partitions
+            if topic_partitions is None
             else topic_partitions,
             txn_start_timestamp=pick(txn_start_timestamp, self.txn_start_timestamp),
             txn_last_update_timestamp=pick(
@@ -445,7 +446,8 @@ class TransactionMetadata:
             client_transaction_version=pick(
                 client_transaction_version, self.client_transaction_version
             ),
-            two_phase_commit=self.two_phase_commit if two_phase_commit is None
+            two_phase_commit=self.two_phase_commit
+            if two_phase_commit is None
             else two_phase_commit,
         )
 

@@ -500,10 +500,16 @@ class TransactionCoordinator:
         metadata = self._txns.get(transactional_id)
         if metadata is None:
             return EndTxnResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-        if tv2:
-            outcome = self._end_txn_tv2(metadata, producer_id, producer_epoch, committed)
-        else:
-            outcome = self._end_txn_tv0(metadata, producer_id, producer_epoch, committed)
+        try:
+            if tv2:
+                outcome = self._end_txn_tv2(metadata, producer_id, producer_epoch, committed)
+            else:
+                outcome = self._end_txn_tv0(metadata, producer_id, producer_epoch, committed)
+        except IllegalTransitionError:
+            # Only reachable from a corrupted state (e.g. Ongoing at epoch 32767 and a commit,
+            # which would overflow); Kafka answers UNKNOWN_SERVER_ERROR too.
+            log.exception("EndTxn for %r cannot proceed from %s", transactional_id, metadata)
+            return EndTxnResult(ErrorCode.UNKNOWN_SERVER_ERROR)
         if isinstance(outcome, EndTxnResult):
             return outcome
         error = self._write(metadata, outcome)

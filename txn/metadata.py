@@ -401,7 +401,7 @@ class TransactionMetadata:
             )
         if transit.producer_id < 0:
             raise IllegalTransitionError(f"illegal new producer id {transit.producer_id}")
-        if transit.state is not _S.DEAD and transit.producer_epoch < 0:
+        if transit.state is not _S.DEAD and not 0 <= transit.producer_epoch <= MAX_PRODUCER_EPOCH:
             raise IllegalTransitionError(f"illegal new producer epoch {transit.producer_epoch}")
         check_transition(self.state, transit.state)
         self.pending_state = transit.state

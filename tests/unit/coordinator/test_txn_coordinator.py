@@ -391,6 +391,22 @@ def test_s22_end_txn_while_markers_are_in_flight(tv2: bool) -> None:
     assert bench.view().producer_epoch == epoch
 
 
+def test_tv2_commit_at_short_max_is_refused_and_abort_recovers() -> None:
+    bench = started(S.ONGOING, epoch=32767, tv=TV_2)
+    c = bench.coordinator
+    assert c.end_txn(TXN, PID, 32767, True, tv2=True).error is E.UNKNOWN_SERVER_ERROR
+    assert bench.view().pending_state is None
+    result = c.end_txn(TXN, PID, 32767, False, tv2=True)
+    assert result.error is E.NONE and result.producer_id != PID and result.producer_epoch == 0
+    bench.settle()
+    view = bench.view()
+    assert (view.state, view.producer_id, view.producer_epoch) == (
+        S.COMPLETE_ABORT,
+        result.producer_id,
+        0,
+    )
+
+
 def test_s23_tv2_same_epoch_on_prepared_commit_is_not_a_retry() -> None:
     bench = Bench()
     bench.handler.blocked = {TP0}

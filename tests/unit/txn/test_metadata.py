@@ -243,3 +243,12 @@ def test_from_transit_forgets_last_epoch() -> None:
     loaded = TransactionMetadata.from_transit("txnlId", md.snapshot())
     assert loaded.producer_epoch == 3 and loaded.last_producer_epoch == -1
     assert loaded.pending_state is None
+
+
+def test_commit_bump_past_short_max_is_refused() -> None:
+    md = metadata(S.ONGOING, epoch=32767, partitions=(TP0,), tv=TV_2, start=NOW)
+    with pytest.raises(IllegalTransitionError):
+        md.prepare_abort_or_commit(S.PREPARE_COMMIT, TV_2, 9893, NOW + 1, False)
+    assert md.pending_state is None
+    abort = md.prepare_abort_or_commit(S.PREPARE_ABORT, TV_2, 9893, NOW + 1, False)
+    assert abort.producer_epoch == 32767  # an abort at Short.MAX goes through unbumped

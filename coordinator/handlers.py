@@ -555,7 +555,7 @@ class Handlers:
             "Dead",
         }
         return {
-            "error_code": ErrorCode.NONE,
+            "error_code": self.core.txn_coordinator.availability(),
             "unknown_state_filters": [s for s in body.state_filters if s not in known],
             "transaction_states": [
                 {

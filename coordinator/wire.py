@@ -8,23 +8,17 @@ the dict omits.  This keeps each handler version-agnostic.
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
 import io
 import struct
-import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
-from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import TZAware
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+from txn.wire_render import render
 
 _PEEK = struct.Struct(">hhi")
 
@@ -87,80 +81,6 @@ def decode_request(frame: bytes) -> DecodedRequest:
     return DecodedRequest(
         api_key, api_version, correlation_id, getattr(header, "client_id", None), body
     )
-
-
-@cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-@cache
-def _fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
-    return dataclasses.fields(cls)
-
-
-def _convert(tp: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    origin = typing.get_origin(tp)
-    if origin is typing.Union or origin is types.UnionType:
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return _convert(args[0], value)
-    if origin is tuple:
-        (inner, _ellipsis) = typing.get_args(tp)
-        return tuple(_convert(inner, v) for v in value)
-    if tp is KioErrorCode:
-        return KioErrorCode(int(value))
-    if tp is TZAware or (isinstance(tp, type) and issubclass(tp, datetime.datetime)):
-        if isinstance(value, datetime.datetime):
-            return value
-        return _EPOCH + datetime.timedelta(milliseconds=int(value))
-    if isinstance(tp, type) and issubclass(tp, datetime.timedelta):
-        if isinstance(value, datetime.timedelta):
-            return value
-        return datetime.timedelta(milliseconds=int(value))
-    if dataclasses.is_dataclass(tp) and isinstance(value, Mapping):
-        return render(typing.cast(type, tp), value)
-    return value
-
-
-def render(cls: type, data: Mapping[str, Any]) -> Any:
-    """Build the kio entity ``cls`` from a dict, converting nested dicts, codes and durations."""
-    hints = _hints(cls)
-    kwargs: dict[str, Any] = {}
-    for f in _fields(cls):
-        if f.name in data:
-            kwargs[f.name] = _convert(hints[f.name], data[f.name])
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            kwargs[f.name] = _zero(hints[f.name])
-    return cls(**kwargs)
-
-
-def _zero(tp: Any) -> Any:
-    """A neutral value for a required field the handler did not set."""
-    origin = typing.get_origin(tp)
-    if origin is typing.Union or origin is types.UnionType:
-        return None
-    if origin is tuple:
-        return ()
-    if tp is KioErrorCode:
-        return KioErrorCode.none
-    if tp is TZAware:
-        return _EPOCH - datetime.timedelta(milliseconds=1)
-    if isinstance(tp, type):
-        if issubclass(tp, datetime.timedelta):
-            return datetime.timedelta(0)
-        if issubclass(tp, bool):
-            return False
-        if issubclass(tp, int):
-            return 0
-        if issubclass(tp, str):
-            return ""
-        if issubclass(tp, bytes):
-            return b""
-    if dataclasses.is_dataclass(tp):
-        return render(typing.cast(type, tp), {})
-    return None
 
 
 def response_class(api_key: int, api_version: int) -> type:

@@ -227,6 +227,12 @@ class NotLeaderOrFollowerError(RetriableError):
     code = ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
+class NetworkError(RetriableError):
+    """The connection failed or was closed before a response arrived."""
+
+    code = ErrorCode.NETWORK_EXCEPTION
+
+
 class RequestTimedOutError(RetriableError):
     code = ErrorCode.REQUEST_TIMED_OUT
 

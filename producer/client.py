@@ -1,0 +1,306 @@
+"""The blocking Kafka client core: bootstrap, metadata, routing and retries.
+
+``KafkaClient`` keeps one ``BrokerConnection`` per broker, a metadata cache
+(topic -> topic id and partition leaders), and coordinator look-ups
+(FindCoordinator for groups, transactions and share-state keys).  ``call``
+sends a request to a node and retries retriable failures with tenacity inside
+the caller's deadline; anything else surfaces as the typed exception of
+``txn.errors``.  It speaks only the Kafka protocol, so the same code talks to
+the sharetxn broker and to an Apache Kafka cluster for the standard APIs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+
+from producer.connection import BrokerConnection
+from txn.errors import (
+    KafkaProtocolError,
+    RetriableError,
+    UnknownTopicOrPartitionError,
+    error_for_code,
+)
+from txn.ids import TopicPartition
+
+T = TypeVar("T")
+
+KEY_TYPE_GROUP = 0
+KEY_TYPE_TRANSACTION = 1
+KEY_TYPE_SHARE = 2
+
+# Highest versions this client's request builders understand.
+CLIENT_MAX_VERSIONS: dict[int, int] = {
+    0: 10,  # Produce
+    1: 16,  # Fetch
+    2: 7,  # ListOffsets
+    3: 12,  # Metadata
+    10: 4,  # FindCoordinator (batched keys from v4)
+    16: 5,  # ListGroups
+    19: 7,  # CreateTopics
+    20: 6,  # DeleteTopics
+    22: 6,  # InitProducerId
+    24: 3,  # AddPartitionsToTxn (client form)
+    26: 4,  # EndTxn (TV0/1 from clients)
+    32: 4,  # DescribeConfigs
+    42: 2,  # DeleteGroups
+    44: 1,  # IncrementalAlterConfigs
+    61: 0,  # DescribeProducers
+    65: 0,  # DescribeTransactions
+    66: 1,  # ListTransactions
+    76: 1,  # ShareGroupHeartbeat
+    77: 1,  # ShareGroupDescribe
+    78: 1,  # ShareFetch
+    79: 1,  # ShareAcknowledge
+    90: 1,  # DescribeShareGroupOffsets
+    91: 0,  # AlterShareGroupOffsets
+    92: 0,  # DeleteShareGroupOffsets
+    93: 0,  # TxnShareAcknowledge (KIP-1289)
+    94: 0,  # AddShareAcksToTxn (KIP-1289)
+}
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+
+
+@dataclass(slots=True)
+class TopicMetadata:
+    name: str
+    topic_id: uuid.UUID
+    leaders: dict[int, int] = field(default_factory=dict)  # partition -> leader node id
+
+    @property
+    def partitions(self) -> list[int]:
+        return sorted(self.leaders)
+
+
+def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []
+    for item in servers.split(","):
+        host, sep, port = item.strip().rpartition(":")
+        if not sep or not port.isdigit():
+            msg = f"bootstrap.servers entry {item!r} is not HOST:PORT"
+            raise ValueError(msg)
+        out.append((host, int(port)))
+    if not out:
+        msg = "bootstrap.servers is empty"
+        raise ValueError(msg)
+    return out
+
+
+def check_error(code: int, message: str | None = None, **ids: Any) -> None:
+    """Raise the typed exception for a non-zero error code."""
+    if int(code) != 0:
+        raise error_for_code(int(code))(message, **ids)
+
+
+class KafkaClient:
+    """Connections, metadata and retries for every sharetxn client."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        *,
+        client_id: str = "sharetxn",
+        request_timeout_ms: int = 30000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1000,
+    ) -> None:
+        self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = retry_backoff_max_ms
+        self._lock = threading.RLock()
+        self._conns: dict[int, BrokerConnection] = {}
+        self._bootstrap_conn: BrokerConnection | None = None
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.topics: dict[str, TopicMetadata] = {}
+        self._coordinators: dict[tuple[int, str], int] = {}
+        self._closed = False
+
+    # -- connections ----------------------------------------------------------------------------
+
+    def _connection(self, node_id: int | None) -> BrokerConnection:
+        with self._lock:
+            if node_id is None or node_id not in self.brokers:
+                if self._bootstrap_conn is None:
+                    last: Exception | None = None
+                    for host, port in self.bootstrap:
+                        conn = BrokerConnection(
+                            host,
+                            port,
+                            client_id=self.client_id,
+                            timeout_s=self.request_timeout_ms / 1000,
+                        )
+                        try:
+                            conn.connect()
+                        except KafkaProtocolError as exc:
+                            last = exc
+                            continue
+                        self._bootstrap_conn = conn
+                        break
+                    if self._bootstrap_conn is None:
+                        assert last is not None
+                        raise last
+                return self._bootstrap_conn
+            existing = self._conns.get(node_id)
+            if existing is not None:
+                return existing
+            info = self.brokers[node_id]
+            conn = BrokerConnection(
+                info.host,
+                info.port,
+                client_id=self.client_id,
+                timeout_s=self.request_timeout_ms / 1000,
+            )
+            self._conns[node_id] = conn
+            return conn
+
+    def send(
+        self, node_id: int | None, api_key: int, body: Mapping[str, Any], *, min_version: int = 0
+    ) -> Any:
+        """One request to a node (None = any bootstrap broker), at the best common version."""
+        conn = self._connection(node_id)
+        version = conn.pick_version(api_key, CLIENT_MAX_VERSIONS.get(api_key, 0), min_version)
+        try:
+            return conn.request(api_key, version, body)
+        except RetriableError:
+            with self._lock:
+                if conn is self._bootstrap_conn:
+                    self._bootstrap_conn = None
+                self._conns.pop(node_id if node_id is not None else -999, None)
+            raise
+
+    def version_for(self, node_id: int | None, api_key: int) -> int:
+        conn = self._connection(node_id)
+        return conn.pick_version(api_key, CLIENT_MAX_VERSIONS.get(api_key, 0))
+
+    # -- retries --------------------------------------------------------------------------------
+
+    def call(self, fn: Callable[[], T], *, timeout_ms: int | None = None) -> T:
+        """Run ``fn``, retrying retriable errors with backoff until the deadline."""
+        deadline_s = (timeout_ms if timeout_ms is not None else self.request_timeout_ms) / 1000
+        retrying = Retrying(
+            retry=retry_if_exception(lambda e: isinstance(e, RetriableError)),
+            stop=stop_after_delay(deadline_s),
+            wait=wait_exponential(
+                multiplier=self.retry_backoff_ms / 1000, max=self.retry_backoff_max_ms / 1000
+            ),
+            reraise=True,
+        )
+        return retrying(self._invalidating(fn))
+
+    def _invalidating(self, fn: Callable[[], T]) -> Callable[[], T]:
+        def run() -> T:
+            try:
+                return fn()
+            except RetriableError:
+                # Leaders or coordinators may have moved: look them up again on the next try.
+                with self._lock:
+                    self._coordinators.clear()
+                raise
+
+        return run
+
+    # -- metadata -------------------------------------------------------------------------------
+
+    def refresh_metadata(
+        self, topics: list[str] | None = None, *, auto_create: bool = False
+    ) -> None:
+        body: dict[str, Any] = {
+            "topics": None if topics is None else [{"name": t} for t in topics],
+            "allow_auto_topic_creation": auto_create,
+        }
+        resp = self.send(None, 3, body, min_version=1)
+        with self._lock:
+            self.brokers = {
+                int(b.node_id): BrokerInfo(int(b.node_id), b.host, int(b.port))
+                for b in resp.brokers
+            }
+            for t in resp.topics:
+                if int(t.error_code) != 0 or t.name is None:
+                    continue
+                meta = TopicMetadata(t.name, getattr(t, "topic_id", None) or uuid.UUID(int=0))
+                for p in t.partitions:
+                    meta.leaders[int(p.partition_index)] = int(p.leader_id)
+                self.topics[t.name] = meta
+
+    def topic(self, name: str, *, auto_create: bool = False) -> TopicMetadata:
+        meta = self.topics.get(name)
+        if meta is None:
+            self.refresh_metadata([name], auto_create=auto_create)
+            meta = self.topics.get(name)
+        if meta is None:
+            msg = f"unknown topic {name!r}"
+            raise UnknownTopicOrPartitionError(msg, topic=name)
+        return meta
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        for meta in self.topics.values():
+            if meta.topic_id == topic_id:
+                return meta
+        self.refresh_metadata(None)
+        for meta in self.topics.values():
+            if meta.topic_id == topic_id:
+                return meta
+        return None
+
+    def leader_for(self, tp: TopicPartition) -> int:
+        meta = self.topic(tp.topic)
+        leader = meta.leaders.get(tp.partition)
+        if leader is None or leader < 0:
+            self.refresh_metadata([tp.topic])
+            leader = self.topic(tp.topic).leaders.get(tp.partition)
+        if leader is None or leader < 0:
+            msg = f"no leader for {tp}"
+            raise UnknownTopicOrPartitionError(msg, topic=tp.topic, partition=tp.partition)
+        return leader
+
+    def coordinator_for(self, key_type: int, key: str) -> int:
+        with self._lock:
+            cached = self._coordinators.get((key_type, key))
+        if cached is not None:
+            return cached
+        version = self.version_for(None, 10)
+        if version >= 4:
+            resp = self.send(None, 10, {"key_type": key_type, "coordinator_keys": [key]})
+            entry = resp.coordinators[0]
+            check_error(entry.error_code, entry.error_message, key=key)
+            node, host, port = int(entry.node_id), entry.host, int(entry.port)
+        else:
+            resp = self.send(None, 10, {"key": key, "key_type": key_type})
+            check_error(resp.error_code, getattr(resp, "error_message", None), key=key)
+            node, host, port = int(resp.node_id), resp.host, int(resp.port)
+        with self._lock:
+            self.brokers.setdefault(node, BrokerInfo(node, host, port))
+            self._coordinators[(key_type, key)] = node
+        return node
+
+    def forget_coordinator(self, key_type: int, key: str) -> None:
+        with self._lock:
+            self._coordinators.pop((key_type, key), None)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for conn in self._conns.values():
+                conn.close()
+            self._conns.clear()
+            if self._bootstrap_conn is not None:
+                self._bootstrap_conn.close()
+                self._bootstrap_conn = None
+
+
+def deadline_after(timeout_ms: int) -> float:
+    return time.monotonic() + timeout_ms / 1000

@@ -1,0 +1,159 @@
+"""One blocking, thread-safe connection to one broker, speaking the Kafka protocol via kio.
+
+The connection negotiates API versions on connect (ApiVersions v3, falling
+back to v0 as KIP-511 describes) and serialises requests: one in flight at a
+time, responses matched by correlation id.  Request bodies are plain dicts
+rendered into the negotiated version (``txn.wire_render.render``).
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+import struct
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+from txn.errors import ClosedError, NetworkError, UnsupportedVersionError
+from txn.wire_render import render
+
+API_VERSIONS = 18
+
+
+class BrokerConnection:
+    """A socket to ``host:port`` with negotiated API versions."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str = "sharetxn",
+        timeout_s: float = 30.0,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._correlation = 0
+        self.versions: dict[int, tuple[int, int]] = {}
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def connect(self) -> None:
+        with self._lock:
+            if self._sock is not None:
+                return
+            try:
+                self._sock = socket.create_connection(
+                    (self.host, self.port), timeout=self.timeout_s
+                )
+            except OSError as exc:
+                msg = f"cannot connect to {self.address}: {exc}"
+                raise NetworkError(msg) from exc
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                resp = self._roundtrip(API_VERSIONS, 3, {"client_software_name": "sharetxn"})
+                if int(resp.error_code) == 0:
+                    self.versions = {
+                        int(k.api_key): (int(k.min_version), int(k.max_version))
+                        for k in resp.api_keys
+                    }
+                else:
+                    resp = self._roundtrip(API_VERSIONS, 0, {})
+                    self.versions = {
+                        int(k.api_key): (int(k.min_version), int(k.max_version))
+                        for k in resp.api_keys
+                    }
+            except BaseException:
+                self._close_locked()
+                raise
+
+    def pick_version(self, api_key: int, client_max: int, client_min: int = 0) -> int:
+        """The highest version both sides support."""
+        if not self.versions:
+            self.connect()
+        span = self.versions.get(api_key)
+        if span is None or span[1] < client_min or span[0] > client_max:
+            wanted = f"v{client_min}-v{client_max}"
+            msg = f"broker {self.address} does not support API {api_key} in {wanted}"
+            raise UnsupportedVersionError(msg, api_key=api_key)
+        return min(span[1], client_max)
+
+    def request(self, api_key: int, version: int, body: Mapping[str, Any]) -> Any:
+        """Send one request and wait for its response (a kio entity)."""
+        self.connect()
+        with self._lock:
+            if self._sock is None:
+                msg = f"connection to {self.address} is closed"
+                raise ClosedError(msg)
+            try:
+                return self._roundtrip(api_key, version, body)
+            except OSError as exc:
+                self._close_locked()
+                msg = f"request to {self.address} failed: {exc}"
+                raise NetworkError(msg) from exc
+
+    def _roundtrip(self, api_key: int, version: int, body: Mapping[str, Any]) -> Any:
+        assert self._sock is not None
+        self._correlation += 1
+        correlation = self._correlation
+        cls = load_request_schema(api_key, version)
+        buf = io.BytesIO()
+        buf.write(b"\x00\x00\x00\x00")
+        header_cls = cls.__header_schema__
+        header = render(
+            header_cls,
+            {
+                "request_api_key": api_key,
+                "request_api_version": version,
+                "correlation_id": correlation,
+                "client_id": self.client_id,
+            },
+        )
+        entity_writer(header_cls)(buf, header)
+        entity_writer(cls)(buf, render(cls, body))
+        frame = buf.getbuffer()
+        struct.pack_into(">i", frame, 0, len(frame) - 4)
+        self._sock.sendall(frame)
+        size = struct.unpack(">i", self._recv_exact(4))[0]
+        payload = self._recv_exact(size)
+        resp_cls = load_response_schema(api_key, version)
+        resp_header, offset = entity_reader(resp_cls.__header_schema__)(payload, 0)
+        if int(resp_header.correlation_id) != correlation:
+            self._close_locked()
+            msg = f"correlation id mismatch from {self.address}"
+            raise NetworkError(msg)
+        value, _ = entity_reader(resp_cls)(payload, offset)
+        return value
+
+    def _recv_exact(self, n: int) -> bytes:
+        assert self._sock is not None
+        chunks = bytearray()
+        while len(chunks) < n:
+            chunk = self._sock.recv(n - len(chunks))
+            if not chunk:
+                msg = f"{self.address} closed the connection"
+                raise ConnectionResetError(msg)
+            chunks += chunk
+        return bytes(chunks)
+
+    def _close_locked(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            finally:
+                self._sock = None
+                self.versions = {}
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_locked()

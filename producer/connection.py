@@ -102,7 +102,28 @@ class BrokerConnection:
                 msg = f"request to {self.address} failed: {exc}"
                 raise NetworkError(msg) from exc
 
+    def request_raw(self, api_key: int, version: int, body: Mapping[str, Any]) -> bytes:
+        """Send one request; return the response body bytes after the response header."""
+        self.connect()
+        with self._lock:
+            if self._sock is None:
+                msg = f"connection to {self.address} is closed"
+                raise ClosedError(msg)
+            try:
+                payload, offset = self._exchange(api_key, version, body)
+            except OSError as exc:
+                self._close_locked()
+                msg = f"request to {self.address} failed: {exc}"
+                raise NetworkError(msg) from exc
+            return payload[offset:]
+
     def _roundtrip(self, api_key: int, version: int, body: Mapping[str, Any]) -> Any:
+        payload, offset = self._exchange(api_key, version, body)
+        resp_cls = load_response_schema(api_key, version)
+        value, _ = entity_reader(resp_cls)(payload, offset)
+        return value
+
+    def _exchange(self, api_key: int, version: int, body: Mapping[str, Any]) -> tuple[bytes, int]:
         assert self._sock is not None
         self._correlation += 1
         correlation = self._correlation
@@ -132,8 +153,7 @@ class BrokerConnection:
             self._close_locked()
             msg = f"correlation id mismatch from {self.address}"
             raise NetworkError(msg)
-        value, _ = entity_reader(resp_cls)(payload, offset)
-        return value
+        return payload, offset
 
     def _recv_exact(self, n: int) -> bytes:
         assert self._sock is not None

@@ -1,0 +1,375 @@
+"""``Admin``: topic, transaction and share-group administration over the Kafka protocol.
+
+Methods return small dataclasses and raise the typed exceptions of
+``txn.errors`` (for whole-request errors) or report per-item error codes in
+their results, like Kafka's Admin client.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from producer.client import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KafkaClient, check_error
+from producer.raw import describe_transactions_raw
+from txn.errors import ErrorCode
+from txn.ids import TopicPartition
+
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+RESOURCE_GROUP = 32
+CONFIG_SET = 0
+CONFIG_DELETE = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionListing:
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionDescription:
+    transactional_id: str
+    error: ErrorCode
+    state: str
+    producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    transaction_start_time_ms: int
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerState:
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp_ms: int
+    coordinator_epoch: int
+    current_txn_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    group_id: str
+    state: str
+    type: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMember:
+    member_id: str
+    member_epoch: int
+    client_id: str
+    client_host: str
+    rack_id: str | None
+    subscribed_topics: tuple[str, ...]
+    assignment: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupDescription:
+    group_id: str
+    error: ErrorCode
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[ShareMember, ...] = ()
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareOffset:
+    topic: str
+    partition: int
+    start_offset: int
+    lag: int
+    error: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+class Admin:
+    """Kafka administration for sharetxn brokers (and standard APIs on any Kafka cluster)."""
+
+    def __init__(self, config: dict[str, Any] | str) -> None:
+        if isinstance(config, str):
+            config = {"bootstrap.servers": config}
+        self.config = dict(config)
+        self.client = KafkaClient(
+            str(self.config["bootstrap.servers"]),
+            client_id=str(self.config.get("client.id", "sharetxn-admin")),
+            request_timeout_ms=int(self.config.get("request.timeout.ms", 30000)),
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- topics ---------------------------------------------------------------------------------
+
+    def create_topics(
+        self, topics: list[TopicSpec], *, validate_only: bool = False
+    ) -> dict[str, ErrorCode]:
+        body = {
+            "topics": [
+                {
+                    "name": t.name,
+                    "num_partitions": t.num_partitions,
+                    "replication_factor": t.replication_factor,
+                    "configs": [{"name": k, "value": v} for k, v in t.configs.items()],
+                }
+                for t in topics
+            ],
+            "timeout": self.client.request_timeout_ms,
+            "validate_only": validate_only,
+        }
+        resp = self.client.call(lambda: self.client.send(None, 19, body))
+        return {t.name: ErrorCode(int(t.error_code)) for t in resp.topics}
+
+    def list_topics(self) -> dict[str, list[int]]:
+        self.client.call(lambda: self.client.refresh_metadata(None))
+        return {name: meta.partitions for name, meta in sorted(self.client.topics.items())}
+
+    # -- transactions ---------------------------------------------------------------------------
+
+    def list_transactions(
+        self,
+        states: list[str] | None = None,
+        producer_ids: list[int] | None = None,
+        duration_ms: int = -1,
+    ) -> list[TransactionListing]:
+        body = {
+            "state_filters": states or [],
+            "producer_id_filters": producer_ids or [],
+            "duration_filter": duration_ms,
+        }
+        resp = self.client.call(lambda: self.client.send(None, 66, body))
+        check_error(resp.error_code)
+        return [
+            TransactionListing(t.transactional_id, int(t.producer_id), t.transaction_state)
+            for t in resp.transaction_states
+        ]
+
+    def describe_transactions(self, transactional_ids: list[str]) -> list[TransactionDescription]:
+        out: list[TransactionDescription] = []
+        for tid in transactional_ids:
+            node = self.client.call(
+                functools.partial(self.client.coordinator_for, KEY_TYPE_TRANSACTION, tid)
+            )
+            conn = self.client._connection(node)  # noqa: SLF001 - raw read below
+            version = conn.pick_version(65, 0)
+            out.append(_describe_transaction_raw(conn, version, tid))
+        return out
+
+    def describe_producers(self, tp: TopicPartition) -> list[ProducerState]:
+        body = {"topics": [{"name": tp.topic, "partition_indexes": [tp.partition]}]}
+        node = self.client.call(lambda: self.client.leader_for(tp))
+        resp = self.client.call(lambda: self.client.send(node, 61, body))
+        part = resp.topics[0].partitions[0]
+        check_error(part.error_code, part.error_message, topic=tp.topic, partition=tp.partition)
+        return [
+            ProducerState(
+                int(p.producer_id),
+                int(p.producer_epoch),
+                int(p.last_sequence),
+                int(p.last_timestamp),
+                int(p.coordinator_epoch),
+                int(p.current_txn_start_offset),
+            )
+            for p in part.active_producers
+        ]
+
+    # -- groups ---------------------------------------------------------------------------------
+
+    def list_groups(
+        self, types: list[str] | None = None, states: list[str] | None = None
+    ) -> list[GroupListing]:
+        body = {"states_filter": states or [], "types_filter": types or []}
+        resp = self.client.call(lambda: self.client.send(None, 16, body))
+        check_error(resp.error_code)
+        return [
+            GroupListing(
+                g.group_id, getattr(g, "group_state", ""), getattr(g, "group_type", "classic")
+            )
+            for g in resp.groups
+        ]
+
+    def describe_share_groups(self, group_ids: list[str]) -> list[ShareGroupDescription]:
+        out: list[ShareGroupDescription] = []
+        for gid in group_ids:
+            node = self.client.call(
+                functools.partial(self.client.coordinator_for, KEY_TYPE_GROUP, gid)
+            )
+            resp = self.client.call(
+                functools.partial(self.client.send, node, 77, {"group_ids": [gid]})
+            )
+            for g in resp.groups:
+                members = tuple(
+                    ShareMember(
+                        m.member_id,
+                        int(m.member_epoch),
+                        m.client_id,
+                        m.client_host,
+                        m.rack_id,
+                        tuple(m.subscribed_topic_names),
+                        tuple(
+                            TopicPartition(tp.topic_name, int(p))
+                            for tp in m.assignment.topic_partitions
+                            for p in tp.partitions
+                        ),
+                    )
+                    for m in g.members
+                )
+                out.append(
+                    ShareGroupDescription(
+                        g.group_id,
+                        ErrorCode(int(g.error_code)),
+                        g.group_state,
+                        int(g.group_epoch),
+                        int(g.assignment_epoch),
+                        g.assignor_name,
+                        members,
+                        g.error_message,
+                    )
+                )
+        return out
+
+    def describe_share_group_offsets(
+        self, group_id: str, topics: list[str] | None = None
+    ) -> list[ShareOffset]:
+        node = self.client.call(lambda: self.client.coordinator_for(KEY_TYPE_GROUP, group_id))
+        topic_filter = None
+        if topics is not None:
+            topic_filter = [
+                {"topic_name": t, "partitions": self.client.topic(t).partitions} for t in topics
+            ]
+        body = {"groups": [{"group_id": group_id, "topics": topic_filter}]}
+        resp = self.client.call(lambda: self.client.send(node, 90, body))
+        group = resp.groups[0]
+        check_error(
+            getattr(group, "error_code", 0),
+            getattr(group, "error_message", None),
+            group_id=group_id,
+        )
+        return [
+            ShareOffset(
+                t.topic_name,
+                int(p.partition_index),
+                int(p.start_offset),
+                int(getattr(p, "lag", -1)),
+                ErrorCode(int(p.error_code)),
+            )
+            for t in group.topics
+            for p in t.partitions
+        ]
+
+    def alter_share_group_offsets(
+        self, group_id: str, offsets: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, ErrorCode]:
+        by_topic: dict[str, list[dict[str, int]]] = {}
+        for tp, offset in offsets.items():
+            by_topic.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "start_offset": offset}
+            )
+        body = {
+            "group_id": group_id,
+            "topics": [{"topic_name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+        node = self.client.call(lambda: self.client.coordinator_for(KEY_TYPE_GROUP, group_id))
+        resp = self.client.call(lambda: self.client.send(node, 91, body))
+        check_error(resp.error_code, resp.error_message, group_id=group_id)
+        return {
+            TopicPartition(t.topic_name, int(p.partition_index)): ErrorCode(int(p.error_code))
+            for t in resp.responses
+            for p in t.partitions
+        }
+
+    def delete_share_group_offsets(self, group_id: str, topics: list[str]) -> dict[str, ErrorCode]:
+        body = {"group_id": group_id, "topics": [{"topic_name": t} for t in topics]}
+        node = self.client.call(lambda: self.client.coordinator_for(KEY_TYPE_GROUP, group_id))
+        resp = self.client.call(lambda: self.client.send(node, 92, body))
+        check_error(resp.error_code, resp.error_message, group_id=group_id)
+        return {t.topic_name: ErrorCode(int(t.error_code)) for t in resp.responses}
+
+    def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
+        out: dict[str, ErrorCode] = {}
+        for gid in group_ids:
+            node = self.client.call(
+                functools.partial(self.client.coordinator_for, KEY_TYPE_GROUP, gid)
+            )
+            resp = self.client.call(
+                functools.partial(self.client.send, node, 42, {"groups_names": [gid]})
+            )
+            for r in resp.results:
+                out[r.group_id] = ErrorCode(int(r.error_code))
+        return out
+
+    # -- configs --------------------------------------------------------------------------------
+
+    def alter_group_configs(
+        self,
+        group_id: str,
+        set_configs: dict[str, str] | None = None,
+        delete_configs: list[str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        configs = [
+            {"name": k, "config_operation": CONFIG_SET, "value": v}
+            for k, v in (set_configs or {}).items()
+        ]
+        configs += [
+            {"name": k, "config_operation": CONFIG_DELETE, "value": None}
+            for k in delete_configs or []
+        ]
+        body = {
+            "resources": [
+                {"resource_type": RESOURCE_GROUP, "resource_name": group_id, "configs": configs}
+            ],
+            "validate_only": validate_only,
+        }
+        node = self.client.call(lambda: self.client.coordinator_for(KEY_TYPE_GROUP, group_id))
+        resp = self.client.call(lambda: self.client.send(node, 44, body))
+        r = resp.responses[0]
+        check_error(r.error_code, r.error_message, group_id=group_id)
+
+    def describe_configs(self, resource_type: int, name: str) -> dict[str, str | None]:
+        body = {
+            "resources": [
+                {"resource_type": resource_type, "resource_name": name, "configuration_keys": None}
+            ],
+            "include_synonyms": False,
+            "include_documentation": False,
+        }
+        resp = self.client.call(lambda: self.client.send(None, 32, body))
+        r = resp.results[0]
+        check_error(r.error_code, r.error_message, resource=name)
+        return {c.name: c.value for c in r.configs}
+
+
+def _describe_transaction_raw(
+    conn: Any, version: int, transactional_id: str
+) -> TransactionDescription:
+    """DescribeTransactions for one id, decoded by hand (see ``producer.raw``)."""
+    return describe_transactions_raw(conn, version, transactional_id)
+
+
+def topic_id_of(admin: Admin, topic: str) -> uuid.UUID:
+    return admin.client.topic(topic).topic_id

@@ -1,0 +1,46 @@
+"""The sharetxn Admin client against a real broker process."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import Producer
+
+from coordinator.launcher import LocalBroker
+from producer.admin import Admin, TopicSpec
+from txn.errors import ErrorCode, UnknownTopicOrPartitionError
+from txn.ids import TopicPartition
+
+pytestmark = pytest.mark.integration
+
+
+def test_topics_and_transactions(broker: LocalBroker) -> None:
+    with Admin(broker.bootstrap_servers) as admin:
+        assert admin.create_topics([TopicSpec("a", 2), TopicSpec("b", 1)]) == {
+            "a": ErrorCode.NONE,
+            "b": ErrorCode.NONE,
+        }
+        assert admin.create_topics([TopicSpec("a", 2)]) == {"a": ErrorCode.TOPIC_ALREADY_EXISTS}
+        assert admin.list_topics() == {"a": [0, 1], "b": [0]}
+        with pytest.raises(UnknownTopicOrPartitionError):
+            admin.client.topic("missing")
+
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "t1"})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        producer.produce("a", b"x", partition=1)
+        producer.flush(10)
+
+        listings = admin.list_transactions()
+        assert [(t.transactional_id, t.state) for t in listings] == [("t1", "Ongoing")]
+        (described,) = admin.describe_transactions(["t1"])
+        assert described.state == "Ongoing"
+        assert described.partitions == (TopicPartition("a", 1),)
+        (unknown,) = admin.describe_transactions(["nobody"])
+        assert unknown.error is ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+        (state,) = admin.describe_producers(TopicPartition("a", 1))
+        assert state.producer_id == described.producer_id
+        assert state.current_txn_start_offset == 0
+
+        producer.commit_transaction(30)
+        assert admin.describe_transactions(["t1"])[0].state == "CompleteCommit"
+        assert admin.list_transactions(states=["Ongoing"]) == []

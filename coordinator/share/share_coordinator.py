@@ -1,0 +1,797 @@
+"""The share coordinator: durable share-partition state (Kafka's ShareCoordinatorShard + service).
+
+Every share partition's state (state epoch, leader epoch, start offset, and the in-flight
+state batches) lives in one ``__share_group_state`` partition, chosen by ``partition_for``.
+Each state partition has its own log (``storage_open(index)``); the coordinator owns all of
+them for its whole life (single node).
+
+**Records.**  ``txn.share_records``: a ShareSnapshot carries the whole state, a ShareUpdate the
+batches of one write (merged on replay with ``state_combiner.combine``), a null value is a
+tombstone.  After ``share.coordinator.snapshot.update.records.per.snapshot`` updates of a key,
+its next write is a snapshot instead.
+
+**Writes.**  Every method validates, builds the record from the current state (nothing is
+changed yet), appends it as a one-record batch, flushes, and only then applies the record to
+the in-memory state through ``_apply`` -- the same code ``load()`` replays the log with.  An
+append or flush failure returns an error (mapped as Kafka maps coordinator append errors) and
+leaves the state untouched; a record whose flush failed is truncated away so the log and the
+memory agree.
+
+**Pruning.**  Each key remembers the log offset of its latest ShareSnapshot.  Records below the
+smallest such offset in a partition are redundant (every key's state is rebuilt from its latest
+snapshot and the updates after it); ``prune()`` raises the log start offset there, every
+``share.coordinator.state.topic.prune.interval.ms``.  A partition with no live key is pruned to
+its end.  Cold keys hold pruning back, so every
+``share.coordinator.cold.partition.snapshot.interval.ms`` keys whose snapshot is older than that
+are re-snapshotted (Kafka's ``snapshotColdPartitions``).
+
+**KIP-1289 (not implemented yet).**  Transactional share acknowledgements will be written as
+pid-tagged (transactional) ShareUpdate batches.  On replay they must not be merged: they are
+staged per producer id in ``_StatePartition.pending_txn`` and materialized or discarded when the
+COMMIT/ABORT control marker for that producer is appended to the partition (mirroring
+``pendingTransactionalOffsets`` of the group coordinator).  ``prune()`` already keeps every
+record from the first offset of a pending transaction.  Today ``load()`` skips transactional and
+control batches with a warning, because nothing writes them.
+
+Protocol errors are returned (``ErrorCode`` / result dataclasses), never raised.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from coordinator.log.storage import PartitionLog
+from coordinator.share.persister import (
+    PersisterStateBatch,
+    ReadStateResult,
+    ShareStateKey,
+    StateSummary,
+)
+from coordinator.share.state_combiner import NO_START_OFFSET, combine
+from coordinator.txn_coordinator import append_error_code
+from txn.batch import build_batch
+from txn.clock import Clock, Timer
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode, InvalidConfigError
+from txn.ids import SHARE_GROUP_STATE_TOPIC
+from txn.share_records import (
+    ShareRecordFormatError,
+    ShareRecordKey,
+    ShareRecordType,
+    ShareRecordValue,
+    ShareSnapshotValue,
+    ShareUpdateValue,
+    StateBatch,
+    UnknownShareRecordVersionError,
+    decode_record,
+    encode_record,
+)
+from txn.txn_log import read_records
+
+log = logging.getLogger(__name__)
+
+# share.coordinator.state.topic.prune.interval.ms (Kafka default 5 min).
+DEFAULT_PRUNE_INTERVAL_MS = 300_000
+# share.coordinator.cold.partition.snapshot.interval.ms (Kafka default 5 min).
+DEFAULT_COLD_PARTITION_SNAPSHOT_INTERVAL_MS = 300_000
+
+UNINITIALIZED_START_OFFSET = -1
+# What InitializeShareGroupState records as the leader epoch (Kafka's
+# ShareGroupOffset.UNINITIALIZED_EPOCH), and what ReadShareGroupStateSummary reports for a key
+# with no state (PartitionFactory.DEFAULT_STATE_EPOCH / DEFAULT_LEADER_EPOCH).
+INITIAL_LEADER_EPOCH = 0
+DEFAULT_STATE_EPOCH = 0
+DEFAULT_LEADER_EPOCH = 0
+NO_EPOCH = -1  # a request's "not supplied" epoch: skips the fencing check of writes
+
+_INT8 = (-(2**7), 2**7 - 1)
+_INT16 = (-(2**15), 2**15 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64_MAX = 2**63 - 1
+
+
+# --- partitioning ----------------------------------------------------------------------------
+
+
+def kafka_uuid_string(topic_id: uuid.UUID) -> str:
+    """Kafka's ``Uuid.toString()``: URL-safe base64 of the 16 bytes, without padding."""
+    return base64.urlsafe_b64encode(topic_id.bytes).rstrip(b"=").decode("ascii")
+
+
+def coordinator_key(key: ShareStateKey) -> str:
+    """Kafka's ``SharePartitionKey.asCoordinatorKey()``: ``"{group}:{topicId}:{partition}"``.
+
+    The topic id is in Kafka's base64 form, as in FindCoordinator key type SHARE.
+    """
+    return f"{key.group_id}:{kafka_uuid_string(key.topic_id)}:{key.partition}"
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode()`` (31-polynomial over UTF-16 code units, signed 32-bit)."""
+    value = 0
+    data = text.encode("utf-16-be", "surrogatepass")
+    for index in range(0, len(data), 2):
+        value = (31 * value + ((data[index] << 8) | data[index + 1])) & 0xFFFFFFFF
+    return value - 0x1_0000_0000 if value & 0x8000_0000 else value
+
+
+def partition_for_coordinator_key(key: str, num_partitions: int) -> int:
+    """Kafka's ``Utils.abs(key.hashCode()) % numPartitions``: stable across processes."""
+    value = java_string_hash(key)
+    value = 0 if value == -(2**31) else abs(value)
+    return value % num_partitions
+
+
+def partition_for(key: ShareStateKey, num_partitions: int) -> int:
+    """The ``__share_group_state`` partition of a share partition's state (as Kafka)."""
+    return partition_for_coordinator_key(coordinator_key(key), num_partitions)
+
+
+# --- state -----------------------------------------------------------------------------------
+
+
+class ShareStateView(NamedTuple):
+    """A read-only copy of one key's state (for tests, admin and the recovery tool)."""
+
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    batches: tuple[PersisterStateBatch, ...]
+    snapshot_epoch: int
+
+
+@dataclass
+class _KeyState:
+    """One share partition's state, as the records in the log describe it."""
+
+    snapshot_epoch: int
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    batches: tuple[PersisterStateBatch, ...]
+    create_timestamp: int
+    write_timestamp: int
+    # The highest epochs any record of this key carried (Kafka's leaderEpochMap and
+    # stateEpochMap): requests are fenced against these, not against the current value.
+    fence_leader_epoch: int
+    fence_state_epoch: int
+    # ShareUpdate records applied since the latest ShareSnapshot.
+    update_count: int
+    # Log offset of the latest ShareSnapshot: everything before it is redundant for this key.
+    snapshot_offset: int
+
+
+@dataclass
+class PendingTxnUpdates:
+    """KIP-1289 extension point: one producer's uncommitted share-state updates in a partition.
+
+    Not used yet.  A transactional ShareUpdate batch (producer id/epoch in its header) will be
+    staged here on apply instead of being merged; the COMMIT marker merges ``updates`` into the
+    states (replacing, not max-merging, where DESIGN §4.6 requires), ABORT drops them.
+    ``first_offset`` is the offset of the producer's first staged record: pruning must keep it.
+    """
+
+    producer_epoch: int
+    first_offset: int
+    updates: dict[ShareStateKey, list[ShareUpdateValue]] = field(default_factory=dict)
+
+
+@dataclass
+class _StatePartition:
+    index: int
+    log: PartitionLog
+    states: dict[ShareStateKey, _KeyState] = field(default_factory=dict)
+    # KIP-1289: producer id -> staged transactional updates (always empty for now).
+    pending_txn: dict[int, PendingTxnUpdates] = field(default_factory=dict)
+
+
+def _to_records(batches: Iterable[PersisterStateBatch]) -> tuple[StateBatch, ...]:
+    return tuple(
+        StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+        for b in batches
+    )
+
+
+def _from_records(batches: Iterable[StateBatch]) -> tuple[PersisterStateBatch, ...]:
+    return tuple(
+        PersisterStateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+        for b in batches
+    )
+
+
+def _in_range(value: int, bounds: tuple[int, int]) -> bool:
+    return bounds[0] <= value <= bounds[1]
+
+
+# --- the coordinator -------------------------------------------------------------------------
+
+
+class ShareCoordinator:
+    """The ``Persister`` of every share partition, over the ``__share_group_state`` logs."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        storage_open: Callable[[int], PartitionLog],
+        config: BrokerConfig,
+        *,
+        prune_interval_ms: int = DEFAULT_PRUNE_INTERVAL_MS,
+        cold_partition_snapshot_interval_ms: int | None = (
+            DEFAULT_COLD_PARTITION_SNAPSHOT_INTERVAL_MS
+        ),
+        topic_exists: Callable[[uuid.UUID, int], bool] | None = None,
+    ) -> None:
+        """``storage_open(index)`` opens ``__share_group_state-index``.
+
+        ``topic_exists(topic_id, partition)`` is the metadata check (Kafka's metadata image);
+        None accepts every topic partition.  ``cold_partition_snapshot_interval_ms`` None
+        disables cold snapshots.
+        """
+        self._clock = clock
+        self._storage_open = storage_open
+        self._num_partitions = config.get_int("share.coordinator.state.topic.num.partitions")
+        self._updates_per_snapshot = config.get_int(
+            "share.coordinator.snapshot.update.records.per.snapshot"
+        )
+        if self._num_partitions < 1:
+            raise InvalidConfigError(
+                "share.coordinator.state.topic.num.partitions must be at least 1"
+            )
+        if not 0 <= self._updates_per_snapshot <= 500:
+            raise InvalidConfigError(
+                "share.coordinator.snapshot.update.records.per.snapshot must be in [0, 500]"
+            )
+        if prune_interval_ms <= 0:
+            raise InvalidConfigError("the prune interval must be positive")
+        if (
+            cold_partition_snapshot_interval_ms is not None
+            and cold_partition_snapshot_interval_ms <= 0
+        ):
+            raise InvalidConfigError("the cold partition snapshot interval must be positive")
+        self._prune_interval_ms = prune_interval_ms
+        self._cold_interval_ms = cold_partition_snapshot_interval_ms
+        self._topic_exists = topic_exists
+        self._partitions: dict[int, _StatePartition] = {}
+        self._timers: dict[str, Timer] = {}
+        self._loaded = False
+        self._closed = False
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    @property
+    def num_partitions(self) -> int:
+        return self._num_partitions
+
+    @property
+    def topic(self) -> str:
+        return SHARE_GROUP_STATE_TOPIC
+
+    def partition_for(self, key: ShareStateKey) -> int:
+        """``java_string_hash(coordinator_key(key))`` (abs) modulo the partition count."""
+        return partition_for(key, self._num_partitions)
+
+    def load(self) -> None:
+        """Open and replay every state partition, then start the prune and cold-snapshot jobs."""
+        self._cancel_timers()
+        partitions: dict[int, _StatePartition] = {}
+        for index in range(self._num_partitions):
+            part = _StatePartition(index, self._storage_open(index))
+            self._replay_partition(part)
+            partitions[index] = part
+        self._partitions = partitions
+        self._loaded = True
+        self._closed = False
+        self._schedule_periodic("prune", self._prune_interval_ms, self.prune)
+        if self._cold_interval_ms is not None:
+            self._schedule_periodic(
+                "cold-snapshot", self._cold_interval_ms, self.snapshot_cold_partitions
+            )
+
+    def close(self) -> None:
+        """Stop the periodic jobs; every later request gets COORDINATOR_NOT_AVAILABLE."""
+        self._closed = True
+        self._cancel_timers()
+
+    def availability(self) -> ErrorCode:
+        """NONE once loaded; COORDINATOR_LOAD_IN_PROGRESS before, NOT_AVAILABLE after close."""
+        if self._closed:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if not self._loaded:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
+    # --- the Persister protocol ---------------------------------------------------------------
+
+    def initialize_state(
+        self, key: ShareStateKey, state_epoch: int, start_offset: int
+    ) -> ErrorCode:
+        """InitializeShareGroupState: a fresh snapshot (no merge), snapshot epoch +1 or 0.
+
+        A state epoch below the recorded one is FENCED_STATE_EPOCH (-1 skips the check, as in
+        Kafka).  The leader epoch is recorded as 0; batches are cleared.
+        """
+        if (error := self._check_key(key)) is not None:
+            return error
+        if not _in_range(state_epoch, _INT32) or not -1 <= start_offset <= _INT64_MAX:
+            return ErrorCode.INVALID_REQUEST
+        part = self._partition(key)
+        entry = part.states.get(key)
+        if state_epoch != NO_EPOCH and entry is not None and entry.fence_state_epoch > state_epoch:
+            return ErrorCode.FENCED_STATE_EPOCH
+        if not self._known_topic(key):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        now = self._clock.now_ms()
+        value = ShareSnapshotValue(
+            snapshot_epoch=entry.snapshot_epoch + 1 if entry is not None else 0,
+            state_epoch=state_epoch,
+            leader_epoch=INITIAL_LEADER_EPOCH,
+            start_offset=start_offset,
+            create_timestamp=now,
+            write_timestamp=now,
+        )
+        return self._write(part, key, value)
+
+    def read_state(self, key: ShareStateKey, leader_epoch: int) -> ReadStateResult:
+        """ReadShareGroupState.
+
+        An uninitialized key is INVALID_REQUEST (the share partition must wait for the group's
+        InitializeShareGroupState).  A leader epoch below the highest recorded one is
+        FENCED_LEADER_EPOCH -- including -1 once an epoch is recorded, as in Kafka, so callers
+        must send their real (>= 0) leader epoch.  A higher epoch is recorded with a write
+        before the state is returned.
+        """
+        if (error := self._check_key(key)) is not None:
+            return ReadStateResult(error)
+        if not _in_range(leader_epoch, _INT32):
+            return ReadStateResult(ErrorCode.INVALID_REQUEST, error_message="bad leader epoch")
+        part = self._partition(key)
+        entry = part.states.get(key)
+        if entry is None:
+            return ReadStateResult(
+                ErrorCode.INVALID_REQUEST,
+                error_message=f"share partition {coordinator_key(key)} is not initialized",
+            )
+        if entry.fence_leader_epoch > leader_epoch:
+            return ReadStateResult(ErrorCode.FENCED_LEADER_EPOCH)
+        if not self._known_topic(key):
+            return ReadStateResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        result = ReadStateResult(
+            ErrorCode.NONE,
+            state_epoch=entry.state_epoch,
+            start_offset=entry.start_offset,
+            batches=entry.batches,
+        )
+        if leader_epoch in (NO_EPOCH, entry.fence_leader_epoch):
+            return result
+        # A new leader: record its epoch (a ShareUpdate, or a snapshot when one is due).
+        value = self._next_record(entry, entry.start_offset, (), leader_epoch)
+        error = self._write(part, key, value)
+        if error is not ErrorCode.NONE:
+            return ReadStateResult(error)
+        return result
+
+    def write_state(
+        self,
+        key: ShareStateKey,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        batches: list[PersisterStateBatch],
+    ) -> ErrorCode:
+        """WriteShareGroupState: durable before it returns NONE.
+
+        Checks in Kafka's order: a bad key or malformed request (INVALID_REQUEST), an
+        uninitialized key (INVALID_REQUEST), a leader epoch (not -1) below the recorded one
+        (FENCED_LEADER_EPOCH), a state epoch (not -1) below the recorded one
+        (FENCED_STATE_EPOCH), a topic partition unknown to the metadata
+        (UNKNOWN_TOPIC_OR_PARTITION).  A write never changes the recorded leader or state
+        epoch (only reads and initialization do, as in Kafka).
+        """
+        if (error := self._check_key(key)) is not None:
+            return error
+        if not self._valid_write(state_epoch, leader_epoch, start_offset, batches):
+            return ErrorCode.INVALID_REQUEST
+        part = self._partition(key)
+        entry = part.states.get(key)
+        if entry is None:
+            return ErrorCode.INVALID_REQUEST
+        if leader_epoch != NO_EPOCH and entry.fence_leader_epoch > leader_epoch:
+            return ErrorCode.FENCED_LEADER_EPOCH
+        if state_epoch != NO_EPOCH and entry.fence_state_epoch > state_epoch:
+            return ErrorCode.FENCED_STATE_EPOCH
+        if not self._known_topic(key):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        value = self._next_record(entry, start_offset, batches, entry.leader_epoch)
+        return self._write(part, key, value)
+
+    def delete_state(self, key: ShareStateKey) -> ErrorCode:
+        """DeleteShareGroupState: a tombstone; a key with no state is success with no write."""
+        if (error := self._check_key(key)) is not None:
+            return error
+        if not self._known_topic(key):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        part = self._partition(key)
+        if key not in part.states:
+            return ErrorCode.NONE
+        return self._write(part, key, None)
+
+    def read_state_summary(self, key: ShareStateKey, leader_epoch: int) -> StateSummary:
+        """ReadShareGroupStateSummary: no fencing, no write.
+
+        A key with no state answers NONE with start offset -1 and epochs 0, as Kafka does.
+        ``delivery_complete_count`` (KIP-1226) is not tracked and is always -1.
+        """
+        del leader_epoch  # Kafka does not fence summaries
+        if (error := self._check_key(key)) is not None:
+            return StateSummary(error)
+        if not self._known_topic(key):
+            return StateSummary(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        entry = self._partition(key).states.get(key)
+        if entry is None:
+            return StateSummary(
+                ErrorCode.NONE,
+                state_epoch=DEFAULT_STATE_EPOCH,
+                leader_epoch=DEFAULT_LEADER_EPOCH,
+                start_offset=UNINITIALIZED_START_OFFSET,
+            )
+        return StateSummary(
+            ErrorCode.NONE,
+            state_epoch=entry.state_epoch,
+            leader_epoch=entry.leader_epoch,
+            start_offset=entry.start_offset,
+        )
+
+    # --- maintenance --------------------------------------------------------------------------
+
+    def on_topics_deleted(self, topic_ids: Iterable[uuid.UUID]) -> ErrorCode:
+        """Tombstone every key of the deleted topics (Kafka's ``maybeCleanupShareState``)."""
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error
+        deleted = set(topic_ids)
+        result = ErrorCode.NONE
+        for part in self._partitions.values():
+            for key in sorted(k for k in part.states if k.topic_id in deleted):
+                error = self._write(part, key, None)
+                if error is not ErrorCode.NONE and result is ErrorCode.NONE:
+                    result = error
+        return result
+
+    def prune(self) -> dict[int, int]:
+        """Raise each state log's start offset to its first still-needed record.
+
+        Returns the new log start offset of every partition that moved.
+        """
+        if self.availability() is not ErrorCode.NONE:
+            return {}
+        moved: dict[int, int] = {}
+        for index, part in sorted(self._partitions.items()):
+            target = self._first_needed_offset(part)
+            if target <= part.log.log_start_offset:
+                continue
+            try:
+                part.log.advance_start_offset(target)
+            except Exception:
+                log.exception(
+                    "pruning %s-%d to offset %d failed", SHARE_GROUP_STATE_TOPIC, index, target
+                )
+                continue
+            moved[index] = target
+        return moved
+
+    def snapshot_cold_partitions(self) -> int:
+        """Re-snapshot keys whose latest snapshot is older than the cold interval.
+
+        A partition where every key is already cold-snapshotted and unchanged since is skipped,
+        so a quiet coordinator does not snapshot forever.  Returns the snapshots written.
+        """
+        if self.availability() is not ErrorCode.NONE or self._cold_interval_ms is None:
+            return 0
+        now = self._clock.now_ms()
+        written = 0
+        for part in self._partitions.values():
+            entries = part.states
+            if all(
+                e.create_timestamp != e.write_timestamp and e.update_count == 0
+                for e in entries.values()
+            ):
+                continue
+            for key, entry in sorted(entries.items()):
+                if now - entry.write_timestamp < self._cold_interval_ms:
+                    continue
+                value = ShareSnapshotValue(
+                    snapshot_epoch=entry.snapshot_epoch + 1,
+                    state_epoch=entry.state_epoch,
+                    leader_epoch=entry.leader_epoch,
+                    start_offset=entry.start_offset,
+                    create_timestamp=entry.create_timestamp,
+                    write_timestamp=now,
+                    state_batches=_to_records(entry.batches),
+                )
+                if self._write(part, key, value) is ErrorCode.NONE:
+                    written += 1
+        return written
+
+    # --- read-only views ----------------------------------------------------------------------
+
+    def state(self, key: ShareStateKey) -> ShareStateView | None:
+        """The current state of a key, or None if it has none."""
+        part = self._partitions.get(self.partition_for(key))
+        entry = part.states.get(key) if part is not None else None
+        if entry is None:
+            return None
+        return ShareStateView(
+            state_epoch=entry.state_epoch,
+            leader_epoch=entry.leader_epoch,
+            start_offset=entry.start_offset,
+            batches=entry.batches,
+            snapshot_epoch=entry.snapshot_epoch,
+        )
+
+    def keys(self, group_id: str | None = None) -> list[ShareStateKey]:
+        """Every key with state (of one group if given), sorted."""
+        return sorted(
+            key
+            for part in self._partitions.values()
+            for key in part.states
+            if group_id is None or key.group_id == group_id
+        )
+
+    # --- internals: requests ------------------------------------------------------------------
+
+    def _check_key(self, key: ShareStateKey) -> ErrorCode | None:
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error
+        if not key.group_id or key.topic_id.int == 0 or not 0 <= key.partition <= _INT32[1]:
+            return ErrorCode.INVALID_REQUEST
+        return None
+
+    @staticmethod
+    def _valid_write(
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        batches: Sequence[PersisterStateBatch],
+    ) -> bool:
+        if not (_in_range(state_epoch, _INT32) and _in_range(leader_epoch, _INT32)):
+            return False
+        if not -1 <= start_offset <= _INT64_MAX:
+            return False
+        return all(
+            0 <= b.first_offset <= b.last_offset <= _INT64_MAX
+            and _in_range(b.delivery_state, _INT8)
+            and _in_range(b.delivery_count, _INT16)
+            for b in batches
+        )
+
+    def _known_topic(self, key: ShareStateKey) -> bool:
+        return self._topic_exists is None or self._topic_exists(key.topic_id, key.partition)
+
+    def _partition(self, key: ShareStateKey) -> _StatePartition:
+        return self._partitions[self.partition_for(key)]
+
+    def _next_record(
+        self,
+        entry: _KeyState,
+        start_offset: int,
+        batches: Sequence[PersisterStateBatch],
+        leader_epoch: int,
+    ) -> ShareRecordValue:
+        """The record for a write to ``entry``: a snapshot when one is due, else an update."""
+        if entry.update_count >= self._updates_per_snapshot:
+            new_start = entry.start_offset if start_offset == NO_START_OFFSET else start_offset
+            now = self._clock.now_ms()
+            return ShareSnapshotValue(
+                snapshot_epoch=entry.snapshot_epoch + 1,
+                state_epoch=entry.state_epoch,
+                leader_epoch=leader_epoch,
+                start_offset=new_start,
+                create_timestamp=now,
+                write_timestamp=now,
+                state_batches=_to_records(combine(entry.batches, batches, new_start)),
+            )
+        return ShareUpdateValue(
+            snapshot_epoch=entry.snapshot_epoch,
+            leader_epoch=leader_epoch,
+            start_offset=start_offset,
+            state_batches=_to_records(combine((), batches, start_offset)),
+        )
+
+    def _write(
+        self, part: _StatePartition, key: ShareStateKey, value: ShareRecordValue | None
+    ) -> ErrorCode:
+        """Append one record durably, then apply it; on failure nothing changes."""
+        record_type = (
+            ShareRecordType.SHARE_UPDATE
+            if isinstance(value, ShareUpdateValue)
+            else ShareRecordType.SHARE_SNAPSHOT  # snapshots and tombstones
+        )
+        record_key = ShareRecordKey(record_type, key.group_id, key.topic_id, key.partition)
+        try:
+            key_bytes, value_bytes = encode_record(record_key, value)
+        except ShareRecordFormatError:
+            log.exception("cannot encode the share state record of %s", coordinator_key(key))
+            return ErrorCode.INVALID_REQUEST
+        now = self._clock.now_ms()
+        batch = build_batch([(key_bytes, value_bytes)], timestamp_ms=now)
+        try:
+            header = part.log.append(batch, now)
+        except Exception as exc:
+            error = append_error_code(exc)
+            log.warning(
+                "%s-%d append failed (%r): %s", SHARE_GROUP_STATE_TOPIC, part.index, exc, error.name
+            )
+            return error
+        try:
+            part.log.flush()  # durable before anyone acts on it
+        except Exception as exc:
+            error = append_error_code(exc)
+            log.warning(
+                "%s-%d flush failed (%r): %s", SHARE_GROUP_STATE_TOPIC, part.index, exc, error.name
+            )
+            try:
+                part.log.truncate_to(header.base_offset)
+            except Exception:
+                log.exception("could not remove the unflushed share state record")
+            return error
+        self._apply(part, header.base_offset, key, value)
+        return ErrorCode.NONE
+
+    # --- internals: replay --------------------------------------------------------------------
+
+    def _replay_partition(self, part: _StatePartition) -> None:
+        start = part.log.log_start_offset
+        for header, batch in part.log.batches(start):
+            if header.is_control:
+                # KIP-1289: COMMIT/ABORT markers will resolve ``part.pending_txn`` here.
+                log.warning(
+                    "skipping control batch at %s-%d offset %d (no transactional share state)",
+                    SHARE_GROUP_STATE_TOPIC,
+                    part.index,
+                    header.base_offset,
+                )
+                continue
+            if header.is_transactional:
+                # KIP-1289: stage into ``part.pending_txn[header.producer_id]`` instead.
+                log.warning(
+                    "skipping transactional batch at %s-%d offset %d (producer %d)",
+                    SHARE_GROUP_STATE_TOPIC,
+                    part.index,
+                    header.base_offset,
+                    header.producer_id,
+                )
+                continue
+            try:
+                records = read_records(batch)
+            except ValueError:
+                log.exception(
+                    "skipping unreadable %s-%d batch at %d",
+                    SHARE_GROUP_STATE_TOPIC,
+                    part.index,
+                    header.base_offset,
+                )
+                continue
+            for delta, (raw_key, raw_value) in enumerate(records):
+                offset = header.base_offset + delta
+                if offset < start:
+                    continue  # deleted by a prune that cut this batch
+                self._replay_record(part, offset, raw_key, raw_value)
+
+    def _replay_record(
+        self, part: _StatePartition, offset: int, raw_key: bytes | None, raw_value: bytes | None
+    ) -> None:
+        try:
+            record_key, value = decode_record(raw_key, raw_value)
+        except UnknownShareRecordVersionError as exc:
+            log.warning("skipping %s-%d record at %d: %s", self.topic, part.index, offset, exc)
+            return
+        except ShareRecordFormatError:
+            log.exception("skipping corrupt %s-%d record at %d", self.topic, part.index, offset)
+            return
+        key = ShareStateKey(record_key.group_id, record_key.topic_id, record_key.partition)
+        if self.partition_for(key) != part.index:
+            # The partition count changed since this was written: the key is unreachable.
+            log.warning(
+                "%s found in %s-%d but belongs to partition %d",
+                coordinator_key(key),
+                self.topic,
+                part.index,
+                self.partition_for(key),
+            )
+        self._apply(part, offset, key, value)
+
+    def _apply(
+        self,
+        part: _StatePartition,
+        offset: int,
+        key: ShareStateKey,
+        value: ShareRecordValue | None,
+    ) -> None:
+        """The one place state changes: live writes and replay both come here."""
+        current = part.states.get(key)
+        if value is None:
+            part.states.pop(key, None)
+        elif isinstance(value, ShareSnapshotValue):
+            part.states[key] = _KeyState(
+                snapshot_epoch=value.snapshot_epoch,
+                state_epoch=value.state_epoch,
+                leader_epoch=value.leader_epoch,
+                start_offset=value.start_offset,
+                batches=_from_records(value.state_batches),
+                create_timestamp=value.create_timestamp,
+                write_timestamp=value.write_timestamp,
+                fence_leader_epoch=max(
+                    value.leader_epoch,
+                    current.fence_leader_epoch if current is not None else value.leader_epoch,
+                ),
+                fence_state_epoch=max(
+                    value.state_epoch,
+                    current.fence_state_epoch if current is not None else value.state_epoch,
+                ),
+                update_count=0,
+                snapshot_offset=offset,
+            )
+        elif current is None:
+            # An update with no snapshot before it (Kafka takes it as the state).
+            log.warning("%s: ShareUpdate at %d without a snapshot", coordinator_key(key), offset)
+            part.states[key] = _KeyState(
+                snapshot_epoch=value.snapshot_epoch,
+                state_epoch=DEFAULT_STATE_EPOCH,
+                leader_epoch=value.leader_epoch,
+                start_offset=value.start_offset,
+                batches=_from_records(value.state_batches),
+                create_timestamp=0,
+                write_timestamp=0,
+                fence_leader_epoch=value.leader_epoch,
+                fence_state_epoch=DEFAULT_STATE_EPOCH,
+                update_count=0,
+                snapshot_offset=offset,
+            )
+        else:
+            start = (
+                current.start_offset
+                if value.start_offset == NO_START_OFFSET
+                else value.start_offset
+            )
+            current.start_offset = start
+            if value.leader_epoch != NO_EPOCH:
+                current.leader_epoch = value.leader_epoch
+            current.fence_leader_epoch = max(current.fence_leader_epoch, value.leader_epoch)
+            current.batches = tuple(
+                combine(current.batches, _from_records(value.state_batches), start)
+            )
+            current.update_count += 1
+
+    # --- internals: pruning and timers --------------------------------------------------------
+
+    @staticmethod
+    def _first_needed_offset(part: _StatePartition) -> int:
+        needed = [entry.snapshot_offset for entry in part.states.values()]
+        needed.extend(pending.first_offset for pending in part.pending_txn.values())
+        return min(needed) if needed else part.log.log_end_offset
+
+    def _schedule_periodic(self, name: str, interval_ms: int, task: Callable[[], object]) -> None:
+        def run() -> None:
+            if self._closed:
+                return
+            try:
+                task()
+            except Exception:
+                log.exception("share coordinator job %s failed", name)
+            finally:
+                if not self._closed:
+                    self._timers[name] = self._clock.schedule(interval_ms, run)
+
+        previous = self._timers.pop(name, None)
+        if previous is not None:
+            previous.cancel()
+        self._timers[name] = self._clock.schedule(interval_ms, run)
+
+    def _cancel_timers(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()

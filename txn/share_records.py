@@ -1,0 +1,342 @@
+"""The ``__share_group_state`` record schemas (Kafka's ShareSnapshot / ShareUpdate records).
+
+Byte-compatible with Kafka's coordinator record serde: a key is the record type as an int16
+version prefix followed by a non-flexible message, a value is an int16 value version (0)
+followed by a flexible (KIP-482) message.
+
+Key (both types, not flexible)::
+
+    type int16 (0 = ShareSnapshot, 1 = ShareUpdate)
+    GroupId string (int16 length + UTF-8) | TopicId uuid (16 bytes) | Partition int32
+
+ShareSnapshot value (version 0, flexible)::
+
+    version int16 = 0
+    SnapshotEpoch int32 | StateEpoch int32 | LeaderEpoch int32 | StartOffset int64
+    CreateTimestamp int64 | WriteTimestamp int64
+    StateBatches compact array of
+        {FirstOffset int64, LastOffset int64, DeliveryState int8, DeliveryCount int16, tags}
+    tagged fields
+
+ShareUpdate value (version 0, flexible)::
+
+    version int16 = 0
+    SnapshotEpoch int32 | LeaderEpoch int32 | StartOffset int64 (-1 = unchanged)
+    StateBatches (as above) | tagged fields
+
+A ShareUpdate has no StateEpoch.  A null value is a tombstone: the key's state is deleted
+(Kafka always writes tombstones with a ShareSnapshot key; a null ShareUpdate value is decoded
+as a tombstone too).  Unknown tagged fields are skipped on decode, so later versions can add
+fields (Kafka's DeliveryCompleteCount, the KIP-1289 staging fields) without breaking replay.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import NamedTuple
+
+VALUE_VERSION = 0
+
+_INT8 = (-(2**7), 2**7 - 1)
+_INT16 = (-(2**15), 2**15 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+class ShareRecordType(IntEnum):
+    """The key version prefix: which record a ``__share_group_state`` key belongs to."""
+
+    SHARE_SNAPSHOT = 0
+    SHARE_UPDATE = 1
+
+
+class ShareRecordFormatError(ValueError):
+    """Bytes that are not a valid ``__share_group_state`` record."""
+
+
+class UnknownShareRecordVersionError(ShareRecordFormatError):
+    """A key type or value version this broker does not know (skipped on load, as Kafka does)."""
+
+
+class StateBatch(NamedTuple):
+    """One StateBatches[] entry: an inclusive offset range with one delivery state and count."""
+
+    first_offset: int
+    last_offset: int
+    delivery_state: int
+    delivery_count: int
+
+
+class ShareRecordKey(NamedTuple):
+    record_type: ShareRecordType
+    group_id: str
+    topic_id: uuid.UUID
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareSnapshotValue:
+    """The complete state of one share partition."""
+
+    snapshot_epoch: int
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    create_timestamp: int
+    write_timestamp: int
+    state_batches: tuple[StateBatch, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareUpdateValue:
+    """An incremental change merged into the latest snapshot (start offset -1 = unchanged)."""
+
+    snapshot_epoch: int
+    leader_epoch: int
+    start_offset: int
+    state_batches: tuple[StateBatch, ...] = ()
+
+
+ShareRecordValue = ShareSnapshotValue | ShareUpdateValue
+
+
+# --- primitives ------------------------------------------------------------------------------
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
+    if not bounds[0] <= value <= bounds[1]:
+        raise ShareRecordFormatError(f"{name} {value} does not fit its field")
+
+
+class _Reader:
+    def __init__(self, buf: bytes | bytearray | memoryview) -> None:
+        self._buf = memoryview(buf)
+        self.pos = 0
+
+    def take(self, fmt: str) -> int:
+        size = struct.calcsize(fmt)
+        if self.pos + size > len(self._buf):
+            raise ShareRecordFormatError("record ends early")
+        (value,) = struct.unpack_from(fmt, self._buf, self.pos)
+        self.pos += size
+        return int(value)
+
+    def raw(self, size: int) -> bytes:
+        if size < 0 or self.pos + size > len(self._buf):
+            raise ShareRecordFormatError("record ends early")
+        out = bytes(self._buf[self.pos : self.pos + size])
+        self.pos += size
+        return out
+
+    def uvarint(self) -> int:
+        result = shift = 0
+        while True:
+            if shift > 63:
+                raise ShareRecordFormatError("varint too long")
+            byte = self.take(">B")
+            result |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return result
+            shift += 7
+
+    def skip_tagged_fields(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()  # tag
+            self.raw(self.uvarint())
+
+    def at_end(self) -> bool:
+        return self.pos == len(self._buf)
+
+
+# --- key -------------------------------------------------------------------------------------
+
+
+def encode_key(key: ShareRecordKey) -> bytes:
+    data = key.group_id.encode("utf-8")
+    if len(data) > _INT16[1]:
+        raise ShareRecordFormatError("group id longer than 32767 bytes")
+    _check_range("partition", key.partition, _INT32)
+    return (
+        struct.pack(">hh", int(key.record_type), len(data))
+        + data
+        + key.topic_id.bytes
+        + struct.pack(">i", key.partition)
+    )
+
+
+def decode_key(buf: bytes | bytearray | memoryview) -> ShareRecordKey:
+    reader = _Reader(buf)
+    version = reader.take(">h")
+    try:
+        record_type = ShareRecordType(version)
+    except ValueError as exc:
+        raise UnknownShareRecordVersionError(f"unknown share state key type {version}") from exc
+    size = reader.take(">h")
+    if size < 0:
+        raise ShareRecordFormatError("null group id in a share state key")
+    try:
+        group_id = reader.raw(size).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ShareRecordFormatError("invalid UTF-8 group id") from exc
+    topic_id = uuid.UUID(bytes=reader.raw(16))
+    partition = reader.take(">i")
+    if not reader.at_end():
+        raise ShareRecordFormatError("trailing bytes after the share state key")
+    return ShareRecordKey(record_type, group_id, topic_id, partition)
+
+
+# --- values ----------------------------------------------------------------------------------
+
+
+def _encode_batches(batches: tuple[StateBatch, ...]) -> bytes:
+    out = bytearray(_uvarint(len(batches) + 1))
+    for batch in batches:
+        _check_range("first offset", batch.first_offset, _INT64)
+        _check_range("last offset", batch.last_offset, _INT64)
+        _check_range("delivery state", batch.delivery_state, _INT8)
+        _check_range("delivery count", batch.delivery_count, _INT16)
+        out += struct.pack(
+            ">qqbh",
+            batch.first_offset,
+            batch.last_offset,
+            batch.delivery_state,
+            batch.delivery_count,
+        )
+        out += _uvarint(0)  # no tagged fields
+    return bytes(out)
+
+
+def _decode_batches(reader: _Reader) -> tuple[StateBatch, ...]:
+    count = reader.uvarint() - 1
+    if count < 0:
+        raise ShareRecordFormatError("null StateBatches array")
+    batches: list[StateBatch] = []
+    for _ in range(count):
+        first = reader.take(">q")
+        last = reader.take(">q")
+        state = reader.take(">b")
+        delivery_count = reader.take(">h")
+        reader.skip_tagged_fields()
+        batches.append(StateBatch(first, last, state, delivery_count))
+    return tuple(batches)
+
+
+def encode_value(value: ShareRecordValue | None) -> bytes | None:
+    """Version-0 bytes of ``value``; None (a tombstone) stays None."""
+    if value is None:
+        return None
+    out = bytearray(struct.pack(">h", VALUE_VERSION))
+    if isinstance(value, ShareSnapshotValue):
+        for name, number in (
+            ("snapshot epoch", value.snapshot_epoch),
+            ("state epoch", value.state_epoch),
+            ("leader epoch", value.leader_epoch),
+        ):
+            _check_range(name, number, _INT32)
+        _check_range("start offset", value.start_offset, _INT64)
+        _check_range("create timestamp", value.create_timestamp, _INT64)
+        _check_range("write timestamp", value.write_timestamp, _INT64)
+        out += struct.pack(
+            ">iiiqqq",
+            value.snapshot_epoch,
+            value.state_epoch,
+            value.leader_epoch,
+            value.start_offset,
+            value.create_timestamp,
+            value.write_timestamp,
+        )
+    else:
+        _check_range("snapshot epoch", value.snapshot_epoch, _INT32)
+        _check_range("leader epoch", value.leader_epoch, _INT32)
+        _check_range("start offset", value.start_offset, _INT64)
+        out += struct.pack(">iiq", value.snapshot_epoch, value.leader_epoch, value.start_offset)
+    out += _encode_batches(value.state_batches)
+    out += _uvarint(0)  # no tagged fields
+    return bytes(out)
+
+
+def decode_value(
+    record_type: ShareRecordType, buf: bytes | bytearray | memoryview | None
+) -> ShareRecordValue | None:
+    """The value of a record with key type ``record_type``; None for a tombstone."""
+    if buf is None:
+        return None
+    reader = _Reader(buf)
+    version = reader.take(">h")
+    if version != VALUE_VERSION:
+        raise UnknownShareRecordVersionError(f"unknown {record_type.name} value version {version}")
+    value: ShareRecordValue
+    if record_type is ShareRecordType.SHARE_SNAPSHOT:
+        snapshot_epoch = reader.take(">i")
+        state_epoch = reader.take(">i")
+        leader_epoch = reader.take(">i")
+        start_offset = reader.take(">q")
+        create_timestamp = reader.take(">q")
+        write_timestamp = reader.take(">q")
+        value = ShareSnapshotValue(
+            snapshot_epoch=snapshot_epoch,
+            state_epoch=state_epoch,
+            leader_epoch=leader_epoch,
+            start_offset=start_offset,
+            create_timestamp=create_timestamp,
+            write_timestamp=write_timestamp,
+            state_batches=_decode_batches(reader),
+        )
+    else:
+        snapshot_epoch = reader.take(">i")
+        leader_epoch = reader.take(">i")
+        start_offset = reader.take(">q")
+        value = ShareUpdateValue(
+            snapshot_epoch=snapshot_epoch,
+            leader_epoch=leader_epoch,
+            start_offset=start_offset,
+            state_batches=_decode_batches(reader),
+        )
+    reader.skip_tagged_fields()
+    if not reader.at_end():
+        raise ShareRecordFormatError(f"trailing bytes after the {record_type.name} value")
+    return value
+
+
+# --- whole records ---------------------------------------------------------------------------
+
+
+def encode_record(
+    key: ShareRecordKey, value: ShareRecordValue | None
+) -> tuple[bytes, bytes | None]:
+    """The (key, value) bytes of one record; the value must match the key's type."""
+    if value is not None:
+        expected = (
+            ShareRecordType.SHARE_SNAPSHOT
+            if isinstance(value, ShareSnapshotValue)
+            else ShareRecordType.SHARE_UPDATE
+        )
+        if key.record_type is not expected:
+            msg = f"a {type(value).__name__} cannot be written under a {key.record_type.name} key"
+            raise ShareRecordFormatError(msg)
+    return encode_key(key), encode_value(value)
+
+
+def decode_record(
+    key: bytes | bytearray | memoryview | None, value: bytes | bytearray | memoryview | None
+) -> tuple[ShareRecordKey, ShareRecordValue | None]:
+    """Decode one (key, value) pair read from the log."""
+    if key is None:
+        raise ShareRecordFormatError("share state record without a key")
+    decoded_key = decode_key(key)
+    return decoded_key, decode_value(decoded_key.record_type, value)

@@ -1,0 +1,279 @@
+"""Dynamic share-group configs (KIP-932 "group configs"): names, defaults, validation.
+
+A share group may override a few broker settings (``kafka-configs --entity-type groups``).
+Each integer config defaults to the broker config of the same name with a ``group.`` prefix and
+must lie within the broker's ``group.share.min.*`` / ``group.share.max.*`` bounds:
+
+* ``share.session.timeout.ms``: ``group.share.session.timeout.ms``, bounded by
+  ``group.share.min.session.timeout.ms`` .. ``group.share.max.session.timeout.ms``;
+* ``share.heartbeat.interval.ms``: ``group.share.heartbeat.interval.ms``, bounded likewise;
+* ``share.record.lock.duration.ms``: ``group.share.record.lock.duration.ms``, bounded likewise;
+* ``share.delivery.count.limit``: ``group.share.delivery.count.limit``, bounded likewise.
+
+The string configs have fixed defaults: ``share.auto.offset.reset`` is ``latest`` (or
+``earliest``, or ``by_duration:<ISO-8601 duration>``) and ``share.isolation.level`` is
+``read_uncommitted`` (or ``read_committed``, case-sensitive as in Kafka).
+
+The min/max broker keys use Kafka's names (``group.share.min.session.timeout.ms``, not
+``...session.timeout.ms.min``).  Until ``txn.config`` defines them, ``BROKER_BOUND_DEFAULTS``
+supplies Kafka's defaults; a value present in the broker config always wins.
+
+Overrides are validated when they are altered (out of range -> INVALID_CONFIG naming the bound)
+and clamped into the broker's current bounds when read, as Kafka does once the bounds change
+under an existing override.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from txn.errors import InvalidConfigError
+
+SESSION_TIMEOUT_MS = "share.session.timeout.ms"
+HEARTBEAT_INTERVAL_MS = "share.heartbeat.interval.ms"
+RECORD_LOCK_DURATION_MS = "share.record.lock.duration.ms"
+DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
+AUTO_OFFSET_RESET = "share.auto.offset.reset"
+ISOLATION_LEVEL = "share.isolation.level"
+
+READ_UNCOMMITTED = "read_uncommitted"
+READ_COMMITTED = "read_committed"
+
+# Kafka's defaults for the broker keys that bound the group configs (GroupCoordinatorConfig
+# and ShareGroupConfig).  Report these to txn.config; a broker value overrides them.
+BROKER_BOUND_DEFAULTS: dict[str, int] = {
+    "group.share.min.session.timeout.ms": 45000,
+    "group.share.max.session.timeout.ms": 60000,
+    "group.share.min.heartbeat.interval.ms": 5000,
+    "group.share.max.heartbeat.interval.ms": 15000,
+    "group.share.min.record.lock.duration.ms": 15000,
+    "group.share.max.record.lock.duration.ms": 60000,
+    "group.share.min.delivery.count.limit": 2,
+    "group.share.max.delivery.count.limit": 10,
+}
+
+# The broker defaults themselves (present in txn.config; repeated for a bare mapping).
+_BROKER_DEFAULTS: dict[str, int] = {
+    "group.share.session.timeout.ms": 45000,
+    "group.share.heartbeat.interval.ms": 5000,
+    "group.share.record.lock.duration.ms": 30000,
+    "group.share.delivery.count.limit": 5,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _IntConfig:
+    name: str
+    broker_key: str  # the broker config that gives the default
+    floor: int  # Kafka's own lower bound for the type (atLeast)
+
+    @property
+    def min_key(self) -> str:
+        return self.broker_key.replace("group.share.", "group.share.min.", 1)
+
+    @property
+    def max_key(self) -> str:
+        return self.broker_key.replace("group.share.", "group.share.max.", 1)
+
+
+_INT_CONFIGS: dict[str, _IntConfig] = {
+    c.name: c
+    for c in (
+        _IntConfig(SESSION_TIMEOUT_MS, "group.share.session.timeout.ms", 1),
+        _IntConfig(HEARTBEAT_INTERVAL_MS, "group.share.heartbeat.interval.ms", 1),
+        _IntConfig(RECORD_LOCK_DURATION_MS, "group.share.record.lock.duration.ms", 1000),
+        _IntConfig(DELIVERY_COUNT_LIMIT, "group.share.delivery.count.limit", 1),
+    )
+}
+
+_STRING_DEFAULTS: dict[str, str] = {
+    AUTO_OFFSET_RESET: "latest",
+    ISOLATION_LEVEL: READ_UNCOMMITTED,
+}
+
+GROUP_CONFIG_NAMES: tuple[str, ...] = (*_INT_CONFIGS, *_STRING_DEFAULTS)
+"""Every group config a share group accepts, in describe order."""
+
+_DURATION = re.compile(
+    r"P(?:(?P<d>\d+)D)?(?:T(?=\d)(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+)(?:\.(?P<f>\d{1,9}))?S)?)?",
+    re.IGNORECASE,
+)
+
+
+def parse_duration_ms(text: str) -> int:
+    """Milliseconds of an ISO-8601 duration ``PnDTnHnMn.nS`` (Java's ``Duration.parse`` subset).
+
+    Raises ValueError for malformed or negative durations.
+    """
+    stripped = text.strip()
+    if "-" in stripped:
+        raise ValueError(f"negative duration {text!r}")
+    match = _DURATION.fullmatch(stripped)
+    if match is None or stripped.upper() in ("P", "PT"):
+        raise ValueError(f"malformed duration {text!r}")
+    days, hours, minutes, seconds = (int(match[g] or 0) for g in "dhms")
+    millis = int((match["f"] or "0").ljust(9, "0")[:3])
+    return (((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000 + millis
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupConfig:
+    """The effective settings of one share group (overrides over broker defaults)."""
+
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    record_lock_duration_ms: int
+    delivery_count_limit: int
+    auto_offset_reset: str  # "latest", "earliest" or "by_duration:<duration>"
+    isolation_level: str  # "read_uncommitted" or "read_committed"
+
+    @property
+    def read_committed(self) -> bool:
+        return self.isolation_level == READ_COMMITTED
+
+    @property
+    def auto_offset_reset_strategy(self) -> str:
+        """ "latest", "earliest" or "by_duration"."""
+        return self.auto_offset_reset.partition(":")[0]
+
+    @property
+    def auto_offset_reset_duration_ms(self) -> int | None:
+        """The look-back of ``by_duration:<d>``, else None."""
+        strategy, _, duration = self.auto_offset_reset.partition(":")
+        return parse_duration_ms(duration) if strategy == "by_duration" else None
+
+
+class GroupConfigDefs:
+    """Validates and resolves share-group configs against one broker configuration."""
+
+    def __init__(self, broker: Mapping[str, object]) -> None:
+        self._broker = broker
+
+    def _broker_int(self, key: str) -> int:
+        default = BROKER_BOUND_DEFAULTS.get(key, _BROKER_DEFAULTS.get(key))
+        raw = self._broker.get(key, default)
+        if raw is None:
+            raise KeyError(key)
+        return int(str(raw))
+
+    def bounds(self, name: str) -> tuple[int, int]:
+        """The [min, max] the broker allows for the integer group config ``name``."""
+        spec = _INT_CONFIGS[name]
+        return self._broker_int(spec.min_key), self._broker_int(spec.max_key)
+
+    def defaults(self) -> dict[str, str]:
+        """Every group config's value when the group does not override it."""
+        out = {name: str(self._broker_int(spec.broker_key)) for name, spec in _INT_CONFIGS.items()}
+        out.update(_STRING_DEFAULTS)
+        return out
+
+    def normalize(self, name: str, raw: object) -> str:
+        """The stored form of one value; InvalidConfigError with a clear message if invalid."""
+        if name in _INT_CONFIGS:
+            return str(self._check_int(name, raw))
+        if name == AUTO_OFFSET_RESET:
+            return _normalize_auto_offset_reset(raw)
+        if name == ISOLATION_LEVEL:
+            text = str(raw).strip()
+            if text not in (READ_UNCOMMITTED, READ_COMMITTED):
+                raise InvalidConfigError(
+                    f"Invalid value {raw!r} for configuration {name}: "
+                    f"must be {READ_UNCOMMITTED!r} or {READ_COMMITTED!r}"
+                )
+            return text
+        raise InvalidConfigError(f"Unknown group config name: {name}")
+
+    def _check_int(self, name: str, raw: object) -> int:
+        spec = _INT_CONFIGS[name]
+        if isinstance(raw, bool):
+            raise InvalidConfigError(f"Invalid value {raw!r} for configuration {name}")
+        try:
+            value = int(str(raw).strip())
+        except ValueError:
+            raise InvalidConfigError(
+                f"Invalid value {raw!r} for configuration {name}: expected an integer"
+            ) from None
+        if value < spec.floor:
+            raise InvalidConfigError(f"{name} must be at least {spec.floor}, got {value}")
+        low, high = self.bounds(name)
+        if value < low:
+            raise InvalidConfigError(
+                f"{name} must be greater than or equal to {spec.min_key} ({low}), got {value}"
+            )
+        if value > high:
+            raise InvalidConfigError(
+                f"{name} must be less than or equal to {spec.max_key} ({high}), got {value}"
+            )
+        return value
+
+    def apply_changes(
+        self,
+        current: Mapping[str, str],
+        to_set: Mapping[str, object],
+        to_delete: list[str],
+    ) -> dict[str, str]:
+        """The overrides after setting ``to_set`` and deleting ``to_delete``; raises if invalid."""
+        for name in (*to_set, *to_delete):
+            if name not in GROUP_CONFIG_NAMES:
+                raise InvalidConfigError(f"Unknown group config name: {name}")
+        overrides = {k: v for k, v in current.items() if k in GROUP_CONFIG_NAMES}
+        for name in to_delete:
+            overrides.pop(name, None)
+        for name, raw in to_set.items():
+            overrides[name] = self.normalize(name, raw)
+        return overrides
+
+    def effective(self, overrides: Mapping[str, str]) -> ShareGroupConfig:
+        """The group's settings: overrides (clamped to today's bounds) over broker defaults."""
+        values = self.defaults()
+        for name, raw in overrides.items():
+            if name not in values:
+                continue
+            if name in _INT_CONFIGS:
+                low, high = self.bounds(name)
+                values[name] = str(min(max(int(raw), low), high))
+            else:
+                values[name] = raw
+        return ShareGroupConfig(
+            session_timeout_ms=int(values[SESSION_TIMEOUT_MS]),
+            heartbeat_interval_ms=int(values[HEARTBEAT_INTERVAL_MS]),
+            record_lock_duration_ms=int(values[RECORD_LOCK_DURATION_MS]),
+            delivery_count_limit=int(values[DELIVERY_COUNT_LIMIT]),
+            auto_offset_reset=values[AUTO_OFFSET_RESET],
+            isolation_level=values[ISOLATION_LEVEL],
+        )
+
+    def describe(self, overrides: Mapping[str, str]) -> dict[str, tuple[str, bool]]:
+        """Every group config as (value, is_default), as DescribeConfigs reports it."""
+        effective = self.effective(overrides)
+        values = {
+            SESSION_TIMEOUT_MS: str(effective.session_timeout_ms),
+            HEARTBEAT_INTERVAL_MS: str(effective.heartbeat_interval_ms),
+            RECORD_LOCK_DURATION_MS: str(effective.record_lock_duration_ms),
+            DELIVERY_COUNT_LIMIT: str(effective.delivery_count_limit),
+            AUTO_OFFSET_RESET: effective.auto_offset_reset,
+            ISOLATION_LEVEL: effective.isolation_level,
+        }
+        return {name: (values[name], name not in overrides) for name in GROUP_CONFIG_NAMES}
+
+
+def _normalize_auto_offset_reset(raw: object) -> str:
+    text = str(raw).strip()
+    strategy, sep, duration = text.partition(":")
+    strategy = strategy.strip().lower()
+    if strategy in ("latest", "earliest") and not sep:
+        return strategy
+    if strategy == "by_duration" and sep:
+        try:
+            parse_duration_ms(duration)
+        except ValueError as exc:
+            raise InvalidConfigError(
+                f"Invalid value {raw!r} for configuration {AUTO_OFFSET_RESET}: {exc}"
+            ) from None
+        return f"by_duration:{duration.strip().upper()}"
+    raise InvalidConfigError(
+        f"Invalid value {raw!r} for configuration {AUTO_OFFSET_RESET}. The value must be either "
+        "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
+    )

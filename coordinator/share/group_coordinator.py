@@ -1,0 +1,1092 @@
+"""The share-group coordinator: membership, assignment, partition initialization, admin.
+
+This is the share-group half of Kafka's ``GroupMetadataManager`` (KIP-932), sans I/O: it takes a
+``Clock``, one ``PartitionLog`` (its durable state), the ``BrokerConfig`` and a ``TopicLookup``.
+
+**ShareGroupHeartbeat** (v1 semantics).  The client generates its member id.  Member epoch 0
+joins (and creates the group), -1 leaves.  The group epoch moves whenever membership, a
+subscription, the subscribed topics' metadata or the set of assignable partitions changes; the
+SimpleAssignor then computes a new target assignment at once (Kafka computes it at the next
+heartbeat; the member sees the same thing).  A member picks up the target assignment and the
+assignment epoch on its own next heartbeat.  There is no revocation phase.
+
+**Two-stage partition initialization** (ShareGroupPartitionMetadata).  A subscribed partition is
+first recorded as *initializing*; the broker calls the share coordinator's
+InitializeShareGroupState for ``partitions_to_initialize(g)`` (state epoch = group epoch) and
+then ``mark_initialized``; only initialized partitions are assignable.  Partitions of deleted
+topics, and every partition of a deleted group, move to *deleting*; the broker calls
+DeleteShareGroupState for ``partitions_to_delete(g)`` and then ``mark_deleted``.  A partition is
+never initialized while it is still being deleted.
+
+**Sessions.**  Each heartbeat (re)arms a ``share.session.timeout.ms`` timer; expiry removes
+the member, bumps the group epoch and calls ``on_member_removed(group_id, member_id)`` (so
+does a leave).
+
+**Persistence.**  Every change is prepared from the current state, appended to the log as one
+batch of JSON records (``coordinator.share.group_records``) and flushed, and only then applied
+through ``_apply`` -- the same code ``load()`` replays, so a restart keeps groups, members
+(whose session timers restart), target assignments, partition states and configs.  A failed
+append changes nothing and returns the mapped error (as the transaction coordinator maps it).
+
+Protocol errors are returned (``error`` fields, Kafka numbers), never raised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
+
+from coordinator.log.storage import PartitionLog
+from coordinator.share.assignor import Assignment, SimpleAssignor, TopicIdPartition
+from coordinator.share.group_config import GroupConfigDefs, ShareGroupConfig
+from coordinator.share.group_records import (
+    CurrentAssignmentRecord,
+    GroupConfigRecord,
+    GroupEpochRecord,
+    GroupRecord,
+    GroupRecordError,
+    GroupRecordVersionError,
+    MemberRecord,
+    PartitionStateRecord,
+    TargetAssignmentRecord,
+    Tombstone,
+    decode,
+    encode,
+)
+from coordinator.txn_coordinator import append_error_code
+from txn.batch import build_batch
+from txn.clock import Clock, Timer
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode, InvalidConfigError
+from txn.txn_log import read_records
+
+log = logging.getLogger(__name__)
+
+JOIN_GROUP_MEMBER_EPOCH = 0
+LEAVE_GROUP_MEMBER_EPOCH = -1
+
+STATE_EMPTY = "Empty"
+STATE_STABLE = "Stable"
+STATE_DEAD = "Dead"
+GROUP_TYPE = "share"
+
+
+# --- the topic seam ---------------------------------------------------------------------------
+
+
+class TopicMetadata(Protocol):
+    """What the coordinator reads about a topic (``coordinator.topics.TopicInfo`` fits)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def topic_id(self) -> uuid.UUID: ...
+
+    @property
+    def num_partitions(self) -> int: ...
+
+
+class TopicLookup(Protocol):
+    """Topic metadata by name and by id (``coordinator.topics.TopicRegistry`` fits)."""
+
+    def get(self, name: str) -> TopicMetadata | None: ...
+
+    def by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None: ...
+
+
+# --- results and views ------------------------------------------------------------------------
+
+AssignmentList = list[tuple[uuid.UUID, list[int]]]
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    """ShareGroupHeartbeat's response fields; ``assignment`` is None when it is not sent."""
+
+    error: ErrorCode
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: AssignmentList | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitions:
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMemberDescription:
+    member_id: str
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    member_epoch: int
+    subscribed_topic_names: tuple[str, ...]
+    assignment: tuple[TopicPartitions, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupDescription:
+    """ShareGroupDescribe v1's DescribedGroup."""
+
+    group_id: str
+    error: ErrorCode
+    error_message: str | None = None
+    group_state: str = STATE_DEAD
+    group_epoch: int = -1
+    assignment_epoch: int = -1
+    assignor_name: str = ""
+    members: tuple[ShareGroupMemberDescription, ...] = ()
+
+
+class GroupListing(NamedTuple):
+    group_id: str
+    group_state: str
+    group_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShareMemberView:
+    member_id: str
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    member_epoch: int
+    previous_member_epoch: int
+    assigned: Assignment  # what the member was last given
+    target: Assignment  # what the assignor wants it to have
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupView:
+    """A read-only snapshot of one group (tests, describe, the broker's share-fetch checks)."""
+
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    members: Mapping[str, ShareMemberView]
+    subscribed_topic_names: frozenset[str]
+    initializing: Mapping[uuid.UUID, frozenset[int]]
+    initialized: Mapping[uuid.UUID, frozenset[int]]
+    deleting: Mapping[uuid.UUID, frozenset[int]]
+
+
+# --- in-memory state --------------------------------------------------------------------------
+
+_EMPTY: Assignment = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class _Member:
+    member_id: str
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed: tuple[str, ...] = ()
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    assigned: Assignment = _EMPTY
+
+
+@dataclass(slots=True)
+class _Group:
+    group_id: str
+    epoch: int = 0
+    subscription_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
+    members: dict[str, _Member] = field(default_factory=dict)
+    assignment_epoch: int = 0
+    target: dict[str, Assignment] = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        return STATE_STABLE if self.members else STATE_EMPTY
+
+
+_Sets = dict[uuid.UUID, frozenset[int]]
+
+
+@dataclass(slots=True)
+class _PartitionState:
+    """ShareGroupStatePartitionMetadata: a group's share partitions by persister stage."""
+
+    initializing: _Sets = field(default_factory=dict)
+    initialized: _Sets = field(default_factory=dict)
+    deleting: _Sets = field(default_factory=dict)
+    names: dict[uuid.UUID, str] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not (self.initializing or self.initialized or self.deleting)
+
+    def copy(self) -> _PartitionState:
+        return _PartitionState(
+            dict(self.initializing), dict(self.initialized), dict(self.deleting), dict(self.names)
+        )
+
+    def same_sets(self, other: _PartitionState) -> bool:
+        return (self.initializing, self.initialized, self.deleting) == (
+            other.initializing,
+            other.initialized,
+            other.deleting,
+        )
+
+
+@dataclass(slots=True)
+class _Plan:
+    """The outcome of re-evaluating one group: records to write and the state they produce."""
+
+    records: list[GroupRecord]
+    epoch: int
+    assignment_epoch: int
+    target: dict[str, Assignment]
+    metadata: dict[str, tuple[uuid.UUID, int]]
+
+
+def _add(sets: _Sets, topic_id: uuid.UUID, parts: Iterable[int]) -> None:
+    merged = sets.get(topic_id, frozenset()) | frozenset(parts)
+    if merged:
+        sets[topic_id] = merged
+
+
+def _remove(sets: _Sets, topic_id: uuid.UUID, parts: Iterable[int]) -> None:
+    left = sets.get(topic_id, frozenset()) - frozenset(parts)
+    if left:
+        sets[topic_id] = left
+    else:
+        sets.pop(topic_id, None)
+
+
+def _as_list(assigned: Iterable[TopicIdPartition]) -> AssignmentList:
+    by_topic: dict[uuid.UUID, list[int]] = {}
+    for tp in assigned:
+        by_topic.setdefault(tp.topic_id, []).append(tp.partition)
+    return [(topic_id, sorted(parts)) for topic_id, parts in sorted(by_topic.items())]
+
+
+def _flatten(sets: Mapping[uuid.UUID, frozenset[int]]) -> list[tuple[uuid.UUID, int]]:
+    return [(topic_id, p) for topic_id in sorted(sets) for p in sorted(sets[topic_id])]
+
+
+# --- the coordinator --------------------------------------------------------------------------
+
+
+class ShareGroupCoordinator:
+    """Every share group of the broker, persisted in one group-coordinator log."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        log: PartitionLog,
+        config: BrokerConfig,
+        topics: TopicLookup,
+        *,
+        on_member_removed: Callable[[str, str], None] | None = None,
+        on_config_changed: Callable[[str, ShareGroupConfig], None] | None = None,
+        retry_backoff_ms: int = 1000,
+    ) -> None:
+        self._clock = clock
+        self._log = log
+        self._topics = topics
+        self._max_size = config.get_int("group.share.max.size")
+        self._config_defs = GroupConfigDefs(config)
+        self._assignor = SimpleAssignor()
+        self._retry_backoff_ms = retry_backoff_ms
+        # Called after a member's removal (leave or session expiry) is durable.
+        self.on_member_removed = on_member_removed
+        # Called after a group's config overrides change (with the new effective config).
+        self.on_config_changed = on_config_changed
+        self._groups: dict[str, _Group] = {}
+        self._partition_states: dict[str, _PartitionState] = {}
+        self._configs: dict[str, dict[str, str]] = {}
+        self._timers: dict[tuple[str, str], tuple[int, Timer]] = {}
+        self._timer_seq = 0
+        self._loaded = False
+        self._closed = False
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Replay the log through ``_apply`` and start every member's session timer afresh.
+
+        It writes nothing: the broker calls ``on_topics_changed()`` afterwards to catch topic
+        changes made while the coordinator was down, and ``groups_with_pending_state_work()``
+        to resume partition initialization and deletion.
+        """
+        self._cancel_all_timers()
+        self._groups.clear()
+        self._partition_states.clear()
+        self._configs.clear()
+        for header, batch in self._log.batches(self._log.log_start_offset):
+            if header.is_control:
+                continue
+            try:
+                pairs = read_records(batch)
+            except ValueError:
+                log.exception("skipping unreadable share-group batch at %d", header.base_offset)
+                continue
+            for key, value in pairs:
+                try:
+                    record = decode(key, value)
+                except GroupRecordVersionError as exc:
+                    log.warning("skipping share-group record at %d: %s", header.base_offset, exc)
+                    continue
+                except GroupRecordError:
+                    log.exception("skipping corrupt share-group record at %d", header.base_offset)
+                    continue
+                self._apply(record)
+        self._loaded = True
+        self._closed = False
+        for group in self._groups.values():
+            for member_id in group.members:
+                self._arm_session_timer(group.group_id, member_id)
+
+    def close(self) -> None:
+        """Stop every timer; later requests get COORDINATOR_NOT_AVAILABLE."""
+        self._closed = True
+        self._cancel_all_timers()
+
+    def availability(self) -> ErrorCode:
+        """NONE once loaded; COORDINATOR_LOAD_IN_PROGRESS before, NOT_AVAILABLE after close."""
+        if self._closed:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if not self._loaded:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
+    # --- ShareGroupHeartbeat ------------------------------------------------------------------
+
+    def heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        rack_id: str | None,
+        subscribed_topic_names: list[str] | None,
+        *,
+        client_id: str = "",
+        client_host: str = "",
+    ) -> HeartbeatResult:
+        """ShareGroupHeartbeat v1: join (epoch 0), heartbeat, or leave (epoch -1)."""
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return HeartbeatResult(error)
+        invalid = _invalid_heartbeat(
+            group_id, member_id, member_epoch, rack_id, subscribed_topic_names
+        )
+        if invalid is not None:
+            return HeartbeatResult(ErrorCode.INVALID_REQUEST, invalid)
+        if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            return self._leave(group_id, member_id)
+
+        group = self._groups.get(group_id)
+        if group is None and member_epoch != JOIN_GROUP_MEMBER_EPOCH:
+            return HeartbeatResult(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found."
+            )
+        members = dict(group.members) if group is not None else {}
+        if len(members) >= self._max_size and member_id not in members:
+            return HeartbeatResult(
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                f"The share group has reached its maximum capacity of {self._max_size} members.",
+            )
+        old = members.get(member_id)
+        if old is None and member_epoch != JOIN_GROUP_MEMBER_EPOCH:
+            return HeartbeatResult(
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                f"Member {member_id} is not a member of group {group_id}.",
+            )
+        if old is not None and (fenced := _fenced(old, member_epoch)) is not None:
+            return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH, fenced)
+
+        base = old if old is not None else _Member(member_id)
+        updated = dataclasses.replace(
+            base,
+            rack_id=rack_id if rack_id is not None else base.rack_id,
+            subscribed=(
+                tuple(sorted(set(subscribed_topic_names)))
+                if subscribed_topic_names is not None
+                else base.subscribed
+            ),
+            client_id=client_id,
+            client_host=client_host,
+        )
+        subscription_changed = updated.subscribed != base.subscribed
+        members[member_id] = updated
+        plan = self._plan(group_id, group, members, force_bump=subscription_changed)
+
+        records: list[GroupRecord] = []
+        member_record = _member_record(group_id, updated)
+        if old is None or _member_record(group_id, old) != member_record:
+            records.append(member_record)
+        reconciled = self._reconcile(updated, plan, subscription_changed)
+        current_record = _current_record(group_id, reconciled)
+        if old is None or _current_record(group_id, old) != current_record:
+            records.append(current_record)
+        # The assignment goes out on a join, a full request, or when it changed.
+        send_assignment = (
+            member_epoch == JOIN_GROUP_MEMBER_EPOCH
+            or subscribed_topic_names is not None
+            or old is None
+            or old.assigned != reconciled.assigned
+        )
+        # Group/target/partition records first, so replay creates the group before its member.
+        error = self._write(plan.records + records)
+        if error is not ErrorCode.NONE:
+            return HeartbeatResult(error, f"the share-group log append failed: {error.name}")
+        self._arm_session_timer(group_id, member_id)
+        return HeartbeatResult(
+            ErrorCode.NONE,
+            member_id=member_id,
+            member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.group_config(group_id).heartbeat_interval_ms,
+            assignment=_as_list(reconciled.assigned) if send_assignment else None,
+        )
+
+    def _reconcile(self, member: _Member, plan: _Plan, subscription_changed: bool) -> _Member:
+        """The member moved to the target assignment (ShareGroupAssignmentBuilder)."""
+        new_epoch = member.member_epoch != plan.assignment_epoch
+        if not new_epoch and not subscription_changed:
+            return member
+        subscribed_ids = {plan.metadata[n][0] for n in member.subscribed if n in plan.metadata}
+        assigned = frozenset(
+            tp for tp in plan.target.get(member.member_id, _EMPTY) if tp.topic_id in subscribed_ids
+        )
+        if not new_epoch:
+            return dataclasses.replace(member, assigned=assigned)
+        return dataclasses.replace(
+            member,
+            member_epoch=plan.assignment_epoch,
+            previous_member_epoch=member.member_epoch,
+            assigned=assigned,
+        )
+
+    def _leave(self, group_id: str, member_id: str) -> HeartbeatResult:
+        group = self._groups.get(group_id)
+        if group is None:
+            return HeartbeatResult(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found."
+            )
+        if member_id not in group.members:
+            return HeartbeatResult(
+                ErrorCode.UNKNOWN_MEMBER_ID,
+                f"Member {member_id} is not a member of group {group_id}.",
+            )
+        log.info("member %s leaves share group %s", member_id, group_id)
+        error = self._remove_member(group, member_id)
+        if error is not ErrorCode.NONE:
+            return HeartbeatResult(error, f"the share-group log append failed: {error.name}")
+        return HeartbeatResult(
+            ErrorCode.NONE, member_id=member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH
+        )
+
+    def _remove_member(self, group: _Group, member_id: str) -> ErrorCode:
+        """Tombstone the member and bump the group epoch; then tell ``on_member_removed``."""
+        group_id = group.group_id
+        members = {m: v for m, v in group.members.items() if m != member_id}
+        plan = self._plan(group_id, group, members, force_bump=True)
+        records: list[GroupRecord] = [
+            Tombstone("current", group_id, member_id),
+            Tombstone("member", group_id, member_id),
+            *plan.records,
+        ]
+        error = self._write(records)
+        if error is not ErrorCode.NONE:
+            return error
+        self._cancel_session_timer(group_id, member_id)
+        if self.on_member_removed is not None:
+            try:
+                self.on_member_removed(group_id, member_id)
+            except Exception:
+                log.exception("on_member_removed(%s, %s) failed", group_id, member_id)
+        return ErrorCode.NONE
+
+    # --- group evaluation ---------------------------------------------------------------------
+
+    def _plan(
+        self,
+        group_id: str,
+        group: _Group | None,
+        members: Mapping[str, _Member],
+        *,
+        force_bump: bool,
+        partition_state: _PartitionState | None = None,
+    ) -> _Plan:
+        """Re-evaluate a group with ``members`` (and optionally a changed partition state).
+
+        Returns the records that bring the group there: the partition-state record when
+        partitions must start initializing or deleting, and -- when membership, a subscription,
+        topic metadata or the assignable partitions changed -- a bumped group epoch and a new
+        target assignment.
+        """
+        current_state = self._partition_states.get(group_id)
+        base = partition_state if partition_state is not None else current_state
+        subscribed = sorted({name for m in members.values() for name in m.subscribed})
+        metadata: dict[str, tuple[uuid.UUID, int]] = {}
+        for name in subscribed:
+            topic = self._topics.get(name)
+            if topic is not None:
+                metadata[name] = (topic.topic_id, topic.num_partitions)
+        new_state = self._plan_partition_state(base, metadata)
+
+        old_metadata = group.subscription_metadata if group is not None else {}
+        old_assignable = _assignable(current_state, old_metadata)
+        assignable = _assignable(new_state, metadata)
+        epoch = group.epoch if group is not None else 0
+        assignment_epoch = group.assignment_epoch if group is not None else 0
+        target = dict(group.target) if group is not None else {}
+
+        records: list[GroupRecord] = []
+        if force_bump or metadata != old_metadata or assignable != old_assignable:
+            epoch += 1
+            subscriptions = {
+                m: [metadata[n][0] for n in member.subscribed if n in metadata]
+                for m, member in members.items()
+            }
+            target = self._assignor.assign(subscriptions, assignable, target)
+            assignment_epoch = epoch
+            records.append(GroupEpochRecord(group_id, epoch, metadata))
+            records.append(TargetAssignmentRecord(group_id, assignment_epoch, target))
+            log.info("share group %s: epoch %d, %d member(s)", group_id, epoch, len(members))
+        if current_state is None or not new_state.same_sets(current_state):
+            if not new_state.is_empty():
+                records.append(_state_record(group_id, new_state))
+            elif current_state is not None:
+                records.append(Tombstone("partitions", group_id))
+        return _Plan(records, epoch, assignment_epoch, target, metadata)
+
+    def _plan_partition_state(
+        self, state: _PartitionState | None, metadata: Mapping[str, tuple[uuid.UUID, int]]
+    ) -> _PartitionState:
+        """Deleted topics' partitions to *deleting*; new subscribed partitions to *initializing*."""
+        new = state.copy() if state is not None else _PartitionState()
+        for topic_id in sorted(set(new.initializing) | set(new.initialized)):
+            if self._topics.by_id(topic_id) is None:
+                _add(new.deleting, topic_id, new.initializing.pop(topic_id, frozenset()))
+                _add(new.deleting, topic_id, new.initialized.pop(topic_id, frozenset()))
+        for name, (topic_id, num_partitions) in metadata.items():
+            known = (
+                new.initializing.get(topic_id, frozenset())
+                | new.initialized.get(topic_id, frozenset())
+                | new.deleting.get(topic_id, frozenset())
+            )
+            missing = frozenset(range(num_partitions)) - known
+            if missing:
+                _add(new.initializing, topic_id, missing)
+            new.names[topic_id] = name
+        live = set(new.initializing) | set(new.initialized) | set(new.deleting)
+        new.names = {t: n for t, n in new.names.items() if t in live}
+        return new
+
+    def on_topics_changed(self) -> list[str]:
+        """Re-evaluate every group after topics were created, grown or deleted.
+
+        Bumps the epoch of groups whose subscribed topics changed, records new partitions to
+        initialize and moves deleted topics' partitions to deleting.  Returns the ids of the
+        groups that changed (a failed append is logged; the next call retries it).
+        """
+        if self.availability() is not ErrorCode.NONE:
+            return []
+        changed: list[str] = []
+        for group_id in sorted(set(self._groups) | set(self._partition_states)):
+            group = self._groups.get(group_id)
+            members = dict(group.members) if group is not None else {}
+            plan = self._plan(group_id, group, members, force_bump=False)
+            if not plan.records:
+                continue
+            error = self._write(plan.records)
+            if error is ErrorCode.NONE:
+                changed.append(group_id)
+            else:
+                log.warning("share group %s: topic change not recorded (%s)", group_id, error.name)
+        return changed
+
+    # --- partition initialization and deletion ------------------------------------------------
+
+    def partitions_to_initialize(self, group_id: str) -> list[tuple[uuid.UUID, int]]:
+        """Partitions waiting for InitializeShareGroupState (state epoch = the group epoch)."""
+        state = self._partition_states.get(group_id)
+        return _flatten(state.initializing) if state is not None else []
+
+    def partitions_to_delete(self, group_id: str) -> list[tuple[uuid.UUID, int]]:
+        """Partitions waiting for DeleteShareGroupState (also of a group already deleted)."""
+        state = self._partition_states.get(group_id)
+        return _flatten(state.deleting) if state is not None else []
+
+    def initialized_partitions(self, group_id: str) -> dict[uuid.UUID, frozenset[int]]:
+        """Partitions whose share state exists (assignable if subscribed)."""
+        state = self._partition_states.get(group_id)
+        return dict(state.initialized) if state is not None else {}
+
+    def groups_with_pending_state_work(self) -> list[str]:
+        """Group ids with partitions still initializing or deleting (resume after ``load``)."""
+        return sorted(g for g, s in self._partition_states.items() if s.initializing or s.deleting)
+
+    def mark_initialized(
+        self, group_id: str, topic_id: uuid.UUID, partitions: Iterable[int]
+    ) -> ErrorCode:
+        """InitializeShareGroupState succeeded: the partitions become assignable.
+
+        Partitions that are not initializing are ignored (a retry is harmless).  A group with
+        subscribed members gets a new epoch and target assignment.
+        """
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error
+        state = self._partition_states.get(group_id)
+        if state is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND if group_id not in self._groups else ErrorCode.NONE
+        done = frozenset(partitions) & state.initializing.get(topic_id, frozenset())
+        if not done:
+            return ErrorCode.NONE
+        new_state = state.copy()
+        _remove(new_state.initializing, topic_id, done)
+        _add(new_state.initialized, topic_id, done)
+        return self._replan(group_id, new_state)
+
+    def mark_deleted(
+        self, group_id: str, topic_id: uuid.UUID, partitions: Iterable[int]
+    ) -> ErrorCode:
+        """DeleteShareGroupState succeeded: forget the partitions (idempotent).
+
+        If a live group subscribes to the topic again, its partitions start initializing now.
+        """
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error
+        state = self._partition_states.get(group_id)
+        if state is None:
+            return ErrorCode.NONE
+        gone = frozenset(partitions) & state.deleting.get(topic_id, frozenset())
+        if not gone:
+            return ErrorCode.NONE
+        new_state = state.copy()
+        _remove(new_state.deleting, topic_id, gone)
+        return self._replan(group_id, new_state)
+
+    def _replan(self, group_id: str, new_state: _PartitionState) -> ErrorCode:
+        group = self._groups.get(group_id)
+        members = dict(group.members) if group is not None else {}
+        plan = self._plan(group_id, group, members, force_bump=False, partition_state=new_state)
+        return self._write(plan.records)
+
+    # --- admin: describe, list, delete --------------------------------------------------------
+
+    def group(self, group_id: str) -> ShareGroupView | None:
+        """A snapshot of one group, or None."""
+        group = self._groups.get(group_id)
+        if group is None:
+            return None
+        state = self._partition_states.get(group_id) or _PartitionState()
+        members = {
+            m.member_id: ShareMemberView(
+                member_id=m.member_id,
+                rack_id=m.rack_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=m.subscribed,
+                member_epoch=m.member_epoch,
+                previous_member_epoch=m.previous_member_epoch,
+                assigned=m.assigned,
+                target=group.target.get(m.member_id, _EMPTY),
+            )
+            for m in sorted(group.members.values(), key=lambda m: m.member_id)
+        }
+        return ShareGroupView(
+            group_id=group_id,
+            state=group.state,
+            group_epoch=group.epoch,
+            assignment_epoch=group.assignment_epoch,
+            members=members,
+            subscribed_topic_names=frozenset(
+                n for m in group.members.values() for n in m.subscribed
+            ),
+            initializing=dict(state.initializing),
+            initialized=dict(state.initialized),
+            deleting=dict(state.deleting),
+        )
+
+    def is_empty(self, group_id: str) -> bool:
+        """True if the group has no members (or does not exist)."""
+        group = self._groups.get(group_id)
+        return group is None or not group.members
+
+    def describe(self, group_ids: Iterable[str]) -> list[ShareGroupDescription]:
+        """ShareGroupDescribe v1, one entry per requested id (unknown: GROUP_ID_NOT_FOUND)."""
+        out: list[ShareGroupDescription] = []
+        available = self.availability()
+        for group_id in group_ids:
+            group = self._groups.get(group_id)
+            if available is not ErrorCode.NONE:
+                out.append(ShareGroupDescription(group_id, available))
+            elif group is None:
+                out.append(
+                    ShareGroupDescription(
+                        group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+                    )
+                )
+            else:
+                out.append(self._describe(group))
+        return out
+
+    def _describe(self, group: _Group) -> ShareGroupDescription:
+        members = tuple(
+            ShareGroupMemberDescription(
+                member_id=m.member_id,
+                rack_id=m.rack_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_epoch=m.member_epoch,
+                subscribed_topic_names=m.subscribed,
+                assignment=tuple(
+                    TopicPartitions(topic_id, self._topic_name(group.group_id, topic_id), tuple(ps))
+                    for topic_id, ps in _as_list(m.assigned)
+                ),
+            )
+            for m in sorted(group.members.values(), key=lambda m: m.member_id)
+        )
+        return ShareGroupDescription(
+            group_id=group.group_id,
+            error=ErrorCode.NONE,
+            group_state=group.state,
+            group_epoch=group.epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor_name=self._assignor.name,
+            members=members,
+        )
+
+    def _topic_name(self, group_id: str, topic_id: uuid.UUID) -> str:
+        topic = self._topics.by_id(topic_id)
+        if topic is not None:
+            return topic.name
+        state = self._partition_states.get(group_id)
+        return state.names.get(topic_id, "") if state is not None else ""
+
+    def list_groups(
+        self, states: Iterable[str] = (), types: Iterable[str] = ()
+    ) -> list[GroupListing]:
+        """ListGroups' share groups; empty filters match everything (case-insensitive)."""
+        if self.availability() is not ErrorCode.NONE:
+            return []
+        wanted_types = {t.lower() for t in types}
+        if wanted_types and GROUP_TYPE not in wanted_types:
+            return []
+        wanted_states = {s.lower() for s in states}
+        return [
+            GroupListing(g.group_id, g.state, GROUP_TYPE)
+            for g in sorted(self._groups.values(), key=lambda g: g.group_id)
+            if not wanted_states or g.state.lower() in wanted_states
+        ]
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
+        """DeleteGroups for share groups: only an empty group can go.
+
+        Its group, target and member records are tombstoned and every share partition it had
+        moves to *deleting*; the caller then deletes the persister state for
+        ``partitions_to_delete(group_id)`` and calls ``mark_deleted``.  Config overrides stay
+        (Kafka keeps group configs apart from the group).
+        """
+        results: dict[str, ErrorCode] = {}
+        available = self.availability()
+        for group_id in group_ids:
+            if group_id in results:
+                continue
+            group = self._groups.get(group_id)
+            if available is not ErrorCode.NONE:
+                results[group_id] = available
+            elif group is None:
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif group.members:
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                results[group_id] = self._write(self._delete_records(group_id))
+        return results
+
+    def _delete_records(self, group_id: str) -> list[GroupRecord]:
+        records: list[GroupRecord] = []
+        state = self._partition_states.get(group_id)
+        if state is not None:
+            new = state.copy()
+            for sets in (new.initializing, new.initialized):
+                for topic_id, parts in sets.items():
+                    _add(new.deleting, topic_id, parts)
+                sets.clear()
+            if new.is_empty():
+                records.append(Tombstone("partitions", group_id))
+            elif not new.same_sets(state):
+                records.append(_state_record(group_id, new))
+        records.append(Tombstone("target", group_id))
+        records.append(Tombstone("group", group_id))
+        return records
+
+    # --- group configs ------------------------------------------------------------------------
+
+    def group_config(self, group_id: str) -> ShareGroupConfig:
+        """The effective settings of a group (its overrides over the broker's defaults)."""
+        return self._config_defs.effective(self._configs.get(group_id, {}))
+
+    def describe_group_configs(self, group_id: str) -> dict[str, tuple[str, bool]]:
+        """Every share-group config of ``group_id`` as (value, is_default)."""
+        return self._config_defs.describe(self._configs.get(group_id, {}))
+
+    def alter_group_configs(
+        self,
+        group_id: str,
+        to_set: Mapping[str, object],
+        to_delete: Iterable[str] = (),
+        validate_only: bool = False,
+    ) -> tuple[ErrorCode, str | None]:
+        """IncrementalAlterConfigs on a GROUP resource: set ``to_set``, revert ``to_delete``.
+
+        The group need not exist (as in Kafka).  Unknown names and values outside the broker's
+        bounds give INVALID_CONFIG with a message naming the bound; nothing is written then,
+        nor with ``validate_only``.
+        """
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error, None
+        if not group_id:
+            return ErrorCode.INVALID_REQUEST, "the group id must not be empty"
+        deletes = list(to_delete)
+        both = sorted(set(to_set) & set(deletes))
+        if both:
+            return ErrorCode.INVALID_REQUEST, f"configs both set and deleted: {', '.join(both)}"
+        current = self._configs.get(group_id, {})
+        try:
+            overrides = self._config_defs.apply_changes(current, to_set, deletes)
+        except InvalidConfigError as exc:
+            return ErrorCode.INVALID_CONFIG, str(exc)
+        if validate_only or overrides == current:
+            return ErrorCode.NONE, None
+        record: GroupRecord = (
+            GroupConfigRecord(group_id, overrides) if overrides else Tombstone("config", group_id)
+        )
+        error = self._write([record])
+        if error is not ErrorCode.NONE:
+            return error, f"the share-group log append failed: {error.name}"
+        if self.on_config_changed is not None:
+            try:
+                self.on_config_changed(group_id, self.group_config(group_id))
+            except Exception:
+                log.exception("on_config_changed(%s) failed", group_id)
+        return ErrorCode.NONE, None
+
+    # --- sessions -----------------------------------------------------------------------------
+
+    def _arm_session_timer(
+        self, group_id: str, member_id: str, delay_ms: int | None = None
+    ) -> None:
+        self._cancel_session_timer(group_id, member_id)
+        if delay_ms is None:
+            delay_ms = self.group_config(group_id).session_timeout_ms
+        self._timer_seq += 1
+        seq = self._timer_seq
+
+        def expire() -> None:
+            self._on_session_timeout(group_id, member_id, seq)
+
+        self._timers[(group_id, member_id)] = (seq, self._clock.schedule(delay_ms, expire))
+
+    def _cancel_session_timer(self, group_id: str, member_id: str) -> None:
+        entry = self._timers.pop((group_id, member_id), None)
+        if entry is not None:
+            entry[1].cancel()
+
+    def _cancel_all_timers(self) -> None:
+        for _seq, timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+
+    def _on_session_timeout(self, group_id: str, member_id: str, seq: int) -> None:
+        entry = self._timers.get((group_id, member_id))
+        if self._closed or entry is None or entry[0] != seq:
+            return  # cancelled or superseded by a later heartbeat
+        del self._timers[(group_id, member_id)]
+        group = self._groups.get(group_id)
+        if group is None or member_id not in group.members:
+            return
+        log.info("member %s of share group %s: session timed out", member_id, group_id)
+        error = self._remove_member(group, member_id)
+        if error is not ErrorCode.NONE:
+            log.warning("could not remove expired member %s (%s); retrying", member_id, error.name)
+            self._arm_session_timer(group_id, member_id, self._retry_backoff_ms)
+
+    # --- persistence --------------------------------------------------------------------------
+
+    def _write(self, records: list[GroupRecord]) -> ErrorCode:
+        """Append ``records`` as one batch, flush, then apply them (prepare -> append -> apply)."""
+        if not records:
+            return ErrorCode.NONE
+        now = self._clock.now_ms()
+        try:
+            batch = build_batch([encode(r) for r in records], timestamp_ms=now)
+            self._log.append(batch, now)
+            self._log.flush()
+        except Exception as exc:
+            error = append_error_code(exc)
+            log.warning("share-group log append failed (%r): %s", exc, error.name)
+            return error
+        for record in records:
+            self._apply(record)
+        return ErrorCode.NONE
+
+    def _apply(self, record: GroupRecord) -> None:
+        """Make one record's state current (live after an append, and on replay)."""
+        match record:
+            case GroupEpochRecord():
+                group = self._group_for_replay(record.group_id)
+                group.epoch = record.epoch
+                group.subscription_metadata = dict(record.subscription_metadata)
+            case MemberRecord():
+                group = self._group_for_replay(record.group_id)
+                member = group.members.get(record.member_id, _Member(record.member_id))
+                group.members[record.member_id] = dataclasses.replace(
+                    member,
+                    rack_id=record.rack_id,
+                    client_id=record.client_id,
+                    client_host=record.client_host,
+                    subscribed=record.subscribed_topic_names,
+                )
+            case CurrentAssignmentRecord():
+                group = self._group_for_replay(record.group_id)
+                member = group.members.get(record.member_id, _Member(record.member_id))
+                group.members[record.member_id] = dataclasses.replace(
+                    member,
+                    member_epoch=record.member_epoch,
+                    previous_member_epoch=record.previous_member_epoch,
+                    assigned=record.assigned,
+                )
+            case TargetAssignmentRecord():
+                group = self._group_for_replay(record.group_id)
+                group.assignment_epoch = record.assignment_epoch
+                group.target = dict(record.assignment)
+            case PartitionStateRecord():
+                self._partition_states[record.group_id] = _PartitionState(
+                    dict(record.initializing),
+                    dict(record.initialized),
+                    dict(record.deleting),
+                    dict(record.topic_names),
+                )
+            case GroupConfigRecord():
+                self._configs[record.group_id] = dict(record.configs)
+            case Tombstone():
+                self._apply_tombstone(record)
+
+    def _apply_tombstone(self, record: Tombstone) -> None:
+        group = self._groups.get(record.group_id)
+        if record.kind == "group":
+            self._groups.pop(record.group_id, None)
+        elif record.kind == "member" and group is not None and record.member_id is not None:
+            group.members.pop(record.member_id, None)
+        elif record.kind == "current" and group is not None and record.member_id is not None:
+            member = group.members.get(record.member_id)
+            if member is not None:
+                group.members[record.member_id] = dataclasses.replace(
+                    member, member_epoch=0, previous_member_epoch=0, assigned=_EMPTY
+                )
+        elif record.kind == "target" and group is not None:
+            group.target = {}
+        elif record.kind == "partitions":
+            self._partition_states.pop(record.group_id, None)
+        elif record.kind == "config":
+            self._configs.pop(record.group_id, None)
+
+    def _group_for_replay(self, group_id: str) -> _Group:
+        group = self._groups.get(group_id)
+        if group is None:
+            group = self._groups[group_id] = _Group(group_id)
+        return group
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _invalid_heartbeat(
+    group_id: str,
+    member_id: str,
+    member_epoch: int,
+    rack_id: str | None,
+    subscribed_topic_names: list[str] | None,
+) -> str | None:
+    """Kafka's request checks (GroupCoordinatorService), in its order; None if valid."""
+    if not member_id or not member_id.strip():
+        return "MemberId can't be empty."
+    if not group_id or not group_id.strip():
+        return "GroupId can't be empty."
+    if rack_id is not None and not rack_id.strip():
+        return "RackId can't be empty."
+    if member_epoch == JOIN_GROUP_MEMBER_EPOCH:
+        if not subscribed_topic_names:
+            return "SubscribedTopicNames must be set in first request."
+    elif member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
+        return "MemberEpoch is invalid."
+    return None
+
+
+def _fenced(member: _Member, received: int) -> str | None:
+    """FENCED_MEMBER_EPOCH's message if ``received`` is neither the member's epoch nor, after a
+    lost response, its previous one; else None."""
+    if received > member.member_epoch:
+        return (
+            f"The share group member has a greater member epoch ({received}) than the one known "
+            f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
+            "partitions and rejoin."
+        )
+    if received < member.member_epoch and received != member.previous_member_epoch:
+        return (
+            f"The share group member has a smaller member epoch ({received}) than the one known "
+            f"by the group coordinator ({member.member_epoch}), and it does not match the "
+            f"previous member epoch ({member.previous_member_epoch}). The member must abandon "
+            "all its partitions and rejoin."
+        )
+    return None
+
+
+def _assignable(
+    state: _PartitionState | None, metadata: Mapping[str, tuple[uuid.UUID, int]]
+) -> dict[uuid.UUID, frozenset[int]]:
+    """Initialized partitions of the subscribed topics (those the assignor may hand out)."""
+    if state is None:
+        return {}
+    out: dict[uuid.UUID, frozenset[int]] = {}
+    for topic_id, num_partitions in metadata.values():
+        parts = frozenset(p for p in state.initialized.get(topic_id, ()) if p < num_partitions)
+        if parts:
+            out[topic_id] = parts
+    return out
+
+
+def _member_record(group_id: str, member: _Member) -> MemberRecord:
+    return MemberRecord(
+        group_id,
+        member.member_id,
+        member.rack_id,
+        member.client_id,
+        member.client_host,
+        member.subscribed,
+    )
+
+
+def _current_record(group_id: str, member: _Member) -> CurrentAssignmentRecord:
+    return CurrentAssignmentRecord(
+        group_id,
+        member.member_id,
+        member.member_epoch,
+        member.previous_member_epoch,
+        member.assigned,
+    )
+
+
+def _state_record(group_id: str, state: _PartitionState) -> PartitionStateRecord:
+    return PartitionStateRecord(
+        group_id,
+        dict(state.initializing),
+        dict(state.initialized),
+        dict(state.deleting),
+        dict(state.names),
+    )

@@ -1,0 +1,942 @@
+"""The share coordinator through its public methods (reference §4, scenarios 56-59).
+
+Manual clock, memory logs, no sleeps.  What was persisted is checked by decoding the
+``__share_group_state`` logs with ``txn.share_records``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from coordinator.log.memory_log import MemoryLog, MemoryStorage
+from coordinator.log.storage import PartitionLog
+from coordinator.share.persister import (
+    Persister,
+    PersisterStateBatch,
+    ReadStateResult,
+    ShareStateKey,
+    StateSummary,
+)
+from coordinator.share.share_coordinator import (
+    ShareCoordinator,
+    ShareStateView,
+    coordinator_key,
+    java_string_hash,
+    kafka_uuid_string,
+    partition_for,
+    partition_for_coordinator_key,
+)
+from txn.batch import BatchHeader, build_batch
+from txn.clock import ManualClock
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode, InvalidConfigError, KafkaStorageError, error_for_code
+from txn.ids import SHARE_GROUP_STATE_TOPIC
+from txn.share_records import (
+    ShareRecordKey,
+    ShareRecordType,
+    ShareRecordValue,
+    ShareSnapshotValue,
+    ShareUpdateValue,
+    StateBatch,
+    decode_record,
+    encode_record,
+)
+from txn.share_state import RecordState
+from txn.txn_log import read_records
+
+E = ErrorCode
+AVAILABLE = int(RecordState.AVAILABLE)
+ACQUIRED = int(RecordState.ACQUIRED)
+ACKED = int(RecordState.ACKNOWLEDGED)
+ARCHIVED = int(RecordState.ARCHIVED)
+TOPIC = uuid.UUID("5d7c2a3e-9f10-4b6e-8c1a-2b3c4d5e6f70")
+OTHER_TOPIC = uuid.UUID("0e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b")
+KEY = ShareStateKey("group-1", TOPIC, 0)
+PRUNE_MS = 300_000
+NotEnoughReplicasError = error_for_code(ErrorCode.NOT_ENOUGH_REPLICAS)
+
+
+def b(first: int, last: int, state: int, count: int) -> PersisterStateBatch:
+    return PersisterStateBatch(first, last, state, count)
+
+
+class FailingLog:
+    """A PartitionLog wrapper whose appends or flushes raise on demand."""
+
+    def __init__(self, inner: MemoryLog) -> None:
+        self.inner = inner
+        self.append_failures: list[Exception] = []
+        self.flush_failures: list[Exception] = []
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.inner.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.inner.log_end_offset
+
+    def append(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
+        if self.append_failures:
+            raise self.append_failures.pop(0)
+        return self.inner.append(batch, now_ms)
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        return self.inner.read(offset, max_bytes)
+
+    def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
+        return self.inner.batches(start_offset)
+
+    def flush(self) -> None:
+        if self.flush_failures:
+            raise self.flush_failures.pop(0)
+        self.inner.flush()
+
+    def maybe_flush(self, now_ms: int) -> None:
+        self.inner.maybe_flush(now_ms)
+
+    def truncate_to(self, offset: int) -> None:
+        self.inner.truncate_to(offset)
+
+    def advance_start_offset(self, offset: int) -> None:
+        self.inner.advance_start_offset(offset)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@dataclass
+class Bench:
+    """One coordinator over memory logs that survive restarts."""
+
+    partitions: int = 3
+    per_snapshot: int = 500
+    options: dict[str, object] = field(default_factory=dict)
+    clock: ManualClock = field(default_factory=ManualClock)
+    storage: MemoryStorage = field(default_factory=MemoryStorage)
+    logs: dict[int, FailingLog] = field(default_factory=dict)
+    coordinator: ShareCoordinator = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.coordinator = self.start()
+
+    @property
+    def config(self) -> BrokerConfig:
+        return BrokerConfig(
+            {
+                "share.coordinator.state.topic.num.partitions": self.partitions,
+                "share.coordinator.snapshot.update.records.per.snapshot": self.per_snapshot,
+            }
+        )
+
+    def open(self, index: int) -> PartitionLog:
+        log = self.logs.get(index)
+        if log is None:
+            log = self.logs[index] = FailingLog(
+                self.storage.open_log(SHARE_GROUP_STATE_TOPIC, index)
+            )
+        return log
+
+    def start(self) -> ShareCoordinator:
+        coordinator = ShareCoordinator(self.clock, self.open, self.config, **self.options)  # type: ignore[arg-type]
+        coordinator.load()
+        return coordinator
+
+    def restart(self) -> ShareCoordinator:
+        self.coordinator.close()
+        self.coordinator = self.start()
+        return self.coordinator
+
+    def log_of(self, key: ShareStateKey) -> FailingLog:
+        return self.logs[self.coordinator.partition_for(key)]
+
+    def records(
+        self, key: ShareStateKey | None = None
+    ) -> list[tuple[int, ShareRecordKey, ShareRecordValue | None]]:
+        """Every record of the key's partition (all partitions if None), with its offset."""
+        indexes = [self.coordinator.partition_for(key)] if key is not None else sorted(self.logs)
+        out: list[tuple[int, ShareRecordKey, ShareRecordValue | None]] = []
+        for index in indexes:
+            log = self.logs[index]
+            for header, batch in log.batches(log.log_start_offset):
+                for delta, (raw_key, raw_value) in enumerate(read_records(batch)):
+                    record_key, value = decode_record(raw_key, raw_value)
+                    out.append((header.base_offset + delta, record_key, value))
+        return out
+
+    def total_records(self) -> int:
+        return sum(log.log_end_offset for log in self.logs.values())
+
+    def init(self, key: ShareStateKey = KEY, state_epoch: int = 0, start: int = -1) -> None:
+        assert self.coordinator.initialize_state(key, state_epoch, start) is E.NONE
+
+
+@pytest.fixture
+def bench() -> Bench:
+    return Bench()
+
+
+def snapshot_epochs(bench: Bench, key: ShareStateKey = KEY) -> list[tuple[str, int]]:
+    return [
+        (
+            "S" if isinstance(value, ShareSnapshotValue) else "U",
+            value.snapshot_epoch,
+        )
+        for _, record_key, value in bench.records(key)
+        if value is not None and record_key.group_id == key.group_id
+    ]
+
+
+# --- partitioning ----------------------------------------------------------------------------
+
+
+def test_java_string_hash_matches_java() -> None:
+    assert java_string_hash("") == 0
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("Aa") == java_string_hash("BB") == 2112
+    assert java_string_hash("polygenelubricants") == -(2**31)
+    assert java_string_hash("\U0001f600") == 1772899  # a surrogate pair
+    # Values printed by a JVM (String.hashCode).
+    assert java_string_hash("Hello World") == -862545276
+    assert java_string_hash("sharetxn") == -743738837
+    assert java_string_hash("g:AAAAAAAAAAAAAAAAAAAAAQ:7") == -92966816
+
+
+def test_partition_for_is_kafkas_formula() -> None:
+    assert kafka_uuid_string(uuid.UUID(int=1)) == "AAAAAAAAAAAAAAAAAAAAAQ"
+    key = ShareStateKey("g", uuid.UUID(int=1), 7)
+    assert coordinator_key(key) == "g:AAAAAAAAAAAAAAAAAAAAAQ:7"
+    assert partition_for_coordinator_key("polygenelubricants", 50) == 0  # abs(MIN) is 0
+    assert partition_for_coordinator_key("hello", 50) == 99162322 % 50
+    assert partition_for_coordinator_key("Hello World", 50) == 862545276 % 50  # negative hash
+    assert partition_for(key, 50) == 92966816 % 50
+    assert partition_for(key, 7) == 92966816 % 7
+
+
+def test_keys_are_stored_in_their_partition() -> None:
+    bench = Bench(partitions=50)
+    keys = [ShareStateKey(f"group-{i}", TOPIC, i % 4) for i in range(20)]
+    for key in keys:
+        bench.init(key)
+    used = {bench.coordinator.partition_for(key) for key in keys}
+    assert len(used) > 1
+    for key in keys:
+        logged = [rk for _, rk, _ in bench.records(key) if rk.group_id == key.group_id]
+        assert logged == [ShareRecordKey(ShareRecordType.SHARE_SNAPSHOT, *key)]
+
+
+def test_default_partition_count_is_the_config() -> None:
+    clock, storage = ManualClock(), MemoryStorage()
+    coordinator = ShareCoordinator(
+        clock, lambda p: storage.open_log(SHARE_GROUP_STATE_TOPIC, p), BrokerConfig()
+    )
+    assert coordinator.num_partitions == 50
+    coordinator.load()
+    assert len(storage.list_logs()) == 50
+    assert coordinator.partition_for(KEY) == partition_for(KEY, 50)
+
+
+def test_implements_the_persister_protocol(bench: Bench) -> None:
+    persister: Persister = bench.coordinator
+    assert persister.read_state_summary(KEY, 0).error is E.NONE
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"share.coordinator.state.topic.num.partitions": 0},
+        {"share.coordinator.snapshot.update.records.per.snapshot": 501},
+    ],
+)
+def test_bad_config_is_rejected(overrides: dict[str, object]) -> None:
+    with pytest.raises(InvalidConfigError):
+        ShareCoordinator(ManualClock(), MemoryStorage().open_log, BrokerConfig(overrides))  # type: ignore[arg-type]
+
+
+# --- availability and request validation -----------------------------------------------------
+
+
+def test_not_loaded_then_closed() -> None:
+    clock, storage = ManualClock(), MemoryStorage()
+    coordinator = ShareCoordinator(
+        clock, lambda p: storage.open_log(SHARE_GROUP_STATE_TOPIC, p), BrokerConfig()
+    )
+    assert coordinator.initialize_state(KEY, 0, -1) is E.COORDINATOR_LOAD_IN_PROGRESS
+    assert coordinator.read_state(KEY, 0).error is E.COORDINATOR_LOAD_IN_PROGRESS
+    coordinator.load()
+    assert coordinator.initialize_state(KEY, 0, -1) is E.NONE
+    coordinator.close()
+    assert coordinator.availability() is E.COORDINATOR_NOT_AVAILABLE
+    assert coordinator.write_state(KEY, 0, 0, -1, []) is E.COORDINATOR_NOT_AVAILABLE
+    assert coordinator.delete_state(KEY) is E.COORDINATOR_NOT_AVAILABLE
+    assert coordinator.read_state_summary(KEY, 0).error is E.COORDINATOR_NOT_AVAILABLE
+    assert coordinator.prune() == {}
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        ShareStateKey("", TOPIC, 0),
+        ShareStateKey("g", uuid.UUID(int=0), 0),
+        ShareStateKey("g", TOPIC, -1),
+    ],
+)
+def test_invalid_keys(bench: Bench, key: ShareStateKey) -> None:
+    c = bench.coordinator
+    assert c.initialize_state(key, 0, -1) is E.INVALID_REQUEST
+    assert c.read_state(key, 0).error is E.INVALID_REQUEST
+    assert c.write_state(key, 0, 0, -1, []) is E.INVALID_REQUEST
+    assert c.delete_state(key) is E.INVALID_REQUEST
+    assert c.read_state_summary(key, 0).error is E.INVALID_REQUEST
+    assert bench.total_records() == 0
+
+
+@pytest.mark.parametrize(
+    ("state_epoch", "leader_epoch", "start", "batches"),
+    [
+        (0, 0, -1, [b(5, 4, AVAILABLE, 1)]),  # first > last
+        (0, 0, -1, [b(-1, 4, AVAILABLE, 1)]),  # negative offset
+        (0, 0, -1, [b(0, 4, AVAILABLE, 2**15)]),  # count beyond int16
+        (0, 0, -1, [b(0, 4, 300, 1)]),  # state beyond int8
+        (0, 0, -2, []),  # start offset below -1
+        (2**31, 0, -1, []),  # state epoch beyond int32
+        (0, -(2**31) - 1, -1, []),
+    ],
+)
+def test_malformed_writes_are_invalid(
+    bench: Bench,
+    state_epoch: int,
+    leader_epoch: int,
+    start: int,
+    batches: list[PersisterStateBatch],
+) -> None:
+    bench.init()
+    before = bench.total_records()
+    assert bench.coordinator.write_state(KEY, state_epoch, leader_epoch, start, batches) is (
+        E.INVALID_REQUEST
+    )
+    assert bench.total_records() == before
+
+
+def test_initialize_rejects_bad_values(bench: Bench) -> None:
+    assert bench.coordinator.initialize_state(KEY, 0, -2) is E.INVALID_REQUEST
+    assert bench.coordinator.initialize_state(KEY, 2**31, 0) is E.INVALID_REQUEST
+    assert bench.total_records() == 0
+
+
+# --- scenario 56: uninitialized keys ---------------------------------------------------------
+
+
+def test_write_fails_on_uninitialized_partition(bench: Bench) -> None:
+    error = bench.coordinator.write_state(KEY, 0, 0, 0, [b(0, 10, AVAILABLE, 1)])
+    assert error is E.INVALID_REQUEST
+    assert bench.total_records() == 0
+    assert bench.coordinator.state(KEY) is None
+
+
+def test_read_fails_on_uninitialized_partition(bench: Bench) -> None:
+    result = bench.coordinator.read_state(KEY, 0)
+    assert result.error is E.INVALID_REQUEST
+    assert result.error_message is not None
+    assert "not initialized" in result.error_message
+    assert bench.total_records() == 0
+
+
+# --- scenario 57: fencing --------------------------------------------------------------------
+
+
+def test_write_state_fenced_leader_epoch(bench: Bench) -> None:
+    bench.init()
+    assert bench.coordinator.read_state(KEY, 1).error is E.NONE  # records leader epoch 1
+    before = bench.total_records()
+    assert bench.coordinator.write_state(KEY, 0, 0, 0, [b(0, 10, AVAILABLE, 1)]) is (
+        E.FENCED_LEADER_EPOCH
+    )
+    assert bench.total_records() == before
+
+
+def test_write_state_fenced_state_epoch(bench: Bench) -> None:
+    bench.init(state_epoch=1)
+    assert bench.coordinator.write_state(KEY, 0, 0, 0, [b(0, 10, AVAILABLE, 1)]) is (
+        E.FENCED_STATE_EPOCH
+    )
+    assert bench.coordinator.state(KEY) == ShareStateView(1, 0, -1, (), 0)
+
+
+def test_read_state_fenced_leader_epoch(bench: Bench) -> None:
+    bench.init()
+    assert bench.coordinator.read_state(KEY, 5).error is E.NONE
+    assert bench.coordinator.read_state(KEY, 3).error is E.FENCED_LEADER_EPOCH
+    # -1 is not a wildcard for reads once an epoch is recorded (as in Kafka).
+    assert bench.coordinator.read_state(KEY, -1).error is E.FENCED_LEADER_EPOCH
+
+
+def test_writes_with_epoch_minus_one_skip_the_fencing(bench: Bench) -> None:
+    bench.init(state_epoch=3)
+    assert bench.coordinator.read_state(KEY, 4).error is E.NONE
+    assert bench.coordinator.write_state(KEY, -1, -1, 5, [b(5, 6, ACKED, 1)]) is E.NONE
+    assert bench.coordinator.state(KEY) == ShareStateView(3, 4, 5, (b(5, 6, ACKED, 1),), 0)
+
+
+def test_check_order_uninitialized_before_unknown_topic() -> None:
+    bench = Bench(options={"topic_exists": lambda topic, partition: topic == TOPIC})
+    unknown = ShareStateKey("group-1", OTHER_TOPIC, 0)
+    assert bench.coordinator.write_state(unknown, 0, 0, 0, []) is E.INVALID_REQUEST
+    assert bench.coordinator.initialize_state(unknown, 0, 0) is E.UNKNOWN_TOPIC_OR_PARTITION
+    assert bench.coordinator.read_state_summary(unknown, 0).error is (E.UNKNOWN_TOPIC_OR_PARTITION)
+    assert bench.coordinator.delete_state(unknown) is E.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_check_order_fencing_before_unknown_topic() -> None:
+    known = {TOPIC}
+    bench = Bench(options={"topic_exists": lambda topic, partition: topic in known})
+    bench.init(state_epoch=2)
+    bench.coordinator.read_state(KEY, 3)
+    known.clear()  # the topic is deleted
+    assert bench.coordinator.write_state(KEY, 1, 2, 0, []) is E.FENCED_LEADER_EPOCH
+    assert bench.coordinator.write_state(KEY, 1, 3, 0, []) is E.FENCED_STATE_EPOCH
+    assert bench.coordinator.write_state(KEY, 2, 3, 0, []) is E.UNKNOWN_TOPIC_OR_PARTITION
+    assert bench.coordinator.read_state(KEY, 3).error is E.UNKNOWN_TOPIC_OR_PARTITION
+
+
+# --- initialize ------------------------------------------------------------------------------
+
+
+def test_initialize_writes_a_fresh_snapshot(bench: Bench) -> None:
+    now = bench.clock.now_ms()
+    bench.init(state_epoch=1, start=-1)
+    [(offset, record_key, value)] = bench.records(KEY)
+    assert offset == 0
+    assert record_key == ShareRecordKey(ShareRecordType.SHARE_SNAPSHOT, *KEY)
+    assert value == ShareSnapshotValue(0, 1, 0, -1, now, now, ())
+    assert bench.coordinator.state(KEY) == ShareStateView(1, 0, -1, (), 0)
+    assert bench.coordinator.read_state(KEY, 0) == ReadStateResult(E.NONE, 1, -1, ())
+
+
+def test_reinitialize_replaces_without_merge(bench: Bench) -> None:
+    bench.init(state_epoch=1, start=0)
+    assert bench.coordinator.write_state(KEY, 1, 0, 0, [b(0, 9, ACKED, 1)]) is E.NONE
+    assert bench.coordinator.initialize_state(KEY, 2, 50) is E.NONE  # AlterShareGroupOffsets
+    assert bench.coordinator.state(KEY) == ShareStateView(2, 0, 50, (), 1)
+    assert bench.coordinator.initialize_state(KEY, 1, 0) is E.FENCED_STATE_EPOCH
+    assert bench.coordinator.initialize_state(KEY, 2, 60) is E.NONE  # same epoch is fine
+    assert bench.coordinator.state(KEY) == ShareStateView(2, 0, 60, (), 2)
+
+
+# --- scenario 58: updates --------------------------------------------------------------------
+
+
+def test_subsequent_writes_are_updates_with_the_same_snapshot_epoch(bench: Bench) -> None:
+    bench.init()
+    c = bench.coordinator
+    assert c.write_state(KEY, 0, 0, 0, [b(0, 10, AVAILABLE, 1)]) is E.NONE
+    assert c.write_state(KEY, 0, 0, 0, [b(11, 20, AVAILABLE, 1)]) is E.NONE
+    _, *updates = bench.records(KEY)
+    assert [(rk.record_type, v) for _, rk, v in updates] == [
+        (ShareRecordType.SHARE_UPDATE, ShareUpdateValue(0, 0, 0, (StateBatch(0, 10, 0, 1),))),
+        (ShareRecordType.SHARE_UPDATE, ShareUpdateValue(0, 0, 0, (StateBatch(11, 20, 0, 1),))),
+    ]
+    assert c.state(KEY) == ShareStateView(0, 0, 0, (b(0, 20, AVAILABLE, 1),), 0)
+    assert c.read_state(KEY, 0) == ReadStateResult(E.NONE, 0, 0, (b(0, 20, AVAILABLE, 1),))
+
+
+def test_update_with_start_minus_one_keeps_the_start(bench: Bench) -> None:
+    bench.init(start=100)
+    c = bench.coordinator
+    assert c.write_state(KEY, 0, 0, -1, [b(100, 104, ACKED, 1)]) is E.NONE
+    assert c.state(KEY) == ShareStateView(0, 0, 100, (b(100, 104, ACKED, 1),), 0)
+    assert c.write_state(KEY, 0, 0, 103, [b(110, 110, AVAILABLE, 1)]) is E.NONE
+    assert c.state(KEY) == ShareStateView(
+        0, 0, 103, (b(103, 104, ACKED, 1), b(110, 110, AVAILABLE, 1)), 0
+    )
+
+
+def test_update_batches_are_merged_and_pruned_before_writing(bench: Bench) -> None:
+    bench.init()
+    batches = [b(5, 9, AVAILABLE, 1), b(0, 6, AVAILABLE, 1), b(8, 8, ACKED, 2)]
+    assert bench.coordinator.write_state(KEY, 0, 0, 2, batches) is E.NONE
+    _, _, value = bench.records(KEY)[-1]
+    assert value == ShareUpdateValue(
+        0, 0, 2, (StateBatch(2, 7, 0, 1), StateBatch(8, 8, 2, 2), StateBatch(9, 9, 0, 1))
+    )
+
+
+def test_higher_delivery_count_survives_a_lower_update(bench: Bench) -> None:
+    bench.init(start=0)
+    c = bench.coordinator
+    assert c.write_state(KEY, 0, 0, -1, [b(0, 9, ACKED, 2)]) is E.NONE
+    assert c.write_state(KEY, 0, 0, -1, [b(0, 9, AVAILABLE, 1)]) is E.NONE
+    view = c.state(KEY)
+    assert view is not None
+    assert view.batches == (b(0, 9, ACKED, 2),)
+
+
+def test_kip932_worked_example_persisted(bench: Bench) -> None:
+    """The WriteShareGroupState sequence of seed 000, then a restart."""
+    bench.init(start=100)
+    c = bench.coordinator
+    writes: list[tuple[int, list[PersisterStateBatch]]] = [
+        (110, []),
+        (-1, [b(110, 110, AVAILABLE, 1)]),
+        (-1, [b(119, 119, ACKED, 1)]),
+        (-1, [b(111, 112, AVAILABLE, 1)]),
+        (-1, [b(113, 118, ACKED, 1)]),
+        (-1, [b(110, 110, ACKED, 2)]),
+    ]
+    for start, batches in writes:
+        assert c.write_state(KEY, 0, 0, start, batches) is E.NONE
+    expected = (b(110, 110, ACKED, 2), b(111, 112, AVAILABLE, 1), b(113, 119, ACKED, 1))
+    assert c.read_state(KEY, 0) == ReadStateResult(E.NONE, 0, 110, expected)
+    assert bench.restart().read_state(KEY, 0) == ReadStateResult(E.NONE, 0, 110, expected)
+    assert bench.coordinator.write_state(KEY, 0, 0, 120, []) is E.NONE
+    assert bench.coordinator.read_state(KEY, 0) == ReadStateResult(E.NONE, 0, 120, ())
+
+
+# --- scenario 59 and snapshots every N updates -----------------------------------------------
+
+
+def test_non_sequential_batch_updates() -> None:
+    """Scenario 59: with 0 updates per snapshot every write is a snapshot; b2 is not lost."""
+    bench = Bench(per_snapshot=0)
+    c = bench.coordinator
+    bench.init()  # snapshot epoch 0
+    assert c.read_state(KEY, 1).error is E.NONE  # a new leader: snapshot epoch 1
+    assert c.write_state(KEY, 0, 1, 0, [b(0, 10, AVAILABLE, 1)]) is E.NONE  # epoch 2
+    initial = [b(100, 109, ACQUIRED, 1), b(110, 119, ACQUIRED, 2), b(120, 129, ACQUIRED, 0)]
+    assert c.write_state(KEY, 0, 1, 100, initial) is E.NONE  # epoch 3
+    assert c.write_state(KEY, 0, 1, -1, [b(100, 109, ACKED, 1)]) is E.NONE  # epoch 4
+    assert c.write_state(KEY, 0, 1, 110, [b(120, 129, ACKED, 1)]) is E.NONE  # epoch 5
+    assert snapshot_epochs(bench) == [("S", 0), ("S", 1), ("S", 2), ("S", 3), ("S", 4), ("S", 5)]
+    _, _, last = bench.records(KEY)[-1]
+    assert isinstance(last, ShareSnapshotValue)
+    assert last.snapshot_epoch == 5
+    assert last.start_offset == 110
+    assert last.state_batches == (StateBatch(110, 119, ACQUIRED, 2), StateBatch(120, 129, ACKED, 1))
+    assert c.state(KEY) == ShareStateView(
+        0, 1, 110, (b(110, 119, ACQUIRED, 2), b(120, 129, ACKED, 1)), 5
+    )
+
+
+def test_a_snapshot_every_n_updates() -> None:
+    bench = Bench(per_snapshot=3)
+    bench.init(start=0)
+    for i in range(8):
+        assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(i, i, ACKED, 1)]) is E.NONE
+    assert snapshot_epochs(bench) == [
+        ("S", 0),
+        ("U", 0),
+        ("U", 0),
+        ("U", 0),
+        ("S", 1),
+        ("U", 1),
+        ("U", 1),
+        ("U", 1),
+        ("S", 2),
+    ]
+    _, _, last = bench.records(KEY)[-1]
+    assert isinstance(last, ShareSnapshotValue)
+    assert last.state_batches == (StateBatch(0, 7, ACKED, 1),)
+    assert bench.coordinator.state(KEY) == ShareStateView(0, 0, 0, (b(0, 7, ACKED, 1),), 2)
+    # The update count is rebuilt on load: the next three writes are updates again.
+    bench.restart()
+    for i in range(8, 12):
+        assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(i, i, ACKED, 1)]) is E.NONE
+    assert snapshot_epochs(bench)[-4:] == [("U", 2), ("U", 2), ("U", 2), ("S", 3)]
+
+
+def test_snapshot_carries_a_new_start_and_merged_batches() -> None:
+    bench = Bench(per_snapshot=1)
+    bench.init(start=0)
+    c = bench.coordinator
+    assert c.write_state(KEY, 0, 0, -1, [b(0, 4, ACKED, 1), b(5, 9, AVAILABLE, 1)]) is E.NONE
+    assert c.write_state(KEY, 0, 0, 3, [b(5, 6, ARCHIVED, 2)]) is E.NONE
+    _, _, value = bench.records(KEY)[-1]
+    assert value == ShareSnapshotValue(
+        1,
+        0,
+        0,
+        3,
+        bench.clock.now_ms(),
+        bench.clock.now_ms(),
+        (StateBatch(3, 4, ACKED, 1), StateBatch(5, 6, ARCHIVED, 2), StateBatch(7, 9, AVAILABLE, 1)),
+    )
+
+
+# --- leader epoch bump on read ---------------------------------------------------------------
+
+
+def test_read_with_a_higher_leader_epoch_records_it(bench: Bench) -> None:
+    bench.init(start=5)
+    c = bench.coordinator
+    assert c.write_state(KEY, 0, 0, -1, [b(5, 6, ACKED, 1)]) is E.NONE
+    before = bench.total_records()
+    result = c.read_state(KEY, 2)
+    assert result == ReadStateResult(E.NONE, 0, 5, (b(5, 6, ACKED, 1),))
+    assert bench.total_records() == before + 1
+    _, record_key, value = bench.records(KEY)[-1]
+    assert record_key.record_type is ShareRecordType.SHARE_UPDATE
+    assert value == ShareUpdateValue(0, 2, 5, ())
+    view = c.state(KEY)
+    assert view is not None
+    assert view.leader_epoch == 2
+    # The same epoch again (or -1 before any bump) writes nothing.
+    assert c.read_state(KEY, 2).error is E.NONE
+    assert bench.total_records() == before + 1
+    # A write with the old leader epoch is now fenced; the new one is accepted and keeps it.
+    assert c.write_state(KEY, 0, 1, -1, []) is E.FENCED_LEADER_EPOCH
+    assert c.write_state(KEY, 0, 2, -1, [b(7, 7, ACKED, 1)]) is E.NONE
+    assert bench.restart().read_state(KEY, 2) == ReadStateResult(E.NONE, 0, 5, (b(5, 7, ACKED, 1),))
+    assert bench.coordinator.read_state(KEY, 1).error is E.FENCED_LEADER_EPOCH
+
+
+def test_read_with_minus_one_before_any_bump_writes_nothing() -> None:
+    bench = Bench()
+    bench.init()
+    # The recorded leader epoch after initialization is 0, so -1 is fenced ...
+    assert bench.coordinator.read_state(KEY, -1).error is E.FENCED_LEADER_EPOCH
+    # ... and 0 matches: no write.
+    before = bench.total_records()
+    assert bench.coordinator.read_state(KEY, 0).error is E.NONE
+    assert bench.total_records() == before
+
+
+def test_leader_bump_is_a_snapshot_when_one_is_due() -> None:
+    bench = Bench(per_snapshot=0)
+    bench.init(start=3)
+    assert bench.coordinator.read_state(KEY, 7).error is E.NONE
+    _, _, value = bench.records(KEY)[-1]
+    now = bench.clock.now_ms()
+    assert value == ShareSnapshotValue(1, 0, 7, 3, now, now, ())
+
+
+# --- delete and summary ----------------------------------------------------------------------
+
+
+def test_delete_writes_a_tombstone(bench: Bench) -> None:
+    bench.init(start=0)
+    assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(0, 1, ACKED, 1)]) is E.NONE
+    assert bench.coordinator.delete_state(KEY) is E.NONE
+    offset, record_key, value = bench.records(KEY)[-1]
+    assert record_key == ShareRecordKey(ShareRecordType.SHARE_SNAPSHOT, *KEY)
+    assert value is None
+    assert bench.coordinator.state(KEY) is None
+    assert bench.coordinator.keys() == []
+    assert bench.coordinator.read_state(KEY, 0).error is E.INVALID_REQUEST
+    # Deleting again is success with no record.
+    assert bench.coordinator.delete_state(KEY) is E.NONE
+    assert bench.log_of(KEY).log_end_offset == offset + 1
+
+
+def test_tombstones_survive_restart(bench: Bench) -> None:
+    other = ShareStateKey("group-2", TOPIC, 1)
+    bench.init()
+    bench.init(other, start=4)
+    assert bench.coordinator.delete_state(KEY) is E.NONE
+    restarted = bench.restart()
+    assert restarted.state(KEY) is None
+    assert restarted.read_state(KEY, 0).error is E.INVALID_REQUEST
+    assert restarted.keys() == [other]
+    # A re-initialized key starts again at snapshot epoch 0.
+    bench.init(state_epoch=0)
+    assert restarted.state(KEY) == ShareStateView(0, 0, -1, (), 0)
+
+
+def test_read_state_summary(bench: Bench) -> None:
+    c = bench.coordinator
+    assert c.read_state_summary(KEY, 0) == StateSummary(E.NONE, 0, 0, -1)
+    bench.init(state_epoch=3, start=10)
+    c.read_state(KEY, 4)
+    assert c.read_state_summary(KEY, 1) == StateSummary(E.NONE, 3, 4, 10)  # no fencing
+    assert bench.total_records() == 2  # initialize + the leader bump; the summary wrote nothing
+
+
+def test_keys_by_group(bench: Bench) -> None:
+    keys = [
+        ShareStateKey("a", TOPIC, 1),
+        ShareStateKey("a", TOPIC, 0),
+        ShareStateKey("b", OTHER_TOPIC, 0),
+    ]
+    for key in keys:
+        bench.init(key)
+    assert bench.coordinator.keys() == sorted(keys)
+    assert bench.coordinator.keys("a") == [keys[1], keys[0]]
+    assert bench.coordinator.keys("c") == []
+
+
+def test_topic_deletion_tombstones_its_keys(bench: Bench) -> None:
+    keys = [
+        ShareStateKey("a", TOPIC, 0),
+        ShareStateKey("b", TOPIC, 1),
+        ShareStateKey("a", OTHER_TOPIC, 0),
+    ]
+    for key in keys:
+        bench.init(key)
+    assert bench.coordinator.on_topics_deleted([TOPIC]) is E.NONE
+    assert bench.coordinator.keys() == [keys[2]]
+    assert bench.restart().keys() == [keys[2]]
+
+
+# --- recovery --------------------------------------------------------------------------------
+
+
+def run_workload(bench: Bench) -> list[ShareStateKey]:
+    keys = [ShareStateKey(f"g{i % 3}", TOPIC if i % 2 else OTHER_TOPIC, i) for i in range(12)]
+    c = bench.coordinator
+    for n, key in enumerate(keys):
+        bench.init(key, state_epoch=1, start=n * 10)
+        assert c.read_state(key, 1).error is E.NONE
+        for step in range(n % 5):
+            first = n * 10 + step * 2
+            assert c.write_state(key, 1, 1, -1, [b(first, first + 1, ACKED, 1)]) is E.NONE
+            bench.clock.advance(10)
+        if n % 4 == 3:
+            assert c.write_state(
+                key, 1, 1, n * 10 + 3, [b(n * 10 + 8, n * 10 + 9, AVAILABLE, 2)]
+            ) is (E.NONE)
+        if n % 6 == 5:
+            assert c.delete_state(key) is E.NONE
+    return keys
+
+
+def snapshot_of(
+    coordinator: ShareCoordinator, keys: list[ShareStateKey]
+) -> dict[ShareStateKey, object]:
+    """What every public read says about ``keys`` (reading at the recorded leader epoch, so
+    that the reads themselves write nothing)."""
+    out: dict[ShareStateKey, object] = {}
+    for key in keys:
+        view = coordinator.state(key)
+        epoch = view.leader_epoch if view is not None else 0
+        out[key] = (
+            view,
+            coordinator.read_state(key, epoch),
+            coordinator.read_state_summary(key, epoch),
+        )
+    return out
+
+
+@pytest.mark.parametrize("per_snapshot", [0, 2, 500])
+def test_restart_replays_to_identical_state(per_snapshot: int) -> None:
+    bench = Bench(per_snapshot=per_snapshot)
+    keys = run_workload(bench)
+    before = snapshot_of(bench.coordinator, keys)
+    live = bench.coordinator.keys()
+    assert len(live) == 10
+    restarted = bench.restart()
+    assert restarted.keys() == live
+    assert snapshot_of(restarted, keys) == before
+
+
+def test_restart_continues_writing_where_it_left_off() -> None:
+    bench = Bench(per_snapshot=2)
+    bench.init(start=0)
+    for i in range(3):
+        assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(i, i, ACKED, 1)]) is E.NONE
+    expected_log = snapshot_epochs(bench)
+    bench.restart()
+    assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(3, 3, ACKED, 1)]) is E.NONE
+    assert snapshot_epochs(bench) == [*expected_log, ("U", 1)]
+
+
+def test_load_skips_corrupt_and_unknown_records(bench: Bench) -> None:
+    bench.init(start=1)
+    log = bench.log_of(KEY)
+    now = bench.clock.now_ms()
+    bad_key = b"\x00\x07garbage"  # unknown key type 7
+    log.append(build_batch([(bad_key, b"x")], timestamp_ms=now), now)
+    good_key, _ = encode_record(ShareRecordKey(ShareRecordType.SHARE_UPDATE, *KEY), None)
+    log.append(build_batch([(good_key, b"\x00\x00\x01")], timestamp_ms=now), now)  # truncated
+    log.append(build_batch([(None, b"")], timestamp_ms=now), now)  # no key
+    restarted = bench.restart()
+    assert restarted.state(KEY) == ShareStateView(0, 0, 1, (), 0)
+
+
+def test_load_skips_transactional_and_control_batches(bench: Bench) -> None:
+    """Until KIP-1289: nothing writes them, and they are not applied if found."""
+    bench.init(start=1)
+    log = bench.log_of(KEY)
+    now = bench.clock.now_ms()
+    record = encode_record(
+        ShareRecordKey(ShareRecordType.SHARE_UPDATE, *KEY),
+        ShareUpdateValue(0, 0, -1, (StateBatch(1, 2, ACKED, 1),)),
+    )
+    log.append(
+        build_batch(
+            [record], timestamp_ms=now, producer_id=9, producer_epoch=0, transactional=True
+        ),
+        now,
+    )
+    restarted = bench.restart()
+    assert restarted.state(KEY) == ShareStateView(0, 0, 1, (), 0)
+
+
+# --- pruning ---------------------------------------------------------------------------------
+
+
+def test_prune_advances_to_the_oldest_needed_snapshot() -> None:
+    bench = Bench(partitions=1, per_snapshot=2)
+    other = ShareStateKey("group-2", TOPIC, 0)
+    c = bench.coordinator
+    bench.init(start=0)  # offset 0
+    bench.init(other, start=0)  # offset 1
+    for i in range(3):  # KEY: updates at 2, 3, snapshot at 4
+        assert c.write_state(KEY, 0, 0, -1, [b(i, i, ACKED, 1)]) is E.NONE
+    assert c.write_state(other, 0, 0, -1, [b(0, 0, ACKED, 1)]) is E.NONE  # update at 5
+    log = bench.logs[0]
+    assert c.prune() == {0: 1}  # `other` still needs its snapshot at 1
+    assert log.log_start_offset == 1
+    assert c.prune() == {}  # nothing new to prune
+    assert c.initialize_state(other, 0, 7) is E.NONE  # a fresh snapshot of `other` at 6
+    assert c.prune() == {0: 4}  # KEY's snapshot at 4; its records before are redundant
+    assert log.log_start_offset == 4
+    before = snapshot_of(c, [KEY, other])
+    restarted = bench.restart()
+    assert snapshot_of(restarted, [KEY, other]) == before
+    assert restarted.state(KEY) == ShareStateView(0, 0, 0, (b(0, 2, ACKED, 1),), 1)
+
+
+def test_a_key_with_updates_after_its_snapshot_keeps_the_snapshot() -> None:
+    bench = Bench(partitions=1)
+    c = bench.coordinator
+    bench.init(start=0)  # snapshot at 0
+    for i in range(5):
+        assert c.write_state(KEY, 0, 0, -1, [b(i, i, ACKED, 1)]) is E.NONE
+    assert c.prune() == {}
+    assert bench.restart().state(KEY) == ShareStateView(0, 0, 0, (b(0, 4, ACKED, 1),), 0)
+
+
+def test_prune_after_deletes_and_restart() -> None:
+    bench = Bench(partitions=1)
+    other = ShareStateKey("group-2", TOPIC, 0)
+    c = bench.coordinator
+    bench.init(start=0)  # 0
+    bench.init(other, start=5)  # 1
+    assert c.write_state(other, 0, 0, -1, [b(5, 5, ACKED, 1)]) is E.NONE  # 2
+    assert c.delete_state(KEY) is E.NONE  # 3 (tombstone)
+    assert c.prune() == {0: 1}
+    restarted = bench.restart()
+    assert restarted.keys() == [other]
+    assert restarted.state(other) == ShareStateView(0, 0, 5, (b(5, 5, ACKED, 1),), 0)
+    assert restarted.delete_state(other) is E.NONE  # 4
+    assert restarted.prune() == {0: 5}  # no live key: everything is redundant
+    assert bench.logs[0].log_start_offset == bench.logs[0].log_end_offset == 5
+    assert bench.restart().keys() == []
+
+
+def test_prune_runs_on_the_clock() -> None:
+    bench = Bench(
+        partitions=1,
+        per_snapshot=0,
+        options={"prune_interval_ms": PRUNE_MS, "cold_partition_snapshot_interval_ms": None},
+    )
+    bench.init(start=0)
+    for i in range(3):
+        assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(i, i, ACKED, 1)]) is E.NONE
+    log = bench.logs[0]
+    assert log.log_start_offset == 0
+    bench.clock.advance(PRUNE_MS - 1)
+    assert log.log_start_offset == 0
+    bench.clock.advance(1)
+    assert log.log_start_offset == 3  # the latest snapshot
+    assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(3, 3, ACKED, 1)]) is E.NONE
+    bench.clock.advance(PRUNE_MS)  # the job reschedules itself
+    assert log.log_start_offset == 4
+    bench.coordinator.close()
+    assert bench.coordinator.write_state(KEY, 0, 0, -1, []) is E.COORDINATOR_NOT_AVAILABLE
+    bench.clock.advance(PRUNE_MS * 3)  # no job after close
+    assert log.log_start_offset == 4
+
+
+def test_cold_partitions_are_resnapshotted_once() -> None:
+    interval = 60_000
+    bench = Bench(
+        partitions=1,
+        options={"cold_partition_snapshot_interval_ms": interval, "prune_interval_ms": 10**9},
+    )
+    idle = ShareStateKey("idle", TOPIC, 0)
+    c = bench.coordinator
+    bench.init(idle, start=0)  # 0
+    bench.init(start=0)  # 1
+    bench.clock.advance(interval - 1)
+    assert c.write_state(KEY, 0, 0, -1, [b(0, 0, ACKED, 1)]) is E.NONE  # 2: KEY is busy
+    assert c.prune() == {}  # the idle key's snapshot at 0 holds the log back
+    bench.clock.advance(1)  # the job: both snapshots are `interval` old
+    idle_view = c.state(idle)
+    assert idle_view is not None
+    assert idle_view.snapshot_epoch == 1
+    key_view = c.state(KEY)
+    assert key_view == ShareStateView(0, 0, 0, (b(0, 0, ACKED, 1),), 1)
+    assert c.prune() == {0: 3}
+    written = bench.total_records()
+    bench.clock.advance(interval * 3)  # everything is cold-snapshotted and quiet
+    assert bench.total_records() == written
+    before = snapshot_of(c, [idle, KEY])
+    assert snapshot_of(bench.restart(), [idle, KEY]) == before
+
+
+def test_cold_snapshots_can_be_disabled() -> None:
+    bench = Bench(partitions=1, options={"cold_partition_snapshot_interval_ms": None})
+    bench.init()
+    bench.clock.advance(PRUNE_MS * 4)
+    assert bench.total_records() == 1
+    assert bench.coordinator.snapshot_cold_partitions() == 0
+
+
+# --- append failures leave the state unchanged -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (NotEnoughReplicasError(), E.COORDINATOR_NOT_AVAILABLE),
+        (KafkaStorageError(), E.NOT_COORDINATOR),
+        (OSError("disk full"), E.NOT_COORDINATOR),
+        (RuntimeError("boom"), E.UNKNOWN_SERVER_ERROR),
+    ],
+)
+def test_append_failure_changes_nothing(bench: Bench, exc: Exception, expected: ErrorCode) -> None:
+    bench.init(start=0)
+    c = bench.coordinator
+    assert c.write_state(KEY, 0, 0, -1, [b(0, 1, ACKED, 1)]) is E.NONE
+    before = (c.state(KEY), bench.total_records())
+    log = bench.log_of(KEY)
+    operations: list[Callable[[], object]] = [
+        lambda: c.write_state(KEY, 0, 0, 5, [b(5, 6, ACKED, 1)]),
+        lambda: c.initialize_state(KEY, 1, 50),
+        lambda: c.delete_state(KEY),
+    ]
+    for operation in operations:
+        log.append_failures.append(exc)
+        assert operation() is expected
+        assert (c.state(KEY), bench.total_records()) == before
+    log.append_failures.append(exc)
+    assert c.read_state(KEY, 3) == ReadStateResult(expected)  # the leader bump failed
+    assert (c.state(KEY), bench.total_records()) == before
+    assert c.write_state(KEY, 0, 2, -1, []) is E.NONE  # epoch 3 was not recorded
+    assert bench.restart().state(KEY) == before[0]
+
+
+def test_flush_failure_removes_the_record(bench: Bench) -> None:
+    bench.init(start=0)
+    c = bench.coordinator
+    log = bench.log_of(KEY)
+    log.flush_failures.append(OSError("fsync failed"))
+    assert c.write_state(KEY, 0, 0, -1, [b(0, 1, ACKED, 1)]) is E.NOT_COORDINATOR
+    assert c.state(KEY) == ShareStateView(0, 0, 0, (), 0)
+    assert log.log_end_offset == 1
+    assert c.write_state(KEY, 0, 0, -1, [b(0, 0, ARCHIVED, 1)]) is E.NONE
+    expected = ShareStateView(0, 0, 0, (b(0, 0, ARCHIVED, 1),), 0)
+    assert c.state(KEY) == expected
+    assert bench.restart().state(KEY) == expected
+
+
+def test_failed_first_initialize_leaves_no_key(bench: Bench) -> None:
+    bench.open(bench.coordinator.partition_for(KEY))
+    bench.log_of(KEY).append_failures.append(OSError("no space"))
+    assert bench.coordinator.initialize_state(KEY, 0, 0) is E.NOT_COORDINATOR
+    assert bench.coordinator.state(KEY) is None
+    assert bench.coordinator.read_state(KEY, 0).error is E.INVALID_REQUEST

@@ -373,10 +373,15 @@ class ShareGroupCoordinator:
         rack_id: str | None,
         subscribed_topic_names: list[str] | None,
         *,
-        client_id: str = "",
-        client_host: str = "",
+        client_id: str | None = None,
+        client_host: str | None = None,
     ) -> HeartbeatResult:
-        """ShareGroupHeartbeat v1: join (epoch 0), heartbeat, or leave (epoch -1)."""
+        """ShareGroupHeartbeat v1: join (epoch 0), heartbeat, or leave (epoch -1).
+
+        ``rack_id``, ``subscribed_topic_names``, ``client_id`` and ``client_host`` left None
+        keep the member's previous values (the broker passes the request context's client id
+        and address on every heartbeat, as Kafka does).
+        """
         if (error := self.availability()) is not ErrorCode.NONE:
             return HeartbeatResult(error)
         invalid = _invalid_heartbeat(
@@ -416,8 +421,8 @@ class ShareGroupCoordinator:
                 if subscribed_topic_names is not None
                 else base.subscribed
             ),
-            client_id=client_id,
-            client_host=client_host,
+            client_id=client_id if client_id is not None else base.client_id,
+            client_host=client_host if client_host is not None else base.client_host,
         )
         subscription_changed = updated.subscribed != base.subscribed
         members[member_id] = updated
@@ -860,7 +865,7 @@ class ShareGroupCoordinator:
         try:
             overrides = self._config_defs.apply_changes(current, to_set, deletes)
         except InvalidConfigError as exc:
-            return ErrorCode.INVALID_CONFIG, str(exc)
+            return ErrorCode.INVALID_CONFIG, exc.message or str(exc)
         if validate_only or overrides == current:
             return ErrorCode.NONE, None
         record: GroupRecord = (

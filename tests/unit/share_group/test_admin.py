@@ -1,0 +1,246 @@
+"""Admin operations: describe, list, delete, and dynamic group configs (seed 002)."""
+
+from __future__ import annotations
+
+import pytest
+
+from coordinator.share.group_config import BROKER_BOUND_DEFAULTS, ShareGroupConfig
+from tests.unit.share_group.group_bench import GROUP, Bench, E
+
+
+@pytest.fixture
+def bench() -> Bench:
+    b = Bench()
+    b.create_topic("foo", 2)
+    return b
+
+
+# --- describe / list --------------------------------------------------------------------------
+
+
+def test_describe_a_stable_group(bench: Bench) -> None:
+    foo = bench.topic_id("foo")
+    bench.join("m1", ["foo"])
+    bench.coordinator.heartbeat(GROUP, "m1", 1, "r1", None, client_id="cid", client_host="/1.2.3.4")
+    bench.initialize_all()
+    bench.settle()
+    (desc,) = bench.coordinator.describe([GROUP])
+    assert (desc.error, desc.group_state, desc.assignor_name) == (E.NONE, "Stable", "simple")
+    assert (desc.group_epoch, desc.assignment_epoch) == (2, 2)
+    (member,) = desc.members
+    assert (member.member_id, member.rack_id, member.client_id, member.client_host) == (
+        "m1",
+        "r1",
+        "cid",
+        "/1.2.3.4",
+    )
+    assert member.member_epoch == 2
+    assert member.subscribed_topic_names == ("foo",)
+    assert [(a.topic_id, a.topic_name, a.partitions) for a in member.assignment] == [
+        (foo, "foo", (0, 1))
+    ]
+
+
+def test_describe_unknown_group_is_dead(bench: Bench) -> None:
+    (desc,) = bench.coordinator.describe(["nope"])
+    assert (desc.error, desc.group_state) == (E.GROUP_ID_NOT_FOUND, "Dead")
+    assert desc.error_message == "Group nope not found."
+
+
+def test_list_groups_filters_by_state_and_type(bench: Bench) -> None:
+    bench.join("m1", ["foo"], group_id="busy")
+    bench.join("m2", ["foo"], group_id="idle")
+    bench.coordinator.heartbeat("idle", "m2", -1, None, None)
+    listing = bench.coordinator.list_groups()
+    assert [(g.group_id, g.group_state, g.group_type) for g in listing] == [
+        ("busy", "Stable", "share"),
+        ("idle", "Empty", "share"),
+    ]
+    assert [g.group_id for g in bench.coordinator.list_groups(states=["empty"])] == ["idle"]
+    assert [g.group_id for g in bench.coordinator.list_groups(types=["Share"])] == ["busy", "idle"]
+    assert bench.coordinator.list_groups(types=["consumer"]) == []
+
+
+# --- delete -----------------------------------------------------------------------------------
+
+
+def test_delete_groups(bench: Bench) -> None:
+    bench.join("m1", ["foo"], group_id="busy")
+    bench.join("m2", ["foo"], group_id="idle")
+    bench.coordinator.heartbeat("idle", "m2", -1, None, None)
+    result = bench.coordinator.delete_groups(["busy", "idle", "nope"])
+    assert result == {
+        "busy": E.NON_EMPTY_GROUP,
+        "idle": E.NONE,
+        "nope": E.GROUP_ID_NOT_FOUND,
+    }
+    assert bench.coordinator.group("idle") is None
+    assert bench.coordinator.group("busy") is not None
+    assert bench.coordinator.delete_groups(["idle"]) == {"idle": E.GROUP_ID_NOT_FOUND}
+
+
+def test_deleted_group_can_be_created_again_from_epoch_one(bench: Bench) -> None:
+    bench.join("m1", ["foo"])
+    bench.coordinator.heartbeat(GROUP, "m1", -1, None, None)
+    bench.coordinator.delete_groups([GROUP])
+    assert bench.join("m1", ["foo"]).member_epoch == 1
+
+
+# --- configs ----------------------------------------------------------------------------------
+
+
+def test_describe_configs_defaults(bench: Bench) -> None:
+    assert bench.coordinator.describe_group_configs(GROUP) == {
+        "share.session.timeout.ms": ("45000", True),
+        "share.heartbeat.interval.ms": ("5000", True),
+        "share.record.lock.duration.ms": ("30000", True),
+        "share.delivery.count.limit": ("5", True),
+        "share.auto.offset.reset": ("latest", True),
+        "share.isolation.level": ("read_uncommitted", True),
+    }
+
+
+def test_alter_configs_set_and_delete(bench: Bench) -> None:
+    coordinator = bench.coordinator
+    error, message = coordinator.alter_group_configs(
+        GROUP,
+        {
+            "share.record.lock.duration.ms": "20000",
+            "share.heartbeat.interval.ms": 10000,
+            "share.auto.offset.reset": "EARLIEST",
+            "share.isolation.level": "read_committed",
+            "share.delivery.count.limit": "3",
+        },
+        [],
+        False,
+    )
+    assert (error, message) == (E.NONE, None)
+    configs = coordinator.describe_group_configs(GROUP)
+    assert configs["share.record.lock.duration.ms"] == ("20000", False)
+    assert configs["share.auto.offset.reset"] == ("earliest", False)
+    assert configs["share.session.timeout.ms"] == ("45000", True)
+    effective = coordinator.group_config(GROUP)
+    assert effective == ShareGroupConfig(45000, 10000, 20000, 3, "earliest", "read_committed")
+    assert bench.config_changes == [(GROUP, effective)]
+    # The heartbeat interval reaches the members.
+    assert bench.join("m1", ["foo"]).heartbeat_interval_ms == 10000
+
+    error, _ = coordinator.alter_group_configs(GROUP, {}, ["share.heartbeat.interval.ms"], False)
+    assert error is E.NONE
+    assert coordinator.describe_group_configs(GROUP)["share.heartbeat.interval.ms"] == (
+        "5000",
+        True,
+    )
+
+
+def test_by_duration_auto_offset_reset(bench: Bench) -> None:
+    error, _ = bench.coordinator.alter_group_configs(
+        GROUP, {"share.auto.offset.reset": "by_duration:PT1H30M"}
+    )
+    assert error is E.NONE
+    effective = bench.coordinator.group_config(GROUP)
+    assert effective.auto_offset_reset == "by_duration:PT1H30M"
+    assert effective.auto_offset_reset_strategy == "by_duration"
+    assert effective.auto_offset_reset_duration_ms == 90 * 60 * 1000
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "fragment"),
+    [
+        (
+            "share.record.lock.duration.ms",
+            "14999",
+            "greater than or equal to group.share.min.record.lock.duration.ms (15000)",
+        ),
+        (
+            "share.record.lock.duration.ms",
+            "60001",
+            "less than or equal to group.share.max.record.lock.duration.ms (60000)",
+        ),
+        (
+            "share.session.timeout.ms",
+            "44999",
+            "greater than or equal to group.share.min.session.timeout.ms (45000)",
+        ),
+        (
+            "share.session.timeout.ms",
+            "60001",
+            "less than or equal to group.share.max.session.timeout.ms (60000)",
+        ),
+        (
+            "share.heartbeat.interval.ms",
+            "4999",
+            "greater than or equal to group.share.min.heartbeat.interval.ms (5000)",
+        ),
+        (
+            "share.heartbeat.interval.ms",
+            "15001",
+            "less than or equal to group.share.max.heartbeat.interval.ms (15000)",
+        ),
+        (
+            "share.delivery.count.limit",
+            "11",
+            "less than or equal to group.share.max.delivery.count.limit (10)",
+        ),
+        ("share.session.timeout.ms", "1.5", "expected an integer"),
+        ("share.isolation.level", "READ_COMMITTED", "read_committed"),
+        ("share.auto.offset.reset", "none", "by_duration:<PnDTnHnMn.nS>"),
+        ("share.auto.offset.reset", "by_duration:-PT1H", "negative duration"),
+        ("share.auto.offset.reset", "by_duration:1h", "malformed duration"),
+        ("consumer.session.timeout.ms", "45000", "Unknown group config name"),
+        ("share.bogus", "1", "Unknown group config name: share.bogus"),
+    ],
+)
+def test_invalid_configs_are_rejected_with_a_clear_message(
+    bench: Bench, name: str, value: str, fragment: str
+) -> None:
+    end = bench.log.log_end_offset
+    error, message = bench.coordinator.alter_group_configs(GROUP, {name: value}, [], False)
+    assert error is E.INVALID_CONFIG
+    assert message is not None and fragment in message
+    assert bench.log.log_end_offset == end  # nothing written
+    assert bench.coordinator.describe_group_configs(GROUP)["share.session.timeout.ms"] == (
+        "45000",
+        True,
+    )
+
+
+def test_deleting_an_unknown_config_is_invalid(bench: Bench) -> None:
+    error, message = bench.coordinator.alter_group_configs(GROUP, {}, ["share.nope"], False)
+    assert error is E.INVALID_CONFIG
+    assert message == "Unknown group config name: share.nope"
+
+
+def test_set_and_delete_of_the_same_key_is_an_invalid_request(bench: Bench) -> None:
+    error, _ = bench.coordinator.alter_group_configs(
+        GROUP, {"share.isolation.level": "read_committed"}, ["share.isolation.level"], False
+    )
+    assert error is E.INVALID_REQUEST
+
+
+def test_validate_only_writes_nothing(bench: Bench) -> None:
+    end = bench.log.log_end_offset
+    error, _ = bench.coordinator.alter_group_configs(
+        GROUP, {"share.isolation.level": "read_committed"}, [], True
+    )
+    assert error is E.NONE
+    assert bench.log.log_end_offset == end
+    assert not bench.coordinator.group_config(GROUP).read_committed
+    assert bench.config_changes == []
+
+
+def test_broker_bounds_come_from_the_broker_config() -> None:
+    bench = Bench(overrides={"group.share.record.lock.duration.ms": 20000})
+    assert bench.coordinator.describe_group_configs(GROUP)["share.record.lock.duration.ms"] == (
+        "20000",
+        True,
+    )
+    assert BROKER_BOUND_DEFAULTS["group.share.max.record.lock.duration.ms"] == 60000
+
+
+def test_configs_survive_group_deletion(bench: Bench) -> None:
+    bench.coordinator.alter_group_configs(GROUP, {"share.isolation.level": "read_committed"})
+    bench.join("m1", ["foo"])
+    bench.coordinator.heartbeat(GROUP, "m1", -1, None, None)
+    bench.coordinator.delete_groups([GROUP])
+    assert bench.coordinator.group_config(GROUP).read_committed

@@ -75,6 +75,14 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("group.share.session.timeout.ms", "int", 45000, "Share member session timeout."),
     ConfigDef("group.share.heartbeat.interval.ms", "int", 5000, "Share member heartbeat interval."),
     ConfigDef("group.share.max.share.sessions", "int", 2000, "Share sessions per broker."),
+    ConfigDef("group.share.min.session.timeout.ms", "int", 45000, "Lowest group session timeout."),
+    ConfigDef("group.share.max.session.timeout.ms", "int", 60000, "Highest group session timeout."),
+    ConfigDef("group.share.min.heartbeat.interval.ms", "int", 5000, "Lowest heartbeat interval."),
+    ConfigDef("group.share.max.heartbeat.interval.ms", "int", 15000, "Highest heartbeat interval."),
+    ConfigDef("group.share.min.record.lock.duration.ms", "int", 15000, "Lowest lock duration."),
+    ConfigDef("group.share.max.record.lock.duration.ms", "int", 60000, "Highest lock duration."),
+    ConfigDef("group.share.min.delivery.count.limit", "int", 2, "Lowest delivery count limit."),
+    ConfigDef("group.share.max.delivery.count.limit", "int", 10, "Highest delivery count limit."),
     ConfigDef(
         "share.coordinator.state.topic.num.partitions",
         "int",
@@ -86,6 +94,18 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "int",
         500,
         "ShareUpdate records between ShareSnapshots.",
+    ),
+    ConfigDef(
+        "share.coordinator.state.topic.prune.interval.ms",
+        "int",
+        300000,
+        "How often redundant share-state records are pruned.",
+    ),
+    ConfigDef(
+        "share.coordinator.cold.partition.snapshot.interval.ms",
+        "int",
+        300000,
+        "How often idle share-state keys are re-snapshotted.",
     ),
 )
 

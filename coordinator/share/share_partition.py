@@ -613,6 +613,7 @@ class SharePartition:
             return error
         if self._status is not SharePartitionState.ACTIVE:
             return self._inactive_error()
+        self._sync_log_start()
         planned = self._plan_acks(member_id, batches, txn=None)
         if isinstance(planned, ErrorCode):
             return planned
@@ -703,22 +704,24 @@ class SharePartition:
         """
         if self._status is not SharePartitionState.ACTIVE:
             return self._inactive_error()
+        self._sync_log_start()
         plan: list[_Change] = []
         for run in self._runs:
             if run.state is not RecordState.ACQUIRED or run.member_id != member_id:
                 continue
-            if self._in_transition(run.first, run.last):
-                continue  # its acknowledgement is being written; that write decides
             dc = max(0, run.delivery_count - 1)  # Kafka's DeliveryCountOps.DECREASE
-            first = run.first
-            if first < self._start:
-                below = min(run.last, self._start - 1)
-                plan.append(_Change(first, below, RecordState.ARCHIVED, dc, event=EVENT_ARCHIVED))
-                first = below + 1
-            if first <= run.last:
-                plan.append(
-                    _Change(first, run.last, RecordState.AVAILABLE, dc, event=EVENT_RELEASED)
-                )
+            # Records whose acknowledgement is being written are left to that write.
+            for first, last in self._outside_transitions(run.first, run.last):
+                if first < self._start:
+                    below = min(last, self._start - 1)
+                    plan.append(
+                        _Change(first, below, RecordState.ARCHIVED, dc, event=EVENT_ARCHIVED)
+                    )
+                    first = below + 1
+                if first <= last:
+                    plan.append(
+                        _Change(first, last, RecordState.AVAILABLE, dc, event=EVENT_RELEASED)
+                    )
         return self._commit(plan, atomic=True)
 
     def _on_lock_expired(self, lock: AcquisitionLock) -> None:
@@ -780,6 +783,7 @@ class SharePartition:
             return ErrorCode.INVALID_REQUEST
         if self._status is not SharePartitionState.ACTIVE:
             return self._inactive_error()
+        self._sync_log_start()
         planned = self._plan_acks(member_id, batches, txn=(producer_id, producer_epoch))
         if isinstance(planned, ErrorCode):
             return planned
@@ -799,6 +803,7 @@ class SharePartition:
         """
         if self._status is not SharePartitionState.ACTIVE:
             return self._inactive_error()
+        self._sync_log_start()
         plan: list[_Change] = []
         for run in self._runs:
             pending = run.pending
@@ -920,6 +925,22 @@ class SharePartition:
 
     def _in_transition(self, first: int, last: int) -> bool:
         return any(a <= last and first <= z for a, z in self._transitioning)
+
+    def _outside_transitions(self, first: int, last: int) -> list[tuple[int, int]]:
+        """The parts of first..last not being written right now."""
+        pieces = [(first, last)]
+        for a, z in self._transitioning:
+            next_pieces: list[tuple[int, int]] = []
+            for f, la in pieces:
+                if z < f or a > la:
+                    next_pieces.append((f, la))
+                    continue
+                if f < a:
+                    next_pieces.append((f, a - 1))
+                if z < la:
+                    next_pieces.append((z + 1, la))
+            pieces = next_pieces
+        return pieces
 
     def _apply(self, plan: list[_Change]) -> None:
         events: dict[str, int] = {}

@@ -254,7 +254,7 @@ class _InitError(Exception):
 class SharePartition:
     """In-flight records, acquisition locks and SPSO/SPEO of one share partition."""
 
-    def __init__(  # noqa: PLR0917 - the identity, then the seams, as the group layer wires them
+    def __init__(
         self,
         group_id: str,
         topic_id: uuid.UUID,
@@ -711,7 +711,8 @@ class SharePartition:
                 continue
             dc = max(0, run.delivery_count - 1)  # Kafka's DeliveryCountOps.DECREASE
             # Records whose acknowledgement is being written are left to that write.
-            for first, last in self._outside_transitions(run.first, run.last):
+            for piece_first, last in self._outside_transitions(run.first, run.last):
+                first = piece_first
                 if first < self._start:
                     below = min(last, self._start - 1)
                     plan.append(
@@ -869,8 +870,7 @@ class SharePartition:
                 z = min(run.last, log_start - 1)
                 self._archive_range(a, z)
                 archived += z - a + 1
-        self._runs.split_at(log_start)
-        self._runs.coalesce(self._start, log_start - 1)
+        self._runs.split_at(log_start)  # so what lies below it can be evicted
         self._start = log_start
         self._end = max(self._end, log_start)
         self._find_next = True
@@ -888,6 +888,9 @@ class SharePartition:
         if not plan:
             return ErrorCode.NONE
         plan.sort(key=lambda c: c.first)
+        if all(c.renew for c in plan):
+            self._apply(plan)  # RENEW changes no state and persists nothing
+            return ErrorCode.NONE
         if not atomic:
             self._apply(plan)
             self._advance_start()

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import pytest
 
+from coordinator.log.memory_log import MemoryLog
 from coordinator.share.persister import PersisterStateBatch
+from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.share_partition import (
     AckBatch,
+    AcquireResult,
     SharePartition,
     SharePartitionConfig,
     SharePartitionState,
@@ -23,6 +26,7 @@ from tests.unit.share.fakes_sp import (
     ARCHIVED,
     AVAILABLE,
     GAP,
+    KEY,
     NOW,
     REJECT,
     RELEASE,
@@ -39,7 +43,8 @@ from tests.unit.share.fakes_sp import (
     states,
 )
 from txn.clock import ManualClock
-from txn.errors import ErrorCode
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode, InvalidConfigError
 from txn.share_state import RecordState
 
 LOCK = 30_000
@@ -996,3 +1001,126 @@ def test_twenty_thousand_in_flight_records_stay_few_runs() -> None:
     types = [ACCEPT if o % 2 else REJECT for o in range(20_000)]
     assert sp.acknowledge("m1", [AckBatch(0, 19_999, types)]) is ErrorCode.NONE
     assert (sp.start_offset, sp.end_offset) == (20_000, 20_000)
+
+
+# -- more edges ------------------------------------------------------------------------------------
+
+
+def test_config_validation_and_broker_defaults() -> None:
+    for bad in (
+        {"delivery_count_limit": 0},
+        {"record_lock_duration_ms": 0},
+        {"max_in_flight_records": 0},
+        {"isolation": "read_dirty"},
+        {"auto_offset_reset": "by_duration:PT1H"},
+    ):
+        with pytest.raises(InvalidConfigError):
+            SharePartitionConfig(**bad)
+    cfg = SharePartitionConfig.from_broker_config(
+        BrokerConfig({"group.share.delivery.count.limit": "3"}), isolation="read_committed"
+    )
+    assert (cfg.delivery_count_limit, cfg.record_lock_duration_ms) == (3, 30_000)
+    assert (cfg.max_in_flight_records, cfg.read_committed) == (2000, True)
+
+
+def test_switching_to_read_committed_never_redelivers_aborted_records() -> None:
+    log = DataLog()
+    log.append_txn(pid=4)  # 0-4
+    log.end_txn(4, commit=False)  # 5
+    log.append(5)  # 6-10
+    persister = FakePersister.with_state(0)
+    events = Events()
+    sp = make_sp(log, persister, events=events)
+    assert acquire(sp, n=5) == [(0, 4, 1)]
+    assert sp.acknowledge("m1", [ack(0, 4, RELEASE)]) is ErrorCode.NONE
+    sp.update_config(SharePartitionConfig(isolation="read_committed"))
+    assert acquire(sp) == [(6, 10, 1)]
+    assert states(sp, 0, 4) == [None] * 5  # archived, then evicted below the SPSO
+    assert sp.start_offset == 6
+    assert events.get("archived") == 5
+
+
+def test_lock_expiry_below_the_start_offset_archives() -> None:
+    log = DataLog()
+    log.append(10)
+    persister = FakePersister.with_state(0)
+    clock = ManualClock(NOW)
+    events = Events()
+    sp = make_sp(log, persister, clock, events=events)
+    acquire(sp)
+    log.partition.delete_records(5)
+    assert sp.on_log_appended() is False  # nothing new to fetch
+    clock.advance(LOCK)
+    assert states(sp, 0, 4) == [None] * 5
+    assert states(sp, 5, 9) == [(AVAILABLE, 1, "")] * 5
+    assert events.get("archived") == 5
+    assert (persister.last_write.start_offset, persister.last_write.batches) == (
+        5,
+        (sb(5, 9, AVAILABLE, 1),),
+    )
+
+
+def test_complete_pending_below_the_start_offset_and_without_persisting() -> None:
+    log = DataLog()
+    log.append_batches(5, 5)
+    persister = FakePersister.with_state(0)
+    sp = make_sp(log, persister)
+    acquire(sp)
+    assert sp.prepare_pending("m1", 10, 1, [ack(0, 9, ACCEPT)]) is ErrorCode.NONE
+    log.partition.delete_records(3)
+    assert sp.on_log_appended() is False
+    assert sp.record_state(0) == (TX_PENDING, 1, "m1")
+    writes = len(persister.writes)
+    assert sp.complete_pending(10, 1, commit=False, persist=False) is ErrorCode.NONE
+    assert len(persister.writes) == writes
+    assert states(sp, 0, 2) == [None] * 3  # aborted below the SPSO: archived and evicted
+    assert states(sp, 3, 4) == [(AVAILABLE, 1, "")] * 2
+    assert sp.next_fetch_offset == 3
+    persister.write_error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    acquire(sp)
+    assert sp.prepare_pending("m1", 10, 2, [ack(3, 9, REJECT)]) is ErrorCode.NONE
+    # The outcome is final: a failed write is logged, the state still changes.
+    assert sp.complete_pending(10, 2, commit=True) is ErrorCode.NONE
+    assert (sp.start_offset, sp.end_offset) == (10, 10)
+
+
+def test_start_offset_beyond_the_log_waits_for_data() -> None:
+    log = DataLog()
+    log.append(5)
+    sp = make_sp(log, FakePersister.with_state(8))
+    assert sp.acquire("m1", 10, BIG) == AcquireResult()
+    log.append_batches(5, 5)  # 5-9, 10-14
+    assert acquire(sp) == [(8, 14, 1)]
+
+
+def test_a_failing_metrics_callback_does_not_break_the_partition() -> None:
+    def broken(kind: str, count: int) -> None:
+        raise RuntimeError(kind)
+
+    log = DataLog()
+    log.append(5)
+    sp = make_sp(log, FakePersister.with_state(0))
+    sp._on_event = broken
+    assert acquire(sp) == [(0, 4, 1)]
+    assert sp.acknowledge("m1", [ack(0, 4, ACCEPT)]) is ErrorCode.NONE
+
+
+def test_against_the_real_share_coordinator() -> None:
+    """The persister seam as the broker wires it: writes are accepted and reload the same."""
+    clock = ManualClock(NOW)
+    coordinator = ShareCoordinator(clock, lambda _index: MemoryLog(), BrokerConfig())
+    coordinator.load()
+    assert coordinator.initialize_state(KEY, 0, -1) is ErrorCode.NONE
+    log = DataLog()
+    log.pad_to(100)
+    sp = make_sp(log, coordinator, clock)  # type: ignore[arg-type]
+    log.append_batches(5, 5, 5)
+    assert acquire(sp, n=15) == [(100, 114, 1)]
+    request = [ack(100, 104, ACCEPT), AckBatch(105, 109, [RELEASE, REJECT] * 2 + [RELEASE])]
+    assert sp.acknowledge("m1", request) is ErrorCode.NONE
+    clock.advance(LOCK)
+    expected = sp.state_batches()
+    reloaded = make_sp(log, coordinator, clock)  # type: ignore[arg-type]
+    assert (reloaded.start_offset, reloaded.end_offset) == (sp.start_offset, sp.end_offset)
+    assert reloaded.state_batches() == expected
+    assert acquire(reloaded) == [(105, 105, 2), (107, 107, 2), (109, 114, 2)]

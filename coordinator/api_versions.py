@@ -24,6 +24,21 @@ SUPPORTED: Final[dict[int, tuple[str, int, int]]] = {
     61: ("DescribeProducers", 0, 0),
     65: ("DescribeTransactions", 0, 0),
     66: ("ListTransactions", 0, 1),
+    16: ("ListGroups", 0, 5),
+    42: ("DeleteGroups", 0, 2),
+    44: ("IncrementalAlterConfigs", 0, 1),
+    76: ("ShareGroupHeartbeat", 1, 1),
+    77: ("ShareGroupDescribe", 1, 1),
+    78: ("ShareFetch", 1, 2),
+    79: ("ShareAcknowledge", 1, 2),
+    83: ("InitializeShareGroupState", 0, 0),
+    84: ("ReadShareGroupState", 0, 0),
+    85: ("WriteShareGroupState", 0, 0),
+    86: ("DeleteShareGroupState", 0, 0),
+    87: ("ReadShareGroupStateSummary", 0, 0),
+    90: ("DescribeShareGroupOffsets", 0, 1),
+    91: ("AlterShareGroupOffsets", 0, 0),
+    92: ("DeleteShareGroupOffsets", 0, 0),
 }
 
 

@@ -17,17 +17,26 @@ from coordinator.log.storage import LogConfig, Storage
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.partition import AppendResult, FetchData, Partition
 from coordinator.producer_ids import ProducerIdManager
+from coordinator.share.manager import ShareManager
 from coordinator.topics import TopicInfo, TopicRegistry
 from coordinator.txn_coordinator import TransactionCoordinator
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode, KafkaProtocolError
-from txn.ids import CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, TopicPartition
+from txn.ids import (
+    CLUSTER_METADATA_TOPIC,
+    SHARE_GROUP_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    TopicPartition,
+)
 
 log = logging.getLogger("sharetxn.broker")
 
 PRODUCER_IDS_TOPIC = "__producer_ids"
-HIDDEN_TOPICS = frozenset({CLUSTER_METADATA_TOPIC, PRODUCER_IDS_TOPIC})
+GROUP_METADATA_TOPIC = "__consumer_offsets"
+HIDDEN_TOPICS = frozenset(
+    {CLUSTER_METADATA_TOPIC, PRODUCER_IDS_TOPIC, GROUP_METADATA_TOPIC, SHARE_GROUP_STATE_TOPIC}
+)
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
@@ -75,6 +84,7 @@ class BrokerCore:
         )
         self.partitions: dict[TopicPartition, Partition] = {}
         self._append_listeners: list[Callable[[TopicPartition], None]] = []
+        self._share_event_listeners: list[Callable[[str, str, int], None]] = []
         for info in self.topics.all():
             self._open_partitions(info)
         self.producer_ids = ProducerIdManager(
@@ -89,6 +99,16 @@ class BrokerCore:
             self.config,
         )
         self.txn_coordinator.load()
+        self.share = ShareManager(
+            clock,
+            self.config,
+            self.topics,
+            self.partitions,
+            storage.open_log(GROUP_METADATA_TOPIC, 0, self._internal_log_config),
+            lambda p: storage.open_log(SHARE_GROUP_STATE_TOPIC, p, self._internal_log_config),
+            on_event=self._on_share_event,
+        )
+        self.share.load()
         self._schedule_flush()
         self._schedule_producer_expiry()
 
@@ -134,7 +154,16 @@ class BrokerCore:
         """Called after every append (used by the server to wake long-polling fetches)."""
         self._append_listeners.append(listener)
 
+    def add_share_event_listener(self, listener: Callable[[str, str, int], None]) -> None:
+        """(group id, event kind, count) for every share-partition metric event."""
+        self._share_event_listeners.append(listener)
+
+    def _on_share_event(self, group_id: str, kind: str, count: int) -> None:
+        for listener in self._share_event_listeners:
+            listener(group_id, kind, count)
+
     def _notify(self, tp: TopicPartition) -> None:
+        self.share.on_data_appended(tp)
         for listener in self._append_listeners:
             listener(tp)
 
@@ -142,6 +171,7 @@ class BrokerCore:
         return self.partitions.get(TopicPartition(topic, index))
 
     def close(self) -> None:
+        self.share.close()
         for partition in self.partitions.values():
             partition.log.flush()
         self.storage.close()
@@ -162,6 +192,7 @@ class BrokerCore:
             except KafkaProtocolError:
                 return None
             self._open_partitions(info)
+            self.share.on_topics_changed()
         return info
 
     def create_topic(
@@ -193,6 +224,7 @@ class BrokerCore:
             return TopicResult(name, exc.code, exc.message or str(exc))
         if not validate_only:
             self._open_partitions(info)
+            self.share.on_topics_changed()
         return TopicResult(name, ErrorCode.NONE, None, str(info.topic_id), info.num_partitions)
 
     def delete_topic(self, name: str) -> TopicResult:
@@ -208,6 +240,7 @@ class BrokerCore:
             tp = TopicPartition(name, index)
             self.partitions.pop(tp, None)
             self.storage.delete_log(name, index)
+        self.share.on_topics_changed([info.topic_id])
         return TopicResult(name, ErrorCode.NONE, None, str(info.topic_id))
 
     def create_partitions(
@@ -223,6 +256,7 @@ class BrokerCore:
         assert info is not None
         if not validate_only:
             self._open_partitions(info)
+            self.share.on_topics_changed()
         return TopicResult(name, ErrorCode.NONE)
 
     # -- produce / fetch ------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Any
 
 from coordinator.api_versions import SUPPORTED
 from coordinator.broker import BrokerCore
+from coordinator.share_handlers import RESOURCE_GROUP, ShareHandlers
 from coordinator.topics import TopicInfo
 from coordinator.wire import DecodedRequest, field
 from txn.config import CONFIG_DEFS
@@ -26,6 +27,7 @@ from txn.ids import TRANSACTION_STATE_TOPIC, TopicPartition
 CLUSTER_ID = "sharetxn-single-node"
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
+KEY_TYPE_SHARE = 2  # share coordinator, key "group:topicId:partition" (KIP-932)
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 
@@ -72,6 +74,8 @@ class Handlers:
             65: self.describe_transactions,
             66: self.list_transactions,
         }
+        self.share = ShareHandlers(core, wait_for_append, self._broker)
+        self.table.update(self.share.table)
 
     def _broker(self) -> dict[str, Any]:
         return {"node_id": self.core.node_id, "host": self.host, "port": self.port, "rack": None}
@@ -168,7 +172,7 @@ class Handlers:
             message = None
             if key_type == KEY_TYPE_TRANSACTION and not key:
                 error, message = ErrorCode.INVALID_REQUEST, "empty transactional id"
-            elif key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
+            elif key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE):
                 error, message = ErrorCode.INVALID_REQUEST, f"unsupported key type {key_type}"
             ok = error is ErrorCode.NONE
             results.append(
@@ -211,6 +215,8 @@ class Handlers:
                 else:
                     for key, value in sorted(info.configs.items()):
                         configs.append(_config_entry(key, value, source=1))
+            elif rtype == RESOURCE_GROUP:
+                configs = self.share.describe_group_configs(name)
             elif rtype == RESOURCE_BROKER:
                 for defn in CONFIG_DEFS:
                     value = self.core.config[defn.name]

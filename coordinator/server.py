@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import struct
 from typing import Any
@@ -43,6 +44,7 @@ class KafkaServer:
         self._server: asyncio.base_events.Server | None = None
         self._append_event = asyncio.Event()
         self._connections: set[asyncio.Task[None]] = set()
+        self._next_connection_id = 0
         self.max_request_bytes = core.config.get_int("socket.request.max.bytes")
         core.add_append_listener(self._on_append)
         self.handlers = Handlers(core, host, port, self._wait_for_append)
@@ -78,8 +80,12 @@ class KafkaServer:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        self._next_connection_id += 1
+        connection_id = self._next_connection_id
+        peer = writer.get_extra_info("peername")
+        host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
         try:
-            await self._connection_loop(reader, writer)
+            await self._connection_loop(reader, writer, connection_id, host)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except asyncio.CancelledError:
@@ -88,12 +94,18 @@ class KafkaServer:
             log.exception("connection failed")
         finally:
             self._connections.discard(task)
+            # Share sessions live as long as their connection (Kafka releases their records).
+            self.core.share.on_connection_closed(connection_id)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
     async def _connection_loop(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        connection_id: int = 0,
+        client_host: str = "",
     ) -> None:
         while True:
             size_bytes = await reader.readexactly(4)
@@ -112,14 +124,16 @@ class KafkaServer:
                     return
                 continue
             frame = await reader.readexactly(size)
-            response = await self._handle_frame(frame)
+            response = await self._handle_frame(frame, connection_id, client_host)
             if response is False:
                 return
             if isinstance(response, bytes):
                 writer.write(response)
                 await writer.drain()
 
-    async def _handle_frame(self, frame: bytes) -> bytes | bool | None:
+    async def _handle_frame(
+        self, frame: bytes, connection_id: int = 0, client_host: str = ""
+    ) -> bytes | bool | None:
         """The encoded response, None for no response (acks=0), False to close."""
         key, version, correlation_id = peek_header(frame)
         if key == API_VERSIONS_KEY and not is_supported(key, version):
@@ -130,7 +144,9 @@ class KafkaServer:
             log.info("unsupported request %s v%d", name, version)
             return self._error_frame(key, version, correlation_id, ErrorCode.UNSUPPORTED_VERSION)
         try:
-            request = decode_request(frame)
+            request = dataclasses.replace(
+                decode_request(frame), connection_id=connection_id, client_host=client_host
+            )
         except FrameError as exc:
             log.info("bad frame: %s", exc)
             return self._error_frame(key, version, correlation_id, ErrorCode(exc.error_code))

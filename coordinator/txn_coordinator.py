@@ -194,7 +194,7 @@ def _result_of(state: TransactionState) -> ControlType:
 class TransactionCoordinator:
     """Transactions of every transactional id, persisted in one ``__transaction_state`` log."""
 
-    def __init__(  # noqa: PLR0917 - the seams, in the order the broker wires them
+    def __init__(
         self,
         clock: Clock,
         log: PartitionLog,
@@ -285,7 +285,7 @@ class TransactionCoordinator:
 
     # --- InitProducerId -----------------------------------------------------------------------
 
-    def init_producer_id(  # noqa: PLR0917 - InitProducerId's fields, in wire order
+    def init_producer_id(
         self,
         transactional_id: str | None,
         transaction_timeout_ms: int,

@@ -48,6 +48,8 @@ class DecodedRequest:
     correlation_id: int
     client_id: str | None
     body: Any
+    connection_id: int = 0
+    client_host: str = ""
 
 
 def peek_header(frame: bytes) -> tuple[int, int, int]:

@@ -675,6 +675,57 @@ class ShareGroupCoordinator:
         _remove(new_state.deleting, topic_id, gone)
         return self._replan(group_id, new_state)
 
+    def mark_offsets_reset(
+        self, group_id: str, topic_id: uuid.UUID, partitions: Iterable[int]
+    ) -> ErrorCode:
+        """AlterShareGroupOffsets wrote fresh state: the partitions count as initialized."""
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error
+        state = self._partition_states.get(group_id) or _PartitionState()
+        parts = frozenset(partitions)
+        new_state = state.copy()
+        _remove(
+            new_state.initializing,
+            topic_id,
+            parts & new_state.initializing.get(topic_id, frozenset()),
+        )
+        _remove(new_state.deleting, topic_id, parts & new_state.deleting.get(topic_id, frozenset()))
+        _add(new_state.initialized, topic_id, parts)
+        if new_state.same_sets(state) and group_id in self._partition_states:
+            return ErrorCode.NONE
+        return self._replan(group_id, new_state)
+
+    def mark_offsets_deleted(self, group_id: str, topic_id: uuid.UUID) -> list[int]:
+        """DeleteShareGroupOffsets: the topic's initialized partitions move to deleting.
+
+        Returns the partitions whose state the broker must now delete (then ``mark_deleted``).
+        """
+        if self.availability() is not ErrorCode.NONE:
+            return []
+        state = self._partition_states.get(group_id)
+        if state is None:
+            return []
+        parts = state.initialized.get(topic_id, frozenset()) | state.initializing.get(
+            topic_id, frozenset()
+        )
+        if not parts:
+            return sorted(state.deleting.get(topic_id, frozenset()))
+        new_state = state.copy()
+        _remove(
+            new_state.initialized,
+            topic_id,
+            parts & new_state.initialized.get(topic_id, frozenset()),
+        )
+        _remove(
+            new_state.initializing,
+            topic_id,
+            parts & new_state.initializing.get(topic_id, frozenset()),
+        )
+        _add(new_state.deleting, topic_id, parts)
+        if self._replan(group_id, new_state) is not ErrorCode.NONE:
+            return []
+        return sorted(parts | state.deleting.get(topic_id, frozenset()))
+
     def _replan(self, group_id: str, new_state: _PartitionState) -> ErrorCode:
         group = self._groups.get(group_id)
         members = dict(group.members) if group is not None else {}

@@ -24,7 +24,9 @@ def test_topics_and_transactions(broker: LocalBroker) -> None:
         with pytest.raises(UnknownTopicOrPartitionError):
             admin.client.topic("missing")
 
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "t1"})
+        producer = Producer(
+            {"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "t1"}
+        )
         producer.init_transactions(30)
         producer.begin_transaction()
         producer.produce("a", b"x", partition=1)

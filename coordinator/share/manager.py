@@ -1,0 +1,403 @@
+"""The broker's share-group layer: groups, share partitions, sessions and the persister together.
+
+``ShareManager`` is sans-IO like the rest of the core.  It owns
+
+* the ``ShareGroupCoordinator`` (membership, assignment, group configs, the
+  two-stage partition initialization), persisted in ``__consumer_offsets-0``;
+* the ``ShareCoordinator`` (durable share-partition state in
+  ``__share_group_state``), which is the ``Persister`` of the share partitions;
+* one ``SharePartition`` per (group, topic partition), created on first use;
+* the ``ShareSessionCache`` of ShareFetch/ShareAcknowledge sessions.
+
+It reacts to the events that cross those parts: a member leaving or expiring
+releases its acquired records; a closed session or connection does the same;
+group config changes reach the share partitions; appends to a data partition
+let share partitions move with the LSO; deleted topics delete share state.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from coordinator.log.storage import PartitionLog
+from coordinator.partition import Partition
+from coordinator.share.group_config import ShareGroupConfig
+from coordinator.share.group_coordinator import HeartbeatResult, ShareGroupCoordinator
+from coordinator.share.persister import ShareStateKey
+from coordinator.share.sessions import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    ShareSession,
+    ShareSessionCache,
+    TopicIdPartition,
+)
+from coordinator.share.share_coordinator import ShareCoordinator
+from coordinator.share.share_partition import (
+    AckBatch,
+    AcquireResult,
+    SharePartition,
+    SharePartitionConfig,
+    validate_ack_batches,
+)
+from coordinator.topics import TopicRegistry
+from txn.clock import Clock
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode
+from txn.ids import TopicPartition
+
+log = logging.getLogger("sharetxn.share")
+
+EventSink = Callable[[str, str, int], None]
+"""(group id, event kind, count): metric events of the share partitions."""
+
+
+@dataclass(slots=True)
+class PartitionAcks:
+    """The acknowledgement batches of one partition in a ShareFetch/ShareAcknowledge."""
+
+    tip: TopicIdPartition
+    batches: list[AckBatch] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PartitionFetch:
+    """One partition of a ShareFetch response."""
+
+    tip: TopicIdPartition
+    error: ErrorCode = ErrorCode.NONE
+    ack_error: ErrorCode = ErrorCode.NONE
+    result: AcquireResult | None = None
+    acked: bool = False
+
+
+@dataclass(slots=True)
+class ShareFetchOutcome:
+    error: ErrorCode
+    error_message: str | None = None
+    partitions: dict[TopicIdPartition, PartitionFetch] = field(default_factory=dict)
+    session: ShareSession | None = None
+
+    @property
+    def acquired_count(self) -> int:
+        return sum(p.result.count for p in self.partitions.values() if p.result is not None)
+
+
+class ShareManager:
+    """Share groups on one broker."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        config: BrokerConfig,
+        topics: TopicRegistry,
+        partitions: dict[TopicPartition, Partition],
+        group_log: PartitionLog,
+        open_state_log: Callable[[int], PartitionLog],
+        on_event: EventSink | None = None,
+    ) -> None:
+        self.clock = clock
+        self.config = config
+        self.topics = topics
+        self.data = partitions
+        self.on_event = on_event
+        self.groups = ShareGroupCoordinator(
+            clock,
+            group_log,
+            config,
+            topics,
+            on_member_removed=self._on_member_removed,
+            on_config_changed=self._on_config_changed,
+        )
+        self.persister = ShareCoordinator(
+            clock,
+            open_state_log,
+            config,
+            prune_interval_ms=config.get_int("share.coordinator.state.topic.prune.interval.ms"),
+            cold_partition_snapshot_interval_ms=config.get_int(
+                "share.coordinator.cold.partition.snapshot.interval.ms"
+            ),
+            topic_exists=self._topic_exists,
+        )
+        self.sessions = ShareSessionCache(config.get_int("group.share.max.share.sessions"))
+        self.share_partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
+        self._leaving: tuple[str, str] | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        self.persister.load()
+        self.groups.load()
+        self.groups.on_topics_changed()
+        for group_id in self.groups.groups_with_pending_state_work():
+            self.do_state_work(group_id)
+
+    def close(self) -> None:
+        self.groups.close()
+        self.persister.close()
+
+    def _topic_exists(self, topic_id: uuid.UUID, partition: int) -> bool:
+        info = self.topics.by_id(topic_id)
+        return info is not None and 0 <= partition < info.num_partitions
+
+    # -- membership -----------------------------------------------------------------------------
+
+    def heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        rack_id: str | None,
+        subscribed_topic_names: list[str] | None,
+        *,
+        client_id: str | None = None,
+        client_host: str | None = None,
+    ) -> HeartbeatResult:
+        if subscribed_topic_names:
+            # Subscribing to a topic that does not exist yet: Kafka's group coordinator sees it
+            # when it is created; we also check now in case it was created in the meantime.
+            self.groups.on_topics_changed()
+        # A member that leaves on purpose closes its share session itself, right after the
+        # leave (ShareAcknowledge at epoch -1, carrying its last acknowledgements), so its
+        # records must stay acquired until then; only an expired member is released here.
+        self._leaving = (group_id, member_id) if member_epoch == -1 else None
+        try:
+            result = self.groups.heartbeat(
+                group_id,
+                member_id,
+                member_epoch,
+                rack_id,
+                subscribed_topic_names,
+                client_id=client_id,
+                client_host=client_host,
+            )
+        finally:
+            self._leaving = None
+        if self.do_state_work(group_id) and result.error is ErrorCode.NONE and member_epoch >= 0:
+            # Initializing share state made partitions assignable: answer with the new
+            # assignment now rather than one heartbeat interval later.
+            again = self.groups.heartbeat(
+                group_id,
+                result.member_id or member_id,
+                result.member_epoch,
+                rack_id,
+                None,
+                client_id=client_id,
+                client_host=client_host,
+            )
+            if again.error is ErrorCode.NONE:
+                return again
+        return result
+
+    def do_state_work(self, group_id: str) -> bool:
+        """Initialize share state of new partitions and delete that of removed ones (seed 002).
+
+        Returns whether any partition changed stage.
+        """
+        pending = self.groups.partitions_to_initialize(group_id)
+        by_topic: dict[uuid.UUID, list[int]] = {}
+        view = self.groups.group(group_id)
+        state_epoch = view.group_epoch if view is not None else 0
+        for topic_id, partition in pending:
+            key = ShareStateKey(group_id, topic_id, partition)
+            if self.persister.state(key) is None:
+                error = self.persister.initialize_state(key, state_epoch, -1)
+                if error is not ErrorCode.NONE:
+                    log.warning("initializing share state %s failed: %s", key, error.name)
+                    continue
+            by_topic.setdefault(topic_id, []).append(partition)
+        for topic_id, parts in by_topic.items():
+            self.groups.mark_initialized(group_id, topic_id, parts)
+        deleting = self.groups.partitions_to_delete(group_id)
+        gone: dict[uuid.UUID, list[int]] = {}
+        for topic_id, partition in deleting:
+            key = ShareStateKey(group_id, topic_id, partition)
+            self._drop_share_partition(key)
+            if self.persister.delete_state(key) is ErrorCode.NONE:
+                gone.setdefault(topic_id, []).append(partition)
+        for topic_id, parts in gone.items():
+            self.groups.mark_deleted(group_id, topic_id, parts)
+        return bool(by_topic or gone)
+
+    def _on_member_removed(self, group_id: str, member_id: str) -> None:
+        if self._leaving == (group_id, member_id):
+            return
+        session = self.sessions.close(group_id, member_id)
+        self._release_member(group_id, member_id)
+        if session is not None:
+            log.info("share session of %s/%s closed: member left the group", group_id, member_id)
+
+    def _release_member(self, group_id: str, member_id: str) -> None:
+        for (gid, _tid, _p), sp in list(self.share_partitions.items()):
+            if gid == group_id:
+                sp.release_acquired_records(member_id)
+
+    def _on_config_changed(self, group_id: str, config: ShareGroupConfig) -> None:
+        new = self.partition_config(group_id)
+        for (gid, _tid, _p), sp in self.share_partitions.items():
+            if gid == group_id:
+                sp.update_config(new)
+
+    def partition_config(self, group_id: str) -> SharePartitionConfig:
+        group = self.groups.group_config(group_id)
+        reset = group.auto_offset_reset_strategy
+        return SharePartitionConfig.from_broker_config(
+            self.config,
+            delivery_count_limit=group.delivery_count_limit,
+            record_lock_duration_ms=group.record_lock_duration_ms,
+            isolation=group.isolation_level,
+            auto_offset_reset="earliest" if reset == "earliest" else "latest",
+        )
+
+    # -- share partitions -----------------------------------------------------------------------
+
+    def share_partition(
+        self, group_id: str, tip: TopicIdPartition
+    ) -> tuple[ErrorCode, SharePartition | None]:
+        key = (group_id, tip.topic_id, tip.partition)
+        sp = self.share_partitions.get(key)
+        if sp is None:
+            info = self.topics.by_id(tip.topic_id)
+            if info is None:
+                return ErrorCode.UNKNOWN_TOPIC_ID, None
+            tp = TopicPartition(info.name, tip.partition)
+            data = self.data.get(tp)
+            if data is None:
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+            state_key = ShareStateKey(group_id, tip.topic_id, tip.partition)
+            if self.persister.state(state_key) is None:
+                # Not initialized by the group yet (e.g. fetch before the heartbeat did it).
+                view = self.groups.group(group_id)
+                epoch = view.group_epoch if view is not None else 0
+                error = self.persister.initialize_state(state_key, epoch, -1)
+                if error is not ErrorCode.NONE:
+                    return error, None
+            sp = SharePartition(
+                group_id,
+                tip.topic_id,
+                tp,
+                data,
+                self.persister,
+                self.clock,
+                self.partition_config(group_id),
+                on_event=self._event_sink(group_id),
+            )
+            self.share_partitions[key] = sp
+        error = sp.maybe_initialize()
+        if error is not ErrorCode.NONE:
+            return error, None
+        return ErrorCode.NONE, sp
+
+    def _event_sink(self, group_id: str) -> Callable[[str, int], None] | None:
+        sink = self.on_event
+        if sink is None:
+            return None
+
+        def emit(kind: str, count: int) -> None:
+            sink(group_id, kind, count)
+
+        return emit
+
+    def _drop_share_partition(self, key: ShareStateKey) -> None:
+        self.share_partitions.pop((key.group_id, key.topic_id, key.partition), None)
+
+    def on_data_appended(self, tp: TopicPartition) -> None:
+        """A data partition grew (or its LSO moved): share partitions may archive or advance."""
+        info = self.topics.get(tp.topic)
+        if info is None:
+            return
+        for (_gid, tid, p), sp in self.share_partitions.items():
+            if tid == info.topic_id and p == tp.partition:
+                sp.on_log_appended()
+
+    def on_topics_changed(self, deleted_topic_ids: list[uuid.UUID] | None = None) -> None:
+        if deleted_topic_ids:
+            gone = set(deleted_topic_ids)
+            for key in [k for k in self.share_partitions if k[1] in gone]:
+                del self.share_partitions[key]
+        for group_id in self.groups.on_topics_changed():
+            self.do_state_work(group_id)
+
+    # -- ShareFetch / ShareAcknowledge -----------------------------------------------------------
+
+    def open_or_check_session(
+        self,
+        group_id: str,
+        member_id: str,
+        epoch: int,
+        connection_id: int,
+    ) -> tuple[ErrorCode, ShareSession | None]:
+        if epoch == INITIAL_EPOCH:
+            lookup = self.sessions.open(group_id, member_id, connection_id)
+            if lookup.replaced is not None:
+                self._release_member(group_id, member_id)
+            return lookup.error, lookup.session
+        lookup = self.sessions.check(group_id, member_id, epoch)
+        return lookup.error, lookup.session
+
+    def acknowledge(
+        self, group_id: str, member_id: str, acks: list[PartitionAcks]
+    ) -> dict[TopicIdPartition, ErrorCode]:
+        out: dict[TopicIdPartition, ErrorCode] = {}
+        for pa in acks:
+            error = validate_ack_batches(pa.batches)
+            if error is not ErrorCode.NONE:
+                out[pa.tip] = error
+                continue
+            error, sp = self.share_partition(group_id, pa.tip)
+            if sp is None:
+                out[pa.tip] = error
+                continue
+            out[pa.tip] = sp.acknowledge(member_id, pa.batches)
+        return out
+
+    def acquire(
+        self,
+        group_id: str,
+        member_id: str,
+        session: ShareSession,
+        max_records: int,
+        max_bytes: int,
+        outcome: ShareFetchOutcome,
+    ) -> None:
+        """Acquire records from the session's partitions into ``outcome`` (one pass)."""
+        remaining = max_records
+        budget = max_bytes
+        for tip in session.partitions:
+            entry = outcome.partitions.setdefault(tip, PartitionFetch(tip))
+            if entry.error is not ErrorCode.NONE or remaining <= 0 or budget <= 0:
+                continue
+            error, sp = self.share_partition(group_id, tip)
+            if sp is None:
+                entry.error = error
+                continue
+            result = sp.acquire(member_id, remaining, budget)
+            if result.error is not ErrorCode.NONE:
+                entry.error = result.error
+                continue
+            if result.acquired:
+                if entry.result is None or not entry.result.acquired:
+                    entry.result = result
+                else:
+                    # A second pass of a long poll: add to what the first pass acquired.
+                    entry.result = AcquireResult(
+                        entry.result.records + result.records,
+                        entry.result.acquired + result.acquired,
+                    )
+                remaining -= result.count
+                budget -= len(result.records)
+
+    def close_session(self, group_id: str, member_id: str) -> None:
+        """Epoch -1: the session ends and the member's acquired records return."""
+        if self.sessions.close(group_id, member_id) is not None:
+            self._release_member(group_id, member_id)
+
+    def on_connection_closed(self, connection_id: int) -> None:
+        for session in self.sessions.close_connection(connection_id):
+            self._release_member(session.group_id, session.member_id)
+
+    @staticmethod
+    def is_final(epoch: int) -> bool:
+        return epoch == FINAL_EPOCH

@@ -1,0 +1,634 @@
+"""Kafka API handlers for share groups (KIP-932): the wire side of ``ShareManager``.
+
+ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch (with piggybacked
+acknowledgements and long polling), ShareAcknowledge, ListGroups,
+DeleteGroups, the share-group offset admin APIs, group configs through
+IncrementalAlterConfigs/DescribeConfigs, and the persister RPCs
+(Initialize/Read/Write/Delete/ReadSummary ShareGroupState) served directly by
+the share coordinator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from coordinator.broker import BrokerCore
+from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
+from coordinator.share.persister import PersisterStateBatch, ShareStateKey
+from coordinator.share.sessions import INITIAL_EPOCH, TopicIdPartition
+from coordinator.share.share_partition import AckBatch
+from coordinator.wire import DecodedRequest, field
+from txn.errors import ErrorCode
+from txn.ids import TopicPartition
+
+RESOURCE_GROUP = 32
+OP_SET = 0
+OP_DELETE = 1
+_SHARE_FETCH_POLL_S = 0.05
+
+
+def _ms(value: Any) -> int:
+    if hasattr(value, "total_seconds"):
+        return int(value.total_seconds() * 1000)
+    return int(value)
+
+
+def _acks_of(topics: Any) -> list[PartitionAcks]:
+    out: list[PartitionAcks] = []
+    for topic in topics:
+        for p in topic.partitions:
+            batches = [
+                AckBatch(
+                    int(b.first_offset), int(b.last_offset), [int(t) for t in b.acknowledge_types]
+                )
+                for b in p.acknowledgement_batches
+            ]
+            if batches:
+                out.append(
+                    PartitionAcks(TopicIdPartition(topic.topic_id, int(p.partition_index)), batches)
+                )
+    return out
+
+
+class ShareHandlers:
+    """Share-group request handlers; registered into the server's dispatch table."""
+
+    def __init__(
+        self,
+        core: BrokerCore,
+        wait_for_append: Callable[[float], Awaitable[None]],
+        broker_endpoint: Callable[[], dict[str, Any]],
+    ) -> None:
+        self.core = core
+        self.share = core.share
+        self._wait_for_append = wait_for_append
+        self._endpoint = broker_endpoint
+        self.table: dict[int, Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]] = {
+            16: self.list_groups,
+            42: self.delete_groups,
+            76: self.share_group_heartbeat,
+            77: self.share_group_describe,
+            78: self.share_fetch,
+            79: self.share_acknowledge,
+            83: self.initialize_share_group_state,
+            84: self.read_share_group_state,
+            85: self.write_share_group_state,
+            86: self.delete_share_group_state,
+            87: self.read_share_group_state_summary,
+            90: self.describe_share_group_offsets,
+            91: self.alter_share_group_offsets,
+            92: self.delete_share_group_offsets,
+            44: self.incremental_alter_configs,
+        }
+
+    # -- membership -----------------------------------------------------------------------------
+
+    async def share_group_heartbeat(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        subscribed = None if b.subscribed_topic_names is None else list(b.subscribed_topic_names)
+        result = self.share.heartbeat(
+            b.group_id,
+            b.member_id,
+            int(b.member_epoch),
+            b.rack_id,
+            subscribed,
+            client_id=req.client_id or "",
+            client_host=req.client_host,
+        )
+        assignment = None
+        if result.assignment is not None:
+            assignment = {
+                "topic_partitions": [
+                    {"topic_id": tid, "partitions": sorted(parts)}
+                    for tid, parts in result.assignment
+                ]
+            }
+        return {
+            "error_code": result.error,
+            "error_message": result.error_message,
+            "member_id": result.member_id,
+            "member_epoch": result.member_epoch,
+            "heartbeat_interval": result.heartbeat_interval_ms,
+            "assignment": assignment,
+        }
+
+    async def share_group_describe(self, req: DecodedRequest) -> dict[str, Any]:
+        groups = []
+        for d in self.share.groups.describe(list(req.body.group_ids)):
+            groups.append(
+                {
+                    "error_code": d.error,
+                    "error_message": d.error_message,
+                    "group_id": d.group_id,
+                    "group_state": d.group_state,
+                    "group_epoch": d.group_epoch,
+                    "assignment_epoch": d.assignment_epoch,
+                    "assignor_name": d.assignor_name,
+                    "members": [
+                        {
+                            "member_id": m.member_id,
+                            "rack_id": m.rack_id,
+                            "member_epoch": m.member_epoch,
+                            "client_id": m.client_id,
+                            "client_host": m.client_host,
+                            "subscribed_topic_names": list(m.subscribed_topic_names),
+                            "assignment": {
+                                "topic_partitions": [
+                                    {
+                                        "topic_id": tp.topic_id,
+                                        "topic_name": tp.topic_name,
+                                        "partitions": list(tp.partitions),
+                                    }
+                                    for tp in m.assignment
+                                ]
+                            },
+                        }
+                        for m in d.members
+                    ],
+                    "authorized_operations": -2147483648,
+                }
+            )
+        return {"groups": groups}
+
+    async def list_groups(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        states = list(field(b, "states_filter", default=()) or ())
+        types = list(field(b, "types_filter", default=()) or ())
+        listings = self.share.groups.list_groups(states, types)
+        return {
+            "error_code": ErrorCode.NONE,
+            "groups": [
+                {
+                    "group_id": g.group_id,
+                    "protocol_type": "share",
+                    "group_state": g.group_state,
+                    "group_type": g.group_type,
+                }
+                for g in listings
+            ],
+        }
+
+    async def delete_groups(self, req: DecodedRequest) -> dict[str, Any]:
+        names = list(req.body.groups_names)
+        results = self.share.groups.delete_groups(names)
+        for group_id, error in results.items():
+            if error is ErrorCode.NONE:
+                self.share.do_state_work(group_id)
+        return {"results": [{"group_id": g, "error_code": e} for g, e in results.items()]}
+
+    # -- fetch and acknowledge ------------------------------------------------------------------
+
+    async def share_fetch(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        group_id = b.group_id or ""
+        member_id = b.member_id or ""
+        epoch = int(b.share_session_epoch)
+        lock_ms = self.share.partition_config(group_id).record_lock_duration_ms if group_id else 0
+        outcome = ShareFetchOutcome(ErrorCode.NONE)
+        if not group_id or not member_id:
+            return self._fetch_response(
+                ShareFetchOutcome(ErrorCode.INVALID_REQUEST, "group and member id are required"),
+                lock_ms,
+            )
+        acks = _acks_of(b.topics)
+        if epoch == INITIAL_EPOCH and acks:
+            return self._fetch_response(
+                ShareFetchOutcome(
+                    ErrorCode.INVALID_REQUEST, "acknowledgements need an open share session"
+                ),
+                lock_ms,
+            )
+        error, session = self.share.open_or_check_session(
+            group_id, member_id, epoch, req.connection_id
+        )
+        if session is None or error is not ErrorCode.NONE:
+            return self._fetch_response(ShareFetchOutcome(error), lock_ms)
+        requested = [
+            TopicIdPartition(t.topic_id, int(p.partition_index))
+            for t in b.topics
+            for p in t.partitions
+        ]
+        forgotten = [
+            TopicIdPartition(t.topic_id, int(p))
+            for t in field(b, "forgotten_topics_data", default=())
+            for p in t.partitions
+        ]
+        # Acknowledgements first: records they release may be acquired by this same fetch.
+        if acks:
+            for tip, ack_error in self.share.acknowledge(group_id, member_id, acks).items():
+                entry = outcome.partitions.setdefault(tip, _entry(tip))
+                entry.ack_error = ack_error
+                entry.acked = True
+        if self.share.is_final(epoch):
+            self.share.close_session(group_id, member_id)
+            return self._fetch_response(outcome, lock_ms)
+        session.add(requested)
+        session.forget(forgotten)
+        if epoch != INITIAL_EPOCH:  # a new session already expects epoch 1
+            self.share.sessions.advance(session)
+        max_records = int(field(b, "max_records", default=500) or 500)
+        if max_records <= 0:
+            max_records = 500
+        max_bytes = int(b.max_bytes) if int(b.max_bytes) > 0 else 2**31 - 1
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _ms(b.max_wait) / 1000.0
+        min_bytes = max(int(b.min_bytes), 1)
+        while True:
+            self.share.acquire(group_id, member_id, session, max_records, max_bytes, outcome)
+            got = sum(
+                len(p.result.records) for p in outcome.partitions.values() if p.result is not None
+            )
+            remaining = deadline - loop.time()
+            if got >= min_bytes or remaining <= 0 or outcome.acquired_count > 0:
+                break
+            if self.share.sessions.get(group_id, member_id) is not session:
+                break  # closed or replaced while we waited
+            await self._wait_for_append(min(remaining, _SHARE_FETCH_POLL_S))
+        return self._fetch_response(outcome, lock_ms)
+
+    def _fetch_response(self, outcome: ShareFetchOutcome, lock_ms: int) -> dict[str, Any]:
+        by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        for tip, entry in outcome.partitions.items():
+            result = entry.result
+            by_topic.setdefault(tip.topic_id, []).append(
+                {
+                    "partition_index": tip.partition,
+                    "error_code": entry.error,
+                    "error_message": None,
+                    "acknowledge_error_code": int(entry.ack_error),
+                    "acknowledge_error_message": None,
+                    "current_leader": {"leader_id": self.core.node_id, "leader_epoch": 0},
+                    "records": result.records if result is not None else b"",
+                    "acquired_records": [
+                        {
+                            "first_offset": r.first_offset,
+                            "last_offset": r.last_offset,
+                            "delivery_count": r.delivery_count,
+                        }
+                        for r in (result.acquired if result is not None else [])
+                    ],
+                }
+            )
+        return {
+            "error_code": outcome.error,
+            "error_message": outcome.error_message,
+            "acquisition_lock_timeout": lock_ms,
+            "responses": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
+            "node_endpoints": [self._endpoint()],
+        }
+
+    async def share_acknowledge(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        group_id = b.group_id or ""
+        member_id = b.member_id or ""
+        epoch = int(b.share_session_epoch)
+        lock_ms = self.share.partition_config(group_id).record_lock_duration_ms if group_id else 0
+        base: dict[str, Any] = {
+            "acquisition_lock_timeout": lock_ms,
+            "node_endpoints": [self._endpoint()],
+        }
+        if not group_id or not member_id:
+            return {
+                **base,
+                "error_code": ErrorCode.INVALID_REQUEST,
+                "error_message": "group and member id are required",
+                "responses": [],
+            }
+        if epoch == INITIAL_EPOCH:
+            return {
+                **base,
+                "error_code": ErrorCode.INVALID_SHARE_SESSION_EPOCH,
+                "error_message": "ShareAcknowledge cannot open a session",
+                "responses": [],
+            }
+        error, session = self.share.open_or_check_session(
+            group_id, member_id, epoch, req.connection_id
+        )
+        if session is None or error is not ErrorCode.NONE:
+            return {**base, "error_code": error, "error_message": None, "responses": []}
+        results = self.share.acknowledge(group_id, member_id, _acks_of(b.topics))
+        if self.share.is_final(epoch):
+            self.share.close_session(group_id, member_id)
+        else:
+            self.share.sessions.advance(session)
+        by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        for tip, ack_error in results.items():
+            by_topic.setdefault(tip.topic_id, []).append(
+                {
+                    "partition_index": tip.partition,
+                    "error_code": ack_error,
+                    "error_message": None,
+                    "current_leader": {"leader_id": self.core.node_id, "leader_epoch": 0},
+                }
+            )
+        return {
+            **base,
+            "error_code": ErrorCode.NONE,
+            "error_message": None,
+            "responses": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+
+    # -- share-group offsets (admin) ------------------------------------------------------------
+
+    async def describe_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
+        groups = []
+        for g in req.body.groups:
+            group_id = g.group_id
+            initialized = self.share.groups.initialized_partitions(group_id)
+            if g.topics is None:
+                wanted: list[tuple[str, list[int]]] = []
+                for topic_id, parts in initialized.items():
+                    info = self.core.topics.by_id(topic_id)
+                    if info is not None:
+                        wanted.append((info.name, sorted(parts)))
+            else:
+                wanted = [(t.topic_name, [int(p) for p in t.partitions]) for t in g.topics]
+            topics = []
+            for name, wanted_parts in sorted(wanted):
+                info = self.core.topics.get(name)
+                rows = []
+                for p in wanted_parts:
+                    if info is None or p >= info.num_partitions:
+                        rows.append(
+                            {
+                                "partition_index": p,
+                                "start_offset": -1,
+                                "leader_epoch": -1,
+                                "lag": -1,
+                                "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                "error_message": None,
+                            }
+                        )
+                        continue
+                    summary = self.share.persister.read_state_summary(
+                        ShareStateKey(group_id, info.topic_id, p), 0
+                    )
+                    start = summary.start_offset if summary.error is ErrorCode.NONE else -1
+                    data = self.core.partitions.get(TopicPartition(name, p))
+                    lag = -1
+                    if data is not None and start >= 0:
+                        lag = max(0, data.high_watermark - start)
+                    rows.append(
+                        {
+                            "partition_index": p,
+                            "start_offset": start,
+                            "leader_epoch": 0,
+                            "lag": lag,
+                            "error_code": ErrorCode.NONE,
+                            "error_message": None,
+                        }
+                    )
+                topics.append(
+                    {
+                        "topic_name": name,
+                        "topic_id": info.topic_id if info else uuid.UUID(int=0),
+                        "partitions": rows,
+                    }
+                )
+            groups.append(
+                {
+                    "group_id": group_id,
+                    "topics": topics,
+                    "error_code": ErrorCode.NONE,
+                    "error_message": None,
+                }
+            )
+        return {"groups": groups}
+
+    async def alter_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        group_id = b.group_id
+        if not self.share.groups.is_empty(group_id):
+            return {
+                "error_code": ErrorCode.NON_EMPTY_GROUP,
+                "error_message": f"share group {group_id} is not empty",
+                "responses": [],
+            }
+        view = self.share.groups.group(group_id)
+        state_epoch = (view.group_epoch if view is not None else 0) + 1
+        responses = []
+        for t in b.topics:
+            info = self.core.topics.get(t.topic_name)
+            rows = []
+            done: list[int] = []
+            for p in t.partitions:
+                index = int(p.partition_index)
+                if info is None or index >= info.num_partitions:
+                    rows.append(
+                        {
+                            "partition_index": index,
+                            "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                            "error_message": None,
+                        }
+                    )
+                    continue
+                key = ShareStateKey(group_id, info.topic_id, index)
+                current = self.share.persister.state(key)
+                epoch = max(state_epoch, (current.state_epoch + 1) if current is not None else 0)
+                error = self.share.persister.initialize_state(key, epoch, int(p.start_offset))
+                if error is ErrorCode.NONE:
+                    self.share.share_partitions.pop((group_id, info.topic_id, index), None)
+                    done.append(index)
+                rows.append({"partition_index": index, "error_code": error, "error_message": None})
+            if info is not None and done:
+                self.share.groups.mark_offsets_reset(group_id, info.topic_id, done)
+            responses.append(
+                {
+                    "topic_name": t.topic_name,
+                    "topic_id": info.topic_id if info else uuid.UUID(int=0),
+                    "partitions": rows,
+                }
+            )
+        return {"error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
+
+    async def delete_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        group_id = b.group_id
+        if not self.share.groups.is_empty(group_id):
+            return {
+                "error_code": ErrorCode.NON_EMPTY_GROUP,
+                "error_message": f"share group {group_id} is not empty",
+                "responses": [],
+            }
+        responses = []
+        for t in b.topics:
+            info = self.core.topics.get(t.topic_name)
+            if info is None:
+                responses.append(
+                    {
+                        "topic_name": t.topic_name,
+                        "topic_id": uuid.UUID(int=0),
+                        "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        "error_message": None,
+                    }
+                )
+                continue
+            self.share.groups.mark_offsets_deleted(group_id, info.topic_id)
+            self.share.do_state_work(group_id)
+            responses.append(
+                {
+                    "topic_name": t.topic_name,
+                    "topic_id": info.topic_id,
+                    "error_code": ErrorCode.NONE,
+                    "error_message": None,
+                }
+            )
+        return {"error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
+
+    # -- group configs --------------------------------------------------------------------------
+
+    async def incremental_alter_configs(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        responses = []
+        for r in b.resources:
+            rtype = int(r.resource_type)
+            if rtype != RESOURCE_GROUP:
+                responses.append(
+                    {
+                        "error_code": ErrorCode.INVALID_REQUEST,
+                        "error_message": f"configs of resource type {rtype} cannot be altered",
+                        "resource_type": rtype,
+                        "resource_name": r.resource_name,
+                    }
+                )
+                continue
+            to_set = {c.name: c.value or "" for c in r.configs if int(c.config_operation) == OP_SET}
+            to_delete = [c.name for c in r.configs if int(c.config_operation) == OP_DELETE]
+            unsupported = [
+                c.name for c in r.configs if int(c.config_operation) not in (OP_SET, OP_DELETE)
+            ]
+            if unsupported:
+                responses.append(
+                    {
+                        "error_code": ErrorCode.INVALID_REQUEST,
+                        "error_message": f"APPEND/SUBTRACT are not valid for {unsupported}",
+                        "resource_type": rtype,
+                        "resource_name": r.resource_name,
+                    }
+                )
+                continue
+            error, message = self.share.groups.alter_group_configs(
+                r.resource_name, to_set, to_delete, bool(b.validate_only)
+            )
+            responses.append(
+                {
+                    "error_code": error,
+                    "error_message": message,
+                    "resource_type": rtype,
+                    "resource_name": r.resource_name,
+                }
+            )
+        return {"responses": responses}
+
+    def describe_group_configs(self, group_id: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": name,
+                "value": value,
+                "read_only": False,
+                "config_source": 5 if is_default else 8,  # DEFAULT_CONFIG / GROUP_CONFIG
+                "is_sensitive": False,
+                "synonyms": [],
+                "config_type": 0,
+                "documentation": None,
+            }
+            for name, (value, is_default) in sorted(
+                self.share.groups.describe_group_configs(group_id).items()
+            )
+        ]
+
+    # -- persister RPCs (KIP-932 inter-broker APIs, served for tools and tests) ------------------
+
+    def _state_rpc(
+        self, req: DecodedRequest, one: Callable[[ShareStateKey, Any], dict[str, Any]]
+    ) -> dict[str, Any]:
+        results = []
+        for t in req.body.topics:
+            parts = [
+                one(ShareStateKey(req.body.group_id, t.topic_id, int(p.partition)), p)
+                for p in t.partitions
+            ]
+            results.append({"topic_id": t.topic_id, "partitions": parts})
+        return {"results": results}
+
+    async def initialize_share_group_state(self, req: DecodedRequest) -> dict[str, Any]:
+        def one(key: ShareStateKey, p: Any) -> dict[str, Any]:
+            error = self.share.persister.initialize_state(
+                key, int(p.state_epoch), int(p.start_offset)
+            )
+            return {"partition": key.partition, "error_code": error, "error_message": None}
+
+        return self._state_rpc(req, one)
+
+    async def read_share_group_state(self, req: DecodedRequest) -> dict[str, Any]:
+        def one(key: ShareStateKey, p: Any) -> dict[str, Any]:
+            r = self.share.persister.read_state(key, int(p.leader_epoch))
+            return {
+                "partition": key.partition,
+                "error_code": r.error,
+                "error_message": r.error_message,
+                "state_epoch": r.state_epoch,
+                "start_offset": r.start_offset,
+                "state_batches": [
+                    {
+                        "first_offset": s.first_offset,
+                        "last_offset": s.last_offset,
+                        "delivery_state": s.delivery_state,
+                        "delivery_count": s.delivery_count,
+                    }
+                    for s in r.batches
+                ],
+            }
+
+        return self._state_rpc(req, one)
+
+    async def write_share_group_state(self, req: DecodedRequest) -> dict[str, Any]:
+        def one(key: ShareStateKey, p: Any) -> dict[str, Any]:
+            batches = [
+                PersisterStateBatch(
+                    int(s.first_offset),
+                    int(s.last_offset),
+                    int(s.delivery_state),
+                    int(s.delivery_count),
+                )
+                for s in p.state_batches
+            ]
+            error = self.share.persister.write_state(
+                key, int(p.state_epoch), int(p.leader_epoch), int(p.start_offset), batches
+            )
+            return {"partition": key.partition, "error_code": error, "error_message": None}
+
+        return self._state_rpc(req, one)
+
+    async def delete_share_group_state(self, req: DecodedRequest) -> dict[str, Any]:
+        def one(key: ShareStateKey, p: Any) -> dict[str, Any]:
+            return {
+                "partition": key.partition,
+                "error_code": self.share.persister.delete_state(key),
+                "error_message": None,
+            }
+
+        return self._state_rpc(req, one)
+
+    async def read_share_group_state_summary(self, req: DecodedRequest) -> dict[str, Any]:
+        def one(key: ShareStateKey, p: Any) -> dict[str, Any]:
+            s = self.share.persister.read_state_summary(key, int(p.leader_epoch))
+            return {
+                "partition": key.partition,
+                "error_code": s.error,
+                "error_message": s.error_message,
+                "state_epoch": s.state_epoch,
+                "leader_epoch": s.leader_epoch,
+                "start_offset": s.start_offset,
+            }
+
+        return self._state_rpc(req, one)
+
+
+def _entry(tip: TopicIdPartition) -> Any:
+    from coordinator.share.manager import PartitionFetch  # noqa: PLC0415
+
+    return PartitionFetch(tip)

@@ -30,7 +30,9 @@ def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBrok
         yield b
 
 
-def setup_topic(bootstrap: str, partitions: int, records: int, group: str, **group_configs: str) -> str:
+def setup_topic(
+    bootstrap: str, partitions: int, records: int, group: str, **group_configs: str
+) -> str:
     topic = f"t-{uuid.uuid4().hex[:8]}"
     with Admin(bootstrap) as admin:
         assert admin.create_topics([TopicSpec(topic, partitions)])[topic] == 0

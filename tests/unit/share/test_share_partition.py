@@ -6,6 +6,9 @@ scenario quotes Kafka's inclusive ``endOffset()`` the test says so.
 
 from __future__ import annotations
 
+import itertools
+import random
+
 import pytest
 
 from coordinator.log.memory_log import MemoryLog
@@ -1124,3 +1127,171 @@ def test_against_the_real_share_coordinator() -> None:
     assert (reloaded.start_offset, reloaded.end_offset) == (sp.start_offset, sp.end_offset)
     assert reloaded.state_batches() == expected
     assert acquire(reloaded) == [(105, 105, 2), (107, 107, 2), (109, 114, 2)]
+
+
+# -- randomized invariants -------------------------------------------------------------------------
+
+
+def derived_archived(log: DataLog, read_committed: bool) -> set[int]:
+    """Offsets the share partition archives from the log alone (markers, aborted records)."""
+    out: set[int] = set()
+    partition = log.partition
+    for header, _raw in partition.log.batches(0):
+        aborted = read_committed and any(
+            a.producer_id == header.producer_id
+            for a in partition.aborted_between(header.base_offset, header.last_offset + 1)
+            if a.first_offset <= header.base_offset <= a.last_offset
+        )
+        if header.is_control or (header.is_transactional and aborted):
+            out.update(range(header.base_offset, header.last_offset + 1))
+    return out
+
+
+def check_invariants(sp: SharePartition, log: DataLog, persister: FakePersister) -> None:
+    runs = list(sp._runs)
+    start, end = sp.start_offset, sp.end_offset
+    assert start <= end
+    for a, b in itertools.pairwise(runs):
+        assert a.last < b.first
+    # [start, end) is tiled; nothing at or beyond end; only held runs wholly below start.
+    covered = [r for r in runs if r.last >= start]
+    if start < end:
+        assert covered[0].first <= start
+        assert covered[-1].last == end - 1
+        for a, b in itertools.pairwise(covered):
+            assert a.last + 1 == b.first
+    else:
+        assert covered == []
+    for r in runs:
+        if r.last < start:
+            assert r.state in (ACQUIRED, TX_PENDING)
+    # The SPSO sits on an unfinished record.
+    head = sp._runs.find(start)
+    assert start == end or (head is not None and (head.state is None or not head.state.is_terminal))
+    # Lock accounting: every ACQUIRED record has a live lock; nothing else has one.
+    held: dict[int, int] = {}
+    for r in runs:
+        if r.state is ACQUIRED:
+            assert r.lock is not None and r.lock in sp._locks and r.member_id
+            held[id(r.lock)] = held.get(id(r.lock), 0) + r.count
+        else:
+            assert r.lock is None
+        assert (r.pending is not None) == (r.state is TX_PENDING)
+        # The delivery limit: a record at the limit is never offered again.
+        limit = sp.config.delivery_count_limit
+        assert r.state is not AVAILABLE or r.delivery_count < limit
+        assert r.delivery_count <= limit
+    assert {id(lock): lock.held for lock in sp._locks} == held
+    # next_fetch_offset is the first AVAILABLE or never-fetched offset.
+    expected_next = end
+    for r in covered:
+        if r.state is None or r.state is AVAILABLE:
+            expected_next = max(r.first, start)
+            break
+    assert sp.next_fetch_offset == expected_next
+    # Durability: a reload neither loses an unfinished record nor revives a finished one.
+    reloaded = make_sp(
+        log,
+        FakePersister(
+            state_epoch=persister.state_epoch,
+            start_offset=persister.start_offset,
+            offsets=dict(persister.offsets),
+        ),
+        ManualClock(NOW),
+        sp.config,
+    )
+    derived = derived_archived(log, sp.config.read_committed)
+    log_start = log.partition.log_start_offset
+    for offset in range(min(reloaded.start_offset, start), max(reloaded.end_offset, end)):
+        mine = sp.record_state(offset) if offset >= start else None
+        theirs = reloaded.record_state(offset) if offset >= reloaded.start_offset else None
+        finished_here = offset < start or (mine is not None and mine[0].is_terminal)
+        finished_there = offset < reloaded.start_offset or (
+            theirs is not None and theirs[0].is_terminal
+        )
+        if offset < log_start or offset in derived:
+            continue
+        if offset >= end and theirs is None:
+            continue
+        assert finished_here == finished_there, (offset, mine, theirs)
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_operations_keep_the_invariants(seed: int) -> None:
+    rng = random.Random(seed)
+    read_committed = seed % 2 == 1
+    log = DataLog()
+    persister = FakePersister.with_state(0)
+    clock = ManualClock(NOW)
+    config = SharePartitionConfig(
+        delivery_count_limit=rng.choice([2, 3, 5]),
+        max_in_flight_records=rng.choice([8, 20, 200]),
+        isolation="read_committed" if read_committed else "read_uncommitted",
+    )
+    sp = make_sp(log, persister, clock, config)
+    members = ["m1", "m2", "m3"]
+    open_txns: set[int] = set()
+    pending_pids: set[int] = set()
+    for _step in range(250):
+        op = rng.random()
+        if op < 0.2:
+            if rng.random() < 0.3:
+                pid = rng.choice([1, 2])
+                log.append_txn(pid, rng.randint(1, 4))
+                open_txns.add(pid)
+            else:
+                log.append(rng.randint(1, 6))
+        elif op < 0.25 and open_txns:
+            pid = rng.choice(sorted(open_txns))
+            log.end_txn(pid, commit=rng.random() < 0.5)
+            open_txns.discard(pid)
+        elif op < 0.5:
+            got = sp.acquire(rng.choice(members), rng.randint(1, 12), rng.choice([1, BIG]))
+            assert got.error is ErrorCode.NONE
+        elif op < 0.75:
+            owners: dict[str, list[int]] = {}
+            for o in range(sp.start_offset, sp.end_offset):
+                found = sp.record_state(o)
+                if found is not None and found[0] is ACQUIRED:
+                    owners.setdefault(found[2], []).append(o)
+            member = rng.choice(sorted(owners)) if owners else rng.choice(members)
+            mine = owners.get(member, [])
+            if not mine or rng.random() < 0.1:
+                first = rng.randint(0, sp.end_offset + 3)
+                batches = [ack(first, first + rng.randint(0, 4), rng.choice([0, 1, 2, 3, 4]))]
+            else:
+                first = rng.choice(mine)
+                last = first
+                while last + 1 in mine and last - first < 6 and rng.random() < 0.8:
+                    last += 1
+                if rng.random() < 0.5:
+                    types = [rng.choice([GAP, ACCEPT, ACCEPT, RELEASE, REJECT, RENEW])]
+                else:
+                    types = [
+                        rng.choice([ACCEPT, ACCEPT, RELEASE, REJECT])
+                        for _ in range(last - first + 1)
+                    ]
+                batches = [AckBatch(first, last, types)]
+            if rng.random() < 0.1:
+                persister.write_errors = [ErrorCode.COORDINATOR_NOT_AVAILABLE]
+            if rng.random() < 0.15 and all(t != RENEW for b in batches for t in b.ack_types):
+                pid = rng.choice([10, 11])
+                if sp.prepare_pending(member, pid, 0, batches) is ErrorCode.NONE:
+                    pending_pids.add(pid)
+            else:
+                sp.acknowledge(member, batches)
+            persister.write_errors = []
+        elif op < 0.8 and pending_pids:
+            pid = rng.choice(sorted(pending_pids))
+            assert sp.complete_pending(pid, 0, commit=rng.random() < 0.5) is ErrorCode.NONE
+            pending_pids.discard(pid)
+        elif op < 0.85:
+            sp.release_acquired_records(rng.choice(members))
+        elif op < 0.97:
+            clock.advance(rng.choice([1_000, 1_000, 10_000, LOCK]))
+        else:
+            hw = log.partition.high_watermark
+            target = rng.randint(log.partition.log_start_offset, hw)
+            log.partition.delete_records(target)
+            sp.on_log_appended()
+        check_invariants(sp, log, persister)

@@ -27,6 +27,17 @@ else -1 ("unchanged").  Ranges that fall below the new SPSO are omitted: the
 share coordinator prunes them anyway.  This reproduces KIP-932's worked
 example (see tests/unit/share/test_worked_example.py).
 
+Log start movement: Kafka's share partition says "LSO" for the *log start*
+offset (retention, DeleteRecords).  When it passes the SPSO, AVAILABLE records
+below it are archived, ACQUIRED ones wait for their lock, SPSO = log start and
+SPEO = max(SPEO, SPSO); the new start is persisted with the next write.  The
+*last stable* offset only bounds what a read_committed partition can fetch.
+It is checked on every public operation and by ``on_log_appended``.
+
+A fresh state (persisted start -1) takes ``auto_offset_reset`` (latest = the
+high watermark, or the last stable offset under read_committed; earliest =
+the log start) and persists it at once, so a restart resumes there.
+
 KIP-1289 (DESIGN §4.1, §4.2): ``prepare_pending`` moves ACQUIRED records to
 TX_PENDING (lock cancelled; never acquired, released or expired);
 ``complete_pending`` applies (commit) or reverts (abort) them.  Pending acks

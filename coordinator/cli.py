@@ -20,6 +20,10 @@ from txn.errors import InvalidConfigError
 
 # subcommand -> (module, help); each module has add_arguments(parser) and run(args) -> int
 _EXTERNAL: dict[str, tuple[str, str]] = {
+    "share-groups": (
+        "producer.share_groups_cli",
+        "list, describe, reset and delete share groups (like kafka-share-groups.sh)",
+    ),
     "demo": (
         "chaos.demo",
         "copy records between topics in transactions, kill -9 the broker midway, "
@@ -31,6 +35,7 @@ EXAMPLES = """examples:
   sharetxn broker --data-dir ./data --listen 127.0.0.1:9092
   sharetxn broker --data-dir ./data --listen 127.0.0.1:0 --set log.flush.interval.messages=1000
   sharetxn demo --records 2000
+  sharetxn share-groups describe --group orders --bootstrap-server 127.0.0.1:9092
 """
 
 

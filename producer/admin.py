@@ -147,6 +147,26 @@ class Admin:
         self.client.call(lambda: self.client.refresh_metadata(None))
         return {name: meta.partitions for name, meta in sorted(self.client.topics.items())}
 
+    def list_offsets(
+        self, tp: TopicPartition, timestamp: int, *, read_committed: bool = False
+    ) -> int:
+        """ListOffsets: -2 earliest, -1 latest (the LSO under read_committed), else by time."""
+        body = {
+            "replica_id": -1,
+            "isolation_level": 1 if read_committed else 0,
+            "topics": [
+                {
+                    "name": tp.topic,
+                    "partitions": [{"partition_index": tp.partition, "timestamp": timestamp}],
+                }
+            ],
+        }
+        node = self.client.call(lambda: self.client.leader_for(tp))
+        resp = self.client.call(lambda: self.client.send(node, 2, body, min_version=1))
+        part = resp.topics[0].partitions[0]
+        check_error(part.error_code, topic=tp.topic, partition=tp.partition)
+        return int(part.offset)
+
     # -- transactions ---------------------------------------------------------------------------
 
     def list_transactions(

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from txn.kip1289_schema import load_request as load_request_schema
+from txn.kip1289_schema import load_response as load_response_schema
 from txn.wire_render import render
 
 _PEEK = struct.Struct(">hhi")

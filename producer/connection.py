@@ -15,10 +15,11 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from txn.errors import ClosedError, NetworkError, UnsupportedVersionError
+from txn.kip1289_schema import load_request as load_request_schema
+from txn.kip1289_schema import load_response as load_response_schema
 from txn.wire_render import render
 
 API_VERSIONS = 18

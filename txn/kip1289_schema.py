@@ -1,0 +1,174 @@
+"""Wire schemas of the two KIP-1289 RPCs (DESIGN §3), in kio's entity style.
+
+kio ships no schema for them (no Kafka release has them), so they are written
+here exactly as kio generates entities: frozen dataclasses with the
+``kafka_type`` of each field, flexible from version 0.  ``load_request`` and
+``load_response`` look these up before falling back to kio's index, so the
+broker and the client decode and encode them like any other API.
+
+* AddShareAcksToTxn = 94: adds the ``__share_group_state`` partition of each
+  (group, topic-partition) to the ongoing transaction.
+* TxnShareAcknowledge = 93: writes acknowledgements as pending in the
+  transaction; tagged field 0 ``MemberId`` (nullable) is our extension.
+"""
+
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.schema.request_header.v2.header import RequestHeader
+from kio.schema.response_header.v1.header import ResponseHeader
+from kio.static.constants import EntityType
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
+
+ADD_SHARE_ACKS_TO_TXN = 94
+TXN_SHARE_ACKNOWLEDGE = 93
+
+
+# --- AddShareAcksToTxn (94) v0 -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddShareAcksToTxnTopic:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(ADD_SHARE_ACKS_TO_TXN)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    name: str = field(metadata={"kafka_type": "string"})
+    partitions: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddShareAcksToTxnRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(ADD_SHARE_ACKS_TO_TXN)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    transactional_id: str = field(metadata={"kafka_type": "string"})
+    producer_id: i64 = field(metadata={"kafka_type": "int64"})
+    producer_epoch: i16 = field(metadata={"kafka_type": "int16"})
+    group_id: str = field(metadata={"kafka_type": "string"})
+    topics: tuple[AddShareAcksToTxnTopic, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddShareAcksToTxnResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(ADD_SHARE_ACKS_TO_TXN)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+
+
+# --- TxnShareAcknowledge (93) v0 ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnAcknowledgementBatch:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(TXN_SHARE_ACKNOWLEDGE)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    first_offset: i64 = field(metadata={"kafka_type": "int64"})
+    last_offset: i64 = field(metadata={"kafka_type": "int64"})
+    acknowledge_type: i8 = field(metadata={"kafka_type": "int8"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnShareAcknowledgePartition:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(TXN_SHARE_ACKNOWLEDGE)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    partition: i32 = field(metadata={"kafka_type": "int32"})
+    acknowledgement_batches: tuple[TxnAcknowledgementBatch, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnShareAcknowledgeTopic:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(TXN_SHARE_ACKNOWLEDGE)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
+    partitions: tuple[TxnShareAcknowledgePartition, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnShareAcknowledgeRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(TXN_SHARE_ACKNOWLEDGE)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    group_id: str = field(metadata={"kafka_type": "string"})
+    transactional_id: str = field(metadata={"kafka_type": "string"})
+    producer_id: i64 = field(metadata={"kafka_type": "int64"})
+    producer_epoch: i16 = field(metadata={"kafka_type": "int16"})
+    topics: tuple[TxnShareAcknowledgeTopic, ...]
+    member_id: str | None = field(metadata={"kafka_type": "string", "tag": 0}, default=None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnShareAcknowledgePartitionResponse:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(TXN_SHARE_ACKNOWLEDGE)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    partition: i32 = field(metadata={"kafka_type": "int32"})
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    error_message: str | None = field(metadata={"kafka_type": "string"}, default=None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnShareAcknowledgeTopicResponse:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(TXN_SHARE_ACKNOWLEDGE)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
+    partitions: tuple[TxnShareAcknowledgePartitionResponse, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnShareAcknowledgeResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(TXN_SHARE_ACKNOWLEDGE)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    topics: tuple[TxnShareAcknowledgeTopicResponse, ...]
+
+
+_REQUESTS: dict[tuple[int, int], type] = {
+    (ADD_SHARE_ACKS_TO_TXN, 0): AddShareAcksToTxnRequest,
+    (TXN_SHARE_ACKNOWLEDGE, 0): TxnShareAcknowledgeRequest,
+}
+_RESPONSES: dict[tuple[int, int], type] = {
+    (ADD_SHARE_ACKS_TO_TXN, 0): AddShareAcksToTxnResponse,
+    (TXN_SHARE_ACKNOWLEDGE, 0): TxnShareAcknowledgeResponse,
+}
+
+
+def load_request(api_key: int, version: int) -> Any:
+    """The request entity class, ours for KIP-1289's APIs, else kio's."""
+    ours = _REQUESTS.get((api_key, version))
+    return ours if ours is not None else load_request_schema(api_key, version)
+
+
+def load_response(api_key: int, version: int) -> Any:
+    ours = _RESPONSES.get((api_key, version))
+    return ours if ours is not None else load_response_schema(api_key, version)

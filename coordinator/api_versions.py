@@ -39,6 +39,8 @@ SUPPORTED: Final[dict[int, tuple[str, int, int]]] = {
     90: ("DescribeShareGroupOffsets", 0, 1),
     91: ("AlterShareGroupOffsets", 0, 0),
     92: ("DeleteShareGroupOffsets", 0, 0),
+    93: ("TxnShareAcknowledge", 0, 0),  # KIP-1289 (DESIGN §3)
+    94: ("AddShareAcksToTxn", 0, 0),  # KIP-1289 (DESIGN §3)
 }
 
 

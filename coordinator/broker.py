@@ -20,6 +20,7 @@ from coordinator.producer_ids import ProducerIdManager
 from coordinator.share.manager import ShareManager
 from coordinator.topics import TopicInfo, TopicRegistry
 from coordinator.txn_coordinator import TransactionCoordinator
+from txn.batch import ControlType
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode, KafkaProtocolError
@@ -109,6 +110,7 @@ class BrokerCore:
             on_event=self._on_share_event,
         )
         self.share.load()
+        self.txn_coordinator.on_timeout_abort = self.share.on_transaction_timed_out
         self._schedule_flush()
         self._schedule_producer_expiry()
 
@@ -327,6 +329,15 @@ class BrokerCore:
         results: dict[TopicPartition, ErrorCode] = {}
         now = self.clock.now_ms()
         for tp in marker.partitions:
+            if tp.topic == SHARE_GROUP_STATE_TOPIC:
+                results[tp] = self.share.complete_transaction(
+                    tp.partition,
+                    marker.producer_id,
+                    marker.producer_epoch,
+                    marker.result is ControlType.COMMIT,
+                    marker.coordinator_epoch,
+                )
+                continue
             partition = self.partitions.get(tp)
             if partition is None:
                 # A deleted topic cannot block the transaction (KAFKA-5202).

@@ -26,7 +26,7 @@ from types import TracebackType
 from coordinator.broker import BrokerCore
 from coordinator.log.file_log import FileStorage
 from coordinator.log.storage import LogConfig
-from coordinator.metrics import ShareGroupMetrics
+from coordinator.metrics import ShareGroupMetrics, ShareTransactionMetrics
 from coordinator.runtime import LoopClock
 from coordinator.server import KafkaServer
 from txn.config import BrokerConfig
@@ -42,6 +42,7 @@ async def serve(data_dir: Path, host: str, port: int, config: BrokerConfig) -> N
     storage = FileStorage(data_dir, LogConfig())
     core = BrokerCore(storage, LoopClock(loop), config, random.Random())
     core.add_share_event_listener(ShareGroupMetrics().record)
+    core.share.on_txn_metric = ShareTransactionMetrics().record
     server = KafkaServer(core, host, port)
     await server.start()
     stop = asyncio.Event()

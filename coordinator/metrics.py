@@ -48,3 +48,43 @@ class ShareGroupMetrics:
         counter = self._counters.get(kind)
         if counter is not None and count > 0:
             counter.add(count, {"group.id": group_id})
+
+
+class ShareTransactionMetrics:
+    """KIP-1289's instruments, with the KIP's names.
+
+    ``share-transaction-active`` (transactions holding pending share acks),
+    ``share-transaction-prepare-time-ms`` (first pending ack to the coordinator's decision),
+    ``share-transaction-commit-time-ms`` (applying a COMMIT marker to the share state),
+    ``share-transaction-abort-total`` and ``share-transaction-timeout-total``.
+    """
+
+    def __init__(self, provider: MeterProvider | None = None) -> None:
+        meter = (provider or metrics.get_meter_provider()).get_meter("sharetxn.broker")
+        self._active = meter.create_up_down_counter(
+            "share-transaction-active", description="Active share-group transactions"
+        )
+        self._prepare = meter.create_histogram(
+            "share-transaction-prepare-time-ms", unit="ms", description="Time to prepare"
+        )
+        self._commit = meter.create_histogram(
+            "share-transaction-commit-time-ms", unit="ms", description="Time to commit"
+        )
+        self._aborts = meter.create_counter(
+            "share-transaction-abort-total", description="Aborted share-ack transactions"
+        )
+        self._timeouts = meter.create_counter(
+            "share-transaction-timeout-total", description="Timed-out share-ack transactions"
+        )
+
+    def record(self, name: str, value: int) -> None:
+        if name == "share-transaction-active":
+            self._active.add(value)
+        elif name == "share-transaction-prepare-time-ms":
+            self._prepare.record(value)
+        elif name == "share-transaction-commit-time-ms":
+            self._commit.record(value)
+        elif name == "share-transaction-abort-total":
+            self._aborts.add(value)
+        elif name == "share-transaction-timeout-total":
+            self._timeouts.add(value)

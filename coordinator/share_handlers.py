@@ -82,6 +82,8 @@ class ShareHandlers:
             91: self.alter_share_group_offsets,
             92: self.delete_share_group_offsets,
             44: self.incremental_alter_configs,
+            93: self.txn_share_acknowledge,
+            94: self.add_share_acks_to_txn,
         }
 
     # -- membership -----------------------------------------------------------------------------
@@ -330,6 +332,58 @@ class ShareHandlers:
             "error_message": None,
             "responses": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
         }
+
+    # -- KIP-1289 -------------------------------------------------------------------------------
+
+    async def add_share_acks_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
+        """AddShareAcksToTxn: add each (group, topic partition)'s share-state partition."""
+        b = req.body
+        state_partitions: list[TopicPartition] = []
+        for topic in b.topics:
+            info = self.core.topics.get(topic.name)
+            if info is None or any(
+                int(p) >= info.num_partitions or int(p) < 0 for p in topic.partitions
+            ):
+                return {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+            for p in topic.partitions:
+                tp = self.share.state_partition_of(b.group_id, info.topic_id, int(p))
+                if tp not in state_partitions:
+                    state_partitions.append(tp)
+        if not b.group_id:
+            return {"error_code": ErrorCode.INVALID_REQUEST}
+        results = self.core.txn_coordinator.add_partitions_to_txn(
+            b.transactional_id, int(b.producer_id), int(b.producer_epoch), state_partitions
+        )
+        errors = [e for e in results.values() if e is not ErrorCode.NONE]
+        return {"error_code": errors[0] if errors else ErrorCode.NONE}
+
+    async def txn_share_acknowledge(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        acks: list[PartitionAcks] = []
+        for topic in b.topics:
+            for p in topic.partitions:
+                batches = [
+                    AckBatch(int(x.first_offset), int(x.last_offset), [int(x.acknowledge_type)])
+                    for x in p.acknowledgement_batches
+                ]
+                acks.append(
+                    PartitionAcks(TopicIdPartition(topic.topic_id, int(p.partition)), batches)
+                )
+        results = self.share.txn_share_acknowledge(
+            b.group_id,
+            b.transactional_id,
+            int(b.producer_id),
+            int(b.producer_epoch),
+            b.member_id,
+            acks,
+            self.core.txn_coordinator.verify_partitions,
+        )
+        by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        for tip, error in results.items():
+            by_topic.setdefault(tip.topic_id, []).append(
+                {"partition": tip.partition, "error_code": error, "error_message": None}
+            )
+        return {"topics": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()]}
 
     # -- share-group offsets (admin) ------------------------------------------------------------
 

@@ -210,6 +210,8 @@ class TransactionCoordinator:
         self._log = log
         self._producer_ids = producer_ids
         self._channel = marker_channel
+        # Called with (transactional id, producer id) when the reaper aborts a transaction.
+        self.on_timeout_abort: Callable[[str, int], None] | None = None
         self._coordinator_epoch = coordinator_epoch
         # The server's transaction.version: used for aborts the coordinator starts itself.
         self._tv_level = transaction_version_level
@@ -708,6 +710,8 @@ class TransactionCoordinator:
             if error is ErrorCode.NONE:
                 log.info("aborted timed-out transaction of %r", transactional_id)
                 aborted.append(transactional_id)
+                if self.on_timeout_abort is not None:
+                    self.on_timeout_abort(transactional_id, producer_id)
             else:
                 log.warning("timeout abort of %r failed: %s", transactional_id, error.name)
         return aborted

@@ -40,13 +40,14 @@ from coordinator.share.share_partition import (
     AcquireResult,
     SharePartition,
     SharePartitionConfig,
+    SharePartitionState,
     validate_ack_batches,
 )
 from coordinator.topics import TopicRegistry
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
-from txn.ids import TopicPartition
+from txn.ids import SHARE_GROUP_STATE_TOPIC, TopicPartition
 
 log = logging.getLogger("sharetxn.share")
 
@@ -124,6 +125,9 @@ class ShareManager:
         self.sessions = ShareSessionCache(config.get_int("group.share.max.share.sessions"))
         self.share_partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
         self._leaving: tuple[str, str] | None = None
+        # producer id -> when its first pending share ack arrived (for the KIP's metrics)
+        self._txn_started_ms: dict[int, int] = {}
+        self.on_txn_metric: Callable[[str, int], None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -285,9 +289,16 @@ class ShareManager:
                 on_event=self._event_sink(group_id),
             )
             self.share_partitions[key] = sp
+        fresh = sp.state is not SharePartitionState.ACTIVE
         error = sp.maybe_initialize()
         if error is not ErrorCode.NONE:
             return error, None
+        if fresh:
+            # Records of transactions still open when the broker stopped stay exclusive to
+            # them (DESIGN §4.1): the share coordinator kept their pending acks.
+            state_key = ShareStateKey(group_id, tip.topic_id, tip.partition)
+            for producer_id, epoch, batches in self.persister.pending_for(state_key):
+                sp.restore_pending(producer_id, epoch, batches)
         return ErrorCode.NONE, sp
 
     def _event_sink(self, group_id: str) -> Callable[[str, int], None] | None:
@@ -401,3 +412,113 @@ class ShareManager:
     @staticmethod
     def is_final(epoch: int) -> bool:
         return epoch == FINAL_EPOCH
+
+    # -- KIP-1289: transactional acknowledgements ------------------------------------------------
+
+    def state_partition_of(
+        self, group_id: str, topic_id: uuid.UUID, partition: int
+    ) -> TopicPartition:
+        """The ``__share_group_state`` partition holding (group, topic partition) (DESIGN §3)."""
+        index = self.persister.partition_for(ShareStateKey(group_id, topic_id, partition))
+        return TopicPartition(SHARE_GROUP_STATE_TOPIC, index)
+
+    def txn_share_acknowledge(
+        self,
+        group_id: str,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str | None,
+        acks: list[PartitionAcks],
+        verify: Callable[[str, int, int, list[TopicPartition]], dict[TopicPartition, ErrorCode]],
+    ) -> dict[TopicIdPartition, ErrorCode]:
+        """TxnShareAcknowledge: ACQUIRED -> TX_PENDING, staged durably in the transaction.
+
+        Per partition: the transaction coordinator must confirm that the share-state partition
+        was added to the ongoing transaction of (pid, epoch) (DESIGN §4.3: else
+        INVALID_TXN_STATE; a stale epoch is PRODUCER_FENCED); the share partition validates
+        ownership and states (INVALID_RECORD_STATE, nothing changes); the pending acks are
+        appended to the share-state partition as a transactional batch; only then do the
+        records become TX_PENDING.
+        """
+        out: dict[TopicIdPartition, ErrorCode] = {}
+        for pa in acks:
+            state_tp = self.state_partition_of(group_id, pa.tip.topic_id, pa.tip.partition)
+            verdict = verify(transactional_id, producer_id, producer_epoch, [state_tp]).get(
+                state_tp, ErrorCode.UNKNOWN_SERVER_ERROR
+            )
+            if verdict is not ErrorCode.NONE:
+                out[pa.tip] = _verification_error(verdict)
+                continue
+            error, sp = self.share_partition(group_id, pa.tip)
+            if sp is None:
+                out[pa.tip] = error
+                continue
+            plan = sp.pending_plan(member_id, producer_id, producer_epoch, pa.batches)
+            if isinstance(plan, ErrorCode):
+                out[pa.tip] = plan
+                continue
+            key = ShareStateKey(group_id, pa.tip.topic_id, pa.tip.partition)
+            new_txn = producer_id not in self._txn_started_ms
+            error = self.persister.write_pending(key, producer_id, producer_epoch, plan)
+            if error is not ErrorCode.NONE:
+                out[pa.tip] = error
+                continue
+            out[pa.tip] = sp.prepare_pending(member_id, producer_id, producer_epoch, pa.batches)
+            if new_txn:
+                self._txn_started_ms[producer_id] = self.clock.now_ms()
+                self._emit_txn("share-transaction-active", 1)
+        return out
+
+    def complete_transaction(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> ErrorCode:
+        """A WriteTxnMarkers entry for a share-state partition (DESIGN §4.5).
+
+        The marker is appended to the state partition, the pending acks are materialized
+        (COMMIT) or discarded (ABORT), and the share partitions change, all before the marker
+        is acknowledged to the transaction coordinator.
+        """
+        started = self.clock.now_ms()
+        outcome = self.persister.complete_transaction(
+            partition, producer_id, producer_epoch, commit, coordinator_epoch
+        )
+        if outcome.error is not ErrorCode.NONE:
+            return outcome.error
+        for key in outcome.keys:
+            sp = self.share_partitions.get((key.group_id, key.topic_id, key.partition))
+            if sp is None or sp.state is not SharePartitionState.ACTIVE:
+                continue  # not loaded: it reads the materialized state when it initializes
+            # A commit is already durable through the marker; an abort's revert is written.
+            sp.complete_pending(producer_id, producer_epoch, commit, persist=not commit)
+        if outcome.applied and producer_id not in self.persister.open_transactions():
+            began = self._txn_started_ms.pop(producer_id, None)
+            if began is not None:
+                self._emit_txn("share-transaction-active", -1)
+                # From the first pending ack to the coordinator's decision reaching us.
+                self._emit_txn("share-transaction-prepare-time-ms", started - began)
+            if commit:
+                self._emit_txn("share-transaction-commit-time-ms", self.clock.now_ms() - started)
+            else:
+                self._emit_txn("share-transaction-abort-total", 1)
+        return ErrorCode.NONE
+
+    def on_transaction_timed_out(self, transactional_id: str, producer_id: int) -> None:
+        if producer_id in self._txn_started_ms:
+            self._emit_txn("share-transaction-timeout-total", 1)
+
+    def _emit_txn(self, name: str, value: int) -> None:
+        if self.on_txn_metric is not None:
+            self.on_txn_metric(name, value)
+
+
+def _verification_error(verdict: ErrorCode) -> ErrorCode:
+    """Map the verify-only answer to TxnShareAcknowledge's errors (DESIGN §4.3)."""
+    if verdict in (ErrorCode.TRANSACTION_ABORTABLE, ErrorCode.INVALID_PRODUCER_ID_MAPPING):
+        return ErrorCode.INVALID_TXN_STATE
+    return verdict

@@ -52,9 +52,9 @@ from coordinator.share.persister import (
     ShareStateKey,
     StateSummary,
 )
-from coordinator.share.state_combiner import NO_START_OFFSET, combine
+from coordinator.share.state_combiner import NO_START_OFFSET, combine, overlay
 from coordinator.txn_coordinator import append_error_code
-from txn.batch import build_batch
+from txn.batch import BatchHeader, ControlType, build_batch, build_control_batch, control_type_of
 from txn.clock import Clock, Timer
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode, InvalidConfigError
@@ -168,17 +168,29 @@ class _KeyState:
 
 @dataclass
 class PendingTxnUpdates:
-    """KIP-1289 extension point: one producer's uncommitted share-state updates in a partition.
+    """KIP-1289: one producer's uncommitted share-state updates in one state partition.
 
-    Not used yet.  A transactional ShareUpdate batch (producer id/epoch in its header) will be
-    staged here on apply instead of being merged; the COMMIT marker merges ``updates`` into the
-    states (replacing, not max-merging, where DESIGN §4.6 requires), ABORT drops them.
-    ``first_offset`` is the offset of the producer's first staged record: pruning must keep it.
+    A TxnShareAcknowledge is appended as a *transactional* batch (the producer id and epoch
+    in its header) of ShareUpdate records whose batches carry the target delivery state of
+    each acknowledged range.  Applying it stages the update here instead of merging it; the
+    COMMIT marker overlays ``updates`` onto the states (replacing what was there, because the
+    acknowledgement decides those offsets even where the merge rule's higher delivery count
+    would hide it — DESIGN §4.6), ABORT drops them.  ``first_offset`` is the offset of the
+    producer's first staged record: pruning keeps everything from there.
     """
 
     producer_epoch: int
     first_offset: int
     updates: dict[ShareStateKey, list[ShareUpdateValue]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerOutcome:
+    """What a transaction marker did in one state partition."""
+
+    error: ErrorCode
+    keys: tuple[ShareStateKey, ...] = ()
+    applied: bool = False  # False: no pending acks of that producer/epoch (a no-op marker)
 
 
 @dataclass
@@ -647,23 +659,8 @@ class ShareCoordinator:
         start = part.log.log_start_offset
         for header, batch in part.log.batches(start):
             if header.is_control:
-                # KIP-1289: COMMIT/ABORT markers will resolve ``part.pending_txn`` here.
-                log.warning(
-                    "skipping control batch at %s-%d offset %d (no transactional share state)",
-                    SHARE_GROUP_STATE_TOPIC,
-                    part.index,
-                    header.base_offset,
-                )
-                continue
-            if header.is_transactional:
-                # KIP-1289: stage into ``part.pending_txn[header.producer_id]`` instead.
-                log.warning(
-                    "skipping transactional batch at %s-%d offset %d (producer %d)",
-                    SHARE_GROUP_STATE_TOPIC,
-                    part.index,
-                    header.base_offset,
-                    header.producer_id,
-                )
+                commit = control_type_of(batch, 0, header) is ControlType.COMMIT
+                self._apply_marker(part, header.producer_id, header.producer_epoch, commit)
                 continue
             try:
                 records = read_records(batch)
@@ -679,7 +676,10 @@ class ShareCoordinator:
                 offset = header.base_offset + delta
                 if offset < start:
                     continue  # deleted by a prune that cut this batch
-                self._replay_record(part, offset, raw_key, raw_value)
+                if header.is_transactional:
+                    self._replay_pending(part, offset, header, raw_key, raw_value)
+                else:
+                    self._replay_record(part, offset, raw_key, raw_value)
 
     def _replay_record(
         self, part: _StatePartition, offset: int, raw_key: bytes | None, raw_value: bytes | None
@@ -765,6 +765,200 @@ class ShareCoordinator:
                 combine(current.batches, _from_records(value.state_batches), start)
             )
             current.update_count += 1
+
+    # --- KIP-1289: transactional (pending) updates --------------------------------------------
+
+    def write_pending(
+        self,
+        key: ShareStateKey,
+        producer_id: int,
+        producer_epoch: int,
+        batches: Sequence[PersisterStateBatch],
+    ) -> ErrorCode:
+        """TxnShareAcknowledge: stage target states for ``key`` in the producer's transaction.
+
+        Appended (and fsynced) as a transactional batch on the key's state partition before
+        it is staged; the transaction's marker later commits or discards it.
+        """
+        if (unavailable := self.availability()) is not ErrorCode.NONE:
+            return unavailable
+        if (invalid := self._check_key(key)) is not None:
+            return invalid
+        part = self._partition(key)
+        entry = part.states.get(key)
+        if entry is None:
+            return ErrorCode.INVALID_REQUEST
+        pending = part.pending_txn.get(producer_id)
+        if pending is not None and pending.producer_epoch > producer_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        value = ShareUpdateValue(
+            snapshot_epoch=entry.snapshot_epoch,
+            leader_epoch=NO_EPOCH,
+            start_offset=NO_START_OFFSET,
+            state_batches=_to_records(batches),
+        )
+        record_key = ShareRecordKey(
+            ShareRecordType.SHARE_UPDATE, key.group_id, key.topic_id, key.partition
+        )
+        key_bytes, value_bytes = encode_record(record_key, value)
+        now = self._clock.now_ms()
+        batch = build_batch(
+            [(key_bytes, value_bytes)],
+            timestamp_ms=now,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            transactional=True,
+        )
+        appended = self._append_durably(part, batch, now)
+        if isinstance(appended, ErrorCode):
+            return appended
+        self._stage(part, appended, producer_id, producer_epoch, key, value)
+        return ErrorCode.NONE
+
+    def complete_transaction(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> MarkerOutcome:
+        """WriteTxnMarkers for one state partition: append the marker, then apply or discard.
+
+        Idempotent: a marker for a producer with nothing staged (or staged by a newer epoch)
+        is appended and changes nothing.  Returns the keys whose pending acks were resolved.
+        """
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return MarkerOutcome(error)
+        part = self._partitions.get(partition)
+        if part is None:
+            return MarkerOutcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        now = self._clock.now_ms()
+        marker = build_control_batch(
+            ControlType.COMMIT if commit else ControlType.ABORT,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+            timestamp_ms=now,
+        )
+        appended = self._append_durably(part, marker, now)
+        if isinstance(appended, ErrorCode):
+            return MarkerOutcome(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER
+                if appended is ErrorCode.NOT_COORDINATOR
+                else appended
+            )
+        keys = self._apply_marker(part, producer_id, producer_epoch, commit)
+        return MarkerOutcome(ErrorCode.NONE, tuple(keys), applied=bool(keys))
+
+    def pending_for(
+        self, key: ShareStateKey
+    ) -> list[tuple[int, int, tuple[PersisterStateBatch, ...]]]:
+        """(producer id, epoch, target batches) of every open transaction touching ``key``."""
+        part = self._partitions.get(self.partition_for(key))
+        if part is None:
+            return []
+        out: list[tuple[int, int, tuple[PersisterStateBatch, ...]]] = []
+        for producer_id, pending in sorted(part.pending_txn.items()):
+            for value in pending.updates.get(key, []):
+                out.append(
+                    (producer_id, pending.producer_epoch, _from_records(value.state_batches))
+                )
+        return out
+
+    def open_transactions(self) -> dict[int, list[tuple[int, ShareStateKey]]]:
+        """producer id -> (state partition, key) of every staged transactional update."""
+        out: dict[int, list[tuple[int, ShareStateKey]]] = {}
+        for index, part in self._partitions.items():
+            for producer_id, pending in part.pending_txn.items():
+                for key in pending.updates:
+                    out.setdefault(producer_id, []).append((index, key))
+        return out
+
+    def _append_durably(self, part: _StatePartition, batch: bytes, now: int) -> ErrorCode | int:
+        """Append and fsync; the base offset, or the error (nothing appended)."""
+        try:
+            header = part.log.append(batch, now)
+        except Exception as exc:
+            error = append_error_code(exc)
+            log.warning("%s-%d append failed (%r): %s", self.topic, part.index, exc, error.name)
+            return error
+        try:
+            part.log.flush()
+        except Exception as exc:
+            error = append_error_code(exc)
+            log.warning("%s-%d flush failed (%r): %s", self.topic, part.index, exc, error.name)
+            try:
+                part.log.truncate_to(header.base_offset)
+            except Exception:
+                log.exception("could not remove the unflushed share state batch")
+            return error
+        return header.base_offset
+
+    def _replay_pending(
+        self,
+        part: _StatePartition,
+        offset: int,
+        header: BatchHeader,
+        raw_key: bytes | None,
+        raw_value: bytes | None,
+    ) -> None:
+        try:
+            record_key, value = decode_record(raw_key, raw_value)
+        except ShareRecordFormatError:
+            log.exception(
+                "skipping corrupt pending record at %s-%d %d", self.topic, part.index, offset
+            )
+            return
+        if not isinstance(value, ShareUpdateValue):
+            log.warning(
+                "skipping pending record at %s-%d %d: not an update", self.topic, part.index, offset
+            )
+            return
+        key = ShareStateKey(record_key.group_id, record_key.topic_id, record_key.partition)
+        self._stage(part, offset, header.producer_id, header.producer_epoch, key, value)
+
+    @staticmethod
+    def _stage(
+        part: _StatePartition,
+        offset: int,
+        producer_id: int,
+        producer_epoch: int,
+        key: ShareStateKey,
+        value: ShareUpdateValue,
+    ) -> None:
+        pending = part.pending_txn.get(producer_id)
+        if pending is None or pending.producer_epoch < producer_epoch:
+            if pending is not None:
+                # A newer epoch means the old transaction was fenced and its abort marker
+                # written already (or it would have been); its leftovers are dropped.
+                log.warning("dropping stale pending acks of producer %d", producer_id)
+            pending = PendingTxnUpdates(producer_epoch, offset)
+            part.pending_txn[producer_id] = pending
+        pending.updates.setdefault(key, []).append(value)
+
+    def _apply_marker(
+        self, part: _StatePartition, producer_id: int, producer_epoch: int, commit: bool
+    ) -> list[ShareStateKey]:
+        """The one place a marker changes state (live and replay): materialize or discard."""
+        pending = part.pending_txn.get(producer_id)
+        if pending is None or pending.producer_epoch > producer_epoch:
+            return []  # nothing staged, or a newer transaction an old marker must not touch
+        del part.pending_txn[producer_id]
+        keys = list(pending.updates)
+        if not commit:
+            return keys
+        for key, values in pending.updates.items():
+            entry = part.states.get(key)
+            if entry is None:
+                continue  # the state was deleted meanwhile; nothing to apply to
+            batches = entry.batches
+            for value in values:
+                batches = tuple(
+                    overlay(batches, _from_records(value.state_batches), entry.start_offset)
+                )
+            entry.batches = batches
+        return keys
 
     # --- internals: pruning and timers --------------------------------------------------------
 

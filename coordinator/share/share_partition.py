@@ -258,6 +258,14 @@ class _Change:
         return self.last - self.first + 1
 
 
+# The target delivery state a transaction staged -> the acknowledgement that produced it.
+_ACK_OF_TARGET: Final[dict[int, AcknowledgeType]] = {
+    int(RecordState.ACKNOWLEDGED): AcknowledgeType.ACCEPT,
+    int(RecordState.ARCHIVED): AcknowledgeType.REJECT,
+    int(RecordState.AVAILABLE): AcknowledgeType.RELEASE,
+}
+
+
 class _InitError(Exception):
     """Persisted state that cannot be loaded."""
 
@@ -773,6 +781,84 @@ class SharePartition:
                 self._expire(lock)
 
     # -- KIP-1289: transactional acknowledgements -----------------------------------------------
+
+    def pending_plan(
+        self,
+        member_id: str | None,
+        producer_id: int,
+        producer_epoch: int,
+        batches: Sequence[AckBatch],
+    ) -> list[PersisterStateBatch] | ErrorCode:
+        """Validate a TxnShareAcknowledge without applying it.
+
+        Returns the target state of every acknowledged range (what the share coordinator
+        stages in the transaction: ACCEPT -> ACKNOWLEDGED, REJECT/GAP -> ARCHIVED, RELEASE ->
+        AVAILABLE, with the records' delivery counts), or the error ``prepare_pending`` would
+        return.
+        """
+        error = validate_ack_batches(batches)
+        if error is not ErrorCode.NONE:
+            return error
+        if any(t == AcknowledgeType.RENEW for b in batches for t in b.ack_types):
+            return ErrorCode.INVALID_REQUEST
+        if self._status is not SharePartitionState.ACTIVE:
+            return self._inactive_error()
+        self._sync_log_start()
+        planned = self._plan_acks(member_id, batches, txn=(producer_id, producer_epoch))
+        if isinstance(planned, ErrorCode):
+            return planned
+        out: list[PersisterStateBatch] = []
+        for change in sorted(planned[0], key=lambda c: c.first):
+            assert change.pending is not None
+            target = self._ack_change(
+                Run(change.first, change.last, RecordState.ACQUIRED, change.delivery_count),
+                change.first,
+                change.last,
+                change.pending.ack_type,
+                txn=None,
+                renew_lock=None,
+            )
+            out.append(
+                PersisterStateBatch(
+                    change.first, change.last, int(target.state), target.delivery_count
+                )
+            )
+        return out
+
+    def restore_pending(
+        self, producer_id: int, producer_epoch: int, batches: Sequence[PersisterStateBatch]
+    ) -> None:
+        """After a restart: mark the records of a still-open transaction TX_PENDING again.
+
+        ``batches`` are the target states the share coordinator staged (see ``pending_plan``).
+        This replays durable state rather than making a live transition, so it sets the state
+        directly: the records become exclusive to the transaction again, as before the crash.
+        """
+        if self._status is not SharePartitionState.ACTIVE:
+            return
+        for batch in batches:
+            ack = _ACK_OF_TARGET.get(batch.delivery_state, AcknowledgeType.RELEASE)
+            first = max(batch.first_offset, self._start)
+            last = batch.last_offset
+            if last < first:
+                continue
+            if last >= self._end:
+                if first > self._end:
+                    self._runs.append(Run(self._end, first - 1, None))
+                self._runs.append(Run(max(first, self._end), last, None))
+                self._end = last + 1
+            for run in self._runs.isolate(first, last):
+                if run.state is not None and run.state.is_terminal:
+                    continue
+                run.state = RecordState.TX_PENDING
+                run.delivery_count = max(run.delivery_count, batch.delivery_count, 1)
+                run.member_id = ""
+                if run.lock is not None and run.lock.release(run.count):
+                    self._locks.discard(run.lock)
+                run.lock = None
+                run.pending = PendingAck(producer_id, producer_epoch, ack)
+            self._runs.coalesce(first, last)
+        self._find_next = True
 
     def prepare_pending(
         self,

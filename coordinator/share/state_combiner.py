@@ -123,3 +123,33 @@ def _append_coalesced(out: list[PersisterStateBatch], batch: PersisterStateBatch
 
 def _with_offsets(batch: PersisterStateBatch, first: int, last: int) -> PersisterStateBatch:
     return PersisterStateBatch(first, last, batch.delivery_state, batch.delivery_count)
+
+
+def overlay(
+    current: Sequence[PersisterStateBatch],
+    new: Sequence[PersisterStateBatch],
+    start_offset: int = NO_START_OFFSET,
+) -> list[PersisterStateBatch]:
+    """``new`` replaces ``current`` wherever they overlap, whatever the merge rule would say.
+
+    Used for committed transactional acknowledgements (KIP-1289): the commit decides the
+    state of those offsets, even where ``current`` carries a higher delivery count (DESIGN
+    §4.6).  ``new`` must not overlap itself.
+    """
+    cut: list[PersisterStateBatch] = []
+    spans = sorted((b.first_offset, b.last_offset) for b in new)
+    for batch in current:
+        pieces = [(batch.first_offset, batch.last_offset)]
+        for first, last in spans:
+            next_pieces: list[tuple[int, int]] = []
+            for a, z in pieces:
+                if last < a or first > z:
+                    next_pieces.append((a, z))
+                    continue
+                if a < first:
+                    next_pieces.append((a, first - 1))
+                if last < z:
+                    next_pieces.append((last + 1, z))
+            pieces = next_pieces
+        cut.extend(_with_offsets(batch, a, z) for a, z in pieces)
+    return combine(cut, list(new), start_offset)

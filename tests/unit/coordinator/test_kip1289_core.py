@@ -120,7 +120,7 @@ def test_commit_applies_pending_acks() -> None:
     assert set(h.states()) == {RecordState.TX_PENDING}
     h.end(pid, epoch, commit=True)
     assert h.txn_state() == "CompleteCommit"
-    error, sp = h.core.share.share_partition(GROUP, h.tip)
+    _error, sp = h.core.share.share_partition(GROUP, h.tip)
     assert sp is not None and sp.start_offset == 5  # all ACKNOWLEDGED: the SPSO moved on
     assert h.acquire("m2") == 0
 
@@ -134,7 +134,7 @@ def test_abort_reverts_with_delivery_count_kept() -> None:
     h.txn_ack(pid, epoch, 0, 4)
     h.end(pid, epoch, commit=False)
     assert set(h.states()) == {RecordState.AVAILABLE}
-    error, sp = h.core.share.share_partition(GROUP, h.tip)
+    _error, sp = h.core.share.share_partition(GROUP, h.tip)
     assert sp is not None and sp.record_state(0) == (RecordState.AVAILABLE, 1, "")
     assert h.acquire("m2") == 5
     assert sp.record_state(0)[1] == 2  # type: ignore[index]
@@ -144,7 +144,7 @@ def test_abort_at_the_delivery_limit_archives() -> None:
     h = Harness()
     h.setup(**{"share.delivery.count.limit": "2"})
     h.acquire()
-    error, sp = h.core.share.share_partition(GROUP, h.tip)
+    _error, sp = h.core.share.share_partition(GROUP, h.tip)
     assert sp is not None
     assert sp.acknowledge("m1", [AckBatch(0, 4, [2])]) is ErrorCode.NONE  # RELEASE: dc 1
     h.acquire()  # dc 2 = the limit
@@ -248,10 +248,10 @@ def test_pending_acks_survive_a_restart_and_complete_after_it() -> None:
     )
     assert (r.producer_id, r.producer_epoch) == (pid, epoch)
     h2.end(pid, epoch, commit=True)
-    error, sp = h2.core.share.share_partition(GROUP, h2.tip)
+    _error, sp = h2.core.share.share_partition(GROUP, h2.tip)
     assert sp is not None and sp.start_offset == 5
     h3 = h2.restart()  # the commit itself is durable
-    error, sp3 = h3.core.share.share_partition(GROUP, h3.tip)
+    _error, sp3 = h3.core.share.share_partition(GROUP, h3.tip)
     assert sp3 is not None and sp3.start_offset == 5
 
 
@@ -274,5 +274,5 @@ def test_markers_are_idempotent_and_old_epochs_do_not_touch_newer_transactions()
     assert (
         h.core.share.complete_transaction(state_tp.partition, pid, epoch, True, 0) is ErrorCode.NONE
     )
-    error, sp = h.core.share.share_partition(GROUP, h.tip)
+    _error, sp = h.core.share.share_partition(GROUP, h.tip)
     assert sp is not None and sp.start_offset == 5

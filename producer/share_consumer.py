@@ -1152,7 +1152,11 @@ class ShareConsumer:
                     if offset in acquired:
                         inflight.acks[offset] = _Ack(ack, node, gen)
                         handled.add(offset)
-                problem = problem or RecordDecodeError(f"{tp}: {exc}")
+                if problem is None:
+                    exc.add_note(
+                        f"fetched from {tp} (offsets {header.base_offset}-{header.last_offset})"
+                    )
+                    problem = exc
                 continue
             for r in batch.records:
                 count = acquired.get(r.offset)

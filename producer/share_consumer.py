@@ -42,7 +42,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -352,6 +352,10 @@ class _Membership:
                 self.version += 1
                 self.changed.notify_all()
 
+    def stop_nowait(self) -> None:
+        self._stop.set()
+        self._wakeup.set()
+
     def close(self, *, leave: bool) -> None:
         self._stop.set()
         self._wakeup.set()
@@ -557,6 +561,13 @@ def _wire_batches(offsets: list[tuple[int, AcknowledgeType]]) -> list[dict[str, 
         }
         for b in ack_ranges(offsets)
     ]
+
+
+def _outside(want: set[TopicIdPartition]) -> Callable[[TopicPartition, uuid.UUID], bool]:
+    def test(tp: TopicPartition, topic_id: uuid.UUID) -> bool:
+        return TopicIdPartition(topic_id, tp.partition) not in want
+
+    return test
 
 
 def _ms(value: Any) -> int:
@@ -851,22 +862,28 @@ class ShareConsumer:
                 self._record_result(tp, error)
 
     def _take_acks(
-        self, session: _Session
+        self,
+        session: _Session,
+        keep: Callable[[TopicPartition, uuid.UUID], bool] | None = None,
     ) -> dict[TopicPartition, list[tuple[int, AcknowledgeType]]]:
         """Remove and return the pending acknowledgements for records from ``session``.
 
-        Those acquired through an earlier, lost session of the node cannot succeed any more:
-        they are failed (reported by ``commit_sync``) instead of sent.
+        ``keep`` limits which partitions are taken.  Acknowledgements of records acquired
+        through an earlier, lost session of the node cannot succeed any more: they are all
+        taken and failed (reported by ``commit_sync``) instead of sent.
         """
         out: dict[TopicPartition, list[tuple[int, AcknowledgeType]]] = {}
         stale: dict[TopicPartition, list[tuple[int, AcknowledgeType]]] = {}
         for tp, inflight in self._inflight.items():
+            wanted = keep is None or keep(tp, inflight.topic_id)
             mine = [(o, a) for o, a in inflight.acks.items() if a.node_id == session.node_id]
             for offset, ack in mine:
-                del inflight.acks[offset]
                 if ack.generation == session.generation and session.epoch > INITIAL_EPOCH:
-                    out.setdefault(tp, []).append((offset, ack.ack_type))
+                    if wanted:
+                        del inflight.acks[offset]
+                        out.setdefault(tp, []).append((offset, ack.ack_type))
                 else:
+                    del inflight.acks[offset]
                     stale.setdefault(tp, []).append((offset, ack.ack_type))
         if stale:
             count = sum(len(v) for v in stale.values())
@@ -931,14 +948,29 @@ class ShareConsumer:
                 nodes.add(node)
         if not nodes:
             return [], False
+        # A partition named in a ShareFetch joins the session, so acknowledgements for records of
+        # partitions this node no longer serves us go in a ShareAcknowledge first.
+        side: list[_Outgoing] = []
+        for node in sorted(nodes):
+            session = self._sessions.setdefault(node, _Session(node))
+            if session.epoch > INITIAL_EPOCH:
+                want = desired.get(node, set())
+                stray = self._take_acks(session, _outside(want))
+                if stray:
+                    side.append(self._ack_request(session, stray, final=False))
+        if side:
+            for ack_req, resp in zip(
+                side, self._exchange_all(side, SHARE_ACKNOWLEDGE), strict=True
+            ):
+                self._on_acknowledge_response(ack_req, resp, final=False)
         remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
         max_wait = min(self._cfg.fetch_max_wait_ms, remaining_ms)
         outgoing: list[_Outgoing] = []
         for node in sorted(nodes):
             session = self._sessions.setdefault(node, _Session(node))
-            out = self._build_fetch(session, desired.get(node, set()), max_wait)
-            if out is not None:
-                outgoing.append(out)
+            fetch = self._build_fetch(session, desired.get(node, set()), max_wait)
+            if fetch is not None:
+                outgoing.append(fetch)
         if not outgoing:
             return [], False
         responses = self._exchange_all(outgoing, SHARE_FETCH)
@@ -971,6 +1003,8 @@ class ShareConsumer:
             added = set(want)
             forgotten: set[TopicIdPartition] = set()
         else:
+            if not want and not session.partitions and not acks:
+                return None
             added = want - session.partitions
             forgotten = session.partitions - want
         by_topic: dict[uuid.UUID, dict[int, list[dict[str, Any]]]] = {}
@@ -1191,23 +1225,8 @@ class ShareConsumer:
                 self._take_acks(session)  # nothing open: those can only fail
                 continue
             acks = self._take_acks(session)
-            if not acks and not final:
-                continue
-            by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
-            for tp, offsets in sorted(acks.items()):
-                by_topic.setdefault(self._inflight[tp].topic_id, []).append(
-                    {
-                        "partition_index": tp.partition,
-                        "acknowledgement_batches": _wire_batches(offsets),
-                    }
-                )
-            body = {
-                "group_id": self._cfg.group_id,
-                "member_id": self._membership.member_id,
-                "share_session_epoch": FINAL_EPOCH if final else session.epoch,
-                "topics": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
-            }
-            outgoing.append(_Outgoing(session, body, set(session.partitions), acks))
+            if acks or final:
+                outgoing.append(self._ack_request(session, acks, final=final))
         # Acknowledgements recorded for nodes we have no session with at all.
         for inflight_tp, inflight in self._inflight.items():
             orphans = [(o, a) for o, a in inflight.acks.items() if a.node_id not in self._sessions]
@@ -1231,6 +1250,26 @@ class ShareConsumer:
             outgoing, self._exchange_all(outgoing, SHARE_ACKNOWLEDGE), strict=True
         ):
             self._on_acknowledge_response(out, resp, final=final)
+
+    def _ack_request(
+        self,
+        session: _Session,
+        acks: dict[TopicPartition, list[tuple[int, AcknowledgeType]]],
+        *,
+        final: bool,
+    ) -> _Outgoing:
+        by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        for tp, offsets in sorted(acks.items()):
+            by_topic.setdefault(self._inflight[tp].topic_id, []).append(
+                {"partition_index": tp.partition, "acknowledgement_batches": _wire_batches(offsets)}
+            )
+        body = {
+            "group_id": self._cfg.group_id,
+            "member_id": self._membership.member_id,
+            "share_session_epoch": FINAL_EPOCH if final else session.epoch,
+            "topics": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+        return _Outgoing(session, body, set(session.partitions), acks)
 
     def _on_acknowledge_response(self, out: _Outgoing, resp: Any, *, final: bool) -> None:
         session = out.session
@@ -1350,9 +1389,6 @@ class ShareConsumer:
     def __del__(self) -> None:
         # A consumer dropped without close(): stop its heartbeat thread; the broker releases
         # its records when the connections close and the member's session times out.
-        if not getattr(self, "_closed", True):
-            try:
-                self._membership.close(leave=False)
-                self._client.close()
-            except Exception:  # noqa: S110 - may run at interpreter shutdown
-                pass
+        membership = getattr(self, "_membership", None)
+        if membership is not None and not getattr(self, "_closed", True):
+            membership.stop_nowait()

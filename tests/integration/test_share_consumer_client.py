@@ -365,6 +365,51 @@ def test_interop_with_stock_share_consumer(broker: LocalBroker) -> None:
     ]
 
 
+def test_acks_for_a_revoked_partition_go_by_share_acknowledge(broker: LocalBroker) -> None:
+    b = broker.bootstrap_servers
+    group = new_group()
+    topic = setup_topic(b, 2, 20, group)
+    a = consumer(b, group, "explicit")
+    a.subscribe([topic])
+    first = poll_until(a, 20)
+    assert {r.partition for r in first} == {0, 1}
+    other = consumer(b, group, "explicit")
+    other.subscribe([topic])
+    deadline = time.monotonic() + 15
+    while len(a._membership.snapshot()[1]) != 1 and time.monotonic() < deadline:
+        assert other.poll(0.2) == []  # everything is acquired by `a`
+    (kept,) = a._membership.snapshot()[1]
+    for r in first:
+        a.acknowledge(r)  # half of them now belong to a partition `a` no longer has
+    sent: list[int] = []
+    real_send = a._client.send
+
+    def spy(node: int | None, api_key: int, body: Any, **kw: Any) -> Any:
+        sent.append(api_key)
+        return real_send(node, api_key, body, **kw)
+
+    a._client.send = spy  # type: ignore[method-assign]
+    produce(b, topic, 20, 2, start=20)
+    mine: list[Record] = []
+    theirs: list[Record] = []
+    deadline = time.monotonic() + 20
+    while len(mine) + len(theirs) < 20 and time.monotonic() < deadline:
+        for c, sink in ((a, mine), (other, theirs)):
+            got = c.poll(0.2)
+            for r in got:
+                c.acknowledge(r)
+            sink.extend(got)
+    assert {r.partition for r in mine} == {kept.partition}
+    assert sent[:2] == [79, 78]  # ShareAcknowledge for the revoked partition, then ShareFetch
+    assert len(mine) + len(theirs) == 20
+    results = a.commit_sync(10)
+    assert results == {TopicPartition(topic, 0): None, TopicPartition(topic, 1): None}
+    other.commit_sync(10)
+    a.close()
+    other.close()
+    assert share_offsets(b, group, topic) == [(0, 20), (1, 20)]
+
+
 # -- transactional mode --------------------------------------------------------------------------
 
 

@@ -1,0 +1,555 @@
+"""``TransactionalProducer`` against a real broker process, verified by stock confluent-kafka.
+
+Idempotent produce, commit/abort/open transactions with exact read_committed counts, zombie
+fencing, a broker killed mid-transaction, 2PC prepare in a child process killed with
+SIGKILL and resumed here (KIP-939/KIP-1310), ``complete_transaction``, and misuse errors.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from coordinator.launcher import LocalBroker
+from producer.accumulator import partition_for_key
+from producer.transactional_producer import (
+    DifferentPreparedTransactionError,
+    IllegalStateError,
+    NoPreparedTransactionError,
+    RecordMetadata,
+    TransactionAbortedError,
+    TransactionalProducer,
+    TxnState,
+    UnsupportedOperationError,
+)
+from producer.types import PreparedTxnState
+from txn.errors import ClosedError, KafkaProtocolError, ProducerFencedError
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def txn_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+    with LocalBroker(data_dir=tmp_path_factory.mktemp("txnprod")) as b:
+        yield b
+
+
+def new_topic(bootstrap: str, partitions: int = 3) -> str:
+    name = f"tp-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+        future.result(30)
+    return name
+
+
+def consume(
+    bootstrap: str, topic: str, isolation: str, expect: int, partitions: int = 3
+) -> list[tuple[int, int, bytes | None, bytes]]:
+    """(partition, offset, key, value) of every record visible at ``isolation``.
+
+    Reads until at least ``expect`` records arrived and then 1.5 s more, so that extra
+    (duplicate or uncommitted) records would be seen too.
+    """
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"verify-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "fetch.wait.max.ms": 50,
+        }
+    )
+    consumer.assign([CkTopicPartition(topic, p, 0) for p in range(partitions)])
+    out: list[tuple[int, int, bytes | None, bytes]] = []
+    idle_until = time.monotonic() + 3
+    hard = time.monotonic() + 60
+    try:
+        while time.monotonic() < hard:
+            msgs = [m for m in consumer.consume(500, 0.2) if m.error() is None]
+            out.extend((m.partition(), m.offset(), m.key(), m.value()) for m in msgs)
+            if msgs:
+                idle_until = time.monotonic() + 1.5
+            elif len(out) >= expect and time.monotonic() > idle_until:
+                break
+    finally:
+        consumer.close()
+    return out
+
+
+def values(records: list[tuple[int, int, bytes | None, bytes]]) -> list[bytes]:
+    return [r[3] for r in records]
+
+
+def txn_config(bootstrap: str, tid: str, **extra: Any) -> dict[str, Any]:
+    return {"bootstrap.servers": bootstrap, "transactional.id": tid, **extra}
+
+
+# -- idempotent -----------------------------------------------------------------------------
+
+
+def test_idempotent_2000_records_over_three_partitions_exactly_once(
+    txn_broker: LocalBroker,
+) -> None:
+    bootstrap = txn_broker.bootstrap_servers
+    topic = new_topic(bootstrap)
+    with TransactionalProducer({"bootstrap.servers": bootstrap, "linger.ms": 2}) as producer:
+        futures = [
+            producer.send(topic, f"v{i}".encode(), key=f"k{i}".encode()) for i in range(2000)
+        ]
+        producer.flush(30)
+        metas = [f.result(0) for f in futures]
+    assert all(isinstance(m, RecordMetadata) and m.topic == topic for m in metas)
+    # Keyed records land where Kafka's murmur2 partitioner puts them.
+    assert all(m.partition == partition_for_key(f"k{i}".encode(), 3) for i, m in enumerate(metas))
+    by_partition: dict[int, list[int]] = {}
+    for m in metas:
+        by_partition.setdefault(m.partition, []).append(m.offset)
+    assert set(by_partition) == {0, 1, 2}
+    for offsets in by_partition.values():
+        assert offsets == list(range(len(offsets))), "offsets in send order, no gaps"
+    seen = consume(bootstrap, topic, "read_uncommitted", 2000)
+    counts = Counter(values(seen))
+    assert len(counts) == 2000
+    assert set(counts.values()) == {1}
+    located = {(p, o): v for p, o, _k, v in seen}
+    assert all(located[(m.partition, m.offset)] == f"v{i}".encode() for i, m in enumerate(metas))
+
+
+def test_keyed_partitions_match_librdkafka_murmur2(txn_broker: LocalBroker) -> None:
+    bootstrap = txn_broker.bootstrap_servers
+    ours, theirs = new_topic(bootstrap, 7), new_topic(bootstrap, 7)
+    keys = [f"key-{i}".encode() for i in range(200)] + [b"", b"\x00 ", b"123456789"]
+    with TransactionalProducer({"bootstrap.servers": bootstrap}) as producer:
+        mine = [producer.send(ours, b"x", key=k) for k in keys]
+        producer.flush(30)
+    stock = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random"})
+    placed: dict[bytes, int] = {}
+
+    def delivered(err: Any, msg: Any) -> None:
+        assert err is None
+        placed[msg.key()] = msg.partition()
+
+    for k in keys:
+        stock.produce(theirs, value=b"x", key=k, on_delivery=delivered)
+    assert stock.flush(30) == 0
+    assert [f.result(0).partition for f in mine] == [placed[k] for k in keys]
+
+
+# -- transactions ---------------------------------------------------------------------------
+
+
+def test_commit_abort_and_open_transactions_have_exact_read_committed_counts(
+    txn_broker: LocalBroker,
+) -> None:
+    bootstrap = txn_broker.bootstrap_servers
+    topic = new_topic(bootstrap)
+    producer = TransactionalProducer(txn_config(bootstrap, f"cao-{uuid.uuid4().hex[:6]}"))
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        committed = [producer.send(topic, f"c{i}") for i in range(300)]
+        producer.commit_transaction()
+        assert all(f.result(0).offset >= 0 for f in committed)
+
+        producer.begin_transaction()
+        aborted = [producer.send(topic, f"a{i}") for i in range(120)]
+        producer.flush(30)  # written to the log, then aborted by the marker
+        assert all(f.result(0).offset >= 0 for f in aborted)
+        producer.abort_transaction()
+
+        producer.begin_transaction()
+        unsent = [producer.send(topic, f"u{i}") for i in range(5)]
+        producer.abort_transaction()
+        for f in unsent:
+            error = f.exception(10)
+            assert error is None or isinstance(error, TransactionAbortedError)
+
+        producer.begin_transaction()
+        for i in range(40):
+            producer.send(topic, f"d{i}")
+        producer.commit_transaction()
+        assert producer.transaction_state is TxnState.READY
+
+        committed_view = values(consume(bootstrap, topic, "read_committed", 340))
+        assert Counter(v[:1] for v in committed_view) == {b"c": 300, b"d": 40}
+        assert len(set(committed_view)) == 340
+        everything = values(consume(bootstrap, topic, "read_uncommitted", 460))
+        assert Counter(v[:1] for v in everything)[b"a"] == 120
+
+        # Left open: written but never visible to read_committed (the LSO stays before it).
+        producer.begin_transaction()
+        for i in range(25):
+            producer.send(topic, f"o{i}")
+        producer.flush(30)
+        assert Counter(v[:1] for v in values(consume(bootstrap, topic, "read_committed", 340))) == {
+            b"c": 300,
+            b"d": 40,
+        }
+        assert (
+            Counter(v[:1] for v in values(consume(bootstrap, topic, "read_uncommitted", 485)))[b"o"]
+            == 25
+        )
+    finally:
+        producer.close()  # aborts the open transaction
+    final = values(consume(bootstrap, topic, "read_committed", 340))
+    assert Counter(v[:1] for v in final) == {b"c": 300, b"d": 40}
+
+
+def test_context_managers_commit_on_success_and_abort_on_error(txn_broker: LocalBroker) -> None:
+    bootstrap = txn_broker.bootstrap_servers
+    topic = new_topic(bootstrap, 1)
+    tid = f"ctx-{uuid.uuid4().hex[:6]}"
+    with TransactionalProducer(txn_config(bootstrap, tid)) as producer:
+        producer.init_transactions()
+        with producer.transaction():
+            producer.send(topic, b"kept-1")
+        with pytest.raises(RuntimeError), producer.transaction():
+            producer.send(topic, b"dropped")
+            producer.flush(30)
+            raise RuntimeError("boom")
+        assert producer.transaction_state is TxnState.READY
+        producer.begin_transaction()
+        producer.send(topic, b"kept-2")  # committed by the producer's own __exit__
+    assert sorted(values(consume(bootstrap, topic, "read_committed", 2, 1))) == [
+        b"kept-1",
+        b"kept-2",
+    ]
+
+
+def test_zombie_is_fenced_and_its_open_transaction_never_visible(txn_broker: LocalBroker) -> None:
+    bootstrap = txn_broker.bootstrap_servers
+    topic = new_topic(bootstrap)
+    tid = f"zombie-{uuid.uuid4().hex[:6]}"
+    zombie = TransactionalProducer(txn_config(bootstrap, tid))
+    zombie.init_transactions()
+    zombie.begin_transaction()
+    for i in range(50):
+        zombie.send(topic, f"z{i}", partition=i % 2)
+    zombie.flush(30)
+
+    successor = TransactionalProducer(txn_config(bootstrap, tid))
+    successor.init_transactions()  # fences the zombie and aborts its transaction
+    assert successor.producer_id_and_epoch[1] > zombie.producer_id_and_epoch[1]
+
+    # Its next transactional call fails with the fatal error, and every later one too.
+    late = zombie.send(topic, b"late", partition=0)
+    assert isinstance(late.exception(30), ProducerFencedError)
+    assert zombie.transaction_state is TxnState.FATAL_ERROR
+    with pytest.raises(ProducerFencedError):
+        zombie.commit_transaction()
+    with pytest.raises(ProducerFencedError):
+        zombie.abort_transaction()
+    with pytest.raises(ProducerFencedError):
+        zombie.begin_transaction()
+    zombie.close()
+
+    successor.begin_transaction()
+    for i in range(10):
+        successor.send(topic, f"s{i}", partition=2)
+    successor.commit_transaction()
+    successor.close()
+    visible = values(consume(bootstrap, topic, "read_committed", 10))
+    assert sorted(visible) == sorted(f"s{i}".encode() for i in range(10))
+
+
+def test_fenced_producer_commit_raises_producer_fenced(txn_broker: LocalBroker) -> None:
+    bootstrap = txn_broker.bootstrap_servers
+    topic = new_topic(bootstrap, 1)
+    tid = f"fence-{uuid.uuid4().hex[:6]}"
+    first = TransactionalProducer(txn_config(bootstrap, tid))
+    first.init_transactions()
+    first.begin_transaction()
+    first.send(topic, b"never")
+    first.flush(30)
+    with TransactionalProducer(txn_config(bootstrap, tid)) as second:
+        second.init_transactions()
+    with pytest.raises(ProducerFencedError) as info:
+        first.commit_transaction()
+    assert info.value.transactional_id == tid
+    with pytest.raises(ProducerFencedError):
+        first.send(topic, b"after")
+    first.close()
+    assert values(consume(bootstrap, topic, "read_committed", 0, 1)) == []
+
+
+def test_broker_killed_mid_transaction_is_all_or_nothing(tmp_path: Path) -> None:
+    broker = LocalBroker(data_dir=tmp_path / "data").start()
+    try:
+        bootstrap = broker.bootstrap_servers
+        topic = new_topic(bootstrap)
+        producer = TransactionalProducer(
+            txn_config(bootstrap, "killed", **{"request.timeout.ms": 5000, "max.block.ms": 60000})
+        )
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(100):
+            producer.send(topic, f"before-{i}")
+        producer.commit_transaction()
+
+        producer.begin_transaction()
+        first_half = [producer.send(topic, f"k{i}") for i in range(300)]
+        producer.flush(30)
+        broker.kill()
+        second_half = [producer.send(topic, f"k{i}") for i in range(300, 600)]
+        outcome: list[BaseException | None] = []
+
+        def commit() -> None:
+            try:
+                producer.commit_transaction()
+                outcome.append(None)
+            except KafkaProtocolError as exc:
+                outcome.append(exc)
+
+        committer = threading.Thread(target=commit)
+        committer.start()
+        time.sleep(0.5)  # the commit is retrying against a dead broker
+        broker.start()  # same data directory, same port
+        committer.join(90)
+        assert outcome, "commit did not return"
+        assert all(f.done() for f in first_half + second_half)
+        if outcome[0] is not None:
+            # A typed error: the producer is abortable or fatal, and the transaction must
+            # end up aborted (or committed if EndTxn made it), never partly visible.
+            assert isinstance(outcome[0], KafkaProtocolError)
+        producer.close(30)
+        visible = values(consume(bootstrap, topic, "read_committed", 100))
+        counts = Counter(v.split(b"-")[0] if v.startswith(b"before") else b"k" for v in visible)
+        assert counts[b"before"] == 100
+        assert counts[b"k"] in (0, 600), f"partial transaction visible: {counts[b'k']}"
+        if outcome[0] is None:
+            assert counts[b"k"] == 600
+        assert len(set(visible)) == len(visible)
+    finally:
+        broker.stop()
+
+
+# -- two-phase commit -----------------------------------------------------------------------
+
+CHILD = """
+import json, sys, time
+from producer.transactional_producer import TransactionalProducer
+bootstrap, tid, topic, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+p = TransactionalProducer({
+    "bootstrap.servers": bootstrap,
+    "transactional.id": tid,
+    "transaction.two.phase.commit.enable": True,
+})
+p.init_transactions()
+p.begin_transaction()
+for i in range(count):
+    p.send(topic, f"{tid}-{i}")
+state = p.prepare_transaction()
+print(json.dumps({"state": str(state)}), flush=True)
+time.sleep(600)
+"""
+
+
+def prepare_in_child(bootstrap: str, tid: str, topic: str, count: int) -> PreparedTxnState:
+    """Run a producer that prepares a transaction, then SIGKILL it; returns its state."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, bootstrap, tid, topic, str(count)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line, child.stderr.read() if child.stderr else "child printed nothing"
+        state = PreparedTxnState.parse(json.loads(line)["state"])
+    finally:
+        child.kill()  # SIGKILL: no close, no abort
+        child.wait(30)
+        for stream in (child.stdout, child.stderr):
+            if stream is not None:
+                stream.close()
+    return state
+
+
+@pytest.mark.parametrize("decision", ["commit", "abort"])
+def test_prepare_in_killed_process_then_resume(txn_broker: LocalBroker, decision: str) -> None:
+    bootstrap = txn_broker.bootstrap_servers
+    topic = new_topic(bootstrap, 2)
+    tid = f"2pc-{decision}-{uuid.uuid4().hex[:6]}"
+    state = prepare_in_child(bootstrap, tid, topic, 200)
+    assert state.transactional_id == tid
+    assert values(consume(bootstrap, topic, "read_committed", 0, 2)) == []
+
+    resumed = TransactionalProducer.resume(
+        tid, state.producer_id, state.epoch, {"bootstrap.servers": bootstrap}
+    )
+    assert resumed.transaction_state is TxnState.PREPARED
+    with pytest.raises(IllegalStateError):
+        resumed.send(topic, b"not allowed after prepare")
+    if decision == "commit":
+        resumed.commit_transaction()
+    else:
+        resumed.abort_transaction()
+    assert resumed.transaction_state is TxnState.READY
+    # The id is usable afterwards (and its LSO moved past the transaction).
+    resumed.begin_transaction()
+    resumed.send(topic, b"after", partition=0)
+    resumed.commit_transaction()
+    resumed.close()
+
+    expected = 201 if decision == "commit" else 1
+    visible = values(consume(bootstrap, topic, "read_committed", expected, 2))
+    counts = Counter(visible)
+    assert set(counts.values()) == {1}, "every record exactly once"
+    assert len(visible) == expected
+    assert b"after" in counts
+
+    # The transaction is finished: resuming it again says so.
+    with pytest.raises(NoPreparedTransactionError) as info:
+        TransactionalProducer.resume(
+            tid, state.producer_id, state.epoch, {"bootstrap.servers": bootstrap}
+        )
+    assert info.value.reason == "no_ongoing_transaction"
+
+
+def test_resume_of_a_fenced_prepared_transaction_reports_the_other_one(
+    txn_broker: LocalBroker,
+) -> None:
+    bootstrap = txn_broker.bootstrap_servers
+    topic = new_topic(bootstrap, 1)
+    tid = f"2pc-other-{uuid.uuid4().hex[:6]}"
+    stale = prepare_in_child(bootstrap, tid, topic, 5)
+    current = prepare_in_child(bootstrap, tid, topic, 7)  # its init fenced and aborted `stale`
+    assert (current.producer_id, current.epoch) != (stale.producer_id, stale.epoch)
+    with pytest.raises(DifferentPreparedTransactionError) as info:
+        TransactionalProducer.resume(
+            tid, stale.producer_id, stale.epoch, {"bootstrap.servers": bootstrap}
+        )
+    assert (info.value.found_producer_id, info.value.found_epoch) == (
+        current.producer_id,
+        current.epoch,
+    )
+    assert info.value.reason == "different_transaction"
+    # The ongoing one is untouched by the failed resume and can still be completed.
+    with TransactionalProducer.resume(
+        tid, current.producer_id, current.epoch, {"bootstrap.servers": bootstrap}
+    ) as producer:
+        producer.commit_transaction()
+    visible = values(consume(bootstrap, topic, "read_committed", 7, 1))
+    assert sorted(visible) == sorted(f"{tid}-{i}".encode() for i in range(7))
+
+
+def test_complete_transaction_commits_matching_and_aborts_stale_state(
+    txn_broker: LocalBroker,
+) -> None:
+    bootstrap = txn_broker.bootstrap_servers
+    config = {"bootstrap.servers": bootstrap, "transaction.two.phase.commit.enable": True}
+    topic = new_topic(bootstrap, 1)
+
+    # Matching: the producer that prepared completes with its own state.
+    tid = f"complete-{uuid.uuid4().hex[:6]}"
+    producer = TransactionalProducer({**config, "transactional.id": tid})
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send(topic, b"match-1")
+    state = producer.prepare_transaction()
+    assert producer.complete_transaction(state) is True
+    assert producer.transaction_state is TxnState.READY
+    producer.close()
+
+    # Stale: the decision record holds a state whose transaction was fenced meanwhile; the
+    # transaction prepared now is another one, so completing with the old state aborts it.
+    stale = prepare_in_child(bootstrap, tid, topic, 3)
+    current = prepare_in_child(bootstrap, tid, topic, 4)
+    recovering = TransactionalProducer({**config, "transactional.id": tid})
+    recovering.init_transactions(keep_prepared_txn=True)
+    assert recovering.transaction_state is TxnState.PREPARED
+    assert recovering.producer_id_and_epoch == (current.producer_id, current.epoch)
+    assert recovering.complete_transaction(stale) is False
+    assert recovering.transaction_state is TxnState.READY
+
+    # Matching again, from a recovering producer.
+    matched = prepare_in_child(bootstrap, tid, topic, 2)
+    recovering.close()
+    again = TransactionalProducer({**config, "transactional.id": tid})
+    again.init_transactions(keep_prepared_txn=True)
+    assert again.complete_transaction(matched) is True
+    again.close()
+
+    visible = sorted(values(consume(bootstrap, topic, "read_committed", 3, 1)))
+    assert visible == sorted([b"match-1", f"{tid}-0".encode(), f"{tid}-1".encode()])
+
+
+def test_keep_prepared_txn_without_an_ongoing_transaction_is_ready(
+    txn_broker: LocalBroker,
+) -> None:
+    config = {
+        "bootstrap.servers": txn_broker.bootstrap_servers,
+        "transactional.id": f"keep-{uuid.uuid4().hex[:6]}",
+        "transaction.two.phase.commit.enable": True,
+    }
+    with TransactionalProducer(config) as producer:
+        producer.init_transactions(keep_prepared_txn=True)
+        assert producer.transaction_state is TxnState.READY
+        with pytest.raises(IllegalStateError):
+            producer.complete_transaction(PreparedTxnState("x", 1, 0))
+
+
+# -- misuse ---------------------------------------------------------------------------------
+
+
+def test_every_misuse_raises_the_documented_error(txn_broker: LocalBroker) -> None:
+    bootstrap = txn_broker.bootstrap_servers
+    topic = new_topic(bootstrap, 1)
+    with pytest.raises(ValueError, match=r"linger\.msec"):
+        TransactionalProducer({"bootstrap.servers": bootstrap, "linger.msec": 5})
+
+    producer = TransactionalProducer(txn_config(bootstrap, f"misuse-{uuid.uuid4().hex[:6]}"))
+    with pytest.raises(IllegalStateError, match="init_transactions"):
+        producer.send(topic, b"before init")
+    with pytest.raises(IllegalStateError):
+        producer.begin_transaction()
+    producer.init_transactions()
+    with pytest.raises(IllegalStateError, match="already"):
+        producer.init_transactions()
+    with pytest.raises(IllegalStateError, match="outside a transaction"):
+        producer.send(topic, b"outside")
+    with pytest.raises(IllegalStateError, match="without an open transaction"):
+        producer.commit_transaction()
+    with pytest.raises(IllegalStateError, match="without an open transaction"):
+        producer.abort_transaction()
+    with pytest.raises(IllegalStateError, match="prepared"):
+        producer.complete_transaction(PreparedTxnState("x", 1, 1))
+    producer.begin_transaction()
+    with pytest.raises(IllegalStateError, match="twice"):
+        producer.begin_transaction()
+    with pytest.raises(IllegalStateError, match=r"two\.phase\.commit"):
+        producer.prepare_transaction()
+    with pytest.raises(UnsupportedOperationError, match="consumer-group offsets"):
+        producer.send_offsets_to_transaction({}, None)
+    with pytest.raises(ValueError, match="out of range"):
+        producer.send(topic, b"x", partition=5)
+    producer.abort_transaction()
+    producer.close()
+    with pytest.raises(ClosedError):
+        producer.begin_transaction()
+
+    idempotent = TransactionalProducer({"bootstrap.servers": bootstrap})
+    with pytest.raises(IllegalStateError, match=r"transactional\.id"):
+        idempotent.begin_transaction()
+    with pytest.raises(IllegalStateError, match=r"transactional\.id"):
+        idempotent.init_transactions()
+    idempotent.close()
+    with pytest.raises(ClosedError):
+        idempotent.send(topic, b"after close")

@@ -305,6 +305,10 @@ class _Membership:
         self.start()
         self._wakeup.set()
 
+    def metadata(self) -> ShareGroupMetadata:
+        with self._lock:
+            return ShareGroupMetadata(self.group_id, self.member_id, self.member_epoch)
+
     def snapshot(self) -> tuple[int, dict[TopicPartition, uuid.UUID]]:
         with self._lock:
             return self.version, dict(self._assignment)
@@ -629,8 +633,7 @@ class ShareConsumer:
 
     def group_metadata(self) -> ShareGroupMetadata:
         """Group id, member id and member epoch, for ``send_share_acks_to_transaction``."""
-        m = self._membership
-        return ShareGroupMetadata(m.group_id, m.member_id, m.member_epoch)
+        return self._membership.metadata()
 
     def subscription(self) -> set[str]:
         return set(self._subscription)
@@ -812,8 +815,8 @@ class ShareConsumer:
                         ack_ranges((o, a.ack_type) for o, a in inflight.acks.items())
                     )
                     inflight.acks.clear()
-            m = self._membership
-            return ShareAcknowledgements(m.group_id, m.member_id, batches)
+            meta = self._membership.metadata()
+            return ShareAcknowledgements(meta.group_id, meta.member_id, batches)
 
     def commit_sync(self, timeout_s: float | None = None) -> dict[TopicPartition, Exception | None]:
         """Send the pending acknowledgements now (ShareAcknowledge) and wait for the outcome.

@@ -480,6 +480,28 @@ def test_close_releases_acquired_records(broker: LocalBroker) -> None:
     assert share_offsets(b, group, topic) == [(0, 10)]
 
 
+def test_unsubscribe_releases_and_resubscribe_rejoins(broker: LocalBroker) -> None:
+    b = broker.bootstrap_servers
+    group = new_group()
+    topic = setup_topic(b, 1, 6, group, **{"share.record.lock.duration.ms": "30000"})
+    with consumer(b, group, "explicit") as c:
+        c.subscribe([topic])
+        got = poll_until(c, 6)
+        for r in got[:2]:
+            c.acknowledge(r)
+        member = c.member_id
+        c.unsubscribe()  # sends the two ACCEPTs, releases the other four, leaves
+        assert c.subscription() == set()
+        with pytest.raises(IllegalStateError, match="not subscribed"):
+            c.poll(0)
+        c.subscribe([topic])
+        again = poll_until(c, 4, ack=ACCEPT)
+        assert c.member_id == member
+        assert [r.offset for r in again] == [2, 3, 4, 5]
+        assert c.commit_sync() == {TopicPartition(topic, 0): None}
+    assert share_offsets(b, group, topic) == [(0, 6)]
+
+
 def test_lost_session_fails_pending_acks_and_recovers(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
     group = new_group()

@@ -47,6 +47,7 @@ __all__ = [
     "UnsupportedCompressionError",
     "decode_batch",
     "decode_records",
+    "decompress",
     "split_batches",
 ]
 

@@ -1,0 +1,921 @@
+"""TransactionalProducer internals without a broker: partitioner, accumulator, state table,
+config, the sender step by step (fake clock, fake client), and the KIP-1289 / KIP-939 flows
+against a scripted client.  No sleeps: the sender is driven with ``run_once`` and a clock
+the test advances; producer-level tests never queue records, so the sender thread idles.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from types import SimpleNamespace
+from typing import Any, TypeVar
+
+import pytest
+
+from producer.accumulator import (
+    RecordAccumulator,
+    StickyPartitioner,
+    murmur2,
+    partition_for_key,
+)
+from producer.sender import Sender, SenderConfig
+from producer.transactional_producer import (
+    IllegalStateError,
+    ProducerConfig,
+    TransactionalProducer,
+    UnsupportedOperationError,
+)
+from producer.txn_manager import (
+    ALLOWED,
+    TRANSITIONS,
+    Operation,
+    TransactionManager,
+    TxnState,
+)
+from producer.types import (
+    AcknowledgeType,
+    PreparedTxnState,
+    ShareAckBatch,
+    ShareAcknowledgements,
+    ShareGroupMetadata,
+)
+from txn.batch import parse_header
+from txn.errors import (
+    ConcurrentTransactionsError,
+    ErrorCode,
+    InvalidRecordStateError,
+    InvalidTxnStateError,
+    MessageTooLargeError,
+    NetworkError,
+    ProducerFencedError,
+    RequestTimedOutError,
+    RetriableError,
+)
+from txn.ids import TopicPartition
+
+T = TypeVar("T")
+TP0 = TopicPartition("t", 0)
+TP1 = TopicPartition("t", 1)
+TP2 = TopicPartition("t", 2)
+PID = 4000
+
+# -- fakes ----------------------------------------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def ns(**kwargs: Any) -> SimpleNamespace:
+    return SimpleNamespace(**kwargs)
+
+
+class FakeClient:
+    """Answers requests from per-API handlers; ``scripts`` queue one-off answers first."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[int | None, int, dict[str, Any]]] = []
+        self.scripts: dict[int, list[Callable[[int | None, dict[str, Any]], Any]]] = {}
+        self.leaders: dict[TopicPartition, int] = {}
+        self.topic_ids = {"t": uuid.uuid4(), "a": uuid.uuid4(), "b": uuid.uuid4()}
+        self.offsets: dict[TopicPartition, int] = {}
+        self.epoch = 0
+        self._lock = threading.Lock()
+
+    # scripted answers ------------------------------------------------------------------------
+
+    def script(self, api_key: int, *answers: Callable[[int | None, dict[str, Any]], Any]) -> None:
+        self.scripts.setdefault(api_key, []).extend(answers)
+
+    def sent(self, api_key: int) -> list[dict[str, Any]]:
+        return [body for _node, key, body in self.requests if key == api_key]
+
+    # ProducerClient --------------------------------------------------------------------------
+
+    def send(
+        self, node_id: int | None, api_key: int, body: Mapping[str, Any], *, min_version: int = 0
+    ) -> Any:
+        with self._lock:
+            self.requests.append((node_id, api_key, dict(body)))
+            queue = self.scripts.get(api_key)
+            handler = queue.pop(0) if queue else getattr(self, f"default_{api_key}")
+        return handler(node_id, dict(body))
+
+    def call(self, fn: Callable[[], T], *, timeout_ms: int | None = None) -> T:
+        last: RetriableError | None = None
+        for _ in range(20):
+            try:
+                return fn()
+            except RetriableError as exc:
+                last = exc
+        assert last is not None
+        raise last
+
+    def leader_for(self, tp: TopicPartition) -> int:
+        return self.leaders.get(tp, 1)
+
+    def coordinator_for(self, key_type: int, key: str) -> int:
+        return 0
+
+    def forget_coordinator(self, key_type: int, key: str) -> None:
+        pass
+
+    def topic(self, name: str, *, auto_create: bool = False) -> Any:
+        return ns(name=name, topic_id=self.topic_ids[name], partitions=[0, 1, 2])
+
+    def refresh_metadata(
+        self, topics: list[str] | None = None, *, auto_create: bool = False
+    ) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    # default answers -------------------------------------------------------------------------
+
+    def default_0(self, node: int | None, body: dict[str, Any]) -> Any:  # Produce
+        topics = []
+        for topic in body["topic_data"]:
+            parts = []
+            for part in topic["partition_data"]:
+                tp = TopicPartition(topic["name"], part["index"])
+                header = parse_header(part["records"])
+                base = self.offsets.get(tp, 0)
+                self.offsets[tp] = base + header.records_count
+                parts.append(ns(index=tp.partition, error_code=0, base_offset=base))
+            topics.append(ns(name=topic["name"], partition_responses=parts))
+        return ns(responses=topics)
+
+    def default_22(self, node: int | None, body: dict[str, Any]) -> Any:  # InitProducerId
+        if body["producer_epoch"] >= 0:
+            self.epoch = body["producer_epoch"] + 1
+        return ns(
+            error_code=0,
+            producer_id=PID,
+            producer_epoch=self.epoch,
+            ongoing_txn_producer_id=-1,
+            ongoing_txn_producer_epoch=-1,
+        )
+
+    def default_24(self, node: int | None, body: dict[str, Any]) -> Any:  # AddPartitionsToTxn
+        return add_partitions_answer(body, 0)
+
+    def default_26(self, node: int | None, body: dict[str, Any]) -> Any:  # EndTxn
+        return ns(error_code=0)
+
+    def default_94(self, node: int | None, body: dict[str, Any]) -> Any:  # AddShareAcksToTxn
+        return ns(error_code=0)
+
+    def default_93(self, node: int | None, body: dict[str, Any]) -> Any:  # TxnShareAcknowledge
+        return share_ack_answer(body, {})
+
+
+def add_partitions_answer(body: dict[str, Any], code: int) -> Any:
+    return ns(
+        results_by_topic_v3_and_below=[
+            ns(
+                name=t["name"],
+                results_by_partition=[
+                    ns(partition_index=p, partition_error_code=code) for p in t["partitions"]
+                ],
+            )
+            for t in body["v3_and_below_topics"]
+        ]
+    )
+
+
+def produce_answer(code: int, base_offset: int = -1) -> Callable[[int | None, dict[str, Any]], Any]:
+    def answer(node: int | None, body: dict[str, Any]) -> Any:
+        return ns(
+            responses=[
+                ns(
+                    name=t["name"],
+                    partition_responses=[
+                        ns(index=p["index"], error_code=code, base_offset=base_offset)
+                        for p in t["partition_data"]
+                    ],
+                )
+                for t in body["topic_data"]
+            ]
+        )
+
+    return answer
+
+
+def share_ack_answer(body: dict[str, Any], codes: dict[tuple[Any, int], int]) -> Any:
+    return ns(
+        topics=[
+            ns(
+                topic_id=t["topic_id"],
+                partitions=[
+                    ns(
+                        partition=p["partition"],
+                        error_code=codes.get((t["topic_id"], p["partition"]), 0),
+                        error_message=None,
+                    )
+                    for p in t["partitions"]
+                ],
+            )
+            for t in body["topics"]
+        ]
+    )
+
+
+def raising(exc: Exception) -> Callable[[int | None, dict[str, Any]], Any]:
+    def answer(node: int | None, body: dict[str, Any]) -> Any:
+        raise exc
+
+    return answer
+
+
+def batches_of(body: dict[str, Any]) -> dict[TopicPartition, bytes]:
+    return {
+        TopicPartition(t["name"], p["index"]): p["records"]
+        for t in body["topic_data"]
+        for p in t["partition_data"]
+    }
+
+
+# -- partitioner ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "partition"),
+    [(b"", 681), (b"a", 524), (b"ab", 434), (b"abc", 107), (b"123456789", 566), (b"\x00 ", 742)],
+)
+def test_murmur2_partition_matches_java(key: bytes, partition: int) -> None:
+    # Partitions of 1000 computed by Kafka's Java DefaultPartitioner (kafka-python's vectors).
+    assert partition_for_key(key, 1000) == partition
+
+
+@pytest.mark.parametrize(
+    ("key", "hashed"),
+    [(b"", 275646681), (b"hello", 2132663229), (b"kafka", 3496464228), (b"a", 2731586172)],
+)
+def test_murmur2_hash_values(key: bytes, hashed: int) -> None:
+    assert murmur2(key) & 0xFFFFFFFF == hashed
+    assert -(2**31) <= murmur2(key) < 2**31
+
+
+def test_sticky_partitioner_moves_on_after_batch_size_bytes() -> None:
+    sticky = StickyPartitioner(100)
+    first = sticky.partition("t", 3, 60)
+    assert sticky.partition("t", 3, 60) == first  # 60 bytes so far: stay
+    second = sticky.partition("t", 3, 60)  # 120 >= 100: next partition
+    assert second == (first + 1) % 3
+    assert sticky.partition("t", 3, 10) == second
+
+
+# -- accumulator ----------------------------------------------------------------------------
+
+
+def test_accumulator_waits_for_linger_then_drains_one_batch_per_partition() -> None:
+    clock = FakeClock()
+    acc = RecordAccumulator(batch_size=1000, linger_ms=5, clock=clock)
+    acc.append(TP0, None, b"a", [], 1)
+    acc.append(TP0, None, b"b", [], 1)
+    acc.append(TP1, None, b"c", [], 1)
+    ready, wait = acc.ready(clock())
+    assert ready == []
+    assert wait == pytest.approx(0.005)
+    clock.advance(0.005)
+    ready, _ = acc.ready(clock())
+    assert sorted(ready) == [TP0, TP1]
+    drained = acc.drain(ready)
+    assert {b.tp: b.record_count for b in drained} == {TP0: 2, TP1: 1}
+    # In flight: the partition is not ready again until the batch is done.
+    acc.append(TP0, None, b"d", [], 1)
+    clock.advance(1)
+    assert acc.ready(clock())[0] == []
+    acc.complete(next(b for b in drained if b.tp == TP0), 10)
+    assert acc.ready(clock())[0] == [TP0]
+
+
+def test_accumulator_splits_at_batch_size_and_full_batches_are_ready_at_once() -> None:
+    clock = FakeClock()
+    acc = RecordAccumulator(batch_size=250, linger_ms=1000, clock=clock)
+    for _ in range(4):
+        acc.append(TP0, None, b"x" * 60, [], 1)
+    ready, _ = acc.ready(clock())
+    assert ready == [TP0]  # the first batch overflowed, long before linger.ms
+    first = acc.drain(ready)[0]
+    assert first.record_count == 2  # 61-byte header + 2 x 81 bytes; a third would not fit
+    acc.complete(first, 0)
+    assert acc.ready(clock())[0] == []  # the second batch is not full: it waits for linger.ms
+    clock.advance(1)
+    assert acc.drain(acc.ready(clock())[0])[0].record_count == 2
+
+
+def test_reenqueued_batch_goes_first_and_keeps_its_bytes() -> None:
+    clock = FakeClock()
+    acc = RecordAccumulator(batch_size=1000, linger_ms=0, clock=clock)
+    f1 = acc.append(TP0, None, b"one", [], 1)
+    (batch,) = acc.drain([TP0])
+    batch.payload = b"encoded"
+    acc.append(TP0, None, b"two", [], 1)
+    acc.reenqueue(batch, clock() + 0.1)
+    assert acc.ready(clock())[0] == []  # backoff
+    clock.advance(0.1)
+    (again,) = acc.drain(acc.ready(clock())[0])
+    assert again is batch
+    assert again.payload == b"encoded"
+    acc.complete(again, 7)
+    assert f1.result(0).offset == 7
+
+
+def test_flush_makes_batches_ready_and_waits_for_them() -> None:
+    clock = FakeClock()
+    acc = RecordAccumulator(batch_size=1000, linger_ms=60_000, clock=clock)
+    future = acc.append(TP0, b"k", b"v", [("h", b"1")], 5)
+    pending = acc.begin_flush()
+    assert acc.ready(clock())[0] == [TP0]
+    (batch,) = acc.drain([TP0])
+    acc.complete(batch, 3)
+    assert acc.await_batches(pending, None) == 0
+    acc.end_flush()
+    assert future.result(0) == ("t", 0, 3, 5)
+    assert not future.cancel(), "a sent record cannot be cancelled"
+
+
+# -- the state table ------------------------------------------------------------------------
+
+
+def manager_in(state: TxnState, *, two_pc: bool = False) -> TransactionManager:
+    txn = TransactionManager("tid", two_phase_commit=two_pc)
+    txn._state = state  # put the machine straight into the state under test
+    if state in (TxnState.ABORTABLE_ERROR, TxnState.FATAL_ERROR):
+        txn._last_error = (
+            InvalidRecordStateError("bad")
+            if state is TxnState.ABORTABLE_ERROR
+            else ProducerFencedError("fenced")
+        )
+    return txn
+
+
+@pytest.mark.parametrize("operation", list(Operation))
+@pytest.mark.parametrize("state", list(TxnState))
+def test_guard_allows_exactly_the_table(operation: Operation, state: TxnState) -> None:
+    txn = manager_in(state, two_pc=True)
+    if state is TxnState.FATAL_ERROR:
+        with pytest.raises(ProducerFencedError):
+            txn.check(operation)
+    elif state is TxnState.ABORTABLE_ERROR and operation is not Operation.ABORT_TRANSACTION:
+        with pytest.raises(InvalidRecordStateError):
+            txn.check(operation)
+    elif state in ALLOWED[operation]:
+        txn.check(operation)
+    else:
+        with pytest.raises(IllegalStateError):
+            txn.check(operation)
+
+
+def test_guard_explains_common_misuse() -> None:
+    with pytest.raises(IllegalStateError, match="outside a transaction"):
+        manager_in(TxnState.READY).check(Operation.SEND)
+    with pytest.raises(IllegalStateError, match="twice"):
+        manager_in(TxnState.IN_TRANSACTION).check(Operation.BEGIN_TRANSACTION)
+    with pytest.raises(IllegalStateError, match="without an open transaction"):
+        manager_in(TxnState.READY).check(Operation.COMMIT_TRANSACTION)
+    with pytest.raises(IllegalStateError, match=r"two\.phase\.commit\.enable"):
+        manager_in(TxnState.IN_TRANSACTION).check(Operation.PREPARE_TRANSACTION)
+    with pytest.raises(IllegalStateError, match="after prepare_transaction"):
+        manager_in(TxnState.PREPARED).check(Operation.SEND)
+    idempotent = TransactionManager(None)
+    idempotent.check(Operation.SEND)
+    with pytest.raises(IllegalStateError, match=r"transactional\.id") as info:
+        idempotent.check(Operation.BEGIN_TRANSACTION)
+    assert info.value.operation == "begin_transaction"
+
+
+@pytest.mark.parametrize("source", list(TxnState))
+@pytest.mark.parametrize("target", list(TxnState))
+def test_transitions_follow_the_table(source: TxnState, target: TxnState) -> None:
+    txn = manager_in(source)
+    if target is TxnState.FATAL_ERROR or target in TRANSITIONS[source]:
+        txn.transition(target)
+        assert txn.state is target
+    else:
+        with pytest.raises(IllegalStateError, match="invalid transition"):
+            txn.transition(target)
+
+
+def test_abortable_error_only_dooms_an_open_transaction_and_never_undoes_fatal() -> None:
+    txn = manager_in(TxnState.READY)
+    txn.abortable_error(InvalidRecordStateError("late"))
+    assert txn.state is TxnState.READY
+    txn = manager_in(TxnState.FATAL_ERROR)
+    txn.abortable_error(InvalidRecordStateError("late"))
+    assert txn.state is TxnState.FATAL_ERROR
+
+
+# -- config ---------------------------------------------------------------------------------
+
+
+def test_config_defaults_and_errors() -> None:
+    cfg = ProducerConfig.parse({"bootstrap.servers": "h:1"})
+    assert (cfg.linger_ms, cfg.batch_size, cfg.acks, cfg.enable_idempotence) == (5, 16384, -1, True)
+    assert (cfg.transaction_timeout_ms, cfg.two_phase_commit) == (60000, False)
+    assert ProducerConfig.parse(
+        {
+            "bootstrap.servers": "h:1",
+            "transaction.two.phase.commit.enable": "true",
+            "linger.ms": "0",
+        }
+    ).two_phase_commit
+    with pytest.raises(ValueError, match=r"'compression\.type'"):
+        ProducerConfig.parse({"bootstrap.servers": "h:1", "compression.type": "lz4"})
+    with pytest.raises(ValueError, match="acks=all"):
+        ProducerConfig.parse({"bootstrap.servers": "h:1", "transactional.id": "x", "acks": "1"})
+    with pytest.raises(ValueError, match=r"enable\.idempotence=true"):
+        ProducerConfig.parse(
+            {"bootstrap.servers": "h:1", "transactional.id": "x", "enable.idempotence": False}
+        )
+    with pytest.raises(ValueError, match=r"bootstrap\.servers"):
+        ProducerConfig.parse({})
+    with pytest.raises(ValueError, match=r"linger\.ms"):
+        ProducerConfig.parse({"bootstrap.servers": "h:1", "linger.ms": "soon"})
+    with pytest.raises(ValueError, match=r"delivery\.timeout\.ms"):
+        ProducerConfig.parse({"bootstrap.servers": "h:1", "delivery.timeout.ms": 10})
+    plain = ProducerConfig.parse(
+        {"bootstrap.servers": "h:1", "enable.idempotence": "false", "acks": 1}
+    )
+    assert plain.acks == 1
+
+
+# -- the sender, one pass at a time ---------------------------------------------------------
+
+
+def make_sender(
+    *, transactional: bool = False, linger_ms: int = 0, delivery_timeout_ms: int = 120000
+) -> tuple[Sender, RecordAccumulator, TransactionManager, FakeClient, FakeClock]:
+    clock = FakeClock()
+    client = FakeClient()
+    acc = RecordAccumulator(batch_size=16384, linger_ms=linger_ms, clock=clock)
+    txn = TransactionManager("tid" if transactional else None)
+    config = SenderConfig(
+        transactional_id="tid" if transactional else None,
+        idempotent=True,
+        acks=-1,
+        request_timeout_ms=30000,
+        delivery_timeout_ms=delivery_timeout_ms,
+        retry_backoff_ms=100,
+        transaction_timeout_ms=60000,
+        two_phase_commit=False,
+    )
+    sender = Sender(client, acc, txn, config, clock=clock)
+    if transactional:
+        txn.transition(TxnState.INITIALIZING)
+        txn.set_producer_id_and_epoch(PID, 3)
+        txn.transition(TxnState.READY)
+        txn.transition(TxnState.IN_TRANSACTION)
+    return sender, acc, txn, client, clock
+
+
+def test_idempotent_sequences_start_at_zero_and_continue_per_partition() -> None:
+    sender, acc, _txn, client, _clock = make_sender()
+    f0 = [acc.append(TP0, None, f"a{i}".encode(), [], 1) for i in range(3)]
+    f1 = [acc.append(TP1, None, b"b", [], 1) for _ in range(2)]
+    sender.run_once()
+    assert len(client.sent(22)) == 1  # the producer id is fetched lazily, once
+    (produce,) = client.sent(0)
+    assert produce["acks"] == -1
+    headers = {tp: parse_header(raw) for tp, raw in batches_of(produce).items()}
+    assert {tp: (h.producer_id, h.base_sequence, h.records_count) for tp, h in headers.items()} == {
+        TP0: (PID, 0, 3),
+        TP1: (PID, 0, 2),
+    }
+    assert [f.result(0).offset for f in f0] == [0, 1, 2]
+    assert [f.result(0).offset for f in f1] == [0, 1]
+    acc.append(TP0, None, b"more", [], 1)
+    sender.run_once()
+    assert parse_header(batches_of(client.sent(0)[1])[TP0]).base_sequence == 3
+
+
+def test_retriable_error_resends_the_same_bytes_after_backoff() -> None:
+    sender, acc, _txn, client, clock = make_sender()
+    client.script(0, produce_answer(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+    future = acc.append(TP0, None, b"v", [], 1)
+    sender.run_once()
+    assert not future.done()
+    sender.run_once()
+    assert len(client.sent(0)) == 1, "no resend before retry.backoff.ms"
+    clock.advance(0.1)
+    sender.run_once()
+    first, second = client.sent(0)
+    assert batches_of(first) == batches_of(second)
+    assert future.result(0).offset == 0
+
+
+def test_duplicate_after_a_lost_response_resolves_with_the_original_offset() -> None:
+    sender, acc, _txn, client, clock = make_sender()
+    client.script(
+        0,
+        raising(NetworkError("connection reset")),
+        produce_answer(ErrorCode.DUPLICATE_SEQUENCE_NUMBER, base_offset=41),
+    )
+    future = acc.append(TP0, None, b"v", [], 1)
+    sender.run_once()
+    clock.advance(0.1)
+    sender.run_once()
+    assert future.result(0).offset == 41
+    first, second = client.sent(0)
+    assert batches_of(first) == batches_of(second)
+
+
+def test_out_of_order_sequence_gets_a_new_producer_id_before_sending_more() -> None:
+    sender, acc, txn, client, _clock = make_sender()
+    client.script(0, produce_answer(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER))
+    failed = acc.append(TP0, None, b"v", [], 1)
+    sender.run_once()
+    assert failed.exception(0).code is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER  # type: ignore[union-attr]
+    assert txn.needs_epoch_bump
+    acc.append(TP0, None, b"w", [], 1)
+    sender.run_once()
+    assert len(client.sent(22)) == 2
+    assert parse_header(batches_of(client.sent(0)[1])[TP0]).base_sequence == 0
+
+
+def test_a_batch_that_certainly_failed_gives_its_sequences_back() -> None:
+    sender, acc, txn, client, _clock = make_sender()
+    client.script(0, produce_answer(ErrorCode.MESSAGE_TOO_LARGE))
+    failed = acc.append(TP0, None, b"big", [], 1)
+    sender.run_once()
+    assert isinstance(failed.exception(0), MessageTooLargeError)
+    assert not txn.needs_epoch_bump
+    acc.append(TP0, None, b"ok", [], 1)
+    sender.run_once()
+    assert parse_header(batches_of(client.sent(0)[1])[TP0]).base_sequence == 0
+
+
+def test_delivery_timeout_fails_a_batch_that_keeps_failing() -> None:
+    sender, acc, txn, client, clock = make_sender(delivery_timeout_ms=1000)
+    client.script(0, *[raising(NetworkError("down"))] * 20)
+    future = acc.append(TP0, None, b"v", [], 1)
+    for _ in range(12):
+        sender.run_once()
+        clock.advance(0.1)
+    assert isinstance(future.exception(0), RequestTimedOutError)
+    assert txn.needs_epoch_bump, "it may have been written: its sequence numbers are lost"
+
+
+def test_transaction_adds_all_new_partitions_in_one_request_before_producing() -> None:
+    sender, acc, txn, client, _clock = make_sender(transactional=True)
+    for tp in (TP0, TP1, TP2):
+        acc.append(tp, None, b"v", [], 1)
+    sender.run_once()
+    (add,) = client.sent(24)
+    assert add["v3_and_below_topics"] == [{"name": "t", "partitions": [0, 1, 2]}]
+    assert (add["v3_and_below_producer_id"], add["v3_and_below_producer_epoch"]) == (PID, 3)
+    (produce,) = client.sent(0)
+    assert produce["transactional_id"] == "tid"
+    assert all(parse_header(raw).is_transactional for raw in batches_of(produce).values())
+    acc.append(TP0, None, b"again", [], 1)
+    sender.run_once()
+    assert len(client.sent(24)) == 1, "a partition is added once per transaction"
+    assert txn.transaction_started
+
+
+def test_concurrent_transactions_on_add_is_retried() -> None:
+    sender, acc, _txn, client, clock = make_sender(transactional=True)
+    client.script(
+        24, lambda _n, body: add_partitions_answer(body, ErrorCode.CONCURRENT_TRANSACTIONS)
+    )
+    future = acc.append(TP0, None, b"v", [], 1)
+    sender.run_once()
+    assert client.sent(0) == []
+    clock.advance(0.02)
+    sender.run_once()
+    assert len(client.sent(24)) == 2
+    assert future.result(0).offset == 0
+
+
+def test_fenced_on_add_partitions_is_fatal_and_fails_the_records() -> None:
+    sender, acc, txn, client, _clock = make_sender(transactional=True)
+    client.script(24, lambda _n, body: add_partitions_answer(body, ErrorCode.PRODUCER_FENCED))
+    future = acc.append(TP0, None, b"v", [], 1)
+    sender.run_once()
+    sender.run_once()
+    assert txn.state is TxnState.FATAL_ERROR
+    assert isinstance(future.exception(0), ProducerFencedError)
+    assert future.exception(0).transactional_id == "tid"  # type: ignore[union-attr]
+    with pytest.raises(ProducerFencedError):
+        txn.check(Operation.COMMIT_TRANSACTION)
+
+
+def test_stale_epoch_on_produce_means_fenced() -> None:
+    sender, acc, txn, client, _clock = make_sender(transactional=True)
+    client.script(0, produce_answer(ErrorCode.INVALID_PRODUCER_EPOCH))
+    future = acc.append(TP0, None, b"v", [], 1)
+    sender.run_once()
+    assert isinstance(future.exception(0), ProducerFencedError)
+    assert txn.state is TxnState.FATAL_ERROR
+
+
+def test_abortable_produce_error_fails_the_rest_of_the_transaction() -> None:
+    sender, acc, txn, client, _clock = make_sender(transactional=True)
+    client.script(0, produce_answer(ErrorCode.INVALID_TXN_STATE))
+    doomed = acc.append(TP0, None, b"v", [], 1)
+    sender.run_once()
+    assert isinstance(doomed.exception(0), InvalidTxnStateError)
+    assert txn.state is TxnState.ABORTABLE_ERROR
+    later = acc.append(TP1, None, b"w", [], 1)
+    sender.run_once()
+    assert isinstance(later.exception(0), InvalidTxnStateError)
+    assert len(client.sent(0)) == 1
+
+
+# -- the producer against a scripted client -------------------------------------------------
+
+
+def producer_with(client: FakeClient, **extra: Any) -> TransactionalProducer:
+    config = {"bootstrap.servers": "fake:9092", "transactional.id": "tid", **extra}
+    return TransactionalProducer(config, client=client)
+
+
+def share_acks() -> tuple[ShareAcknowledgements, ShareGroupMetadata]:
+    acks = ShareAcknowledgements(
+        group_id="g",
+        member_id="m-old",
+        batches={
+            TopicPartition("a", 0): (
+                ShareAckBatch(0, 4, AcknowledgeType.ACCEPT),
+                ShareAckBatch(5, 5, AcknowledgeType.REJECT),
+            ),
+            TopicPartition("a", 1): (ShareAckBatch(10, 12, AcknowledgeType.RELEASE),),
+            TopicPartition("b", 0): (ShareAckBatch(7, 7, AcknowledgeType.ACCEPT),),
+        },
+    )
+    return acks, ShareGroupMetadata(group_id="g", member_id="m-1", member_epoch=3)
+
+
+def test_share_acks_add_to_txn_then_acknowledge_per_leader() -> None:
+    client = FakeClient()
+    client.leaders = {
+        TopicPartition("a", 0): 1,
+        TopicPartition("a", 1): 2,
+        TopicPartition("b", 0): 1,
+    }
+    producer = producer_with(client)
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        acks, metadata = share_acks()
+        producer.send_share_acks_to_transaction(acks, metadata)
+        (add,) = client.sent(94)
+        assert add == {
+            "transactional_id": "tid",
+            "producer_id": PID,
+            "producer_epoch": 0,
+            "group_id": "g",
+            "topics": [{"name": "a", "partitions": [0, 1]}, {"name": "b", "partitions": [0]}],
+        }
+        by_node = {node: body for node, key, body in client.requests if key == 93}
+        assert set(by_node) == {1, 2}
+        node1 = by_node[1]
+        assert (node1["group_id"], node1["member_id"], node1["producer_id"]) == ("g", "m-1", PID)
+        topics = {t["topic_id"]: t["partitions"] for t in node1["topics"]}
+        assert topics[client.topic_ids["a"]] == [
+            {
+                "partition": 0,
+                "acknowledgement_batches": [
+                    {"first_offset": 0, "last_offset": 4, "acknowledge_type": 1},
+                    {"first_offset": 5, "last_offset": 5, "acknowledge_type": 3},
+                ],
+            }
+        ]
+        assert topics[client.topic_ids["b"]][0]["partition"] == 0
+        assert by_node[2]["topics"][0]["partitions"][0]["acknowledgement_batches"] == [
+            {"first_offset": 10, "last_offset": 12, "acknowledge_type": 2}
+        ]
+        # AddShareAcksToTxn precedes every TxnShareAcknowledge.
+        order = [key for _n, key, _b in client.requests if key in (93, 94)]
+        assert order == [94, 93, 93]
+        producer.commit_transaction()
+        (end,) = client.sent(26)
+        assert end["committed"] is True, "share acks alone start the transaction"
+    finally:
+        producer.close()
+
+
+def test_invalid_record_state_makes_the_transaction_abortable() -> None:
+    client = FakeClient()
+    producer = producer_with(client)
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        acks, metadata = share_acks()
+        client.script(
+            93,
+            lambda _n, body: share_ack_answer(
+                body, {(client.topic_ids["a"], 1): ErrorCode.INVALID_RECORD_STATE}
+            ),
+        )
+        with pytest.raises(InvalidRecordStateError) as info:
+            producer.send_share_acks_to_transaction(acks, metadata)
+        assert (info.value.topic, info.value.partition) == ("a", 1)
+        assert (info.value.group_id, info.value.member_id) == ("g", "m-1")
+        assert producer.transaction_state is TxnState.ABORTABLE_ERROR
+        with pytest.raises(InvalidRecordStateError):
+            producer.commit_transaction()
+        with pytest.raises(InvalidRecordStateError):
+            producer.send("t", b"v")
+        producer.abort_transaction()
+        assert [e["committed"] for e in client.sent(26)] == [False]
+        assert producer.transaction_state is TxnState.READY
+    finally:
+        producer.close()
+
+
+def test_invalid_txn_state_from_share_ack_is_abortable_not_fatal() -> None:
+    client = FakeClient()
+    producer = producer_with(client)
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        acks, metadata = share_acks()
+        client.script(
+            93,
+            lambda _n, body: share_ack_answer(
+                body, {(client.topic_ids["a"], 0): ErrorCode.INVALID_TXN_STATE}
+            ),
+        )
+        with pytest.raises(InvalidTxnStateError):
+            producer.send_share_acks_to_transaction(acks, metadata)
+        assert producer.transaction_state is TxnState.ABORTABLE_ERROR
+        producer.abort_transaction()
+    finally:
+        producer.close()
+
+
+def test_fenced_share_ack_is_fatal() -> None:
+    client = FakeClient()
+    producer = producer_with(client)
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        acks, metadata = share_acks()
+        client.script(
+            93,
+            lambda _n, body: share_ack_answer(
+                body, {(client.topic_ids["b"], 0): ErrorCode.PRODUCER_FENCED}
+            ),
+        )
+        with pytest.raises(ProducerFencedError):
+            producer.send_share_acks_to_transaction(acks, metadata)
+        assert producer.transaction_state is TxnState.FATAL_ERROR
+        with pytest.raises(ProducerFencedError):
+            producer.abort_transaction()
+    finally:
+        producer.close()
+
+
+def test_stale_epoch_on_add_share_acks_is_fenced() -> None:
+    client = FakeClient()
+    producer = producer_with(client)
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        client.script(94, lambda _n, _b: ns(error_code=ErrorCode.INVALID_PRODUCER_EPOCH))
+        with pytest.raises(ProducerFencedError):
+            producer.send_share_acks_to_transaction(*share_acks())
+        assert producer.transaction_state is TxnState.FATAL_ERROR
+        assert client.sent(93) == [], "no acknowledgement without the coordinator's add"
+    finally:
+        producer.close()
+
+
+def test_retriable_share_ack_errors_resend_only_the_failed_partitions() -> None:
+    client = FakeClient()
+    producer = producer_with(client)
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        client.script(94, lambda _n, _b: ns(error_code=ErrorCode.CONCURRENT_TRANSACTIONS))
+        client.script(
+            93,
+            lambda _n, body: share_ack_answer(
+                body, {(client.topic_ids["a"], 1): ErrorCode.NOT_LEADER_OR_FOLLOWER}
+            ),
+        )
+        producer.send_share_acks_to_transaction(*share_acks())
+        assert len(client.sent(94)) == 2
+        first, second = client.sent(93)
+        assert len([p for t in first["topics"] for p in t["partitions"]]) == 3
+        assert [
+            (t["topic_id"], [p["partition"] for p in t["partitions"]]) for t in second["topics"]
+        ] == [(client.topic_ids["a"], [1])]
+        assert producer.transaction_state is TxnState.IN_TRANSACTION
+    finally:
+        producer.close()
+
+
+def test_add_share_acks_timeout_leaves_the_transaction_usable() -> None:
+    client = FakeClient()
+    producer = producer_with(client)
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        client.script(94, *[lambda _n, _b: ns(error_code=ErrorCode.CONCURRENT_TRANSACTIONS)] * 20)
+        with pytest.raises(ConcurrentTransactionsError):
+            producer.send_share_acks_to_transaction(*share_acks())
+        assert producer.transaction_state is TxnState.IN_TRANSACTION
+        assert client.sent(93) == []
+    finally:
+        producer.close()
+
+
+def test_share_ack_argument_checks() -> None:
+    client = FakeClient()
+    producer = producer_with(client)
+    try:
+        acks, metadata = share_acks()
+        with pytest.raises(ValueError, match="group"):
+            producer.send_share_acks_to_transaction(acks, ShareGroupMetadata("other", "m", 1))
+        producer.init_transactions()
+        with pytest.raises(IllegalStateError, match="outside a transaction"):
+            producer.send_share_acks_to_transaction(acks, metadata)
+        producer.begin_transaction()
+        producer.send_share_acks_to_transaction(ShareAcknowledgements("g", "m"), metadata)
+        assert client.sent(94) == []
+        producer.commit_transaction()
+        assert client.sent(26) == [], "an empty transaction ends locally"
+        with pytest.raises(UnsupportedOperationError):
+            producer.send_offsets_to_transaction({}, None)
+    finally:
+        producer.close()
+
+
+def test_prepare_then_complete_with_matching_and_stale_states() -> None:
+    client = FakeClient()
+    producer = producer_with(client, **{"transaction.two.phase.commit.enable": True})
+    try:
+        producer.init_transactions()
+        assert client.sent(22)[0]["enable2_pc"] is True
+        producer.begin_transaction()
+        producer.send_share_acks_to_transaction(*share_acks())
+        state = producer.prepare_transaction()
+        assert state == PreparedTxnState("tid", PID, 0)
+        assert producer.transaction_state is TxnState.PREPARED
+        with pytest.raises(IllegalStateError):
+            producer.send_share_acks_to_transaction(*share_acks())
+        assert producer.complete_transaction(PreparedTxnState("tid", PID, 0)) is True
+        assert [e["committed"] for e in client.sent(26)] == [True]
+
+        producer.begin_transaction()
+        producer.send_share_acks_to_transaction(*share_acks())
+        producer.prepare_transaction()
+        assert producer.complete_transaction(PreparedTxnState("tid", PID, 7)) is False
+        assert [e["committed"] for e in client.sent(26)] == [True, False]
+    finally:
+        producer.close()
+
+
+def test_keep_prepared_txn_enters_prepared_and_bumps_the_epoch_after_completion() -> None:
+    client = FakeClient()
+    client.script(
+        22,
+        lambda _n, _b: ns(
+            error_code=0,
+            producer_id=PID,
+            producer_epoch=5,
+            ongoing_txn_producer_id=PID,
+            ongoing_txn_producer_epoch=5,
+        ),
+    )
+    producer = producer_with(client, **{"transaction.two.phase.commit.enable": True})
+    try:
+        producer.init_transactions(keep_prepared_txn=True)
+        init = client.sent(22)[0]
+        assert (init["keep_prepared_txn"], init["enable2_pc"]) == (True, True)
+        assert producer.transaction_state is TxnState.PREPARED
+        assert producer.complete_transaction(PreparedTxnState("tid", PID, 5)) is True
+        bump = client.sent(22)[1]
+        assert (bump["producer_id"], bump["producer_epoch"]) == (PID, 5)
+        assert producer.producer_id_and_epoch == (PID, 6)
+    finally:
+        producer.close()
+
+
+def test_transaction_context_manager_aborts_on_error() -> None:
+    client = FakeClient()
+    producer = producer_with(client)
+    try:
+        producer.init_transactions()
+        with pytest.raises(KeyError), producer.transaction():
+            producer.send_share_acks_to_transaction(*share_acks())
+            raise KeyError("boom")
+        assert [e["committed"] for e in client.sent(26)] == [False]
+        with producer.transaction():
+            producer.send_share_acks_to_transaction(*share_acks())
+        assert [e["committed"] for e in client.sent(26)] == [False, True]
+    finally:
+        producer.close()

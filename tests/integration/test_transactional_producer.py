@@ -2,7 +2,8 @@
 
 Idempotent produce, commit/abort/open transactions with exact read_committed counts, zombie
 fencing, a broker killed mid-transaction, 2PC prepare in a child process killed with
-SIGKILL and resumed here (KIP-939/KIP-1310), ``complete_transaction``, and misuse errors.
+SIGKILL and resumed here (KIP-939/KIP-1310), ``complete_transaction``, misuse errors, and
+share acknowledgements in transactions (KIP-1289) with the sharetxn ShareConsumer.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.launcher import LocalBroker
 from producer.accumulator import partition_for_key
+from producer.admin import Admin, TopicSpec
+from producer.share_consumer import ShareConsumer
 from producer.transactional_producer import (
     DifferentPreparedTransactionError,
     IllegalStateError,
@@ -35,8 +38,13 @@ from producer.transactional_producer import (
     TxnState,
     UnsupportedOperationError,
 )
-from producer.types import PreparedTxnState
-from txn.errors import ClosedError, KafkaProtocolError, ProducerFencedError
+from producer.types import AcknowledgeType, PreparedTxnState, Record, ShareGroupMetadata
+from txn.errors import (
+    ClosedError,
+    InvalidRecordStateError,
+    KafkaProtocolError,
+    ProducerFencedError,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -553,3 +561,234 @@ def test_every_misuse_raises_the_documented_error(txn_broker: LocalBroker) -> No
     idempotent.close()
     with pytest.raises(ClosedError):
         idempotent.send(topic, b"after close")
+
+
+# -- KIP-1289: share acknowledgements in transactions ---------------------------------------
+
+SHARE_BROKER = {
+    "group.share.min.record.lock.duration.ms": "1000",
+    "group.share.min.session.timeout.ms": "2000",
+    "group.share.min.heartbeat.interval.ms": "500",
+}
+
+
+@pytest.fixture(scope="module")
+def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+    with LocalBroker(data_dir=tmp_path_factory.mktemp("txnshare"), config=SHARE_BROKER) as b:
+        yield b
+
+
+def share_input(bootstrap: str, group: str, records: int, partitions: int = 2) -> str:
+    """A topic with ``records`` records and a share group that reads it from the start."""
+    topic = f"in-{uuid.uuid4().hex[:8]}"
+    with Admin(bootstrap) as admin:
+        assert admin.create_topics([TopicSpec(topic, partitions)])[topic] == 0
+        admin.alter_group_configs(
+            group,
+            {
+                "share.auto.offset.reset": "earliest",
+                "share.heartbeat.interval.ms": "500",
+                "share.record.lock.duration.ms": "30000",
+            },
+        )
+    stock = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(records):
+        stock.produce(topic, key=f"k{i}".encode(), value=f"r{i}".encode(), partition=i % partitions)
+    assert stock.flush(30) == 0
+    return topic
+
+
+def share_consumer(bootstrap: str, group: str, topic: str) -> ShareConsumer:
+    c = ShareConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "share.acknowledgement.mode": "transactional",
+        }
+    )
+    c.subscribe([topic])
+    return c
+
+
+def poll_and_accept(c: ShareConsumer, want: int, timeout_s: float = 30) -> list[Record]:
+    """Poll until ``want`` records are acquired, recording an ACCEPT for each."""
+    got: list[Record] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < want and time.monotonic() < deadline:
+        for record in c.poll(0.5):
+            c.acknowledge(record, AcknowledgeType.ACCEPT)
+            got.append(record)
+    return got
+
+
+def assert_nothing_delivered(bootstrap: str, group: str, topic: str) -> None:
+    """A new member of the group gets no record within a few seconds."""
+    fresh = share_consumer(bootstrap, group, topic)
+    try:
+        assert poll_and_accept(fresh, 1, timeout_s=4) == []
+    finally:
+        fresh.close()
+
+
+def test_consume_transform_produce_commit_acknowledges_inputs(share_broker: LocalBroker) -> None:
+    bootstrap = share_broker.bootstrap_servers
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    source = share_input(bootstrap, group, 30)
+    sink = new_topic(bootstrap, 2)
+    consumer = share_consumer(bootstrap, group, source)
+    producer = TransactionalProducer(txn_config(bootstrap, f"ctp-{uuid.uuid4().hex[:6]}"))
+    try:
+        producer.init_transactions()
+        with producer.transaction():
+            records = poll_and_accept(consumer, 30)
+            assert len(records) == 30
+            for r in records:
+                producer.send(sink, (r.value or b"").upper(), key=r.key)
+            producer.send_share_acks_to_transaction(
+                consumer.acknowledgements(), consumer.group_metadata()
+            )
+        outputs = values(consume(bootstrap, sink, "read_committed", 30, 2))
+        assert sorted(outputs) == sorted(f"R{i}".encode() for i in range(30))
+        # The inputs are acknowledged: not redelivered, even to a new member after the
+        # first one left (its session close would have released anything still acquired).
+        assert consumer.poll(2.0) == []
+        consumer.close()
+        assert_nothing_delivered(bootstrap, group, source)
+    finally:
+        consumer.close()
+        producer.close()
+
+
+def test_aborted_transaction_redelivers_inputs_and_hides_outputs(share_broker: LocalBroker) -> None:
+    bootstrap = share_broker.bootstrap_servers
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    source = share_input(bootstrap, group, 12)
+    sink = new_topic(bootstrap, 2)
+    consumer = share_consumer(bootstrap, group, source)
+    producer = TransactionalProducer(txn_config(bootstrap, f"abort-{uuid.uuid4().hex[:6]}"))
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        first = poll_and_accept(consumer, 12)
+        for r in first:
+            producer.send(sink, r.value)
+        producer.send_share_acks_to_transaction(
+            consumer.acknowledgements(), consumer.group_metadata()
+        )
+        producer.flush(30)
+        producer.abort_transaction()
+        again = poll_and_accept(consumer, 12)
+        assert sorted((r.partition, r.offset) for r in again) == sorted(
+            (r.partition, r.offset) for r in first
+        )
+        assert {r.delivery_count for r in again} == {2}
+        assert values(consume(bootstrap, sink, "read_committed", 0, 2)) == []
+        assert len(values(consume(bootstrap, sink, "read_uncommitted", 12, 2))) == 12
+        # The redelivered records can be acknowledged in the next transaction.
+        with producer.transaction():
+            producer.send_share_acks_to_transaction(
+                consumer.acknowledgements(), consumer.group_metadata()
+            )
+        consumer.close()
+        assert_nothing_delivered(bootstrap, group, source)
+    finally:
+        consumer.close()
+        producer.close()
+
+
+def test_acks_for_records_of_another_member_make_the_transaction_abortable(
+    share_broker: LocalBroker,
+) -> None:
+    bootstrap = share_broker.bootstrap_servers
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    source = share_input(bootstrap, group, 4, 1)
+    consumer = share_consumer(bootstrap, group, source)
+    producer = TransactionalProducer(txn_config(bootstrap, f"owner-{uuid.uuid4().hex[:6]}"))
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        assert len(poll_and_accept(consumer, 4)) == 4
+        acks = consumer.acknowledgements()
+        meta = consumer.group_metadata()
+        impostor = ShareGroupMetadata(meta.group_id, "not-the-owner-member-x", meta.member_epoch)
+        with pytest.raises(InvalidRecordStateError) as info:
+            producer.send_share_acks_to_transaction(acks, impostor)
+        assert info.value.group_id == group
+        assert producer.transaction_state is TxnState.ABORTABLE_ERROR
+        with pytest.raises(InvalidRecordStateError):
+            producer.commit_transaction()
+        producer.abort_transaction()
+        # Nothing changed: the owner can still acknowledge them in a new transaction.
+        with producer.transaction():
+            producer.send_share_acks_to_transaction(acks, meta)
+        consumer.close()
+        assert_nothing_delivered(bootstrap, group, source)
+    finally:
+        consumer.close()
+        producer.close()
+
+
+def test_zombie_with_pending_acks_is_fenced_and_its_acks_discarded(
+    share_broker: LocalBroker,
+) -> None:
+    bootstrap = share_broker.bootstrap_servers
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    source = share_input(bootstrap, group, 6, 1)
+    sink = new_topic(bootstrap, 1)
+    tid = f"zacks-{uuid.uuid4().hex[:6]}"
+    consumer = share_consumer(bootstrap, group, source)
+    zombie = TransactionalProducer(txn_config(bootstrap, tid))
+    try:
+        zombie.init_transactions()
+        zombie.begin_transaction()
+        records = poll_and_accept(consumer, 6)
+        for r in records:
+            zombie.send(sink, r.value)
+        zombie.send_share_acks_to_transaction(
+            consumer.acknowledgements(), consumer.group_metadata()
+        )
+        zombie.flush(30)
+        with TransactionalProducer(txn_config(bootstrap, tid)) as successor:
+            successor.init_transactions()  # fences the zombie and aborts its transaction
+        with pytest.raises(ProducerFencedError):
+            zombie.commit_transaction()
+        again = poll_and_accept(consumer, 6)
+        assert {r.delivery_count for r in again} == {2}
+        assert values(consume(bootstrap, sink, "read_committed", 0, 1)) == []
+    finally:
+        consumer.close()
+        zombie.close()
+
+
+def test_prepared_share_acks_survive_the_consumer_and_commit_after_resume(
+    share_broker: LocalBroker,
+) -> None:
+    bootstrap = share_broker.bootstrap_servers
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    source = share_input(bootstrap, group, 8)
+    sink = new_topic(bootstrap, 2)
+    tid = f"2pc-acks-{uuid.uuid4().hex[:6]}"
+    consumer = share_consumer(bootstrap, group, source)
+    producer = TransactionalProducer(
+        txn_config(bootstrap, tid, **{"transaction.two.phase.commit.enable": True})
+    )
+    producer.init_transactions()
+    producer.begin_transaction()
+    for r in poll_and_accept(consumer, 8):
+        producer.send(sink, r.value)
+    producer.send_share_acks_to_transaction(consumer.acknowledgements(), consumer.group_metadata())
+    state = producer.prepare_transaction()
+    producer.close()  # a prepared transaction is left for its coordinator
+    consumer.close()  # TX_PENDING records are not released by the session close
+    other = share_consumer(bootstrap, group, source)
+    try:
+        assert poll_and_accept(other, 1, timeout_s=4) == []
+        with TransactionalProducer.resume(
+            tid, state.producer_id, state.epoch, {"bootstrap.servers": bootstrap}
+        ) as resumed:
+            resumed.commit_transaction()
+        assert len(values(consume(bootstrap, sink, "read_committed", 8, 2))) == 8
+        other.close()
+        assert_nothing_delivered(bootstrap, group, source)
+    finally:
+        other.close()

@@ -190,11 +190,16 @@ class Sender:
         batches = self.acc.drain(ready)
         by_leader: dict[int, list[ProducerBatch]] = {}
         for batch in batches:
-            self._encode(batch)
             try:
+                self._encode(batch)
                 leader = self.client.leader_for(batch.tp)
             except KafkaProtocolError as exc:
                 self._on_error(batch, exc)
+                continue
+            except Exception as exc:
+                # A drained batch must never be left in flight: fail it, never retry it.
+                log.exception("cannot send a batch to %s", batch.tp)
+                self._fail_unexpected(batch, exc)
                 continue
             by_leader.setdefault(leader, []).append(batch)
         for leader, group in by_leader.items():
@@ -319,16 +324,22 @@ class Sender:
         if self.config.idempotent:
             pid, epoch = self.txn.producer_id_and_epoch
             base_sequence = self.txn.next_sequence(batch.tp, batch.record_count)
+        try:
+            payload = build_batch(
+                batch.records,
+                timestamp_ms=batch.timestamp_ms,
+                producer_id=pid,
+                producer_epoch=epoch,
+                base_sequence=base_sequence,
+                transactional=self.txn.is_transactional,
+                headers=batch.headers if any(batch.headers) else None,
+            )
+        except Exception:
+            if base_sequence != NO_SEQUENCE:
+                self.txn.rollback_sequence(batch.tp, base_sequence)
+            raise
         batch.base_sequence = base_sequence
-        batch.payload = build_batch(
-            batch.records,
-            timestamp_ms=batch.timestamp_ms,
-            producer_id=pid,
-            producer_epoch=epoch,
-            base_sequence=base_sequence,
-            transactional=self.txn.is_transactional,
-            headers=batch.headers if any(batch.headers) else None,
-        )
+        batch.payload = payload
 
     def _produce(self, leader: int, batches: list[ProducerBatch]) -> None:
         topics: dict[str, list[dict[str, Any]]] = {}
@@ -354,6 +365,13 @@ class Sender:
         except KafkaProtocolError as exc:
             for batch in batches:
                 self._on_error(batch, exc)
+            return
+        except Exception as exc:
+            # E.g. an undecodable response: the request may have been written.
+            log.exception("produce to node %s failed", leader)
+            for batch in batches:
+                batch.maybe_written = True
+                self._on_error(batch, NetworkError(f"produce failed: {exc!r}", node=leader))
             return
         results: dict[TopicPartition, Any] = {}
         for topic in resp.responses:
@@ -410,6 +428,12 @@ class Sender:
         if exc.code in _SEQUENCE_LOST:
             self.txn.request_epoch_bump()
         elif batch.base_sequence != NO_SEQUENCE:
+            self.txn.rollback_sequence(batch.tp, batch.base_sequence)
+        self.acc.fail(batch, exc)
+        self.txn.abortable_error(exc)
+
+    def _fail_unexpected(self, batch: ProducerBatch, exc: Exception) -> None:
+        if batch.payload is not None and batch.base_sequence != NO_SEQUENCE:
             self.txn.rollback_sequence(batch.tp, batch.base_sequence)
         self.acc.fail(batch, exc)
         self.txn.abortable_error(exc)

@@ -607,24 +607,40 @@ class TransactionalProducer:
         with self._lock:
             self._ensure_open()
             self._txn.check(Operation.PREPARE_TRANSACTION)
+        while True:
+            # Flush without the lock (a delivery callback may call send); then, under the
+            # lock that send takes too, make sure nothing was added meanwhile.
             self._flush_until(deadline)
-            self._txn.raise_if_error()
-            self._txn.transition(TxnState.PREPARED)
-            pid, epoch = self._txn.producer_id_and_epoch
-            tid = self.config.transactional_id
-            assert tid is not None
-            return PreparedTxnState(tid, pid, epoch)
+            with self._lock:
+                self._ensure_open()
+                self._txn.check(Operation.PREPARE_TRANSACTION)
+                if self._acc.has_incomplete():
+                    continue
+                self._txn.transition(TxnState.PREPARED)
+                pid, epoch = self._txn.producer_id_and_epoch
+                tid = self.config.transactional_id
+                assert tid is not None
+                return PreparedTxnState(tid, pid, epoch)
 
     def commit_transaction(self, timeout_s: float | None = None) -> None:
-        """Flush and commit.  On a retriable timeout the producer stays COMMITTING: call again."""
+        """Flush and commit.  On a retriable timeout the producer stays COMMITTING: call again.
+
+        A record that failed (or the transaction being fenced) raises its error instead: the
+        transaction must then be aborted (or, after a fatal error, the producer closed).
+        """
         deadline = self._deadline(timeout_s)
         with self._lock:
             self._ensure_open()
             self._txn.check(Operation.COMMIT_TRANSACTION)
             if self._txn.state is not TxnState.COMMITTING:
                 self._txn.transition(TxnState.COMMITTING)
-            self._flush_until(deadline)
+        # COMMITTING refuses new sends; flush without the lock (callbacks may call send).
+        self._flush_until(deadline)
+        with self._lock:
+            self._ensure_open()
             self._txn.raise_if_error()
+            if self._txn.state is not TxnState.COMMITTING:
+                return  # a concurrent commit_transaction finished it
             try:
                 self._end_transaction(commit=True, deadline=deadline)
             except RetriableError:
@@ -640,33 +656,36 @@ class TransactionalProducer:
         by the abort marker, share acks revert.  On a retriable timeout the producer stays
         ABORTING: call again.
         """
-        deadline = self._deadline(timeout_s)
-        with self._lock:
-            self._ensure_open()
-            self._abort(deadline)
+        self._ensure_open()
+        self._abort(self._deadline(timeout_s))
 
     def _abort(self, deadline: float) -> None:
-        self._txn.check(Operation.ABORT_TRANSACTION)
-        cause = self._txn.last_error
-        if self._txn.state is not TxnState.ABORTING:
-            self._txn.transition(TxnState.ABORTING)
-        aborted = TransactionAbortedError(
-            "record not sent: its transaction was aborted",
-            transactional_id=self.config.transactional_id,
-            cause=str(cause) if cause is not None else "",
-        )
-        for batch in self._acc.take_undrained():
-            self._acc.fail(batch, aborted)
+        with self._lock:
+            self._txn.check(Operation.ABORT_TRANSACTION)
+            cause = self._txn.last_error
+            if self._txn.state is not TxnState.ABORTING:
+                self._txn.transition(TxnState.ABORTING)
+            aborted = TransactionAbortedError(
+                "record not sent: its transaction was aborted",
+                transactional_id=self.config.transactional_id,
+                cause=str(cause) if cause is not None else "",
+            )
+            for batch in self._acc.take_undrained():
+                self._acc.fail(batch, aborted)
         self._flush_until(deadline)  # the batch in flight, if any
-        try:
-            self._end_transaction(commit=False, deadline=deadline)
-        except RetriableError:
-            raise
-        except KafkaProtocolError as exc:
-            self._txn.fatal_error(exc)
-            raise
-        self._txn.clear_transaction()
-        self._txn.transition(TxnState.READY)
+        with self._lock:
+            if self._txn.state is not TxnState.ABORTING:
+                self._txn.raise_if_error()
+                return  # a concurrent abort_transaction finished it
+            try:
+                self._end_transaction(commit=False, deadline=deadline)
+            except RetriableError:
+                raise
+            except KafkaProtocolError as exc:
+                self._txn.fatal_error(exc)
+                raise
+            self._txn.clear_transaction()
+            self._txn.transition(TxnState.READY)
 
     def complete_transaction(self, state: PreparedTxnState, timeout_s: float | None = None) -> bool:
         """KIP-939: commit the prepared transaction if ``state`` is it, else abort it.
@@ -681,17 +700,17 @@ class TransactionalProducer:
                 state.transactional_id == self.config.transactional_id
                 and (state.producer_id, state.epoch) == self._txn.producer_id_and_epoch
             )
-            if matches:
-                self.commit_transaction(timeout_s)
-            else:
-                log.info(
-                    "aborting prepared transaction of %r: %s is not the prepared %s",
-                    self.config.transactional_id,
-                    state,
-                    self._txn.producer_id_and_epoch,
-                )
-                self.abort_transaction(timeout_s)
-            return matches
+        if matches:
+            self.commit_transaction(timeout_s)
+        else:
+            log.info(
+                "aborting prepared transaction of %r: %s is not the prepared %s",
+                self.config.transactional_id,
+                state,
+                self._txn.producer_id_and_epoch,
+            )
+            self.abort_transaction(timeout_s)
+        return matches
 
     @classmethod
     def resume(
@@ -751,15 +770,18 @@ class TransactionalProducer:
         with self._lock:
             if self._closed:
                 return
-            deadline = self._deadline(timeout_s)
-            if self._txn.is_transactional and self._txn.state in (
-                TxnState.IN_TRANSACTION,
-                TxnState.ABORTABLE_ERROR,
-            ):
-                try:
-                    self._abort(deadline)
-                except Exception as exc:
-                    log.warning("abort on close of %r failed: %s", self.transactional_id, exc)
+        deadline = self._deadline(timeout_s)
+        if self._txn.is_transactional and self._txn.state in (
+            TxnState.IN_TRANSACTION,
+            TxnState.ABORTABLE_ERROR,
+        ):
+            try:
+                self._abort(deadline)
+            except Exception as exc:
+                log.warning("abort on close of %r failed: %s", self.transactional_id, exc)
+        with self._lock:
+            if self._is_closed():  # a concurrent close won
+                return
             self._closed = True
         self._acc.close()
         if not self._sender.join(max(deadline - time.monotonic(), 0.0)):
@@ -816,6 +838,9 @@ class TransactionalProducer:
                 log.warning("abort after %r failed: %s", exc, abort_exc)
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _is_closed(self) -> bool:
+        return self._closed
 
     def _ensure_open(self) -> None:
         if self._closed:

@@ -919,3 +919,53 @@ def test_transaction_context_manager_aborts_on_error() -> None:
         assert [e["committed"] for e in client.sent(26)] == [False, True]
     finally:
         producer.close()
+
+
+def test_send_from_a_delivery_callback_during_commit_is_refused_not_deadlocked() -> None:
+    client = FakeClient()
+    producer = producer_with(client, **{"linger.ms": 60000})
+    refused: list[BaseException] = []
+
+    def on_done(_future: Any) -> None:
+        try:
+            producer.send("t", b"from-callback", partition=1)
+        except IllegalStateError as exc:
+            refused.append(exc)
+
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        future = producer.send("t", b"v", partition=0)
+        future.add_done_callback(on_done)
+        producer.commit_transaction(timeout_s=30)  # flush forces the lingering batch out
+        assert future.result(0).offset == 0
+        assert len(refused) == 1, "the callback ran in COMMITTING and was refused"
+        assert [e["committed"] for e in client.sent(26)] == [True]
+        assert client.sent(24)[0]["v3_and_below_topics"] == [{"name": "t", "partitions": [0]}]
+    finally:
+        producer.close()
+
+
+def test_idempotent_producer_end_to_end_with_keys_and_headers() -> None:
+    client = FakeClient()
+    producer = TransactionalProducer({"bootstrap.servers": "fake:9092"}, client=client)
+    try:
+        futures = [
+            producer.send("t", f"v{i}", key=f"k{i}", headers={"n": str(i)}) for i in range(10)
+        ]
+        producer.flush(30)
+        metas = [f.result(0) for f in futures]
+        assert [m.partition for m in metas] == [
+            partition_for_key(f"k{i}".encode(), 3) for i in range(10)
+        ]
+        init = client.sent(22)[0]
+        assert init["transactional_id"] is None
+        for body in client.sent(0):
+            assert body["transactional_id"] is None
+            for raw in batches_of(body).values():
+                header = parse_header(raw)
+                assert header.producer_id == PID and not header.is_transactional
+    finally:
+        producer.close()
+    with pytest.raises(Exception, match="closed"):
+        producer.send("t", b"late")

@@ -1,0 +1,1191 @@
+"""Share groups (KIP-932): stock ShareConsumer throughput, and ShareFetch/ShareAcknowledge latency.
+
+Everything is measured in one run, against one sharetxn broker on 127.0.0.1:
+
+* Consumption of ``--records`` pre-produced records (``--record-size`` bytes, one
+  ``--partitions`` partition topic, written once at start-up by an idempotent producer with
+  ``linger.ms=5``, so the log holds batches of about 1 MB) by three stock confluent-kafka
+  (librdkafka) clients:
+
+  - (plain) ``Consumer``, ``assign()`` to every partition from offset 0, no group, no commits,
+    ``consume(--poll-batch)`` in a loop: the yardstick;
+  - (commit) ``ShareConsumer``, ``share.acknowledgement.mode=explicit``, every record
+    ``acknowledge(ACCEPT)``-ed and ``commit_sync()`` after each non-empty poll: one
+    ShareAcknowledge per ShareFetch;
+  - (piggy) the same, without ``commit_sync()`` in the loop: the acknowledgements ride on the
+    next poll's ShareFetch; one ``commit_sync()`` after the last record;
+  - (commit-1M) as (commit), with ``fetch.max.bytes=1048576``: librdkafka sends
+    ``fetch.max.bytes`` (52428800 by default) as the ShareFetch ``max_bytes``, and the broker
+    reads that much of the log for every ShareFetch, whatever ``max_records`` is.
+
+  Each share measurement uses a new share group (``share.auto.offset.reset=earliest``, set with
+  ``producer.admin.Admin.alter_group_configs``).  The clock runs from ``assign()``/
+  ``subscribe()`` until the last record is read (and, for share consumers, acknowledged with
+  the final ``commit_sync()``), so it covers connecting, joining the group and the first
+  fetch.  Printed: records/s, MB/s, and the ratios to (plain) measured in the same rounds.
+
+* Round-trip latency of a ShareFetch (``max_records`` = 100, and 1) followed by a
+  ShareAcknowledge (ACCEPT) of exactly the records it acquired, sent by the project's wire
+  client ``producer.client.KafkaClient`` with blocking calls (one request in flight).  The
+  ShareFetch carries ``max_bytes`` as librdkafka sends it (``fetch.max.bytes``, 52428800), and
+  also 1 MiB (``--max-bytes``).  Each ``max_records`` value reads its own topic, written in
+  batches of that many records (``batch.num.messages``), so one fetch acquires one log batch.
+  Each round joins a new share group with ShareGroupHeartbeat and opens a new share session
+  (epoch 0 with the partitions, then 1, 2, ...).  A case (rtt) times ApiVersions v0 on the same
+  connection: the floor of one request with this client.  Printed: p50/p99 in ms of the
+  ShareFetch, of the ShareAcknowledge and of the whole cycle, pooled over the rounds.
+
+Measurements are interleaved over ``--rounds`` rounds (the order rotates each round); figures
+are medians over rounds (latency percentiles: over all cycles of the rounds kept).
+
+Checks, which stop the run if they fail: the topics hold exactly the records produced (every
+delivery succeeded, offsets contiguous, high watermarks); every consumer read each offset
+exactly once, with no error; share records came with delivery count 1, every commit succeeded,
+and afterwards the group's share-partition start offsets equal the high watermarks (everything
+acknowledged); every ShareFetch acquired at least one record and every acknowledgement
+succeeded.
+
+As in ``bench/produce.py``: CPU of the broker process and of this client process per
+wall-clock second, and the CPU that other processes of the machine used meanwhile; a
+measurement during which they used more than 0.2 cores is taken again (``--retries``).
+
+Example::
+
+    python bench/share.py                          # defaults: about 90 s on 2 cores
+    python bench/share.py --records 30000 --rounds 2 --cycles 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import logging
+import math
+import os
+import platform
+import signal
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import produce  # bench/produce.py, next to this file: CPU accounting, topic creation
+from confluent_kafka import (
+    AcknowledgeType,
+    Consumer,
+    Producer,
+    ShareConsumer,
+    TopicPartition,
+)
+from confluent_kafka import libversion as rdkafka_version
+from confluent_kafka import version as ck_version
+from produce import HOST, MB, OTHER_CORES_WARN, CheckFailed, CpuSnapshot
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+LIBRDKAFKA_FETCH_MAX_BYTES = 52_428_800  # what librdkafka's ShareConsumer sends as max_bytes
+ACCEPT = 1
+HEARTBEAT_EVERY_S = 4.0  # the broker's default heartbeat interval is 5 s
+
+# Wide enough for the tables when the output goes to a file or a pipe.
+console = Console(width=None if sys.stdout.isatty() else 160)
+
+Tick = Callable[[int], None]
+
+
+def _quiet_logger() -> Any:
+    """A logger for librdkafka that drops its chatter (the share consumer's preview warning)."""
+    logger = logging.getLogger("bench.share.rdkafka")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    return logger
+
+
+# -- samples and cases --------------------------------------------------------------------------
+
+
+@dataclass
+class ReadSample:
+    """One consumption: ``records`` (``value_bytes`` of values) read in ``seconds``."""
+
+    records: int
+    value_bytes: int
+    seconds: float
+    first_record_s: float  # from assign()/subscribe() to the first record
+    polls: int  # poll()/consume() calls that returned records
+    switches: int  # times the partition changed between consecutive records
+    broker_cpu_s: float
+    client_cpu_s: float
+    other_cpu_s: float
+
+    @property
+    def rate(self) -> float:
+        return self.records / self.seconds
+
+    @property
+    def other_cores(self) -> float:
+        return self.other_cpu_s / self.seconds
+
+    @property
+    def disturbed(self) -> bool:
+        return self.other_cores > OTHER_CORES_WARN
+
+
+@dataclass
+class LatencySample:
+    """``cycles`` timed round trips: per cycle the fetch and ack time in seconds."""
+
+    cycles: int
+    records: int  # records acquired (and acknowledged) over all cycles
+    seconds: float
+    fetch_s: list[float]
+    ack_s: list[float]
+    broker_cpu_s: float
+    client_cpu_s: float
+    other_cpu_s: float
+
+    @property
+    def other_cores(self) -> float:
+        return self.other_cpu_s / self.seconds
+
+    @property
+    def disturbed(self) -> bool:
+        return self.other_cores > OTHER_CORES_WARN
+
+
+@dataclass
+class Case:
+    key: str
+    label: str
+    detail: str
+    kind: str  # "plain", "commit", "piggy", "latency", "rtt"
+    consumer_config: dict[str, Any] = field(default_factory=dict)
+    max_records: int = 0
+    max_bytes: int = 0
+    topic: str = ""
+    samples: list[Any] = field(default_factory=list)
+
+    def kept(self) -> list[Any]:
+        """The undisturbed samples, or all of them if every one was disturbed."""
+        return [s for s in self.samples if not s.disturbed] or self.samples
+
+    def median(self) -> float:
+        return statistics.median(s.rate for s in self.kept())
+
+
+@dataclass
+class Topic:
+    name: str
+    high_watermarks: list[int]  # per partition (log start is 0)
+
+    @property
+    def records(self) -> int:
+        return sum(self.high_watermarks)
+
+
+# -- preparing topics ---------------------------------------------------------------------------
+
+
+def produce_topic(
+    bootstrap: str, name: str, partitions: int, records: int, value: bytes, **extra: Any
+) -> Topic:
+    """Create ``name`` and write ``records`` values to it; checks the log holds exactly them."""
+    produce.create_topics(bootstrap, [name], partitions)
+    errors: list[str] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "acks": "all",
+            "error_cb": lambda err: errors.append(str(err)),
+            "logger": _quiet_logger(),
+            **extra,
+        }
+    )
+    counter = produce.Counter()
+    sent = 0
+    while sent < records:
+        try:
+            producer.produce(name, value, on_delivery=counter)
+        except BufferError:
+            producer.poll(0.005)
+            continue
+        sent += 1
+        if not sent & 255:
+            producer.poll(0)
+    remaining = producer.flush(120)
+    if remaining or counter.failed or errors or counter.ok != records or counter.gaps():
+        raise CheckFailed(
+            f"writing {name}: {counter.ok}/{records} delivered, {counter.failed} failed "
+            f"({counter.first_error}), {remaining} pending, errors {errors[:3]}, "
+            f"gaps {counter.gaps()}"
+        )
+    hws = high_watermarks(bootstrap, name, partitions)
+    if sum(hws) != records:
+        raise CheckFailed(f"{name}: log holds {sum(hws)} records, {records} were produced")
+    return Topic(name, hws)
+
+
+def high_watermarks(bootstrap: str, topic: str, partitions: int) -> list[int]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-watermarks",
+            "enable.auto.commit": False,
+            "logger": _quiet_logger(),
+        }
+    )
+    try:
+        out = []
+        for index in range(partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=10)
+            if low != 0:
+                raise CheckFailed(f"{topic}-{index}: log starts at {low}, expected 0")
+            out.append(high)
+        return out
+    finally:
+        consumer.close()
+
+
+# -- consumption --------------------------------------------------------------------------------
+
+
+class Seen:
+    """Which offsets of each partition were read: each must be read exactly once."""
+
+    def __init__(self, topic: Topic) -> None:
+        self.topic = topic
+        self.counts = [bytearray(hw) for hw in topic.high_watermarks]
+        self.records = 0
+        self.value_bytes = 0
+        self.switches = 0
+        self.last_partition = -1
+        self.redelivered = 0
+
+    def add(self, partition: int, offset: int, size: int) -> None:
+        counts = self.counts[partition]
+        if counts[offset] < 255:
+            counts[offset] += 1
+        self.records += 1
+        self.value_bytes += size
+        if partition != self.last_partition:
+            if self.last_partition >= 0:
+                self.switches += 1
+            self.last_partition = partition
+
+    def check(self, label: str) -> None:
+        for index, counts in enumerate(self.counts):
+            missing = counts.count(0)
+            twice = len(counts) - missing - counts.count(1)
+            if missing or twice:
+                raise CheckFailed(
+                    f"{label}: partition {index}: {missing} offsets never read, "
+                    f"{twice} read more than once"
+                )
+        if self.redelivered:
+            raise CheckFailed(f"{label}: {self.redelivered} records had delivery count > 1")
+
+
+def read_plain(
+    case: Case, args: argparse.Namespace, ctx: RunContext, group: str, tick: Tick
+) -> ReadSample:
+    del group
+    topic = ctx.topic
+    seen = Seen(topic)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": ctx.bootstrap,
+            "group.id": f"bench-plain-{uuid.uuid4().hex[:8]}",  # required, never joined
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "logger": _quiet_logger(),
+        }
+    )
+    try:
+        cpu0 = CpuSnapshot.take(ctx.pid)
+        start = time.perf_counter()
+        deadline = start + args.timeout
+        consumer.assign(
+            [TopicPartition(topic.name, p, 0) for p in range(len(topic.high_watermarks))]
+        )
+        first = 0.0
+        polls = 0
+        total = topic.records
+        while seen.records < total:
+            batch = consumer.consume(args.poll_batch, 1.0)
+            if batch:
+                polls += 1
+                if not first:
+                    first = time.perf_counter() - start
+            for m in batch:
+                if m.error() is not None:
+                    raise CheckFailed(f"{case.label}: consumer error {m.error()}")
+                seen.add(m.partition(), m.offset(), len(m.value()))
+            tick(seen.records)
+            if time.perf_counter() > deadline:
+                raise CheckFailed(f"{case.label}: {seen.records}/{total} after {args.timeout} s")
+        elapsed = time.perf_counter() - start
+        cpu1 = CpuSnapshot.take(ctx.pid)
+    finally:
+        consumer.close()
+    seen.check(case.label)
+    return _read_sample(cpu0, cpu1, seen, elapsed, first, polls)
+
+
+def read_share(
+    case: Case, args: argparse.Namespace, ctx: RunContext, group: str, tick: Tick
+) -> ReadSample:
+    """(commit): commit_sync() after each non-empty poll; (piggy): acks ride the next poll."""
+    topic = ctx.topic
+    seen = Seen(topic)
+    commit_each = case.kind == "commit"
+    commit_errors: list[str] = []
+    consumer = ShareConsumer(
+        {
+            "bootstrap.servers": ctx.bootstrap,
+            "group.id": group,
+            "share.acknowledgement.mode": "explicit",
+            "logger": _quiet_logger(),
+            **case.consumer_config,
+        }
+    )
+
+    def committed(result: dict[Any, Any]) -> None:
+        commit_errors.extend(f"{tp}: {err}" for tp, err in result.items() if err is not None)
+
+    try:
+        acknowledge = consumer.acknowledge
+        cpu0 = CpuSnapshot.take(ctx.pid)
+        start = time.perf_counter()
+        deadline = start + args.timeout
+        consumer.subscribe([topic.name])
+        first = 0.0
+        polls = 0
+        total = topic.records
+        while seen.records < total:
+            batch = consumer.poll(1.0)
+            if len(batch):
+                polls += 1
+                if not first:
+                    first = time.perf_counter() - start
+            for m in batch:
+                if m.error() is not None:
+                    raise CheckFailed(f"{case.label}: consumer error {m.error()}")
+                seen.add(m.partition(), m.offset(), len(m.value()))
+                if m.delivery_count() != 1:
+                    seen.redelivered += 1
+                acknowledge(m, AcknowledgeType.ACCEPT)
+            if commit_each and len(batch):
+                committed(consumer.commit_sync(30.0))
+            tick(seen.records)
+            if time.perf_counter() > deadline:
+                raise CheckFailed(f"{case.label}: {seen.records}/{total} after {args.timeout} s")
+        if not commit_each:
+            committed(consumer.commit_sync(30.0))
+        elapsed = time.perf_counter() - start
+        cpu1 = CpuSnapshot.take(ctx.pid)
+    finally:
+        consumer.close()
+    if commit_errors:
+        raise CheckFailed(f"{case.label}: acknowledgements failed: {commit_errors[:3]}")
+    seen.check(case.label)
+    check_all_acknowledged(ctx, case.label, group)
+    return _read_sample(cpu0, cpu1, seen, elapsed, first, polls)
+
+
+def check_all_acknowledged(ctx: RunContext, label: str, group: str) -> None:
+    """The group's share-partition start offsets reached the high watermarks."""
+    from producer.admin import Admin  # noqa: PLC0415
+
+    with Admin(ctx.bootstrap) as admin:
+        offsets = admin.describe_share_group_offsets(group, [ctx.topic.name])
+    got = sorted((o.partition, o.start_offset) for o in offsets)
+    want = list(enumerate(ctx.topic.high_watermarks))
+    if got != want:
+        raise CheckFailed(f"{label}: share-partition start offsets {got}, expected {want}")
+
+
+def _read_sample(
+    cpu0: CpuSnapshot, cpu1: CpuSnapshot, seen: Seen, elapsed: float, first: float, polls: int
+) -> ReadSample:
+    other = (cpu1.machine - cpu0.machine) - (cpu1.ours - cpu0.ours)
+    return ReadSample(
+        seen.records,
+        seen.value_bytes,
+        elapsed,
+        first,
+        polls,
+        seen.switches,
+        cpu1.broker - cpu0.broker,
+        cpu1.client - cpu0.client,
+        max(other, 0.0),
+    )
+
+
+# -- ShareFetch / ShareAcknowledge latency ------------------------------------------------------
+
+
+class RawMember:
+    """One share-group member driven with the project's wire client, one request at a time."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        from producer.client import KEY_TYPE_GROUP, KafkaClient  # noqa: PLC0415
+
+        self.client = KafkaClient(bootstrap, client_id="bench-share")
+        self.group = group
+        self.member = str(uuid.uuid4())
+        self.topic_id = self.client.topic(topic).topic_id
+        self.partitions = self.client.topic(topic).partitions
+        self.node = self.client.coordinator_for(KEY_TYPE_GROUP, group)
+        self.topic = topic
+        self.member_epoch = 0
+        self.session_epoch = 0
+        self.last_heartbeat = 0.0
+
+    def heartbeat(self, leave: bool = False) -> None:
+        resp = self.client.send(
+            self.node,
+            76,
+            {
+                "group_id": self.group,
+                "member_id": self.member,
+                "member_epoch": -1 if leave else self.member_epoch,
+                "subscribed_topic_names": None if leave or self.member_epoch else [self.topic],
+            },
+        )
+        if int(resp.error_code) != 0:
+            raise CheckFailed(f"ShareGroupHeartbeat: error {int(resp.error_code)}")
+        if not leave:
+            self.member_epoch = int(resp.member_epoch)
+        self.last_heartbeat = time.monotonic()
+
+    def fetch(self, max_records: int, max_bytes: int) -> Any:
+        """A ShareFetch; the first one (epoch 0) opens the session with every partition."""
+        opening = self.session_epoch == 0
+        topics = (
+            [
+                {
+                    "topic_id": self.topic_id,
+                    "partitions": [
+                        {"partition_index": p, "acknowledgement_batches": []}
+                        for p in self.partitions
+                    ],
+                }
+            ]
+            if opening
+            else []
+        )
+        resp = self.client.send(
+            self.node,
+            78,
+            {
+                "group_id": self.group,
+                "member_id": self.member,
+                "share_session_epoch": self.session_epoch,
+                "max_wait": 500,
+                "min_bytes": 1,
+                "max_bytes": max_bytes,
+                "max_records": max_records,
+                "batch_size": max_records,
+                "topics": topics,
+            },
+        )
+        self.session_epoch += 1
+        return resp
+
+    def acknowledge(self, acquired: dict[int, list[tuple[int, int]]]) -> Any:
+        resp = self.client.send(
+            self.node,
+            79,
+            {
+                "group_id": self.group,
+                "member_id": self.member,
+                "share_session_epoch": self.session_epoch,
+                "topics": [
+                    {
+                        "topic_id": self.topic_id,
+                        "partitions": [
+                            {
+                                "partition_index": p,
+                                "acknowledgement_batches": [
+                                    {"first_offset": f, "last_offset": la, "acknowledge_types": [1]}
+                                    for f, la in ranges
+                                ],
+                            }
+                            for p, ranges in acquired.items()
+                        ],
+                    }
+                ],
+            },
+        )
+        self.session_epoch += 1
+        return resp
+
+    def api_versions(self) -> Any:
+        return self.client.send(self.node, 18, {})
+
+    def close(self) -> None:
+        try:
+            with contextlib.suppress(Exception):
+                self.heartbeat(leave=True)
+        finally:
+            self.client.close()
+
+
+def _acquired(resp: Any, label: str) -> tuple[dict[int, list[tuple[int, int]]], int]:
+    """(partition -> acquired offset ranges, record count) of a ShareFetch response."""
+    if int(resp.error_code) != 0:
+        raise CheckFailed(f"{label}: ShareFetch error {int(resp.error_code)}")
+    out: dict[int, list[tuple[int, int]]] = {}
+    count = 0
+    for topic in resp.responses:
+        for part in topic.partitions:
+            if int(part.error_code) != 0:
+                raise CheckFailed(
+                    f"{label}: ShareFetch partition {int(part.partition_index)} "
+                    f"error {int(part.error_code)}"
+                )
+            for r in part.acquired_records:
+                first, last = int(r.first_offset), int(r.last_offset)
+                if int(r.delivery_count) != 1:
+                    raise CheckFailed(f"{label}: delivery count {int(r.delivery_count)}")
+                out.setdefault(int(part.partition_index), []).append((first, last))
+                count += last - first + 1
+    return out, count
+
+
+def _check_ack(resp: Any, label: str) -> None:
+    errors = [int(resp.error_code)] + [
+        int(p.error_code) for t in resp.responses for p in t.partitions
+    ]
+    if any(errors):
+        raise CheckFailed(f"{label}: ShareAcknowledge errors {errors}")
+
+
+def measure_latency(
+    case: Case, args: argparse.Namespace, ctx: RunContext, group: str, tick: Tick
+) -> LatencySample:
+    member = RawMember(ctx.bootstrap, group, case.topic)
+    fetch_s: list[float] = []
+    ack_s: list[float] = []
+    records = 0
+    clock = time.perf_counter
+    try:
+        member.heartbeat()
+        if case.kind == "rtt":
+            member.api_versions()  # one untimed request first, like the opening fetch below
+        else:
+            # The opening fetch (epoch 0) and its ack are not timed: they create the share
+            # partitions of the new group.
+            acquired, _n = _acquired(member.fetch(case.max_records, case.max_bytes), case.label)
+            _check_ack(member.acknowledge(acquired), case.label)
+        cpu0 = CpuSnapshot.take(ctx.pid)
+        start = clock()
+        for cycle in range(args.cycles):
+            if time.monotonic() - member.last_heartbeat > HEARTBEAT_EVERY_S:
+                member.heartbeat()  # rare, and not part of a timed cycle
+            if case.kind == "rtt":
+                t0 = clock()
+                member.api_versions()
+                fetch_s.append(clock() - t0)
+                ack_s.append(0.0)
+            else:
+                t0 = clock()
+                fetched = member.fetch(case.max_records, case.max_bytes)
+                t1 = clock()
+                acquired, n = _acquired(fetched, case.label)
+                if not n:
+                    raise CheckFailed(f"{case.label}: cycle {cycle}: ShareFetch acquired nothing")
+                t2 = clock()
+                acked = member.acknowledge(acquired)
+                t3 = clock()
+                _check_ack(acked, case.label)
+                fetch_s.append(t1 - t0)
+                ack_s.append(t3 - t2)
+                records += n
+            if not cycle % 16:
+                tick(cycle)
+        elapsed = clock() - start
+        cpu1 = CpuSnapshot.take(ctx.pid)
+    finally:
+        member.close()
+    tick(args.cycles)
+    other = (cpu1.machine - cpu0.machine) - (cpu1.ours - cpu0.ours)
+    return LatencySample(
+        args.cycles,
+        records,
+        elapsed,
+        fetch_s,
+        ack_s,
+        cpu1.broker - cpu0.broker,
+        cpu1.client - cpu0.client,
+        max(other, 0.0),
+    )
+
+
+# -- rounds -------------------------------------------------------------------------------------
+
+
+@dataclass
+class RunContext:
+    bootstrap: str
+    pid: int | None
+    topic: Topic
+
+
+def _new_group(bootstrap: str, kind: str) -> str:
+    from producer.admin import Admin  # noqa: PLC0415
+
+    group = f"bench-share-{kind}-{uuid.uuid4().hex[:8]}"
+    with Admin(bootstrap) as admin:
+        admin.alter_group_configs(group, {"share.auto.offset.reset": "earliest"})
+    return group
+
+
+def _delete_group(bootstrap: str, group: str) -> None:
+    """Best effort: keeps the broker's group state small over the run."""
+    from producer.admin import Admin  # noqa: PLC0415
+
+    with contextlib.suppress(Exception), Admin(bootstrap) as admin:
+        admin.delete_groups([group])
+
+
+def measure_once(case: Case, args: argparse.Namespace, ctx: RunContext, tick: Tick) -> Any:
+    group = _new_group(ctx.bootstrap, case.kind) if case.kind != "plain" else ""
+    try:
+        if case.kind == "plain":
+            return read_plain(case, args, ctx, group, tick)
+        if case.kind in ("commit", "piggy"):
+            return read_share(case, args, ctx, group, tick)
+        return measure_latency(case, args, ctx, group, tick)
+    finally:
+        if group:
+            _delete_group(ctx.bootstrap, group)
+
+
+def _describe(case: Case, sample: Any) -> str:
+    if isinstance(sample, ReadSample):
+        return (
+            f"{sample.rate:>9,.0f} rec/s ({sample.records:,} in {sample.seconds:.2f} s, "
+            f"first after {sample.first_record_s * 1000:.0f} ms)"
+        )
+    cycle = [f + a for f, a in zip(sample.fetch_s, sample.ack_s, strict=True)]
+    if case.kind == "rtt":
+        return f"p50 {_pct(cycle, 50) * 1000:6.2f} ms, p99 {_pct(cycle, 99) * 1000:6.2f} ms"
+    return (
+        f"cycle p50 {_pct(cycle, 50) * 1000:6.2f} ms, p99 {_pct(cycle, 99) * 1000:6.2f} ms "
+        f"({sample.cycles} cycles, {sample.records / max(sample.cycles, 1):.0f} rec/cycle)"
+    )
+
+
+def run_rounds(cases: list[Case], args: argparse.Namespace, ctx: RunContext) -> None:
+    total = len(cases) * args.rounds
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=console,
+        refresh_per_second=4,
+    ) as progress:
+        overall = progress.add_task("all measurements", total=total, info=f"0/{total}")
+        current: TaskID = progress.add_task("", total=1000, info="")
+        done = 0
+        for rnd in range(args.rounds):
+            shift = rnd % len(cases)
+            order = cases[shift:] + cases[:shift]
+            for case in order:
+                progress.reset(
+                    current,
+                    total=1000,
+                    description=f"round {rnd + 1}/{args.rounds}: ({case.key}) {case.label}",
+                    info="",
+                )
+                goal = args.cycles if case.kind in ("latency", "rtt") else ctx.topic.records
+                unit = "cycles" if case.kind in ("latency", "rtt") else "records"
+
+                def tick(
+                    n: int, task: TaskID = current, goal: int = goal, unit: str = unit
+                ) -> None:
+                    progress.update(task, completed=min(n / goal, 1.0) * 1000, info=f"{n:,} {unit}")
+
+                name = f"round {rnd + 1} ({case.key:>9}) "
+                attempts: list[Any] = []
+                for attempt in range(args.retries + 1):
+                    sample = measure_once(case, args, ctx, tick)
+                    attempts.append(sample)
+                    note = ""
+                    if sample.disturbed:
+                        note = f"  [yellow]disturbed: others used {sample.other_cores:.2f} cores[/]"
+                        if attempt < args.retries:
+                            note += "[yellow]; again[/]"
+                    progress.console.print(f"{name}{_describe(case, sample)}{note}")
+                    if not sample.disturbed:
+                        break
+                case.samples.append(min(attempts, key=lambda s: s.other_cores))
+                done += 1
+                progress.update(overall, completed=done, info=f"{done}/{total}")
+
+
+# -- report -------------------------------------------------------------------------------------
+
+
+def _pct(values: list[float], p: float) -> float:
+    """Nearest-rank percentile."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(math.ceil(p / 100 * len(ordered)), 1)
+    return ordered[rank - 1]
+
+
+def _short(value: float) -> str:
+    return f"{value / 1000:.0f}k" if value >= 10_000 else f"{value:.0f}"
+
+
+def read_table(cases: list[Case], args: argparse.Namespace, topic: Topic) -> Table:
+    table = Table(
+        title=(
+            f"Consumption of {topic.records:,} x {args.record_size} B records, "
+            f"{len(topic.high_watermarks)} partitions (median over rounds)"
+        )
+    )
+    table.add_column("case", no_wrap=True)
+    table.add_column("records/s", justify="right")
+    table.add_column("MB/s", justify="right")
+    table.add_column("records/s\nmin..max", justify="right", no_wrap=True)
+    table.add_column("first\nrecord ms", justify="right")
+    table.add_column("polls", justify="right")
+    table.add_column("partition\nswitches", justify="right")
+    table.add_column("broker\ncores", justify="right")
+    table.add_column("client\ncores", justify="right")
+    table.add_column("broker\nus/rec", justify="right")
+    table.add_column("other\ncores", justify="right")
+    table.add_column("rounds\nkept", justify="right", no_wrap=True)
+    for case in cases:
+        if not case.samples or case.kind not in ("plain", "commit", "piggy"):
+            continue
+        kept = case.kept()
+        rate = case.median()
+        rates = [s.rate for s in kept]
+        mbps = statistics.median(s.value_bytes / s.seconds / MB for s in kept)
+        table.add_row(
+            f"({case.key}) {case.label}",
+            f"{rate:,.0f}",
+            f"{mbps:,.1f}",
+            f"{_short(min(rates))}..{_short(max(rates))}",
+            f"{statistics.median(s.first_record_s for s in kept) * 1000:.0f}",
+            f"{statistics.median(s.polls for s in kept):.0f}",
+            f"{statistics.median(s.switches for s in kept):.0f}",
+            f"{statistics.median(s.broker_cpu_s / s.seconds for s in kept):.2f}",
+            f"{statistics.median(s.client_cpu_s / s.seconds for s in kept):.2f}",
+            f"{statistics.median(s.broker_cpu_s / s.records * 1e6 for s in kept):.1f}",
+            f"{max(s.other_cores for s in kept):.2f}",
+            f"{len(kept)}/{len(case.samples)}",
+        )
+    return table
+
+
+def ratios(cases: list[Case]) -> list[tuple[str, float, float, float]]:
+    """(name, ratio of the medians, lowest and highest ratio within one round)."""
+    by_key = {c.key: c for c in cases}
+    out: list[tuple[str, float, float, float]] = []
+
+    def add(name: str, num: str, den: str) -> None:
+        top, bottom = by_key.get(num), by_key.get(den)
+        if not (top and bottom and top.samples and bottom.samples):
+            return
+        pairs = list(zip(top.samples, bottom.samples, strict=False))
+        clean = [(a, b) for a, b in pairs if not (a.disturbed or b.disturbed)] or pairs
+        paired = [a.rate / b.rate for a, b in clean]
+        out.append((name, top.median() / bottom.median(), min(paired), max(paired)))
+
+    add("(commit) ShareConsumer, commit_sync per poll / (plain) Consumer", "commit", "plain")
+    add("(piggy) ShareConsumer, acks on next poll / (plain) Consumer", "piggy", "plain")
+    add("(piggy) acks on next poll / (commit) commit_sync per poll", "piggy", "commit")
+    add("(commit-1M) fetch.max.bytes=1 MiB / (plain) Consumer", "commit-1M", "plain")
+    add("(commit-1M) fetch.max.bytes=1 MiB / (commit) default 50 MiB", "commit-1M", "commit")
+    return out
+
+
+def ratio_table(rows: list[tuple[str, float, float, float]]) -> Table:
+    table = Table(title="Ratios (same run)")
+    table.add_column("ratio")
+    table.add_column("medians", justify="right")
+    table.add_column("per round", justify="right")
+    for name, value, low, high in rows:
+        table.add_row(name, f"{value:.2f}x", f"{low:.2f}..{high:.2f}")
+    return table
+
+
+def latency_summary(case: Case) -> dict[str, float]:
+    kept = case.kept()
+    fetch = [x for s in kept for x in s.fetch_s]
+    ack = [x for s in kept for x in s.ack_s]
+    cycle = [f + a for s in kept for f, a in zip(s.fetch_s, s.ack_s, strict=True)]
+    cycles = sum(s.cycles for s in kept)
+    return {
+        "cycles": cycles,
+        "records_per_cycle": sum(s.records for s in kept) / cycles,
+        "fetch_p50_ms": _pct(fetch, 50) * 1000,
+        "fetch_p99_ms": _pct(fetch, 99) * 1000,
+        "ack_p50_ms": _pct(ack, 50) * 1000,
+        "ack_p99_ms": _pct(ack, 99) * 1000,
+        "cycle_p50_ms": _pct(cycle, 50) * 1000,
+        "cycle_p99_ms": _pct(cycle, 99) * 1000,
+        "broker_cpu_ms_per_cycle": sum(s.broker_cpu_s for s in kept) / cycles * 1000,
+        "client_cpu_ms_per_cycle": sum(s.client_cpu_s for s in kept) / cycles * 1000,
+        "other_cores_max": max(s.other_cores for s in kept),
+    }
+
+
+def latency_table(cases: list[Case]) -> Table:
+    table = Table(title="ShareFetch + ShareAcknowledge round trips, ms (all cycles of the rounds)")
+    table.add_column("case", no_wrap=True)
+    table.add_column("rec/\ncycle", justify="right")
+    table.add_column("fetch\np50", justify="right")
+    table.add_column("fetch\np99", justify="right")
+    table.add_column("ack\np50", justify="right")
+    table.add_column("ack\np99", justify="right")
+    table.add_column("cycle\np50", justify="right")
+    table.add_column("cycle\np99", justify="right")
+    table.add_column("broker CPU\nms/cycle", justify="right")
+    table.add_column("client CPU\nms/cycle", justify="right")
+    table.add_column("cycles", justify="right")
+    table.add_column("other\ncores", justify="right")
+    for case in cases:
+        if not case.samples or case.kind not in ("latency", "rtt"):
+            continue
+        s = latency_summary(case)
+        rtt = case.kind == "rtt"
+        table.add_row(
+            f"({case.key}) {case.label}",
+            "-" if rtt else f"{s['records_per_cycle']:.0f}",
+            f"{s['fetch_p50_ms']:.2f}",
+            f"{s['fetch_p99_ms']:.2f}",
+            "-" if rtt else f"{s['ack_p50_ms']:.2f}",
+            "-" if rtt else f"{s['ack_p99_ms']:.2f}",
+            f"{s['cycle_p50_ms']:.2f}",
+            f"{s['cycle_p99_ms']:.2f}",
+            f"{s['broker_cpu_ms_per_cycle']:.2f}",
+            f"{s['client_cpu_ms_per_cycle']:.2f}",
+            f"{s['cycles']:,}",
+            f"{s['other_cores_max']:.2f}",
+        )
+    return table
+
+
+def _ck_version() -> str:
+    v = ck_version()
+    return str(v[0] if isinstance(v, tuple) else v)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:g} MiB"
+
+
+# -- main ---------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        description=(
+            "Share-group benchmark of the sharetxn broker: stock confluent-kafka ShareConsumer "
+            "throughput (explicit ACCEPT of every record) as a ratio of a plain Consumer reading "
+            "the same topic, and ShareFetch + ShareAcknowledge round-trip latency p50/p99 with "
+            "the project's wire client. Everything on 127.0.0.1, in one run."
+        ),
+        epilog="example: python bench/share.py --records 30000 --rounds 2 --cycles 100",
+    )
+    parser.add_argument(
+        "--records", type=int, default=200_000, help="records to pre-produce and read (200000)"
+    )
+    parser.add_argument("--record-size", type=int, default=1024, help="value bytes (1024)")
+    parser.add_argument("--partitions", type=int, default=3, help="topic partitions (3)")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (5)")
+    parser.add_argument(
+        "--poll-batch", type=int, default=1000, help="(plain) consume() batch size (1000)"
+    )
+    parser.add_argument(
+        "--cycles", type=int, default=300, help="fetch+ack cycles per latency measurement (300)"
+    )
+    parser.add_argument(
+        "--max-records",
+        default="100,1",
+        help="ShareFetch max_records of the latency cases, comma-separated (100,1)",
+    )
+    parser.add_argument(
+        "--max-bytes",
+        default=f"{LIBRDKAFKA_FETCH_MAX_BYTES},{2**20}",
+        help=(
+            "ShareFetch max_bytes of the latency cases, comma-separated "
+            f"({LIBRDKAFKA_FETCH_MAX_BYTES} as librdkafka sends it, and 1 MiB)"
+        ),
+    )
+    parser.add_argument("--no-latency", action="store_true", help="skip the latency cases")
+    parser.add_argument("--no-throughput", action="store_true", help="skip the consumers")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="broker config (repeatable), e.g. --set log.flush.interval.messages=10000",
+    )
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        help=(
+            f"measure again, up to this many times, when other processes used more than "
+            f"{OTHER_CORES_WARN} cores meanwhile (2)"
+        ),
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="give up on one measurement after (120 s)"
+    )
+    parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
+    return parser
+
+
+def _install_sigterm() -> None:
+    def handler(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def build_cases(args: argparse.Namespace) -> list[Case]:
+    cases: list[Case] = []
+    if not args.no_throughput:
+        cases += [
+            Case(
+                "plain",
+                "Consumer",
+                "confluent_kafka.Consumer, assign() all partitions from offset 0, no group "
+                f"commits, consume({args.poll_batch})",
+                "plain",
+            ),
+            Case(
+                "commit",
+                "Share, commit_sync",
+                "ShareConsumer, share.acknowledgement.mode=explicit, acknowledge(ACCEPT) each "
+                "record, commit_sync() after each non-empty poll (ShareAcknowledge)",
+                "commit",
+            ),
+            Case(
+                "piggy",
+                "Share, acks on poll",
+                "ShareConsumer, explicit, acknowledge(ACCEPT) each record, no commit_sync() in "
+                "the loop: acks ride the next poll's ShareFetch; one commit_sync() at the end",
+                "piggy",
+            ),
+            Case(
+                "commit-1M",
+                "Share, commit_sync, 1 MiB",
+                "as (commit), with the ShareConsumer's fetch.max.bytes=1048576 (default "
+                f"{LIBRDKAFKA_FETCH_MAX_BYTES}), which it sends as ShareFetch max_bytes",
+                "commit",
+                consumer_config={"fetch.max.bytes": 1_048_576},
+            ),
+        ]
+    if not args.no_latency:
+        for max_bytes in _ints(args.max_bytes):
+            for max_records in _ints(args.max_records):
+                small = max_bytes != LIBRDKAFKA_FETCH_MAX_BYTES
+                key = f"f{max_records}" + ("s" if small else "")
+                cases.append(
+                    Case(
+                        key,
+                        f"max_records {max_records}, max_bytes {_mib(max_bytes)}",
+                        f"ShareFetch max_records={max_records} max_bytes={max_bytes} on a topic "
+                        f"of {max_records}-record batches, then ShareAcknowledge ACCEPT of "
+                        "what it acquired",
+                        "latency",
+                        max_records=max_records,
+                        max_bytes=max_bytes,
+                    )
+                )
+        cases.append(
+            Case(
+                "rtt",
+                "ApiVersions v0",
+                "ApiVersions v0 on the same KafkaClient connection: one request's floor",
+                "rtt",
+                topic="",
+            )
+        )
+    return cases
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.records < 1 or args.rounds < 1 or args.cycles < 1 or args.partitions < 1:
+        console.print("[red]need --records, --rounds, --cycles and --partitions >= 1[/]")
+        return 2
+    if args.no_latency and args.no_throughput:
+        console.print("[red]nothing to measure[/]")
+        return 2
+    _install_sigterm()
+    from coordinator import LocalBroker  # noqa: PLC0415 - keeps --help fast
+
+    broker_config = dict(item.split("=", 1) for item in args.set)
+    value = os.urandom(args.record_size)
+    command = "python bench/share.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    started = datetime.datetime.now(datetime.UTC)
+    console.print(f"[bold]{command.strip()}[/]")
+    console.print(
+        f"{started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, {platform.platform()}, "
+        f"Python {platform.python_version()}, confluent-kafka {_ck_version()} "
+        f"(librdkafka {rdkafka_version()[0]})"
+    )
+    cases = build_cases(args)
+    run_started = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        console.print("starting the broker on 127.0.0.1 ...")
+        broker = stack.enter_context(LocalBroker(host=HOST, config=broker_config))
+        pid = broker.process.pid if broker.process else None
+        if pid is not None:
+            produce.BROKER_PIDS.add(pid)
+        bootstrap = broker.bootstrap_servers
+        console.print(f"writing {args.records:,} x {args.record_size} B records ...")
+        topic = produce_topic(
+            bootstrap,
+            f"bench-share-{uuid.uuid4().hex[:8]}",
+            args.partitions,
+            args.records if not args.no_throughput else 0,
+            value,
+        )
+        latency_topics: dict[int, str] = {}
+        for case in cases:
+            if case.kind != "latency":
+                continue
+            if case.max_records not in latency_topics:
+                # A cycle can take more than max_records: it ends on a batch boundary.
+                records = (
+                    math.ceil(args.cycles * case.max_records * 1.25)
+                    + 2 * args.partitions * case.max_records
+                )
+                console.print(
+                    f"writing {records:,} records in batches of {case.max_records} for latency ..."
+                )
+                latency_topics[case.max_records] = produce_topic(
+                    bootstrap,
+                    f"bench-share-lat{case.max_records}-{uuid.uuid4().hex[:6]}",
+                    args.partitions,
+                    records,
+                    value,
+                    **{"batch.num.messages": case.max_records},
+                ).name
+            case.topic = latency_topics[case.max_records]
+        for case in cases:
+            if case.kind == "rtt":
+                case.topic = next(iter(latency_topics.values()), topic.name)
+        ctx = RunContext(bootstrap, pid, topic)
+        run_rounds(cases, args, ctx)
+    run_seconds = time.perf_counter() - run_started
+    for case in cases:
+        console.print(f"({case.key}) {case.detail}")
+    rows: list[tuple[str, float, float, float]] = []
+    if not args.no_throughput:
+        console.print(read_table(cases, args, topic))
+        console.print(
+            "[dim]clock: from assign()/subscribe() to the last record read (share: and the "
+            "final commit_sync()); MB/s: 10^6 bytes of record values per second; polls: "
+            "calls that returned records; partition switches: changes of partition between "
+            "consecutive records; cores: CPU seconds per wall-clock second of the broker and "
+            "of this client process; us/rec: broker CPU per record[/]"
+        )
+        rows = ratios(cases)
+        console.print(ratio_table(rows))
+    if not args.no_latency:
+        console.print(latency_table(cases))
+        console.print(
+            "[dim]fetch: ShareFetch sent until its response is decoded; ack: ShareAcknowledge "
+            "of exactly the acquired records; cycle: both; the client is the project's Python "
+            "wire client (KafkaClient), whose encoding and decoding is in the figures; "
+            "percentiles are nearest-rank over every cycle of the rounds kept[/]"
+        )
+    disturbed = max((s.other_cores for c in cases for s in c.kept()), default=0)
+    if disturbed > OTHER_CORES_WARN:
+        console.print(
+            f"[yellow]warning: other processes used up to {disturbed:.2f} cores during a "
+            "measurement: the figures are disturbed; rerun on a quiet machine[/]"
+        )
+    checks = ["topics hold exactly the records produced"]
+    if not args.no_throughput:
+        checks.append(
+            "every consumer read each offset exactly once; share records had delivery count 1, "
+            "every commit succeeded and the share-partition start offsets reached the high "
+            "watermarks"
+        )
+    if not args.no_latency:
+        checks.append("every timed ShareFetch acquired records and every ack succeeded")
+    console.print(f"[dim]checks passed: {'; '.join(checks)}[/]")
+    console.print(f"run took {run_seconds:.0f} s")
+    if args.json:
+        write_json(args, command, started, run_seconds, cases, rows)
+    return 0
+
+
+def write_json(
+    args: argparse.Namespace,
+    command: str,
+    started: datetime.datetime,
+    run_seconds: float,
+    cases: list[Case],
+    rows: list[tuple[str, float, float, float]],
+) -> None:
+    def case_json(case: Case) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "key": case.key,
+            "label": case.label,
+            "detail": case.detail,
+            "samples": [asdict(s) for s in case.samples],
+        }
+        if case.samples and case.kind in ("latency", "rtt"):
+            data["summary"] = latency_summary(case)
+        elif case.samples:
+            data["median_records_per_s"] = case.median()
+        return data
+
+    data = {
+        "command": command.strip(),
+        "started": started.isoformat(),
+        "run_seconds": run_seconds,
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "confluent_kafka": _ck_version(),
+        "librdkafka": rdkafka_version()[0],
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "cases": [case_json(c) for c in cases],
+        "ratios": [
+            {"ratio": name, "of_medians": value, "round_min": low, "round_max": high}
+            for name, value, low, high in rows
+        ],
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(data, indent=2))
+    console.print(f"results written to {args.json}")
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except CheckFailed as exc:
+        console.print(f"[red]check failed:[/] {exc}")
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)

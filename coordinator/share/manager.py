@@ -376,7 +376,7 @@ class ShareManager:
         """Acquire records from the session's partitions into ``outcome`` (one pass)."""
         remaining = max_records
         budget = max_bytes
-        for tip in session.partitions:
+        for tip in session.fetch_order():
             entry = outcome.partitions.setdefault(tip, PartitionFetch(tip))
             if entry.error is not ErrorCode.NONE or remaining <= 0 or budget <= 0:
                 continue

@@ -31,6 +31,16 @@ class ShareSession:
     connection_id: int
     next_epoch: int = 1
     partitions: list[TopicIdPartition] = field(default_factory=list)
+    rotation: int = 0  # where the next fetch starts, so no partition's backlog starves another
+
+    def fetch_order(self) -> list[TopicIdPartition]:
+        """The session's partitions, starting one further on each call (Kafka's rotation)."""
+        parts = self.partitions
+        if not parts:
+            return []
+        start = self.rotation % len(parts)
+        self.rotation += 1
+        return parts[start:] + parts[:start]
 
     def add(self, parts: list[TopicIdPartition]) -> None:
         for tp in parts:

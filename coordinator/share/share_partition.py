@@ -266,6 +266,10 @@ _ACK_OF_TARGET: Final[dict[int, AcknowledgeType]] = {
 }
 
 
+# The first log read of an acquisition; grown fourfold while it covers too few records.
+_FIRST_READ_BYTES: Final = 256 * 1024
+
+
 class _InitError(Exception):
     """Persisted state that cannot be loaded."""
 
@@ -480,18 +484,31 @@ class SharePartition:
         fetch_from = self.next_fetch_offset
         if fetch_from >= self._end and self.in_flight_count >= cfg.max_in_flight_records:
             return AcquireResult()
-        data = self._data.fetch(fetch_from, max_bytes, read_committed=cfg.read_committed)
-        if data.error is ErrorCode.OFFSET_OUT_OF_RANGE:
-            return AcquireResult()  # nothing readable there (yet)
-        if data.error is not ErrorCode.NONE:
-            return AcquireResult(error=data.error)
-        if not data.records:
-            return AcquireResult()
-        try:
-            batches = iter_batches(data.records)
-        except BatchFormatError as exc:
-            log.error("share partition %s: unreadable log data: %s", self.key, exc)
-            return AcquireResult(error=ErrorCode.CORRUPT_MESSAGE)
+        # Read no more log than the records wanted need: clients ask for tens of MB per fetch
+        # but a few hundred records, and reading the rest only to drop it dominated the cost.
+        chunk = min(max_bytes, _FIRST_READ_BYTES)
+        while True:
+            data = self._data.fetch(fetch_from, chunk, read_committed=cfg.read_committed)
+            if data.error is ErrorCode.OFFSET_OUT_OF_RANGE:
+                return AcquireResult()  # nothing readable there (yet)
+            if data.error is not ErrorCode.NONE:
+                return AcquireResult(error=data.error)
+            if not data.records:
+                return AcquireResult()
+            try:
+                batches = iter_batches(data.records)
+            except BatchFormatError as exc:
+                log.error("share partition %s: unreadable log data: %s", self.key, exc)
+                return AcquireResult(error=ErrorCode.CORRUPT_MESSAGE)
+            next_offset = batches[-1][1].last_offset + 1
+            readable = data.last_stable_offset if cfg.read_committed else data.high_watermark
+            if (
+                next_offset - fetch_from >= max_fetch_records
+                or chunk >= max_bytes
+                or next_offset >= readable
+            ):
+                break
+            chunk = min(max_bytes, chunk * 4)
         aborted: tuple[AbortedTxn, ...] = ()
         if cfg.read_committed and batches:
             aborted = self._data.aborted_between(

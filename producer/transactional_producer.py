@@ -601,7 +601,9 @@ class TransactionalProducer:
         """Phase one of 2PC (KIP-939): flush, then allow only commit/abort/complete.
 
         Needs ``transaction.two.phase.commit.enable=true`` (the coordinator then never
-        times the transaction out).  Store ``str(state)`` with your own decision.
+        times the transaction out).  Store ``str(state)`` with your own decision.  Once the
+        transaction is completed the producer moves to a new epoch, so a later prepared
+        transaction of this producer has a different state.
         """
         deadline = self._deadline(timeout_s)
         with self._lock:
@@ -617,6 +619,10 @@ class TransactionalProducer:
                 if self._acc.has_incomplete():
                     continue
                 self._txn.transition(TxnState.PREPARED)
+                # Under transaction version 0/1 EndTxn keeps the epoch, so two transactions of
+                # one session would share (pid, epoch); a new epoch after this one completes
+                # makes every PreparedTxnState name exactly one transaction.
+                self._txn.request_epoch_bump()
                 pid, epoch = self._txn.producer_id_and_epoch
                 tid = self.config.transactional_id
                 assert tid is not None

@@ -474,6 +474,12 @@ def test_complete_transaction_commits_matching_and_aborts_stale_state(
     state = producer.prepare_transaction()
     assert producer.complete_transaction(state) is True
     assert producer.transaction_state is TxnState.READY
+    # The same session's next prepared transaction has another state; the old one is stale.
+    producer.begin_transaction()
+    producer.send(topic, b"stale-1")
+    second = producer.prepare_transaction()
+    assert (second.producer_id, second.epoch) != (state.producer_id, state.epoch)
+    assert producer.complete_transaction(state) is False
     producer.close()
 
     # Stale: the decision record holds a state whose transaction was fenced meanwhile; the

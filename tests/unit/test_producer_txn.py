@@ -870,10 +870,12 @@ def test_prepare_then_complete_with_matching_and_stale_states() -> None:
         assert producer.complete_transaction(PreparedTxnState("tid", PID, 0)) is True
         assert [e["committed"] for e in client.sent(26)] == [True]
 
+        assert producer.producer_id_and_epoch == (PID, 1), "a new epoch after a prepared txn"
         producer.begin_transaction()
         producer.send_share_acks_to_transaction(*share_acks())
-        producer.prepare_transaction()
-        assert producer.complete_transaction(PreparedTxnState("tid", PID, 7)) is False
+        second = producer.prepare_transaction()
+        assert second == PreparedTxnState("tid", PID, 1)
+        assert producer.complete_transaction(state) is False, "the first state is stale now"
         assert [e["committed"] for e in client.sent(26)] == [True, False]
     finally:
         producer.close()

@@ -218,6 +218,31 @@ def test_commit_abort_and_open_transactions_have_exact_read_committed_counts(
     assert Counter(v[:1] for v in final) == {b"c": 300, b"d": 40}
 
 
+def test_threads_share_one_transaction(txn_broker: LocalBroker) -> None:
+    bootstrap = txn_broker.bootstrap_servers
+    topic = new_topic(bootstrap)
+    producer = TransactionalProducer(txn_config(bootstrap, f"threads-{uuid.uuid4().hex[:6]}"))
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+
+        def work(n: int) -> None:
+            for i in range(500):
+                producer.send(topic, f"w{n}-{i}", key=f"{i}")
+
+        workers = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(60)
+        producer.commit_transaction()
+    finally:
+        producer.close()
+    visible = values(consume(bootstrap, topic, "read_committed", 2000))
+    assert len(visible) == 2000
+    assert len(set(visible)) == 2000
+
+
 def test_context_managers_commit_on_success_and_abort_on_error(txn_broker: LocalBroker) -> None:
     bootstrap = txn_broker.bootstrap_servers
     topic = new_topic(bootstrap, 1)

@@ -7,10 +7,11 @@ import socket
 import struct
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
 from coordinator.wire import render
+from txn.kip1289_schema import load_request as load_request_schema
+from txn.kip1289_schema import load_response as load_response_schema
 
 
 class WireClient:

@@ -216,6 +216,20 @@ def _from_records(batches: Iterable[StateBatch]) -> tuple[PersisterStateBatch, .
     )
 
 
+_TERMINAL_STATES = frozenset({2, 4})  # ACKNOWLEDGED, ARCHIVED
+
+
+def _past_terminal_prefix(start: int, batches: Sequence[PersisterStateBatch]) -> int:
+    """The first offset at or after ``start`` not covered by an ACKNOWLEDGED/ARCHIVED batch."""
+    for batch in sorted(batches, key=lambda b: b.first_offset):
+        if batch.last_offset < start:
+            continue
+        if batch.first_offset > start or batch.delivery_state not in _TERMINAL_STATES:
+            break
+        start = batch.last_offset + 1
+    return start
+
+
 def _in_range(value: int, bounds: tuple[int, int]) -> bool:
     return bounds[0] <= value <= bounds[1]
 
@@ -957,7 +971,11 @@ class ShareCoordinator:
                 batches = tuple(
                     overlay(batches, _from_records(value.state_batches), entry.start_offset)
                 )
-            entry.batches = batches
+            # The committed acks may complete a prefix: the start offset moves past it, as
+            # the share partition's own next write would have moved it.
+            start = _past_terminal_prefix(entry.start_offset, batches)
+            entry.start_offset = start
+            entry.batches = tuple(combine(batches, (), start))
         return keys
 
     # --- internals: pruning and timers --------------------------------------------------------

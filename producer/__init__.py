@@ -1,9 +1,41 @@
 """The sharetxn client library: speaks the Kafka protocol to any broker.
 
-``from producer import Admin`` administers topics, transactions and share
-groups.  The transactional producer and share consumer arrive with KIP-1289.
+    from producer import (
+        TransactionalProducer, ShareConsumer, Admin,
+        AcknowledgeType, PreparedTxnState, ShareAcknowledgements,
+    )
+
+``TransactionalProducer`` puts share acknowledgements into a Kafka transaction
+(KIP-1289) and supports two-phase commit (KIP-939 prepare/complete, KIP-1310
+resume); ``ShareConsumer`` reads share groups in ``implicit``, ``explicit``
+or ``transactional`` acknowledgement mode; ``Admin`` administers topics,
+transactions and share groups.  See docs/client.md.
 """
 
 from producer.admin import Admin
+from producer.share_consumer import ConcurrentAccessError, ShareConsumer
+from producer.transactional_producer import RecordMetadata, TransactionalProducer
+from producer.types import (
+    AcknowledgeType,
+    PreparedTxnState,
+    Record,
+    ShareAckBatch,
+    ShareAcknowledgements,
+    ShareGroupMetadata,
+)
+from txn.errors import IllegalStateError
 
-__all__ = ["Admin"]
+__all__ = [
+    "AcknowledgeType",
+    "Admin",
+    "ConcurrentAccessError",
+    "IllegalStateError",
+    "PreparedTxnState",
+    "Record",
+    "RecordMetadata",
+    "ShareAckBatch",
+    "ShareAcknowledgements",
+    "ShareConsumer",
+    "ShareGroupMetadata",
+    "TransactionalProducer",
+]

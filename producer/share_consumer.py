@@ -65,6 +65,7 @@ from producer.types import (
 from txn.errors import (
     ClosedError,
     ErrorCode,
+    IllegalStateError,
     KafkaProtocolError,
     RetriableError,
     SharetxnError,
@@ -146,10 +147,6 @@ _USER_ACK_TYPES: Final = frozenset(
     {AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT}
 )
 _CLOSE_TIMEOUT_S: Final = 30.0
-
-
-class IllegalStateError(SharetxnError):
-    """A method was called in a state that does not allow it (Kafka's IllegalStateException)."""
 
 
 class ConcurrentAccessError(SharetxnError):

@@ -16,7 +16,7 @@ import threading
 from enum import Enum
 from typing import Any, Final
 
-from txn.errors import ErrorCode, SharetxnError
+from txn.errors import ErrorCode, IllegalStateError, SharetxnError
 from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
 
 __all__ = [
@@ -36,31 +36,6 @@ __all__ = [
 ]
 
 _SEQ_MODULUS = 2**31
-
-
-class IllegalStateError(SharetxnError):
-    """A client method called in a state that does not allow it (Java's IllegalStateException).
-
-    ``operation`` is the method, ``state`` the client-side transaction state, and
-    ``transactional_id`` the producer's id (None for an idempotent-only producer).  All are
-    optional so other clients (the share consumer) can raise the same class.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        operation: str | None = None,
-        state: str | None = None,
-        transactional_id: str | None = None,
-    ) -> None:
-        ids = [f"{k}={v}" for k, v in (("operation", operation), ("state", state)) if v]
-        if transactional_id is not None:
-            ids.append(f"transactional_id={transactional_id!r}")
-        super().__init__(f"{message} ({', '.join(ids)})" if ids else message)
-        self.operation = operation
-        self.state = state
-        self.transactional_id = transactional_id
 
 
 class TransactionAbortedError(SharetxnError):

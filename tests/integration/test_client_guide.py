@@ -23,7 +23,7 @@ def load_example(name: str) -> dict[str, Any]:
     block = re.search(rf"<!-- example: {name} -->\n```python\n(.*?)```", text, re.S)
     assert block, f"example {name} not found in {GUIDE}"
     namespace: dict[str, Any] = {}
-    exec(compile(block.group(1), str(GUIDE), "exec"), namespace)  # noqa: S102 - our own docs
+    exec(compile(block.group(1), str(GUIDE), "exec"), namespace)  # our own docs
     return namespace
 
 

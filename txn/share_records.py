@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple
 
+from txn.codec import Reader, uvarint
+
 VALUE_VERSION = 0
 
 _INT8 = (-(2**7), 2**7 - 1)
@@ -106,61 +108,13 @@ ShareRecordValue = ShareSnapshotValue | ShareUpdateValue
 # --- primitives ------------------------------------------------------------------------------
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def _check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
     if not bounds[0] <= value <= bounds[1]:
         raise ShareRecordFormatError(f"{name} {value} does not fit its field")
 
 
-class _Reader:
-    def __init__(self, buf: bytes | bytearray | memoryview) -> None:
-        self._buf = memoryview(buf)
-        self.pos = 0
-
-    def take(self, fmt: str) -> int:
-        size = struct.calcsize(fmt)
-        if self.pos + size > len(self._buf):
-            raise ShareRecordFormatError("record ends early")
-        (value,) = struct.unpack_from(fmt, self._buf, self.pos)
-        self.pos += size
-        return int(value)
-
-    def raw(self, size: int) -> bytes:
-        if size < 0 or self.pos + size > len(self._buf):
-            raise ShareRecordFormatError("record ends early")
-        out = bytes(self._buf[self.pos : self.pos + size])
-        self.pos += size
-        return out
-
-    def uvarint(self) -> int:
-        result = shift = 0
-        while True:
-            if shift > 63:
-                raise ShareRecordFormatError("varint too long")
-            byte = self.take(">B")
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return result
-            shift += 7
-
-    def skip_tagged_fields(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self.raw(self.uvarint())
-
-    def at_end(self) -> bool:
-        return self.pos == len(self._buf)
+def _reader(buf: bytes | bytearray | memoryview) -> Reader:
+    return Reader(buf, ShareRecordFormatError)
 
 
 # --- key -------------------------------------------------------------------------------------
@@ -180,7 +134,7 @@ def encode_key(key: ShareRecordKey) -> bytes:
 
 
 def decode_key(buf: bytes | bytearray | memoryview) -> ShareRecordKey:
-    reader = _Reader(buf)
+    reader = _reader(buf)
     version = reader.take(">h")
     try:
         record_type = ShareRecordType(version)
@@ -204,7 +158,7 @@ def decode_key(buf: bytes | bytearray | memoryview) -> ShareRecordKey:
 
 
 def _encode_batches(batches: tuple[StateBatch, ...]) -> bytes:
-    out = bytearray(_uvarint(len(batches) + 1))
+    out = bytearray(uvarint(len(batches) + 1))
     for batch in batches:
         _check_range("first offset", batch.first_offset, _INT64)
         _check_range("last offset", batch.last_offset, _INT64)
@@ -217,11 +171,11 @@ def _encode_batches(batches: tuple[StateBatch, ...]) -> bytes:
             batch.delivery_state,
             batch.delivery_count,
         )
-        out += _uvarint(0)  # no tagged fields
+        out += uvarint(0)  # no tagged fields
     return bytes(out)
 
 
-def _decode_batches(reader: _Reader) -> tuple[StateBatch, ...]:
+def _decode_batches(reader: Reader) -> tuple[StateBatch, ...]:
     count = reader.uvarint() - 1
     if count < 0:
         raise ShareRecordFormatError("null StateBatches array")
@@ -266,7 +220,7 @@ def encode_value(value: ShareRecordValue | None) -> bytes | None:
         _check_range("start offset", value.start_offset, _INT64)
         out += struct.pack(">iiq", value.snapshot_epoch, value.leader_epoch, value.start_offset)
     out += _encode_batches(value.state_batches)
-    out += _uvarint(0)  # no tagged fields
+    out += uvarint(0)  # no tagged fields
     return bytes(out)
 
 
@@ -276,7 +230,7 @@ def decode_value(
     """The value of a record with key type ``record_type``; None for a tombstone."""
     if buf is None:
         return None
-    reader = _Reader(buf)
+    reader = _reader(buf)
     version = reader.take(">h")
     if version != VALUE_VERSION:
         raise UnknownShareRecordVersionError(f"unknown {record_type.name} value version {version}")

@@ -31,6 +31,7 @@ import struct
 from dataclasses import dataclass
 
 from txn.batch import HEADER_SIZE, BatchFormatError, parse_header
+from txn.codec import Reader, compact_string, uvarint
 from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
 from txn.state import TransactionState
 
@@ -73,66 +74,8 @@ class TransactionLogValue:
 # --- primitives ------------------------------------------------------------------------------
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-class _Reader:
-    def __init__(self, buf: bytes | bytearray | memoryview) -> None:
-        self._buf = memoryview(buf)
-        self.pos = 0
-
-    def take(self, fmt: str) -> int:
-        size = struct.calcsize(fmt)
-        if self.pos + size > len(self._buf):
-            raise TxnLogFormatError("record ends early")
-        (value,) = struct.unpack_from(fmt, self._buf, self.pos)
-        self.pos += size
-        return int(value)
-
-    def raw(self, size: int) -> bytes:
-        if size < 0 or self.pos + size > len(self._buf):
-            raise TxnLogFormatError("record ends early")
-        out = bytes(self._buf[self.pos : self.pos + size])
-        self.pos += size
-        return out
-
-    def uvarint(self) -> int:
-        result = shift = 0
-        while True:
-            if shift > 63:
-                raise TxnLogFormatError("varint too long")
-            byte = self.take(">B")
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return result
-            shift += 7
-
-    def varint(self) -> int:
-        raw = self.uvarint()
-        return (raw >> 1) ^ -(raw & 1)
-
-    def text(self, size: int) -> str:
-        try:
-            return self.raw(size).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise TxnLogFormatError("invalid UTF-8 string") from exc
-
-    def at_end(self) -> bool:
-        return self.pos == len(self._buf)
-
-
-def _compact_string(text: str) -> bytes:
-    data = text.encode("utf-8")
-    return _uvarint(len(data) + 1) + data
+def _reader(buf: bytes | bytearray | memoryview) -> Reader:
+    return Reader(buf, TxnLogFormatError)
 
 
 # --- key -------------------------------------------------------------------------------------
@@ -144,7 +87,7 @@ def encode_key(transactional_id: str) -> bytes:
 
 
 def decode_key(buf: bytes | bytearray | memoryview) -> str:
-    reader = _Reader(buf)
+    reader = _reader(buf)
     version = reader.take(">h")
     if version != KEY_VERSION:
         raise UnknownRecordVersionError(f"unknown transaction log key version {version}")
@@ -196,25 +139,25 @@ def encode_value(value: TransactionLogValue | None) -> bytes | None:
         int(value.state),
     )
     if value.state is TransactionState.EMPTY:
-        out += _uvarint(0)  # null array
+        out += uvarint(0)  # null array
     else:
         topics = _partitions_by_topic(value.topic_partitions)
-        out += _uvarint(len(topics) + 1)
+        out += uvarint(len(topics) + 1)
         for topic, ids in topics:
-            out += _compact_string(topic)
-            out += _uvarint(len(ids) + 1)
+            out += compact_string(topic)
+            out += uvarint(len(ids) + 1)
             for partition in ids:
                 out += struct.pack(">i", partition)
-            out += _uvarint(0)  # no tagged fields in PartitionsSchema
+            out += uvarint(0)  # no tagged fields in PartitionsSchema
     out += struct.pack(">qq", value.last_update_timestamp_ms, value.start_timestamp_ms)
     tags = _tagged_fields(value)
-    out += _uvarint(len(tags))
+    out += uvarint(len(tags))
     for tag, data in tags:
-        out += _uvarint(tag) + _uvarint(len(data)) + data
+        out += uvarint(tag) + uvarint(len(data)) + data
     return bytes(out)
 
 
-def _decode_v0_partitions(reader: _Reader) -> frozenset[TopicPartition]:
+def _decode_v0_partitions(reader: Reader) -> frozenset[TopicPartition]:
     count = reader.take(">i")
     partitions: set[TopicPartition] = set()
     for _ in range(max(count, 0)):
@@ -224,7 +167,7 @@ def _decode_v0_partitions(reader: _Reader) -> frozenset[TopicPartition]:
     return frozenset(partitions)
 
 
-def _decode_v1_partitions(reader: _Reader) -> frozenset[TopicPartition]:
+def _decode_v1_partitions(reader: Reader) -> frozenset[TopicPartition]:
     count = reader.uvarint() - 1
     partitions: set[TopicPartition] = set()
     for _ in range(max(count, 0)):
@@ -235,7 +178,7 @@ def _decode_v1_partitions(reader: _Reader) -> frozenset[TopicPartition]:
     return frozenset(partitions)
 
 
-def _skip_tagged_fields(reader: _Reader) -> None:
+def _skip_tagged_fields(reader: Reader) -> None:
     for _ in range(reader.uvarint()):
         reader.uvarint()
         reader.raw(reader.uvarint())
@@ -245,7 +188,7 @@ def decode_value(buf: bytes | bytearray | memoryview | None) -> TransactionLogVa
     """The value in ``buf``; None for a tombstone.  Raises TxnLogFormatError on bad bytes."""
     if buf is None:
         return None
-    reader = _Reader(buf)
+    reader = _reader(buf)
     version = reader.take(">h")
     if version not in (0, 1):
         raise UnknownRecordVersionError(f"unknown transaction log value version {version}")
@@ -264,7 +207,7 @@ def decode_value(buf: bytes | bytearray | memoryview | None) -> TransactionLogVa
     if version >= 1:
         for _ in range(reader.uvarint()):
             tag = reader.uvarint()
-            data = _Reader(reader.raw(reader.uvarint()))
+            data = _reader(reader.raw(reader.uvarint()))
             if tag == TAG_PREVIOUS_PRODUCER_ID:
                 fields["previous_producer_id"] = data.take(">q")
             elif tag == TAG_NEXT_PRODUCER_ID:
@@ -306,11 +249,11 @@ def read_records(
     header = parse_header(batch)
     if header.attributes & 0x07:
         raise BatchFormatError("compressed coordinator batches are not supported")
-    reader = _Reader(memoryview(batch)[HEADER_SIZE : header.size])
+    reader = _reader(memoryview(batch)[HEADER_SIZE : header.size])
     records: list[tuple[bytes | None, bytes | None]] = []
     for _ in range(header.records_count):
         length = reader.varint()
-        body = _Reader(reader.raw(length))
+        body = _reader(reader.raw(length))
         body.take(">b")  # attributes
         body.varint()  # timestamp delta
         body.varint()  # offset delta

@@ -41,6 +41,7 @@ SUPPORTED: Final[dict[int, tuple[str, int, int]]] = {
     92: ("DeleteShareGroupOffsets", 0, 0),
     93: ("TxnShareAcknowledge", 0, 0),  # KIP-1289 (DESIGN §3)
     94: ("AddShareAcksToTxn", 0, 0),  # KIP-1289 (DESIGN §3)
+    95: ("DescribeSharePendingAcks", 0, 0),  # sharetxn admin API (recovery tool)
 }
 
 

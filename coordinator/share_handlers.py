@@ -84,6 +84,7 @@ class ShareHandlers:
             44: self.incremental_alter_configs,
             93: self.txn_share_acknowledge,
             94: self.add_share_acks_to_txn,
+            95: self.describe_share_pending_acks,
         }
 
     # -- membership -----------------------------------------------------------------------------
@@ -384,6 +385,47 @@ class ShareHandlers:
                 {"partition": tip.partition, "error_code": error, "error_message": None}
             )
         return {"topics": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()]}
+
+    async def describe_share_pending_acks(self, req: DecodedRequest) -> dict[str, Any]:
+        """DescribeSharePendingAcks (sharetxn admin API 95): staged acks per producer.
+
+        Read from the share coordinator's staged transactional updates: per producer id, each
+        share partition with pending acknowledgements, their count and offset range.
+        """
+        coordinator = self.share.persister
+        if (error := coordinator.availability()) is not ErrorCode.NONE:
+            return {"error_code": error, "producers": []}
+        wanted = {int(p) for p in req.body.producer_ids}
+        producers = []
+        for producer_id, places in sorted(coordinator.open_transactions().items()):
+            if wanted and producer_id not in wanted:
+                continue
+            epoch, entries = -1, []
+            for index, key in sorted(places):
+                count, first, last = 0, -1, -1
+                for pid, pending_epoch, batches in coordinator.pending_for(key):
+                    if pid != producer_id:
+                        continue
+                    epoch = max(epoch, pending_epoch)
+                    for b in batches:
+                        count += b.last_offset - b.first_offset + 1
+                        first = b.first_offset if first < 0 else min(first, b.first_offset)
+                        last = max(last, b.last_offset)
+                entries.append(
+                    {
+                        "group_id": key.group_id,
+                        "topic_id": key.topic_id,
+                        "partition": key.partition,
+                        "state_partition": index,
+                        "pending_records": count,
+                        "first_offset": first,
+                        "last_offset": last,
+                    }
+                )
+            producers.append(
+                {"producer_id": producer_id, "producer_epoch": epoch, "entries": entries}
+            )
+        return {"error_code": ErrorCode.NONE, "producers": producers}
 
     # -- share-group offsets (admin) ------------------------------------------------------------
 

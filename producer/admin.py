@@ -54,6 +54,33 @@ class ProducerState:
 
 
 @dataclass(frozen=True, slots=True)
+class SharePendingAckEntry:
+    """Staged (TX_PENDING) acknowledgements of one producer on one share partition."""
+
+    group_id: str
+    topic_id: uuid.UUID
+    topic: str | None  # None: the topic id is not in the metadata (deleted)
+    partition: int
+    state_partition: int  # the __share_group_state partition holding them
+    pending_records: int
+    first_offset: int
+    last_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class SharePendingAcks:
+    """One producer's staged share acknowledgements (DescribeSharePendingAcks)."""
+
+    producer_id: int
+    producer_epoch: int
+    entries: tuple[SharePendingAckEntry, ...]
+
+    @property
+    def pending_records(self) -> int:
+        return sum(e.pending_records for e in self.entries)
+
+
+@dataclass(frozen=True, slots=True)
 class GroupListing:
     group_id: str
     state: str
@@ -214,6 +241,43 @@ class Admin:
                 int(p.current_txn_start_offset),
             )
             for p in part.active_producers
+        ]
+
+    def describe_share_pending_acks(
+        self, producer_ids: list[int] | None = None
+    ) -> list[SharePendingAcks]:
+        """KIP-1289 view: staged share acknowledgements per producer id (sharetxn API 95).
+
+        Asks every broker (each hosts the share coordinators of its ``__share_group_state``
+        partitions) and merges the answers; ``producer_ids`` None or empty means all.
+        """
+        body = {"producer_ids": list(producer_ids or [])}
+        self.client.call(lambda: self.client.refresh_metadata([]))
+        nodes: list[int | None] = list(sorted(self.client.brokers)) or [None]
+        merged: dict[int, tuple[int, list[SharePendingAckEntry]]] = {}
+        for node in nodes:
+            resp = self.client.call(functools.partial(self.client.send, node, 95, body))
+            check_error(resp.error_code)
+            for p in resp.producers:
+                epoch, entries = merged.get(int(p.producer_id), (-1, []))
+                for e in p.entries:
+                    meta = self.client.topic_by_id(e.topic_id)
+                    entries.append(
+                        SharePendingAckEntry(
+                            e.group_id,
+                            e.topic_id,
+                            meta.name if meta is not None else None,
+                            int(e.partition),
+                            int(e.state_partition),
+                            int(e.pending_records),
+                            int(e.first_offset),
+                            int(e.last_offset),
+                        )
+                    )
+                merged[int(p.producer_id)] = (max(epoch, int(p.producer_epoch)), entries)
+        return [
+            SharePendingAcks(pid, epoch, tuple(entries))
+            for pid, (epoch, entries) in sorted(merged.items())
         ]
 
     # -- groups ---------------------------------------------------------------------------------

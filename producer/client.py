@@ -63,6 +63,7 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     92: 0,  # DeleteShareGroupOffsets
     93: 0,  # TxnShareAcknowledge (KIP-1289)
     94: 0,  # AddShareAcksToTxn (KIP-1289)
+    95: 0,  # DescribeSharePendingAcks (sharetxn admin API)
 }
 
 

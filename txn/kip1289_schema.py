@@ -10,8 +10,10 @@ broker and the client decode and encode them like any other API.
   (group, topic-partition) to the ongoing transaction.
 * TxnShareAcknowledge = 93: writes acknowledgements as pending in the
   transaction; tagged field 0 ``MemberId`` (nullable) is our extension.
+* DescribeSharePendingAcks = 95 (sharetxn admin API, not in any KIP): the
+  share coordinator's staged transactional acknowledgements per producer, for
+  the recovery tool (``sharetxn txn describe``/``find-hanging``).
 """
-
 
 import uuid
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 ADD_SHARE_ACKS_TO_TXN = 94
 TXN_SHARE_ACKNOWLEDGE = 93
+DESCRIBE_SHARE_PENDING_ACKS = 95
 
 
 # --- AddShareAcksToTxn (94) v0 -----------------------------------------------------------------
@@ -153,13 +156,69 @@ class TxnShareAcknowledgeResponse:
     topics: tuple[TxnShareAcknowledgeTopicResponse, ...]
 
 
+# --- DescribeSharePendingAcks (95) v0: sharetxn admin API ------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeSharePendingAcksRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(DESCRIBE_SHARE_PENDING_ACKS)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    producer_ids: tuple[i64, ...] = field(metadata={"kafka_type": "int64"}, default=())
+    """The producers to describe; empty: every producer with staged acknowledgements."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SharePendingAckEntry:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(DESCRIBE_SHARE_PENDING_ACKS)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    group_id: str = field(metadata={"kafka_type": "string"})
+    topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
+    partition: i32 = field(metadata={"kafka_type": "int32"})
+    state_partition: i32 = field(metadata={"kafka_type": "int32"})
+    pending_records: i64 = field(metadata={"kafka_type": "int64"})
+    first_offset: i64 = field(metadata={"kafka_type": "int64"})
+    last_offset: i64 = field(metadata={"kafka_type": "int64"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SharePendingAckProducer:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(DESCRIBE_SHARE_PENDING_ACKS)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    producer_id: i64 = field(metadata={"kafka_type": "int64"})
+    producer_epoch: i16 = field(metadata={"kafka_type": "int16"})
+    entries: tuple[SharePendingAckEntry, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeSharePendingAcksResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(DESCRIBE_SHARE_PENDING_ACKS)
+    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    producers: tuple[SharePendingAckProducer, ...]
+
+
 _REQUESTS: dict[tuple[int, int], type] = {
     (ADD_SHARE_ACKS_TO_TXN, 0): AddShareAcksToTxnRequest,
     (TXN_SHARE_ACKNOWLEDGE, 0): TxnShareAcknowledgeRequest,
+    (DESCRIBE_SHARE_PENDING_ACKS, 0): DescribeSharePendingAcksRequest,
 }
 _RESPONSES: dict[tuple[int, int], type] = {
     (ADD_SHARE_ACKS_TO_TXN, 0): AddShareAcksToTxnResponse,
     (TXN_SHARE_ACKNOWLEDGE, 0): TxnShareAcknowledgeResponse,
+    (DESCRIBE_SHARE_PENDING_ACKS, 0): DescribeSharePendingAcksResponse,
 }
 
 

@@ -24,6 +24,15 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
         "producer.share_groups_cli",
         "list, describe, reset and delete share groups (like kafka-share-groups.sh)",
     ),
+    "txn": (
+        "recovery.txn_cli",
+        "list, describe, find hanging, commit, abort and force-terminate transactions "
+        "(like kafka-transactions.sh, plus pending share acks)",
+    ),
+    "recover": (
+        "recovery.recover_cli",
+        "resolve a Spark query's prepared transactions from its checkpoint",
+    ),
     "demo": (
         "chaos.demo",
         "copy records between topics in transactions, kill -9 the broker midway, "
@@ -36,6 +45,8 @@ EXAMPLES = """examples:
   sharetxn broker --data-dir ./data --listen 127.0.0.1:0 --set log.flush.interval.messages=1000
   sharetxn demo --records 2000
   sharetxn share-groups describe --group orders --bootstrap-server 127.0.0.1:9092
+  sharetxn txn list --state Ongoing --older-than 15m
+  sharetxn recover --checkpoint /chk/orders-query --apply
 """
 
 

@@ -1,0 +1,278 @@
+"""What ``sharetxn txn`` and ``sharetxn recover`` share: options, output, exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from rich.console import Console
+from rich.table import Table
+
+from producer.admin import Admin
+from recovery.audit import DEFAULT_AUDIT_LOG, AuditLog, default_operator
+from recovery.execute import StepResult
+from recovery.model import ExitCode, RecoveryError, UsageError
+from recovery.plan import Action, Step
+from txn.errors import KafkaProtocolError
+
+DEFAULT_SCAN_INTERVAL_S = 3.0
+DEFAULT_WAIT_TIMEOUT_S = 30.0
+
+SAFETY_NOTE = (
+    "Dry run by default: prints the plan (preconditions and effects) and changes nothing; "
+    "--apply acts, re-checking (state, producer id, epoch) immediately before each action."
+)
+
+EXIT_CODES_HELP = """exit codes:
+  0  nothing to do          1  found (in doubt, hanging, or a dry run with actions)
+  2  acted (--apply)        3  refused by a safety rule
+  4  raced (state changed)  64 usage error           69 cluster unreachable or failed
+"""
+
+
+class UsageExitParser(argparse.ArgumentParser):
+    """An argparse parser whose errors exit with 64 (EX_USAGE) instead of 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
+def add_connection_options(parser: argparse.ArgumentParser, *, nested: bool) -> None:
+    """--bootstrap-server and --json; on a nested parser they override the parent's."""
+    default: Any = argparse.SUPPRESS if nested else "127.0.0.1:9092"
+    parser.add_argument(
+        "--bootstrap-server",
+        default=default,
+        metavar="HOST:PORT",
+        help="broker address (default 127.0.0.1:9092)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS if nested else False,
+        help="print JSON instead of tables",
+    )
+
+
+def add_scan_interval(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scan-interval",
+        type=_seconds,
+        default=DEFAULT_SCAN_INTERVAL_S,
+        metavar="SECONDS",
+        help=(
+            "back-off between the two scans; only what is unchanged in both is in doubt "
+            f"(default {DEFAULT_SCAN_INTERVAL_S:g})"
+        ),
+    )
+
+
+def add_apply_options(parser: argparse.ArgumentParser) -> None:
+    """--apply, --audit-log, --operator, --scan-interval, --wait-timeout."""
+    parser.add_argument(
+        "--apply", action="store_true", help="act; without it only the plan is printed"
+    )
+    parser.add_argument(
+        "--audit-log",
+        type=Path,
+        default=Path(DEFAULT_AUDIT_LOG),
+        metavar="PATH",
+        help=f"append-only JSONL audit log (default ./{DEFAULT_AUDIT_LOG})",
+    )
+    parser.add_argument(
+        "--operator", default=None, help="who is acting, for the audit log (default $USER)"
+    )
+    add_scan_interval(parser)
+    parser.add_argument(
+        "--wait-timeout",
+        type=_seconds,
+        default=DEFAULT_WAIT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=(
+            "how long to wait for the coordinator to complete a transaction "
+            f"(default {DEFAULT_WAIT_TIMEOUT_S:g})"
+        ),
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        msg = f"expected seconds, got {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
+    if value < 0:
+        msg = "must be >= 0"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h|d)?\s*$")
+_UNIT_MS = {"ms": 1, None: 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+
+
+def parse_duration_ms(text: str) -> int:
+    """``500ms``, ``90s``, ``15m``, ``2h``, ``1d``; a bare number is milliseconds (Kafka's)."""
+    match = _DURATION.match(text)
+    if match is None:
+        msg = f"expected a duration such as 90s, 15m, 2h or 1d, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    unit = match.group(2)
+    per = 86_400_000 if unit == "d" else _UNIT_MS[unit]
+    return int(float(match.group(1)) * per)
+
+
+def audit_log(args: argparse.Namespace, command: str) -> AuditLog:
+    return AuditLog(args.audit_log, operator=args.operator or default_operator(), command=command)
+
+
+def make_console() -> Console:
+    """A console as wide as the terminal, or 160 columns when writing to a file or pipe."""
+    return Console(width=None if sys.stdout.isatty() else 160, highlight=False)
+
+
+def run_guarded(args: argparse.Namespace, body: Callable[[Admin, Console], int]) -> int:
+    """Open an Admin, run ``body``, map errors to exit codes."""
+    console = make_console()
+    try:
+        with Admin(
+            {"bootstrap.servers": args.bootstrap_server, "client.id": "sharetxn-recovery"}
+        ) as admin:
+            return body(admin, console)
+    except RecoveryError as exc:
+        _error(args, console, str(exc), exc.exit_code)
+        return int(exc.exit_code)
+    except KafkaProtocolError as exc:
+        _error(args, console, f"{type(exc).__name__}: {exc}", ExitCode.UNAVAILABLE)
+        return int(ExitCode.UNAVAILABLE)
+    except ValueError as exc:  # e.g. a malformed --bootstrap-server
+        _error(args, console, str(exc), ExitCode.USAGE)
+        return int(ExitCode.USAGE)
+
+
+def _error(args: argparse.Namespace, console: Console, message: str, code: ExitCode) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps({"error": message, "exit_code": int(code)}))
+    else:
+        console.print(f"[red]error:[/] {message}")
+
+
+def require(condition: bool, message: str) -> None:
+    if not condition:
+        raise UsageError(message)
+
+
+# -- output -----------------------------------------------------------------------------------
+
+
+def emit_json(payload: Any) -> None:
+    print(json.dumps(payload, indent=2, sort_keys=True, default=str))
+
+
+def print_rows(console: Console, rows: list[dict[str, Any]], title: str) -> None:
+    """An aligned table of ``rows`` (numbers right-aligned)."""
+    if not rows:
+        console.print(f"{title}: none")
+        return
+    table = Table(title=title, title_justify="left")
+    for key in rows[0]:
+        numeric = all(isinstance(r.get(key), int | float) for r in rows)
+        table.add_column(key.replace("_", " "), justify="right" if numeric else "left")
+    for row in rows:
+        table.add_row(*("-" if v is None else str(v) for v in row.values()))
+    console.print(table)
+
+
+_ACTION_STYLE = {
+    Action.COMMIT: "green",
+    Action.ABORT: "yellow",
+    Action.FORCE_TERMINATE: "yellow",
+    Action.WAIT: "cyan",
+    Action.MARK_RESOLVED: "green",
+    Action.NOOP: "dim",
+    Action.REFUSE: "red",
+    Action.RACED: "magenta",
+}
+
+
+def print_plan(console: Console, steps: Sequence[Step], title: str) -> None:
+    """The plan: one row per step with its preconditions and effects."""
+    if not steps:
+        console.print(f"{title}: nothing to do")
+        return
+    table = Table(title=title, title_justify="left", show_lines=True)
+    for name in ("action", "transactional id", "pid", "epoch", "batch", "reason"):
+        table.add_column(name, justify="right" if name in ("pid", "epoch", "batch") else "left")
+    table.add_column("preconditions / effects")
+    for s in steps:
+        style = _ACTION_STYLE[s.action]
+        details = [f"requires: {p}" for p in s.preconditions] + [f"effect: {e}" for e in s.effects]
+        if s.evidence is not None:
+            details.insert(0, f"evidence: {s.evidence.kind}: {s.evidence.detail}")
+        table.add_row(
+            f"[{style}]{s.action.value}[/]",
+            s.transactional_id,
+            _dash(s.producer_id),
+            _dash(s.producer_epoch),
+            _dash(s.batch),
+            s.reason,
+            "\n".join(details) or "-",
+        )
+    console.print(table)
+
+
+def print_results(console: Console, results: Sequence[StepResult], title: str) -> None:
+    if not results:
+        console.print(f"{title}: nothing to do")
+        return
+    table = Table(title=title, title_justify="left", show_lines=True)
+    for name in ("action", "transactional id", "pid", "epoch", "batch", "outcome", "detail"):
+        table.add_column(name, justify="right" if name in ("pid", "epoch", "batch") else "left")
+    table.add_column("before -> after")
+    for r in results:
+        s = r.step
+        change = "-"
+        if r.before is not None and r.after is not None:
+            change = f"{r.before.describe()} -> {r.after.describe()}"
+        table.add_row(
+            f"[{_ACTION_STYLE[s.action]}]{s.action.value}[/]",
+            s.transactional_id,
+            _dash(s.producer_id),
+            _dash(s.producer_epoch),
+            _dash(s.batch),
+            r.outcome.value,
+            r.detail,
+            change,
+        )
+    console.print(table)
+
+
+def _dash(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def format_age(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    seconds = ms / 1000
+    if seconds < 120:
+        return f"{seconds:.1f}s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f}m"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f}h"
+    return f"{seconds / 86400:.1f}d"

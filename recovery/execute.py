@@ -1,0 +1,239 @@
+"""Executing plans: compare-and-set, act through the client library, audit every step.
+
+For each acting step the executor describes the transaction again *immediately* before
+acting and compares (state, producer id, epoch, start time) with the plan's
+precondition; a mismatch is RACED and nothing is done.  Commit and abort go through
+``TransactionalProducer.resume`` (InitProducerId with keep_prepared_txn, which itself
+refuses a different (producer id, epoch)) and then ``commit_transaction`` /
+``abort_transaction``; force-terminate is InitProducerId without keep_prepared_txn,
+which fences the producer and aborts its transaction.  ``before_action`` is the point
+where tests inject a concurrent change between plan and action.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from producer.transactional_producer import TransactionalProducer
+from producer.txn_manager import PreparedTransactionMismatchError
+from recovery.audit import AuditLog
+from recovery.model import ExitCode, TxnSnapshot
+from recovery.plan import Action, Step
+from recovery.scan import Scanner
+from txn.errors import (
+    InvalidProducerEpochError,
+    InvalidProducerIdMappingError,
+    InvalidTxnStateError,
+    KafkaProtocolError,
+    ProducerFencedError,
+)
+
+_SUPERSEDED = (
+    ProducerFencedError,
+    InvalidProducerEpochError,
+    InvalidProducerIdMappingError,
+    InvalidTxnStateError,
+)
+_COMPLETE = {"CompleteCommit", "CompleteAbort", "Empty"}
+
+
+class Outcome(StrEnum):
+    APPLIED = "applied"
+    NOOP = "noop"
+    REFUSED = "refused"
+    RACED = "raced"
+    PENDING = "pending"  # waited for the coordinator, which has not finished yet
+    FAILED = "failed"
+
+
+_EXIT_BY_OUTCOME = (
+    (Outcome.RACED, ExitCode.RACED),
+    (Outcome.REFUSED, ExitCode.REFUSED),
+    (Outcome.FAILED, ExitCode.UNAVAILABLE),
+    (Outcome.APPLIED, ExitCode.ACTED),
+    (Outcome.PENDING, ExitCode.FOUND),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """What executing one step did."""
+
+    step: Step
+    outcome: Outcome
+    detail: str
+    before: TxnSnapshot | None = None
+    after: TxnSnapshot | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.step.to_json(),
+            "outcome": self.outcome.value,
+            "detail": self.detail,
+            "before": self.before.to_json() if self.before else None,
+            "after": self.after.to_json() if self.after else None,
+        }
+
+
+def results_exit_code(results: Iterable[StepResult]) -> ExitCode:
+    """The exit code of an ``--apply`` run: the most urgent outcome decides."""
+    outcomes = {r.outcome for r in results}
+    for outcome, code in _EXIT_BY_OUTCOME:
+        if outcome in outcomes:
+            return code
+    return ExitCode.NOTHING_TO_DO
+
+
+class Executor:
+    """Runs planned steps against the cluster, with compare-and-set and the audit log."""
+
+    def __init__(
+        self,
+        scanner: Scanner,
+        bootstrap_servers: str,
+        audit: AuditLog,
+        *,
+        wait_timeout_s: float = 30.0,
+        poll_interval_s: float = 0.1,
+        client_config: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.scanner = scanner
+        self.bootstrap_servers = bootstrap_servers
+        self.audit = audit
+        self.wait_timeout_s = wait_timeout_s
+        self.poll_interval_s = poll_interval_s
+        self.client_config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap_servers,
+            "client.id": "sharetxn-recovery",
+            "max.block.ms": max(1000, int(wait_timeout_s * 1000)),
+            **(client_config or {}),
+        }
+
+    def before_action(self, step: Step) -> None:
+        """Called just before the compare-and-set of each acting step (a test hook)."""
+
+    def run(self, steps: Iterable[Step]) -> list[StepResult]:
+        return [self.execute(step) for step in steps]
+
+    def execute(self, step: Step) -> StepResult:
+        """Execute one step; planned refusals and races are audited, not acted on."""
+        if step.action is Action.NOOP:
+            return StepResult(step, Outcome.NOOP, step.reason, step.expected, step.expected)
+        if step.action is Action.REFUSE:
+            self.audit.write("refused", {"step": step.to_json()})
+            return StepResult(step, Outcome.REFUSED, step.reason)
+        if step.action is Action.RACED:
+            self.audit.write("raced", {"step": step.to_json(), "stage": "plan"})
+            return StepResult(step, Outcome.RACED, step.reason)
+        if step.action is Action.MARK_RESOLVED:
+            msg = "mark-resolved steps are executed by the Spark recovery, not the executor"
+            raise ValueError(msg)
+        self.before_action(step)
+        try:
+            before = self.scanner.snapshot(step.transactional_id)
+        except KafkaProtocolError as exc:
+            return self._failed(step, None, exc)
+        assert step.expected is not None
+        if before.fingerprint != step.expected.fingerprint:
+            detail = (
+                f"stale plan: expected {step.expected.describe()} "
+                f"(start {step.expected.start_time_ms}), found {before.describe()} "
+                f"(start {before.start_time_ms})"
+            )
+            self.audit.write(
+                "raced",
+                {
+                    "step": step.to_json(),
+                    "stage": "compare-and-set",
+                    "before": before.to_json(),
+                    "reason": detail,
+                },
+            )
+            return StepResult(step, Outcome.RACED, detail, before, before)
+        self.audit.write(
+            "begin",
+            {"step": step.to_json(), "before": before.to_json(), "reason": step.reason},
+        )
+        try:
+            outcome, detail = self._act(step)
+        except PreparedTransactionMismatchError as exc:
+            outcome, detail = Outcome.RACED, f"resume refused: {exc}"
+        except _SUPERSEDED as exc:
+            outcome, detail = Outcome.RACED, f"superseded while acting: {exc}"
+        except KafkaProtocolError as exc:
+            return self._failed(step, before, exc)
+        after = self._settled(step.transactional_id)
+        if step.action is Action.WAIT:
+            done = after.state in _COMPLETE
+            outcome = Outcome.NOOP if done else Outcome.PENDING
+            detail = (
+                f"completed by the coordinator: {after.describe()}"
+                if done
+                else f"still {after.state} after {self.wait_timeout_s}s"
+            )
+        self.audit.write(
+            "end",
+            {
+                "step": step.to_json(),
+                "outcome": outcome.value,
+                "detail": detail,
+                "before": before.to_json(),
+                "after": after.to_json(),
+                "reason": step.reason,
+            },
+        )
+        return StepResult(step, outcome, detail, before, after)
+
+    # -- acting -------------------------------------------------------------------------------
+
+    def _act(self, step: Step) -> tuple[Outcome, str]:
+        tid = step.transactional_id
+        timeout_s = self.wait_timeout_s
+        if step.action in (Action.COMMIT, Action.ABORT):
+            assert step.producer_id is not None and step.producer_epoch is not None
+            producer = TransactionalProducer.resume(
+                tid, step.producer_id, step.producer_epoch, self.client_config, timeout_s=timeout_s
+            )
+            try:
+                if step.action is Action.COMMIT:
+                    producer.commit_transaction(timeout_s)
+                else:
+                    producer.abort_transaction(timeout_s)
+            finally:
+                producer.close(timeout_s=5)
+            verb = "committed" if step.action is Action.COMMIT else "aborted"
+            return Outcome.APPLIED, f"{verb} pid={step.producer_id} epoch={step.producer_epoch}"
+        if step.action is Action.FORCE_TERMINATE:
+            fencer = TransactionalProducer({**self.client_config, "transactional.id": tid})
+            try:
+                fencer.init_transactions(timeout_s=timeout_s)
+                pid, epoch = fencer.producer_id_and_epoch
+            finally:
+                fencer.close(timeout_s=5)
+            return Outcome.APPLIED, f"fenced and aborted; the id is now pid={pid} epoch={epoch}"
+        return Outcome.NOOP, "waiting for the coordinator"
+
+    def _settled(self, transactional_id: str) -> TxnSnapshot:
+        """Describe until the coordinator left Prepare* (markers delivered) or the timeout."""
+        deadline = time.monotonic() + self.wait_timeout_s
+        while True:
+            snap = self.scanner.snapshot(transactional_id)
+            if not snap.state.startswith("Prepare") or time.monotonic() >= deadline:
+                return snap
+            time.sleep(self.poll_interval_s)
+
+    def _failed(self, step: Step, before: TxnSnapshot | None, exc: Exception) -> StepResult:
+        detail = f"{type(exc).__name__}: {exc}"
+        self.audit.write(
+            "failed",
+            {
+                "step": step.to_json(),
+                "before": before.to_json() if before else None,
+                "error": detail,
+            },
+        )
+        return StepResult(step, Outcome.FAILED, detail, before)

@@ -1,0 +1,124 @@
+"""Reading the cluster: transactions, producers on partitions and pending share acks.
+
+``Scanner`` wraps ``producer.admin.Admin`` and turns its answers into ``TxnSnapshot``
+values stamped with the time they were observed.  ``two_scans`` implements the rule
+that a transaction is only *in doubt* if it was seen unchanged in two scans separated by
+a back-off (Narayana's two-pass recovery), so a live transaction is not mistaken for a
+stuck one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from producer.admin import Admin, ProducerState, SharePendingAcks, TransactionListing
+from recovery.model import TxnSnapshot
+from txn.errors import ErrorCode, raise_for_code
+from txn.ids import TopicPartition
+
+
+def wall_clock_ms() -> int:
+    """Wall-clock milliseconds: the coordinator stamps transaction start times with it."""
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanPair:
+    """A transactional id seen by two scans (``second`` is the newer view)."""
+
+    first: TxnSnapshot
+    second: TxnSnapshot
+
+    @property
+    def unchanged(self) -> bool:
+        return self.first.fingerprint == self.second.fingerprint
+
+    @property
+    def in_doubt(self) -> bool:
+        """Open in both scans and unchanged: not a live transaction making progress."""
+        return self.unchanged and self.second.is_open
+
+
+class Scanner:
+    """Read-only views of the cluster for the recovery tool."""
+
+    def __init__(
+        self,
+        admin: Admin,
+        *,
+        now_ms: Callable[[], int] = wall_clock_ms,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.admin = admin
+        self.now_ms = now_ms
+        self.sleep = sleep
+
+    # -- transactions -------------------------------------------------------------------------
+
+    def listings(
+        self,
+        *,
+        states: Sequence[str] = (),
+        prefix: str | None = None,
+        older_than_ms: int = -1,
+    ) -> list[TransactionListing]:
+        """ListTransactions, filtered by state, age (server side) and id prefix."""
+        found = self.admin.list_transactions(list(states), None, older_than_ms)
+        return sorted(
+            (t for t in found if prefix is None or t.transactional_id.startswith(prefix)),
+            key=lambda t: t.transactional_id,
+        )
+
+    def snapshot(self, transactional_id: str) -> TxnSnapshot:
+        """DescribeTransactions for one id; an unknown id gives ``TxnSnapshot.unknown``."""
+        (desc,) = self.admin.describe_transactions([transactional_id])
+        now = self.now_ms()
+        if desc.error is ErrorCode.TRANSACTIONAL_ID_NOT_FOUND:
+            return TxnSnapshot.unknown(transactional_id, now)
+        raise_for_code(desc.error, transactional_id=transactional_id)
+        return TxnSnapshot(
+            transactional_id=transactional_id,
+            state=desc.state,
+            producer_id=desc.producer_id,
+            producer_epoch=desc.producer_epoch,
+            timeout_ms=desc.transaction_timeout_ms,
+            start_time_ms=desc.transaction_start_time_ms,
+            partitions=tuple(desc.partitions),
+            observed_at_ms=now,
+        )
+
+    def snapshots(self, transactional_ids: Iterable[str]) -> dict[str, TxnSnapshot]:
+        return {tid: self.snapshot(tid) for tid in sorted(set(transactional_ids))}
+
+    def two_scans(self, first: dict[str, TxnSnapshot], interval_s: float) -> dict[str, ScanPair]:
+        """Describe every id of ``first`` again, after ``interval_s`` seconds if any was open.
+
+        Only an open transaction can be in doubt, so without one there is no back-off.
+        """
+        if interval_s > 0 and any(s.is_open for s in first.values()):
+            self.sleep(interval_s)
+        return {tid: ScanPair(snap, self.snapshot(tid)) for tid, snap in first.items()}
+
+    # -- participants -------------------------------------------------------------------------
+
+    def producers(self, tp: TopicPartition) -> list[ProducerState]:
+        """DescribeProducers on the partition's leader (the leader's view)."""
+        return self.admin.describe_producers(tp)
+
+    def pending_acks(
+        self, producer_ids: Sequence[int] | None = None
+    ) -> dict[int, SharePendingAcks]:
+        """The share coordinators' staged (TX_PENDING) acknowledgements per producer id."""
+        return {
+            p.producer_id: p
+            for p in self.admin.describe_share_pending_acks(list(producer_ids or []))
+        }
+
+    def topics(self) -> list[str]:
+        """The user topics (internal topics are hidden by Metadata)."""
+        return list(self.admin.list_topics())
+
+    def partitions(self, topic: str) -> list[int]:
+        return self.admin.client.topic(topic).partitions

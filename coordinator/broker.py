@@ -22,7 +22,7 @@ from coordinator.topics import TopicInfo, TopicRegistry
 from coordinator.txn_coordinator import TransactionCoordinator
 from txn.batch import ControlType
 from txn.clock import Clock
-from txn.config import BrokerConfig
+from txn.config import LONG_MAX, BrokerConfig
 from txn.errors import ErrorCode, KafkaProtocolError
 from txn.ids import (
     CLUSTER_METADATA_TOPIC,
@@ -78,8 +78,9 @@ class BrokerCore:
                 else self.config.get_int("log.flush.interval.ms")
             ),
         )
-        # Coordinator logs always fsync: their decisions must survive a crash.
-        self._internal_log_config = LogConfig(flush_interval_messages=1)
+        # Coordinator logs are durable before any decision is acted on: every coordinator calls
+        # flush() right after its append, so the log itself must not fsync a second time.
+        self._internal_log_config = LogConfig(flush_interval_messages=LONG_MAX)
         self.topics = TopicRegistry(
             storage.open_log(CLUSTER_METADATA_TOPIC, 0, self._internal_log_config), self.rng
         )

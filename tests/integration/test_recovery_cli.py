@@ -1,0 +1,471 @@
+"""``sharetxn txn`` and ``sharetxn recover`` against real broker processes, in-process CLI.
+
+Prepared 2PC transactions come from a child process that is SIGKILLed (as a crashed
+application would leave them) or from in-process producers that are closed after
+``prepare_transaction`` (which leaves the prepared transaction to the coordinator).  A
+stock confluent-kafka read_committed consumer verifies the outputs; the share-group
+start offset (DescribeShareGroupOffsets) and redelivery verify the acknowledgements.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator.cli import main as sharetxn
+from coordinator.launcher import LocalBroker
+from producer.admin import Admin
+from producer.share_consumer import ShareConsumer
+from producer.transactional_producer import TransactionalProducer
+from producer.types import PreparedTxnState, Record
+from recovery.audit import read_audit_log
+from recovery.execute import Executor
+from recovery.plan import Step
+from recovery.spark_checkpoint import Intent, IntentTransaction, transactional_id, write_intent
+from tests.integration.test_kip1289_e2e import (
+    BROKER_CONFIG,
+    offsets,
+    poll_n,
+    setup,
+    share_consumer,
+)
+from tests.interop.test_stock_clients import read_all
+
+pytestmark = pytest.mark.integration
+
+FAST = ["--scan-interval", "0.2"]
+
+
+@pytest.fixture(scope="module")
+def kbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+    with LocalBroker(data_dir=tmp_path_factory.mktemp("recovery") / "d", config=BROKER_CONFIG) as b:
+        yield b
+
+
+def cli(capsys: pytest.CaptureFixture[str], b: str, *argv: str) -> tuple[int, Any]:
+    """Run ``sharetxn ARGV --bootstrap-server B --json``; (exit code, parsed JSON)."""
+    code = sharetxn([*argv, "--bootstrap-server", b, "--json"])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def prepared_by_killed_process(
+    b: str, group: str, topic_in: str, topic_out: str, tid: str, n: int
+) -> PreparedTxnState:
+    """A child consumes N records, prepares a 2PC transaction with their acks, is SIGKILLed."""
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.integration.kip1289_worker",
+            "prepare",
+            b,
+            group,
+            topic_in,
+            topic_out,
+            tid,
+            str(n),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        return PreparedTxnState.parse(child.stdout.readline())
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+
+
+def prepare_in_process(
+    b: str, tid: str, consumer: ShareConsumer, records: list[Record], topic_out: str
+) -> PreparedTxnState:
+    """Outputs + the acks of ``records`` in a prepared 2PC transaction, left to the coordinator."""
+    p = TransactionalProducer(
+        {
+            "bootstrap.servers": b,
+            "transactional.id": tid,
+            "transaction.two.phase.commit.enable": True,
+        }
+    )
+    p.init_transactions()
+    p.begin_transaction()
+    for r in records:
+        p.send(topic_out, f"{tid}:{(r.value or b'').decode()}".encode(), key=r.key)
+        consumer.acknowledge(r)
+    p.send_share_acks_to_transaction(consumer.acknowledgements(), consumer.group_metadata())
+    state = p.prepare_transaction()
+    p.close()  # a prepared transaction is left for its coordinator
+    return state
+
+
+def redelivered(b: str, group: str, topic_in: str, want: int, timeout_s: float) -> list[int]:
+    c = share_consumer(b, group, "explicit")
+    c.subscribe([topic_in])
+    got = poll_n(c, want, timeout_s=timeout_s)
+    for r in got:
+        c.acknowledge(r)
+    if got:
+        c.commit_sync()
+    c.close()
+    return sorted(r.offset for r in got)
+
+
+def state_of(b: str, tid: str) -> str:
+    with Admin(b) as admin:
+        return admin.describe_transactions([tid])[0].state
+
+
+def events(path: Path) -> list[str]:
+    return [e["event"] for e in read_audit_log(path)]
+
+
+# -- a 2PC transaction prepared by a killed process ------------------------------------------
+
+
+def test_killed_prepared_transaction_is_listed_described_and_committed(
+    kbroker: LocalBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    b = kbroker.bootstrap_servers
+    topic_in, topic_out, group = setup(b, 8)
+    tid = f"rec-commit-{uuid.uuid4().hex[:6]}"
+    state = prepared_by_killed_process(b, group, topic_in, topic_out, tid, 8)
+    audit = tmp_path / "audit.jsonl"
+
+    code, listing = cli(capsys, b, "txn", "list", "--prefix", tid, *FAST)
+    assert code == 1
+    (row,) = listing["transactions"]
+    assert row["state"] == "Ongoing" and row["in_doubt"] and row["two_phase_commit"]
+    assert (row["producer_id"], row["producer_epoch"]) == (state.producer_id, state.epoch)
+    assert row["pending_acks"] == 8
+
+    code, desc = cli(capsys, b, "txn", "describe", "--transactional-id", tid)
+    assert code == 1
+    (acks,) = desc["pending_acks"]
+    assert (acks["group_id"], acks["topic"], acks["partition"], acks["pending_records"]) == (
+        group,
+        topic_in,
+        0,
+        8,
+    )
+    kinds = {p["kind"] for p in desc["participants"]}
+    assert kinds == {"data partition", "share-state partition"}
+    assert all(not p["flag"] for p in desc["participants"])
+
+    code, hanging = cli(capsys, b, "txn", "find-hanging", "--max-transaction-timeout", "0", *FAST)
+    assert code == 1
+    assert [(h["kind"], h["transactional_id"]) for h in hanging["hanging"]] == [
+        ("prepared-2pc", tid)
+    ]
+
+    commit = [
+        "txn", "commit", "--transactional-id", tid,
+        "--producer-id", str(state.producer_id), "--epoch", str(state.epoch),
+        "--audit-log", str(audit), *FAST,
+    ]  # fmt: skip
+    code, plan = cli(capsys, b, *commit)  # no evidence: refused
+    assert code == 3 and plan["plan"][0]["action"] == "refuse"
+    code, plan = cli(capsys, b, *commit, "--prepared-state", str(state))  # dry run
+    assert code == 1 and plan["mode"] == "dry-run"
+    (step,) = plan["plan"]
+    assert step["action"] == "commit" and step["evidence"]["kind"] == "prepared-txn-state"
+    assert any("8 pending share acks" in e for e in step["effects"])
+    assert state_of(b, tid) == "Ongoing" and offsets(b, group, topic_in) == 0  # nothing changed
+    assert not audit.exists()
+
+    code, done = cli(capsys, b, *commit, "--prepared-state", str(state), "--apply")
+    assert code == 2 and done["results"][0]["outcome"] == "applied"
+    outputs = read_all(b, topic_out, 1, "read_committed", expect_at_least=8)
+    assert sorted(outputs) == sorted(f"R{i}".encode() for i in range(8))
+    assert offsets(b, group, topic_in) == 8  # the acks were applied
+    assert redelivered(b, group, topic_in, 1, timeout_s=3) == []  # never redelivered
+
+    code, again = cli(capsys, b, *commit, "--prepared-state", str(state), "--apply")
+    assert code == 0 and again["results"][0]["outcome"] == "noop"
+    log = read_audit_log(audit)
+    assert [e["event"] for e in log] == ["begin", "end", "noop"]
+    end = log[1]
+    assert end["outcome"] == "applied" and end["before"]["state"] == "Ongoing"
+    assert end["after"]["state"] != "Ongoing" and end["operator"] and end["tool_version"]
+
+    code, hanging = cli(capsys, b, "txn", "find-hanging", "--max-transaction-timeout", "0", *FAST)
+    assert (code, hanging["hanging"]) == (0, [])
+
+
+def test_killed_prepared_transaction_aborted_and_records_redelivered(
+    kbroker: LocalBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    b = kbroker.bootstrap_servers
+    topic_in, topic_out, group = setup(b, 6)
+    tid = f"rec-abort-{uuid.uuid4().hex[:6]}"
+    state = prepared_by_killed_process(b, group, topic_in, topic_out, tid, 6)
+    audit = tmp_path / "audit.jsonl"
+    ids = [
+        "--transactional-id",
+        tid,
+        "--producer-id",
+        str(state.producer_id),
+        "--epoch",
+        str(state.epoch),
+    ]
+    code, _ = cli(capsys, b, "txn", "abort", *ids, "--audit-log", str(audit), *FAST)
+    assert code == 1 and state_of(b, tid) == "Ongoing"  # dry run
+    code, done = cli(capsys, b, "txn", "abort", *ids, "--audit-log", str(audit), "--apply", *FAST)
+    assert code == 2 and done["results"][0]["outcome"] == "applied"
+    assert redelivered(b, group, topic_in, 6, timeout_s=15) == list(range(6))
+    assert read_all(b, topic_out, 1, "read_committed") == []
+    # committing it now contradicts what this tool did: refused
+    code, refused = cli(
+        capsys, b, "txn", "commit", *ids, "--prepared-state", str(state),
+        "--audit-log", str(audit), "--apply", *FAST,
+    )  # fmt: skip
+    assert code == 3 and refused["results"][0]["outcome"] == "refused"
+    assert events(audit) == ["begin", "end", "refused"]
+
+
+# -- compare-and-set --------------------------------------------------------------------------
+
+
+def test_stale_plan_is_raced_and_force_terminate(
+    kbroker: LocalBroker,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    b = kbroker.bootstrap_servers
+    topic_in, topic_out, group = setup(b, 4)
+    c = share_consumer(b, group)
+    c.subscribe([topic_in])
+    records = poll_n(c, 4)
+    assert len(records) == 4
+    tid = f"rec-race-{uuid.uuid4().hex[:6]}"
+    state = prepare_in_process(b, tid, c, records, topic_out)
+    audit = tmp_path / "audit.jsonl"
+    ids = [
+        "--transactional-id",
+        tid,
+        "--producer-id",
+        str(state.producer_id),
+        "--epoch",
+        str(state.epoch),
+    ]
+    fired: list[bool] = []
+    inner: list[int] = []
+
+    def concurrent_operator(self: Executor, step: Step) -> None:
+        # Between the plan and the action another operator force-terminates the id: the
+        # epoch is bumped and the transaction aborted.
+        if fired:
+            return  # the other operator's own run passes through
+        fired.append(True)
+        code = sharetxn(
+            [
+                "txn",
+                "force-terminate",
+                "--transactional-id",
+                tid,
+                "--bootstrap-server",
+                b,
+                "--audit-log",
+                str(tmp_path / "other.jsonl"),
+                "--apply",
+                *FAST,
+            ]
+        )
+        inner.append(code)
+        capsys.readouterr()
+
+    monkeypatch.setattr(Executor, "before_action", concurrent_operator)
+    code, raced = cli(
+        capsys,
+        b,
+        "txn",
+        "commit",
+        *ids,
+        "--prepared-state",
+        str(state),
+        "--audit-log",
+        str(audit),
+        "--apply",
+        *FAST,
+    )
+    monkeypatch.undo()
+    assert inner == [2]  # force-terminate acted
+    assert code == 4
+    (result,) = raced["results"]
+    assert result["outcome"] == "raced" and "stale plan" in result["detail"]
+    (line,) = read_audit_log(audit)
+    assert (line["event"], line["stage"]) == ("raced", "compare-and-set")
+    assert line["before"]["producer_epoch"] > state.epoch
+    # the force-terminate aborted it: the outputs never show, the inputs come back
+    assert read_all(b, topic_out, 1, "read_committed") == []
+    c.close()
+    assert redelivered(b, group, topic_in, 4, timeout_s=15) == list(range(4))
+    assert [e["event"] for e in read_audit_log(tmp_path / "other.jsonl")] == ["begin", "end"]
+    # nothing open any more: force-terminate is a no-op
+    code, noop = cli(
+        capsys,
+        b,
+        "txn",
+        "force-terminate",
+        "--transactional-id",
+        tid,
+        "--audit-log",
+        str(audit),
+        "--apply",
+        *FAST,
+    )
+    assert code == 0 and noop["results"][0]["outcome"] == "noop"
+    assert events(audit) == ["raced", "noop"]
+
+
+# -- sharetxn recover -------------------------------------------------------------------------
+
+
+def test_recover_spark_checkpoint_both_directions_and_orphans(
+    kbroker: LocalBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    b = kbroker.bootstrap_servers
+    topic_in, topic_out, group = setup(b, 9)
+    qid = str(uuid.uuid4())
+    prefix = f"q{uuid.uuid4().hex[:4]}"
+    chk = tmp_path / "checkpoint"
+    (chk / "commits").mkdir(parents=True)
+    (chk / "metadata").write_text(json.dumps({"id": qid}) + "\n")
+    c = share_consumer(b, group)
+    c.subscribe([topic_in])
+    records = sorted(poll_n(c, 9), key=lambda r: r.offset)
+    assert len(records) == 9
+    committed_tid = transactional_id(prefix, qid, "r", 1, 0)
+    aborted_tid = transactional_id(prefix, qid, "r", 2, 0)
+    orphan_tid = transactional_id(prefix, qid, "w", 3, 5)
+    a = prepare_in_process(b, committed_tid, c, records[0:3], topic_out)
+    r = prepare_in_process(b, aborted_tid, c, records[3:6], topic_out)
+    prepare_in_process(b, orphan_tid, c, records[6:9], topic_out)  # the driver died: no intent
+    c.close()
+    for batch, st in ((1, a), (2, r)):
+        write_intent(
+            chk,
+            Intent(
+                batch,
+                (IntentTransaction(st.transactional_id, st.producer_id, st.epoch, "r"),),
+                query_id=qid,
+            ),
+        )
+    (chk / "commits" / "1").write_text('v1\n{"nextBatchWatermarkMs":0}\n')  # batch 1 decided
+    audit = tmp_path / "audit.jsonl"
+    recover = [
+        "recover",
+        "--checkpoint",
+        str(chk),
+        "--transactional-id-prefix",
+        prefix,
+        "--audit-log",
+        str(audit),
+        *FAST,
+    ]
+
+    code, plan = cli(capsys, b, *recover)
+    assert code == 1 and plan["mode"] == "dry-run" and plan["query_id"] == qid
+    assert [(s["action"], s["transactional_id"], s["batch"]) for s in plan["plan"]] == [
+        ("commit", committed_tid, 1),
+        ("mark-resolved", "(batch 1)", 1),
+        ("abort", aborted_tid, 2),
+        ("mark-resolved", "(batch 2)", 2),
+        ("abort", orphan_tid, None),
+    ]
+    assert plan["plan"][0]["evidence"]["kind"] == "spark-commit-log"
+    assert {state_of(b, t) for t in (committed_tid, aborted_tid, orphan_tid)} == {"Ongoing"}
+    assert not (chk / "resolved").exists() and not audit.exists()
+
+    code, done = cli(capsys, b, *recover, "--apply")
+    assert code == 2
+    assert {x["outcome"] for x in done["results"]} == {"applied"}
+    outputs = read_all(b, topic_out, 1, "read_committed", expect_at_least=3)
+    assert sorted(outputs) == sorted(f"{committed_tid}:r{i}".encode() for i in range(3))
+    assert offsets(b, group, topic_in) == 3  # batch 1's acks applied, the others reverted
+    assert redelivered(b, group, topic_in, 6, timeout_s=15) == list(range(3, 9))
+    assert sorted(p.name for p in (chk / "resolved").iterdir()) == ["1", "2"]
+    assert json.loads((chk / "resolved" / "1").read_text())["outcome"] == "commit"
+    assert events(audit) == ["begin", "end", "resolved", "begin", "end", "resolved", "begin", "end"]
+
+    code, again = cli(capsys, b, *recover, "--apply")
+    assert (code, again["results"]) == (0, [])
+    assert events(audit)[-1] == "noop"
+
+
+# -- find-hanging -----------------------------------------------------------------------------
+
+
+def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "d"
+    with LocalBroker(data_dir=data, config=BROKER_CONFIG) as broker:
+        b = broker.bootstrap_servers
+        topic_in, topic_out, group = setup(b, 6)
+        c = share_consumer(b, group)
+        c.subscribe([topic_in])
+        records = sorted(poll_n(c, 6), key=lambda r: r.offset)
+        assert len(records) == 6
+        healthy = TransactionalProducer({"bootstrap.servers": b, "transactional.id": "healthy"})
+        healthy.init_transactions()
+        healthy.begin_transaction()
+        healthy.send(topic_out, b"ok")
+        c.acknowledge(records[0])
+        healthy.send_share_acks_to_transaction(c.acknowledgements(), c.group_metadata())
+        healthy.commit_transaction()
+        healthy.begin_transaction()  # an open, live transaction is healthy too
+        healthy.send(topic_out, b"in flight")
+        c.acknowledge(records[1])
+        healthy.send_share_acks_to_transaction(c.acknowledgements(), c.group_metadata())
+        healthy.flush()
+        code, found = cli(capsys, b, "txn", "find-hanging", "--max-transaction-timeout", "0", *FAST)
+        assert (code, found["hanging"]) == (0, [])
+        healthy.commit_transaction()
+        healthy.close()
+        state = prepare_in_process(b, "lost", c, records[2:6], topic_out)
+        c.close()
+        # The coordinator loses its log (a disk replaced, an unclean recovery): the data
+        # partition keeps its open transaction and the share coordinator its pending acks,
+        # but no coordinator knows the producer any more.
+        broker.stop()
+        shutil.rmtree(data / "__transaction_state-0")
+        broker.start()
+        code, found = cli(capsys, b, "txn", "find-hanging", "--max-transaction-timeout", "0", *FAST)
+        assert code == 1
+        got = {(h["kind"], h["producer_id"], h["coordinator_state"]) for h in found["hanging"]}
+        assert got == {
+            ("open-transaction", state.producer_id, "Unknown"),
+            ("pending-share-acks", state.producer_id, "Unknown"),
+        }
+        acks = next(h for h in found["hanging"] if h["kind"] == "pending-share-acks")
+        assert acks["pending_records"] == 4 and group in acks["where"]
+        code, found = cli(
+            capsys,
+            b,
+            "txn",
+            "find-hanging",
+            "--topic",
+            topic_out,
+            "--max-transaction-timeout",
+            "0",
+            *FAST,
+        )
+        assert code == 1 and {h["kind"] for h in found["hanging"]} == {"open-transaction"}
+        code, producers = cli(
+            capsys, b, "txn", "describe-producers", "--topic", topic_out, "--partition", "0"
+        )
+        assert code == 1
+        assert any(p["flag"].startswith("HANGING") for p in producers["producers"])

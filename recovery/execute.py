@@ -30,6 +30,7 @@ from txn.errors import (
     InvalidTxnStateError,
     KafkaProtocolError,
     ProducerFencedError,
+    SharetxnError,
 )
 
 _SUPERSEDED = (
@@ -38,7 +39,6 @@ _SUPERSEDED = (
     InvalidProducerIdMappingError,
     InvalidTxnStateError,
 )
-_COMPLETE = {"CompleteCommit", "CompleteAbort", "Empty"}
 
 
 class Outcome(StrEnum):
@@ -138,7 +138,8 @@ class Executor:
         except KafkaProtocolError as exc:
             return self._failed(step, None, exc)
         assert step.expected is not None
-        if before.fingerprint != step.expected.fingerprint:
+        # Waiting acts on nothing: a coordinator that finished meanwhile is no race.
+        if step.action is not Action.WAIT and before.fingerprint != step.expected.fingerprint:
             detail = (
                 f"stale plan: expected {step.expected.describe()} "
                 f"(start {step.expected.start_time_ms}), found {before.describe()} "
@@ -164,11 +165,14 @@ class Executor:
             outcome, detail = Outcome.RACED, f"resume refused: {exc}"
         except _SUPERSEDED as exc:
             outcome, detail = Outcome.RACED, f"superseded while acting: {exc}"
-        except KafkaProtocolError as exc:
+        except SharetxnError as exc:  # a protocol error, or the client refusing a call
             return self._failed(step, before, exc)
-        after = self._settled(step.transactional_id)
+        try:
+            after = self._settled(step.transactional_id)
+        except KafkaProtocolError as exc:
+            return self._failed(step, before, exc, acted=outcome is Outcome.APPLIED)
         if step.action is Action.WAIT:
-            done = after.state in _COMPLETE
+            done = not after.state.startswith("Prepare")
             outcome = Outcome.NOOP if done else Outcome.PENDING
             detail = (
                 f"completed by the coordinator: {after.describe()}"
@@ -226,14 +230,20 @@ class Executor:
                 return snap
             time.sleep(self.poll_interval_s)
 
-    def _failed(self, step: Step, before: TxnSnapshot | None, exc: Exception) -> StepResult:
+    def _failed(
+        self, step: Step, before: TxnSnapshot | None, exc: Exception, *, acted: bool = False
+    ) -> StepResult:
+        """Audit a failure; ``acted``: the action itself succeeded, only the check after failed."""
         detail = f"{type(exc).__name__}: {exc}"
+        if acted:
+            detail = f"acted, but the state afterwards could not be read: {detail}"
         self.audit.write(
-            "failed",
+            "end" if acted else "failed",
             {
                 "step": step.to_json(),
+                "outcome": (Outcome.APPLIED if acted else Outcome.FAILED).value,
                 "before": before.to_json() if before else None,
                 "error": detail,
             },
         )
-        return StepResult(step, Outcome.FAILED, detail, before)
+        return StepResult(step, Outcome.APPLIED if acted else Outcome.FAILED, detail, before)

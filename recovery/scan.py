@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from producer.admin import Admin, ProducerState, SharePendingAcks, TransactionListing
 from recovery.model import TxnSnapshot
-from txn.errors import ErrorCode, raise_for_code
+from txn.errors import ErrorCode, UnsupportedVersionError, raise_for_code
 from txn.ids import TopicPartition
 
 
@@ -54,6 +54,7 @@ class Scanner:
         self.admin = admin
         self.now_ms = now_ms
         self.sleep = sleep
+        self.pending_acks_supported = True
 
     # -- transactions -------------------------------------------------------------------------
 
@@ -110,11 +111,19 @@ class Scanner:
     def pending_acks(
         self, producer_ids: Sequence[int] | None = None
     ) -> dict[int, SharePendingAcks]:
-        """The share coordinators' staged (TX_PENDING) acknowledgements per producer id."""
-        return {
-            p.producer_id: p
-            for p in self.admin.describe_share_pending_acks(list(producer_ids or []))
-        }
+        """The share coordinators' staged (TX_PENDING) acknowledgements per producer id.
+
+        Empty against a cluster without the sharetxn API (a Kafka cluster): the rest of
+        the tool works there, without the KIP-1289 view (``pending_acks_supported``).
+        """
+        if not self.pending_acks_supported:
+            return {}
+        try:
+            found = self.admin.describe_share_pending_acks(list(producer_ids or []))
+        except UnsupportedVersionError:
+            self.pending_acks_supported = False
+            return {}
+        return {p.producer_id: p for p in found}
 
     def topics(self) -> list[str]:
         """The user topics (internal topics are hidden by Metadata)."""

@@ -1,0 +1,349 @@
+"""A simulated disk under the broker's storage seam (``coordinator.log.storage``).
+
+Every log is a list of batches in memory, split in two: the first ``synced`` batches are
+durable (an fsync covered them), the rest live only in the "page cache".  ``SimDisk.crash``
+models a power loss: each log keeps its durable batches and, at random, a prefix of random
+length of its unsynced bytes -- nothing, some whole batches, or some batches and a *torn*
+piece of the next one.  The surviving bytes are the log's disk image; opening the log again
+(a new ``BrokerCore`` over the same disk) recovers it the way ``FileLog`` does: batches are
+parsed and CRC-checked from the start, and the log is truncated at the first incomplete or
+corrupt batch.
+
+Faults inside a storage call are injected by a hook (``SimDisk.fault``) that the simulator
+arms: at four points (before an append writes anything, after it wrote but before the flush
+policy ran, before an fsync, after an fsync) it may raise ``SimCrash`` -- the broker dies in
+the middle of the call -- or, before an append, ``OSError`` (a failed write that changed
+nothing).  ``SimCrash`` derives from ``BaseException`` so that the product's ``except
+Exception`` handlers cannot swallow the crash.
+
+The log start offset (DeleteRecords, share-state pruning) is kept as a checkpoint written
+atomically, so it is durable at once, as in ``FileLog``; so is ``truncate_to``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+
+from coordinator.log.memory_log import (
+    FlushPolicy,
+    assign_offset,
+    check_config,
+    check_partition,
+    out_of_range,
+    validate_batch,
+)
+from coordinator.log.storage import LogConfig
+from txn.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, parse_header
+from txn.errors import ClosedError
+
+
+class SimCrash(BaseException):
+    """The simulated broker process dies here (raised from inside a storage call)."""
+
+    def __init__(self, point: str, log_name: str) -> None:
+        super().__init__(f"crash at {point} on {log_name}")
+        self.point = point
+        self.log_name = log_name
+
+
+# Fault points passed to the hook.
+APPEND_BEFORE = "append-before"  # nothing written yet
+APPEND_AFTER = "append-after"  # bytes written, not synced, caller not told
+FLUSH_BEFORE = "flush-before"  # bytes not synced yet
+FLUSH_AFTER = "flush-after"  # bytes synced, caller not told
+
+FaultHook = Callable[[str, str], None]
+"""(point, log name) -> None; may raise SimCrash or (at APPEND_BEFORE) OSError."""
+
+
+@dataclass
+class _LogData:
+    """One log on the simulated disk."""
+
+    bases: list[int] = field(default_factory=list)
+    headers: list[BatchHeader] = field(default_factory=list)
+    blobs: list[bytes] = field(default_factory=list)
+    start: int = 0
+    end: int = 0
+    synced: int = 0  # batches [0, synced) are durable
+    # After a crash: the raw surviving bytes, recovered (parsed and truncated) on next open.
+    image: bytes | None = None
+
+
+@dataclass
+class DiskStats:
+    appends: int = 0
+    fsyncs: int = 0
+    crashes: int = 0
+    torn_tails: int = 0
+    lost_batches: int = 0
+    kept_unsynced_batches: int = 0
+    recovered_truncations: int = 0
+    io_errors: int = 0
+
+
+class SimLog:
+    """A ``PartitionLog`` on the simulated disk."""
+
+    def __init__(self, disk: SimDisk, name: str, data: _LogData, config: LogConfig) -> None:
+        check_config(config)
+        self._disk = disk
+        self._name = name
+        self._data = data
+        self._config = config
+        self._policy = FlushPolicy(config)
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._data.start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._data.end
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def unsynced_batches(self) -> int:
+        return len(self._data.blobs) - self._data.synced
+
+    def append(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
+        self._check_open()
+        header = validate_batch(batch)
+        self._disk.fault(APPEND_BEFORE, self._name)
+        data = self._data
+        header = replace(header, base_offset=data.end)
+        data.bases.append(header.base_offset)
+        data.headers.append(header)
+        data.blobs.append(bytes(assign_offset(batch, header.base_offset)))
+        data.end = header.last_offset + 1
+        self._disk.stats.appends += 1
+        self._disk.fault(APPEND_AFTER, self._name)
+        if self._policy.record_append(header.records_count, now_ms):
+            self.flush()
+        return header
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        self._check_open()
+        data = self._data
+        if offset < data.start or offset > data.end:
+            raise out_of_range(offset, data.start, data.end)
+        if offset == data.end:
+            return b""
+        index = bisect.bisect_right(data.bases, offset) - 1
+        parts = [data.blobs[index]]
+        total = len(parts[0])
+        for blob in data.blobs[index + 1 :]:
+            if total + len(blob) > max_bytes:
+                break
+            parts.append(blob)
+            total += len(blob)
+        return b"".join(parts)
+
+    def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
+        self._check_open()
+        data = self._data
+        start = max(start_offset, data.start)
+        if start >= data.end:
+            return iter(())
+        index = max(bisect.bisect_right(data.bases, start) - 1, 0)
+        return iter(list(zip(data.headers[index:], data.blobs[index:], strict=True)))
+
+    def flush(self) -> None:
+        self._check_open()
+        data = self._data
+        if data.synced == len(data.blobs):
+            self._policy.reset()
+            return
+        self._disk.fault(FLUSH_BEFORE, self._name)
+        data.synced = len(data.blobs)
+        self._disk.stats.fsyncs += 1
+        self._policy.reset()
+        self._disk.fault(FLUSH_AFTER, self._name)
+
+    def maybe_flush(self, now_ms: int) -> None:
+        self._check_open()
+        if self._policy.time_due(now_ms):
+            self.flush()
+
+    def truncate_to(self, offset: int) -> None:
+        self._check_open()
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        data = self._data
+        if offset >= data.end:
+            return
+        cut = 0 if offset < data.start else bisect.bisect_left(data.bases, offset)
+        del data.bases[cut:], data.headers[cut:], data.blobs[cut:]
+        data.end = data.headers[-1].last_offset + 1 if data.headers else offset
+        data.start = min(data.start, data.end)
+        data.synced = min(data.synced, len(data.blobs))
+        self._policy.reset()
+
+    def advance_start_offset(self, offset: int) -> None:
+        self._check_open()
+        data = self._data
+        if offset <= data.start:
+            return
+        if offset > data.end:
+            raise out_of_range(offset, data.start, data.end)
+        data.start = offset
+        drop = 0
+        while drop < len(data.headers) and data.headers[drop].last_offset < offset:
+            drop += 1
+        del data.bases[:drop], data.headers[:drop], data.blobs[:drop]
+        data.synced = max(0, data.synced - drop)
+
+    def close(self) -> None:
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(f"log {self._name} is closed")
+
+
+def _recover(data: _LogData, image: bytes) -> int:
+    """Rebuild ``data`` from a disk image; returns the number of bytes truncated away."""
+    data.bases.clear()
+    data.headers.clear()
+    data.blobs.clear()
+    pos = 0
+    expected: int | None = None
+    while pos + HEADER_SIZE <= len(image):
+        try:
+            header = parse_header(image, pos)
+        except BatchFormatError:
+            break
+        if pos + header.size > len(image) or not crc_ok(image, pos, header):
+            break
+        if expected is not None and header.base_offset != expected:
+            break
+        blob = image[pos : pos + header.size]
+        data.bases.append(header.base_offset)
+        data.headers.append(header)
+        data.blobs.append(blob)
+        expected = header.last_offset + 1
+        pos += header.size
+    dropped = len(image) - pos
+    # An empty log keeps its start offset (the checkpoint) as its end.
+    data.end = data.headers[-1].last_offset + 1 if data.headers else data.start
+    data.synced = len(data.blobs)
+    data.image = None
+    return dropped
+
+
+class SimDisk:
+    """A ``Storage`` whose unsynced bytes a simulated crash loses or tears."""
+
+    def __init__(self, rng: random.Random, default_config: LogConfig | None = None) -> None:
+        self._rng = rng
+        self._default_config = default_config or LogConfig()
+        self._logs: dict[tuple[str, int], _LogData] = {}
+        self._open: dict[tuple[str, int], SimLog] = {}
+        self.stats = DiskStats()
+        # Set by the simulator; None means no faults.
+        self.hook: FaultHook | None = None
+        # Probability that a crash keeps a random prefix of a log's unsynced bytes.
+        self.keep_unsynced_probability = 0.5
+
+    # -- Storage --------------------------------------------------------------------------------
+
+    def open_log(self, topic: str, partition: int, config: LogConfig | None = None) -> SimLog:
+        check_partition(topic, partition)
+        key = (topic, partition)
+        log = self._open.get(key)
+        if log is not None and not log.closed:
+            return log
+        data = self._logs.setdefault(key, _LogData())
+        if data.image is not None and _recover(data, data.image) > 0:
+            self.stats.recovered_truncations += 1
+        log = SimLog(self, f"{topic}-{partition}", data, config or self._default_config)
+        self._open[key] = log
+        return log
+
+    def list_logs(self) -> list[tuple[str, int]]:
+        return sorted(self._logs)
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        key = (topic, partition)
+        log = self._open.pop(key, None)
+        if log is not None:
+            log.close()
+        self._logs.pop(key, None)
+
+    def close(self) -> None:
+        for log in self._open.values():
+            log.close()
+        self._open.clear()
+
+    # -- faults ---------------------------------------------------------------------------------
+
+    def fault(self, point: str, log_name: str) -> None:
+        hook = self.hook
+        if hook is not None:
+            hook(point, log_name)
+
+    def crash(self) -> None:
+        """Power loss: unsynced bytes are lost, partly kept, or torn; every open log closes."""
+        self.stats.crashes += 1
+        for log in self._open.values():
+            log.close()
+        self._open.clear()
+        for key in sorted(self._logs):
+            data = self._logs[key]
+            durable = b"".join(data.blobs[: data.synced])
+            unsynced = b"".join(data.blobs[data.synced :])
+            if unsynced:
+                kept = b""
+                if self._rng.random() < self.keep_unsynced_probability:
+                    kept = unsynced[: self._rng.randrange(len(unsynced) + 1)]
+                whole = _whole_batches(kept)
+                self.stats.kept_unsynced_batches += whole
+                self.stats.lost_batches += len(data.blobs) - data.synced - whole
+                if _is_torn(kept):
+                    self.stats.torn_tails += 1
+                durable += kept
+            data.image = durable
+
+    def unsynced(self) -> dict[str, int]:
+        """Log name -> batches not yet synced (for tests)."""
+        return {
+            f"{t}-{p}": len(d.blobs) - d.synced
+            for (t, p), d in sorted(self._logs.items())
+            if len(d.blobs) > d.synced
+        }
+
+    def batch_count(self, topic: str, partition: int) -> int:
+        data = self._logs.get((topic, partition))
+        return 0 if data is None else len(data.blobs)
+
+
+def _split_whole(raw: bytes) -> tuple[int, int]:
+    """(whole batches, bytes they cover) at the start of ``raw``."""
+    count = 0
+    pos = 0
+    while pos + HEADER_SIZE <= len(raw):
+        header = parse_header(raw, pos)
+        if pos + header.size > len(raw):
+            break
+        count += 1
+        pos += header.size
+    return count, pos
+
+
+def _whole_batches(raw: bytes) -> int:
+    return _split_whole(raw)[0]
+
+
+def _is_torn(raw: bytes) -> bool:
+    return _split_whole(raw)[1] != len(raw)

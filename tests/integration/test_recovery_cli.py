@@ -33,6 +33,7 @@ from recovery.plan import Step
 from recovery.spark_checkpoint import Intent, IntentTransaction, transactional_id, write_intent
 from tests.integration.test_kip1289_e2e import (
     BROKER_CONFIG,
+    _free_port,
     offsets,
     poll_n,
     setup,
@@ -469,3 +470,60 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
         )
         assert code == 1
         assert any(p["flag"].startswith("HANGING") for p in producers["producers"])
+
+
+# -- a durable commit decision ----------------------------------------------------------------
+
+
+def test_prepare_commit_is_evidence_and_is_never_aborted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A broker whose markers are lost keeps a transaction in PrepareCommit."""
+    port = _free_port()
+    worker = [sys.executable, "-m", "tests.integration.kip1289_worker", "nomarkers"]
+    broker = subprocess.Popen(
+        [*worker, str(tmp_path / "d"), str(port)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert broker.stdout is not None
+        assert "ready" in broker.stdout.readline()
+        b = f"127.0.0.1:{port}"
+        topic_in, topic_out, group = setup(b, 3)
+        c = share_consumer(b, group)
+        c.subscribe([topic_in])
+        p = TransactionalProducer(
+            {"bootstrap.servers": b, "transactional.id": "decided", "request.timeout.ms": 5000}
+        )
+        p.init_transactions()
+        p.begin_transaction()
+        for r in poll_n(c, 3):
+            p.send(topic_out, b"x")
+            c.acknowledge(r)
+        p.send_share_acks_to_transaction(c.acknowledgements(), c.group_metadata())
+        p.commit_transaction(timeout_s=10)  # PREPARE_COMMIT is durable, the markers are lost
+        pid, epoch = p.producer_id_and_epoch
+        assert state_of(b, "decided") == "PrepareCommit"
+        audit = tmp_path / "audit.jsonl"
+        ids = ["--transactional-id", "decided", "--producer-id", str(pid), "--epoch", str(epoch)]
+        opts = ["--audit-log", str(audit), "--wait-timeout", "1", *FAST]
+        code, refused = cli(capsys, b, "txn", "abort", *ids, *opts, "--apply")
+        assert code == 3 and "durable commit decision" in refused["results"][0]["detail"]
+        code, refused = cli(
+            capsys, b, "txn", "force-terminate", "--transactional-id", "decided", *opts, "--apply"
+        )
+        assert code == 3
+        # committing needs no --prepared-state: PrepareCommit is the evidence; the tool waits
+        code, plan = cli(capsys, b, "txn", "commit", *ids, *opts)
+        assert code == 1 and plan["plan"][0]["action"] == "wait"
+        assert plan["plan"][0]["evidence"]["kind"] == "prepare-commit"
+        code, waited = cli(capsys, b, "txn", "commit", *ids, *opts, "--apply")
+        assert code == 1 and waited["results"][0]["outcome"] == "pending"  # markers lost
+        assert state_of(b, "decided") == "PrepareCommit"
+        assert events(audit) == ["refused", "refused", "begin", "end"]
+        c.close()
+        p.close(timeout_s=1)
+    finally:
+        broker.send_signal(signal.SIGKILL)
+        broker.wait()
+        if broker.stdout is not None:
+            broker.stdout.close()

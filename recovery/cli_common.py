@@ -6,6 +6,7 @@ import argparse
 import json
 import re
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -138,6 +139,16 @@ def parse_duration_ms(text: str) -> int:
 
 def audit_log(args: argparse.Namespace, command: str) -> AuditLog:
     return AuditLog(args.audit_log, operator=args.operator or default_operator(), command=command)
+
+
+def scan_sleep(seconds: float) -> None:
+    """The back-off between two scans, with a spinner on a terminal (on stderr)."""
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        time.sleep(seconds)
+        return
+    with err.status(f"second scan in {seconds:g}s: only what is unchanged is in doubt"):
+        time.sleep(seconds)
 
 
 def make_console() -> Console:

@@ -100,7 +100,7 @@ def _recover(admin: Admin, args: argparse.Namespace, console: Console) -> int:
             "pass --transactional-id-prefix"
         )
         raise UsageError(msg)
-    scanner = Scanner(admin)
+    scanner = Scanner(admin, sleep=common.scan_sleep)
     steps = plan_recovery(
         scanner,
         view,

@@ -14,8 +14,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from producer.admin import Admin, ProducerState, SharePendingAcks, TransactionListing
-from recovery.model import TxnSnapshot
-from txn.errors import ErrorCode, UnsupportedVersionError, raise_for_code
+from recovery.model import TxnSnapshot, UsageError
+from txn.errors import (
+    ErrorCode,
+    UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
+    raise_for_code,
+)
 from txn.ids import TopicPartition
 
 
@@ -130,4 +135,9 @@ class Scanner:
         return list(self.admin.list_topics())
 
     def partitions(self, topic: str) -> list[int]:
-        return self.admin.client.topic(topic).partitions
+        """The topic's partitions; an unknown topic is the operator's mistake (UsageError)."""
+        try:
+            return self.admin.client.topic(topic).partitions
+        except UnknownTopicOrPartitionError:
+            msg = f"unknown topic {topic!r}"
+            raise UsageError(msg) from None

@@ -209,7 +209,7 @@ def _states(names: list[str]) -> list[str]:
 
 
 def _list(admin: Admin, args: argparse.Namespace, console: Console) -> int:
-    scanner = Scanner(admin)
+    scanner = Scanner(admin, sleep=common.scan_sleep)
     states = _states(args.state)
     listings = scanner.listings(states=states, prefix=args.prefix)
     first = scanner.snapshots(t.transactional_id for t in listings)
@@ -282,7 +282,7 @@ def _warning(pair: ScanPair) -> str | None:
 
 
 def _describe(admin: Admin, args: argparse.Namespace, console: Console) -> int:
-    scanner = Scanner(admin)
+    scanner = Scanner(admin, sleep=common.scan_sleep)
     snap = scanner.snapshot(args.transactional_id)
     pending = scanner.pending_acks([snap.producer_id]) if snap.known else {}
     acks = pending.get(snap.producer_id)
@@ -422,8 +422,11 @@ def _participants(
 
 
 def _describe_producers(admin: Admin, args: argparse.Namespace, console: Console) -> int:
-    scanner = Scanner(admin)
+    scanner = Scanner(admin, sleep=common.scan_sleep)
     tp = TopicPartition(args.topic, args.partition)
+    if args.partition not in scanner.partitions(args.topic):
+        msg = f"topic {args.topic!r} has no partition {args.partition}"
+        raise UsageError(msg)
     producers = scanner.producers(tp)
     by_pid = {t.producer_id: t for t in scanner.listings()}
     rows = []
@@ -468,7 +471,7 @@ def _describe_producers(admin: Admin, args: argparse.Namespace, console: Console
 
 
 def _find_hanging(admin: Admin, args: argparse.Namespace, console: Console) -> int:
-    scanner = Scanner(admin)
+    scanner = Scanner(admin, sleep=common.scan_sleep)
     max_age_ms = int(args.max_transaction_timeout * 60_000)
     topics = list(args.topic) if args.topic else None
     first = find_hanging(scanner, topics, max_age_ms)
@@ -537,7 +540,7 @@ def _resolve(admin: Admin, args: argparse.Namespace, console: Console) -> int:
         msg = "--producer-id and --epoch go together"
         raise UsageError(msg)
     evidence = _evidence(args)
-    scanner = Scanner(admin)
+    scanner = Scanner(admin, sleep=common.scan_sleep)
     tid = args.transactional_id
     first = scanner.snapshot(tid)
     pair = scanner.two_scans({tid: first}, args.scan_interval)[tid]

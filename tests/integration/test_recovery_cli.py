@@ -470,6 +470,10 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
         )
         assert code == 1
         assert any(p["flag"].startswith("HANGING") for p in producers["producers"])
+        code, error = cli(
+            capsys, b, "txn", "describe-producers", "--topic", "nope", "--partition", "0"
+        )
+        assert code == 64 and "unknown topic" in error["error"]
 
 
 # -- a durable commit decision ----------------------------------------------------------------

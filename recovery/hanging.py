@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from recovery.model import TxnSnapshot
-from recovery.scan import Scanner
+from recovery.scan import RateLimiter, Scanner
 from txn.ids import SHARE_GROUP_STATE_TOPIC, TopicPartition
 
 
@@ -94,48 +94,58 @@ class _Coordinator:
 
 
 def find_hanging(
-    scanner: Scanner, topics: Sequence[str] | None, max_age_ms: int
+    scanner: Scanner,
+    topics: Sequence[str] | None,
+    max_age_ms: int,
+    limiter: RateLimiter | None = None,
 ) -> list[HangingItem]:
-    """One scan; see the module docstring for what counts as hanging."""
+    """One scan; see the module docstring for what counts as hanging.
+
+    ``topics`` None means every topic (the CLI asks for ``--all-topics`` explicitly).  The
+    partitions' leaders are asked in batches of at most 500 partitions per
+    DescribeProducers request, each request taking a token of ``limiter``.
+    """
     now = scanner.now_ms()
     tc = _Coordinator(scanner)
     items: list[HangingItem] = []
     wanted = set(topics) if topics else None
-    for topic in sorted(wanted) if wanted else scanner.topics():
-        for partition in scanner.partitions(topic):
-            tp = TopicPartition(topic, partition)
-            for prod in scanner.producers(tp):
-                if prod.current_txn_start_offset < 0:
-                    continue
-                age = max(0, now - prod.last_timestamp_ms)
-                if age < max_age_ms:
-                    continue
-                view = tc.for_producer(prod.producer_id)
-                if view is None:
-                    reason = (
-                        f"the coordinator has no transactional id for producer {prod.producer_id}"
-                    )
-                elif not view.is_open:
-                    reason = f"the coordinator's transaction is {view.state}"
-                elif tp not in view.partitions:
-                    reason = "the coordinator's open transaction does not include this partition"
-                else:
-                    continue
-                items.append(
-                    HangingItem(
-                        "open-transaction",
-                        prod.producer_id,
-                        prod.producer_epoch,
-                        view.transactional_id if view else None,
-                        view.state if view else "Unknown",
-                        str(tp),
-                        prod.current_txn_start_offset,
-                        None,
-                        age,
-                        f"{reason}; the partition's last stable offset is pinned at "
-                        f"{prod.current_txn_start_offset}",
-                    )
+    scope = [
+        TopicPartition(topic, partition)
+        for topic in (sorted(wanted) if wanted else scanner.topics())
+        for partition in scanner.partitions(topic)
+    ]
+    by_partition = scanner.producers_batched(scope, limiter or RateLimiter(0))
+    for tp in scope:
+        for prod in by_partition.get(tp, []):
+            if prod.current_txn_start_offset < 0:
+                continue
+            age = max(0, now - prod.last_timestamp_ms)
+            if age < max_age_ms:
+                continue
+            view = tc.for_producer(prod.producer_id)
+            if view is None:
+                reason = f"the coordinator has no transactional id for producer {prod.producer_id}"
+            elif not view.is_open:
+                reason = f"the coordinator's transaction is {view.state}"
+            elif tp not in view.partitions:
+                reason = "the coordinator's open transaction does not include this partition"
+            else:
+                continue
+            items.append(
+                HangingItem(
+                    "open-transaction",
+                    prod.producer_id,
+                    prod.producer_epoch,
+                    view.transactional_id if view else None,
+                    view.state if view else "Unknown",
+                    str(tp),
+                    prod.current_txn_start_offset,
+                    None,
+                    age,
+                    f"{reason}; the partition's last stable offset is pinned at "
+                    f"{prod.current_txn_start_offset}",
                 )
+            )
     pending = scanner.pending_acks()
     for producer_id, acks in sorted(pending.items()):
         entries = [e for e in acks.entries if wanted is None or e.topic in wanted]

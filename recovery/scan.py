@@ -9,11 +9,15 @@ stuck one.
 
 from __future__ import annotations
 
+import functools
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from producer.admin import Admin, ProducerState, SharePendingAcks, TransactionListing
+from producer.client import check_error
 from recovery.model import TxnSnapshot, UsageError
 from txn.errors import (
     ErrorCode,
@@ -22,6 +26,36 @@ from txn.errors import (
     raise_for_code,
 )
 from txn.ids import TopicPartition
+
+DESCRIBE_PRODUCERS = 61
+MAX_PARTITIONS_PER_REQUEST = 500
+"""Partitions per DescribeProducers request in a batched scan (kafka-transactions.sh's 500)."""
+DEFAULT_MAX_REQUESTS_PER_SECOND = 20.0
+
+
+class RateLimiter:
+    """At most ``per_second`` calls of ``acquire`` per second (evenly spaced; 0 = no limit)."""
+
+    def __init__(
+        self,
+        per_second: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.interval_s = 1.0 / per_second if per_second > 0 else 0.0
+        self.clock = clock
+        self.sleep = sleep
+        self._next = float("-inf")
+        self.acquired = 0
+
+    def acquire(self) -> None:
+        now = self.clock()
+        if now < self._next:
+            self.sleep(self._next - now)
+            now = self._next
+        self._next = now + self.interval_s
+        self.acquired += 1
 
 
 def wall_clock_ms() -> int:
@@ -112,6 +146,59 @@ class Scanner:
     def producers(self, tp: TopicPartition) -> list[ProducerState]:
         """DescribeProducers on the partition's leader (the leader's view)."""
         return self.admin.describe_producers(tp)
+
+    def producers_batched(
+        self,
+        partitions: Sequence[TopicPartition],
+        limiter: RateLimiter,
+        *,
+        batch_size: int = MAX_PARTITIONS_PER_REQUEST,
+    ) -> dict[TopicPartition, list[ProducerState]]:
+        """DescribeProducers for many partitions: one request per leader and ``batch_size``
+        partitions, each request first taking a token of ``limiter`` (the scan's rate limit).
+        """
+        client = self.admin.client
+        by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
+        for tp in partitions:
+            by_leader[client.call(functools.partial(client.leader_for, tp))].append(tp)
+        out: dict[TopicPartition, list[ProducerState]] = {}
+        for leader, tps in sorted(by_leader.items()):
+            for i in range(0, len(tps), batch_size):
+                chunk = tps[i : i + batch_size]
+                limiter.acquire()
+                out.update(self._describe_producers(leader, chunk))
+        return out
+
+    def _describe_producers(
+        self, leader: int, chunk: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, list[ProducerState]]:
+        client = self.admin.client
+        topics: dict[str, list[int]] = defaultdict(list)
+        for tp in chunk:
+            topics[tp.topic].append(tp.partition)
+        body = {
+            "topics": [{"name": t, "partition_indexes": ps} for t, ps in sorted(topics.items())]
+        }
+        resp: Any = client.call(lambda: client.send(leader, DESCRIBE_PRODUCERS, body))
+        out: dict[TopicPartition, list[ProducerState]] = {}
+        for topic in resp.topics:
+            for part in topic.partitions:
+                tp = TopicPartition(topic.name, int(part.partition_index))
+                check_error(
+                    part.error_code, part.error_message, topic=tp.topic, partition=tp.partition
+                )
+                out[tp] = [
+                    ProducerState(
+                        int(p.producer_id),
+                        int(p.producer_epoch),
+                        int(p.last_sequence),
+                        int(p.last_timestamp),
+                        int(p.coordinator_epoch),
+                        int(p.current_txn_start_offset),
+                    )
+                    for p in part.active_producers
+                ]
+        return out
 
     def pending_acks(
         self, producer_ids: Sequence[int] | None = None

@@ -114,3 +114,23 @@ def read_audit_log(path: str | Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue  # a line torn by a crash of the tool: ignored
     return events
+
+
+def unresolved_heuristics(path: str | Path) -> list[dict[str, Any]]:
+    """The ``heuristic`` events no later ``forget`` event cleared, oldest first.
+
+    A heuristic event records an action whose outcome the tool could not confirm (it
+    sent EndTxn and the call failed).  It stays in the tool's in-doubt bookkeeping until
+    an operator checked the outputs and ran ``sharetxn txn forget --transactional-id ID
+    --i-understand`` (Narayana's HEURISTIC and ``:delete``/forget).
+    """
+    open_: dict[str, list[dict[str, Any]]] = {}
+    for event in read_audit_log(path):
+        tid = event.get("transactional_id")
+        if not isinstance(tid, str):
+            continue
+        if event.get("event") == "heuristic":
+            open_.setdefault(tid, []).append(event)
+        elif event.get("event") == "forget":
+            open_.pop(tid, None)
+    return sorted((e for es in open_.values() for e in es), key=lambda e: e.get("ts_ms", 0))

@@ -48,15 +48,25 @@ class Outcome(StrEnum):
     RACED = "raced"
     PENDING = "pending"  # waited for the coordinator, which has not finished yet
     FAILED = "failed"
+    HEURISTIC = "heuristic"  # EndTxn was sent but its outcome could not be confirmed
 
 
 _EXIT_BY_OUTCOME = (
     (Outcome.RACED, ExitCode.RACED),
     (Outcome.REFUSED, ExitCode.REFUSED),
+    (Outcome.HEURISTIC, ExitCode.UNAVAILABLE),
     (Outcome.FAILED, ExitCode.UNAVAILABLE),
     (Outcome.APPLIED, ExitCode.ACTED),
     (Outcome.PENDING, ExitCode.FOUND),
 )
+
+
+class OutcomeUnconfirmedError(SharetxnError):
+    """The commit or abort call failed after EndTxn may have reached the coordinator."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.cause = cause
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +171,8 @@ class Executor:
         )
         try:
             outcome, detail = self._act(step)
+        except OutcomeUnconfirmedError as exc:
+            return self._heuristic(step, before, exc)
         except PreparedTransactionMismatchError as exc:
             outcome, detail = Outcome.RACED, f"resume refused: {exc}"
         except _SUPERSEDED as exc:
@@ -207,6 +219,11 @@ class Executor:
                     producer.commit_transaction(timeout_s)
                 else:
                     producer.abort_transaction(timeout_s)
+            except (PreparedTransactionMismatchError, *_SUPERSEDED):
+                raise  # the coordinator answered: it refused, nothing was ended
+            except SharetxnError as exc:
+                # EndTxn may have been sent: the outcome is unknown, not failed.
+                raise OutcomeUnconfirmedError(exc) from exc
             finally:
                 producer.close(timeout_s=5)
             verb = "committed" if step.action is Action.COMMIT else "aborted"
@@ -229,6 +246,37 @@ class Executor:
             if not snap.state.startswith("Prepare") or time.monotonic() >= deadline:
                 return snap
             time.sleep(self.poll_interval_s)
+
+    def _heuristic(
+        self, step: Step, before: TxnSnapshot, exc: OutcomeUnconfirmedError
+    ) -> StepResult:
+        """Record an outcome the tool could not confirm (Narayana's HEURISTIC_HAZARD).
+
+        The ``heuristic`` line keeps the transaction in the tool's in-doubt bookkeeping
+        (``txn list`` shows it) until an operator checked the outputs and ran ``txn
+        forget``; the coordinator cannot tell how (producer id, epoch) ended.
+        """
+        try:
+            after: TxnSnapshot | None = self.scanner.snapshot(step.transactional_id)
+        except KafkaProtocolError:
+            after = None
+        detail = (
+            f"{step.action.value} sent, outcome not confirmed ({exc}); check the outputs with "
+            "a read_committed consumer, then `sharetxn txn forget`"
+        )
+        self.audit.write(
+            "heuristic",
+            {
+                "step": step.to_json(),
+                "transactional_id": step.transactional_id,
+                "outcome": Outcome.HEURISTIC.value,
+                "before": before.to_json(),
+                "after": after.to_json() if after else None,
+                "error": str(exc),
+                "reason": detail,
+            },
+        )
+        return StepResult(step, Outcome.HEURISTIC, detail, before, after)
 
     def _failed(
         self, step: Step, before: TxnSnapshot | None, exc: Exception, *, acted: bool = False

@@ -46,6 +46,12 @@ class UsageError(RecoveryError):
     exit_code = ExitCode.USAGE
 
 
+class RefusedError(RecoveryError):
+    """A safety rule refuses the whole command (no operator, no --i-understand, ...)."""
+
+    exit_code = ExitCode.REFUSED
+
+
 class CheckpointFormatError(RecoveryError):
     """A checkpoint file that does not follow the contract; the tool refuses to guess.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -15,9 +16,9 @@ from rich.console import Console
 from rich.table import Table
 
 from producer.admin import Admin
-from recovery.audit import DEFAULT_AUDIT_LOG, AuditLog, default_operator
+from recovery.audit import DEFAULT_AUDIT_LOG, AuditLog
 from recovery.execute import StepResult
-from recovery.model import ExitCode, RecoveryError, UsageError
+from recovery.model import ExitCode, RecoveryError, RefusedError, UsageError
 from recovery.plan import Action, Step
 from txn.errors import KafkaProtocolError
 
@@ -95,7 +96,9 @@ def add_apply_options(parser: argparse.ArgumentParser) -> None:
         help=f"append-only JSONL audit log (default ./{DEFAULT_AUDIT_LOG})",
     )
     parser.add_argument(
-        "--operator", default=None, help="who is acting, for the audit log (default $USER)"
+        "--operator",
+        default=None,
+        help="who is acting, for the audit log (default $USER); --apply refuses without one",
     )
     add_scan_interval(parser)
     parser.add_argument(
@@ -137,8 +140,24 @@ def parse_duration_ms(text: str) -> int:
     return int(float(match.group(1)) * per)
 
 
+def require_operator(args: argparse.Namespace) -> str:
+    """Who acts: ``--operator`` or ``$USER``; acting anonymously is refused (exit 3).
+
+    The broker has no ACLs, so the tool cannot check a privilege; it at least insists on
+    a name for the audit log.  Once the broker has ACLs, authorization is its job.
+    """
+    operator = (getattr(args, "operator", None) or os.environ.get("USER") or "").strip()
+    if not operator:
+        msg = (
+            "acting needs an operator name for the audit log: pass --operator NAME "
+            "(or set $USER); nothing was changed"
+        )
+        raise RefusedError(msg)
+    return operator
+
+
 def audit_log(args: argparse.Namespace, command: str) -> AuditLog:
-    return AuditLog(args.audit_log, operator=args.operator or default_operator(), command=command)
+    return AuditLog(args.audit_log, operator=require_operator(args), command=command)
 
 
 def scan_sleep(seconds: float) -> None:
@@ -175,6 +194,16 @@ def run_guarded(args: argparse.Namespace, body: Callable[[Admin, Console], int])
         return int(ExitCode.USAGE)
 
 
+def run_offline(args: argparse.Namespace, body: Callable[[Console], int]) -> int:
+    """Run a command that needs no cluster (``txn forget``), mapping errors to exit codes."""
+    console = make_console()
+    try:
+        return body(console)
+    except RecoveryError as exc:
+        _error(args, console, str(exc), exc.exit_code)
+        return int(exc.exit_code)
+
+
 def _error(args: argparse.Namespace, console: Console, message: str, code: ExitCode) -> None:
     if getattr(args, "json", False):
         print(json.dumps({"error": message, "exit_code": int(code)}))
@@ -194,8 +223,14 @@ def emit_json(payload: Any) -> None:
     print(json.dumps(payload, indent=2, sort_keys=True, default=str))
 
 
-def print_rows(console: Console, rows: list[dict[str, Any]], title: str) -> None:
-    """An aligned table of ``rows`` (numbers right-aligned)."""
+def print_rows(
+    console: Console,
+    rows: list[dict[str, Any]],
+    title: str,
+    *,
+    styles: Sequence[str | None] | None = None,
+) -> None:
+    """An aligned table of ``rows`` (numbers right-aligned); ``styles``: one per row."""
     if not rows:
         console.print(f"{title}: none")
         return
@@ -203,8 +238,9 @@ def print_rows(console: Console, rows: list[dict[str, Any]], title: str) -> None
     for key in rows[0]:
         numeric = all(isinstance(r.get(key), int | float) for r in rows)
         table.add_column(key.replace("_", " "), justify="right" if numeric else "left")
-    for row in rows:
-        table.add_row(*("-" if v is None else str(v) for v in row.values()))
+    for i, row in enumerate(rows):
+        style = styles[i] if styles is not None else None
+        table.add_row(*("-" if v is None else str(v) for v in row.values()), style=style)
     console.print(table)
 
 

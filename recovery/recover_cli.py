@@ -79,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _recover(admin: Admin, args: argparse.Namespace, console: Console) -> int:
+    if args.apply:
+        common.require_operator(args)  # before anything is read or scanned
     if not args.checkpoint.is_dir():
         msg = f"--checkpoint {args.checkpoint} is not a directory"
         raise UsageError(msg)

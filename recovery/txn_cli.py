@@ -3,10 +3,11 @@
     sharetxn txn list [--state S] [--older-than DURATION] [--prefix P]
     sharetxn txn describe --transactional-id ID
     sharetxn txn describe-producers --topic T --partition P
-    sharetxn txn find-hanging [--topic T] [--max-transaction-timeout MIN]
+    sharetxn txn find-hanging (--topic T... | --all-topics) [--max-transaction-timeout MIN]
     sharetxn txn commit --transactional-id ID --producer-id P --epoch E [--prepared-state JSON]
     sharetxn txn abort --transactional-id ID --producer-id P --epoch E
     sharetxn txn force-terminate --transactional-id ID
+    sharetxn txn forget --transactional-id ID --i-understand
 
 KIP-664's commands plus the KIP-1289 view (pending share acknowledgements per share
 partition) and KIP-939's commit/abort/force-terminate of prepared transactions.  Commit,
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -26,18 +28,36 @@ from rich.table import Table
 from producer.admin import Admin, SharePendingAcks
 from producer.types import PreparedTxnState
 from recovery import cli_common as common
-from recovery.audit import previously_applied
+from recovery.audit import (
+    DEFAULT_AUDIT_LOG,
+    AuditLog,
+    previously_applied,
+    unresolved_heuristics,
+)
 from recovery.execute import Executor, results_exit_code
 from recovery.hanging import confirmed, find_hanging
-from recovery.model import OPEN_STATES, STATE_NAMES, ExitCode, TxnSnapshot, UsageError
+from recovery.model import (
+    OPEN_STATES,
+    STATE_NAMES,
+    ExitCode,
+    RefusedError,
+    TxnSnapshot,
+    UsageError,
+)
 from recovery.plan import Action, Evidence, EvidenceKind, Op, plan_exit_code, plan_step
-from recovery.scan import Scanner, ScanPair
+from recovery.scan import (
+    DEFAULT_MAX_REQUESTS_PER_SECOND,
+    MAX_PARTITIONS_PER_REQUEST,
+    RateLimiter,
+    Scanner,
+    ScanPair,
+)
 from txn.ids import SHARE_GROUP_STATE_TOPIC, TopicPartition
 
 EXAMPLES = """examples:
   sharetxn txn list --state Ongoing --older-than 15m
   sharetxn txn describe --transactional-id spark-q1-r-0-3
-  sharetxn txn find-hanging --max-transaction-timeout 15
+  sharetxn txn find-hanging --all-topics --max-transaction-timeout 15
   sharetxn txn commit --transactional-id job-7 --producer-id 4001 --epoch 3 \\
       --prepared-state '{"transactional_id": "job-7", "producer_id": 4001, "epoch": 3}' --apply
   sharetxn txn abort --transactional-id job-7 --producer-id 4001 --epoch 3 --apply
@@ -57,9 +77,9 @@ _SUB_EXAMPLES = {
   sharetxn txn describe-producers --topic payments --partition 0
 """,
     "find-hanging": """examples:
-  sharetxn txn find-hanging
-  sharetxn txn find-hanging --topic payments --max-transaction-timeout 30
-  sharetxn txn find-hanging --max-transaction-timeout 0 --scan-interval 1 --json
+  sharetxn txn find-hanging --topic payments
+  sharetxn txn find-hanging --topic payments --topic refunds --max-transaction-timeout 30
+  sharetxn txn find-hanging --all-topics --max-requests-per-second 5 --json
 """,
     "commit": """examples:
   # plan only (dry run)
@@ -78,6 +98,10 @@ _SUB_EXAMPLES = {
     "force-terminate": """examples:
   sharetxn txn force-terminate --transactional-id job-7
   sharetxn txn force-terminate --transactional-id job-7 --producer-id 4001 --epoch 3 --apply
+""",
+    "forget": """examples:
+  # after checking job-7's outputs with a read_committed consumer
+  sharetxn txn forget --transactional-id job-7 --i-understand --operator alice
 """,
 }
 
@@ -124,6 +148,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="only open transactions running longer than this (90s, 15m, 2h, 1d; bare = ms)",
     )
     lst.add_argument("--prefix", default=None, help="only transactional ids with this prefix")
+    _add_prepared_warn_after(lst)
+    lst.add_argument(
+        "--audit-log",
+        type=Path,
+        default=Path(DEFAULT_AUDIT_LOG),
+        metavar="PATH",
+        help=f"where heuristic outcomes are recorded (default ./{DEFAULT_AUDIT_LOG})",
+    )
     common.add_scan_interval(lst)
 
     desc = action(
@@ -132,6 +164,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "share-state partitions with their pending acks (share coordinator view)",
     )
     desc.add_argument("--transactional-id", required=True, metavar="ID")
+    _add_prepared_warn_after(desc)
 
     dp = action("describe-producers", "the producers a partition's leader knows (KIP-664)")
     dp.add_argument("--topic", required=True)
@@ -142,7 +175,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "open transactions the coordinator does not know, pending share acks of finished "
         "or unknown transactions, prepared 2PC transactions older than the threshold",
     )
-    fh.add_argument("--topic", action="append", default=None, help="limit to a topic (repeat)")
+    scope = fh.add_mutually_exclusive_group()
+    scope.add_argument(
+        "--topic", action="append", default=None, help="scan this topic (repeatable)"
+    )
+    scope.add_argument(
+        "--all-topics", action="store_true", help="scan every topic (one of the two is required)"
+    )
+    fh.add_argument(
+        "--max-requests-per-second",
+        type=float,
+        default=DEFAULT_MAX_REQUESTS_PER_SECOND,
+        metavar="N",
+        help=(
+            "rate limit of the DescribeProducers requests (at most "
+            f"{MAX_PARTITIONS_PER_REQUEST} partitions each; default "
+            f"{DEFAULT_MAX_REQUESTS_PER_SECOND:g}; 0 = no limit)"
+        ),
+    )
     fh.add_argument(
         "--max-transaction-timeout",
         type=float,
@@ -178,6 +228,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ft.add_argument("--epoch", type=int, default=None, metavar="E", help="expected (CAS)")
     common.add_apply_options(ft)
 
+    fg = action(
+        "forget",
+        "remove a transaction's HEURISTIC entries (outcome not confirmed) from the tool's "
+        "in-doubt bookkeeping in the audit log; needs --i-understand",
+    )
+    fg.add_argument("--transactional-id", required=True, metavar="ID")
+    fg.add_argument(
+        "--i-understand",
+        action="store_true",
+        help="confirm that the outputs were checked: the tool stops reporting the entry",
+    )
+    fg.add_argument(
+        "--audit-log",
+        type=Path,
+        default=Path(DEFAULT_AUDIT_LOG),
+        metavar="PATH",
+        help=f"the audit log holding the heuristic entries (default ./{DEFAULT_AUDIT_LOG})",
+    )
+    fg.add_argument(
+        "--operator", default=None, help="who is forgetting, for the audit log (default $USER)"
+    )
+
+
+def _add_prepared_warn_after(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--prepared-warn-after",
+        type=common.parse_duration_ms,
+        default=DEFAULT_PREPARED_WARN_AFTER_MS,
+        metavar="DURATION",
+        help="flag prepared 2PC transactions (which never time out) open longer than this "
+        "(default 15m); others are flagged at 80%% of their transaction.timeout.ms",
+    )
+
 
 def run(args: argparse.Namespace) -> int:
     handlers = {
@@ -189,6 +272,8 @@ def run(args: argparse.Namespace) -> int:
         "abort": _resolve,
         "force-terminate": _resolve,
     }
+    if args.action == "forget":
+        return common.run_offline(args, lambda console: _forget(args, console))
     handler = handlers[args.action]
     return common.run_guarded(args, lambda admin, console: handler(admin, args, console))
 
@@ -221,15 +306,25 @@ def _list(admin: Admin, args: argparse.Namespace, console: Console) -> int:
         }
     pairs = scanner.two_scans(first, args.scan_interval)
     pending = scanner.pending_acks() if pairs else {}
-    rows = [_list_row(p, pending.get(p.second.producer_id)) for p in pairs.values()]
+    rows = [
+        _list_row(p, pending.get(p.second.producer_id), args.prepared_warn_after)
+        for p in pairs.values()
+    ]
     in_doubt = sum(1 for r in rows if r["in_doubt"])
+    heuristic = [
+        h
+        for h in unresolved_heuristics(args.audit_log)
+        if args.prefix is None or str(h.get("transactional_id", "")).startswith(args.prefix)
+    ]
+    code = ExitCode.FOUND if in_doubt or heuristic else ExitCode.NOTHING_TO_DO
     if args.json:
         common.emit_json(
             {
                 "command": "txn list",
                 "transactions": rows,
                 "in_doubt": in_doubt,
-                "exit_code": int(ExitCode.FOUND if in_doubt else ExitCode.NOTHING_TO_DO),
+                "heuristic": heuristic,
+                "exit_code": int(code),
             }
         )
     else:
@@ -248,34 +343,89 @@ def _list(admin: Admin, args: argparse.Namespace, console: Console) -> int:
             }
             for r in rows
         ]
-        common.print_rows(console, display, "transactions")
-    return int(ExitCode.FOUND if in_doubt else ExitCode.NOTHING_TO_DO)
+        common.print_rows(
+            console,
+            display,
+            "transactions",
+            styles=["yellow" if r["ageing"] else None for r in rows],
+        )
+        if heuristic:
+            common.print_rows(
+                console,
+                [
+                    {
+                        "transactional_id": h.get("transactional_id"),
+                        "action": (h.get("step") or {}).get("action"),
+                        "producer_id": (h.get("step") or {}).get("producer_id"),
+                        "epoch": (h.get("step") or {}).get("producer_epoch"),
+                        "at": h.get("ts"),
+                        "operator": h.get("operator"),
+                        "error": h.get("error"),
+                    }
+                    for h in heuristic
+                ],
+                "HEURISTIC outcomes (audit log): check the outputs, then `txn forget`",
+                styles=["red"] * len(heuristic),
+            )
+    return int(code)
 
 
-def _list_row(pair: ScanPair, acks: SharePendingAcks | None) -> dict[str, Any]:
+def _list_row(
+    pair: ScanPair, acks: SharePendingAcks | None, prepared_warn_after_ms: int
+) -> dict[str, Any]:
     snap = pair.second
+    old = ageing(snap, prepared_warn_after_ms)
     row = snap.to_json()
     row["pending_acks"] = acks.pending_records if acks is not None else 0
     row["in_doubt"] = pair.in_doubt
     row["changed_between_scans"] = not pair.unchanged
-    row["warning"] = _warning(pair)
+    row["ageing"] = old is not None
+    row["warning"] = _warning(pair, old)
     return row
 
 
-def _warning(pair: ScanPair) -> str | None:
-    snap = pair.second
-    if not pair.unchanged:
-        return "changed between scans (live)"
+AGEING_SHARE = 0.8
+"""Flag a transaction at this share of its transaction.timeout.ms (FLINK-7784)."""
+DEFAULT_PREPARED_WARN_AFTER_MS = 15 * 60_000
+
+
+def ageing(snap: TxnSnapshot, prepared_warn_after_ms: int) -> str | None:
+    """Why an open transaction is old (FLINK-7784, KIP-994), or None.
+
+    A transaction with a timeout is old at 80 % of it: the coordinator is about to abort
+    it.  A prepared 2PC transaction (timeout Int.MAX) never times out: it is old once it
+    has been open longer than ``prepared_warn_after_ms``.
+    """
     age = snap.age_ms()
-    if snap.state == "Ongoing" and snap.two_phase and pair.in_doubt:
-        return "prepared (2PC): resolve with commit/abort"
-    if snap.state == "Ongoing" and age is not None and snap.timeout_ms > 0:
-        share = age / snap.timeout_ms
-        if share >= 0.8:
-            return f"at {share:.0%} of its timeout"
-    if snap.state.startswith("Prepare") and pair.in_doubt:
-        return "markers not yet delivered"
+    if age is None:
+        return None
+    if snap.two_phase:
+        if age >= prepared_warn_after_ms:
+            return (
+                f"ageing: prepared (2PC) for {common.format_age(age)}, longer than "
+                f"{common.format_age(prepared_warn_after_ms)}; it never times out"
+            )
+        return None
+    if snap.timeout_ms > 0 and age >= AGEING_SHARE * snap.timeout_ms:
+        return (
+            f"ageing: at {age / snap.timeout_ms:.0%} of its transaction.timeout.ms "
+            f"({snap.timeout_ms} ms); the coordinator will abort it"
+        )
     return None
+
+
+def _warning(pair: ScanPair, old: str | None) -> str | None:
+    snap = pair.second
+    notes = []
+    if not pair.unchanged:
+        notes.append("changed between scans (live)")
+    if old is not None:
+        notes.append(old)
+    if pair.in_doubt and snap.state == "Ongoing" and snap.two_phase:
+        notes.append("prepared (2PC): resolve with commit/abort")
+    if pair.in_doubt and snap.state.startswith("Prepare"):
+        notes.append("markers not yet delivered")
+    return "; ".join(notes) or None
 
 
 # -- describe ---------------------------------------------------------------------------------
@@ -288,9 +438,10 @@ def _describe(admin: Admin, args: argparse.Namespace, console: Console) -> int:
     acks = pending.get(snap.producer_id)
     participants = _participants(scanner, snap, acks)
     epoch = acks.producer_epoch if acks else None
+    old = ageing(snap, args.prepared_warn_after)
     payload: dict[str, Any] = {
         "command": "txn describe",
-        "transaction": snap.to_json(),
+        "transaction": {**snap.to_json(), "ageing": old is not None, "warning": old},
         "participants": participants,
         "pending_acks": [
             {
@@ -336,6 +487,8 @@ def _describe(admin: Admin, args: argparse.Namespace, console: Console) -> int:
         ("observed at", datetime.fromtimestamp(snap.observed_at_ms / 1000, UTC).isoformat()),
     ):
         head.add_row(key, str(value))
+    if old is not None:
+        head.add_row("warning", old, style="yellow")
     console.print(head)
     common.print_rows(console, participants, "participants (coordinator vs participant views)")
     common.print_rows(
@@ -471,13 +624,23 @@ def _describe_producers(admin: Admin, args: argparse.Namespace, console: Console
 
 
 def _find_hanging(admin: Admin, args: argparse.Namespace, console: Console) -> int:
+    if not args.topic and not args.all_topics:
+        msg = (
+            "find-hanging needs a scope: --topic T (repeatable) or --all-topics "
+            "(as kafka-transactions.sh find-hanging needs --topic or --broker-id)"
+        )
+        raise UsageError(msg)
+    if args.max_requests_per_second < 0:
+        msg = "--max-requests-per-second must be >= 0"
+        raise UsageError(msg)
     scanner = Scanner(admin, sleep=common.scan_sleep)
     max_age_ms = int(args.max_transaction_timeout * 60_000)
     topics = list(args.topic) if args.topic else None
-    first = find_hanging(scanner, topics, max_age_ms)
+    limiter = RateLimiter(args.max_requests_per_second)
+    first = find_hanging(scanner, topics, max_age_ms, limiter)
     if first:
         scanner.sleep(args.scan_interval)
-        items = confirmed(first, find_hanging(scanner, topics, max_age_ms))
+        items = confirmed(first, find_hanging(scanner, topics, max_age_ms, limiter))
     else:
         items = []
     code = ExitCode.FOUND if items else ExitCode.NOTHING_TO_DO
@@ -536,6 +699,8 @@ def _evidence(args: argparse.Namespace) -> Evidence | None:
 
 def _resolve(admin: Admin, args: argparse.Namespace, console: Console) -> int:
     op = Op(args.action)
+    if args.apply:
+        common.require_operator(args)  # before anything is scanned
     if (args.producer_id is None) != (args.epoch is None):
         msg = "--producer-id and --epoch go together"
         raise UsageError(msg)
@@ -594,6 +759,48 @@ def _resolve(admin: Admin, args: argparse.Namespace, console: Console) -> int:
     else:
         common.print_results(console, results, f"{command}: results")
         console.print(f"audit log: {audit.path}")
+    return int(code)
+
+
+# -- forget ---------------------------------------------------------------------------------
+
+
+def _forget(args: argparse.Namespace, console: Console) -> int:
+    tid = args.transactional_id
+    if not args.i_understand:
+        msg = (
+            f"forget drops {tid!r}'s heuristic entries: the tool stops reporting an action "
+            "whose outcome it never confirmed. Check the outputs with a read_committed "
+            "consumer first, then re-run with --i-understand"
+        )
+        raise RefusedError(msg)
+    operator = common.require_operator(args)
+    entries = [h for h in unresolved_heuristics(args.audit_log) if h["transactional_id"] == tid]
+    if entries:
+        audit = AuditLog(args.audit_log, operator=operator, command="txn forget")
+        audit.write(
+            "forget",
+            {
+                "transactional_id": tid,
+                "forgotten": [{"ts": h.get("ts"), "run_id": h.get("run_id")} for h in entries],
+                "reason": "operator checked the outcome (--i-understand)",
+            },
+        )
+    code = ExitCode.ACTED if entries else ExitCode.NOTHING_TO_DO
+    if args.json:
+        common.emit_json(
+            {
+                "command": "txn forget",
+                "transactional_id": tid,
+                "forgotten": len(entries),
+                "audit_log": str(args.audit_log),
+                "exit_code": int(code),
+            }
+        )
+    elif entries:
+        console.print(f"forgot {len(entries)} heuristic entr{'y' if len(entries) == 1 else 'ies'}")
+    else:
+        console.print(f"no heuristic entry for {tid!r} in {args.audit_log}: nothing to forget")
     return int(code)
 
 

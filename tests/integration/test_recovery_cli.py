@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,13 +24,14 @@ import pytest
 
 from coordinator.cli import main as sharetxn
 from coordinator.launcher import LocalBroker
-from producer.admin import Admin
+from producer.admin import Admin, TopicSpec
 from producer.share_consumer import ShareConsumer
 from producer.transactional_producer import TransactionalProducer
 from producer.types import PreparedTxnState, Record
 from recovery.audit import read_audit_log
 from recovery.execute import Executor
 from recovery.plan import Step
+from recovery.scan import RateLimiter, Scanner
 from recovery.spark_checkpoint import Intent, IntentTransaction, transactional_id, write_intent
 from tests.integration.test_kip1289_e2e import (
     BROKER_CONFIG,
@@ -40,6 +42,8 @@ from tests.integration.test_kip1289_e2e import (
     share_consumer,
 )
 from tests.interop.test_stock_clients import read_all
+from txn.errors import RequestTimedOutError
+from txn.ids import TopicPartition
 
 pytestmark = pytest.mark.integration
 
@@ -50,6 +54,12 @@ FAST = ["--scan-interval", "0.2"]
 def kbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
     with LocalBroker(data_dir=tmp_path_factory.mktemp("recovery") / "d", config=BROKER_CONFIG) as b:
         yield b
+
+
+@pytest.fixture(autouse=True)
+def _operator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--apply needs an operator name (``--operator`` or ``$USER``)."""
+    monkeypatch.setenv("USER", "recovery-test")
 
 
 def cli(capsys: pytest.CaptureFixture[str], b: str, *argv: str) -> tuple[int, Any]:
@@ -164,7 +174,9 @@ def test_killed_prepared_transaction_is_listed_described_and_committed(
     assert kinds == {"data partition", "share-state partition"}
     assert all(not p["flag"] for p in desc["participants"])
 
-    code, hanging = cli(capsys, b, "txn", "find-hanging", "--max-transaction-timeout", "0", *FAST)
+    code, hanging = cli(
+        capsys, b, "txn", "find-hanging", "--all-topics", "--max-transaction-timeout", "0", *FAST
+    )
     assert code == 1
     assert [(h["kind"], h["transactional_id"]) for h in hanging["hanging"]] == [
         ("prepared-2pc", tid)
@@ -200,7 +212,9 @@ def test_killed_prepared_transaction_is_listed_described_and_committed(
     assert end["outcome"] == "applied" and end["before"]["state"] == "Ongoing"
     assert end["after"]["state"] != "Ongoing" and end["operator"] and end["tool_version"]
 
-    code, hanging = cli(capsys, b, "txn", "find-hanging", "--max-transaction-timeout", "0", *FAST)
+    code, hanging = cli(
+        capsys, b, "txn", "find-hanging", "--all-topics", "--max-transaction-timeout", "0", *FAST
+    )
     assert (code, hanging["hanging"]) == (0, [])
 
 
@@ -302,6 +316,7 @@ def test_stale_plan_is_raced_and_force_terminate(
         *FAST,
     )
     monkeypatch.undo()
+    monkeypatch.setenv("USER", "recovery-test")  # undo() dropped the autouse fixture's too
     assert inner == [2]  # force-terminate acted
     assert code == 4
     (result,) = raced["results"]
@@ -432,7 +447,16 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
         c.acknowledge(records[1])
         healthy.send_share_acks_to_transaction(c.acknowledgements(), c.group_metadata())
         healthy.flush()
-        code, found = cli(capsys, b, "txn", "find-hanging", "--max-transaction-timeout", "0", *FAST)
+        code, found = cli(
+            capsys,
+            b,
+            "txn",
+            "find-hanging",
+            "--all-topics",
+            "--max-transaction-timeout",
+            "0",
+            *FAST,
+        )
         assert (code, found["hanging"]) == (0, [])
         healthy.commit_transaction()
         healthy.close()
@@ -444,7 +468,16 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
         broker.stop()
         shutil.rmtree(data / "__transaction_state-0")
         broker.start()
-        code, found = cli(capsys, b, "txn", "find-hanging", "--max-transaction-timeout", "0", *FAST)
+        code, found = cli(
+            capsys,
+            b,
+            "txn",
+            "find-hanging",
+            "--all-topics",
+            "--max-transaction-timeout",
+            "0",
+            *FAST,
+        )
         assert code == 1
         got = {(h["kind"], h["producer_id"], h["coordinator_state"]) for h in found["hanging"]}
         assert got == {
@@ -531,3 +564,189 @@ def test_prepare_commit_is_evidence_and_is_never_aborted(
         broker.wait()
         if broker.stdout is not None:
             broker.stdout.close()
+
+
+# -- ageing warnings (FLINK-7784, KIP-994) -----------------------------------------------------
+
+
+def prepared_2pc(b: str, tid: str, topic_out: str) -> PreparedTxnState:
+    """A prepared 2PC transaction (one output record, no share acks) left to the coordinator."""
+    p = TransactionalProducer(
+        {
+            "bootstrap.servers": b,
+            "transactional.id": tid,
+            "transaction.two.phase.commit.enable": True,
+        }
+    )
+    p.init_transactions()
+    p.begin_transaction()
+    p.send(topic_out, b"prepared")
+    state = p.prepare_transaction()
+    p.close()
+    return state
+
+
+def test_ageing_warnings_at_80_percent_and_for_old_prepared_2pc(
+    kbroker: LocalBroker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    b = kbroker.bootstrap_servers
+    _, topic_out, _ = setup(b, 0)
+    tag = uuid.uuid4().hex[:6]
+    timed, prepared = f"age-timed-{tag}", f"age-2pc-{tag}"
+    p = TransactionalProducer(
+        {"bootstrap.servers": b, "transactional.id": timed, "transaction.timeout.ms": 6000}
+    )
+    p.init_transactions()
+    p.begin_transaction()
+    p.send(topic_out, b"slow")
+    p.flush()
+    started = time.monotonic()
+    prepared_2pc(b, prepared, topic_out)
+
+    def row(tid: str, *extra: str) -> dict[str, Any]:
+        _, listing = cli(capsys, b, "txn", "list", "--prefix", tid, *extra, *FAST)
+        (r,) = listing["transactions"]
+        return dict(r)
+
+    fresh = row(timed)
+    assert not fresh["ageing"] and not fresh["two_phase_commit"]
+    # a prepared 2PC transaction never times out: flagged after --prepared-warn-after
+    assert not row(prepared)["ageing"]  # default 15m
+    old = row(prepared, "--prepared-warn-after", "0")
+    assert old["ageing"] and "prepared (2PC)" in old["warning"]
+    code, desc = cli(
+        capsys, b, "txn", "describe", "--transactional-id", prepared, "--prepared-warn-after", "0"
+    )
+    assert code == 1 and desc["transaction"]["ageing"]
+    assert "ageing" in desc["transaction"]["warning"]
+    # 80 % of the 6 s timeout is 4.8 s; the coordinator aborts it at 6 s
+    time.sleep(max(0.0, 5.0 - (time.monotonic() - started)))
+    aged = row(timed)
+    assert aged["state"] == "Ongoing" and aged["ageing"]
+    assert "of its transaction.timeout.ms" in aged["warning"]
+    _, desc = cli(capsys, b, "txn", "describe", "--transactional-id", timed)
+    assert desc["transaction"]["ageing"]
+    assert sharetxn(["txn", "list", "--prefix", timed, "--bootstrap-server", b, *FAST]) == 1
+    assert "ageing: at" in capsys.readouterr().out  # the table's note column (a yellow row)
+    p.abort_transaction()
+    p.close()
+
+
+# -- find-hanging: scope guard, batching, rate limit -------------------------------------------
+
+
+def test_find_hanging_needs_a_scope_and_batches_describe_producers(
+    kbroker: LocalBroker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    b = kbroker.bootstrap_servers
+    code, error = cli(capsys, b, "txn", "find-hanging", *FAST)
+    assert code == 64 and "--topic" in error["error"] and "--all-topics" in error["error"]
+    with pytest.raises(SystemExit) as exc:
+        sharetxn(["txn", "find-hanging", "--topic", "t", "--all-topics", "--bootstrap-server", b])
+    assert exc.value.code == 64
+    capsys.readouterr()
+
+    topic = f"wide-{uuid.uuid4().hex[:6]}"
+    with Admin(b) as admin:
+        admin.create_topics([TopicSpec(topic, 5)])
+        scanner = Scanner(admin)
+        tps = [TopicPartition(topic, i) for i in range(5)]
+        clock = [0.0]
+        slept: list[float] = []
+
+        def sleep(seconds: float) -> None:
+            slept.append(seconds)
+            clock[0] += seconds
+
+        limiter = RateLimiter(10, clock=lambda: clock[0], sleep=sleep)
+        got = scanner.producers_batched(tps, limiter, batch_size=2)
+        assert sorted(got) == tps and limiter.acquired == 3  # 2 + 2 + 1 partitions
+        assert slept == pytest.approx([0.1, 0.1])  # 10 requests per second, evenly spaced
+        assert all(got[tp] == admin.describe_producers(tp) for tp in tps)
+    code, found = cli(
+        capsys, b, "txn", "find-hanging", "--topic", topic, "--max-requests-per-second", "5", *FAST
+    )
+    assert (code, found["hanging"]) == (0, [])
+
+
+# -- heuristic outcomes and forget ------------------------------------------------------------
+
+
+def test_unconfirmed_commit_is_heuristic_listed_and_forgotten(
+    kbroker: LocalBroker,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    b = kbroker.bootstrap_servers
+    _, topic_out, _ = setup(b, 0)
+    tid = f"heur-{uuid.uuid4().hex[:6]}"
+    state = prepared_2pc(b, tid, topic_out)
+    audit = tmp_path / "audit.jsonl"
+    real_commit = TransactionalProducer.commit_transaction
+
+    def commit_then_lose_the_response(
+        self: TransactionalProducer, timeout_s: float | None = None
+    ) -> None:
+        real_commit(self, timeout_s)  # EndTxn reached the coordinator ...
+        raise RequestTimedOutError("response lost")  # ... but the tool never learns it
+
+    monkeypatch.setattr(TransactionalProducer, "commit_transaction", commit_then_lose_the_response)
+    code, done = cli(
+        capsys, b, "txn", "commit", "--transactional-id", tid,
+        "--producer-id", str(state.producer_id), "--epoch", str(state.epoch),
+        "--prepared-state", str(state), "--audit-log", str(audit), "--apply", *FAST,
+    )  # fmt: skip
+    monkeypatch.setattr(TransactionalProducer, "commit_transaction", real_commit)
+    (result,) = done["results"]
+    assert code == 69 and result["outcome"] == "heuristic" and "forget" in result["detail"]
+    assert events(audit) == ["begin", "heuristic"]
+    assert read_all(b, topic_out, 1, "read_committed", expect_at_least=1) == [b"prepared"]
+
+    listing_args = ["txn", "list", "--prefix", tid, "--audit-log", str(audit), *FAST]
+    code, listing = cli(capsys, b, *listing_args)
+    assert code == 1 and [h["transactional_id"] for h in listing["heuristic"]] == [tid]
+    assert listing["heuristic"][0]["step"]["action"] == "commit"
+
+    forget = ["txn", "forget", "--transactional-id", tid, "--audit-log", str(audit)]
+    code, refused = cli(capsys, b, *forget)
+    assert code == 3 and "--i-understand" in refused["error"]
+    assert events(audit) == ["begin", "heuristic"]
+    code, forgot = cli(capsys, b, *forget, "--i-understand", "--operator", "alice")
+    assert code == 2 and forgot["forgotten"] == 1
+    assert read_audit_log(audit)[-1]["operator"] == "alice"
+    code, listing = cli(capsys, b, *listing_args)
+    assert (code, listing["heuristic"]) == (0, [])
+    code, again = cli(capsys, b, *forget, "--i-understand")
+    assert code == 0 and again["forgotten"] == 0
+
+
+# -- privilege check: an operator name for acting ----------------------------------------------
+
+
+def test_apply_needs_an_operator(
+    kbroker: LocalBroker,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    b = kbroker.bootstrap_servers
+    _, topic_out, _ = setup(b, 0)
+    tid = f"op-{uuid.uuid4().hex[:6]}"
+    state = prepared_2pc(b, tid, topic_out)
+    audit = tmp_path / "audit.jsonl"
+    abort = [
+        "txn", "abort", "--transactional-id", tid, "--producer-id", str(state.producer_id),
+        "--epoch", str(state.epoch), "--audit-log", str(audit), *FAST,
+    ]  # fmt: skip
+    monkeypatch.delenv("USER")
+    code, _ = cli(capsys, b, *abort)  # a dry run needs no operator
+    assert code == 1
+    code, refused = cli(capsys, b, *abort, "--apply")
+    assert code == 3 and "--operator" in refused["error"]
+    assert state_of(b, tid) == "Ongoing" and not audit.exists()
+    code, error = cli(capsys, b, "recover", "--checkpoint", str(tmp_path), "--apply")
+    assert code == 3 and "--operator" in error["error"]
+    code, done = cli(capsys, b, *abort, "--apply", "--operator", "alice")
+    assert code == 2 and done["results"][0]["outcome"] == "applied"
+    assert {e["operator"] for e in read_audit_log(audit)} == {"alice"}

@@ -62,6 +62,7 @@ def test_semantic_usage_errors_exit_64(tmp_path: Path, capsys: pytest.CaptureFix
         "commit",
         "abort",
         "force-terminate",
+        "forget",
     ],
 )
 def test_every_subcommand_has_examples(action: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -175,13 +175,14 @@ class _Txn:
                 out.append(done.index)
         return out
 
-    def confirmed_outputs(self) -> dict[str, tuple[int, int]]:
-        """value -> (partition, produce entry) for produces that completed ok."""
-        out: dict[str, tuple[int, int]] = {}
+    def confirmed_outputs(self) -> dict[str, tuple[int, int, int]]:
+        """value -> (partition, offset, produce entry) for produces that completed ok."""
+        out: dict[str, tuple[int, int, int]] = {}
         for inv, done in self.produces:
             if done is not None and done.type == "ok":
+                offset = int((done.value or {}).get("offset", -1))
                 for value in inv.value["values"]:
-                    out[value] = (int(inv.value["partition"]), done.index)
+                    out[value] = (int(inv.value["partition"]), offset, done.index)
         return out
 
     def failed_outputs(self) -> set[str]:
@@ -245,6 +246,12 @@ class Checker:
         self.acquisitions: dict[Key, list[tuple[int, int, int]]] = defaultdict(list)
         self.max_dc: dict[Key, int] = defaultdict(int)
         self.quiescent = False
+        self.lso: dict[int, int] = {}  # output partition -> final last stable offset
+
+    def _pinned(self, partition: int, offset: int) -> bool:
+        """Whether an output at ``offset`` may be invisible only because the LSO is pinned."""
+        lso = self.lso.get(partition)
+        return lso is not None and offset >= lso
 
     # -- parsing ----------------------------------------------------------------------------------
 
@@ -289,6 +296,11 @@ class Checker:
         self.txns = by_tag
         txns = self.finals.get("txns")
         self.quiescent = bool(txns is not None and txns.value.get("quiescent"))
+        output = self.finals.get("output")
+        if output is not None:
+            for partition, (lso, hw) in output.value.get("lso", {}).items():
+                if lso < hw:
+                    self.lso[int(partition)] = int(lso)
 
     # -- checks -----------------------------------------------------------------------------------
 
@@ -423,19 +435,21 @@ class Checker:
                     entries,
                 )
             confirmed = txn.confirmed_outputs()
-            missing = sorted(set(confirmed) - values)
+            missing = sorted(
+                v for v in set(confirmed) - values if not self._pinned(*confirmed[v][:2])
+            )
             if missing:
                 self.report.add(
                     "I2",
                     f"transaction {tag} is torn: {len(values)} output(s) visible but"
                     f" {len(missing)} confirmed one(s) missing, e.g. {missing[0]}",
-                    entries + [confirmed[m][1] for m in missing[:5]],
+                    entries + [confirmed[m][2] for m in missing[:5]],
                 )
         for tag, txn in sorted(self.txns.items()):
             if txn.status != "committed" or tag in by_tag:
                 continue
             confirmed = txn.confirmed_outputs()
-            if confirmed:
+            if confirmed and not any(self._pinned(p, o) for p, o, _i in confirmed.values()):
                 self.report.add(
                     "I15",
                     f"transaction {tag} was reported committed but none of its"
@@ -447,8 +461,8 @@ class Checker:
         self, inputs: dict[Key, str], visible: dict[Key, list[tuple[str, str, int]]]
     ) -> None:
         share = self.finals.get("share")
-        if share is None or not inputs:
-            return
+        if share is None or not inputs or self.lso:
+            return  # with an LSO pinned, a missing output may only be invisible (I13 reports)
         parts = share.value.get("partitions", {})
         for key, value in sorted(inputs.items()):
             if key in visible:
@@ -561,7 +575,7 @@ class Checker:
                         )
                     tag = staging["tag"]
                     outs = visible.get(key, [])
-                    if tag is not None and not any(t == tag for t, _v, _p in outs):
+                    if tag is not None and not self.lso and not any(t == tag for t, _v, _p in outs):
                         self.report.add(
                             "I2",
                             f"record {key} was ACCEPTed and committed in {tag} but that"

@@ -9,7 +9,7 @@ settings, so a run is reproducible from its seed.
 from __future__ import annotations
 
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from chaos.sim_net import MarkerFaults, NetFaults
@@ -105,4 +105,14 @@ def draw_profile(rng: random.Random) -> FaultProfile:
         state_partitions=rng.randint(1, 4),
         snapshot_every=rng.choice((2, 10, 100)),
         prune_ms=rng.choice((500, 3000, 30000)),
+    )
+
+
+def with_tv0_hazards(profile: FaultProfile, rng: random.Random) -> FaultProfile:
+    """Add the faults transaction version 0 cannot survive (KAFKA-17754): markers delivered
+    after the channel's timeout and stale EndTxn retransmissions (see ``chaos.sim_net``)."""
+    return replace(
+        profile,
+        net=replace(profile.net, replay=max(profile.net.replay, rng.uniform(0.02, 0.1))),
+        markers=replace(profile.markers, late=rng.uniform(0.02, 0.1)),
     )

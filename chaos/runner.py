@@ -19,18 +19,24 @@ history.  The same seed gives the same history, byte for byte.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import logging
+import multiprocessing
 import random
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from chaos.checker import Violation, check
-from chaos.faults import FaultProfile, draw_profile
+from chaos.faults import FaultProfile, draw_profile, with_tv0_hazards
 from chaos.history import BROKER, FINAL, NEMESIS, Entry, History
-from chaos.sim_broker import ConnectionClosed, SimBroker, is_idempotent
+from chaos.patching import Patch, applied
+from chaos.sim_broker import ConnectionClosed, SimBroker, is_idempotent, is_replayable_tv0
 from chaos.sim_client import ClientRuntime, Proc
 from chaos.sim_disk import APPEND_BEFORE, SimCrash, SimDisk
 from chaos.sim_loop import SimLoop
@@ -43,7 +49,6 @@ from txn.batch import ControlType, control_type_of, iter_batches
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
-from txn.state import TransactionState
 
 DRAIN_LIMIT_MS = 300_000
 QUIESCENCE_CHECK_MS = 250
@@ -121,12 +126,17 @@ class Simulation:
         *,
         profile: FaultProfile | None = None,
         faults: bool = True,
+        patches: Sequence[Patch] = (),
+        tv0_hazards: bool = False,
     ) -> None:
         self.seed = seed
         self.ops = ops
+        self.patches = tuple(patches)
         rng = random.Random(seed)
         self.rng = rng
         self.profile = profile if profile is not None else draw_profile(rng)
+        if tv0_hazards:
+            self.profile = with_tv0_hazards(self.profile, rng)
         self.faults_enabled = faults
         p = self.profile
         self.loop = SimLoop()
@@ -159,7 +169,10 @@ class Simulation:
         self.broker.on_crash = self._on_broker_crash
         self.broker.on_exception = self._on_broker_exception
         self.net = SimNet(
-            self.loop, random.Random(rng.getrandbits(64)), self.broker.handle, is_idempotent
+            self.loop,
+            random.Random(rng.getrandbits(64)),
+            self.broker.handle,
+            is_replayable_tv0 if tv0_hazards else is_idempotent,
         )
         self.net.on_fault = self._nemesis
         self.clients = ClientRuntime(self.loop, self.net)
@@ -324,6 +337,10 @@ class Simulation:
         self._nemesis("faults", {"on": on})
 
     def run(self) -> RunResult:
+        with applied(self.patches), quiet_logs():
+            return self._run()
+
+    def _run(self) -> RunResult:
         wall = time.perf_counter()
         cfg = self.config
         self._start_broker()
@@ -344,6 +361,7 @@ class Simulation:
                 "input_topic": cfg.input_topic,
                 "output_topic": cfg.output_topic,
                 "delivery_limit": self.profile.delivery_limit,
+                "patches": [p.name for p in self.patches],
             },
         )
         feeder = Proc("feeder", "feeder", 1)
@@ -582,27 +600,177 @@ def _batch_summary(core: BrokerCore, tp: TopicPartition) -> list[list[Any]]:
 # -- batches of runs ------------------------------------------------------------------------------
 
 
-def run_seed(seed: int, ops: int, *, faults: bool = True) -> RunResult:
-    return Simulation(seed, ops, faults=faults).run()
+def run_seed(
+    seed: int,
+    ops: int,
+    *,
+    faults: bool = True,
+    patches: Sequence[Patch] = (),
+    tv0_hazards: bool = False,
+) -> RunResult:
+    return Simulation(seed, ops, faults=faults, patches=patches, tv0_hazards=tv0_hazards).run()
 
 
 def run_seeds(
     seeds: Iterable[int],
     ops: int,
     *,
+    patches: Sequence[Patch] = (),
     on_result: Callable[[RunResult], None] | None = None,
 ) -> list[RunResult]:
     results = []
     for seed in seeds:
-        result = run_seed(seed, ops)
+        result = run_seed(seed, ops, patches=patches)
         results.append(result)
         if on_result is not None:
             on_result(result)
     return results
 
 
-def txn_state_names() -> list[str]:
-    return [s.state_name for s in TransactionState]
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """What to patch in a run, by name (picklable, for worker processes)."""
+
+    assume_fixed: tuple[str, ...] = ()
+    mutation: str | None = None
+    tv0_hazards: bool = False
+
+    def patches(self) -> list[Patch]:
+        from chaos.known_bugs import assumed_fixes  # noqa: PLC0415 - they import the core
+        from chaos.mutations import mutation  # noqa: PLC0415
+
+        out = assumed_fixes(self.assume_fixed) if self.assume_fixed else []
+        if self.mutation is not None:
+            out.append(mutation(self.mutation))
+        return out
+
+    def flags(self) -> str:
+        """The command-line flags that reproduce these options."""
+        parts = []
+        if self.assume_fixed:
+            parts.append(f"--assume-fixed {','.join(self.assume_fixed)}")
+        if self.mutation is not None:
+            parts.append(f"--mutation {self.mutation}")
+        if self.tv0_hazards:
+            parts.append("--tv0-hazards")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class SeedSummary:
+    """The outcome of one seed, small enough to send between processes."""
+
+    seed: int
+    ops: int
+    invoked: int
+    violations: tuple[dict[str, Any], ...]
+    described: tuple[str, ...]
+    wall_s: float
+    virtual_ms: int
+    entries: int
+    quiescent: bool
+    broker_crashes: int
+    client_crashes: int
+    command: str
+    history_digest: str
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "ok": self.ok,
+            "ops": self.invoked,
+            "violations": list(self.violations),
+            "wall_s": round(self.wall_s, 3),
+            "virtual_ms": self.virtual_ms,
+            "entries": self.entries,
+            "quiescent": self.quiescent,
+            "broker_crashes": self.broker_crashes,
+            "client_crashes": self.client_crashes,
+            "replay": self.command,
+            "history_sha256": self.history_digest,
+        }
+
+
+def summarize(result: RunResult, options: RunOptions) -> SeedSummary:
+    entries = result.history.entries
+    flags = options.flags()
+    command = result.replay_command() + (f" {flags}" if flags else "")
+    text = result.history.to_jsonl()
+    return SeedSummary(
+        seed=result.seed,
+        ops=result.ops,
+        invoked=result.stats.ops,
+        violations=tuple(v.to_json() for v in result.violations),
+        described=tuple(v.describe(entries) for v in result.violations),
+        wall_s=result.stats.wall_s,
+        virtual_ms=result.stats.virtual_ms,
+        entries=len(entries),
+        quiescent=result.stats.quiescent,
+        broker_crashes=result.stats.broker_crashes,
+        client_crashes=result.stats.client_crashes,
+        command=command,
+        history_digest=hashlib.sha256(text.encode()).hexdigest(),
+    )
+
+
+def run_options(seed: int, ops: int, options: RunOptions) -> RunResult:
+    return run_seed(seed, ops, patches=options.patches(), tv0_hazards=options.tv0_hazards)
+
+
+def _summary_job(job: tuple[int, int, RunOptions, str | None]) -> SeedSummary:
+    seed, ops, options, history_dir = job
+    result = run_options(seed, ops, options)
+    if history_dir is not None and not result.ok:
+        result.history.write(Path(history_dir) / f"seed-{seed}.jsonl")
+    return summarize(result, options)
+
+
+def run_batch(
+    seeds: Sequence[int],
+    ops: int,
+    options: RunOptions,
+    *,
+    jobs: int = 1,
+    history_dir: Path | None = None,
+    on_summary: Callable[[SeedSummary], None] | None = None,
+) -> list[SeedSummary]:
+    """Run ``seeds`` (in ``jobs`` processes), calling ``on_summary`` as each one finishes."""
+    work = [
+        (seed, ops, options, None if history_dir is None else str(history_dir)) for seed in seeds
+    ]
+    out: list[SeedSummary] = []
+    if jobs <= 1 or len(work) <= 1:
+        for job in work:
+            summary = _summary_job(job)
+            out.append(summary)
+            if on_summary is not None:
+                on_summary(summary)
+        return out
+    context = multiprocessing.get_context(
+        "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    )
+    with context.Pool(jobs) as pool:
+        for summary in pool.imap_unordered(_summary_job, work):
+            out.append(summary)
+            if on_summary is not None:
+                on_summary(summary)
+    out.sort(key=lambda s: s.seed)
+    return out
+
+
+@contextmanager
+def quiet_logs() -> Iterator[None]:
+    """The broker logs every injected fault; a simulation runs thousands of them."""
+    saved = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(saved)
 
 
 __all__ = [

@@ -41,7 +41,13 @@ from txn.batch import ControlType
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
-from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SHARE_GROUP_STATE_TOPIC, TopicPartition
+from txn.ids import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    SHARE_GROUP_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    TopicPartition,
+)
 
 # -- requests -------------------------------------------------------------------------------------
 
@@ -145,12 +151,16 @@ Request = (
     | EndTxn
 )
 
-# Requests the network may deliver twice (a stale retransmission): their effect is idempotent
-# under the protocol (sequence numbers, set semantics).  EndTxn is not on the list: under
-# transaction version 0 the epoch stays across transactions, so a stale EndTxn(commit) landing
-# in the *next* transaction commits it (KAFKA-17754); ``tv0_hazards`` adds it to show that.
-IDEMPOTENT: tuple[type, ...] = (Produce, AddPartitions, AddShareAcks)
-TV0_HAZARDOUS: tuple[type, ...] = (*IDEMPOTENT, EndTxn)
+# Requests the network may deliver a second time, later (a stale retransmission the client does
+# not know about).  Only Produce: its sequence number makes any copy harmless.  TCP never does
+# this on its own; a client's own retries (after a lost answer) are modelled by drops and
+# delays, and the client knows about those.  Coordinator requests are not on the list: under
+# transaction version 0 the epoch stays across transactions, so a stale AddPartitionsToTxn or
+# AddShareAcksToTxn landing after the transaction ended opens a phantom one (which never times
+# out for a 2PC id), and a stale EndTxn(commit) landing in the *next* transaction commits it
+# (KAFKA-17754).  ``tv0_hazards`` adds them to show that.
+IDEMPOTENT: tuple[type, ...] = (Produce,)
+TV0_HAZARDOUS: tuple[type, ...] = (Produce, AddPartitions, AddShareAcks, EndTxn)
 
 
 def is_idempotent(request: object) -> bool:
@@ -245,6 +255,7 @@ class SimBroker:
         self.stats = BrokerStats()
         self.tids: set[str] = set()  # transactional ids to watch for state changes
         self._txn_states: dict[str, tuple[str, int, int]] = {}
+        self._txn_log_seen = -1
         self.on_crash: Callable[[str], None] | None = None
         # An exception from the core other than a simulated crash (a robustness bug): the
         # request is answered UNKNOWN_SERVER_ERROR, as the Kafka-protocol server does.
@@ -284,6 +295,7 @@ class SimBroker:
             self._crashed(f"during recovery: {crash}")
             return False
         self.core = core
+        self._txn_log_seen = -1
         recovered = core.share.persister.open_transactions()
         self.observe(
             "broker-start",
@@ -349,6 +361,11 @@ class SimBroker:
         core = self.core
         if core is None:
             return
+        # Every coordinator state change is a record in __transaction_state: look only then.
+        marker = self.disk.batch_count(TRANSACTION_STATE_TOPIC, 0)
+        if marker == self._txn_log_seen:
+            return
+        self._txn_log_seen = marker
         tc = core.txn_coordinator
         states = self._txn_states
         for tid in sorted(self.tids):

@@ -15,15 +15,14 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
-@dataclass(order=True, slots=True)
+@dataclass(slots=True)
 class _Event:
     due_ms: int
-    seq: int
-    callback: Callable[[], None] = field(compare=False)
-    cancelled: bool = field(default=False, compare=False)
+    callback: Callable[[], None]
+    cancelled: bool = False
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -35,7 +34,7 @@ class SimLoop:
     def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
         self._now = start_ms
         self.start_ms = start_ms
-        self._heap: list[_Event] = []
+        self._heap: list[tuple[int, int, _Event]] = []
         self._seq = itertools.count()
         self.events_run = 0
 
@@ -43,8 +42,9 @@ class SimLoop:
         return self._now
 
     def at(self, due_ms: int, callback: Callable[[], None]) -> _Event:
-        event = _Event(max(due_ms, self._now), next(self._seq), callback)
-        heapq.heappush(self._heap, event)
+        due = max(due_ms, self._now)
+        event = _Event(due, callback)
+        heapq.heappush(self._heap, (due, next(self._seq), event))
         return event
 
     def after(self, delay_ms: int, callback: Callable[[], None]) -> _Event:
@@ -52,18 +52,18 @@ class SimLoop:
 
     def next_due(self) -> int | None:
         heap = self._heap
-        while heap and heap[0].cancelled:
+        while heap and heap[0][2].cancelled:
             heapq.heappop(heap)
-        return heap[0].due_ms if heap else None
+        return heap[0][0] if heap else None
 
     def run_one(self) -> bool:
         """Run the next live event; False if there is none."""
         heap = self._heap
         while heap:
-            event = heapq.heappop(heap)
+            due, _seq, event = heapq.heappop(heap)
             if event.cancelled:
                 continue
-            self._now = max(self._now, event.due_ms)
+            self._now = max(self._now, due)
             self.events_run += 1
             event.callback()
             return True
@@ -72,17 +72,18 @@ class SimLoop:
     def run_until(self, limit_ms: int, stop: Callable[[], bool] | None = None) -> None:
         """Run events due at or before ``limit_ms`` (or until ``stop()``), then set the time."""
         heap = self._heap
+        pop = heapq.heappop
         while heap:
             if stop is not None and stop():
                 return
-            event = heap[0]
+            due, _seq, event = heap[0]
             if event.cancelled:
-                heapq.heappop(heap)
+                pop(heap)
                 continue
-            if event.due_ms > limit_ms:
+            if due > limit_ms:
                 break
-            heapq.heappop(heap)
-            self._now = max(self._now, event.due_ms)
+            pop(heap)
+            self._now = max(self._now, due)
             self.events_run += 1
             event.callback()
         self._now = max(self._now, limit_ms)

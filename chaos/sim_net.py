@@ -8,14 +8,13 @@ clock with a random delay.  Faults, at per-seed rates (swarm testing, ``NetFault
 * **delay / reorder** -- every message takes ``delay_min..delay_max`` ms, and with
   probability ``spike`` a much longer one: messages of different connections overtake each
   other, and a request can land after its client gave up on it (a late, stale request);
-* **replay** -- a request of an idempotent kind (Produce with its sequence number, EndTxn,
-  AddPartitionsToTxn, AddShareAcksToTxn) is delivered a second time later, as a stale
-  retransmission would be;
+* **replay** -- a Produce (idempotent through its sequence number) is delivered a second time
+  later, as a stale retransmission would be (``chaos.sim_broker.IDEMPOTENT``);
 * **partition** -- a client is cut off from the broker (both directions) for a while.
 
-TCP never duplicates a request on its own, so non-idempotent requests (ShareFetch,
-TxnShareAcknowledge, InitProducerId) are duplicated only the way real clients duplicate
-them: by retrying after a lost answer.
+TCP never duplicates a request on its own, so other requests are duplicated only the way real
+clients duplicate them: by retrying after a lost answer (a dropped response, or a delay longer
+than the client's timeout), which the client knows about.
 
 Marker channel.  ``FaultyMarkerChannel`` overrides ``MarkerChannel.deliver`` (the product's
 documented fault-injection point) to drop the delivery (no answer: the channel times out

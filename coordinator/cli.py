@@ -33,6 +33,10 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
         "recovery.recover_cli",
         "resolve a Spark query's prepared transactions from its checkpoint",
     ),
+    "chaos": (
+        "chaos.cli",
+        "deterministic simulation with faults: run seeds, replay one, run seeded protocol bugs",
+    ),
     "demo": (
         "chaos.demo",
         "copy records between topics in transactions, kill -9 the broker midway, "

@@ -62,7 +62,8 @@ def _parse_listen(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only the chosen client-side subcommand's module is imported (fast startup)."""
     parser = argparse.ArgumentParser(
         prog="sharetxn",
         description="Exactly-once processing for Kafka share groups (KIP-1289).",
@@ -99,13 +100,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     for name, (module, help_text) in _EXTERNAL.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
-        importlib.import_module(module).add_arguments(sp)
+        if name == chosen:
+            importlib.import_module(module).add_arguments(sp)
     return parser
 
 
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in _EXTERNAL else None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_chosen_command(arguments))
+    args = parser.parse_args(arguments)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

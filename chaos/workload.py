@@ -373,12 +373,13 @@ class Worker:
                 if not (yield from self._init()):
                     yield Sleep(self.rng.randint(50, 300))
                 continue
+            current = env.is_current(self.proc)  # a zombie leaves the bookkeeping alone
             dirty = [tid for tid, lease in sorted(shared.leases.items()) if lease.dirty]
-            if dirty and lease_free(shared, dirty[0]):
+            if current and dirty and lease_free(shared, dirty[0]):
                 yield from self._abort_orphan(dirty[0])
                 continue
             open_intents = [i for i in shared.intents if i.claimed_by is None]
-            if open_intents and (env.draining or self.rng.random() < cfg.complete_p):
+            if current and open_intents and (env.draining or self.rng.random() < cfg.complete_p):
                 yield from self._complete(self.rng.choice(open_intents))
                 continue
             if not self.assignment or self.member_epoch <= 0:
@@ -448,6 +449,8 @@ class Worker:
         return records
 
     def _take_lease(self) -> str | None:
+        if not self.env.is_current(self.proc):
+            return None  # a replaced incarnation (zombie) is no longer trusted with ids
         for tid, lease in sorted(self.env.shared.leases.items()):
             if lease.holder is None and lease.intent is None and not lease.dirty:
                 lease.holder = self.proc
@@ -681,6 +684,7 @@ class Worker:
         if lease.holder is not self.proc or not env.is_current(self.proc):
             # Replaced while we worked: the id was (or will be) fenced; nothing was prepared.
             env.done(txn_op, "fail", {"error": "lease lost"})
+            self._drop_lease(txn.tid, dirty=True)
             return
         if txn.uncertain:
             # Never prepare with a request of unknown fate: fence it away instead.

@@ -1,0 +1,126 @@
+"""Whole simulation runs: determinism, the CI batch, known bugs, and the CLI.
+
+The CI batch is the issue's 200 seeds x 2,000 operations, run in two processes; it applies the
+assumed fixes of the product bugs the simulation found (``chaos.known_bugs``), and
+``test_known_bug_reproduces`` keeps each of those bugs visible until it is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chaos.known_bugs import KNOWN_BUGS
+from chaos.runner import RunOptions, run_batch, run_options, run_seed
+
+pytestmark = pytest.mark.chaos
+
+ROOT = Path(__file__).resolve().parents[2]
+CI_SEEDS = 200
+CI_OPS = 2000
+ALL_FIXES = RunOptions(tuple(KNOWN_BUGS))
+
+# Seed and options that reproduce each known bug (the other bugs patched out).
+REPRODUCTIONS = {
+    "B1": (1, RunOptions(("B2",))),
+    "B2": (15, RunOptions(("B1",))),
+}
+
+
+def test_same_seed_same_history_byte_for_byte() -> None:
+    first = run_seed(11, 600).history.to_jsonl()
+    second = run_seed(11, 600).history.to_jsonl()
+    assert first == second
+    assert run_seed(12, 600).history.to_jsonl() != first
+
+
+def _cli(*args: str, hash_seed: str = "0") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator.cli", "chaos", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+
+
+def test_replay_is_identical_across_processes_and_hash_seeds() -> None:
+    digests = set()
+    for hash_seed in ("0", "1"):
+        done = _cli(
+            "replay", "5", "--ops", "500", "--json", "--assume-fixed", "all", hash_seed=hash_seed
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        digests.add(json.loads(done.stdout)["history_sha256"])
+    assert len(digests) == 1
+
+
+def test_ci_batch_has_no_violation() -> None:
+    summaries = run_batch(list(range(1, CI_SEEDS + 1)), CI_OPS, ALL_FIXES, jobs=2)
+    failing = {s.seed: s.described[:2] for s in summaries if not s.ok}
+    assert not failing, "\n".join(
+        f"seed {seed}:\n" + "\n".join(texts) for seed, texts in failing.items()
+    )
+    assert all(s.quiescent for s in summaries)
+    assert sum(s.invoked for s in summaries) >= CI_SEEDS * CI_OPS
+
+
+@pytest.mark.parametrize("bug", sorted(KNOWN_BUGS))
+@pytest.mark.xfail(strict=True, reason="a known product bug (chaos/known_bugs.py)")
+def test_known_bug_reproduces(bug: str) -> None:
+    """Fails while the bug is there; once fixed, XPASS tells you to drop it from known_bugs."""
+    seed, options = REPRODUCTIONS[bug]
+    result = run_options(seed, CI_OPS, options)
+    assert result.ok, "\n".join(v.describe(result.history.entries) for v in result.violations)
+
+
+def test_cli_run_reports_failing_seeds_with_their_replay_command(tmp_path: Path) -> None:
+    done = _cli(
+        "run",
+        "--seeds",
+        "2",
+        "--ops",
+        "300",
+        "--first-seed",
+        "1",
+        "--json",
+        "--mutation",
+        "abort-applies-acks",
+        "--assume-fixed",
+        "all",
+        "--history-dir",
+        str(tmp_path),
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    report = json.loads(done.stdout)
+    assert report["failing_seeds"]
+    failing = report["failing_seeds"][0]
+    entry = next(s for s in report["seeds"] if s["seed"] == failing)
+    assert entry["replay"].startswith(f"sharetxn chaos replay {failing} --ops 300")
+    assert "--mutation abort-applies-acks" in entry["replay"]
+    assert (tmp_path / f"seed-{failing}.jsonl").exists()
+
+
+def test_cli_run_passes_and_replay_writes_the_history(tmp_path: Path) -> None:
+    done = _cli("run", "--seeds", "2", "--ops", "300", "--assume-fixed", "all")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no invariant violated" in done.stdout
+    history = tmp_path / "h.jsonl"
+    done = _cli("replay", "3", "--ops", "300", "--assume-fixed", "all", "--history", str(history))
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = history.read_text().splitlines()
+    assert lines and all(json.loads(line)["type"] for line in lines)
+
+
+def test_cli_rejects_unknown_names() -> None:
+    done = _cli("run", "--seeds", "1", "--mutation", "no-such-bug")
+    assert done.returncode == 64
+    assert "unknown mutation" in done.stderr

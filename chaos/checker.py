@@ -503,9 +503,24 @@ class Checker:
             v = entry.value
             if entry.f == "pending":
                 keys: list[tuple[Key, int]] = []
+                staged: set[int] | None = None
+                if "staged" in v:
+                    staged = {o for a, z in v["staged"] for o in range(int(a), int(z) + 1)}
+                missing: list[int] = []
                 for first, last, ack in v["batches"]:
                     for offset in range(int(first), int(last) + 1):
+                        if staged is not None and offset not in staged:
+                            missing.append(offset)
+                            continue
                         keys.append(((int(v["partition"]), offset), int(ack)))
+                if missing:
+                    self.report.add(
+                        "I15",
+                        f"TxnShareAcknowledge of {v['tid']} (pid {v['pid']}, epoch {v['epoch']})"
+                        f" answered NONE but offsets {missing[0]}..{missing[-1]} of partition"
+                        f" {v['partition']} did not become TX_PENDING",
+                        [entry.index],
+                    )
                 tag = self._tag_of_pending(entry, ack_invokes)
                 staging = {
                     "entry": entry.index,

@@ -1,10 +1,10 @@
 """Product bugs the simulation found, with stand-ins for their fixes.
 
-Each entry names a bug in the broker, a seed that reproduces it, and an *assumed fix*: a
+Each entry names a bug in the broker, how to reproduce it, and an *assumed fix*: a
 run-time patch (``chaos.patching``) that behaves as the fix would, so that the rest of the
 protocol stays under test (``sharetxn chaos run --assume-fixed``; the CI batch applies them)
-until the product is fixed.  When a fix lands, its entry must go: the test
-``test_unpatched_product`` in ``tests/chaos`` then passes and says so.
+until the product is fixed.  When a fix lands, its entry must go: the strict xfails
+``test_known_bug_reproduces`` and ``tests/chaos/test_known_bugs.py`` then XPASS and say so.
 
 * **B1 -- TxnShareAcknowledge below the SPSO is accepted and ignored.**
   ``SharePartition._plan_acks`` skips batches below the share-partition start offset ("Kafka
@@ -13,9 +13,11 @@ until the product is fixed.  When a fix lands, its entry must go: the test
   another member had already acknowledged those records.  Reached when a member's records are
   redelivered to someone else while it works on them -- its lock expired (a pause, a jump of
   the clock) or the broker restarted (acquisitions are not persisted) -- and the other
-  member's commit moved the SPSO past them.  Breaks exactly-once (I4 duplicates).  DESIGN §4.2
+  member's commit moved the SPSO past them.  Breaks exactly-once (I4 duplicates); the checker
+  sees it directly as an answer NONE whose records did not become TX_PENDING (I15).  DESIGN §4.2
   says every record must be ACQUIRED by that member, else INVALID_RECORD_STATE.
-  Reproduction: ``sharetxn chaos replay 20 --ops 2000``.
+  Reproduction: ``sharetxn chaos replay 1 --ops 2000 --assume-fixed B2`` (at the harness
+  commit that added this entry); on the core alone: ``tests/chaos/test_known_bugs.py``.
 
 * **B2 -- pruning loses committed transactional acknowledgements.**
   A COMMIT marker materializes the staged acks only in memory; the log holds them as the
@@ -26,7 +28,8 @@ until the product is fixed.  When a fix lands, its entry must go: the test
   restart the replayed marker finds nothing staged and the acknowledged records are delivered
   again (I1, I4).  A fix: snapshot the keys a commit materialized (or keep pruning below the
   committed batch until such a snapshot exists).
-  Reproduction: ``sharetxn chaos replay 5 --ops 2000`` (with B1 assumed fixed).
+  Reproduction: ``sharetxn chaos replay 17 --ops 2000 --assume-fixed B1``; on the core alone:
+  ``tests/chaos/test_known_bugs.py``.
 """
 
 from __future__ import annotations
@@ -123,7 +126,7 @@ KNOWN_BUGS: dict[str, Patch] = {
         "B1",
         "TxnShareAcknowledge of records below the SPSO answers NONE and stages nothing",
         _fix_b1,
-        ("I4",),
+        ("I15", "I4"),
     ),
     "B2": Patch(
         "B2",

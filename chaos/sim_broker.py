@@ -569,9 +569,28 @@ class SimBroker:
                             [b.first_offset, b.last_offset, b.ack_types[0]]
                             for b in by_partition[name]
                         ],
+                        # what really became TX_PENDING for this transaction
+                        "staged": self._staged(core, req, tip, by_partition[name]),
                     },
                 )
         return PartitionAnswer(errors)
+
+    @staticmethod
+    def _staged(
+        core: BrokerCore, req: TxnShareAck, tip: TopicIdPartition, batches: list[AckBatch]
+    ) -> list[list[int]]:
+        _error, sp = core.share.share_partition(req.group, tip)
+        if sp is None:
+            return []
+        out: list[list[int]] = []
+        for first, last, pending in sp.pending_acks():
+            if (pending.producer_id, pending.producer_epoch) != (req.pid, req.epoch):
+                continue
+            for b in batches:
+                a, z = max(first, b.first_offset), min(last, b.last_offset)
+                if a <= z:
+                    out.append([a, z])
+        return sorted(out)
 
     def _produce(self, core: BrokerCore, req: Produce) -> Answer:
         tp = TopicPartition(req.topic, req.partition)

@@ -1,0 +1,123 @@
+"""The product bugs the simulation found, reproduced directly on ``BrokerCore``.
+
+Both tests are strict xfails: they describe the behaviour DESIGN §4 asks for and fail today.
+When a bug is fixed the test XPASSes (and so fails): remove the xfail, and the bug's entry
+from ``chaos/known_bugs.py``.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from coordinator.broker import BrokerCore
+from coordinator.log.memory_log import MemoryStorage
+from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
+from coordinator.share.sessions import TopicIdPartition
+from coordinator.share.share_partition import AckBatch
+from txn.batch import build_batch
+from txn.clock import ManualClock
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode
+from txn.ids import TopicPartition
+
+pytestmark = pytest.mark.chaos
+
+GROUP = "g"
+ACCEPT = 1
+
+
+class Core:
+    def __init__(self, config: BrokerConfig, storage: MemoryStorage | None = None,
+                 clock: ManualClock | None = None) -> None:
+        self.config = config
+        self.storage = storage or MemoryStorage()
+        self.clock = clock or ManualClock()
+        self.core = BrokerCore(self.storage, self.clock, config, random.Random(3))
+
+    def restart(self) -> Core:
+        return Core(self.config, self.storage, self.clock)
+
+    @property
+    def tip(self) -> TopicIdPartition:
+        info = self.core.topics.get("in")
+        assert info is not None
+        return TopicIdPartition(info.topic_id, 0)
+
+    def setup(self, records: int = 5) -> None:
+        self.core.create_topic("in", 1, 1)
+        batch = build_batch([(None, f"v{i}".encode()) for i in range(records)], timestamp_ms=0)
+        assert self.core.produce(TopicPartition("in", 0), batch, None).error is ErrorCode.NONE
+        self.core.share.groups.alter_group_configs(GROUP, {"share.auto.offset.reset": "earliest"})
+        for member in ("m1", "m2"):
+            assert self.core.share.heartbeat(GROUP, member, 0, None, ["in"]).error is ErrorCode.NONE
+
+    def acquire(self, member: str) -> int:
+        error, session = self.core.share.open_or_check_session(GROUP, member, 0, hash(member))
+        assert session is not None, error
+        session.add([self.tip])
+        outcome = ShareFetchOutcome(ErrorCode.NONE)
+        self.core.share.acquire(GROUP, member, session, 100, 1 << 20, outcome)
+        return outcome.acquired_count
+
+    def begin(self, tid: str) -> tuple[int, int]:
+        tc = self.core.txn_coordinator
+        result = tc.init_producer_id(tid, 60000)
+        assert result.error is ErrorCode.NONE
+        state_tp = self.core.share.state_partition_of(GROUP, self.tip.topic_id, 0)
+        added = tc.add_partitions_to_txn(tid, result.producer_id, result.producer_epoch,
+                                         [state_tp])
+        assert added[state_tp] is ErrorCode.NONE
+        return result.producer_id, result.producer_epoch
+
+    def txn_ack(self, tid: str, pid: int, epoch: int, member: str, first: int,
+                last: int) -> ErrorCode:
+        results = self.core.share.txn_share_acknowledge(
+            GROUP, tid, pid, epoch, member,
+            [PartitionAcks(self.tip, [AckBatch(first, last, [ACCEPT])])],
+            self.core.txn_coordinator.verify_partitions,
+        )
+        return results[self.tip]
+
+    def commit(self, tid: str, pid: int, epoch: int) -> None:
+        end = self.core.txn_coordinator.end_txn(tid, pid, epoch, True, tv2=False)
+        assert end.error is ErrorCode.NONE
+        self.clock.advance(10)  # deliver the markers
+
+
+@pytest.mark.xfail(strict=True, reason="B1: TxnShareAcknowledge below the SPSO is ignored")
+def test_b1_txn_ack_of_records_another_member_acknowledged_is_refused() -> None:
+    h = Core(BrokerConfig({"group.share.min.record.lock.duration.ms": "1000",
+                           "group.share.record.lock.duration.ms": "1000"}))
+    h.setup()
+    assert h.acquire("m1") == 5
+    h.clock.advance(2000)  # m1 stalls: its locks expire
+    assert h.acquire("m2") == 5
+    pid2, epoch2 = h.begin("t2")
+    assert h.txn_ack("t2", pid2, epoch2, "m2", 0, 4) is ErrorCode.NONE
+    h.commit("t2", pid2, epoch2)  # m2's outputs and acks commit: the SPSO moves to 5
+    pid1, epoch1 = h.begin("t1")
+    # m1 does not hold these records: DESIGN §4.2 says INVALID_RECORD_STATE.  Today: NONE
+    # with nothing staged, so m1 commits a second copy of the outputs.
+    assert h.txn_ack("t1", pid1, epoch1, "m1", 0, 4) is ErrorCode.INVALID_RECORD_STATE
+
+
+@pytest.mark.xfail(strict=True, reason="B2: pruning drops committed transactional acks")
+def test_b2_committed_acks_survive_pruning_and_a_restart() -> None:
+    h = Core(BrokerConfig({"share.coordinator.snapshot.update.records.per.snapshot": "1"}))
+    h.setup()
+    assert h.acquire("m1") == 5
+    pid, epoch = h.begin("t")
+    assert h.txn_ack("t", pid, epoch, "m1", 0, 1) is ErrorCode.NONE  # staged, transactional
+    _error, sp = h.core.share.share_partition(GROUP, h.tip)
+    assert sp is not None
+    # a plain acknowledgement writes a ShareSnapshot (without the staged acks) after them
+    assert sp.acknowledge("m1", [AckBatch(4, 4, [ACCEPT])]) is ErrorCode.NONE
+    h.commit("t", pid, epoch)
+    assert sp.start_offset == 2  # 0..1 ACKNOWLEDGED
+    h.core.share.persister.prune()  # passes the committed pending batch, keeps the marker
+    again = h.restart()
+    _error, sp2 = again.core.share.share_partition(GROUP, again.tip)
+    assert sp2 is not None
+    assert sp2.start_offset == 2, "the committed acknowledgements of 0..1 were lost"

@@ -164,6 +164,9 @@ class _KeyState:
     update_count: int
     # Log offset of the latest ShareSnapshot: everything before it is redundant for this key.
     snapshot_offset: int
+    # First offset of a committed transactional batch materialized into this state after its
+    # latest snapshot: until a new snapshot holds it, replay needs the log from there.
+    materialized_floor: int | None = None
 
 
 @dataclass
@@ -863,7 +866,26 @@ class ShareCoordinator:
                 else appended
             )
         keys = self._apply_marker(part, producer_id, producer_epoch, commit)
+        if commit:
+            for key in keys:
+                # Best effort: a failed snapshot keeps the pruning floor, so nothing is lost.
+                self._snapshot_key(part, key)
         return MarkerOutcome(ErrorCode.NONE, tuple(keys), applied=bool(keys))
+
+    def _snapshot_key(self, part: _StatePartition, key: ShareStateKey) -> ErrorCode:
+        entry = part.states.get(key)
+        if entry is None:
+            return ErrorCode.NONE
+        value = ShareSnapshotValue(
+            snapshot_epoch=entry.snapshot_epoch + 1,
+            state_epoch=entry.state_epoch,
+            leader_epoch=entry.leader_epoch,
+            start_offset=entry.start_offset,
+            create_timestamp=entry.create_timestamp,
+            write_timestamp=self._clock.now_ms(),
+            state_batches=_to_records(entry.batches),
+        )
+        return self._write(part, key, value)
 
     def pending_for(
         self, key: ShareStateKey
@@ -976,6 +998,12 @@ class ShareCoordinator:
             start = _past_terminal_prefix(entry.start_offset, batches)
             entry.start_offset = start
             entry.batches = tuple(combine(batches, (), start))
+            # The acks live only in the pending batch (and the marker) until a snapshot holds
+            # them: pruning must not pass that batch before then.
+            floor = entry.materialized_floor
+            entry.materialized_floor = (
+                pending.first_offset if floor is None else min(floor, pending.first_offset)
+            )
         return keys
 
     # --- internals: pruning and timers --------------------------------------------------------
@@ -983,6 +1011,9 @@ class ShareCoordinator:
     @staticmethod
     def _first_needed_offset(part: _StatePartition) -> int:
         needed = [entry.snapshot_offset for entry in part.states.values()]
+        needed.extend(
+            e.materialized_floor for e in part.states.values() if e.materialized_floor is not None
+        )
         needed.extend(pending.first_offset for pending in part.pending_txn.values())
         return min(needed) if needed else part.log.log_end_offset
 

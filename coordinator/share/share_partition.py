@@ -669,6 +669,10 @@ class SharePartition:
         plan: list[_Change] = []
         renew_lock: AcquisitionLock | None = None
         for batch in batches:
+            if txn is not None and batch.first_offset < self._start:
+                # A transactional ack must find its records ACQUIRED by this member; below the
+                # SPSO they were acknowledged already (by someone), so nothing can be staged.
+                return ErrorCode.INVALID_RECORD_STATE
             if batch.last_offset < self._start:
                 continue  # already past the SPSO: nothing to do (Kafka ignores it)
             if self._start >= self._end:

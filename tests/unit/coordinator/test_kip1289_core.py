@@ -276,3 +276,34 @@ def test_markers_are_idempotent_and_old_epochs_do_not_touch_newer_transactions()
     )
     _error, sp = h.core.share.share_partition(GROUP, h.tip)
     assert sp is not None and sp.start_offset == 5
+
+
+def test_transactional_ack_of_records_past_the_spso_is_refused() -> None:
+    """A member whose lock expired cannot stage acks for records someone else accepted."""
+    h = Harness()
+    h.setup(**{"share.record.lock.duration.ms": "1000"})
+    h.acquire("m1")
+    h.clock.advance(1500)  # m1's locks expire; the records go back
+    assert h.acquire("m2") == 5
+    _error, sp = h.core.share.share_partition(GROUP, h.tip)
+    assert sp is not None and sp.acknowledge("m2", [AckBatch(0, 4, [1])]) is ErrorCode.NONE
+    pid, epoch = h.init()
+    h.add_share_acks(pid, epoch)
+    assert h.txn_ack(pid, epoch, 0, 4) is ErrorCode.INVALID_RECORD_STATE
+
+
+def test_committed_acks_survive_pruning_and_a_restart() -> None:
+    """A snapshot written while the transaction was open must not let pruning drop its acks."""
+    h = Harness()
+    h.setup()
+    h.acquire()
+    pid, epoch = h.init(enable_2pc=True)  # never timed out: the open transaction waits
+    h.add_share_acks(pid, epoch)
+    h.txn_ack(pid, epoch, 0, 4)
+    h.clock.advance(300_001)  # the cold-partition job re-snapshots the key meanwhile
+    h.end(pid, epoch, commit=True)
+    h.core.share.persister.prune()
+    h2 = h.restart()
+    _error, sp = h2.core.share.share_partition(GROUP, h2.tip)
+    assert sp is not None and sp.start_offset == 5
+    assert h2.acquire("m2") == 0

@@ -750,9 +750,9 @@ def run_batch(
             if on_summary is not None:
                 on_summary(summary)
         return out
-    context = multiprocessing.get_context(
-        "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    )
+    # spawn, not fork: the parent may run threads (pytest, rich), and the children only need
+    # ``_summary_job`` and picklable options.
+    context = multiprocessing.get_context("spawn")
     with context.Pool(jobs) as pool:
         for summary in pool.imap_unordered(_summary_job, work):
             out.append(summary)

@@ -56,8 +56,17 @@ def test_i15_txn_ack_answered_none_without_staging() -> None:
     story.event(
         BROKER,
         "pending",
-        {"tid": "w0", "pid": 1, "epoch": 0, "member": "m", "topic": "in", "partition": 0,
-         "state_partition": 0, "batches": [[5, 6, 1]], "staged": [[5, 5]]},
+        {
+            "tid": "w0",
+            "pid": 1,
+            "epoch": 0,
+            "member": "m",
+            "topic": "in",
+            "partition": 0,
+            "state_partition": 0,
+            "batches": [[5, 6, 1]],
+            "staged": [[5, 5]],
+        },
     )
     messages = [v.message for v in story.finish() if v.invariant == "I15"]
     assert messages and "did not become TX_PENDING" in messages[0]

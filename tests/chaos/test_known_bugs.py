@@ -29,8 +29,12 @@ ACCEPT = 1
 
 
 class Core:
-    def __init__(self, config: BrokerConfig, storage: MemoryStorage | None = None,
-                 clock: ManualClock | None = None) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        storage: MemoryStorage | None = None,
+        clock: ManualClock | None = None,
+    ) -> None:
         self.config = config
         self.storage = storage or MemoryStorage()
         self.clock = clock or ManualClock()
@@ -66,15 +70,19 @@ class Core:
         result = tc.init_producer_id(tid, 60000)
         assert result.error is ErrorCode.NONE
         state_tp = self.core.share.state_partition_of(GROUP, self.tip.topic_id, 0)
-        added = tc.add_partitions_to_txn(tid, result.producer_id, result.producer_epoch,
-                                         [state_tp])
+        added = tc.add_partitions_to_txn(tid, result.producer_id, result.producer_epoch, [state_tp])
         assert added[state_tp] is ErrorCode.NONE
         return result.producer_id, result.producer_epoch
 
-    def txn_ack(self, tid: str, pid: int, epoch: int, member: str, first: int,
-                last: int) -> ErrorCode:
+    def txn_ack(
+        self, tid: str, pid: int, epoch: int, member: str, first: int, last: int
+    ) -> ErrorCode:
         results = self.core.share.txn_share_acknowledge(
-            GROUP, tid, pid, epoch, member,
+            GROUP,
+            tid,
+            pid,
+            epoch,
+            member,
             [PartitionAcks(self.tip, [AckBatch(first, last, [ACCEPT])])],
             self.core.txn_coordinator.verify_partitions,
         )
@@ -88,8 +96,14 @@ class Core:
 
 @pytest.mark.xfail(strict=True, reason="B1: TxnShareAcknowledge below the SPSO is ignored")
 def test_b1_txn_ack_of_records_another_member_acknowledged_is_refused() -> None:
-    h = Core(BrokerConfig({"group.share.min.record.lock.duration.ms": "1000",
-                           "group.share.record.lock.duration.ms": "1000"}))
+    h = Core(
+        BrokerConfig(
+            {
+                "group.share.min.record.lock.duration.ms": "1000",
+                "group.share.record.lock.duration.ms": "1000",
+            }
+        )
+    )
     h.setup()
     assert h.acquire("m1") == 5
     h.clock.advance(2000)  # m1 stalls: its locks expire

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 EXAMPLES = """examples:
   sharetxn chaos run --seeds 200 --ops 2000
   sharetxn chaos run --seeds 1000 --first-seed 5000 --jobs 4 --json > runs.json
-  sharetxn chaos run --seeds 50 --assume-fixed all        # known product bugs patched out
+  sharetxn chaos run --seeds 50 --assume-fixed all        # open product bugs patched out
   sharetxn chaos replay 17 --ops 2000 --history seed17.jsonl
   sharetxn chaos mutants --max-seeds 100
   sharetxn chaos bugs
@@ -41,7 +41,7 @@ def _patch_options(parser: argparse.ArgumentParser) -> None:
         "--assume-fixed",
         default="",
         metavar="BUGS",
-        help="patch out known product bugs (comma-separated ids, or 'all'; see 'chaos bugs')",
+        help="patch out open product bugs (comma-separated ids, or 'all'; see 'chaos bugs')",
     )
     parser.add_argument(
         "--mutation", default=None, help="seed a protocol bug (see 'chaos mutants --list')"
@@ -270,9 +270,13 @@ def _mutants(args: argparse.Namespace) -> int:
 
 
 def _bugs() -> int:
-    from chaos.known_bugs import KNOWN_BUGS  # noqa: PLC0415
+    from chaos.known_bugs import FIXED, KNOWN_BUGS  # noqa: PLC0415
 
+    if not KNOWN_BUGS:
+        print("open: none")
     for name, patch in KNOWN_BUGS.items():
-        print(f"{name}: {patch.description} (caught by {', '.join(patch.invariants)})")
-    print("details and reproductions: chaos/known_bugs.py, docs/chaos.md")
+        print(f"{name} (open): {patch.description} (caught by {', '.join(patch.invariants)})")
+    for name, description in FIXED.items():
+        print(f"{name} (fixed): {description}")
+    print("details: chaos/known_bugs.py, docs/chaos.md")
     return EXIT_OK

@@ -34,7 +34,7 @@ from typing import Any
 
 from chaos.checker import Violation, check
 from chaos.faults import FaultProfile, draw_profile, with_tv0_hazards
-from chaos.history import BROKER, FINAL, NEMESIS, Entry, History
+from chaos.history import BROKER, FINAL, NEMESIS, History
 from chaos.patching import Patch, applied
 from chaos.sim_broker import ConnectionClosed, SimBroker, is_idempotent, is_replayable_tv0
 from chaos.sim_client import ClientRuntime, Proc
@@ -771,14 +771,3 @@ def quiet_logs() -> Iterator[None]:
         yield
     finally:
         logging.disable(saved)
-
-
-__all__ = [
-    "Entry",
-    "RunResult",
-    "RunStats",
-    "Simulation",
-    "read_committed",
-    "run_seed",
-    "run_seeds",
-]

@@ -334,13 +334,20 @@ class Worker:
     def heartbeat(self) -> Gen:
         env = self.env
         cfg = env.config
+        full = True  # a full request (subscription included) makes the broker send the assignment
         while env.phase != DONE:
             joining = self.member_epoch == 0
             request = Heartbeat(
-                cfg.group, self.member, self.member_epoch, (cfg.input_topic,) if joining else None
+                cfg.group,
+                self.member,
+                self.member_epoch,
+                (cfg.input_topic,) if joining or full else None,
             )
             op = env.invoke(self.proc, "join", {"member": self.member}) if joining else -1
             response = yield from self._call(request)
+            # As Kafka's membership manager: after a lost answer or an error the next heartbeat
+            # is a full request, so an assignment sent in a lost response is sent again.
+            full = response is TIMEOUT or response.error is not E.NONE
             if response is TIMEOUT:
                 if op >= 0:
                     env.done(op, "info", {"error": "timeout"})

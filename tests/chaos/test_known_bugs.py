@@ -1,8 +1,8 @@
 """The product bugs the simulation found, reproduced directly on ``BrokerCore``.
 
-Both tests are strict xfails: they describe the behaviour DESIGN §4 asks for and fail today.
-When a bug is fixed the test XPASSes (and so fails): remove the xfail, and the bug's entry
-from ``chaos/known_bugs.py``.
+B1 and B2 are fixed (commit 0f16192): these are their regression tests.  A new bug found by the
+simulation gets its reproduction here as a strict xfail until it is fixed (see
+``chaos/known_bugs.py``).
 """
 
 from __future__ import annotations
@@ -94,7 +94,6 @@ class Core:
         self.clock.advance(10)  # deliver the markers
 
 
-@pytest.mark.xfail(strict=True, reason="B1: TxnShareAcknowledge below the SPSO is ignored")
 def test_b1_txn_ack_of_records_another_member_acknowledged_is_refused() -> None:
     h = Core(
         BrokerConfig(
@@ -112,12 +111,11 @@ def test_b1_txn_ack_of_records_another_member_acknowledged_is_refused() -> None:
     assert h.txn_ack("t2", pid2, epoch2, "m2", 0, 4) is ErrorCode.NONE
     h.commit("t2", pid2, epoch2)  # m2's outputs and acks commit: the SPSO moves to 5
     pid1, epoch1 = h.begin("t1")
-    # m1 does not hold these records: DESIGN §4.2 says INVALID_RECORD_STATE.  Today: NONE
-    # with nothing staged, so m1 commits a second copy of the outputs.
+    # m1 does not hold these records: DESIGN §4.2 says INVALID_RECORD_STATE (B1 answered NONE
+    # with nothing staged, and m1 committed a second copy of the outputs).
     assert h.txn_ack("t1", pid1, epoch1, "m1", 0, 4) is ErrorCode.INVALID_RECORD_STATE
 
 
-@pytest.mark.xfail(strict=True, reason="B2: pruning drops committed transactional acks")
 def test_b2_committed_acks_survive_pruning_and_a_restart() -> None:
     h = Core(BrokerConfig({"share.coordinator.snapshot.update.records.per.snapshot": "1"}))
     h.setup()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import pytest
 
@@ -14,6 +15,7 @@ from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
 from coordinator.share.sessions import TopicIdPartition
 from coordinator.share.share_partition import AckBatch
 from txn.batch import build_batch
+from txn.clock import Timer
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
@@ -26,11 +28,6 @@ UNSYNCED = LogConfig(flush_interval_messages=1_000_000)
 
 def batch(value: str) -> bytes:
     return build_batch([(None, value.encode())], timestamp_ms=0)
-
-
-def values(disk: SimDisk) -> list[bytes]:
-    log = disk.open_log("t", 0, UNSYNCED)
-    return [raw[-6:-1] for _h, raw in log.batches(0)]
 
 
 def test_synced_batches_survive_a_crash_unsynced_ones_may_not() -> None:
@@ -138,11 +135,13 @@ def test_broker_core_recovers_from_the_sim_disk_after_a_crash() -> None:
 
 
 class _Clock:
+    """A plain ``Clock`` on the simulator's loop (no incarnations)."""
+
     def __init__(self, loop: SimLoop) -> None:
         self._loop = loop
 
     def now_ms(self) -> int:
         return self._loop.now_ms()
 
-    def schedule(self, delay_ms: int, callback: object) -> object:
-        return self._loop.after(delay_ms, callback)  # type: ignore[arg-type]
+    def schedule(self, delay_ms: int, callback: Callable[[], None]) -> Timer:
+        return self._loop.after(delay_ms, callback)

@@ -1,8 +1,7 @@
 """Whole simulation runs: determinism, the CI batch, known bugs, and the CLI.
 
 The CI batch is the issue's 200 seeds x 2,000 operations, run in two processes; it applies the
-assumed fixes of the product bugs the simulation found (``chaos.known_bugs``), and
-``test_known_bug_reproduces`` keeps each of those bugs visible until it is fixed.
+assumed fixes of any open product bug the simulation found (``chaos.known_bugs``; none now).
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from chaos.known_bugs import KNOWN_BUGS
-from chaos.runner import RunOptions, run_batch, run_options, run_seed
+from chaos.runner import RunOptions, run_batch, run_seed
 
 pytestmark = pytest.mark.chaos
 
@@ -24,10 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 CI_SEEDS = 200
 CI_OPS = 2000
 ALL_FIXES = RunOptions(tuple(KNOWN_BUGS))
-
-# Each known bug, alone (the others patched out), shows within these seeds.  Which seed shows
-# it first depends on the harness commit; chaos/known_bugs.py names one for the current one.
-REPRODUCTION_SEEDS = range(1, 41)
 
 
 def test_same_seed_same_history_byte_for_byte() -> None:
@@ -69,18 +64,6 @@ def test_ci_batch_has_no_violation() -> None:
     )
     assert all(s.quiescent for s in summaries)
     assert sum(s.invoked for s in summaries) >= CI_SEEDS * CI_OPS
-
-
-@pytest.mark.parametrize("bug", sorted(KNOWN_BUGS))
-@pytest.mark.xfail(strict=True, reason="a known product bug (chaos/known_bugs.py)")
-def test_known_bug_reproduces(bug: str) -> None:
-    """Fails while the bug is there; once fixed, XPASS tells you to drop it from known_bugs."""
-    options = RunOptions(tuple(name for name in KNOWN_BUGS if name != bug))
-    for seed in REPRODUCTION_SEEDS:
-        result = run_options(seed, CI_OPS, options)
-        assert result.ok, f"seed {seed}:\n" + "\n".join(
-            v.describe(result.history.entries) for v in result.violations[:3]
-        )
 
 
 def test_cli_run_reports_failing_seeds_with_their_replay_command(tmp_path: Path) -> None:

@@ -211,7 +211,7 @@ MUTATIONS: dict[str, Patch] = {
             "skip-restore-pending",
             "a restart does not make the records of open transactions TX_PENDING again",
             _skip_restore_pending,
-            ("I7", "I4"),
+            ("I7", "I4", "I1"),
         ),
         Patch(
             "abort-resets-delivery",
@@ -223,13 +223,13 @@ MUTATIONS: dict[str, Patch] = {
             "release-pending-on-close",
             "a share-session close or member expiry releases TX_PENDING records",
             _release_pending_on_close,
-            ("I7", "I4"),
+            ("I7", "I4", "I1"),
         ),
         Patch(
             "lock-expiry-releases-pending",
             "the acquisition lock of a TX_PENDING record is not cancelled",
             _lock_expiry_releases_pending,
-            ("I7", "I4"),
+            ("I7", "I4", "I1"),
         ),
     )
 }

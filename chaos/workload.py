@@ -465,10 +465,18 @@ class Worker:
         return None
 
     def _drop_lease(self, tid: str, *, dirty: bool) -> None:
+        """Give the 2PC id back; ``dirty``: a transaction of ours may be left open on it.
+
+        A zombie may have lost the lease already (its replacement released it, and a cleaner
+        may have fenced the id since) while one of its requests, landing late, opened a new
+        transaction there: then the id is marked dirty anyway, if nobody else holds it.
+        """
         lease = self.env.shared.leases[tid]
         if lease.holder is self.proc:
             lease.holder = None
             lease.dirty = dirty
+        elif dirty and lease.holder is None and lease.intent is None:
+            lease.dirty = True
 
     def _transact(
         self, records: list[tuple[str, int, int, str, int]], twopc_tid: str | None

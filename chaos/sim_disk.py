@@ -30,9 +30,11 @@ from dataclasses import dataclass, field, replace
 from coordinator.log.memory_log import (
     FlushPolicy,
     assign_offset,
+    batches_from,
     check_config,
     check_partition,
     out_of_range,
+    read_whole_batches,
     validate_batch,
 )
 from coordinator.log.storage import LogConfig
@@ -135,29 +137,11 @@ class SimLog:
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         self._check_open()
-        data = self._data
-        if offset < data.start or offset > data.end:
-            raise out_of_range(offset, data.start, data.end)
-        if offset == data.end:
-            return b""
-        index = bisect.bisect_right(data.bases, offset) - 1
-        parts = [data.blobs[index]]
-        total = len(parts[0])
-        for blob in data.blobs[index + 1 :]:
-            if total + len(blob) > max_bytes:
-                break
-            parts.append(blob)
-            total += len(blob)
-        return b"".join(parts)
+        return read_whole_batches(self._data, offset, max_bytes)
 
     def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
         self._check_open()
-        data = self._data
-        start = max(start_offset, data.start)
-        if start >= data.end:
-            return iter(())
-        index = max(bisect.bisect_right(data.bases, start) - 1, 0)
-        return iter(list(zip(data.headers[index:], data.blobs[index:], strict=True)))
+        return batches_from(self._data, start_offset)
 
     def flush(self) -> None:
         self._check_open()

@@ -12,6 +12,7 @@ import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from coordinator.log.storage import LogConfig
 from txn.batch import BatchFormatError, BatchHeader, crc_ok, parse_header, set_base_offset
@@ -118,6 +119,42 @@ class FlushPolicy:
         self.oldest_unflushed_ms = None
 
 
+class BatchList(Protocol):
+    """Batches kept in memory in offset order (the memory log's and the simulated disk's)."""
+
+    bases: list[int]
+    headers: list[BatchHeader]
+    blobs: list[bytes]
+    start: int
+    end: int
+
+
+def read_whole_batches(data: BatchList, offset: int, max_bytes: int) -> bytes:
+    """Whole batches from the one containing ``offset``; the first regardless of size."""
+    if offset < data.start or offset > data.end:
+        raise out_of_range(offset, data.start, data.end)
+    if offset == data.end:
+        return b""
+    index = bisect.bisect_right(data.bases, offset) - 1
+    parts = [data.blobs[index]]
+    total = len(parts[0])
+    for blob in data.blobs[index + 1 :]:
+        if total + len(blob) > max_bytes:
+            break
+        parts.append(blob)
+        total += len(blob)
+    return b"".join(parts)
+
+
+def batches_from(data: BatchList, start_offset: int) -> Iterator[tuple[BatchHeader, bytes]]:
+    """Batches with last offset >= max(start_offset, log start), as of this call."""
+    start = max(start_offset, data.start)
+    if start >= data.end:
+        return iter(())
+    index = max(bisect.bisect_right(data.bases, start) - 1, 0)
+    return iter(list(zip(data.headers[index:], data.blobs[index:], strict=True)))
+
+
 @dataclass
 class _MemoryData:
     """What survives closing and reopening a memory log (the 'disk')."""
@@ -179,30 +216,12 @@ class MemoryLog:
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Whole batches from the one containing ``offset``; the first regardless of size."""
         self._check_open()
-        data = self._data
-        if offset < data.start or offset > data.end:
-            raise out_of_range(offset, data.start, data.end)
-        if offset == data.end:
-            return b""
-        index = bisect.bisect_right(data.bases, offset) - 1
-        parts = [data.blobs[index]]
-        total = len(parts[0])
-        for blob in data.blobs[index + 1 :]:
-            if total + len(blob) > max_bytes:
-                break
-            parts.append(blob)
-            total += len(blob)
-        return b"".join(parts)
+        return read_whole_batches(self._data, offset, max_bytes)
 
     def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
         """Batches with last offset >= max(start_offset, log_start_offset), as of this call."""
         self._check_open()
-        data = self._data
-        start = max(start_offset, data.start)
-        if start >= data.end:
-            return iter(())
-        index = max(bisect.bisect_right(data.bases, start) - 1, 0)
-        return iter(list(zip(data.headers[index:], data.blobs[index:], strict=True)))
+        return batches_from(self._data, start_offset)
 
     def flush(self) -> None:
         self._check_open()

@@ -564,7 +564,13 @@ class TransactionalProducer:
                         for topic_id, parts in per_topic.items()
                     ],
                 }
-                resp = self._client.send(leader, API_TXN_SHARE_ACKNOWLEDGE, body)
+                try:
+                    resp = self._client.send(leader, API_TXN_SHARE_ACKNOWLEDGE, body)
+                except (NetworkError, RequestTimedOutError):
+                    # Unanswered: it may still stage these acks later, possibly in the next
+                    # transaction of this epoch; the transaction ends with an epoch bump.
+                    self._txn.request_epoch_bump()
+                    raise
                 worst: KafkaProtocolError | None = None
                 for topic in resp.topics:
                     name = names.get(topic.topic_id)
@@ -866,10 +872,19 @@ class TransactionalProducer:
         The epoch is bumped (InitProducerId with the current id and epoch, KIP-360) when a
         batch's fate was unknown, or when the transaction was taken over from another
         process (keep_prepared_txn / resume): either way the broker's sequence numbers for
-        this epoch are unknown here, and a new epoch restarts them at 0.
+        this epoch are unknown here, and a new epoch restarts them at 0.  It is bumped too
+        when an EndTxn or TxnShareAcknowledge of this transaction went unanswered: that copy
+        may still reach the broker later, and under transaction version 0/1 the epoch stays
+        across transactions, so it would commit, abort or stage acknowledgements in the *next*
+        transaction (KAFKA-17754).  The EndTxn itself is re-sent unchanged until it gets a
+        definite answer (CONCURRENT_TRANSACTIONS is retried); the next transaction can only
+        begin after that answer and the bump.
         """
         if self._txn.transaction_started:
             self._end_txn(commit=commit, deadline=deadline)
+            # The EndTxn has its definite answer: a call repeated after the bump below timed
+            # out must not send it again (the epoch may have moved on meanwhile).
+            self._txn.clear_transaction()
         if self._txn.needs_epoch_bump:
             resp = self._init_producer_id(False, deadline, current=self._txn.producer_id_and_epoch)
             self._txn.set_producer_id_and_epoch(int(resp.producer_id), int(resp.producer_epoch))
@@ -900,7 +915,12 @@ class TransactionalProducer:
 
         def attempt() -> Any:
             node = self._client.coordinator_for(KEY_TYPE_TRANSACTION, tid)
-            resp = self._client.send(node, api_key, body, min_version=min_version)
+            try:
+                resp = self._client.send(node, api_key, body, min_version=min_version)
+            except (NetworkError, RequestTimedOutError):
+                if api_key == API_END_TXN:
+                    self._txn.request_epoch_bump()  # this copy may still land (see above)
+                raise
             code = int(resp.error_code)
             if code != ErrorCode.NONE:
                 if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):

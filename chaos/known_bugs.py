@@ -9,7 +9,7 @@ it a regression test and move the entry to ``FIXED``.
 
 Open bugs: none.
 
-Fixed (found by this simulation, fixed in commit 0f16192; regression tests in
+Fixed (found by this simulation; B1 and B2 fixed in commit 0f16192; regression tests in
 ``tests/chaos/test_known_bugs.py``):
 
 * **B1 -- TxnShareAcknowledge below the SPSO was accepted and ignored.**
@@ -30,6 +30,15 @@ Fixed (found by this simulation, fixed in commit 0f16192; regression tests in
   the pending batch but not the marker.  After a restart the replayed marker found nothing
   staged and the acknowledged records were delivered again (I1, I4).  Seed 17 (2,000
   operations, B1 patched out) at commit 121e429.
+
+* **B3 -- a share partition whose initialization failed stayed failed.**
+  ``ShareManager.share_partition`` kept a ``SharePartition`` in the FAILED state in its cache,
+  and a FAILED partition is never re-initialized, so every later ShareFetch of that partition
+  answered UNKNOWN_SERVER_ERROR until the broker restarted (Kafka's SharePartitionManager drops
+  a partition whose initialization failed, and the next request creates a fresh one).  Reached
+  when the state write of a fresh partition's initialization hits an I/O error; its records
+  were never consumed (I13).  Seed 144 (2,000 operations) once the marker channel's stale
+  copies joined the swarm; fixed with the harness change that found it.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ KNOWN_BUGS: dict[str, Patch] = {}
 FIXED: dict[str, str] = {
     "B1": "TxnShareAcknowledge of records below the SPSO answered NONE and staged nothing",
     "B2": "pruning after a commit dropped the pending batch, so a restart lost committed acks",
+    "B3": "a share partition whose initialization failed (I/O error) was never retried",
 }
 
 

@@ -262,6 +262,11 @@ class ShareManager:
     ) -> tuple[ErrorCode, SharePartition | None]:
         key = (group_id, tip.topic_id, tip.partition)
         sp = self.share_partitions.get(key)
+        if sp is not None and sp.state is SharePartitionState.FAILED:
+            # Its initialization failed (e.g. a state write hit an I/O error): as Kafka's
+            # SharePartitionManager, discard it so the next request starts a fresh one.
+            del self.share_partitions[key]
+            sp = None
         if sp is None:
             info = self.topics.by_id(tip.topic_id)
             if info is None:

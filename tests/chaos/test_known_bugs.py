@@ -1,7 +1,7 @@
 """The product bugs the simulation found, reproduced directly on ``BrokerCore``.
 
-B1 and B2 are fixed (commit 0f16192): these are their regression tests.  A new bug found by the
-simulation gets its reproduction here as a strict xfail until it is fixed (see
+B1 and B2 (commit 0f16192) and B3 are fixed: these are their regression tests.  A new bug found
+by the simulation gets its reproduction here as a strict xfail until it is fixed (see
 ``chaos/known_bugs.py``).
 """
 
@@ -133,3 +133,27 @@ def test_b2_committed_acks_survive_pruning_and_a_restart() -> None:
     _error, sp2 = again.core.share.share_partition(GROUP, again.tip)
     assert sp2 is not None
     assert sp2.start_offset == 2, "the committed acknowledgements of 0..1 were lost"
+
+
+def test_b3_a_share_partition_whose_initialization_failed_is_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = Core(BrokerConfig({}))
+    h.setup()
+    state_tp = h.core.share.state_partition_of(GROUP, h.tip.topic_id, 0)
+    state_log = h.storage.open_log(state_tp.topic, state_tp.partition)
+    append = state_log.append
+    failures = [OSError(5, "simulated I/O error")]
+
+    def failing_append(batch: bytes, now_ms: int) -> object:
+        if failures:
+            raise failures.pop()
+        return append(batch, now_ms)
+
+    monkeypatch.setattr(state_log, "append", failing_append)
+    error, sp = h.core.share.share_partition(GROUP, h.tip)
+    assert sp is None and error is not ErrorCode.NONE  # the first initialization failed
+    # B3: the FAILED partition was kept and answered UNKNOWN_SERVER_ERROR forever.
+    error, sp = h.core.share.share_partition(GROUP, h.tip)
+    assert error is ErrorCode.NONE and sp is not None
+    assert h.acquire("m1") == 5

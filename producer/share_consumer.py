@@ -873,6 +873,10 @@ class ShareConsumer:
         taken and failed (reported by ``commit_sync``) instead of sent.
         """
         out: dict[TopicPartition, list[tuple[int, AcknowledgeType]]] = {}
+        if self._mode == "transactional":
+            # Recorded acks reach the broker only inside a transaction: never piggyback
+            # them on a ShareFetch (a second poll before send_share_acks_to_transaction).
+            return out
         stale: dict[TopicPartition, list[tuple[int, AcknowledgeType]]] = {}
         for tp, inflight in self._inflight.items():
             wanted = keep is None or keep(tp, inflight.topic_id)
@@ -987,6 +991,8 @@ class ShareConsumer:
         return records, True
 
     def _has_acks(self, node: int) -> bool:
+        if self._mode == "transactional":
+            return False  # only a transaction sends them
         return any(
             a.node_id == node
             for inflight in self._inflight.values()

@@ -455,6 +455,26 @@ def test_transactional_mode_records_acks_and_keeps_records_acquired(broker: Loca
     assert {r.delivery_count for r in again} == {1}
 
 
+def test_transactional_mode_never_piggybacks_recorded_acks_on_a_fetch(
+    broker: LocalBroker,
+) -> None:
+    """Polling again before send_share_acks_to_transaction must not send the acks."""
+    b = broker.bootstrap_servers
+    group = new_group()
+    topic = setup_topic(b, 1, 10, group, **{"share.record.lock.duration.ms": "30000"})
+    c = consumer(b, group, "transactional")
+    c.subscribe([topic])
+    got = poll_until(c, 10)
+    for r in got:
+        c.acknowledge(r)
+    assert c.poll(0.5) == []  # a ShareFetch goes out; the recorded acks must stay here
+    assert c.acknowledgements().record_count == 10
+    with Admin(b) as admin:
+        (offset,) = admin.describe_share_group_offsets(group, [topic])
+    assert offset.start_offset == 0  # nothing was acknowledged outside a transaction
+    c.close()
+
+
 # -- close and failures --------------------------------------------------------------------------
 
 

@@ -12,15 +12,17 @@ Implemented invariants (numbering of ``../shared/reference/chaos-and-recovery.md
   share-state partition is never delivered again;
 * **I2 output atomicity** -- a transaction's confirmed outputs are all visible or none is;
   a committed ACCEPT has its output visible;
-* **I3 aborted read (G1a)** -- no output of a transaction known to be aborted is visible;
+* **I3 aborted read (G1a)** -- no output of a transaction known to be aborted is visible, and
+  everything the concurrent read_committed consumer saw during the run is in the final
+  committed output (it never reads what is later aborted);
 * **I4 exactly-once per input** -- no input has two visible outputs;
 * **I5 no lost input** -- every input is visible in the output unless it reached the delivery
   count limit (archived);
 * **I6 abort revert** -- a record whose pending ACCEPT was aborted is delivered again (or was at
   the limit);
 * **I7 pending exclusivity** -- a TX_PENDING record is never acquired;
-* **I8 delivery-count sanity** -- delivery counts stay in 1..limit and never go down within one
-  broker incarnation;
+* **I8 delivery-count sanity** -- delivery counts stay in 1..limit and, within one broker
+  incarnation, each delivery of a record counts once: never down, never up by more than one;
 * **I9 epoch fencing** -- no produce or pending acknowledgement of (pid, e) is accepted after
   anything of (pid, e' > e) was;
 * **I10 legal coordinator transitions** -- consecutive observed states of a transactional id
@@ -47,7 +49,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.history import BROKER, FINAL, NEMESIS, Entry, pairs
+from chaos.history import BROKER, FINAL, NEMESIS, READER, Entry, pairs
 
 MAX_PER_INVARIANT = 20
 
@@ -247,6 +249,7 @@ class Checker:
         self.max_dc: dict[Key, int] = defaultdict(int)
         self.quiescent = False
         self.lso: dict[int, int] = {}  # output partition -> final last stable offset
+        self.reads: list[Entry] = []  # the concurrent read_committed consumer's polls
 
     def _pinned(self, partition: int, offset: int) -> bool:
         """Whether an output at ``offset`` may be invisible only because the LSO is pinned."""
@@ -264,6 +267,8 @@ class Checker:
                 self.limit = int(entry.value.get("delivery_limit", 0))
             elif entry.process == FINAL:
                 self.finals[entry.f] = entry
+            elif entry.process == READER:
+                self.reads.append(entry)
             elif entry.process == BROKER:
                 self.broker_events.append(entry)
                 if entry.f == "broker-start":
@@ -309,6 +314,7 @@ class Checker:
         self._check_exceptions()
         inputs = self._check_inputs()
         visible = self._check_output(inputs)
+        self._check_reads()
         self._check_txns(visible)
         self._check_lost(inputs, visible)
         self._check_pending_and_acks(visible)
@@ -395,6 +401,34 @@ class Checker:
                     entries,
                 )
         return visible
+
+    def _check_reads(self) -> None:
+        """I3: what a read_committed consumer saw during the run must stay committed."""
+        final = self.finals.get("output")
+        if final is None or not self.reads:
+            return
+        committed: dict[int, set[str]] = {
+            int(p): {v for _o, v in records} for p, records in final.value["committed"].items()
+        }
+        for entry in self.reads:
+            partition = int(entry.value["partition"])
+            final_values = committed.get(partition, set())
+            for offset, value in entry.value["records"]:
+                if value in final_values:
+                    continue
+                parsed = parse_output(value)
+                tag = parsed[3] if parsed is not None else "?"
+                txn = self.txns.get(tag)
+                entries = [entry.index, final.index]
+                if txn is not None:
+                    entries.extend(txn.status_entries())
+                self.report.add(
+                    "I3",
+                    f"a read_committed consumer read {value!r} at output partition {partition}"
+                    f" offset {offset} (transaction {tag}, {txn.status if txn else 'unknown'}),"
+                    " which is not in the committed output",
+                    entries,
+                )
 
     def _check_txns(self, visible: dict[Key, list[tuple[str, str, int]]]) -> None:
         final = self.finals.get("output")
@@ -641,6 +675,14 @@ class Checker:
                     self.report.add(
                         "I8",
                         f"record {key}'s delivery count went down from {previous[1]} to {dc}",
+                        [previous[0], index],
+                    )
+                elif previous is not None and previous[2] == incarnation and dc > previous[1] + 1:
+                    # Every acquisition is observed, and each one counts exactly once.
+                    self.report.add(
+                        "I8",
+                        f"record {key}'s delivery count jumped from {previous[1]} to {dc} between"
+                        " two consecutive deliveries",
                         [previous[0], index],
                     )
                 previous = (index, dc, incarnation)

@@ -75,6 +75,8 @@ def draw_profile(rng: random.Random) -> FaultProfile:
         delay_ms=rng.choice((50, 500, 2000)),
         duplicate=_maybe(rng, 0.5, 0.0, 0.3),
         late=0.0,
+        stale=_maybe(rng, 0.5, 0.0, 0.5),
+        stale_ms=rng.choice((2000, 10000)),
     )
     lock_ms = rng.choice((600, 1500, 4000))
     session_timeout_ms = rng.choice((1500, 3000, 6000))

@@ -32,6 +32,9 @@ COMPLETIONS: frozenset[str] = frozenset({"ok", "fail", "info"})
 BROKER = "broker"
 NEMESIS = "nemesis"
 FINAL = "final"
+# A read_committed consumer polling the output topic while the run goes on (an oracle reading
+# the broker core directly, as the final reads do).
+READER = "reader"
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,21 @@ a violation is caused by the mutation.
                             TX_PENDING records too
 ``lock-expiry-releases-pending`` the acquisition lock of a TX_PENDING record is not cancelled:
                             when it fires, the record goes back to AVAILABLE
+``stale-marker-applies``    an old epoch's marker ends the producer's *newer* transaction on a
+                            data partition and in the share coordinator (KAFKA-17754; needs the
+                            simulated marker channel's stale copies)
+``skip-produce-fencing``    Produce skips the producer-epoch check: a zombie's write lands in its
+                            successor's transaction (KAFKA-5231, KIP-890's late produce)
+``lso-ignores-open-txns``   the last stable offset is not held back by open transactions: a
+                            read_committed consumer reads uncommitted (later aborted) records
+``abort-bumps-delivery``    an abort's revert increments the delivery count (the next delivery
+                            counts twice; records archived early)
+``marker-acked-before-applied`` the share coordinator answers a marker before it wrote and applied
+                            it (KAFKA-17507): a crash or write error in between loses it
+``ack-below-spso-ignored``  re-creates B1: a transactional ack below the SPSO answers NONE and
+                            stages nothing
+``prune-loses-committed-acks`` re-creates B2: no snapshot after a commit, and pruning may pass the
+                            committed transactional batch
 ==========================  =====================================================================
 """
 
@@ -31,10 +46,14 @@ from contextlib import ExitStack
 from typing import Any
 
 from chaos.patching import Patch, replace
+from coordinator.partition import Partition
+from coordinator.producer_state import ProducerStateManager, SequenceCheck
 from coordinator.share.inflight import Run
 from coordinator.share.manager import ShareManager
+from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.share_partition import AckBatch, SharePartition
 from coordinator.txn_coordinator import TransactionCoordinator
+from txn.batch import BatchHeader, ControlType
 from txn.errors import ErrorCode
 from txn.metadata import TransactionMetadata, TxnTransitMetadata
 from txn.share_state import RecordState
@@ -108,7 +127,8 @@ def _runs(sp: SharePartition) -> Any:
     return sp._runs  # noqa: SLF001
 
 
-def _abort_resets_delivery(stack: ExitStack) -> None:
+def _on_abort_revert(stack: ExitStack, change: Callable[[Run], None]) -> None:
+    """Apply ``change`` to every run an ABORT marker is about to revert."""
     original = SharePartition.complete_pending
 
     def complete_pending(
@@ -127,10 +147,17 @@ def _abort_resets_delivery(stack: ExitStack) -> None:
                     and pending.producer_id == producer_id
                     and pending.producer_epoch <= producer_epoch
                 ):
-                    run.delivery_count = 0
+                    change(run)
         return original(self, producer_id, producer_epoch, commit, persist=persist)
 
     replace(stack, SharePartition, "complete_pending", complete_pending)
+
+
+def _abort_resets_delivery(stack: ExitStack) -> None:
+    def reset(run: Run) -> None:
+        run.delivery_count = 0
+
+    _on_abort_revert(stack, reset)
 
 
 def _release_pending_on_close(stack: ExitStack) -> None:
@@ -186,6 +213,144 @@ def _lock_expiry_releases_pending(stack: ExitStack) -> None:
     replace(stack, SharePartition, "prepare_pending", prepare_pending)
 
 
+def _stale_marker_applies(stack: ExitStack) -> None:
+    write_marker = Partition.write_marker
+
+    def partition_write_marker(
+        self: Partition,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        result: ControlType,
+        now_ms: int,
+    ) -> ErrorCode:
+        entry = self.producers.get(producer_id)
+        if entry is not None and producer_epoch < entry.epoch:
+            producer_epoch = entry.epoch  # no epoch check: the old marker ends the open txn
+        return write_marker(self, producer_id, producer_epoch, coordinator_epoch, result, now_ms)
+
+    apply_marker = ShareCoordinator._apply_marker  # noqa: SLF001
+
+    def _apply_marker(
+        self: ShareCoordinator, part: Any, producer_id: int, producer_epoch: int, commit: bool
+    ) -> Any:
+        pending = part.pending_txn.get(producer_id)
+        if pending is not None:
+            producer_epoch = max(producer_epoch, pending.producer_epoch)
+        return apply_marker(self, part, producer_id, producer_epoch, commit)
+
+    complete_pending = SharePartition.complete_pending
+
+    def sp_complete_pending(
+        self: SharePartition,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        *,
+        persist: bool = True,
+    ) -> ErrorCode:
+        for run in _runs(self):
+            pending = run.pending
+            if pending is not None and pending.producer_id == producer_id:
+                producer_epoch = max(producer_epoch, pending.producer_epoch)
+        return complete_pending(self, producer_id, producer_epoch, commit, persist=persist)
+
+    replace(stack, Partition, "write_marker", partition_write_marker)
+    replace(stack, ShareCoordinator, "_apply_marker", _apply_marker)
+    replace(stack, SharePartition, "complete_pending", sp_complete_pending)
+
+
+def _skip_produce_fencing(stack: ExitStack) -> None:
+    original = ProducerStateManager.check
+
+    def check(self: ProducerStateManager, header: BatchHeader) -> SequenceCheck:
+        entry = self.producers.get(header.producer_id)
+        if entry is not None and header.producer_epoch < entry.epoch:
+            return SequenceCheck(ErrorCode.NONE)  # a stale epoch is neither fenced nor checked
+        return original(self, header)
+
+    replace(stack, ProducerStateManager, "check", check)
+
+
+def _lso_ignores_open_txns(stack: ExitStack) -> None:
+    def last_stable_offset(self: Partition) -> int:
+        return self.high_watermark
+
+    replace(stack, Partition, "last_stable_offset", property(last_stable_offset))
+
+
+def _abort_bumps_delivery(stack: ExitStack) -> None:
+    def bump(run: Run) -> None:
+        run.delivery_count += 1
+
+    _on_abort_revert(stack, bump)
+
+
+MARKER_APPLY_DELAY_MS = 100
+
+
+def _marker_acked_before_applied(stack: ExitStack) -> None:
+    original = ShareManager.complete_transaction
+
+    def complete_transaction(
+        self: ShareManager,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> ErrorCode:
+        def later() -> None:
+            original(self, partition, producer_id, producer_epoch, commit, coordinator_epoch)
+
+        # Answered at once; written and applied by a background task a moment later.
+        self.clock.schedule(MARKER_APPLY_DELAY_MS, later)
+        return ErrorCode.NONE
+
+    replace(stack, ShareManager, "complete_transaction", complete_transaction)
+
+
+def _ack_below_spso_ignored(stack: ExitStack) -> None:
+    original = SharePartition._plan_acks  # noqa: SLF001
+
+    def _plan_acks(
+        self: SharePartition,
+        member_id: str | None,
+        batches: Sequence[AckBatch],
+        txn: tuple[int, int] | None,
+    ) -> Any:
+        if txn is not None:
+            start = self.start_offset
+            kept: list[AckBatch] = []
+            for b in batches:
+                if b.last_offset < start:
+                    continue  # silently skipped, as a plain ShareAcknowledge may
+                if b.first_offset >= start:
+                    kept.append(b)
+                    continue
+                types = b.ack_types
+                if len(types) > 1:
+                    types = types[start - b.first_offset :]
+                kept.append(AckBatch(start, b.last_offset, list(types)))
+            batches = kept
+        return original(self, member_id, batches, txn)
+
+    replace(stack, SharePartition, "_plan_acks", _plan_acks)
+
+
+def _prune_loses_committed_acks(stack: ExitStack) -> None:
+    def _snapshot_key(self: ShareCoordinator, part: Any, key: Any) -> ErrorCode:
+        return ErrorCode.NONE
+
+    def _first_needed_offset(part: Any) -> int:
+        needed = [entry.snapshot_offset for entry in part.states.values()]
+        needed.extend(pending.first_offset for pending in part.pending_txn.values())
+        return min(needed) if needed else int(part.log.log_end_offset)
+
+    replace(stack, ShareCoordinator, "_snapshot_key", _snapshot_key)
+    replace(stack, ShareCoordinator, "_first_needed_offset", staticmethod(_first_needed_offset))
+
+
 MUTATIONS: dict[str, Patch] = {
     p.name: p
     for p in (
@@ -205,7 +370,7 @@ MUTATIONS: dict[str, Patch] = {
             "complete-before-markers",
             "Complete* is written before the markers are acknowledged",
             _complete_before_markers,
-            ("I2", "I3", "I13"),
+            ("I2", "I3", "I4", "I13", "I15"),
         ),
         Patch(
             "skip-restore-pending",
@@ -230,6 +395,48 @@ MUTATIONS: dict[str, Patch] = {
             "the acquisition lock of a TX_PENDING record is not cancelled",
             _lock_expiry_releases_pending,
             ("I7", "I4", "I1"),
+        ),
+        Patch(
+            "stale-marker-applies",
+            "a marker of an older epoch ends the producer's newer transaction",
+            _stale_marker_applies,
+            ("I2", "I3", "I4", "I5", "I7", "I15"),
+        ),
+        Patch(
+            "skip-produce-fencing",
+            "Produce does not check the producer epoch",
+            _skip_produce_fencing,
+            ("I9",),
+        ),
+        Patch(
+            "lso-ignores-open-txns",
+            "the last stable offset is not held back by open transactions",
+            _lso_ignores_open_txns,
+            ("I3",),
+        ),
+        Patch(
+            "abort-bumps-delivery",
+            "an abort's revert increments the delivery count",
+            _abort_bumps_delivery,
+            ("I8", "I5", "I6"),
+        ),
+        Patch(
+            "marker-acked-before-applied",
+            "the share coordinator answers a marker before writing and applying it",
+            _marker_acked_before_applied,
+            ("I13", "I1", "I4", "I5", "I6", "I7"),
+        ),
+        Patch(
+            "ack-below-spso-ignored",
+            "a transactional ack below the SPSO answers NONE and stages nothing (B1)",
+            _ack_below_spso_ignored,
+            ("I15", "I4"),
+        ),
+        Patch(
+            "prune-loses-committed-acks",
+            "pruning may pass a committed transactional batch not yet snapshotted (B2)",
+            _prune_loses_committed_acks,
+            ("I1", "I4"),
         ),
     )
 }

@@ -34,7 +34,7 @@ from typing import Any
 
 from chaos.checker import Violation, check
 from chaos.faults import FaultProfile, draw_profile, with_tv0_hazards
-from chaos.history import BROKER, FINAL, NEMESIS, History
+from chaos.history import BROKER, FINAL, NEMESIS, READER, History
 from chaos.patching import Patch, applied
 from chaos.sim_broker import ConnectionClosed, SimBroker, is_idempotent, is_replayable_tv0
 from chaos.sim_client import ClientRuntime, Proc
@@ -52,6 +52,7 @@ from txn.ids import TopicPartition
 
 DRAIN_LIMIT_MS = 300_000
 QUIESCENCE_CHECK_MS = 250
+READ_EVERY_MS = 100  # the concurrent read_committed consumer's poll interval
 IDLE_TXN_STATES = frozenset({"Empty", "CompleteCommit", "CompleteAbort"})
 
 
@@ -186,6 +187,7 @@ class Simulation:
         self._restart_pending = False
         self.quiescent = False
         self.stats = RunStats(seed, faults=self.profile.to_json())
+        self.reader = CommittedReader(self.config.output_topic, self.config.output_partitions)
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -230,6 +232,19 @@ class Simulation:
         self._restart_pending = True
         delay = self.nemesis_rng.randint(20, 1500) if self.faults_on else 1
         self.loop.after(delay, self._start_broker)
+
+    def _read_output(self) -> None:
+        """The concurrent read_committed consumer: record what became visible since last time."""
+        if self.env.phase == DONE:
+            return
+        core = self.broker.core
+        if core is not None:
+            now = self.loop.now_ms()
+            for partition, records in self.reader.poll(core):
+                self.history.event(
+                    now, READER, "read", {"partition": partition, "records": records}
+                )
+        self.loop.after(READ_EVERY_MS, self._read_output)
 
     def _on_broker_exception(self, where: str, exc: BaseException) -> None:
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
@@ -372,6 +387,7 @@ class Simulation:
         )
         for k in range(cfg.workers):
             self._start_worker(f"w{k}")
+        self.loop.after(READ_EVERY_MS, self._read_output)
         if self.faults_enabled:
             self._set_faults(True)
             self.loop.after(self.profile.tick_ms, self._tick)
@@ -521,6 +537,65 @@ class Simulation:
 # -- reading like a consumer ----------------------------------------------------------------------
 
 
+class CommittedReader:
+    """A read_committed consumer of every output partition, polled incrementally.
+
+    It keeps a position and the set of producers inside an aborted transaction per partition,
+    as a Kafka consumer does, and returns only records it has not returned before.
+    """
+
+    def __init__(self, topic: str, partitions: int) -> None:
+        self._tps = [TopicPartition(topic, p) for p in range(partitions)]
+        self._position = [0] * partitions
+        self._aborted: list[set[int]] = [set() for _ in range(partitions)]
+
+    def poll(self, core: BrokerCore) -> list[tuple[int, list[list[Any]]]]:
+        """[(partition, [[offset, value], ...])] for partitions with new committed records."""
+        out: list[tuple[int, list[list[Any]]]] = []
+        for p, tp in enumerate(self._tps):
+            part = core.partition(tp.topic, tp.partition)
+            if part is None:
+                continue
+            # min: the unsynced tail it stood on may have been lost in a crash
+            position = min(self._position[p], part.high_watermark)
+            if position >= part.last_stable_offset:
+                self._position[p] = position
+                continue
+            records, self._position[p] = _read_committed_from(core, tp, position, self._aborted[p])
+            if records:
+                out.append((p, [[o, v] for o, v in records]))
+        return out
+
+
+def _read_committed_from(
+    core: BrokerCore, tp: TopicPartition, offset: int, aborted_producers: set[int]
+) -> tuple[list[tuple[int, str]], int]:
+    """Records from ``offset`` up to the LSO, aborted transactions dropped (Kafka's algorithm);
+    ``aborted_producers`` carries the consumer's state between calls.  Returns the records and
+    the next position."""
+    out: list[tuple[int, str]] = []
+    while True:
+        data = core.fetch(tp, offset, 1 << 20, read_committed=True)
+        if data.error is not ErrorCode.NONE or not data.records:
+            break
+        pending = sorted(data.aborted or (), key=lambda a: a.first_offset)
+        for pos, header in iter_batches(data.records):
+            offset = header.last_offset + 1
+            while pending and pending[0].first_offset <= header.base_offset:
+                aborted_producers.add(pending.pop(0).producer_id)
+            if header.is_control:
+                if control_type_of(data.records, pos, header) is ControlType.ABORT:
+                    aborted_producers.discard(header.producer_id)
+                continue
+            if header.is_transactional and header.producer_id in aborted_producers:
+                continue
+            raw = data.records[pos : pos + header.size]
+            out.extend(
+                (r.offset, (r.value or b"").decode()) for r in decode_records(raw, check_crc=True)
+            )
+    return out, offset
+
+
 def _read_all(core: BrokerCore, tp: TopicPartition) -> list[tuple[int, str, int, bool]]:
     """Every data record (offset, value, producer id, transactional), read_uncommitted."""
     out: list[tuple[int, str, int, bool]] = []
@@ -551,32 +626,10 @@ def _read_all(core: BrokerCore, tp: TopicPartition) -> list[tuple[int, str, int,
 
 def read_committed(core: BrokerCore, tp: TopicPartition) -> list[tuple[int, str]]:
     """What a read_committed consumer sees: aborted transactions dropped (Kafka's algorithm)."""
-    out: list[tuple[int, str]] = []
     part = core.partition(tp.topic, tp.partition)
     if part is None:
-        return out
-    offset = part.log_start_offset
-    aborted_producers: set[int] = set()
-    while True:
-        data = core.fetch(tp, offset, 1 << 20, read_committed=True)
-        if data.error is not ErrorCode.NONE or not data.records:
-            break
-        pending = sorted(data.aborted or (), key=lambda a: a.first_offset)
-        for pos, header in iter_batches(data.records):
-            offset = header.last_offset + 1
-            while pending and pending[0].first_offset <= header.base_offset:
-                aborted_producers.add(pending.pop(0).producer_id)
-            if header.is_control:
-                if control_type_of(data.records, pos, header) is ControlType.ABORT:
-                    aborted_producers.discard(header.producer_id)
-                continue
-            if header.is_transactional and header.producer_id in aborted_producers:
-                continue
-            raw = data.records[pos : pos + header.size]
-            out.extend(
-                (r.offset, (r.value or b"").decode()) for r in decode_records(raw, check_crc=True)
-            )
-    return out
+        return []
+    return _read_committed_from(core, tp, part.log_start_offset, set())[0]
 
 
 def _batch_summary(core: BrokerCore, tp: TopicPartition) -> list[list[Any]]:

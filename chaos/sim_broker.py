@@ -48,6 +48,7 @@ from txn.ids import (
     TRANSACTION_STATE_TOPIC,
     TopicPartition,
 )
+from txn.state import TransactionState
 
 # -- requests -------------------------------------------------------------------------------------
 
@@ -285,6 +286,7 @@ class SimBroker:
                 self.marker_faults,
                 self._on_marker,
                 request_timeout_ms=self.marker_timeout_ms,
+                stale_gate=self._moved_on,
             )
 
         try:
@@ -379,6 +381,21 @@ class SimBroker:
                     "txn-state",
                     {"tid": tid, "state": now[0], "pid": now[1], "epoch": now[2]},
                 )
+
+    def _moved_on(self, marker: TxnMarker) -> bool:
+        """Whether a newer transaction of the marker's id, at a newer epoch, is open now."""
+        core = self.core
+        if core is None:
+            return False
+        metadata = core.txn_coordinator._txns.get(marker.transactional_id)  # noqa: SLF001
+        if metadata is None or metadata.state is not TransactionState.ONGOING:
+            return False
+        if (
+            metadata.producer_id == marker.producer_id
+            and metadata.producer_epoch <= marker.producer_epoch
+        ):
+            return False
+        return not metadata.topic_partitions.isdisjoint(marker.partitions)
 
     def _on_marker(
         self, marker: TxnMarker, response: Mapping[TopicPartition, ErrorCode], how: str

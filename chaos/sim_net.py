@@ -20,8 +20,14 @@ Marker channel.  ``FaultyMarkerChannel`` overrides ``MarkerChannel.deliver`` (th
 documented fault-injection point) to drop the delivery (no answer: the channel times out
 and retries), drop the answer after the partitions applied the marker, delay it, deliver it
 twice in a row, or (opt-in) deliver it *late* -- after the channel's request timeout, so the
-channel's retry overtakes the original.  Every application of a marker is reported to an
-observer before the fault decides whether the coordinator hears the answer.
+channel's retry overtakes the original.  A *stale* copy of a marker that was delivered may
+also arrive much later, as a retransmission from a previous connection or coordinator would:
+it is held until its producer has moved on to a newer epoch and a newer transaction of that id
+is open (the moment an old marker is most dangerous, KAFKA-17754), then applied once more and
+its answer ignored.  Under transaction version 0 a stale copy of the *same* epoch is the
+``late`` hazard above; a stale copy of an *older* epoch must be rejected, so this one is in the
+swarm.  Every application of a marker is reported to an observer before the fault decides
+whether the coordinator hears the answer.
 """
 
 from __future__ import annotations
@@ -70,10 +76,21 @@ class MarkerFaults:
     # the product's in-process channel, possible for a remote one under transaction version 0
     # (KAFKA-17754).  Off in the swarm; ``chaos run --late-markers`` turns it on.
     late: float = 0.0
+    # A copy of an applied marker comes back once its producer's epoch moved on (see the module
+    # docstring); ``stale_ms`` is the longest it is held.
+    stale: float = 0.0
+    stale_ms: int = 10_000
 
     @property
     def any(self) -> bool:
-        return bool(self.drop or self.drop_response or self.delay or self.duplicate or self.late)
+        return bool(
+            self.drop
+            or self.drop_response
+            or self.delay
+            or self.duplicate
+            or self.late
+            or self.stale
+        )
 
 
 NO_NET_FAULTS = NetFaults()
@@ -168,6 +185,16 @@ def _ignore(_response: Any) -> None:
 MarkerObserver = Callable[[TxnMarker, Mapping[TopicPartition, ErrorCode], str], None]
 """(marker, the partitions' answers, how it was delivered) after the handler applied it."""
 
+StaleGate = Callable[[TxnMarker], bool]
+"""Whether a stale copy of ``marker`` may land now: its producer moved on to a newer epoch (or
+producer id) and a newer transaction is open."""
+
+STALE_POLL_MS = 100
+
+
+def _never(_marker: TxnMarker) -> bool:
+    return False
+
 
 class FaultyMarkerChannel(MarkerChannel):
     """A ``MarkerChannel`` whose deliveries the simulator drops, delays, duplicates, reorders."""
@@ -181,6 +208,7 @@ class FaultyMarkerChannel(MarkerChannel):
         observer: MarkerObserver,
         retry_backoff_ms: int = 100,
         request_timeout_ms: int = 3000,
+        stale_gate: StaleGate = _never,
     ) -> None:
         super().__init__(
             clock, handler, retry_backoff_ms=retry_backoff_ms, request_timeout_ms=request_timeout_ms
@@ -191,6 +219,7 @@ class FaultyMarkerChannel(MarkerChannel):
         self._faults = faults
         self._observer = observer
         self._timeout_ms = request_timeout_ms
+        self._stale_gate = stale_gate
 
     def _apply(self, marker: TxnMarker, how: str) -> MarkerResponse:
         try:
@@ -199,6 +228,20 @@ class FaultyMarkerChannel(MarkerChannel):
             response = {}
         self._observer(marker, response, how)
         return response
+
+    def _maybe_stale_copy(self, marker: TxnMarker, f: MarkerFaults) -> None:
+        """With probability ``f.stale``, a copy of ``marker`` comes back later (see above)."""
+        if not f.stale or self._rng.random() >= f.stale:
+            return
+        deadline = self._sim_clock.now_ms() + self._rng.randint(f.stale_ms // 4, f.stale_ms)
+
+        def poll() -> None:
+            if self._stale_gate(marker):
+                self._apply(marker, "stale")  # nobody waits for this answer
+            elif self._sim_clock.now_ms() < deadline:
+                self._sim_clock.schedule(STALE_POLL_MS, poll)
+
+        self._sim_clock.schedule(STALE_POLL_MS, poll)
 
     def deliver(self, marker: TxnMarker, respond: Callable[[MarkerResponse], None]) -> None:
         f = self._faults()
@@ -229,6 +272,7 @@ class FaultyMarkerChannel(MarkerChannel):
             return
         roll -= f.duplicate
         response = self._apply(marker, "direct")
+        self._maybe_stale_copy(marker, f)
         if roll < f.drop_response:
             return  # applied, but the answer is lost: the channel retries (a duplicate)
         respond(response)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chaos.checker import legal_steps, parse_output
-from chaos.history import BROKER, History
+from chaos.history import BROKER, READER, History
 from tests.chaos.histories import Story, invariants, valid
 
 pytestmark = pytest.mark.chaos
@@ -35,6 +35,23 @@ def test_i3_aborted_read() -> None:
     story.acquire((0, 1))
     story.txn("w0.1.1", [(0, "i0"), (1, "i1")], outcome="abort")  # but visible
     assert "I3" in invariants(story.finish())
+
+
+def test_i3_concurrent_reader_saw_what_was_later_aborted() -> None:
+    story = Story()
+    story.acquire((0, 1))
+    # the LSO let a read_committed consumer read the open transaction's outputs ...
+    story.event(READER, "read", {"partition": 0, "records": [[0, "i0@0:0|w0.1.1"]]})
+    story.txn("w0.1.1", [(0, "i0"), (1, "i1")], outcome="abort", visible=False)  # ... then abort
+    found = [v for v in story.finish() if v.invariant == "I3"]
+    assert len(found) == 1
+    assert "read_committed consumer read 'i0@0:0|w0.1.1'" in found[0].message
+
+
+def test_i3_concurrent_reader_of_committed_outputs_is_fine() -> None:
+    story = valid()
+    story.event(READER, "read", {"partition": 0, "records": [[0, "i0@0:0|w0.1.1"]]})
+    assert story.finish() == []
 
 
 def test_i15_failed_transaction_visible() -> None:
@@ -166,6 +183,21 @@ def test_i8_delivery_count_above_the_limit_or_going_down() -> None:
     story.acquire((6, 6), dc=1)  # same incarnation: went down
     found = [v for v in story.finish() if v.invariant == "I8"]
     assert len(found) == 2
+
+
+def test_i8_delivery_count_jumping_by_more_than_one() -> None:
+    story = Story(limit=10)
+    story.acquire((0, 1))
+    story.txn("w0.1.1", [(0, "i0"), (1, "i1")])
+    story.acquire((6, 7), dc=1)
+    story.acquire((6, 7), dc=1)  # a release on session close decrements it: same count again
+    story.acquire((6, 7), dc=2)
+    story.acquire((7, 7), dc=3)  # one more delivery each time: fine
+    story.acquire((7, 7), dc=5)  # 3 -> 5: an abort or expiry counted a delivery twice
+    found = [v for v in story.finish() if v.invariant == "I8"]
+    assert [v.message for v in found] == [
+        "record (0, 7)'s delivery count jumped from 3 to 5 between two consecutive deliveries"
+    ]
 
 
 def test_i8_allows_a_lower_count_after_a_restart() -> None:

@@ -77,7 +77,7 @@ def test_cli_run_reports_failing_seeds_with_their_replay_command(tmp_path: Path)
         "1",
         "--json",
         "--mutation",
-        "abort-applies-acks",
+        "lso-ignores-open-txns",
         "--assume-fixed",
         "all",
         "--history-dir",
@@ -89,7 +89,7 @@ def test_cli_run_reports_failing_seeds_with_their_replay_command(tmp_path: Path)
     failing = report["failing_seeds"][0]
     entry = next(s for s in report["seeds"] if s["seed"] == failing)
     assert entry["replay"].startswith(f"sharetxn chaos replay {failing} --ops 300")
-    assert "--mutation abort-applies-acks" in entry["replay"]
+    assert "--mutation lso-ignores-open-txns" in entry["replay"]
     assert (tmp_path / f"seed-{failing}.jsonl").exists()
 
 

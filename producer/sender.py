@@ -185,7 +185,10 @@ class Sender:
                 return self._add_retry_at - now
             to_add = self.txn.partitions_to_add(self.acc.queued_partitions() | set(ready))
             if to_add and not self._add_partitions(to_add):
-                return None if self.txn.has_error else max(self._add_retry_at - now, 0.0)
+                # After an error, go round again at once: the next pass fails every waiting
+                # batch (waiting for a wake-up instead would leave their futures open, and a
+                # flush hanging until its timeout).
+                return 0.0 if self.txn.has_error else max(self._add_retry_at - now, 0.0)
             ready = [tp for tp in ready if self.txn.is_added(tp)]
         batches = self.acc.drain(ready)
         by_leader: dict[int, list[ProducerBatch]] = {}

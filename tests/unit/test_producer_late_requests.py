@@ -22,6 +22,7 @@ from producer.txn_manager import TxnState
 from tests.unit.test_producer_txn import (
     PID,
     FakeClient,
+    add_partitions_answer,
     ns,
     producer_with,
     raising,
@@ -146,4 +147,16 @@ def test_fenced_bump_after_an_unanswered_end_txn_is_fatal() -> None:
         client.script(22, lambda _n, _b: ns(error_code=ErrorCode.PRODUCER_FENCED))
         with pytest.raises(ProducerFencedError):
             producer.commit_transaction()
+        assert producer.transaction_state is TxnState.FATAL_ERROR
+
+
+def test_fenced_add_partitions_fails_the_records_at_once_in_the_sender_thread() -> None:
+    # A zombie resumes and sends: AddPartitionsToTxn answers PRODUCER_FENCED.  The background
+    # sender must fail the waiting record then, not leave flush waiting for its timeout.
+    client = FakeClient()
+    client.script(24, lambda _n, body: add_partitions_answer(body, ErrorCode.PRODUCER_FENCED))
+    with _in_transaction(client, acks=False) as producer:
+        future = producer.send("t", b"v", partition=0)
+        producer.flush(30)
+        assert isinstance(future.exception(0), ProducerFencedError)
         assert producer.transaction_state is TxnState.FATAL_ERROR

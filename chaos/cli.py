@@ -4,6 +4,7 @@
     sharetxn chaos replay 17 [--ops 2000] [--history h.jsonl] [--json]
     sharetxn chaos mutants [--ops 2000] [--max-seeds 100] [--json]
     sharetxn chaos bugs
+    sharetxn chaos real --duration 60 [--seed S] [--clients 3] [--records 2000] [--keep] [--json]
 
 Every run is reproducible from its seed (and the commit): a failure prints the seed and the
 exact replay command.  The exit code is 0 only when no invariant was violated.
@@ -29,6 +30,7 @@ EXAMPLES = """examples:
   sharetxn chaos replay 17 --ops 2000 --history seed17.jsonl
   sharetxn chaos mutants --max-seeds 100
   sharetxn chaos bugs
+  sharetxn chaos real --duration 60 --seed 7        # real processes, kill -9 and SIGSTOP
 """
 
 EXIT_OK = 0
@@ -83,6 +85,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mutants.add_argument("--list", action="store_true", help="list the mutations and exit")
     mutants.add_argument("--json", action="store_true", help="print one JSON document")
     sub.add_parser("bugs", help="list the product bugs found by the simulation")
+    _add_real(sub)
+
+
+REAL_HELP = """Run the real system under faults: a 'sharetxn broker' process on a temporary data
+directory, an input topic with --records unique values, and --clients client processes doing
+consume-transform-produce with the sharetxn library (share consumer in transactional mode,
+transactional producer, share acks in the transaction, some 2PC prepare + complete).  For
+--duration seconds a seeded fault loop kills the broker (kill -9, restart on the same data
+directory and port), pauses it (SIGSTOP past its timeouts), kills clients (kill -9, a fresh
+process takes over), pauses them and makes zombies (a paused client is replaced; when it
+resumes it must be fenced).  Then faults stop, a drain lets the clients finish the input,
+a stock confluent-kafka read_committed consumer reads the output, and the merged history is
+judged by the checker plus direct checks: every input exactly once in the output, nothing
+lost, every record acknowledged in the share group, no open transaction.  Exit code 0 only
+without a violation.  The seed fixes the fault schedule, not the processes' timing."""
+
+
+def _add_real(sub: Any) -> None:
+    real = sub.add_parser(
+        "real",
+        help="real broker and client processes under kill -9 and SIGSTOP",
+        description=REAL_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    real.add_argument("--duration", type=float, default=60.0, help="seconds of faults (60)")
+    real.add_argument("--seed", type=int, default=None, help="fault schedule seed (printed)")
+    real.add_argument("--clients", type=int, default=3, help="client processes (3)")
+    real.add_argument("--records", type=int, default=2000, help="input records (2000)")
+    real.add_argument(
+        "--drain-timeout", type=float, default=60.0, help="seconds the drain may take (60)"
+    )
+    real.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the run directory: broker data, logs, histories (kept on violations anyway)",
+    )
+    real.add_argument(
+        "--dir", type=Path, default=None, help="run directory (default: a temporary one)"
+    )
+    real.add_argument("--json", action="store_true", help="print one JSON document")
 
 
 def _options(args: argparse.Namespace) -> RunOptions:
@@ -104,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
             return _replay(args)
         if args.chaos_action == "mutants":
             return _mutants(args)
+        if args.chaos_action == "real":
+            return _real(args)
         return _bugs()
     except ValueError as exc:
         print(f"sharetxn chaos: {exc}", file=sys.stderr)
@@ -267,6 +311,21 @@ def _mutants(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"mutations": report, "missed": missed}, indent=2))
     return EXIT_VIOLATION if missed else EXIT_OK
+
+
+def _real(args: argparse.Namespace) -> int:
+    from chaos.real import main  # noqa: PLC0415
+
+    return main(
+        duration_s=args.duration,
+        seed=args.seed,
+        clients=args.clients,
+        records=args.records,
+        keep=args.keep,
+        as_json=args.json,
+        drain_timeout_s=args.drain_timeout,
+        run_dir=args.dir,
+    )
 
 
 def _bugs() -> int:

@@ -38,16 +38,22 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
         "deterministic simulation with faults: run seeds, replay one, run seeded protocol bugs",
     ),
     "demo": (
+        "producer.spark.demo",
+        "the exactly-once Spark pipeline on an embedded broker: SIGKILL the driver midway, "
+        "restart, verify exactly-once (needs the spark extra)",
+    ),
+    "copy-demo": (
         "chaos.demo",
         "copy records between topics in transactions, kill -9 the broker midway, "
-        "verify exactly-once",
+        "verify exactly-once (no Spark)",
     ),
 }
 
 EXAMPLES = """examples:
   sharetxn broker --data-dir ./data --listen 127.0.0.1:9092
   sharetxn broker --data-dir ./data --listen 127.0.0.1:0 --set log.flush.interval.messages=1000
-  sharetxn demo --records 2000
+  sharetxn demo --records 100000
+  sharetxn copy-demo --records 2000
   sharetxn share-groups describe --group orders --bootstrap-server 127.0.0.1:9092
   sharetxn txn list --state Ongoing --older-than 15m
   sharetxn recover --checkpoint /chk/orders-query --apply

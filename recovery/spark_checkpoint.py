@@ -193,7 +193,7 @@ def read_checkpoint(checkpoint: str | Path, state_dir: str | Path | None = None)
     state = Path(state_dir) if state_dir is not None else root
     if not root.is_dir():
         raise CheckpointFormatError(root, "not a directory")
-    query_id = _read_query_id(root / METADATA_FILE)
+    query_id = read_query_id(root / METADATA_FILE)
     intents: dict[int, Intent] = {}
     for batch, path in _numbered(state / INTENTS_DIR, _INTENT_NAME):
         intent = parse_intent(path.read_bytes(), path, batch)
@@ -290,7 +290,7 @@ def _numbered(directory: Path, pattern: re.Pattern[str]) -> list[tuple[int, Path
     return sorted(out)
 
 
-def _read_query_id(path: Path) -> str | None:
+def read_query_id(path: Path) -> str | None:
     if not path.exists():
         return None
     try:

@@ -1,0 +1,489 @@
+"""``sharetxn demo``: the exactly-once Spark pipeline, with the driver killed midway.
+
+An embedded broker, an input topic of N records on 3 partitions, and the enrichment
+query of ``producer.spark.job`` running in its own driver process (local[2]).  Midway,
+while a batch is prepared but not committed, the demo kills the driver's whole process
+group with SIGKILL, restarts the query from its checkpoint and lets it drain the input.
+A stock read_committed consumer then checks that every input is in the output exactly
+once, the share group has acknowledged every record, and no transaction is left open.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from coordinator.launcher import LocalBroker
+from producer.admin import Admin, TopicSpec
+from recovery.spark_checkpoint import read_checkpoint
+from txn.ids import TopicPartition
+
+INPUT = "demo-input"
+OUTPUT = "demo-output"
+GROUP = "demo-enrich"
+PREFIX = "sharetxn-demo"
+_OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
+
+
+# -- the pieces (also used by the Spark tests and bench/spark_eos.py) -----------------------
+
+
+def input_value(i: int) -> bytes:
+    return f"rec-{i:07d}".encode()
+
+
+def prepare_input(
+    bootstrap: str, records: int, *, partitions: int = 3, topic: str = INPUT, output: str = OUTPUT
+) -> None:
+    """Create the topics and write ``records`` unique values, spread over the partitions."""
+    with Admin(bootstrap) as admin:
+        admin.create_topics([TopicSpec(topic, partitions), TopicSpec(output, partitions)])
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all"})
+    for i in range(records):
+        producer.produce(topic, input_value(i), key=str(i).encode(), partition=i % partitions)
+        if i % 10_000 == 9_999:
+            producer.flush()
+    producer.flush()
+
+
+def read_committed(bootstrap: str, topic: str, *, timeout_s: float = 120.0) -> list[bytes]:
+    """Every value of ``topic`` as a stock read_committed consumer sees it."""
+    with Admin(bootstrap) as admin:
+        partitions = admin.list_topics().get(topic, [])
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"verify-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        ends = {
+            p: consumer.get_watermark_offsets(KafkaTopicPartition(topic, p), timeout=30)[1]
+            for p in partitions
+        }
+        consumer.assign([KafkaTopicPartition(topic, p, 0) for p in partitions])
+        values: list[bytes] = []
+        positions = dict.fromkeys(partitions, 0)
+        deadline = time.monotonic() + timeout_s
+        while any(positions[p] < ends[p] for p in partitions):
+            if time.monotonic() > deadline:
+                msg = f"could not read {topic} to its end within {timeout_s}s"
+                raise TimeoutError(msg)
+            for m in consumer.consume(5000, 0.5):
+                value = m.value()
+                if m.error() is None and value is not None:
+                    values.append(value)
+            for tp in consumer.position([KafkaTopicPartition(topic, p) for p in partitions]):
+                if tp.offset >= 0:
+                    positions[tp.partition] = max(positions[tp.partition], tp.offset)
+    finally:
+        consumer.close()
+    return values
+
+
+@dataclass
+class Verdict:
+    inputs: int
+    outputs: int = 0
+    duplicates: int = 0
+    lost: int = 0
+    unexpected: int = 0
+    redeliveries: int = 0
+    unacknowledged: int = 0
+    open_transactions: list[str] = field(default_factory=list)
+
+    @property
+    def exactly_once(self) -> bool:
+        return (
+            self.duplicates == 0
+            and self.lost == 0
+            and self.unexpected == 0
+            and self.unacknowledged == 0
+            and not self.open_transactions
+        )
+
+
+def verify(
+    bootstrap: str,
+    records: int,
+    *,
+    topic: str = INPUT,
+    output: str = OUTPUT,
+    group: str = GROUP,
+    prefix: str = PREFIX,
+) -> Verdict:
+    """Exactly once, checked from outside: the output, the share group, the coordinator."""
+    values = read_committed(bootstrap, output)
+    verdict = Verdict(inputs=records, outputs=len(values))
+    # Output values are UPPER(input)|topic|partition|offset|delivery_count.
+    counts = Counter(v.split(b"|", 1)[0].lower() for v in values)
+    expected = {input_value(i) for i in range(records)}
+    verdict.duplicates = sum(c - 1 for c in counts.values() if c > 1)
+    verdict.lost = len(expected - set(counts))
+    verdict.unexpected = len(set(counts) - expected)
+    verdict.redeliveries = sum(1 for v in values if not v.endswith(b"|1"))
+    with Admin(bootstrap) as admin:
+        spso = {
+            TopicPartition(o.topic, o.partition): o.start_offset
+            for o in admin.describe_share_group_offsets(group, [topic])
+        }
+        for p in admin.list_topics().get(topic, []):
+            tp = TopicPartition(topic, p)
+            end = admin.list_offsets(tp, -1, read_committed=True)
+            verdict.unacknowledged += max(0, end - max(spso.get(tp, 0), 0))
+        verdict.open_transactions = sorted(
+            t.transactional_id
+            for t in admin.list_transactions()
+            if t.state in _OPEN_STATES and t.transactional_id.startswith(prefix)
+        )
+    return verdict
+
+
+class DriverProcess:
+    """The Spark driver (``python -m producer.spark.job``) in its own process group.
+
+    ``kill()`` is SIGKILL of the whole group: the Python driver, its JVM and the Python
+    workers the JVM started, as when a machine or a container dies.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str,
+        checkpoint: Path,
+        log_path: Path,
+        *,
+        records_per_partition: int = 10_000,
+        master: str = "local[2]",
+        topic: str = INPUT,
+        output: str = OUTPUT,
+        group: str = GROUP,
+        prefix: str = PREFIX,
+        timeout_s: float = 900.0,
+        env: dict[str, str] | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        cmd = [
+            sys.executable,
+            "-m",
+            "producer.spark.job",
+            "--bootstrap-server",
+            bootstrap,
+            "--group",
+            group,
+            "--input",
+            topic,
+            "--output",
+            output,
+            "--checkpoint",
+            str(checkpoint),
+            "--prefix",
+            prefix,
+            "--max-records",
+            str(records_per_partition),
+            "--master",
+            master,
+            "--timeout",
+            str(timeout_s),
+            *extra_args,
+        ]
+        self.log_path = log_path
+        self._log: IO[bytes] = log_path.open("ab")
+        self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            cmd,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
+
+    def poll(self) -> int | None:
+        return self.process.poll()
+
+    def wait(self, timeout_s: float | None = None) -> int:
+        try:
+            return self.process.wait(timeout_s)
+        finally:
+            if self.process.poll() is not None:
+                self._log.close()
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        self._log.close()
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def acknowledged(admin: Admin, group: str = GROUP, topic: str = INPUT) -> int:
+    """Records acknowledged so far: the sum of the share group's start offsets."""
+    return sum(max(o.start_offset, 0) for o in admin.describe_share_group_offsets(group, [topic]))
+
+
+def in_doubt_batch(checkpoint: Path, admin: Admin, prefix: str = PREFIX) -> int | None:
+    """A planned, uncommitted batch whose read transactions are open (prepared), if any."""
+    offsets = checkpoint / "offsets"
+    if not offsets.is_dir():
+        return None
+    planned = sorted(int(p.name) for p in offsets.iterdir() if p.name.isdigit())
+    if not planned or (checkpoint / "commits" / str(planned[-1])).exists():
+        return None
+    batch = planned[-1]
+    marker = f"-r-{batch % 2}-"
+    open_reads = [
+        t
+        for t in admin.list_transactions(["Ongoing"])
+        if t.transactional_id.startswith(prefix) and marker in t.transactional_id
+    ]
+    return batch if open_reads else None
+
+
+def transaction_counts(checkpoint: Path) -> tuple[int, int]:
+    """(committed, aborted) transactions, from the resolved intents and the recovery audit."""
+    view = read_checkpoint(checkpoint)
+    committed = sum(
+        len(view.intents[b].transactions)
+        for b in view.resolved
+        if b in view.intents and b in view.commits
+    )
+    aborted = 0
+    audit = checkpoint / "sharetxn-recovery.jsonl"
+    if audit.exists():
+        for line in audit.read_text().splitlines():
+            event = json.loads(line)
+            step = event.get("step") or {}
+            if (
+                event.get("event") == "end"
+                and event.get("outcome") == "applied"
+                and step.get("action") in ("abort", "force-terminate")
+            ):
+                aborted += 1
+    return committed, aborted
+
+
+# -- the demo ------------------------------------------------------------------------------
+
+
+@dataclass
+class DemoResult:
+    verdict: Verdict
+    batches: int
+    committed_txns: int
+    aborted_txns: int
+    driver_kills: int
+    killed_batch: int | None
+    seconds: float
+    data_dir: Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Run the exactly-once Spark pipeline on an embedded broker: enrich N records from a "
+        "share group into an output topic, SIGKILL the Spark driver while a batch is "
+        "prepared but not committed, restart the query from its checkpoint, and verify with "
+        "a stock read_committed consumer that every input is in the output exactly once."
+    )
+    parser.add_argument(
+        "--records", type=int, default=100_000, help="input records (default 100000)"
+    )
+    parser.add_argument(
+        "--crash",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="kill the driver midway and restart it (default: --crash)",
+    )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the broker data, checkpoint and driver logs for inspection",
+    )
+    parser.add_argument(
+        "--records-per-task",
+        type=int,
+        default=10_000,
+        help="maxRecordsPerPartition: records per read task and batch (default 10000)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    console = Console()
+    if args.records < 1:
+        console.print("[red]--records must be at least 1[/]")
+        return 64
+    from producer.spark import check_pyspark  # noqa: PLC0415 - clear message without pyspark
+
+    try:
+        version = check_pyspark()
+    except ValueError as exc:
+        console.print(f"[red]{exc}[/]")
+        return 69
+    console.print(
+        f"[bold]sharetxn demo[/]: {args.records:,} records, PySpark {version}, "
+        f"driver kill {'on' if args.crash else 'off'}"
+    )
+    result = run_demo(
+        records=args.records,
+        crash=args.crash,
+        keep=args.keep,
+        records_per_task=args.records_per_task,
+        console=console,
+    )
+    console.print(summary_table(result))
+    if args.keep:
+        console.print(f"data kept in {result.data_dir}")
+    if result.verdict.exactly_once:
+        console.print(
+            "[bold green]exactly once: every input is in the output once, every record "
+            "acknowledged, no transaction open[/]"
+        )
+        return 0
+    console.print("[bold red]exactly-once violated[/]")
+    return 1
+
+
+def summary_table(result: DemoResult) -> Table:
+    v = result.verdict
+    table = Table(title="exactly-once Spark pipeline on a share group")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    rows: list[tuple[str, Any, bool]] = [
+        ("inputs", f"{v.inputs:,}", False),
+        ("outputs (read_committed)", f"{v.outputs:,}", False),
+        ("duplicates", v.duplicates, True),
+        ("lost", v.lost, True),
+        ("unacknowledged inputs", v.unacknowledged, True),
+        ("open transactions", len(v.open_transactions), True),
+        ("batches", result.batches, False),
+        ("transactions committed", result.committed_txns, False),
+        ("transactions aborted", result.aborted_txns, False),
+        ("redeliveries", v.redeliveries, False),
+        (
+            "driver SIGKILLs",
+            f"{result.driver_kills}"
+            + (f" (batch {result.killed_batch})" if result.killed_batch is not None else ""),
+            False,
+        ),
+        ("wall time", f"{result.seconds:.1f} s", False),
+    ]
+    for name, value, must_be_zero in rows:
+        if must_be_zero:
+            style = "green" if value == 0 else "bold red"
+            table.add_row(name, f"[{style}]{value}[/]")
+        else:
+            table.add_row(name, str(value))
+    return table
+
+
+@contextlib.contextmanager
+def _workdir(keep: bool) -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="sharetxn-demo-"))
+    try:
+        yield path
+    finally:
+        if not keep:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def run_demo(
+    *,
+    records: int,
+    crash: bool = True,
+    keep: bool = False,
+    records_per_task: int = 10_000,
+    console: Console | None = None,
+) -> DemoResult:
+    console = console or Console()
+    started = time.monotonic()
+    with _workdir(keep) as work, LocalBroker(data_dir=work / "broker") as broker:
+        bootstrap = broker.bootstrap_servers
+        checkpoint = work / "checkpoint"
+        console.print(f"broker {bootstrap}, data in {work}")
+        with console.status(f"writing {records:,} input records"):
+            prepare_input(bootstrap, records)
+        kills = 0
+        killed_batch: int | None = None
+        progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[note]}"),
+            TimeElapsedColumn(),
+            console=console,
+        )
+        with progress, Admin(bootstrap) as admin:
+            task = progress.add_task("acknowledged", total=records, note="starting Spark")
+            driver = DriverProcess(
+                bootstrap, checkpoint, work / "driver-1.log", records_per_partition=records_per_task
+            )
+            crash_at = records // 3 if crash else None
+            while True:
+                done = acknowledged(admin)
+                batches = len(read_checkpoint(checkpoint).commits) if checkpoint.exists() else 0
+                progress.update(task, completed=done, note=f"batch {batches}")
+                code = driver.poll()
+                if code is not None:
+                    if code != 0:
+                        msg = f"the Spark driver failed (exit {code}):\n{driver.tail()}"
+                        raise RuntimeError(msg)
+                    break
+                if crash_at is not None and done >= crash_at:
+                    batch = in_doubt_batch(checkpoint, admin)
+                    if batch is not None:
+                        driver.kill()
+                        kills += 1
+                        killed_batch = batch
+                        crash_at = None
+                        progress.console.print(
+                            f"[yellow]SIGKILL of the Spark driver during batch {batch} "
+                            "(read transactions prepared, batch not committed); restarting "
+                            "the query from its checkpoint[/]"
+                        )
+                        progress.update(task, note="restarting")
+                        driver = DriverProcess(
+                            bootstrap,
+                            checkpoint,
+                            work / "driver-2.log",
+                            records_per_partition=records_per_task,
+                        )
+                        continue
+                time.sleep(0.05)
+            progress.update(task, completed=acknowledged(admin), note="drained")
+        with console.status("verifying with a stock read_committed consumer"):
+            verdict = verify(bootstrap, records)
+        committed, aborted = transaction_counts(checkpoint)
+        return DemoResult(
+            verdict=verdict,
+            batches=len(read_checkpoint(checkpoint).commits),
+            committed_txns=committed,
+            aborted_txns=aborted,
+            driver_kills=kills,
+            killed_batch=killed_batch,
+            seconds=time.monotonic() - started,
+            data_dir=work,
+        )

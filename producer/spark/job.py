@@ -1,0 +1,214 @@
+"""The enrichment job: a share group in, an output topic out, exactly once.
+
+Used by ``sharetxn demo``, the Spark tests and ``bench/spark_eos.py``; it is also the
+copy-paste example of docs/spark.md.  Run as a driver process::
+
+    python -m producer.spark.job --bootstrap-server 127.0.0.1:9092 --group enrich \\
+        --input in --output out --checkpoint /tmp/chk --stop-when-drained
+
+Each input record ``v`` becomes ``UPPER(v)|topic|partition|offset|delivery_count`` with
+the same key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession, functions
+
+from producer.admin import Admin
+from producer.spark import ExactlyOnce, register
+from producer.spark.checkpoint import local_path
+from recovery.spark_checkpoint import read_checkpoint
+from txn.ids import TopicPartition
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MASTER = "local[2]"
+
+
+@dataclass(frozen=True, slots=True)
+class JobConfig:
+    bootstrap_servers: str
+    group_id: str
+    input_topic: str
+    output_topic: str
+    checkpoint: str
+    prefix: str = "sharetxn-spark"
+    max_records_per_partition: int = 10_000
+    num_partitions: int | None = None
+    trigger_interval: str = "500 milliseconds"
+    starting_offsets: str | None = "earliest"
+
+
+def spark_session(master: str = DEFAULT_MASTER, app_name: str = "sharetxn-enrich") -> SparkSession:
+    """A local session tuned for small machines: no UI, few shuffle partitions."""
+    session = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.speculation", "false")
+        .config("spark.driver.memory", "1g")
+        .config("spark.sql.streaming.stopTimeout", "60s")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def enrich(df: DataFrame) -> DataFrame:
+    """The transformation: upper-case the value and append where it came from."""
+    return df.select(
+        functions.col("key"),
+        functions.concat_ws(
+            "|",
+            functions.upper(functions.col("value").cast("string")),
+            functions.col("topic"),
+            functions.col("partition").cast("string"),
+            functions.col("offset").cast("string"),
+            functions.col("delivery_count").cast("string"),
+        ).alias("value"),
+    )
+
+
+def read_stream(spark: SparkSession, cfg: JobConfig) -> DataFrame:
+    register(spark)
+    reader = (
+        spark.readStream.format("kafka-share")
+        .option("kafka.bootstrap.servers", cfg.bootstrap_servers)
+        .option("group.id", cfg.group_id)
+        .option("subscribe", cfg.input_topic)
+        .option("checkpointLocation", cfg.checkpoint)
+        .option("transactional.id.prefix", cfg.prefix)
+        .option("maxRecordsPerPartition", str(cfg.max_records_per_partition))
+    )
+    if cfg.num_partitions is not None:
+        reader = reader.option("numPartitions", str(cfg.num_partitions))
+    if cfg.starting_offsets is not None:
+        reader = reader.option("startingOffsets", cfg.starting_offsets)
+    return reader.load()
+
+
+def start(
+    spark: SparkSession,
+    cfg: JobConfig,
+    *,
+    transform: Callable[[DataFrame], DataFrame] = enrich,
+) -> tuple[Any, ExactlyOnce]:
+    """Start the exactly-once query; returns (StreamingQuery, sink)."""
+    eos = ExactlyOnce(
+        bootstrap_servers=cfg.bootstrap_servers,
+        checkpoint_location=cfg.checkpoint,
+        transactional_id_prefix=cfg.prefix,
+    )
+
+    def write_batch(df: DataFrame, batch_id: int) -> None:
+        eos.write(transform(df), cfg.output_topic, key_col="key", value_col="value")
+
+    query = (
+        read_stream(spark, cfg)
+        .writeStream.queryName("sharetxn-enrich")
+        .foreachBatch(eos.wrap(write_batch))
+        .option("checkpointLocation", cfg.checkpoint)
+        .trigger(processingTime=cfg.trigger_interval)
+        .start()
+    )
+    return query, eos
+
+
+def drained(admin: Admin, cfg: JobConfig) -> bool:
+    """Every input record acknowledged (SPSO at the LSO) and every intent resolved."""
+    partitions = admin.list_topics().get(cfg.input_topic, [])
+    spso = {
+        TopicPartition(o.topic, o.partition): o.start_offset
+        for o in admin.describe_share_group_offsets(cfg.group_id, [cfg.input_topic])
+    }
+    for p in partitions:
+        tp = TopicPartition(cfg.input_topic, p)
+        end = admin.list_offsets(tp, -1, read_committed=True)
+        if spso.get(tp, -1) < end:
+            return False
+    view = read_checkpoint(local_path(cfg.checkpoint))
+    return not view.unresolved()
+
+
+def run_until_drained(
+    spark: SparkSession, cfg: JobConfig, *, timeout_s: float = 600.0, poll_s: float = 0.5
+) -> dict[str, Any]:
+    """Run the query until the input is drained, then stop it cleanly; returns counters."""
+    query, eos = start(spark, cfg)
+    deadline = time.monotonic() + timeout_s
+    try:
+        with Admin(cfg.bootstrap_servers) as admin:
+            while True:
+                if query.exception() is not None:
+                    raise query.exception()
+                if drained(admin, cfg):
+                    break
+                if time.monotonic() > deadline:
+                    msg = f"the input was not drained within {timeout_s}s"
+                    raise TimeoutError(msg)
+                query.awaitTermination(poll_s)
+        progress = [p for p in query.recentProgress if p.numInputRows > 0]
+    finally:
+        query.stop()
+        eos.close(spark)
+    return {
+        "batches": len(progress),
+        "rows": sum(p.numInputRows for p in progress),
+        "batch_ms": [p.batchDuration for p in progress],
+        "durations": [p.durationMs for p in progress],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m producer.spark.job",
+        description="Run the exactly-once enrichment query (share group in, topic out).",
+    )
+    parser.add_argument("--bootstrap-server", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--input", required=True)
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--prefix", default="sharetxn-spark")
+    parser.add_argument("--max-records", type=int, default=10_000)
+    parser.add_argument("--num-partitions", type=int, default=None)
+    parser.add_argument("--master", default=os.environ.get("SHARETXN_SPARK_MASTER", DEFAULT_MASTER))
+    parser.add_argument("--timeout", type=float, default=600.0)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("producer.spark").setLevel(logging.INFO)
+    Path(args.checkpoint).mkdir(parents=True, exist_ok=True)
+    cfg = JobConfig(
+        bootstrap_servers=args.bootstrap_server,
+        group_id=args.group,
+        input_topic=args.input,
+        output_topic=args.output,
+        checkpoint=args.checkpoint,
+        prefix=args.prefix,
+        max_records_per_partition=args.max_records,
+        num_partitions=args.num_partitions,
+    )
+    spark = spark_session(args.master)
+    try:
+        counters = run_until_drained(spark, cfg, timeout_s=args.timeout)
+    finally:
+        spark.stop()
+    print(f"drained: {json.dumps(counters)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""The options of ``format("kafka-share")``, validated before a query starts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from producer.spark.checkpoint import local_path
+from producer.spark.errors import SparkConfigError
+
+DEFAULT_PREFIX = "sharetxn-spark"
+DEFAULT_MAX_RECORDS = 10_000
+DEFAULT_POLL_TIMEOUT_MS = 2_000
+STARTING_OFFSETS = ("earliest", "latest")
+
+# Option name -> what it means (used by --help-like error messages and docs/spark.md).
+OPTIONS: dict[str, str] = {
+    "kafka.bootstrap.servers": "the brokers, host:port[,host:port] (required)",
+    "group.id": "the share group to consume as (required)",
+    "subscribe": "comma-separated topics (required)",
+    "checkpointLocation": "the query's checkpoint location (required: sources are not told it)",
+    "maxRecordsPerPartition": f"records per read task and batch (default {DEFAULT_MAX_RECORDS})",
+    "numPartitions": "read tasks per batch (default: the subscribed topics' partition count)",
+    "transactional.id.prefix": f"prefix of the read transactions' ids (default {DEFAULT_PREFIX})",
+    "pollTimeoutMs": f"how long a read task waits for records (default {DEFAULT_POLL_TIMEOUT_MS})",
+    "startingOffsets": "earliest|latest: set the group's share.auto.offset.reset; "
+    "without it the share group must already exist",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    bootstrap_servers: str
+    group_id: str
+    topics: tuple[str, ...]
+    checkpoint: Path
+    max_records: int
+    num_partitions: int | None
+    prefix: str
+    poll_timeout_ms: int
+    starting_offsets: str | None
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
+        # Spark passes options case-insensitively; normalise the keys we know.
+        known = {k.lower(): k for k in OPTIONS}
+        values: dict[str, str] = {}
+        for key, value in options.items():
+            canonical = known.get(key.lower())
+            if canonical is None and key.lower() != "path":
+                hint = ", ".join(sorted(OPTIONS))
+                msg = f"kafka-share: unknown option {key!r}; the options are: {hint}"
+                raise SparkConfigError(msg)
+            if canonical is not None:
+                values[canonical] = str(value)
+        for required in ("kafka.bootstrap.servers", "group.id", "subscribe"):
+            if not values.get(required, "").strip():
+                msg = f"kafka-share: option {required!r} is required ({OPTIONS[required]})"
+                raise SparkConfigError(msg)
+        if not values.get("checkpointLocation", "").strip():
+            msg = (
+                "kafka-share: option 'checkpointLocation' is required: Spark does not tell "
+                "Python sources the query's checkpoint, and exactly-once needs it. Pass the "
+                "same path to .option('checkpointLocation', ...) on both readStream and "
+                "writeStream"
+            )
+            raise SparkConfigError(msg)
+        topics = tuple(t.strip() for t in values["subscribe"].split(",") if t.strip())
+        if not topics:
+            msg = "kafka-share: option 'subscribe' names no topic"
+            raise SparkConfigError(msg)
+        starting = values.get("startingOffsets")
+        if starting is not None and starting.lower() not in STARTING_OFFSETS:
+            msg = f"kafka-share: startingOffsets must be earliest or latest, not {starting!r}"
+            raise SparkConfigError(msg)
+        num = values.get("numPartitions")
+        return cls(
+            bootstrap_servers=values["kafka.bootstrap.servers"].strip(),
+            group_id=values["group.id"].strip(),
+            topics=topics,
+            checkpoint=local_path(values["checkpointLocation"]),
+            max_records=_positive(values, "maxRecordsPerPartition", DEFAULT_MAX_RECORDS),
+            num_partitions=None if num is None else _positive(values, "numPartitions", 1),
+            prefix=_prefix(values.get("transactional.id.prefix", DEFAULT_PREFIX)),
+            poll_timeout_ms=_positive(values, "pollTimeoutMs", DEFAULT_POLL_TIMEOUT_MS),
+            starting_offsets=None if starting is None else starting.lower(),
+        )
+
+
+def _positive(values: Mapping[str, str], key: str, default: int) -> int:
+    raw = values.get(key)
+    if raw is None:
+        return default
+    try:
+        number = int(raw)
+    except ValueError:
+        number = 0
+    if number < 1:
+        msg = f"kafka-share: option {key!r} must be a positive integer, not {raw!r}"
+        raise SparkConfigError(msg)
+    return number
+
+
+def _prefix(raw: str) -> str:
+    prefix = raw.strip()
+    if not prefix or any(c.isspace() for c in prefix):
+        msg = f"transactional.id.prefix must be a non-empty word, not {raw!r}"
+        raise SparkConfigError(msg)
+    return prefix

@@ -1,0 +1,151 @@
+"""The commit phase and the start-up recovery of a query's prepared transactions.
+
+``commit_decided`` is the fast path, run from every commit point (the source's
+``commit(end)`` and ``latestOffset``, the sink's progress listener, query stop): for each
+intent whose batch is in Spark's commit log and not yet resolved, commit its prepared
+transactions and write ``resolved/N``.  It is idempotent: a transaction that another
+resolver already finished is reported as such and not touched.
+
+``recover`` is the start-up path and goes through ``recovery.recover`` — the same code as
+``sharetxn recover --apply`` — so the query and the operator's tool always decide alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from producer.admin import Admin
+from producer.spark.checkpoint import resolve_lock
+from producer.spark.errors import ResolveError
+from producer.transactional_producer import (
+    DifferentPreparedTransactionError,
+    NoPreparedTransactionError,
+    TransactionalProducer,
+)
+from recovery.audit import AuditLog
+from recovery.execute import Executor
+from recovery.execute import Outcome as StepOutcome
+from recovery.recover import apply_recovery, plan_recovery
+from recovery.scan import Scanner
+from recovery.spark_checkpoint import (
+    IntentTransaction,
+    Outcome,
+    read_checkpoint,
+    write_resolved,
+)
+
+log = logging.getLogger(__name__)
+
+AUDIT_LOG = "sharetxn-recovery.jsonl"
+_RECOVERY_SCAN_INTERVAL_S = 0.2
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Connection:
+    """How the resolver reaches the cluster (picklable: it travels to Spark's workers)."""
+
+    bootstrap_servers: str
+    client_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def producer_config(self) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap_servers, **self.client_config}
+
+
+def _commit_one(conn: Connection, txn: IntentTransaction) -> str:
+    try:
+        producer = TransactionalProducer.resume(
+            txn.transactional_id, txn.producer_id, txn.epoch, conn.producer_config()
+        )
+    except NoPreparedTransactionError:
+        return "already complete"
+    except DifferentPreparedTransactionError as exc:
+        msg = (
+            f"{txn.transactional_id}: the prepared transaction ({txn.producer_id}, "
+            f"{txn.epoch}) of a decided batch was replaced: {exc}"
+        )
+        raise ResolveError(msg) from exc
+    try:
+        producer.commit_transaction()
+    finally:
+        producer.close()
+    return "committed"
+
+
+def commit_decided(
+    checkpoint: Path, state_dir: Path, conn: Connection, *, by: str, max_workers: int = 8
+) -> list[int]:
+    """Commit every unresolved intent whose batch is in the commit log; returns the batches."""
+    done: list[int] = []
+    with resolve_lock(state_dir):
+        view = read_checkpoint(checkpoint, state_dir)
+        for intent in view.unresolved():
+            if intent.batch not in view.commits:
+                continue  # not decided yet (or to be aborted by recovery)
+            started = time.monotonic()
+            with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
+                results = list(pool.map(lambda t: _commit_one(conn, t), intent.transactions))
+            write_resolved(state_dir, intent.batch, Outcome.COMMIT, by)
+            log.info(
+                "batch %d committed in %.3fs: %d transaction(s), %d already complete",
+                intent.batch,
+                time.monotonic() - started,
+                results.count("committed"),
+                results.count("already complete"),
+            )
+            done.append(intent.batch)
+    return done
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecoveryReport:
+    committed: int
+    aborted: int
+    noop: int
+    batches: tuple[int, ...]
+
+
+def recover(
+    checkpoint: Path,
+    state_dir: Path,
+    conn: Connection,
+    prefixes: set[str],
+    *,
+    by: str,
+) -> RecoveryReport:
+    """The decision rule at query start, through ``recovery.recover`` with an audit log."""
+    committed = aborted = noop = 0
+    batches: set[int] = set()
+    with resolve_lock(state_dir), Admin(conn.producer_config()) as admin:
+        view = read_checkpoint(checkpoint, state_dir)
+        scanner = Scanner(admin)
+        audit = AuditLog(state_dir / AUDIT_LOG, operator=by, command="spark-source-recovery")
+        executor = Executor(scanner, conn.bootstrap_servers, audit)
+        ordered: list[str | None] = [*sorted(prefixes)] or [None]
+        for prefix in ordered:
+            steps = plan_recovery(scanner, view, prefix, _RECOVERY_SCAN_INTERVAL_S)
+            results = apply_recovery(executor, view, steps, by=by)
+            for r in results:
+                if r.outcome not in (StepOutcome.APPLIED, StepOutcome.NOOP):
+                    msg = (
+                        f"start-up recovery of {checkpoint} could not finish "
+                        f"{r.step.transactional_id}: {r.outcome.value}: "
+                        f"{r.detail}; see `sharetxn recover --checkpoint {checkpoint}`"
+                    )
+                    raise ResolveError(msg)
+                kind = r.step.action.value
+                if r.outcome is StepOutcome.NOOP:
+                    noop += 1
+                elif kind == "commit":
+                    committed += 1
+                elif kind in ("abort", "force-terminate"):
+                    aborted += 1
+                if r.step.batch is not None:
+                    batches.add(r.step.batch)
+            view = read_checkpoint(checkpoint, state_dir)  # resolved/N written meanwhile
+    return RecoveryReport(committed, aborted, noop, tuple(sorted(batches)))

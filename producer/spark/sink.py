@@ -1,0 +1,335 @@
+"""``ExactlyOnce``: the foreachBatch side of the two-phase commit (DESIGN §6).
+
+    eos = ExactlyOnce(bootstrap_servers=..., checkpoint_location=...)
+
+    def enrich(df, batch_id):
+        eos.write(df.select(...), "out", key_col="key", value_col="value")
+
+    query = df.writeStream.foreachBatch(eos.wrap(enrich)) \\
+        .option("checkpointLocation", ...).start()
+
+``wrap`` persists the input batch, collects every read receipt from the *input* rows,
+runs the function (whose ``write`` calls prepare one transaction per Spark partition),
+checks that every prepared transaction is still the one recorded, and writes
+``intents/N.json`` before returning.  Spark then writes ``commits/N``; the progress
+listener, the source's ``commit`` and query stop commit the batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession, functions
+from pyspark.sql.streaming.listener import (
+    QueryIdleEvent,
+    QueryProgressEvent,
+    QueryStartedEvent,
+    QueryTerminatedEvent,
+    StreamingQueryListener,
+)
+
+from producer.admin import Admin
+from producer.spark import checkpoint as ckpt
+from producer.spark.errors import BatchFencedError, SparkConfigError
+from producer.spark.options import DEFAULT_PREFIX
+from producer.spark.resolve import Connection, commit_decided
+from producer.spark.source import RECEIPT_COLUMNS
+from producer.transactional_producer import TransactionalProducer
+from recovery.spark_checkpoint import (
+    RESOLVED_DIR,
+    Intent,
+    IntentTransaction,
+    transactional_id,
+    write_intent,
+)
+
+log = logging.getLogger(__name__)
+
+BatchFunction = Callable[[DataFrame, int], None]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _WriteTask:
+    """One ``write`` call's settings, pickled to the executors."""
+
+    conn: Connection
+    producer_config: Mapping[str, Any]
+    prefix: str
+    query_id: str
+    batch: int
+    first_partition: int
+    topic: str
+
+    def __call__(self, index: int, rows: Iterable[Any]) -> Iterator[tuple[str, int, int, int]]:
+        partition = self.first_partition + index
+        tid = transactional_id(self.prefix, self.query_id, "w", self.batch, partition)
+        producer = TransactionalProducer(
+            {
+                **self.conn.producer_config(),
+                **self.producer_config,
+                "transactional.id": tid,
+                "transaction.two.phase.commit.enable": True,
+                "client.id": f"sharetxn-spark-write-{partition}",
+            }
+        )
+        try:
+            producer.init_transactions()  # fences an earlier attempt of this partition
+            sent = 0
+            for row in rows:
+                if sent == 0:
+                    producer.begin_transaction()
+                producer.send(self.topic, _bytes(row[1]), key=_bytes(row[0]))
+                sent += 1
+            if sent == 0:
+                return
+            state = producer.prepare_transaction()
+        finally:
+            producer.close()
+        yield (state.transactional_id, state.producer_id, state.epoch, sent)
+
+
+def _bytes(value: object) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, bytearray):
+        return bytes(value)
+    return str(value).encode()
+
+
+@dataclasses.dataclass
+class _Batch:
+    batch: int
+    query_id: str
+    partitions_used: int = 0
+    writes: list[IntentTransaction] = dataclasses.field(default_factory=list)
+    records_written: int = 0
+
+
+class ExactlyOnce:
+    """The exactly-once foreachBatch sink of a ``kafka-share`` query."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        checkpoint_location: str,
+        transactional_id_prefix: str = DEFAULT_PREFIX,
+        *,
+        producer_config: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.conn = Connection(bootstrap_servers)
+        self.checkpoint = ckpt.local_path(checkpoint_location)
+        self.prefix = transactional_id_prefix
+        self.producer_config = dict(producer_config or {})
+        for key in ("transactional.id", "transaction.two.phase.commit.enable"):
+            if key in self.producer_config:
+                msg = f"producer_config must not set {key!r}: the sink sets it per partition"
+                raise SparkConfigError(msg)
+        self._current = threading.local()
+        self._listener: _CommitListener | None = None
+        self.batches_committed = 0
+        self.last_timings: dict[str, float] = {}
+
+    # -- the foreachBatch wrapper ----------------------------------------------------------
+
+    def wrap(self, fn: BatchFunction) -> BatchFunction:
+        """The function to pass to ``foreachBatch``: ``fn(df, batch_id)`` inside 2PC."""
+
+        def run(df: DataFrame, batch_id: int) -> None:
+            self._run_batch(fn, df, batch_id)
+
+        run.__name__ = getattr(fn, "__name__", "run")
+        run.__doc__ = fn.__doc__
+        return run
+
+    def _run_batch(self, fn: BatchFunction, df: DataFrame, batch_id: int) -> None:
+        spark = df.sparkSession
+        self._check_session(spark)
+        self._install_listener(spark)
+        missing = [c for c in RECEIPT_COLUMNS if c not in df.columns]
+        if missing:
+            msg = (
+                "ExactlyOnce needs the receipt columns of the kafka-share source in the "
+                f"batch DataFrame (missing {missing}); wrap the function given to "
+                "foreachBatch, not a function of a transformed stream that dropped them"
+            )
+            raise SparkConfigError(msg)
+        if not ckpt.is_planned(self.checkpoint, batch_id):
+            msg = (
+                f"batch {batch_id} is not in {self.checkpoint}/offsets: checkpoint_location "
+                "must be the query's checkpointLocation"
+            )
+            raise SparkConfigError(msg)
+        query_id = ckpt.query_id(self.checkpoint)
+        self.commit_decided()
+        # A re-run of N after an abort: the new intent must not look resolved.
+        (self.checkpoint / RESOLVED_DIR / str(batch_id)).unlink(missing_ok=True)
+        cached = df.persist()
+        t0 = time.monotonic()
+        try:
+            receipts = cached.select(*RECEIPT_COLUMNS).distinct().collect()
+            t1 = time.monotonic()
+            if not receipts:
+                fn(cached, batch_id)
+                return
+            reads: dict[str, IntentTransaction] = {}
+            for r in receipts:
+                if int(r[0]) != batch_id:
+                    msg = (
+                        f"rows of batch {r[0]} in Spark batch {batch_id}: the source's "
+                        "checkpointLocation is not this query's"
+                    )
+                    raise SparkConfigError(msg)
+                reads[str(r[1])] = IntentTransaction(str(r[1]), int(r[2]), int(r[3]), "r")
+            state = _Batch(batch_id, query_id)
+            self._current.batch = state
+            try:
+                fn(cached, batch_id)
+            finally:
+                self._current.batch = None
+            t2 = time.monotonic()
+            transactions = [*reads.values(), *state.writes]
+            self._verify(transactions, batch_id)
+            t3 = time.monotonic()
+            write_intent(
+                self.checkpoint,
+                Intent(
+                    batch=batch_id,
+                    transactions=tuple(transactions),
+                    query_id=query_id,
+                    transactional_id_prefix=self.prefix,
+                    written_at_ms=int(time.time() * 1000),
+                ),
+            )
+            self.last_timings = {
+                "read_s": t1 - t0,
+                "write_s": t2 - t1,
+                "verify_s": t3 - t2,
+                "intent_s": time.monotonic() - t3,
+            }
+            log.info("batch %d prepared: %s", batch_id, self.last_timings)
+        finally:
+            cached.unpersist()
+
+    def write(
+        self,
+        df: DataFrame,
+        topic: str,
+        *,
+        key_col: str | None = None,
+        value_col: str = "value",
+    ) -> int:
+        """Write ``df`` to ``topic``, one prepared transaction per Spark partition.
+
+        Call it inside the function given to ``wrap``; returns the records written.
+        """
+        state: _Batch | None = getattr(self._current, "batch", None)
+        if state is None:
+            msg = "ExactlyOnce.write must be called inside the function passed to eos.wrap(...)"
+            raise SparkConfigError(msg)
+        for col in (key_col, value_col):
+            if col is not None and col not in df.columns:
+                msg = f"ExactlyOnce.write: no column {col!r} in {df.columns}"
+                raise SparkConfigError(msg)
+        projected = df.select(
+            (df[key_col] if key_col is not None else functions.lit(None)).alias("k"),
+            df[value_col].alias("v"),
+        )
+        task = _WriteTask(
+            self.conn,
+            self.producer_config,
+            self.prefix,
+            state.query_id,
+            state.batch,
+            state.partitions_used,
+            topic,
+        )
+        rdd = projected.rdd
+        state.partitions_used += rdd.getNumPartitions()
+        written = 0
+        for tid, pid, epoch, sent in rdd.mapPartitionsWithIndex(task).collect():
+            state.writes.append(IntentTransaction(tid, pid, epoch, "w"))
+            written += sent
+        state.records_written += written
+        return written
+
+    # -- checks ------------------------------------------------------------------------------
+
+    def _check_session(self, spark: SparkSession) -> None:
+        if str(spark.conf.get("spark.speculation", "false")).lower() == "true":
+            msg = (
+                "spark.speculation is on: a speculative copy of a task would fence the "
+                "transaction of the original; set spark.speculation=false for exactly-once"
+            )
+            raise SparkConfigError(msg)
+
+    def _verify(self, transactions: list[IntentTransaction], batch: int) -> None:
+        """Every prepared transaction must still be open with the recorded producer epoch."""
+        with Admin({**self.conn.producer_config(), "client.id": "sharetxn-spark-sink"}) as admin:
+            found = {
+                d.transactional_id: d
+                for d in admin.describe_transactions([t.transactional_id for t in transactions])
+            }
+        for t in transactions:
+            d = found.get(t.transactional_id)
+            if (
+                d is None
+                or d.state != "Ongoing"
+                or (d.producer_id, d.producer_epoch) != (t.producer_id, t.epoch)
+            ):
+                now = "missing" if d is None else f"{d.state} ({d.producer_id}, {d.producer_epoch})"
+                msg = (
+                    f"batch {batch}: prepared transaction {t.transactional_id} "
+                    f"({t.producer_id}, {t.epoch}) is now {now}: a re-run or retried task "
+                    "fenced it; the batch fails and is aborted and re-run on restart"
+                )
+                raise BatchFencedError(msg)
+
+    # -- the commit phase ---------------------------------------------------------------------
+
+    def commit_decided(self) -> list[int]:
+        """Commit every batch Spark has decided (``commits/N``); idempotent."""
+        done = commit_decided(self.checkpoint, self.checkpoint, self.conn, by="ExactlyOnce sink")
+        self.batches_committed += len(done)
+        return done
+
+    def _install_listener(self, spark: SparkSession) -> None:
+        if self._listener is None:
+            self._listener = _CommitListener(self)
+            spark.streams.addListener(self._listener)
+
+    def close(self, spark: SparkSession | None = None) -> None:
+        """Commit what is decided and remove the progress listener."""
+        self.commit_decided()
+        if self._listener is not None and spark is not None:
+            spark.streams.removeListener(self._listener)
+            self._listener = None
+
+
+class _CommitListener(StreamingQueryListener):
+    """Commits a batch as soon as Spark reports its progress (after ``commits/N``)."""
+
+    def __init__(self, sink: ExactlyOnce) -> None:
+        self.sink = sink
+
+    def _commit(self) -> None:
+        try:
+            self.sink.commit_decided()
+        except Exception as exc:  # the next commit point retries
+            log.warning("committing decided batches failed, will retry: %s", exc)
+
+    def onQueryStarted(self, event: QueryStartedEvent) -> None:
+        pass
+
+    def onQueryProgress(self, event: QueryProgressEvent) -> None:
+        self._commit()
+
+    def onQueryIdle(self, event: QueryIdleEvent) -> None:
+        pass
+
+    def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:
+        self._commit()

@@ -1,0 +1,321 @@
+"""``spark.readStream.format("kafka-share")``: a share-group source whose acks are 2PC.
+
+The offset is a ticket ``{"v": 1, "batch": N}`` naming Spark's batch N; it advances only
+when the share group has records to deliver.  Each read task of batch N opens its own
+share consumer, acquires up to ``maxRecordsPerPartition`` records, stages ACCEPT for
+them in its own transaction ``{prefix}-{queryId}-r-{N mod 2}-{task}``, *prepares* it and
+yields the rows with the receipt of that transaction.  Nothing is acknowledged until the
+sink's intent for batch N exists and Spark wrote ``commits/N`` (DESIGN §6).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.types import StructType
+
+from producer.admin import Admin
+from producer.share_consumer import ShareConsumer
+from producer.spark import checkpoint as ckpt
+from producer.spark.errors import SparkConfigError
+from producer.spark.options import SourceOptions
+from producer.spark.resolve import Connection, commit_decided, recover
+from producer.transactional_producer import TransactionalProducer
+from producer.types import Record
+from recovery.spark_checkpoint import read_checkpoint, transactional_id
+from txn.errors import KafkaProtocolError
+from txn.ids import TopicPartition
+
+log = logging.getLogger(__name__)
+
+FORMAT = "kafka-share"
+TICKET_VERSION = 1
+# Spark's Kafka source columns, then the share group's and the receipt of the read task.
+SCHEMA = (
+    "key binary, value binary, topic string, partition int, offset long, "
+    "timestamp timestamp, headers array<struct<key: string, value: binary>>, "
+    "delivery_count int, receipt_batch long, receipt_transactional_id string, "
+    "receipt_producer_id long, receipt_producer_epoch int"
+)
+RECEIPT_COLUMNS = (
+    "receipt_batch",
+    "receipt_transactional_id",
+    "receipt_producer_id",
+    "receipt_producer_epoch",
+)
+
+
+def ticket(batch: int) -> dict[str, int]:
+    return {"v": TICKET_VERSION, "batch": batch}
+
+
+def ticket_batch(offset: dict[str, Any]) -> int:
+    if offset.get("v") != TICKET_VERSION or not isinstance(offset.get("batch"), int):
+        msg = f"kafka-share: not a kafka-share offset: {offset!r} (another source's checkpoint?)"
+        raise SparkConfigError(msg)
+    return int(offset["batch"])
+
+
+@dataclass(frozen=True)
+class ReadTask(InputPartition):
+    """Everything one read task needs (pickled to the executor)."""
+
+    bootstrap_servers: str
+    group_id: str
+    topics: tuple[str, ...]
+    query_id: str
+    prefix: str
+    batch: int
+    index: int
+    max_records: int
+    poll_timeout_ms: int
+
+    @property
+    def transactional_id(self) -> str:
+        return transactional_id(self.prefix, self.query_id, "r", self.batch, self.index)
+
+
+class ShareDataSource(DataSource):
+    """The data source registered as ``kafka-share`` by ``producer.spark.register``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        SourceOptions.parse(self.options)  # fail at .load(), not at the first batch
+        return SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return ShareStreamReader(SourceOptions.parse(self.options))
+
+
+class ShareStreamReader(DataSourceStreamReader):
+    """Runs on the driver (one long-lived worker per query) except ``read``."""
+
+    def __init__(self, options: SourceOptions) -> None:
+        self.opts = options
+        self._conn = Connection(options.bootstrap_servers)
+        self._admin: Admin | None = None
+        self._query_id: str | None = None
+        self._partitions: list[TopicPartition] = []
+
+    # -- driver ---------------------------------------------------------------------------
+
+    def _start(self) -> str:
+        """Once per run: check the set-up, then recover what the last run left open."""
+        if self._query_id is not None:
+            return self._query_id
+        opts = self.opts
+        query_id = ckpt.query_id(opts.checkpoint)
+        admin = self._admin or Admin(
+            {"bootstrap.servers": opts.bootstrap_servers, "client.id": "sharetxn-spark-source"}
+        )
+        self._admin = admin
+        topics = admin.list_topics()
+        missing = [t for t in opts.topics if t not in topics]
+        if missing:
+            msg = f"kafka-share: subscribed topic(s) {', '.join(missing)} do not exist"
+            raise SparkConfigError(msg)
+        self._partitions = [TopicPartition(t, p) for t in opts.topics for p in topics[t]]
+        self._check_group(admin)
+        view = read_checkpoint(opts.checkpoint)
+        prefixes = {opts.prefix} | {
+            i.transactional_id_prefix for i in view.intents.values() if i.transactional_id_prefix
+        }
+        report = recover(
+            opts.checkpoint, opts.checkpoint, self._conn, prefixes, by=f"kafka-share {query_id}"
+        )
+        if report.committed or report.aborted:
+            log.warning(
+                "kafka-share recovery of query %s: %d transaction(s) committed, %d aborted "
+                "(batches %s)",
+                query_id,
+                report.committed,
+                report.aborted,
+                list(report.batches),
+            )
+        self._query_id = query_id
+        return query_id
+
+    def _check_group(self, admin: Admin) -> None:
+        group = self.opts.group_id
+        listing = {g.group_id: g for g in admin.list_groups()}
+        found = listing.get(group)
+        if found is not None and found.type.lower() not in ("share", ""):
+            msg = f"kafka-share: group {group!r} is a {found.type} group, not a share group"
+            raise SparkConfigError(msg)
+        if self.opts.starting_offsets is not None:
+            admin.alter_group_configs(
+                group, {"share.auto.offset.reset": self.opts.starting_offsets}
+            )
+        elif found is None:
+            msg = (
+                f"kafka-share: share group {group!r} does not exist. Create it (for example "
+                "with kafka-configs/`Admin.alter_group_configs`) or set the option "
+                "startingOffsets=earliest|latest to create it from this query"
+            )
+            raise SparkConfigError(msg)
+
+    def _records_available(self) -> bool:
+        """Whether the group has records past its start offset (SPSO < LSO somewhere)."""
+        admin = self._admin
+        assert admin is not None
+        spso = {
+            TopicPartition(o.topic, o.partition): o.start_offset
+            for o in admin.describe_share_group_offsets(self.opts.group_id, list(self.opts.topics))
+        }
+        for tp in self._partitions:
+            end = admin.list_offsets(tp, -1, read_committed=True)
+            if end > max(spso.get(tp, -1), 0):
+                return True
+        return False
+
+    def _commit_decided(self) -> None:
+        commit_decided(
+            self.opts.checkpoint, self.opts.checkpoint, self._conn, by="kafka-share source"
+        )
+
+    def initialOffset(self) -> dict[str, int]:
+        self._start()
+        return ticket(-1)
+
+    def latestOffset(self) -> dict[str, int]:
+        self._start()
+        # A decided batch is committed before its records are looked at again, so acks
+        # still TX_PENDING in a committed batch do not look like records to read.
+        self._commit_decided()
+        last = ckpt.last_planned_batch(self.opts.checkpoint)
+        if not ckpt.is_committed(self.opts.checkpoint, last) and last >= 0:
+            return ticket(last)  # Spark re-runs it first
+        try:
+            available = self._records_available()
+        except KafkaProtocolError as exc:
+            log.warning("kafka-share: cannot tell whether records are available: %s", exc)
+            available = True  # an empty batch is harmless; a stalled query is not
+        return ticket(last + 1) if available else ticket(last)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        query_id = self._start()
+        batch = ticket_batch(end)
+        first = ticket_batch(start)
+        if batch <= first:
+            return []
+        # Batch N reuses the ids of N-2: N-2 (and everything before) must be complete.
+        self._commit_decided()
+        view = read_checkpoint(self.opts.checkpoint)
+        open_ = [b for b in view.intents if b < batch - 1 and b not in view.resolved]
+        if open_:
+            msg = (
+                f"kafka-share: batch(es) {open_} are not resolved before batch {batch}; "
+                f"run `sharetxn recover --checkpoint {self.opts.checkpoint}`"
+            )
+            raise SparkConfigError(msg)
+        count = self.opts.num_partitions or max(1, len(self._partitions))
+        return [
+            ReadTask(
+                self.opts.bootstrap_servers,
+                self.opts.group_id,
+                self.opts.topics,
+                query_id,
+                self.opts.prefix,
+                batch,
+                index,
+                self.opts.max_records,
+                self.opts.poll_timeout_ms,
+            )
+            for index in range(count)
+        ]
+
+    def commit(self, end: dict[str, Any]) -> None:
+        # Spark calls this lazily, after commits/N and offsets/N+1 exist.
+        self._start()
+        self._commit_decided()
+
+    def stop(self) -> None:
+        try:
+            if self._query_id is not None:
+                self._commit_decided()
+        finally:
+            if self._admin is not None:
+                self._admin.close()
+                self._admin = None
+
+    # -- executors ------------------------------------------------------------------------
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, ReadTask)
+        return read_task(partition)
+
+
+def read_task(task: ReadTask) -> Iterator[tuple[Any, ...]]:
+    """Acquire, stage ACCEPT in a prepared transaction, then yield the rows."""
+    tid = task.transactional_id
+    producer = TransactionalProducer(
+        {
+            "bootstrap.servers": task.bootstrap_servers,
+            "transactional.id": tid,
+            "transaction.two.phase.commit.enable": True,
+            "client.id": f"sharetxn-spark-read-{task.index}",
+        }
+    )
+    consumer = ShareConsumer(
+        {
+            "bootstrap.servers": task.bootstrap_servers,
+            "group.id": task.group_id,
+            "share.acknowledgement.mode": "transactional",
+            "client.id": f"sharetxn-spark-read-{task.index}",
+            "max.poll.records": min(task.max_records, 2000),
+        }
+    )
+    records: list[Record] = []
+    try:
+        # Fences an earlier attempt of this task (its prepared acks revert to available).
+        producer.init_transactions()
+        consumer.subscribe(task.topics)
+        deadline = time.monotonic() + task.poll_timeout_ms / 1000
+        while len(records) < task.max_records:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            got = consumer.poll(min(remaining, 0.5) if records else remaining)
+            for record in got:
+                consumer.acknowledge(record)
+            records.extend(got)
+            if records and not got:
+                break  # what was there has been taken; do not wait for more
+        if not records:
+            return
+        producer.begin_transaction()
+        producer.send_share_acks_to_transaction(
+            consumer.acknowledgements(), consumer.group_metadata()
+        )
+        state = producer.prepare_transaction()
+    finally:
+        consumer.close()
+        producer.close()
+    for r in records:
+        yield (
+            r.key,
+            r.value,
+            r.topic,
+            r.partition,
+            r.offset,
+            datetime.fromtimestamp(max(r.timestamp, 0) / 1000, tz=UTC),
+            [(k, v) for k, v in r.headers],
+            r.delivery_count,
+            task.batch,
+            state.transactional_id,
+            state.producer_id,
+            state.epoch,
+        )

@@ -368,13 +368,13 @@ class SimBroker:
         if marker == self._txn_log_seen:
             return
         self._txn_log_seen = marker
-        tc = core.txn_coordinator
+        txns = core.txn_coordinator._txns  # noqa: SLF001 - read-only, and on every change
         states = self._txn_states
         for tid in sorted(self.tids):
-            view = tc.transaction_view(tid)
-            if view is None:
+            metadata = txns.get(tid)
+            if metadata is None:
                 continue
-            now = (view.state.state_name, view.producer_id, view.producer_epoch)
+            now = (metadata.state.state_name, metadata.producer_id, metadata.producer_epoch)
             if states.get(tid) != now:
                 states[tid] = now
                 self.observe(

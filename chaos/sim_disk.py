@@ -71,7 +71,8 @@ class _LogData:
     start: int = 0
     end: int = 0
     synced: int = 0  # batches [0, synced) are durable
-    # After a crash: the raw surviving bytes, recovered (parsed and truncated) on next open.
+    # After a crash: the surviving bytes of the unsynced tail, recovered (parsed and truncated)
+    # on next open; the durable batches [0, synced) are whole and intact and stay as they are.
     image: bytes | None = None
 
 
@@ -197,12 +198,16 @@ class SimLog:
 
 
 def _recover(data: _LogData, image: bytes) -> int:
-    """Rebuild ``data`` from a disk image; returns the number of bytes truncated away."""
-    data.bases.clear()
-    data.headers.clear()
-    data.blobs.clear()
+    """Rebuild ``data`` after a crash from its durable batches and the surviving bytes
+    ``image`` of its unsynced tail; returns the number of bytes truncated away.
+
+    As ``FileLog`` does on the whole file: batches are parsed and CRC-checked in order and the
+    log ends at the first incomplete, corrupt or out-of-sequence one (the durable prefix, which
+    an fsync covered, is intact, so only the tail needs the check)."""
+    synced = data.synced
+    del data.bases[synced:], data.headers[synced:], data.blobs[synced:]
     pos = 0
-    expected: int | None = None
+    expected: int | None = data.headers[-1].last_offset + 1 if data.headers else None
     while pos + HEADER_SIZE <= len(image):
         try:
             header = parse_header(image, pos)
@@ -285,10 +290,9 @@ class SimDisk:
         self._open.clear()
         for key in sorted(self._logs):
             data = self._logs[key]
-            durable = b"".join(data.blobs[: data.synced])
             unsynced = b"".join(data.blobs[data.synced :])
+            kept = b""
             if unsynced:
-                kept = b""
                 if self._rng.random() < self.keep_unsynced_probability:
                     kept = unsynced[: self._rng.randrange(len(unsynced) + 1)]
                 whole = _whole_batches(kept)
@@ -296,8 +300,7 @@ class SimDisk:
                 self.stats.lost_batches += len(data.blobs) - data.synced - whole
                 if _is_torn(kept):
                     self.stats.torn_tails += 1
-                durable += kept
-            data.image = durable
+            data.image = kept
 
     def unsynced(self) -> dict[str, int]:
         """Log name -> batches not yet synced (for tests)."""

@@ -145,7 +145,7 @@ class SimNet:
         return delay
 
     def _lost(self, client: str) -> bool:
-        if self.is_cut(client):
+        if self._cut_until and self.is_cut(client):
             return True
         drop = self.faults.drop
         return bool(drop) and self._rng.random() < drop
@@ -166,7 +166,7 @@ class SimNet:
                 self.on_fault("replay", {"client": client, "request": type(request).__name__})
 
     def _arrive(self, client: str, request: Any, on_response: Callable[[Any], None]) -> None:
-        if self.is_cut(client):
+        if self._cut_until and self.is_cut(client):
             self.dropped += 1
             return
         response = self._handle(request)

@@ -23,37 +23,56 @@ def compact_string(text: str) -> bytes:
     return uvarint(len(data) + 1) + data
 
 
+_STRUCTS: dict[str, struct.Struct] = {}
+
+
+def _struct(fmt: str) -> struct.Struct:
+    compiled = _STRUCTS.get(fmt)
+    if compiled is None:
+        compiled = _STRUCTS[fmt] = struct.Struct(fmt)
+    return compiled
+
+
 class Reader:
     """Reads a record field by field; every failure raises ``error`` (the schema's own class)."""
 
     def __init__(self, buf: bytes | bytearray | memoryview, error: type[ValueError]) -> None:
         self._buf = memoryview(buf)
+        self._len = len(self._buf)
         self._error = error
         self.pos = 0
 
     def take(self, fmt: str) -> int:
-        size = struct.calcsize(fmt)
-        if self.pos + size > len(self._buf):
+        compiled = _STRUCTS.get(fmt) or _struct(fmt)
+        pos = self.pos
+        end = pos + compiled.size
+        if end > self._len:
             raise self._error("record ends early")
-        (value,) = struct.unpack_from(fmt, self._buf, self.pos)
-        self.pos += size
+        (value,) = compiled.unpack_from(self._buf, pos)
+        self.pos = end
         return int(value)
 
     def raw(self, size: int) -> bytes:
-        if size < 0 or self.pos + size > len(self._buf):
+        if size < 0 or self.pos + size > self._len:
             raise self._error("record ends early")
         out = bytes(self._buf[self.pos : self.pos + size])
         self.pos += size
         return out
 
     def uvarint(self) -> int:
+        buf = self._buf
+        pos = self.pos
         result = shift = 0
         while True:
             if shift > 63:
                 raise self._error("varint too long")
-            byte = self.take(">B")
+            if pos >= self._len:
+                raise self._error("record ends early")
+            byte = buf[pos]
+            pos += 1
             result |= (byte & 0x7F) << shift
             if not byte & 0x80:
+                self.pos = pos
                 return result
             shift += 7
 
@@ -73,4 +92,4 @@ class Reader:
             self.raw(self.uvarint())
 
     def at_end(self) -> bool:
-        return self.pos == len(self._buf)
+        return self.pos == self._len

@@ -38,7 +38,6 @@ def test_sixty_seconds_of_real_faults_violate_nothing(tmp_path: Path) -> None:
     assert len(result.faults) >= 4, f"most fault kinds are drawn in 60 s: {result.faults}"
     assert result.commits > 0 and result.aborts > 0
     assert result.fenced + result.zombie_exits > 0, "paused clients outlive their epoch"
-    assert result.seconds["total"] < 150, result.seconds
 
 
 def _recorder(tmp_path: Path, name: str) -> Recorder:

@@ -182,6 +182,10 @@ class RealRun:
         self.rng = random.Random(options.seed)
         if options.run_dir is not None:
             self.dir = options.run_dir
+            if self.dir.exists() and any(self.dir.iterdir()):
+                # Old histories would be merged in, an old stop file would stop the clients.
+                msg = f"run directory {self.dir} is not empty"
+                raise ValueError(msg)
             self.dir.mkdir(parents=True, exist_ok=True)
         else:
             self.dir = Path(tempfile.mkdtemp(prefix="sharetxn-chaos-real-"))
@@ -640,6 +644,7 @@ def main(
         run_dir=run_dir,
     )
     err = Console(stderr=True)
+    run = RealRun(options)
     if not as_json:
         err.print(
             f"[bold]sharetxn chaos real[/] seed={seed} duration={duration_s:g}s "
@@ -659,7 +664,8 @@ def main(
         def report(phase: str, done: float, total: float, status: str) -> None:
             progress.update(task, completed=done, total=total, phase=phase, status=status)
 
-        result = RealRun(options, report).run()
+        run.progress = report
+        result = run.run()
     if as_json:
         print(json.dumps(result.to_json(), indent=2))
     else:

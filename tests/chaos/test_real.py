@@ -138,3 +138,9 @@ def test_cli_rejects_bad_numbers() -> None:
     assert done.returncode == 64
     assert "must be positive" in done.stderr
     assert done.stdout == ""
+
+
+def test_a_used_run_directory_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "stop").write_text("")
+    with pytest.raises(ValueError, match="not empty"):
+        RealRun(RealOptions(run_dir=tmp_path))

@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from chaos.runner import RunOptions, SeedSummary
+    from chaos.runner import RunOptions, RunResult, SeedSummary
 
 EXAMPLES = """examples:
   sharetxn chaos run --seeds 200 --ops 2000
   sharetxn chaos run --seeds 1000 --first-seed 5000 --jobs 4 --json > runs.json
   sharetxn chaos run --seeds 50 --assume-fixed all        # open product bugs patched out
   sharetxn chaos replay 17 --ops 2000 --history seed17.jsonl
+  sharetxn chaos run --seeds 100 --report chaos-report     # DIR/index.html
   sharetxn chaos mutants --max-seeds 100
   sharetxn chaos bugs
   sharetxn chaos real --duration 60 --seed 7        # real processes, kill -9 and SIGSTOP
@@ -70,12 +71,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--history-dir", type=Path, default=None, help="write the history of each failing seed"
     )
+    _report_option(run)
     _patch_options(run)
     replay = sub.add_parser("replay", help="re-run one seed and explain its violations")
     replay.add_argument("seed", type=int)
     replay.add_argument("--ops", type=int, default=2000, help="client operations (2000)")
     replay.add_argument("--history", type=Path, default=None, help="write the history (JSONL)")
     replay.add_argument("--json", action="store_true", help="print one JSON document")
+    _report_option(replay)
     _patch_options(replay)
     mutants = sub.add_parser("mutants", help="run each seeded protocol bug until it is caught")
     mutants.add_argument("--ops", type=int, default=2000, help="client operations per seed")
@@ -127,6 +130,31 @@ def _add_real(sub: Any) -> None:
     real.add_argument("--json", action="store_true", help="print one JSON document")
 
 
+def _report_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write an HTML report (DIR/index.html: seeds, timelines, anomalies, replay commands)",
+    )
+
+
+def _write_report(
+    directory: Path, invocation: str, summaries: list[SeedSummary], results: list[RunResult]
+) -> Path:
+    from chaos.report import detail_of, row_of, write_report  # noqa: PLC0415
+
+    commands = {s.seed: s.command for s in summaries}
+    return write_report(
+        directory,
+        title=" ".join(invocation.split()[:4]),
+        invocation=invocation,
+        rows=[row_of(s) for s in summaries],
+        details=[detail_of(r, commands[r.seed]) for r in results],
+    )
+
+
 def _options(args: argparse.Namespace) -> RunOptions:
     from chaos.known_bugs import KNOWN_BUGS  # noqa: PLC0415 - keep `sharetxn --help` fast
     from chaos.runner import RunOptions  # noqa: PLC0415
@@ -164,7 +192,8 @@ def _run(args: argparse.Namespace) -> int:
         TimeElapsedColumn,
     )
 
-    from chaos.runner import run_batch  # noqa: PLC0415
+    from chaos.report import MAX_DETAILED  # noqa: PLC0415
+    from chaos.runner import run_batch, run_options  # noqa: PLC0415
 
     if args.seeds <= 0 or args.ops <= 0:
         raise ValueError("--seeds and --ops must be positive")
@@ -237,6 +266,18 @@ def _run(args: argparse.Namespace) -> int:
                 out.print(f"  {summary.command}")
         else:
             out.print("[green]no invariant violated[/]")
+    if args.report is not None:
+        # The failing seeds (or the first one of a clean batch) again, in this process: the
+        # same seed gives the same history, and the report needs it whole.
+        shown = [s.seed for s in failures[:MAX_DETAILED]] or seeds[:1]
+        results = [run_options(seed, args.ops, options) for seed in shown]
+        flags = options.flags()
+        invocation = (
+            f"sharetxn chaos run --seeds {args.seeds} --ops {args.ops}"
+            f" --first-seed {args.first_seed}" + (f" {flags}" if flags else "")
+        )
+        path = _write_report(args.report, invocation, summaries, results)
+        console.print(f"report: {path}")
     return EXIT_VIOLATION if failures else EXIT_OK
 
 
@@ -266,6 +307,9 @@ def _replay(args: argparse.Namespace) -> int:
             for text in summary.described:
                 print(text)
             print(f"replay: {summary.command}")
+    if args.report is not None:
+        path = _write_report(args.report, summary.command, [summary], [result])
+        print(f"report: {path}", file=sys.stderr)
     return EXIT_OK if result.ok else EXIT_VIOLATION
 
 

@@ -17,6 +17,8 @@ from producer.raw import describe_transactions_raw
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
+# ConfigSource ids that mean "not set on the resource": UNKNOWN, STATIC_BROKER, DEFAULT.
+_DEFAULT_SOURCES = frozenset({0, 4, 5})
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_GROUP = 32
@@ -434,7 +436,10 @@ class Admin:
         r = resp.responses[0]
         check_error(r.error_code, r.error_message, group_id=group_id)
 
-    def describe_configs(self, resource_type: int, name: str) -> dict[str, str | None]:
+    def describe_configs(
+        self, resource_type: int, name: str, *, explicit_only: bool = False
+    ) -> dict[str, str | None]:
+        """DescribeConfigs; ``explicit_only`` keeps the values set on the resource itself."""
         body = {
             "resources": [
                 {"resource_type": resource_type, "resource_name": name, "configuration_keys": None}
@@ -445,7 +450,11 @@ class Admin:
         resp = self.client.call(lambda: self.client.send(None, 32, body))
         r = resp.results[0]
         check_error(r.error_code, r.error_message, resource=name)
-        return {c.name: c.value for c in r.configs}
+        return {
+            c.name: c.value
+            for c in r.configs
+            if not explicit_only or int(getattr(c, "config_source", 0)) not in _DEFAULT_SOURCES
+        }
 
 
 def _describe_transaction_raw(

@@ -58,7 +58,16 @@ def prepare_input(
     """Create the topics and write ``records`` unique values, spread over the partitions."""
     with Admin(bootstrap) as admin:
         admin.create_topics([TopicSpec(topic, partitions), TopicSpec(output, partitions)])
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all"})
+    # Batches of 100 records: a share fetch acquires whole batches, so small ones let
+    # maxRecordsPerPartition cut batches finely.
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "acks": "all",
+            "batch.num.messages": 100,
+        }
+    )
     for i in range(records):
         producer.produce(topic, input_value(i), key=str(i).encode(), partition=i % partitions)
         if i % 10_000 == 9_999:

@@ -50,15 +50,23 @@ class JobConfig:
     starting_offsets: str | None = "earliest"
 
 
-def spark_session(master: str = DEFAULT_MASTER, app_name: str = "sharetxn-enrich") -> SparkSession:
+def spark_session(
+    master: str = DEFAULT_MASTER,
+    app_name: str = "sharetxn-enrich",
+    conf: dict[str, str] | None = None,
+) -> SparkSession:
     """A local session tuned for small machines: no UI, few shuffle partitions."""
+    # Python workers run this interpreter (with sharetxn installed), not whatever `python3` is.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     session = (
-        SparkSession.builder.master(master)
+        builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.speculation", "false")
         .config("spark.driver.memory", "1g")
         .config("spark.sql.streaming.stopTimeout", "60s")
         .getOrCreate()
@@ -187,7 +195,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-partitions", type=int, default=None)
     parser.add_argument("--master", default=os.environ.get("SHARETXN_SPARK_MASTER", DEFAULT_MASTER))
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark configuration (repeatable)",
+    )
     args = parser.parse_args(argv)
+    conf = dict(c.split("=", 1) for c in args.conf)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("producer.spark").setLevel(logging.INFO)
     Path(args.checkpoint).mkdir(parents=True, exist_ok=True)
@@ -201,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         max_records_per_partition=args.max_records,
         num_partitions=args.num_partitions,
     )
-    spark = spark_session(args.master)
+    spark = spark_session(args.master, conf=conf)
     try:
         counters = run_until_drained(spark, cfg, timeout_s=args.timeout)
     finally:

@@ -11,7 +11,7 @@ from producer.spark.errors import SparkConfigError
 
 DEFAULT_PREFIX = "sharetxn-spark"
 DEFAULT_MAX_RECORDS = 10_000
-DEFAULT_POLL_TIMEOUT_MS = 2_000
+DEFAULT_POLL_TIMEOUT_MS = 1_000
 STARTING_OFFSETS = ("earliest", "latest")
 
 # Option name -> what it means (used by --help-like error messages and docs/spark.md).

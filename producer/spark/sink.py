@@ -138,6 +138,9 @@ class ExactlyOnce:
 
     def wrap(self, fn: BatchFunction) -> BatchFunction:
         """The function to pass to ``foreachBatch``: ``fn(df, batch_id)`` inside 2PC."""
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            self._check_session(active)  # fail before the query starts
 
         def run(df: DataFrame, batch_id: int) -> None:
             self._run_batch(fn, df, batch_id)
@@ -260,7 +263,8 @@ class ExactlyOnce:
     # -- checks ------------------------------------------------------------------------------
 
     def _check_session(self, spark: SparkSession) -> None:
-        if str(spark.conf.get("spark.speculation", "false")).lower() == "true":
+        speculation = spark.sparkContext.getConf().get("spark.speculation", "false")
+        if str(speculation).strip().lower() == "true":
             msg = (
                 "spark.speculation is on: a speculative copy of a task would fence the "
                 "transaction of the original; set spark.speculation=false for exactly-once"

@@ -10,6 +10,7 @@ sink's intent for batch N exists and Spark wrote ``commits/N`` (DESIGN §6).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -24,7 +25,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from producer.admin import Admin
+from producer.admin import RESOURCE_GROUP, Admin
 from producer.share_consumer import ShareConsumer
 from producer.spark import checkpoint as ckpt
 from producer.spark.errors import SparkConfigError
@@ -118,10 +119,7 @@ class ShareStreamReader(DataSourceStreamReader):
             return self._query_id
         opts = self.opts
         query_id = ckpt.query_id(opts.checkpoint)
-        admin = self._admin or Admin(
-            {"bootstrap.servers": opts.bootstrap_servers, "client.id": "sharetxn-spark-source"}
-        )
-        self._admin = admin
+        admin = self._admin_client()
         topics = admin.list_topics()
         missing = [t for t in opts.topics if t not in topics]
         if missing:
@@ -159,18 +157,20 @@ class ShareStreamReader(DataSourceStreamReader):
             admin.alter_group_configs(
                 group, {"share.auto.offset.reset": self.opts.starting_offsets}
             )
-        elif found is None:
+        elif found is None and not admin.describe_configs(
+            RESOURCE_GROUP, group, explicit_only=True
+        ):
             msg = (
-                f"kafka-share: share group {group!r} does not exist. Create it (for example "
-                "with kafka-configs/`Admin.alter_group_configs`) or set the option "
-                "startingOffsets=earliest|latest to create it from this query"
+                f"kafka-share: share group {group!r} does not exist (no member ever joined "
+                "and it has no group configs). Set the option startingOffsets=earliest|latest "
+                "to create it from this query, or configure it first, e.g. "
+                "share.auto.offset.reset with kafka-configs.sh --entity-type groups"
             )
             raise SparkConfigError(msg)
 
     def _records_available(self) -> bool:
         """Whether the group has records past its start offset (SPSO < LSO somewhere)."""
-        admin = self._admin
-        assert admin is not None
+        admin = self._admin_client()
         spso = {
             TopicPartition(o.topic, o.partition): o.start_offset
             for o in admin.describe_share_group_offsets(self.opts.group_id, list(self.opts.topics))
@@ -192,18 +192,36 @@ class ShareStreamReader(DataSourceStreamReader):
 
     def latestOffset(self) -> dict[str, int]:
         self._start()
-        # A decided batch is committed before its records are looked at again, so acks
-        # still TX_PENDING in a committed batch do not look like records to read.
-        self._commit_decided()
         last = ckpt.last_planned_batch(self.opts.checkpoint)
-        if not ckpt.is_committed(self.opts.checkpoint, last) and last >= 0:
+        if last >= 0 and not ckpt.is_committed(self.opts.checkpoint, last):
             return ticket(last)  # Spark re-runs it first
         try:
+            # A decided batch is committed before its records are looked at again, so
+            # acks still TX_PENDING in a committed batch do not look like records to read.
+            self._commit_decided()
             available = self._records_available()
-        except KafkaProtocolError as exc:
-            log.warning("kafka-share: cannot tell whether records are available: %s", exc)
-            available = True  # an empty batch is harmless; a stalled query is not
+        except (KafkaProtocolError, OSError) as exc:
+            # The broker is unreachable: no new batch now, the next trigger asks again.
+            log.warning("kafka-share: broker unavailable, no new batch this trigger: %r", exc)
+            self._reset_admin()
+            return ticket(last)
         return ticket(last + 1) if available else ticket(last)
+
+    def _admin_client(self) -> Admin:
+        if self._admin is None:
+            self._admin = Admin(
+                {
+                    "bootstrap.servers": self.opts.bootstrap_servers,
+                    "client.id": "sharetxn-spark-source",
+                }
+            )
+        return self._admin
+
+    def _reset_admin(self) -> None:
+        if self._admin is not None:
+            with contextlib.suppress(Exception):
+                self._admin.close()
+            self._admin = None
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         query_id = self._start()

@@ -1,0 +1,96 @@
+"""Fault injection for the Spark tests, loaded into every Python process of one driver run.
+
+The tests put this directory on PYTHONPATH and set ``SHARETXN_TEST_FAULT=<point>:<batch>``
+for the driver they want to crash; the driver's JVM and the Python workers it starts
+inherit both, so the hook runs wherever the point is reached:
+
+- ``kill-after-read-prepare``: the first write task of the batch (read transactions are
+  prepared, nothing written): SIGKILL of the driver's process group.
+- ``kill-after-intent``: right after ``intents/N.json`` is written, before ``commits/N``.
+- ``kill-before-commit``: the first commit point that finds ``commits/N`` but no
+  ``resolved/N``: the batch is decided, nothing is committed.
+- ``fail-read-once``: the first attempt of read task 0 raises after preparing its
+  transaction; Spark retries the task.
+"""
+
+# ruff: noqa: PLC0415 - the hooks import only what the chosen fault needs, at start-up
+
+from __future__ import annotations
+
+import os
+import signal
+
+_SPEC = os.environ.get("SHARETXN_TEST_FAULT", "")
+
+
+def _kill_driver() -> None:
+    pgid = int(os.environ["SHARETXN_TEST_DRIVER_PGID"])
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    finally:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _install(point: str, batch: int) -> None:
+    if point == "kill-before-commit":
+        from pathlib import Path
+
+        import producer.spark.resolve as resolve
+        from recovery.spark_checkpoint import read_checkpoint
+
+        original = resolve.commit_decided
+
+        def commit_decided(checkpoint: Path, state_dir: Path, *args, **kwargs):  # type: ignore[no-untyped-def]
+            view = read_checkpoint(checkpoint, state_dir)
+            if batch in view.commits and batch in view.intents and batch not in view.resolved:
+                _kill_driver()
+            return original(checkpoint, state_dir, *args, **kwargs)
+
+        resolve.commit_decided = commit_decided
+    elif point == "kill-after-intent":
+        import producer.spark.sink as sink
+
+        original_write = sink.write_intent
+
+        def write_intent(state_dir, intent):  # type: ignore[no-untyped-def]
+            path = original_write(state_dir, intent)
+            if intent.batch == batch:
+                _kill_driver()
+            return path
+
+        sink.write_intent = write_intent
+    elif point == "kill-after-read-prepare":
+        import producer.spark.sink as sink
+
+        original_call = sink._WriteTask.__call__
+
+        def call(self, index, rows):  # type: ignore[no-untyped-def]
+            if self.batch == batch:
+                _kill_driver()
+            return original_call(self, index, rows)
+
+        sink._WriteTask.__call__ = call
+    elif point == "fail-read-once":
+        from pyspark import TaskContext
+
+        import producer.spark.source as source
+
+        original_read = source.read_task
+
+        def read_task(task):  # type: ignore[no-untyped-def]
+            rows = list(original_read(task))  # acquires and prepares
+            context = TaskContext.get()
+            if task.batch == batch and task.index == 0 and context.attemptNumber() == 0:
+                raise RuntimeError("injected failure of read task 0 after its prepare")
+            yield from rows
+
+        source.read_task = read_task
+    else:
+        raise ValueError(f"unknown SHARETXN_TEST_FAULT point {point!r}")
+
+
+if _SPEC:
+    # The driver is started in a new session: its process group id is its pid.
+    os.environ.setdefault("SHARETXN_TEST_DRIVER_PGID", str(os.getpgrp()))
+    _point, _, _batch = _SPEC.partition(":")
+    _install(_point, int(_batch or 0))

@@ -1,0 +1,76 @@
+"""A Spark driver that tries each misconfiguration and prints what the user would see.
+
+    python misconfig_driver.py BOOTSTRAP TOPIC WORKDIR [--speculation]
+
+Prints one JSON object: case -> {"error": first line of the error, "seconds": how long
+until it was raised}.  Run by test_misconfiguration.py in a subprocess (one JVM).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from producer.spark import ExactlyOnce, register
+from producer.spark.job import spark_session
+
+
+def main() -> None:
+    bootstrap, topic, workdir = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    speculation = "--speculation" in sys.argv
+    conf = {"spark.speculation": "true"} if speculation else {}
+    spark = spark_session("local[2]", conf=conf)
+    register(spark)
+    results: dict[str, dict[str, object]] = {}
+
+    def attempt(name: str, fn: Callable[[], None]) -> None:
+        started = time.monotonic()
+        try:
+            fn()
+            error = None
+        except Exception as exc:
+            error = str(exc)
+        results[name] = {"error": error, "seconds": round(time.monotonic() - started, 2)}
+
+    def reader(**options: str):  # type: ignore[no-untyped-def]
+        r = spark.readStream.format("kafka-share").option("kafka.bootstrap.servers", bootstrap)
+        for k, v in options.items():
+            r = r.option(k.replace("_", "."), v)
+        return r
+
+    def run_query(case: str, group: str, subscribe: str, sink_checkpoint: str | None = None):  # type: ignore[no-untyped-def]
+        chk = str(workdir / case)
+        df = reader(group_id=group, subscribe=subscribe).option("checkpointLocation", chk).load()
+        eos = ExactlyOnce(bootstrap, sink_checkpoint or chk)
+        query = (
+            df.writeStream.foreachBatch(eos.wrap(lambda d, n: eos.write(d, "out")))
+            .option("checkpointLocation", chk)
+            .start()
+        )
+        try:
+            query.awaitTermination(90)
+        finally:
+            query.stop()
+
+    if speculation:
+        attempt("speculation", lambda: run_query("speculation", "g-spec", topic))
+    else:
+        attempt(
+            "no_checkpoint",
+            lambda: reader(group_id="g", subscribe=topic).load(),
+        )
+        attempt("unknown_group", lambda: run_query("unknown_group", "no-such-group", topic))
+        attempt("unknown_topic", lambda: run_query("unknown_topic", "g", "no-such-topic"))
+        attempt(
+            "sink_checkpoint_mismatch",
+            lambda: run_query("mismatch", "g", topic, sink_checkpoint=str(workdir / "elsewhere")),
+        )
+    spark.stop()
+    print("RESULTS " + json.dumps(results), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Misconfigured queries fail fast with a message that says what to change."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from coordinator.launcher import LocalBroker
+from producer.admin import Admin, TopicSpec
+from producer.spark.errors import SparkConfigError
+from producer.spark.options import SourceOptions
+
+pytest.importorskip("pyspark")
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(400)]
+
+DRIVER = Path(__file__).parent / "misconfig_driver.py"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+    with LocalBroker(data_dir=tmp_path_factory.mktemp("misconfig")) as running:
+        with Admin(running.bootstrap_servers) as admin:
+            admin.create_topics([TopicSpec("in", 1), TopicSpec("out", 1)])
+            admin.alter_group_configs("g", {"share.auto.offset.reset": "earliest"})
+            admin.alter_group_configs("g-spec", {"share.auto.offset.reset": "earliest"})
+        producer = Producer({"bootstrap.servers": running.bootstrap_servers})
+        for i in range(10):
+            producer.produce("in", f"v{i}".encode())
+        producer.flush()
+        yield running
+
+
+def run_driver(broker: LocalBroker, tmp_path: Path, *extra: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(DRIVER), broker.bootstrap_servers, "in", str(tmp_path), *extra],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULTS ")]
+    assert lines, done.stdout[-3000:] + done.stderr[-3000:]
+    results: dict[str, Any] = json.loads(lines[-1].removeprefix("RESULTS "))
+    return results
+
+
+def test_option_errors_name_the_option() -> None:
+    base = {"kafka.bootstrap.servers": "h:1", "group.id": "g", "subscribe": "t"}
+    with pytest.raises(SparkConfigError, match="checkpointLocation"):
+        SourceOptions.parse(base)
+    with pytest.raises(SparkConfigError, match=r"'group\.id' is required"):
+        SourceOptions.parse({**base, "group.id": " ", "checkpointLocation": "/c"})
+    with pytest.raises(SparkConfigError, match="unknown option 'maxRecords'"):
+        SourceOptions.parse({**base, "checkpointLocation": "/c", "maxRecords": "5"})
+    with pytest.raises(SparkConfigError, match="positive integer"):
+        SourceOptions.parse({**base, "checkpointLocation": "/c", "numPartitions": "0"})
+    with pytest.raises(SparkConfigError, match="only local paths"):
+        SourceOptions.parse({**base, "checkpointLocation": "s3://bucket/chk"})
+    opts = SourceOptions.parse({**base, "CHECKPOINTLOCATION": "file:///tmp/c", "subscribe": "a,b"})
+    assert opts.topics == ("a", "b") and str(opts.checkpoint) == "/tmp/c"
+
+
+def test_misconfigured_queries_fail_fast(broker: LocalBroker, tmp_path: Path) -> None:
+    results = run_driver(broker, tmp_path)
+    no_checkpoint = results["no_checkpoint"]["error"]
+    assert no_checkpoint and "checkpointLocation' is required" in no_checkpoint
+    unknown_group = results["unknown_group"]["error"]
+    assert unknown_group and "share group 'no-such-group' does not exist" in unknown_group
+    assert "startingOffsets" in unknown_group
+    unknown_topic = results["unknown_topic"]["error"]
+    assert unknown_topic and "no-such-topic do not exist" in unknown_topic
+    mismatch = results["sink_checkpoint_mismatch"]["error"]
+    assert mismatch and "must be the query's checkpointLocation" in mismatch
+    for case in ("unknown_group", "unknown_topic"):
+        assert results[case]["seconds"] < 60, results[case]
+
+
+def test_speculation_is_refused_before_the_query_starts(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    results = run_driver(broker, tmp_path, "--speculation")
+    error = results["speculation"]["error"]
+    assert error and "spark.speculation is on" in error
+    assert not (tmp_path / "speculation" / "offsets").exists()  # refused before any batch

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from producer.transactional_producer import (
     NoPreparedTransactionError,
     TransactionalProducer,
 )
-from recovery.audit import AuditLog
+from recovery.audit import AuditLog, previously_applied, read_audit_log
 from recovery.execute import Executor
 from recovery.execute import Outcome as StepOutcome
 from recovery.recover import apply_recovery, plan_recovery
@@ -43,6 +43,7 @@ from recovery.spark_checkpoint import (
 log = logging.getLogger(__name__)
 
 AUDIT_LOG = "sharetxn-recovery.jsonl"
+SPARK_COMMIT = "spark-commit"
 _RECOVERY_SCAN_INTERVAL_S = 0.2
 
 
@@ -77,19 +78,40 @@ def _commit_one(conn: Connection, txn: IntentTransaction) -> str:
     return "committed"
 
 
+def _step(txn: IntentTransaction, batch: int) -> dict[str, Any]:
+    return {
+        "action": "commit",
+        "transactional_id": txn.transactional_id,
+        "producer_id": txn.producer_id,
+        "producer_epoch": txn.epoch,
+        "batch": batch,
+    }
+
+
 def commit_decided(
     checkpoint: Path, state_dir: Path, conn: Connection, *, by: str, max_workers: int = 8
 ) -> list[int]:
-    """Commit every unresolved intent whose batch is in the commit log; returns the batches."""
+    """Commit every unresolved intent whose batch is in the commit log; returns the batches.
+
+    Each commit is written ahead to the recovery audit log (``begin``), so start-up
+    recovery knows a transaction that is gone from the coordinator was committed by us.
+    """
     done: list[int] = []
     with resolve_lock(state_dir):
         view = read_checkpoint(checkpoint, state_dir)
-        for intent in view.unresolved():
-            if intent.batch not in view.commits:
-                continue  # not decided yet (or to be aborted by recovery)
+        decided = [i for i in view.unresolved() if i.batch in view.commits]
+        if not decided:
+            return done
+        audit = AuditLog(state_dir / AUDIT_LOG, operator=by, command=SPARK_COMMIT)
+        for intent in decided:
             started = time.monotonic()
+            for t in intent.transactions:
+                audit.write("begin", {"step": _step(t, intent.batch), "reason": "commits/N"})
             with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
                 results = list(pool.map(lambda t: _commit_one(conn, t), intent.transactions))
+            for t, result in zip(intent.transactions, results, strict=True):
+                outcome = "applied" if result == "committed" else "noop"
+                audit.write("end", {"step": _step(t, intent.batch), "outcome": outcome})
             write_resolved(state_dir, intent.batch, Outcome.COMMIT, by)
             log.info(
                 "batch %d committed in %.3fs: %d transaction(s), %d already complete",
@@ -100,6 +122,30 @@ def commit_decided(
             )
             done.append(intent.batch)
     return done
+
+
+def _history(audit_path: Path) -> Callable[[str, int, int], Mapping[str, Any] | None]:
+    """The recovery tool's history lookup, plus the commits this module wrote ahead."""
+
+    def lookup(tid: str, pid: int, epoch: int) -> Mapping[str, Any] | None:
+        found = previously_applied(audit_path, tid, pid, epoch)
+        if found is not None:
+            return found
+        for event in read_audit_log(audit_path):
+            step = event.get("step") or {}
+            if (
+                event.get("command") == SPARK_COMMIT
+                and event.get("event") == "begin"
+                and step.get("action") == "commit"
+                and (step.get("transactional_id"), step.get("producer_id")) == (tid, pid)
+                and step.get("producer_epoch") == epoch
+            ):
+                # Only a commit can end a decided prepared transaction (it never times
+                # out and the decision rule never aborts it): it was this commit.
+                return {**event, "event": "end", "outcome": "applied"}
+        return None
+
+    return lookup
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -128,7 +174,13 @@ def recover(
         executor = Executor(scanner, conn.bootstrap_servers, audit)
         ordered: list[str | None] = [*sorted(prefixes)] or [None]
         for prefix in ordered:
-            steps = plan_recovery(scanner, view, prefix, _RECOVERY_SCAN_INTERVAL_S)
+            steps = plan_recovery(
+                scanner,
+                view,
+                prefix,
+                _RECOVERY_SCAN_INTERVAL_S,
+                history=_history(state_dir / AUDIT_LOG),
+            )
             results = apply_recovery(executor, view, steps, by=by)
             for r in results:
                 if r.outcome not in (StepOutcome.APPLIED, StepOutcome.NOOP):

@@ -1,0 +1,112 @@
+"""The commit phase and start-up recovery of the Spark integration, against a real broker.
+
+No Spark here: the checkpoint files are written as Spark and the sink would write them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from coordinator.launcher import LocalBroker
+from producer import TransactionalProducer
+from producer.admin import Admin, TopicSpec
+from producer.spark.resolve import (
+    AUDIT_LOG,
+    SPARK_COMMIT,
+    Connection,
+    _step,
+    commit_decided,
+    recover,
+)
+from recovery.audit import AuditLog
+from recovery.spark_checkpoint import (
+    Intent,
+    IntentTransaction,
+    read_checkpoint,
+    transactional_id,
+    write_intent,
+)
+
+pytestmark = pytest.mark.integration
+
+QUERY = "q-1"
+PREFIX = "app"
+
+
+def prepared(bootstrap: str, tid: str) -> IntentTransaction:
+    p = TransactionalProducer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": tid,
+            "transaction.two.phase.commit.enable": True,
+        }
+    )
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send("out", b"v")
+        state = p.prepare_transaction()
+    finally:
+        p.close()
+    return IntentTransaction(state.transactional_id, state.producer_id, state.epoch, "w")
+
+
+def checkpoint(tmp_path: Path) -> Path:
+    chk = tmp_path / "chk"
+    (chk / "commits").mkdir(parents=True)
+    (chk / "metadata").write_text(json.dumps({"id": QUERY}) + "\n")
+    return chk
+
+
+def states(bootstrap: str, txns: list[IntentTransaction]) -> list[str]:
+    with Admin(bootstrap) as admin:
+        return [d.state for d in admin.describe_transactions([t.transactional_id for t in txns])]
+
+
+def test_commit_phase_is_idempotent_and_recovery_finishes_a_crashed_one(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    b = broker.bootstrap_servers
+    with Admin(b) as admin:
+        admin.create_topics([TopicSpec("out", 1)])
+    chk = checkpoint(tmp_path)
+    conn = Connection(b)
+    # Batch 0: decided and committed by the commit phase, twice (idempotent).
+    batch0 = [prepared(b, transactional_id(PREFIX, QUERY, "w", 0, p)) for p in range(2)]
+    write_intent(chk, Intent(0, tuple(batch0), QUERY, PREFIX))
+    (chk / "commits" / "0").write_text("v1\n{}\n")
+    assert commit_decided(chk, chk, conn, by="test") == [0]
+    assert commit_decided(chk, chk, conn, by="test") == []
+    assert all(s.startswith("Complete") or s == "Empty" for s in states(b, batch0))
+
+    # Batch 1: decided; the commit phase crashed after committing one of two.
+    batch1 = [prepared(b, transactional_id(PREFIX, QUERY, "w", 1, p)) for p in range(2)]
+    write_intent(chk, Intent(1, tuple(batch1), QUERY, PREFIX))
+    (chk / "commits" / "1").write_text("v1\n{}\n")
+    audit = AuditLog(chk / AUDIT_LOG, operator="test", command=SPARK_COMMIT)
+    for t in batch1:
+        audit.write("begin", {"step": _step(t, 1)})
+    first = TransactionalProducer.resume(
+        batch1[0].transactional_id, batch1[0].producer_id, batch1[0].epoch, conn.producer_config()
+    )
+    first.commit_transaction()
+    first.close()
+
+    # Batch 2: an intent without commits/2 (the driver died before Spark decided).
+    batch2 = [prepared(b, transactional_id(PREFIX, QUERY, "r", 0, 0))]
+    write_intent(chk, Intent(2, tuple(batch2), QUERY, PREFIX))
+    # An orphan: prepared with the query's prefix, named by no intent.
+    orphan = prepared(b, transactional_id(PREFIX, QUERY, "r", 1, 5))
+
+    report = recover(chk, chk, conn, {PREFIX}, by="test")
+    assert report.committed == 1  # the second of batch 1
+    assert report.aborted == 2  # batch 2 and the orphan
+    view = read_checkpoint(chk)
+    assert view.resolved == {0, 1, 2}
+    assert not any(s == "Ongoing" for s in states(b, [*batch1, *batch2, orphan]))
+    # A second recovery finds nothing to do.
+    again = recover(chk, chk, conn, {PREFIX}, by="test")
+    assert (again.committed, again.aborted) == (0, 0)

@@ -28,7 +28,7 @@ from pyspark.sql.types import StructType
 from producer.admin import RESOURCE_GROUP, Admin
 from producer.share_consumer import ShareConsumer
 from producer.spark import checkpoint as ckpt
-from producer.spark.errors import SparkConfigError
+from producer.spark.errors import ResolveError, SparkConfigError
 from producer.spark.options import SourceOptions
 from producer.spark.resolve import Connection, commit_decided, recover
 from producer.transactional_producer import TransactionalProducer
@@ -238,7 +238,7 @@ class ShareStreamReader(DataSourceStreamReader):
                 f"kafka-share: batch(es) {open_} are not resolved before batch {batch}; "
                 f"run `sharetxn recover --checkpoint {self.opts.checkpoint}`"
             )
-            raise SparkConfigError(msg)
+            raise ResolveError(msg)
         count = self.opts.num_partitions or max(1, len(self._partitions))
         return [
             ReadTask(

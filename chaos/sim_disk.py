@@ -25,7 +25,7 @@ from __future__ import annotations
 import bisect
 import random
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from coordinator.log.memory_log import (
     FlushPolicy,
@@ -125,7 +125,7 @@ class SimLog:
         header = validate_batch(batch)
         self._disk.fault(APPEND_BEFORE, self._name)
         data = self._data
-        header = replace(header, base_offset=data.end)
+        header = header._replace(base_offset=data.end)
         data.bases.append(header.base_offset)
         data.headers.append(header)
         data.blobs.append(bytes(assign_offset(batch, header.base_offset)))

@@ -37,7 +37,6 @@ import shutil
 import struct
 from array import array
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 from coordinator.log.memory_log import (
@@ -292,7 +291,7 @@ class FileLog:
         leaving the log as it was.
         """
         self._check_open()
-        header = replace(validate_batch(batch), base_offset=self._end)
+        header = validate_batch(batch)._replace(base_offset=self._end)
         buf = assign_offset(batch, header.base_offset)
         seg = self._segments[-1]
         if seg.size > 0 and (

@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from coordinator.log.storage import LogConfig
@@ -204,7 +204,7 @@ class MemoryLog:
         self._check_open()
         header = validate_batch(batch)
         data = self._data
-        header = replace(header, base_offset=data.end)
+        header = header._replace(base_offset=data.end)
         data.bases.append(header.base_offset)
         data.headers.append(header)
         data.blobs.append(bytes(assign_offset(batch, header.base_offset)))

@@ -42,6 +42,9 @@ INPUT = "demo-input"
 OUTPUT = "demo-output"
 GROUP = "demo-enrich"
 PREFIX = "sharetxn-demo"
+# Kafka caps in-flight records per share partition at 2000 by default; a batch of 10,000
+# records per read task needs a larger window (10,000 is the setting's maximum).
+BROKER_CONFIG = {"group.share.partition.max.record.locks": "10000"}
 _OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 
 
@@ -429,7 +432,10 @@ def run_demo(
 ) -> DemoResult:
     console = console or Console()
     started = time.monotonic()
-    with _workdir(keep) as work, LocalBroker(data_dir=work / "broker") as broker:
+    with (
+        _workdir(keep) as work,
+        LocalBroker(data_dir=work / "broker", config=BROKER_CONFIG) as broker,
+    ):
         bootstrap = broker.bootstrap_servers
         checkpoint = work / "checkpoint"
         console.print(f"broker {bootstrap}, data in {work}")

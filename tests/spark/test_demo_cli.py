@@ -1,0 +1,39 @@
+"""``sharetxn demo`` end to end, small: the CLI the README starts with."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(400)]
+
+
+def test_sharetxn_demo_kills_the_driver_and_stays_exactly_once() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coordinator.cli",
+            "demo",
+            "--records",
+            "3000",
+            "--records-per-task",
+            "300",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=360,
+        check=False,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    assert "SIGKILL of the Spark driver during batch" in out
+    assert "exactly once: every input is in the output once" in out
+    for line in ("duplicates", "lost", "unacknowledged inputs", "open transactions"):
+        row = next(r for r in out.splitlines() if line in r)
+        assert row.split()[-2] == "0", row

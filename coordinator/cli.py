@@ -35,7 +35,8 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
     ),
     "chaos": (
         "chaos.cli",
-        "deterministic simulation with faults: run seeds, replay one, run seeded protocol bugs",
+        "prove exactly-once under faults: deterministic simulation (run, replay, mutants) "
+        "and real processes with kill -9 and SIGSTOP (real)",
     ),
     "demo": (
         "producer.spark.demo",

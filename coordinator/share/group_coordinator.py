@@ -308,6 +308,9 @@ class ShareGroupCoordinator:
         self._groups: dict[str, _Group] = {}
         self._partition_states: dict[str, _PartitionState] = {}
         self._configs: dict[str, dict[str, str]] = {}
+        # group_config() of each group with overrides, unchanged since, and (key None) of the
+        # groups without: every heartbeat and fetch asks, and the broker's defaults are fixed.
+        self._effective_configs: dict[str | None, ShareGroupConfig] = {}
         self._timers: dict[tuple[str, str], tuple[int, Timer]] = {}
         self._timer_seq = 0
         self._loaded = False
@@ -326,6 +329,7 @@ class ShareGroupCoordinator:
         self._groups.clear()
         self._partition_states.clear()
         self._configs.clear()
+        self._effective_configs.clear()
         for header, batch in self._log.batches(self._log.log_start_offset):
             if header.is_control:
                 continue
@@ -885,7 +889,12 @@ class ShareGroupCoordinator:
 
     def group_config(self, group_id: str) -> ShareGroupConfig:
         """The effective settings of a group (its overrides over the broker's defaults)."""
-        return self._config_defs.effective(self._configs.get(group_id, {}))
+        key = group_id if group_id in self._configs else None
+        config = self._effective_configs.get(key)
+        if config is None:
+            config = self._config_defs.effective(self._configs.get(group_id, {}))
+            self._effective_configs[key] = config
+        return config
 
     def describe_group_configs(self, group_id: str) -> dict[str, tuple[str, bool]]:
         """Every share-group config of ``group_id`` as (value, is_default)."""
@@ -1030,6 +1039,7 @@ class ShareGroupCoordinator:
                 )
             case GroupConfigRecord():
                 self._configs[record.group_id] = dict(record.configs)
+                self._effective_configs.pop(record.group_id, None)
             case Tombstone():
                 self._apply_tombstone(record)
 
@@ -1051,6 +1061,7 @@ class ShareGroupCoordinator:
             self._partition_states.pop(record.group_id, None)
         elif record.kind == "config":
             self._configs.pop(record.group_id, None)
+            self._effective_configs.pop(record.group_id, None)
 
     def _group_for_replay(self, group_id: str) -> _Group:
         group = self._groups.get(group_id)

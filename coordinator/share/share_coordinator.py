@@ -39,6 +39,7 @@ Protocol errors are returned (``ErrorCode`` / result dataclasses), never raised.
 from __future__ import annotations
 
 import base64
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -127,6 +128,7 @@ def partition_for_coordinator_key(key: str, num_partitions: int) -> int:
     return value % num_partitions
 
 
+@functools.lru_cache(maxsize=4096)
 def partition_for(key: ShareStateKey, num_partitions: int) -> int:
     """The ``__share_group_state`` partition of a share partition's state (as Kafka)."""
     return partition_for_coordinator_key(coordinator_key(key), num_partitions)

@@ -252,6 +252,9 @@ class TransactionCoordinator:
         """Replay the log, re-send the markers of Prepare* transactions, start the reapers."""
         self._txns.clear()
         self._pending_complete.clear()
+        # Each record replaces its id's state, so only the last one needs its metadata built;
+        # ``latest`` takes the same dict operations as ``_txns`` would, hence the same order.
+        latest: dict[str, TransactionLogValue] = {}
         for header, batch in self._log.batches(self._log.log_start_offset):
             if header.is_control:
                 continue
@@ -263,7 +266,11 @@ class TransactionCoordinator:
                 )
                 continue
             for key, value in records:
-                self._replay_record(key, value, header.base_offset)
+                self._replay_record(latest, key, value, header.base_offset)
+        for transactional_id, decoded in latest.items():
+            self._txns[transactional_id] = TransactionMetadata.from_transit(
+                transactional_id, log_value_to_transit(decoded)
+            )
         self._loaded = True
         self._closed = False
         for metadata in list(self._txns.values()):
@@ -881,7 +888,10 @@ class TransactionCoordinator:
             log.exception("producer id allocation failed")
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
-    def _replay_record(self, key: bytes | None, value: bytes | None, offset: int) -> None:
+    @staticmethod
+    def _replay_record(
+        latest: dict[str, TransactionLogValue], key: bytes | None, value: bytes | None, offset: int
+    ) -> None:
         if key is None:
             log.error("__transaction_state record without a key at %d", offset)
             return
@@ -895,11 +905,9 @@ class TransactionCoordinator:
             log.exception("skipping corrupt __transaction_state record at %d", offset)
             return
         if decoded is None:
-            self._txns.pop(transactional_id, None)
+            latest.pop(transactional_id, None)
         else:
-            self._txns[transactional_id] = TransactionMetadata.from_transit(
-                transactional_id, log_value_to_transit(decoded)
-            )
+            latest[transactional_id] = decoded
 
     def _append_records(self, records: list[tuple[bytes | None, bytes | None]]) -> ErrorCode:
         now = self._clock.now_ms()

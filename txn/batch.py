@@ -165,6 +165,11 @@ def _varint(value: int) -> bytes:
             return bytes(out)
 
 
+_NULL_BLOB = _varint(-1)  # a null key, value or header value
+_BEFORE_CRC = struct.Struct(">qiibI")
+_AFTER_CRC = struct.Struct(">hiqqqhii")
+
+
 def build_batch(
     records: list[tuple[bytes | None, bytes | None]],
     *,
@@ -180,37 +185,35 @@ def build_batch(
     """Encode an uncompressed RecordBatch v2 of (key, value) records."""
     body = bytearray()
     for index, (key, value) in enumerate(records):
-        rec = bytearray()
-        rec.append(0)  # record attributes
-        rec += _varint(0)  # timestamp delta
+        rec = bytearray(b"\x00\x00")  # record attributes, timestamp delta 0 (one-byte varint)
         rec += _varint(index)  # offset delta
-        for blob in (key, value):
-            if blob is None:
-                rec += _varint(-1)
-            else:
-                rec += _varint(len(blob)) + blob
+        rec += _NULL_BLOB if key is None else _varint(len(key)) + key
+        rec += _NULL_BLOB if value is None else _varint(len(value)) + value
         record_headers = headers[index] if headers else []
         rec += _varint(len(record_headers))
         for hkey, hvalue in record_headers:
             encoded = hkey.encode()
             rec += _varint(len(encoded)) + encoded
-            rec += _varint(-1) if hvalue is None else _varint(len(hvalue)) + hvalue
-        body += _varint(len(rec)) + rec
+            rec += _NULL_BLOB if hvalue is None else _varint(len(hvalue)) + hvalue
+        body += _varint(len(rec))
+        body += rec
     attributes = (ATTR_TRANSACTIONAL if transactional else 0) | (ATTR_CONTROL if control else 0)
-    after_crc = struct.pack(
-        ">hiqqqhii",
-        attributes,
-        len(records) - 1,
-        timestamp_ms,
-        timestamp_ms,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        len(records),
-    ) + bytes(body)
+    after_crc = (
+        _AFTER_CRC.pack(
+            attributes,
+            len(records) - 1,
+            timestamp_ms,
+            timestamp_ms,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(records),
+        )
+        + body
+    )
     crc = crc32c(after_crc)
     batch_length = 4 + 1 + 4 + len(after_crc)
-    return struct.pack(">qiibI", base_offset, batch_length, -1, MAGIC_V2, crc) + after_crc
+    return _BEFORE_CRC.pack(base_offset, batch_length, -1, MAGIC_V2, crc) + after_crc
 
 
 def build_control_batch(

@@ -95,6 +95,8 @@ class DecodedBatch:
 
 
 def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    if pos < len(buf) and buf[pos] < 0x80:  # one byte: most lengths, deltas and counts
+        return buf[pos], pos + 1
     value = 0
     shift = 0
     while True:

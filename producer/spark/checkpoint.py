@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import re
 from collections.abc import Iterator
@@ -68,6 +69,34 @@ def last_planned_batch(checkpoint: Path) -> int:
     """The highest N of ``offsets/N`` (Spark's write-ahead log of planned batches), or -1."""
     found = _numbered(checkpoint / "offsets")
     return found[-1] if found else -1
+
+
+def planned_ticket(checkpoint: Path, batch: int) -> dict[str, int] | None:
+    """The kafka-share ticket Spark stored in ``offsets/N`` (None: not ours or missing).
+
+    A no-data batch (stateful queries) stores the previous ticket again, so the ticket of
+    ``offsets/N`` is not always ``N``; this is what Spark compares the next offset with.
+    """
+    path = checkpoint / "offsets" / str(batch)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    found: list[dict[str, int]] = []
+    for line in lines[2:]:  # "v1", the batch metadata, then one offset per source
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and value.get("v") == 1 and isinstance(value.get("batch"), int):
+            found.append({"v": 1, "batch": int(value["batch"])})
+    if len(found) > 1:
+        msg = (
+            f"{path} holds {len(found)} kafka-share offsets: one kafka-share source per query "
+            "(two would fence each other's transactions)"
+        )
+        raise SparkConfigError(msg)
+    return found[0] if found else None
 
 
 def is_planned(checkpoint: Path, batch: int) -> bool:

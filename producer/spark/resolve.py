@@ -13,6 +13,7 @@ resolver already finished is reported as such and not touched.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -34,6 +35,8 @@ from recovery.execute import Outcome as StepOutcome
 from recovery.recover import apply_recovery, plan_recovery
 from recovery.scan import Scanner
 from recovery.spark_checkpoint import (
+    INTENTS_DIR,
+    RESOLVED_DIR,
     IntentTransaction,
     Outcome,
     read_checkpoint,
@@ -58,13 +61,21 @@ class Connection:
         return {"bootstrap.servers": self.bootstrap_servers, **self.client_config}
 
 
-def _commit_one(conn: Connection, txn: IntentTransaction) -> str:
+def _commit_one(conn: Connection, txn: IntentTransaction, ours: Callable[[], bool]) -> str:
+    """Commit one prepared transaction; ``ours()``: an earlier commit of ours was begun."""
     try:
         producer = TransactionalProducer.resume(
             txn.transactional_id, txn.producer_id, txn.epoch, conn.producer_config()
         )
-    except NoPreparedTransactionError:
-        return "already complete"
+    except NoPreparedTransactionError as exc:
+        if ours():
+            return "already complete"  # an earlier commit phase of ours finished it
+        msg = (
+            f"{txn.transactional_id}: the prepared transaction ({txn.producer_id}, "
+            f"{txn.epoch}) of a decided batch is gone and no commit of ours was begun: "
+            f"something else ended it (heuristic hazard: outputs or acks may be lost): {exc}"
+        )
+        raise ResolveError(msg) from exc
     except DifferentPreparedTransactionError as exc:
         msg = (
             f"{txn.transactional_id}: the prepared transaction ({txn.producer_id}, "
@@ -103,12 +114,25 @@ def commit_decided(
         if not decided:
             return done
         audit = AuditLog(state_dir / AUDIT_LOG, operator=by, command=SPARK_COMMIT)
+        # Read the audit log only when a transaction is gone (rare): it grows with the query.
+        begun = functools.cache(
+            lambda: _begun_commits(state_dir / AUDIT_LOG, exclude_run=audit.run_id)
+        )
         for intent in decided:
             started = time.monotonic()
             for t in intent.transactions:
                 audit.write("begin", {"step": _step(t, intent.batch), "reason": "commits/N"})
             with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
-                results = list(pool.map(lambda t: _commit_one(conn, t), intent.transactions))
+                results = list(
+                    pool.map(
+                        lambda t: _commit_one(
+                            conn,
+                            t,
+                            lambda: (t.transactional_id, t.producer_id, t.epoch) in begun(),
+                        ),
+                        intent.transactions,
+                    )
+                )
             for t, result in zip(intent.transactions, results, strict=True):
                 outcome = "applied" if result == "committed" else "noop"
                 audit.write("end", {"step": _step(t, intent.batch), "outcome": outcome})
@@ -121,28 +145,71 @@ def commit_decided(
                 results.count("already complete"),
             )
             done.append(intent.batch)
+        _forget_old(checkpoint, state_dir)
     return done
+
+
+def _begun_commits(
+    audit_path: Path, *, exclude_run: str | None = None
+) -> set[tuple[str, int, int]]:
+    """(id, producer id, epoch) of every commit this module began (write-ahead).
+
+    ``exclude_run`` leaves out the begins of the running commit phase itself.
+    """
+    out: set[tuple[str, int, int]] = set()
+    for event in read_audit_log(audit_path):
+        step = event.get("step") or {}
+        if (
+            event.get("command") == SPARK_COMMIT
+            and event.get("event") == "begin"
+            and event.get("run_id") != exclude_run
+        ):
+            out.add(
+                (
+                    str(step.get("transactional_id")),
+                    int(step.get("producer_id", -1)),
+                    int(step.get("producer_epoch", -1)),
+                )
+            )
+    return out
+
+
+def _forget_old(checkpoint: Path, state_dir: Path) -> None:
+    """Drop resolved intents older than any batch Spark still keeps (minBatchesToRetain)."""
+    offsets = checkpoint / "offsets"
+    if not offsets.is_dir():
+        return
+    kept = [int(p.name) for p in offsets.iterdir() if p.name.isdigit()]
+    if not kept:
+        return
+    oldest = min(kept)
+    intents, resolved = state_dir / INTENTS_DIR, state_dir / RESOLVED_DIR
+    if not resolved.is_dir():
+        return
+    for path in list(resolved.iterdir()):
+        if not path.name.isdigit() or int(path.name) >= oldest:
+            continue
+        (intents / f"{path.name}.json").unlink(missing_ok=True)  # intent first, then resolved
+        path.unlink(missing_ok=True)
 
 
 def _history(audit_path: Path) -> Callable[[str, int, int], Mapping[str, Any] | None]:
     """The recovery tool's history lookup, plus the commits this module wrote ahead."""
+    begun = _begun_commits(audit_path)
 
     def lookup(tid: str, pid: int, epoch: int) -> Mapping[str, Any] | None:
         found = previously_applied(audit_path, tid, pid, epoch)
         if found is not None:
             return found
-        for event in read_audit_log(audit_path):
-            step = event.get("step") or {}
-            if (
-                event.get("command") == SPARK_COMMIT
-                and event.get("event") == "begin"
-                and step.get("action") == "commit"
-                and (step.get("transactional_id"), step.get("producer_id")) == (tid, pid)
-                and step.get("producer_epoch") == epoch
-            ):
-                # Only a commit can end a decided prepared transaction (it never times
-                # out and the decision rule never aborts it): it was this commit.
-                return {**event, "event": "end", "outcome": "applied"}
+        if (tid, pid, epoch) in begun:
+            # Only a commit can end a decided prepared transaction (it never times out and
+            # the decision rule never aborts it): it was this module's commit.
+            return {
+                "event": "end",
+                "outcome": "applied",
+                "step": {"action": "commit"},
+                "ts": "earlier commit phase",
+            }
         return None
 
     return lookup

@@ -32,10 +32,11 @@ from pyspark.sql.streaming.listener import (
     QueryTerminatedEvent,
     StreamingQueryListener,
 )
+from pyspark.sql.streaming.query import StreamingQuery
 
 from producer.admin import Admin
 from producer.spark import checkpoint as ckpt
-from producer.spark.errors import BatchFencedError, SparkConfigError
+from producer.spark.errors import BatchFencedError, ResolveError, SparkConfigError
 from producer.spark.options import DEFAULT_PREFIX
 from producer.spark.resolve import Connection, commit_decided
 from producer.spark.source import RECEIPT_COLUMNS
@@ -44,6 +45,7 @@ from recovery.spark_checkpoint import (
     RESOLVED_DIR,
     Intent,
     IntentTransaction,
+    query_prefix,
     transactional_id,
     write_intent,
 )
@@ -106,6 +108,7 @@ class _Batch:
     batch: int
     query_id: str
     partitions_used: int = 0
+    reads: list[IntentTransaction] = dataclasses.field(default_factory=list)
     writes: list[IntentTransaction] = dataclasses.field(default_factory=list)
     records_written: int = 0
 
@@ -169,33 +172,22 @@ class ExactlyOnce:
             raise SparkConfigError(msg)
         query_id = ckpt.query_id(self.checkpoint)
         self.commit_decided()
-        # A re-run of N after an abort: the new intent must not look resolved.
-        (self.checkpoint / RESOLVED_DIR / str(batch_id)).unlink(missing_ok=True)
         cached = df.persist()
+        state = _Batch(batch_id, query_id)
         t0 = time.monotonic()
         try:
-            receipts = cached.select(*RECEIPT_COLUMNS).distinct().collect()
+            reads = self._receipts(cached, batch_id, query_id)
+            state.reads.extend(reads)
             t1 = time.monotonic()
-            if not receipts:
-                fn(cached, batch_id)
-                return
-            reads: dict[str, IntentTransaction] = {}
-            for r in receipts:
-                if int(r[0]) != batch_id:
-                    msg = (
-                        f"rows of batch {r[0]} in Spark batch {batch_id}: the source's "
-                        "checkpointLocation is not this query's"
-                    )
-                    raise SparkConfigError(msg)
-                reads[str(r[1])] = IntentTransaction(str(r[1]), int(r[2]), int(r[3]), "r")
-            state = _Batch(batch_id, query_id)
             self._current.batch = state
             try:
                 fn(cached, batch_id)
             finally:
                 self._current.batch = None
             t2 = time.monotonic()
-            transactions = [*reads.values(), *state.writes]
+            transactions = [*reads, *state.writes]
+            if not transactions:
+                return  # an empty batch: nothing read, nothing written, nothing to decide
             self._verify(transactions, batch_id)
             t3 = time.monotonic()
             write_intent(
@@ -208,6 +200,9 @@ class ExactlyOnce:
                     written_at_ms=int(time.time() * 1000),
                 ),
             )
+            # A re-run of N after an abort: only now may the new intent stop looking
+            # resolved (a crash before this leaves it resolved, so recovery aborts it).
+            (self.checkpoint / RESOLVED_DIR / str(batch_id)).unlink(missing_ok=True)
             self.last_timings = {
                 "read_s": t1 - t0,
                 "write_s": t2 - t1,
@@ -215,8 +210,54 @@ class ExactlyOnce:
                 "intent_s": time.monotonic() - t3,
             }
             log.info("batch %d prepared: %s", batch_id, self.last_timings)
+        except BaseException:
+            # No intent exists for this attempt: aborting what it prepared is always safe
+            # and frees the input records and the output partitions now, not at restart.
+            self._abort_quietly([*state.reads, *state.writes])
+            raise
         finally:
             cached.unpersist()
+
+    def _receipts(self, cached: DataFrame, batch_id: int, query_id: str) -> list[IntentTransaction]:
+        """Every read transaction of the batch, from the input rows (no shuffle)."""
+        rows = (
+            cached.select(*RECEIPT_COLUMNS)
+            .rdd.mapPartitions(lambda it: iter({tuple(r) for r in it}))
+            .collect()
+        )
+        own = query_prefix(self.prefix, query_id)
+        reads: dict[str, IntentTransaction] = {}
+        for batch, tid, pid, epoch in rows:
+            if int(batch) != batch_id:
+                msg = (
+                    f"rows of batch {batch} in Spark batch {batch_id}: the source's "
+                    "checkpointLocation is not this query's"
+                )
+                raise SparkConfigError(msg)
+            if not str(tid).startswith(own):
+                msg = (
+                    f"read transaction {tid} does not start with {own!r}: the sink's "
+                    "transactional_id_prefix must equal the source's transactional.id.prefix"
+                )
+                raise SparkConfigError(msg)
+            reads[str(tid)] = IntentTransaction(str(tid), int(pid), int(epoch), "r")
+        return list(reads.values())
+
+    def _abort_quietly(self, transactions: list[IntentTransaction]) -> None:
+        for t in transactions:
+            try:
+                producer = TransactionalProducer.resume(
+                    t.transactional_id, t.producer_id, t.epoch, self.conn.producer_config()
+                )
+            except Exception as exc:
+                log.info("not aborting %s: %s", t.transactional_id, exc)
+                continue
+            try:
+                producer.abort_transaction()
+            except Exception as exc:
+                log.warning("aborting %s failed (recovery will): %s", t.transactional_id, exc)
+            finally:
+                producer.close()
 
     def write(
         self,
@@ -306,6 +347,23 @@ class ExactlyOnce:
             self._listener = _CommitListener(self)
             spark.streams.addListener(self._listener)
 
+    def await_termination(self, query: StreamingQuery, timeout_s: float | None = None) -> bool:
+        """``query.awaitTermination`` that then commits the last decided batch.
+
+        Spark calls the source's ``commit`` lazily, so the last batch of a query that
+        stops (``Trigger.AvailableNow``, ``once``, ``query.stop()``) is committed by the
+        progress listener, asynchronously; use this (or ``close``) before exiting.
+        Returns whether the query terminated.
+        """
+        if timeout_s is None:
+            query.awaitTermination()
+            done = True
+        else:
+            done = bool(query.awaitTermination(max(1, round(timeout_s))))
+        if done:
+            self.commit_decided()
+        return done
+
     def close(self, spark: SparkSession | None = None) -> None:
         """Commit what is decided and remove the progress listener."""
         self.commit_decided()
@@ -323,6 +381,8 @@ class _CommitListener(StreamingQueryListener):
     def _commit(self) -> None:
         try:
             self.sink.commit_decided()
+        except ResolveError as exc:  # a decided batch cannot be completed as decided
+            log.error("committing a decided batch failed: %s", exc)
         except Exception as exc:  # the next commit point retries
             log.warning("committing decided batches failed, will retry: %s", exc)
 

@@ -153,13 +153,10 @@ class ShareStreamReader(DataSourceStreamReader):
         if found is not None and found.type.lower() not in ("share", ""):
             msg = f"kafka-share: group {group!r} is a {found.type} group, not a share group"
             raise SparkConfigError(msg)
-        if self.opts.starting_offsets is not None:
-            admin.alter_group_configs(
-                group, {"share.auto.offset.reset": self.opts.starting_offsets}
-            )
-        elif found is None and not admin.describe_configs(
-            RESOURCE_GROUP, group, explicit_only=True
-        ):
+        configs = admin.describe_configs(RESOURCE_GROUP, group, explicit_only=True)
+        new = found is None and not configs
+        wanted: dict[str, str] = {}
+        if new and self.opts.starting_offsets is None:
             msg = (
                 f"kafka-share: share group {group!r} does not exist (no member ever joined "
                 "and it has no group configs). Set the option startingOffsets=earliest|latest "
@@ -167,6 +164,15 @@ class ShareStreamReader(DataSourceStreamReader):
                 "share.auto.offset.reset with kafka-configs.sh --entity-type groups"
             )
             raise SparkConfigError(msg)
+        if new and self.opts.starting_offsets is not None:
+            # Like Spark's Kafka source: startingOffsets only applies to a new group.
+            wanted["share.auto.offset.reset"] = self.opts.starting_offsets
+        if configs.get("share.isolation.level") != "read_committed":
+            # Aborted records (an upstream query's aborted re-runs) must never be read.
+            wanted["share.isolation.level"] = "read_committed"
+        if wanted:
+            admin.alter_group_configs(group, wanted)
+            log.info("kafka-share: share group %s configured with %s", group, wanted)
 
     def _records_available(self) -> bool:
         """Whether the group has records past its start offset (SPSO < LSO somewhere)."""
@@ -190,22 +196,30 @@ class ShareStreamReader(DataSourceStreamReader):
         self._start()
         return ticket(-1)
 
+    def _stored_ticket(self, batch: int) -> dict[str, int]:
+        if batch < 0:
+            return ticket(-1)
+        return ckpt.planned_ticket(self.opts.checkpoint, batch) or ticket(batch)
+
     def latestOffset(self) -> dict[str, int]:
         self._start()
         last = ckpt.last_planned_batch(self.opts.checkpoint)
+        # "No new data" must repeat exactly what Spark stored for the last batch (after a
+        # no-data batch of a stateful query that is not ticket(last)).
+        unchanged = self._stored_ticket(last)
         if last >= 0 and not ckpt.is_committed(self.opts.checkpoint, last):
-            return ticket(last)  # Spark re-runs it first
+            return unchanged  # Spark re-runs it first
         try:
-            # A decided batch is committed before its records are looked at again, so
-            # acks still TX_PENDING in a committed batch do not look like records to read.
+            # A decided batch is committed before its records are looked at again, so acks
+            # still TX_PENDING in a committed batch do not look like records to read.
             self._commit_decided()
             available = self._records_available()
         except (KafkaProtocolError, OSError) as exc:
             # The broker is unreachable: no new batch now, the next trigger asks again.
             log.warning("kafka-share: broker unavailable, no new batch this trigger: %r", exc)
             self._reset_admin()
-            return ticket(last)
-        return ticket(last + 1) if available else ticket(last)
+            return unchanged
+        return ticket(last + 1) if available else unchanged
 
     def _admin_client(self) -> Admin:
         if self._admin is None:
@@ -264,6 +278,8 @@ class ShareStreamReader(DataSourceStreamReader):
         try:
             if self._query_id is not None:
                 self._commit_decided()
+        except Exception as exc:  # never hide the error that stopped the query
+            log.warning("kafka-share: committing decided batches on stop failed: %r", exc)
         finally:
             if self._admin is not None:
                 self._admin.close()
@@ -276,9 +292,25 @@ class ShareStreamReader(DataSourceStreamReader):
         return read_task(partition)
 
 
+def _check_task_query(task: ReadTask) -> None:
+    """A read task must belong to the query whose checkpoint named its ids."""
+    from pyspark import TaskContext  # noqa: PLC0415 - only on executors
+
+    context = TaskContext.get()
+    running = context.getLocalProperty("sql.streaming.queryId") if context else None
+    if running and running != task.query_id:
+        msg = (
+            f"kafka-share: this query is {running} but checkpointLocation "
+            f"belongs to query {task.query_id}: give the source the query's own "
+            "checkpointLocation (two queries must never share one)"
+        )
+        raise SparkConfigError(msg)
+
+
 def read_task(task: ReadTask) -> Iterator[tuple[Any, ...]]:
     """Acquire, stage ACCEPT in a prepared transaction, then yield the rows."""
     tid = task.transactional_id
+    _check_task_query(task)
     producer = TransactionalProducer(
         {
             "bootstrap.servers": task.bootstrap_servers,

@@ -41,9 +41,18 @@ def main() -> None:
             r = r.option(k.replace("_", "."), v)
         return r
 
-    def run_query(case: str, group: str, subscribe: str, sink_checkpoint: str | None = None):  # type: ignore[no-untyped-def]
+    def run_query(  # type: ignore[no-untyped-def]
+        case: str,
+        group: str,
+        subscribe: str,
+        sink_checkpoint: str | None = None,
+        starting: str | None = None,
+    ):
         chk = str(workdir / case)
-        df = reader(group_id=group, subscribe=subscribe).option("checkpointLocation", chk).load()
+        r = reader(group_id=group, subscribe=subscribe).option("checkpointLocation", chk)
+        if starting is not None:
+            r = r.option("startingOffsets", starting)
+        df = r.load()
         eos = ExactlyOnce(bootstrap, sink_checkpoint or chk)
         query = (
             df.writeStream.foreachBatch(eos.wrap(lambda d, n: eos.write(d, "out")))
@@ -51,7 +60,10 @@ def main() -> None:
             .start()
         )
         try:
-            query.awaitTermination(90)
+            if starting is not None:
+                query.processAllAvailable()  # must not fail
+            else:
+                query.awaitTermination(90)
         finally:
             query.stop()
 
@@ -64,6 +76,8 @@ def main() -> None:
         )
         attempt("unknown_group", lambda: run_query("unknown_group", "no-such-group", topic))
         attempt("unknown_topic", lambda: run_query("unknown_topic", "g", "no-such-topic"))
+        # A group created at "latest" on a topic with records: the first batch is empty.
+        attempt("empty_batch", lambda: run_query("empty", "g-latest", topic, starting="latest"))
         attempt(
             "sink_checkpoint_mismatch",
             lambda: run_query("mismatch", "g", topic, sink_checkpoint=str(workdir / "elsewhere")),

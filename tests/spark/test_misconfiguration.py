@@ -78,6 +78,7 @@ def test_misconfigured_queries_fail_fast(broker: LocalBroker, tmp_path: Path) ->
     assert unknown_topic and "no-such-topic do not exist" in unknown_topic
     mismatch = results["sink_checkpoint_mismatch"]["error"]
     assert mismatch and "must be the query's checkpointLocation" in mismatch
+    assert results["empty_batch"]["error"] is None, results["empty_batch"]  # empty is fine
     for case in ("unknown_group", "unknown_topic"):
         assert results[case]["seconds"] < 60, results[case]
 

@@ -13,6 +13,7 @@ import pytest
 from coordinator.launcher import LocalBroker
 from producer import TransactionalProducer
 from producer.admin import Admin, TopicSpec
+from producer.spark.errors import ResolveError
 from producer.spark.resolve import (
     AUDIT_LOG,
     SPARK_COMMIT,
@@ -110,3 +111,46 @@ def test_commit_phase_is_idempotent_and_recovery_finishes_a_crashed_one(
     # A second recovery finds nothing to do.
     again = recover(chk, chk, conn, {PREFIX}, by="test")
     assert (again.committed, again.aborted) == (0, 0)
+
+
+def test_a_decided_transaction_ended_by_someone_else_is_a_resolve_error(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    b = broker.bootstrap_servers
+    with Admin(b) as admin:
+        admin.create_topics([TopicSpec("out", 1)])
+    chk = checkpoint(tmp_path)
+    txn = prepared(b, transactional_id(PREFIX, QUERY, "w", 0, 0))
+    write_intent(chk, Intent(0, (txn,), QUERY, PREFIX))
+    (chk / "commits" / "0").write_text("v1\n{}\n")
+    # A zombie (or an operator) re-initialises the id: the decided transaction is aborted.
+    zombie = TransactionalProducer(
+        {"bootstrap.servers": b, "transactional.id": txn.transactional_id}
+    )
+    zombie.init_transactions()
+    zombie.close()
+    with pytest.raises(ResolveError, match="heuristic hazard"):
+        commit_decided(chk, chk, Connection(b), by="test")
+    assert 0 not in read_checkpoint(chk).resolved
+
+
+def test_resolved_intents_older_than_spark_keeps_are_dropped(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    b = broker.bootstrap_servers
+    with Admin(b) as admin:
+        admin.create_topics([TopicSpec("out", 1)])
+    chk = checkpoint(tmp_path)
+    (chk / "offsets").mkdir()
+    for n in range(3):
+        write_intent(chk, Intent(n, (), QUERY, PREFIX))
+        (chk / "resolved").mkdir(exist_ok=True)
+        (chk / "resolved" / str(n)).write_text("{}\n")
+    # Spark keeps offsets/5 on; batch 5 is decided now.
+    (chk / "offsets" / "5").write_text("v1\n{}\n")
+    txn = prepared(b, transactional_id(PREFIX, QUERY, "w", 5, 0))
+    write_intent(chk, Intent(5, (txn,), QUERY, PREFIX))
+    (chk / "commits" / "5").write_text("v1\n{}\n")
+    assert commit_decided(chk, chk, Connection(b), by="test") == [5]
+    view = read_checkpoint(chk)
+    assert sorted(view.intents) == [5] and view.resolved == {5}

@@ -1,0 +1,91 @@
+"""The kafka-share source's driver side and read tasks, without a Spark session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from coordinator.launcher import LocalBroker
+from producer.admin import RESOURCE_GROUP, Admin, TopicSpec
+
+pytest.importorskip("pyspark")
+
+from producer.spark.options import SourceOptions
+from producer.spark.source import ReadTask, ShareStreamReader, read_task
+
+pytestmark = pytest.mark.integration
+
+
+def reader(broker: LocalBroker, chk: Path, **extra: str) -> ShareStreamReader:
+    chk.mkdir(parents=True, exist_ok=True)
+    (chk / "metadata").write_text(json.dumps({"id": "q-1"}) + "\n")
+    options = {
+        "kafka.bootstrap.servers": broker.bootstrap_servers,
+        "group.id": "g",
+        "subscribe": "in",
+        "checkpointLocation": str(chk),
+        **extra,
+    }
+    return ShareStreamReader(SourceOptions.parse(options))
+
+
+def test_the_source_reads_committed_records_only(broker: LocalBroker, tmp_path: Path) -> None:
+    b = broker.bootstrap_servers
+    with Admin(b) as admin:
+        admin.create_topics([TopicSpec("in", 1)])
+        admin.alter_group_configs("g", {"share.auto.offset.reset": "earliest"})
+    txn = Producer({"bootstrap.servers": b, "transactional.id": "upstream"})
+    txn.init_transactions()
+    txn.begin_transaction()
+    txn.produce("in", b"aborted")
+    txn.flush()
+    txn.abort_transaction()
+    txn.begin_transaction()
+    txn.produce("in", b"committed")
+    txn.commit_transaction()
+
+    r = reader(broker, tmp_path / "chk")
+    assert r.initialOffset() == {"v": 1, "batch": -1}  # starts: checks and configures
+    with Admin(b) as admin:
+        configs = admin.describe_configs(RESOURCE_GROUP, "g", explicit_only=True)
+    assert configs["share.isolation.level"] == "read_committed"
+    assert configs["share.auto.offset.reset"] == "earliest"  # left as the user set it
+    task = ReadTask(b, "g", ("in",), "q-1", "sharetxn-spark", 0, 0, 100, 1000)
+    rows = list(read_task(task))
+    assert [row[1] for row in rows] == [b"committed"]
+    r.stop()
+
+
+def test_no_new_data_repeats_the_ticket_spark_stored(broker: LocalBroker, tmp_path: Path) -> None:
+    with Admin(broker.bootstrap_servers) as admin:
+        admin.create_topics([TopicSpec("in", 1)])
+    chk = tmp_path / "chk"
+    r = reader(broker, chk, startingOffsets="latest")
+    # Batch 1 was a no-data batch (a stateful query): Spark stored batch 0's ticket again.
+    for n, stored in ((0, 0), (1, 0)):
+        for d in ("offsets", "commits"):
+            (chk / d).mkdir(exist_ok=True)
+        (chk / "offsets" / str(n)).write_text(
+            'v1\n{"batchWatermarkMs":0}\n' + json.dumps({"v": 1, "batch": stored}) + "\n"
+        )
+        (chk / "commits" / str(n)).write_text("v1\n{}\n")
+    assert r.latestOffset() == {"v": 1, "batch": 0}  # nothing to read: unchanged
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    p.produce("in", b"x")
+    p.flush()
+    assert r.latestOffset() == {"v": 1, "batch": 2}  # records: Spark's next batch id
+    r.stop()
+
+
+def test_unknown_group_without_starting_offsets_fails_fast(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    with Admin(broker.bootstrap_servers) as admin:
+        admin.create_topics([TopicSpec("in", 1)])
+    r = reader(broker, tmp_path / "chk")
+    with pytest.raises(ValueError, match="share group 'g' does not exist"):
+        r.initialOffset()
+    r.stop()

@@ -7,10 +7,14 @@ check the outcome from outside with a stock read_committed consumer.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -59,6 +63,30 @@ def run_driver(
     except BaseException:
         driver.kill()
         raise
+
+
+def recover_plan(broker: LocalBroker, checkpoint: Path) -> list[dict[str, Any]]:
+    """``sharetxn recover --checkpoint DIR --json`` (a dry run): its planned steps."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coordinator.cli",
+            "recover",
+            "--checkpoint",
+            str(checkpoint),
+            "--bootstrap-server",
+            broker.bootstrap_servers,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr  # 1: found something to do
+    plan: list[dict[str, Any]] = json.loads(done.stdout)["plan"]
+    return plan
 
 
 def log_of(tmp_path: Path, name: str) -> str:
@@ -110,6 +138,9 @@ def test_driver_sigkill_then_restart_is_exactly_once(
         assert 1 in view.commits and 1 in view.intents
     elif fault == "kill-after-intent":
         assert 1 in view.intents and 1 not in view.commits
+        # The operator's tool sees the same decision as the query's own recovery.
+        plan = recover_plan(broker, tmp_path / "checkpoint")
+        assert {s["action"] for s in plan if s["batch"] == 1} == {"abort", "mark-resolved"}
     else:
         assert 1 not in view.intents
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.checker import legal_steps, parse_output
+from chaos.checker import AUDIT, RECOVERY_TOOL, legal_steps, parse_output
 from chaos.history import BROKER, READER, History
 from tests.chaos.histories import Story, invariants, valid
 
@@ -346,3 +346,94 @@ def test_violations_name_their_entries_and_seed() -> None:
 def test_parse_output() -> None:
     assert parse_output("i17@2:5|w1.3.7") == ("i17", 2, 5, "w1.3.7")
     assert parse_output("garbage") is None
+
+
+def _tool_run(
+    story: Story,
+    *,
+    command: str,
+    state_before: str,
+    intent: dict[str, object] | None = None,
+    prepared_state: dict[str, object] | None = None,
+    evidence: str | None = None,
+    tid: str = "w0-2pc",
+) -> None:
+    """One operator run of the recovery tool on (tid, pid 7, epoch 2) that applied ``command``."""
+    value: dict[str, object] = {"job": 1, "tid": tid, "command": command, "intent": intent}
+    if prepared_state is not None:
+        value["prepared_state"] = prepared_state
+    story.op("op1", RECOVERY_TOOL, value, "ok", {"exit": 2})
+    for event in ("begin", "end"):
+        story.event(
+            "op1",
+            AUDIT,
+            {
+                "event": event,
+                "outcome": "applied" if event == "end" else None,
+                "action": command,
+                "tid": tid,
+                "pid": 7,
+                "epoch": 2,
+                "evidence": evidence,
+                "state_before": state_before,
+            },
+        )
+
+
+def _client_completes(story: Story, *, commit: bool, outcome: str) -> None:
+    ident = {"tag": "w0.1.9", "tid": "w0-2pc", "pid": 7, "epoch": 2, "commit": commit}
+    story.op("w0.1", "complete", ident, "ok", {"outcome": outcome})
+
+
+def test_i16_sound_tool_runs_are_fine() -> None:
+    story = valid()
+    intent = {"tag": "w0.1.9", "tid": "w0-2pc", "pid": 7, "epoch": 2, "commit": True}
+    state = {"transactional_id": "w0-2pc", "producer_id": 7, "epoch": 2}
+    _tool_run(
+        story,
+        command="commit",
+        state_before="Ongoing",
+        intent=intent,
+        prepared_state=state,
+        evidence="prepared-txn-state",
+    )
+    _tool_run(story, command="force-terminate", state_before="Ongoing", tid="w1-2pc")
+    assert story.finish() == []
+
+
+def test_i16_commit_without_evidence() -> None:
+    story = valid()
+    _tool_run(story, command="commit", state_before="Ongoing", evidence=None)
+    assert invariants(story.finish()) == {"I16"}
+
+
+def test_i16_commit_on_evidence_nobody_supplied_or_against_the_decision() -> None:
+    story = valid()
+    intent = {"tag": "w0.1.9", "tid": "w0-2pc", "pid": 7, "epoch": 2, "commit": False}
+    _tool_run(
+        story,
+        command="commit",
+        state_before="Ongoing",
+        intent=intent,
+        evidence="prepared-txn-state",
+    )
+    violations = story.finish()
+    assert invariants(violations) == {"I16"}
+    messages = " / ".join(v.message for v in violations)
+    assert "nobody supplied" in messages and "decided to abort" in messages
+
+
+def test_i16_abort_after_the_commit_decision() -> None:
+    story = valid()
+    _client_completes(story, commit=True, outcome="commit")
+    _tool_run(story, command="abort", state_before="PrepareCommit")
+    violations = story.finish()
+    assert invariants(violations) == {"I16"}
+    assert len(violations) == 2, "begun in PrepareCommit; applied to a committed transaction"
+
+
+def test_i16_force_terminate_after_the_client_committed() -> None:
+    story = valid()
+    _client_completes(story, commit=True, outcome="commit")
+    _tool_run(story, command="force-terminate", state_before="Ongoing")
+    assert invariants(story.finish()) == {"I16"}

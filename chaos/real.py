@@ -13,7 +13,9 @@ a user runs.  One run:
    transaction timeouts) and SIGCONT; kill -9 of a client and a fresh process in its place;
    SIGSTOP of a client for 1-9 s and SIGCONT; and a *zombie*: a client is stopped, a new
    process takes its slot (fencing it) and the old one is resumed later -- it must be fenced
-   and exit.
+   and exit; and the *operator*: the recovery tool (``sharetxn txn commit|abort|
+   force-terminate --apply``) run on a 2PC client's id as the client's decision file says,
+   racing the live client, sometimes killed -9 midway and run again.
 3. **Drain.** Faults stop, everything is resumed, the clients stop aborting on purpose and
    work until the input is consumed and nothing is in flight (liveness) or the drain times out.
 4. **Verify.** A stock ``confluent_kafka.Consumer`` with ``isolation.level=read_committed``
@@ -31,9 +33,9 @@ harness read at the end, but none of the broker-internal observations the simula
 (acquisitions as the broker made them, staged pending acknowledgements, marker applications,
 coordinator state changes, accepted produces).  So I2 (torn transactions, output side), I3,
 I4, I5, I13, I14 (output and input log sanity) and I15 (a committed transaction's outputs
-visible, a failed one's not) are checked; I1, I6, I7, I8, I9, I10, I11, E0 and the durability
-part of I14 have nothing to read and pass vacuously -- the direct checks R1-R4 cover their
-end-to-end consequences.
+visible, a failed one's not) are checked, and I16 on the operator's tool runs and their
+audit logs; I1, I6, I7, I8, I9, I10, I11, E0 and the durability part of I14 have nothing to
+read and pass vacuously -- the direct checks R1-R4 cover their end-to-end consequences.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from chaos.checker import Violation, check
+from chaos.checker import AUDIT, RECOVERY_TOOL, Violation, check
 from chaos.history import COMPLETIONS, FINAL, NEMESIS, Entry, History
 from chaos.real_verify import (
     DIRECT_NAMES,
@@ -70,6 +72,7 @@ from chaos.real_verify import (
 from chaos.real_worker import WorkerSettings
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
+from recovery.audit import read_audit_log
 
 log = logging.getLogger("sharetxn.chaos.real")
 
@@ -78,8 +81,17 @@ OUTPUT = "chaos-output"
 GROUP = "chaos-real"
 DELIVERY_LIMIT = 10  # the broker's maximum: archiving needs ten failed deliveries of a record
 
-FAULT_KINDS = ("broker-kill", "broker-pause", "client-kill", "client-pause", "client-zombie")
-_FAULT_WEIGHTS = (0.15, 0.15, 0.3, 0.2, 0.2)
+FAULT_KINDS = (
+    "broker-kill",
+    "broker-pause",
+    "client-kill",
+    "client-pause",
+    "client-zombie",
+    "operator",
+)
+_FAULT_WEIGHTS = (0.15, 0.15, 0.3, 0.2, 0.2, 0.3)
+OPERATOR_KILL_P = 0.3  # an operator run is killed -9 midway and run again (fault 28)
+OPERATOR_TIMEOUT_S = 40.0  # an operator run still going after this is killed (recorded info)
 
 # Short timeouts, so that paused processes outlive them within a one-minute run.
 BROKER_CONFIG = {
@@ -120,6 +132,7 @@ class RealResult:
     unknown: int = 0
     fenced: int = 0
     zombie_exits: int = 0
+    operator_exits: Counter[str] = field(default_factory=Counter)  # the tool's exit codes
     client_crashes: int = 0
     outputs: int = 0
     duplicates: int = 0
@@ -148,6 +161,7 @@ class RealResult:
             "unknown_outcome": self.unknown,
             "fenced": self.fenced,
             "zombie_exits": self.zombie_exits,
+            "operator_exits": dict(sorted(self.operator_exits.items())),
             "client_crashes": self.client_crashes,
             "outputs": self.outputs,
             "duplicates": self.duplicates,
@@ -170,6 +184,25 @@ class _Client:
     paused: bool = False
 
 
+@dataclass
+class _OperatorRun:
+    """One run of ``sharetxn txn`` by the operator fault (a job is a run and its re-runs)."""
+
+    job: int
+    attempt: int
+    argv: list[str]
+    value: dict[str, Any]
+    op: int
+    process: subprocess.Popen[bytes]
+    log: IO[bytes]
+    kill_at: float | None
+    deadline: float
+
+    @property
+    def name(self) -> str:
+        return f"op{self.job}"
+
+
 Progress = Callable[[str, float, float, str], None]  # phase, completed, total, status
 
 
@@ -190,7 +223,11 @@ class RealRun:
         else:
             self.dir = Path(tempfile.mkdtemp(prefix="sharetxn-chaos-real-"))
         self.t0_ns = time.monotonic_ns()
+        self.wall0_ms = time.time_ns() // 1_000_000  # audit lines carry wall-clock times
         self.entries: list[dict[str, Any]] = []  # the harness's own history lines
+        self._ops = itertools.count()
+        self.operators: list[_OperatorRun] = []
+        self.operator_jobs = 0
         self.broker = LocalBroker(data_dir=self.dir / "broker-data", config=BROKER_CONFIG)
         self.broker_paused = False
         self.broker_down = False
@@ -211,6 +248,18 @@ class RealRun:
     def event(self, process: str, f: str, value: dict[str, Any]) -> None:
         self.entries.append(
             {"t": self.now_ms(), "p": process, "type": "event", "f": f, "v": value, "op": -1}
+        )
+
+    def invoke(self, process: str, f: str, value: dict[str, Any]) -> int:
+        op = next(self._ops)
+        self.entries.append(
+            {"t": self.now_ms(), "p": process, "type": "invoke", "f": f, "v": value, "op": op}
+        )
+        return op
+
+    def complete(self, process: str, op: int, type_: str, f: str, value: dict[str, Any]) -> None:
+        self.entries.append(
+            {"t": self.now_ms(), "p": process, "type": type_, "f": f, "v": value, "op": op}
         )
 
     def fault(self, kind: str, **value: Any) -> None:
@@ -290,10 +339,11 @@ class RealRun:
     def inject(self) -> None:
         broker_free = not (self.broker_paused or self.broker_down)
         free = [c for c in self.clients.values() if not c.paused and c.process.poll() is None]
+        allowed = {"operator": not self.operators}
         kinds = [
             (k, w)
             for k, w in zip(FAULT_KINDS, _FAULT_WEIGHTS, strict=True)
-            if (broker_free if k.startswith("broker") else bool(free))
+            if allowed.get(k, broker_free if k.startswith("broker") else bool(free))
         ]
         if not kinds:
             return
@@ -304,6 +354,8 @@ class RealRun:
             self.broker.kill()
             self.broker_down = True
             self.at(down_s, "broker-start", self._restart_broker)
+        elif kind == "operator":
+            self._operator()
         elif kind == "broker-pause":
             pause_s = self.rng.uniform(1.0, 7.0)
             self.fault(kind, pause_ms=int(pause_s * 1000))
@@ -335,6 +387,177 @@ class RealRun:
                 del self.clients[client.slot]
                 self.spawn(client.slot)
                 self.at(pause_s, "zombie-resume", lambda: self._resume_client(client))
+
+    # -- the operator: the recovery tool against the live broker (faults 27 and 28) -------------
+
+    def _operator(self) -> None:
+        """Run ``sharetxn txn`` on a 2PC client's id as an operator following the runbook.
+
+        It mostly picks a paused client's id (a transaction that stays open is what operators
+        are called for) and reads the client's decision file: a commit decision is committed
+        with the PreparedTxnState it names (sometimes without it: the tool must refuse), an
+        abort decision is aborted, and with no decision the id is force-terminated.  The
+        client is live (fault 27); some runs are killed -9 midway and run again (fault 28).
+        """
+        # Mostly a paused client's id: its transaction stays open long enough to be in doubt.
+        prefer_paused = self.rng.random() < 0.75
+        slot = self.rng.randrange(self.o.clients)
+        paused = sorted({c.slot for c in self.clients.values() if c.paused})
+        paused += sorted({c.slot for c in self.zombies if c.paused})
+        if prefer_paused and paused:
+            slot = paused[slot % len(paused)]
+        no_evidence = self.rng.random() < 0.25
+        kill_after = self.rng.uniform(0.3, 2.5) if self.rng.random() < OPERATOR_KILL_P else None
+        tid = f"c{slot}-2pc"
+        try:
+            intent: dict[str, Any] | None = json.loads(
+                (self.dir / f"c{slot}.intent").read_text(encoding="utf-8")
+            )
+        except (OSError, ValueError):
+            intent = None
+        self.operator_jobs += 1
+        job = self.operator_jobs
+        argv = ["--transactional-id", tid]
+        value: dict[str, Any] = {"job": job, "tid": tid, "intent": intent}
+        if isinstance(intent, dict) and intent.get("tid") == tid:
+            ident = ["--producer-id", str(intent["pid"]), "--epoch", str(intent["epoch"])]
+            if intent.get("commit"):
+                command = "commit"
+                argv = ["commit", *argv, *ident]
+                if not no_evidence:
+                    state = {
+                        "transactional_id": tid,
+                        "producer_id": int(intent["pid"]),
+                        "epoch": int(intent["epoch"]),
+                    }
+                    argv += ["--prepared-state", json.dumps(state)]
+                    value["prepared_state"] = state
+            else:
+                command = "abort"
+                argv = ["abort", *argv, *ident]
+        else:
+            command = "force-terminate"
+            argv = ["force-terminate", *argv]
+        value["command"] = command
+        audit = self.dir / "operator" / f"op{job}.audit.jsonl"
+        audit.parent.mkdir(exist_ok=True)
+        argv = [
+            sys.executable,
+            "-m",
+            "coordinator.cli",
+            "txn",
+            *argv,
+            "--bootstrap-server",
+            self.broker.bootstrap_servers,
+            "--apply",
+            "--operator",
+            "chaos",
+            "--audit-log",
+            str(audit),
+            "--scan-interval",
+            "0.3",
+            "--wait-timeout",
+            "5",
+        ]
+        self.fault(
+            "operator",
+            job=job,
+            target=tid,
+            command=command,
+            kill_after_ms=(None if kill_after is None else int(kill_after * 1000)),
+        )
+        self._start_operator(job, 1, argv, value, kill_after)
+
+    def _start_operator(
+        self,
+        job: int,
+        attempt: int,
+        argv: list[str],
+        value: dict[str, Any],
+        kill_after: float | None,
+    ) -> None:
+        name = f"op{job}"
+        op = self.invoke(name, RECOVERY_TOOL, {**value, "attempt": attempt})
+        log_file = (self.dir / "operator" / f"{name}.{attempt}.log").open("wb")
+        process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+            argv, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT
+        )
+        now = time.monotonic()
+        self.operators.append(
+            _OperatorRun(
+                job,
+                attempt,
+                argv,
+                value,
+                op,
+                process,
+                log_file,
+                None if kill_after is None else now + kill_after,
+                now + OPERATOR_TIMEOUT_S,
+            )
+        )
+
+    def watch_operators(self) -> None:
+        """Record finished operator runs; kill -9 the ones due (and run them again)."""
+        now = time.monotonic()
+        for run in list(self.operators):
+            code = run.process.poll()
+            if code is None and (
+                (run.kill_at is not None and now >= run.kill_at) or now >= run.deadline
+            ):
+                run.process.kill()
+                code = run.process.wait()
+                killed = True
+            elif code is None:
+                continue
+            else:
+                killed = False
+            run.log.close()
+            self.operators.remove(run)
+            if killed:
+                self.complete(run.name, run.op, "info", RECOVERY_TOOL, {"killed": True})
+                if run.kill_at is not None and now < run.deadline:
+                    self._start_operator(run.job, run.attempt + 1, run.argv, run.value, None)
+            else:
+                self.complete(run.name, run.op, "ok", RECOVERY_TOOL, {"exit": code})
+                self.result.operator_exits[str(code)] += 1
+
+    def wait_operators(self) -> None:
+        """Before the drain: let the operator's runs finish (re-runs included)."""
+        while self.operators:
+            self.watch_operators()
+            self.run_due()
+            self.watch_clients()
+            time.sleep(0.1)
+
+    def audit_events(self) -> None:
+        """The operator's audit logs, as ``audit`` events of each job's process."""
+        for path in sorted((self.dir / "operator").glob("op*.audit.jsonl")):
+            name = path.name.split(".", 1)[0]
+            for line in read_audit_log(path):
+                step = line.get("step") or {}
+                before = line.get("before") or {}
+                evidence = step.get("evidence") or {}
+                pid = step.get("producer_id")
+                epoch = step.get("producer_epoch")
+                if pid is None or epoch is None:
+                    pid, epoch = before.get("producer_id"), before.get("producer_epoch")
+                value = {
+                    "event": line.get("event"),
+                    "outcome": line.get("outcome"),
+                    "action": step.get("action"),
+                    "tid": step.get("transactional_id"),
+                    "pid": pid,
+                    "epoch": epoch,
+                    "evidence": evidence.get("kind"),
+                    "state_before": before.get("state"),
+                    "run_id": line.get("run_id"),
+                    "detail": line.get("detail") or line.get("reason"),
+                }
+                t = max(int(line.get("ts_ms", self.wall0_ms)) - self.wall0_ms, 0)
+                self.entries.append(
+                    {"t": t, "p": name, "type": "event", "f": AUDIT, "v": value, "op": -1}
+                )
 
     def _restart_broker(self) -> None:
         self.broker.start()
@@ -403,12 +626,14 @@ class RealRun:
         while (now := time.monotonic()) < end:
             self.run_due()
             self.watch_clients()
+            self.watch_operators()
             if now >= next_fault:
                 self.inject()
                 next_fault = now + self.rng.uniform(0.5, 2.5)
             self.progress("faults", now - start, self.o.duration_s, self._status())
             time.sleep(0.1)
         self.run_due(everything=True)
+        self.wait_operators()
         self.event(NEMESIS, "faults-stop", dict(self.result.faults))
 
     def drain(self, admin: Admin) -> FinalState | None:
@@ -478,6 +703,10 @@ class RealRun:
             for client in list(self.clients.values()) + self.zombies:
                 self._signal(client, signal.SIGCONT)
                 self._reap(client)
+            for run in self.operators:
+                run.process.kill()
+                run.process.wait()
+                run.log.close()
             self.broker.stop()
             (self.dir / "broker.log").write_text("\n".join(self.broker.output) + "\n")
             r.seconds["total"] = time.monotonic() - started
@@ -490,6 +719,7 @@ class RealRun:
         r = self.result
         for f, value in final_events(final, r.quiescent):
             self.event(FINAL, f, value)
+        self.audit_events()
         history = merge_histories(sorted(self.dir.glob("c*.jsonl")), self.entries, self.now_ms())
         history.write(self.dir / "history.jsonl")
         entries = history.entries
@@ -590,6 +820,11 @@ def summary_table(result: RealResult) -> Any:
         ("transactions aborted (or certainly not committed)", str(result.aborts), None),
         ("transactions with an unknown outcome", str(result.unknown), None),
         ("fenced (zombie exits)", f"{result.fenced} ({result.zombie_exits})", None),
+        (
+            "recovery tool exit codes",
+            ", ".join(f"{k}: {n}" for k, n in sorted(result.operator_exits.items())) or "none",
+            None,
+        ),
         ("client processes that died on their own", str(result.client_crashes), None),
         ("committed outputs (stock read_committed)", f"{result.outputs} of {o.records}", None),
         ("duplicates", str(result.duplicates), result.duplicates == 0),

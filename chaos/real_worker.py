@@ -76,6 +76,7 @@ class WorkerSettings:
     seed: int
     abort_p: float = 0.08
     twopc_p: float = 0.15
+    decided_linger_p: float = 0.3
     release_p: float = 0.02
     pace_s: float = 0.0  # simulated work per record while faults run
     txn_timeout_ms: int = 5000
@@ -539,6 +540,10 @@ class Worker:
         # From here the transaction's fate is the intent's: whoever completes it follows it.
         txn.commit_sent = True
         self._settle(txn, txn_op, "ok", {"outcome": "prepared", "commit": commit})
+        if not self.draining() and self.rng.random() < self.s.decided_linger_p:
+            # The application's own work between deciding and completing (the Spark sink
+            # writes its commit log there): a decided transaction an operator may find prepared.
+            time.sleep(self.rng.uniform(0.2, 1.0))
         try:
             self._complete(producer, intent)
         except BaseException:

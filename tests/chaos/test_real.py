@@ -36,6 +36,7 @@ def test_sixty_seconds_of_real_faults_violate_nothing(tmp_path: Path) -> None:
     assert (result.outputs, result.duplicates, result.lost) == (1500, 0, 0)
     assert sum(result.faults.values()) >= 20, result.faults
     assert len(result.faults) >= 4, f"most fault kinds are drawn in 60 s: {result.faults}"
+    assert result.faults["operator"] > 0, "the recovery tool ran against the live broker (I16)"
     assert result.commits > 0 and result.aborts > 0
     assert result.fenced + result.zombie_exits > 0, "paused clients outlive their epoch"
 

@@ -393,19 +393,22 @@ class RealRun:
     def _operator(self) -> None:
         """Run ``sharetxn txn`` on a 2PC client's id as an operator following the runbook.
 
-        It mostly picks a paused client's id (a transaction that stays open is what operators
-        are called for) and reads the client's decision file: a commit decision is committed
-        with the PreparedTxnState it names (sometimes without it: the tool must refuse), an
-        abort decision is aborted, and with no decision the id is force-terminated.  The
-        client is live (fault 27); some runs are killed -9 midway and run again (fault 28).
+        It mostly picks an id with a decision file or a paused client's (a transaction that
+        stays open is what operators are called for) and reads the decision file: a commit
+        decision is committed with the PreparedTxnState it names (sometimes without it: the
+        tool must refuse), an abort decision is aborted, and with no decision the id is
+        force-terminated.  The client is live (fault 27); some runs are killed -9 midway and
+        run again (fault 28).
         """
-        # Mostly a paused client's id: its transaction stays open long enough to be in doubt.
-        prefer_paused = self.rng.random() < 0.75
+        # Mostly an id with a decision file (a decided transaction may still be prepared), else
+        # a paused client's id (its transaction stays open long enough to be in doubt).
+        prefer = self.rng.random() < 0.75
         slot = self.rng.randrange(self.o.clients)
+        decided = [s for s in range(self.o.clients) if (self.dir / f"c{s}.intent").exists()]
         paused = sorted({c.slot for c in self.clients.values() if c.paused})
         paused += sorted({c.slot for c in self.zombies if c.paused})
-        if prefer_paused and paused:
-            slot = paused[slot % len(paused)]
+        if prefer and (decided or paused):
+            slot = (decided or paused)[slot % len(decided or paused)]
         no_evidence = self.rng.random() < 0.25
         kill_after = self.rng.uniform(0.3, 2.5) if self.rng.random() < OPERATOR_KILL_P else None
         tid = f"c{slot}-2pc"

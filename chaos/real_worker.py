@@ -543,7 +543,7 @@ class Worker:
         if not self.draining() and self.rng.random() < self.s.decided_linger_p:
             # The application's own work between deciding and completing (the Spark sink
             # writes its commit log there): a decided transaction an operator may find prepared.
-            time.sleep(self.rng.uniform(0.2, 1.0))
+            time.sleep(self.rng.uniform(1.0, 4.0))
         try:
             self._complete(producer, intent)
         except BaseException:

@@ -23,6 +23,7 @@ from coordinator.wire import DecodedRequest, field
 from txn.config import CONFIG_DEFS
 from txn.errors import ErrorCode
 from txn.ids import TRANSACTION_STATE_TOPIC, TopicPartition
+from txn.topic_names import topic_name_error
 
 CLUSTER_ID = "sharetxn-single-node"
 KEY_TYPE_GROUP = 0
@@ -110,9 +111,15 @@ class Handlers:
         topics: list[dict[str, Any]] = []
         for name, info in infos:
             if info is None:
+                # Kafka checks the name of a topic it does not know, with or without
+                # auto-creation: an illegal name is INVALID_TOPIC_EXCEPTION (not retriable),
+                # so clients fail at once instead of waiting for the topic to appear.
+                illegal = name is not None and topic_name_error(name) is not None
                 topics.append(
                     {
-                        "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        "error_code": ErrorCode.INVALID_TOPIC_EXCEPTION
+                        if illegal
+                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         "name": name,
                         "topic_id": uuid.UUID(int=0),
                         "partitions": [],

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import uuid
 from dataclasses import dataclass, field
 
@@ -21,9 +20,7 @@ from txn.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-
-_LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_NAME_LENGTH = 249
+from txn.topic_names import topic_name_error
 
 
 @dataclass(slots=True)
@@ -36,15 +33,10 @@ class TopicInfo:
 
 
 def validate_topic_name(name: str) -> None:
-    """Kafka's rules: 1-249 chars of [a-zA-Z0-9._-], not '.' or '..'."""
-    if not name or name in (".", ".."):
-        raise InvalidTopicError(f"illegal topic name {name!r}")
-    if len(name) > MAX_NAME_LENGTH:
-        raise InvalidTopicError(f"topic name longer than {MAX_NAME_LENGTH} characters")
-    if not _LEGAL_NAME.match(name):
-        raise InvalidTopicError(
-            f"topic name {name!r} may contain only ASCII letters, digits, '.', '_' and '-'"
-        )
+    """Raise InvalidTopicError unless ``name`` is a legal topic name."""
+    message = topic_name_error(name)
+    if message is not None:
+        raise InvalidTopicError(message)
 
 
 class TopicRegistry:

@@ -22,12 +22,15 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_expone
 
 from producer.connection import BrokerConnection
 from txn.errors import (
+    ErrorCode,
+    InvalidTopicError,
     KafkaProtocolError,
     RetriableError,
     UnknownTopicOrPartitionError,
     error_for_code,
 )
 from txn.ids import TopicPartition
+from txn.topic_names import topic_name_error
 
 T = TypeVar("T")
 
@@ -127,6 +130,7 @@ class KafkaClient:
         self._bootstrap_conn: BrokerConnection | None = None
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicMetadata] = {}
+        self._invalid_topics: set[str] = set()
         self._coordinators: dict[tuple[int, str], int] = {}
         self._closed = False
 
@@ -230,6 +234,8 @@ class KafkaClient:
                 for b in resp.brokers
             }
             for t in resp.topics:
+                if t.name is not None and int(t.error_code) == ErrorCode.INVALID_TOPIC_EXCEPTION:
+                    self._invalid_topics.add(t.name)
                 if int(t.error_code) != 0 or t.name is None:
                     continue
                 meta = TopicMetadata(t.name, getattr(t, "topic_id", None) or uuid.UUID(int=0))
@@ -243,6 +249,9 @@ class KafkaClient:
             self.refresh_metadata([name], auto_create=auto_create)
             meta = self.topics.get(name)
         if meta is None:
+            if name in self._invalid_topics:
+                msg = f"invalid topic name {name!r}: {topic_name_error(name) or 'refused'}"
+                raise InvalidTopicError(msg, topic=name)
             msg = f"unknown topic {name!r}"
             raise UnknownTopicOrPartitionError(msg, topic=name)
         return meta

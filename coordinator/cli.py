@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import importlib.metadata
 import logging
 import sys
 from collections.abc import Sequence
@@ -17,9 +18,18 @@ from pathlib import Path
 
 from txn.config import BrokerConfig
 from txn.errors import InvalidConfigError
+from txn.exit_codes import UsageExitParser
 
 # subcommand -> (module, help); each module has add_arguments(parser) and run(args) -> int
 _EXTERNAL: dict[str, tuple[str, str]] = {
+    "topics": (
+        "producer.topics_cli",
+        "create, list, describe, alter and delete topics (like kafka-topics.sh)",
+    ),
+    "configs": (
+        "producer.configs_cli",
+        "describe and alter topic, group and broker configs (like kafka-configs.sh)",
+    ),
     "share-groups": (
         "producer.share_groups_cli",
         "list, describe, reset and delete share groups (like kafka-share-groups.sh)",
@@ -55,10 +65,19 @@ EXAMPLES = """examples:
   sharetxn broker --data-dir ./data --listen 127.0.0.1:0 --set log.flush.interval.messages=1000
   sharetxn demo --records 100000
   sharetxn copy-demo --records 2000
-  sharetxn share-groups describe --group orders --bootstrap-server 127.0.0.1:9092
+  sharetxn topics --create --topic orders --partitions 6 --bootstrap-server 127.0.0.1:9092
+  sharetxn configs --entity-type topics --entity-name orders --describe
+  sharetxn share-groups --describe --group orders --bootstrap-server 127.0.0.1:9092
   sharetxn txn list --state Ongoing --older-than 15m
   sharetxn recover --checkpoint /chk/orders-query --apply
 """
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("sharetxn")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _parse_listen(text: str) -> tuple[str, int]:
@@ -71,13 +90,16 @@ def _parse_listen(text: str) -> tuple[str, int]:
 
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the chosen client-side subcommand's module is imported (fast startup)."""
-    parser = argparse.ArgumentParser(
+    parser = UsageExitParser(
         prog="sharetxn",
         description="Exactly-once processing for Kafka share groups (KIP-1289).",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at DEBUG level")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log at DEBUG level, tracebacks on errors"
+    )
+    parser.add_argument("--version", action="version", version=f"sharetxn {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     broker = sub.add_parser(
         "broker",

@@ -17,8 +17,6 @@ from producer.raw import describe_transactions_raw
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
-# ConfigSource ids that mean "not set on the resource": UNKNOWN, STATIC_BROKER, DEFAULT.
-_DEFAULT_SOURCES = frozenset({0, 4, 5})
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_GROUP = 32
@@ -129,6 +127,61 @@ class TopicSpec:
     configs: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    """One item's outcome in a batch admin request (a topic, a config resource)."""
+
+    error: ErrorCode
+    message: str | None = None
+
+    def describe(self) -> str:
+        if self.error is ErrorCode.NONE:
+            return "ok"
+        return f"{self.error.name}: {self.message}" if self.message else self.error.name
+
+
+# DescribeConfigs' ConfigSource ids, with the names Kafka's tools print.
+_CONFIG_SOURCES = {
+    0: "UNKNOWN",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "CLIENT_METRICS_CONFIG",
+    8: "GROUP_CONFIG",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: str
+    read_only: bool
+    sensitive: bool
+
+    @property
+    def explicit(self) -> bool:
+        """Set on the resource itself (not a static or default value)."""
+        return self.source not in ("UNKNOWN", "STATIC_BROKER_CONFIG", "DEFAULT_CONFIG")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    name: str
+    error: ErrorCode
+    topic_id: uuid.UUID
+    internal: bool
+    leaders: dict[int, int]  # partition -> leader node id
+
+
+def _item(entry: Any) -> ItemResult:
+    message = getattr(entry, "error_message", None)
+    return ItemResult(ErrorCode(int(entry.error_code)), str(message) if message else None)
+
+
 class Admin:
     """Kafka administration for sharetxn brokers (and standard APIs on any Kafka cluster)."""
 
@@ -156,7 +209,71 @@ class Admin:
     def create_topics(
         self, topics: list[TopicSpec], *, validate_only: bool = False
     ) -> dict[str, ErrorCode]:
+        body = self._create_topics_body(topics, validate_only)
+        return {name: r.error for name, r in self._create_topics(body).items()}
+
+    def create_topics_detailed(
+        self, topics: list[TopicSpec], *, validate_only: bool = False
+    ) -> dict[str, ItemResult]:
+        """CreateTopics with the broker's error message per topic."""
+        return self._create_topics(self._create_topics_body(topics, validate_only))
+
+    def _create_topics(self, body: dict[str, Any]) -> dict[str, ItemResult]:
+        resp = self.client.call(lambda: self.client.send(None, 19, body))
+        return {t.name: _item(t) for t in resp.topics}
+
+    def delete_topics(self, names: list[str]) -> dict[str, ItemResult]:
         body = {
+            "topic_names": names,
+            "topics": [{"name": n} for n in names],
+            "timeout_ms": self.client.request_timeout_ms,
+        }
+        resp = self.client.call(lambda: self.client.send(None, 20, body))
+        self.client.forget_topics(names)
+        return {r.name: _item(r) for r in resp.responses}
+
+    def create_partitions(
+        self, totals: dict[str, int], *, validate_only: bool = False
+    ) -> dict[str, ItemResult]:
+        """CreatePartitions: raise each topic's partition count to the given total."""
+        body = {
+            "topics": [
+                {"name": name, "count": count, "assignments": None}
+                for name, count in totals.items()
+            ],
+            "timeout_ms": self.client.request_timeout_ms,
+            "validate_only": validate_only,
+        }
+        resp = self.client.call(lambda: self.client.send(None, 37, body))
+        return {r.name: _item(r) for r in resp.results}
+
+    def describe_topics(self, names: list[str] | None = None) -> list[TopicDescription]:
+        """Topic ids, partitions and leaders from Metadata (all topics when ``names`` is None)."""
+        resp = self.client.call(
+            lambda: self.client.send(
+                None,
+                3,
+                {
+                    "topics": None if names is None else [{"name": n} for n in names],
+                    "allow_auto_topic_creation": False,
+                },
+                min_version=1,
+            )
+        )
+        out = [
+            TopicDescription(
+                name=str(t.name),
+                error=ErrorCode(int(t.error_code)),
+                topic_id=getattr(t, "topic_id", None) or uuid.UUID(int=0),
+                internal=bool(getattr(t, "is_internal", False)),
+                leaders={int(p.partition_index): int(p.leader_id) for p in t.partitions},
+            )
+            for t in resp.topics
+        ]
+        return sorted(out, key=lambda d: d.name)
+
+    def _create_topics_body(self, topics: list[TopicSpec], validate_only: bool) -> dict[str, Any]:
+        return {
             "topics": [
                 {
                     "name": t.name,
@@ -169,8 +286,6 @@ class Admin:
             "timeout": self.client.request_timeout_ms,
             "validate_only": validate_only,
         }
-        resp = self.client.call(lambda: self.client.send(None, 19, body))
-        return {t.name: ErrorCode(int(t.error_code)) for t in resp.topics}
 
     def list_topics(self) -> dict[str, list[int]]:
         self.client.call(lambda: self.client.refresh_metadata(None))
@@ -417,6 +532,21 @@ class Admin:
         *,
         validate_only: bool = False,
     ) -> None:
+        result = self.incremental_alter_configs(
+            RESOURCE_GROUP, group_id, set_configs, delete_configs, validate_only=validate_only
+        )
+        check_error(result.error, result.message, group_id=group_id)
+
+    def incremental_alter_configs(
+        self,
+        resource_type: int,
+        name: str,
+        set_configs: dict[str, str] | None = None,
+        delete_configs: list[str] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> ItemResult:
+        """IncrementalAlterConfigs on one resource (topic 2, broker 4, group 32)."""
         configs = [
             {"name": k, "config_operation": CONFIG_SET, "value": v}
             for k, v in (set_configs or {}).items()
@@ -427,19 +557,28 @@ class Admin:
         ]
         body = {
             "resources": [
-                {"resource_type": RESOURCE_GROUP, "resource_name": group_id, "configs": configs}
+                {"resource_type": resource_type, "resource_name": name, "configs": configs}
             ],
             "validate_only": validate_only,
         }
-        node = self.client.call(lambda: self.client.coordinator_for(KEY_TYPE_GROUP, group_id))
+        node: int | None = None
+        if resource_type == RESOURCE_GROUP:
+            node = self.client.call(lambda: self.client.coordinator_for(KEY_TYPE_GROUP, name))
         resp = self.client.call(lambda: self.client.send(node, 44, body))
-        r = resp.responses[0]
-        check_error(r.error_code, r.error_message, group_id=group_id)
+        return _item(resp.responses[0])
 
     def describe_configs(
         self, resource_type: int, name: str, *, explicit_only: bool = False
     ) -> dict[str, str | None]:
         """DescribeConfigs; ``explicit_only`` keeps the values set on the resource itself."""
+        return {
+            e.name: e.value
+            for e in self.describe_config_entries(resource_type, name)
+            if not explicit_only or e.explicit
+        }
+
+    def describe_config_entries(self, resource_type: int, name: str) -> list[ConfigEntry]:
+        """DescribeConfigs with each entry's source (topic 2, broker 4, group 32)."""
         body = {
             "resources": [
                 {"resource_type": resource_type, "resource_name": name, "configuration_keys": None}
@@ -450,12 +589,16 @@ class Admin:
         resp = self.client.call(lambda: self.client.send(None, 32, body))
         r = resp.results[0]
         check_error(r.error_code, r.error_message, resource=name)
-        return {
-            c.name: c.value
+        return [
+            ConfigEntry(
+                c.name,
+                c.value,
+                _CONFIG_SOURCES.get(int(getattr(c, "config_source", 0)), "UNKNOWN"),
+                bool(getattr(c, "read_only", False)),
+                bool(getattr(c, "is_sensitive", False)),
+            )
             for c in r.configs
-            if not explicit_only or int(getattr(c, "config_source", 0)) not in _DEFAULT_SOURCES
-        }
-
+        ]
 
 def _describe_transaction_raw(
     conn: Any, version: int, transactional_id: str

@@ -11,6 +11,8 @@ the sharetxn broker and to an Apache Kafka cluster for the standard APIs.
 
 from __future__ import annotations
 
+import logging
+import socket
 import threading
 import time
 import uuid
@@ -18,11 +20,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from producer.connection import BrokerConnection
 from txn.errors import (
     ErrorCode,
+    InvalidConfigError,
     InvalidTopicError,
     KafkaProtocolError,
     RetriableError,
@@ -33,6 +42,8 @@ from txn.ids import TopicPartition
 from txn.topic_names import topic_name_error
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
@@ -102,6 +113,41 @@ def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
     return out
 
 
+def _unresolvable(host: str) -> bool:
+    try:
+        socket.getaddrinfo(host, None)
+    except socket.gaierror:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+class _RetryLog:
+    """Says what a retry loop waits for: once at the first retry, then every few seconds."""
+
+    EVERY_S = 5.0
+
+    def __init__(self, deadline_s: float) -> None:
+        self.deadline_s = deadline_s
+        self.last_logged: float | None = None
+
+    def __call__(self, state: RetryCallState) -> None:
+        now = time.monotonic()
+        if self.last_logged is not None and now - self.last_logged < self.EVERY_S:
+            return
+        self.last_logged = now
+        outcome = state.outcome
+        error = outcome.exception() if outcome is not None else None
+        log.warning(
+            "retrying after %s (attempt %d, %.0fs of %.0fs spent)",
+            error,
+            state.attempt_number,
+            state.seconds_since_start or 0.0,
+            self.deadline_s,
+        )
+
+
 def check_error(code: int, message: str | None = None, **ids: Any) -> None:
     """Raise the typed exception for a non-zero error code."""
     if int(code) != 0:
@@ -157,6 +203,11 @@ class KafkaClient:
                         break
                     if self._bootstrap_conn is None:
                         assert last is not None
+                        if all(_unresolvable(h) for h, _p in self.bootstrap):
+                            # Kafka's clients refuse bootstrap.servers that no host of
+                            # resolves ("No resolvable bootstrap urls"): not worth retrying.
+                            msg = f"no resolvable bootstrap urls in bootstrap.servers: {last}"
+                            raise InvalidConfigError(msg) from last
                         raise last
                 return self._bootstrap_conn
             existing = self._conns.get(node_id)
@@ -202,6 +253,7 @@ class KafkaClient:
             wait=wait_exponential(
                 multiplier=self.retry_backoff_ms / 1000, max=self.retry_backoff_max_ms / 1000
             ),
+            before_sleep=_RetryLog(deadline_s),
             reraise=True,
         )
         return retrying(self._invalidating(fn))
@@ -242,6 +294,13 @@ class KafkaClient:
                 for p in t.partitions:
                     meta.leaders[int(p.partition_index)] = int(p.leader_id)
                 self.topics[t.name] = meta
+
+    def forget_topics(self, names: list[str]) -> None:
+        """Drop cached metadata (after the topics were deleted)."""
+        with self._lock:
+            for name in names:
+                self.topics.pop(name, None)
+                self._invalid_topics.discard(name)
 
     def topic(self, name: str, *, auto_create: bool = False) -> TopicMetadata:
         meta = self.topics.get(name)

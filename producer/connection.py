@@ -57,6 +57,9 @@ class BrokerConnection:
                 self._sock = socket.create_connection(
                     (self.host, self.port), timeout=self.timeout_s
                 )
+            except socket.gaierror as exc:
+                msg = f"cannot resolve {self.host!r} ({self.address}): {exc.strerror or exc}"
+                raise NetworkError(msg) from exc
             except OSError as exc:
                 msg = f"cannot connect to {self.address}: {exc}"
                 raise NetworkError(msg) from exc

@@ -1,198 +1,209 @@
 """``sharetxn share-groups``: share-group administration shaped like kafka-share-groups.sh.
 
-    sharetxn share-groups list
-    sharetxn share-groups describe --group G [--members | --offsets]
-    sharetxn share-groups reset-offsets --group G --topic T --to-earliest [--dry-run]
-    sharetxn share-groups delete-offsets --group G --topic T [--dry-run]
-    sharetxn share-groups delete --group G [--dry-run]
+    sharetxn share-groups --list
+    sharetxn share-groups --describe --group G [--members | --offsets | --state]
+    sharetxn share-groups --reset-offsets --group G --topic T --to-earliest [--execute]
+    sharetxn share-groups --delete-offsets --group G --topic T [--execute]
+    sharetxn share-groups --delete --group G [--execute]
 
-Tables by default, ``--json`` for machines.  Resetting or deleting offsets
-needs an empty group (no active members), as in Kafka.
+Tables by default, ``--json`` for machines.  Changing commands print their plan and
+change nothing unless ``--execute`` is given (``--dry-run`` says so explicitly).
+Resetting or deleting offsets needs an empty group (no active members), as in Kafka;
+``--to-offset`` is clamped to the partition's log start and end offsets, as Kafka does.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from producer.admin import Admin
-from txn.errors import ErrorCode, KafkaProtocolError
+from producer.cli_support import (
+    EXIT_CODES_HELP,
+    CliError,
+    ExitCode,
+    UsageExitParser,
+    add_connection_options,
+    emit,
+    guarded,
+    run_admin,
+)
+from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
-EXAMPLES = """examples:
-  sharetxn share-groups list
-  sharetxn share-groups describe --group orders --members
-  sharetxn share-groups reset-offsets --group orders --topic payments --to-earliest --dry-run
-  sharetxn share-groups reset-offsets --group orders --topic payments:0 --to-offset 42
-  sharetxn share-groups delete-offsets --group orders --topic payments
-  sharetxn share-groups delete --group orders
-"""
+EXAMPLES = f"""examples:
+  sharetxn share-groups --list
+  sharetxn share-groups --describe --group orders --members
+  sharetxn share-groups --reset-offsets --group orders --topic payments --to-earliest
+  sharetxn share-groups --reset-offsets --group orders --topic payments:0 --to-offset 42 --execute
+  sharetxn share-groups --delete-offsets --group orders --topic payments --execute
+  sharetxn share-groups --delete --group orders --execute
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 64
+{EXIT_CODES_HELP}"""
+
+ACTIONS = ("list", "describe", "reset_offsets", "delete_offsets", "delete")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EXAMPLES
-    parser.add_argument(
-        "--bootstrap-server",
-        default="127.0.0.1:9092",
-        help="broker address (default 127.0.0.1:9092)",
+    add_connection_options(parser)
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--list", action="store_true", help="list share groups and their state")
+    action.add_argument("--describe", action="store_true", help="describe share groups")
+    action.add_argument(
+        "--reset-offsets",
+        action="store_true",
+        help="move share-partition start offsets (group must be empty)",
     )
-    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    sub.add_parser("list", help="list share groups and their state")
-    describe = sub.add_parser("describe", help="describe a share group")
-    describe.add_argument("--group", required=True)
-    view = describe.add_mutually_exclusive_group()
+    action.add_argument(
+        "--delete-offsets",
+        action="store_true",
+        help="delete the share state of topics (group must be empty)",
+    )
+    action.add_argument("--delete", action="store_true", help="delete empty share groups")
+    parser.add_argument("--group", action="append", metavar="GROUP", help="group id")
+    parser.add_argument(
+        "--topic",
+        action="append",
+        metavar="TOPIC[:P,...]",
+        help="TOPIC or TOPIC:PARTITION[,PARTITION...] (repeatable)",
+    )
+    view = parser.add_mutually_exclusive_group()
     view.add_argument("--members", action="store_true", help="members and their assignments")
     view.add_argument("--offsets", action="store_true", help="start offsets and lag (default)")
     view.add_argument("--state", action="store_true", help="group state and epochs")
-    reset = sub.add_parser(
-        "reset-offsets", help="move the share-partition start offset (group must be empty)"
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--to-earliest", action="store_true", help="the log start offset")
+    target.add_argument("--to-latest", action="store_true", help="the log end offset")
+    target.add_argument("--to-offset", type=int, metavar="N", help="an offset (clamped)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--execute", action="store_true", help="act (default: print the plan)")
+    mode.add_argument(
+        "--dry-run", action="store_true", help="print the plan, change nothing (the default)"
     )
-    reset.add_argument("--group", required=True)
-    reset.add_argument(
-        "--topic",
-        required=True,
-        action="append",
-        help="TOPIC or TOPIC:PARTITION[,PARTITION...] (repeatable)",
-    )
-    target = reset.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to-earliest", action="store_true")
-    target.add_argument("--to-latest", action="store_true")
-    target.add_argument("--to-offset", type=int, metavar="N")
-    reset.add_argument(
-        "--dry-run", action="store_true", help="show the new offsets, change nothing"
-    )
-    delete_offsets = sub.add_parser(
-        "delete-offsets", help="delete the share state of topics (group must be empty)"
-    )
-    delete_offsets.add_argument("--group", required=True)
-    delete_offsets.add_argument("--topic", required=True, action="append")
-    delete_offsets.add_argument("--dry-run", action="store_true")
-    delete = sub.add_parser("delete", help="delete an empty share group")
-    delete.add_argument("--group", required=True, action="append")
-    delete.add_argument("--dry-run", action="store_true")
 
 
 def _partitions(admin: Admin, spec: str) -> list[TopicPartition]:
     topic, _, parts = spec.partition(":")
     if parts:
-        return [TopicPartition(topic, int(p)) for p in parts.split(",")]
+        try:
+            return [TopicPartition(topic, int(p)) for p in parts.split(",")]
+        except ValueError:
+            msg = f"--topic: expected TOPIC or TOPIC:P[,P...], got {spec!r}"
+            raise CliError(msg, ExitCode.USAGE) from None
     return [TopicPartition(topic, p) for p in admin.client.topic(topic).partitions]
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console()
-    try:
-        with Admin(args.bootstrap_server) as admin:
-            return _dispatch(admin, args, console)
-    except KafkaProtocolError as exc:
-        console.print(f"[red]error:[/] {exc}")
-        return EXIT_ERROR
+    def body() -> int:
+        _check_usage(args)
+        return run_admin(args, "sharetxn-share-groups", lambda a, c: _dispatch(a, args, c))
+
+    return guarded(args, body)
 
 
-def _emit(
-    args: argparse.Namespace, console: Console, rows: list[dict[str, Any]], title: str
-) -> None:
-    if args.json:
-        print(json.dumps(rows, indent=2, default=str))
-        return
-    if not rows:
-        console.print(f"{title}: none")
-        return
-    table = Table(title=title)
-    for key in rows[0]:
-        table.add_column(
-            key.replace("_", " "), justify="right" if isinstance(rows[0][key], int) else "left"
-        )
-    for row in rows:
-        table.add_row(*(str(v) for v in row.values()))
-    console.print(table)
+def _check_usage(args: argparse.Namespace) -> None:
+    problem = None
+    needs_group = args.describe or args.reset_offsets or args.delete_offsets or args.delete
+    if needs_group and not args.group:
+        problem = "this action needs --group"
+    elif (args.reset_offsets or args.delete_offsets) and not args.topic:
+        problem = "this action needs --topic"
+    elif args.reset_offsets and not (
+        args.to_earliest or args.to_latest or args.to_offset is not None
+    ):
+        problem = "--reset-offsets needs --to-earliest, --to-latest or --to-offset N"
+    elif (args.reset_offsets or args.delete_offsets) and len(args.group) > 1:
+        problem = "this action takes one --group"
+    if problem is not None:
+        raise CliError(problem, ExitCode.USAGE)
+
+
+def _plan_note(args: argparse.Namespace) -> str:
+    return "" if args.execute else " (plan only: add --execute to change it)"
 
 
 def _dispatch(admin: Admin, args: argparse.Namespace, console: Console) -> int:
-    if args.action == "list":
+    if args.list:
         groups = [g for g in admin.list_groups(types=["share"]) if g.type == "share"]
-        _emit(
+        emit(
             args, console, [{"group": g.group_id, "state": g.state} for g in groups], "share groups"
         )
-        return EXIT_OK
-    if args.action == "describe":
-        return _describe(admin, args, console)
-    if args.action == "reset-offsets":
-        offsets: dict[TopicPartition, int] = {}
-        for spec in args.topic:
-            for tp in _partitions(admin, spec):
-                if args.to_earliest:
-                    offsets[tp] = admin.list_offsets(tp, -2)
-                elif args.to_latest:
-                    offsets[tp] = admin.list_offsets(tp, -1)
-                else:
-                    offsets[tp] = int(args.to_offset)
-        rows: list[dict[str, Any]] = [
-            {"topic": tp.topic, "partition": tp.partition, "new_start_offset": off}
-            for tp, off in sorted(offsets.items())
-        ]
-        if args.dry_run:
-            _emit(
-                args, console, rows, f"{args.group}: new start offsets (dry run, nothing changed)"
-            )
-            return EXIT_OK
-        results = admin.alter_share_group_offsets(args.group, offsets)
-        for row in rows:
-            row["result"] = results.get(
-                TopicPartition(row["topic"], row["partition"]), ErrorCode.NONE
-            ).name
-        _emit(args, console, rows, f"{args.group}: start offsets reset")
-        return EXIT_OK if all(e is ErrorCode.NONE for e in results.values()) else EXIT_ERROR
-    if args.action == "delete-offsets":
-        if args.dry_run:
-            rows = [
-                {"group": args.group, "topic": t, "action": "would delete share state"}
+        return ExitCode.OK
+    if args.describe:
+        return max(_describe(admin, args, console, group) for group in args.group)
+    if args.reset_offsets:
+        return _reset_offsets(admin, args, console, args.group[0])
+    if args.delete_offsets:
+        group = args.group[0]
+        if not args.execute:
+            rows: list[dict[str, Any]] = [
+                {"group": group, "topic": t, "action": "would delete share state"}
                 for t in args.topic
             ]
-            _emit(args, console, rows, "delete-offsets (dry run, nothing changed)")
-            return EXIT_OK
-        deleted = admin.delete_share_group_offsets(args.group, list(args.topic))
+            emit(args, console, rows, f"{group}: delete offsets{_plan_note(args)}")
+            return ExitCode.OK
+        deleted = admin.delete_share_group_offsets(group, list(args.topic))
         rows = [{"topic": t, "result": e.name} for t, e in deleted.items()]
-        outcome = list(deleted.values())
-        _emit(args, console, rows, f"{args.group}: share state deleted")
-        return EXIT_OK if all(e is ErrorCode.NONE for e in outcome) else EXIT_ERROR
-    if args.action == "delete":
-        if args.dry_run:
-            descs = admin.describe_share_groups(list(args.group))
-            rows = [
-                {
-                    "group": d.group_id,
-                    "state": d.state,
-                    "members": len(d.members),
-                    "would_delete": d.state == "Empty",
-                }
-                for d in descs
-            ]
-            _emit(args, console, rows, "delete (dry run, nothing changed)")
-            return EXIT_OK
-        removed = admin.delete_groups(list(args.group))
-        rows = [{"group": g, "result": e.name} for g, e in removed.items()]
-        _emit(args, console, rows, "deleted share groups")
-        return EXIT_OK if all(e is ErrorCode.NONE for e in removed.values()) else EXIT_ERROR
-    return EXIT_USAGE
+        emit(args, console, rows, f"{group}: share state deleted")
+        return (
+            ExitCode.OK if all(e is ErrorCode.NONE for e in deleted.values()) else ExitCode.FAILED
+        )
+    if not args.execute:
+        descs = admin.describe_share_groups(list(args.group))
+        rows = [
+            {
+                "group": d.group_id,
+                "state": d.state,
+                "members": len(d.members),
+                "would_delete": d.state == "Empty",
+            }
+            for d in descs
+        ]
+        emit(args, console, rows, f"delete{_plan_note(args)}")
+        return ExitCode.OK
+    removed = admin.delete_groups(list(args.group))
+    rows = [{"group": g, "result": e.name} for g, e in removed.items()]
+    emit(args, console, rows, "deleted share groups")
+    return ExitCode.OK if all(e is ErrorCode.NONE for e in removed.values()) else ExitCode.FAILED
 
 
-def _describe(admin: Admin, args: argparse.Namespace, console: Console) -> int:
-    (desc,) = admin.describe_share_groups([args.group])
+def _reset_offsets(admin: Admin, args: argparse.Namespace, console: Console, group: str) -> int:
+    offsets: dict[TopicPartition, int] = {}
+    for spec in args.topic:
+        for tp in _partitions(admin, spec):
+            earliest, latest = admin.list_offsets(tp, -2), admin.list_offsets(tp, -1)
+            if args.to_earliest:
+                offsets[tp] = earliest
+            elif args.to_latest:
+                offsets[tp] = latest
+            else:  # Kafka clamps a requested offset to the partition's log
+                offsets[tp] = min(max(int(args.to_offset), earliest), latest)
+    rows: list[dict[str, Any]] = [
+        {"group": group, "topic": tp.topic, "partition": tp.partition, "new_start_offset": off}
+        for tp, off in sorted(offsets.items())
+    ]
+    if not args.execute:
+        emit(args, console, rows, f"{group}: new start offsets{_plan_note(args)}")
+        return ExitCode.OK
+    results = admin.alter_share_group_offsets(group, offsets)
+    for row in rows:
+        row["result"] = results.get(
+            TopicPartition(row["topic"], row["partition"]), ErrorCode.NONE
+        ).name
+    emit(args, console, rows, f"{group}: start offsets reset")
+    return ExitCode.OK if all(e is ErrorCode.NONE for e in results.values()) else ExitCode.FAILED
+
+
+def _describe(admin: Admin, args: argparse.Namespace, console: Console, group: str) -> int:
+    (desc,) = admin.describe_share_groups([group])
     if desc.error is not ErrorCode.NONE:
-        console.print(f"[red]error:[/] {desc.error.name} {desc.error_message or ''}")
-        return EXIT_ERROR
+        msg = f"{desc.error.name}: {desc.error_message or group}"
+        raise CliError(msg)
     if args.members:
         rows = [
             {
@@ -204,7 +215,7 @@ def _describe(admin: Admin, args: argparse.Namespace, console: Console) -> int:
             }
             for m in desc.members
         ]
-        _emit(args, console, rows, f"share group {desc.group_id}: members")
+        emit(args, console, rows, f"share group {desc.group_id}: members")
     elif args.state:
         rows = [
             {
@@ -216,7 +227,7 @@ def _describe(admin: Admin, args: argparse.Namespace, console: Console) -> int:
                 "members": len(desc.members),
             }
         ]
-        _emit(args, console, rows, f"share group {desc.group_id}: state")
+        emit(args, console, rows, f"share group {desc.group_id}: state")
     else:
         rows = [
             {
@@ -225,16 +236,14 @@ def _describe(admin: Admin, args: argparse.Namespace, console: Console) -> int:
                 "start_offset": o.start_offset,
                 "lag": o.lag,
             }
-            for o in admin.describe_share_group_offsets(args.group)
+            for o in admin.describe_share_group_offsets(group)
         ]
-        _emit(args, console, rows, f"share group {desc.group_id} ({desc.state}): offsets")
-    return EXIT_OK
+        emit(args, console, rows, f"share group {desc.group_id} ({desc.state}): offsets")
+    return ExitCode.OK
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="sharetxn share-groups", description=__doc__.splitlines()[0]
-    )
+    parser = UsageExitParser(prog="sharetxn share-groups", description=__doc__.splitlines()[0])
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

@@ -3,24 +3,32 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.table import Table
 
 from producer.admin import Admin
+from producer.cli_support import (
+    CliError,
+    UsageExitParser,
+    add_connection_options,
+    client_config,
+    emit_json,
+    make_console,
+    print_rows,
+    report_error,
+)
 from recovery.audit import DEFAULT_AUDIT_LOG, AuditLog
 from recovery.execute import StepResult
-from recovery.model import ExitCode, RecoveryError, RefusedError, UsageError
+from recovery.model import RecoveryError, RefusedError, UsageError
 from recovery.plan import Action, Step
 from txn.errors import KafkaProtocolError
+from txn.exit_codes import ExitCode
 
 DEFAULT_SCAN_INTERVAL_S = 3.0
 DEFAULT_WAIT_TIMEOUT_S = 30.0
@@ -34,40 +42,17 @@ EXIT_CODES_HELP = """exit codes:
   0  nothing to do          1  found (in doubt, hanging, or a dry run with actions)
   2  acted (--apply)        3  refused by a safety rule
   4  raced (state changed)  64 usage error           69 cluster unreachable or failed
+  130 interrupted (Ctrl-C)
 """
 
-
-class UsageExitParser(argparse.ArgumentParser):
-    """An argparse parser whose errors exit with 64 (EX_USAGE) instead of 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(ExitCode.USAGE, f"{self.prog}: error: {message}\n")
-
-    def parse_known_args(  # type: ignore[override]
-        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
-    ) -> tuple[argparse.Namespace, list[str]]:
-        parsed, extras = super().parse_known_args(args, namespace)
-        if extras:
-            self.error(f"unrecognized arguments: {' '.join(extras)}")
-        return parsed, extras
-
-
-def add_connection_options(parser: argparse.ArgumentParser, *, nested: bool) -> None:
-    """--bootstrap-server and --json; on a nested parser they override the parent's."""
-    default: Any = argparse.SUPPRESS if nested else "127.0.0.1:9092"
-    parser.add_argument(
-        "--bootstrap-server",
-        default=default,
-        metavar="HOST:PORT",
-        help="broker address (default 127.0.0.1:9092)",
-    )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        default=argparse.SUPPRESS if nested else False,
-        help="print JSON instead of tables",
-    )
+__all__ = [
+    "EXIT_CODES_HELP",
+    "UsageExitParser",
+    "add_connection_options",
+    "emit_json",
+    "make_console",
+    "print_rows",
+]
 
 
 def add_scan_interval(parser: argparse.ArgumentParser) -> None:
@@ -170,18 +155,11 @@ def scan_sleep(seconds: float) -> None:
         time.sleep(seconds)
 
 
-def make_console() -> Console:
-    """A console as wide as the terminal, or 160 columns when writing to a file or pipe."""
-    return Console(width=None if sys.stdout.isatty() else 160, highlight=False)
-
-
 def run_guarded(args: argparse.Namespace, body: Callable[[Admin, Console], int]) -> int:
     """Open an Admin, run ``body``, map errors to exit codes."""
     console = make_console()
     try:
-        with Admin(
-            {"bootstrap.servers": args.bootstrap_server, "client.id": "sharetxn-recovery"}
-        ) as admin:
+        with Admin(client_config(args, "sharetxn-recovery")) as admin:
             return body(admin, console)
     except RecoveryError as exc:
         _error(args, console, str(exc), exc.exit_code)
@@ -189,9 +167,15 @@ def run_guarded(args: argparse.Namespace, body: Callable[[Admin, Console], int])
     except KafkaProtocolError as exc:
         _error(args, console, f"{type(exc).__name__}: {exc}", ExitCode.UNAVAILABLE)
         return int(ExitCode.UNAVAILABLE)
-    except ValueError as exc:  # e.g. a malformed --bootstrap-server
+    except CliError as exc:  # e.g. a malformed --bootstrap-server or --command-config
+        _error(args, console, str(exc), exc.exit_code)
+        return int(exc.exit_code)
+    except ValueError as exc:
         _error(args, console, str(exc), ExitCode.USAGE)
         return int(ExitCode.USAGE)
+    except KeyboardInterrupt:
+        _error(args, console, "interrupted", ExitCode.INTERRUPTED)
+        return int(ExitCode.INTERRUPTED)
 
 
 def run_offline(args: argparse.Namespace, body: Callable[[Console], int]) -> int:
@@ -204,11 +188,8 @@ def run_offline(args: argparse.Namespace, body: Callable[[Console], int]) -> int
         return int(exc.exit_code)
 
 
-def _error(args: argparse.Namespace, console: Console, message: str, code: ExitCode) -> None:
-    if getattr(args, "json", False):
-        print(json.dumps({"error": message, "exit_code": int(code)}))
-    else:
-        console.print(f"[red]error:[/] {message}")
+def _error(args: argparse.Namespace, _console: Console, message: str, code: ExitCode) -> None:
+    report_error(args, message, code)
 
 
 def require(condition: bool, message: str) -> None:
@@ -217,31 +198,6 @@ def require(condition: bool, message: str) -> None:
 
 
 # -- output -----------------------------------------------------------------------------------
-
-
-def emit_json(payload: Any) -> None:
-    print(json.dumps(payload, indent=2, sort_keys=True, default=str))
-
-
-def print_rows(
-    console: Console,
-    rows: list[dict[str, Any]],
-    title: str,
-    *,
-    styles: Sequence[str | None] | None = None,
-) -> None:
-    """An aligned table of ``rows`` (numbers right-aligned); ``styles``: one per row."""
-    if not rows:
-        console.print(f"{title}: none")
-        return
-    table = Table(title=title, title_justify="left")
-    for key in rows[0]:
-        numeric = all(isinstance(r.get(key), int | float) for r in rows)
-        table.add_column(key.replace("_", " "), justify="right" if numeric else "left")
-    for i, row in enumerate(rows):
-        style = styles[i] if styles is not None else None
-        table.add_row(*("-" if v is None else str(v) for v in row.values()), style=style)
-    console.print(table)
 
 
 _ACTION_STYLE = {

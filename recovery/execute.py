@@ -21,7 +21,7 @@ from typing import Any
 from producer.transactional_producer import TransactionalProducer
 from producer.txn_manager import PreparedTransactionMismatchError
 from recovery.audit import AuditLog
-from recovery.model import ExitCode, TxnSnapshot
+from recovery.model import TxnSnapshot
 from recovery.plan import Action, Step
 from recovery.scan import Scanner
 from txn.errors import (
@@ -32,6 +32,7 @@ from txn.errors import (
     ProducerFencedError,
     SharetxnError,
 )
+from txn.exit_codes import ExitCode
 
 _SUPERSEDED = (
     ProducerFencedError,

@@ -7,10 +7,10 @@ moment (``observed_at_ms``); every plan and every compare-and-set is made of the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Any, Final
 
 from txn.errors import SharetxnError
+from txn.exit_codes import ExitCode
 from txn.ids import SHARE_GROUP_STATE_TOPIC, TopicPartition
 from txn.metadata import INT32_MAX
 from txn.state import TransactionState
@@ -20,18 +20,6 @@ UNKNOWN: Final = "Unknown"
 
 OPEN_STATES: Final = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
 STATE_NAMES: Final = tuple(s.state_name for s in TransactionState)
-
-
-class ExitCode(IntEnum):
-    """Exit codes of every ``sharetxn txn``/``sharetxn recover`` command."""
-
-    NOTHING_TO_DO = 0
-    FOUND = 1  # something in doubt or hanging was found, or a dry run has actions to take
-    ACTED = 2  # --apply changed something
-    REFUSED = 3  # a safety rule forbids the action (no evidence, durable commit, ...)
-    RACED = 4  # the state changed between plan and action (or between two scans)
-    USAGE = 64  # bad arguments or input (EX_USAGE)
-    UNAVAILABLE = 69  # the cluster could not be reached or failed a request (EX_UNAVAILABLE)
 
 
 class RecoveryError(SharetxnError):

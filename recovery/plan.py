@@ -22,8 +22,9 @@ from enum import StrEnum
 from typing import Any
 
 from producer.admin import SharePendingAcks
-from recovery.model import UNKNOWN, ExitCode, TxnSnapshot
+from recovery.model import UNKNOWN, TxnSnapshot
 from recovery.scan import ScanPair
+from txn.exit_codes import ExitCode
 
 
 class Op(StrEnum):

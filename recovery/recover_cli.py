@@ -23,11 +23,12 @@ from producer.admin import Admin
 from recovery import cli_common as common
 from recovery.audit import previously_applied
 from recovery.execute import Executor, results_exit_code
-from recovery.model import ExitCode, UsageError
+from recovery.model import UsageError
 from recovery.plan import Action, plan_exit_code
 from recovery.recover import apply_recovery, plan_recovery
 from recovery.scan import Scanner
 from recovery.spark_checkpoint import query_prefix, read_checkpoint
+from txn.exit_codes import ExitCode
 
 EXAMPLES = """examples:
   # what would be done (dry run)

@@ -39,7 +39,6 @@ from recovery.hanging import confirmed, find_hanging
 from recovery.model import (
     OPEN_STATES,
     STATE_NAMES,
-    ExitCode,
     RefusedError,
     TxnSnapshot,
     UsageError,
@@ -52,6 +51,7 @@ from recovery.scan import (
     Scanner,
     ScanPair,
 )
+from txn.exit_codes import ExitCode
 from txn.ids import SHARE_GROUP_STATE_TOPIC, TopicPartition
 
 EXAMPLES = """examples:

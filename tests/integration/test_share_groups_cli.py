@@ -15,7 +15,7 @@ pytestmark = pytest.mark.integration
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
-    code = sharetxn(["share-groups", *args[:2], "--json", *args[2:]])
+    code = sharetxn(["share-groups", *args, "--json"])
     out = capsys.readouterr().out
     return code, json.loads(out) if out.strip().startswith(("[", "{")) else out
 
@@ -29,14 +29,14 @@ def test_share_groups_cli(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> 
         assert len(poll_until(c, 10)) == 10
         c.commit_sync(10)
 
-        code, groups = run_json(capsys, "--bootstrap-server", b, "list")
+        code, groups = run_json(capsys, "--bootstrap-server", b, "--list")
         assert code == 0 and {"group": "cli-group", "state": "Stable"} in groups
         code, members = run_json(
-            capsys, "--bootstrap-server", b, "describe", "--group", "cli-group", "--members"
+            capsys, "--bootstrap-server", b, "--describe", "--group", "cli-group", "--members"
         )
         assert code == 0 and len(members) == 1
         code, offsets = run_json(
-            capsys, "--bootstrap-server", b, "describe", "--group", "cli-group"
+            capsys, "--bootstrap-server", b, "--describe", "--group", "cli-group"
         )
         assert sorted((o["partition"], o["start_offset"], o["lag"]) for o in offsets) == [
             (0, 5, 0),
@@ -48,12 +48,13 @@ def test_share_groups_cli(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> 
             capsys,
             "--bootstrap-server",
             b,
-            "reset-offsets",
+            "--reset-offsets",
             "--group",
             "cli-group",
             "--topic",
             topic,
             "--to-earliest",
+            "--execute",
         )
         assert code == 1
         c.close()
@@ -62,7 +63,7 @@ def test_share_groups_cli(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> 
             capsys,
             "--bootstrap-server",
             b,
-            "reset-offsets",
+            "--reset-offsets",
             "--group",
             "cli-group",
             "--topic",
@@ -71,24 +72,45 @@ def test_share_groups_cli(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> 
             "--dry-run",
         )
         assert code == 0 and [p["new_start_offset"] for p in plan] == [0, 0]
-        code, offsets = run_json(
-            capsys, "--bootstrap-server", b, "describe", "--group", "cli-group"
+        # without --execute the command only plans; --to-offset is clamped to the log end (5)
+        code, plan = run_json(
+            capsys,
+            "--reset-offsets",
+            "--group",
+            "cli-group",
+            "--topic",
+            topic,
+            "--to-offset",
+            "999",
+            "--bootstrap-server",
+            b,
         )
-        assert {o["start_offset"] for o in offsets} == {5}  # the dry run changed nothing
+        assert code == 0 and [p["new_start_offset"] for p in plan] == [5, 5]
+        code, offsets = run_json(
+            capsys, "--bootstrap-server", b, "--describe", "--group", "cli-group"
+        )
+        assert {o["start_offset"] for o in offsets} == {5}  # the plans changed nothing
 
         code, done = run_json(
             capsys,
             "--bootstrap-server",
             b,
-            "reset-offsets",
+            "--reset-offsets",
             "--group",
             "cli-group",
             "--topic",
             f"{topic}:0",
             "--to-earliest",
+            "--execute",
         )
         assert code == 0 and done == [
-            {"topic": topic, "partition": 0, "new_start_offset": 0, "result": "NONE"}
+            {
+                "group": "cli-group",
+                "topic": topic,
+                "partition": 0,
+                "new_start_offset": 0,
+                "result": "NONE",
+            }
         ]
         again = consumer(b, "cli-group")
         again.subscribe([topic])
@@ -101,23 +123,26 @@ def test_share_groups_cli(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> 
             capsys,
             "--bootstrap-server",
             b,
-            "delete-offsets",
+            "--delete-offsets",
             "--group",
             "cli-group",
             "--topic",
             topic,
+            "--execute",
         )
         assert code == 0 and deleted == [{"topic": topic, "result": "NONE"}]
         code, offsets = run_json(
-            capsys, "--bootstrap-server", b, "describe", "--group", "cli-group"
+            capsys, "--bootstrap-server", b, "--describe", "--group", "cli-group"
         )
         assert offsets == [] or all(o["start_offset"] == -1 for o in offsets)
 
         code, plan = run_json(
-            capsys, "--bootstrap-server", b, "delete", "--group", "cli-group", "--dry-run"
+            capsys, "--bootstrap-server", b, "--delete", "--group", "cli-group", "--dry-run"
         )
         assert code == 0 and plan[0]["would_delete"] is True
-        code, result = run_json(capsys, "--bootstrap-server", b, "delete", "--group", "cli-group")
+        code, result = run_json(
+            capsys, "--bootstrap-server", b, "--delete", "--group", "cli-group", "--execute"
+        )
         assert code == 0 and result == [{"group": "cli-group", "result": "NONE"}]
-        code, groups = run_json(capsys, "--bootstrap-server", b, "list")
+        code, groups = run_json(capsys, "--bootstrap-server", b, "--list")
         assert all(g["group"] != "cli-group" for g in groups)

@@ -1,0 +1,219 @@
+"""What every client-side ``sharetxn`` command shares: options, output, errors, exit codes.
+
+- options work in any position (``describe --group g --bootstrap-server b --json``);
+- ``--bootstrap-server`` and ``--command-config FILE`` (a Kafka-tools properties file with
+  client configs, as ``kafka-topics.sh --command-config``) on every command;
+- ``--json`` prints JSON, errors included (``{"error": ..., "exit_code": ...}``);
+- errors go to stderr; usage errors exit 64; one exit-code table (``txn.exit_codes``);
+- no traceback for a user error unless ``-v``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from producer.admin import Admin
+from txn.errors import InvalidConfigError, KafkaProtocolError, RetriableError
+from txn.exit_codes import EXIT_CODES_HELP, ExitCode, UsageExitParser
+
+__all__ = [
+    "EXIT_CODES_HELP",
+    "CliError",
+    "ExitCode",
+    "UsageExitParser",
+    "add_connection_options",
+    "client_config",
+    "emit",
+    "emit_json",
+    "guarded",
+    "make_console",
+    "print_rows",
+    "read_properties",
+    "report_error",
+    "run_admin",
+]
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+log = logging.getLogger(__name__)
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as one line (or JSON), exit with ``exit_code``."""
+
+    def __init__(self, message: str, exit_code: ExitCode = ExitCode.FAILED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def add_connection_options(parser: argparse.ArgumentParser, *, nested: bool = False) -> None:
+    """--bootstrap-server, --command-config and --json.
+
+    Added to a command and again to each of its sub-actions with ``nested=True``, so they
+    are accepted before or after the action; the nested copies only override when given.
+    """
+    parser.add_argument(
+        "--bootstrap-server",
+        default=argparse.SUPPRESS if nested else DEFAULT_BOOTSTRAP,
+        metavar="HOST:PORT",
+        help=f"broker address (default {DEFAULT_BOOTSTRAP})",
+    )
+    parser.add_argument(
+        "--command-config",
+        type=Path,
+        default=argparse.SUPPRESS if nested else None,
+        metavar="FILE",
+        help="properties file with client configs (security.protocol, sasl.*, ssl.*, ...)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS if nested else False,
+        help="print JSON instead of tables (errors too)",
+    )
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """A Java-style properties file: ``key=value`` or ``key: value`` lines, ``#``/``!`` comments."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        msg = f"cannot read {path}: {exc.strerror or exc}"
+        raise CliError(msg, ExitCode.USAGE) from None
+    props: dict[str, str] = {}
+    pending = ""
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = pending + raw.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        key, sep, value = _split_property(line)
+        if not sep or not key:
+            msg = f"{path}:{number}: expected key=value, got {raw.strip()!r}"
+            raise CliError(msg, ExitCode.USAGE)
+        props[key] = value
+    return props
+
+
+def _split_property(line: str) -> tuple[str, str, str]:
+    cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+    if cut < 0:
+        return line, "", ""
+    return line[:cut].strip(), line[cut], line[cut + 1 :].strip()
+
+
+def client_config(args: argparse.Namespace, client_id: str) -> dict[str, Any]:
+    """The client config of a command: --command-config, then --bootstrap-server."""
+    config: dict[str, Any] = {"client.id": client_id}
+    command_config = getattr(args, "command_config", None)
+    if command_config is not None:
+        config.update(read_properties(command_config))
+    config["bootstrap.servers"] = _check_bootstrap(args.bootstrap_server)
+    return config
+
+
+def _check_bootstrap(text: str) -> str:
+    for address in text.split(","):
+        host, sep, port = address.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            msg = f"--bootstrap-server: expected HOST:PORT[,HOST:PORT...], got {text!r}"
+            raise CliError(msg, ExitCode.USAGE)
+    return text
+
+
+def make_console() -> Console:
+    """A console as wide as the terminal, or 160 columns when writing to a file or pipe."""
+    return Console(width=None if sys.stdout.isatty() else 160, highlight=False)
+
+
+def report_error(args: argparse.Namespace, message: str, code: ExitCode) -> None:
+    """One line on stderr (JSON under --json)."""
+    if getattr(args, "json", False):
+        print(json.dumps({"error": message, "exit_code": int(code)}), file=sys.stderr)
+    else:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/] {message}")
+
+
+def guarded(args: argparse.Namespace, body: Callable[[], int]) -> int:
+    """Run ``body``; a user-facing failure becomes one line on stderr and its exit code."""
+    try:
+        return body()
+    except CliError as exc:
+        return _fail(args, str(exc), exc.exit_code)
+    except KafkaProtocolError as exc:
+        # Still failing after the retries (network, timeouts, no coordinator): unavailable.
+        # Anything else is the broker's answer to this request: the command failed.
+        unreachable = isinstance(exc, RetriableError | InvalidConfigError)
+        code = ExitCode.UNAVAILABLE if unreachable else ExitCode.FAILED
+        return _fail(args, f"{type(exc).__name__}: {exc}", code)
+    except KeyboardInterrupt:
+        return _fail(args, "interrupted", ExitCode.INTERRUPTED)
+
+
+def _fail(args: argparse.Namespace, message: str, code: ExitCode) -> int:
+    if getattr(args, "verbose", False):
+        log.exception("%s", message)
+    report_error(args, message, code)
+    return int(code)
+
+
+def run_admin(
+    args: argparse.Namespace, client_id: str, body: Callable[[Admin, Console], int]
+) -> int:
+    """Open an Admin from the command's options, run ``body``, map errors to exit codes."""
+
+    def run() -> int:
+        with Admin(client_config(args, client_id)) as admin:
+            return body(admin, make_console())
+
+    return guarded(args, run)
+
+
+# -- output -----------------------------------------------------------------------------------
+
+
+def emit_json(payload: Any) -> None:
+    print(json.dumps(payload, indent=2, sort_keys=True, default=str))
+
+
+def print_rows(
+    console: Console,
+    rows: list[dict[str, Any]],
+    title: str,
+    *,
+    styles: Sequence[str | None] | None = None,
+) -> None:
+    """An aligned table of ``rows`` (numbers right-aligned); ``styles``: one per row."""
+    if not rows:
+        console.print(f"{title}: none")
+        return
+    table = Table(title=title, title_justify="left")
+    for key in rows[0]:
+        numeric = all(isinstance(r.get(key), int | float) for r in rows)
+        table.add_column(key.replace("_", " "), justify="right" if numeric else "left")
+    for i, row in enumerate(rows):
+        style = styles[i] if styles is not None else None
+        table.add_row(*("-" if v is None else str(v) for v in row.values()), style=style)
+    console.print(table)
+
+
+def emit(
+    args: argparse.Namespace, console: Console, rows: list[dict[str, Any]], title: str
+) -> None:
+    """Rows as a table, or as a JSON list under --json."""
+    if getattr(args, "json", False):
+        emit_json(rows)
+    else:
+        print_rows(console, rows, title)

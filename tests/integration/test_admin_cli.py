@@ -1,0 +1,258 @@
+"""``sharetxn topics`` / ``sharetxn configs`` and the conventions every command shares,
+run as real commands against a real broker: exit codes, stderr and JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coordinator.launcher import LocalBroker
+from txn.exit_codes import ExitCode
+
+pytestmark = pytest.mark.integration
+
+
+def sharetxn(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coordinator.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+
+
+def ok_json(*args: str) -> Any:
+    done = sharetxn(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_topics_lifecycle(broker: LocalBroker) -> None:
+    b = broker.bootstrap_servers
+    created = ok_json(
+        "topics",
+        "--create",
+        "--topic",
+        "orders",
+        "--partitions",
+        "3",
+        "--config",
+        "cleanup.policy=delete",
+        "--bootstrap-server",
+        b,
+    )
+    assert created["result"] == "NONE"
+    again = sharetxn("topics", "--create", "--topic", "orders", "--bootstrap-server", b)
+    assert again.returncode == ExitCode.FAILED
+    assert "TOPIC_ALREADY_EXISTS" in again.stderr and again.stdout == ""
+    quiet = sharetxn(
+        "topics", "--create", "--topic", "orders", "--if-not-exists", "--bootstrap-server", b
+    )
+    assert quiet.returncode == 0
+
+    dry = ok_json("topics", "--create", "--topic", "planned", "--dry-run", "--bootstrap-server", b)
+    assert dry["dry_run"] is True
+    assert "planned" not in ok_json("topics", "--list", "--bootstrap-server", b)
+
+    # options after the action, the way Kafka's tools take them
+    (described,) = ok_json("topics", "--describe", "--topic", "orders", "--bootstrap-server", b)
+    assert described["partition_count"] == 3
+    assert described["configs"] == {"cleanup.policy": "delete"}
+    assert [p["log_end_offset"] for p in described["partitions"]] == [0, 0, 0]
+
+    altered = sharetxn(
+        "topics", "--alter", "--topic", "orders", "--partitions", "5", "--bootstrap-server", b
+    )
+    assert altered.returncode == 0, altered.stderr
+    (described,) = ok_json("topics", "--describe", "--topic", "orders", "--bootstrap-server", b)
+    assert described["partition_count"] == 5
+    shrink = sharetxn(
+        "topics", "--alter", "--topic", "orders", "--partitions", "2", "--bootstrap-server", b
+    )
+    assert shrink.returncode == ExitCode.FAILED and "INVALID_PARTITIONS" in shrink.stdout
+
+    illegal = sharetxn("topics", "--create", "--topic", "bad name", "--bootstrap-server", b)
+    assert illegal.returncode == ExitCode.FAILED and "illegal" in illegal.stderr
+
+    deleted = ok_json("topics", "--delete", "--topic", "ord.*", "--bootstrap-server", b)
+    assert deleted == [{"message": "", "result": "NONE", "topic": "orders"}]
+    missing = sharetxn("topics", "--delete", "--topic", "orders", "--bootstrap-server", b)
+    assert missing.returncode == ExitCode.FAILED
+    assert "does not exist" in missing.stderr
+    assert (
+        sharetxn(
+            "topics", "--delete", "--topic", "orders", "--if-exists", "--bootstrap-server", b
+        ).returncode
+        == 0
+    )
+
+
+def test_group_configs(broker: LocalBroker) -> None:
+    b = broker.bootstrap_servers
+    done = sharetxn(
+        "configs",
+        "--bootstrap-server",
+        b,
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        "g1",
+        "--alter",
+        "--add-config",
+        "share.auto.offset.reset=earliest,share.record.lock.duration.ms=15000",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Completed updating config for group g1." in done.stdout
+    shown = ok_json(
+        "configs",
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        "g1",
+        "--describe",
+        "--bootstrap-server",
+        b,
+    )
+    assert {c["name"]: c["value"] for c in shown["configs"]} == {
+        "share.auto.offset.reset": "earliest",
+        "share.record.lock.duration.ms": "15000",
+    }
+    bad = sharetxn(
+        "configs",
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        "g1",
+        "--alter",
+        "--add-config",
+        "share.record.lock.duration.ms=1",
+        "--bootstrap-server",
+        b,
+        "--json",
+    )
+    assert bad.returncode == ExitCode.FAILED
+    assert json.loads(bad.stderr)["exit_code"] == ExitCode.FAILED
+    removed = sharetxn(
+        "configs",
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        "g1",
+        "--alter",
+        "--delete-config",
+        "share.auto.offset.reset",
+        "--bootstrap-server",
+        b,
+    )
+    assert removed.returncode == 0, removed.stderr
+    shown = ok_json(
+        "configs",
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        "g1",
+        "--describe",
+        "--bootstrap-server",
+        b,
+    )
+    assert [c["name"] for c in shown["configs"]] == ["share.record.lock.duration.ms"]
+    everything = ok_json(
+        "configs",
+        "--entity-type",
+        "brokers",
+        "--entity-name",
+        "1",
+        "--describe",
+        "--all",
+        "--bootstrap-server",
+        b,
+    )
+    assert any(c["name"] == "transaction.max.timeout.ms" for c in everything["configs"])
+
+
+def test_command_config_file(broker: LocalBroker, tmp_path: Path) -> None:
+    props = tmp_path / "client.properties"
+    props.write_text("# client settings\nclient.id = from-file\nrequest.timeout.ms=20000\n")
+    listed = sharetxn(
+        "topics",
+        "--list",
+        "--command-config",
+        str(props),
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+    )
+    assert listed.returncode == 0, listed.stderr
+    broken = tmp_path / "broken.properties"
+    broken.write_text("no separator here\n")
+    bad = sharetxn(
+        "topics",
+        "--list",
+        "--command-config",
+        str(broken),
+        "--bootstrap-server",
+        broker.bootstrap_servers,
+    )
+    assert bad.returncode == ExitCode.USAGE and "expected key=value" in bad.stderr
+
+
+def test_shared_conventions() -> None:
+    version = sharetxn("--version")
+    assert version.returncode == 0 and version.stdout.startswith("sharetxn ")
+    no_port = sharetxn("topics", "--list", "--bootstrap-server", "127.0.0.1")
+    assert no_port.returncode == ExitCode.USAGE
+    assert "HOST:PORT" in no_port.stderr and "Traceback" not in no_port.stderr
+    as_json = sharetxn("topics", "--list", "--bootstrap-server", "127.0.0.1", "--json")
+    assert json.loads(as_json.stderr)["exit_code"] == ExitCode.USAGE
+    unresolvable = sharetxn("topics", "--list", "--bootstrap-server", "no-such-host.invalid:9092")
+    assert unresolvable.returncode == ExitCode.UNAVAILABLE
+    assert "resolv" in unresolvable.stderr and "Traceback" not in unresolvable.stderr
+    for args in (
+        ["nosuch"],
+        ["topics"],
+        ["topics", "--list", "--describe"],
+        ["topics", "--create"],
+        ["share-groups", "--describe"],
+        ["configs", "--entity-type", "topics", "--describe"],
+    ):
+        usage = sharetxn(*args)
+        assert usage.returncode == ExitCode.USAGE, (args, usage.stderr)
+        assert usage.stderr and "Traceback" not in usage.stderr
+
+
+def test_share_group_reset_plans_unless_execute(broker: LocalBroker) -> None:
+    b = broker.bootstrap_servers
+    ok_json("topics", "--create", "--topic", "t", "--partitions", "1", "--bootstrap-server", b)
+    plan = sharetxn(
+        "share-groups",
+        "--reset-offsets",
+        "--group",
+        "g",
+        "--topic",
+        "t",
+        "--to-latest",
+        "--bootstrap-server",
+        b,
+    )
+    assert plan.returncode == 0 and "--execute" in plan.stdout
+    assert ok_json("share-groups", "--list", "--bootstrap-server", b) == []
+    done = ok_json(
+        "share-groups",
+        "--reset-offsets",
+        "--group",
+        "g",
+        "--topic",
+        "t",
+        "--to-latest",
+        "--execute",
+        "--bootstrap-server",
+        b,
+    )
+    assert done == [
+        {"group": "g", "new_start_offset": 0, "partition": 0, "result": "NONE", "topic": "t"}
+    ]

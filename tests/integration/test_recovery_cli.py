@@ -65,8 +65,8 @@ def _operator(monkeypatch: pytest.MonkeyPatch) -> None:
 def cli(capsys: pytest.CaptureFixture[str], b: str, *argv: str) -> tuple[int, Any]:
     """Run ``sharetxn ARGV --bootstrap-server B --json``; (exit code, parsed JSON)."""
     code = sharetxn([*argv, "--bootstrap-server", b, "--json"])
-    out = capsys.readouterr().out
-    return code, json.loads(out)
+    captured = capsys.readouterr()
+    return code, json.loads(captured.out or captured.err)  # errors are JSON on stderr
 
 
 def prepared_by_killed_process(

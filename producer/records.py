@@ -2,12 +2,10 @@
 
 A ShareFetch response carries whole batches exactly as producers wrote them,
 so the client has to check them (CRC32C over bytes 21..end), decompress them
-and walk their records.  Supported codecs: none, gzip (stdlib), snappy and
-lz4 (pure-Python decoders below, used when the ``cramjam``/``lz4`` packages
-are not installed) and zstd when a zstd module is importable
-(``compression.zstd`` on Python 3.14+, or ``zstandard``).  Any other codec
-raises ``UnsupportedCompressionError`` naming it.  Control batches
-(transaction markers) yield nothing.
+(every codec Kafka defines: gzip, snappy, lz4, zstd, through ``txn.compression``)
+and walk their records.  A codec id Kafka does not define raises
+``UnsupportedCompressionError`` naming it.  Control batches (transaction
+markers) yield nothing.
 
 Record layout inside a batch (after decompression)::
 
@@ -18,16 +16,12 @@ Record layout inside a batch (after decompression)::
 
 from __future__ import annotations
 
-import gzip
-import importlib
-import struct
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from crc32c import crc32c
 
+from txn import compression
 from txn.batch import (
     ATTR_COMPRESSION_MASK,
     ATTR_TIMESTAMP_TYPE,
@@ -36,6 +30,7 @@ from txn.batch import (
     BatchHeader,
     parse_header,
 )
+from txn.compression import CODEC_NAMES
 from txn.errors import SharetxnError
 
 __all__ = [
@@ -51,7 +46,6 @@ __all__ = [
     "split_batches",
 ]
 
-CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 
 class RecordDecodeError(SharetxnError):
@@ -133,242 +127,16 @@ def _blob(buf: bytes, pos: int) -> tuple[bytes | None, int]:
 # -- codecs ----------------------------------------------------------------------------------------
 
 
-def _optional_module(*names: str) -> Any:
-    for name in names:
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
-    return None
-
-
-def _gunzip(data: bytes) -> bytes:
-    try:
-        return gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as exc:
-        msg = f"gzip data is corrupt: {exc}"
-        raise CorruptRecordError(msg) from exc
-
-
-_SNAPPY_JAVA_MAGIC = b"\x82SNAPPY\x00"
-
-
-def _snappy_raw(data: bytes) -> bytes:
-    """Decompress one raw snappy block (format_description.txt of google/snappy)."""
-    size, pos = _uvarint(data, 0)
-    out = bytearray()
-    n = len(data)
-    while pos < n:
-        tag = data[pos]
-        pos += 1
-        kind = tag & 3
-        if kind == 0:  # literal
-            length = tag >> 2
-            if length >= 60:
-                extra = length - 59
-                length = int.from_bytes(data[pos : pos + extra], "little")
-                pos += extra
-            length += 1
-            if pos + length > n:
-                msg = "snappy literal runs past the input"
-                raise CorruptRecordError(msg)
-            out += data[pos : pos + length]
-            pos += length
-            continue
-        if kind == 1:
-            length = 4 + ((tag >> 2) & 7)
-            offset = ((tag >> 5) << 8) | data[pos]
-            pos += 1
-        elif kind == 2:
-            length = (tag >> 2) + 1
-            offset = int.from_bytes(data[pos : pos + 2], "little")
-            pos += 2
-        else:
-            length = (tag >> 2) + 1
-            offset = int.from_bytes(data[pos : pos + 4], "little")
-            pos += 4
-        _copy_match(out, offset, length, "snappy")
-    if len(out) != size:
-        msg = f"snappy block decoded to {len(out)} bytes, header says {size}"
-        raise CorruptRecordError(msg)
-    return bytes(out)
-
-
-def _copy_match(out: bytearray, offset: int, length: int, codec: str) -> None:
-    if offset <= 0 or offset > len(out):
-        msg = f"{codec} back-reference offset {offset} is out of range"
-        raise CorruptRecordError(msg)
-    start = len(out) - offset
-    if offset >= length:
-        out += out[start : start + length]
-        return
-    for i in range(length):  # overlapping copy: repeats the last `offset` bytes
-        out.append(out[start + i])
-
-
-def _snappy(data: bytes) -> bytes:
-    native = _optional_module("cramjam")
-    if data.startswith(_SNAPPY_JAVA_MAGIC):
-        # snappy-java framing (Kafka's Java producer): 16-byte header, then [int32 size][block].
-        pos = 16
-        out = bytearray()
-        while pos < len(data):
-            if pos + 4 > len(data):
-                msg = "snappy-java frame ends inside a block length"
-                raise CorruptRecordError(msg)
-            (size,) = struct.unpack_from(">i", data, pos)
-            pos += 4
-            block = data[pos : pos + size]
-            pos += size
-            out += _snappy_block(block, native)
-        return bytes(out)
-    return _snappy_block(data, native)
-
-
-def _snappy_block(block: bytes, native: Any) -> bytes:
-    if native is not None:
-        try:
-            return bytes(native.snappy.decompress_raw(block))
-        except Exception as exc:
-            msg = f"snappy data is corrupt: {exc}"
-            raise CorruptRecordError(msg) from exc
-    try:
-        return _snappy_raw(block)
-    except IndexError as exc:
-        msg = "snappy block is truncated"
-        raise CorruptRecordError(msg) from exc
-
-
-_LZ4_MAGIC = 0x184D2204
-_LZ4_SKIPPABLE = 0x184D2A50
-
-
-def _lz4_block(data: bytes, pos: int, end: int, out: bytearray) -> None:
-    """Decode one LZ4 block (lz4_Block_format.md) from data[pos:end], appending to ``out``.
-
-    ``out`` may already hold earlier blocks of the frame, which linked blocks reference.
-    """
-    while pos < end:
-        token = data[pos]
-        pos += 1
-        literal = token >> 4
-        if literal == 15:
-            while True:
-                byte = data[pos]
-                pos += 1
-                literal += byte
-                if byte != 255:
-                    break
-        if pos + literal > end:
-            msg = "lz4 literal runs past the block"
-            raise CorruptRecordError(msg)
-        out += data[pos : pos + literal]
-        pos += literal
-        if pos >= end:
-            return  # the last sequence has literals only
-        offset = data[pos] | (data[pos + 1] << 8)
-        pos += 2
-        length = token & 15
-        if length == 15:
-            while True:
-                byte = data[pos]
-                pos += 1
-                length += byte
-                if byte != 255:
-                    break
-        _copy_match(out, offset, length + 4, "lz4")
-
-
-def _lz4(data: bytes) -> bytes:
-    native = _optional_module("lz4.frame")
-    if native is not None:
-        try:
-            return bytes(native.decompress(data))
-        except Exception as exc:
-            msg = f"lz4 data is corrupt: {exc}"
-            raise CorruptRecordError(msg) from exc
-    try:
-        return _lz4_frames(data)
-    except IndexError as exc:
-        msg = "lz4 frame is truncated"
-        raise CorruptRecordError(msg) from exc
-
-
-def _lz4_frames(data: bytes) -> bytes:
-    """Decode LZ4 frames (lz4_Frame_format.md); Kafka's v2 batches use the frame format."""
-    out = bytearray()
-    pos = 0
-    while pos < len(data):
-        (magic,) = struct.unpack_from("<I", data, pos)
-        pos += 4
-        if magic & 0xFFFFFFF0 == _LZ4_SKIPPABLE:
-            (size,) = struct.unpack_from("<I", data, pos)
-            pos += 4 + size
-            continue
-        if magic != _LZ4_MAGIC:
-            msg = f"not an lz4 frame (magic {magic:#x})"
-            raise CorruptRecordError(msg)
-        flg = data[pos]
-        pos += 2  # FLG, BD
-        if flg >> 6 != 1:
-            msg = f"unsupported lz4 frame version {flg >> 6}"
-            raise CorruptRecordError(msg)
-        block_checksum = bool(flg & 0x10)
-        content_checksum = bool(flg & 0x04)
-        if flg & 0x08:
-            pos += 8  # content size
-        if flg & 0x01:
-            pos += 4  # dictionary id
-        pos += 1  # header checksum
-        while True:
-            (size,) = struct.unpack_from("<I", data, pos)
-            pos += 4
-            if size == 0:
-                break
-            raw = bool(size & 0x80000000)
-            size &= 0x7FFFFFFF
-            end = pos + size
-            if end > len(data):
-                msg = "lz4 block runs past the frame"
-                raise CorruptRecordError(msg)
-            if raw:
-                out += data[pos:end]
-            else:
-                _lz4_block(data, pos, end, out)
-            pos = end + (4 if block_checksum else 0)
-        if content_checksum:
-            pos += 4
-    return bytes(out)
-
-
-def _zstd(data: bytes) -> bytes:
-    module = _optional_module("compression.zstd", "zstandard", "cramjam")
-    if module is None:
-        raise UnsupportedCompressionError(
-            4, "install the 'zstandard' package (or use Python 3.14+) to read zstd batches"
-        )
-    try:
-        if module.__name__ == "cramjam":
-            return bytes(module.zstd.decompress(data))
-        if module.__name__ == "zstandard":
-            return bytes(module.ZstdDecompressor().decompressobj().decompress(data))
-        return bytes(module.decompress(data))
-    except Exception as exc:
-        msg = f"zstd data is corrupt: {exc}"
-        raise CorruptRecordError(msg) from exc
-
-
-_CODECS: dict[int, Callable[[bytes], bytes]] = {1: _gunzip, 2: _snappy, 3: _lz4, 4: _zstd}
-
-
 def decompress(codec: int, data: bytes) -> bytes:
     """The records section of a batch compressed with ``codec`` (attributes & 7)."""
     if codec == 0:
         return data
-    fn = _CODECS.get(codec)
-    if fn is None:
-        raise UnsupportedCompressionError(codec)
-    return fn(data)
+    try:
+        return compression.decompress(codec, data)
+    except compression.UnsupportedCompressionError as exc:
+        raise UnsupportedCompressionError(codec, str(exc)) from exc
+    except compression.CorruptCompressedDataError as exc:
+        raise CorruptRecordError(str(exc)) from exc
 
 
 # -- batches ---------------------------------------------------------------------------------------

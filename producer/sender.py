@@ -99,6 +99,7 @@ class SenderConfig:
     retry_backoff_ms: int
     transaction_timeout_ms: int
     two_phase_commit: bool
+    compression: int = 0  # the codec id of compression.type
 
 
 def fenced_or_typed(code: int, message: str | None, **ids: Any) -> KafkaProtocolError:
@@ -336,6 +337,7 @@ class Sender:
                 base_sequence=base_sequence,
                 transactional=self.txn.is_transactional,
                 headers=batch.headers if any(batch.headers) else None,
+                compression=self.config.compression,
             )
         except Exception:
             if base_sequence != NO_SEQUENCE:

@@ -57,6 +57,7 @@ from producer.types import (
     ShareAcknowledgements,
     ShareGroupMetadata,
 )
+from txn.compression import Codec, UnsupportedCompressionError, codec_by_name
 from txn.errors import (
     ClosedError,
     ErrorCode,
@@ -109,6 +110,7 @@ _DEFAULTS: dict[str, Any] = {
     "client.id": "sharetxn-producer",
     "retry.backoff.ms": 100,
     "enable.idempotence": True,
+    "compression.type": "none",
 }
 
 
@@ -129,6 +131,7 @@ class ProducerConfig:
     client_id: str
     retry_backoff_ms: int
     enable_idempotence: bool
+    compression: Codec = Codec.NONE
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> ProducerConfig:
@@ -168,6 +171,7 @@ class ProducerConfig:
             client_id=str(values["client.id"]),
             retry_backoff_ms=_int(values, "retry.backoff.ms", 0),
             enable_idempotence=idempotent,
+            compression=_codec(values["compression.type"]),
         )
         if parsed.delivery_timeout_ms < parsed.linger_ms + parsed.request_timeout_ms:
             msg = "delivery.timeout.ms must be at least linger.ms + request.timeout.ms"
@@ -188,6 +192,13 @@ def _int(values: Mapping[str, Any], key: str, minimum: int) -> int:
         msg = f"{key} must be >= {minimum}, got {value}"
         raise ValueError(msg)
     return value
+
+
+def _codec(raw: Any) -> Codec:
+    try:
+        return codec_by_name(str(raw))
+    except UnsupportedCompressionError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _bool(values: Mapping[str, Any], key: str) -> bool:
@@ -276,6 +287,7 @@ class TransactionalProducer:
                 retry_backoff_ms=cfg.retry_backoff_ms,
                 transaction_timeout_ms=cfg.transaction_timeout_ms,
                 two_phase_commit=cfg.two_phase_commit,
+                compression=int(cfg.compression),
             ),
         )
         # Serialises transaction control and the state check + append of ``send``.

@@ -22,6 +22,8 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from txn.compression import compress
+
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength
 MAGIC_V2 = 2
@@ -181,8 +183,9 @@ def build_batch(
     transactional: bool = False,
     control: bool = False,
     headers: list[list[tuple[str, bytes | None]]] | None = None,
+    compression: int = 0,
 ) -> bytes:
-    """Encode an uncompressed RecordBatch v2 of (key, value) records."""
+    """Encode a RecordBatch v2 of (key, value) records, compressed with codec ``compression``."""
     body = bytearray()
     for index, (key, value) in enumerate(records):
         rec = bytearray(b"\x00\x00")  # record attributes, timestamp delta 0 (one-byte varint)
@@ -198,6 +201,9 @@ def build_batch(
         body += _varint(len(rec))
         body += rec
     attributes = (ATTR_TRANSACTIONAL if transactional else 0) | (ATTR_CONTROL if control else 0)
+    if compression:
+        body = bytearray(compress(compression, bytes(body)))
+        attributes |= compression & ATTR_COMPRESSION_MASK
     after_crc = (
         _AFTER_CRC.pack(
             attributes,

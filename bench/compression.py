@@ -1,0 +1,151 @@
+"""Client decode speed of compressed record batches: this tree against an earlier commit.
+
+The share consumer decodes every fetched batch in Python (``producer.records``). This
+benchmark builds batches of ``--records`` records of ``--value-bytes`` bytes with each of
+Kafka's codecs, then decodes them again and again for ``--seconds`` seconds per case and
+prints records decoded per CPU second, for this tree and for ``--baseline-rev`` (default: the
+commit before the codecs moved to ``cramjam``, whose snappy and lz4 decoders were written in
+Python and which read zstd only when a zstd module was installed). Both run in child
+processes on the same batches (built here, so both decode the same bytes); the baseline runs
+from a ``git worktree`` with ``cramjam`` hidden, as on a machine without it, which is what
+that commit's pure-Python fallbacks were for. Cases are interleaved over ``--rounds``
+rounds; figures are medians.
+
+Example::
+
+    python bench/compression.py                  # about 1 minute
+    python bench/compression.py --baseline-rev HEAD~5 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE_REV = "31ba7d3"  # the last commit with the pure-Python snappy/lz4 decoders
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+
+# Runs in the child: decode the batches of one codec for N seconds; print records/CPU-second.
+CHILD = r"""
+import sys, time
+if sys.argv[4] == "hide-cramjam":
+    sys.modules["cramjam"] = None
+from producer.records import decode_records, RecordDecodeError
+data = open(sys.argv[1], "rb").read()
+seconds = float(sys.argv[2]); per_batch = int(sys.argv[3])
+start = time.process_time(); decoded = 0
+try:
+    while time.process_time() - start < seconds:
+        for _record in decode_records(data):
+            decoded += 1
+except RecordDecodeError as exc:
+    print("unsupported", exc); sys.exit(0)
+print(decoded / (time.process_time() - start))
+"""
+
+
+def build(codec: str, records: int, value_bytes: int, batches: int, out: Path) -> None:
+    sys.path.insert(0, str(ROOT))
+    from txn.batch import build_batch  # noqa: PLC0415
+    from txn.compression import codec_by_name  # noqa: PLC0415
+
+    words = [f"field{i % 97}=value{i % 13};".encode() for i in range(value_bytes)]
+    value = b"".join(words)[:value_bytes]
+    blob = b"".join(
+        build_batch(
+            [(str(i).encode(), value) for i in range(records)],
+            base_offset=n * records,
+            timestamp_ms=1,
+            compression=codec_by_name(codec),
+        )
+        for n in range(batches)
+    )
+    out.write_bytes(blob)
+
+
+def measure(tree: Path, batch_file: Path, seconds: float, records: int, hide: bool) -> float | None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            str(batch_file),
+            str(seconds),
+            str(records),
+            "hide-cramjam" if hide else "-",
+        ],
+        cwd=tree,
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    text = done.stdout.strip()
+    return None if text.startswith("unsupported") else float(text)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline-rev", default=BASELINE_REV)
+    parser.add_argument("--records", type=int, default=500, help="records per batch")
+    parser.add_argument("--batches", type=int, default=20)
+    parser.add_argument("--value-bytes", type=int, default=200)
+    parser.add_argument("--seconds", type=float, default=1.5, help="per case and round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="compression-bench-"))
+    worktree = tmp / "baseline"
+    subprocess.run(
+        ["git", "worktree", "add", "--detach", "-q", str(worktree), args.baseline_rev],
+        cwd=ROOT,
+        check=True,
+    )
+    try:
+        files = {}
+        for codec in CODECS:
+            files[codec] = tmp / f"{codec}.bin"
+            build(codec, args.records, args.value_bytes, args.batches, files[codec])
+        samples: dict[tuple[str, str], list[float | None]] = {}
+        for _ in range(args.rounds):
+            for codec in CODECS:
+                for name, tree, hide in (("this tree", ROOT, False), ("baseline", worktree, True)):
+                    rate = measure(tree, files[codec], args.seconds, args.records, hide)
+                    samples.setdefault((codec, name), []).append(rate)
+    finally:
+        subprocess.run(
+            ["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, check=False
+        )
+
+    print(
+        f"records decoded per CPU second ({args.records} records x {args.value_bytes} B a batch,"
+        f" medians of {args.rounds} rounds); baseline = {args.baseline_rev}"
+    )
+    print(f"{'codec':<8}{'this tree':>14}{'baseline':>14}{'ratio':>9}  size/raw")
+    figures = {}
+    for codec in CODECS:
+        new = [s for s in samples[(codec, "this tree")] if s is not None]
+        old = [s for s in samples[(codec, "baseline")] if s is not None]
+        new_m = statistics.median(new) if new else None
+        old_m = statistics.median(old) if old else None
+        ratio = f"{new_m / old_m:8.2f}x" if new_m and old_m else "     n/a"
+        size = files[codec].stat().st_size / files["none"].stat().st_size
+        print(
+            f"{codec:<8}{new_m or 0:>14,.0f}{old_m or 0:>14,.0f}{ratio}  {size:.2f}"
+            + ("" if old_m else "   (baseline could not decode)")
+        )
+        figures[codec] = {"this_tree": new_m, "baseline": old_m, "size_ratio": size}
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -81,6 +81,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+UNREACHABLE_LOG_EVERY_S = 10.0
+
 SHARE_GROUP_HEARTBEAT: Final = 76
 SHARE_FETCH: Final = 78
 SHARE_ACKNOWLEDGE: Final = 79
@@ -283,6 +285,10 @@ class _Membership:
         self.version = 0
         self.fatal: KafkaProtocolError | None = None
         self._failures = 0
+        # While heartbeats cannot reach the coordinator, poll() returns nothing: say so in the
+        # log at once and every UNREACHABLE_LOG_EVERY_S seconds, not only at debug level.
+        self._unreachable_since: float | None = None
+        self._unreachable_logged: float | None = None
         self._stop = threading.Event()
         self._wakeup = threading.Event()
         self._thread: threading.Thread | None = None
@@ -378,6 +384,21 @@ class _Membership:
             if self._wakeup.wait(delay_ms / 1000):
                 self._wakeup.clear()
 
+    def _warn_unreachable(self, exc: Exception) -> None:
+        now = time.monotonic()
+        if self._unreachable_since is None:
+            self._unreachable_since = now
+        last = self._unreachable_logged
+        if last is None or now - last >= UNREACHABLE_LOG_EVERY_S:
+            self._unreachable_logged = now
+            log.warning(
+                "share group %s: cannot reach the group coordinator for %.0fs (%s); "
+                "poll() returns no records until it can",
+                self.group_id,
+                now - self._unreachable_since,
+                exc,
+            )
+
     def _backoff_ms(self) -> int:
         self._failures += 1
         base = self._cfg.retry_backoff_ms * int(2 ** min(self._failures - 1, 10))
@@ -403,12 +424,17 @@ class _Membership:
                 resp = self._client.send(node, SHARE_GROUP_HEARTBEAT, body, min_version=1)
             except RetriableError as exc:
                 self._client.forget_coordinator(KEY_TYPE_GROUP, self.group_id)
-                log.debug("share group %s: heartbeat: %s", self.group_id, exc)
+                self._warn_unreachable(exc)
                 return self._backoff_ms()
             except KafkaProtocolError as exc:
                 return self._set_fatal(exc)
             code = ErrorCode(int(resp.error_code))
             if code is ErrorCode.NONE:
+                if self._unreachable_since is not None:
+                    log.info(
+                        "share group %s: the group coordinator is reachable again", self.group_id
+                    )
+                    self._unreachable_since = self._unreachable_logged = None
                 self._failures = 0
                 self._on_success(resp, topics)
                 return max(self.interval_ms, 1)

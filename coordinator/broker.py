@@ -184,6 +184,14 @@ class BrokerCore:
     def visible_topics(self) -> list[TopicInfo]:
         return [t for t in self.topics.all() if t.name not in HIDDEN_TOPICS]
 
+    def gauges(self) -> dict[str, int]:
+        """Point-in-time figures for the metrics exporter (plain reads, any thread)."""
+        return {
+            "partition-count": len(self.partitions),
+            "transactions-open": self.txn_coordinator.open_transaction_count(),
+            "share-partition-inflight-records": self.share.in_flight_records(),
+        }
+
     def ensure_topic(self, name: str) -> TopicInfo | None:
         """The topic, auto-creating it if ``auto.create.topics.enable`` (Metadata semantics)."""
         info = self.topics.get(name)
@@ -194,6 +202,7 @@ class BrokerCore:
                 )
             except KafkaProtocolError:
                 return None
+            log.info("auto-created topic %s with %d partition(s)", name, info.num_partitions)
             self._open_partitions(info)
             self.share.on_topics_changed()
         return info
@@ -226,6 +235,13 @@ class BrokerCore:
         except KafkaProtocolError as exc:
             return TopicResult(name, exc.code, exc.message or str(exc))
         if not validate_only:
+            log.info(
+                "created topic %s (id %s) with %d partition(s)%s",
+                name,
+                info.topic_id,
+                info.num_partitions,
+                f", configs {info.configs}" if info.configs else "",
+            )
             self._open_partitions(info)
             self.share.on_topics_changed()
         return TopicResult(name, ErrorCode.NONE, None, str(info.topic_id), info.num_partitions)
@@ -244,6 +260,7 @@ class BrokerCore:
             self.partitions.pop(tp, None)
             self.storage.delete_log(name, index)
         self.share.on_topics_changed([info.topic_id])
+        log.info("deleted topic %s (id %s)", name, info.topic_id)
         return TopicResult(name, ErrorCode.NONE, None, str(info.topic_id))
 
     def create_partitions(
@@ -258,6 +275,7 @@ class BrokerCore:
         info = self.topics.get(name)
         assert info is not None
         if not validate_only:
+            log.info("topic %s now has %d partition(s)", name, info.num_partitions)
             self._open_partitions(info)
             self.share.on_topics_changed()
         return TopicResult(name, ErrorCode.NONE)

@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import importlib
 import importlib.metadata
+import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -127,6 +128,26 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="a broker config with its Kafka name (repeatable)",
     )
+    broker.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve every metric in the Prometheus text format at http://HOST:PORT/metrics "
+        "(0 picks a free port); OTEL_METRICS_EXPORTER=otlp pushes them with OTLP",
+    )
+    broker.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address of the metrics endpoint (default 127.0.0.1)",
+    )
+    broker.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="log lines as text (default) or as one JSON object each",
+    )
     for name, (module, help_text) in _EXTERNAL.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:
@@ -145,32 +166,68 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(_chosen_command(arguments))
     args = parser.parse_args(arguments)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    if getattr(args, "log_format", "text") == "json":
+        handler.setFormatter(JsonLogFormatter())
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[handler])
     if args.command == "broker":
-        try:
-            config = BrokerConfig(BrokerConfig.parse_assignments(args.set))
-        except InvalidConfigError as exc:
-            parser.error(str(exc))
-        host, port = args.listen
-        try:
-            asyncio.run(_serve(args.data_dir, host, port, config))
-        except OSError as exc:
-            print(f"sharetxn broker: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
-            return 1
-        return 0
+        return _run_broker(parser, args)
     module, _help = _EXTERNAL[args.command]
     result: int = importlib.import_module(module).run(args)
     return result
 
 
-async def _serve(data_dir: Path, host: str, port: int, config: BrokerConfig) -> None:
+def _run_broker(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    try:
+        config = BrokerConfig(BrokerConfig.parse_assignments(args.set))
+    except InvalidConfigError as exc:
+        parser.error(str(exc))
+    data_dir: Path = args.data_dir
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = "it is not a directory" if data_dir.exists() else (exc.strerror or str(exc))
+        print(f"sharetxn broker: cannot use data directory {data_dir}: {reason}", file=sys.stderr)
+        return 1
+    host, port = args.listen
     from coordinator.launcher import serve  # noqa: PLC0415 - keeps `sharetxn --help` fast
+    from coordinator.metrics_export import MetricsExportError  # noqa: PLC0415
 
-    await serve(data_dir, host, port, config)
+    try:
+        asyncio.run(
+            serve(
+                data_dir,
+                host,
+                port,
+                config,
+                metrics_port=args.metrics_port,
+                metrics_host=args.metrics_host,
+            )
+        )
+    except MetricsExportError as exc:
+        print(f"sharetxn broker: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"sharetxn broker: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per log line: time, level, logger, message (and the exception)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ from types import TracebackType
 from coordinator.broker import BrokerCore
 from coordinator.log.file_log import FileStorage
 from coordinator.log.storage import LogConfig
-from coordinator.metrics import ShareGroupMetrics, ShareTransactionMetrics
+from coordinator.metrics import BrokerMetrics, ShareGroupMetrics, ShareTransactionMetrics
+from coordinator.metrics_export import install_exporters
 from coordinator.runtime import LoopClock
 from coordinator.server import KafkaServer
 from txn.config import BrokerConfig
@@ -35,16 +36,38 @@ READY_PREFIX = "sharetxn broker ready on "
 log = logging.getLogger("sharetxn.launcher")
 
 
-async def serve(data_dir: Path, host: str, port: int, config: BrokerConfig) -> None:
+async def serve(
+    data_dir: Path,
+    host: str,
+    port: int,
+    config: BrokerConfig,
+    *,
+    metrics_port: int | None = None,
+    metrics_host: str = "127.0.0.1",
+) -> None:
     """Run a broker until SIGTERM/SIGINT; prints the ready line once listening."""
     loop = asyncio.get_running_loop()
+    endpoint = None
+    if metrics_port is not None or os.environ.get("OTEL_METRICS_EXPORTER"):
+        endpoint = install_exporters(metrics_host, metrics_port)
+    log.info(
+        "sharetxn broker starting in %s with these settings:\n%s",
+        data_dir,
+        "\n".join(f"\t{key} = {_shown(value)}" for key, value in sorted(config.items())),
+    )
     data_dir.mkdir(parents=True, exist_ok=True)
     storage = FileStorage(data_dir, LogConfig())
     core = BrokerCore(storage, LoopClock(loop), config, random.Random())
     core.add_share_event_listener(ShareGroupMetrics().record)
     core.share.on_txn_metric = ShareTransactionMetrics().record
     server = KafkaServer(core, host, port)
+    broker_metrics = BrokerMetrics(
+        lambda: {**core.gauges(), "connection-count": server.connection_count}
+    )
+    server.request_observer = broker_metrics.request
     await server.start()
+    if endpoint is not None:
+        print(f"sharetxn broker metrics on {endpoint.url}", flush=True)
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -56,6 +79,10 @@ async def serve(data_dir: Path, host: str, port: int, config: BrokerConfig) -> N
         await server.stop()
         core.close()
         log.info("broker stopped cleanly")
+
+
+def _shown(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 class LocalBroker:
@@ -74,6 +101,7 @@ class LocalBroker:
         config: dict[str, str] | None = None,
         host: str = "127.0.0.1",
         startup_timeout_s: float = 30.0,
+        extra_args: list[str] | None = None,
     ) -> None:
         self._own_dir = data_dir is None
         self.data_dir = (
@@ -83,6 +111,7 @@ class LocalBroker:
         self.port = port
         self.config = dict(config or {})
         self.startup_timeout_s = startup_timeout_s
+        self.extra_args = list(extra_args or [])  # more `sharetxn broker` options
         self.process: subprocess.Popen[str] | None = None
         self._log_lines: list[str] = []
         self._pump: threading.Thread | None = None
@@ -104,6 +133,7 @@ class LocalBroker:
         ]
         for key, value in self.config.items():
             cmd += ["--set", f"{key}={value}"]
+        cmd += self.extra_args
         self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             cmd,
             stdout=subprocess.PIPE,

@@ -8,10 +8,11 @@ decides where the numbers go; with no SDK installed they cost nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from opentelemetry import metrics
-from opentelemetry.metrics import Counter, MeterProvider
+from opentelemetry.metrics import CallbackOptions, Counter, MeterProvider, Observation
 
 SHARE_RECORD_EVENTS: Final = (
     "acquired",
@@ -88,3 +89,64 @@ class ShareTransactionMetrics:
             self._aborts.add(value)
         elif name == "share-transaction-timeout-total":
             self._timeouts.add(value)
+
+
+class BrokerMetrics:
+    """The broker basics Kafka's operators watch, as OpenTelemetry instruments.
+
+    Counted by the server adapter for every request: ``request-total`` and
+    ``request-time`` (milliseconds, per ``request``, the API name), ``bytes-in-total`` and
+    ``bytes-out-total`` (request and response frames). Read from the core when exported:
+    ``partition-count``, ``transactions-open``, ``share-partition-inflight-records``,
+    ``connection-count``.
+    """
+
+    def __init__(
+        self,
+        gauges: Callable[[], dict[str, int]],
+        provider: MeterProvider | None = None,
+    ) -> None:
+        meter = (provider or metrics.get_meter_provider()).get_meter("sharetxn.broker")
+        self._requests = meter.create_counter(
+            "request-total", unit="{request}", description="Requests served, per API"
+        )
+        self._latency = meter.create_histogram(
+            "request-time", unit="ms", description="Time from a request's frame to its answer"
+        )
+        self._bytes_in = meter.create_counter(
+            "bytes-in-total", unit="By", description="Bytes of request frames received"
+        )
+        self._bytes_out = meter.create_counter(
+            "bytes-out-total", unit="By", description="Bytes of response frames sent"
+        )
+        self._gauges = gauges
+        for name, description in _GAUGES.items():
+            meter.create_observable_gauge(
+                name, callbacks=[self._observer(name)], description=description
+            )
+
+    def _observer(self, name: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+        def observe(_options: CallbackOptions) -> Iterable[Observation]:
+            try:
+                value = self._gauges().get(name)
+            except RuntimeError:  # the core changed under the exporter's thread: skip once
+                return []
+            return [] if value is None else [Observation(value)]
+
+        return observe
+
+    def request(self, api: str, elapsed_ms: float, bytes_in: int, bytes_out: int) -> None:
+        attributes = {"request": api}
+        self._requests.add(1, attributes)
+        self._latency.record(elapsed_ms, attributes)
+        self._bytes_in.add(bytes_in)
+        if bytes_out:
+            self._bytes_out.add(bytes_out)
+
+
+_GAUGES: Final = {
+    "partition-count": "Partitions of the topics (internal logs not counted)",
+    "transactions-open": "Transactions Ongoing or preparing",
+    "share-partition-inflight-records": "Records between share-partition start and end offsets",
+    "connection-count": "Open client connections",
+}

@@ -14,6 +14,8 @@ import contextlib
 import dataclasses
 import logging
 import struct
+import time
+from collections.abc import Callable
 from typing import Any
 
 from coordinator.api_versions import SUPPORTED, is_supported
@@ -46,6 +48,8 @@ class KafkaServer:
         self._connections: set[asyncio.Task[None]] = set()
         self._next_connection_id = 0
         self.max_request_bytes = core.config.get_int("socket.request.max.bytes")
+        # Called after every answered request: (API name, milliseconds, bytes in, bytes out).
+        self.request_observer: Callable[[str, float, int, int], None] | None = None
         core.add_append_listener(self._on_append)
         self.handlers = Handlers(core, host, port, self._wait_for_append)
 
@@ -63,6 +67,10 @@ class KafkaServer:
         sock = self._server.sockets[0]
         self.port = int(sock.getsockname()[1])
         self.handlers.port = self.port
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -84,6 +92,7 @@ class KafkaServer:
         connection_id = self._next_connection_id
         peer = writer.get_extra_info("peername")
         host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        log.debug("connection %d from %s opened", connection_id, peer)
         try:
             await self._connection_loop(reader, writer, connection_id, host)
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -93,6 +102,7 @@ class KafkaServer:
         except Exception:
             log.exception("connection failed")
         finally:
+            log.debug("connection %d from %s closed", connection_id, peer)
             self._connections.discard(task)
             # Share sessions live as long as their connection (Kafka releases their records).
             self.core.share.on_connection_closed(connection_id)
@@ -124,7 +134,13 @@ class KafkaServer:
                     return
                 continue
             frame = await reader.readexactly(size)
+            started = time.perf_counter()
             response = await self._handle_frame(frame, connection_id, client_host)
+            if self.request_observer is not None:
+                api = SUPPORTED.get(peek_header(frame)[0], ("unknown",))[0]
+                out = len(response) if isinstance(response, bytes) else 0
+                elapsed_ms = (time.perf_counter() - started) * 1000
+                self.request_observer(api, elapsed_ms, size + 4, out)
             if response is False:
                 return
             if isinstance(response, bytes):
@@ -150,6 +166,15 @@ class KafkaServer:
         except FrameError as exc:
             log.info("bad frame: %s", exc)
             return self._error_frame(key, version, correlation_id, ErrorCode(exc.error_code))
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "connection %d: %s v%d (correlation id %d, %d bytes)",
+                connection_id,
+                SUPPORTED[key][0],
+                version,
+                correlation_id,
+                len(frame),
+            )
         try:
             body = await self.handlers.table[key](request)
         except Exception:

@@ -353,6 +353,13 @@ class TransactionCoordinator:
                 )
             # Fence the current producer and abort; the client retries and then gets a new
             # epoch (Kafka never returns the fencing epoch).
+            log.info(
+                "fencing producer id %d epoch %d of %r: a new producer with the same "
+                "transactional id is initializing; its open transaction is aborted",
+                metadata.producer_id,
+                metadata.producer_epoch,
+                transactional_id,
+            )
             error = self._fence_and_abort(metadata)
             return InitProducerIdResult(
                 ErrorCode.CONCURRENT_TRANSACTIONS if error is ErrorCode.NONE else error
@@ -675,6 +682,13 @@ class TransactionCoordinator:
             return
         del self._pending_complete[transactional_id]
         self._timers.pop(f"complete:{transactional_id}", None)
+        log.info(
+            "transaction of %r %s (producer id %d, epoch %d)",
+            transactional_id,
+            "committed" if complete.state is _S.COMPLETE_COMMIT else "aborted",
+            complete.producer_id,
+            complete.producer_epoch,
+        )
 
     # --- coordinator-initiated aborts ---------------------------------------------------------
 
@@ -784,6 +798,11 @@ class TransactionCoordinator:
         return EndTxnResult(ErrorCode.NONE, transit.producer_id, transit.producer_epoch)
 
     # --- List / Describe / views --------------------------------------------------------------
+
+    def open_transaction_count(self) -> int:
+        """Transactions in Ongoing or a Prepare* state (a metric; read from any thread)."""
+        open_states = (_S.ONGOING, _S.PREPARE_COMMIT, _S.PREPARE_ABORT, _S.PREPARE_EPOCH_FENCE)
+        return sum(1 for md in list(self._txns.values()) if md.state in open_states)
 
     def list_transactions(
         self,

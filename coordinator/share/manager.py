@@ -131,6 +131,11 @@ class ShareManager:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
+    def in_flight_records(self) -> int:
+        """Records between each share partition's start and end offsets, summed (a metric,
+        read from any thread)."""
+        return sum(sp.in_flight_count for sp in list(self.share_partitions.values()))
+
     def load(self) -> None:
         self.persister.load()
         self.groups.load()

@@ -256,3 +256,31 @@ def test_share_group_reset_plans_unless_execute(broker: LocalBroker) -> None:
     assert done == [
         {"group": "g", "new_start_offset": 0, "partition": 0, "result": "NONE", "topic": "t"}
     ]
+
+
+def test_ctrl_c_during_retries_exits_130_with_one_line() -> None:
+    import signal  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "coordinator.cli",
+            "topics",
+            "--list",
+            "--bootstrap-server",
+            "127.0.0.1:9",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    first = proc.stderr.readline()  # the retry warning: the command is inside its retries
+    assert "retrying after" in first
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == ExitCode.INTERRUPTED
+    assert err.strip().splitlines() == ["error: interrupted"]

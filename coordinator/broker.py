@@ -13,6 +13,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.log.storage import LogConfig, Storage
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.partition import AppendResult, FetchData, Partition
@@ -35,6 +36,8 @@ log = logging.getLogger("sharetxn.broker")
 
 PRODUCER_IDS_TOPIC = "__producer_ids"
 GROUP_METADATA_TOPIC = "__consumer_offsets"
+# Partition 0 of __consumer_offsets holds share groups, partition 1 consumer groups.
+CONSUMER_GROUPS_PARTITION = 1
 HIDDEN_TOPICS = frozenset(
     {CLUSTER_METADATA_TOPIC, PRODUCER_IDS_TOPIC, GROUP_METADATA_TOPIC, SHARE_GROUP_STATE_TOPIC}
 )
@@ -111,6 +114,18 @@ class BrokerCore:
             on_event=self._on_share_event,
         )
         self.share.load()
+        self._group_event_listeners: list[Callable[[str, str, int], None]] = []
+        self.groups = ConsumerGroupCoordinator(
+            clock,
+            storage.open_log(
+                GROUP_METADATA_TOPIC, CONSUMER_GROUPS_PARTITION, self._internal_log_config
+            ),
+            self.config,
+            is_share_group=lambda group_id: self.share.groups.group(group_id) is not None,
+            on_event=self._on_group_event,
+        )
+        self.groups.load()
+        self.share.groups.is_foreign_group = self.groups.has_group
         self.txn_coordinator.on_timeout_abort = self.share.on_transaction_timed_out
         self._schedule_flush()
         self._schedule_producer_expiry()
@@ -161,6 +176,19 @@ class BrokerCore:
         """(group id, event kind, count) for every share-partition metric event."""
         self._share_event_listeners.append(listener)
 
+    def add_group_event_listener(self, listener: Callable[[str, str, int], None]) -> None:
+        """(group id, meter, count) for KIP-496's group-coordinator meters."""
+        self._group_event_listeners.append(listener)
+
+    def _on_group_event(self, group_id: str, meter: str, count: int) -> None:
+        for listener in self._group_event_listeners:
+            listener(group_id, meter, count)
+
+    @property
+    def consumer_offsets_partition(self) -> TopicPartition:
+        """The ``__consumer_offsets`` partition of every consumer group (AddOffsetsToTxn)."""
+        return TopicPartition(GROUP_METADATA_TOPIC, CONSUMER_GROUPS_PARTITION)
+
     def _on_share_event(self, group_id: str, kind: str, count: int) -> None:
         for listener in self._share_event_listeners:
             listener(group_id, kind, count)
@@ -174,6 +202,7 @@ class BrokerCore:
         return self.partitions.get(TopicPartition(topic, index))
 
     def close(self) -> None:
+        self.groups.close()
         self.share.close()
         for partition in self.partitions.values():
             partition.log.flush()
@@ -348,6 +377,14 @@ class BrokerCore:
         results: dict[TopicPartition, ErrorCode] = {}
         now = self.clock.now_ms()
         for tp in marker.partitions:
+            if tp.topic == GROUP_METADATA_TOPIC:
+                results[tp] = self.groups.complete_transaction(
+                    marker.producer_id,
+                    marker.producer_epoch,
+                    marker.result is ControlType.COMMIT,
+                    marker.coordinator_epoch,
+                )
+                continue
             if tp.topic == SHARE_GROUP_STATE_TOPIC:
                 results[tp] = self.share.complete_transaction(
                     tp.partition,

@@ -17,6 +17,7 @@ from typing import Any
 
 from coordinator.api_versions import SUPPORTED
 from coordinator.broker import BrokerCore
+from coordinator.group_handlers import GroupHandlers
 from coordinator.share_handlers import RESOURCE_GROUP, ShareHandlers
 from coordinator.topics import TopicInfo
 from coordinator.wire import DecodedRequest, field
@@ -77,6 +78,8 @@ class Handlers:
         }
         self.share = ShareHandlers(core, wait_for_append, self._broker)
         self.table.update(self.share.table)
+        self.groups = GroupHandlers(core)
+        self.table.update(self.groups.table)
 
     def _broker(self) -> dict[str, Any]:
         return {"node_id": self.core.node_id, "host": self.host, "port": self.port, "rack": None}

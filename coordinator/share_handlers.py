@@ -160,23 +160,33 @@ class ShareHandlers:
         b = req.body
         states = list(field(b, "states_filter", default=()) or ())
         types = list(field(b, "types_filter", default=()) or ())
-        listings = self.share.groups.list_groups(states, types)
-        return {
-            "error_code": ErrorCode.NONE,
-            "groups": [
-                {
-                    "group_id": g.group_id,
-                    "protocol_type": "share",
-                    "group_state": g.group_state,
-                    "group_type": g.group_type,
-                }
-                for g in listings
-            ],
-        }
+        listings = [
+            {
+                "group_id": g.group_id,
+                "protocol_type": "share",
+                "group_state": g.group_state,
+                "group_type": g.group_type,
+            }
+            for g in self.share.groups.list_groups(states, types)
+        ]
+        listings += [
+            {
+                "group_id": g.group_id,
+                "protocol_type": g.protocol_type,
+                "group_state": g.state,
+                "group_type": g.group_type,
+            }
+            for g in self.core.groups.list_groups(states, types)
+        ]
+        listings.sort(key=lambda g: str(g["group_id"]))
+        return {"error_code": ErrorCode.NONE, "groups": listings}
 
     async def delete_groups(self, req: DecodedRequest) -> dict[str, Any]:
         names = list(req.body.groups_names)
-        results = self.share.groups.delete_groups(names)
+        consumer = [n for n in names if self.core.groups.has_group(n)]
+        results = self.share.groups.delete_groups([n for n in names if n not in consumer])
+        results.update(self.core.groups.delete_groups(consumer))
+        results = {n: results[n] for n in names}
         for group_id, error in results.items():
             if error is ErrorCode.NONE:
                 self.share.do_state_work(group_id)

@@ -62,6 +62,23 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state."
     ),
     ConfigDef("producer.id.expiration.ms", "int", 86400000, "Idle idempotent producer expiry."),
+    # --- consumer groups and offsets --------------------------------------------------------
+    ConfigDef("group.min.session.timeout.ms", "int", 6000, "Lowest consumer session timeout."),
+    ConfigDef("group.max.session.timeout.ms", "int", 1800000, "Highest consumer session timeout."),
+    ConfigDef("group.max.size", "int", 2147483647, "Members per classic group."),
+    ConfigDef(
+        "group.initial.rebalance.delay.ms",
+        "int",
+        3000,
+        "How long the first rebalance of an empty group waits for more members.",
+    ),
+    ConfigDef("offset.metadata.max.bytes", "int", 4096, "Largest committed offset metadata."),
+    ConfigDef(
+        "offsets.retention.minutes", "int", 10080, "Offsets of an empty group expire after this."
+    ),
+    ConfigDef(
+        "offsets.retention.check.interval.ms", "int", 600000, "How often offsets are expired."
+    ),
     # --- share groups -----------------------------------------------------------------------
     ConfigDef("group.share.enable", "bool", True, "Serve share groups."),
     ConfigDef(

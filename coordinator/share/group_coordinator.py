@@ -306,6 +306,8 @@ class ShareGroupCoordinator:
         # Called after a group's config overrides change (with the new effective config).
         self.on_config_changed = on_config_changed
         self._groups: dict[str, _Group] = {}
+        # A group id used by another kind of group (a consumer group): heartbeats are refused.
+        self.is_foreign_group: Callable[[str], bool] = lambda _group_id: False
         self._partition_states: dict[str, _PartitionState] = {}
         self._configs: dict[str, dict[str, str]] = {}
         # group_config() of each group with overrides, unchanged since, and (key None) of the
@@ -397,6 +399,10 @@ class ShareGroupCoordinator:
             return self._leave(group_id, member_id)
 
         group = self._groups.get(group_id)
+        if group is None and self.is_foreign_group(group_id):
+            return HeartbeatResult(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+            )
         if group is None and member_epoch != JOIN_GROUP_MEMBER_EPOCH:
             return HeartbeatResult(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found."

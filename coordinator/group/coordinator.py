@@ -1,0 +1,1127 @@
+"""The consumer-group coordinator: classic groups and offsets, sans I/O.
+
+It takes a ``Clock``, one ``PartitionLog`` (``__consumer_offsets`` partition 1; partition 0
+holds the share groups) and the ``BrokerConfig``, like the share-group coordinator, and the
+two share one group-id namespace through ``is_share_group``.
+
+**Classic protocol** (Kafka's GroupMetadataManager for classic groups).  JoinGroup v4+ without
+a member id gets MEMBER_ID_REQUIRED and a new id; a join moves the group to
+PreparingRebalance, which completes when every member has rejoined or the rebalance timeout
+(the largest of the members') passes, members that did not rejoin being removed.  The first
+rebalance of an empty group waits ``group.initial.rebalance.delay.ms`` for more members.  The
+completion bumps the generation, elects the protocol (a vote) and a leader, and answers every
+join; the leader's SyncGroup carries the assignment, which is written to the log before the
+group turns Stable and every SyncGroup is answered.  Heartbeats keep members alive for their
+session timeout; LeaveGroup (batched, KIP-345) and session expiry remove them and rebalance.
+``group.instance.id`` (static membership) maps an instance to its latest member id; a join
+with that instance id and no member id replaces the old member, which is then fenced.
+
+**Offsets.**  OffsetCommit fences by generation and member (ILLEGAL_GENERATION,
+UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS); generation -1 commits to an empty or new group
+(manual assignment).  TxnOffsetCommit stages offsets under the producer id in a transactional
+batch; the transaction marker (through the marker channel, like KIP-1289's share acks) commits
+or drops them.  OffsetFetch's ``require_stable`` answers UNSTABLE_OFFSET_COMMIT while a
+partition has a pending transactional offset.  OffsetDelete (KIP-496) refuses partitions of
+topics the group is subscribed to (GROUP_SUBSCRIBED_TO_TOPIC).  Offsets of an empty group
+expire ``offsets.retention.minutes`` after it became empty (KIP-211); an empty group without
+offsets is then deleted.
+
+**Persistence.**  Every change is prepared, appended as one batch of Kafka's records
+(``coordinator.group.records``), flushed, and only then applied through ``_apply`` -- the code
+``load()`` replays (transactional batches and markers included).  A failed append changes
+nothing and answers the mapped error.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from coordinator.group.classic import (
+    CONSUMER_PROTOCOL_TYPE,
+    ClassicGroup,
+    ClassicMember,
+    ClassicState,
+    Responder,
+)
+from coordinator.group.offsets import OffsetEntry, OffsetStore
+from coordinator.group.records import (
+    GroupKey,
+    GroupRecordFormatError,
+    GroupValue,
+    OffsetKey,
+    OffsetValue,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+)
+from coordinator.log.storage import PartitionLog
+from coordinator.txn_coordinator import append_error_code
+from txn.batch import ControlType, build_batch, build_control_batch, control_type_of
+from txn.clock import Clock, Timer
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode
+from txn.ids import TopicPartition
+from txn.txn_log import read_records
+
+log = logging.getLogger("sharetxn.groups")
+
+_S = ClassicState
+GROUP_TYPE = "classic"
+NO_GENERATION = -1
+
+Record = tuple[OffsetKey | GroupKey, OffsetValue | GroupValue | None]
+
+
+# --- requests and results ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    client_id: str
+    client_host: str
+    require_known_member_id: bool  # JoinGroup v4+
+
+
+@dataclass(frozen=True, slots=True)
+class JoinResult:
+    error: ErrorCode
+    member_id: str = ""
+    generation: int = NO_GENERATION
+    protocol_type: str | None = None
+    protocol: str | None = None
+    leader: str = ""
+    members: tuple[tuple[str, str | None, bytes], ...] = ()  # for the leader only
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    error: ErrorCode
+    assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    group_id: str
+    error: ErrorCode
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple[MemberDescription, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListing:
+    group_id: str
+    state: str
+    protocol_type: str
+    group_type: str = GROUP_TYPE
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    error: ErrorCode
+
+
+@dataclass(slots=True)
+class _Timers:
+    by_key: dict[tuple[str, ...], Timer] = field(default_factory=dict)
+
+    def arm(
+        self, clock: Clock, key: tuple[str, ...], delay_ms: int, fn: Callable[[], None]
+    ) -> None:
+        self.cancel(key)
+        self.by_key[key] = clock.schedule(max(0, delay_ms), fn)
+
+    def cancel(self, key: tuple[str, ...]) -> None:
+        timer = self.by_key.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+
+    def cancel_all(self) -> None:
+        for timer in self.by_key.values():
+            timer.cancel()
+        self.by_key.clear()
+
+
+class ConsumerGroupCoordinator:
+    """Classic consumer groups and their offsets on one ``__consumer_offsets`` partition."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        group_log: PartitionLog,
+        config: BrokerConfig,
+        *,
+        is_share_group: Callable[[str], bool] = lambda _g: False,
+        on_event: Callable[[str, str, int], None] | None = None,
+    ) -> None:
+        self._clock = clock
+        self._log = group_log
+        self._config = config
+        self._is_share_group = is_share_group
+        # (group id, meter name, count): offset-commits, offset-expirations, offset-deletions,
+        # group-completed-rebalances (KIP-496's meters)
+        self.on_event = on_event
+        self._groups: dict[str, ClassicGroup] = {}
+        self.offsets = OffsetStore()
+        self._pending_epochs: dict[int, int] = {}
+        self._timers = _Timers()
+        self._loaded = False
+        self._closed = False
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Replay the log: group metadata, offsets, transactional offsets and markers."""
+        self._timers.cancel_all()
+        self._loaded = False
+        self._groups.clear()
+        self.offsets = OffsetStore()
+        self._pending_epochs.clear()
+        for header, batch in self._log.batches(self._log.log_start_offset):
+            if header.is_control:
+                ctype = control_type_of(batch, 0, header)
+                self._apply_marker(header.producer_id, ctype is ControlType.COMMIT)
+                continue
+            try:
+                pairs = read_records(batch)
+            except ValueError:
+                log.exception("skipping unreadable consumer-group batch at %d", header.base_offset)
+                continue
+            for index, (raw_key, raw_value) in enumerate(pairs):
+                if raw_key is None:
+                    continue
+                try:
+                    key = decode_key(bytes(raw_key))
+                    value = decode_value(key, None if raw_value is None else bytes(raw_value))
+                except GroupRecordFormatError as exc:
+                    log.warning("skipping consumer-group record at %d: %s", header.base_offset, exc)
+                    continue
+                pid = header.producer_id if header.is_transactional else None
+                if pid is not None:
+                    self._pending_epochs[pid] = header.producer_epoch
+                self._apply((key, value), header.base_offset + index, pid)
+        self._loaded = True
+        self._closed = False
+        now = self._clock.now_ms()
+        for group in self._groups.values():
+            for member in group.members.values():
+                self._arm_session(group, member, now)
+        self._schedule_expiry()
+
+    def close(self) -> None:
+        self._closed = True
+        self._timers.cancel_all()
+
+    def availability(self) -> ErrorCode:
+        if self._closed:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if not self._loaded:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self._groups
+
+    # --- JoinGroup ----------------------------------------------------------------------------
+
+    def join(self, req: JoinRequest, respond: Callable[[JoinResult], None]) -> None:
+        """JoinGroup: answered through ``respond``, now or when the rebalance completes."""
+        error = self.availability()
+        if error is ErrorCode.NONE:
+            error = self._check_join(req)
+        if error is not ErrorCode.NONE:
+            respond(JoinResult(error, req.member_id))
+            return
+        now = self._clock.now_ms()
+        group = self._groups.get(req.group_id)
+        if req.member_id == "":
+            if group is None:
+                group = ClassicGroup(req.group_id, state_timestamp=now)
+                self._groups[req.group_id] = group
+            self._join_unknown_member(group, req, respond, now)
+            return
+        if group is None:
+            respond(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, req.member_id))
+            return
+        if req.member_id in group.pending_members:
+            group.pending_members.discard(req.member_id)
+            self._timers.cancel(("pending", group.group_id, req.member_id))
+            self._add_member(group, req, req.member_id, respond, now)
+            return
+        member = group.members.get(req.member_id)
+        if member is None:
+            fenced = (
+                req.group_instance_id is not None and req.group_instance_id in group.static_members
+            )
+            respond(
+                JoinResult(
+                    ErrorCode.FENCED_INSTANCE_ID if fenced else ErrorCode.UNKNOWN_MEMBER_ID,
+                    req.member_id,
+                )
+            )
+            return
+        if req.group_instance_id != member.group_instance_id:
+            respond(JoinResult(ErrorCode.FENCED_INSTANCE_ID, req.member_id))
+            return
+        self._join_existing_member(group, member, req, respond, now)
+
+    def _check_join(self, req: JoinRequest) -> ErrorCode:
+        if not req.group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        low = self._config.get_int("group.min.session.timeout.ms")
+        high = self._config.get_int("group.max.session.timeout.ms")
+        if not low <= req.session_timeout_ms <= high:
+            return ErrorCode.INVALID_SESSION_TIMEOUT
+        if self._is_share_group(req.group_id):
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        group = self._groups.get(req.group_id)
+        if group is not None and not group.supports(req.protocol_type, req.protocols):
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        if not req.protocol_type or not req.protocols:
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        return ErrorCode.NONE
+
+    def _join_unknown_member(
+        self, group: ClassicGroup, req: JoinRequest, respond: Responder, now: int
+    ) -> None:
+        limit = self._config.get_int("group.max.size")
+        if len(group.members) + len(group.pending_members) >= limit:
+            respond(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED))
+            return
+        if req.group_instance_id is not None:
+            new_id = f"{req.group_instance_id}-{uuid.uuid4()}"
+            old_id = group.static_members.get(req.group_instance_id)
+            if old_id is not None and old_id in group.members:
+                self._replace_static_member(group, old_id, new_id, req, respond, now)
+                return
+            self._add_member(group, req, new_id, respond, now)
+            return
+        new_id = f"{req.client_id}-{uuid.uuid4()}"
+        if req.require_known_member_id:
+            # KIP-394: the member must come back with this id; until then it is pending.
+            group.pending_members.add(new_id)
+            self._timers.arm(
+                self._clock,
+                ("pending", group.group_id, new_id),
+                req.session_timeout_ms,
+                lambda: self._expire_pending(group.group_id, new_id),
+            )
+            respond(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_id))
+            return
+        self._add_member(group, req, new_id, respond, now)
+
+    def _replace_static_member(
+        self,
+        group: ClassicGroup,
+        old_id: str,
+        new_id: str,
+        req: JoinRequest,
+        respond: Responder,
+        now: int,
+    ) -> None:
+        old = group.members.pop(old_id)
+        self._timers.cancel(("session", group.group_id, old_id))
+        if old.awaiting_join is not None:
+            old.awaiting_join(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
+        if old.awaiting_sync is not None:
+            old.awaiting_sync(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+        if group.leader_id == old_id:
+            group.leader_id = new_id
+        log.info(
+            "group %s: static member %s rejoined as %s",
+            group.group_id,
+            req.group_instance_id,
+            new_id,
+        )
+        self._add_member(group, req, new_id, respond, now, assignment=old.assignment)
+
+    def _add_member(
+        self,
+        group: ClassicGroup,
+        req: JoinRequest,
+        member_id: str,
+        respond: Responder,
+        now: int,
+        *,
+        assignment: bytes = b"",
+    ) -> None:
+        member = ClassicMember(
+            member_id,
+            req.group_instance_id,
+            req.client_id,
+            req.client_host,
+            req.rebalance_timeout_ms if req.rebalance_timeout_ms > 0 else req.session_timeout_ms,
+            req.session_timeout_ms,
+            req.protocol_type,
+            list(req.protocols),
+            assignment,
+            awaiting_join=respond,
+        )
+        if not group.members:
+            group.protocol_type = req.protocol_type
+        group.members[member_id] = member
+        if req.group_instance_id is not None:
+            group.static_members[req.group_instance_id] = member_id
+        self._arm_session(group, member, now)
+        if group.state is _S.PREPARING_REBALANCE:
+            if group.initial_delay_until >= 0:
+                self._extend_initial_delay(group, now)
+            self._maybe_complete_join(group)
+        else:
+            self._prepare_rebalance(group, f"member {member_id} joined", now)
+
+    def _join_existing_member(
+        self,
+        group: ClassicGroup,
+        member: ClassicMember,
+        req: JoinRequest,
+        respond: Responder,
+        now: int,
+    ) -> None:
+        changed = list(req.protocols) != member.protocols
+        member.protocols = list(req.protocols)
+        member.client_id, member.client_host = req.client_id, req.client_host
+        member.session_timeout_ms = req.session_timeout_ms
+        if req.rebalance_timeout_ms > 0:
+            member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        self._arm_session(group, member, now)
+        if group.state is _S.PREPARING_REBALANCE:
+            member.awaiting_join = respond
+            self._maybe_complete_join(group)
+        elif group.state is _S.COMPLETING_REBALANCE and not changed:
+            # A retried join of the generation that just completed: answer it again.
+            respond(self._join_result(group, member))
+        elif group.state is _S.STABLE and not changed and member.member_id != group.leader_id:
+            respond(self._join_result(group, member))
+        else:
+            member.awaiting_join = respond
+            self._prepare_rebalance(group, f"member {member.member_id} rejoined", now)
+
+    def _join_result(self, group: ClassicGroup, member: ClassicMember) -> JoinResult:
+        members: tuple[tuple[str, str | None, bytes], ...] = ()
+        if member.member_id == group.leader_id:
+            members = tuple(
+                (m.member_id, m.group_instance_id, m.metadata(group.protocol))
+                for m in group.members.values()
+            )
+        return JoinResult(
+            ErrorCode.NONE,
+            member.member_id,
+            group.generation,
+            group.protocol_type,
+            group.protocol,
+            group.leader_id or "",
+            members,
+        )
+
+    # --- rebalancing --------------------------------------------------------------------------
+
+    def _prepare_rebalance(self, group: ClassicGroup, reason: str, now: int) -> None:
+        if group.state is _S.COMPLETING_REBALANCE:
+            for m in group.members.values():
+                m.assignment = b""
+                if m.awaiting_sync is not None:
+                    m.awaiting_sync(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+                    m.awaiting_sync = None
+        was_empty = group.state is _S.EMPTY
+        group.transition(_S.PREPARING_REBALANCE, now)
+        log.info(
+            "group %s: preparing to rebalance (generation %d): %s",
+            group.group_id,
+            group.generation,
+            reason,
+        )
+        initial = self._config.get_int("group.initial.rebalance.delay.ms")
+        if was_empty and initial > 0:
+            group.initial_delay_until = now + initial
+            delay = initial
+        else:
+            group.initial_delay_until = -1
+            delay = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+        self._timers.arm(
+            self._clock,
+            ("join", group.group_id),
+            delay,
+            lambda: self._on_join_timer(group.group_id),
+        )
+        self._maybe_complete_join(group)
+
+    def _extend_initial_delay(self, group: ClassicGroup, now: int) -> None:
+        """A member joined during the initial delay: wait one more delay, within the
+        rebalance timeout (Kafka's InitialDelayedJoin)."""
+        initial = self._config.get_int("group.initial.rebalance.delay.ms")
+        limit = group.state_timestamp + max(m.rebalance_timeout_ms for m in group.members.values())
+        until = min(now + initial, limit)
+        group.initial_delay_until = until
+        self._timers.arm(
+            self._clock,
+            ("join", group.group_id),
+            until - now,
+            lambda: self._on_join_timer(group.group_id),
+        )
+
+    def _on_join_timer(self, group_id: str) -> None:
+        group = self._groups.get(group_id)
+        if group is None or group.state is not _S.PREPARING_REBALANCE or self._closed:
+            return
+        self._timers.by_key.pop(("join", group_id), None)
+        group.initial_delay_until = -1
+        self._complete_join(group)
+
+    def _maybe_complete_join(self, group: ClassicGroup) -> None:
+        if group.state is not _S.PREPARING_REBALANCE or group.initial_delay_until >= 0:
+            return
+        if group.pending_members:
+            return
+        if all(m.awaiting_join is not None for m in group.members.values()):
+            self._timers.cancel(("join", group.group_id))
+            self._complete_join(group)
+
+    def _complete_join(self, group: ClassicGroup) -> None:
+        now = self._clock.now_ms()
+        for member_id in [m for m, v in group.members.items() if v.awaiting_join is None]:
+            log.info("group %s: member %s did not rejoin in time", group.group_id, member_id)
+            self._drop_member(group, member_id)
+        group.generation += 1
+        if not group.members:
+            group.protocol = None
+            group.leader_id = None
+            group.protocol_type = None
+            group.transition(_S.EMPTY, now)
+            log.info("group %s: empty at generation %d", group.group_id, group.generation)
+            self._write([(GroupKey(group.group_id), group.to_value())])
+            return
+        group.protocol = group.select_protocol()
+        if group.leader_id not in group.members:
+            group.leader_id = next(
+                (m for m, v in group.members.items() if v.awaiting_join is not None),
+                next(iter(group.members)),
+            )
+        group.transition(_S.COMPLETING_REBALANCE, now)
+        log.info(
+            "group %s: generation %d with %d member(s), protocol %s, leader %s",
+            group.group_id,
+            group.generation,
+            len(group.members),
+            group.protocol,
+            group.leader_id,
+        )
+        for member in group.members.values():
+            respond, member.awaiting_join = member.awaiting_join, None
+            if respond is not None:
+                respond(self._join_result(group, member))
+            self._arm_session(group, member, now)
+
+    # --- SyncGroup ----------------------------------------------------------------------------
+
+    def sync(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol: str | None,
+        assignments: dict[str, bytes],
+        respond: Callable[[SyncResult], None],
+    ) -> None:
+        error = self.availability()
+        group = self._groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if error is ErrorCode.NONE and (group is None or member is None):
+            error = ErrorCode.UNKNOWN_MEMBER_ID
+        if error is not ErrorCode.NONE or group is None or member is None:
+            respond(SyncResult(error))
+            return
+        if group_instance_id != member.group_instance_id:
+            respond(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+            return
+        if generation != group.generation:
+            respond(SyncResult(ErrorCode.ILLEGAL_GENERATION))
+            return
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+            protocol is not None and protocol != group.protocol
+        ):
+            respond(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        self._arm_session(group, member, self._clock.now_ms())
+        if group.state is _S.PREPARING_REBALANCE:
+            respond(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        elif group.state is _S.STABLE:
+            respond(
+                SyncResult(ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol)
+            )
+        elif group.state is _S.COMPLETING_REBALANCE:
+            member.awaiting_sync = respond
+            if member_id == group.leader_id:
+                self._complete_sync(group, assignments)
+        else:
+            respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+
+    def _complete_sync(self, group: ClassicGroup, assignments: dict[str, bytes]) -> None:
+        previous = {m: v.assignment for m, v in group.members.items()}
+        for member_id, member in group.members.items():
+            member.assignment = assignments.get(member_id, b"")
+        error = self._write([(GroupKey(group.group_id), group.to_value())])
+        if error is not ErrorCode.NONE:
+            for member_id, member in group.members.items():
+                member.assignment = previous[member_id]
+            for member in group.members.values():
+                if member.awaiting_sync is not None:
+                    member.awaiting_sync(SyncResult(error))
+                    member.awaiting_sync = None
+            self._prepare_rebalance(
+                group, f"storing the assignment failed: {error.name}", self._clock.now_ms()
+            )
+            return
+        group.transition(_S.STABLE, self._clock.now_ms())
+        self._emit(group.group_id, "group-completed-rebalances", 1)
+        for member in group.members.values():
+            if member.awaiting_sync is not None:
+                member.awaiting_sync(
+                    SyncResult(
+                        ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol
+                    )
+                )
+                member.awaiting_sync = None
+
+    # --- Heartbeat and LeaveGroup -------------------------------------------------------------
+
+    def heartbeat(
+        self, group_id: str, generation: int, member_id: str, group_instance_id: str | None
+    ) -> ErrorCode:
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error
+        group = self._groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        member = group.members.get(member_id)
+        if member is None:
+            if group_instance_id is not None and group_instance_id in group.static_members:
+                return ErrorCode.FENCED_INSTANCE_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group_instance_id != member.group_instance_id:
+            return ErrorCode.FENCED_INSTANCE_ID
+        if generation != group.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+        self._arm_session(group, member, self._clock.now_ms())
+        if group.state is _S.PREPARING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def leave(
+        self, group_id: str, members: list[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
+        """LeaveGroup: (top-level error, per member (member id, instance id, error))."""
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error, []
+        group = self._groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID, [
+                (m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i in members
+            ]
+        results: list[tuple[str, str | None, ErrorCode]] = []
+        removed = False
+        for member_id, instance_id in members:
+            target = member_id
+            if instance_id is not None:
+                known = group.static_members.get(instance_id)
+                if known is None:
+                    results.append((member_id, instance_id, ErrorCode.UNKNOWN_MEMBER_ID))
+                    continue
+                if member_id and member_id != known:
+                    results.append((member_id, instance_id, ErrorCode.FENCED_INSTANCE_ID))
+                    continue
+                target = known
+            if target in group.pending_members:
+                group.pending_members.discard(target)
+                self._timers.cancel(("pending", group_id, target))
+                results.append((target, instance_id, ErrorCode.NONE))
+                continue
+            if target not in group.members:
+                results.append((member_id, instance_id, ErrorCode.UNKNOWN_MEMBER_ID))
+                continue
+            log.info("group %s: member %s leaves", group_id, target)
+            self._drop_member(group, target)
+            results.append((target, instance_id, ErrorCode.NONE))
+            removed = True
+        if removed:
+            self._after_removal(group)
+        elif group.state is _S.PREPARING_REBALANCE:
+            self._maybe_complete_join(group)
+        return ErrorCode.NONE, results
+
+    def _drop_member(self, group: ClassicGroup, member_id: str) -> None:
+        member = group.members.pop(member_id, None)
+        self._timers.cancel(("session", group.group_id, member_id))
+        if member is None:
+            return
+        instance = member.group_instance_id
+        if instance is not None and group.static_members.get(instance) == member_id:
+            del group.static_members[instance]
+        if member.awaiting_join is not None:
+            member.awaiting_join(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+        if member.awaiting_sync is not None:
+            member.awaiting_sync(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        if group.leader_id == member_id:
+            group.leader_id = None
+
+    def _after_removal(self, group: ClassicGroup) -> None:
+        now = self._clock.now_ms()
+        if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, "a member left", now)
+        if group.state is _S.PREPARING_REBALANCE:
+            if not group.members and not group.pending_members:
+                self._timers.cancel(("join", group.group_id))
+                group.initial_delay_until = -1
+                self._complete_join(group)
+            else:
+                self._maybe_complete_join(group)
+
+    # --- sessions -----------------------------------------------------------------------------
+
+    def _arm_session(self, group: ClassicGroup, member: ClassicMember, _now: int) -> None:
+        group_id, member_id = group.group_id, member.member_id
+        self._timers.arm(
+            self._clock,
+            ("session", group_id, member_id),
+            member.session_timeout_ms,
+            lambda: self._expire_member(group_id, member_id),
+        )
+
+    def _expire_member(self, group_id: str, member_id: str) -> None:
+        self._timers.by_key.pop(("session", group_id, member_id), None)
+        group = self._groups.get(group_id)
+        if self._closed or group is None or member_id not in group.members:
+            return
+        log.info("group %s: member %s session timed out", group_id, member_id)
+        self._drop_member(group, member_id)
+        self._after_removal(group)
+
+    def _expire_pending(self, group_id: str, member_id: str) -> None:
+        self._timers.by_key.pop(("pending", group_id, member_id), None)
+        group = self._groups.get(group_id)
+        if group is None or member_id not in group.pending_members:
+            return
+        group.pending_members.discard(member_id)
+        self._maybe_complete_join(group)
+        never_joined = group.state is _S.EMPTY and group.generation == 0 and not group.members
+        if never_joined and not group.pending_members and not self.offsets.of(group_id):
+            self._groups.pop(group_id, None)  # nothing to keep
+
+    # --- describe, list, delete ---------------------------------------------------------------
+
+    def describe(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        out: list[GroupDescription] = []
+        available = self.availability()
+        for group_id in group_ids:
+            group = self._groups.get(group_id)
+            if available is not ErrorCode.NONE:
+                out.append(GroupDescription(group_id, available, "", "", ""))
+            elif group is None:
+                out.append(GroupDescription(group_id, ErrorCode.NONE, _S.DEAD.value, "", ""))
+            else:
+                stable = group.state is _S.STABLE
+                out.append(
+                    GroupDescription(
+                        group_id,
+                        ErrorCode.NONE,
+                        group.state.value,
+                        group.protocol_type or "",
+                        (group.protocol or "") if stable else "",
+                        tuple(
+                            MemberDescription(
+                                m.member_id,
+                                m.group_instance_id,
+                                m.client_id,
+                                m.client_host,
+                                m.metadata(group.protocol) if stable else b"",
+                                m.assignment if stable else b"",
+                            )
+                            for m in group.members.values()
+                        ),
+                    )
+                )
+        return out
+
+    def list_groups(
+        self, states: Iterable[str] = (), types: Iterable[str] = ()
+    ) -> list[GroupListing]:
+        if self.availability() is not ErrorCode.NONE:
+            return []
+        wanted_types = {t.lower() for t in types}
+        if wanted_types and GROUP_TYPE not in wanted_types:
+            return []
+        wanted_states = {s.lower() for s in states}
+        return [
+            GroupListing(g.group_id, g.state.value, g.protocol_type or "")
+            for g in sorted(self._groups.values(), key=lambda g: g.group_id)
+            if not wanted_states or g.state.value.lower() in wanted_states
+        ]
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
+        out: dict[str, ErrorCode] = {}
+        for group_id in group_ids:
+            group = self._groups.get(group_id)
+            if (error := self.availability()) is not ErrorCode.NONE:
+                out[group_id] = error
+            elif group is None:
+                out[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif group.state is not _S.EMPTY or group.members or group.pending_members:
+                out[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                records: list[Record] = [
+                    (OffsetKey(group_id, tp.topic, tp.partition), None)
+                    for tp in sorted(self.offsets.of(group_id))
+                ]
+                records.append((GroupKey(group_id), None))
+                out[group_id] = self._write(records)
+                if out[group_id] is ErrorCode.NONE:
+                    log.info("group %s deleted", group_id)
+        return out
+
+    # --- offsets ------------------------------------------------------------------------------
+
+    def _validate_commit(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+    ) -> ErrorCode:
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        if self._is_share_group(group_id):
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        group = self._groups.get(group_id)
+        if group is None:
+            # Manual assignment (generation -1) commits to a new, empty group.
+            return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
+        if generation < 0 and group.state is _S.EMPTY:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            if group_instance_id is not None and group_instance_id in group.static_members:
+                return ErrorCode.FENCED_INSTANCE_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group_instance_id is not None and group_instance_id != member.group_instance_id:
+            return ErrorCode.FENCED_INSTANCE_ID
+        if generation != group.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+        if group.state is _S.COMPLETING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def commit_offsets(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: dict[TopicPartition, tuple[int, int, str | None]],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """OffsetCommit: (offset, leader epoch, metadata) per partition."""
+        error = self._validate_commit(group_id, generation, member_id, group_instance_id)
+        if error is ErrorCode.NONE:
+            error = self._check_metadata(offsets)
+        if error is not ErrorCode.NONE:
+            return dict.fromkeys(offsets, error)
+        group = self._groups.get(group_id)
+        if group is not None and member_id in group.members:
+            self._arm_session(group, group.members[member_id], self._clock.now_ms())
+        now = self._clock.now_ms()
+        records: list[Record] = [
+            (OffsetKey(group_id, tp.topic, tp.partition), OffsetValue(off, epoch, meta or "", now))
+            for tp, (off, epoch, meta) in offsets.items()
+        ]
+        error = self._write(records)
+        if error is ErrorCode.NONE:
+            self._emit(group_id, "offset-commits", len(records))
+        return dict.fromkeys(offsets, error)
+
+    def _check_metadata(
+        self, offsets: dict[TopicPartition, tuple[int, int, str | None]]
+    ) -> ErrorCode:
+        limit = self._config.get_int("offset.metadata.max.bytes")
+        for _off, _epoch, meta in offsets.values():
+            if meta is not None and len(meta.encode()) > limit:
+                return ErrorCode.OFFSET_METADATA_TOO_LARGE
+        return ErrorCode.NONE
+
+    def txn_commit_offsets(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: dict[TopicPartition, tuple[int, int, str | None]],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: stage offsets under the producer until its transaction's marker.
+
+        KIP-447: a member id and generation, when sent, are fenced like OffsetCommit's.
+        """
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return dict.fromkeys(offsets, error)
+        if member_id or generation >= 0:
+            error = self._validate_commit(group_id, generation, member_id, group_instance_id)
+        elif self._is_share_group(group_id):
+            error = ErrorCode.GROUP_ID_NOT_FOUND
+        if error is ErrorCode.NONE:
+            error = self._check_metadata(offsets)
+        known_epoch = self._pending_epochs.get(producer_id)
+        if error is ErrorCode.NONE and known_epoch is not None and producer_epoch < known_epoch:
+            error = ErrorCode.PRODUCER_FENCED
+        if error is not ErrorCode.NONE:
+            return dict.fromkeys(offsets, error)
+        now = self._clock.now_ms()
+        records: list[Record] = [
+            (OffsetKey(group_id, tp.topic, tp.partition), OffsetValue(off, epoch, meta or "", now))
+            for tp, (off, epoch, meta) in offsets.items()
+        ]
+        error = self._write(records, producer=(producer_id, producer_epoch))
+        return dict.fromkeys(offsets, error)
+
+    def complete_transaction(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> ErrorCode:
+        """A WriteTxnMarkers entry for this partition: append the marker, then apply it."""
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error
+        known = self._pending_epochs.get(producer_id)
+        if known is not None and producer_epoch < known:
+            return ErrorCode.INVALID_PRODUCER_EPOCH  # an old epoch's marker: a newer txn is open
+        if producer_id not in self.offsets.pending:
+            return ErrorCode.NONE  # nothing staged (or already applied): idempotent
+        now = self._clock.now_ms()
+        try:
+            batch = build_control_batch(
+                ControlType.COMMIT if commit else ControlType.ABORT,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                coordinator_epoch=coordinator_epoch,
+                timestamp_ms=now,
+            )
+            self._log.append(batch, now)
+            self._log.flush()
+        except Exception as exc:
+            error = append_error_code(exc)
+            log.warning("__consumer_offsets marker append failed (%r): %s", exc, error.name)
+            return error
+        self._apply_marker(producer_id, commit)
+        return ErrorCode.NONE
+
+    def _apply_marker(self, producer_id: int, commit: bool) -> None:
+        applied = self.offsets.complete(producer_id, commit)
+        self._pending_epochs.pop(producer_id, None)
+        for group_id, _tp in applied:
+            if group_id not in self._groups:
+                self._groups[group_id] = ClassicGroup(group_id)
+        if applied:
+            for group_id in {g for g, _tp in applied}:
+                self._emit(group_id, "offset-commits", sum(1 for g, _ in applied if g == group_id))
+
+    def fetch_offsets(
+        self, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool
+    ) -> tuple[ErrorCode, dict[TopicPartition, FetchedOffset]]:
+        """OffsetFetch for one group (``partitions`` None: every committed partition)."""
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error, {}
+        committed = self.offsets.of(group_id)
+        wanted = sorted(committed) if partitions is None else partitions
+        out: dict[TopicPartition, FetchedOffset] = {}
+        for tp in wanted:
+            if require_stable and self.offsets.has_pending(group_id, tp):
+                out[tp] = FetchedOffset(-1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
+                continue
+            entry = committed.get(tp)
+            if entry is None:
+                out[tp] = FetchedOffset(-1, -1, "", ErrorCode.NONE)
+            else:
+                out[tp] = FetchedOffset(
+                    entry.offset, entry.leader_epoch, entry.metadata, ErrorCode.NONE
+                )
+        return ErrorCode.NONE, out
+
+    def delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """OffsetDelete (KIP-496): the group's top-level error, and one per partition."""
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error, {}
+        group = self._groups.get(group_id)
+        if group is None or group.state is _S.DEAD:
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        subscribed = group.subscribed_topics()
+        if group.state is not _S.EMPTY and subscribed is None:
+            return ErrorCode.NON_EMPTY_GROUP, {}  # not the consumer protocol: no subscriptions
+        results: dict[TopicPartition, ErrorCode] = {}
+        committed = self.offsets.of(group_id)
+        records: list[Record] = []
+        for tp in partitions:
+            if group.state is not _S.EMPTY and subscribed is not None and tp.topic in subscribed:
+                results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                continue
+            results[tp] = ErrorCode.NONE
+            if tp in committed:
+                records.append((OffsetKey(group_id, tp.topic, tp.partition), None))
+        if records:
+            error = self._write(records)
+            if error is not ErrorCode.NONE:
+                return error, {}
+            self._emit(group_id, "offset-deletions", len(records))
+        return ErrorCode.NONE, results
+
+    # --- offset retention (KIP-211) -----------------------------------------------------------
+
+    def _schedule_expiry(self) -> None:
+        interval = self._config.get_int("offsets.retention.check.interval.ms")
+        self._timers.arm(self._clock, ("expiry",), interval, self._expire_offsets)
+
+    def _expire_offsets(self) -> None:
+        if self._closed:
+            return
+        self.expire_offsets()
+        self._schedule_expiry()
+
+    def expire_offsets(self) -> int:
+        """Delete offsets past ``offsets.retention.minutes``: every offset of a group empty for
+        that long, and offsets of topics a consumer group no longer subscribes to (KIP-496)."""
+        now = self._clock.now_ms()
+        retention = self._config.get_int("offsets.retention.minutes") * 60_000
+        expired = 0
+        for group_id in sorted(self.offsets.committed):
+            group = self._groups.get(group_id)
+            empty = group is None or group.state is _S.EMPTY
+            subscribed = None if group is None else group.subscribed_topics()
+            records: list[Record] = []
+            for tp, entry in sorted(self.offsets.of(group_id).items()):
+                if self.offsets.has_pending(group_id, tp):
+                    continue
+                if empty:
+                    since = max(entry.commit_timestamp, group.state_timestamp if group else -1)
+                elif subscribed is not None and tp.topic not in subscribed:
+                    since = entry.commit_timestamp
+                else:
+                    continue
+                if now - since >= retention:
+                    records.append((OffsetKey(group_id, tp.topic, tp.partition), None))
+            if empty and group is not None and len(records) == len(self.offsets.of(group_id)):
+                records.append((GroupKey(group_id), None))
+            if records and self._write(records) is ErrorCode.NONE:
+                count = sum(1 for key, _v in records if isinstance(key, OffsetKey))
+                expired += count
+                self._emit(group_id, "offset-expirations", count)
+        return expired
+
+    # --- persistence --------------------------------------------------------------------------
+
+    def _write(
+        self, records: list[Record], *, producer: tuple[int, int] | None = None
+    ) -> ErrorCode:
+        """Append ``records`` as one batch (transactional for ``producer``), flush, apply."""
+        if not records:
+            return ErrorCode.NONE
+        now = self._clock.now_ms()
+        pairs: list[tuple[bytes | None, bytes | None]] = [
+            (encode_key(k), encode_value(v)) for k, v in records
+        ]
+        try:
+            if producer is None:
+                batch = build_batch(pairs, timestamp_ms=now)
+            else:
+                batch = build_batch(
+                    pairs,
+                    timestamp_ms=now,
+                    producer_id=producer[0],
+                    producer_epoch=producer[1],
+                    transactional=True,
+                )
+            header = self._log.append(batch, now)
+            self._log.flush()
+        except Exception as exc:
+            error = append_error_code(exc)
+            log.warning("__consumer_offsets append failed (%r): %s", exc, error.name)
+            return error
+        if producer is not None:
+            self._pending_epochs[producer[0]] = producer[1]
+        for index, record in enumerate(records):
+            self._apply(
+                record, header.base_offset + index, None if producer is None else producer[0]
+            )
+        return ErrorCode.NONE
+
+    def _apply(self, record: Record, record_offset: int, producer_id: int | None) -> None:
+        key, value = record
+        if isinstance(key, OffsetKey):
+            tp = TopicPartition(key.topic, key.partition)
+            if value is None:
+                self.offsets.delete(key.group_id, tp)
+                return
+            assert isinstance(value, OffsetValue)
+            entry = OffsetEntry(
+                value.offset,
+                value.leader_epoch,
+                value.metadata,
+                value.commit_timestamp,
+                record_offset,
+            )
+            if producer_id is not None:
+                self.offsets.stage(producer_id, key.group_id, tp, entry)
+                return
+            self.offsets.commit(key.group_id, tp, entry)
+            if key.group_id not in self._groups:
+                self._groups[key.group_id] = ClassicGroup(
+                    key.group_id, state_timestamp=value.commit_timestamp
+                )
+            return
+        if value is None:
+            group = self._groups.pop(key.group_id, None)
+            if group is not None:
+                for member_id in list(group.members):
+                    self._timers.cancel(("session", key.group_id, member_id))
+                self.offsets.drop_group(key.group_id)
+            return
+        assert isinstance(value, GroupValue)
+        live = self._groups.get(key.group_id)
+        if live is not None and self._loaded:
+            return  # live: the group object is already current; the record is its snapshot
+        self._groups[key.group_id] = ClassicGroup.from_value(key.group_id, value)
+
+    def _emit(self, group_id: str, meter: str, count: int) -> None:
+        if self.on_event is not None and count > 0:
+            self.on_event(group_id, meter, count)
+
+    @property
+    def consumer_protocol_type(self) -> str:
+        return CONSUMER_PROTOCOL_TYPE

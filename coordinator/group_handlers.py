@@ -1,0 +1,311 @@
+"""Wire handlers of the consumer-group APIs: classic membership, offsets, KIP-496, KIP-98.
+
+Each handler turns a decoded request into a call on ``BrokerCore.groups`` (the sans-I/O
+``ConsumerGroupCoordinator``) and its result into the newest schema's field names; JoinGroup
+and SyncGroup wait on a future that the coordinator completes when the rebalance does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from coordinator.broker import BrokerCore
+from coordinator.group.coordinator import JoinRequest, JoinResult, SyncResult
+from coordinator.wire import DecodedRequest, field
+from txn.errors import ErrorCode
+from txn.ids import TopicPartition
+
+Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
+R = TypeVar("R")
+
+OffsetMap = dict[TopicPartition, tuple[int, int, str | None]]
+
+
+def _ms(value: Any) -> int:
+    if isinstance(value, datetime.timedelta):
+        return int(value.total_seconds() * 1000)
+    return int(value)
+
+
+def _offsets(topics: Any) -> OffsetMap:
+    out: OffsetMap = {}
+    for topic in topics:
+        for p in topic.partitions:
+            epoch = int(field(p, "committed_leader_epoch", default=-1))
+            out[TopicPartition(topic.name, int(p.partition_index))] = (
+                int(p.committed_offset),
+                epoch,
+                p.committed_metadata,
+            )
+    return out
+
+
+def _by_topic(
+    results: dict[TopicPartition, Any], entry: Callable[[Any], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """[{name, partitions: [{partition_index, ...entry(result)}]}] in request order."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for tp, result in results.items():
+        topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, **entry(result)})
+    return [{"name": name, "partitions": parts} for name, parts in topics.items()]
+
+
+class GroupHandlers:
+    """Dispatch entries for the consumer-group APIs."""
+
+    def __init__(self, core: BrokerCore) -> None:
+        self.core = core
+        self.table: dict[int, Handler] = {
+            8: self.offset_commit,
+            9: self.offset_fetch,
+            11: self.join_group,
+            12: self.heartbeat,
+            13: self.leave_group,
+            14: self.sync_group,
+            15: self.describe_groups,
+            25: self.add_offsets_to_txn,
+            28: self.txn_offset_commit,
+            47: self.offset_delete,
+        }
+
+    @staticmethod
+    async def _deferred(start: Callable[[Callable[[R], None]], None]) -> R:
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+
+        def respond(result: R) -> None:
+            if not future.done():
+                future.set_result(result)
+
+        start(respond)
+        return await future
+
+    # -- membership -----------------------------------------------------------------------------
+
+    async def join_group(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        session = _ms(b.session_timeout)
+        rebalance = _ms(field(b, "rebalance_timeout", default=session))
+        request = JoinRequest(
+            group_id=b.group_id,
+            member_id=b.member_id or "",
+            group_instance_id=field(b, "group_instance_id"),
+            protocol_type=b.protocol_type,
+            protocols=[(p.name, bytes(p.metadata)) for p in b.protocols],
+            session_timeout_ms=session,
+            rebalance_timeout_ms=rebalance,
+            client_id=req.client_id or "",
+            client_host=f"/{req.client_host}" if req.client_host else "",
+            require_known_member_id=req.api_version >= 4,
+        )
+        result: JoinResult = await self._deferred(
+            lambda respond: self.core.groups.join(request, respond)
+        )
+        nullable = req.api_version >= 7
+        return {
+            "error_code": result.error,
+            "generation_id": result.generation,
+            "protocol_type": result.protocol_type,
+            "protocol_name": result.protocol if result.protocol is not None or nullable else "",
+            "leader": result.leader,
+            "skip_assignment": False,
+            "member_id": result.member_id,
+            "members": [
+                {"member_id": m, "group_instance_id": i, "metadata": meta}
+                for m, i, meta in result.members
+            ],
+        }
+
+    async def sync_group(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        assignments = {a.member_id: bytes(a.assignment) for a in b.assignments}
+        result: SyncResult = await self._deferred(
+            lambda respond: self.core.groups.sync(
+                b.group_id,
+                int(b.generation_id),
+                b.member_id,
+                field(b, "group_instance_id"),
+                field(b, "protocol_type"),
+                field(b, "protocol_name"),
+                assignments,
+                respond,
+            )
+        )
+        return {
+            "error_code": result.error,
+            "protocol_type": result.protocol_type,
+            "protocol_name": result.protocol,
+            "assignment": result.assignment,
+        }
+
+    async def heartbeat(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        error = self.core.groups.heartbeat(
+            b.group_id, int(b.generation_id), b.member_id, field(b, "group_instance_id")
+        )
+        return {"error_code": error}
+
+    async def leave_group(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        members = field(b, "members")
+        if members is None:  # v0-2: one member
+            identities: list[tuple[str, str | None]] = [(b.member_id, None)]
+        else:
+            identities = [(m.member_id or "", m.group_instance_id) for m in members]
+        error, results = self.core.groups.leave(b.group_id, identities)
+        if members is None and results:
+            error = results[0][2] if error is ErrorCode.NONE else error
+        return {
+            "error_code": error,
+            "members": [
+                {"member_id": m, "group_instance_id": i, "error_code": e} for m, i, e in results
+            ],
+        }
+
+    async def describe_groups(self, req: DecodedRequest) -> dict[str, Any]:
+        groups = []
+        for d in self.core.groups.describe(list(req.body.groups)):
+            if d.state == "Dead" and self.core.share.groups.group(d.group_id) is not None:
+                # A share group: DescribeGroups answers it as Kafka does, by its type's state.
+                view = self.core.share.groups.group(d.group_id)
+                assert view is not None
+                groups.append(
+                    {
+                        "error_code": ErrorCode.NONE,
+                        "group_id": d.group_id,
+                        "group_state": view.state,
+                        "protocol_type": "share",
+                        "protocol_data": "",
+                        "members": [],
+                        "authorized_operations": -2147483648,
+                    }
+                )
+                continue
+            groups.append(
+                {
+                    "error_code": d.error,
+                    "group_id": d.group_id,
+                    "group_state": d.state,
+                    "protocol_type": d.protocol_type,
+                    "protocol_data": d.protocol,
+                    "members": [
+                        {
+                            "member_id": m.member_id,
+                            "group_instance_id": m.group_instance_id,
+                            "client_id": m.client_id,
+                            "client_host": m.client_host,
+                            "member_metadata": m.metadata,
+                            "member_assignment": m.assignment,
+                        }
+                        for m in d.members
+                    ],
+                    "authorized_operations": -2147483648,
+                }
+            )
+        return {"groups": groups}
+
+    # -- offsets --------------------------------------------------------------------------------
+
+    async def offset_commit(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        offsets = _offsets(b.topics)
+        results = self.core.groups.commit_offsets(
+            b.group_id,
+            int(field(b, "generation_id_or_member_epoch", "generation_id", default=-1)),
+            field(b, "member_id", default="") or "",
+            field(b, "group_instance_id"),
+            offsets,
+        )
+        return {"topics": _by_topic(results, lambda e: {"error_code": e})}
+
+    async def offset_fetch(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        require_stable = bool(field(b, "require_stable", default=False))
+        groups = field(b, "groups")
+        if groups is None:
+            wanted = [(b.group_id, b.topics)]
+        else:
+            wanted = [(g.group_id, g.topics) for g in groups]
+        answers = []
+        for group_id, topics in wanted:
+            partitions = None
+            if topics is not None:
+                partitions = [
+                    TopicPartition(t.name, int(p)) for t in topics for p in t.partition_indexes
+                ]
+            error, fetched = self.core.groups.fetch_offsets(group_id, partitions, require_stable)
+            answers.append(
+                {
+                    "group_id": group_id,
+                    "error_code": error,
+                    "topics": _by_topic(
+                        fetched,
+                        lambda f: {
+                            "committed_offset": f.offset,
+                            "committed_leader_epoch": f.leader_epoch,
+                            "metadata": f.metadata,
+                            "error_code": f.error,
+                        },
+                    ),
+                }
+            )
+        if groups is None:
+            return {"error_code": answers[0]["error_code"], "topics": answers[0]["topics"]}
+        return {"groups": answers}
+
+    async def offset_delete(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        partitions = [
+            TopicPartition(t.name, int(p.partition_index)) for t in b.topics for p in t.partitions
+        ]
+        error, results = self.core.groups.delete_offsets(b.group_id, partitions)
+        return {
+            "error_code": error,
+            "topics": _by_topic(results, lambda e: {"error_code": e})
+            if error is ErrorCode.NONE
+            else [],
+        }
+
+    # -- transactional offsets (KIP-98, KIP-447) ------------------------------------------------
+
+    async def add_offsets_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        if not b.group_id:
+            return {"error_code": ErrorCode.INVALID_GROUP_ID}
+        results = self.core.txn_coordinator.add_partitions_to_txn(
+            b.transactional_id,
+            int(b.producer_id),
+            int(b.producer_epoch),
+            [self.core.consumer_offsets_partition],
+        )
+        errors = [e for e in results.values() if e is not ErrorCode.NONE]
+        return {"error_code": errors[0] if errors else ErrorCode.NONE}
+
+    async def txn_offset_commit(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        offsets = _offsets(b.topics)
+        verdict = self.core.txn_coordinator.verify_partitions(
+            b.transactional_id,
+            int(b.producer_id),
+            int(b.producer_epoch),
+            [self.core.consumer_offsets_partition],
+        ).get(self.core.consumer_offsets_partition, ErrorCode.INVALID_TXN_STATE)
+        if verdict is not ErrorCode.NONE:
+            # The group's partition is not in this producer's ongoing transaction (no
+            # AddOffsetsToTxn, or a fenced epoch): nothing may be staged outside a transaction.
+            if verdict in (ErrorCode.TRANSACTION_ABORTABLE, ErrorCode.INVALID_PRODUCER_ID_MAPPING):
+                verdict = ErrorCode.INVALID_TXN_STATE
+            results = dict.fromkeys(offsets, verdict)
+        else:
+            results = self.core.groups.txn_commit_offsets(
+                int(b.producer_id),
+                int(b.producer_epoch),
+                b.group_id,
+                int(field(b, "generation_id", default=-1)),
+                field(b, "member_id", default="") or "",
+                field(b, "group_instance_id"),
+                offsets,
+            )
+        return {"topics": _by_topic(results, lambda e: {"error_code": e})}

@@ -51,7 +51,7 @@ def test_unknown_codec_ids_and_names() -> None:
     with pytest.raises(UnknownCodec, match="codec id 5"):
         decompress(5, b"")
     assert codec_by_name(" LZ4 ") is Codec.LZ4
-    with pytest.raises(UnknownCodec, match="compression.type must be one of"):
+    with pytest.raises(UnknownCodec, match=r"compression\.type must be one of"):
         codec_by_name("brotli")
 
 

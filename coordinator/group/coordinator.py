@@ -721,6 +721,12 @@ class ConsumerGroupCoordinator:
         group = self._groups.get(group_id)
         if self._closed or group is None or member_id not in group.members:
             return
+        member = group.members[member_id]
+        if member.awaiting_join is not None or member.awaiting_sync is not None:
+            # Waiting on the coordinator counts as alive (Kafka's hasSatisfiedHeartbeat): the
+            # rebalance timeout bounds a join, the leader's sync a sync.
+            self._arm_session(group, member, self._clock.now_ms())
+            return
         log.info("group %s: member %s session timed out", group_id, member_id)
         self._drop_member(group, member_id)
         self._after_removal(group)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from producer.client import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KafkaClient, check_error
+from producer.group_admin import ConsumerGroupAdmin
 from producer.raw import describe_transactions_raw
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
@@ -182,7 +183,7 @@ def _item(entry: Any) -> ItemResult:
     return ItemResult(ErrorCode(int(entry.error_code)), str(message) if message else None)
 
 
-class Admin:
+class Admin(ConsumerGroupAdmin):
     """Kafka administration for sharetxn brokers (and standard APIs on any Kafka cluster)."""
 
     def __init__(self, config: dict[str, Any] | str) -> None:
@@ -599,6 +600,7 @@ class Admin:
             )
             for c in r.configs
         ]
+
 
 def _describe_transaction_raw(
     conn: Any, version: int, transactional_id: str

@@ -55,16 +55,22 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     1: 16,  # Fetch
     2: 7,  # ListOffsets
     3: 12,  # Metadata
+    8: 9,  # OffsetCommit
+    9: 7,  # OffsetFetch (one group, require_stable)
     10: 4,  # FindCoordinator (batched keys from v4)
+    15: 5,  # DescribeGroups
     16: 5,  # ListGroups
     19: 7,  # CreateTopics
     20: 6,  # DeleteTopics
     22: 6,  # InitProducerId
     24: 3,  # AddPartitionsToTxn (client form)
+    25: 3,  # AddOffsetsToTxn
     26: 4,  # EndTxn (TV0/1 from clients)
+    28: 3,  # TxnOffsetCommit (KIP-447 generation fencing)
     32: 4,  # DescribeConfigs
     42: 2,  # DeleteGroups
     44: 1,  # IncrementalAlterConfigs
+    47: 0,  # OffsetDelete (KIP-496)
     61: 0,  # DescribeProducers
     65: 0,  # DescribeTransactions
     66: 1,  # ListTransactions

@@ -17,6 +17,7 @@ from producer.share_consumer import ConcurrentAccessError, ShareConsumer
 from producer.transactional_producer import RecordMetadata, TransactionalProducer
 from producer.types import (
     AcknowledgeType,
+    ConsumerGroupMetadata,
     PreparedTxnState,
     Record,
     ShareAckBatch,
@@ -29,6 +30,7 @@ __all__ = [
     "AcknowledgeType",
     "Admin",
     "ConcurrentAccessError",
+    "ConsumerGroupMetadata",
     "IllegalStateError",
     "PreparedTxnState",
     "Record",

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, NoReturn, Self
+from typing import Any, Self
 
 from producer.accumulator import (
     RecordAccumulator,
@@ -36,7 +36,7 @@ from producer.accumulator import (
     partition_for_key,
     record_size,
 )
-from producer.client import KEY_TYPE_TRANSACTION, KafkaClient
+from producer.client import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KafkaClient
 from producer.sender import ProducerClient, Sender, SenderConfig, fenced_or_typed
 from producer.txn_manager import (
     ABORTABLE_CODES,
@@ -52,6 +52,7 @@ from producer.txn_manager import (
     UnsupportedOperationError,
 )
 from producer.types import (
+    ConsumerGroupMetadata,
     PreparedTxnState,
     ShareAckBatch,
     ShareAcknowledgements,
@@ -84,6 +85,8 @@ __all__ = [
 log = logging.getLogger("sharetxn.producer")
 
 API_INIT_PRODUCER_ID = 22
+API_ADD_OFFSETS_TO_TXN = 25
+API_TXN_OFFSET_COMMIT = 28
 API_END_TXN = 26
 API_TXN_SHARE_ACKNOWLEDGE = 93
 API_ADD_SHARE_ACKS_TO_TXN = 94
@@ -449,18 +452,6 @@ class TransactionalProducer:
             self._txn.clear_transaction()
             self._txn.transition(TxnState.IN_TRANSACTION)
 
-    def send_offsets_to_transaction(self, offsets: object, group_metadata: object) -> NoReturn:
-        """Not supported: this broker has no consumer-group offsets (AddOffsetsToTxn,
-        TxnOffsetCommit).  Share groups use ``send_share_acks_to_transaction`` instead.
-        """
-        del offsets, group_metadata
-        msg = (
-            "send_offsets_to_transaction: consumer-group offsets are not supported by the "
-            "sharetxn broker (no AddOffsetsToTxn/TxnOffsetCommit); acknowledge share-group "
-            "records with send_share_acks_to_transaction"
-        )
-        raise UnsupportedOperationError(msg)
-
     def send_share_acks_to_transaction(
         self,
         acks: ShareAcknowledgements,
@@ -523,6 +514,113 @@ class TransactionalProducer:
                 # A retriable error here means the outcome is unknown: abort to be safe.
                 self._on_coordinator_error(exc, FATAL_CODES)
                 raise
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        group_metadata: ConsumerGroupMetadata | str,
+        timeout_s: float | None = None,
+    ) -> None:
+        """Commit consumer-group offsets with the open transaction (KIP-98, KIP-447).
+
+        AddOffsetsToTxn (the coordinator adds the group's ``__consumer_offsets`` partition),
+        then TxnOffsetCommit to the group coordinator: the offsets become the group's
+        committed offsets when the transaction commits and are discarded when it aborts.
+        ``offsets`` are the next offsets to read, as Kafka's clients commit them.  A stale
+        generation or member (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID)
+        makes the transaction abortable; PRODUCER_FENCED is fatal.
+        """
+        meta = (
+            ConsumerGroupMetadata(group_metadata)
+            if isinstance(group_metadata, str)
+            else group_metadata
+        )
+        if not meta.group_id:
+            msg = "send_offsets_to_transaction needs a group id"
+            raise ValueError(msg)
+        for tp, offset in offsets.items():
+            if offset < 0:
+                msg = f"bad offset {offset} for {tp}"
+                raise ValueError(msg)
+        deadline = self._deadline(timeout_s)
+        with self._lock:
+            self._ensure_open()
+            self._txn.check(Operation.SEND_OFFSETS)
+            if not offsets:
+                return
+            tid = self.config.transactional_id
+            pid, epoch = self._txn.producer_id_and_epoch
+            body = {
+                "transactional_id": tid,
+                "producer_id": pid,
+                "producer_epoch": epoch,
+                "group_id": meta.group_id,
+            }
+            try:
+                self._coordinator_request(
+                    API_ADD_OFFSETS_TO_TXN, body, deadline, group_id=meta.group_id
+                )
+            except RetriableError:
+                raise
+            except KafkaProtocolError as exc:
+                self._on_coordinator_error(exc, _COORDINATOR_FATAL)
+                raise
+            self._txn.share_acks_added()  # the coordinator now has a partition of this txn
+            try:
+                self._txn_offset_commit(dict(offsets), meta, tid, pid, epoch, deadline)
+            except KafkaProtocolError as exc:
+                self._on_coordinator_error(exc, FATAL_CODES)
+                raise
+
+    def _txn_offset_commit(
+        self,
+        offsets: dict[TopicPartition, int],
+        meta: ConsumerGroupMetadata,
+        tid: str | None,
+        pid: int,
+        epoch: int,
+        deadline: float,
+    ) -> None:
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for tp in sorted(offsets):
+            topics.setdefault(tp.topic, []).append(
+                {
+                    "partition_index": tp.partition,
+                    "committed_offset": offsets[tp],
+                    "committed_leader_epoch": -1,
+                    "committed_metadata": "",
+                }
+            )
+        body = {
+            "transactional_id": tid,
+            "group_id": meta.group_id,
+            "producer_id": pid,
+            "producer_epoch": epoch,
+            "generation_id": meta.generation_id,
+            "member_id": meta.member_id,
+            "group_instance_id": meta.group_instance_id,
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+        }
+
+        def attempt() -> None:
+            node = self._client.coordinator_for(KEY_TYPE_GROUP, meta.group_id)
+            resp = self._client.send(node, API_TXN_OFFSET_COMMIT, body)
+            for t in resp.topics:
+                for p in t.partitions:
+                    code = int(p.error_code)
+                    if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
+                        self._client.forget_coordinator(KEY_TYPE_GROUP, meta.group_id)
+                    if code != ErrorCode.NONE:
+                        raise fenced_or_typed(
+                            code,
+                            None,
+                            transactional_id=tid,
+                            group_id=meta.group_id,
+                            topic=t.name,
+                            partition=int(p.partition_index),
+                        )
+
+        self._client.call(attempt, timeout_ms=_remaining_ms(deadline))
 
     def _txn_share_acknowledge(
         self,

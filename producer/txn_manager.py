@@ -154,6 +154,7 @@ class Operation(Enum):
     BEGIN_TRANSACTION = "begin_transaction"
     SEND = "send"
     SEND_SHARE_ACKS = "send_share_acks_to_transaction"
+    SEND_OFFSETS = "send_offsets_to_transaction"
     PREPARE_TRANSACTION = "prepare_transaction"
     COMMIT_TRANSACTION = "commit_transaction"
     ABORT_TRANSACTION = "abort_transaction"
@@ -168,6 +169,7 @@ ALLOWED: Final[dict[Operation, frozenset[TxnState]]] = {
     _O.BEGIN_TRANSACTION: frozenset({_T.READY}),
     _O.SEND: frozenset({_T.IN_TRANSACTION}),
     _O.SEND_SHARE_ACKS: frozenset({_T.IN_TRANSACTION}),
+    _O.SEND_OFFSETS: frozenset({_T.IN_TRANSACTION}),
     _O.PREPARE_TRANSACTION: frozenset({_T.IN_TRANSACTION}),
     _O.COMMIT_TRANSACTION: frozenset({_T.IN_TRANSACTION, _T.PREPARED, _T.COMMITTING}),
     _O.ABORT_TRANSACTION: frozenset(
@@ -424,7 +426,7 @@ def _misuse_message(operation: Operation, state: TxnState) -> str:
         if state is TxnState.PREPARED:
             return "the prepared transaction must be committed, aborted or completed first"
         return f"begin_transaction is not allowed while {state.value}"
-    if operation in (Operation.SEND, Operation.SEND_SHARE_ACKS):
+    if operation in (Operation.SEND, Operation.SEND_SHARE_ACKS, Operation.SEND_OFFSETS):
         if state is TxnState.READY:
             return f"{operation.value} outside a transaction: call begin_transaction first"
         if state is TxnState.PREPARED:

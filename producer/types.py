@@ -76,6 +76,20 @@ class ShareGroupMetadata:
 
 
 @dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadata:
+    """What ``send_offsets_to_transaction`` needs to know about a consumer group member.
+
+    With the member id and generation (KIP-447), the group coordinator fences a zombie whose
+    generation is gone; ``ConsumerGroupMetadata(group_id)`` alone commits without that check.
+    """
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PreparedTxnState:
     """A prepared (2PC) transaction: enough to finish it from another process.
 

@@ -36,7 +36,6 @@ from producer.transactional_producer import (
     TransactionAbortedError,
     TransactionalProducer,
     TxnState,
-    UnsupportedOperationError,
 )
 from producer.types import AcknowledgeType, PreparedTxnState, Record, ShareGroupMetadata
 from txn.errors import (
@@ -575,8 +574,8 @@ def test_every_misuse_raises_the_documented_error(txn_broker: LocalBroker) -> No
         producer.begin_transaction()
     with pytest.raises(IllegalStateError, match=r"two\.phase\.commit"):
         producer.prepare_transaction()
-    with pytest.raises(UnsupportedOperationError, match="consumer-group offsets"):
-        producer.send_offsets_to_transaction({}, None)
+    with pytest.raises(ValueError, match="needs a group id"):
+        producer.send_offsets_to_transaction({}, "")
     with pytest.raises(ValueError, match="out of range"):
         producer.send(topic, b"x", partition=5)
     producer.abort_transaction()

@@ -25,7 +25,6 @@ from producer.transactional_producer import (
     IllegalStateError,
     ProducerConfig,
     TransactionalProducer,
-    UnsupportedOperationError,
 )
 from producer.txn_manager import (
     ALLOWED,
@@ -851,8 +850,12 @@ def test_share_ack_argument_checks() -> None:
         assert client.sent(94) == []
         producer.commit_transaction()
         assert client.sent(26) == [], "an empty transaction ends locally"
-        with pytest.raises(UnsupportedOperationError):
-            producer.send_offsets_to_transaction({}, None)
+        with pytest.raises(IllegalStateError, match="outside a transaction"):
+            producer.send_offsets_to_transaction({TopicPartition("t", 0): 1}, "g")
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction({}, "g")
+        assert client.sent(25) == [], "no offsets: nothing to add"
+        producer.abort_transaction()
     finally:
         producer.close()
 

@@ -31,6 +31,11 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
         "producer.configs_cli",
         "describe and alter topic, group and broker configs (like kafka-configs.sh)",
     ),
+    "consumer-groups": (
+        "producer.consumer_groups_cli",
+        "list, describe, reset and delete consumer groups and offsets "
+        "(like kafka-consumer-groups.sh)",
+    ),
     "share-groups": (
         "producer.share_groups_cli",
         "list, describe, reset and delete share groups (like kafka-share-groups.sh)",

@@ -26,7 +26,12 @@ from types import TracebackType
 from coordinator.broker import BrokerCore
 from coordinator.log.file_log import FileStorage
 from coordinator.log.storage import LogConfig
-from coordinator.metrics import BrokerMetrics, ShareGroupMetrics, ShareTransactionMetrics
+from coordinator.metrics import (
+    BrokerMetrics,
+    GroupCoordinatorMetrics,
+    ShareGroupMetrics,
+    ShareTransactionMetrics,
+)
 from coordinator.metrics_export import install_exporters
 from coordinator.runtime import LoopClock
 from coordinator.server import KafkaServer
@@ -60,6 +65,7 @@ async def serve(
     core = BrokerCore(storage, LoopClock(loop), config, random.Random())
     core.add_share_event_listener(ShareGroupMetrics().record)
     core.share.on_txn_metric = ShareTransactionMetrics().record
+    core.add_group_event_listener(GroupCoordinatorMetrics().record)
     server = KafkaServer(core, host, port)
     broker_metrics = BrokerMetrics(
         lambda: {**core.gauges(), "connection-count": server.connection_count}

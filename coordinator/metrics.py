@@ -51,6 +51,30 @@ class ShareGroupMetrics:
             counter.add(count, {"group.id": group_id})
 
 
+GROUP_COORDINATOR_METERS: Final = {
+    "offset-commits": "Offsets committed (each partition counts)",
+    "offset-expirations": "Offsets expired by offsets.retention.minutes",
+    "offset-deletions": "Offsets deleted by an administrator (OffsetDelete, group deletion)",
+    "group-completed-rebalances": "Rebalances completed (an assignment written to the log)",
+}
+
+
+class GroupCoordinatorMetrics:
+    """KIP-496's four group-coordinator meters, per ``group.id``."""
+
+    def __init__(self, provider: MeterProvider | None = None) -> None:
+        meter = (provider or metrics.get_meter_provider()).get_meter("sharetxn.broker")
+        self._counters: dict[str, Counter] = {
+            name: meter.create_counter(name, description=description)
+            for name, description in GROUP_COORDINATOR_METERS.items()
+        }
+
+    def record(self, group_id: str, meter: str, count: int) -> None:
+        counter = self._counters.get(meter)
+        if counter is not None and count > 0:
+            counter.add(count, {"group.id": group_id})
+
+
 class ShareTransactionMetrics:
     """KIP-1289's instruments, with the KIP's names.
 

@@ -24,6 +24,7 @@ from rich.table import Table
 from producer.admin import Admin
 from txn.errors import InvalidConfigError, KafkaProtocolError, RetriableError
 from txn.exit_codes import EXIT_CODES_HELP, ExitCode, UsageExitParser
+from txn.ids import TopicPartition
 
 __all__ = [
     "EXIT_CODES_HELP",
@@ -40,6 +41,7 @@ __all__ = [
     "read_properties",
     "report_error",
     "run_admin",
+    "topic_partitions",
 ]
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -217,3 +219,15 @@ def emit(
         emit_json(rows)
     else:
         print_rows(console, rows, title)
+
+
+def topic_partitions(admin: Admin, spec: str) -> list[TopicPartition]:
+    """``TOPIC`` (every partition) or ``TOPIC:P[,P...]``, as Kafka's group tools take --topic."""
+    topic, _, parts = spec.partition(":")
+    if parts:
+        try:
+            return [TopicPartition(topic, int(p)) for p in parts.split(",")]
+        except ValueError:
+            msg = f"--topic: expected TOPIC or TOPIC:P[,P...], got {spec!r}"
+            raise CliError(msg, ExitCode.USAGE) from None
+    return [TopicPartition(topic, p) for p in admin.client.topic(topic).partitions]

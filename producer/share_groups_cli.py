@@ -30,6 +30,7 @@ from producer.cli_support import (
     emit,
     guarded,
     run_admin,
+    topic_partitions,
 )
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
@@ -85,17 +86,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument(
         "--dry-run", action="store_true", help="print the plan, change nothing (the default)"
     )
-
-
-def _partitions(admin: Admin, spec: str) -> list[TopicPartition]:
-    topic, _, parts = spec.partition(":")
-    if parts:
-        try:
-            return [TopicPartition(topic, int(p)) for p in parts.split(",")]
-        except ValueError:
-            msg = f"--topic: expected TOPIC or TOPIC:P[,P...], got {spec!r}"
-            raise CliError(msg, ExitCode.USAGE) from None
-    return [TopicPartition(topic, p) for p in admin.client.topic(topic).partitions]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -175,7 +165,7 @@ def _dispatch(admin: Admin, args: argparse.Namespace, console: Console) -> int:
 def _reset_offsets(admin: Admin, args: argparse.Namespace, console: Console, group: str) -> int:
     offsets: dict[TopicPartition, int] = {}
     for spec in args.topic:
-        for tp in _partitions(admin, spec):
+        for tp in topic_partitions(admin, spec):
             earliest, latest = admin.list_offsets(tp, -2), admin.list_offsets(tp, -1)
             if args.to_earliest:
                 offsets[tp] = earliest

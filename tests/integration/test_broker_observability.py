@@ -14,6 +14,8 @@ import pytest
 from confluent_kafka import Producer
 
 from coordinator.launcher import LocalBroker
+from producer import Admin
+from txn.ids import TopicPartition
 
 pytestmark = pytest.mark.integration
 
@@ -44,12 +46,16 @@ def test_metrics_endpoint_and_logs(tmp_path: Path) -> None:
         for i in range(10):
             producer.produce("watched", f"v{i}".encode())
         producer.commit_transaction(30)
+        with Admin(broker.bootstrap_servers) as admin:
+            admin.alter_consumer_group_offsets("watchers", {TopicPartition("watched", 0): 4})
         figures = scrape(url)
+        assert figures['offset_commits_total{group_id="watchers"}'] == 1
         assert figures['request_total{request="Produce"}'] >= 1
         assert figures['request_total{request="EndTxn"}'] == 1
         assert figures["bytes_in_bytes_total"] > 100 and figures["bytes_out_bytes_total"] > 100
         assert figures["partition_count"] >= 1
         assert figures["transactions_open"] == 0
+        assert figures['request_total{request="ApiVersions"}'] >= 1
         assert figures["connection_count"] >= 1
         assert any(k.startswith("request_time_milliseconds_count") for k in figures)
         log = "\n".join(broker.output)

@@ -292,6 +292,27 @@ class BrokerCore:
         log.info("deleted topic %s (id %s)", name, info.topic_id)
         return TopicResult(name, ErrorCode.NONE, None, str(info.topic_id))
 
+    def alter_topic_configs(
+        self,
+        name: str,
+        set_configs: dict[str, str],
+        delete_configs: list[str],
+        *,
+        validate_only: bool = False,
+    ) -> tuple[ErrorCode, str | None]:
+        """IncrementalAlterConfigs on a topic (SET and DELETE)."""
+        if name in HIDDEN_TOPICS or name == TRANSACTION_STATE_TOPIC:
+            return ErrorCode.INVALID_REQUEST, f"the configs of {name!r} cannot be altered"
+        try:
+            info = self.topics.alter_configs(
+                name, set_configs, delete_configs, self.clock.now_ms(), validate_only=validate_only
+            )
+        except KafkaProtocolError as exc:
+            return exc.code, exc.message or str(exc)
+        if not validate_only:
+            log.info("topic %s configs now %s", name, info.configs or "{}")
+        return ErrorCode.NONE, None
+
     def create_partitions(
         self, name: str, count: int, *, validate_only: bool = False
     ) -> TopicResult:

@@ -18,7 +18,12 @@ from typing import Any
 from coordinator.api_versions import SUPPORTED
 from coordinator.broker import BrokerCore
 from coordinator.group_handlers import GroupHandlers
-from coordinator.share_handlers import RESOURCE_GROUP, ShareHandlers
+from coordinator.share_handlers import (
+    RESOURCE_BROKER,
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
+    ShareHandlers,
+)
 from coordinator.topics import TopicInfo
 from coordinator.wire import DecodedRequest, field
 from txn.config import CONFIG_DEFS
@@ -30,8 +35,6 @@ CLUSTER_ID = "sharetxn-single-node"
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 KEY_TYPE_SHARE = 2  # share coordinator, key "group:topicId:partition" (KIP-932)
-RESOURCE_TOPIC = 2
-RESOURCE_BROKER = 4
 
 Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
 

@@ -24,6 +24,8 @@ from coordinator.wire import DecodedRequest, field
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
 RESOURCE_GROUP = 32
 OP_SET = 0
 OP_DELETE = 1
@@ -591,11 +593,17 @@ class ShareHandlers:
         responses = []
         for r in b.resources:
             rtype = int(r.resource_type)
-            if rtype != RESOURCE_GROUP:
+            if rtype not in (RESOURCE_GROUP, RESOURCE_TOPIC):
+                refusal = f"configs of resource type {rtype} cannot be altered"
+                if rtype == RESOURCE_BROKER:
+                    refusal = (
+                        "broker configs are static: set them when the broker starts "
+                        "(sharetxn broker --set KEY=VALUE)"
+                    )
                 responses.append(
                     {
                         "error_code": ErrorCode.INVALID_REQUEST,
-                        "error_message": f"configs of resource type {rtype} cannot be altered",
+                        "error_message": refusal,
                         "resource_type": rtype,
                         "resource_name": r.resource_name,
                     }
@@ -616,9 +624,15 @@ class ShareHandlers:
                     }
                 )
                 continue
-            error, message = self.share.groups.alter_group_configs(
-                r.resource_name, to_set, to_delete, bool(b.validate_only)
-            )
+            message: str | None
+            if rtype == RESOURCE_TOPIC:
+                error, message = self.core.alter_topic_configs(
+                    r.resource_name, to_set, to_delete, validate_only=bool(b.validate_only)
+                )
+            else:
+                error, message = self.share.groups.alter_group_configs(
+                    r.resource_name, to_set, to_delete, bool(b.validate_only)
+                )
             responses.append(
                 {
                     "error_code": error,

@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from coordinator.log.storage import PartitionLog
 from txn.batch import build_batch
 from txn.errors import (
+    InvalidConfigError,
     InvalidPartitionsError,
     InvalidTopicError,
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+from txn.topic_configs import unknown_topic_configs
 from txn.topic_names import topic_name_error
 
 
@@ -103,6 +105,8 @@ class TopicRegistry:
             raise InvalidPartitionsError(
                 f"number of partitions must be at least 1, got {num_partitions}"
             )
+        if not internal and (unknown := unknown_topic_configs(set(configs or {}))):
+            raise InvalidConfigError(f"Unknown topic config name: {', '.join(unknown)}")
         topic_id = uuid.UUID(int=self._rng.getrandbits(128), version=4)
         record: dict[str, object] = {
             "type": "topic",
@@ -140,6 +144,38 @@ class TopicRegistry:
             },
             now_ms,
         )
+
+    def alter_configs(
+        self,
+        name: str,
+        set_configs: dict[str, str],
+        delete_configs: list[str],
+        now_ms: int,
+        *,
+        validate_only: bool = False,
+    ) -> TopicInfo:
+        """IncrementalAlterConfigs SET/DELETE on a topic: a new topic record with the configs."""
+        info = self._by_name.get(name)
+        if info is None:
+            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        if unknown := unknown_topic_configs(set(set_configs) | set(delete_configs)):
+            raise InvalidConfigError(f"Unknown topic config name: {', '.join(unknown)}")
+        configs = {k: v for k, v in info.configs.items() if k not in delete_configs}
+        configs.update(set_configs)
+        if validate_only:
+            return TopicInfo(name, info.topic_id, info.num_partitions, configs, info.internal)
+        self._write(
+            {
+                "type": "topic",
+                "name": name,
+                "id": str(info.topic_id),
+                "partitions": info.num_partitions,
+                "configs": configs,
+                "internal": info.internal,
+            },
+            now_ms,
+        )
+        return self._by_name[name]
 
     def delete(self, name: str, now_ms: int) -> TopicInfo:
         info = self._by_name.get(name)

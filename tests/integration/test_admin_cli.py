@@ -284,3 +284,86 @@ def test_ctrl_c_during_retries_exits_130_with_one_line() -> None:
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == ExitCode.INTERRUPTED
     assert err.strip().splitlines() == ["error: interrupted"]
+
+
+def test_topic_configs(broker: LocalBroker) -> None:
+    b = broker.bootstrap_servers
+    ok_json(
+        "topics",
+        "--create",
+        "--topic",
+        "tc",
+        "--config",
+        "retention.ms=1000",
+        "--bootstrap-server",
+        b,
+    )
+    done = sharetxn(
+        "configs",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        "tc",
+        "--alter",
+        "--add-config",
+        "retention.ms=5000,cleanup.policy=[compact,delete]",
+        "--delete-config",
+        "nothing.set",
+        "--bootstrap-server",
+        b,
+    )
+    assert (
+        done.returncode == ExitCode.FAILED
+        and "Unknown topic config name: nothing.set" in done.stderr
+    )
+    done = sharetxn(
+        "configs",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        "tc",
+        "--alter",
+        "--add-config",
+        "retention.ms=5000,cleanup.policy=[compact,delete]",
+        "--bootstrap-server",
+        b,
+    )
+    assert done.returncode == 0, done.stderr
+    shown = ok_json(
+        "configs",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        "tc",
+        "--describe",
+        "--bootstrap-server",
+        b,
+    )
+    assert {c["name"]: c["value"] for c in shown["configs"]} == {
+        "retention.ms": "5000",
+        "cleanup.policy": "compact,delete",
+    }
+    bad = sharetxn(
+        "topics",
+        "--create",
+        "--topic",
+        "tc2",
+        "--config",
+        "retention.msec=1",
+        "--bootstrap-server",
+        b,
+    )
+    assert bad.returncode == ExitCode.FAILED and "Unknown topic config name" in bad.stderr
+    broker_alter = sharetxn(
+        "configs",
+        "--entity-type",
+        "brokers",
+        "--entity-name",
+        "1",
+        "--alter",
+        "--add-config",
+        "num.partitions=3",
+        "--bootstrap-server",
+        b,
+    )
+    assert broker_alter.returncode == ExitCode.FAILED and "--set" in broker_alter.stderr

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from coordinator.broker import BrokerCore
-from coordinator.group.coordinator import JoinRequest, JoinResult, SyncResult
+from coordinator.group.results import JoinRequest, JoinResult, SyncResult
 from coordinator.wire import DecodedRequest, field
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition

@@ -37,7 +37,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 from coordinator.group.classic import (
     CONSUMER_PROTOCOL_TYPE,
@@ -46,6 +45,7 @@ from coordinator.group.classic import (
     ClassicState,
     Responder,
 )
+from coordinator.group.offset_commands import OffsetCommands, Record
 from coordinator.group.offsets import OffsetEntry, OffsetStore
 from coordinator.group.records import (
     GroupKey,
@@ -58,10 +58,20 @@ from coordinator.group.records import (
     encode_key,
     encode_value,
 )
+from coordinator.group.results import (
+    GROUP_TYPE,
+    GroupDescription,
+    GroupListing,
+    JoinRequest,
+    JoinResult,
+    MemberDescription,
+    SyncResult,
+)
+from coordinator.group.timers import Timers
 from coordinator.log.storage import PartitionLog
 from coordinator.txn_coordinator import append_error_code
-from txn.batch import ControlType, build_batch, build_control_batch, control_type_of
-from txn.clock import Clock, Timer
+from txn.batch import ControlType, build_batch, control_type_of
+from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
@@ -70,106 +80,9 @@ from txn.txn_log import read_records
 log = logging.getLogger("sharetxn.groups")
 
 _S = ClassicState
-GROUP_TYPE = "classic"
-NO_GENERATION = -1
-
-Record = tuple[OffsetKey | GroupKey, OffsetValue | GroupValue | None]
 
 
-# --- requests and results ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class JoinRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    protocol_type: str
-    protocols: list[tuple[str, bytes]]
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    client_id: str
-    client_host: str
-    require_known_member_id: bool  # JoinGroup v4+
-
-
-@dataclass(frozen=True, slots=True)
-class JoinResult:
-    error: ErrorCode
-    member_id: str = ""
-    generation: int = NO_GENERATION
-    protocol_type: str | None = None
-    protocol: str | None = None
-    leader: str = ""
-    members: tuple[tuple[str, str | None, bytes], ...] = ()  # for the leader only
-
-
-@dataclass(frozen=True, slots=True)
-class SyncResult:
-    error: ErrorCode
-    assignment: bytes = b""
-    protocol_type: str | None = None
-    protocol: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class MemberDescription:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    metadata: bytes
-    assignment: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class GroupDescription:
-    group_id: str
-    error: ErrorCode
-    state: str
-    protocol_type: str
-    protocol: str
-    members: tuple[MemberDescription, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class GroupListing:
-    group_id: str
-    state: str
-    protocol_type: str
-    group_type: str = GROUP_TYPE
-
-
-@dataclass(frozen=True, slots=True)
-class FetchedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str | None
-    error: ErrorCode
-
-
-@dataclass(slots=True)
-class _Timers:
-    by_key: dict[tuple[str, ...], Timer] = field(default_factory=dict)
-
-    def arm(
-        self, clock: Clock, key: tuple[str, ...], delay_ms: int, fn: Callable[[], None]
-    ) -> None:
-        self.cancel(key)
-        self.by_key[key] = clock.schedule(max(0, delay_ms), fn)
-
-    def cancel(self, key: tuple[str, ...]) -> None:
-        timer = self.by_key.pop(key, None)
-        if timer is not None:
-            timer.cancel()
-
-    def cancel_all(self) -> None:
-        for timer in self.by_key.values():
-            timer.cancel()
-        self.by_key.clear()
-
-
-class ConsumerGroupCoordinator:
+class ConsumerGroupCoordinator(OffsetCommands):
     """Classic consumer groups and their offsets on one ``__consumer_offsets`` partition."""
 
     def __init__(
@@ -191,7 +104,7 @@ class ConsumerGroupCoordinator:
         self._groups: dict[str, ClassicGroup] = {}
         self.offsets = OffsetStore()
         self._pending_epochs: dict[int, int] = {}
-        self._timers = _Timers()
+        self._timers = Timers()
         self._loaded = False
         self._closed = False
 
@@ -812,243 +725,6 @@ class ConsumerGroupCoordinator:
                 if out[group_id] is ErrorCode.NONE:
                     log.info("group %s deleted", group_id)
         return out
-
-    # --- offsets ------------------------------------------------------------------------------
-
-    def _validate_commit(
-        self,
-        group_id: str,
-        generation: int,
-        member_id: str,
-        group_instance_id: str | None,
-    ) -> ErrorCode:
-        if (error := self.availability()) is not ErrorCode.NONE:
-            return error
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        if self._is_share_group(group_id):
-            return ErrorCode.GROUP_ID_NOT_FOUND
-        group = self._groups.get(group_id)
-        if group is None:
-            # Manual assignment (generation -1) commits to a new, empty group.
-            return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
-        if generation < 0 and group.state is _S.EMPTY:
-            return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            if group_instance_id is not None and group_instance_id in group.static_members:
-                return ErrorCode.FENCED_INSTANCE_ID
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group_instance_id is not None and group_instance_id != member.group_instance_id:
-            return ErrorCode.FENCED_INSTANCE_ID
-        if generation != group.generation:
-            return ErrorCode.ILLEGAL_GENERATION
-        if group.state is _S.COMPLETING_REBALANCE:
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return ErrorCode.NONE
-
-    def commit_offsets(
-        self,
-        group_id: str,
-        generation: int,
-        member_id: str,
-        group_instance_id: str | None,
-        offsets: dict[TopicPartition, tuple[int, int, str | None]],
-    ) -> dict[TopicPartition, ErrorCode]:
-        """OffsetCommit: (offset, leader epoch, metadata) per partition."""
-        error = self._validate_commit(group_id, generation, member_id, group_instance_id)
-        if error is ErrorCode.NONE:
-            error = self._check_metadata(offsets)
-        if error is not ErrorCode.NONE:
-            return dict.fromkeys(offsets, error)
-        group = self._groups.get(group_id)
-        if group is not None and member_id in group.members:
-            self._arm_session(group, group.members[member_id], self._clock.now_ms())
-        now = self._clock.now_ms()
-        records: list[Record] = [
-            (OffsetKey(group_id, tp.topic, tp.partition), OffsetValue(off, epoch, meta or "", now))
-            for tp, (off, epoch, meta) in offsets.items()
-        ]
-        error = self._write(records)
-        if error is ErrorCode.NONE:
-            self._emit(group_id, "offset-commits", len(records))
-        return dict.fromkeys(offsets, error)
-
-    def _check_metadata(
-        self, offsets: dict[TopicPartition, tuple[int, int, str | None]]
-    ) -> ErrorCode:
-        limit = self._config.get_int("offset.metadata.max.bytes")
-        for _off, _epoch, meta in offsets.values():
-            if meta is not None and len(meta.encode()) > limit:
-                return ErrorCode.OFFSET_METADATA_TOO_LARGE
-        return ErrorCode.NONE
-
-    def txn_commit_offsets(
-        self,
-        producer_id: int,
-        producer_epoch: int,
-        group_id: str,
-        generation: int,
-        member_id: str,
-        group_instance_id: str | None,
-        offsets: dict[TopicPartition, tuple[int, int, str | None]],
-    ) -> dict[TopicPartition, ErrorCode]:
-        """TxnOffsetCommit: stage offsets under the producer until its transaction's marker.
-
-        KIP-447: a member id and generation, when sent, are fenced like OffsetCommit's.
-        """
-        if (error := self.availability()) is not ErrorCode.NONE:
-            return dict.fromkeys(offsets, error)
-        if member_id or generation >= 0:
-            error = self._validate_commit(group_id, generation, member_id, group_instance_id)
-        elif self._is_share_group(group_id):
-            error = ErrorCode.GROUP_ID_NOT_FOUND
-        if error is ErrorCode.NONE:
-            error = self._check_metadata(offsets)
-        known_epoch = self._pending_epochs.get(producer_id)
-        if error is ErrorCode.NONE and known_epoch is not None and producer_epoch < known_epoch:
-            error = ErrorCode.PRODUCER_FENCED
-        if error is not ErrorCode.NONE:
-            return dict.fromkeys(offsets, error)
-        now = self._clock.now_ms()
-        records: list[Record] = [
-            (OffsetKey(group_id, tp.topic, tp.partition), OffsetValue(off, epoch, meta or "", now))
-            for tp, (off, epoch, meta) in offsets.items()
-        ]
-        error = self._write(records, producer=(producer_id, producer_epoch))
-        return dict.fromkeys(offsets, error)
-
-    def complete_transaction(
-        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
-    ) -> ErrorCode:
-        """A WriteTxnMarkers entry for this partition: append the marker, then apply it."""
-        if (error := self.availability()) is not ErrorCode.NONE:
-            return error
-        known = self._pending_epochs.get(producer_id)
-        if known is not None and producer_epoch < known:
-            return ErrorCode.INVALID_PRODUCER_EPOCH  # an old epoch's marker: a newer txn is open
-        if producer_id not in self.offsets.pending:
-            return ErrorCode.NONE  # nothing staged (or already applied): idempotent
-        now = self._clock.now_ms()
-        try:
-            batch = build_control_batch(
-                ControlType.COMMIT if commit else ControlType.ABORT,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                coordinator_epoch=coordinator_epoch,
-                timestamp_ms=now,
-            )
-            self._log.append(batch, now)
-            self._log.flush()
-        except Exception as exc:
-            error = append_error_code(exc)
-            log.warning("__consumer_offsets marker append failed (%r): %s", exc, error.name)
-            return error
-        self._apply_marker(producer_id, commit)
-        return ErrorCode.NONE
-
-    def _apply_marker(self, producer_id: int, commit: bool) -> None:
-        applied = self.offsets.complete(producer_id, commit)
-        self._pending_epochs.pop(producer_id, None)
-        for group_id, _tp in applied:
-            if group_id not in self._groups:
-                self._groups[group_id] = ClassicGroup(group_id)
-        if applied:
-            for group_id in {g for g, _tp in applied}:
-                self._emit(group_id, "offset-commits", sum(1 for g, _ in applied if g == group_id))
-
-    def fetch_offsets(
-        self, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool
-    ) -> tuple[ErrorCode, dict[TopicPartition, FetchedOffset]]:
-        """OffsetFetch for one group (``partitions`` None: every committed partition)."""
-        if (error := self.availability()) is not ErrorCode.NONE:
-            return error, {}
-        committed = self.offsets.of(group_id)
-        wanted = sorted(committed) if partitions is None else partitions
-        out: dict[TopicPartition, FetchedOffset] = {}
-        for tp in wanted:
-            if require_stable and self.offsets.has_pending(group_id, tp):
-                out[tp] = FetchedOffset(-1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
-                continue
-            entry = committed.get(tp)
-            if entry is None:
-                out[tp] = FetchedOffset(-1, -1, "", ErrorCode.NONE)
-            else:
-                out[tp] = FetchedOffset(
-                    entry.offset, entry.leader_epoch, entry.metadata, ErrorCode.NONE
-                )
-        return ErrorCode.NONE, out
-
-    def delete_offsets(
-        self, group_id: str, partitions: list[TopicPartition]
-    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
-        """OffsetDelete (KIP-496): the group's top-level error, and one per partition."""
-        if (error := self.availability()) is not ErrorCode.NONE:
-            return error, {}
-        group = self._groups.get(group_id)
-        if group is None or group.state is _S.DEAD:
-            return ErrorCode.GROUP_ID_NOT_FOUND, {}
-        subscribed = group.subscribed_topics()
-        if group.state is not _S.EMPTY and subscribed is None:
-            return ErrorCode.NON_EMPTY_GROUP, {}  # not the consumer protocol: no subscriptions
-        results: dict[TopicPartition, ErrorCode] = {}
-        committed = self.offsets.of(group_id)
-        records: list[Record] = []
-        for tp in partitions:
-            if group.state is not _S.EMPTY and subscribed is not None and tp.topic in subscribed:
-                results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-                continue
-            results[tp] = ErrorCode.NONE
-            if tp in committed:
-                records.append((OffsetKey(group_id, tp.topic, tp.partition), None))
-        if records:
-            error = self._write(records)
-            if error is not ErrorCode.NONE:
-                return error, {}
-            self._emit(group_id, "offset-deletions", len(records))
-        return ErrorCode.NONE, results
-
-    # --- offset retention (KIP-211) -----------------------------------------------------------
-
-    def _schedule_expiry(self) -> None:
-        interval = self._config.get_int("offsets.retention.check.interval.ms")
-        self._timers.arm(self._clock, ("expiry",), interval, self._expire_offsets)
-
-    def _expire_offsets(self) -> None:
-        if self._closed:
-            return
-        self.expire_offsets()
-        self._schedule_expiry()
-
-    def expire_offsets(self) -> int:
-        """Delete offsets past ``offsets.retention.minutes``: every offset of a group empty for
-        that long, and offsets of topics a consumer group no longer subscribes to (KIP-496)."""
-        now = self._clock.now_ms()
-        retention = self._config.get_int("offsets.retention.minutes") * 60_000
-        expired = 0
-        for group_id in sorted(self.offsets.committed):
-            group = self._groups.get(group_id)
-            empty = group is None or group.state is _S.EMPTY
-            subscribed = None if group is None else group.subscribed_topics()
-            records: list[Record] = []
-            for tp, entry in sorted(self.offsets.of(group_id).items()):
-                if self.offsets.has_pending(group_id, tp):
-                    continue
-                if empty:
-                    since = max(entry.commit_timestamp, group.state_timestamp if group else -1)
-                elif subscribed is not None and tp.topic not in subscribed:
-                    since = entry.commit_timestamp
-                else:
-                    continue
-                if now - since >= retention:
-                    records.append((OffsetKey(group_id, tp.topic, tp.partition), None))
-            if empty and group is not None and len(records) == len(self.offsets.of(group_id)):
-                records.append((GroupKey(group_id), None))
-            if records and self._write(records) is ErrorCode.NONE:
-                count = sum(1 for key, _v in records if isinstance(key, OffsetKey))
-                expired += count
-                self._emit(group_id, "offset-expirations", count)
-        return expired
 
     # --- persistence --------------------------------------------------------------------------
 

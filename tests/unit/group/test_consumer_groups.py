@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from coordinator.group.coordinator import (
-    ConsumerGroupCoordinator,
+from coordinator.group.coordinator import ConsumerGroupCoordinator
+from coordinator.group.results import (
     JoinRequest,
     JoinResult,
     SyncResult,

@@ -34,6 +34,8 @@ SUPPORTED: Final[dict[int, tuple[str, int, int]]] = {
     25: ("AddOffsetsToTxn", 0, 4),
     28: ("TxnOffsetCommit", 0, 4),
     47: ("OffsetDelete", 0, 0),
+    68: ("ConsumerGroupHeartbeat", 0, 1),
+    69: ("ConsumerGroupDescribe", 0, 1),
     16: ("ListGroups", 0, 5),
     42: ("DeleteGroups", 0, 2),
     44: ("IncrementalAlterConfigs", 0, 1),

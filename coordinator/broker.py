@@ -123,6 +123,7 @@ class BrokerCore:
             self.config,
             is_share_group=lambda group_id: self.share.groups.group(group_id) is not None,
             on_event=self._on_group_event,
+            topics=self.topics,
         )
         self.groups.load()
         self.share.groups.is_foreign_group = self.groups.has_group

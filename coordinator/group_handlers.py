@@ -69,6 +69,8 @@ class GroupHandlers:
             25: self.add_offsets_to_txn,
             28: self.txn_offset_commit,
             47: self.offset_delete,
+            68: self.consumer_group_heartbeat,
+            69: self.consumer_group_describe,
         }
 
     @staticmethod
@@ -205,6 +207,116 @@ class GroupHandlers:
                 }
             )
         return {"groups": groups}
+
+    # -- the consumer group protocol (KIP-848) -------------------------------------------------
+
+    async def consumer_group_heartbeat(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        owned = None
+        if b.topic_partitions is not None:
+            owned = {
+                t.topic_id: frozenset(int(p) for p in t.partitions) for t in b.topic_partitions
+            }
+        if field(b, "subscribed_topic_regex"):  # librdkafka sends "" for "none"
+            return {
+                "error_code": ErrorCode.INVALID_REQUEST,
+                "error_message": "SubscribedTopicRegex is not supported by this broker.",
+                "heartbeat_interval": 0,
+            }
+        result = self.core.groups.consumer_heartbeat(
+            b.group_id,
+            b.member_id or "",
+            int(b.member_epoch),
+            instance_id=b.instance_id,
+            rack_id=b.rack_id,
+            rebalance_timeout_ms=_ms(b.rebalance_timeout),
+            subscribed_topic_names=None
+            if b.subscribed_topic_names is None
+            else list(b.subscribed_topic_names),
+            server_assignor=b.server_assignor,
+            owned=owned,
+            client_id=req.client_id or "",
+            client_host=f"/{req.client_host}" if req.client_host else "",
+        )
+        assignment = None
+        if result.assignment is not None:
+            assignment = {
+                "topic_partitions": [
+                    {"topic_id": t, "partitions": sorted(ps)}
+                    for t, ps in sorted(result.assignment.items())
+                ]
+            }
+        return {
+            "error_code": result.error,
+            "error_message": result.error_message,
+            "member_id": result.member_id,
+            "member_epoch": result.member_epoch,
+            "heartbeat_interval": result.heartbeat_interval_ms,
+            "assignment": assignment,
+        }
+
+    async def consumer_group_describe(self, req: DecodedRequest) -> dict[str, Any]:
+        groups: list[dict[str, Any]] = []
+        for group_id, error, group in self.core.groups.describe_consumer_protocol(
+            list(req.body.group_ids)
+        ):
+            if group is None:
+                groups.append(
+                    {
+                        "error_code": error,
+                        "error_message": f"Group {group_id} not found."
+                        if error is ErrorCode.GROUP_ID_NOT_FOUND
+                        else None,
+                        "group_id": group_id,
+                        "group_state": "Dead",
+                        "members": [],
+                        "authorized_operations": -2147483648,
+                    }
+                )
+                continue
+            groups.append(
+                {
+                    "error_code": ErrorCode.NONE,
+                    "group_id": group_id,
+                    "group_state": group.state,
+                    "group_epoch": group.epoch,
+                    "assignment_epoch": group.assignment_epoch,
+                    "assignor_name": group.assignor,
+                    "members": [
+                        {
+                            "member_id": m.member_id,
+                            "instance_id": m.instance_id,
+                            "rack_id": m.rack_id,
+                            "member_epoch": m.epoch,
+                            "client_id": m.client_id,
+                            "client_host": m.client_host,
+                            "subscribed_topic_names": sorted(m.subscribed),
+                            "subscribed_topic_regex": None,
+                            "assignment": {"topic_partitions": self._named(m.assigned)},
+                            "target_assignment": {
+                                "topic_partitions": self._named(group.target.get(m.member_id, {}))
+                            },
+                            "member_type": 1,  # consumer protocol
+                        }
+                        for m in group.members.values()
+                    ],
+                    "authorized_operations": -2147483648,
+                }
+            )
+        return {"groups": groups}
+
+    def _named(self, parts: dict[Any, frozenset[int]]) -> list[dict[str, Any]]:
+        out = []
+        for topic_id, partitions in sorted(parts.items()):
+            info = self.core.topics.by_id(topic_id)
+            out.append(
+                {
+                    "topic_id": topic_id,
+                    "topic_name": info.name if info else "",
+                    "partitions": sorted(partitions),
+                }
+            )
+        return out
 
     # -- offsets --------------------------------------------------------------------------------
 

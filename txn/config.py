@@ -74,6 +74,12 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ),
     ConfigDef("offset.metadata.max.bytes", "int", 4096, "Largest committed offset metadata."),
     ConfigDef(
+        "group.consumer.session.timeout.ms", "int", 45000, "KIP-848 member session timeout."
+    ),
+    ConfigDef(
+        "group.consumer.heartbeat.interval.ms", "int", 5000, "KIP-848 member heartbeat interval."
+    ),
+    ConfigDef(
         "offsets.retention.minutes", "int", 10080, "Offsets of an empty group expire after this."
     ),
     ConfigDef(

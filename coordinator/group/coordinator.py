@@ -45,6 +45,12 @@ from coordinator.group.classic import (
     ClassicState,
     Responder,
 )
+from coordinator.group.consumer_protocol import (
+    CONSUMER_GROUP_TYPE,
+    ConsumerProtocol,
+    ConsumerProtocolGroup,
+    TopicLookup,
+)
 from coordinator.group.offset_commands import OffsetCommands, Record
 from coordinator.group.offsets import OffsetEntry, OffsetStore
 from coordinator.group.records import (
@@ -82,7 +88,7 @@ log = logging.getLogger("sharetxn.groups")
 _S = ClassicState
 
 
-class ConsumerGroupCoordinator(OffsetCommands):
+class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
     """Classic consumer groups and their offsets on one ``__consumer_offsets`` partition."""
 
     def __init__(
@@ -93,6 +99,7 @@ class ConsumerGroupCoordinator(OffsetCommands):
         *,
         is_share_group: Callable[[str], bool] = lambda _g: False,
         on_event: Callable[[str, str, int], None] | None = None,
+        topics: TopicLookup | None = None,
     ) -> None:
         self._clock = clock
         self._log = group_log
@@ -102,6 +109,8 @@ class ConsumerGroupCoordinator(OffsetCommands):
         # group-completed-rebalances (KIP-496's meters)
         self.on_event = on_event
         self._groups: dict[str, ClassicGroup] = {}
+        self._consumer_groups: dict[str, ConsumerProtocolGroup] = {}  # KIP-848
+        self._topics = topics
         self.offsets = OffsetStore()
         self._pending_epochs: dict[int, int] = {}
         self._timers = Timers()
@@ -115,6 +124,7 @@ class ConsumerGroupCoordinator(OffsetCommands):
         self._timers.cancel_all()
         self._loaded = False
         self._groups.clear()
+        self._consumer_groups.clear()
         self.offsets = OffsetStore()
         self._pending_epochs.clear()
         for header, batch in self._log.batches(self._log.log_start_offset):
@@ -160,7 +170,18 @@ class ConsumerGroupCoordinator(OffsetCommands):
         return ErrorCode.NONE
 
     def has_group(self, group_id: str) -> bool:
-        return group_id in self._groups
+        return group_id in self._groups or group_id in self._consumer_groups
+
+    def _take_over_classic(self, group_id: str) -> ErrorCode:
+        """A KIP-848 member joins: an empty classic group of that id becomes a consumer group
+        (its offsets stay); a classic group with members cannot."""
+        classic = self._groups.get(group_id)
+        if classic is None:
+            return ErrorCode.NONE
+        if classic.state is not _S.EMPTY or classic.members or classic.pending_members:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        del self._groups[group_id]
+        return ErrorCode.NONE
 
     # --- JoinGroup ----------------------------------------------------------------------------
 
@@ -214,6 +235,11 @@ class ConsumerGroupCoordinator(OffsetCommands):
             return ErrorCode.INVALID_SESSION_TIMEOUT
         if self._is_share_group(req.group_id):
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        consumer = self._consumer_groups.get(req.group_id)
+        if consumer is not None:
+            if consumer.members:
+                return ErrorCode.INCONSISTENT_GROUP_PROTOCOL  # classic members: not supported
+            del self._consumer_groups[req.group_id]
         group = self._groups.get(req.group_id)
         if group is not None and not group.supports(req.protocol_type, req.protocols):
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
@@ -664,6 +690,8 @@ class ConsumerGroupCoordinator(OffsetCommands):
             group = self._groups.get(group_id)
             if available is not ErrorCode.NONE:
                 out.append(GroupDescription(group_id, available, "", "", ""))
+            elif group is None and group_id in self._consumer_groups:
+                out.append(self.describe_as_classic(group_id))
             elif group is None:
                 out.append(GroupDescription(group_id, ErrorCode.NONE, _S.DEAD.value, "", ""))
             else:
@@ -696,14 +724,22 @@ class ConsumerGroupCoordinator(OffsetCommands):
         if self.availability() is not ErrorCode.NONE:
             return []
         wanted_types = {t.lower() for t in types}
-        if wanted_types and GROUP_TYPE not in wanted_types:
-            return []
         wanted_states = {s.lower() for s in states}
-        return [
-            GroupListing(g.group_id, g.state.value, g.protocol_type or "")
-            for g in sorted(self._groups.values(), key=lambda g: g.group_id)
-            if not wanted_states or g.state.value.lower() in wanted_states
-        ]
+        listings = []
+        if not wanted_types or GROUP_TYPE in wanted_types:
+            listings += [
+                GroupListing(g.group_id, g.state.value, g.protocol_type or "")
+                for g in self._groups.values()
+            ]
+        if not wanted_types or CONSUMER_GROUP_TYPE in wanted_types:
+            listings += [
+                GroupListing(g.group_id, g.state, CONSUMER_GROUP_TYPE, CONSUMER_GROUP_TYPE)
+                for g in self._consumer_groups.values()
+            ]
+        return sorted(
+            (g for g in listings if not wanted_states or g.state.lower() in wanted_states),
+            key=lambda g: g.group_id,
+        )
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
         out: dict[str, ErrorCode] = {}
@@ -711,6 +747,8 @@ class ConsumerGroupCoordinator(OffsetCommands):
             group = self._groups.get(group_id)
             if (error := self.availability()) is not ErrorCode.NONE:
                 out[group_id] = error
+            elif group is None and group_id in self._consumer_groups:
+                out[group_id] = self.delete_consumer_group(group_id)
             elif group is None:
                 out[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif group.state is not _S.EMPTY or group.members or group.pending_members:
@@ -782,7 +820,7 @@ class ConsumerGroupCoordinator(OffsetCommands):
                 self.offsets.stage(producer_id, key.group_id, tp, entry)
                 return
             self.offsets.commit(key.group_id, tp, entry)
-            if key.group_id not in self._groups:
+            if not self.has_group(key.group_id):
                 self._groups[key.group_id] = ClassicGroup(
                     key.group_id, state_timestamp=value.commit_timestamp
                 )

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 
 from coordinator.group.classic import ClassicGroup, ClassicMember, ClassicState
+from coordinator.group.consumer_protocol import ConsumerProtocolGroup
 from coordinator.group.offsets import OffsetStore
 from coordinator.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue
 from coordinator.group.results import FetchedOffset
@@ -41,9 +42,15 @@ class OffsetCommands:
     _is_share_group: Callable[[str], bool]
     _closed: bool
     offsets: OffsetStore
+    _consumer_groups: dict[str, ConsumerProtocolGroup]
+    # from ConsumerProtocol (later in the coordinator's bases)
+    validate_consumer_commit: Callable[[ConsumerProtocolGroup, str, int], ErrorCode]
     _timers: Timers
 
     def availability(self) -> ErrorCode:
+        raise NotImplementedError
+
+    def has_group(self, group_id: str) -> bool:
         raise NotImplementedError
 
     def _write(
@@ -70,6 +77,9 @@ class OffsetCommands:
             return ErrorCode.INVALID_GROUP_ID
         if self._is_share_group(group_id):
             return ErrorCode.GROUP_ID_NOT_FOUND
+        consumer = self._consumer_groups.get(group_id)
+        if consumer is not None:
+            return self.validate_consumer_commit(consumer, member_id, generation)
         group = self._groups.get(group_id)
         if group is None:
             # Manual assignment (generation -1) commits to a new, empty group.
@@ -193,7 +203,7 @@ class OffsetCommands:
         applied = self.offsets.complete(producer_id, commit)
         self._pending_epochs.pop(producer_id, None)
         for group_id, _tp in applied:
-            if group_id not in self._groups:
+            if not self.has_group(group_id):
                 self._groups[group_id] = ClassicGroup(group_id)
         if applied:
             for group_id in {g for g, _tp in applied}:
@@ -227,17 +237,16 @@ class OffsetCommands:
         """OffsetDelete (KIP-496): the group's top-level error, and one per partition."""
         if (error := self.availability()) is not ErrorCode.NONE:
             return error, {}
-        group = self._groups.get(group_id)
-        if group is None or group.state is _S.DEAD:
+        known, active, subscribed = self._subscriptions(group_id)
+        if not known:
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
-        subscribed = group.subscribed_topics()
-        if group.state is not _S.EMPTY and subscribed is None:
+        if active and subscribed is None:
             return ErrorCode.NON_EMPTY_GROUP, {}  # not the consumer protocol: no subscriptions
         results: dict[TopicPartition, ErrorCode] = {}
         committed = self.offsets.of(group_id)
         records: list[Record] = []
         for tp in partitions:
-            if group.state is not _S.EMPTY and subscribed is not None and tp.topic in subscribed:
+            if active and subscribed is not None and tp.topic in subscribed:
                 results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
                 continue
             results[tp] = ErrorCode.NONE
@@ -249,6 +258,17 @@ class OffsetCommands:
                 return error, {}
             self._emit(group_id, "offset-deletions", len(records))
         return ErrorCode.NONE, results
+
+    def _subscriptions(self, group_id: str) -> tuple[bool, bool, frozenset[str] | None]:
+        """(the group exists, it has members, its subscribed topics or None when its members
+        do not use the consumer protocol)."""
+        consumer = self._consumer_groups.get(group_id)
+        if consumer is not None:
+            return True, bool(consumer.members), consumer.subscribed_topics()
+        group = self._groups.get(group_id)
+        if group is None or group.state is _S.DEAD:
+            return False, False, None
+        return True, group.state is not _S.EMPTY, group.subscribed_topics()
 
     # --- offset retention (KIP-211) -----------------------------------------------------------
 
@@ -270,8 +290,8 @@ class OffsetCommands:
         expired = 0
         for group_id in sorted(self.offsets.committed):
             group = self._groups.get(group_id)
-            empty = group is None or group.state is _S.EMPTY
-            subscribed = None if group is None else group.subscribed_topics()
+            _known, active, subscribed = self._subscriptions(group_id)
+            empty = not active
             records: list[Record] = []
             for tp, entry in sorted(self.offsets.of(group_id).items()):
                 if self.offsets.has_pending(group_id, tp):

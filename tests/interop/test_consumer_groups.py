@@ -264,3 +264,51 @@ def test_kcat_balanced_consumer(gbroker: LocalBroker) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.split()
     assert sorted(lines) == sorted(f"v{i}" for i in range(30))
+
+
+KIP848 = {**FAST_GROUPS, "group.consumer.heartbeat.interval.ms": "500"}
+
+
+def test_kip848_consumer_protocol(tmp_path: Path) -> None:
+    """group.protocol=consumer: server-side assignment, revocation first, leave, offsets."""
+    with LocalBroker(data_dir=tmp_path / "d", config=KIP848) as broker:
+        b = broker.bootstrap_servers
+        topic = topic_with_records(b, 6, 60)
+
+        def member() -> Consumer:
+            c = Consumer(
+                {
+                    "bootstrap.servers": b,
+                    "group.id": "g-848",
+                    "group.protocol": "consumer",
+                    "auto.offset.reset": "earliest",
+                    "enable.auto.commit": False,
+                }
+            )
+            c.subscribe([topic])
+            return c
+
+        members = [member() for _ in range(3)]
+        seen: set[bytes] = set()  # moved partitions may be read twice: nothing is committed yet
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for c in members:
+                m = c.poll(0.1)
+                if m is not None and m.error() is None:
+                    seen.add(m.value())
+            sets = [{tp.partition for tp in c.assignment()} for c in members]
+            if len(seen) == 60 and all(len(s) == 2 for s in sets):
+                break
+        assert len(seen) == 60 and set().union(*sets) == set(range(6))
+        for c in members:
+            c.commit(asynchronous=False)
+        members.pop().close()
+        assignments(members, 6, timeout_s=30)
+        admin = AdminClient({"bootstrap.servers": b})
+        desc = admin.describe_consumer_groups(["g-848"])["g-848"].result(30)
+        assert len(desc.members) == 2
+        listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("g-848")])
+        offsets = listed["g-848"].result(30).topic_partitions
+        assert sorted((tp.partition, tp.offset) for tp in offsets) == [(p, 10) for p in range(6)]
+        for c in members:
+            c.close()

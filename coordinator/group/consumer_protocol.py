@@ -1,0 +1,488 @@
+"""The KIP-848 consumer group protocol: ConsumerGroupHeartbeat and server-side assignors.
+
+Members heartbeat with their subscription; the coordinator keeps a group epoch that moves
+whenever membership, a subscription or a subscribed topic's partitions change, computes the
+target assignment at once with the ``uniform`` or ``range`` assignor, and reconciles each
+member towards it: partitions the member must give up are revoked first (the member's epoch
+stays until its heartbeat no longer owns them), and a partition is handed to its new owner
+only once the old one released it.  A member that has no revocation left takes the group's
+assignment epoch.  Fencing: a heartbeat whose epoch is neither the member's nor (with the
+same partitions) its previous one gets FENCED_MEMBER_EPOCH; an unknown member
+UNKNOWN_MEMBER_ID.  ``group.consumer.session.timeout.ms`` removes silent members, and a
+member that does not revoke within its rebalance timeout is removed too.
+
+Membership is kept in memory: after a broker restart members rejoin with epoch 0 (their
+group's committed offsets are durable); see docs/conformance.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from coordinator.group.offsets import OffsetStore
+from coordinator.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue
+from coordinator.group.results import GroupDescription, MemberDescription
+from coordinator.group.timers import Timers
+from txn.clock import Clock
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode
+
+log = logging.getLogger("sharetxn.groups")
+
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+ASSIGNORS = ("uniform", "range")
+CONSUMER_GROUP_TYPE = "consumer"
+
+Partitions = dict[uuid.UUID, frozenset[int]]
+Record = tuple[OffsetKey | GroupKey, OffsetValue | GroupValue | None]
+
+
+class TopicInfoLike(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def topic_id(self) -> uuid.UUID: ...
+
+    @property
+    def num_partitions(self) -> int: ...
+
+
+class TopicLookup(Protocol):
+    def get(self, name: str) -> TopicInfoLike | None: ...
+
+
+@dataclass(slots=True)
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed: frozenset[str]
+    server_assignor: str | None
+    rebalance_timeout_ms: int
+    epoch: int = 0
+    previous_epoch: int = -1
+    assigned: Partitions = field(default_factory=dict)
+    revoking: Partitions = field(default_factory=dict)
+    owned: Partitions | None = None  # what the member last said it owns
+    sent: Partitions | None = None  # the assignment last sent to it
+
+
+@dataclass(slots=True)
+class ConsumerProtocolGroup:
+    group_id: str
+    epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    target: dict[str, Partitions] = field(default_factory=dict)
+    assignor: str = "uniform"
+    topology: tuple[tuple[str, str, int], ...] = ()  # (topic, id, partitions) last assigned
+
+    @property
+    def state(self) -> str:
+        if not self.members:
+            return "Empty"
+        if any(m.epoch != self.assignment_epoch or m.revoking for m in self.members.values()):
+            return "Reconciling"
+        return "Stable"
+
+    def subscribed_topics(self) -> frozenset[str]:
+        topics: set[str] = set()
+        for m in self.members.values():
+            topics |= m.subscribed
+        return frozenset(topics)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerHeartbeatResult:
+    error: ErrorCode
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Partitions | None = None  # None: unchanged, not sent
+
+
+def _minus(a: Partitions, b: Partitions) -> Partitions:
+    out = {t: ps - b.get(t, frozenset()) for t, ps in a.items()}
+    return {t: ps for t, ps in out.items() if ps}
+
+
+def _union(a: Partitions, b: Partitions) -> Partitions:
+    out = dict(a)
+    for t, ps in b.items():
+        out[t] = out.get(t, frozenset()) | ps
+    return {t: ps for t, ps in out.items() if ps}
+
+
+def _overlaps(a: Partitions, b: Partitions) -> bool:
+    return any(a.get(t, frozenset()) & ps for t, ps in b.items())
+
+
+def assign(
+    assignor: str,
+    members: dict[str, ConsumerMember],
+    topics: dict[str, tuple[uuid.UUID, int]],
+    current: dict[str, Partitions],
+) -> dict[str, Partitions]:
+    """The target assignment: ``range`` (contiguous ranges per topic, members by id) or
+    ``uniform`` (balanced, keeping each member's current partitions where it can)."""
+    out: dict[str, dict[uuid.UUID, set[int]]] = {m: {} for m in members}
+    if assignor == "range":
+        for name, (topic_id, count) in sorted(topics.items()):
+            subscribers = sorted(m for m, v in members.items() if name in v.subscribed)
+            if not subscribers:
+                continue
+            per, extra = divmod(count, len(subscribers))
+            start = 0
+            for i, member_id in enumerate(subscribers):
+                size = per + (1 if i < extra else 0)
+                if size:
+                    out[member_id].setdefault(topic_id, set()).update(range(start, start + size))
+                start += size
+    else:
+        partitions = [
+            (name, topic_id, p)
+            for name, (topic_id, count) in sorted(topics.items())
+            for p in range(count)
+        ]
+        eligible = {
+            (tid, p): sorted(m for m, v in members.items() if name in v.subscribed)
+            for name, tid, p in partitions
+        }
+        load = dict.fromkeys(members, 0)
+        quota = -(-len(partitions) // max(1, len(members)))  # ceil: the most any may hold
+        left: list[tuple[uuid.UUID, int]] = []
+        for _name, tid, p in partitions:
+            keeper = next(
+                (m for m in eligible[(tid, p)] if p in current.get(m, {}).get(tid, frozenset())),
+                None,
+            )
+            if keeper is not None and load[keeper] < quota:
+                out[keeper].setdefault(tid, set()).add(p)
+                load[keeper] += 1
+            else:
+                left.append((tid, p))
+        for tid, p in left:
+            candidates = eligible[(tid, p)]
+            if candidates:
+                chosen = min(candidates, key=lambda m: (load[m], m))
+                out[chosen].setdefault(tid, set()).add(p)
+                load[chosen] += 1
+    return {m: {t: frozenset(ps) for t, ps in parts.items()} for m, parts in out.items()}
+
+
+class ConsumerProtocol:
+    """KIP-848 groups of ``ConsumerGroupCoordinator`` (a mixin; the attributes below)."""
+
+    _clock: Clock
+    _config: BrokerConfig
+    _timers: Timers
+    _consumer_groups: dict[str, ConsumerProtocolGroup]
+    _topics: TopicLookup | None
+    _is_share_group: Callable[[str], bool]
+    _closed: bool
+    offsets: OffsetStore
+
+    def availability(self) -> ErrorCode:
+        raise NotImplementedError
+
+    def _take_over_classic(self, group_id: str) -> ErrorCode:
+        raise NotImplementedError
+
+    def _emit(self, group_id: str, meter: str, count: int) -> None:
+        raise NotImplementedError
+
+    def _write(
+        self, records: list[Record], *, producer: tuple[int, int] | None = None
+    ) -> ErrorCode:
+        raise NotImplementedError
+
+    def consumer_heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        *,
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+        rebalance_timeout_ms: int = -1,
+        subscribed_topic_names: list[str] | None = None,
+        server_assignor: str | None = None,
+        owned: Partitions | None = None,
+        client_id: str = "",
+        client_host: str = "",
+    ) -> ConsumerHeartbeatResult:
+        """ConsumerGroupHeartbeat: join (epoch 0), heartbeat, or leave (epoch -1 / -2)."""
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return ConsumerHeartbeatResult(error)
+        if not group_id:
+            return ConsumerHeartbeatResult(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+        if server_assignor is not None and server_assignor not in ASSIGNORS:
+            return ConsumerHeartbeatResult(
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
+                f"ServerAssignor {server_assignor} is not supported. "
+                f"Supported assignors: {', '.join(ASSIGNORS)}.",
+            )
+        if member_epoch == 0 and subscribed_topic_names is None:
+            return ConsumerHeartbeatResult(
+                ErrorCode.INVALID_REQUEST,
+                "SubscribedTopicNames must be set in first request.",
+            )
+        if (
+            self._is_share_group(group_id)
+            or (error := self._take_over_classic(group_id)) is not ErrorCode.NONE
+        ):
+            return ConsumerHeartbeatResult(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
+            )
+        if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            return self._consumer_leave(group_id, member_id, member_epoch)
+        group = self._consumer_groups.get(group_id)
+        if member_epoch == 0:
+            if group is None:
+                group = ConsumerProtocolGroup(group_id)
+                self._consumer_groups[group_id] = group
+            member_id = member_id or str(uuid.uuid4())
+            old = group.members.pop(member_id, None)
+            if instance_id is not None:
+                for other in [m for m in group.members.values() if m.instance_id == instance_id]:
+                    group.members.pop(other.member_id)  # the instance restarted
+            member = ConsumerMember(
+                member_id,
+                instance_id,
+                rack_id,
+                client_id,
+                client_host,
+                frozenset(subscribed_topic_names or ()),
+                server_assignor,
+                rebalance_timeout_ms,
+            )
+            group.members[member_id] = member
+            changed = old is None or old.subscribed != member.subscribed
+            log.info("consumer group %s: member %s joins", group_id, member_id)
+        else:
+            member_or_error = self._heartbeating_member(group, member_id, member_epoch, owned)
+            if isinstance(member_or_error, ConsumerHeartbeatResult):
+                return member_or_error
+            member = member_or_error
+            changed = False
+            if subscribed_topic_names is not None:
+                subscribed = frozenset(subscribed_topic_names)
+                changed = subscribed != member.subscribed
+                member.subscribed = subscribed
+            if server_assignor is not None:
+                member.server_assignor = server_assignor
+        assert group is not None
+        if owned is not None:
+            member.owned = owned
+        if changed or self._topology(group) != group.topology:
+            self._new_target(group)
+        self._reconcile(group, member)
+        self._arm_consumer_session(group, member)
+        full = member_epoch == 0 or (owned is not None and owned != member.assigned)
+        assignment = None
+        if full or member.sent != member.assigned:
+            assignment = member.sent = dict(member.assigned)
+        return ConsumerHeartbeatResult(
+            ErrorCode.NONE,
+            None,
+            member.member_id,
+            member.epoch,
+            self._config.get_int("group.consumer.heartbeat.interval.ms"),
+            assignment,
+        )
+
+    def _heartbeating_member(
+        self,
+        group: ConsumerProtocolGroup | None,
+        member_id: str,
+        member_epoch: int,
+        owned: Partitions | None,
+    ) -> ConsumerMember | ConsumerHeartbeatResult:
+        member = group.members.get(member_id) if group is not None else None
+        if member is None:
+            return ConsumerHeartbeatResult(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of the group."
+            )
+        if member_epoch != member.epoch:
+            # A lost response: the previous epoch with nothing it should not own is fine.
+            lost_response = member_epoch == member.previous_epoch and (
+                owned is None or not _minus(owned, _union(member.assigned, member.revoking))
+            )
+            if not lost_response:
+                return ConsumerHeartbeatResult(
+                    ErrorCode.FENCED_MEMBER_EPOCH,
+                    f"The consumer group member has a smaller member epoch ({member_epoch}) "
+                    f"than the one known by the group coordinator ({member.epoch}).",
+                )
+        return member
+
+    def _topology(self, group: ConsumerProtocolGroup) -> tuple[tuple[str, str, int], ...]:
+        if self._topics is None:
+            return ()
+        out = []
+        for name in sorted(group.subscribed_topics()):
+            info = self._topics.get(name)
+            if info is not None:
+                out.append((name, str(info.topic_id), info.num_partitions))
+        return tuple(out)
+
+    def _new_target(self, group: ConsumerProtocolGroup) -> None:
+        group.topology = self._topology(group)
+        topics = {name: (uuid.UUID(tid), count) for name, tid, count in group.topology}
+        preferred = [m.server_assignor for m in group.members.values() if m.server_assignor]
+        group.assignor = preferred[0] if preferred else "uniform"
+        group.epoch += 1
+        group.target = assign(group.assignor, group.members, topics, group.target)
+        group.assignment_epoch = group.epoch
+        log.info(
+            "consumer group %s: epoch %d, %d member(s), assignor %s",
+            group.group_id,
+            group.epoch,
+            len(group.members),
+            group.assignor,
+        )
+
+    def _reconcile(self, group: ConsumerProtocolGroup, member: ConsumerMember) -> None:
+        target = group.target.get(member.member_id, {})
+        if member.revoking:
+            if member.owned is not None and not _overlaps(member.owned, member.revoking):
+                member.revoking = {}  # the member released them
+                self._timers.cancel(("revoke", group.group_id, member.member_id))
+            else:
+                return
+        to_revoke = _minus(member.assigned, target)
+        if to_revoke:
+            member.assigned = _minus(member.assigned, to_revoke)
+            member.revoking = to_revoke
+            group_id, member_id = group.group_id, member.member_id
+            self._timers.arm(
+                self._clock,
+                ("revoke", group_id, member_id),
+                max(member.rebalance_timeout_ms, 1),
+                lambda: self._revocation_timed_out(group_id, member_id),
+            )
+            return
+        held: Partitions = {}
+        for other in group.members.values():
+            if other is not member:
+                held = _union(held, _union(other.assigned, other.revoking))
+        free = _minus(_minus(target, member.assigned), held)
+        member.assigned = _union(member.assigned, free)
+        if member.epoch != group.assignment_epoch:
+            member.previous_epoch, member.epoch = member.epoch, group.assignment_epoch
+
+    def _revocation_timed_out(self, group_id: str, member_id: str) -> None:
+        self._timers.by_key.pop(("revoke", group_id, member_id), None)
+        group = self._consumer_groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is None or member is None or not member.revoking or self._closed:
+            return
+        log.info("consumer group %s: member %s did not revoke in time", group_id, member_id)
+        self._remove_consumer_member(group, member_id)
+
+    def _arm_consumer_session(self, group: ConsumerProtocolGroup, member: ConsumerMember) -> None:
+        group_id, member_id = group.group_id, member.member_id
+        self._timers.arm(
+            self._clock,
+            ("consumer-session", group_id, member_id),
+            self._config.get_int("group.consumer.session.timeout.ms"),
+            lambda: self._consumer_session_expired(group_id, member_id),
+        )
+
+    def _consumer_session_expired(self, group_id: str, member_id: str) -> None:
+        self._timers.by_key.pop(("consumer-session", group_id, member_id), None)
+        group = self._consumer_groups.get(group_id)
+        if group is None or member_id not in group.members or self._closed:
+            return
+        log.info("consumer group %s: member %s session timed out", group_id, member_id)
+        self._remove_consumer_member(group, member_id)
+
+    def _remove_consumer_member(self, group: ConsumerProtocolGroup, member_id: str) -> None:
+        group.members.pop(member_id, None)
+        for kind in ("consumer-session", "revoke"):
+            self._timers.cancel((kind, group.group_id, member_id))
+        self._new_target(group)
+
+    def _consumer_leave(
+        self, group_id: str, member_id: str, member_epoch: int
+    ) -> ConsumerHeartbeatResult:
+        group = self._consumer_groups.get(group_id)
+        if group is None or member_id not in group.members:
+            return ConsumerHeartbeatResult(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of the group."
+            )
+        log.info("consumer group %s: member %s leaves", group_id, member_id)
+        self._remove_consumer_member(group, member_id)
+        return ConsumerHeartbeatResult(ErrorCode.NONE, None, member_id, member_epoch)
+
+    def consumer_groups(self) -> Iterable[ConsumerProtocolGroup]:
+        return self._consumer_groups.values()
+
+    def describe_consumer_protocol(
+        self, group_ids: Iterable[str]
+    ) -> list[tuple[str, ErrorCode, ConsumerProtocolGroup | None]]:
+        """ConsumerGroupDescribe: each group, or GROUP_ID_NOT_FOUND."""
+        available = self.availability()
+        out: list[tuple[str, ErrorCode, ConsumerProtocolGroup | None]] = []
+        for group_id in group_ids:
+            group = self._consumer_groups.get(group_id)
+            if available is not ErrorCode.NONE:
+                out.append((group_id, available, None))
+            elif group is None:
+                out.append((group_id, ErrorCode.GROUP_ID_NOT_FOUND, None))
+            else:
+                out.append((group_id, ErrorCode.NONE, group))
+        return out
+
+    def describe_as_classic(self, group_id: str) -> GroupDescription:
+        """DescribeGroups on a KIP-848 group: its state and members, without protocol data."""
+        group = self._consumer_groups[group_id]
+        return GroupDescription(
+            group_id,
+            ErrorCode.NONE,
+            group.state,
+            CONSUMER_GROUP_TYPE,
+            group.assignor,
+            tuple(
+                MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host, b"", b"")
+                for m in group.members.values()
+            ),
+        )
+
+    def delete_consumer_group(self, group_id: str) -> ErrorCode:
+        group = self._consumer_groups[group_id]
+        if group.members:
+            return ErrorCode.NON_EMPTY_GROUP
+        records: list[Record] = [
+            (OffsetKey(group_id, tp.topic, tp.partition), None)
+            for tp in sorted(self.offsets.of(group_id))
+        ]
+        error = self._write(records)
+        if error is ErrorCode.NONE:
+            del self._consumer_groups[group_id]
+            log.info("consumer group %s deleted", group_id)
+        return error
+
+    def validate_consumer_commit(
+        self, group: ConsumerProtocolGroup, member_id: str, epoch: int
+    ) -> ErrorCode:
+        """OffsetCommit fencing for a KIP-848 member (the request's epoch is the member's)."""
+        if epoch < 0 and not group.members:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if epoch > member.epoch:
+            return ErrorCode.FENCED_MEMBER_EPOCH
+        if epoch < member.epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE

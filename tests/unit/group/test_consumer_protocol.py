@@ -1,0 +1,175 @@
+"""KIP-848 consumer groups on a manual clock: assignors, revocation first, fencing, timeouts."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import dataclass, field
+
+import pytest
+
+from coordinator.group.consumer_protocol import (
+    ConsumerHeartbeatResult,
+    ConsumerMember,
+    Partitions,
+    assign,
+)
+from coordinator.group.coordinator import ConsumerGroupCoordinator
+from coordinator.log.memory_log import MemoryLog
+from coordinator.topics import TopicRegistry
+from txn.clock import ManualClock
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode
+from txn.ids import TopicPartition
+
+E = ErrorCode
+G = "cg"
+
+
+@dataclass
+class Bench:
+    clock: ManualClock = field(default_factory=ManualClock)
+    topics: TopicRegistry = field(
+        default_factory=lambda: TopicRegistry(MemoryLog(), random.Random(3))
+    )
+    coord: ConsumerGroupCoordinator = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.topics.create("orders", 4, 0)
+        self.coord = ConsumerGroupCoordinator(
+            self.clock,
+            MemoryLog(),
+            BrokerConfig({"group.initial.rebalance.delay.ms": "0"}),
+            topics=self.topics,
+        )
+        self.coord.load()
+
+    @property
+    def orders(self) -> uuid.UUID:
+        info = self.topics.get("orders")
+        assert info is not None
+        return info.topic_id
+
+    def beat(
+        self,
+        member: str,
+        epoch: int,
+        owned: Partitions | None = None,
+        topics: list[str] | None = None,
+        assignor: str | None = None,
+    ) -> ConsumerHeartbeatResult:
+        return self.coord.consumer_heartbeat(
+            G,
+            member,
+            epoch,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=topics
+            if topics is not None
+            else (["orders"] if epoch == 0 else None),
+            server_assignor=assignor,
+            owned=owned,
+            client_id="c",
+            client_host="/h",
+        )
+
+
+def parts(result: ConsumerHeartbeatResult) -> frozenset[int]:
+    assert result.assignment is not None
+    return frozenset(p for ps in result.assignment.values() for p in ps)
+
+
+def test_first_member_takes_every_partition() -> None:
+    b = Bench()
+    r = b.beat("m1", 0)
+    assert r.error is E.NONE and r.member_epoch == 1 and parts(r) == {0, 1, 2, 3}
+    assert r.heartbeat_interval_ms == 5000
+    again = b.beat("m1", 1, owned=r.assignment)
+    assert again.assignment is None  # unchanged: not sent
+    (listing,) = b.coord.list_groups(types=["consumer"])
+    assert (listing.group_id, listing.state) == (G, "Stable")
+
+
+def test_a_joining_member_waits_for_the_revocation() -> None:
+    b = Bench()
+    r1 = b.beat("m1", 0)
+    r2 = b.beat("m2", 0)
+    assert r2.member_epoch == 2 and parts(r2) == frozenset()  # its partitions are still m1's
+    revoke = b.beat("m1", 1, owned=r1.assignment)
+    assert revoke.member_epoch == 1 and len(parts(revoke)) == 2  # keep two, give two up
+    assert b.beat("m2", 2).assignment is None  # m1 has not released yet
+    done = b.beat("m1", 1, owned=revoke.assignment)
+    assert done.member_epoch == 2 and done.assignment is None
+    given = b.beat("m2", 2)
+    assert parts(given) == {0, 1, 2, 3} - parts(revoke)
+    (desc,) = b.coord.describe_consumer_protocol([G])
+    assert desc[2] is not None and desc[2].state == "Stable"
+
+
+def test_fencing_and_unknown_members() -> None:
+    b = Bench()
+    b.beat("m1", 0)
+    assert b.beat("m1", 7).error is E.FENCED_MEMBER_EPOCH
+    assert b.beat("ghost", 3).error is E.UNKNOWN_MEMBER_ID
+    assert b.beat("m1", 0, assignor="sticky").error is E.UNSUPPORTED_ASSIGNOR
+    assert b.coord.consumer_heartbeat(G, "m9", 0).error is E.INVALID_REQUEST  # no subscription
+
+
+def test_session_timeout_and_leave_rebalance() -> None:
+    b = Bench()
+    r1 = b.beat("m1", 0)
+    b.beat("m1", 1, owned=r1.assignment)
+    r2 = b.beat("m2", 0)
+    revoke = b.beat("m1", 1, owned=r1.assignment)
+    b.beat("m1", 1, owned=revoke.assignment)
+    latest = r2.assignment
+    for _ in range(10):  # m2 heartbeats; m1 goes silent and its session (45 s) ends
+        b.clock.advance(5000)
+        r2 = b.beat("m2", r2.member_epoch, owned=latest)
+        latest = r2.assignment if r2.assignment is not None else latest
+        assert r2.error is E.NONE
+    assert latest is not None and {p for ps in latest.values() for p in ps} == {0, 1, 2, 3}
+    (desc,) = b.coord.describe_consumer_protocol([G])
+    assert desc[2] is not None and list(desc[2].members) == ["m2"]
+    left = b.beat("m2", -1)
+    assert left.member_epoch == -1
+    assert b.coord.list_groups(types=["consumer"])[0].state == "Empty"
+    assert b.coord.delete_groups([G]) == {G: E.NONE}
+
+
+def test_offset_commits_are_fenced_by_member_epoch() -> None:
+    b = Bench()
+    r = b.beat("m1", 0)
+    tp = TopicPartition("orders", 0)
+    assert b.coord.commit_offsets(G, r.member_epoch, "m1", None, {tp: (5, -1, "")}) == {tp: E.NONE}
+    assert b.coord.commit_offsets(G, 0, "m1", None, {tp: (6, -1, "")}) == {tp: E.STALE_MEMBER_EPOCH}
+    assert b.coord.commit_offsets(G, 9, "m1", None, {tp: (6, -1, "")}) == {
+        tp: E.FENCED_MEMBER_EPOCH
+    }
+    assert b.coord.commit_offsets(G, 1, "zz", None, {tp: (6, -1, "")}) == {tp: E.UNKNOWN_MEMBER_ID}
+    error, results = b.coord.delete_offsets(G, [tp])
+    assert (error, results) == (E.NONE, {tp: E.GROUP_SUBSCRIBED_TO_TOPIC})
+
+
+def test_classic_and_consumer_protocols_share_the_group_id() -> None:
+    b = Bench()
+    b.coord.commit_offsets(G, -1, "", None, {TopicPartition("orders", 0): (1, -1, "")})
+    r = b.beat("m1", 0)  # an empty classic group becomes a consumer group, offsets kept
+    assert r.error is E.NONE
+    assert b.coord.fetch_offsets(G, None, False)[1][TopicPartition("orders", 0)].offset == 1
+    assert b.coord.has_group(G)
+
+
+@pytest.mark.parametrize("assignor", ["uniform", "range"])
+def test_assignors_cover_every_partition_once(assignor: str) -> None:
+    members = {
+        f"m{i}": ConsumerMember(f"m{i}", None, None, "c", "h", frozenset({"a", "b"}), None, 1)
+        for i in range(3)
+    }
+    a, b2 = uuid.uuid4(), uuid.uuid4()
+    target = assign(assignor, members, {"a": (a, 5), "b": (b2, 2)}, {})
+    seen = [(t, p) for m in target.values() for t, ps in m.items() for p in ps]
+    assert sorted(seen) == sorted([(a, p) for p in range(5)] + [(b2, p) for p in range(2)])
+    loads = sorted(sum(len(ps) for ps in m.values()) for m in target.values())
+    assert loads[-1] - loads[0] <= (1 if assignor == "uniform" else 2)
+    if assignor == "uniform":  # sticky: a recomputation keeps what each member has
+        assert assign(assignor, members, {"a": (a, 5), "b": (b2, 2)}, target) == target

@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from producer.admin import Admin
-from txn.errors import InvalidConfigError, KafkaProtocolError, RetriableError
+from txn.errors import ErrorCode, InvalidConfigError, KafkaProtocolError, RetriableError
 from txn.exit_codes import EXIT_CODES_HELP, ExitCode, UsageExitParser
 from txn.ids import TopicPartition
 
@@ -33,10 +33,13 @@ __all__ = [
     "UsageExitParser",
     "add_connection_options",
     "client_config",
+    "delete_groups_action",
     "emit",
     "emit_json",
     "guarded",
     "make_console",
+    "offsets_result",
+    "plan_note",
     "print_rows",
     "read_properties",
     "report_error",
@@ -231,3 +234,44 @@ def topic_partitions(admin: Admin, spec: str) -> list[TopicPartition]:
             msg = f"--topic: expected TOPIC or TOPIC:P[,P...], got {spec!r}"
             raise CliError(msg, ExitCode.USAGE) from None
     return [TopicPartition(topic, p) for p in admin.client.topic(topic).partitions]
+
+
+def plan_note(args: argparse.Namespace) -> str:
+    return "" if getattr(args, "execute", False) else " (plan only: add --execute to change it)"
+
+
+def delete_groups_action(
+    admin: Admin,
+    args: argparse.Namespace,
+    console: Console,
+    described: list[tuple[str, str, int]],
+    kind: str,
+) -> int:
+    """``--delete --group G...``: the plan from (group, state, members), or DeleteGroups."""
+    if not args.execute:
+        rows: list[dict[str, Any]] = [
+            {"group": g, "state": state, "members": members, "would_delete": state == "Empty"}
+            for g, state, members in described
+        ]
+        emit(args, console, rows, f"delete{plan_note(args)}")
+        return ExitCode.OK
+    removed = admin.delete_groups([g for g, _state, _members in described])
+    rows = [{"group": g, "result": e.name} for g, e in removed.items()]
+    emit(args, console, rows, f"deleted {kind} groups")
+    return ExitCode.OK if all(e is ErrorCode.NONE for e in removed.values()) else ExitCode.FAILED
+
+
+def offsets_result(
+    args: argparse.Namespace,
+    console: Console,
+    rows: list[dict[str, Any]],
+    results: dict[TopicPartition, ErrorCode],
+    title: str,
+) -> int:
+    """Mark each row (topic, partition) with its result, print them, the exit code."""
+    for row in rows:
+        row["result"] = results.get(
+            TopicPartition(row["topic"], row["partition"]), ErrorCode.NONE
+        ).name
+    emit(args, console, rows, title)
+    return ExitCode.OK if all(e is ErrorCode.NONE for e in results.values()) else ExitCode.FAILED

@@ -23,9 +23,11 @@ from producer.cli_support import (
     CliError,
     ExitCode,
     add_connection_options,
+    delete_groups_action,
     emit,
     emit_json,
     guarded,
+    plan_note,
     run_admin,
     topic_partitions,
 )
@@ -108,10 +110,6 @@ def _check_usage(args: argparse.Namespace) -> None:
         )
     if problem is not None:
         raise CliError(problem, ExitCode.USAGE)
-
-
-def _plan_note(args: argparse.Namespace) -> str:
-    return "" if args.execute else " (plan only: add --execute to change it)"
 
 
 def _dispatch(admin: Admin, args: argparse.Namespace, console: Console) -> int:
@@ -224,7 +222,7 @@ def _reset(admin: Admin, args: argparse.Namespace, console: Console, group: str)
         for tp, off in sorted(plan.items())
     ]
     if not args.execute:
-        emit(args, console, rows, f"{group}: new offsets{_plan_note(args)}")
+        emit(args, console, rows, f"{group}: new offsets{plan_note(args)}")
         return ExitCode.OK
     results = admin.alter_consumer_group_offsets(group, plan)
     for row in rows:
@@ -255,7 +253,7 @@ def _delete_offsets(admin: Admin, args: argparse.Namespace, console: Console, gr
             {"topic": tp.topic, "partition": tp.partition, "status": "would delete"}
             for tp in partitions
         ]
-        emit(args, console, rows, f"{group}: delete offsets{_plan_note(args)}")
+        emit(args, console, rows, f"{group}: delete offsets{plan_note(args)}")
         return ExitCode.OK
     error, results = admin.delete_consumer_group_offsets(group, partitions)
     if error is not ErrorCode.NONE:
@@ -287,19 +285,8 @@ def _message(error: ErrorCode) -> str:
 
 
 def _delete(admin: Admin, args: argparse.Namespace, console: Console) -> int:
-    if not args.execute:
-        rows: list[dict[str, Any]] = [
-            {
-                "group": d.group_id,
-                "state": d.state,
-                "members": len(d.members),
-                "would_delete": d.state == "Empty",
-            }
-            for d in admin.describe_consumer_groups(list(args.group))
-        ]
-        emit(args, console, rows, f"delete{_plan_note(args)}")
-        return ExitCode.OK
-    removed = admin.delete_groups(list(args.group))
-    rows = [{"group": g, "result": e.name} for g, e in removed.items()]
-    emit(args, console, rows, "deleted consumer groups")
-    return ExitCode.OK if all(e is ErrorCode.NONE for e in removed.values()) else ExitCode.FAILED
+    described = [
+        (d.group_id, d.state, len(d.members))
+        for d in admin.describe_consumer_groups(list(args.group))
+    ]
+    return delete_groups_action(admin, args, console, described, "consumer")

@@ -47,7 +47,6 @@ __all__ = [
 ]
 
 
-
 class RecordDecodeError(SharetxnError):
     """Fetched bytes that could not be turned into records."""
 

@@ -27,8 +27,11 @@ from producer.cli_support import (
     ExitCode,
     UsageExitParser,
     add_connection_options,
+    delete_groups_action,
     emit,
     guarded,
+    offsets_result,
+    plan_note,
     run_admin,
     topic_partitions,
 )
@@ -113,10 +116,6 @@ def _check_usage(args: argparse.Namespace) -> None:
         raise CliError(problem, ExitCode.USAGE)
 
 
-def _plan_note(args: argparse.Namespace) -> str:
-    return "" if args.execute else " (plan only: add --execute to change it)"
-
-
 def _dispatch(admin: Admin, args: argparse.Namespace, console: Console) -> int:
     if args.list:
         groups = [g for g in admin.list_groups(types=["share"]) if g.type == "share"]
@@ -135,7 +134,7 @@ def _dispatch(admin: Admin, args: argparse.Namespace, console: Console) -> int:
                 {"group": group, "topic": t, "action": "would delete share state"}
                 for t in args.topic
             ]
-            emit(args, console, rows, f"{group}: delete offsets{_plan_note(args)}")
+            emit(args, console, rows, f"{group}: delete offsets{plan_note(args)}")
             return ExitCode.OK
         deleted = admin.delete_share_group_offsets(group, list(args.topic))
         rows = [{"topic": t, "result": e.name} for t, e in deleted.items()]
@@ -143,23 +142,10 @@ def _dispatch(admin: Admin, args: argparse.Namespace, console: Console) -> int:
         return (
             ExitCode.OK if all(e is ErrorCode.NONE for e in deleted.values()) else ExitCode.FAILED
         )
-    if not args.execute:
-        descs = admin.describe_share_groups(list(args.group))
-        rows = [
-            {
-                "group": d.group_id,
-                "state": d.state,
-                "members": len(d.members),
-                "would_delete": d.state == "Empty",
-            }
-            for d in descs
-        ]
-        emit(args, console, rows, f"delete{_plan_note(args)}")
-        return ExitCode.OK
-    removed = admin.delete_groups(list(args.group))
-    rows = [{"group": g, "result": e.name} for g, e in removed.items()]
-    emit(args, console, rows, "deleted share groups")
-    return ExitCode.OK if all(e is ErrorCode.NONE for e in removed.values()) else ExitCode.FAILED
+    described = [
+        (d.group_id, d.state, len(d.members)) for d in admin.describe_share_groups(list(args.group))
+    ]
+    return delete_groups_action(admin, args, console, described, "share")
 
 
 def _reset_offsets(admin: Admin, args: argparse.Namespace, console: Console, group: str) -> int:
@@ -178,15 +164,10 @@ def _reset_offsets(admin: Admin, args: argparse.Namespace, console: Console, gro
         for tp, off in sorted(offsets.items())
     ]
     if not args.execute:
-        emit(args, console, rows, f"{group}: new start offsets{_plan_note(args)}")
+        emit(args, console, rows, f"{group}: new start offsets{plan_note(args)}")
         return ExitCode.OK
     results = admin.alter_share_group_offsets(group, offsets)
-    for row in rows:
-        row["result"] = results.get(
-            TopicPartition(row["topic"], row["partition"]), ErrorCode.NONE
-        ).name
-    emit(args, console, rows, f"{group}: start offsets reset")
-    return ExitCode.OK if all(e is ErrorCode.NONE for e in results.values()) else ExitCode.FAILED
+    return offsets_result(args, console, rows, results, f"{group}: start offsets reset")
 
 
 def _describe(admin: Admin, args: argparse.Namespace, console: Console, group: str) -> int:

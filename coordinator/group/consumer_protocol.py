@@ -21,12 +21,12 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from coordinator.group.offsets import OffsetStore
 from coordinator.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue
 from coordinator.group.results import GroupDescription, MemberDescription
 from coordinator.group.timers import Timers
+from coordinator.share.group_coordinator import TopicLookup
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
@@ -40,21 +40,6 @@ CONSUMER_GROUP_TYPE = "consumer"
 
 Partitions = dict[uuid.UUID, frozenset[int]]
 Record = tuple[OffsetKey | GroupKey, OffsetValue | GroupValue | None]
-
-
-class TopicInfoLike(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def topic_id(self) -> uuid.UUID: ...
-
-    @property
-    def num_partitions(self) -> int: ...
-
-
-class TopicLookup(Protocol):
-    def get(self, name: str) -> TopicInfoLike | None: ...
 
 
 @dataclass(slots=True)

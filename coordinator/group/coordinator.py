@@ -49,7 +49,6 @@ from coordinator.group.consumer_protocol import (
     CONSUMER_GROUP_TYPE,
     ConsumerProtocol,
     ConsumerProtocolGroup,
-    TopicLookup,
 )
 from coordinator.group.offset_commands import OffsetCommands, Record
 from coordinator.group.offsets import OffsetEntry, OffsetStore
@@ -75,6 +74,7 @@ from coordinator.group.results import (
 )
 from coordinator.group.timers import Timers
 from coordinator.log.storage import PartitionLog
+from coordinator.share.group_coordinator import TopicLookup
 from coordinator.txn_coordinator import append_error_code
 from txn.batch import ControlType, build_batch, control_type_of
 from txn.clock import Clock

@@ -438,6 +438,12 @@ class _Membership:
                 self._failures = 0
                 self._on_success(resp, topics)
                 return max(self.interval_ms, 1)
+            if code is ErrorCode.GROUP_ID_NOT_FOUND and epoch == 0:
+                # Joining failed: the id belongs to another kind of group (Kafka's clients
+                # raise GroupIdNotFoundException from poll).
+                return self._set_fatal(
+                    error_for_code(int(code))(resp.error_message, group_id=self.group_id)
+                )
             if code in _REJOIN_ERRORS:
                 log.warning(
                     "share group %s: member %s must rejoin (%s): its acquired records are lost",

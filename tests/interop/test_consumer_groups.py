@@ -22,7 +22,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.launcher import LocalBroker
 from producer import Admin
-from txn.errors import ErrorCode
+from txn.errors import ErrorCode, GroupIdNotFoundError
 from txn.ids import TopicPartition as OurTopicPartition
 
 pytestmark = pytest.mark.interop
@@ -235,6 +235,15 @@ def test_share_and_consumer_groups_share_one_namespace(gbroker: LocalBroker) -> 
     assert error is not None and error.code() == KafkaError.INCONSISTENT_GROUP_PROTOCOL
     c.close()
     sc.close()
+    # and the reverse: a share consumer on a consumer group's id
+    with Admin(b) as admin:
+        admin.alter_consumer_group_offsets("readers-only", {OurTopicPartition(topic, 0): 1})
+    other = ShareConsumer({"bootstrap.servers": b, "group.id": "readers-only"})
+    other.subscribe([topic])
+    with pytest.raises(GroupIdNotFoundError, match="not a share group"):
+        for _ in range(20):
+            other.poll(0.5)
+    other.close()
 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")

@@ -57,7 +57,33 @@ def _send_and_read(bootstrap: str, payload: bytes) -> bytes | None:
 )
 @given(
     api_key=st.sampled_from(
-        [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 18, 19, 22, 24, 25, 26, 28, 47, 65, 66, 68, 69, 999]
+        [
+            0,
+            1,
+            2,
+            3,
+            8,
+            9,
+            10,
+            11,
+            12,
+            13,
+            14,
+            15,
+            18,
+            19,
+            22,
+            24,
+            25,
+            26,
+            28,
+            47,
+            65,
+            66,
+            68,
+            69,
+            999,
+        ]
     ),
     version=st.integers(-1, 20),
     tail=st.binary(max_size=200),

@@ -18,6 +18,7 @@ group's committed offsets are durable); see docs/conformance.md.
 from __future__ import annotations
 
 import logging
+import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -109,6 +110,19 @@ def _union(a: Partitions, b: Partitions) -> Partitions:
 
 def _overlaps(a: Partitions, b: Partitions) -> bool:
     return any(a.get(t, frozenset()) & ps for t, ps in b.items())
+
+
+def _string(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def _classic_subscription(topics: frozenset[str]) -> bytes:
+    """A consumer-protocol subscription (version 0): the topics, no user data."""
+    out = struct.pack(">hi", 0, len(topics))
+    for name in sorted(topics):
+        out += _string(name)
+    return out + struct.pack(">i", -1)
 
 
 def assign(
@@ -429,7 +443,9 @@ class ConsumerProtocol:
         return out
 
     def describe_as_classic(self, group_id: str) -> GroupDescription:
-        """DescribeGroups on a KIP-848 group: its state and members, without protocol data."""
+        """DescribeGroups on a KIP-848 group: its members with their subscription and
+        assignment in the classic consumer-protocol encoding, as Kafka answers, so tools
+        written for classic groups describe it too."""
         group = self._consumer_groups[group_id]
         return GroupDescription(
             group_id,
@@ -438,10 +454,28 @@ class ConsumerProtocol:
             CONSUMER_GROUP_TYPE,
             group.assignor,
             tuple(
-                MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host, b"", b"")
+                MemberDescription(
+                    m.member_id,
+                    m.instance_id,
+                    m.client_id,
+                    m.client_host,
+                    _classic_subscription(m.subscribed),
+                    self._classic_assignment(m.assigned),
+                )
                 for m in group.members.values()
             ),
         )
+
+    def _classic_assignment(self, assigned: Partitions) -> bytes:
+        by_name: dict[str, list[int]] = {}
+        for topic_id, partitions in assigned.items():
+            info = self._topics.by_id(topic_id) if self._topics is not None else None
+            if info is not None:
+                by_name[info.name] = sorted(partitions)
+        out = struct.pack(">hi", 0, len(by_name))
+        for name, numbers in sorted(by_name.items()):
+            out += _string(name) + struct.pack(f">i{len(numbers)}i", len(numbers), *numbers)
+        return out + struct.pack(">i", -1)  # no user data
 
     def delete_consumer_group(self, group_id: str) -> ErrorCode:
         group = self._consumer_groups[group_id]

@@ -315,7 +315,9 @@ def test_kip848_consumer_protocol(tmp_path: Path) -> None:
         assignments(members, 6, timeout_s=30)
         admin = AdminClient({"bootstrap.servers": b})
         desc = admin.describe_consumer_groups(["g-848"])["g-848"].result(30)
-        assert len(desc.members) == 2
+        assert len(desc.members) == 2  # the classic encoding of a KIP-848 group's members
+        owned = sorted(tp.partition for m in desc.members for tp in m.assignment.topic_partitions)
+        assert owned == list(range(6))
         listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("g-848")])
         offsets = listed["g-848"].result(30).topic_partitions
         assert sorted((tp.partition, tp.offset) for tp in offsets) == [(p, 10) for p in range(6)]

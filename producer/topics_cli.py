@@ -221,12 +221,18 @@ def _describe(admin: Admin, console: Console, args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-def _alter(admin: Admin, console: Console, args: argparse.Namespace) -> int:
+def _existing(admin: Admin, args: argparse.Namespace) -> list[str]:
+    """The topics --topic matches (internal ones aside); none is an error unless --if-exists."""
     names = _matching(admin, args.topic, exclude_internal=True)
-    if not names:
-        if args.if_exists:
-            return ExitCode.OK
+    if not names and not args.if_exists:
         raise CliError(f"Topic '{args.topic}' does not exist as expected")
+    return names
+
+
+def _alter(admin: Admin, console: Console, args: argparse.Namespace) -> int:
+    names = _existing(admin, args)
+    if not names:
+        return ExitCode.OK
     results = admin.create_partitions(
         dict.fromkeys(names, args.partitions), validate_only=args.dry_run
     )
@@ -236,11 +242,9 @@ def _alter(admin: Admin, console: Console, args: argparse.Namespace) -> int:
 
 
 def _delete(admin: Admin, console: Console, args: argparse.Namespace) -> int:
-    names = _matching(admin, args.topic, exclude_internal=True)
+    names = _existing(admin, args)
     if not names:
-        if args.if_exists:
-            return ExitCode.OK
-        raise CliError(f"Topic '{args.topic}' does not exist as expected")
+        return ExitCode.OK
     return _report(args, console, admin.delete_topics(names), "deleted topics")
 
 

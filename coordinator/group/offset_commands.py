@@ -116,15 +116,18 @@ class OffsetCommands:
         group = self._groups.get(group_id)
         if group is not None and member_id in group.members:
             self._arm_session(group, group.members[member_id], self._clock.now_ms())
-        now = self._clock.now_ms()
-        records: list[Record] = [
-            (OffsetKey(group_id, tp.topic, tp.partition), OffsetValue(off, epoch, meta or "", now))
-            for tp, (off, epoch, meta) in offsets.items()
-        ]
+        records = self._offset_records(group_id, offsets)
         error = self._write(records)
         if error is ErrorCode.NONE:
             self._emit(group_id, "offset-commits", len(records))
         return dict.fromkeys(offsets, error)
+
+    def _offset_records(self, group_id: str, offsets: OffsetMap) -> list[Record]:
+        now = self._clock.now_ms()
+        return [
+            (OffsetKey(group_id, tp.topic, tp.partition), OffsetValue(off, epoch, meta or "", now))
+            for tp, (off, epoch, meta) in offsets.items()
+        ]
 
     def _check_metadata(
         self, offsets: dict[TopicPartition, tuple[int, int, str | None]]
@@ -162,11 +165,7 @@ class OffsetCommands:
             error = ErrorCode.PRODUCER_FENCED
         if error is not ErrorCode.NONE:
             return dict.fromkeys(offsets, error)
-        now = self._clock.now_ms()
-        records: list[Record] = [
-            (OffsetKey(group_id, tp.topic, tp.partition), OffsetValue(off, epoch, meta or "", now))
-            for tp, (off, epoch, meta) in offsets.items()
-        ]
+        records = self._offset_records(group_id, offsets)
         error = self._write(records, producer=(producer_id, producer_epoch))
         return dict.fromkeys(offsets, error)
 

@@ -11,20 +11,36 @@ same partitions) its previous one gets FENCED_MEMBER_EPOCH; an unknown member
 UNKNOWN_MEMBER_ID.  ``group.consumer.session.timeout.ms`` removes silent members, and a
 member that does not revoke within its rebalance timeout is removed too.
 
-Membership is kept in memory: after a broker restart members rejoin with epoch 0 (their
-group's committed offsets are durable); see docs/conformance.md.
+Every change is written as Kafka's KIP-848 records (``consumer_records``) before the answer,
+and ``load()`` replays them, so members keep their epochs and assignments across a restart.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
+from coordinator.group.consumer_records import (
+    CURRENT_ASSIGNMENT,
+    GROUP_METADATA,
+    MEMBER_METADATA,
+    TARGET_MEMBER,
+    TARGET_METADATA,
+    ConsumerKey,
+    ConsumerValue,
+    CurrentAssignmentValue,
+    GroupEpochValue,
+    MemberMetadataValue,
+    Record,
+    TargetMemberValue,
+)
 from coordinator.group.offsets import OffsetStore
-from coordinator.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue
+from coordinator.group.records import OffsetKey
 from coordinator.group.results import GroupDescription, MemberDescription
 from coordinator.group.timers import Timers
 from coordinator.share.group_coordinator import TopicLookup
@@ -40,7 +56,6 @@ ASSIGNORS = ("uniform", "range")
 CONSUMER_GROUP_TYPE = "consumer"
 
 Partitions = dict[uuid.UUID, frozenset[int]]
-Record = tuple[OffsetKey | GroupKey, OffsetValue | GroupValue | None]
 
 
 @dataclass(slots=True)
@@ -110,6 +125,32 @@ def _union(a: Partitions, b: Partitions) -> Partitions:
 
 def _overlaps(a: Partitions, b: Partitions) -> bool:
     return any(a.get(t, frozenset()) & ps for t, ps in b.items())
+
+
+def records_of(group: ConsumerProtocolGroup) -> dict[ConsumerKey, ConsumerValue]:
+    """The records that describe ``group`` (Kafka's KIP-848 schemas), by key."""
+    gid = group.group_id
+    out: dict[ConsumerKey, ConsumerValue] = {
+        ConsumerKey(GROUP_METADATA, gid): GroupEpochValue(group.epoch),
+        ConsumerKey(TARGET_METADATA, gid): GroupEpochValue(group.assignment_epoch),
+    }
+    for m in group.members.values():
+        out[ConsumerKey(MEMBER_METADATA, gid, m.member_id)] = MemberMetadataValue(
+            m.instance_id,
+            m.rack_id,
+            m.client_id,
+            m.client_host,
+            tuple(sorted(m.subscribed)),
+            None,
+            m.rebalance_timeout_ms,
+            m.server_assignor,
+        )
+        out[ConsumerKey(CURRENT_ASSIGNMENT, gid, m.member_id)] = CurrentAssignmentValue(
+            m.epoch, m.previous_epoch, 1 if m.revoking else 0, dict(m.assigned), dict(m.revoking)
+        )
+    for member_id, partitions in group.target.items():
+        out[ConsumerKey(TARGET_MEMBER, gid, member_id)] = TargetMemberValue(dict(partitions))
+    return out
 
 
 def _string(text: str) -> bytes:
@@ -185,6 +226,7 @@ class ConsumerProtocol:
     _config: BrokerConfig
     _timers: Timers
     _consumer_groups: dict[str, ConsumerProtocolGroup]
+    _groups: dict[str, Any]  # the classic groups (ConsumerGroupCoordinator's)
     _topics: TopicLookup | None
     _is_share_group: Callable[[str], bool]
     _closed: bool
@@ -209,6 +251,27 @@ class ConsumerProtocol:
         group_id: str,
         member_id: str,
         member_epoch: int,
+        **request: Any,
+    ) -> ConsumerHeartbeatResult:
+        """ConsumerGroupHeartbeat: join (epoch 0), heartbeat, or leave (epoch -1 / -2).
+
+        The group changes on a copy-on-failure basis: what the heartbeat changed is written
+        as Kafka's records (``consumer_records``) before the answer; a failed write restores
+        the group as it was and answers the append's error.
+        """
+        before, backup = self._checkpoint(group_id)
+        result = self._consumer_heartbeat(group_id, member_id, member_epoch, **request)
+        if result.error is ErrorCode.NONE:
+            error = self._persist_consumer(group_id, before, backup)
+            if error is not ErrorCode.NONE:
+                return ConsumerHeartbeatResult(error)
+        return result
+
+    def _consumer_heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
         *,
         instance_id: str | None = None,
         rack_id: str | None = None,
@@ -219,7 +282,6 @@ class ConsumerProtocol:
         client_id: str = "",
         client_host: str = "",
     ) -> ConsumerHeartbeatResult:
-        """ConsumerGroupHeartbeat: join (epoch 0), heartbeat, or leave (epoch -1 / -2)."""
         if (error := self.availability()) is not ErrorCode.NONE:
             return ConsumerHeartbeatResult(error)
         if not group_id:
@@ -386,7 +448,7 @@ class ConsumerProtocol:
         if group is None or member is None or not member.revoking or self._closed:
             return
         log.info("consumer group %s: member %s did not revoke in time", group_id, member_id)
-        self._remove_consumer_member(group, member_id)
+        self._remove_persisted(group_id, member_id)
 
     def _arm_consumer_session(self, group: ConsumerProtocolGroup, member: ConsumerMember) -> None:
         group_id, member_id = group.group_id, member.member_id
@@ -403,7 +465,93 @@ class ConsumerProtocol:
         if group is None or member_id not in group.members or self._closed:
             return
         log.info("consumer group %s: member %s session timed out", group_id, member_id)
+        self._remove_persisted(group_id, member_id)
+
+    def _remove_persisted(self, group_id: str, member_id: str) -> None:
+        """A timer removes a member: written like a heartbeat's change, retried on failure."""
+        before, backup = self._checkpoint(group_id)
+        group = self._consumer_groups[group_id]
         self._remove_consumer_member(group, member_id)
+        if self._persist_consumer(group_id, before, backup) is not ErrorCode.NONE:
+            restored = self._consumer_groups[group_id].members.get(member_id)
+            if restored is not None:
+                self._arm_consumer_session(self._consumer_groups[group_id], restored)
+
+    # -- persistence (Kafka's KIP-848 records) --------------------------------------------------
+
+    def _checkpoint(
+        self, group_id: str
+    ) -> tuple[dict[ConsumerKey, ConsumerValue], ConsumerProtocolGroup | None]:
+        group = self._consumer_groups.get(group_id)
+        if group is None:
+            return {}, None
+        return records_of(group), copy.deepcopy(group)
+
+    def _persist_consumer(
+        self,
+        group_id: str,
+        before: dict[ConsumerKey, ConsumerValue],
+        backup: ConsumerProtocolGroup | None,
+    ) -> ErrorCode:
+        group = self._consumer_groups.get(group_id)
+        after = records_of(group) if group is not None else {}
+        records: list[Record] = [(k, v) for k, v in after.items() if before.get(k) != v]
+        records += [(k, None) for k in before if k not in after]
+        error = self._write(records)
+        if error is not ErrorCode.NONE:
+            if backup is None:
+                self._consumer_groups.pop(group_id, None)
+            else:
+                self._consumer_groups[group_id] = backup
+        return error
+
+    def _apply_consumer(self, key: ConsumerKey, value: ConsumerValue | None) -> None:
+        """Replay one KIP-848 record (live changes are already in the group)."""
+        group = self._consumer_groups.get(key.group_id)
+        if key.version == GROUP_METADATA and value is None:
+            self._consumer_groups.pop(key.group_id, None)
+            return
+        if group is None:
+            if value is None:
+                return
+            # The id's later records are a KIP-848 group's: an earlier classic group (or the
+            # placeholder its offsets made) was converted.
+            self._groups.pop(key.group_id, None)
+            group = self._consumer_groups[key.group_id] = ConsumerProtocolGroup(key.group_id)
+        member_id = key.member_id or ""
+        if isinstance(value, GroupEpochValue):
+            if key.version == GROUP_METADATA:
+                group.epoch = value.epoch
+            else:
+                group.assignment_epoch = value.epoch
+        elif key.version == TARGET_MEMBER:
+            if isinstance(value, TargetMemberValue):
+                group.target[member_id] = dict(value.partitions)
+            else:
+                group.target.pop(member_id, None)
+        elif key.version == MEMBER_METADATA and value is None:
+            group.members.pop(member_id, None)
+        elif isinstance(value, MemberMetadataValue):
+            member = group.members.setdefault(
+                member_id, ConsumerMember(member_id, None, None, "", "", frozenset(), None, -1)
+            )
+            member.instance_id, member.rack_id = value.instance_id, value.rack_id
+            member.client_id, member.client_host = value.client_id, value.client_host
+            member.subscribed = frozenset(value.subscribed)
+            member.rebalance_timeout_ms = value.rebalance_timeout_ms
+            member.server_assignor = value.server_assignor
+        elif isinstance(value, CurrentAssignmentValue) and member_id in group.members:
+            member = group.members[member_id]
+            member.epoch, member.previous_epoch = value.epoch, value.previous_epoch
+            member.assigned, member.revoking = dict(value.assigned), dict(value.revoking)
+
+    def _after_consumer_replay(self) -> None:
+        for group in self._consumer_groups.values():
+            group.topology = self._topology(group)
+            preferred = [m.server_assignor for m in group.members.values() if m.server_assignor]
+            group.assignor = preferred[0] if preferred else "uniform"
+            for member in group.members.values():
+                self._arm_consumer_session(group, member)
 
     def _remove_consumer_member(self, group: ConsumerProtocolGroup, member_id: str) -> None:
         group.members.pop(member_id, None)
@@ -485,9 +633,10 @@ class ConsumerProtocol:
             (OffsetKey(group_id, tp.topic, tp.partition), None)
             for tp in sorted(self.offsets.of(group_id))
         ]
+        records += [(k, None) for k in records_of(group)]
         error = self._write(records)
         if error is ErrorCode.NONE:
-            del self._consumer_groups[group_id]
+            self._consumer_groups.pop(group_id, None)
             log.info("consumer group %s deleted", group_id)
         return error
 

@@ -50,7 +50,17 @@ from coordinator.group.consumer_protocol import (
     ConsumerProtocol,
     ConsumerProtocolGroup,
 )
-from coordinator.group.offset_commands import OffsetCommands, Record
+from coordinator.group.consumer_records import (
+    CONSUMER_KEY_VERSIONS,
+    ConsumerKey,
+    ConsumerValue,
+    Record,
+    decode_consumer_key,
+    decode_consumer_value,
+    encode_consumer_key,
+    encode_consumer_value,
+)
+from coordinator.group.offset_commands import OffsetCommands
 from coordinator.group.offsets import OffsetEntry, OffsetStore
 from coordinator.group.records import (
     GroupKey,
@@ -140,9 +150,14 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
             for index, (raw_key, raw_value) in enumerate(pairs):
                 if raw_key is None:
                     continue
+                raw = None if raw_value is None else bytes(raw_value)
                 try:
+                    if int.from_bytes(bytes(raw_key[:2]), "big") in CONSUMER_KEY_VERSIONS:
+                        ckey = decode_consumer_key(bytes(raw_key))
+                        self._apply_consumer(ckey, decode_consumer_value(ckey, raw))
+                        continue
                     key = decode_key(bytes(raw_key))
-                    value = decode_value(key, None if raw_value is None else bytes(raw_value))
+                    value = decode_value(key, raw)
                 except GroupRecordFormatError as exc:
                     log.warning("skipping consumer-group record at %d: %s", header.base_offset, exc)
                     continue
@@ -152,6 +167,7 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
                 self._apply((key, value), header.base_offset + index, pid)
         self._loaded = True
         self._closed = False
+        self._after_consumer_replay()
         now = self._clock.now_ms()
         for group in self._groups.values():
             for member in group.members.values():
@@ -773,9 +789,7 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
         if not records:
             return ErrorCode.NONE
         now = self._clock.now_ms()
-        pairs: list[tuple[bytes | None, bytes | None]] = [
-            (encode_key(k), encode_value(v)) for k, v in records
-        ]
+        pairs = [_encode(record) for record in records]
         try:
             if producer is None:
                 batch = build_batch(pairs, timestamp_ms=now)
@@ -803,6 +817,8 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
 
     def _apply(self, record: Record, record_offset: int, producer_id: int | None) -> None:
         key, value = record
+        if isinstance(key, ConsumerKey):
+            return  # a KIP-848 record written live: the group already is what it says
         if isinstance(key, OffsetKey):
             tp = TopicPartition(key.topic, key.partition)
             if value is None:
@@ -836,6 +852,7 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
         live = self._groups.get(key.group_id)
         if live is not None and self._loaded:
             return  # live: the group object is already current; the record is its snapshot
+        self._consumer_groups.pop(key.group_id, None)  # replay: the id became a classic group
         self._groups[key.group_id] = ClassicGroup.from_value(key.group_id, value)
 
     def _emit(self, group_id: str, meter: str, count: int) -> None:
@@ -845,3 +862,12 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
     @property
     def consumer_protocol_type(self) -> str:
         return CONSUMER_PROTOCOL_TYPE
+
+
+def _encode(record: Record) -> tuple[bytes | None, bytes | None]:
+    key, value = record
+    if isinstance(key, ConsumerKey):
+        assert not isinstance(value, OffsetValue | GroupValue)
+        return encode_consumer_key(key), encode_consumer_value(value)
+    assert not isinstance(value, ConsumerValue)
+    return encode_key(key), encode_value(value)

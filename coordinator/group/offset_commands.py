@@ -13,8 +13,9 @@ from collections.abc import Callable
 
 from coordinator.group.classic import ClassicGroup, ClassicMember, ClassicState
 from coordinator.group.consumer_protocol import ConsumerProtocolGroup
+from coordinator.group.consumer_records import Record
 from coordinator.group.offsets import OffsetStore
-from coordinator.group.records import GroupKey, GroupValue, OffsetKey, OffsetValue
+from coordinator.group.records import GroupKey, OffsetKey, OffsetValue
 from coordinator.group.results import FetchedOffset
 from coordinator.group.timers import Timers
 from coordinator.log.storage import PartitionLog
@@ -27,7 +28,6 @@ from txn.ids import TopicPartition
 
 _S = ClassicState
 log = logging.getLogger("sharetxn.groups")
-Record = tuple[OffsetKey | GroupKey, OffsetValue | GroupValue | None]
 OffsetMap = dict[TopicPartition, tuple[int, int, str | None]]
 
 

@@ -321,5 +321,14 @@ def test_kip848_consumer_protocol(tmp_path: Path) -> None:
         listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("g-848")])
         offsets = listed["g-848"].result(30).topic_partitions
         assert sorted((tp.partition, tp.offset) for tp in offsets) == [(p, 10) for p in range(6)]
+        before = {m.member_id for m in desc.members}
+        broker.kill()  # the group's records are durable: the members go on at their epochs
+        seen_lines = len(broker.output)
+        broker.start()
+        assignments(members, 6, timeout_s=30)
+        desc = admin.describe_consumer_groups(["g-848"])["g-848"].result(30)
+        assert {m.member_id for m in desc.members} == before
+        after = broker.output[seen_lines:]
+        assert not any("joins" in line for line in after if "g-848" in line), after
         for c in members:
             c.close()

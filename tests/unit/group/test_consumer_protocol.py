@@ -173,3 +173,79 @@ def test_assignors_cover_every_partition_once(assignor: str) -> None:
     assert loads[-1] - loads[0] <= (1 if assignor == "uniform" else 2)
     if assignor == "uniform":  # sticky: a recomputation keeps what each member has
         assert assign(assignor, members, {"a": (a, 5), "b": (b2, 2)}, target) == target
+
+
+def test_kip848_groups_survive_a_restart() -> None:
+    b = Bench()
+    r1 = b.beat("m1", 0)
+    b.beat("m2", 0)
+    revoke = b.beat("m1", 1, owned=r1.assignment)
+    b.beat("m1", 1, owned=revoke.assignment)
+    given = b.beat("m2", 2)
+    log = b.coord._log
+    b.coord.close()
+    again = ConsumerGroupCoordinator(
+        b.clock, log, BrokerConfig({"group.initial.rebalance.delay.ms": "0"}), topics=b.topics
+    )
+    again.load()
+    (desc,) = again.describe_consumer_protocol([G])
+    group = desc[2]
+    assert group is not None and group.epoch == 2 and group.assignment_epoch == 2
+    assert {m: v.epoch for m, v in group.members.items()} == {"m1": 2, "m2": 2}
+    owned_m2 = given.assignment
+    assert owned_m2 is not None
+    assert group.members["m2"].assigned == owned_m2
+    # the members carry on at their epochs: no rejoin, no rebalance
+    assert again.consumer_heartbeat(G, "m2", 2, owned=owned_m2).error is E.NONE
+    assert again.consumer_heartbeat(G, "m1", 2).member_epoch == 2
+    assert again.consumer_heartbeat(G, "m1", -1).member_epoch == -1
+    restarted = ConsumerGroupCoordinator(b.clock, log, BrokerConfig(), topics=b.topics)
+    restarted.load()
+    (desc,) = restarted.describe_consumer_protocol([G])
+    assert desc[2] is not None and list(desc[2].members) == ["m2"]
+
+
+def test_a_failed_write_leaves_the_group_as_it_was() -> None:
+    b = Bench()
+    r1 = b.beat("m1", 0)
+    real_append = b.coord._log.append
+
+    def failing(batch: bytes, now_ms: int) -> object:
+        raise OSError("disk full")
+
+    b.coord._log.append = failing  # type: ignore[method-assign]
+    assert b.beat("m2", 0).error is E.NOT_COORDINATOR  # a storage error, as Kafka maps it
+    b.coord._log.append = real_append  # type: ignore[method-assign]
+    (desc,) = b.coord.describe_consumer_protocol([G])
+    assert desc[2] is not None and list(desc[2].members) == ["m1"] and desc[2].epoch == 1
+    assert b.beat("m1", 1, owned=r1.assignment).error is E.NONE
+
+
+def test_consumer_records_round_trip() -> None:
+    from coordinator.group.consumer_records import (  # noqa: PLC0415
+        ConsumerKey,
+        CurrentAssignmentValue,
+        MemberMetadataValue,
+        TargetMemberValue,
+        decode_consumer_key,
+        decode_consumer_value,
+        encode_consumer_key,
+        encode_consumer_value,
+    )
+
+    t = uuid.uuid4()
+    for key, value in [
+        (
+            ConsumerKey(5, "g", "m"),
+            MemberMetadataValue("i", None, "c", "/h", ("a", "b"), None, 300, "range"),
+        ),
+        (ConsumerKey(7, "g", "m"), TargetMemberValue({t: frozenset({0, 3})})),
+        (
+            ConsumerKey(8, "g", "m"),
+            CurrentAssignmentValue(4, 3, 1, {t: frozenset({1})}, {t: frozenset({2})}),
+        ),
+    ]:
+        raw_key = encode_consumer_key(key)
+        assert decode_consumer_key(raw_key) == key
+        assert decode_consumer_value(key, encode_consumer_value(value)) == value
+    assert encode_consumer_key(ConsumerKey(3, "g")) == b"\x00\x03\x00\x01g"

@@ -1,0 +1,252 @@
+"""Kafka's ``__consumer_offsets`` records of KIP-848 consumer groups, byte for byte.
+
+Keys (not flexible): an int16 version naming the record, then ``group string`` and for the
+per-member records ``member string``:
+
+- 3 ConsumerGroupMetadata (group) -> value v0 ``Epoch int32``
+- 5 ConsumerGroupMemberMetadata (group, member) -> value v0 ``InstanceId, RackId (nullable),
+  ClientId, ClientHost, SubscribedTopicNames []string, SubscribedTopicRegex (nullable),
+  RebalanceTimeoutMs int32, ServerAssignor (nullable)`` (+ tagged ClassicMemberMetadata)
+- 6 ConsumerGroupTargetAssignmentMetadata (group) -> value v0 ``AssignmentEpoch int32``
+- 7 ConsumerGroupTargetAssignmentMember (group, member) -> value v0 ``TopicPartitions
+  [TopicId uuid, Partitions []int32]``
+- 8 ConsumerGroupCurrentMemberAssignment (group, member) -> value v0 ``MemberEpoch int32,
+  PreviousMemberEpoch int32, State int8, AssignedPartitions [...], PartitionsPendingRevocation
+  [...]``
+
+Values are flexible (compact strings and arrays, tagged fields); a null value is a tombstone.
+Reading bounds every length by what is left.  Key version 4 (partition metadata) is not
+written: the coordinator reads the subscribed topics' metadata from the topic registry.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from dataclasses import dataclass
+
+from coordinator.group.records import (
+    GroupKey,
+    GroupRecordFormatError,
+    GroupValue,
+    OffsetKey,
+    OffsetValue,
+)
+
+GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
+TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
+CONSUMER_KEY_VERSIONS = frozenset({3, 4, 5, 6, 7, 8})
+
+Partitions = dict[uuid.UUID, frozenset[int]]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerKey:
+    version: int
+    group_id: str
+    member_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEpochValue:
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed: tuple[str, ...]
+    regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TargetMemberValue:
+    partitions: Partitions
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentAssignmentValue:
+    epoch: int
+    previous_epoch: int
+    state: int  # 0 stable, 1 unrevoked partitions, 2 unreleased partitions (Kafka's MemberState)
+    assigned: Partitions
+    revoking: Partitions
+
+
+ConsumerValue = GroupEpochValue | MemberMetadataValue | TargetMemberValue | CurrentAssignmentValue
+
+# One record of __consumer_offsets partition 1: a key, and its value or None (a tombstone).
+Record = tuple[OffsetKey | GroupKey | ConsumerKey, OffsetValue | GroupValue | ConsumerValue | None]
+
+
+# --- writing --------------------------------------------------------------------------------------
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _cstr(text: str | None) -> bytes:
+    if text is None:
+        return b"\x00"
+    raw = text.encode()
+    return _uvarint(len(raw) + 1) + raw
+
+
+def _partitions(parts: Partitions) -> bytes:
+    out = _uvarint(len(parts) + 1)
+    for topic_id, numbers in sorted(parts.items()):
+        ordered = sorted(numbers)
+        out += topic_id.bytes + _uvarint(len(ordered) + 1)
+        out += struct.pack(f">{len(ordered)}i", *ordered) + b"\x00"  # + no tagged fields
+    return out
+
+
+def encode_consumer_key(key: ConsumerKey) -> bytes:
+    raw = key.group_id.encode()
+    out = struct.pack(">hh", key.version, len(raw)) + raw
+    if key.member_id is not None:
+        member = key.member_id.encode()
+        out += struct.pack(">h", len(member)) + member
+    return out
+
+
+def encode_consumer_value(value: ConsumerValue | None) -> bytes | None:
+    if value is None:
+        return None
+    out = struct.pack(">h", 0)
+    if isinstance(value, GroupEpochValue):
+        out += struct.pack(">i", value.epoch)
+    elif isinstance(value, MemberMetadataValue):
+        out += _cstr(value.instance_id) + _cstr(value.rack_id)
+        out += _cstr(value.client_id) + _cstr(value.client_host)
+        out += _uvarint(len(value.subscribed) + 1) + b"".join(_cstr(t) for t in value.subscribed)
+        out += _cstr(value.regex) + struct.pack(">i", value.rebalance_timeout_ms)
+        out += _cstr(value.server_assignor)
+    elif isinstance(value, TargetMemberValue):
+        out += _partitions(value.partitions)
+    else:
+        out += struct.pack(">iib", value.epoch, value.previous_epoch, value.state)
+        out += _partitions(value.assigned) + _partitions(value.revoking)
+    return out + b"\x00"  # no tagged fields
+
+
+# --- reading --------------------------------------------------------------------------------------
+
+
+class _Reader:
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.pos = 0
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.buf):
+            msg = f"record ends early: {n} bytes wanted at {self.pos} of {len(self.buf)}"
+            raise GroupRecordFormatError(msg)
+        out = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.take(1)[0]
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 35:
+                msg = "varint too long"
+                raise GroupRecordFormatError(msg)
+
+    def unpack(self, fmt: str) -> tuple[int, ...]:
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))
+
+    def string(self) -> str:
+        (size,) = self.unpack(">h")
+        return self._text(size)
+
+    def cstr(self) -> str | None:
+        size = self.uvarint() - 1
+        return None if size < 0 else self._text(size)
+
+    def _text(self, size: int) -> str:
+        try:
+            return self.take(size).decode()
+        except UnicodeDecodeError as exc:
+            raise GroupRecordFormatError(str(exc)) from None
+
+    def count(self) -> int:
+        n = self.uvarint() - 1
+        if n < 0 or n > len(self.buf) - self.pos:
+            msg = f"bad array length {n}"
+            raise GroupRecordFormatError(msg)
+        return n
+
+    def skip_tags(self) -> None:
+        for _ in range(self.uvarint()):  # a plain count, not count + 1
+            self.uvarint()  # tag
+            self.take(self.uvarint())
+
+    def partitions(self) -> Partitions:
+        out: Partitions = {}
+        for _ in range(self.count()):
+            topic_id = uuid.UUID(bytes=self.take(16))
+            n = self.count()
+            out[topic_id] = frozenset(self.unpack(f">{n}i"))
+            self.skip_tags()
+        return out
+
+
+def decode_consumer_key(raw: bytes) -> ConsumerKey:
+    r = _Reader(raw)
+    (version,) = r.unpack(">h")
+    if version not in CONSUMER_KEY_VERSIONS:
+        msg = f"not a consumer-group key version: {version}"
+        raise GroupRecordFormatError(msg)
+    group = r.string()
+    member = r.string() if version in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT) else None
+    return ConsumerKey(version, group, member)
+
+
+def decode_consumer_value(key: ConsumerKey, raw: bytes | None) -> ConsumerValue | None:
+    if raw is None:
+        return None
+    r = _Reader(raw)
+    (version,) = r.unpack(">h")
+    if version != 0:
+        msg = f"unsupported value version {version} for key version {key.version}"
+        raise GroupRecordFormatError(msg)
+    value: ConsumerValue
+    if key.version in (GROUP_METADATA, TARGET_METADATA):
+        value = GroupEpochValue(r.unpack(">i")[0])
+    elif key.version == MEMBER_METADATA:
+        instance, rack = r.cstr(), r.cstr()
+        client, host = r.cstr() or "", r.cstr() or ""
+        topics = tuple(r.cstr() or "" for _ in range(r.count()))
+        regex = r.cstr()
+        (timeout,) = r.unpack(">i")
+        value = MemberMetadataValue(instance, rack, client, host, topics, regex, timeout, r.cstr())
+    elif key.version == TARGET_MEMBER:
+        value = TargetMemberValue(r.partitions())
+    elif key.version == CURRENT_ASSIGNMENT:
+        epoch, previous, state = r.unpack(">iib")
+        value = CurrentAssignmentValue(epoch, previous, state, r.partitions(), r.partitions())
+    else:
+        msg = f"key version {key.version} has no value this coordinator reads"
+        raise GroupRecordFormatError(msg)
+    r.skip_tags()
+    return value

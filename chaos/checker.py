@@ -44,6 +44,9 @@ Implemented invariants (numbering of ``../shared/reference/chaos-and-recovery.md
   PrepareCommit or CompleteCommit, nor applied to one whose client completed it as committed.
   The states it leaves are judged by the other checks (I2, I4, I5, I13).
 
+With consumer-group workers, ``chaos.group_checker`` adds C1 (committed and re-processed), C2
+(offsets match outputs) and C3 (indeterminacy honesty) for the group output topic.
+
 Not implemented: I12 (single leadership: one broker, nothing to check).  A broker exception
 other than a simulated crash is reported as ``E0`` (robustness).
 """
@@ -55,6 +58,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from chaos.group_checker import NAMES as GROUP_NAMES
+from chaos.group_checker import check_groups
 from chaos.history import BROKER, FINAL, NEMESIS, READER, Entry, pairs
 
 MAX_PER_INVARIANT = 20
@@ -76,6 +81,7 @@ NAMES: dict[str, str] = {
     "I14": "log sanity",
     "I15": "indeterminacy honesty",
     "I16": "recovery-tool soundness",
+    **GROUP_NAMES,
 }
 
 # The operation of the operator's recovery-tool runs and the event of their audit lines.
@@ -262,6 +268,7 @@ class Checker:
         self.quiescent = False
         self.lso: dict[int, int] = {}  # output partition -> final last stable offset
         self.reads: list[Entry] = []  # the concurrent read_committed consumer's polls
+        self.output_topic: str | None = None
 
     def _pinned(self, partition: int, offset: int) -> bool:
         """Whether an output at ``offset`` may be invisible only because the LSO is pinned."""
@@ -277,6 +284,7 @@ class Checker:
                 continue
             if entry.process == NEMESIS and entry.f == "setup":
                 self.limit = int(entry.value.get("delivery_limit", 0))
+                self.output_topic = entry.value.get("output_topic")
             elif entry.process == FINAL:
                 self.finals[entry.f] = entry
             elif entry.process == READER:
@@ -336,6 +344,7 @@ class Checker:
         self._check_durability()
         self._check_hanging()
         self._check_recovery_tool()
+        check_groups(self.entries, self.report.add)
         return self.report.finish()
 
     def _check_exceptions(self) -> None:
@@ -782,6 +791,8 @@ class Checker:
             if e.f != "produced":
                 continue
             v = e.value
+            if self.output_topic is not None and v.get("topic") != self.output_topic:
+                continue  # the consumer-group output (chaos.group_checker)
             got = batches.get(int(v["partition"]), {}).get(int(v["offset"]))
             if got is None or got[0] != int(v["pid"]):
                 self.report.add(

@@ -49,6 +49,8 @@ class FaultProfile:
     state_partitions: int
     snapshot_every: int
     prune_ms: int
+    # consumer-group workers (chaos.group_workload); drawn apart from the rest (``group_workers``)
+    group_workers: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -108,6 +110,16 @@ def draw_profile(rng: random.Random) -> FaultProfile:
         snapshot_every=rng.choice((2, 10, 100)),
         prune_ms=rng.choice((500, 3000, 30000)),
     )
+
+
+def with_group_workers(profile: FaultProfile, seed: int) -> FaultProfile:
+    """Draw how many consumer-group workers run beside the share-group ones.
+
+    From an RNG of its own, so that a seed without group workers runs exactly as it did before
+    they existed.
+    """
+    rng = random.Random(f"group-workers-{seed}")
+    return replace(profile, group_workers=rng.choice((0, 0, 1, 2, 3)))
 
 
 def with_tv0_hazards(profile: FaultProfile, rng: random.Random) -> FaultProfile:

@@ -36,6 +36,13 @@ a violation is caused by the mutation.
                             stages nothing
 ``prune-loses-committed-acks`` re-creates B2: no snapshot after a commit, and pruning may pass the
                             committed transactional batch
+``txn-offsets-before-marker`` TxnOffsetCommit makes the offsets committed at once instead of when
+                            the COMMIT marker reaches ``__consumer_offsets`` (an aborted
+                            transaction's inputs are skipped; another member reads them early)
+``offset-fetch-unstable``   OffsetFetch ignores ``require_stable``: a new owner reads the offset
+                            from before a pending transaction and processes its inputs again
+``skip-group-fencing``      TxnOffsetCommit skips the member-id and member-epoch check (KIP-447):
+                            a zombie member's transaction commits inputs another member processed
 ==========================  =====================================================================
 """
 
@@ -46,6 +53,9 @@ from contextlib import ExitStack
 from typing import Any
 
 from chaos.patching import Patch, replace
+from coordinator.group.consumer_protocol import ConsumerProtocolGroup
+from coordinator.group.coordinator import ConsumerGroupCoordinator
+from coordinator.group.results import FetchedOffset
 from coordinator.partition import Partition
 from coordinator.producer_state import ProducerStateManager, SequenceCheck
 from coordinator.share.inflight import Run
@@ -55,6 +65,7 @@ from coordinator.share.share_partition import AckBatch, SharePartition
 from coordinator.txn_coordinator import TransactionCoordinator
 from txn.batch import BatchHeader, ControlType
 from txn.errors import ErrorCode
+from txn.ids import TopicPartition
 from txn.metadata import TransactionMetadata, TxnTransitMetadata
 from txn.share_state import RecordState
 
@@ -351,6 +362,43 @@ def _prune_loses_committed_acks(stack: ExitStack) -> None:
     replace(stack, ShareCoordinator, "_first_needed_offset", staticmethod(_first_needed_offset))
 
 
+def _txn_offsets_before_marker(stack: ExitStack) -> None:
+    original = ConsumerGroupCoordinator.txn_commit_offsets
+
+    def txn_commit_offsets(
+        self: ConsumerGroupCoordinator, producer_id: int, *args: Any
+    ) -> dict[TopicPartition, ErrorCode]:
+        results = original(self, producer_id, *args)
+        if all(error is ErrorCode.NONE for error in results.values()):
+            self._apply_marker(producer_id, True)
+        return results
+
+    replace(stack, ConsumerGroupCoordinator, "txn_commit_offsets", txn_commit_offsets)
+
+
+def _offset_fetch_unstable(stack: ExitStack) -> None:
+    original = ConsumerGroupCoordinator.fetch_offsets
+
+    def fetch_offsets(
+        self: ConsumerGroupCoordinator,
+        group_id: str,
+        partitions: list[TopicPartition] | None,
+        require_stable: bool,
+    ) -> tuple[ErrorCode, dict[TopicPartition, FetchedOffset]]:
+        return original(self, group_id, partitions, False)
+
+    replace(stack, ConsumerGroupCoordinator, "fetch_offsets", fetch_offsets)
+
+
+def _skip_group_fencing(stack: ExitStack) -> None:
+    def validate_consumer_commit(
+        self: ConsumerGroupCoordinator, group: ConsumerProtocolGroup, member_id: str, epoch: int
+    ) -> ErrorCode:
+        return ErrorCode.NONE
+
+    replace(stack, ConsumerGroupCoordinator, "validate_consumer_commit", validate_consumer_commit)
+
+
 MUTATIONS: dict[str, Patch] = {
     p.name: p
     for p in (
@@ -437,6 +485,24 @@ MUTATIONS: dict[str, Patch] = {
             "pruning may pass a committed transactional batch not yet snapshotted (B2)",
             _prune_loses_committed_acks,
             ("I1", "I4"),
+        ),
+        Patch(
+            "txn-offsets-before-marker",
+            "TxnOffsetCommit's offsets are committed before the transaction's marker",
+            _txn_offsets_before_marker,
+            ("C1", "C2", "C3"),
+        ),
+        Patch(
+            "offset-fetch-unstable",
+            "OffsetFetch ignores require_stable while transactional offsets are pending",
+            _offset_fetch_unstable,
+            ("C1", "C2"),
+        ),
+        Patch(
+            "skip-group-fencing",
+            "TxnOffsetCommit skips the member id and member epoch check (KIP-447)",
+            _skip_group_fencing,
+            ("C1", "C2"),
         ),
     )
 }

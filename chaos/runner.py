@@ -34,8 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checker import Violation, check
-from chaos.faults import FaultProfile, draw_profile, with_tv0_hazards
+from chaos.faults import FaultProfile, draw_profile, with_group_workers, with_tv0_hazards
+from chaos.group_reads import group_final_reads, group_quiescent
+from chaos.group_workload import GroupWorker
 from chaos.history import BROKER, FINAL, NEMESIS, READER, History
+from chaos.log_reads import CommittedReader, batch_summary, read_all, read_committed
 from chaos.patching import Patch, applied, replace
 from chaos.sim_broker import ConnectionClosed, SimBroker, is_idempotent, is_replayable_tv0
 from chaos.sim_client import ClientRuntime, Proc
@@ -43,12 +46,8 @@ from chaos.sim_disk import APPEND_BEFORE, SimCrash, SimDisk
 from chaos.sim_loop import SimLoop
 from chaos.sim_net import NO_MARKER_FAULTS, NO_NET_FAULTS, MarkerFaults, SimNet
 from chaos.workload import DONE, DRAIN, Feeder, Worker, WorkloadConfig, WorkloadEnv
-from coordinator.broker import BrokerCore
 from coordinator.share.sessions import TopicIdPartition
-from producer.records import decode_records
-from txn.batch import ControlType, control_type_of, iter_batches
 from txn.config import BrokerConfig
-from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
 DRAIN_LIMIT_MS = 300_000
@@ -114,6 +113,8 @@ def broker_config(profile: FaultProfile) -> BrokerConfig:
             "share.coordinator.snapshot.update.records.per.snapshot": str(profile.snapshot_every),
             "share.coordinator.state.topic.prune.interval.ms": str(profile.prune_ms),
             "share.coordinator.cold.partition.snapshot.interval.ms": str(profile.prune_ms * 2),
+            "group.consumer.session.timeout.ms": str(profile.session_timeout_ms),
+            "group.consumer.heartbeat.interval.ms": str(max(100, profile.session_timeout_ms // 5)),
         }
     )
 
@@ -136,7 +137,9 @@ class Simulation:
         self.patches = tuple(patches)
         rng = random.Random(seed)
         self.rng = rng
-        self.profile = profile if profile is not None else draw_profile(rng)
+        self.profile = (
+            profile if profile is not None else with_group_workers(draw_profile(rng), seed)
+        )
         if tv0_hazards:
             self.profile = with_tv0_hazards(self.profile, rng)
         self.faults_enabled = faults
@@ -158,6 +161,7 @@ class Simulation:
             abort_p=p.abort_p,
             release_p=p.release_p,
             twopc_p=p.twopc_p,
+            group_workers=p.group_workers,
         )
         self.broker = SimBroker(
             self.loop,
@@ -189,6 +193,7 @@ class Simulation:
         self.quiescent = False
         self.stats = RunStats(seed, faults=self.profile.to_json())
         self.reader = CommittedReader(self.config.output_topic, self.config.output_partitions)
+        self.group_rng = random.Random(f"group-clients-{seed}")
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -258,9 +263,22 @@ class Simulation:
         self.incarnations[slot] = inc
         proc = Proc(f"{slot}.{inc}", slot, inc)
         proc.on_exit = self._on_exit
-        worker = Worker(
-            self.env, proc, random.Random(self.client_rng.getrandbits(64)), next(self._connections)
-        )
+        worker: Worker
+        if slot.startswith("c"):
+            worker = GroupWorker(
+                self.env,
+                proc,
+                random.Random(self.group_rng.getrandbits(64)),
+                next(self._connections),
+            )
+            self.broker.watch(worker.tid)
+        else:
+            worker = Worker(
+                self.env,
+                proc,
+                random.Random(self.client_rng.getrandbits(64)),
+                next(self._connections),
+            )
         self.current[slot] = proc
         self.workers[proc.name] = worker
         self.procs.append(proc)
@@ -363,9 +381,10 @@ class Simulation:
         assert self.broker.up
         for tid in [f"w{k}" for k in range(cfg.workers)] + sorted(self.env.shared.leases):
             self.broker.watch(tid)
-        self.broker.setup_topics(
-            {cfg.input_topic: cfg.input_partitions, cfg.output_topic: cfg.output_partitions}
-        )
+        topics = {cfg.input_topic: cfg.input_partitions, cfg.output_topic: cfg.output_partitions}
+        if cfg.group_workers:
+            topics[cfg.group_output_topic] = cfg.output_partitions
+        self.broker.setup_topics(topics)
         self.history.event(
             self.loop.now_ms(),
             NEMESIS,
@@ -376,6 +395,7 @@ class Simulation:
                 "profile": self.profile.to_json(),
                 "input_topic": cfg.input_topic,
                 "output_topic": cfg.output_topic,
+                "group_output_topic": cfg.group_output_topic if cfg.group_workers else None,
                 "delivery_limit": self.profile.delivery_limit,
                 "patches": [p.name for p in self.patches],
             },
@@ -388,6 +408,8 @@ class Simulation:
         )
         for k in range(cfg.workers):
             self._start_worker(f"w{k}")
+        for k in range(cfg.group_workers):
+            self._start_worker(f"c{k}")
         self.loop.after(READ_EVERY_MS, self._read_output)
         if self.faults_enabled:
             self._set_faults(True)
@@ -465,7 +487,7 @@ class Simulation:
             _error, sp = core.share.share_partition(cfg.group, TopicIdPartition(info.topic_id, p))
             if data is None or sp is None or sp.start_offset < data.high_watermark:
                 return False
-        return True
+        return group_quiescent(core, cfg)
 
     # -- final observations -----------------------------------------------------------------------
 
@@ -480,7 +502,7 @@ class Simulation:
         inputs: dict[str, list[list[Any]]] = {}
         for p in range(cfg.input_partitions):
             tp = TopicPartition(cfg.input_topic, p)
-            inputs[str(p)] = [[o, v] for o, v, _pid, _txn in _read_all(core, tp)]
+            inputs[str(p)] = [[o, v] for o, v, _pid, _txn in read_all(core, tp)]
         history.event(now, FINAL, "input", {"topic": cfg.input_topic, "partitions": inputs})
         committed: dict[str, list[list[Any]]] = {}
         batches: dict[str, list[list[Any]]] = {}
@@ -488,7 +510,7 @@ class Simulation:
         for p in range(cfg.output_partitions):
             tp = TopicPartition(cfg.output_topic, p)
             committed[str(p)] = [[o, v] for o, v in read_committed(core, tp)]
-            batches[str(p)] = _batch_summary(core, tp)
+            batches[str(p)] = batch_summary(core, tp)
             part = core.partition(cfg.output_topic, p)
             assert part is not None
             lso[str(p)] = [part.last_stable_offset, part.high_watermark]
@@ -532,123 +554,8 @@ class Simulation:
                     "epoch": view.producer_epoch,
                     "markers": [f"{t.topic}-{t.partition}" for t in view.markers_pending],
                 }
+        group_final_reads(core, cfg, history, now)
         history.event(now, FINAL, "txns", {"txns": txns, "quiescent": self.quiescent})
-
-
-# -- reading like a consumer ----------------------------------------------------------------------
-
-
-class CommittedReader:
-    """A read_committed consumer of every output partition, polled incrementally.
-
-    It keeps a position and the set of producers inside an aborted transaction per partition,
-    as a Kafka consumer does, and returns only records it has not returned before.
-    """
-
-    def __init__(self, topic: str, partitions: int) -> None:
-        self._tps = [TopicPartition(topic, p) for p in range(partitions)]
-        self._position = [0] * partitions
-        self._aborted: list[set[int]] = [set() for _ in range(partitions)]
-
-    def poll(self, core: BrokerCore) -> list[tuple[int, list[list[Any]]]]:
-        """[(partition, [[offset, value], ...])] for partitions with new committed records."""
-        out: list[tuple[int, list[list[Any]]]] = []
-        for p, tp in enumerate(self._tps):
-            part = core.partition(tp.topic, tp.partition)
-            if part is None:
-                continue
-            # min: the unsynced tail it stood on may have been lost in a crash
-            position = min(self._position[p], part.high_watermark)
-            if position >= part.last_stable_offset:
-                self._position[p] = position
-                continue
-            records, self._position[p] = _read_committed_from(core, tp, position, self._aborted[p])
-            if records:
-                out.append((p, [[o, v] for o, v in records]))
-        return out
-
-
-def _read_committed_from(
-    core: BrokerCore, tp: TopicPartition, offset: int, aborted_producers: set[int]
-) -> tuple[list[tuple[int, str]], int]:
-    """Records from ``offset`` up to the LSO, aborted transactions dropped (Kafka's algorithm);
-    ``aborted_producers`` carries the consumer's state between calls.  Returns the records and
-    the next position."""
-    out: list[tuple[int, str]] = []
-    while True:
-        data = core.fetch(tp, offset, 1 << 20, read_committed=True)
-        if data.error is not ErrorCode.NONE or not data.records:
-            break
-        pending = sorted(data.aborted or (), key=lambda a: a.first_offset)
-        for pos, header in iter_batches(data.records):
-            offset = header.last_offset + 1
-            while pending and pending[0].first_offset <= header.base_offset:
-                aborted_producers.add(pending.pop(0).producer_id)
-            if header.is_control:
-                if control_type_of(data.records, pos, header) is ControlType.ABORT:
-                    aborted_producers.discard(header.producer_id)
-                continue
-            if header.is_transactional and header.producer_id in aborted_producers:
-                continue
-            raw = data.records[pos : pos + header.size]
-            out.extend(
-                (r.offset, (r.value or b"").decode()) for r in decode_records(raw, check_crc=True)
-            )
-    return out, offset
-
-
-def _read_all(core: BrokerCore, tp: TopicPartition) -> list[tuple[int, str, int, bool]]:
-    """Every data record (offset, value, producer id, transactional), read_uncommitted."""
-    out: list[tuple[int, str, int, bool]] = []
-    part = core.partition(tp.topic, tp.partition)
-    if part is None:
-        return out
-    offset = part.log_start_offset
-    while offset < part.high_watermark:
-        data = core.fetch(tp, offset, 1 << 20, read_committed=False)
-        if data.error is not ErrorCode.NONE or not data.records:
-            break
-        for pos, header in iter_batches(data.records):
-            offset = header.last_offset + 1
-            if header.is_control:
-                continue
-            raw = data.records[pos : pos + header.size]
-            for record in decode_records(raw, check_crc=True):
-                out.append(
-                    (
-                        record.offset,
-                        (record.value or b"").decode(),
-                        header.producer_id,
-                        header.is_transactional,
-                    )
-                )
-    return out
-
-
-def read_committed(core: BrokerCore, tp: TopicPartition) -> list[tuple[int, str]]:
-    """What a read_committed consumer sees: aborted transactions dropped (Kafka's algorithm)."""
-    part = core.partition(tp.topic, tp.partition)
-    if part is None:
-        return []
-    return _read_committed_from(core, tp, part.log_start_offset, set())[0]
-
-
-def _batch_summary(core: BrokerCore, tp: TopicPartition) -> list[list[Any]]:
-    """[base offset, last offset, producer id, epoch, transactional, control] per batch."""
-    part = core.partition(tp.topic, tp.partition)
-    if part is None:
-        return []
-    return [
-        [
-            h.base_offset,
-            h.last_offset,
-            h.producer_id,
-            h.producer_epoch,
-            h.is_transactional,
-            h.is_control,
-        ]
-        for h, _raw in part.log.batches(part.log_start_offset)
-    ]
 
 
 # -- batches of runs ------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from typing import Any
 from unittest import mock
 
 import coordinator.broker as broker_module
+from chaos import sim_groups
 from chaos.sim_disk import SimCrash, SimDisk
 from chaos.sim_loop import IncarnationClock, SimLoop
 from chaos.sim_net import NO_MARKER_FAULTS, FaultyMarkerChannel, MarkerFaults
@@ -209,6 +210,8 @@ Observer = Callable[[str, Any], None]
 
 
 def _server_error(request: object) -> object:
+    if isinstance(request, sim_groups.GROUP_REQUESTS):
+        return sim_groups.server_error(request)
     error = ErrorCode.UNKNOWN_SERVER_ERROR
     if isinstance(request, ShareFetch):
         return FetchAnswer(error, {})
@@ -474,6 +477,8 @@ class SimBroker:
         if isinstance(request, ConnectionClosed):
             core.share.on_connection_closed(request.connection)
             return Answer(ErrorCode.NONE)
+        if isinstance(request, sim_groups.GROUP_REQUESTS):
+            return sim_groups.dispatch(core, request, self.observe)
         raise TypeError(f"unknown request {request!r}")
 
     def _heartbeat(self, core: BrokerCore, req: Heartbeat) -> Answer:

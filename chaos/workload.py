@@ -108,6 +108,10 @@ class WorkloadConfig:
     twopc_ids: int = 3
     complete_p: float = 0.5  # chance per loop that a worker with nothing else to do completes
     poll_backoff_ms: int = 50
+    # consumer-group workers (chaos.group_workload) beside the share-group ones
+    group_workers: int = 0
+    consumer_group: str = "cg"
+    group_output_topic: str = "gout"
 
 
 @dataclass
@@ -545,44 +549,9 @@ class Worker:
     def _send_all(self, txn: Txn, seqs: dict[tuple[str, int], int]) -> Gen:
         env = self.env
         cfg = env.config
-        ident = {"tag": txn.tag, "tid": txn.tid, "pid": txn.pid, "epoch": txn.epoch}
-        out_parts = tuple((cfg.output_topic, p) for p in sorted(txn.outputs))
-        if out_parts:
-            ok = yield from self._simple(
-                "add-partitions",
-                {**ident, "partitions": [list(p) for p in out_parts]},
-                AddPartitions(txn.tid, txn.pid, txn.epoch, out_parts),
-                txn,
-            )
-            if not ok:
-                return
-        for partition, values in sorted(txn.outputs.items()):
-            key = (cfg.output_topic, partition)
-            seq = seqs.get(key, 0)
-            batch = build_batch(
-                [(None, v.encode()) for v in values],
-                timestamp_ms=env.loop.now_ms(),
-                producer_id=txn.pid,
-                producer_epoch=txn.epoch,
-                base_sequence=seq,
-                transactional=True,
-            )
-            op = env.invoke(
-                self.proc,
-                "produce",
-                {**ident, "partition": partition, "seq": seq, "values": values},
-            )
-            response, uncertain = yield from self._rpc(
-                Produce(cfg.output_topic, partition, batch, txn.tid), attempts=3
-            )
-            if isinstance(response, Answer) and response.error is E.NONE:
-                seqs[key] = seq + len(values)
-                env.done(op, "ok", {"offset": response.fields["offset"]})
-                if uncertain:
-                    txn.uncertain = True
-                continue
-            self._failed(txn, op, response, uncertain)
+        if not (yield from self._send_outputs(txn, seqs, cfg.output_topic)):
             return
+        ident = {"tag": txn.tag, "tid": txn.tid, "pid": txn.pid, "epoch": txn.epoch}
         in_parts = tuple(sorted({(cfg.input_topic, i[0]) for i in txn.inputs}))
         ok = yield from self._simple(
             "add-share-acks",
@@ -629,10 +598,53 @@ class Worker:
         if any(e in FENCED for e in errors.values()):
             txn.fenced = True
 
+    def _send_outputs(self, txn: Txn, seqs: dict[tuple[str, int], int], topic: str) -> Gen:
+        """AddPartitionsToTxn and Produce of the transaction's outputs: True when all succeeded."""
+        env = self.env
+        ident = {"tag": txn.tag, "tid": txn.tid, "pid": txn.pid, "epoch": txn.epoch}
+        out_parts = tuple((topic, p) for p in sorted(txn.outputs))
+        if out_parts:
+            ok = yield from self._simple(
+                "add-partitions",
+                {**ident, "partitions": [list(p) for p in out_parts]},
+                AddPartitions(txn.tid, txn.pid, txn.epoch, out_parts),
+                txn,
+            )
+            if not ok:
+                return False
+        for partition, values in sorted(txn.outputs.items()):
+            key = (topic, partition)
+            seq = seqs.get(key, 0)
+            batch = build_batch(
+                [(None, v.encode()) for v in values],
+                timestamp_ms=env.loop.now_ms(),
+                producer_id=txn.pid,
+                producer_epoch=txn.epoch,
+                base_sequence=seq,
+                transactional=True,
+            )
+            op = env.invoke(
+                self.proc,
+                "produce",
+                {**ident, "partition": partition, "seq": seq, "values": values},
+            )
+            response, uncertain = yield from self._rpc(
+                Produce(topic, partition, batch, txn.tid), attempts=3
+            )
+            if isinstance(response, Answer) and response.error is E.NONE:
+                seqs[key] = seq + len(values)
+                env.done(op, "ok", {"offset": response.fields["offset"]})
+                if uncertain:
+                    txn.uncertain = True
+                continue
+            self._failed(txn, op, response, uncertain)
+            return False
+        return True
+
     def _simple(self, f: str, value: dict[str, Any], request: Any, txn: Txn) -> Gen:
         op = self.env.invoke(self.proc, f, value)
         response, uncertain = yield from self._rpc(request, attempts=5)
-        if isinstance(response, Answer | PartitionAnswer) and response.error is E.NONE:
+        if response is not TIMEOUT and response.error is E.NONE:
             self.env.done(op, "ok", {})
             txn.uncertain = txn.uncertain or uncertain
             return True
@@ -646,7 +658,7 @@ class Worker:
             error = bad[0].name if bad else error
             if any(e in FENCED for e in bad):
                 txn.fenced = True
-        elif isinstance(response, Answer) and response.error in FENCED:
+        elif response is not TIMEOUT and response.error in FENCED:
             txn.fenced = True
         if response is TIMEOUT or uncertain:
             txn.uncertain = True
@@ -656,6 +668,7 @@ class Worker:
         txn.failed = f"{error}"
 
     def _end(self, txn: Txn, txn_op: int, commit: bool) -> Gen:
+        """EndTxn; returns whether the transaction is known to be committed."""
         env = self.env
         op = env.invoke(
             self.proc,
@@ -684,11 +697,12 @@ class Worker:
             env.done(txn_op, "fail", {"error": _err(response)})
         if txn.twopc:
             self._drop_lease(txn.tid, dirty=not ok or uncertain)
-            return
+            return ok and commit
         if not ok and isinstance(response, Answer) and response.error in FENCED:
             self._fenced("end-txn")
         elif not ok or uncertain or txn.uncertain:
             self.pid = -1  # bump the epoch before the next transaction
+        return ok and commit
 
     # -- 2PC --------------------------------------------------------------------------------------
 

@@ -190,6 +190,51 @@ class BrokerCore:
         """The ``__consumer_offsets`` partition of every consumer group (AddOffsetsToTxn)."""
         return TopicPartition(GROUP_METADATA_TOPIC, CONSUMER_GROUPS_PARTITION)
 
+    def add_offsets_to_txn(
+        self, transactional_id: str, producer_id: int, producer_epoch: int
+    ) -> ErrorCode:
+        """AddOffsetsToTxn: the consumer groups' ``__consumer_offsets`` partition joins the
+        transaction (every consumer group lives on one partition here)."""
+        results = self.txn_coordinator.add_partitions_to_txn(
+            transactional_id, producer_id, producer_epoch, [self.consumer_offsets_partition]
+        )
+        errors = [e for e in results.values() if e is not ErrorCode.NONE]
+        return errors[0] if errors else ErrorCode.NONE
+
+    def txn_offset_commit(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: dict[TopicPartition, tuple[int, int, str | None]],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: stage offsets in the producer's ongoing transaction.
+
+        The group's partition must be in that transaction (AddOffsetsToTxn at this epoch):
+        nothing may be staged outside a transaction.
+        """
+        tp = self.consumer_offsets_partition
+        verdict = self.txn_coordinator.verify_partitions(
+            transactional_id, producer_id, producer_epoch, [tp]
+        ).get(tp, ErrorCode.INVALID_TXN_STATE)
+        if verdict is not ErrorCode.NONE:
+            if verdict in (ErrorCode.TRANSACTION_ABORTABLE, ErrorCode.INVALID_PRODUCER_ID_MAPPING):
+                verdict = ErrorCode.INVALID_TXN_STATE
+            return dict.fromkeys(offsets, verdict)
+        return self.groups.txn_commit_offsets(
+            producer_id,
+            producer_epoch,
+            group_id,
+            generation,
+            member_id,
+            group_instance_id,
+            offsets,
+        )
+
     def _on_share_event(self, group_id: str, kind: str, count: int) -> None:
         for listener in self._share_event_listeners:
             listener(group_id, kind, count)

@@ -386,38 +386,21 @@ class GroupHandlers:
         b = req.body
         if not b.group_id:
             return {"error_code": ErrorCode.INVALID_GROUP_ID}
-        results = self.core.txn_coordinator.add_partitions_to_txn(
-            b.transactional_id,
-            int(b.producer_id),
-            int(b.producer_epoch),
-            [self.core.consumer_offsets_partition],
+        error = self.core.add_offsets_to_txn(
+            b.transactional_id, int(b.producer_id), int(b.producer_epoch)
         )
-        errors = [e for e in results.values() if e is not ErrorCode.NONE]
-        return {"error_code": errors[0] if errors else ErrorCode.NONE}
+        return {"error_code": error}
 
     async def txn_offset_commit(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
-        offsets = _offsets(b.topics)
-        verdict = self.core.txn_coordinator.verify_partitions(
+        results = self.core.txn_offset_commit(
             b.transactional_id,
             int(b.producer_id),
             int(b.producer_epoch),
-            [self.core.consumer_offsets_partition],
-        ).get(self.core.consumer_offsets_partition, ErrorCode.INVALID_TXN_STATE)
-        if verdict is not ErrorCode.NONE:
-            # The group's partition is not in this producer's ongoing transaction (no
-            # AddOffsetsToTxn, or a fenced epoch): nothing may be staged outside a transaction.
-            if verdict in (ErrorCode.TRANSACTION_ABORTABLE, ErrorCode.INVALID_PRODUCER_ID_MAPPING):
-                verdict = ErrorCode.INVALID_TXN_STATE
-            results = dict.fromkeys(offsets, verdict)
-        else:
-            results = self.core.groups.txn_commit_offsets(
-                int(b.producer_id),
-                int(b.producer_epoch),
-                b.group_id,
-                int(field(b, "generation_id", default=-1)),
-                field(b, "member_id", default="") or "",
-                field(b, "group_instance_id"),
-                offsets,
-            )
+            b.group_id,
+            int(field(b, "generation_id", default=-1)),
+            field(b, "member_id", default="") or "",
+            field(b, "group_instance_id"),
+            _offsets(b.topics),
+        )
         return {"topics": _by_topic(results, lambda e: {"error_code": e})}

@@ -5,6 +5,7 @@
         AcknowledgeType, PreparedTxnState, ShareAcknowledgements,
     )
 
+``GroupConsumer`` reads with a consumer group (KIP-848);
 ``TransactionalProducer`` puts share acknowledgements into a Kafka transaction
 (KIP-1289) and supports two-phase commit (KIP-939 prepare/complete, KIP-1310
 resume); ``ShareConsumer`` reads share groups in ``implicit``, ``explicit``
@@ -13,6 +14,7 @@ transactions and share groups.  See docs/client.md.
 """
 
 from producer.admin import Admin
+from producer.group_consumer import GroupConsumer
 from producer.share_consumer import ConcurrentAccessError, ShareConsumer
 from producer.transactional_producer import RecordMetadata, TransactionalProducer
 from producer.types import (
@@ -31,6 +33,7 @@ __all__ = [
     "Admin",
     "ConcurrentAccessError",
     "ConsumerGroupMetadata",
+    "GroupConsumer",
     "IllegalStateError",
     "PreparedTxnState",
     "Record",

@@ -230,11 +230,20 @@ class KafkaClient:
             return conn
 
     def send(
-        self, node_id: int | None, api_key: int, body: Mapping[str, Any], *, min_version: int = 0
+        self,
+        node_id: int | None,
+        api_key: int,
+        body: Mapping[str, Any],
+        *,
+        min_version: int = 0,
+        max_version: int | None = None,
     ) -> Any:
         """One request to a node (None = any bootstrap broker), at the best common version."""
         conn = self._connection(node_id)
-        version = conn.pick_version(api_key, CLIENT_MAX_VERSIONS.get(api_key, 0), min_version)
+        highest = CLIENT_MAX_VERSIONS.get(api_key, 0)
+        if max_version is not None:
+            highest = min(highest, max_version)
+        version = conn.pick_version(api_key, highest, min_version)
         try:
             return conn.request(api_key, version, body)
         except RetriableError:

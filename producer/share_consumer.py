@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
 from producer.client import KEY_TYPE_GROUP, KafkaClient
+from producer.heartbeat_backoff import HeartbeatBackoff
 from producer.records import (
     CorruptRecordError,
     RecordDecodeError,
@@ -81,7 +82,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-UNREACHABLE_LOG_EVERY_S = 10.0
 
 SHARE_GROUP_HEARTBEAT: Final = 76
 SHARE_FETCH: Final = 78
@@ -284,11 +284,9 @@ class _Membership:
         self._unresolved: list[tuple[uuid.UUID, list[int]]] = []
         self.version = 0
         self.fatal: KafkaProtocolError | None = None
-        self._failures = 0
-        # While heartbeats cannot reach the coordinator, poll() returns nothing: say so in the
-        # log at once and every UNREACHABLE_LOG_EVERY_S seconds, not only at debug level.
-        self._unreachable_since: float | None = None
-        self._unreachable_logged: float | None = None
+        self._backoff = HeartbeatBackoff(
+            log, f"share group {cfg.group_id}", cfg.retry_backoff_ms, cfg.retry_backoff_max_ms
+        )
         self._stop = threading.Event()
         self._wakeup = threading.Event()
         self._thread: threading.Thread | None = None
@@ -385,24 +383,10 @@ class _Membership:
                 self._wakeup.clear()
 
     def _warn_unreachable(self, exc: Exception) -> None:
-        now = time.monotonic()
-        if self._unreachable_since is None:
-            self._unreachable_since = now
-        last = self._unreachable_logged
-        if last is None or now - last >= UNREACHABLE_LOG_EVERY_S:
-            self._unreachable_logged = now
-            log.warning(
-                "share group %s: cannot reach the group coordinator for %.0fs (%s); "
-                "poll() returns no records until it can",
-                self.group_id,
-                now - self._unreachable_since,
-                exc,
-            )
+        self._backoff.unreachable(exc)
 
     def _backoff_ms(self) -> int:
-        self._failures += 1
-        base = self._cfg.retry_backoff_ms * int(2 ** min(self._failures - 1, 10))
-        return min(max(base, 1), self._cfg.retry_backoff_max_ms)
+        return self._backoff.next_ms()
 
     def _beat(self) -> int:
         with self._send_lock:
@@ -430,12 +414,7 @@ class _Membership:
                 return self._set_fatal(exc)
             code = ErrorCode(int(resp.error_code))
             if code is ErrorCode.NONE:
-                if self._unreachable_since is not None:
-                    log.info(
-                        "share group %s: the group coordinator is reachable again", self.group_id
-                    )
-                    self._unreachable_since = self._unreachable_logged = None
-                self._failures = 0
+                self._backoff.succeeded()
                 self._on_success(resp, topics)
                 return max(self.interval_ms, 1)
             if code is ErrorCode.GROUP_ID_NOT_FOUND and epoch == 0:

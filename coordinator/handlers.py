@@ -29,6 +29,7 @@ from coordinator.wire import DecodedRequest, field
 from txn.config import CONFIG_DEFS
 from txn.errors import ErrorCode
 from txn.ids import TRANSACTION_STATE_TOPIC, TopicPartition
+from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
 from txn.topic_names import topic_name_error
 
 CLUSTER_ID = "sharetxn-single-node"
@@ -94,7 +95,18 @@ class Handlers:
             {"api_key": key, "min_version": lo, "max_version": hi}
             for key, (_name, lo, hi) in sorted(SUPPORTED.items())
         ]
-        return {"error_code": ErrorCode.NONE, "api_keys": keys}
+        answer: dict[str, Any] = {"error_code": ErrorCode.NONE, "api_keys": keys}
+        if req.api_version >= 3:
+            # KIP-1289 is told by this feature: its API keys alone collide with Kafka 4.4's.
+            level = KIP1289_FEATURE_LEVEL
+            answer["supported_features"] = [
+                {"name": KIP1289_FEATURE, "min_version": level, "max_version": level}
+            ]
+            answer["finalized_features_epoch"] = 0
+            answer["finalized_features"] = [
+                {"name": KIP1289_FEATURE, "max_version_level": level, "min_version_level": level}
+            ]
+        return answer
 
     async def metadata(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body

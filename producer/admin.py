@@ -227,7 +227,7 @@ class Admin(ConsumerGroupAdmin):
         body = {
             "topic_names": names,
             "topics": [{"name": n} for n in names],
-            "timeout_ms": self.client.request_timeout_ms,
+            "timeout": self.client.request_timeout_ms,
         }
         resp = self.client.call(lambda: self.client.send(None, 20, body))
         self.client.forget_topics(names)
@@ -242,7 +242,7 @@ class Admin(ConsumerGroupAdmin):
                 {"name": name, "count": count, "assignments": None}
                 for name, count in totals.items()
             ],
-            "timeout_ms": self.client.request_timeout_ms,
+            "timeout": self.client.request_timeout_ms,
             "validate_only": validate_only,
         }
         resp = self.client.call(lambda: self.client.send(None, 37, body))

@@ -253,6 +253,10 @@ class KafkaClient:
                 self._conns.pop(node_id if node_id is not None else -999, None)
             raise
 
+    def require_kip1289(self, api_key: int, node_id: int | None = None) -> None:
+        """Raise ``Kip1289NotSupportedError`` unless the broker serves this KIP-1289 API."""
+        self._connection(node_id).require_kip1289(api_key)
+
     def version_for(self, node_id: int | None, api_key: int) -> int:
         conn = self._connection(node_id)
         return conn.pick_version(api_key, CLIENT_MAX_VERSIONS.get(api_key, 0))

@@ -17,7 +17,8 @@ from typing import Any
 
 from kio.serial import entity_reader, entity_writer
 
-from txn.errors import ClosedError, NetworkError, UnsupportedVersionError
+from txn.errors import ClosedError, Kip1289NotSupportedError, NetworkError, UnsupportedVersionError
+from txn.kip1289_schema import KIP1289_APIS, KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
 from txn.kip1289_schema import load_request as load_request_schema
 from txn.kip1289_schema import load_response as load_response_schema
 from txn.wire_render import render
@@ -44,6 +45,8 @@ class BrokerConnection:
         self._lock = threading.Lock()
         self._correlation = 0
         self.versions: dict[int, tuple[int, int]] = {}
+        #: Finalized feature levels (ApiVersions v3), e.g. ``{"share.version": 2}``.
+        self.features: dict[str, int] = {}
 
     @property
     def address(self) -> str:
@@ -71,6 +74,9 @@ class BrokerConnection:
                         int(k.api_key): (int(k.min_version), int(k.max_version))
                         for k in resp.api_keys
                     }
+                    self.features = {
+                        str(f.name): int(f.max_version_level) for f in resp.finalized_features
+                    }
                 else:
                     resp = self._roundtrip(API_VERSIONS, 0, {})
                     self.versions = {
@@ -85,12 +91,35 @@ class BrokerConnection:
         """The highest version both sides support."""
         if not self.versions:
             self.connect()
+        if api_key in KIP1289_APIS:
+            self.require_kip1289(api_key)
         span = self.versions.get(api_key)
         if span is None or span[1] < client_min or span[0] > client_max:
             wanted = f"v{client_min}-v{client_max}"
             msg = f"broker {self.address} does not support API {api_key} in {wanted}"
             raise UnsupportedVersionError(msg, api_key=api_key)
         return min(span[1], client_max)
+
+    def require_kip1289(self, api_key: int) -> None:
+        """Fail fast unless the broker serves the KIP-1289 API ``api_key`` (sharetxn's keys).
+
+        The keys alone prove nothing (Apache Kafka 4.4 serves other APIs under 93 and 94):
+        the broker must also finalize the ``share.transaction.version`` feature.
+        """
+        if not self.versions:
+            self.connect()
+        name = KIP1289_APIS.get(api_key, f"API {api_key}")
+        if self.features.get(KIP1289_FEATURE, 0) >= KIP1289_FEATURE_LEVEL and (
+            api_key in self.versions
+        ):
+            return
+        msg = (
+            f"the cluster at {self.address} does not support KIP-1289 (transactional share "
+            f"acknowledgements): {name} (API {api_key}) is not available, the broker does not "
+            f"advertise the {KIP1289_FEATURE} feature; acknowledge with "
+            "share.acknowledgement.mode=explicit or implicit instead"
+        )
+        raise Kip1289NotSupportedError(msg, api=name, api_key=api_key, broker=self.address)
 
     def request(self, api_key: int, version: int, body: Mapping[str, Any]) -> Any:
         """Send one request and wait for its response (a kio entity)."""

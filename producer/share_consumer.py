@@ -73,6 +73,7 @@ from txn.errors import (
     error_for_code,
 )
 from txn.ids import TopicPartition
+from txn.kip1289_schema import ADD_SHARE_ACKS_TO_TXN, TXN_SHARE_ACKNOWLEDGE
 
 __all__ = [
     "ConcurrentAccessError",
@@ -615,6 +616,8 @@ class ShareConsumer:
         self._close_lock = threading.Lock()
         self._closing = threading.Event()
         self._closed = False
+        # transactional mode: the cluster must serve KIP-1289, checked before any record is read
+        self._kip1289_checked = self._mode != "transactional"
 
     # -- context manager --------------------------------------------------------------------------
 
@@ -688,6 +691,7 @@ class ShareConsumer:
             self.unsubscribe()
             return
         with self._use("subscribe"):
+            self._check_kip1289()
             self._subscription = tuple(sorted(set(names)))
             self._membership.subscribe(self._subscription)
 
@@ -712,6 +716,11 @@ class ShareConsumer:
             if not self._subscription:
                 msg = "Consumer is not subscribed to any topics."
                 raise IllegalStateError(msg)
+            if not self._check_kip1289():
+                # Cluster unreachable: nothing can be acquired yet, as when not yet assigned.
+                wait_s = min(max(0.0, float(timeout_s)), self._cfg.retry_backoff_ms / 1000)
+                self._closing.wait(wait_s)
+                return []
             deadline = time.monotonic() + max(0.0, float(timeout_s))
             while True:
                 self._raise_fatal()
@@ -735,6 +744,23 @@ class ShareConsumer:
                 else:
                     # Not assigned anything yet: wait for the heartbeat thread.
                     self._membership.wait_for_change(version, remaining, self._closing)
+
+    def _check_kip1289(self) -> bool:
+        """Transactional mode refuses a cluster without KIP-1289 before acquiring records.
+
+        Acquired records could not be acknowledged there at all (``Kip1289NotSupportedError``
+        names the missing API).  An unreachable cluster defers the check (False): ``poll``
+        makes it before its first fetch.
+        """
+        if self._kip1289_checked:
+            return True
+        try:
+            self._client.require_kip1289(TXN_SHARE_ACKNOWLEDGE)
+            self._client.require_kip1289(ADD_SHARE_ACKS_TO_TXN)
+        except RetriableError:
+            return False
+        self._kip1289_checked = True
+        return True
 
     def _raise_fatal(self) -> None:
         fatal = self._membership.fatal

@@ -484,6 +484,9 @@ class TransactionalProducer:
         with self._lock:
             self._ensure_open()
             self._txn.check(Operation.SEND_SHARE_ACKS)
+            # KIP-1289 "clients fail fast": nothing is sent and the transaction is unchanged.
+            self._client.require_kip1289(API_ADD_SHARE_ACKS_TO_TXN)
+            self._client.require_kip1289(API_TXN_SHARE_ACKNOWLEDGE)
             if not batches:
                 return
             tid = self.config.transactional_id

@@ -73,9 +73,7 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "How long the first rebalance of an empty group waits for more members.",
     ),
     ConfigDef("offset.metadata.max.bytes", "int", 4096, "Largest committed offset metadata."),
-    ConfigDef(
-        "group.consumer.session.timeout.ms", "int", 45000, "KIP-848 member session timeout."
-    ),
+    ConfigDef("group.consumer.session.timeout.ms", "int", 45000, "KIP-848 member session timeout."),
     ConfigDef(
         "group.consumer.heartbeat.interval.ms", "int", 5000, "KIP-848 member heartbeat interval."
     ),

@@ -302,6 +302,14 @@ class UnsupportedVersionError(FatalError):
     code = ErrorCode.UNSUPPORTED_VERSION
 
 
+class Kip1289NotSupportedError(UnsupportedVersionError):
+    """The cluster does not serve KIP-1289 (transactional share acknowledgements).
+
+    Raised before anything is sent (KIP-1289 "clients fail fast"); ``api`` names the missing
+    API (``TxnShareAcknowledge``, ``AddShareAcksToTxn``, ...) and ``broker`` the node asked.
+    """
+
+
 class TopicAlreadyExistsError(KafkaProtocolError):
     code = ErrorCode.TOPIC_ALREADY_EXISTS
 

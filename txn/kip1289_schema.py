@@ -30,6 +30,17 @@ ADD_SHARE_ACKS_TO_TXN = 94
 TXN_SHARE_ACKNOWLEDGE = 93
 DESCRIBE_SHARE_PENDING_ACKS = 95
 
+#: The APIs above are sharetxn's (Apache Kafka 4.4 serves 93 as
+#: StreamsGroupTopologyDescriptionUpdate and 94 as UnregisterController), so a client tells a
+#: KIP-1289 cluster by this finalized feature in ApiVersions, not by the keys alone.
+KIP1289_FEATURE = "share.transaction.version"
+KIP1289_FEATURE_LEVEL = 1
+KIP1289_APIS: dict[int, str] = {
+    TXN_SHARE_ACKNOWLEDGE: "TxnShareAcknowledge",
+    ADD_SHARE_ACKS_TO_TXN: "AddShareAcksToTxn",
+    DESCRIBE_SHARE_PENDING_ACKS: "DescribeSharePendingAcks",
+}
+
 
 # --- AddShareAcksToTxn (94) v0 -----------------------------------------------------------------
 

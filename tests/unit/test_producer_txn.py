@@ -46,6 +46,7 @@ from txn.errors import (
     ErrorCode,
     InvalidRecordStateError,
     InvalidTxnStateError,
+    Kip1289NotSupportedError,
     MessageTooLargeError,
     NetworkError,
     ProducerFencedError,
@@ -88,6 +89,7 @@ class FakeClient:
         self.topic_ids = {"t": uuid.uuid4(), "a": uuid.uuid4(), "b": uuid.uuid4()}
         self.offsets: dict[TopicPartition, int] = {}
         self.epoch = 0
+        self.without_kip1289 = False
         self._lock = threading.Lock()
 
     # scripted answers ------------------------------------------------------------------------
@@ -127,6 +129,10 @@ class FakeClient:
 
     def forget_coordinator(self, key_type: int, key: str) -> None:
         pass
+
+    def require_kip1289(self, api_key: int, node_id: int | None = None) -> None:
+        if self.without_kip1289:
+            raise Kip1289NotSupportedError("no KIP-1289 here", api_key=api_key)
 
     def topic(self, name: str, *, auto_create: bool = False) -> Any:
         return ns(name=name, topic_id=self.topic_ids[name], partitions=[0, 1, 2])
@@ -657,6 +663,23 @@ def share_acks() -> tuple[ShareAcknowledgements, ShareGroupMetadata]:
         },
     )
     return acks, ShareGroupMetadata(group_id="g", member_id="m-1", member_epoch=3)
+
+
+def test_share_acks_fail_fast_without_kip1289_and_leave_the_transaction_intact() -> None:
+    client = FakeClient()
+    client.without_kip1289 = True
+    producer = producer_with(client)
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        acks, metadata = share_acks()
+        with pytest.raises(Kip1289NotSupportedError):
+            producer.send_share_acks_to_transaction(acks, metadata)
+        assert client.sent(94) == []
+        assert client.sent(93) == []
+        producer.commit_transaction()  # still usable: nothing was sent
+    finally:
+        producer.close()
 
 
 def test_share_acks_add_to_txn_then_acknowledge_per_leader() -> None:

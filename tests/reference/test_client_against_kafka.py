@@ -1,0 +1,342 @@
+"""Our client library against Apache Kafka (issue 12, item 4).
+
+``TransactionalProducer`` (idempotent, transactional, ``send_offsets_to_transaction``),
+``ShareConsumer`` (implicit and explicit) and ``Admin`` work against the reference; the
+KIP-1289 calls fail fast with ``Kip1289NotSupportedError`` naming the missing API, and
+``share.acknowledgement.mode=transactional`` refuses to start there.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer
+
+from coordinator.launcher import LocalBroker
+from producer import (
+    AcknowledgeType,
+    Admin,
+    ConsumerGroupMetadata,
+    Record,
+    ShareAckBatch,
+    ShareAcknowledgements,
+    ShareConsumer,
+    ShareGroupMetadata,
+    TransactionalProducer,
+)
+from producer.admin import TopicSpec
+from producer.connection import BrokerConnection
+from tests.reference.kafka import ReferenceKafka
+from txn.errors import ErrorCode, Kip1289NotSupportedError, ProducerFencedError
+from txn.ids import TopicPartition
+
+pytestmark = pytest.mark.reference
+
+TOPIC_CONFIG = 2  # DescribeConfigs / IncrementalAlterConfigs resource type
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def admin(reference_kafka: ReferenceKafka) -> Iterator[Admin]:
+    with Admin({"bootstrap.servers": reference_kafka.bootstrap_servers}) as client:
+        yield client
+
+
+def _topic(admin: Admin, partitions: int = 1) -> str:
+    name = _name("ref")
+    result = admin.create_topics([TopicSpec(name, partitions, 1)])
+    assert result[name] == ErrorCode.NONE
+    return name
+
+
+def _read_committed(bootstrap: str, topic: str, want: int, timeout_s: float = 30) -> list[bytes]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": _name("reader"),
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    values: list[bytes] = []
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + timeout_s
+        while len(values) < want and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            values.append(msg.value())
+        # anything beyond ``want`` (an aborted record leaking through) shows up here
+        extra = consumer.poll(1.0)
+        if extra is not None and not extra.error():
+            values.append(extra.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def _share_poll(consumer: ShareConsumer, want: int, timeout_s: float = 30) -> list[Record]:
+    got: list[Record] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < want and time.monotonic() < deadline:
+        got.extend(consumer.poll(0.5))
+    return got
+
+
+def test_idempotent_and_transactional_produce(
+    reference_kafka: ReferenceKafka, admin: Admin
+) -> None:
+    bootstrap = reference_kafka.bootstrap_servers
+    topic = _topic(admin)
+    idempotent = TransactionalProducer({"bootstrap.servers": bootstrap})
+    try:
+        for i in range(3):
+            idempotent.send(topic, f"idem-{i}".encode(), partition=0)
+        idempotent.flush()
+    finally:
+        idempotent.close()
+
+    tid = _name("txn")
+    producer = TransactionalProducer({"bootstrap.servers": bootstrap, "transactional.id": tid})
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(2):
+            producer.send(topic, f"committed-{i}".encode(), partition=0)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        producer.send(topic, b"aborted", partition=0)
+        producer.flush()
+        producer.abort_transaction()
+        producer.begin_transaction()
+        producer.send(topic, b"last", partition=0)
+        producer.commit_transaction()
+    finally:
+        producer.close()
+
+    values = _read_committed(bootstrap, topic, 6)
+    assert values == [b"idem-0", b"idem-1", b"idem-2", b"committed-0", b"committed-1", b"last"]
+
+    [described] = admin.describe_transactions([tid])
+    assert described.state == "CompleteCommit"
+    assert tid in {t.transactional_id for t in admin.list_transactions()}
+    producers = admin.describe_producers(TopicPartition(topic, 0))
+    assert len(producers) == 2  # the idempotent producer and the transactional one
+
+
+def test_transactional_fencing(reference_kafka: ReferenceKafka, admin: Admin) -> None:
+    bootstrap = reference_kafka.bootstrap_servers
+    topic = _topic(admin)
+    tid = _name("fenced")
+    old = TransactionalProducer({"bootstrap.servers": bootstrap, "transactional.id": tid})
+    new = TransactionalProducer({"bootstrap.servers": bootstrap, "transactional.id": tid})
+    try:
+        old.init_transactions()
+        old.begin_transaction()
+        old.send(topic, b"zombie", partition=0)
+        old.flush()
+        new.init_transactions()  # aborts the zombie's transaction and fences it
+        new.begin_transaction()
+        new.send(topic, b"survivor", partition=0)
+        new.commit_transaction()
+        with pytest.raises(ProducerFencedError):
+            old.commit_transaction()
+    finally:
+        old.close()
+        new.close()
+    assert _read_committed(bootstrap, topic, 1) == [b"survivor"]
+
+
+def test_send_offsets_to_transaction(reference_kafka: ReferenceKafka, admin: Admin) -> None:
+    bootstrap = reference_kafka.bootstrap_servers
+    source, sink = _topic(admin), _topic(admin)
+    group = _name("copier")
+    producer = TransactionalProducer(
+        {"bootstrap.servers": bootstrap, "transactional.id": _name("offsets")}
+    )
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(sink, b"out", partition=0)
+        producer.send_offsets_to_transaction(
+            {TopicPartition(source, 0): 7}, ConsumerGroupMetadata(group)
+        )
+        producer.commit_transaction()
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            {TopicPartition(source, 0): 9}, ConsumerGroupMetadata(group)
+        )
+        producer.abort_transaction()
+    finally:
+        producer.close()
+    committed = admin.list_consumer_group_offsets(group)
+    assert committed[TopicPartition(source, 0)] == 7
+    assert _read_committed(bootstrap, sink, 1) == [b"out"]
+
+
+def _share_group(admin: Admin) -> str:
+    group = _name("share")
+    # Kafka's default is latest: records produced before the group starts are not delivered.
+    admin.alter_group_configs(group, {"share.auto.offset.reset": "earliest"})
+    return group
+
+
+def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    producer = TransactionalProducer({"bootstrap.servers": bootstrap})
+    try:
+        for value in values:
+            producer.send(topic, value, partition=0)
+        producer.flush()
+    finally:
+        producer.close()
+
+
+def test_share_consumer_explicit_release_and_delivery_count(
+    reference_kafka: ReferenceKafka, admin: Admin
+) -> None:
+    bootstrap = reference_kafka.bootstrap_servers
+    topic = _topic(admin)
+    group = _share_group(admin)
+    _produce(bootstrap, topic, [b"a", b"b", b"c"])
+    consumer = ShareConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "share.acknowledgement.mode": "explicit",
+        }
+    )
+    try:
+        consumer.subscribe([topic])
+        first = _share_poll(consumer, 3)
+        assert [r.value for r in first] == [b"a", b"b", b"c"]
+        assert {r.delivery_count for r in first} == {1}
+        consumer.acknowledge(first[0], AcknowledgeType.RELEASE)
+        consumer.acknowledge(first[1], AcknowledgeType.ACCEPT)
+        consumer.acknowledge(first[2], AcknowledgeType.REJECT)
+        results = consumer.commit_sync()
+        assert all(err is None for err in results.values()), results
+        again = _share_poll(consumer, 1)
+        assert [(r.offset, r.value, r.delivery_count) for r in again] == [(0, b"a", 2)]
+        consumer.acknowledge(again[0], AcknowledgeType.ACCEPT)
+        consumer.commit_sync()
+    finally:
+        consumer.close()
+    [offset] = admin.describe_share_group_offsets(group)
+    assert (offset.topic, offset.partition, offset.lag) == (topic, 0, 0)
+
+
+def test_share_consumer_implicit(reference_kafka: ReferenceKafka, admin: Admin) -> None:
+    bootstrap = reference_kafka.bootstrap_servers
+    topic = _topic(admin, partitions=2)
+    group = _share_group(admin)
+    producer = TransactionalProducer({"bootstrap.servers": bootstrap})
+    try:
+        for i in range(6):
+            producer.send(topic, f"v{i}".encode(), partition=i % 2)
+        producer.flush()
+    finally:
+        producer.close()
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        consumer.subscribe([topic])
+        got = _share_poll(consumer, 6)
+        assert sorted(r.value for r in got if r.value) == [f"v{i}".encode() for i in range(6)]
+        [description] = admin.describe_share_groups([group])
+        assert description.state == "Stable"
+        assert [m.member_id for m in description.members] == [consumer.member_id]
+        consumer.commit_sync()  # implicit: accepts the last poll's records
+    finally:
+        consumer.close()
+    lags = {(o.partition, o.lag) for o in admin.describe_share_group_offsets(group)}
+    assert lags == {(0, 0), (1, 0)}
+
+
+def test_admin_topics_configs_and_share_group_offsets(
+    reference_kafka: ReferenceKafka, admin: Admin
+) -> None:
+    topic = _topic(admin)
+    assert admin.create_partitions({topic: 3})[topic].error == ErrorCode.NONE
+    [described] = admin.describe_topics([topic])
+    assert sorted(described.leaders) == [0, 1, 2]
+    altered = admin.incremental_alter_configs(TOPIC_CONFIG, topic, {"retention.ms": "3600000"})
+    assert altered.error == ErrorCode.NONE
+    entries = {e.name: e for e in admin.describe_config_entries(TOPIC_CONFIG, topic)}
+    assert entries["retention.ms"].value == "3600000"
+    assert entries["retention.ms"].explicit
+
+    group = _share_group(admin)
+    consumer = ShareConsumer(
+        {"bootstrap.servers": reference_kafka.bootstrap_servers, "group.id": group}
+    )
+    try:
+        consumer.subscribe([topic])
+        consumer.poll(2.0)  # joins; the group gets its share-partition state
+    finally:
+        consumer.close()
+    assert any(g.group_id == group and g.type == "share" for g in admin.list_groups())
+    changed = admin.alter_share_group_offsets(group, {TopicPartition(topic, 0): 0})
+    assert changed == {TopicPartition(topic, 0): ErrorCode.NONE}
+    assert admin.delete_share_group_offsets(group, [topic]) == {topic: ErrorCode.NONE}
+    assert admin.delete_groups([group]) == {group: ErrorCode.NONE}
+    assert admin.delete_topics([topic])[topic].error == ErrorCode.NONE
+
+
+def test_kip1289_fails_fast_against_kafka(reference_kafka: ReferenceKafka, admin: Admin) -> None:
+    bootstrap = reference_kafka.bootstrap_servers
+    topic = _topic(admin)
+    producer = TransactionalProducer(
+        {"bootstrap.servers": bootstrap, "transactional.id": _name("kip1289")}
+    )
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic, b"out", partition=0)
+        batch = ShareAckBatch(0, 0, AcknowledgeType.ACCEPT)
+        acks = ShareAcknowledgements("g", "member", {TopicPartition(topic, 0): (batch,)})
+        with pytest.raises(Kip1289NotSupportedError) as raised:
+            producer.send_share_acks_to_transaction(acks, ShareGroupMetadata("g", "member", 1))
+        assert raised.value.api == "AddShareAcksToTxn"
+        assert "AddShareAcksToTxn" in str(raised.value)
+        assert "share.transaction.version" in str(raised.value)
+        producer.commit_transaction()  # nothing was sent: the transaction is intact
+    finally:
+        producer.close()
+    assert _read_committed(bootstrap, topic, 1) == [b"out"]
+
+
+def test_transactional_share_consumer_refuses_kafka(reference_kafka: ReferenceKafka) -> None:
+    consumer = ShareConsumer(
+        {
+            "bootstrap.servers": reference_kafka.bootstrap_servers,
+            "group.id": _name("txn-share"),
+            "share.acknowledgement.mode": "transactional",
+        }
+    )
+    try:
+        with pytest.raises(Kip1289NotSupportedError) as raised:
+            consumer.subscribe(["anything"])
+        assert raised.value.api == "TxnShareAcknowledge"
+        assert "TxnShareAcknowledge" in str(raised.value)
+        assert consumer.subscription() == set()
+    finally:
+        consumer.close()
+
+
+def test_sharetxn_advertises_kip1289(broker: LocalBroker) -> None:
+    host, _, port = broker.bootstrap_servers.rpartition(":")
+    conn = BrokerConnection(host, int(port))
+    try:
+        conn.connect()
+        assert conn.features == {"share.transaction.version": 1}
+        conn.require_kip1289(93)
+        conn.require_kip1289(94)
+    finally:
+        conn.close()

@@ -1,0 +1,418 @@
+"""Apache Kafka's command-line tools, run as their Java main classes, against sharetxn.
+
+Each test runs what an operator types (``kafka-topics.sh`` and friends, 4.4.0) against a
+real sharetxn broker and checks the tool's own output.  One broker serves the module.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from coordinator.launcher import LocalBroker
+from producer import Admin, TransactionalProducer
+from producer.admin import TopicSpec
+from tests.reference.kafka import java_available, run_tool
+from txn.errors import ErrorCode
+
+pytestmark = pytest.mark.reference
+
+
+@pytest.fixture(scope="module")
+def sharetxn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if not java_available():
+        pytest.skip("Kafka's tools need a Java runtime: java is not on PATH")
+    with LocalBroker(data_dir=tmp_path_factory.mktemp("sharetxn") / "data") as broker:
+        yield broker.bootstrap_servers
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def tool(name: str, *args: str, stdin: str | None = None) -> str:
+    done = run_tool(name, list(args), input=stdin, timeout=120)
+    assert done.returncode == 0, f"{name} {' '.join(args)}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def _topic(bootstrap: str, partitions: int = 1) -> str:
+    name = _name("tools")
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        assert admin.create_topics([TopicSpec(name, partitions, 1)])[name] == ErrorCode.NONE
+    return name
+
+
+def _rows(output: str) -> list[list[str]]:
+    return [line.split() for line in output.splitlines() if line.strip()]
+
+
+def test_kafka_topics(sharetxn: str) -> None:
+    name = _name("topics")
+    assert f"Created topic {name}." in tool(
+        "kafka-topics",
+        "--bootstrap-server",
+        sharetxn,
+        "--create",
+        "--topic",
+        name,
+        "--partitions",
+        "2",
+    )
+    assert name in tool("kafka-topics", "--bootstrap-server", sharetxn, "--list").split()
+    tool(
+        "kafka-topics",
+        "--bootstrap-server",
+        sharetxn,
+        "--alter",
+        "--topic",
+        name,
+        "--partitions",
+        "3",
+    )
+    described = tool("kafka-topics", "--bootstrap-server", sharetxn, "--describe", "--topic", name)
+    assert "PartitionCount: 3" in described
+    assert described.count("Leader: 1") == 3
+    tool("kafka-topics", "--bootstrap-server", sharetxn, "--delete", "--topic", name)
+    assert name not in tool("kafka-topics", "--bootstrap-server", sharetxn, "--list").split()
+
+
+def test_kafka_configs_on_topics_and_groups(sharetxn: str) -> None:
+    topic = _topic(sharetxn)
+    tool(
+        "kafka-configs",
+        "--bootstrap-server",
+        sharetxn,
+        "--alter",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        topic,
+        "--add-config",
+        "retention.ms=3600000",
+    )
+    described = tool(
+        "kafka-configs",
+        "--bootstrap-server",
+        sharetxn,
+        "--describe",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        topic,
+    )
+    assert "retention.ms=3600000" in described
+    group = _name("cfg")
+    tool(
+        "kafka-configs",
+        "--bootstrap-server",
+        sharetxn,
+        "--alter",
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        group,
+        "--add-config",
+        "share.auto.offset.reset=earliest",
+    )
+    described = tool(
+        "kafka-configs",
+        "--bootstrap-server",
+        sharetxn,
+        "--describe",
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        group,
+    )
+    assert "share.auto.offset.reset=earliest" in described
+
+
+def test_console_producer_and_consumers(sharetxn: str) -> None:
+    topic = _topic(sharetxn)
+    tool(
+        "kafka-console-producer",
+        "--bootstrap-server",
+        sharetxn,
+        "--topic",
+        topic,
+        "--command-property",
+        "enable.idempotence=true",
+        stdin="a\nb\nc\n",
+    )
+    group = _name("console")
+    out = tool(
+        "kafka-console-consumer",
+        "--bootstrap-server",
+        sharetxn,
+        "--topic",
+        topic,
+        "--from-beginning",
+        "--max-messages",
+        "3",
+        "--timeout-ms",
+        "30000",
+        "--isolation-level",
+        "read_committed",
+        "--group",
+        group,
+    )
+    assert out.split() == ["a", "b", "c"]
+
+    groups = tool("kafka-consumer-groups", "--bootstrap-server", sharetxn, "--list").split()
+    assert group in groups
+    described = _rows(
+        tool(
+            "kafka-consumer-groups", "--bootstrap-server", sharetxn, "--describe", "--group", group
+        )
+    )
+    assert [group, topic, "0", "3", "3", "0"] in [row[:6] for row in described]
+    reset = _rows(
+        tool(
+            "kafka-consumer-groups",
+            "--bootstrap-server",
+            sharetxn,
+            "--reset-offsets",
+            "--to-earliest",
+            "--group",
+            group,
+            "--topic",
+            topic,
+            "--execute",
+        )
+    )
+    assert [group, topic, "0", "0"] in reset
+    deleted = tool(
+        "kafka-consumer-groups", "--bootstrap-server", sharetxn, "--delete", "--group", group
+    )
+    assert "was successful" in deleted
+
+
+def test_console_share_consumer_and_share_groups(sharetxn: str) -> None:
+    topic = _topic(sharetxn)
+    tool(
+        "kafka-console-producer",
+        "--bootstrap-server",
+        sharetxn,
+        "--topic",
+        topic,
+        stdin="x\ny\nz\n",
+    )
+    group = _name("share")
+    tool(
+        "kafka-configs",
+        "--bootstrap-server",
+        sharetxn,
+        "--alter",
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        group,
+        "--add-config",
+        "share.auto.offset.reset=earliest",
+    )
+    out = tool(
+        "kafka-console-share-consumer",
+        "--bootstrap-server",
+        sharetxn,
+        "--topic",
+        topic,
+        "--group",
+        group,
+        "--max-messages",
+        "3",
+        "--timeout-ms",
+        "30000",
+    )
+    assert sorted(out.split()) == ["x", "y", "z"]
+
+    assert group in tool("kafka-share-groups", "--bootstrap-server", sharetxn, "--list").split()
+    described = _rows(
+        tool("kafka-share-groups", "--bootstrap-server", sharetxn, "--describe", "--group", group)
+    )
+    assert [group, topic, "0"] in [row[:3] for row in described]
+    assert [row[-1] for row in described if row[:2] == [group, topic]] == ["0"]  # no lag
+    reset = _rows(
+        tool(
+            "kafka-share-groups",
+            "--bootstrap-server",
+            sharetxn,
+            "--reset-offsets",
+            "--to-earliest",
+            "--group",
+            group,
+            "--topic",
+            topic,
+            "--execute",
+        )
+    )
+    assert [group, topic, "0", "0"] in reset
+    deleted = tool(
+        "kafka-share-groups", "--bootstrap-server", sharetxn, "--delete", "--group", group
+    )
+    assert "was successful" in deleted
+
+
+def test_producer_perf_test_and_kafka_transactions(sharetxn: str) -> None:
+    topic = _topic(sharetxn)
+    tid = _name("perf")
+    out = tool(
+        "kafka-producer-perf-test",
+        "--topic",
+        topic,
+        "--num-records",
+        "500",
+        "--record-size",
+        "100",
+        "--throughput",
+        "-1",
+        "--command-property",
+        f"bootstrap.servers={sharetxn}",
+        "acks=all",
+        "--transactional-id",
+        tid,
+        "--transaction-duration-ms",
+        "100",
+    )
+    assert "500 records sent" in out
+
+    listed = _rows(tool("kafka-transactions", "--bootstrap-server", sharetxn, "list"))
+    assert [tid, "1"] in [row[:2] for row in listed]
+    described = _rows(
+        tool(
+            "kafka-transactions",
+            "--bootstrap-server",
+            sharetxn,
+            "describe",
+            "--transactional-id",
+            tid,
+        )
+    )
+    assert described[1][1] == tid
+    assert described[1][4] == "CompleteCommit"
+    producers = _rows(
+        tool(
+            "kafka-transactions",
+            "--bootstrap-server",
+            sharetxn,
+            "describe-producers",
+            "--topic",
+            topic,
+            "--partition",
+            "0",
+        )
+    )
+    assert len(producers) == 2  # the header and the perf test's producer
+    hanging = _rows(
+        tool(
+            "kafka-transactions", "--bootstrap-server", sharetxn, "find-hanging", "--broker-id", "1"
+        )
+    )
+    assert len(hanging) == 1  # only the header
+
+
+def _leave_transaction_open(bootstrap: str, topic: str, tid: str) -> None:
+    """A producer process that sends in a transaction and dies without ending it."""
+    script = (
+        "import os, sys\n"
+        "from producer import TransactionalProducer\n"
+        "p = TransactionalProducer({'bootstrap.servers': sys.argv[1], 'transactional.id': "
+        "sys.argv[3]})\n"
+        "p.init_transactions(); p.begin_transaction()\n"
+        "p.send(sys.argv[2], b'open', partition=0); p.flush()\n"
+        "os._exit(0)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    subprocess.run(
+        [sys.executable, "-c", script, bootstrap, topic, tid], check=True, env=env, timeout=60
+    )
+
+
+def test_kafka_transactions_force_terminate(sharetxn: str) -> None:
+    topic = _topic(sharetxn)
+    tid = _name("open")
+    _leave_transaction_open(sharetxn, topic, tid)
+    described = _rows(
+        tool(
+            "kafka-transactions",
+            "--bootstrap-server",
+            sharetxn,
+            "describe",
+            "--transactional-id",
+            tid,
+        )
+    )
+    assert described[1][4] == "Ongoing"
+    tool(
+        "kafka-transactions",
+        "--bootstrap-server",
+        sharetxn,
+        "forceTerminateTransaction",
+        "--transactionalId",
+        tid,
+    )
+    described = _rows(
+        tool(
+            "kafka-transactions",
+            "--bootstrap-server",
+            sharetxn,
+            "describe",
+            "--transactional-id",
+            tid,
+        )
+    )
+    assert described[1][4] in ("Empty", "CompleteAbort")
+    # the open record was aborted: a read_committed reader sees nothing but what follows
+    producer = TransactionalProducer({"bootstrap.servers": sharetxn, "transactional.id": tid})
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic, b"after", partition=0)
+        producer.commit_transaction()
+    finally:
+        producer.close()
+    out = tool(
+        "kafka-console-consumer",
+        "--bootstrap-server",
+        sharetxn,
+        "--topic",
+        topic,
+        "--from-beginning",
+        "--max-messages",
+        "1",
+        "--timeout-ms",
+        "30000",
+        "--isolation-level",
+        "read_committed",
+    )
+    assert out.split() == ["after"]
+
+
+def test_kafka_transactions_abort_needs_write_txn_markers(sharetxn: str) -> None:
+    """Documented difference (docs/conformance.md): WriteTxnMarkers is broker-only here."""
+    topic = _topic(sharetxn)
+    tid = _name("hang")
+    _leave_transaction_open(sharetxn, topic, tid)
+    done = run_tool(
+        "kafka-transactions",
+        [
+            "--bootstrap-server",
+            sharetxn,
+            "abort",
+            "--topic",
+            topic,
+            "--partition",
+            "0",
+            "--start-offset",
+            "0",
+        ],
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "does not support WRITE_TXN_MARKERS" in done.stderr

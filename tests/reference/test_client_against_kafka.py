@@ -20,6 +20,7 @@ from producer import (
     AcknowledgeType,
     Admin,
     ConsumerGroupMetadata,
+    GroupConsumer,
     Record,
     ShareAckBatch,
     ShareAcknowledgements,
@@ -180,6 +181,58 @@ def test_send_offsets_to_transaction(reference_kafka: ReferenceKafka, admin: Adm
     committed = admin.list_consumer_group_offsets(group)
     assert committed[TopicPartition(source, 0)] == 7
     assert _read_committed(bootstrap, sink, 1) == [b"out"]
+
+
+def test_group_consumer_copies_exactly_once(reference_kafka: ReferenceKafka, admin: Admin) -> None:
+    """Our KIP-848 GroupConsumer in a consume-transform-produce copy on Kafka 4.x."""
+    bootstrap = reference_kafka.bootstrap_servers
+    source, sink = _topic(admin, 2), _topic(admin)
+    producer = TransactionalProducer({"bootstrap.servers": bootstrap})
+    for i in range(40):
+        producer.send(source, f"v{i}".encode(), partition=i % 2)
+    producer.close()
+    consumer = GroupConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": _name("copier"),
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "max.poll.records": 15,
+        }
+    )
+    copier = TransactionalProducer(
+        {"bootstrap.servers": bootstrap, "transactional.id": _name("group-copy")}
+    )
+    try:
+        consumer.subscribe([source])
+        copier.init_transactions()
+        copied, batches = 0, 0
+        deadline = time.monotonic() + 60
+        while copied < 40 and time.monotonic() < deadline:
+            records = consumer.poll(0.5)
+            if not records:
+                continue
+            batches += 1
+            copier.begin_transaction()
+            for r in records:
+                copier.send(sink, r.value, partition=0)
+            copier.send_offsets_to_transaction(consumer.positions(), consumer.group_metadata())
+            if batches == 2:  # one aborted batch: back to the committed offsets
+                copier.abort_transaction()
+                for tp, offset in consumer.committed(consumer.assignment()).items():
+                    consumer.seek(tp, offset or 0)
+                continue
+            copier.commit_transaction()
+            copied += len(records)
+        committed = consumer.committed([TopicPartition(source, p) for p in range(2)])
+    finally:
+        copier.close()
+        consumer.close()
+    assert committed == {TopicPartition(source, 0): 20, TopicPartition(source, 1): 20}
+    assert sorted(_read_committed(bootstrap, sink, 40)) == sorted(
+        f"v{i}".encode() for i in range(40)
+    )
 
 
 def _share_group(admin: Admin) -> str:

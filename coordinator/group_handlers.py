@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from coordinator.broker import BrokerCore
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
 from coordinator.wire import DecodedRequest, field
-from txn.errors import ErrorCode
+from txn.errors import ErrorCode, KafkaStorageError
 from txn.ids import TopicPartition
+
+log = logging.getLogger("sharetxn.groups")
 
 Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
 R = TypeVar("R")
@@ -323,13 +326,26 @@ class GroupHandlers:
     async def offset_commit(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         offsets = _offsets(b.topics)
-        results = self.core.groups.commit_offsets(
+        groups = self.core.groups
+        results, token = groups.commit_offsets_deferred(
             b.group_id,
             int(field(b, "generation_id_or_member_epoch", "generation_id", default=-1)),
             field(b, "member_id", default="") or "",
             field(b, "group_instance_id"),
             offsets,
         )
+        if token is not None:
+            # The fsync runs off the event loop (other connections go on meanwhile); the
+            # offsets are applied, and answered, once it covered them.
+            sync = groups.deferred_sync()
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, sync)
+            except (OSError, KafkaStorageError) as exc:
+                log.error("__consumer_offsets fsync failed: %s", exc)
+                groups.deferred_failed(token)
+                results = dict.fromkeys(results, ErrorCode.KAFKA_STORAGE_ERROR)
+            else:
+                groups.durable(token)
         return {"topics": _by_topic(results, lambda e: {"error_code": e})}
 
     async def offset_fetch(self, req: DecodedRequest) -> dict[str, Any]:

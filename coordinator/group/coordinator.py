@@ -123,6 +123,7 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
         self._topics = topics
         self.offsets = OffsetStore()
         self._pending_epochs: dict[int, int] = {}
+        self._deferred: list[tuple[int, list[Record]]] = []  # appended, not yet known durable
         self._timers = Timers()
         self._loaded = False
         self._closed = False
@@ -132,6 +133,7 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
     def load(self) -> None:
         """Replay the log: group metadata, offsets, transactional offsets and markers."""
         self._timers.cancel_all()
+        self._deferred.clear()
         self._loaded = False
         self._groups.clear()
         self._consumer_groups.clear()
@@ -783,9 +785,17 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
     # --- persistence --------------------------------------------------------------------------
 
     def _write(
-        self, records: list[Record], *, producer: tuple[int, int] | None = None
+        self,
+        records: list[Record],
+        *,
+        producer: tuple[int, int] | None = None,
+        defer: bool = False,
     ) -> ErrorCode:
-        """Append ``records`` as one batch (transactional for ``producer``), flush, apply."""
+        """Append ``records`` as one batch (transactional for ``producer``), flush, apply.
+
+        ``defer``: append only; the records are applied by ``durable`` once the caller made
+        the log durable (``deferred_sync`` off the request path), in log order.
+        """
         if not records:
             return ErrorCode.NONE
         now = self._clock.now_ms()
@@ -802,11 +812,16 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
                     transactional=True,
                 )
             header = self._log.append(batch, now)
-            self._log.flush()
+            if not defer:
+                self._log.flush()
         except Exception as exc:
             error = append_error_code(exc)
             log.warning("__consumer_offsets append failed (%r): %s", exc, error.name)
             return error
+        if defer:
+            self._defer(header.base_offset, records)
+            return ErrorCode.NONE
+        self._apply_deferred()  # the flush made them durable too, and they come first
         if producer is not None:
             self._pending_epochs[producer[0]] = producer[1]
         for index, record in enumerate(records):

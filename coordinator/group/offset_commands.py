@@ -41,6 +41,7 @@ class OffsetCommands:
     _pending_epochs: dict[int, int]
     _is_share_group: Callable[[str], bool]
     _closed: bool
+    _deferred: list[tuple[int, list[Record]]]
     offsets: OffsetStore
     _consumer_groups: dict[str, ConsumerProtocolGroup]
     # from ConsumerProtocol (later in the coordinator's bases)
@@ -54,9 +55,67 @@ class OffsetCommands:
         raise NotImplementedError
 
     def _write(
-        self, records: list[Record], *, producer: tuple[int, int] | None = None
+        self,
+        records: list[Record],
+        *,
+        producer: tuple[int, int] | None = None,
+        defer: bool = False,
     ) -> ErrorCode:
         raise NotImplementedError
+
+    def _apply(self, record: Record, record_offset: int, producer_id: int | None) -> None:
+        raise NotImplementedError
+
+    # -- deferred durability: plain commits made durable off the request path -----------------
+
+    def _defer(self, base_offset: int, records: list[Record]) -> None:
+        """Records appended but not yet known durable: applied by ``durable`` in log order."""
+        self._deferred.append((base_offset, records))
+
+    def _apply_deferred(self, up_to: int | None = None) -> None:
+        """Apply the deferred records with base offset <= ``up_to`` (None: all), in order."""
+        while self._deferred and (up_to is None or self._deferred[0][0] <= up_to):
+            base, records = self._deferred.pop(0)
+            for index, record in enumerate(records):
+                self._apply(record, base + index, None)
+            group_id = getattr(records[0][0], "group_id", "")
+            self._emit(group_id, "offset-commits", len(records))
+
+    def deferred_sync(self) -> Callable[[], None]:
+        """A callable that makes everything appended so far durable; safe on another thread
+        while appends go on (a log without that ability is flushed now instead)."""
+        later = getattr(self._log, "fsync_later", None)
+        if later is None:
+            self._log.flush()
+            return lambda: None
+        sync: Callable[[], None] = later()
+        return sync
+
+    def durable(self, token: int) -> None:
+        """``deferred_sync`` covering the commit ``token`` returned: apply it (and earlier)."""
+        if not self._closed:
+            self._apply_deferred(token)
+
+    def deferred_failed(self, token: int) -> None:
+        """The sync failed: drop the commits up to ``token`` unapplied (the clients get an
+        error; whether the records survive a restart is unknown, as after a timeout)."""
+        self._deferred = [(base, recs) for base, recs in self._deferred if base > token]
+
+    def commit_offsets_deferred(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: dict[TopicPartition, tuple[int, int, str | None]],
+    ) -> tuple[dict[TopicPartition, ErrorCode], int | None]:
+        """OffsetCommit appended but applied only once ``durable(token)`` says it is durable.
+
+        Returns the results and the token (None: nothing to wait for, e.g. an error).
+        """
+        return self._commit_offsets(
+            group_id, generation, member_id, group_instance_id, offsets, True
+        )
 
     def _emit(self, group_id: str, meter: str, count: int) -> None:
         raise NotImplementedError
@@ -108,19 +167,35 @@ class OffsetCommands:
         offsets: dict[TopicPartition, tuple[int, int, str | None]],
     ) -> dict[TopicPartition, ErrorCode]:
         """OffsetCommit: (offset, leader epoch, metadata) per partition."""
+        results, _token = self._commit_offsets(
+            group_id, generation, member_id, group_instance_id, offsets, False
+        )
+        return results
+
+    def _commit_offsets(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: OffsetMap,
+        defer: bool,
+    ) -> tuple[dict[TopicPartition, ErrorCode], int | None]:
         error = self._validate_commit(group_id, generation, member_id, group_instance_id)
         if error is ErrorCode.NONE:
             error = self._check_metadata(offsets)
-        if error is not ErrorCode.NONE:
-            return dict.fromkeys(offsets, error)
+        if error is not ErrorCode.NONE or not offsets:
+            return dict.fromkeys(offsets, error), None
         group = self._groups.get(group_id)
         if group is not None and member_id in group.members:
             self._arm_session(group, group.members[member_id], self._clock.now_ms())
         records = self._offset_records(group_id, offsets)
-        error = self._write(records)
-        if error is ErrorCode.NONE:
+        end_before = self._log.log_end_offset
+        error = self._write(records, defer=defer)
+        if error is ErrorCode.NONE and not defer:
             self._emit(group_id, "offset-commits", len(records))
-        return dict.fromkeys(offsets, error)
+        token = end_before if defer and error is ErrorCode.NONE else None
+        return dict.fromkeys(offsets, error), token
 
     def _offset_records(self, group_id: str, offsets: OffsetMap) -> list[Record]:
         now = self._clock.now_ms()
@@ -195,6 +270,7 @@ class OffsetCommands:
             error = append_error_code(exc)
             log.warning("__consumer_offsets marker append failed (%r): %s", exc, error.name)
             return error
+        self._apply_deferred()  # durable with the marker, and earlier in the log
         self._apply_marker(producer_id, commit)
         return ErrorCode.NONE
 

@@ -36,7 +36,7 @@ import re
 import shutil
 import struct
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from coordinator.log.memory_log import (
@@ -367,6 +367,23 @@ class FileLog:
         except OSError as exc:
             raise KafkaStorageError(f"{self.name}: fsync failed: {exc}") from exc
         self._policy.reset()
+
+    def fsync_later(self) -> Callable[[], None]:
+        """A callable that makes every batch appended so far durable, to run on another thread
+        while appends go on: it fsyncs a duplicate of the active segment's descriptor (older
+        segments were synced when rolled), so a roll or a close meanwhile does not matter."""
+        self._check_open()
+        fd = os.dup(self._segments[-1].fd)
+
+        def sync() -> None:
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                raise KafkaStorageError(f"{self.name}: fsync failed: {exc}") from exc
+            finally:
+                os.close(fd)
+
+        return sync
 
     def maybe_flush(self, now_ms: int) -> None:
         self._check_open()

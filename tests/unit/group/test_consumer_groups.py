@@ -365,3 +365,44 @@ def test_initial_rebalance_delay_gathers_members(initial_delay: int) -> None:
         )
     else:
         assert r1[0].generation == 1
+
+
+def test_deferred_commits_are_applied_once_durable_in_log_order() -> None:
+    """The server fsyncs plain commits off the event loop: nothing is visible before then."""
+    b = Bench()
+
+    def committed(tp: TopicPartition) -> int:
+        return b.coord.fetch_offsets("d", [tp], require_stable=False)[1][tp].offset
+
+    first, token1 = b.coord.commit_offsets_deferred("d", -1, "", None, {T0: (5, -1, "")})
+    second, token2 = b.coord.commit_offsets_deferred("d", -1, "", None, {T0: (7, -1, "")})
+    assert first == second == {T0: E.NONE}
+    assert token1 is not None and token2 is not None and token1 < token2
+    assert committed(T0) == -1  # appended, not yet known durable
+    sync = b.coord.deferred_sync()  # a memory log flushes at once
+    sync()
+    b.coord.durable(token2)  # covers both, applied in log order
+    assert committed(T0) == 7
+    b.coord.durable(token1)  # a late completion of the first changes nothing
+    assert committed(T0) == 7
+    # a synchronous write applies what is deferred first (its flush made it durable)
+    _r, _token3 = b.coord.commit_offsets_deferred("d", -1, "", None, {T0: (9, -1, "")})
+    assert b.coord.commit_offsets("d", -1, "", None, {T1: (1, -1, "")}) == {T1: E.NONE}
+    assert (committed(T0), committed(T1)) == (9, 1)
+    # a failed sync drops the commit: not applied (the client got an error)
+    _r, token4 = b.coord.commit_offsets_deferred("d", -1, "", None, {T0: (11, -1, "")})
+    assert token4 is not None
+    b.coord.deferred_failed(token4)
+    b.coord.durable(token4)
+    assert committed(T0) == 9
+    # replay reads the log as it is: the record of the failed sync survived here
+    b.restart()
+    assert committed(T0) == 11
+
+
+def test_deferred_commit_errors_have_no_token() -> None:
+    b = Bench()
+    leader, _follower, gen = stable_pair(b)
+    results, token = b.coord.commit_offsets_deferred(G, gen + 5, leader, None, {T0: (1, -1, "")})
+    assert results == {T0: E.ILLEGAL_GENERATION}
+    assert token is None

@@ -233,7 +233,8 @@ class Handlers:
             elif rtype == RESOURCE_BROKER:
                 for defn in CONFIG_DEFS:
                     value = self.core.config[defn.name]
-                    text = str(value).lower() if isinstance(value, bool) else str(value)
+                    text = str(value).lower() if isinstance(value, bool) else value
+                    text = None if text is None else str(text)
                     configs.append(_config_entry(defn.name, text, source=5, doc=defn.doc))
             else:
                 error, message = ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}"
@@ -648,7 +649,9 @@ def _has_error(response: dict[str, Any]) -> bool:
     )
 
 
-def _config_entry(name: str, value: str, *, source: int, doc: str | None = None) -> dict[str, Any]:
+def _config_entry(
+    name: str, value: str | None, *, source: int, doc: str | None = None
+) -> dict[str, Any]:
     return {
         "name": name,
         "value": value,

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from coordinator.log.segments import RetentionPolicy, retention_start_offset
 from coordinator.log.storage import PartitionLog
 from coordinator.producer_state import ProducerStateManager
 from txn.batch import (
@@ -282,11 +283,27 @@ class Partition:
         if target < 0 or target > self.high_watermark:
             return ErrorCode.OFFSET_OUT_OF_RANGE, self.log_start_offset
         if target > self.log_start_offset:
-            self.log.advance_start_offset(target)
-            keep = bisect.bisect_left(self._aborted_last, target)
-            del self._aborted[:keep]
-            del self._aborted_last[:keep]
+            self._advance_start(target)
         return ErrorCode.NONE, self.log_start_offset
+
+    def apply_retention(self, now_ms: int, policy: RetentionPolicy) -> int:
+        """Delete the segments Kafka's retention rules allow; the bytes they held."""
+        segments = self.log.segments()
+        target = retention_start_offset(
+            segments, self.log_start_offset, self.high_watermark, now_ms, policy
+        )
+        if target <= self.log_start_offset:
+            return 0
+        before = sum(seg.size_bytes for seg in segments)
+        self._advance_start(target)
+        return before - sum(seg.size_bytes for seg in self.log.segments())
+
+    def _advance_start(self, target: int) -> None:
+        """Raise the log start offset durably and forget aborted transactions wholly below it."""
+        self.log.advance_start_offset(target)
+        keep = bisect.bisect_left(self._aborted_last, target)
+        del self._aborted[:keep]
+        del self._aborted_last[:keep]
 
 
 def _cut_at(raw: bytes, upper: int) -> bytes:

@@ -6,6 +6,12 @@ int32 offset relative to the segment base, uint32 file position; one every
 ``index_interval_bytes``), and ``log-start-offset``, a checkpoint of the log
 start offset written atomically (temp file, fsync, rename, fsync directory).
 
+Raising the log start offset (DeleteRecords, retention) writes the checkpoint
+first, then renames the segments wholly below it to ``*.log.deleted`` (Kafka's
+suffix); ``purge_deleted`` removes those files later (``file.delete.delay.ms``)
+and opening a log removes any left over.  A crash at any point therefore loses
+nothing above the new start offset and leaves no segment below it readable.
+
 Durability rules:
 
 * Bytes go to the file with unbuffered ``os.write``; the flush policy decides
@@ -47,7 +53,8 @@ from coordinator.log.memory_log import (
     out_of_range,
     validate_batch,
 )
-from coordinator.log.storage import LogConfig
+from coordinator.log.segments import should_roll
+from coordinator.log.storage import LogConfig, SegmentInfo
 from txn.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, parse_header
 from txn.errors import ClosedError, KafkaStorageError
 
@@ -55,6 +62,7 @@ logger = logging.getLogger("sharetxn.log")
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
+DELETED_SUFFIX = ".deleted"
 START_OFFSET_FILE = "log-start-offset"
 _TMP_SUFFIX = ".tmp"
 _SEGMENT_NAME = re.compile(r"\d{20}")
@@ -156,7 +164,12 @@ class _Segment:
         except BaseException:
             os.close(self.fd)
             raise
-        self.size = os.fstat(self.fd).st_size
+        stat = os.fstat(self.fd)
+        self.size = stat.st_size
+        # Kafka's "created" and "last modified" times; a loaded segment gets its file's mtime.
+        self.created_ms = self.modified_ms = stat.st_mtime_ns // 1_000_000
+        self.max_timestamp_ms = -1
+        self.first_timestamp_ms = -1  # largest timestamp of the first batch (segment.ms rule)
         self.next_offset = base
         self.index_offsets = array("q")
         self.index_positions = array("q")
@@ -173,6 +186,9 @@ class _Segment:
             self.bytes_since_index = 0
         self.bytes_since_index += header.size
         self.next_offset = header.last_offset + 1
+        if pos == 0:
+            self.first_timestamp_ms = header.max_timestamp
+        self.max_timestamp_ms = max(self.max_timestamp_ms, header.max_timestamp)
 
     def reset_index(self) -> None:
         self.index_offsets = array("q")
@@ -180,6 +196,7 @@ class _Segment:
         self.index_written = 0
         self.bytes_since_index = 0
         self.next_offset = self.base
+        self.max_timestamp_ms = self.first_timestamp_ms = -1
 
     def index_lookup(self, offset: int) -> int:
         """File position of an indexed batch with base offset <= ``offset`` (0 if none)."""
@@ -239,6 +256,18 @@ class _Segment:
         self.log_path.unlink(missing_ok=True)
         self.index_path.unlink(missing_ok=True)
 
+    def retire(self) -> Path:
+        """Close and rename to ``*.log.deleted`` (removed later); returns the new path."""
+        self.close()
+        retired = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
+        self.log_path.rename(retired)
+        self.index_path.unlink(missing_ok=True)
+        return retired
+
+    def info(self) -> SegmentInfo:
+        largest = self.max_timestamp_ms if self.max_timestamp_ms >= 0 else self.modified_ms
+        return SegmentInfo(self.base, self.next_offset, self.size, largest)
+
 
 class FileLog:
     """A ``PartitionLog`` on segment files in ``directory``; opening it runs recovery."""
@@ -254,6 +283,7 @@ class FileLog:
         self._start = 0
         self._end = 0
         self._closed = False
+        self._retired: list[Path] = []  # segment files awaiting purge_deleted
         try:
             self._open()
         except BaseException:
@@ -295,10 +325,17 @@ class FileLog:
         buf = assign_offset(batch, header.base_offset)
         seg = self._segments[-1]
         if seg.size > 0 and (
-            seg.size + header.size > self._config.segment_bytes
+            should_roll(
+                size=seg.size,
+                first_timestamp_ms=seg.first_timestamp_ms,
+                created_ms=seg.created_ms,
+                batch=header,
+                now_ms=now_ms,
+                config=self._config,
+            )
             or header.last_offset - seg.base > _MAX_RELATIVE_OFFSET
         ):
-            seg = self._roll()
+            seg = self._roll(now_ms)
         pos = seg.size
         try:
             _write_all(seg.fd, buf)
@@ -309,6 +346,7 @@ class FileLog:
         seg.size = pos + header.size
         seg.record(header, pos, self._config.index_interval_bytes)
         seg.dirty = True
+        seg.modified_ms = now_ms
         self._end = header.last_offset + 1
         if self._policy.record_append(header.records_count, now_ms):
             self.flush()
@@ -400,6 +438,11 @@ class FileLog:
                     cut_pos, cut_offset = pos, header.base_offset
                     break
             seg.truncate(cut_pos, cut_offset)
+            seg.max_timestamp_ms = seg.first_timestamp_ms = -1
+            for pos, header in seg.headers(0):
+                if pos == 0:
+                    seg.first_timestamp_ms = header.max_timestamp
+                seg.max_timestamp_ms = max(seg.max_timestamp_ms, header.max_timestamp)
             seg.sync()
             if removed:
                 _fsync_dir(self._dir)
@@ -419,6 +462,25 @@ class FileLog:
         self._start = offset
         self._write_start_checkpoint()
         self._delete_segments_below(offset)
+
+    def segments(self) -> list[SegmentInfo]:
+        self._check_open()
+        return [seg.info() for seg in self._segments]
+
+    def reconfigure(self, config: LogConfig) -> None:
+        check_config(config)
+        self._config = config
+        self._policy.config = config
+
+    def purge_deleted(self) -> int:
+        """Remove the segment files retired by earlier start-offset advances; bytes freed."""
+        freed = 0
+        retired, self._retired = self._retired, []
+        for path in retired:
+            with contextlib.suppress(FileNotFoundError):
+                freed += path.stat().st_size
+                path.unlink()
+        return freed
 
     def close(self, *, flush: bool = True) -> None:
         """Flush (unless the log is being deleted) and release the files.
@@ -455,14 +517,16 @@ class FileLog:
                 buf, rel = got
                 yield header, buf[rel : rel + header.size]
 
-    def _add_segment(self, base: int) -> _Segment:
+    def _add_segment(self, base: int, now_ms: int | None = None) -> _Segment:
         seg = _Segment(self._dir, base, create=True)
+        if now_ms is not None:
+            seg.created_ms = seg.modified_ms = now_ms
         self._segments.append(seg)
         self._bases.append(base)
         _fsync_dir(self._dir)
         return seg
 
-    def _roll(self) -> _Segment:
+    def _roll(self, now_ms: int | None = None) -> _Segment:
         """Start a segment at the log end, syncing the old one first so only the last can tear."""
         old = self._segments[-1]
         if old.dirty:
@@ -470,16 +534,16 @@ class FileLog:
             self._policy.reset()
         else:
             old.write_pending_index()
-        return self._add_segment(self._end)
+        return self._add_segment(self._end, now_ms if now_ms is not None else old.modified_ms)
 
     def _delete_segments_below(self, offset: int) -> None:
-        """Delete segments wholly below ``offset`` (rolling first if that is all of them)."""
+        """Retire segments wholly below ``offset`` (rolling first if that is all of them)."""
         segs = self._segments
         if segs[-1].size > 0 and segs[-1].next_offset <= offset:
             self._roll()
         deleted = False
         while len(segs) > 1 and segs[1].base <= offset:
-            segs.pop(0).delete()
+            self._retired.append(segs.pop(0).retire())
             self._bases.pop(0)
             deleted = True
         if deleted:
@@ -517,6 +581,8 @@ class FileLog:
             _fsync_dir(self._dir.parent)
         for tmp in self._dir.glob(f"*{_TMP_SUFFIX}"):
             tmp.unlink()
+        for leftover in self._dir.glob(f"*{DELETED_SUFFIX}"):
+            leftover.unlink()
         bases = sorted(
             int(path.stem)
             for path in self._dir.glob(f"*{LOG_SUFFIX}")
@@ -539,6 +605,7 @@ class FileLog:
         if checkpoint is not None and self._start < checkpoint:
             self._write_start_checkpoint()
         self._delete_segments_below(self._start)
+        self.purge_deleted()
 
     def _recover(self) -> None:
         """Scan every segment; cut at the first bad batch and drop everything after it."""

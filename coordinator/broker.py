@@ -143,15 +143,17 @@ class BrokerCore:
         return topic_log_settings(self._log_config, self.config, info.configs)
 
     def _open_partitions(self, info: TopicInfo) -> None:
-        log_config = self.log_settings(info).log
+        settings = self.log_settings(info)
         for index in range(info.num_partitions):
             tp = TopicPartition(info.name, index)
             if tp not in self.partitions:
-                self.partitions[tp] = Partition(
+                partition = Partition(
                     tp,
-                    self.storage.open_log(info.name, index, log_config),
+                    self.storage.open_log(info.name, index, settings.log),
                     self.config.get_int("message.max.bytes"),
                 )
+                partition.compacted = settings.compact and not info.internal
+                self.partitions[tp] = partition
 
     def _schedule_retention(self) -> None:
         """Apply retention every ``log.retention.check.interval.ms``, off the request path
@@ -381,11 +383,12 @@ class BrokerCore:
             return exc.code, exc.message or str(exc)
         if not validate_only:
             log.info("topic %s configs now %s", name, info.configs or "{}")
-            log_config = self.log_settings(info).log
+            settings = self.log_settings(info)
             for index in range(info.num_partitions):
                 partition = self.partitions.get(TopicPartition(name, index))
                 if partition is not None:
-                    partition.log.reconfigure(log_config)
+                    partition.log.reconfigure(settings.log)
+                    partition.compacted = settings.compact
         return ErrorCode.NONE, None
 
     def create_partitions(

@@ -349,10 +349,12 @@ class Handlers:
             for pdata in topic.partition_data:
                 tp = TopicPartition(topic.name, int(pdata.index))
                 msg: str | None
+                record_errors: tuple[tuple[int, str], ...] = ()
                 if pdata.records is None:
                     result_error, base, start, msg = ErrorCode.CORRUPT_MESSAGE, -1, -1, "no records"
                 else:
                     result = self.core.produce(tp, bytes(pdata.records), transactional_id)
+                    record_errors = result.record_errors
                     result_error, base, start, msg = (
                         result.error,
                         result.base_offset,
@@ -370,6 +372,10 @@ class Handlers:
                         "log_append_time": None if req.api_version >= 2 else -1,
                         "log_start_offset": start,
                         "error_message": msg if result_error is not ErrorCode.NONE else None,
+                        "record_errors": [
+                            {"batch_index": i, "batch_index_error_message": m}
+                            for i, m in record_errors
+                        ],
                     }
                 )
             responses.append({"name": topic.name, "partition_responses": parts})

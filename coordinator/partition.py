@@ -32,6 +32,7 @@ from txn.batch import (
 )
 from txn.errors import ErrorCode, KafkaProtocolError
 from txn.ids import TopicPartition
+from txn.record_keys import keyless_records
 
 log = logging.getLogger("sharetxn.partition")
 
@@ -46,6 +47,8 @@ class AppendResult:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    # ProduceResponse record_errors: (index of the record in its batch, message)
+    record_errors: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,9 @@ class Partition:
         self.tp = tp
         self.log = log_
         self.max_batch_bytes = max_batch_bytes
+        # cleanup.policy contains compact: records without a key are refused (Kafka's
+        # LogValidator.validateKey); kept current by the broker when configs change.
+        self.compacted = False
         self.producers = ProducerStateManager()
         self._aborted: list[AbortedTxn] = []
         self._aborted_last: list[int] = []
@@ -132,7 +138,6 @@ class Partition:
             return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(exc))
         if not batches:
             return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message="empty record set")
-        first_offset = -1
         for pos, header in batches:
             if header.size > self.max_batch_bytes:
                 return AppendResult(
@@ -145,6 +150,12 @@ class Partition:
                 )
             if not crc_ok(records, pos, header):
                 return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message="CRC32C mismatch")
+            if self.compacted:
+                refused = self._refuse_keyless(records[pos : pos + header.size], header)
+                if refused is not None:
+                    return refused
+        first_offset = -1
+        for pos, header in batches:
             result = self._append_one(
                 records[pos : pos + header.size], header, now_ms, transactional_id, verifier
             )
@@ -153,6 +164,25 @@ class Partition:
             if first_offset < 0:
                 first_offset = result.base_offset
         return AppendResult(ErrorCode.NONE, first_offset, -1, self.log_start_offset)
+
+    def _refuse_keyless(self, raw: bytes, header: BatchHeader) -> AppendResult | None:
+        """INVALID_RECORD with Kafka's per-record errors if a record of ``raw`` has no key."""
+        try:
+            keyless = keyless_records(raw, header)
+        except BatchFormatError as exc:
+            return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(exc))
+        if not keyless:
+            return None
+        message = f"Compacted topic cannot accept message without key in topic partition {self.tp}"
+        errors = tuple((index, message) for index in keyless)
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+        return AppendResult(
+            ErrorCode.INVALID_RECORD,
+            log_start_offset=self.log_start_offset,
+            error_message=f"One or more records have been rejected due to {len(errors)} record "
+            f"errors in total, and only showing the first three errors at most: [{shown}]",
+            record_errors=errors,
+        )
 
     def _append_one(
         self,

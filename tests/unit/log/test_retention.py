@@ -15,6 +15,7 @@ from coordinator.log.file_log import DELETED_SUFFIX, FileLog, FileStorage
 from coordinator.log.memory_log import MemoryLog, MemoryStorage
 from coordinator.log.segments import RetentionPolicy, retention_start_offset
 from coordinator.log.storage import LogConfig, PartitionLog, SegmentInfo
+from coordinator.partition import Partition
 from txn.batch import build_batch
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
@@ -276,3 +277,32 @@ def test_bad_config_values_are_invalid_config(name: str, value: str, message: st
         message,
     )
     core.close()
+
+
+# -- key-less records on a compacted topic -----------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", [0, 1, 4], ids=["none", "gzip", "zstd"])
+def test_compacted_partition_refuses_keyless_records_with_kafka_record_errors(codec: int) -> None:
+    part = Partition(TopicPartition("table", 3), MemoryLog())
+    part.compacted = True
+    mixed = build_batch(
+        [(b"k", b"1"), (None, b"2"), (b"k", b"3"), (None, b"4")], timestamp_ms=T0, compression=codec
+    )
+    result = part.append(mixed, T0)
+    message = "Compacted topic cannot accept message without key in topic partition table-3"
+    assert result.error is ErrorCode.INVALID_RECORD
+    assert result.record_errors == ((1, message), (3, message))
+    assert result.error_message == (
+        "One or more records have been rejected due to 2 record errors in total, and only "
+        f"showing the first three errors at most: [RecordError(batchIndex=1, message='{message}'), "
+        f"RecordError(batchIndex=3, message='{message}')]"
+    )
+    assert part.high_watermark == 0  # nothing of the request was appended
+    # A later batch of the same request that is refused keeps the earlier one out too.
+    keyed = build_batch([(b"k", b"v")], timestamp_ms=T0)
+    assert part.append(keyed + mixed, T0).error is ErrorCode.INVALID_RECORD
+    assert part.high_watermark == 0
+    assert part.append(keyed, T0).error is ErrorCode.NONE
+    part.compacted = False
+    assert part.append(mixed, T0).error is ErrorCode.NONE

@@ -273,6 +273,19 @@ class BrokerCore:
     def partition(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get(TopicPartition(topic, index))
 
+    def partition_size(self, tp: TopicPartition) -> int | None:
+        """Bytes in the partition's segments (DescribeLogDirs), None for an unknown one."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return None
+        return sum(seg.size_bytes for seg in partition.log.segments())
+
+    @property
+    def log_dir(self) -> str:
+        """The directory holding the logs (DescribeLogDirs), or a name for memory storage."""
+        root = getattr(self.storage, "root_dir", None)
+        return str(root.resolve()) if root is not None else "memory"
+
     def close(self) -> None:
         self.groups.close()
         self.share.close()
@@ -291,6 +304,8 @@ class BrokerCore:
             "partition-count": len(self.partitions),
             "transactions-open": self.txn_coordinator.open_transaction_count(),
             "share-partition-inflight-records": self.share.in_flight_records(),
+            "log-retention-bytes-deleted": self.retention_bytes_deleted,
+            "log-retention-runs": self.retention_runs,
         }
 
     def ensure_topic(self, name: str) -> TopicInfo | None:

@@ -18,6 +18,7 @@ from typing import Any
 from coordinator.api_versions import SUPPORTED
 from coordinator.broker import BrokerCore
 from coordinator.group_handlers import GroupHandlers
+from coordinator.log_settings import default_topic_configs
 from coordinator.share_handlers import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
@@ -73,6 +74,7 @@ class Handlers:
             24: self.add_partitions_to_txn,
             26: self.end_txn,
             32: self.describe_configs,
+            35: self.describe_log_dirs,
             37: self.create_partitions,
             60: self.describe_cluster,
             61: self.describe_producers,
@@ -226,16 +228,22 @@ class Handlers:
                         f"topic {name!r} does not exist",
                     )
                 else:
-                    for key, value in sorted(info.configs.items()):
+                    defaults = default_topic_configs(self.core.config)
+                    for key, (text, static) in defaults.items():
+                        if key not in info.configs:
+                            configs.append(_config_entry(key, text, source=4 if static else 5))
+                    for key, value in info.configs.items():
                         configs.append(_config_entry(key, value, source=1))
+                    configs.sort(key=lambda c: str(c["name"]))
             elif rtype == RESOURCE_GROUP:
                 configs = self.share.describe_group_configs(name)
             elif rtype == RESOURCE_BROKER:
                 for defn in CONFIG_DEFS:
                     value = self.core.config[defn.name]
-                    text = str(value).lower() if isinstance(value, bool) else value
-                    text = None if text is None else str(text)
-                    configs.append(_config_entry(defn.name, text, source=5, doc=defn.doc))
+                    shown = None if value is None else str(value)
+                    if isinstance(value, bool):
+                        shown = str(value).lower()
+                    configs.append(_config_entry(defn.name, shown, source=5, doc=defn.doc))
             else:
                 error, message = ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}"
             if wanted is not None:
@@ -250,6 +258,36 @@ class Handlers:
                 }
             )
         return {"results": results}
+
+    async def describe_log_dirs(self, req: DecodedRequest) -> dict[str, Any]:
+        """One log directory (the data dir) with the size of each partition's segments."""
+        wanted = req.body.topics
+        selected: dict[str, set[int] | None] | None = None
+        if wanted is not None:
+            selected = {t.topic: {int(p) for p in t.partitions} for t in wanted}
+        topics: list[dict[str, Any]] = []
+        for info in self.core.visible_topics():
+            if selected is not None and info.name not in selected:
+                continue
+            parts = []
+            for index in range(info.num_partitions):
+                chosen = selected[info.name] if selected is not None else None
+                if chosen is not None and index not in chosen:
+                    continue
+                size = self.core.partition_size(TopicPartition(info.name, index))
+                if size is not None:
+                    parts.append(
+                        {
+                            "partition_index": index,
+                            "partition_size": size,
+                            "offset_lag": 0,
+                            "is_future_key": False,
+                        }
+                    )
+            if parts:
+                topics.append({"name": info.name, "partitions": parts})
+        result = {"error_code": ErrorCode.NONE, "log_dir": self.core.log_dir, "topics": topics}
+        return {"error_code": ErrorCode.NONE, "results": [result]}
 
     # -- topics ---------------------------------------------------------------------------------
 

@@ -81,3 +81,32 @@ def topic_log_settings(
             "file.delete.delay.ms", broker.get_int("log.segment.delete.delay.ms")
         ),
     )
+
+
+# topic config -> the broker configs that give its default (Kafka's synonyms)
+_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "cleanup.policy": ("log.cleanup.policy",),
+    "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "retention.bytes": ("log.retention.bytes",),
+    "segment.bytes": ("log.segment.bytes",),
+    "segment.ms": ("log.roll.ms", "log.roll.hours"),
+    "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
+}
+
+
+def default_topic_configs(broker: BrokerConfig) -> dict[str, tuple[str, bool]]:
+    """The topic configs the broker acts on, as a topic without them gets them:
+    name -> (value, whether a broker setting rather than the built-in default gives it)."""
+    values = {
+        "cleanup.policy": broker.get_str("log.cleanup.policy"),
+        "retention.ms": str(broker_retention_ms(broker)),
+        "retention.bytes": str(broker.get_int("log.retention.bytes")),
+        "segment.bytes": str(broker.get_int("log.segment.bytes")),
+        "segment.ms": str(broker_segment_ms(broker)),
+        "file.delete.delay.ms": str(broker.get_int("log.segment.delete.delay.ms")),
+    }
+    builtin = BrokerConfig()
+    return {
+        name: (value, any(broker[key] != builtin[key] for key in _SYNONYMS[name]))
+        for name, value in values.items()
+    }

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -153,3 +156,38 @@ def test_keyless_records_to_a_compacted_topic_fail_per_record(broker: LocalBroke
         err = results[b"no-key-%d" % i]
         assert err is not None and err.code() == KafkaError.INVALID_RECORD, err
     assert watermarks(bootstrap, "table") == (0, 1)
+
+
+def test_topics_describe_shows_start_offset_size_and_cleanup_policy(tmp_path: Path) -> None:
+    with LocalBroker(data_dir=tmp_path / "data", config=FAST_RETENTION) as broker:
+        bootstrap = broker.bootstrap_servers
+        create_topic(bootstrap, "events", {"retention.ms": str(HOUR_MS), "segment.bytes": "100"})
+        create_topic(bootstrap, "table", {"cleanup.policy": "compact"})
+        now = int(time.time() * 1000)
+        produce(bootstrap, "events", [b"old"] * 3, now - 2 * HOUR_MS)
+        produce(bootstrap, "events", [b"new"] * 2, now)
+        wait_for_low(bootstrap, "events", 3)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "coordinator.cli",
+                "topics",
+                "--describe",
+                "--json",
+                "--bootstrap-server",
+                bootstrap,
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        described = {t["topic"]: t for t in json.loads(out.stdout)}
+        events, table = described["events"], described["table"]
+        assert (events["cleanup_policy"], table["cleanup_policy"]) == ("delete", "compact")
+        (part,) = events["partitions"]
+        assert (part["log_start_offset"], part["log_end_offset"]) == (3, 5)
+        on_disk = sum(p.stat().st_size for p in (broker.data_dir / "events-0").glob("*.log"))
+        assert part["size_bytes"] == on_disk > 0
+        assert table["partitions"][0]["size_bytes"] == 0

@@ -191,6 +191,8 @@ def test_broker_applies_retention_ms_on_its_schedule(tmp_path: Path, kind: str) 
     # DeleteRecords below the start is a no-op answering the start, as Kafka.
     assert core.delete_records(tp, 1) == (ErrorCode.NONE, 2)
     assert core.retention_bytes_deleted == 2 * len(batch(T0))
+    assert core.gauges()["log-retention-bytes-deleted"] == 2 * len(batch(T0))
+    assert core.gauges()["log-retention-runs"] >= 1
     if kind == "file":
         directory = tmp_path / "events-0"
         # The second segment expired on the last check: its file waits for the delay.
@@ -306,3 +308,31 @@ def test_compacted_partition_refuses_keyless_records_with_kafka_record_errors(co
     assert part.append(keyed, T0).error is ErrorCode.NONE
     part.compacted = False
     assert part.append(mixed, T0).error is ErrorCode.NONE
+
+
+def test_idempotent_producer_continues_after_retention_removed_its_batches(
+    tmp_path: Path,
+) -> None:
+    """No producer-state snapshot: after a restart the producer is unknown, and an unknown
+    producer may continue at any sequence, as in Kafka."""
+    clock = ManualClock(T0)
+    core = _core(FileStorage(tmp_path), clock)
+    configs = {"retention.ms": str(HOUR), "segment.bytes": "100"}
+    assert core.create_topic("idem", 1, 1, configs).error is ErrorCode.NONE
+    tp = TopicPartition("idem", 0)
+
+    def idem(seq: int, ts: int) -> bytes:
+        records = [(b"k", b"v")]
+        return build_batch(
+            records, timestamp_ms=ts, producer_id=9, producer_epoch=0, base_sequence=seq
+        )
+
+    for seq in range(3):
+        assert core.produce(tp, idem(seq, T0), None).error is ErrorCode.NONE
+    clock.advance(2 * HOUR)
+    assert core.partitions[tp].log_start_offset == 3
+    core.close()
+    core = _core(FileStorage(tmp_path), clock)
+    assert core.produce(tp, idem(3, clock.now_ms()), None).error is ErrorCode.NONE
+    assert core.produce(tp, idem(3, clock.now_ms()), None).base_offset == 3  # a duplicate
+    core.close()

@@ -76,6 +76,7 @@ class _LogData:
     # on next open; the durable batches [0, synced) are whole and intact and stay as they are.
     image: bytes | None = None
     segments: ListSegments = field(default_factory=ListSegments)
+    cleaned_offset: int = 0
 
 
 @dataclass
@@ -207,6 +208,18 @@ class SimLog:
 
     def purge_deleted(self) -> int:
         return 0
+
+    @property
+    def cleaned_offset(self) -> int:
+        return self._data.cleaned_offset
+
+    def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
+        """Durable at once, like truncate_to (the swap is atomic on a real disk)."""
+        self._check_open()
+        data = self._data
+        delta = data.segments.replace(data, contents)
+        data.synced = max(0, min(len(data.blobs), data.synced + delta))
+        data.cleaned_offset = cleaned_offset
 
     def close(self) -> None:
         self._closed = True

@@ -92,6 +92,9 @@ class BrokerCore:
         # Cumulative log-cleanup figures (metrics): bytes and segments retention deleted.
         self.retention_bytes_deleted = 0
         self.retention_runs = 0
+        self.cleaner_runs = 0  # partitions cleaned
+        self.cleaner_bytes_removed = 0
+        self.dirty_ratio_max = 0.0  # the dirtiest compacted log at the last cleaner pass
         self._append_listeners: list[Callable[[TopicPartition], None]] = []
         self._share_event_listeners: list[Callable[[str, str, int], None]] = []
         for info in self.topics.all():
@@ -135,6 +138,7 @@ class BrokerCore:
         self._schedule_flush()
         self._schedule_producer_expiry()
         self._schedule_retention()
+        self._schedule_cleaner()
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -199,6 +203,49 @@ class BrokerCore:
         self.retention_bytes_deleted += freed
         self.retention_runs += 1
         return freed
+
+    def _schedule_cleaner(self) -> None:
+        """Compact dirty compacted topics every ``log.cleaner.backoff.ms`` (on the Clock)."""
+        if not self.config.get_bool("log.cleaner.enable"):
+            return
+        interval = self.config.get_int("log.cleaner.backoff.ms")
+
+        def tick() -> None:
+            try:
+                self.run_cleaner()
+            finally:
+                self.clock.schedule(interval, tick)
+
+        self.clock.schedule(interval, tick)
+
+    def run_cleaner(self) -> int:
+        """One cleaner pass over the compacted topic partitions; bytes removed."""
+        now = self.clock.now_ms()
+        removed = 0
+        dirtiest = 0.0
+        for tp, partition in list(self.partitions.items()):
+            info = self.topics.get(tp.topic)
+            if info is None or info.internal or tp.topic in HIDDEN_TOPICS:
+                continue
+            settings = self.log_settings(info)
+            if not settings.compact:
+                continue
+            try:
+                outcome = partition.compact(now, settings.cleaner)
+                dirtiest = max(dirtiest, partition.dirty_ratio())
+            except (OSError, ValueError, KafkaProtocolError) as exc:
+                log.error("cleaning %s failed: %s", tp, exc)
+                continue
+            if outcome is None:
+                continue
+            before, after = outcome
+            self.cleaner_runs += 1
+            removed += before - after
+            log.info("cleaned %s: %d bytes -> %d bytes", tp, before, after)
+            self.share.on_data_appended(tp)
+        self.cleaner_bytes_removed += removed
+        self.dirty_ratio_max = dirtiest
+        return removed
 
     def _after_start_moved(self, tp: TopicPartition, delete_delay_ms: int) -> None:
         """The log start offset of ``tp`` may have moved: share partitions follow it, and the
@@ -306,6 +353,9 @@ class BrokerCore:
             "share-partition-inflight-records": self.share.in_flight_records(),
             "log-retention-bytes-deleted": self.retention_bytes_deleted,
             "log-retention-runs": self.retention_runs,
+            "log-cleaner-runs": self.cleaner_runs,
+            "log-cleaner-bytes-removed": self.cleaner_bytes_removed,
+            "log-cleaner-max-dirty-percent": int(self.dirty_ratio_max * 100),
         }
 
     def ensure_topic(self, name: str) -> TopicInfo | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from coordinator.log.cleaner import CleanerPolicy
 from coordinator.log.segments import RetentionPolicy
 from coordinator.log.storage import LogConfig
 from txn.config import BrokerConfig
@@ -25,6 +26,7 @@ class TopicLogSettings:
     retention: RetentionPolicy
     compact: bool
     file_delete_delay_ms: int
+    cleaner: CleanerPolicy
 
     @property
     def cleanup_policy(self) -> str:
@@ -80,6 +82,22 @@ def topic_log_settings(
         file_delete_delay_ms=number(
             "file.delete.delay.ms", broker.get_int("log.segment.delete.delay.ms")
         ),
+        cleaner=CleanerPolicy(
+            delete_retention_ms=number(
+                "delete.retention.ms", broker.get_int("log.cleaner.delete.retention.ms")
+            ),
+            min_cleanable_dirty_ratio=float(
+                topic_configs.get(
+                    "min.cleanable.dirty.ratio", broker.get_str("log.cleaner.min.cleanable.ratio")
+                )
+            ),
+            min_compaction_lag_ms=number(
+                "min.compaction.lag.ms", broker.get_int("log.cleaner.min.compaction.lag.ms")
+            ),
+            max_compaction_lag_ms=number(
+                "max.compaction.lag.ms", broker.get_int("log.cleaner.max.compaction.lag.ms")
+            ),
+        ),
     )
 
 
@@ -91,6 +109,10 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "segment.bytes": ("log.segment.bytes",),
     "segment.ms": ("log.roll.ms", "log.roll.hours"),
     "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
+    "delete.retention.ms": ("log.cleaner.delete.retention.ms",),
+    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio",),
+    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
+    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
 }
 
 
@@ -104,6 +126,10 @@ def default_topic_configs(broker: BrokerConfig) -> dict[str, tuple[str, bool]]:
         "segment.bytes": str(broker.get_int("log.segment.bytes")),
         "segment.ms": str(broker_segment_ms(broker)),
         "file.delete.delay.ms": str(broker.get_int("log.segment.delete.delay.ms")),
+        "delete.retention.ms": str(broker.get_int("log.cleaner.delete.retention.ms")),
+        "min.cleanable.dirty.ratio": broker.get_str("log.cleaner.min.cleanable.ratio"),
+        "min.compaction.lag.ms": str(broker.get_int("log.cleaner.min.compaction.lag.ms")),
+        "max.compaction.lag.ms": str(broker.get_int("log.cleaner.max.compaction.lag.ms")),
     }
     builtin = BrokerConfig()
     return {

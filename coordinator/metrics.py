@@ -178,10 +178,13 @@ _GAUGES: Final = {
     "transactions-open": "Transactions Ongoing or preparing",
     "share-partition-inflight-records": "Records between share-partition start and end offsets",
     "connection-count": "Open client connections",
+    "log-cleaner-max-dirty-percent": "Dirty ratio of the dirtiest compacted log, in percent",
 }
 
 # Cumulative figures the core keeps, read when exported.
 _OBSERVED_COUNTERS: Final = {
     "log-retention-bytes-deleted": ("By", "Bytes of segments deleted by retention"),
     "log-retention-runs": ("{run}", "Retention passes over the topic partitions"),
+    "log-cleaner-runs": ("{run}", "Compacted partitions cleaned"),
+    "log-cleaner-bytes-removed": ("By", "Bytes the log cleaner removed"),
 }

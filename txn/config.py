@@ -48,6 +48,19 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("log.retention.check.interval.ms", "int", 300000, "How often retention is applied."),
     ConfigDef("log.initial.task.delay.ms", "int", 30000, "Delay of the first retention check."),
     ConfigDef("log.segment.delete.delay.ms", "int", 60000, "Default file.delete.delay.ms."),
+    ConfigDef("log.cleaner.enable", "bool", True, "Compact cleanup.policy=compact topics."),
+    ConfigDef("log.cleaner.backoff.ms", "int", 15000, "Pause between cleaner passes."),
+    ConfigDef("log.cleaner.delete.retention.ms", "int", 86400000, "Default delete.retention.ms."),
+    ConfigDef(
+        "log.cleaner.min.cleanable.ratio", "str", "0.5", "Default min.cleanable.dirty.ratio."
+    ),
+    ConfigDef("log.cleaner.min.compaction.lag.ms", "int", 0, "Default min.compaction.lag.ms."),
+    ConfigDef(
+        "log.cleaner.max.compaction.lag.ms",
+        "int",
+        _LONG_MAX,
+        "Default max.compaction.lag.ms.",
+    ),
     ConfigDef("message.max.bytes", "int", 1048588, "Largest record batch accepted."),
     ConfigDef("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted."),
     # --- idempotence and transactions -------------------------------------------------------

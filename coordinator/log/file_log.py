@@ -45,6 +45,7 @@ from array import array
 from collections.abc import Iterator
 from pathlib import Path
 
+from coordinator.log import file_swap
 from coordinator.log.memory_log import (
     FlushPolicy,
     assign_offset,
@@ -266,7 +267,7 @@ class _Segment:
 
     def info(self) -> SegmentInfo:
         largest = self.max_timestamp_ms if self.max_timestamp_ms >= 0 else self.modified_ms
-        return SegmentInfo(self.base, self.next_offset, self.size, largest)
+        return SegmentInfo(self.base, self.next_offset, self.size, largest, self.first_timestamp_ms)
 
 
 class FileLog:
@@ -284,6 +285,7 @@ class FileLog:
         self._end = 0
         self._closed = False
         self._retired: list[Path] = []  # segment files awaiting purge_deleted
+        self._cleaned_offset: int | None = None  # set once the cleaner has run
         try:
             self._open()
         except BaseException:
@@ -472,6 +474,25 @@ class FileLog:
         self._config = config
         self._policy.config = config
 
+    @property
+    def cleaned_offset(self) -> int:
+        return self._cleaned_offset or 0
+
+    def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
+        """The cleaner's swap (``file_swap``), then the segments are reopened."""
+        self._check_open()
+        if not contents:
+            return
+        if max(contents) >= self._segments[-1].base:
+            raise ValueError("the active segment cannot be replaced")
+        self.flush()
+        file_swap.stage_and_commit(self._dir, contents, self._segments[0].base, cleaned_offset)
+        for seg in self._segments:
+            seg.close()
+        self._segments.clear()
+        self._bases.clear()
+        self._open()
+
     def purge_deleted(self) -> int:
         """Remove the segment files retired by earlier start-offset advances; bytes freed."""
         freed = 0
@@ -583,6 +604,8 @@ class FileLog:
             tmp.unlink()
         for leftover in self._dir.glob(f"*{DELETED_SUFFIX}"):
             leftover.unlink()
+        file_swap.finish(self._dir)
+        self._cleaned_offset = file_swap.read_checkpoint(self._dir)
         bases = sorted(
             int(path.stem)
             for path in self._dir.glob(f"*{LOG_SUFFIX}")
@@ -610,8 +633,10 @@ class FileLog:
     def _recover(self) -> None:
         """Scan every segment; cut at the first bad batch and drop everything after it."""
         segs = self._segments
+        # Compaction leaves gaps between batches and may empty the first segment.
+        gaps = self._cleaned_offset is not None
         # An empty segment that is not the last holds nothing and would break contiguity.
-        for number in range(len(segs) - 2, -1, -1):
+        for number in range(len(segs) - 2, -1 if not gaps else 0, -1):
             if segs[number].size == 0:
                 logger.warning(
                     "%s: removing empty segment %s", self.name, segs[number].log_path.name
@@ -623,18 +648,18 @@ class FileLog:
         while number < len(segs):
             seg = segs[number]
             is_last = number == len(segs) - 1
-            if seg.base != expected:
+            if seg.base != expected and not (gaps and seg.base > expected):
                 self._drop_from(
                     number, f"segment base {seg.base} does not follow offset {expected}"
                 )
                 break
-            if not self._scan(seg, verify_crc=is_last):
+            if not self._scan(seg, verify_crc=is_last, gaps=gaps):
                 self._drop_from(number + 1, "it follows a damaged segment")
                 break
             expected = seg.next_offset
             number += 1
         if not segs[-1].crc_checked:  # the last segment changed: it may be the torn one
-            self._scan(segs[-1], verify_crc=True)
+            self._scan(segs[-1], verify_crc=True, gaps=gaps)
         for seg in segs:
             seg.rewrite_index()
 
@@ -654,7 +679,7 @@ class FileLog:
             seg.delete()
         _fsync_dir(self._dir)
 
-    def _scan(self, seg: _Segment, *, verify_crc: bool) -> bool:
+    def _scan(self, seg: _Segment, *, verify_crc: bool, gaps: bool = False) -> bool:
         """Rebuild ``seg``'s index from its batches; truncate at the first bad one.
 
         Returns True if the whole file was intact.
@@ -675,7 +700,7 @@ class FileLog:
             except BatchFormatError as exc:
                 problem = f"bad batch header: {exc}"
                 break
-            if header.base_offset != expected:
+            if header.base_offset != expected and not (gaps and header.base_offset > expected):
                 problem = f"batch base offset {header.base_offset}, expected {expected}"
                 break
             if pos + header.size > seg.size:

@@ -138,7 +138,7 @@ def read_whole_batches(data: BatchList, offset: int, max_bytes: int) -> bytes:
         raise out_of_range(offset, data.start, data.end)
     if offset == data.end:
         return b""
-    index = bisect.bisect_right(data.bases, offset) - 1
+    index = max(bisect.bisect_right(data.bases, offset) - 1, 0)  # compaction leaves gaps
     parts = [data.blobs[index]]
     total = len(parts[0])
     for blob in data.blobs[index + 1 :]:
@@ -168,6 +168,7 @@ class _MemoryData:
     start: int = 0
     end: int = 0
     segments: ListSegments = field(default_factory=ListSegments)
+    cleaned_offset: int = 0
 
 
 class MemoryLog:
@@ -287,6 +288,15 @@ class MemoryLog:
 
     def purge_deleted(self) -> int:
         return 0
+
+    @property
+    def cleaned_offset(self) -> int:
+        return self._data.cleaned_offset
+
+    def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
+        self._check_open()
+        self._data.segments.replace(self._data, contents)
+        self._data.cleaned_offset = cleaned_offset
 
     def close(self) -> None:
         self._closed = True

@@ -23,9 +23,18 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from coordinator.log.storage import LogConfig, SegmentInfo
-from txn.batch import BatchHeader
+from txn.batch import BatchHeader, parse_header
+
+
+class ListLog(Protocol):
+    """The batch lists of a memory or simulated log."""
+
+    bases: list[int]
+    headers: list[BatchHeader]
+    blobs: list[bytes]
 
 
 def should_roll(
@@ -100,7 +109,9 @@ def retention_start_offset(
         )
     if first == 0:
         return log_start_offset
-    return max(log_start_offset, segments[first - 1].next_offset)
+    # The base of the first segment kept (compaction leaves gaps between segments).
+    kept = segments[first].base_offset if first < len(segments) else segments[-1].next_offset
+    return max(log_start_offset, kept)
 
 
 def _deletable(
@@ -167,7 +178,8 @@ class ListSegments:
             largest = max((h.max_timestamp for h in headers[lo:hi]), default=-1)
             if largest < 0:
                 largest = self.modified_ms[number]
-            out.append(SegmentInfo(max(base, start), nxt, size, largest))
+            first = headers[lo].max_timestamp if hi > lo else -1
+            out.append(SegmentInfo(max(base, start), nxt, size, largest, first))
         return out
 
     def drop_below(self, start: int, end: int) -> None:
@@ -199,6 +211,30 @@ class ListSegments:
         active = headers[lo:]
         self.active_size = sum(h.size for h in active)
         self.active_first_timestamp_ms = active[0].max_timestamp if active else -1
+
+    def replace(
+        self,
+        data: ListLog,
+        contents: dict[int, list[bytes]],
+    ) -> int:
+        """The cleaner's swap on a batch list: returns the change in the number of batches."""
+        if not contents:
+            return 0
+        if max(contents) >= self.bases[-1]:
+            raise ValueError("the active segment cannot be replaced")
+        delta = 0
+        for base in sorted(contents, reverse=True):
+            number = self.bases.index(base)
+            lo = bisect.bisect_left(data.bases, base)
+            hi = bisect.bisect_left(data.bases, self.bases[number + 1])
+            headers = [parse_header(raw) for raw in contents[base]]
+            data.bases[lo:hi] = [h.base_offset for h in headers]
+            data.headers[lo:hi] = headers
+            data.blobs[lo:hi] = list(contents[base])
+            delta += len(headers) - (hi - lo)
+            if not headers and number > 0:
+                del self.bases[number], self.created_ms[number], self.modified_ms[number]
+        return delta
 
     def _add(self, base: int, now_ms: int) -> None:
         self.bases.append(base)

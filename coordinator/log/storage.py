@@ -46,6 +46,7 @@ class SegmentInfo:
     # Kafka's LogSegment.largestTimestamp: the largest record timestamp in the segment, or
     # the time it was last written if no batch carries a timestamp.
     largest_timestamp_ms: int
+    first_timestamp_ms: int = -1  # the first batch's max timestamp (max.compaction.lag.ms)
 
 
 class PartitionLog(Protocol):
@@ -109,6 +110,17 @@ class PartitionLog(Protocol):
 
     def purge_deleted(self) -> int:
         """Remove the files of segments deleted earlier (file.delete.delay.ms); bytes freed."""
+        ...
+
+    @property
+    def cleaned_offset(self) -> int:
+        """The log cleaner's checkpoint: offsets below it were compacted (0 if never)."""
+        ...
+
+    def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
+        """Atomically replace non-active segments (by base offset) with the batches given,
+        which keep their offsets (an empty list removes the segment, unless it is the first),
+        and record the cleaner checkpoint.  A crash leaves either all old or all new."""
         ...
 
     def close(self) -> None: ...

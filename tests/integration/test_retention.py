@@ -191,3 +191,122 @@ def test_topics_describe_shows_start_offset_size_and_cleanup_policy(tmp_path: Pa
         on_disk = sum(p.stat().st_size for p in (broker.data_dir / "events-0").glob("*.log"))
         assert part["size_bytes"] == on_disk > 0
         assert table["partitions"][0]["size_bytes"] == 0
+
+
+COMPACTION = {
+    "log.cleaner.backoff.ms": "300",
+    "log.retention.check.interval.ms": "300",
+    "log.initial.task.delay.ms": "300",
+}
+
+
+def produce_table(bootstrap: str, topic: str) -> dict[bytes, bytes]:
+    """Versions of six keys in committed transactions, one aborted transaction, tombstones;
+    returns the table a read_committed consumer must end with."""
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": "table-writer", "linger.ms": 0}
+    )
+    producer.init_transactions(30)
+    expected: dict[bytes, bytes] = {}
+    for round_ in range(5):
+        producer.begin_transaction()
+        for k in range(6):
+            key, value = b"k%d" % k, b"v%d-%d" % (k, round_)
+            producer.produce(topic, value, key=key)
+            producer.flush(10)
+            expected[key] = value
+        producer.commit_transaction(30)
+    producer.begin_transaction()
+    for k in range(6):
+        producer.produce(topic, b"aborted", key=b"k%d" % k)
+        producer.flush(10)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic, None, key=b"k0")  # a tombstone
+    producer.flush(10)
+    producer.commit_transaction(30)
+    del expected[b"k0"]
+    producer.begin_transaction()
+    producer.produce(topic, b"last", key=b"k1")  # so the tombstone's segment is not active
+    producer.flush(10)
+    producer.commit_transaction(30)
+    expected[b"k1"] = b"last"
+    return expected
+
+
+def read_table(bootstrap: str, topic: str) -> tuple[dict[bytes, bytes], int]:
+    """The table a stock read_committed consumer builds from the start, and records read."""
+    _low, high = watermarks(bootstrap, topic)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"t-{uuid.uuid4().hex[:6]}",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    out: dict[bytes, bytes] = {}
+    count = 0
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        msg = consumer.poll(0.2)
+        if msg is None:
+            position = consumer.position([TopicPartition(topic, 0)])[0].offset
+            if position >= high - 1:
+                break
+            continue
+        if msg.error() is not None:
+            continue
+        count += 1
+        assert msg.value() != b"aborted"
+        if msg.value() is None:
+            out.pop(msg.key(), None)
+        else:
+            out[msg.key()] = msg.value()
+    consumer.close()
+    return out, count
+
+
+def test_compacted_topic_keeps_the_latest_value_per_key_for_a_stock_consumer(
+    tmp_path: Path,
+) -> None:
+    with LocalBroker(data_dir=tmp_path / "data", config=COMPACTION) as broker:
+        bootstrap = broker.bootstrap_servers
+        configs = {
+            "cleanup.policy": "compact",
+            "segment.bytes": "300",
+            "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": "2000",
+        }
+        create_topic(bootstrap, "table", configs)
+        expected = produce_table(bootstrap, "table")
+        before, read_before = read_table(bootstrap, "table")
+        assert before == expected
+        time.sleep(4)  # cleaner passes; the tombstone passes delete.retention.ms
+        after, read_after = read_table(bootstrap, "table")
+        assert after == expected
+        assert read_after < read_before
+        directory = broker.data_dir / "table-0"
+        assert (directory / "cleaner-offset-checkpoint").exists()
+
+
+def test_kill_during_compaction_loses_nothing(tmp_path: Path) -> None:
+    broker = LocalBroker(data_dir=tmp_path / "data", config=COMPACTION).start()
+    try:
+        bootstrap = broker.bootstrap_servers
+        configs = {
+            "cleanup.policy": "compact",
+            "segment.bytes": "300",
+            "min.cleanable.dirty.ratio": "0.01",
+        }
+        create_topic(bootstrap, "table", configs)
+        expected = produce_table(bootstrap, "table")
+        for delay in (0.0, 0.1, 0.25, 0.4):
+            time.sleep(delay)
+            broker.kill()
+            broker.start()
+            assert read_table(broker.bootstrap_servers, "table")[0] == expected
+            assert not list((broker.data_dir / "table-0").glob("*.cleaned"))
+    finally:
+        broker.stop()

@@ -37,7 +37,8 @@ from coordinator.log.memory_log import (
     read_whole_batches,
     validate_batch,
 )
-from coordinator.log.storage import LogConfig
+from coordinator.log.segments import ListSegments
+from coordinator.log.storage import LogConfig, SegmentInfo
 from txn.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, parse_header
 from txn.errors import ClosedError
 
@@ -74,6 +75,8 @@ class _LogData:
     # After a crash: the surviving bytes of the unsynced tail, recovered (parsed and truncated)
     # on next open; the durable batches [0, synced) are whole and intact and stay as they are.
     image: bytes | None = None
+    segments: ListSegments = field(default_factory=ListSegments)
+    cleaned_offset: int = 0
 
 
 @dataclass
@@ -126,10 +129,12 @@ class SimLog:
         self._disk.fault(APPEND_BEFORE, self._name)
         data = self._data
         header = header._replace(base_offset=data.end)
+        data.segments.before_append(header, now_ms, self._config)
         data.bases.append(header.base_offset)
         data.headers.append(header)
         data.blobs.append(bytes(assign_offset(batch, header.base_offset)))
         data.end = header.last_offset + 1
+        data.segments.after_append(header, now_ms)
         self._disk.stats.appends += 1
         self._disk.fault(APPEND_AFTER, self._name)
         if self._policy.record_append(header.records_count, now_ms):
@@ -173,6 +178,7 @@ class SimLog:
         data.end = data.headers[-1].last_offset + 1 if data.headers else offset
         data.start = min(data.start, data.end)
         data.synced = min(data.synced, len(data.blobs))
+        data.segments.resync(data.bases, data.headers, data.end)
         self._policy.reset()
 
     def advance_start_offset(self, offset: int) -> None:
@@ -188,6 +194,32 @@ class SimLog:
             drop += 1
         del data.bases[:drop], data.headers[:drop], data.blobs[:drop]
         data.synced = max(0, data.synced - drop)
+        data.segments.drop_below(offset, data.end)
+
+    def segments(self) -> list[SegmentInfo]:
+        self._check_open()
+        data = self._data
+        return data.segments.view(data.bases, data.headers, data.start, data.end)
+
+    def reconfigure(self, config: LogConfig) -> None:
+        check_config(config)
+        self._config = config
+        self._policy.config = config
+
+    def purge_deleted(self) -> int:
+        return 0
+
+    @property
+    def cleaned_offset(self) -> int:
+        return self._data.cleaned_offset
+
+    def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
+        """Durable at once, like truncate_to (the swap is atomic on a real disk)."""
+        self._check_open()
+        data = self._data
+        delta = data.segments.replace(data, contents)
+        data.synced = max(0, min(len(data.blobs), data.synced + delta))
+        data.cleaned_offset = cleaned_offset
 
     def close(self) -> None:
         self._closed = True
@@ -228,6 +260,7 @@ def _recover(data: _LogData, image: bytes) -> int:
     data.end = data.headers[-1].last_offset + 1 if data.headers else data.start
     data.synced = len(data.blobs)
     data.image = None
+    data.segments.resync(data.bases, data.headers, data.end)
     return dropped
 
 

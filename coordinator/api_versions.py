@@ -19,6 +19,7 @@ SUPPORTED: Final[dict[int, tuple[str, int, int]]] = {
     24: ("AddPartitionsToTxn", 0, 5),
     26: ("EndTxn", 0, 5),
     32: ("DescribeConfigs", 1, 4),
+    35: ("DescribeLogDirs", 1, 4),
     37: ("CreatePartitions", 0, 3),
     60: ("DescribeCluster", 0, 1),
     61: ("DescribeProducers", 0, 0),

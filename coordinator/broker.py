@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.log.storage import LogConfig, Storage
+from coordinator.log_settings import TopicLogSettings, topic_log_settings
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.partition import AppendResult, FetchData, Partition
 from coordinator.producer_ids import ProducerIdManager
@@ -88,6 +89,12 @@ class BrokerCore:
             storage.open_log(CLUSTER_METADATA_TOPIC, 0, self._internal_log_config), self.rng
         )
         self.partitions: dict[TopicPartition, Partition] = {}
+        # Cumulative log-cleanup figures (metrics): bytes and segments retention deleted.
+        self.retention_bytes_deleted = 0
+        self.retention_runs = 0
+        self.cleaner_runs = 0  # partitions cleaned
+        self.cleaner_bytes_removed = 0
+        self.dirty_ratio_max = 0.0  # the dirtiest compacted log at the last cleaner pass
         self._append_listeners: list[Callable[[TopicPartition], None]] = []
         self._share_event_listeners: list[Callable[[str, str, int], None]] = []
         for info in self.topics.all():
@@ -130,18 +137,129 @@ class BrokerCore:
         self.txn_coordinator.on_timeout_abort = self.share.on_transaction_timed_out
         self._schedule_flush()
         self._schedule_producer_expiry()
+        self._schedule_retention()
+        self._schedule_cleaner()
 
     # -- plumbing -------------------------------------------------------------------------------
 
+    def log_settings(self, info: TopicInfo) -> TopicLogSettings:
+        """The topic's effective log settings (its configs over the broker's defaults)."""
+        return topic_log_settings(self._log_config, self.config, info.configs)
+
     def _open_partitions(self, info: TopicInfo) -> None:
+        settings = self.log_settings(info)
         for index in range(info.num_partitions):
             tp = TopicPartition(info.name, index)
             if tp not in self.partitions:
-                self.partitions[tp] = Partition(
+                partition = Partition(
                     tp,
-                    self.storage.open_log(info.name, index, self._log_config),
+                    self.storage.open_log(info.name, index, settings.log),
                     self.config.get_int("message.max.bytes"),
                 )
+                partition.compacted = settings.compact and not info.internal
+                self.partitions[tp] = partition
+
+    def _schedule_retention(self) -> None:
+        """Apply retention every ``log.retention.check.interval.ms``, off the request path
+        (Kafka's kafka-log-retention task, first run after ``log.initial.task.delay.ms``)."""
+        interval = self.config.get_int("log.retention.check.interval.ms")
+
+        def tick() -> None:
+            try:
+                self.run_retention()
+            finally:
+                self.clock.schedule(interval, tick)
+
+        self.clock.schedule(self.config.get_int("log.initial.task.delay.ms"), tick)
+
+    def run_retention(self) -> int:
+        """One retention pass over every topic partition; the bytes deleted.
+
+        Internal logs are left alone: Kafka compacts them (they are never time- or
+        size-deleted) and their coordinators prune them by raising the start offset.
+        """
+        now = self.clock.now_ms()
+        freed = 0
+        for tp, partition in list(self.partitions.items()):
+            info = self.topics.get(tp.topic)
+            if info is None or info.internal or tp.topic in HIDDEN_TOPICS:
+                continue
+            settings = self.log_settings(info)
+            start = partition.log_start_offset
+            try:
+                deleted = partition.apply_retention(now, settings.retention)
+            except (OSError, KafkaProtocolError) as exc:
+                log.error("retention on %s failed: %s", tp, exc)
+                continue
+            if partition.log_start_offset > start:
+                self._after_start_moved(tp, settings.file_delete_delay_ms)
+                log.info(
+                    "retention deleted %d bytes of %s; log start offset now %d",
+                    deleted,
+                    tp,
+                    partition.log_start_offset,
+                )
+            freed += deleted
+        self.retention_bytes_deleted += freed
+        self.retention_runs += 1
+        return freed
+
+    def _schedule_cleaner(self) -> None:
+        """Compact dirty compacted topics every ``log.cleaner.backoff.ms`` (on the Clock)."""
+        if not self.config.get_bool("log.cleaner.enable"):
+            return
+        interval = self.config.get_int("log.cleaner.backoff.ms")
+
+        def tick() -> None:
+            try:
+                self.run_cleaner()
+            finally:
+                self.clock.schedule(interval, tick)
+
+        self.clock.schedule(interval, tick)
+
+    def run_cleaner(self) -> int:
+        """One cleaner pass over the compacted topic partitions; bytes removed."""
+        now = self.clock.now_ms()
+        removed = 0
+        dirtiest = 0.0
+        for tp, partition in list(self.partitions.items()):
+            info = self.topics.get(tp.topic)
+            if info is None or info.internal or tp.topic in HIDDEN_TOPICS:
+                continue
+            settings = self.log_settings(info)
+            if not settings.compact:
+                continue
+            try:
+                outcome = partition.compact(now, settings.cleaner)
+                dirtiest = max(dirtiest, partition.dirty_ratio())
+            except (OSError, ValueError, KafkaProtocolError) as exc:
+                log.error("cleaning %s failed: %s", tp, exc)
+                continue
+            if outcome is None:
+                continue
+            before, after = outcome
+            self.cleaner_runs += 1
+            removed += before - after
+            log.info("cleaned %s: %d bytes -> %d bytes", tp, before, after)
+            self.share.on_data_appended(tp)
+        self.cleaner_bytes_removed += removed
+        self.dirty_ratio_max = dirtiest
+        return removed
+
+    def _after_start_moved(self, tp: TopicPartition, delete_delay_ms: int) -> None:
+        """The log start offset of ``tp`` may have moved: share partitions follow it, and the
+        retired segment files go after ``file.delete.delay.ms``."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return
+        self.share.on_data_appended(tp)
+        log_ = partition.log
+
+        def purge() -> None:
+            log_.purge_deleted()
+
+        self.clock.schedule(max(delete_delay_ms, 0), purge)
 
     def _schedule_flush(self) -> None:
         interval = self._log_config.flush_interval_ms
@@ -247,6 +365,19 @@ class BrokerCore:
     def partition(self, topic: str, index: int) -> Partition | None:
         return self.partitions.get(TopicPartition(topic, index))
 
+    def partition_size(self, tp: TopicPartition) -> int | None:
+        """Bytes in the partition's segments (DescribeLogDirs), None for an unknown one."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return None
+        return sum(seg.size_bytes for seg in partition.log.segments())
+
+    @property
+    def log_dir(self) -> str:
+        """The directory holding the logs (DescribeLogDirs), or a name for memory storage."""
+        root = getattr(self.storage, "root_dir", None)
+        return str(root.resolve()) if root is not None else "memory"
+
     def close(self) -> None:
         self.groups.close()
         self.share.close()
@@ -265,6 +396,11 @@ class BrokerCore:
             "partition-count": len(self.partitions),
             "transactions-open": self.txn_coordinator.open_transaction_count(),
             "share-partition-inflight-records": self.share.in_flight_records(),
+            "log-retention-bytes-deleted": self.retention_bytes_deleted,
+            "log-retention-runs": self.retention_runs,
+            "log-cleaner-runs": self.cleaner_runs,
+            "log-cleaner-bytes-removed": self.cleaner_bytes_removed,
+            "log-cleaner-max-dirty-percent": int(self.dirty_ratio_max * 100),
         }
 
     def ensure_topic(self, name: str) -> TopicInfo | None:
@@ -357,6 +493,12 @@ class BrokerCore:
             return exc.code, exc.message or str(exc)
         if not validate_only:
             log.info("topic %s configs now %s", name, info.configs or "{}")
+            settings = self.log_settings(info)
+            for index in range(info.num_partitions):
+                partition = self.partitions.get(TopicPartition(name, index))
+                if partition is not None:
+                    partition.log.reconfigure(settings.log)
+                    partition.compacted = settings.compact
         return ErrorCode.NONE, None
 
     def create_partitions(
@@ -434,9 +576,13 @@ class BrokerCore:
 
     def delete_records(self, tp: TopicPartition, offset: int) -> tuple[ErrorCode, int]:
         partition = self.partitions.get(tp)
-        if partition is None:
+        info = self.topics.get(tp.topic)
+        if partition is None or info is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
-        return partition.delete_records(offset)
+        result = partition.delete_records(offset)
+        if result[0] is ErrorCode.NONE:
+            self._after_start_moved(tp, self.log_settings(info).file_delete_delay_ms)
+        return result
 
     # -- transaction markers (MarkerHandler) ----------------------------------------------------
 

@@ -18,6 +18,7 @@ from typing import Any
 from coordinator.api_versions import SUPPORTED
 from coordinator.broker import BrokerCore
 from coordinator.group_handlers import GroupHandlers
+from coordinator.log_settings import default_topic_configs
 from coordinator.share_handlers import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
@@ -74,6 +75,7 @@ class Handlers:
             24: self.add_partitions_to_txn,
             26: self.end_txn,
             32: self.describe_configs,
+            35: self.describe_log_dirs,
             37: self.create_partitions,
             60: self.describe_cluster,
             61: self.describe_producers,
@@ -238,15 +240,22 @@ class Handlers:
                         f"topic {name!r} does not exist",
                     )
                 else:
-                    for key, value in sorted(info.configs.items()):
+                    defaults = default_topic_configs(self.core.config)
+                    for key, (text, static) in defaults.items():
+                        if key not in info.configs:
+                            configs.append(_config_entry(key, text, source=4 if static else 5))
+                    for key, value in info.configs.items():
                         configs.append(_config_entry(key, value, source=1))
+                    configs.sort(key=lambda c: str(c["name"]))
             elif rtype == RESOURCE_GROUP:
                 configs = self.share.describe_group_configs(name)
             elif rtype == RESOURCE_BROKER:
                 for defn in CONFIG_DEFS:
                     value = self.core.config[defn.name]
-                    text = str(value).lower() if isinstance(value, bool) else str(value)
-                    configs.append(_config_entry(defn.name, text, source=5, doc=defn.doc))
+                    shown = None if value is None else str(value)
+                    if isinstance(value, bool):
+                        shown = str(value).lower()
+                    configs.append(_config_entry(defn.name, shown, source=5, doc=defn.doc))
             else:
                 error, message = ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}"
             if wanted is not None:
@@ -261,6 +270,36 @@ class Handlers:
                 }
             )
         return {"results": results}
+
+    async def describe_log_dirs(self, req: DecodedRequest) -> dict[str, Any]:
+        """One log directory (the data dir) with the size of each partition's segments."""
+        wanted = req.body.topics
+        selected: dict[str, set[int] | None] | None = None
+        if wanted is not None:
+            selected = {t.topic: {int(p) for p in t.partitions} for t in wanted}
+        topics: list[dict[str, Any]] = []
+        for info in self.core.visible_topics():
+            if selected is not None and info.name not in selected:
+                continue
+            parts = []
+            for index in range(info.num_partitions):
+                chosen = selected[info.name] if selected is not None else None
+                if chosen is not None and index not in chosen:
+                    continue
+                size = self.core.partition_size(TopicPartition(info.name, index))
+                if size is not None:
+                    parts.append(
+                        {
+                            "partition_index": index,
+                            "partition_size": size,
+                            "offset_lag": 0,
+                            "is_future_key": False,
+                        }
+                    )
+            if parts:
+                topics.append({"name": info.name, "partitions": parts})
+        result = {"error_code": ErrorCode.NONE, "log_dir": self.core.log_dir, "topics": topics}
+        return {"error_code": ErrorCode.NONE, "results": [result]}
 
     # -- topics ---------------------------------------------------------------------------------
 
@@ -360,10 +399,12 @@ class Handlers:
             for pdata in topic.partition_data:
                 tp = TopicPartition(topic.name, int(pdata.index))
                 msg: str | None
+                record_errors: tuple[tuple[int, str], ...] = ()
                 if pdata.records is None:
                     result_error, base, start, msg = ErrorCode.CORRUPT_MESSAGE, -1, -1, "no records"
                 else:
                     result = self.core.produce(tp, bytes(pdata.records), transactional_id)
+                    record_errors = result.record_errors
                     result_error, base, start, msg = (
                         result.error,
                         result.base_offset,
@@ -381,6 +422,10 @@ class Handlers:
                         "log_append_time": None if req.api_version >= 2 else -1,
                         "log_start_offset": start,
                         "error_message": msg if result_error is not ErrorCode.NONE else None,
+                        "record_errors": [
+                            {"batch_index": i, "batch_index_error_message": m}
+                            for i, m in record_errors
+                        ],
                     }
                 )
             responses.append({"name": topic.name, "partition_responses": parts})
@@ -660,7 +705,9 @@ def _has_error(response: dict[str, Any]) -> bool:
     )
 
 
-def _config_entry(name: str, value: str, *, source: int, doc: str | None = None) -> dict[str, Any]:
+def _config_entry(
+    name: str, value: str | None, *, source: int, doc: str | None = None
+) -> dict[str, Any]:
     return {
         "name": name,
         "value": value,

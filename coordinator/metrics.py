@@ -122,7 +122,8 @@ class BrokerMetrics:
     ``request-time`` (milliseconds, per ``request``, the API name), ``bytes-in-total`` and
     ``bytes-out-total`` (request and response frames). Read from the core when exported:
     ``partition-count``, ``transactions-open``, ``share-partition-inflight-records``,
-    ``connection-count``.
+    ``connection-count`` (gauges), ``log-retention-bytes-deleted`` and
+    ``log-retention-runs`` (counters).
     """
 
     def __init__(
@@ -147,6 +148,10 @@ class BrokerMetrics:
         for name, description in _GAUGES.items():
             meter.create_observable_gauge(
                 name, callbacks=[self._observer(name)], description=description
+            )
+        for name, (unit, description) in _OBSERVED_COUNTERS.items():
+            meter.create_observable_counter(
+                name, callbacks=[self._observer(name)], unit=unit, description=description
             )
 
     def _observer(self, name: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
@@ -173,4 +178,13 @@ _GAUGES: Final = {
     "transactions-open": "Transactions Ongoing or preparing",
     "share-partition-inflight-records": "Records between share-partition start and end offsets",
     "connection-count": "Open client connections",
+    "log-cleaner-max-dirty-percent": "Dirty ratio of the dirtiest compacted log, in percent",
+}
+
+# Cumulative figures the core keeps, read when exported.
+_OBSERVED_COUNTERS: Final = {
+    "log-retention-bytes-deleted": ("By", "Bytes of segments deleted by retention"),
+    "log-retention-runs": ("{run}", "Retention passes over the topic partitions"),
+    "log-cleaner-runs": ("{run}", "Compacted partitions cleaned"),
+    "log-cleaner-bytes-removed": ("By", "Bytes the log cleaner removed"),
 }

@@ -17,6 +17,15 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from coordinator.log.cleaner import (
+    CleanerPolicy,
+    by_segment,
+    clean,
+    cleanable_segments,
+    dirty_ratio,
+    needs_cleaning,
+)
+from coordinator.log.segments import RetentionPolicy, retention_start_offset
 from coordinator.log.storage import PartitionLog
 from coordinator.producer_state import ProducerStateManager
 from txn.batch import (
@@ -31,6 +40,7 @@ from txn.batch import (
 )
 from txn.errors import ErrorCode, KafkaProtocolError
 from txn.ids import TopicPartition
+from txn.record_keys import keyless_records
 
 log = logging.getLogger("sharetxn.partition")
 
@@ -45,6 +55,8 @@ class AppendResult:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    # ProduceResponse record_errors: (index of the record in its batch, message)
+    record_errors: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +85,9 @@ class Partition:
         self.tp = tp
         self.log = log_
         self.max_batch_bytes = max_batch_bytes
+        # cleanup.policy contains compact: records without a key are refused (Kafka's
+        # LogValidator.validateKey); kept current by the broker when configs change.
+        self.compacted = False
         self.producers = ProducerStateManager()
         self._aborted: list[AbortedTxn] = []
         self._aborted_last: list[int] = []
@@ -131,7 +146,6 @@ class Partition:
             return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(exc))
         if not batches:
             return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message="empty record set")
-        first_offset = -1
         for pos, header in batches:
             if header.size > self.max_batch_bytes:
                 return AppendResult(
@@ -144,6 +158,12 @@ class Partition:
                 )
             if not crc_ok(records, pos, header):
                 return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message="CRC32C mismatch")
+            if self.compacted:
+                refused = self._refuse_keyless(records[pos : pos + header.size], header)
+                if refused is not None:
+                    return refused
+        first_offset = -1
+        for pos, header in batches:
             result = self._append_one(
                 records[pos : pos + header.size], header, now_ms, transactional_id, verifier
             )
@@ -152,6 +172,25 @@ class Partition:
             if first_offset < 0:
                 first_offset = result.base_offset
         return AppendResult(ErrorCode.NONE, first_offset, -1, self.log_start_offset)
+
+    def _refuse_keyless(self, raw: bytes, header: BatchHeader) -> AppendResult | None:
+        """INVALID_RECORD with Kafka's per-record errors if a record of ``raw`` has no key."""
+        try:
+            keyless = keyless_records(raw, header)
+        except BatchFormatError as exc:
+            return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(exc))
+        if not keyless:
+            return None
+        message = f"Compacted topic cannot accept message without key in topic partition {self.tp}"
+        errors = tuple((index, message) for index in keyless)
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+        return AppendResult(
+            ErrorCode.INVALID_RECORD,
+            log_start_offset=self.log_start_offset,
+            error_message=f"One or more records have been rejected due to {len(errors)} record "
+            f"errors in total, and only showing the first three errors at most: [{shown}]",
+            record_errors=errors,
+        )
 
     def _append_one(
         self,
@@ -282,11 +321,61 @@ class Partition:
         if target < 0 or target > self.high_watermark:
             return ErrorCode.OFFSET_OUT_OF_RANGE, self.log_start_offset
         if target > self.log_start_offset:
-            self.log.advance_start_offset(target)
-            keep = bisect.bisect_left(self._aborted_last, target)
-            del self._aborted[:keep]
-            del self._aborted_last[:keep]
+            self._advance_start(target)
         return ErrorCode.NONE, self.log_start_offset
+
+    def apply_retention(self, now_ms: int, policy: RetentionPolicy) -> int:
+        """Delete the segments Kafka's retention rules allow; the bytes they held."""
+        segments = self.log.segments()
+        target = retention_start_offset(
+            segments, self.log_start_offset, self.high_watermark, now_ms, policy
+        )
+        if target <= self.log_start_offset:
+            return 0
+        before = sum(seg.size_bytes for seg in segments)
+        self._advance_start(target)
+        return before - sum(seg.size_bytes for seg in self.log.segments())
+
+    def compact(self, now_ms: int, policy: CleanerPolicy) -> tuple[int, int] | None:
+        """One cleaner pass if the log is dirty enough: (bytes before, bytes after) or None.
+
+        Producer state and the open transactions are unchanged (the range ends at the LSO);
+        aborted data goes, so its entries in the aborted index cover nothing any more.
+        """
+        segments = self.log.segments()
+        count = cleanable_segments(segments, self.last_stable_offset, now_ms, policy)
+        chosen = segments[:count]
+        first_dirty = max(self.log.cleaned_offset, self.log_start_offset)
+        if not needs_cleaning(chosen, first_dirty, now_ms, policy):
+            return None
+        end = segments[count].base_offset
+        batches = [(h, bytes(raw)) for h, raw in self.log.batches(0) if h.base_offset < end]
+        aborted: dict[int, list[AbortedTxn]] = {}
+        for txn in self._aborted:
+            aborted.setdefault(txn.producer_id, []).append(txn)
+
+        def is_aborted(header: BatchHeader) -> bool:
+            return any(
+                a.first_offset <= header.base_offset < a.last_offset
+                for a in aborted.get(header.producer_id, ())
+            )
+
+        kept = clean(batches, is_aborted, now_ms, policy)
+        before = sum(s.size_bytes for s in chosen)
+        self.log.replace_segments(by_segment(chosen, kept), end)
+        return before, sum(len(raw) for raw in kept)
+
+    def dirty_ratio(self) -> float:
+        """Bytes after the cleaner checkpoint over the bytes of the non-active segments."""
+        segments = self.log.segments()[:-1]
+        return dirty_ratio(segments, max(self.log.cleaned_offset, self.log_start_offset))
+
+    def _advance_start(self, target: int) -> None:
+        """Raise the log start offset durably and forget aborted transactions wholly below it."""
+        self.log.advance_start_offset(target)
+        keep = bisect.bisect_left(self._aborted_last, target)
+        del self._aborted[:keep]
+        del self._aborted_last[:keep]
 
 
 def _cut_at(raw: bytes, upper: int) -> bytes:

@@ -65,9 +65,8 @@ class ProducerStateManager:
         """Validate a producer batch before append (epoch, duplicates, sequence order)."""
         entry = self.producers.get(header.producer_id)
         if entry is None:
-            # Unknown producer: only a first batch (sequence 0) starts a new sequence.
-            if header.base_sequence not in (0, NO_SEQUENCE):
-                return SequenceCheck(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+            # Unknown producer: any sequence starts it, as in Kafka (ProducerAppendInfo: "all
+            # producer records may have been deleted due to retention or DeleteRecords").
             return SequenceCheck(ErrorCode.NONE)
         if header.producer_epoch < entry.epoch:
             return SequenceCheck(ErrorCode.INVALID_PRODUCER_EPOCH)

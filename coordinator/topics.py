@@ -21,7 +21,7 @@ from txn.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from txn.topic_configs import unknown_topic_configs
+from txn.topic_configs import invalid_topic_config_value, unknown_topic_configs
 from txn.topic_names import topic_name_error
 
 
@@ -107,6 +107,8 @@ class TopicRegistry:
             )
         if not internal and (unknown := unknown_topic_configs(set(configs or {}))):
             raise InvalidConfigError(f"Unknown topic config name: {', '.join(unknown)}")
+        if not internal and (bad := invalid_topic_config_value(dict(configs or {}))):
+            raise InvalidConfigError(bad)
         topic_id = uuid.UUID(int=self._rng.getrandbits(128), version=4)
         record: dict[str, object] = {
             "type": "topic",
@@ -160,6 +162,8 @@ class TopicRegistry:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
         if unknown := unknown_topic_configs(set(set_configs) | set(delete_configs)):
             raise InvalidConfigError(f"Unknown topic config name: {', '.join(unknown)}")
+        if bad := invalid_topic_config_value(set_configs):
+            raise InvalidConfigError(bad)
         configs = {k: v for k, v in info.configs.items() if k not in delete_configs}
         configs.update(set_configs)
         if validate_only:

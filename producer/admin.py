@@ -312,6 +312,29 @@ class Admin(ConsumerGroupAdmin):
         check_error(part.error_code, topic=tp.topic, partition=tp.partition)
         return int(part.offset)
 
+    def describe_log_dirs(
+        self, partitions: list[TopicPartition] | None = None
+    ) -> dict[TopicPartition, int]:
+        """DescribeLogDirs: bytes on disk of each partition's log (all partitions if None)."""
+        topics: dict[str, list[int]] = {}
+        for tp in partitions or []:
+            topics.setdefault(tp.topic, []).append(tp.partition)
+        body = {
+            "topics": None
+            if partitions is None
+            else [{"topic": t, "partitions": ps} for t, ps in sorted(topics.items())]
+        }
+        resp = self.client.call(lambda: self.client.send(None, 35, body, min_version=1))
+        check_error(resp.error_code)
+        sizes: dict[TopicPartition, int] = {}
+        for result in resp.results:
+            check_error(result.error_code)
+            for topic in result.topics:
+                for part in topic.partitions:
+                    tp = TopicPartition(topic.name, int(part.partition_index))
+                    sizes[tp] = sizes.get(tp, 0) + int(part.partition_size)
+        return sizes
+
     # -- transactions ---------------------------------------------------------------------------
 
     def list_transactions(

@@ -68,6 +68,7 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     26: 4,  # EndTxn (TV0/1 from clients)
     28: 3,  # TxnOffsetCommit (KIP-447 generation fencing)
     32: 4,  # DescribeConfigs
+    35: 4,  # DescribeLogDirs
     42: 2,  # DeleteGroups
     44: 1,  # IncrementalAlterConfigs
     47: 0,  # OffsetDelete (KIP-496)

@@ -181,8 +181,13 @@ def _describe(admin: Admin, console: Console, args: argparse.Namespace) -> int:
         raise CliError(f"Topic '{args.topic}' does not exist as expected")
     descriptions = [d for d in admin.describe_topics(names) if d.error is ErrorCode.NONE]
     out: list[dict[str, Any]] = []
+    sizes = admin.describe_log_dirs(
+        [TopicPartition(d.name, p) for d in descriptions for p in d.leaders]
+    )
     for d in descriptions:
-        configs = admin.describe_configs(RESOURCE_TOPIC, d.name, explicit_only=True)
+        entries = admin.describe_config_entries(RESOURCE_TOPIC, d.name)
+        configs = {e.name: e.value for e in entries if e.explicit}
+        effective = {e.name: e.value for e in entries}
         partitions = []
         for p, leader in sorted(d.leaders.items()):
             tp = TopicPartition(d.name, p)
@@ -192,6 +197,7 @@ def _describe(admin: Admin, console: Console, args: argparse.Namespace) -> int:
                     "leader": leader,
                     "log_start_offset": admin.list_offsets(tp, -2),
                     "log_end_offset": admin.list_offsets(tp, -1),
+                    "size_bytes": sizes.get(tp, 0),
                 }
             )
         out.append(
@@ -201,6 +207,7 @@ def _describe(admin: Admin, console: Console, args: argparse.Namespace) -> int:
                 "partition_count": len(d.leaders),
                 "replication_factor": 1,
                 "internal": d.internal,
+                "cleanup_policy": effective.get("cleanup.policy") or "delete",
                 "configs": configs,
                 "partitions": partitions,
             }
@@ -213,7 +220,7 @@ def _describe(admin: Admin, console: Console, args: argparse.Namespace) -> int:
         console.print(
             f"Topic: {topic['topic']}\tTopicId: {topic['topic_id']}\t"
             f"PartitionCount: {topic['partition_count']}\tReplicationFactor: 1\t"
-            f"Configs: {configs_text}"
+            f"CleanupPolicy: {topic['cleanup_policy']}\tConfigs: {configs_text}"
         )
         emit(args, console, topic["partitions"], f"{topic['topic']}: partitions")
     if not out:

@@ -37,6 +37,30 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # the default here fsyncs every append before the produce is acknowledged.
     ConfigDef("log.flush.interval.messages", "int", 1, "fsync after this many messages."),
     ConfigDef("log.flush.interval.ms", "int", -1, "fsync when data is this old (-1: off)."),
+    # Retention (Kafka's names and defaults; None: unset, the next coarser unit decides).
+    ConfigDef("log.retention.hours", "int", 168, "Default retention.ms, in hours."),
+    ConfigDef("log.retention.minutes", "int", None, "Default retention.ms, in minutes."),
+    ConfigDef("log.retention.ms", "int", None, "Default retention.ms (-1: keep forever)."),
+    ConfigDef("log.retention.bytes", "int", -1, "Default retention.bytes (-1: no limit)."),
+    ConfigDef("log.roll.hours", "int", 168, "Default segment.ms, in hours."),
+    ConfigDef("log.roll.ms", "int", None, "Default segment.ms."),
+    ConfigDef("log.cleanup.policy", "str", "delete", "Default cleanup.policy."),
+    ConfigDef("log.retention.check.interval.ms", "int", 300000, "How often retention is applied."),
+    ConfigDef("log.initial.task.delay.ms", "int", 30000, "Delay of the first retention check."),
+    ConfigDef("log.segment.delete.delay.ms", "int", 60000, "Default file.delete.delay.ms."),
+    ConfigDef("log.cleaner.enable", "bool", True, "Compact cleanup.policy=compact topics."),
+    ConfigDef("log.cleaner.backoff.ms", "int", 15000, "Pause between cleaner passes."),
+    ConfigDef("log.cleaner.delete.retention.ms", "int", 86400000, "Default delete.retention.ms."),
+    ConfigDef(
+        "log.cleaner.min.cleanable.ratio", "str", "0.5", "Default min.cleanable.dirty.ratio."
+    ),
+    ConfigDef("log.cleaner.min.compaction.lag.ms", "int", 0, "Default min.compaction.lag.ms."),
+    ConfigDef(
+        "log.cleaner.max.compaction.lag.ms",
+        "int",
+        _LONG_MAX,
+        "Default max.compaction.lag.ms.",
+    ),
     ConfigDef("message.max.bytes", "int", 1048588, "Largest record batch accepted."),
     ConfigDef("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted."),
     # --- idempotence and transactions -------------------------------------------------------
@@ -134,6 +158,8 @@ _BY_NAME: dict[str, ConfigDef] = {d.name: d for d in CONFIG_DEFS}
 
 
 def _parse(defn: ConfigDef, raw: object) -> Any:
+    if raw is None:
+        return None
     if defn.type == "int":
         if isinstance(raw, bool):
             raise InvalidConfigError(f"{defn.name} expects an integer, got {raw!r}")
@@ -173,6 +199,16 @@ class BrokerConfig(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self._values)
+
+    def get_optional_int(self, key: str) -> int | None:
+        value = self._values[key]
+        assert value is None or isinstance(value, int)
+        return value
+
+    def get_str(self, key: str) -> str:
+        value = self._values[key]
+        assert isinstance(value, str)
+        return value
 
     def get_int(self, key: str) -> int:
         value = self._values[key]

@@ -6,6 +6,12 @@ int32 offset relative to the segment base, uint32 file position; one every
 ``index_interval_bytes``), and ``log-start-offset``, a checkpoint of the log
 start offset written atomically (temp file, fsync, rename, fsync directory).
 
+Raising the log start offset (DeleteRecords, retention) writes the checkpoint
+first, then renames the segments wholly below it to ``*.log.deleted`` (Kafka's
+suffix); ``purge_deleted`` removes those files later (``file.delete.delay.ms``)
+and opening a log removes any left over.  A crash at any point therefore loses
+nothing above the new start offset and leaves no segment below it readable.
+
 Durability rules:
 
 * Bytes go to the file with unbuffered ``os.write``; the flush policy decides
@@ -39,6 +45,7 @@ from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from coordinator.log import file_swap
 from coordinator.log.memory_log import (
     FlushPolicy,
     assign_offset,
@@ -47,7 +54,8 @@ from coordinator.log.memory_log import (
     out_of_range,
     validate_batch,
 )
-from coordinator.log.storage import LogConfig
+from coordinator.log.segments import should_roll
+from coordinator.log.storage import LogConfig, SegmentInfo
 from txn.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, parse_header
 from txn.errors import ClosedError, KafkaStorageError
 
@@ -55,6 +63,7 @@ logger = logging.getLogger("sharetxn.log")
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
+DELETED_SUFFIX = ".deleted"
 START_OFFSET_FILE = "log-start-offset"
 _TMP_SUFFIX = ".tmp"
 _SEGMENT_NAME = re.compile(r"\d{20}")
@@ -156,7 +165,12 @@ class _Segment:
         except BaseException:
             os.close(self.fd)
             raise
-        self.size = os.fstat(self.fd).st_size
+        stat = os.fstat(self.fd)
+        self.size = stat.st_size
+        # Kafka's "created" and "last modified" times; a loaded segment gets its file's mtime.
+        self.created_ms = self.modified_ms = stat.st_mtime_ns // 1_000_000
+        self.max_timestamp_ms = -1
+        self.first_timestamp_ms = -1  # largest timestamp of the first batch (segment.ms rule)
         self.next_offset = base
         self.index_offsets = array("q")
         self.index_positions = array("q")
@@ -173,6 +187,9 @@ class _Segment:
             self.bytes_since_index = 0
         self.bytes_since_index += header.size
         self.next_offset = header.last_offset + 1
+        if pos == 0:
+            self.first_timestamp_ms = header.max_timestamp
+        self.max_timestamp_ms = max(self.max_timestamp_ms, header.max_timestamp)
 
     def reset_index(self) -> None:
         self.index_offsets = array("q")
@@ -180,6 +197,7 @@ class _Segment:
         self.index_written = 0
         self.bytes_since_index = 0
         self.next_offset = self.base
+        self.max_timestamp_ms = self.first_timestamp_ms = -1
 
     def index_lookup(self, offset: int) -> int:
         """File position of an indexed batch with base offset <= ``offset`` (0 if none)."""
@@ -239,6 +257,18 @@ class _Segment:
         self.log_path.unlink(missing_ok=True)
         self.index_path.unlink(missing_ok=True)
 
+    def retire(self) -> Path:
+        """Close and rename to ``*.log.deleted`` (removed later); returns the new path."""
+        self.close()
+        retired = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
+        self.log_path.rename(retired)
+        self.index_path.unlink(missing_ok=True)
+        return retired
+
+    def info(self) -> SegmentInfo:
+        largest = self.max_timestamp_ms if self.max_timestamp_ms >= 0 else self.modified_ms
+        return SegmentInfo(self.base, self.next_offset, self.size, largest, self.first_timestamp_ms)
+
 
 class FileLog:
     """A ``PartitionLog`` on segment files in ``directory``; opening it runs recovery."""
@@ -254,6 +284,8 @@ class FileLog:
         self._start = 0
         self._end = 0
         self._closed = False
+        self._retired: list[Path] = []  # segment files awaiting purge_deleted
+        self._cleaned_offset: int | None = None  # set once the cleaner has run
         try:
             self._open()
         except BaseException:
@@ -295,10 +327,17 @@ class FileLog:
         buf = assign_offset(batch, header.base_offset)
         seg = self._segments[-1]
         if seg.size > 0 and (
-            seg.size + header.size > self._config.segment_bytes
+            should_roll(
+                size=seg.size,
+                first_timestamp_ms=seg.first_timestamp_ms,
+                created_ms=seg.created_ms,
+                batch=header,
+                now_ms=now_ms,
+                config=self._config,
+            )
             or header.last_offset - seg.base > _MAX_RELATIVE_OFFSET
         ):
-            seg = self._roll()
+            seg = self._roll(now_ms)
         pos = seg.size
         try:
             _write_all(seg.fd, buf)
@@ -309,6 +348,7 @@ class FileLog:
         seg.size = pos + header.size
         seg.record(header, pos, self._config.index_interval_bytes)
         seg.dirty = True
+        seg.modified_ms = now_ms
         self._end = header.last_offset + 1
         if self._policy.record_append(header.records_count, now_ms):
             self.flush()
@@ -417,6 +457,11 @@ class FileLog:
                     cut_pos, cut_offset = pos, header.base_offset
                     break
             seg.truncate(cut_pos, cut_offset)
+            seg.max_timestamp_ms = seg.first_timestamp_ms = -1
+            for pos, header in seg.headers(0):
+                if pos == 0:
+                    seg.first_timestamp_ms = header.max_timestamp
+                seg.max_timestamp_ms = max(seg.max_timestamp_ms, header.max_timestamp)
             seg.sync()
             if removed:
                 _fsync_dir(self._dir)
@@ -436,6 +481,44 @@ class FileLog:
         self._start = offset
         self._write_start_checkpoint()
         self._delete_segments_below(offset)
+
+    def segments(self) -> list[SegmentInfo]:
+        self._check_open()
+        return [seg.info() for seg in self._segments]
+
+    def reconfigure(self, config: LogConfig) -> None:
+        check_config(config)
+        self._config = config
+        self._policy.config = config
+
+    @property
+    def cleaned_offset(self) -> int:
+        return self._cleaned_offset or 0
+
+    def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
+        """The cleaner's swap (``file_swap``), then the segments are reopened."""
+        self._check_open()
+        if not contents:
+            return
+        if max(contents) >= self._segments[-1].base:
+            raise ValueError("the active segment cannot be replaced")
+        self.flush()
+        file_swap.stage_and_commit(self._dir, contents, self._segments[0].base, cleaned_offset)
+        for seg in self._segments:
+            seg.close()
+        self._segments.clear()
+        self._bases.clear()
+        self._open()
+
+    def purge_deleted(self) -> int:
+        """Remove the segment files retired by earlier start-offset advances; bytes freed."""
+        freed = 0
+        retired, self._retired = self._retired, []
+        for path in retired:
+            with contextlib.suppress(FileNotFoundError):
+                freed += path.stat().st_size
+                path.unlink()
+        return freed
 
     def close(self, *, flush: bool = True) -> None:
         """Flush (unless the log is being deleted) and release the files.
@@ -472,14 +555,16 @@ class FileLog:
                 buf, rel = got
                 yield header, buf[rel : rel + header.size]
 
-    def _add_segment(self, base: int) -> _Segment:
+    def _add_segment(self, base: int, now_ms: int | None = None) -> _Segment:
         seg = _Segment(self._dir, base, create=True)
+        if now_ms is not None:
+            seg.created_ms = seg.modified_ms = now_ms
         self._segments.append(seg)
         self._bases.append(base)
         _fsync_dir(self._dir)
         return seg
 
-    def _roll(self) -> _Segment:
+    def _roll(self, now_ms: int | None = None) -> _Segment:
         """Start a segment at the log end, syncing the old one first so only the last can tear."""
         old = self._segments[-1]
         if old.dirty:
@@ -487,16 +572,16 @@ class FileLog:
             self._policy.reset()
         else:
             old.write_pending_index()
-        return self._add_segment(self._end)
+        return self._add_segment(self._end, now_ms if now_ms is not None else old.modified_ms)
 
     def _delete_segments_below(self, offset: int) -> None:
-        """Delete segments wholly below ``offset`` (rolling first if that is all of them)."""
+        """Retire segments wholly below ``offset`` (rolling first if that is all of them)."""
         segs = self._segments
         if segs[-1].size > 0 and segs[-1].next_offset <= offset:
             self._roll()
         deleted = False
         while len(segs) > 1 and segs[1].base <= offset:
-            segs.pop(0).delete()
+            self._retired.append(segs.pop(0).retire())
             self._bases.pop(0)
             deleted = True
         if deleted:
@@ -534,6 +619,10 @@ class FileLog:
             _fsync_dir(self._dir.parent)
         for tmp in self._dir.glob(f"*{_TMP_SUFFIX}"):
             tmp.unlink()
+        for leftover in self._dir.glob(f"*{DELETED_SUFFIX}"):
+            leftover.unlink()
+        file_swap.finish(self._dir)
+        self._cleaned_offset = file_swap.read_checkpoint(self._dir)
         bases = sorted(
             int(path.stem)
             for path in self._dir.glob(f"*{LOG_SUFFIX}")
@@ -556,12 +645,15 @@ class FileLog:
         if checkpoint is not None and self._start < checkpoint:
             self._write_start_checkpoint()
         self._delete_segments_below(self._start)
+        self.purge_deleted()
 
     def _recover(self) -> None:
         """Scan every segment; cut at the first bad batch and drop everything after it."""
         segs = self._segments
+        # Compaction leaves gaps between batches and may empty the first segment.
+        gaps = self._cleaned_offset is not None
         # An empty segment that is not the last holds nothing and would break contiguity.
-        for number in range(len(segs) - 2, -1, -1):
+        for number in range(len(segs) - 2, -1 if not gaps else 0, -1):
             if segs[number].size == 0:
                 logger.warning(
                     "%s: removing empty segment %s", self.name, segs[number].log_path.name
@@ -573,18 +665,18 @@ class FileLog:
         while number < len(segs):
             seg = segs[number]
             is_last = number == len(segs) - 1
-            if seg.base != expected:
+            if seg.base != expected and not (gaps and seg.base > expected):
                 self._drop_from(
                     number, f"segment base {seg.base} does not follow offset {expected}"
                 )
                 break
-            if not self._scan(seg, verify_crc=is_last):
+            if not self._scan(seg, verify_crc=is_last, gaps=gaps):
                 self._drop_from(number + 1, "it follows a damaged segment")
                 break
             expected = seg.next_offset
             number += 1
         if not segs[-1].crc_checked:  # the last segment changed: it may be the torn one
-            self._scan(segs[-1], verify_crc=True)
+            self._scan(segs[-1], verify_crc=True, gaps=gaps)
         for seg in segs:
             seg.rewrite_index()
 
@@ -604,7 +696,7 @@ class FileLog:
             seg.delete()
         _fsync_dir(self._dir)
 
-    def _scan(self, seg: _Segment, *, verify_crc: bool) -> bool:
+    def _scan(self, seg: _Segment, *, verify_crc: bool, gaps: bool = False) -> bool:
         """Rebuild ``seg``'s index from its batches; truncate at the first bad one.
 
         Returns True if the whole file was intact.
@@ -625,7 +717,7 @@ class FileLog:
             except BatchFormatError as exc:
                 problem = f"bad batch header: {exc}"
                 break
-            if header.base_offset != expected:
+            if header.base_offset != expected and not (gaps and header.base_offset > expected):
                 problem = f"batch base offset {header.base_offset}, expected {expected}"
                 break
             if pos + header.size > seg.size:

@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from coordinator.log.storage import LogConfig
+from coordinator.log.segments import ListSegments
+from coordinator.log.storage import LogConfig, SegmentInfo
 from txn.batch import BatchFormatError, BatchHeader, crc_ok, parse_header, set_base_offset
 from txn.errors import (
     ClosedError,
@@ -62,6 +63,8 @@ def check_config(config: LogConfig) -> None:
     if not 0 < config.segment_bytes <= 2**31 - 1:
         msg = f"segment_bytes must be in [1, 2**31-1], got {config.segment_bytes}"
         raise ValueError(msg)
+    if config.segment_ms < 1:
+        raise ValueError("segment_ms must be >= 1")
     if config.index_interval_bytes < 0:
         raise ValueError("index_interval_bytes must be >= 0")
     if config.flush_interval_messages < 1:
@@ -135,7 +138,7 @@ def read_whole_batches(data: BatchList, offset: int, max_bytes: int) -> bytes:
         raise out_of_range(offset, data.start, data.end)
     if offset == data.end:
         return b""
-    index = bisect.bisect_right(data.bases, offset) - 1
+    index = max(bisect.bisect_right(data.bases, offset) - 1, 0)  # compaction leaves gaps
     parts = [data.blobs[index]]
     total = len(parts[0])
     for blob in data.blobs[index + 1 :]:
@@ -164,15 +167,17 @@ class _MemoryData:
     blobs: list[bytes] = field(default_factory=list)
     start: int = 0
     end: int = 0
+    segments: ListSegments = field(default_factory=ListSegments)
+    cleaned_offset: int = 0
 
 
 class MemoryLog:
     """A ``PartitionLog`` whose batches are Python lists.
 
-    Batches wholly below the log start offset are dropped, the in-memory
-    analogue of FileLog deleting whole segments; a batch straddling the start
-    offset stays readable, as in Kafka.  ``flush`` only counts (``flush_count``)
-    so tests can observe the flush policy.
+    Segment boundaries follow FileLog's roll rules (``ListSegments``) so retention
+    sees the same segments; batches wholly below the log start offset are dropped,
+    a batch straddling the start offset stays readable, as in Kafka.  ``flush``
+    only counts (``flush_count``) so tests can observe the flush policy.
     """
 
     def __init__(self, config: LogConfig | None = None, *, _data: _MemoryData | None = None):
@@ -205,10 +210,12 @@ class MemoryLog:
         header = validate_batch(batch)
         data = self._data
         header = header._replace(base_offset=data.end)
+        data.segments.before_append(header, now_ms, self._config)
         data.bases.append(header.base_offset)
         data.headers.append(header)
         data.blobs.append(bytes(assign_offset(batch, header.base_offset)))
         data.end = header.last_offset + 1
+        data.segments.after_append(header, now_ms)
         if self._policy.record_append(header.records_count, now_ms):
             self.flush()
         return header
@@ -249,6 +256,9 @@ class MemoryLog:
         del data.bases[cut:], data.headers[cut:], data.blobs[cut:]
         data.end = data.headers[-1].last_offset + 1 if data.headers else offset
         data.start = min(data.start, data.end)
+        if not data.headers:
+            data.segments = ListSegments()
+        data.segments.resync(data.bases, data.headers, data.end)
         self._policy.reset()
 
     def advance_start_offset(self, offset: int) -> None:
@@ -264,6 +274,29 @@ class MemoryLog:
         while drop < len(data.headers) and data.headers[drop].last_offset < offset:
             drop += 1
         del data.bases[:drop], data.headers[:drop], data.blobs[:drop]
+        data.segments.drop_below(offset, data.end)
+
+    def segments(self) -> list[SegmentInfo]:
+        self._check_open()
+        data = self._data
+        return data.segments.view(data.bases, data.headers, data.start, data.end)
+
+    def reconfigure(self, config: LogConfig) -> None:
+        check_config(config)
+        self._config = config
+        self._policy.config = config
+
+    def purge_deleted(self) -> int:
+        return 0
+
+    @property
+    def cleaned_offset(self) -> int:
+        return self._data.cleaned_offset
+
+    def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
+        self._check_open()
+        self._data.segments.replace(self._data, contents)
+        self._data.cleaned_offset = cleaned_offset
 
     def close(self) -> None:
         self._closed = True

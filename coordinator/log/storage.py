@@ -23,7 +23,10 @@ from txn.batch import BatchHeader
 class LogConfig:
     """Per-log settings, with Kafka's config names in the comments."""
 
-    segment_bytes: int = 1024 * 1024 * 1024  # log.segment.bytes
+    segment_bytes: int = 1024 * 1024 * 1024  # log.segment.bytes / segment.bytes
+    # segment.ms (log.roll.ms): an append rolls a non-empty active segment once its record
+    # timestamps span this long (Kafka's LogSegment.shouldRoll).
+    segment_ms: int = 7 * 24 * 60 * 60 * 1000
     index_interval_bytes: int = 4096  # log.index.interval.bytes
     # log.flush.interval.messages: fsync once this many messages are unflushed.
     # 1 means fsync on every append (our default: a single node has no replicas).
@@ -31,6 +34,19 @@ class LogConfig:
     # log.flush.interval.ms: fsync when the oldest unflushed message is this old
     # (checked by ``maybe_flush``); None disables the time-based rule.
     flush_interval_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentInfo:
+    """One segment of a log, as retention sees it."""
+
+    base_offset: int
+    next_offset: int  # one past its last batch (the next segment's base, or the log end)
+    size_bytes: int
+    # Kafka's LogSegment.largestTimestamp: the largest record timestamp in the segment, or
+    # the time it was last written if no batch carries a timestamp.
+    largest_timestamp_ms: int
+    first_timestamp_ms: int = -1  # the first batch's max timestamp (max.compaction.lag.ms)
 
 
 class PartitionLog(Protocol):
@@ -80,7 +96,31 @@ class PartitionLog(Protocol):
         ...
 
     def advance_start_offset(self, offset: int) -> None:
-        """Raise the log start offset (DeleteRecords); whole segments below it may be deleted."""
+        """Raise the log start offset (DeleteRecords, retention), durably, then delete the
+        segments wholly below it -- rolling first if the active segment is among them."""
+        ...
+
+    def segments(self) -> list[SegmentInfo]:
+        """The segments in offset order; the last is the active one."""
+        ...
+
+    def reconfigure(self, config: LogConfig) -> None:
+        """Apply changed settings (a topic's configs were altered) from the next append on."""
+        ...
+
+    def purge_deleted(self) -> int:
+        """Remove the files of segments deleted earlier (file.delete.delay.ms); bytes freed."""
+        ...
+
+    @property
+    def cleaned_offset(self) -> int:
+        """The log cleaner's checkpoint: offsets below it were compacted (0 if never)."""
+        ...
+
+    def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
+        """Atomically replace non-active segments (by base offset) with the batches given,
+        which keep their offsets (an empty list removes the segment, unless it is the first),
+        and record the cleaner checkpoint.  A crash leaves either all old or all new."""
         ...
 
     def close(self) -> None: ...

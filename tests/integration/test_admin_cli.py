@@ -64,7 +64,9 @@ def test_topics_lifecycle(broker: LocalBroker) -> None:
     (described,) = ok_json("topics", "--describe", "--topic", "orders", "--bootstrap-server", b)
     assert described["partition_count"] == 3
     assert described["configs"] == {"cleanup.policy": "delete"}
+    assert described["cleanup_policy"] == "delete"
     assert [p["log_end_offset"] for p in described["partitions"]] == [0, 0, 0]
+    assert [p["size_bytes"] for p in described["partitions"]] == [0, 0, 0]
 
     altered = sharetxn(
         "topics", "--alter", "--topic", "orders", "--partitions", "5", "--bootstrap-server", b

@@ -1,0 +1,138 @@
+"""A topic's effective log settings: its configs over the broker's ``log.*`` defaults.
+
+Kafka's precedence: a topic config wins; otherwise the broker default, where
+``log.retention.ms`` beats ``log.retention.minutes`` beats ``log.retention.hours``
+and ``log.roll.ms`` beats ``log.roll.hours``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from coordinator.log.cleaner import CleanerPolicy
+from coordinator.log.segments import RetentionPolicy
+from coordinator.log.storage import LogConfig
+from txn.config import BrokerConfig
+from txn.topic_configs import cleanup_policy
+
+_MINUTE_MS = 60 * 1000
+_HOUR_MS = 60 * _MINUTE_MS
+
+
+@dataclass(frozen=True, slots=True)
+class TopicLogSettings:
+    log: LogConfig
+    retention: RetentionPolicy
+    compact: bool
+    file_delete_delay_ms: int
+    cleaner: CleanerPolicy
+
+    @property
+    def cleanup_policy(self) -> str:
+        items = [("compact", self.compact), ("delete", self.retention.delete)]
+        return ",".join(name for name, on in items if on)
+
+
+def broker_retention_ms(config: BrokerConfig) -> int:
+    ms = config.get_optional_int("log.retention.ms")
+    if ms is not None:
+        return ms
+    minutes = config.get_optional_int("log.retention.minutes")
+    if minutes is not None:
+        return minutes * _MINUTE_MS
+    return config.get_int("log.retention.hours") * _HOUR_MS
+
+
+def broker_segment_ms(config: BrokerConfig) -> int:
+    ms = config.get_optional_int("log.roll.ms")
+    if ms is not None:
+        return ms
+    return config.get_int("log.roll.hours") * _HOUR_MS
+
+
+def topic_log_settings(
+    base: LogConfig, broker: BrokerConfig, topic_configs: Mapping[str, str]
+) -> TopicLogSettings:
+    """Settings of a topic whose configs were validated (``invalid_topic_config_value``)."""
+
+    def number(name: str, default: int) -> int:
+        raw = topic_configs.get(name)
+        return default if raw is None else int(raw.strip())
+
+    policy = cleanup_policy(
+        topic_configs.get("cleanup.policy", broker.get_str("log.cleanup.policy"))
+    )
+    log = LogConfig(
+        segment_bytes=number("segment.bytes", base.segment_bytes),
+        segment_ms=number("segment.ms", broker_segment_ms(broker)),
+        index_interval_bytes=base.index_interval_bytes,
+        flush_interval_messages=base.flush_interval_messages,
+        flush_interval_ms=base.flush_interval_ms,
+    )
+    retention = RetentionPolicy(
+        retention_ms=number("retention.ms", broker_retention_ms(broker)),
+        retention_bytes=number("retention.bytes", broker.get_int("log.retention.bytes")),
+        delete="delete" in policy,
+    )
+    return TopicLogSettings(
+        log=log,
+        retention=retention,
+        compact="compact" in policy,
+        file_delete_delay_ms=number(
+            "file.delete.delay.ms", broker.get_int("log.segment.delete.delay.ms")
+        ),
+        cleaner=CleanerPolicy(
+            delete_retention_ms=number(
+                "delete.retention.ms", broker.get_int("log.cleaner.delete.retention.ms")
+            ),
+            min_cleanable_dirty_ratio=float(
+                topic_configs.get(
+                    "min.cleanable.dirty.ratio", broker.get_str("log.cleaner.min.cleanable.ratio")
+                )
+            ),
+            min_compaction_lag_ms=number(
+                "min.compaction.lag.ms", broker.get_int("log.cleaner.min.compaction.lag.ms")
+            ),
+            max_compaction_lag_ms=number(
+                "max.compaction.lag.ms", broker.get_int("log.cleaner.max.compaction.lag.ms")
+            ),
+        ),
+    )
+
+
+# topic config -> the broker configs that give its default (Kafka's synonyms)
+_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "cleanup.policy": ("log.cleanup.policy",),
+    "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "retention.bytes": ("log.retention.bytes",),
+    "segment.bytes": ("log.segment.bytes",),
+    "segment.ms": ("log.roll.ms", "log.roll.hours"),
+    "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
+    "delete.retention.ms": ("log.cleaner.delete.retention.ms",),
+    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio",),
+    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
+    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
+}
+
+
+def default_topic_configs(broker: BrokerConfig) -> dict[str, tuple[str, bool]]:
+    """The topic configs the broker acts on, as a topic without them gets them:
+    name -> (value, whether a broker setting rather than the built-in default gives it)."""
+    values = {
+        "cleanup.policy": broker.get_str("log.cleanup.policy"),
+        "retention.ms": str(broker_retention_ms(broker)),
+        "retention.bytes": str(broker.get_int("log.retention.bytes")),
+        "segment.bytes": str(broker.get_int("log.segment.bytes")),
+        "segment.ms": str(broker_segment_ms(broker)),
+        "file.delete.delay.ms": str(broker.get_int("log.segment.delete.delay.ms")),
+        "delete.retention.ms": str(broker.get_int("log.cleaner.delete.retention.ms")),
+        "min.cleanable.dirty.ratio": broker.get_str("log.cleaner.min.cleanable.ratio"),
+        "min.compaction.lag.ms": str(broker.get_int("log.cleaner.min.compaction.lag.ms")),
+        "max.compaction.lag.ms": str(broker.get_int("log.cleaner.max.compaction.lag.ms")),
+    }
+    builtin = BrokerConfig()
+    return {
+        name: (value, any(broker[key] != builtin[key] for key in _SYNONYMS[name]))
+        for name, value in values.items()
+    }

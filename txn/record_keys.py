@@ -1,0 +1,115 @@
+"""Record-level reading and rewriting of RecordBatch v2, for the two places the broker looks
+inside a batch: refusing key-less records on a compacted topic, and the log cleaner.
+
+Records are never re-encoded: a rewritten batch is the retained records' bytes as they were,
+under the original header with a new record count, length, max timestamp and CRC (and the
+original compression).  The base offset, last offset delta, producer id, epoch and base
+sequence stay, as in Kafka's ``MemoryRecords.filterTo``.  Anything malformed raises
+``BatchFormatError``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from crc32c import crc32c
+
+from txn.batch import (
+    ATTR_COMPRESSION_MASK,
+    ATTR_TIMESTAMP_TYPE,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    BatchFormatError,
+    BatchHeader,
+)
+from txn.codec import Reader
+from txn.compression import compress, decompress
+from txn.errors import SharetxnError
+
+_AFTER_CRC = struct.Struct(">hiqqqhii")
+_LENGTH_AND_PREFIX = struct.Struct(">qiib")  # base offset, batch length, leader epoch, magic
+
+
+@dataclass(frozen=True, slots=True)
+class RecordView:
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    has_value: bool
+    raw: bytes  # the whole record: its length varint and body
+
+
+def _section(batch: bytes | bytearray | memoryview, header: BatchHeader) -> bytes:
+    section = bytes(memoryview(batch)[HEADER_SIZE : header.size])
+    codec = header.attributes & ATTR_COMPRESSION_MASK
+    if codec:
+        try:
+            section = decompress(codec, section)
+        except SharetxnError as exc:
+            raise BatchFormatError(str(exc)) from exc
+    return section
+
+
+def records_of(batch: bytes | bytearray | memoryview, header: BatchHeader) -> Iterator[RecordView]:
+    """The records of one batch (``batch`` starts at the batch)."""
+    section = _section(batch, header)
+    reader = Reader(section, BatchFormatError)
+    for index in range(header.records_count):
+        begin = reader.pos
+        length = reader.varint()
+        start = reader.pos
+        if length < 0:
+            raise BatchFormatError(f"record {index} has negative length {length}")
+        reader.take(">b")  # attributes
+        timestamp_delta = reader.varint()
+        offset_delta = reader.varint()
+        key_length = reader.varint()
+        key = None if key_length < 0 else reader.raw(key_length)
+        value_length = reader.varint()
+        reader.pos = start
+        reader.raw(length)
+        yield RecordView(
+            header.base_offset + offset_delta,
+            header.base_timestamp + timestamp_delta,
+            key,
+            value_length >= 0,
+            section[begin : reader.pos],
+        )
+
+
+def keyless_records(batch: bytes | bytearray | memoryview, header: BatchHeader) -> list[int]:
+    """Indexes (within the batch) of the records whose key is null."""
+    return [i for i, record in enumerate(records_of(batch, header)) if record.key is None]
+
+
+def rebuild_batch(
+    batch: bytes | bytearray | memoryview, header: BatchHeader, kept: list[RecordView]
+) -> bytes:
+    """``batch`` holding only the records ``kept`` (taken from it, in order)."""
+    body = b"".join(record.raw for record in kept)
+    codec = header.attributes & ATTR_COMPRESSION_MASK
+    if codec:
+        body = compress(codec, body)
+    max_timestamp = header.max_timestamp
+    if not header.attributes & ATTR_TIMESTAMP_TYPE and kept:
+        max_timestamp = max(record.timestamp_ms for record in kept)
+    after_crc = (
+        _AFTER_CRC.pack(
+            header.attributes,
+            header.last_offset_delta,
+            header.base_timestamp,
+            max_timestamp,
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+            len(kept),
+        )
+        + body
+    )
+    batch_length = HEADER_SIZE - LOG_OVERHEAD + len(after_crc) - _AFTER_CRC.size
+    prefix = _LENGTH_AND_PREFIX.pack(
+        header.base_offset, batch_length, header.partition_leader_epoch, header.magic
+    )
+    return prefix + struct.pack(">I", crc32c(after_crc)) + after_crc

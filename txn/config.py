@@ -23,6 +23,7 @@ class ConfigDef:
     type: ConfigType
     default: Any
     doc: str
+    choices: tuple[str, ...] = ()  # for "str": the values allowed (case-insensitive)
 
 
 _LONG_MAX = 9223372036854775807
@@ -102,6 +103,14 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "group.consumer.heartbeat.interval.ms", "int", 5000, "KIP-848 member heartbeat interval."
     ),
     ConfigDef(
+        "group.consumer.migration.policy",
+        "str",
+        "bidirectional",
+        "Online conversion between classic and KIP-848 groups: bidirectional, upgrade,"
+        " downgrade or disabled.",
+        ("bidirectional", "upgrade", "downgrade", "disabled"),
+    ),
+    ConfigDef(
         "offsets.retention.minutes", "int", 10080, "Offsets of an empty group expire after this."
     ),
     ConfigDef(
@@ -176,6 +185,12 @@ def _parse(defn: ConfigDef, raw: object) -> Any:
         if text in ("false", "0", "no"):
             return False
         raise InvalidConfigError(f"{defn.name} expects true or false, got {raw!r}")
+    if defn.choices:
+        text = str(raw).strip().lower()
+        if text not in defn.choices:
+            allowed = ", ".join(defn.choices)
+            raise InvalidConfigError(f"{defn.name} must be one of {allowed}, got {raw!r}")
+        return text
     return str(raw)
 
 

@@ -23,7 +23,7 @@ import struct
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coordinator.group.consumer_records import (
     CURRENT_ASSIGNMENT,
@@ -31,6 +31,7 @@ from coordinator.group.consumer_records import (
     MEMBER_METADATA,
     TARGET_MEMBER,
     TARGET_METADATA,
+    ClassicMeta,
     ConsumerKey,
     ConsumerValue,
     CurrentAssignmentValue,
@@ -74,6 +75,7 @@ class ConsumerMember:
     revoking: Partitions = field(default_factory=dict)
     owned: Partitions | None = None  # what the member last said it owns
     sent: Partitions | None = None  # the assignment last sent to it
+    classic: ClassicMeta | None = None  # a classic-protocol member (``coordinator.group.mixed``)
 
 
 @dataclass(slots=True)
@@ -144,6 +146,7 @@ def records_of(group: ConsumerProtocolGroup) -> dict[ConsumerKey, ConsumerValue]
             None,
             m.rebalance_timeout_ms,
             m.server_assignor,
+            m.classic,
         )
         out[ConsumerKey(CURRENT_ASSIGNMENT, gid, m.member_id)] = CurrentAssignmentValue(
             m.epoch, m.previous_epoch, 1 if m.revoking else 0, dict(m.assigned), dict(m.revoking)
@@ -238,6 +241,10 @@ class ConsumerProtocol:
     def _take_over_classic(self, group_id: str) -> ErrorCode:
         raise NotImplementedError
 
+    if TYPE_CHECKING:  # coordinator.group.mixed (no runtime stub: it would shadow it)
+
+        def maybe_downgrade(self, group_id: str) -> None: ...
+
     def _emit(self, group_id: str, meter: str, count: int) -> None:
         raise NotImplementedError
 
@@ -265,6 +272,8 @@ class ConsumerProtocol:
             error = self._persist_consumer(group_id, before, backup)
             if error is not ErrorCode.NONE:
                 return ConsumerHeartbeatResult(error)
+            if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                self.maybe_downgrade(group_id)
         return result
 
     def _consumer_heartbeat(
@@ -455,7 +464,9 @@ class ConsumerProtocol:
         self._timers.arm(
             self._clock,
             ("consumer-session", group_id, member_id),
-            self._config.get_int("group.consumer.session.timeout.ms"),
+            member.classic.session_timeout_ms
+            if member.classic is not None
+            else self._config.get_int("group.consumer.session.timeout.ms"),
             lambda: self._consumer_session_expired(group_id, member_id),
         )
 
@@ -471,11 +482,14 @@ class ConsumerProtocol:
         """A timer removes a member: written like a heartbeat's change, retried on failure."""
         before, backup = self._checkpoint(group_id)
         group = self._consumer_groups[group_id]
+        was_classic = group.members[member_id].classic is not None
         self._remove_consumer_member(group, member_id)
         if self._persist_consumer(group_id, before, backup) is not ErrorCode.NONE:
             restored = self._consumer_groups[group_id].members.get(member_id)
             if restored is not None:
                 self._arm_consumer_session(self._consumer_groups[group_id], restored)
+        elif not was_classic:
+            self.maybe_downgrade(group_id)
 
     # -- persistence (Kafka's KIP-848 records) --------------------------------------------------
 
@@ -540,6 +554,7 @@ class ConsumerProtocol:
             member.subscribed = frozenset(value.subscribed)
             member.rebalance_timeout_ms = value.rebalance_timeout_ms
             member.server_assignor = value.server_assignor
+            member.classic = value.classic
         elif isinstance(value, CurrentAssignmentValue) and member_id in group.members:
             member = group.members[member_id]
             member.epoch, member.previous_epoch = value.epoch, value.previous_epoch
@@ -649,6 +664,8 @@ class ConsumerProtocol:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if member.classic is not None and epoch != member.epoch:
+            return ErrorCode.ILLEGAL_GENERATION  # a classic member's generation is its epoch
         if epoch > member.epoch:
             return ErrorCode.FENCED_MEMBER_EPOCH
         if epoch < member.epoch:

@@ -53,6 +53,14 @@ class GroupEpochValue:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMeta:
+    """A member that speaks the classic protocol in a KIP-848 group (tagged field 0)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]  # (name, consumer-protocol subscription)
+
+
+@dataclass(frozen=True, slots=True)
 class MemberMetadataValue:
     instance_id: str | None
     rack_id: str | None
@@ -62,6 +70,7 @@ class MemberMetadataValue:
     regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMeta | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +145,13 @@ def encode_consumer_value(value: ConsumerValue | None) -> bytes | None:
         out += _uvarint(len(value.subscribed) + 1) + b"".join(_cstr(t) for t in value.subscribed)
         out += _cstr(value.regex) + struct.pack(">i", value.rebalance_timeout_ms)
         out += _cstr(value.server_assignor)
+        if value.classic is not None:
+            tagged = struct.pack(">i", value.classic.session_timeout_ms)
+            tagged += _uvarint(len(value.classic.protocols) + 1)
+            for name, meta in value.classic.protocols:
+                tagged += _cstr(name) + _uvarint(len(meta) + 1) + meta + b"\x00"
+            tagged += b"\x00"  # the struct's own tagged fields
+            return out + b"\x01" + _uvarint(0) + _uvarint(len(tagged)) + tagged
     elif isinstance(value, TargetMemberValue):
         out += _partitions(value.partitions)
     else:
@@ -239,7 +255,18 @@ def decode_consumer_value(key: ConsumerKey, raw: bytes | None) -> ConsumerValue 
         topics = tuple(r.cstr() or "" for _ in range(r.count()))
         regex = r.cstr()
         (timeout,) = r.unpack(">i")
-        value = MemberMetadataValue(instance, rack, client, host, topics, regex, timeout, r.cstr())
+        assignor = r.cstr()
+        classic = None
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            end = r.pos + size
+            if tag == 0:
+                classic = _classic_meta(r)
+            r.pos = end
+        value = MemberMetadataValue(
+            instance, rack, client, host, topics, regex, timeout, assignor, classic
+        )
+        return value
     elif key.version == TARGET_MEMBER:
         value = TargetMemberValue(r.partitions())
     elif key.version == CURRENT_ASSIGNMENT:
@@ -250,3 +277,15 @@ def decode_consumer_value(key: ConsumerKey, raw: bytes | None) -> ConsumerValue 
         raise GroupRecordFormatError(msg)
     r.skip_tags()
     return value
+
+
+def _classic_meta(r: _Reader) -> ClassicMeta:
+    (session_timeout,) = r.unpack(">i")
+    protocols: list[tuple[str, bytes]] = []
+    for _ in range(r.count()):
+        name = r.cstr() or ""
+        size = r.uvarint() - 1
+        protocols.append((name, r.take(max(size, 0))))
+        r.skip_tags()
+    r.skip_tags()
+    return ClassicMeta(session_timeout, tuple(protocols))

@@ -60,6 +60,7 @@ from coordinator.group.consumer_records import (
     encode_consumer_key,
     encode_consumer_value,
 )
+from coordinator.group.mixed import MixedMembership
 from coordinator.group.offset_commands import OffsetCommands
 from coordinator.group.offsets import OffsetEntry, OffsetStore
 from coordinator.group.records import (
@@ -98,7 +99,7 @@ log = logging.getLogger("sharetxn.groups")
 _S = ClassicState
 
 
-class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
+class ConsumerGroupCoordinator(OffsetCommands, MixedMembership, ConsumerProtocol):
     """Classic consumer groups and their offsets on one ``__consumer_offsets`` partition."""
 
     def __init__(
@@ -192,11 +193,14 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
 
     def _take_over_classic(self, group_id: str) -> ErrorCode:
         """A KIP-848 member joins: an empty classic group of that id becomes a consumer group
-        (its offsets stay); a classic group with members cannot."""
+        (its offsets stay); one with members is upgraded online if the policy allows
+        (``coordinator.group.mixed``), else GROUP_ID_NOT_FOUND."""
         classic = self._groups.get(group_id)
         if classic is None:
             return ErrorCode.NONE
-        if classic.state is not _S.EMPTY or classic.members or classic.pending_members:
+        if classic.members:
+            return self.upgrade_classic(group_id)
+        if classic.state is not _S.EMPTY or classic.pending_members:
             return ErrorCode.GROUP_ID_NOT_FOUND
         del self._groups[group_id]
         return ErrorCode.NONE
@@ -208,6 +212,10 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
         error = self.availability()
         if error is ErrorCode.NONE:
             error = self._check_join(req)
+        consumer = self._consumer_groups.get(req.group_id)
+        if error is ErrorCode.NONE and consumer is not None:
+            self.classic_join_to_consumer(consumer, req, respond)  # a mixed group
+            return
         if error is not ErrorCode.NONE:
             respond(JoinResult(error, req.member_id))
             return
@@ -256,7 +264,7 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
         consumer = self._consumer_groups.get(req.group_id)
         if consumer is not None:
             if consumer.members:
-                return ErrorCode.INCONSISTENT_GROUP_PROTOCOL  # classic members: not supported
+                return ErrorCode.NONE  # classic members of a KIP-848 group (mixed)
             del self._consumer_groups[req.group_id]
         group = self._groups.get(req.group_id)
         if group is not None and not group.supports(req.protocol_type, req.protocols):
@@ -510,6 +518,14 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
         respond: Callable[[SyncResult], None],
     ) -> None:
         error = self.availability()
+        consumer = self._consumer_groups.get(group_id)
+        if error is ErrorCode.NONE and consumer is not None:
+            respond(
+                self.classic_sync_to_consumer(
+                    consumer, generation, member_id, group_instance_id, protocol_type, protocol
+                )
+            )
+            return
         group = self._groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
         if error is ErrorCode.NONE and (group is None or member is None):
@@ -576,6 +592,11 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
     ) -> ErrorCode:
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
+        consumer = self._consumer_groups.get(group_id)
+        if consumer is not None:
+            return self.classic_heartbeat_to_consumer(
+                consumer, generation, member_id, group_instance_id
+            )
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -599,6 +620,9 @@ class ConsumerGroupCoordinator(OffsetCommands, ConsumerProtocol):
         """LeaveGroup: (top-level error, per member (member id, instance id, error))."""
         if (error := self.availability()) is not ErrorCode.NONE:
             return error, []
+        consumer = self._consumer_groups.get(group_id)
+        if consumer is not None:
+            return ErrorCode.NONE, self.classic_leave_from_consumer(consumer, members)
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID, [

@@ -332,3 +332,49 @@ def test_kip848_consumer_protocol(tmp_path: Path) -> None:
         assert not any("joins" in line for line in after if "g-848" in line), after
         for c in members:
             c.close()
+
+
+def _kip848_member(b: str, group: str, topic: str) -> Consumer:
+    c = Consumer(
+        {
+            "bootstrap.servers": b,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    c.subscribe([topic])
+    return c
+
+
+def _group_type(b: str, group: str) -> str:
+    admin = AdminClient({"bootstrap.servers": b})
+    listed = admin.list_consumer_groups().result(30)
+    types = {g.group_id: str(g.type) for g in listed.valid}
+    return types.get(group, "missing")
+
+
+@pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])
+def test_mixed_group_upgrade_and_downgrade_online(tmp_path: Path, assignor: str) -> None:
+    """Kafka 4.x's online migration: a KIP-848 member joins a classic group (upgrade), classic
+    and KIP-848 members share the partitions, and the group becomes classic again when the
+    KIP-848 member leaves (downgrade)."""
+    with LocalBroker(data_dir=tmp_path / "d", config=KIP848) as broker:
+        b = broker.bootstrap_servers
+        topic = topic_with_records(b, 6, 30)
+        group = f"mixed-{assignor}"
+        classic = [consumer(b, group, assignor) for _ in range(2)]
+        for c in classic:
+            c.subscribe([topic])
+        assignments(classic, 6)
+        assert "CLASSIC" in _group_type(b, group)
+        modern = _kip848_member(b, group, topic)
+        members = [*classic, modern]
+        sets = assignments(members, 6, timeout_s=60)
+        assert all(sets) and "CONSUMER" in _group_type(b, group)
+        modern.close()  # the last KIP-848 member leaves: back to a classic group
+        assignments(classic, 6, timeout_s=60)
+        assert "CLASSIC" in _group_type(b, group)
+        for c in classic:
+            c.close()

@@ -40,10 +40,16 @@ def fast_group(bootstrap: str, group: str) -> None:
         )
 
 
-def produce(bootstrap: str, topic: str, values: list[str]) -> None:
+def produce(bootstrap: str, topic: str, values: list[str], *, batch: int = 0) -> None:
+    """Produce ``values`` (keyed by index); ``batch``: at most this many records per batch.
+
+    Share groups acquire whole batches, so small batches let several workers share a topic.
+    """
     stock = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i, value in enumerate(values):
         stock.produce(topic, value=value.encode(), key=str(i).encode())
+        if batch and (i + 1) % batch == 0:
+            assert stock.flush(15) == 0
     assert stock.flush(15) == 0
 
 

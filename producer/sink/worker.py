@@ -34,6 +34,8 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, Self
 
+from opentelemetry.metrics import MeterProvider
+
 from producer.admin import RESOURCE_GROUP, Admin
 from producer.sink.config import SinkConfig, SinkConfigError, resolve
 from producer.sink.dlq import ensure_topic
@@ -68,8 +70,10 @@ class SinkWorker:
         connector: Mapping[str, Any] | None = None,
         *,
         stats: WorkerStats | None = None,
+        meter_provider: MeterProvider | None = None,
     ) -> None:
         self.config: SinkConfig = resolve(worker, connector)
+        self._meter_provider = meter_provider
         try:
             self._task_class: Callable[[], SinkTask] = load_task_class(self.config.connector_class)
         except ValueError as exc:
@@ -124,7 +128,7 @@ class SinkWorker:
                 cfg,
                 task_id,
                 self._task_class,
-                SinkTaskMetrics(cfg.name, task_id, self.stats),
+                SinkTaskMetrics(cfg.name, task_id, self.stats, self._meter_provider),
                 self._stop,
                 self.delivery_limit,
             )

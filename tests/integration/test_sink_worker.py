@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from coordinator.launcher import LocalBroker
 from producer.sink import SinkConfigError, SinkWorker, SinkWorkerError
@@ -229,3 +231,38 @@ def test_a_dead_letter_topic_that_cannot_be_created_is_reported_with_its_key(
     )
     with pytest.raises(SinkWorkerError, match=r"^errors\.deadletterqueue\.topic\.replication"):
         SinkWorker(config).start()
+
+
+def test_sink_task_metrics(sbroker: LocalBroker, tmp_path: Path) -> None:
+    bs = sbroker.bootstrap_servers
+    topic, name = new_names()
+    create_topics(bs, (topic, 1))
+    produce(bs, topic, ["flaky0", "ok1", "bad2", "ok3"])
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    config = sink_config(
+        bs,
+        name,
+        topic,
+        **{"connector.class": f"{TASKS}.DeliveryLogSink", "file": str(tmp_path / "out")},
+    )
+    with SinkWorker(config, meter_provider=provider) as worker:
+        wait_for(lambda: worker.stats.snapshot().acknowledged >= 3, 20, "3 acknowledgements")
+    data = reader.get_metrics_data()
+    assert data is not None
+    found: dict[str, object] = {}
+    for rm in data.resource_metrics:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                point = next(iter(metric.data.data_points))
+                attrs = dict(point.attributes or {})
+                assert attrs == {"connector": name, "task": "0"}
+                found[f"{sm.scope.name}/{metric.name}"] = getattr(point, "value", None) or (
+                    getattr(point, "count", None)
+                )
+    assert found["sink-task-metrics/sink-record-acquire"] == 5
+    assert found["sink-task-metrics/sink-record-acknowledge"] == 3
+    assert found["sink-task-metrics/sink-record-release"] == 1
+    assert found["sink-task-metrics/sink-record-reject"] == 1
+    assert found["sink-task-metrics/sink-record-redelivery"] == 1
+    assert found["sink-task-metrics/acknowledge-time"] == worker.stats.snapshot().batches

@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run_parser = actions.add_parser(
         "run",
         help="run a connector's sink tasks on a share group until SIGTERM",
-        description=__doc__,
+        description=(__doc__ or "").replace("``", ""),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

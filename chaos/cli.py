@@ -5,6 +5,7 @@
     sharetxn chaos mutants [--ops 2000] [--max-seeds 100] [--json]
     sharetxn chaos bugs
     sharetxn chaos real --duration 60 [--seed S] [--clients 3] [--records 2000] [--keep] [--json]
+    sharetxn chaos real --workload sink --duration 60   # KIP-1302 sink workers instead
 
 Every run is reproducible from its seed (and the commit): a failure prints the seed and the
 exact replay command.  The exit code is 0 only when no invariant was violated.
@@ -115,6 +116,13 @@ def _add_real(sub: Any) -> None:
     real.add_argument("--duration", type=float, default=60.0, help="seconds of faults (60)")
     real.add_argument("--seed", type=int, default=None, help="fault schedule seed (printed)")
     real.add_argument("--clients", type=int, default=3, help="client processes (3)")
+    real.add_argument(
+        "--workload",
+        choices=("copy", "sink"),
+        default="copy",
+        help="copy: consume-transform-produce clients (default); sink: 'sharetxn sink run' "
+        "exactly-once workers (KIP-1302), --clients of them",
+    )
     real.add_argument("--records", type=int, default=2000, help="input records (2000)")
     real.add_argument(
         "--drain-timeout", type=float, default=60.0, help="seconds the drain may take (60)"
@@ -358,6 +366,19 @@ def _mutants(args: argparse.Namespace) -> int:
 
 
 def _real(args: argparse.Namespace) -> int:
+    if args.workload == "sink":
+        from chaos.real_sink import main as sink_main  # noqa: PLC0415
+
+        return sink_main(
+            duration_s=args.duration,
+            seed=args.seed,
+            workers=args.clients,
+            records=args.records,
+            as_json=args.json,
+            drain_timeout_s=args.drain_timeout,
+            run_dir=args.dir,
+            keep=args.keep,
+        )
     from chaos.real import main  # noqa: PLC0415
 
     return main(

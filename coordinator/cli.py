@@ -40,6 +40,11 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
         "producer.share_groups_cli",
         "list, describe, reset and delete share groups (like kafka-share-groups.sh)",
     ),
+    "sink": (
+        "producer.sink.cli",
+        "run share-group sink tasks (KIP-1302), at-least-once or exactly-once "
+        "(like connect-standalone.sh)",
+    ),
     "txn": (
         "recovery.txn_cli",
         "list, describe, find hanging, commit, abort and force-terminate transactions "
@@ -74,6 +79,7 @@ EXAMPLES = """examples:
   sharetxn topics --create --topic orders --partitions 6 --bootstrap-server 127.0.0.1:9092
   sharetxn configs --entity-type topics --entity-name orders --describe
   sharetxn share-groups --describe --group orders --bootstrap-server 127.0.0.1:9092
+  sharetxn sink run orders-to-file.properties
   sharetxn txn list --state Ongoing --older-than 15m
   sharetxn recover --checkpoint /chk/orders-query --apply
 """

@@ -1,4 +1,13 @@
-"""The API versions this broker serves: exactly what is implemented."""
+"""The API versions this broker serves: exactly what is implemented for clients.
+
+APIs Kafka serves only between brokers and controllers are neither advertised nor served
+here: the share-group state RPCs (InitializeShareGroupState, ReadShareGroupState,
+WriteShareGroupState, DeleteShareGroupState, ReadShareGroupStateSummary: 83-87) are calls
+inside this broker (``coordinator.share.persister``), WriteTxnMarkers (27) goes from the
+transaction coordinator to the partitions through ``coordinator.marker_channel``, and
+nothing of KRaft's is served.  A request for any of them gets UNSUPPORTED_VERSION, as an
+unknown API does.
+"""
 
 from __future__ import annotations
 
@@ -44,11 +53,6 @@ SUPPORTED: Final[dict[int, tuple[str, int, int]]] = {
     77: ("ShareGroupDescribe", 1, 1),
     78: ("ShareFetch", 1, 2),
     79: ("ShareAcknowledge", 1, 2),
-    83: ("InitializeShareGroupState", 0, 0),
-    84: ("ReadShareGroupState", 0, 0),
-    85: ("WriteShareGroupState", 0, 0),
-    86: ("DeleteShareGroupState", 0, 0),
-    87: ("ReadShareGroupStateSummary", 0, 0),
     90: ("DescribeShareGroupOffsets", 0, 1),
     91: ("AlterShareGroupOffsets", 0, 0),
     92: ("DeleteShareGroupOffsets", 0, 0),

@@ -17,7 +17,7 @@ from typing import Any
 
 from coordinator.broker import BrokerCore
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
-from coordinator.share.persister import PersisterStateBatch, ShareStateKey
+from coordinator.share.persister import ShareStateKey
 from coordinator.share.sessions import INITIAL_EPOCH, TopicIdPartition
 from coordinator.share.share_partition import AckBatch
 from coordinator.wire import DecodedRequest, field
@@ -75,11 +75,6 @@ class ShareHandlers:
             77: self.share_group_describe,
             78: self.share_fetch,
             79: self.share_acknowledge,
-            83: self.initialize_share_group_state,
-            84: self.read_share_group_state,
-            85: self.write_share_group_state,
-            86: self.delete_share_group_state,
-            87: self.read_share_group_state_summary,
             90: self.describe_share_group_offsets,
             91: self.alter_share_group_offsets,
             92: self.delete_share_group_offsets,
@@ -659,93 +654,6 @@ class ShareHandlers:
                 self.share.groups.describe_group_configs(group_id).items()
             )
         ]
-
-    # -- persister RPCs (KIP-932 inter-broker APIs, served for tools and tests) ------------------
-
-    def _state_rpc(
-        self, req: DecodedRequest, one: Callable[[ShareStateKey, Any], dict[str, Any]]
-    ) -> dict[str, Any]:
-        results = []
-        for t in req.body.topics:
-            parts = [
-                one(ShareStateKey(req.body.group_id, t.topic_id, int(p.partition)), p)
-                for p in t.partitions
-            ]
-            results.append({"topic_id": t.topic_id, "partitions": parts})
-        return {"results": results}
-
-    async def initialize_share_group_state(self, req: DecodedRequest) -> dict[str, Any]:
-        def one(key: ShareStateKey, p: Any) -> dict[str, Any]:
-            error = self.share.persister.initialize_state(
-                key, int(p.state_epoch), int(p.start_offset)
-            )
-            return {"partition": key.partition, "error_code": error, "error_message": None}
-
-        return self._state_rpc(req, one)
-
-    async def read_share_group_state(self, req: DecodedRequest) -> dict[str, Any]:
-        def one(key: ShareStateKey, p: Any) -> dict[str, Any]:
-            r = self.share.persister.read_state(key, int(p.leader_epoch))
-            return {
-                "partition": key.partition,
-                "error_code": r.error,
-                "error_message": r.error_message,
-                "state_epoch": r.state_epoch,
-                "start_offset": r.start_offset,
-                "state_batches": [
-                    {
-                        "first_offset": s.first_offset,
-                        "last_offset": s.last_offset,
-                        "delivery_state": s.delivery_state,
-                        "delivery_count": s.delivery_count,
-                    }
-                    for s in r.batches
-                ],
-            }
-
-        return self._state_rpc(req, one)
-
-    async def write_share_group_state(self, req: DecodedRequest) -> dict[str, Any]:
-        def one(key: ShareStateKey, p: Any) -> dict[str, Any]:
-            batches = [
-                PersisterStateBatch(
-                    int(s.first_offset),
-                    int(s.last_offset),
-                    int(s.delivery_state),
-                    int(s.delivery_count),
-                )
-                for s in p.state_batches
-            ]
-            error = self.share.persister.write_state(
-                key, int(p.state_epoch), int(p.leader_epoch), int(p.start_offset), batches
-            )
-            return {"partition": key.partition, "error_code": error, "error_message": None}
-
-        return self._state_rpc(req, one)
-
-    async def delete_share_group_state(self, req: DecodedRequest) -> dict[str, Any]:
-        def one(key: ShareStateKey, p: Any) -> dict[str, Any]:
-            return {
-                "partition": key.partition,
-                "error_code": self.share.persister.delete_state(key),
-                "error_message": None,
-            }
-
-        return self._state_rpc(req, one)
-
-    async def read_share_group_state_summary(self, req: DecodedRequest) -> dict[str, Any]:
-        def one(key: ShareStateKey, p: Any) -> dict[str, Any]:
-            s = self.share.persister.read_state_summary(key, int(p.leader_epoch))
-            return {
-                "partition": key.partition,
-                "error_code": s.error,
-                "error_message": s.error_message,
-                "state_epoch": s.state_epoch,
-                "leader_epoch": s.leader_epoch,
-                "start_offset": s.start_offset,
-            }
-
-        return self._state_rpc(req, one)
 
 
 def _entry(tip: TopicIdPartition) -> Any:

@@ -19,6 +19,7 @@ from kio.serial import entity_reader, entity_writer
 
 from txn.kip1289_schema import load_request as load_request_schema
 from txn.kip1289_schema import load_response as load_response_schema
+from txn.wire_guard import check_entity, check_request_header
 from txn.wire_render import render
 
 _PEEK = struct.Struct(">hhi")
@@ -71,6 +72,10 @@ def decode_request(frame: bytes) -> DecodedRequest:
             35, f"unsupported API {api_key} v{api_version}", api_key, api_version, correlation_id
         ) from exc
     try:
+        # Every length bounded by the frame first: the native reader allocates what a
+        # length says before it reads (txn.wire_guard).
+        body_at = check_request_header(frame, bool(cls.__header_schema__.__flexible__))
+        check_entity(cls, frame, body_at)
         header, header_size = entity_reader(cls.__header_schema__)(frame, 0)
         body, _size = entity_reader(cls)(frame, header_size)
     except Exception as exc:

@@ -21,6 +21,7 @@ from txn.errors import ClosedError, Kip1289NotSupportedError, NetworkError, Unsu
 from txn.kip1289_schema import KIP1289_APIS, KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
 from txn.kip1289_schema import load_request as load_request_schema
 from txn.kip1289_schema import load_response as load_response_schema
+from txn.wire_guard import WireBoundsError, check_entity
 from txn.wire_render import render
 
 API_VERSIONS = 18
@@ -181,6 +182,13 @@ class BrokerConnection:
         size = struct.unpack(">i", self._recv_exact(4))[0]
         payload = self._recv_exact(size)
         resp_cls = load_response_schema(api_key, version)
+        try:
+            # Every length bounded by the frame before the native reader allocates it.
+            check_entity(resp_cls, payload, check_entity(resp_cls.__header_schema__, payload, 0))
+        except WireBoundsError as exc:
+            self._close_locked()
+            msg = f"malformed response from {self.address}: {exc}"
+            raise NetworkError(msg) from exc
         resp_header, offset = entity_reader(resp_cls.__header_schema__)(payload, 0)
         if int(resp_header.correlation_id) != correlation:
             self._close_locked()

@@ -168,3 +168,52 @@ def test_oversized_frame_is_refused_without_reading_it_all(
         response = _send_and_read(b.bootstrap_servers, frame)
         assert response is None or len(response) >= 4
         _still_serves(b.bootstrap_servers)
+
+
+HUGE_LENGTHS = [
+    # (api key, version, flexible header, body): each once aborted the whole broker process
+    # (the native decoder allocated the length before reading; txn.wire_guard bounds it now)
+    (3, 12, True, b"\xff\xff\xff\xff\x0f"),
+    (3, 4, False, struct.pack(">i", 0x7FFFFFFF)),
+    (0, 9, True, b"\x00" + struct.pack(">hi", -1, 1000) + b"\xff\xff\xff\xff\x0f"),
+    (19, 7, True, b"\xff\xff\xff\xff\x07"),
+    (78, 1, True, b"\x01\xff\xff\xff\xff\x07"),
+]
+
+
+@pytest.mark.parametrize(("api_key", "version", "flexible", "body"), HUGE_LENGTHS)
+def test_untrusted_lengths_do_not_take_the_broker_down(
+    shared_broker: LocalBroker, api_key: int, version: int, flexible: bool, body: bytes
+) -> None:
+    bystander = WireClient(shared_broker.bootstrap_servers)  # another client, connected
+    try:
+        header = (
+            struct.pack(">hhih", api_key, version, 9, 1) + b"x" + (b"\x00" if flexible else b"")
+        )
+        response = _send_and_read(shared_broker.bootstrap_servers, header + body)
+        if response is not None:
+            assert struct.unpack_from(">i", response, 0)[0] == 9
+        resp = bystander.request(
+            18, 3, {"client_software_name": "t", "client_software_version": "1"}
+        )
+        assert int(resp.error_code) == 0  # the other connection was not disturbed
+    finally:
+        bystander.close()
+    _still_serves(shared_broker.bootstrap_servers)
+
+
+def test_broker_only_apis_are_neither_advertised_nor_served(shared_broker: LocalBroker) -> None:
+    client = WireClient(shared_broker.bootstrap_servers)
+    try:
+        resp = client.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+        advertised = {int(k.api_key) for k in resp.api_keys}
+        assert advertised.isdisjoint({27, 83, 84, 85, 86, 87})  # WriteTxnMarkers, share state
+        frame = client.encode(85, 0, {"group_id": "g", "topics": []})  # WriteShareGroupState
+        client.send_raw(frame)
+        # As Kafka for an API not enabled on the listener: the connection is closed (its
+        # response has no top-level error code to answer with).
+        with pytest.raises(ConnectionError):
+            client.recv_frame()
+    finally:
+        client.close()
+    _still_serves(shared_broker.bootstrap_servers)

@@ -60,6 +60,8 @@ class BrokerCore:
     """Single-node Kafka broker state machine."""
 
     node_id = 1
+    # Kafka's cluster id; the launcher sets the one in the data directory's meta.properties.
+    cluster_id = "sharetxn-single-node"
 
     def __init__(
         self,

@@ -204,6 +204,7 @@ def _run_broker(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         return 1
     host, port = args.listen
     from coordinator.launcher import serve  # noqa: PLC0415 - keeps `sharetxn --help` fast
+    from coordinator.log.data_dir import DataDirError  # noqa: PLC0415
     from coordinator.metrics_export import MetricsExportError  # noqa: PLC0415
 
     try:
@@ -217,7 +218,7 @@ def _run_broker(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
                 metrics_host=args.metrics_host,
             )
         )
-    except MetricsExportError as exc:
+    except (MetricsExportError, DataDirError) as exc:
         print(f"sharetxn broker: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:

@@ -33,7 +33,6 @@ from txn.ids import TRANSACTION_STATE_TOPIC, TopicPartition
 from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
 from txn.topic_names import topic_name_error
 
-CLUSTER_ID = "sharetxn-single-node"
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 KEY_TYPE_SHARE = 2  # share coordinator, key "group:topicId:partition" (KIP-932)
@@ -169,7 +168,7 @@ class Handlers:
             )
         return {
             "brokers": [self._broker()],
-            "cluster_id": CLUSTER_ID,
+            "cluster_id": self.core.cluster_id,
             "controller_id": self.core.node_id,
             "topics": topics,
         }
@@ -178,7 +177,7 @@ class Handlers:
         return {
             "error_code": ErrorCode.NONE,
             "endpoint_type": 1,
-            "cluster_id": CLUSTER_ID,
+            "cluster_id": self.core.cluster_id,
             "controller_id": self.core.node_id,
             "brokers": [
                 {"broker_id": self.core.node_id, "host": self.host, "port": self.port, "rack": None}

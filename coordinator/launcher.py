@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 
 from coordinator.broker import BrokerCore
+from coordinator.log.data_dir import DataDirLock, ensure_meta_properties
 from coordinator.log.file_log import FileStorage
 from coordinator.log.storage import LogConfig
 from coordinator.metrics import (
@@ -32,7 +33,7 @@ from coordinator.metrics import (
     ShareGroupMetrics,
     ShareTransactionMetrics,
 )
-from coordinator.metrics_export import install_exporters
+from coordinator.metrics_export import MetricsEndpoint, install_exporters
 from coordinator.runtime import LoopClock
 from coordinator.server import KafkaServer
 from txn.config import BrokerConfig
@@ -61,8 +62,26 @@ async def serve(
         "\n".join(f"\t{key} = {_shown(value)}" for key, value in sorted(config.items())),
     )
     data_dir.mkdir(parents=True, exist_ok=True)
+    lock = DataDirLock(data_dir)
+    lock.acquire()  # before anything is read or written: one broker per directory
+    try:
+        await _serve_locked(data_dir, host, port, config, endpoint, loop)
+    finally:
+        lock.release()
+
+
+async def _serve_locked(
+    data_dir: Path,
+    host: str,
+    port: int,
+    config: BrokerConfig,
+    endpoint: MetricsEndpoint | None,
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    cluster_id = ensure_meta_properties(data_dir, BrokerCore.node_id)
     storage = FileStorage(data_dir, LogConfig())
     core = BrokerCore(storage, LoopClock(loop), config, random.Random())
+    core.cluster_id = cluster_id
     core.add_share_event_listener(ShareGroupMetrics().record)
     core.share.on_txn_metric = ShareTransactionMetrics().record
     core.add_group_event_listener(GroupCoordinatorMetrics().record)

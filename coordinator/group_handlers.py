@@ -271,7 +271,7 @@ class GroupHandlers:
                         if error is ErrorCode.GROUP_ID_NOT_FOUND
                         else None,
                         "group_id": group_id,
-                        "group_state": "Dead",
+                        "group_state": "",  # as Kafka: no state and no epochs for an error
                         "members": [],
                         "authorized_operations": -2147483648,
                     }

@@ -380,7 +380,7 @@ class Handlers:
                 parts.append(
                     {
                         "partition_index": p.partition_index,
-                        "low_watermark": low,
+                        "low_watermark": low if error is ErrorCode.NONE else -1,
                         "error_code": error,
                     }
                 )
@@ -392,6 +392,7 @@ class Handlers:
     async def produce(self, req: DecodedRequest) -> dict[str, Any] | None:
         body = req.body
         transactional_id = field(body, "transactional_id")
+        acks_ok = int(body.acks) in (-1, 0, 1)
         responses: list[dict[str, Any]] = []
         for topic in body.topic_data:
             parts: list[dict[str, Any]] = []
@@ -399,7 +400,9 @@ class Handlers:
                 tp = TopicPartition(topic.name, int(pdata.index))
                 msg: str | None
                 record_errors: tuple[tuple[int, str], ...] = ()
-                if pdata.records is None:
+                if not acks_ok:  # Kafka refuses the whole request before appending anything
+                    result_error, base, start, msg = ErrorCode.INVALID_REQUIRED_ACKS, -1, -1, None
+                elif pdata.records is None:
                     result_error, base, start, msg = ErrorCode.CORRUPT_MESSAGE, -1, -1, "no records"
                 else:
                     result = self.core.produce(tp, bytes(pdata.records), transactional_id)
@@ -456,7 +459,10 @@ class Handlers:
                             "partition_index": index,
                             "error_code": error,
                             "high_watermark": -1,
-                            "records": None,
+                            "last_stable_offset": -1,
+                            "log_start_offset": -1,
+                            "aborted_transactions": [],
+                            "records": b"",
                         }
                     )
                     continue
@@ -472,6 +478,22 @@ class Handlers:
                 over_budget = total > 0 and len(data.records) > max_bytes
                 records = b"" if over_budget else data.records
                 total += len(records)
+                if data.error is not ErrorCode.NONE:
+                    # Kafka answers an errored partition with no offsets at all
+                    parts.append(
+                        {
+                            "partition_index": index,
+                            "error_code": data.error,
+                            "high_watermark": -1,
+                            "last_stable_offset": -1,
+                            "log_start_offset": -1,
+                            "aborted_transactions": (
+                                [] if data.error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION else None
+                            ),
+                            "records": b"",
+                        }
+                    )
+                    continue
                 parts.append(
                     {
                         "partition_index": index,
@@ -566,6 +588,21 @@ class Handlers:
                 for t in body.v3_and_below_topics
                 for p in t.partitions
             ]
+            unknown = {tp for tp in partitions if not self._partition_exists(tp)}
+            if unknown:
+                # As Kafka: nothing is added when one partition is unknown.
+                return {
+                    "results_by_topic_v3_and_below": _by_topic(
+                        {
+                            tp: (
+                                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                                if tp in unknown
+                                else ErrorCode.OPERATION_NOT_ATTEMPTED
+                            )
+                            for tp in partitions
+                        }
+                    )
+                }
             results = coordinator.add_partitions_to_txn(
                 body.v3_and_below_transactional_id,
                 int(body.v3_and_below_producer_id),
@@ -593,6 +630,10 @@ class Handlers:
                 {"transactional_id": txn.transactional_id, "topic_results": _by_topic(results)}
             )
         return {"error_code": ErrorCode.NONE, "results_by_transaction": per_txn}
+
+    def _partition_exists(self, tp: TopicPartition) -> bool:
+        info = self.core.topics.get(tp.topic)
+        return info is not None and 0 <= tp.partition < info.num_partitions
 
     async def end_txn(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body

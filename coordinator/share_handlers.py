@@ -116,8 +116,20 @@ class ShareHandlers:
         }
 
     async def share_group_describe(self, req: DecodedRequest) -> dict[str, Any]:
-        groups = []
+        groups: list[dict[str, Any]] = []
         for d in self.share.groups.describe(list(req.body.group_ids)):
+            if d.error is not ErrorCode.NONE:  # Kafka: no state and no epochs for an error
+                groups.append(
+                    {
+                        "error_code": d.error,
+                        "error_message": d.error_message,
+                        "group_id": d.group_id,
+                        "group_state": "",
+                        "members": [],
+                        "authorized_operations": -2147483648,
+                    }
+                )
+                continue
             groups.append(
                 {
                     "error_code": d.error,
@@ -234,7 +246,7 @@ class ShareHandlers:
                 entry.acked = True
         if self.share.is_final(epoch):
             self.share.close_session(group_id, member_id)
-            return self._fetch_response(outcome, lock_ms)
+            return self._fetch_response(outcome, lock_ms, full=epoch == INITIAL_EPOCH)
         session.add(requested)
         session.forget(forgotten)
         if epoch != INITIAL_EPOCH:  # a new session already expects epoch 1
@@ -257,12 +269,23 @@ class ShareHandlers:
             if self.share.sessions.get(group_id, member_id) is not session:
                 break  # closed or replaced while we waited
             await self._wait_for_append(min(remaining, _SHARE_FETCH_POLL_S))
-        return self._fetch_response(outcome, lock_ms)
+        return self._fetch_response(outcome, lock_ms, full=epoch == INITIAL_EPOCH)
 
-    def _fetch_response(self, outcome: ShareFetchOutcome, lock_ms: int) -> dict[str, Any]:
+    def _fetch_response(
+        self, outcome: ShareFetchOutcome, lock_ms: int, *, full: bool = True
+    ) -> dict[str, Any]:
+        """The response; an incremental one (``full`` False) leaves out quiet partitions."""
         by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
         for tip, entry in outcome.partitions.items():
             result = entry.result
+            if (
+                not full
+                and entry.error is ErrorCode.NONE
+                and int(entry.ack_error) == 0
+                and not entry.acked
+                and (result is None or not result.acquired)
+            ):
+                continue  # as Kafka: an incremental answer omits partitions with nothing new
             by_topic.setdefault(tip.topic_id, []).append(
                 {
                     "partition_index": tip.partition,

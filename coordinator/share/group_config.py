@@ -262,7 +262,7 @@ class GroupConfigDefs:
 def _normalize_auto_offset_reset(raw: object) -> str:
     text = str(raw).strip()
     strategy, sep, duration = text.partition(":")
-    strategy = strategy.strip().lower()
+    strategy = strategy.strip()  # case-sensitive, as Kafka's validator
     if strategy in ("latest", "earliest") and not sep:
         return strategy
     if strategy == "by_duration" and sep:

@@ -258,6 +258,7 @@ class ShareManager:
             record_lock_duration_ms=group.record_lock_duration_ms,
             isolation=group.isolation_level,
             auto_offset_reset="earliest" if reset == "earliest" else "latest",
+            reset_duration_ms=group.auto_offset_reset_duration_ms,
         )
 
     # -- share partitions -----------------------------------------------------------------------

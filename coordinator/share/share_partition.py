@@ -114,6 +114,9 @@ class SharePartitionConfig:
     max_in_flight_records: int = 2000  # group.share.partition.max.record.locks
     isolation: Isolation = "read_uncommitted"  # share.isolation.level
     auto_offset_reset: AutoOffsetReset = "latest"  # share.auto.offset.reset
+    #: ``by_duration:<d>``: start at the first record at most this old (the strategy is then
+    #: "latest" for when no record is that recent).
+    reset_duration_ms: int | None = None
     leader_epoch: int = 0
 
     def __post_init__(self) -> None:
@@ -165,6 +168,8 @@ class PartitionData(Protocol):
     def fetch(self, offset: int, max_bytes: int, *, read_committed: bool) -> FetchData: ...
 
     def aborted_between(self, start: int, end: int) -> tuple[AbortedTxn, ...]: ...
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int]: ...
 
 
 class AcquiredRange(NamedTuple):
@@ -450,6 +455,11 @@ class SharePartition:
         return ErrorCode.NONE
 
     def _reset_offset(self) -> int:
+        duration = self._config.reset_duration_ms
+        if duration is not None:
+            offset, _ = self._data.offset_for_timestamp(self._clock.now_ms() - duration)
+            if offset >= 0:
+                return offset
         if self._config.auto_offset_reset == "earliest":
             return self._data.log_start_offset
         if self._config.read_committed:

@@ -148,4 +148,5 @@ def test_bad_acknowledgements_change_nothing(setup: tuple[WireClient, uuid.UUID]
     # nothing changed: member-a still owns all ten records and can accept them
     assert ack(client, topic_id, "member-a", 5, [(0, 9, [1])]) == (0, 0)
     again = fetch(client, topic_id, "member-a", 6)
-    assert list(again.responses[0].partitions[0].acquired_records) == []
+    # nothing left to acquire: an incremental answer leaves the quiet partition out (as Kafka)
+    assert [p for t in again.responses for p in t.partitions if p.acquired_records] == []

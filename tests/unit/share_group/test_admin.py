@@ -107,7 +107,7 @@ def test_alter_configs_set_and_delete(bench: Bench) -> None:
         {
             "share.record.lock.duration.ms": "20000",
             "share.heartbeat.interval.ms": 10000,
-            "share.auto.offset.reset": "EARLIEST",
+            "share.auto.offset.reset": "earliest",
             "share.isolation.level": "read_committed",
             "share.delivery.count.limit": "3",
         },
@@ -115,6 +115,11 @@ def test_alter_configs_set_and_delete(bench: Bench) -> None:
         False,
     )
     assert (error, message) == (E.NONE, None)
+    # As Kafka's validator, the strategy names are case-sensitive.
+    upper, _ = coordinator.alter_group_configs(
+        GROUP, {"share.auto.offset.reset": "EARLIEST"}, [], False
+    )
+    assert upper is E.INVALID_CONFIG
     configs = coordinator.describe_group_configs(GROUP)
     assert configs["share.record.lock.duration.ms"] == ("20000", False)
     assert configs["share.auto.offset.reset"] == ("earliest", False)

@@ -1,0 +1,330 @@
+"""Transactions (KIP-98, transaction version 1 on the wire): commit, abort, fencing, timeouts."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from producer.raw import describe_transactions_raw
+from tests.reference.differential.ctx import Ctx
+from tests.reference.differential.framework import scenario
+from tests.reference.differential.wire import plain
+
+AREA = "transactions"
+
+
+def _begin(ctx: Ctx, t: str, timeout_ms: int = 60000, tag: str = "tx") -> tuple[str, int, int]:
+    tid = ctx.name(tag)
+    err, pid, epoch = ctx.init_pid(tid, timeout_ms)
+    if err != "NONE":
+        msg = f"InitProducerId: {err}"
+        raise RuntimeError(msg)
+    return tid, pid, epoch
+
+
+def _describe(ctx: Ctx, tid: str) -> Any:
+    d = describe_transactions_raw(ctx.w.conn, 0, tid)
+    return {
+        "error": d.error.name,
+        "state": d.state,
+        "timeout_ms": d.transaction_timeout_ms,
+        "partitions": sorted([tp.topic, tp.partition] for tp in d.partitions),
+    }
+
+
+@scenario(AREA)
+def commit_visible_to_read_committed(ctx: Ctx) -> Any:
+    t = ctx.create_topic("t")
+    tid, pid, epoch = _begin(ctx, t)
+    out: dict[str, Any] = {"add": ctx.add_partitions(tid, pid, epoch, t)}
+    out["produce"] = ctx.produce(t, ["a", "b"], pid=pid, epoch=epoch, seq=0, txn_id=tid)
+    out["lso_open"] = ctx.fetch(t, 0, isolation=1)
+    out["uncommitted_view"] = ctx.fetch(t, 0, isolation=0)["records"]
+    out["describe_ongoing"] = _describe(ctx, tid)
+    out["end"] = ctx.end_txn(tid, pid, epoch, True)
+    ctx.wait_lso(t, 3)
+    out["committed"] = ctx.fetch(t, 0, isolation=1)
+    out["describe_done"] = _describe(ctx, tid)
+    return out
+
+
+@scenario(AREA)
+def abort_hidden_from_read_committed(ctx: Ctx) -> Any:
+    t = ctx.create_topic("t")
+    ctx.produce(t, ["before"])
+    tid, pid, epoch = _begin(ctx, t)
+    ctx.add_partitions(tid, pid, epoch, t)
+    ctx.produce(t, ["a", "b"], pid=pid, epoch=epoch, seq=0, txn_id=tid)
+    out = {"end": ctx.end_txn(tid, pid, epoch, False)}
+    ctx.wait_lso(t, 4)
+    ctx.produce(t, ["after"])
+    out["read_committed"] = ctx.fetch(t, 0, isolation=1)
+    out["read_uncommitted"] = ctx.fetch(t, 0, isolation=0)
+    out["describe"] = _describe(ctx, tid)
+    return out
+
+
+@scenario(AREA)
+def two_transactions_in_a_row(ctx: Ctx) -> Any:
+    t = ctx.create_topic("t")
+    tid, pid, epoch = _begin(ctx, t)
+    out = {}
+    ctx.add_partitions(tid, pid, epoch, t)
+    out["p1"] = ctx.produce(t, ["a"], pid=pid, epoch=epoch, seq=0, txn_id=tid)
+    out["e1"] = ctx.end_txn(tid, pid, epoch, True)
+    out["add2"] = ctx.add_partitions(tid, pid, epoch, t)
+    out["p2"] = ctx.produce(t, ["b"], pid=pid, epoch=epoch, seq=1, txn_id=tid)
+    out["e2"] = ctx.end_txn(tid, pid, epoch, False)
+    ctx.wait_lso(t, 4)
+    out["fetch"] = ctx.fetch(t, 0, isolation=1)
+    return out
+
+
+@scenario(AREA)
+def produce_without_add_partitions(ctx: Ctx) -> Any:
+    t = ctx.create_topic("t")
+    tid, pid, epoch = _begin(ctx, t)
+    return {
+        "produce": ctx.produce(t, ["a"], pid=pid, epoch=epoch, seq=0, txn_id=tid),
+        "fetch": ctx.fetch(t, 0),
+    }
+
+
+@scenario(AREA)
+def fencing_by_second_init(ctx: Ctx) -> Any:
+    t = ctx.create_topic("t")
+    tid, pid, epoch = _begin(ctx, t)
+    ctx.add_partitions(tid, pid, epoch, t)
+    zombie = ctx.produce(t, ["zombie"], pid=pid, epoch=epoch, seq=0, txn_id=tid)
+    err, pid2, epoch2 = ctx.init_pid(tid)
+    ctx.wait_lso(t, 2)
+    return {
+        "zombie": zombie,
+        "second_init": err,
+        "same_pid": pid2 == pid,
+        "epoch_step": epoch2 - epoch,
+        "old_add": ctx.add_partitions(tid, pid, epoch, t),
+        "old_produce": ctx.produce(t, ["x"], pid=pid, epoch=epoch, seq=1, txn_id=tid),
+        "old_end": ctx.end_txn(tid, pid, epoch, True),
+        "read_committed": ctx.fetch(t, 0, isolation=1),
+        "new_add": ctx.add_partitions(tid, pid2, epoch2, t),
+        "new_end": ctx.end_txn(tid, pid2, epoch2, True),
+    }
+
+
+@scenario(AREA)
+def transaction_timeout_aborts(ctx: Ctx) -> Any:
+    t = ctx.create_topic("t")
+    tid, pid, epoch = _begin(ctx, t, timeout_ms=1000)
+    ctx.add_partitions(tid, pid, epoch, t)
+    ctx.produce(t, ["slow"], pid=pid, epoch=epoch, seq=0, txn_id=tid)
+    lso = ctx.wait_lso(t, 2, timeout_s=20)  # the coordinator aborts after 1 s
+    deadline = time.monotonic() + 10
+    while _describe(ctx, tid)["state"] not in ("CompleteAbort", "Empty") and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    return {
+        "lso": lso,
+        "read_committed": ctx.fetch(t, 0, isolation=1),
+        "late_commit": ctx.end_txn(tid, pid, epoch, True),
+        "late_produce": ctx.produce(t, ["x"], pid=pid, epoch=epoch, seq=1, txn_id=tid),
+        "describe": _describe(ctx, tid),
+        "reinit": ctx.init_pid(tid, 1000)[0],
+    }
+
+
+@scenario(AREA)
+def end_txn_edge_cases(ctx: Ctx) -> Any:
+    t = ctx.create_topic("t")
+    tid, pid, epoch = _begin(ctx, t)
+    out = {"commit_empty": ctx.end_txn(tid, pid, epoch, True)}
+    out["abort_empty"] = ctx.end_txn(tid, pid, epoch, False)
+    ctx.add_partitions(tid, pid, epoch, t)
+    out["commit"] = ctx.end_txn(tid, pid, epoch, True)
+    out["commit_again"] = ctx.end_txn(tid, pid, epoch, True)
+    out["abort_after_commit"] = ctx.end_txn(tid, pid, epoch, False)
+    out["wrong_pid"] = ctx.end_txn(tid, pid + 1000, epoch, True)
+    out["unknown_tid"] = ctx.end_txn(ctx.name("none"), pid, epoch, True)
+    return out
+
+
+@scenario(AREA)
+def add_partitions_errors(ctx: Ctx) -> Any:
+    t = ctx.create_topic("t")
+    tid, pid, epoch = _begin(ctx, t)
+    return {
+        "unknown_topic": ctx.add_partitions(tid, pid, epoch, ctx.name("none")),
+        "unknown_partition": ctx.add_partitions(tid, pid, epoch, t, [5]),
+        "wrong_pid": ctx.add_partitions(tid, pid + 1000, epoch, t),
+        "future_epoch": ctx.add_partitions(tid, pid, epoch + 3, t),
+        "unknown_tid": ctx.add_partitions(ctx.name("nope"), pid, epoch, t),
+        "ok_twice": [
+            ctx.add_partitions(tid, pid, epoch, t),
+            ctx.add_partitions(tid, pid, epoch, t),
+        ],
+    }
+
+
+@scenario(AREA)
+def init_producer_id_forms(ctx: Ctx) -> Any:
+    t = ctx.create_topic("t")
+    tid = ctx.name("tx")
+    err, pid, epoch = ctx.init_pid(tid)
+    return {
+        "first": [err, epoch],
+        "bump_with_current": ctx.init_pid(tid, pid=pid, epoch=epoch)[0::2],
+        "bump_with_stale": ctx.init_pid(tid, pid=pid, epoch=epoch)[0],
+        "timeout_too_large": ctx.init_pid(ctx.name("big"), 900_001)[0],
+        "timeout_zero": ctx.init_pid(ctx.name("zero"), 0)[0],
+        "idempotent": ctx.init_pid()[0::2],
+        "topic": t != "",
+    }
+
+
+@scenario(AREA)
+def read_committed_with_open_transaction(ctx: Ctx) -> Any:
+    t = ctx.create_topic("t")
+    ctx.produce(t, ["a"])
+    tid, pid, epoch = _begin(ctx, t)
+    ctx.add_partitions(tid, pid, epoch, t)
+    ctx.produce(t, ["t0"], pid=pid, epoch=epoch, seq=0, txn_id=tid)
+    ctx.produce(t, ["b"])
+    out = {
+        "read_committed": ctx.fetch(t, 0, isolation=1),
+        "list_latest_committed": ctx.list_offset(t, -1, isolation=1),
+        "list_latest_uncommitted": ctx.list_offset(t, -1, isolation=0),
+    }
+    ctx.end_txn(tid, pid, epoch, False)
+    return out
+
+
+@scenario(AREA)
+def two_partitions_one_transaction(ctx: Ctx) -> Any:
+    t = ctx.create_topic("t", 2)
+    tid, pid, epoch = _begin(ctx, t)
+    add = ctx.add_partitions(tid, pid, epoch, t, [0, 1])
+    ctx.produce(t, ["a"], partition=0, pid=pid, epoch=epoch, seq=0, txn_id=tid)
+    ctx.produce(t, ["b"], partition=1, pid=pid, epoch=epoch, seq=0, txn_id=tid)
+    desc = _describe(ctx, tid)
+    end = ctx.end_txn(tid, pid, epoch, True)
+    ctx.wait_lso(t, 2, 0)
+    ctx.wait_lso(t, 2, 1)
+    return {
+        "add": add,
+        "describe": desc,
+        "end": end,
+        "p0": ctx.fetch(t, 0, isolation=1)["records"],
+        "p1": ctx.fetch(t, 0, partition=1, isolation=1)["records"],
+    }
+
+
+@scenario(AREA)
+def list_and_describe_transactions(ctx: Ctx) -> Any:
+    t = ctx.create_topic("t")
+    tid, pid, epoch = _begin(ctx, t)
+    ctx.add_partitions(tid, pid, epoch, t)
+    resp = ctx.call(66, {"state_filters": ["Ongoing"], "producer_id_filters": [pid]})
+    listed = [
+        [x.transactional_id, x.transaction_state]
+        for x in resp.transaction_states
+        if x.transactional_id == tid
+    ]
+    out = {"list_ongoing": listed, "describe": _describe(ctx, tid)}
+    out["describe_unknown"] = _describe(ctx, ctx.name("none"))
+    ctx.end_txn(tid, pid, epoch, False)
+    return out
+
+
+@scenario(AREA)
+def describe_producers(ctx: Ctx) -> Any:
+    t = ctx.create_topic("t")
+    _, pid, epoch = ctx.init_pid()
+    ctx.produce(t, ["a", "b"], pid=pid, epoch=epoch, seq=0)
+    tid, tpid, tepoch = _begin(ctx, t)
+    ctx.add_partitions(tid, tpid, tepoch, t)
+    ctx.produce(t, ["c"], pid=tpid, epoch=tepoch, seq=0, txn_id=tid)
+    resp = ctx.call(61, {"topics": [{"name": t, "partition_indexes": [0, 7]}]})
+    parts = []
+    for p in resp.topics[0].partitions:
+        parts.append(
+            {
+                "partition": int(p.partition_index),
+                "error": plain(p.error_code, "error_code"),
+                "producers": sorted(
+                    [int(a.producer_epoch), int(a.last_sequence), int(a.current_txn_start_offset)]
+                    for a in p.active_producers
+                ),
+            }
+        )
+    ctx.end_txn(tid, tpid, tepoch, False)
+    return sorted(parts, key=lambda p: p["partition"])
+
+
+@scenario(AREA)
+def txn_offset_commit(ctx: Ctx) -> Any:
+    t = ctx.create_topic("t")
+    group = ctx.name("g")
+    ctx.find_coordinator(group, 0)
+    tid, pid, epoch = _begin(ctx, t)
+    add = ctx.call(
+        25,
+        {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "group_id": group},
+    )
+    commit = ctx.call(
+        28,
+        {
+            "transactional_id": tid,
+            "group_id": group,
+            "producer_id": pid,
+            "producer_epoch": epoch,
+            "generation_id": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [
+                {
+                    "name": t,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "committed_offset": 7,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": "m",
+                        }
+                    ],
+                }
+            ],
+        },
+    )
+
+    def fetch_offsets(stable: bool) -> Any:
+        resp = ctx.call(
+            9,
+            {
+                "groups": [
+                    {
+                        "group_id": group,
+                        "member_id": None,
+                        "member_epoch": -1,
+                        "topics": [{"name": t, "partition_indexes": [0]}],
+                    }
+                ],
+                "require_stable": stable,
+            },
+        )
+        return plain(resp.groups[0])
+
+    pending = fetch_offsets(True)
+    end = ctx.end_txn(tid, pid, epoch, True)
+    deadline = time.monotonic() + 10
+    after = fetch_offsets(True)
+    while "UNSTABLE_OFFSET_COMMIT" in str(after) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        after = fetch_offsets(True)
+    return {
+        "add_offsets": plain(add.error_code, "error_code"),
+        "txn_commit": plain(commit.topics[0].partitions[0].error_code, "error_code"),
+        "pending_require_stable": pending,
+        "end": end,
+        "after": after,
+    }

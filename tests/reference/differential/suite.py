@@ -1,0 +1,103 @@
+"""The suite: broker settings shared by both sides, the documented differences, the run."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+
+from coordinator.launcher import LocalBroker
+from tests.reference.differential import (  # noqa: F401 - registers the scenarios
+    scenarios_groups,
+    scenarios_malformed,
+    scenarios_produce,
+    scenarios_share,
+    scenarios_txn,
+)
+from tests.reference.differential.framework import REGISTRY, Outcome, run_all, table
+from tests.reference.kafka import ReferenceKafka
+
+#: Given to both brokers.  Kafka's own settings, lowered so that timing scenarios (record
+#: locks, share sessions, transaction timeouts) take a second instead of a minute.
+SETTINGS: dict[str, str] = {
+    "group.share.min.record.lock.duration.ms": "1000",
+    "group.share.min.session.timeout.ms": "1000",
+    "group.share.min.heartbeat.interval.ms": "500",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+}
+
+#: Scenario -> why sharetxn's observation differs.  Each reason names its section of
+#: docs/conformance.md ("Differential suite"), where the difference is explained.
+_EPOCHS = "group epochs: Kafka bumps the group epoch on metadata refreshes too"
+_START = "share start offsets: Kafka reports the persisted start offset, written lazily"
+_MARKERS = "share acquisition: Kafka acquires the offsets of transaction markers too"
+_TOPIC_CONFIGS = "topic configs: values are not validated or enforced"
+_PRODUCE = "produce: idempotence edge cases"
+_GROUPS = "consumer groups: validation of heartbeats and commits"
+KNOWN_DIFFERENCES: dict[str, str] = {
+    "consumer-groups/heartbeat_errors": _GROUPS,
+    "consumer-groups/heartbeat_join_assigns_all": _EPOCHS,
+    "consumer-groups/leave_and_rejoin": _EPOCHS,
+    "consumer-groups/member_epoch_fences_commits": _GROUPS,
+    "consumer-groups/simple_commit_and_fetch": _GROUPS,
+    "malformed/transactional_produce_with_idempotent_pid": "transactional batch, no transaction",
+    "malformed/oversized_frame": "oversized frames: sharetxn answers MESSAGE_TOO_LARGE",
+    "produce-fetch/alter_topic_configs": _TOPIC_CONFIGS,
+    "produce-fetch/create_topics_errors": _TOPIC_CONFIGS,
+    "produce-fetch/describe_topic_configs": "topic configs: defaults are not described",
+    "produce-fetch/produce_too_large_for_topic": _TOPIC_CONFIGS,
+    "produce-fetch/produce_keyless_to_compacted": _TOPIC_CONFIGS,
+    "produce-fetch/idempotent_epochs": _PRODUCE,
+    "produce-fetch/idempotent_first_sequence_not_zero": _PRODUCE,
+    "produce-fetch/idempotent_sequences": _PRODUCE,
+    "produce-fetch/list_offsets_forms": "ListOffsets MAX_TIMESTAMP: last offset of the batch",
+    "share/accept_moves_start_offset": _START,
+    "share/accept_part_moves_start_offset": _START,
+    "share/auto_offset_reset_earliest": _START,
+    "share/auto_offset_reset_latest_default": _START,
+    "share/delivery_count_limit_archives": _START,
+    "share/describe_offsets_before_and_after": _START,
+    "share/per_offset_ack_types": _START,
+    "share/piggybacked_ack_in_fetch": _START,
+    "share/reject_archives": _START,
+    "share/alter_offsets_empty_group": "share offsets: Kafka keeps its cached state after alter",
+    "share/auto_offset_reset_by_duration_zero": "by_duration with no recent record",
+    "share/close_session_releases": "share sessions: release on close does not count",
+    "share/close_session_with_acks": "share sessions: release on close does not count",
+    "share/new_session_keeps_acquired": "share sessions: a new session releases the old one's",
+    "share/group_config_invalid_values": "share group configs: heartbeat vs session timeout",
+    "share/describe_share_group": _EPOCHS,
+    "share/heartbeat_epoch_progression": _EPOCHS,
+    "share/rejoin_after_leave": _EPOCHS,
+    "share/subscribe_unknown_topic": _EPOCHS,
+    "share/two_members_two_partitions": _EPOCHS,
+    "share/isolation_read_committed": _MARKERS,
+    "share/isolation_read_uncommitted": _MARKERS,
+    "share/max_records_record_limit_mode": "share acquisition: record_limit mode",
+}
+
+
+@contextlib.contextmanager
+def brokers(kafka: str | None, sharetxn: str | None) -> Iterator[tuple[str, str]]:
+    """The two bootstraps, starting whichever was not given."""
+    with contextlib.ExitStack() as stack:
+        if kafka is None:
+            kafka = stack.enter_context(ReferenceKafka(settings=SETTINGS)).bootstrap_servers
+        if sharetxn is None:
+            sharetxn = stack.enter_context(LocalBroker(config=SETTINGS)).bootstrap_servers
+        yield kafka, sharetxn
+
+
+def select(names: Sequence[str] | None = None, contains: str = "") -> list[str]:
+    chosen = list(names) if names else sorted(REGISTRY)
+    return [n for n in chosen if contains in n]
+
+
+def run_suite(
+    kafka: str | None,
+    sharetxn: str | None,
+    names: Sequence[str] | None = None,
+    contains: str = "",
+) -> tuple[list[Outcome], str]:
+    with brokers(kafka, sharetxn) as (k, s):
+        outcomes = run_all(k, s, KNOWN_DIFFERENCES, names=select(names, contains))
+    return outcomes, table(outcomes)

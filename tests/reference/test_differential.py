@@ -1,0 +1,56 @@
+"""The differential conformance suite: every scenario against Apache Kafka and sharetxn.
+
+Fails on any difference not listed in ``KNOWN_DIFFERENCES`` (each explained in
+``docs/conformance.md``); prints the table either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from coordinator.launcher import LocalBroker
+from tests.reference.differential.framework import REGISTRY, run_all, table
+from tests.reference.differential.suite import KNOWN_DIFFERENCES, SETTINGS
+from tests.reference.kafka import ReferenceKafka, java_available
+
+pytestmark = pytest.mark.reference
+
+
+@pytest.fixture(scope="module")
+def kafka_for_diff(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceKafka]:
+    if not java_available():
+        pytest.skip("Apache Kafka needs a Java runtime: java is not on PATH")
+    node = ReferenceKafka(tmp_path_factory.mktemp("diff-kafka"), settings=SETTINGS)
+    try:
+        node.start()
+    except Exception as exc:
+        pytest.fail(f"Apache Kafka did not start: {exc}\n{node.log_tail()}", pytrace=False)
+    yield node
+    node.stop()
+
+
+def test_registry_is_large_and_named() -> None:
+    assert len(REGISTRY) >= 80
+    assert {s.area for s in REGISTRY.values()} >= {
+        "produce-fetch",
+        "transactions",
+        "share",
+        "consumer-groups",
+        "malformed",
+    }
+    assert set(KNOWN_DIFFERENCES) <= set(REGISTRY), "a documented difference names no scenario"
+
+
+def test_sharetxn_answers_like_apache_kafka(
+    kafka_for_diff: ReferenceKafka, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    with LocalBroker(data_dir=tmp_path_factory.mktemp("diff-sharetxn"), config=SETTINGS) as ours:
+        outcomes = run_all(
+            kafka_for_diff.bootstrap_servers, ours.bootstrap_servers, KNOWN_DIFFERENCES
+        )
+    report = table(outcomes)
+    print(report)
+    open_ = [o for o in outcomes if o.status == "open"]
+    assert not open_, f"{len(open_)} open differences:\n{report}"

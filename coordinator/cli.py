@@ -133,6 +133,13 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
         help="address to listen on; port 0 picks a free port (default 127.0.0.1:9092)",
     )
     broker.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="a Kafka-style server.properties file; --set overrides it (keys this broker"
+        " does not use are logged and ignored, as Kafka does)",
+    )
+    broker.add_argument(
         "--set",
         action="append",
         default=[],
@@ -190,9 +197,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     return result
 
 
+def _properties_file(path: Path) -> dict[str, str]:
+    """The known broker configs of a Java properties file (``key=value`` or ``key: value``,
+    ``#``/``!`` comments, ``\\`` line continuations); unknown keys are logged and ignored."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        msg = f"cannot read --config {path}: {exc.strerror or exc}"
+        raise InvalidConfigError(msg) from exc
+    out: dict[str, str] = {}
+    unknown: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = pending + raw.strip()
+        pending = ""
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        if not line or line[0] in "#!":
+            continue
+        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        key, value = (line[:cut], line[cut + 1 :]) if cut >= 0 else (line, "")
+        key, value = key.strip(), value.strip()
+        if BrokerConfig.is_known(key):
+            out[key] = value
+        else:
+            unknown.append(key)
+    if unknown:
+        logging.getLogger("sharetxn.broker").warning(
+            "%s: ignoring %d config(s) this broker does not use: %s",
+            path,
+            len(unknown),
+            ", ".join(sorted(unknown)),
+        )
+    return out
+
+
 def _run_broker(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
-        config = BrokerConfig(BrokerConfig.parse_assignments(args.set))
+        from_file = _properties_file(args.config) if args.config is not None else {}
+        config = BrokerConfig({**from_file, **BrokerConfig.parse_assignments(args.set)})
+        config.validate()
     except InvalidConfigError as exc:
         parser.error(str(exc))
     data_dir: Path = args.data_dir

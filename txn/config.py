@@ -194,6 +194,82 @@ def _parse(defn: ConfigDef, raw: object) -> Any:
     return str(raw)
 
 
+# Kafka's valid ranges (ConfigDef's atLeast/between) of the int configs that have one:
+# (lowest, highest or None).  Checked when a broker starts (``BrokerConfig.validate``);
+# the simulator and unit tests build configs with faster settings and skip the check.
+RANGES: dict[str, tuple[int, int | None]] = {
+    "num.partitions": (1, None),
+    "log.segment.bytes": (14, None),
+    "log.index.interval.bytes": (0, None),
+    "log.flush.interval.messages": (1, None),
+    "log.retention.check.interval.ms": (1, None),
+    "log.segment.delete.delay.ms": (0, None),
+    "log.cleaner.backoff.ms": (0, None),
+    "log.cleaner.delete.retention.ms": (0, None),
+    "log.cleaner.min.compaction.lag.ms": (0, None),
+    "log.cleaner.max.compaction.lag.ms": (1, None),
+    "message.max.bytes": (0, None),
+    "socket.request.max.bytes": (1, None),
+    "transaction.max.timeout.ms": (1, None),
+    "transactional.id.expiration.ms": (1, None),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (1, None),
+    "transaction.remove.expired.transaction.cleanup.interval.ms": (1, None),
+    "transaction.state.log.num.partitions": (1, None),
+    "producer.id.expiration.ms": (1, None),
+    "group.max.size": (1, None),
+    "group.initial.rebalance.delay.ms": (0, None),
+    "offset.metadata.max.bytes": (0, None),
+    "group.consumer.session.timeout.ms": (1, None),
+    "group.consumer.heartbeat.interval.ms": (1, None),
+    "offsets.retention.minutes": (1, None),
+    "offsets.retention.check.interval.ms": (1, None),
+    "group.share.delivery.count.limit": (2, 10),
+    "group.share.record.lock.duration.ms": (1000, 3600000),
+    "group.share.partition.max.record.locks": (100, 10000),
+    "group.share.max.size": (10, 1000),
+    "group.share.session.timeout.ms": (1, None),
+    "group.share.heartbeat.interval.ms": (1, None),
+    "group.share.max.share.sessions": (1, None),
+    "group.share.min.session.timeout.ms": (1, None),
+    "group.share.max.session.timeout.ms": (1, None),
+    "group.share.min.heartbeat.interval.ms": (1, None),
+    "group.share.max.heartbeat.interval.ms": (1, None),
+    "group.share.min.record.lock.duration.ms": (1000, 30000),
+    "group.share.max.record.lock.duration.ms": (30000, 3600000),
+    "group.share.min.delivery.count.limit": (2, 10),
+    "group.share.max.delivery.count.limit": (2, 10),
+    "share.coordinator.state.topic.num.partitions": (1, None),
+    "share.coordinator.snapshot.update.records.per.snapshot": (0, 500),
+    "share.coordinator.state.topic.prune.interval.ms": (1, None),
+    "share.coordinator.cold.partition.snapshot.interval.ms": (1, None),
+}
+# (lower, higher): the first may not exceed the second, as Kafka checks at start.
+ORDERED: tuple[tuple[str, str], ...] = (
+    ("group.min.session.timeout.ms", "group.max.session.timeout.ms"),
+    ("group.share.min.session.timeout.ms", "group.share.session.timeout.ms"),
+    ("group.share.session.timeout.ms", "group.share.max.session.timeout.ms"),
+    ("group.share.min.heartbeat.interval.ms", "group.share.heartbeat.interval.ms"),
+    ("group.share.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
+    ("group.share.min.record.lock.duration.ms", "group.share.record.lock.duration.ms"),
+    ("group.share.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"),
+    ("group.share.min.delivery.count.limit", "group.share.delivery.count.limit"),
+    ("group.share.delivery.count.limit", "group.share.max.delivery.count.limit"),
+)
+
+
+def range_error(name: str, value: object) -> str | None:
+    """Kafka's message for a value outside ``name``'s range, else None."""
+    bounds = RANGES.get(name)
+    if bounds is None or not isinstance(value, int) or isinstance(value, bool):
+        return None
+    low, high = bounds
+    if value < low:
+        return f"Invalid value {value} for configuration {name}: Value must be at least {low}"
+    if high is not None and value > high:
+        return f"Invalid value {value} for configuration {name}: Value must be no more than {high}"
+    return None
+
+
 class BrokerConfig(Mapping[str, Any]):
     """Typed broker settings; ``BrokerConfig({"log.flush.interval.messages": "100"})``."""
 
@@ -235,6 +311,17 @@ class BrokerConfig(Mapping[str, Any]):
         assert isinstance(value, bool)
         return value
 
+    def validate(self) -> None:
+        """Kafka's ranges and orderings; raises InvalidConfigError naming the config."""
+        for name, value in self._values.items():
+            message = range_error(name, value)
+            if message is not None:
+                raise InvalidConfigError(message)
+        for low, high in ORDERED:
+            a, b = self._values.get(low), self._values.get(high)
+            if isinstance(a, int) and isinstance(b, int) and a > b:
+                raise InvalidConfigError(f"{low} ({a}) must not be greater than {high} ({b})")
+
     def with_overrides(self, overrides: Mapping[str, object]) -> BrokerConfig:
         merged: dict[str, object] = dict(self._values)
         merged.update(overrides)
@@ -250,6 +337,10 @@ class BrokerConfig(Mapping[str, Any]):
                 raise InvalidConfigError(f"expected key=value, got {pair!r}")
             out[key.strip()] = value.strip()
         return out
+
+    @staticmethod
+    def is_known(key: str) -> bool:
+        return key in _BY_NAME
 
     @staticmethod
     def doc(key: str) -> str:

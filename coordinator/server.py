@@ -33,7 +33,6 @@ from txn.errors import ErrorCode
 log = logging.getLogger("sharetxn.server")
 
 API_VERSIONS_KEY = 18
-_SKIP_CHUNK = 1 << 16
 
 
 class KafkaServer:
@@ -48,6 +47,9 @@ class KafkaServer:
         self._connections: set[asyncio.Task[None]] = set()
         self._next_connection_id = 0
         self.max_request_bytes = core.config.get_int("socket.request.max.bytes")
+        self.max_connections = core.config.get_int("max.connections")
+        idle_ms = core.config.get_int("connections.max.idle.ms")
+        self.idle_timeout_s = None if idle_ms < 0 else idle_ms / 1000
         # Called after every answered request: (API name, milliseconds, bytes in, bytes out).
         self.request_observer: Callable[[str, float, int, int], None] | None = None
         core.add_append_listener(self._on_append)
@@ -87,6 +89,14 @@ class KafkaServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+        if len(self._connections) >= self.max_connections:
+            log.warning(
+                "closing a new connection from %s: max.connections (%d) reached",
+                writer.get_extra_info("peername"),
+                self.max_connections,
+            )
+            writer.close()
+            return
         self._connections.add(task)
         self._next_connection_id += 1
         connection_id = self._next_connection_id
@@ -118,21 +128,26 @@ class KafkaServer:
         client_host: str = "",
     ) -> None:
         while True:
-            size_bytes = await reader.readexactly(4)
+            try:
+                size_bytes = await asyncio.wait_for(reader.readexactly(4), self.idle_timeout_s)
+            except TimeoutError:
+                log.debug("connection %d idle for connections.max.idle.ms: closed", connection_id)
+                return
             (size,) = struct.unpack(">i", size_bytes)
             if size < 8:
                 log.warning("closing connection: frame of %d bytes is too short", size)
                 return
             if size > self.max_request_bytes:
-                head = await reader.readexactly(8)
-                await _skip(reader, size - 8)
-                key, version, correlation_id = peek_header(head)
-                log.warning("frame of %d bytes exceeds socket.request.max.bytes", size)
-                if not await self._send_error(
-                    writer, key, version, correlation_id, ErrorCode.MESSAGE_TOO_LARGE
-                ):
-                    return
-                continue
+                # As Kafka (InvalidReceiveException): the connection is closed without reading
+                # the frame, so one connection never buffers more than the limit.
+                log.warning(
+                    "closing connection %d: frame of %d bytes exceeds socket.request.max.bytes"
+                    " (%d)",
+                    connection_id,
+                    size,
+                    self.max_request_bytes,
+                )
+                return
             frame = await reader.readexactly(size)
             started = time.perf_counter()
             response = await self._handle_frame(frame, connection_id, client_host)
@@ -209,26 +224,3 @@ class KafkaServer:
             return encode_response(key, version, correlation_id, body)
         except Exception:
             return False
-
-    async def _send_error(
-        self,
-        writer: asyncio.StreamWriter,
-        key: int,
-        version: int,
-        correlation_id: int,
-        error: ErrorCode,
-    ) -> bool:
-        frame = self._error_frame(key, version, correlation_id, error)
-        if frame is False or frame is True:
-            return False
-        writer.write(frame)
-        await writer.drain()
-        return True
-
-
-async def _skip(reader: asyncio.StreamReader, count: int) -> None:
-    while count > 0:
-        chunk = await reader.read(min(count, _SKIP_CHUNK))
-        if not chunk:
-            raise asyncio.IncompleteReadError(b"", count)
-        count -= len(chunk)

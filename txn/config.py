@@ -64,6 +64,18 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ),
     ConfigDef("message.max.bytes", "int", 1048588, "Largest record batch accepted."),
     ConfigDef("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted."),
+    ConfigDef(
+        "max.connections",
+        "int",
+        2147483647,
+        "Connections the broker accepts at once; more are closed at once.",
+    ),
+    ConfigDef(
+        "connections.max.idle.ms",
+        "int",
+        600000,
+        "A connection with no request for this long is closed (-1: never).",
+    ),
     # --- idempotence and transactions -------------------------------------------------------
     ConfigDef("transaction.max.timeout.ms", "int", 900000, "Largest transaction.timeout.ms."),
     ConfigDef("transactional.id.expiration.ms", "int", 604800000, "Idle id expiry."),
@@ -210,6 +222,8 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "log.cleaner.max.compaction.lag.ms": (1, None),
     "message.max.bytes": (0, None),
     "socket.request.max.bytes": (1, None),
+    "max.connections": (0, None),
+    "connections.max.idle.ms": (-1, None),
     "transaction.max.timeout.ms": (1, None),
     "transactional.id.expiration.ms": (1, None),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": (1, None),

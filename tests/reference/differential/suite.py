@@ -40,7 +40,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "consumer-groups/member_epoch_fences_commits": _GROUPS,
     "consumer-groups/simple_commit_and_fetch": _GROUPS,
     "malformed/transactional_produce_with_idempotent_pid": "transactional batch, no transaction",
-    "malformed/oversized_frame": "oversized frames: sharetxn answers MESSAGE_TOO_LARGE",
     "produce-fetch/alter_topic_configs": _TOPIC_CONFIGS,
     "produce-fetch/create_topics_errors": _TOPIC_CONFIGS,
     "produce-fetch/describe_topic_configs": "topic configs: defaults are not described",

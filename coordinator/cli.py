@@ -69,6 +69,9 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
 EXAMPLES = """examples:
   sharetxn broker --data-dir ./data --listen 127.0.0.1:9092
   sharetxn broker --data-dir ./data --listen 127.0.0.1:0 --set log.flush.interval.messages=1000
+  sharetxn broker --data-dir ./data --set listeners=SASL_PLAINTEXT://127.0.0.1:9092 \
+      --set sasl.enabled.mechanisms=SCRAM-SHA-256 \
+      --add-scram 'SCRAM-SHA-256=[name=admin,password=admin-secret]'
   sharetxn demo --records 100000
   sharetxn copy-demo --records 2000
   sharetxn topics --create --topic orders --partitions 6 --bootstrap-server 127.0.0.1:9092
@@ -132,6 +135,14 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="a broker config with its Kafka name (repeatable)",
+    )
+    broker.add_argument(
+        "--add-scram",
+        action="append",
+        default=[],
+        metavar="'MECHANISM=[name=NAME,password=PASSWORD]'",
+        help="store a SCRAM-SHA-256 or SCRAM-SHA-512 user before serving, as kafka-storage.sh "
+        "format --add-scram (repeatable; iterations=N optional)",
     )
     broker.add_argument(
         "--metrics-port",
@@ -199,6 +210,23 @@ def _run_broker(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
     host, port = args.listen
     from coordinator.launcher import serve  # noqa: PLC0415 - keeps `sharetxn --help` fast
     from coordinator.metrics_export import MetricsExportError  # noqa: PLC0415
+    from coordinator.security.bootstrap import (  # noqa: PLC0415
+        ScramSpecError,
+        add_scram_users,
+    )
+    from coordinator.security.store import (  # noqa: PLC0415
+        FileSecurityStorage,
+        SecurityMetadata,
+    )
+
+    try:
+        metadata = SecurityMetadata(FileSecurityStorage(data_dir))
+        added = add_scram_users(metadata, list(args.add_scram))
+    except (ScramSpecError, ValueError, OSError) as exc:
+        print(f"sharetxn broker: {exc}", file=sys.stderr)
+        return 1
+    if added:
+        logging.getLogger("sharetxn.security").info("SCRAM credentials stored for %s", added)
 
     try:
         asyncio.run(
@@ -209,8 +237,12 @@ def _run_broker(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
                 config,
                 metrics_port=args.metrics_port,
                 metrics_host=args.metrics_host,
+                metadata=metadata,
             )
         )
+    except InvalidConfigError as exc:
+        print(f"sharetxn broker: {exc}", file=sys.stderr)
+        return 1
     except MetricsExportError as exc:
         print(f"sharetxn broker: {exc}", file=sys.stderr)
         return 1

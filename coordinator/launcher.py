@@ -34,10 +34,16 @@ from coordinator.metrics import (
 )
 from coordinator.metrics_export import install_exporters
 from coordinator.runtime import LoopClock
+from coordinator.security.gate import SecurityGate
+from coordinator.security.listeners import listeners_from_config
+from coordinator.security.store import FileSecurityStorage, SecurityMetadata
+from coordinator.security.tls import server_context
 from coordinator.server import KafkaServer
 from txn.config import BrokerConfig
+from txn.security_config import is_sensitive
 
 READY_PREFIX = "sharetxn broker ready on "
+LISTENER_PREFIX = "sharetxn broker listener "
 log = logging.getLogger("sharetxn.launcher")
 
 
@@ -49,8 +55,13 @@ async def serve(
     *,
     metrics_port: int | None = None,
     metrics_host: str = "127.0.0.1",
+    metadata: SecurityMetadata | None = None,
 ) -> None:
-    """Run a broker until SIGTERM/SIGINT; prints the ready line once listening."""
+    """Run a broker until SIGTERM/SIGINT; prints the ready line once listening.
+
+    Raises ``InvalidConfigError`` for listener, TLS, SASL or authorizer settings that
+    cannot be served (before anything is bound).
+    """
     loop = asyncio.get_running_loop()
     endpoint = None
     if metrics_port is not None or os.environ.get("OTEL_METRICS_EXPORTER"):
@@ -58,15 +69,26 @@ async def serve(
     log.info(
         "sharetxn broker starting in %s with these settings:\n%s",
         data_dir,
-        "\n".join(f"\t{key} = {_shown(value)}" for key, value in sorted(config.items())),
+        "\n".join(f"\t{key} = {_shown(key, value)}" for key, value in sorted(config.items())),
     )
     data_dir.mkdir(parents=True, exist_ok=True)
+    listeners = listeners_from_config(config, (host, port))
+    if metadata is None:
+        metadata = SecurityMetadata(FileSecurityStorage(data_dir))
+    gate = SecurityGate(config, metadata)
+    ssl_contexts = {}
+    for listener in listeners:
+        gate.check_listener(listener)
+        if listener.protocol.uses_tls:
+            ssl_contexts[listener.name] = server_context(config, listener.name)
     storage = FileStorage(data_dir, LogConfig())
     core = BrokerCore(storage, LoopClock(loop), config, random.Random())
     core.add_share_event_listener(ShareGroupMetrics().record)
     core.share.on_txn_metric = ShareTransactionMetrics().record
     core.add_group_event_listener(GroupCoordinatorMetrics().record)
-    server = KafkaServer(core, host, port)
+    server = KafkaServer(
+        core, host, port, listeners=listeners, gate=gate, ssl_contexts=ssl_contexts
+    )
     broker_metrics = BrokerMetrics(
         lambda: {**core.gauges(), "connection-count": server.connection_count}
     )
@@ -78,7 +100,15 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    print(f"{READY_PREFIX}{host}:{server.port}", flush=True)
+    for listener in listeners:
+        bound_host, bound_port = server.bound[listener.name]
+        print(
+            f"{LISTENER_PREFIX}{listener.name} ({listener.protocol.value}) on "
+            f"{bound_host}:{bound_port}",
+            flush=True,
+        )
+    first_host, first_port = server.bound[listeners[0].name]
+    print(f"{READY_PREFIX}{first_host or host}:{first_port}", flush=True)
     try:
         await stop.wait()
     finally:
@@ -87,7 +117,9 @@ async def serve(
         log.info("broker stopped cleanly")
 
 
-def _shown(value: object) -> str:
+def _shown(key: str, value: object) -> str:
+    if is_sensitive(key) and value is not None:
+        return "[hidden]"
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
@@ -121,10 +153,17 @@ class LocalBroker:
         self.process: subprocess.Popen[str] | None = None
         self._log_lines: list[str] = []
         self._pump: threading.Thread | None = None
+        #: listener name -> (host, port), from the broker's listener lines
+        self.listener_addresses: dict[str, tuple[str, int]] = {}
 
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def listener_bootstrap(self, name: str) -> str:
+        """``HOST:PORT`` of one listener (``listeners`` config), e.g. ``"SASL_SSL"``."""
+        host, port = self.listener_addresses[name.upper()]
+        return f"{host or self.host}:{port}"
 
     def start(self) -> LocalBroker:
         cmd = [
@@ -154,6 +193,10 @@ class LocalBroker:
         def pump() -> None:
             for line in stdout:
                 self._log_lines.append(line.rstrip("\n"))
+                if line.startswith(LISTENER_PREFIX):
+                    name, _proto, _on, address = line[len(LISTENER_PREFIX) :].split()
+                    l_host, _sep, l_port = address.rpartition(":")
+                    self.listener_addresses[name] = (l_host, int(l_port))
                 if line.startswith(READY_PREFIX):
                     self.port = int(line.strip().rsplit(":", 1)[1])
                     ready.set()

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("sharetxn.security")
 
 _NO_AUTHORIZER = "No Authorizer is configured."
+_CLUSTER_DENIED = "Cluster authorization failed."
 
 
 def _enum(cls: Any, value: int) -> Any:
@@ -82,7 +83,7 @@ class SecurityAdminHandlers:
         if authorizer is None:
             return every(ErrorCode.SECURITY_DISABLED, _NO_AUTHORIZER)
         if not self._cluster_allowed(session, AclOperation.ALTER):
-            return every(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
+            return every(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_DENIED)
         results: list[dict[str, Any]] = []
         valid: list[AclBinding] = []
         for c in creations:
@@ -124,7 +125,11 @@ class SecurityAdminHandlers:
         if authorizer is None:
             return {"error_code": ErrorCode.SECURITY_DISABLED, "error_message": _NO_AUTHORIZER}
         if not self._cluster_allowed(session, AclOperation.DESCRIBE):
-            return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "resources": []}
+            return {
+                "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "error_message": _CLUSTER_DENIED,
+                "resources": [],
+            }
         flt = self._filter(req.body)
         if PatternType.UNKNOWN in (flt.pattern_type,) or flt.resource_type is ResourceType.UNKNOWN:
             return {"error_code": ErrorCode.INVALID_REQUEST, "error_message": "invalid filter"}
@@ -162,7 +167,7 @@ class SecurityAdminHandlers:
         if authorizer is None:
             return every(ErrorCode.SECURITY_DISABLED, _NO_AUTHORIZER)
         if not self._cluster_allowed(session, AclOperation.ALTER):
-            return every(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
+            return every(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_DENIED)
         matched = authorizer.delete([self._filter(f) for f in filters])
         if any(matched):
             log.info("%s deleted ACLs: %s", session.principal, [a for m in matched for a in m])
@@ -195,7 +200,11 @@ class SecurityAdminHandlers:
         self, session: Session, req: DecodedRequest
     ) -> dict[str, Any]:
         if not self._cluster_allowed(session, AclOperation.DESCRIBE):
-            return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
+            return {
+                "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "error_message": _CLUSTER_DENIED,
+                "results": [],
+            }
         by_user: dict[str, list[dict[str, int]]] = {}
         for (user, mech), cred in sorted(self.metadata.scram.items()):
             by_user.setdefault(user, []).append(

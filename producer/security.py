@@ -15,6 +15,7 @@ import base64
 import hashlib
 import hmac
 import os
+import re
 import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -36,6 +37,15 @@ SECURITY_DEFAULTS: Final[dict[str, Any]] = {
     "ssl.key.location": None,
     "ssl.key.password": None,
     "ssl.endpoint.identification.algorithm": "https",
+    # The Java clients' names, as Kafka tools' --command-config files hold them: the
+    # JAAS line's username/password, and PEM trust and key stores.
+    "sasl.jaas.config": None,
+    "ssl.truststore.type": None,
+    "ssl.truststore.location": None,
+    "ssl.truststore.password": None,
+    "ssl.keystore.type": None,
+    "ssl.keystore.location": None,
+    "ssl.keystore.password": None,
 }
 SECURITY_KEYS: Final = frozenset(SECURITY_DEFAULTS)
 
@@ -76,14 +86,23 @@ class ClientSecurity:
             raise InvalidConfigError(msg)
         mechanism = str(values["sasl.mechanism"] or values["sasl.mechanisms"] or "GSSAPI")
         mechanism = mechanism.strip().upper()
+        username, password = _opt(values["sasl.username"]), _opt(values["sasl.password"])
+        if values["sasl.jaas.config"] and username is None:
+            username, password = _jaas_credentials(str(values["sasl.jaas.config"]))
+        java_pem = {
+            key: _opt(values[f"{key}.location"])
+            for key in ("ssl.truststore", "ssl.keystore")
+            if str(values[f"{key}.type"] or "PEM").upper() == "PEM"
+        }
         security = cls(
             protocol=protocol,
             mechanism=mechanism,
-            username=_opt(values["sasl.username"]),
-            password=_opt(values["sasl.password"]),
-            ca_location=_opt(values["ssl.ca.location"]),
-            certificate_location=_opt(values["ssl.certificate.location"]),
-            key_location=_opt(values["ssl.key.location"]),
+            username=username,
+            password=password,
+            ca_location=_opt(values["ssl.ca.location"]) or java_pem.get("ssl.truststore"),
+            certificate_location=_opt(values["ssl.certificate.location"])
+            or java_pem.get("ssl.keystore"),
+            key_location=_opt(values["ssl.key.location"]) or java_pem.get("ssl.keystore"),
             key_password=_opt(values["ssl.key.password"]),
             check_hostname=str(values["ssl.endpoint.identification.algorithm"]).lower() == "https",
         )
@@ -101,6 +120,15 @@ class ClientSecurity:
             msg = "ssl.certificate.location and ssl.key.location go together"
             raise InvalidConfigError(msg)
         return security
+
+    @property
+    def principal(self) -> str:
+        """Who the broker will see (for audit logs): the SASL user, else the certificate."""
+        if self.uses_sasl:
+            return f"User:{self.username}"
+        if self.uses_tls and self.certificate_location:
+            return f"the subject of {self.certificate_location}"
+        return "User:ANONYMOUS"
 
     def ssl_context(self) -> ssl.SSLContext | None:
         if not self.uses_tls:
@@ -138,6 +166,12 @@ class ClientSecurity:
                 msg = f"SASL {self.mechanism} authentication of {self.username!r} failed: {reason}"
                 raise error_for_code(int(resp.error_code))(msg, broker=address)
             token = client.next(bytes(resp.auth_bytes))
+
+
+def _jaas_credentials(jaas: str) -> tuple[str | None, str | None]:
+    """username and password of a Java client's ``sasl.jaas.config`` line."""
+    found = dict(re.findall(r'(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"', jaas))
+    return found.get("username"), found.get("password")
 
 
 def _opt(value: Any) -> str | None:

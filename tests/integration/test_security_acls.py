@@ -327,3 +327,58 @@ def test_exactly_once_share_copy_with_authentication_and_acls(broker: LocalBroke
     out += [m.value() for m in reader.consume(100, 0.5) if m.error() is None]
     reader.close()
     assert sorted(out) == sorted(f"R{i}".encode() for i in range(20))
+
+
+def test_command_config_for_every_client_command(broker: LocalBroker, tmp_path: Any) -> None:
+    """--command-config with librdkafka's names or the Java clients' (as Kafka's tools)."""
+    from coordinator.cli import main  # noqa: PLC0415
+
+    librdkafka_style = tmp_path / "admin.properties"
+    librdkafka_style.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.username=admin\nsasl.password=admin-secret\n"
+    )
+    java_style = tmp_path / "alice.properties"
+    java_style.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="alice" password="alice-secret";\n'
+    )
+    topic = unique("cli")
+    common = ["--bootstrap-server", broker.bootstrap_servers]
+    assert (
+        main(
+            [
+                "topics",
+                "--create",
+                "--topic",
+                topic,
+                *common,
+                "--command-config",
+                str(librdkafka_style),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "topics",
+                "--create",
+                "--topic",
+                unique("cli"),
+                *common,
+                "--command-config",
+                str(java_style),
+            ]
+        )
+        != 0
+    )
+    for command in (
+        ["topics", "--list"],
+        ["configs", "--entity-type", "topics", "--entity-name", topic, "--describe"],
+        ["consumer-groups", "--list"],
+        ["share-groups", "--list"],
+        ["txn", "list"],
+    ):
+        assert main([*command, *common, "--command-config", str(librdkafka_style)]) == 0, command

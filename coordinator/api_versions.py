@@ -59,6 +59,14 @@ SUPPORTED: Final[dict[int, tuple[str, int, int]]] = {
     93: ("TxnShareAcknowledge", 0, 0),  # KIP-1289 (DESIGN §3)
     94: ("AddShareAcksToTxn", 0, 0),  # KIP-1289 (DESIGN §3)
     95: ("DescribeSharePendingAcks", 0, 0),  # sharetxn admin API (recovery tool)
+    # Security (coordinator/security): SASL (KIP-152; handshake v1 only), ACLs, SCRAM users.
+    17: ("SaslHandshake", 1, 1),
+    36: ("SaslAuthenticate", 0, 2),
+    29: ("DescribeAcls", 1, 3),
+    30: ("CreateAcls", 1, 3),
+    31: ("DeleteAcls", 1, 3),
+    50: ("DescribeUserScramCredentials", 0, 0),
+    51: ("AlterUserScramCredentials", 0, 0),
 }
 
 

@@ -74,6 +74,9 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
 EXAMPLES = """examples:
   sharetxn broker --data-dir ./data --listen 127.0.0.1:9092
   sharetxn broker --data-dir ./data --listen 127.0.0.1:0 --set log.flush.interval.messages=1000
+  sharetxn broker --data-dir ./data --set listeners=SASL_PLAINTEXT://127.0.0.1:9092 \
+      --set sasl.enabled.mechanisms=SCRAM-SHA-256 \
+      --add-scram 'SCRAM-SHA-256=[name=admin,password=admin-secret]'
   sharetxn demo --records 100000
   sharetxn copy-demo --records 2000
   sharetxn topics --create --topic orders --partitions 6 --bootstrap-server 127.0.0.1:9092
@@ -145,6 +148,14 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="a broker config with its Kafka name (repeatable)",
+    )
+    broker.add_argument(
+        "--add-scram",
+        action="append",
+        default=[],
+        metavar="'MECHANISM=[name=NAME,password=PASSWORD]'",
+        help="store a SCRAM-SHA-256 or SCRAM-SHA-512 user before serving, as kafka-storage.sh "
+        "format --add-scram (repeatable; iterations=N optional)",
     )
     broker.add_argument(
         "--metrics-port",
@@ -247,10 +258,42 @@ def _run_broker(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         reason = "it is not a directory" if data_dir.exists() else (exc.strerror or str(exc))
         print(f"sharetxn broker: cannot use data directory {data_dir}: {reason}", file=sys.stderr)
         return 1
+    from coordinator.log.data_dir import DataDirError, DataDirLock  # noqa: PLC0415
+
+    lock = DataDirLock(data_dir)
+    try:
+        lock.acquire()  # before anything is read or written: one broker per directory
+    except DataDirError as exc:
+        print(f"sharetxn broker: {exc}", file=sys.stderr)
+        return 1
+    try:
+        return _serve_locked(args, config, data_dir)
+    finally:
+        lock.release()
+
+
+def _serve_locked(args: argparse.Namespace, config: BrokerConfig, data_dir: Path) -> int:
     host, port = args.listen
     from coordinator.launcher import serve  # noqa: PLC0415 - keeps `sharetxn --help` fast
     from coordinator.log.data_dir import DataDirError  # noqa: PLC0415
     from coordinator.metrics_export import MetricsExportError  # noqa: PLC0415
+    from coordinator.security.bootstrap import (  # noqa: PLC0415
+        ScramSpecError,
+        add_scram_users,
+    )
+    from coordinator.security.store import (  # noqa: PLC0415
+        FileSecurityStorage,
+        SecurityMetadata,
+    )
+
+    try:
+        metadata = SecurityMetadata(FileSecurityStorage(data_dir))
+        added = add_scram_users(metadata, list(args.add_scram))
+    except (ScramSpecError, ValueError, OSError) as exc:
+        print(f"sharetxn broker: {exc}", file=sys.stderr)
+        return 1
+    if added:
+        logging.getLogger("sharetxn.security").info("SCRAM credentials stored for %s", added)
 
     try:
         asyncio.run(
@@ -261,8 +304,12 @@ def _run_broker(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
                 config,
                 metrics_port=args.metrics_port,
                 metrics_host=args.metrics_host,
+                metadata=metadata,
             )
         )
+    except InvalidConfigError as exc:
+        print(f"sharetxn broker: {exc}", file=sys.stderr)
+        return 1
     except (MetricsExportError, DataDirError) as exc:
         print(f"sharetxn broker: {exc}", file=sys.stderr)
         return 1

@@ -19,6 +19,7 @@ from coordinator.api_versions import SUPPORTED
 from coordinator.broker import BrokerCore
 from coordinator.group_handlers import GroupHandlers
 from coordinator.log_settings import default_topic_configs
+from coordinator.security.listeners import CURRENT_ENDPOINT
 from coordinator.share_handlers import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
@@ -31,6 +32,7 @@ from txn.config import CONFIG_DEFS
 from txn.errors import ErrorCode
 from txn.ids import TRANSACTION_STATE_TOPIC, TopicPartition
 from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
+from txn.security_config import is_sensitive
 from txn.topic_names import topic_name_error
 
 KEY_TYPE_GROUP = 0
@@ -86,8 +88,14 @@ class Handlers:
         self.groups = GroupHandlers(core)
         self.table.update(self.groups.table)
 
+    def endpoint(self) -> tuple[str, int]:
+        """The advertised address of the listener the current request came in on."""
+        current = CURRENT_ENDPOINT.get()
+        return current if current is not None else (self.host, self.port)
+
     def _broker(self) -> dict[str, Any]:
-        return {"node_id": self.core.node_id, "host": self.host, "port": self.port, "rack": None}
+        host, port = self.endpoint()
+        return {"node_id": self.core.node_id, "host": host, "port": port, "rack": None}
 
     # -- cluster ---------------------------------------------------------------------------------
 
@@ -174,14 +182,13 @@ class Handlers:
         }
 
     async def describe_cluster(self, req: DecodedRequest) -> dict[str, Any]:
+        host, port = self.endpoint()
         return {
             "error_code": ErrorCode.NONE,
             "endpoint_type": 1,
             "cluster_id": self.core.cluster_id,
             "controller_id": self.core.node_id,
-            "brokers": [
-                {"broker_id": self.core.node_id, "host": self.host, "port": self.port, "rack": None}
-            ],
+            "brokers": [{"broker_id": self.core.node_id, "host": host, "port": port, "rack": None}],
             "cluster_authorized_operations": -2147483648,
         }
 
@@ -193,6 +200,7 @@ class Handlers:
         if single is not None:
             keys = [single]
         results: list[dict[str, Any]] = []
+        host, port = self.endpoint()
         for key in keys:
             error = ErrorCode.NONE
             message = None
@@ -205,8 +213,8 @@ class Handlers:
                 {
                     "key": key,
                     "node_id": self.core.node_id if ok else -1,
-                    "host": self.host if ok else "",
-                    "port": self.port if ok else -1,
+                    "host": host if ok else "",
+                    "port": port if ok else -1,
                     "error_code": error,
                     "error_message": message,
                 }
@@ -254,7 +262,10 @@ class Handlers:
                     shown = None if value is None else str(value)
                     if isinstance(value, bool):
                         shown = str(value).lower()
-                    configs.append(_config_entry(defn.name, shown, source=5, doc=defn.doc))
+                    entry = _config_entry(defn.name, shown, source=5, doc=defn.doc)
+                    if is_sensitive(defn.name):
+                        entry.update(value=None, is_sensitive=True)  # Kafka hides them
+                    configs.append(entry)
             else:
                 error, message = ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}"
             if wanted is not None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 
 from coordinator.broker import BrokerCore
-from coordinator.log.data_dir import DataDirLock, ensure_meta_properties
+from coordinator.log.data_dir import ensure_meta_properties
 from coordinator.log.file_log import FileStorage
 from coordinator.log.storage import LogConfig
 from coordinator.metrics import (
@@ -33,12 +33,18 @@ from coordinator.metrics import (
     ShareGroupMetrics,
     ShareTransactionMetrics,
 )
-from coordinator.metrics_export import MetricsEndpoint, install_exporters
+from coordinator.metrics_export import install_exporters
 from coordinator.runtime import LoopClock
+from coordinator.security.gate import SecurityGate
+from coordinator.security.listeners import listeners_from_config
+from coordinator.security.store import FileSecurityStorage, SecurityMetadata
+from coordinator.security.tls import server_context
 from coordinator.server import KafkaServer
 from txn.config import BrokerConfig
+from txn.security_config import is_sensitive
 
 READY_PREFIX = "sharetxn broker ready on "
+LISTENER_PREFIX = "sharetxn broker listener "
 log = logging.getLogger("sharetxn.launcher")
 
 
@@ -50,8 +56,15 @@ async def serve(
     *,
     metrics_port: int | None = None,
     metrics_host: str = "127.0.0.1",
+    metadata: SecurityMetadata | None = None,
 ) -> None:
-    """Run a broker until SIGTERM/SIGINT; prints the ready line once listening."""
+    """Run a broker until SIGTERM/SIGINT; prints the ready line once listening.
+
+    The caller holds the data directory's lock (``coordinator.log.data_dir.DataDirLock``;
+    ``sharetxn broker`` takes it before anything is read or written).  Raises
+    ``InvalidConfigError`` for listener, TLS, SASL or authorizer settings that cannot be
+    served (before anything is bound).
+    """
     loop = asyncio.get_running_loop()
     endpoint = None
     if metrics_port is not None or os.environ.get("OTEL_METRICS_EXPORTER"):
@@ -59,33 +72,28 @@ async def serve(
     log.info(
         "sharetxn broker starting in %s with these settings:\n%s",
         data_dir,
-        "\n".join(f"\t{key} = {_shown(value)}" for key, value in sorted(config.items())),
+        "\n".join(f"\t{key} = {_shown(key, value)}" for key, value in sorted(config.items())),
     )
     data_dir.mkdir(parents=True, exist_ok=True)
-    lock = DataDirLock(data_dir)
-    lock.acquire()  # before anything is read or written: one broker per directory
-    try:
-        await _serve_locked(data_dir, host, port, config, endpoint, loop)
-    finally:
-        lock.release()
-
-
-async def _serve_locked(
-    data_dir: Path,
-    host: str,
-    port: int,
-    config: BrokerConfig,
-    endpoint: MetricsEndpoint | None,
-    loop: asyncio.AbstractEventLoop,
-) -> None:
     cluster_id = ensure_meta_properties(data_dir, BrokerCore.node_id)
+    listeners = listeners_from_config(config, (host, port))
+    if metadata is None:
+        metadata = SecurityMetadata(FileSecurityStorage(data_dir))
+    gate = SecurityGate(config, metadata)
+    ssl_contexts = {}
+    for listener in listeners:
+        gate.check_listener(listener)
+        if listener.protocol.uses_tls:
+            ssl_contexts[listener.name] = server_context(config, listener.name)
     storage = FileStorage(data_dir, LogConfig())
     core = BrokerCore(storage, LoopClock(loop), config, random.Random())
     core.cluster_id = cluster_id
     core.add_share_event_listener(ShareGroupMetrics().record)
     core.share.on_txn_metric = ShareTransactionMetrics().record
     core.add_group_event_listener(GroupCoordinatorMetrics().record)
-    server = KafkaServer(core, host, port)
+    server = KafkaServer(
+        core, host, port, listeners=listeners, gate=gate, ssl_contexts=ssl_contexts
+    )
     broker_metrics = BrokerMetrics(
         lambda: {**core.gauges(), "connection-count": server.connection_count}
     )
@@ -97,7 +105,15 @@ async def _serve_locked(
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    print(f"{READY_PREFIX}{host}:{server.port}", flush=True)
+    for listener in listeners:
+        bound_host, bound_port = server.bound[listener.name]
+        print(
+            f"{LISTENER_PREFIX}{listener.name} ({listener.protocol.value}) on "
+            f"{bound_host}:{bound_port}",
+            flush=True,
+        )
+    first_host, first_port = server.bound[listeners[0].name]
+    print(f"{READY_PREFIX}{first_host or host}:{first_port}", flush=True)
     try:
         await stop.wait()
     finally:
@@ -106,7 +122,9 @@ async def _serve_locked(
         log.info("broker stopped cleanly")
 
 
-def _shown(value: object) -> str:
+def _shown(key: str, value: object) -> str:
+    if is_sensitive(key) and value is not None:
+        return "[hidden]"
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
@@ -140,10 +158,17 @@ class LocalBroker:
         self.process: subprocess.Popen[str] | None = None
         self._log_lines: list[str] = []
         self._pump: threading.Thread | None = None
+        #: listener name -> (host, port), from the broker's listener lines
+        self.listener_addresses: dict[str, tuple[str, int]] = {}
 
     @property
     def bootstrap_servers(self) -> str:
         return f"{self.host}:{self.port}"
+
+    def listener_bootstrap(self, name: str) -> str:
+        """``HOST:PORT`` of one listener (``listeners`` config), e.g. ``"SASL_SSL"``."""
+        host, port = self.listener_addresses[name.upper()]
+        return f"{host or self.host}:{port}"
 
     def start(self) -> LocalBroker:
         cmd = [
@@ -173,6 +198,10 @@ class LocalBroker:
         def pump() -> None:
             for line in stdout:
                 self._log_lines.append(line.rstrip("\n"))
+                if line.startswith(LISTENER_PREFIX):
+                    name, _proto, _on, address = line[len(LISTENER_PREFIX) :].split()
+                    l_host, _sep, l_port = address.rpartition(":")
+                    self.listener_addresses[name] = (l_host, int(l_port))
                 if line.startswith(READY_PREFIX):
                     self.port = int(line.strip().rsplit(":", 1)[1])
                     ready.set()

@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
+import ssl
 import struct
 import time
 from collections.abc import Callable
@@ -21,6 +23,15 @@ from typing import Any
 from coordinator.api_versions import SUPPORTED, is_supported
 from coordinator.broker import BrokerCore
 from coordinator.handlers import Handlers
+from coordinator.security.api_rules import TopicDirectory
+from coordinator.security.gate import CLOSE, SecurityGate, Session
+from coordinator.security.listeners import (
+    CURRENT_ENDPOINT,
+    Listener,
+    SecurityProtocol,
+    advertised_endpoint,
+)
+from coordinator.security.store import MemorySecurityStorage, SecurityMetadata
 from coordinator.wire import (
     FrameError,
     decode_request,
@@ -36,13 +47,35 @@ API_VERSIONS_KEY = 18
 
 
 class KafkaServer:
-    """Serves one ``BrokerCore`` on a TCP listener."""
+    """Serves one ``BrokerCore`` on its listeners (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)."""
 
-    def __init__(self, core: BrokerCore, host: str, port: int) -> None:
+    def __init__(
+        self,
+        core: BrokerCore,
+        host: str,
+        port: int,
+        *,
+        listeners: list[Listener] | None = None,
+        gate: SecurityGate | None = None,
+        ssl_contexts: dict[str, ssl.SSLContext] | None = None,
+    ) -> None:
         self.core = core
         self.host = host
         self.port = port
-        self._server: asyncio.base_events.Server | None = None
+        self.listeners = listeners or [
+            Listener("PLAINTEXT", host, port, SecurityProtocol.PLAINTEXT)
+        ]
+        self.gate = gate or SecurityGate(core.config, SecurityMetadata(MemorySecurityStorage()))
+        self.gate.topics = TopicDirectory(
+            name_of=lambda topic_id: getattr(core.topics.by_id(topic_id), "name", None),
+            exists=lambda name: core.topics.get(name) is not None,
+            auto_create=lambda: core.config.get_bool("auto.create.topics.enable"),
+        )
+        self._ssl_contexts = dict(ssl_contexts or {})
+        #: listener name -> (bound host, bound port) and the advertised (host, port)
+        self.bound: dict[str, tuple[str, int]] = {}
+        self.advertised: dict[str, tuple[str, int]] = {}
+        self._servers: list[asyncio.base_events.Server] = []
         self._append_event = asyncio.Event()
         self._connections: set[asyncio.Task[None]] = set()
         self._next_connection_id = 0
@@ -65,28 +98,53 @@ class KafkaServer:
             await asyncio.wait_for(event.wait(), timeout_s)
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=1 << 20)
-        sock = self._server.sockets[0]
-        self.port = int(sock.getsockname()[1])
-        self.handlers.port = self.port
+        for listener in self.listeners:
+            server = await asyncio.start_server(
+                functools.partial(self._serve_listener, listener),
+                listener.host or None,
+                listener.port,
+                limit=1 << 20,
+                ssl=self._ssl_contexts.get(listener.name) if listener.protocol.uses_tls else None,
+            )
+            self._servers.append(server)
+            port = int(server.sockets[0].getsockname()[1])
+            self.bound[listener.name] = (listener.host, port)
+            self.advertised[listener.name] = advertised_endpoint(listener, port)
+        first = self.listeners[0]
+        self.host, self.port = self.advertised[first.name]
+        self.handlers.host, self.handlers.port = self.host, self.port
 
     @property
     def connection_count(self) -> int:
         return len(self._connections)
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for task in list(self._connections):
             task.cancel()
         for task in list(self._connections):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if self._server is not None:
+        for server in self._servers:
             with contextlib.suppress(Exception):
-                await self._server.wait_closed()
+                await server.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve_listener(
+        self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        CURRENT_ENDPOINT.set(self.advertised.get(listener.name))
+        peer = writer.get_extra_info("peername")
+        host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        session = self.gate.open_session(listener, host, writer.get_extra_info("ssl_object"))
+        await self._serve(reader, writer, session)
+
+    async def _serve(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        session: Session | None = None,
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         if len(self._connections) >= self.max_connections:
@@ -104,7 +162,7 @@ class KafkaServer:
         host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
         log.debug("connection %d from %s opened", connection_id, peer)
         try:
-            await self._connection_loop(reader, writer, connection_id, host)
+            await self._connection_loop(reader, writer, connection_id, host, session)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except asyncio.CancelledError:
@@ -126,7 +184,10 @@ class KafkaServer:
         writer: asyncio.StreamWriter,
         connection_id: int = 0,
         client_host: str = "",
+        session: Session | None = None,
     ) -> None:
+        if session is None:
+            session = self.gate.open_session(self.listeners[0], client_host, None)
         while True:
             try:
                 size_bytes = await asyncio.wait_for(reader.readexactly(4), self.idle_timeout_s)
@@ -150,7 +211,7 @@ class KafkaServer:
                 return
             frame = await reader.readexactly(size)
             started = time.perf_counter()
-            response = await self._handle_frame(frame, connection_id, client_host)
+            response = await self._handle_frame(frame, connection_id, client_host, session)
             if self.request_observer is not None:
                 api = SUPPORTED.get(peek_header(frame)[0], ("unknown",))[0]
                 out = len(response) if isinstance(response, bytes) else 0
@@ -161,9 +222,15 @@ class KafkaServer:
             if isinstance(response, bytes):
                 writer.write(response)
                 await writer.drain()
+            if session.close_after_response:
+                return  # e.g. after SASL_AUTHENTICATION_FAILED, as Kafka
 
     async def _handle_frame(
-        self, frame: bytes, connection_id: int = 0, client_host: str = ""
+        self,
+        frame: bytes,
+        connection_id: int = 0,
+        client_host: str = "",
+        session: Session | None = None,
     ) -> bytes | bool | None:
         """The encoded response, None for no response (acks=0), False to close."""
         key, version, correlation_id = peek_header(frame)
@@ -190,12 +257,16 @@ class KafkaServer:
                 correlation_id,
                 len(frame),
             )
+        if session is None:
+            session = self.gate.open_session(self.listeners[0], client_host, None)
         try:
-            body = await self.handlers.table[key](request)
+            body = await self.gate.handle(session, request, self.handlers.table.get(key))
         except Exception:
             log.exception("handler for api %d v%d failed", key, version)
             return self._error_frame(key, version, correlation_id, ErrorCode.UNKNOWN_SERVER_ERROR)
-        if body is None:
+        if body is CLOSE:
+            return False
+        if body is None or body is True:
             return None
         return encode_response(key, version, correlation_id, body)
 

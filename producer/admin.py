@@ -15,6 +15,7 @@ from typing import Any
 from producer.client import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KafkaClient, check_error
 from producer.group_admin import ConsumerGroupAdmin
 from producer.raw import describe_transactions_raw
+from producer.security import ClientSecurity
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
@@ -194,6 +195,7 @@ class Admin(ConsumerGroupAdmin):
             str(self.config["bootstrap.servers"]),
             client_id=str(self.config.get("client.id", "sharetxn-admin")),
             request_timeout_ms=int(self.config.get("request.timeout.ms", 30000)),
+            security=ClientSecurity.from_config(self.config),
         )
 
     def close(self) -> None:

@@ -29,6 +29,7 @@ from tenacity import (
 )
 
 from producer.connection import BrokerConnection
+from producer.security import ClientSecurity
 from txn.errors import (
     ErrorCode,
     InvalidConfigError,
@@ -172,7 +173,9 @@ class KafkaClient:
         request_timeout_ms: int = 30000,
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 1000,
+        security: ClientSecurity | None = None,
     ) -> None:
+        self.security = security or ClientSecurity()
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -200,6 +203,7 @@ class KafkaClient:
                             port,
                             client_id=self.client_id,
                             timeout_s=self.request_timeout_ms / 1000,
+                            security=self.security,
                         )
                         try:
                             conn.connect()
@@ -226,6 +230,7 @@ class KafkaClient:
                 info.port,
                 client_id=self.client_id,
                 timeout_s=self.request_timeout_ms / 1000,
+                security=self.security,
             )
             self._conns[node_id] = conn
             return conn

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import socket
+import ssl
 import struct
 import threading
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from typing import Any
 
 from kio.serial import entity_reader, entity_writer
 
+from producer.security import ClientSecurity
 from txn.errors import ClosedError, Kip1289NotSupportedError, NetworkError, UnsupportedVersionError
 from txn.kip1289_schema import KIP1289_APIS, KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
 from txn.kip1289_schema import load_request as load_request_schema
@@ -37,7 +39,9 @@ class BrokerConnection:
         *,
         client_id: str = "sharetxn",
         timeout_s: float = 30.0,
+        security: ClientSecurity | None = None,
     ) -> None:
+        self.security = security or ClientSecurity()
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -69,6 +73,13 @@ class BrokerConnection:
                 raise NetworkError(msg) from exc
             self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             try:
+                context = self.security.ssl_context()
+                if context is not None:
+                    try:
+                        self._sock = context.wrap_socket(self._sock, server_hostname=self.host)
+                    except (ssl.SSLError, OSError) as exc:
+                        msg = f"TLS handshake with {self.address} failed: {exc}"
+                        raise NetworkError(msg) from exc
                 resp = self._roundtrip(API_VERSIONS, 3, {"client_software_name": "sharetxn"})
                 if int(resp.error_code) == 0:
                     self.versions = {
@@ -84,6 +95,7 @@ class BrokerConnection:
                         int(k.api_key): (int(k.min_version), int(k.max_version))
                         for k in resp.api_keys
                     }
+                self.security.authenticate(self._roundtrip, self.address)
             except BaseException:
                 self._close_locked()
                 raise

@@ -42,6 +42,7 @@ from typing import Any
 from producer.client import KEY_TYPE_GROUP, KafkaClient, check_error
 from producer.group_membership import GroupMembership
 from producer.records import decode_batch, split_batches
+from producer.security import SECURITY_KEYS, ClientSecurity
 from producer.types import ConsumerGroupMetadata, Record
 from txn.batch import ControlType, control_type_of
 from txn.errors import (
@@ -117,7 +118,7 @@ class GroupConsumerConfig:
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> GroupConsumerConfig:
-        unknown = sorted(k for k in config if k not in DEFAULTS)
+        unknown = sorted(k for k in config if k not in DEFAULTS and k not in SECURITY_KEYS)
         if unknown:
             msg = f"unknown GroupConsumer config {unknown[0]!r}"
             raise InvalidConfigError(msg)
@@ -161,6 +162,7 @@ class GroupConsumerConfig:
             request_timeout_ms=self["request.timeout.ms"],
             retry_backoff_ms=max(self["retry.backoff.ms"], 1),
             retry_backoff_max_ms=self["retry.backoff.max.ms"],
+            security=ClientSecurity.from_config(self.values),
         )
 
 

@@ -56,6 +56,7 @@ from producer.records import (
     decode_batch,
     split_batches,
 )
+from producer.security import PLAINTEXT, SECURITY_KEYS, ClientSecurity
 from producer.types import (
     AcknowledgeType,
     Record,
@@ -184,6 +185,7 @@ class ShareConsumerConfig:
     retry_backoff_ms: int
     retry_backoff_max_ms: int
     check_crcs: bool
+    security: ClientSecurity = PLAINTEXT
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> ShareConsumerConfig:
@@ -192,7 +194,7 @@ class ShareConsumerConfig:
             msg = f"ShareConsumer config must be a dict, not {type(raw_config).__name__}"
             raise TypeError(msg)
         for key in config:
-            if key not in DEFAULTS:
+            if key not in DEFAULTS and key not in SECURITY_KEYS:
                 msg = f"unknown ShareConsumer config {key!r}"
                 raise ValueError(msg)
         values = {**DEFAULTS, **config}
@@ -247,6 +249,7 @@ class ShareConsumerConfig:
             retry_backoff_ms=ints["retry.backoff.ms"],
             retry_backoff_max_ms=max(ints["retry.backoff.max.ms"], ints["retry.backoff.ms"]),
             check_crcs=bool(crcs),
+            security=ClientSecurity.from_config(config),
         )
 
     def new_client(self) -> KafkaClient:
@@ -256,6 +259,7 @@ class ShareConsumerConfig:
             request_timeout_ms=self.request_timeout_ms,
             retry_backoff_ms=max(self.retry_backoff_ms, 1),
             retry_backoff_max_ms=self.retry_backoff_max_ms,
+            security=self.security,
         )
 
 

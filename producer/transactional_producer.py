@@ -37,6 +37,7 @@ from producer.accumulator import (
     record_size,
 )
 from producer.client import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KafkaClient
+from producer.security import PLAINTEXT, SECURITY_KEYS, ClientSecurity
 from producer.sender import ProducerClient, Sender, SenderConfig, fenced_or_typed
 from producer.txn_manager import (
     ABORTABLE_CODES,
@@ -135,15 +136,20 @@ class ProducerConfig:
     retry_backoff_ms: int
     enable_idempotence: bool
     compression: Codec = Codec.NONE
+    security: ClientSecurity = PLAINTEXT
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> ProducerConfig:
         """Parse Kafka-named settings; unknown keys and bad values raise ValueError naming them."""
         for key in config:
-            if key not in _DEFAULTS:
-                msg = f"unknown producer config {key!r} (known: {', '.join(sorted(_DEFAULTS))})"
+            if key not in _DEFAULTS and key not in SECURITY_KEYS:
+                known = ", ".join(sorted({*_DEFAULTS, *SECURITY_KEYS}))
+                msg = f"unknown producer config {key!r} (known: {known})"
                 raise ValueError(msg)
-        values = {**_DEFAULTS, **{k: v for k, v in config.items() if v is not None}}
+        values = {
+            **_DEFAULTS,
+            **{k: v for k, v in config.items() if v is not None and k not in SECURITY_KEYS},
+        }
         bootstrap = values["bootstrap.servers"]
         if not bootstrap or not isinstance(bootstrap, str):
             msg = "bootstrap.servers is required (HOST:PORT[,HOST:PORT...])"
@@ -175,6 +181,7 @@ class ProducerConfig:
             retry_backoff_ms=_int(values, "retry.backoff.ms", 0),
             enable_idempotence=idempotent,
             compression=_codec(values["compression.type"]),
+            security=ClientSecurity.from_config(config),
         )
         if parsed.delivery_timeout_ms < parsed.linger_ms + parsed.request_timeout_ms:
             msg = "delivery.timeout.ms must be at least linger.ms + request.timeout.ms"
@@ -273,6 +280,7 @@ class TransactionalProducer:
             client_id=cfg.client_id,
             request_timeout_ms=cfg.request_timeout_ms,
             retry_backoff_ms=cfg.retry_backoff_ms,
+            security=cfg.security,
         )
         self._txn = TransactionManager(cfg.transactional_id, two_phase_commit=cfg.two_phase_commit)
         self._acc = RecordAccumulator(cfg.batch_size, cfg.linger_ms)

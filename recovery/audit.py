@@ -44,9 +44,12 @@ def default_operator() -> str:
 class AuditLog:
     """Appends audit events for one run of the tool."""
 
-    def __init__(self, path: str | Path, *, operator: str, command: str) -> None:
+    def __init__(
+        self, path: str | Path, *, operator: str, command: str, principal: str | None = None
+    ) -> None:
         self.path = Path(path)
         self.operator = operator
+        self.principal = principal  # who the broker authenticated (security.protocol)
         self.command = command
         self.run_id = uuid.uuid4().hex
         self.version = tool_version()
@@ -62,6 +65,7 @@ class AuditLog:
             "tool": TOOL,
             "tool_version": self.version,
             "operator": self.operator,
+            **({"principal": self.principal} if self.principal is not None else {}),
             "run_id": self.run_id,
             "command": self.command,
             **fields,

@@ -8,6 +8,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -23,6 +24,7 @@ from producer.cli_support import (
     print_rows,
     report_error,
 )
+from producer.security import SECURITY_KEYS, ClientSecurity
 from recovery.audit import DEFAULT_AUDIT_LOG, AuditLog
 from recovery.execute import StepResult
 from recovery.model import RecoveryError, RefusedError, UsageError
@@ -141,8 +143,21 @@ def require_operator(args: argparse.Namespace) -> str:
     return operator
 
 
+def executor_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The producer settings of acting steps: --command-config's security settings."""
+    config = client_config(args, "sharetxn-recovery")
+    return {k: v for k, v in config.items() if k in SECURITY_KEYS}
+
+
 def audit_log(args: argparse.Namespace, command: str) -> AuditLog:
-    return AuditLog(args.audit_log, operator=require_operator(args), command=command)
+    """The audit log, naming the operator and the principal the broker authenticates."""
+    security = ClientSecurity.from_config(client_config(args, "sharetxn-recovery"))
+    return AuditLog(
+        args.audit_log,
+        operator=require_operator(args),
+        command=command,
+        principal=security.principal,
+    )
 
 
 def scan_sleep(seconds: float) -> None:

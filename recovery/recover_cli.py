@@ -139,7 +139,13 @@ def _recover(admin: Admin, args: argparse.Namespace, console: Console) -> int:
                 console.print("re-run with --apply to act")
         return int(code)
     audit = common.audit_log(args, "recover")
-    executor = Executor(scanner, args.bootstrap_server, audit, wait_timeout_s=args.wait_timeout)
+    executor = Executor(
+        scanner,
+        args.bootstrap_server,
+        audit,
+        wait_timeout_s=args.wait_timeout,
+        client_config=common.executor_config(args),
+    )
     results = apply_recovery(executor, view, steps, by=f"sharetxn recover ({audit.operator})")
     if all(s.action is Action.NOOP for s in steps):
         audit.write("noop", {"reason": "nothing to do", "checkpoint": str(view.checkpoint)})

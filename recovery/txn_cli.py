@@ -741,7 +741,13 @@ def _resolve(admin: Admin, args: argparse.Namespace, console: Console) -> int:
                 console.print("re-run with --apply to act")
         return int(code)
     audit = common.audit_log(args, command)
-    executor = Executor(scanner, args.bootstrap_server, audit, wait_timeout_s=args.wait_timeout)
+    executor = Executor(
+        scanner,
+        args.bootstrap_server,
+        audit,
+        wait_timeout_s=args.wait_timeout,
+        client_config=common.executor_config(args),
+    )
     results = executor.run([step])
     if step.action is Action.NOOP:
         audit.write("noop", {"reason": step.reason, "transactional_id": tid})

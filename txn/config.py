@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from txn.errors import InvalidConfigError
+from txn.security_config import SECURITY_CONFIGS, is_listener_override
 
 ConfigType = Literal["int", "bool", "str"]
 
@@ -174,6 +175,11 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "How often idle share-state keys are re-snapshotted.",
     ),
 )
+# Listeners, TLS, SASL and authorization (txn.security_config).
+CONFIG_DEFS = (
+    *CONFIG_DEFS,
+    *(ConfigDef(*entry) for entry in SECURITY_CONFIGS),
+)
 
 _BY_NAME: dict[str, ConfigDef] = {d.name: d for d in CONFIG_DEFS}
 
@@ -291,6 +297,9 @@ class BrokerConfig(Mapping[str, Any]):
         values: dict[str, Any] = {d.name: d.default for d in CONFIG_DEFS}
         for key, raw in (overrides or {}).items():
             defn = _BY_NAME.get(key)
+            if defn is None and is_listener_override(key):
+                values[key] = None if raw is None else str(raw)  # listener.name.<l>.<config>
+                continue
             if defn is None:
                 raise InvalidConfigError(f"unknown broker config {key!r}")
             values[key] = _parse(defn, raw)
@@ -314,6 +323,14 @@ class BrokerConfig(Mapping[str, Any]):
         value = self._values[key]
         assert isinstance(value, str)
         return value
+
+    def get_listener_str(self, listener: str, key: str) -> str | None:
+        """``listener.name.<listener>.<key>`` if set, else ``key`` (Kafka's per-listener rule)."""
+        prefixed = self._values.get(f"listener.name.{listener.lower()}.{key}")
+        if prefixed is not None:
+            return str(prefixed)
+        value = self._values.get(key)
+        return None if value is None else str(value)
 
     def get_int(self, key: str) -> int:
         value = self._values[key]

@@ -366,6 +366,32 @@ class TransactionalIdAuthorizationFailedError(FatalError):
     code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
+class TopicAuthorizationFailedError(KafkaProtocolError):
+    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+class GroupAuthorizationFailedError(KafkaProtocolError):
+    code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+class ClusterAuthorizationFailedError(KafkaProtocolError):
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+class SaslAuthenticationFailedError(FatalError):
+    """Wrong credentials (or a SASL exchange the broker refused); the broker closed the socket."""
+
+    code = ErrorCode.SASL_AUTHENTICATION_FAILED
+
+
+class UnsupportedSaslMechanismError(FatalError):
+    code = ErrorCode.UNSUPPORTED_SASL_MECHANISM
+
+
+class IllegalSaslStateError(FatalError):
+    code = ErrorCode.ILLEGAL_SASL_STATE
+
+
 class ProducerFencedError(FatalError):
     code = ErrorCode.PRODUCER_FENCED
 

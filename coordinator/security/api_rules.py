@@ -1,0 +1,485 @@
+"""Kafka's operation/resource table: which ACL every API needs, and its error when denied.
+
+Each rule takes the decoded request and either answers it with Kafka's
+authorization error, or hands the handler the part of the request the
+principal may act on and adds error entries for the rest (as Kafka's
+KafkaApis does), so a denied topic never reaches the handler and its
+existence is never revealed: a topic the principal may not DESCRIBE is
+TOPIC_AUTHORIZATION_FAILED whether it exists or not, and left out of
+listings.  ``rule_table.RULES`` maps every API to its rule; docs/security.md
+lists the operation and resource each one needs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from coordinator.security.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
+from coordinator.wire import DecodedRequest, field
+from txn.errors import ErrorCode
+
+OP = AclOperation
+RT = ResourceType
+TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
+CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+NO_TOPIC_ID = uuid.UUID(int=0)
+RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
+
+Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
+Response = dict[str, Any] | None
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDirectory:
+    """What the rules may ask the core about topics (names of ids, existence)."""
+
+    name_of: Callable[[uuid.UUID], str | None]
+    exists: Callable[[str], bool]
+    auto_create: Callable[[], bool]
+
+
+_NO_TOPICS = TopicDirectory(lambda _i: None, lambda _n: False, lambda: False)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    authorizer: Authorizer
+    principal: str
+    host: str
+    topics: TopicDirectory = _NO_TOPICS
+
+    def allowed(self, op: AclOperation, rtype: ResourceType, name: str) -> bool:
+        return self.authorizer.authorize(self.principal, self.host, op, rtype, name)
+
+    def cluster(self, op: AclOperation) -> bool:
+        return self.allowed(op, RT.CLUSTER, CLUSTER_NAME)
+
+    def topic(self, op: AclOperation, name: str) -> bool:
+        return self.allowed(op, RT.TOPIC, name)
+
+    def group(self, op: AclOperation, name: str) -> bool:
+        return self.allowed(op, RT.GROUP, name)
+
+    def txn(self, name: str) -> bool:
+        return self.allowed(OP.WRITE, RT.TRANSACTIONAL_ID, name)
+
+    def topic_by_id(self, op: AclOperation, topic_id: uuid.UUID) -> bool:
+        """Unknown ids pass (the handler answers UNKNOWN_TOPIC_ID: nothing to reveal)."""
+        name = self.topics.name_of(topic_id)
+        return name is None or self.topic(op, name)
+
+
+def with_body(req: DecodedRequest, **changes: Any) -> DecodedRequest:
+    return dataclasses.replace(req, body=dataclasses.replace(req.body, **changes))
+
+
+def split(items: Iterable[T], ok: Callable[[T], bool]) -> tuple[tuple[T, ...], list[T]]:
+    kept: list[T] = []
+    denied: list[T] = []
+    for item in items:
+        (kept if ok(item) else denied).append(item)
+    return tuple(kept), denied
+
+
+# -- single-resource rules ----------------------------------------------------------------------
+
+
+def top(code: ErrorCode) -> dict[str, Any]:
+    return {"error_code": code, "error_message": None}
+
+
+def group_rule(op: AclOperation) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+        if not ctx.group(op, str(req.body.group_id)):
+            return top(GROUP_DENIED)
+        return await handler(req)
+
+    return rule
+
+
+def cluster_rule(op: AclOperation) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+        if not ctx.cluster(op):
+            return top(CLUSTER_DENIED)
+        return await handler(req)
+
+    return rule
+
+
+async def open_rule(_ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    return await handler(req)
+
+
+async def init_producer_id_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    tid = req.body.transactional_id
+    if tid is not None:
+        if not ctx.txn(tid):
+            return top(TXN_DENIED)
+    elif not (
+        ctx.cluster(OP.IDEMPOTENT_WRITE)
+        or ctx.authorizer.authorize_any(ctx.principal, ctx.host, OP.WRITE, RT.TOPIC)
+    ):
+        return top(CLUSTER_DENIED)
+    return await handler(req)
+
+
+async def end_txn_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    if not ctx.txn(req.body.transactional_id):
+        return top(TXN_DENIED)
+    return await handler(req)
+
+
+async def add_offsets_to_txn_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    b = req.body
+    if not ctx.txn(b.transactional_id):
+        return top(TXN_DENIED)
+    if not ctx.group(OP.READ, b.group_id):
+        return top(GROUP_DENIED)
+    return await handler(req)
+
+
+async def add_share_acks_to_txn_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    """KIP-1289 AddShareAcksToTxn: as AddOffsetsToTxn, plus READ on each data topic."""
+    b = req.body
+    if not ctx.txn(b.transactional_id):
+        return top(TXN_DENIED)
+    if not ctx.group(OP.READ, b.group_id):
+        return top(GROUP_DENIED)
+    if any(not ctx.topic(OP.READ, t.name) for t in b.topics):
+        return top(TOPIC_DENIED)
+    return await handler(req)
+
+
+async def membership_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    """Consumer/ShareGroupHeartbeat: READ on the group, DESCRIBE on subscribed topics."""
+    b = req.body
+    if not ctx.group(OP.READ, b.group_id):
+        return top(GROUP_DENIED)
+    subscribed = b.subscribed_topic_names or ()
+    denied = sorted(t for t in subscribed if not ctx.topic(OP.DESCRIBE, t))
+    if denied:
+        return {
+            "error_code": TOPIC_DENIED,
+            "error_message": f"Topic authorization failed for topics {denied}",
+        }
+    return await handler(req)
+
+
+# -- multi-resource rules: filter, call, merge --------------------------------------------------
+
+
+async def produce_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    b = req.body
+    tid = field(b, "transactional_id")
+
+    def entries(topics: Iterable[Any], code: ErrorCode) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": t.name,
+                "partition_responses": [
+                    {
+                        "index": p.index,
+                        "error_code": code,
+                        "base_offset": -1,
+                        "log_start_offset": -1,
+                    }
+                    for p in t.partition_data
+                ],
+            }
+            for t in topics
+        ]
+
+    if tid is not None and not ctx.txn(tid):
+        return None if int(b.acks) == 0 else {"responses": entries(b.topic_data, TXN_DENIED)}
+    kept, denied = split(b.topic_data, lambda t: ctx.topic(OP.WRITE, t.name))
+    if not denied:
+        return await handler(req)
+    response = await handler(with_body(req, topic_data=kept)) if kept else {"responses": []}
+    if response is None or int(b.acks) == 0:
+        return None
+    response["responses"] = [*response["responses"], *entries(denied, TOPIC_DENIED)]
+    return response
+
+
+def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
+    name = field(topic, "topic", "name")
+    if name is None:
+        topic_id = field(topic, "topic_id")
+        return ctx.topics.name_of(topic_id) if topic_id is not None else None
+    return str(name)
+
+
+async def fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    b = req.body
+
+    def ok(t: Any) -> bool:
+        name = _topic_name(ctx, t)
+        return name is None or ctx.topic(OP.READ, name)
+
+    kept, denied = split(b.topics, ok)
+    if not denied:
+        return await handler(req)
+    if kept:
+        response = await handler(with_body(req, topics=kept))
+    else:
+        response = {"error_code": ErrorCode.NONE, "session_id": 0, "responses": []}
+    assert response is not None
+    for t in denied:
+        entry: dict[str, Any] = {
+            "partitions": [
+                {
+                    "partition_index": p.partition,
+                    "error_code": TOPIC_DENIED,
+                    "high_watermark": -1,
+                    "last_stable_offset": -1,
+                    "log_start_offset": -1,
+                    "records": None,
+                }
+                for p in t.partitions
+            ]
+        }
+        name = field(t, "topic")
+        if name is None:
+            entry["topic_id"] = t.topic_id
+        else:
+            entry["topic"] = name
+        response["responses"] = [*response["responses"], entry]
+    return response
+
+
+async def list_offsets_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    kept, denied = split(req.body.topics, lambda t: ctx.topic(OP.DESCRIBE, t.name))
+    if not denied:
+        return await handler(req)
+    response = await handler(with_body(req, topics=kept)) if kept else {"topics": []}
+    assert response is not None
+    response["topics"] = [
+        *response["topics"],
+        *(
+            {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": TOPIC_DENIED,
+                        "timestamp": -1,
+                        "offset": -1,
+                        "leader_epoch": -1,
+                    }
+                    for p in t.partitions
+                ],
+            }
+            for t in denied
+        ),
+    ]
+    return response
+
+
+def _metadata_denied(name: str | None, topic_id: Any) -> dict[str, Any]:
+    return {
+        "error_code": TOPIC_DENIED,
+        "name": name,
+        "topic_id": topic_id if topic_id is not None else NO_TOPIC_ID,
+        "is_internal": False,
+        "partitions": [],
+    }
+
+
+async def metadata_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    b = req.body
+    requested = b.topics
+    if requested is None or (req.api_version == 0 and not requested):
+        response = await handler(req)
+        assert response is not None
+        response["topics"] = [
+            t for t in response["topics"] if ctx.topic(OP.DESCRIBE, str(t["name"]))
+        ]
+        return response
+    auto_create = bool(field(b, "allow_auto_topic_creation", default=True))
+    kept: list[Any] = []
+    denied: list[dict[str, Any]] = []
+    for t in requested:
+        topic_id = field(t, "topic_id")
+        name = field(t, "name")
+        if name is None and topic_id is not None:
+            name = ctx.topics.name_of(topic_id)
+            if name is not None and not ctx.topic(OP.DESCRIBE, name):
+                denied.append(_metadata_denied(None, topic_id))
+                continue
+            kept.append(t)
+            continue
+        if not ctx.topic(OP.DESCRIBE, name) or (
+            auto_create
+            and ctx.topics.auto_create()
+            and not ctx.topics.exists(name)
+            and not (ctx.cluster(OP.CREATE) or ctx.topic(OP.CREATE, name))
+        ):
+            denied.append(_metadata_denied(name, None))
+        else:
+            kept.append(t)
+    if not denied:
+        return await handler(req)
+    response = await handler(with_body(req, topics=tuple(kept)))
+    assert response is not None
+    if not kept:
+        response["topics"] = []
+    response["topics"] = [*response["topics"], *denied]
+    return response
+
+
+async def create_topics_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    any_topic = ctx.cluster(OP.CREATE)
+    kept, denied = split(req.body.topics, lambda t: any_topic or ctx.topic(OP.CREATE, t.name))
+    if not denied:
+        return await handler(req)
+    response = await handler(with_body(req, topics=kept)) if kept else {"topics": []}
+    assert response is not None
+    response["topics"] = [
+        *response["topics"],
+        *(
+            {
+                "name": t.name,
+                "error_code": TOPIC_DENIED,
+                "error_message": "Authorization failed.",
+                "num_partitions": -1,
+                "replication_factor": -1,
+            }
+            for t in denied
+        ),
+    ]
+    return response
+
+
+async def delete_topics_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    b = req.body
+    if hasattr(b, "topic_names"):
+        kept, denied = split(b.topic_names, lambda n: ctx.topic(OP.DELETE, n))
+        changes: dict[str, Any] = {"topic_names": kept}
+        denied_entries = [{"name": n, "error_code": TOPIC_DENIED} for n in denied]
+    else:
+
+        def ok(t: Any) -> bool:
+            name = t.name if t.name is not None else ctx.topics.name_of(t.topic_id)
+            return name is None or ctx.topic(OP.DELETE, name)
+
+        kept_t, denied_t = split(b.topics, ok)
+        changes = {"topics": kept_t}
+        denied_entries = [
+            {"name": t.name, "topic_id": t.topic_id, "error_code": TOPIC_DENIED} for t in denied_t
+        ]
+    if not denied_entries:
+        return await handler(req)
+    empty = not next(iter(changes.values()))
+    response = {"responses": []} if empty else await handler(with_body(req, **changes))
+    assert response is not None
+    response["responses"] = [*response["responses"], *denied_entries]
+    return response
+
+
+def topic_partition_rule(
+    op: AclOperation, list_key: str, response_key: str, entry: Callable[[Any], dict[str, Any]]
+) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+    """Rules of APIs whose request is [{name, partitions}] and response [{name, partitions}]."""
+
+    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+        kept, denied = split(getattr(req.body, list_key), lambda t: ctx.topic(op, t.name))
+        if not denied:
+            return await handler(req)
+        response = await handler(with_body(req, **{list_key: kept})) if kept else {response_key: []}
+        assert response is not None
+        response[response_key] = [
+            *response[response_key],
+            *({"name": t.name, "partitions": [entry(p) for p in t.partitions]} for t in denied),
+        ]
+        return response
+
+    return rule
+
+
+delete_records_rule = topic_partition_rule(
+    OP.DELETE,
+    "topics",
+    "topics",
+    lambda p: {
+        "partition_index": p.partition_index,
+        "error_code": TOPIC_DENIED,
+        "low_watermark": -1,
+    },
+)
+describe_producers_rule = topic_partition_rule(
+    OP.READ,
+    "topics",
+    "topics",
+    lambda p: {"partition_index": int(p), "error_code": TOPIC_DENIED},
+)
+
+
+async def create_partitions_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    kept, denied = split(req.body.topics, lambda t: ctx.topic(OP.ALTER, t.name))
+    if not denied:
+        return await handler(req)
+    response = await handler(with_body(req, topics=kept)) if kept else {"results": []}
+    assert response is not None
+    response["results"] = [
+        *response["results"],
+        *({"name": t.name, "error_code": TOPIC_DENIED, "error_message": None} for t in denied),
+    ]
+    return response
+
+
+def configs_rule(
+    topic_op: AclOperation, response_key: str
+) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+    """DescribeConfigs / IncrementalAlterConfigs: per resource, by its type."""
+
+    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+        def denial(r: Any) -> ErrorCode | None:
+            rtype, name = int(r.resource_type), str(r.resource_name)
+            if rtype == RESOURCE_TOPIC:
+                return None if ctx.topic(topic_op, name) else TOPIC_DENIED
+            if rtype == RESOURCE_GROUP:
+                return None if ctx.group(topic_op, name) else GROUP_DENIED
+            if rtype == RESOURCE_BROKER:
+                return None if ctx.cluster(topic_op) else CLUSTER_DENIED
+            return None
+
+        kept, denied = split(req.body.resources, lambda r: denial(r) is None)
+        if not denied:
+            return await handler(req)
+        response = await handler(with_body(req, resources=kept)) if kept else {response_key: []}
+        assert response is not None
+        response[response_key] = [
+            *response[response_key],
+            *(
+                {
+                    "error_code": denial(r),
+                    "error_message": None,
+                    "resource_type": int(r.resource_type),
+                    "resource_name": r.resource_name,
+                    "configs": [],
+                }
+                for r in denied
+            ),
+        ]
+        return response
+
+    return rule

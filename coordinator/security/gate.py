@@ -1,0 +1,225 @@
+"""The security gate between the Kafka-protocol server and the API handlers.
+
+Each connection has a ``Session``: the listener it came in on, the client's
+host and, once known, its principal (``User:ANONYMOUS`` on PLAINTEXT, the
+certificate's DN on SSL with a client certificate, the SASL user on SASL
+listeners).  On a SASL listener only ApiVersions, SaslHandshake (v1) and
+SaslAuthenticate are served until the client has authenticated (KIP-152);
+anything else closes the connection, as Kafka does.  A failed
+authentication is answered SASL_AUTHENTICATION_FAILED, logged without the
+password, and the connection is closed.  Every other request goes through
+``api_rules`` when an authorizer is configured.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from coordinator.security.acls import Authorizer, parse_principals
+from coordinator.security.admin_handlers import SecurityAdminHandlers
+from coordinator.security.api_rules import RequestContext, TopicDirectory
+from coordinator.security.listeners import Listener
+from coordinator.security.rule_table import authorize_request
+from coordinator.security.sasl import SUPPORTED_MECHANISMS, SaslServer, new_server, plain_users
+from coordinator.security.scram import SaslAuthenticationFailedError, ScramMechanism
+from coordinator.security.store import SecurityMetadata
+from coordinator.security.tls import ANONYMOUS, principal_of
+from coordinator.wire import DecodedRequest
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode, InvalidConfigError
+
+log = logging.getLogger("sharetxn.security")
+
+API_VERSIONS: Final = 18
+SASL_HANDSHAKE: Final = 17
+SASL_AUTHENTICATE: Final = 36
+
+#: Kafka's accepted ``authorizer.class.name`` values (both mean the ACL authorizer here).
+AUTHORIZER_CLASSES: Final = frozenset(
+    {
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "kafka.security.authorizer.AclAuthorizer",
+    }
+)
+
+Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
+#: ``handle`` returns a response body, None (no response: acks=0) or CLOSE.
+CLOSE: Final = False
+
+
+@dataclass(slots=True)
+class Session:
+    listener: Listener
+    client_host: str
+    principal: str = ANONYMOUS
+    authenticated: bool = True
+    mechanism: str | None = None
+    sasl: SaslServer | None = None
+    #: Set when the response being sent must be the connection's last.
+    close_after_response: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class SecurityGate:
+    """Authentication state per connection and authorization of every request."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        metadata: SecurityMetadata,
+        topics: TopicDirectory | None = None,
+    ) -> None:
+        self.config = config
+        self.metadata = metadata
+        self.topics = topics
+        self.authorizer: Authorizer | None = None
+        name = config.get_str("authorizer.class.name").strip()
+        if name:
+            if name not in AUTHORIZER_CLASSES:
+                allowed = " or ".join(sorted(AUTHORIZER_CLASSES))
+                msg = f"authorizer.class.name {name!r} is not supported (use {allowed})"
+                raise InvalidConfigError(msg)
+            self.authorizer = Authorizer(
+                metadata.acls,
+                super_users=parse_principals(config["super.users"]),
+                allow_if_no_acl=config.get_bool("allow.everyone.if.no.acl.found"),
+                persist=metadata.save_acls,
+            )
+        self.admin = SecurityAdminHandlers(metadata, lambda: self.authorizer)
+        self.table: dict[int, Callable[[Session, DecodedRequest], Awaitable[dict[str, Any]]]] = {
+            **self.admin.table
+        }
+
+    # -- configuration --------------------------------------------------------------------------
+
+    def enabled_mechanisms(self, listener: Listener) -> list[str]:
+        text = self.config.get_listener_str(listener.name, "sasl.enabled.mechanisms") or ""
+        return [m.strip().upper() for m in text.split(",") if m.strip()]
+
+    def check_listener(self, listener: Listener) -> None:
+        """Refuse at start a SASL listener without a mechanism this broker serves."""
+        if not listener.protocol.uses_sasl:
+            return
+        enabled = self.enabled_mechanisms(listener)
+        unsupported = [m for m in enabled if m not in SUPPORTED_MECHANISMS]
+        if unsupported or not enabled:
+            msg = (
+                f"listener {listener.name}: sasl.enabled.mechanisms={','.join(enabled)} is not "
+                f"served; choose among {', '.join(SUPPORTED_MECHANISMS)}"
+            )
+            raise InvalidConfigError(msg)
+
+    def _plain_users(self, listener: Listener) -> dict[str, str]:
+        jaas = self.config.get_listener_str(listener.name, "plain.sasl.jaas.config")
+        return plain_users(jaas)
+
+    def _scram_lookup(self, mechanism: ScramMechanism, user: str) -> Any:
+        return self.metadata.scram_credential(mechanism, user)
+
+    # -- connections ----------------------------------------------------------------------------
+
+    def open_session(
+        self, listener: Listener, client_host: str, ssl_object: ssl.SSLObject | None
+    ) -> Session:
+        principal = principal_of(ssl_object) if listener.protocol.uses_tls else ANONYMOUS
+        if listener.protocol.uses_sasl:
+            principal = ANONYMOUS
+        return Session(
+            listener,
+            client_host,
+            principal=principal,
+            authenticated=not listener.protocol.uses_sasl,
+        )
+
+    async def handle(
+        self, session: Session, req: DecodedRequest, handler: Handler | None
+    ) -> dict[str, Any] | bool | None:
+        key = req.api_key
+        if key == SASL_HANDSHAKE:
+            return self._handshake(session, req)
+        if key == SASL_AUTHENTICATE:
+            return self._authenticate(session, req)
+        if not session.authenticated and key != API_VERSIONS:
+            log.info(
+                "closing connection from %s on %s: request %d before SASL authentication",
+                session.client_host,
+                session.listener.name,
+                key,
+            )
+            return CLOSE
+        own = self.table.get(key)
+        if own is not None:
+            return await own(session, req)
+        if handler is None:
+            return CLOSE
+        if self.authorizer is None or key == API_VERSIONS:
+            return await handler(req)
+        ctx = RequestContext(self.authorizer, session.principal, session.client_host)
+        if self.topics is not None:
+            ctx = RequestContext(ctx.authorizer, ctx.principal, ctx.host, self.topics)
+        return await authorize_request(ctx, req, handler)
+
+    def _handshake(self, session: Session, req: DecodedRequest) -> dict[str, Any] | bool:
+        enabled = self.enabled_mechanisms(session.listener)
+        if (
+            not session.listener.protocol.uses_sasl
+            or session.sasl is not None
+            or (session.authenticated)
+        ):
+            session.close_after_response = True
+            return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": enabled}
+        mechanism = str(req.body.mechanism).upper()
+        if mechanism not in enabled or mechanism not in SUPPORTED_MECHANISMS:
+            log.info(
+                "closing connection from %s: SASL mechanism %s is not enabled",
+                session.client_host,
+                mechanism,
+            )
+            session.close_after_response = True
+            return {"error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled}
+        listener = session.listener
+        session.mechanism = mechanism
+        session.sasl = new_server(
+            mechanism, lambda: self._plain_users(listener), self._scram_lookup
+        )
+        return {"error_code": ErrorCode.NONE, "mechanisms": enabled}
+
+    def _authenticate(self, session: Session, req: DecodedRequest) -> dict[str, Any] | bool:
+        server = session.sasl
+        if server is None or session.authenticated:
+            session.close_after_response = True
+            return {
+                "error_code": ErrorCode.ILLEGAL_SASL_STATE,
+                "error_message": "Unexpected SaslAuthenticate request: no SASL exchange under way",
+                "auth_bytes": b"",
+            }
+        try:
+            token = server.evaluate(bytes(req.body.auth_bytes))
+        except SaslAuthenticationFailedError as exc:
+            log.info(
+                "Failed authentication with %s on listener %s (mechanism %s): %s",
+                session.client_host,
+                session.listener.name,
+                session.mechanism,
+                exc,
+            )
+            session.close_after_response = True
+            return {
+                "error_code": ErrorCode.SASL_AUTHENTICATION_FAILED,
+                "error_message": str(exc),
+                "auth_bytes": b"",
+            }
+        if server.complete:
+            session.principal = server.principal
+            session.authenticated = True
+            log.debug(
+                "%s authenticated from %s with %s",
+                session.principal,
+                session.client_host,
+                session.mechanism,
+            )
+        return {"error_code": ErrorCode.NONE, "auth_bytes": token}

@@ -1,0 +1,486 @@
+"""Authorization rules of the group, offset, transaction and share-group APIs.
+
+See the table in ``api_rules``.  The KIP-1289 RPCs mirror their KIP-98
+counterparts: TxnShareAcknowledge is checked as TxnOffsetCommit (WRITE on the
+transactional id, READ on the group, READ on each topic) and AddShareAcksToTxn
+as AddOffsetsToTxn plus READ on its topics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from coordinator.security.api_rules import (
+    CLUSTER_DENIED,
+    GROUP_DENIED,
+    NO_TOPIC_ID,
+    OP,
+    RT,
+    TOPIC_DENIED,
+    TXN_DENIED,
+    Handler,
+    RequestContext,
+    Response,
+    split,
+    with_body,
+)
+from coordinator.wire import DecodedRequest, field
+from txn.errors import ErrorCode
+
+KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE = 0, 1, 2
+
+
+def _offset_entries(topics: Iterable[Any], code: ErrorCode) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": t.name,
+            "partitions": [
+                {"partition_index": p.partition_index, "error_code": code} for p in t.partitions
+            ],
+        }
+        for t in topics
+    ]
+
+
+async def offset_commit_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    b = req.body
+    if not ctx.group(OP.READ, b.group_id):
+        return {"topics": _offset_entries(b.topics, GROUP_DENIED)}
+    kept, denied = split(b.topics, lambda t: ctx.topic(OP.READ, t.name))
+    if not denied:
+        return await handler(req)
+    response = await handler(with_body(req, topics=kept)) if kept else {"topics": []}
+    assert response is not None
+    response["topics"] = [*response["topics"], *_offset_entries(denied, TOPIC_DENIED)]
+    return response
+
+
+async def txn_offset_commit_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    b = req.body
+    if not ctx.txn(b.transactional_id):
+        return {"topics": _offset_entries(b.topics, TXN_DENIED)}
+    if not ctx.group(OP.READ, b.group_id):
+        return {"topics": _offset_entries(b.topics, GROUP_DENIED)}
+    kept, denied = split(b.topics, lambda t: ctx.topic(OP.READ, t.name))
+    if not denied:
+        return await handler(req)
+    response = await handler(with_body(req, topics=kept)) if kept else {"topics": []}
+    assert response is not None
+    response["topics"] = [*response["topics"], *_offset_entries(denied, TOPIC_DENIED)]
+    return response
+
+
+async def offset_delete_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    b = req.body
+    if not ctx.group(OP.DELETE, b.group_id):
+        return {"error_code": GROUP_DENIED, "topics": []}
+    kept, denied = split(b.topics, lambda t: ctx.topic(OP.READ, t.name))
+    if not denied:
+        return await handler(req)
+    empty: dict[str, Any] = {"error_code": ErrorCode.NONE, "topics": []}
+    response = await handler(with_body(req, topics=kept)) if kept else empty
+    assert response is not None
+    response["topics"] = [*response["topics"], *_offset_entries(denied, TOPIC_DENIED)]
+    return response
+
+
+def _fetched_entries(topics: Iterable[Any], code: ErrorCode) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": t.name,
+            "partitions": [
+                {
+                    "partition_index": int(p),
+                    "committed_offset": -1,
+                    "committed_leader_epoch": -1,
+                    "metadata": "",
+                    "error_code": code,
+                }
+                for p in t.partition_indexes
+            ],
+        }
+        for t in topics
+    ]
+
+
+async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    """DESCRIBE on the group; listed topics need DESCRIBE, unlisted ones are filtered out."""
+    b = req.body
+    groups = field(b, "groups")
+    if groups is None:
+        if not ctx.group(OP.DESCRIBE, b.group_id):
+            return {
+                "error_code": GROUP_DENIED,
+                "topics": _fetched_entries(b.topics or (), GROUP_DENIED),
+            }
+        if b.topics is None:
+            response = await handler(req)
+            assert response is not None
+            response["topics"] = [
+                t for t in response["topics"] if ctx.topic(OP.DESCRIBE, t["name"])
+            ]
+            return response
+        kept, denied = split(b.topics, lambda t: ctx.topic(OP.DESCRIBE, t.name))
+        if not denied:
+            return await handler(req)
+        response = await handler(with_body(req, topics=kept))
+        assert response is not None
+        if not kept:
+            response["topics"] = []
+        response["topics"] = [*response["topics"], *_fetched_entries(denied, TOPIC_DENIED)]
+        return response
+    allowed_groups, denied_groups = split(groups, lambda g: ctx.group(OP.DESCRIBE, g.group_id))
+    denied_topics: dict[str, list[Any]] = {}
+    trimmed = []
+    for g in allowed_groups:
+        if g.topics is None:
+            trimmed.append(g)
+            continue
+        kept, denied = split(g.topics, lambda t: ctx.topic(OP.DESCRIBE, t.name))
+        denied_topics[g.group_id] = denied
+        trimmed.append(g if not denied else type(g)(**{**_fields(g), "topics": kept}))
+    answers: list[dict[str, Any]] = []
+    if trimmed:
+        response = await handler(with_body(req, groups=tuple(trimmed)))
+        assert response is not None
+        answers = list(response["groups"])
+    for answer in answers:
+        if any(g.group_id == answer["group_id"] and g.topics is None for g in trimmed):
+            answer["topics"] = [t for t in answer["topics"] if ctx.topic(OP.DESCRIBE, t["name"])]
+        extra = denied_topics.get(answer["group_id"])
+        if extra:
+            answer["topics"] = [*answer["topics"], *_fetched_entries(extra, TOPIC_DENIED)]
+    answers += [
+        {"group_id": g.group_id, "error_code": GROUP_DENIED, "topics": []} for g in denied_groups
+    ]
+    return {"groups": answers}
+
+
+def _fields(entity: Any) -> dict[str, Any]:
+    return {name: getattr(entity, name) for name in entity.__dataclass_fields__}
+
+
+async def find_coordinator_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    b = req.body
+    key_type = int(field(b, "key_type", default=0))
+
+    def denial(key: str) -> ErrorCode | None:
+        if key_type == KEY_TYPE_GROUP:
+            return None if ctx.group(OP.DESCRIBE, key) else GROUP_DENIED
+        if key_type == KEY_TYPE_TRANSACTION:
+            return None if ctx.allowed(OP.DESCRIBE, RT.TRANSACTIONAL_ID, key) else TXN_DENIED
+        if key_type == KEY_TYPE_SHARE:
+            return None if ctx.cluster(OP.CLUSTER_ACTION) else CLUSTER_DENIED
+        return None
+
+    single = field(b, "key")
+    if single is not None:
+        code = denial(single)
+        if code is not None:
+            return {
+                "error_code": code,
+                "error_message": None,
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+            }
+        return await handler(req)
+    kept, denied = split(b.coordinator_keys, lambda k: denial(k) is None)
+    if not denied:
+        return await handler(req)
+    response = (
+        await handler(with_body(req, coordinator_keys=kept)) if kept else {"coordinators": []}
+    )
+    assert response is not None
+    response["coordinators"] = [
+        *response["coordinators"],
+        *(
+            {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": denial(k)}
+            for k in denied
+        ),
+    ]
+    return response
+
+
+def groups_listing_rule(
+    op: Any, list_key: str, response_key: str, entry: Callable[[str], dict[str, Any]]
+) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+    """APIs over a list of group ids answered per group (Describe*/DeleteGroups)."""
+
+    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+        kept, denied = split(getattr(req.body, list_key), lambda g: ctx.group(op, g))
+        if not denied:
+            return await handler(req)
+        response = await handler(with_body(req, **{list_key: kept})) if kept else {response_key: []}
+        assert response is not None
+        response[response_key] = [*response[response_key], *(entry(g) for g in denied)]
+        return response
+
+    return rule
+
+
+describe_groups_rule = groups_listing_rule(
+    OP.DESCRIBE,
+    "groups",
+    "groups",
+    lambda g: {
+        "error_code": GROUP_DENIED,
+        "group_id": g,
+        "group_state": "",
+        "protocol_type": "",
+        "protocol_data": "",
+        "members": [],
+    },
+)
+consumer_group_describe_rule = groups_listing_rule(
+    OP.DESCRIBE,
+    "group_ids",
+    "groups",
+    lambda g: {"error_code": GROUP_DENIED, "group_id": g, "group_state": "", "members": []},
+)
+share_group_describe_rule = consumer_group_describe_rule
+delete_groups_rule = groups_listing_rule(
+    OP.DELETE, "groups_names", "results", lambda g: {"group_id": g, "error_code": GROUP_DENIED}
+)
+
+
+async def list_groups_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    response = await handler(req)
+    assert response is not None
+    if not ctx.cluster(OP.DESCRIBE):
+        response["groups"] = [
+            g for g in response["groups"] if ctx.group(OP.DESCRIBE, g["group_id"])
+        ]
+    return response
+
+
+async def list_transactions_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    response = await handler(req)
+    assert response is not None
+    response["transaction_states"] = [
+        t
+        for t in response["transaction_states"]
+        if ctx.allowed(OP.DESCRIBE, RT.TRANSACTIONAL_ID, t["transactional_id"])
+    ]
+    return response
+
+
+async def describe_transactions_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    kept, denied = split(
+        req.body.transactional_ids, lambda t: ctx.allowed(OP.DESCRIBE, RT.TRANSACTIONAL_ID, t)
+    )
+    if not denied:
+        response = await handler(req)
+    else:
+        response = (
+            await handler(with_body(req, transactional_ids=kept))
+            if kept
+            else {"transaction_states": []}
+        )
+    assert response is not None
+    for state in response["transaction_states"]:
+        # Kafka leaves out the topics the principal may not describe.
+        state["topics"] = [t for t in state.get("topics", []) if ctx.topic(OP.DESCRIBE, t["topic"])]
+    response["transaction_states"] = [
+        *response["transaction_states"],
+        *(
+            {
+                "error_code": TXN_DENIED,
+                "transactional_id": t,
+                "transaction_state": "",
+                "producer_id": -1,
+                "producer_epoch": -1,
+                "topics": [],
+            }
+            for t in denied
+        ),
+    ]
+    return response
+
+
+async def add_partitions_to_txn_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    b = req.body
+    if req.api_version >= 4:
+        # The broker-to-broker form (KIP-890 verification): CLUSTER_ACTION.
+        if not ctx.cluster(OP.CLUSTER_ACTION):
+            return {"error_code": CLUSTER_DENIED, "results_by_transaction": []}
+        return await handler(req)
+
+    def results(code_of: Callable[[str], ErrorCode]) -> dict[str, Any]:
+        return {
+            "results_by_topic_v3_and_below": [
+                {
+                    "name": t.name,
+                    "results_by_partition": [
+                        {"partition_index": int(p), "partition_error_code": code_of(t.name)}
+                        for p in t.partitions
+                    ],
+                }
+                for t in b.v3_and_below_topics
+            ]
+        }
+
+    if not ctx.txn(b.v3_and_below_transactional_id):
+        return results(lambda _n: TXN_DENIED)
+    denied = {t.name for t in b.v3_and_below_topics if not ctx.topic(OP.WRITE, t.name)}
+    if denied:
+        # Kafka: the denied topics TOPIC_AUTHORIZATION_FAILED, the others not attempted.
+        return results(lambda n: TOPIC_DENIED if n in denied else ErrorCode.OPERATION_NOT_ATTEMPTED)
+    return await handler(req)
+
+
+def share_data_rule(
+    topic_op: Any, group_op: Any
+) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+    """ShareFetch / ShareAcknowledge: the group for the whole request, READ per topic id."""
+
+    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+        b = req.body
+        if b.group_id and not ctx.group(group_op, b.group_id):
+            return {"error_code": GROUP_DENIED, "error_message": None, "responses": []}
+        kept, denied = split(b.topics, lambda t: ctx.topic_by_id(topic_op, t.topic_id))
+        if not denied:
+            return await handler(req)
+        response = await handler(with_body(req, topics=kept))
+        assert response is not None
+        response["responses"] = [
+            *response["responses"],
+            *(
+                {
+                    "topic_id": t.topic_id,
+                    "partitions": [
+                        {
+                            "partition_index": p.partition_index,
+                            "error_code": TOPIC_DENIED,
+                            "acknowledge_error_code": TOPIC_DENIED,
+                            "records": b"",
+                        }
+                        for p in t.partitions
+                    ],
+                }
+                for t in denied
+            ),
+        ]
+        return response
+
+    return rule
+
+
+share_fetch_rule = share_data_rule(OP.READ, OP.READ)
+share_acknowledge_rule = share_data_rule(OP.READ, OP.READ)
+
+
+async def txn_share_acknowledge_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    """KIP-1289 TxnShareAcknowledge: checked as TxnOffsetCommit."""
+    b = req.body
+
+    def every(code: ErrorCode, topics: Iterable[Any]) -> list[dict[str, Any]]:
+        return [
+            {
+                "topic_id": t.topic_id,
+                "partitions": [
+                    {"partition": p.partition, "error_code": code, "error_message": None}
+                    for p in t.partitions
+                ],
+            }
+            for t in topics
+        ]
+
+    if not ctx.txn(b.transactional_id):
+        return {"topics": every(TXN_DENIED, b.topics)}
+    if not ctx.group(OP.READ, b.group_id):
+        return {"topics": every(GROUP_DENIED, b.topics)}
+    kept, denied = split(b.topics, lambda t: ctx.topic_by_id(OP.READ, t.topic_id))
+    if not denied:
+        return await handler(req)
+    response = await handler(with_body(req, topics=kept)) if kept else {"topics": []}
+    assert response is not None
+    response["topics"] = [*response["topics"], *every(TOPIC_DENIED, denied)]
+    return response
+
+
+def share_offsets_rule(group_op: Any, topic_op: Any, with_partitions: bool) -> Callable[..., Any]:
+    """Alter/DeleteShareGroupOffsets: one group, topics by name."""
+
+    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+        b = req.body
+        if not ctx.group(group_op, b.group_id):
+            return {"error_code": GROUP_DENIED, "error_message": None, "responses": []}
+        kept, denied = split(b.topics, lambda t: ctx.topic(topic_op, t.topic_name))
+        if not denied:
+            return await handler(req)
+        if kept:
+            response = await handler(with_body(req, topics=kept))
+        else:
+            response = {"error_code": ErrorCode.NONE, "error_message": None, "responses": []}
+        assert response is not None
+        for t in denied:
+            entry: dict[str, Any] = {"topic_name": t.topic_name, "topic_id": NO_TOPIC_ID}
+            if with_partitions:
+                entry["partitions"] = [
+                    {"partition_index": p.partition_index, "error_code": TOPIC_DENIED}
+                    for p in t.partitions
+                ]
+            else:
+                entry["error_code"] = TOPIC_DENIED
+            response["responses"] = [*response["responses"], entry]
+        return response
+
+    return rule
+
+
+alter_share_group_offsets_rule = share_offsets_rule(OP.READ, OP.READ, with_partitions=True)
+delete_share_group_offsets_rule = share_offsets_rule(OP.READ, OP.READ, with_partitions=False)
+
+
+async def describe_share_group_offsets_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    allowed_groups, denied_groups = split(
+        req.body.groups, lambda g: ctx.group(OP.DESCRIBE, g.group_id)
+    )
+    answers: list[dict[str, Any]] = []
+    if allowed_groups:
+        response = await handler(with_body(req, groups=allowed_groups))
+        assert response is not None
+        answers = list(response["groups"])
+    for answer in answers:
+        answer["topics"] = [
+            t
+            if ctx.topic(OP.DESCRIBE, t["topic_name"])
+            else {
+                "topic_name": t["topic_name"],
+                "topic_id": NO_TOPIC_ID,
+                "partitions": [
+                    {
+                        "partition_index": p["partition_index"],
+                        "start_offset": -1,
+                        "error_code": TOPIC_DENIED,
+                    }
+                    for p in t.get("partitions", [])
+                ],
+            }
+            for t in answer.get("topics", [])
+        ]
+    answers += [
+        {"group_id": g.group_id, "error_code": GROUP_DENIED, "error_message": None, "topics": []}
+        for g in denied_groups
+    ]
+    return {"groups": answers}

@@ -1,0 +1,144 @@
+"""TLS for SSL and SASL_SSL listeners, from PEM (Kafka's ``ssl.keystore.type=PEM``).
+
+The key store is a PEM file holding the private key and the certificate chain
+(``ssl.keystore.location``) or the two inline (``ssl.keystore.key`` and
+``ssl.keystore.certificate.chain``); the trust store is a PEM file of CA
+certificates (``ssl.truststore.location``) or inline
+(``ssl.truststore.certificates``).  ``ssl.client.auth`` = none, requested or
+required.  A client that presented a certificate is ``User:<its subject DN>``
+in RFC 2253 form, as Kafka's default principal builder names it.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from txn.config import BrokerConfig
+from txn.errors import InvalidConfigError
+
+ANONYMOUS = "User:ANONYMOUS"
+
+# Python's attribute names -> the RFC 2253 keywords Java's X500Principal uses.
+_KEYWORDS = {
+    "commonName": "CN",
+    "countryName": "C",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+    "emailAddress": "1.2.840.113549.1.9.1",
+}
+_SPECIAL = set(',+"\\<>;')
+
+
+def _escape(value: str) -> str:
+    out = []
+    for i, ch in enumerate(value):
+        if ch in _SPECIAL or (ch == "#" and i == 0) or (ch == " " and i in (0, len(value) - 1)):
+            out.append("\\" + ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def dn_of(peer_cert: dict[str, Any]) -> str | None:
+    """The subject of a certificate from ``SSLSocket.getpeercert()``, RFC 2253 order."""
+    subject = peer_cert.get("subject")
+    if not subject:
+        return None
+    rdns = []
+    for rdn in reversed(subject):
+        rdns.append("+".join(f"{_KEYWORDS.get(k, k)}={_escape(str(v))}" for k, v in rdn))
+    return ",".join(rdns)
+
+
+def principal_of(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> str:
+    """``User:<DN>`` of the client certificate, ``User:ANONYMOUS`` without one."""
+    if ssl_object is None:
+        return ANONYMOUS
+    cert = ssl_object.getpeercert()
+    dn = dn_of(cert) if cert else None
+    return f"User:{dn}" if dn else ANONYMOUS
+
+
+@contextmanager
+def _pem_files(chain: str, key: str) -> Iterator[tuple[str, str]]:
+    """Inline PEM written to private temporary files for the ssl module, removed after."""
+    with tempfile.TemporaryDirectory(prefix="sharetxn-tls-") as tmp:
+        paths = []
+        for name, text in (("chain.pem", chain), ("key.pem", key)):
+            path = Path(tmp) / name
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(text)
+            paths.append(str(path))
+        yield paths[0], paths[1]
+
+
+def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
+    """The SSL context of one listener (``listener.name.<listener>.ssl.*`` overrides)."""
+
+    def get(key: str) -> str | None:
+        return config.get_listener_str(listener, key)
+
+    for store in ("ssl.keystore.type", "ssl.truststore.type"):
+        kind = (get(store) or "").upper()
+        relevant = store == "ssl.keystore.type" or get("ssl.truststore.location")
+        if relevant and kind != "PEM":
+            msg = f"{store}={kind}: only PEM key and trust stores are supported (set {store}=PEM)"
+            raise InvalidConfigError(msg)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    password = get("ssl.key.password")
+    location, chain, key = (
+        get("ssl.keystore.location"),
+        get("ssl.keystore.certificate.chain"),
+        get("ssl.keystore.key"),
+    )
+    try:
+        if location:
+            context.load_cert_chain(location, password=password)
+        elif chain and key:
+            with _pem_files(chain, key) as (chain_path, key_path):
+                context.load_cert_chain(chain_path, key_path, password=password)
+        else:
+            msg = (
+                f"listener {listener} uses TLS: set ssl.keystore.location (PEM key and chain) "
+                "or ssl.keystore.certificate.chain and ssl.keystore.key"
+            )
+            raise InvalidConfigError(msg)
+        trust_file, trust_inline = (
+            get("ssl.truststore.location"),
+            get("ssl.truststore.certificates"),
+        )
+        if trust_file:
+            context.load_verify_locations(cafile=trust_file)
+        elif trust_inline:
+            context.load_verify_locations(cadata=trust_inline)
+    except (OSError, ssl.SSLError) as exc:
+        msg = f"listener {listener}: cannot load TLS key or certificates: {exc}"
+        raise InvalidConfigError(msg) from exc
+    auth = (get("ssl.client.auth") or "none").lower()
+    if auth not in ("none", "requested", "required"):
+        msg = f"ssl.client.auth must be none, requested or required, got {auth!r}"
+        raise InvalidConfigError(msg)
+    if auth != "none" and not (
+        get("ssl.truststore.location") or get("ssl.truststore.certificates")
+    ):
+        msg = f"ssl.client.auth={auth} needs a trust store (ssl.truststore.location)"
+        raise InvalidConfigError(msg)
+    context.verify_mode = {
+        "none": ssl.CERT_NONE,
+        "requested": ssl.CERT_OPTIONAL,
+        "required": ssl.CERT_REQUIRED,
+    }[auth]
+    return context

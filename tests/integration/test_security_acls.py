@@ -1,0 +1,384 @@
+"""Authorization end to end: per resource type denied without the ACL, allowed with it.
+
+One broker with a SASL_PLAINTEXT listener, ``authorizer.class.name`` set to
+Kafka's StandardAuthorizer and ``admin`` a super user; ``alice`` starts with no
+ACLs.  Stock librdkafka clients and ours, as an operator would use them.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+
+from coordinator.launcher import LocalBroker
+from producer.admin import Admin
+from producer.connection import BrokerConnection
+from producer.security import ClientSecurity
+from producer.share_consumer import ShareConsumer
+from producer.transactional_producer import TransactionalProducer
+from tests.integration.test_security_auth import sasl
+from txn.errors import ErrorCode, GroupAuthorizationFailedError
+
+pytestmark = pytest.mark.integration
+
+JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="admin" password="admin-secret" '
+    'user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";'
+)
+CONFIG = {
+    "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:admin",
+    "group.share.min.record.lock.duration.ms": "1000",
+    "group.share.min.session.timeout.ms": "2000",
+    "group.share.min.heartbeat.interval.ms": "500",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+}
+ADMIN = sasl("PLAIN", "admin", "admin-secret")
+ALICE = sasl("PLAIN", "alice", "alice-secret")
+CAROL = sasl("SCRAM-SHA-512", "carol", "carol-secret")
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+    data = tmp_path_factory.mktemp("acl") / "data"
+    users = ["--add-scram", "SCRAM-SHA-512=[name=carol,password=carol-secret]"]
+    with LocalBroker(data_dir=data, config=CONFIG, extra_args=users) as b:
+        yield b
+
+
+def admin(broker: LocalBroker, security: dict[str, str] = ADMIN) -> AdminClient:
+    return AdminClient({"bootstrap.servers": broker.bootstrap_servers, **security})
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def allow(
+    broker: LocalBroker,
+    rtype: ResourceType,
+    name: str,
+    op: AclOperation,
+    principal: str = "User:alice",
+    pattern: ResourcePatternType = ResourcePatternType.LITERAL,
+) -> None:
+    binding = AclBinding(rtype, name, pattern, principal, "*", op, AclPermissionType.ALLOW)
+    client = admin(broker)  # kept alive until the futures complete
+    for future in client.create_acls([binding]).values():
+        future.result(10)
+
+
+def create_topic(broker: LocalBroker, name: str, partitions: int = 1) -> None:
+    client = admin(broker)
+    for future in client.create_topics([NewTopic(name, partitions)]).values():
+        future.result(10)
+
+
+def produce_errors(broker: LocalBroker, topic: str, security: dict[str, str]) -> list[Any]:
+    outcomes: list[Any] = []
+    p = Producer(
+        {"bootstrap.servers": broker.bootstrap_servers, "message.timeout.ms": 5000, **security}
+    )
+    p.produce(topic, b"v", on_delivery=lambda err, _m: outcomes.append(err))
+    p.flush(10)
+    return outcomes
+
+
+def test_topic_write_denied_then_allowed(broker: LocalBroker) -> None:
+    topic = unique("orders")
+    create_topic(broker, topic)
+    [error] = produce_errors(broker, topic, ALICE)
+    assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    allow(broker, ResourceType.TOPIC, topic, AclOperation.WRITE)
+    assert produce_errors(broker, topic, ALICE) == [None]
+
+
+def test_topics_alice_may_not_describe_are_hidden(broker: LocalBroker) -> None:
+    secret, visible = unique("secret"), unique("visible")
+    create_topic(broker, secret)
+    create_topic(broker, visible)
+    allow(
+        broker,
+        ResourceType.TOPIC,
+        "visible-",
+        AclOperation.DESCRIBE,
+        pattern=ResourcePatternType.PREFIXED,
+    )
+    alice = admin(broker, ALICE)
+    listed = alice.list_topics(timeout=10).topics
+    assert visible in listed
+    assert secret not in listed
+    # Asked by name: the same answer whether the topic exists or not (no existence leak).
+    for name in (secret, unique("absent")):
+        meta = alice.list_topics(topic=name, timeout=10).topics[name]
+        assert meta.error is not None
+        assert meta.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_group_read_denied_then_allowed(broker: LocalBroker) -> None:
+    topic, group = unique("gt"), unique("group")
+    create_topic(broker, topic)
+    assert produce_errors(broker, topic, ADMIN) == [None]
+    allow(broker, ResourceType.TOPIC, topic, AclOperation.READ)
+
+    def consume() -> tuple[list[bytes], list[int]]:
+        c = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                **ALICE,
+            }
+        )
+        c.subscribe([topic])
+        got: list[bytes] = []
+        errors: list[int] = []
+        deadline = time.monotonic() + 10
+        while not got and not errors and time.monotonic() < deadline:
+            msg = c.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                errors.append(msg.error().code())
+            else:
+                got.append(msg.value())
+        c.close()
+        return got, errors
+
+    got, errors = consume()
+    assert got == []
+    assert KafkaError.GROUP_AUTHORIZATION_FAILED in errors
+    allow(broker, ResourceType.GROUP, group, AclOperation.READ)
+    got, errors = consume()
+    assert got == [b"v"]
+
+
+def test_transactional_id_denied_then_allowed(broker: LocalBroker) -> None:
+    topic, tid = unique("txt"), unique("tx")
+    create_topic(broker, topic)
+    allow(broker, ResourceType.TOPIC, topic, AclOperation.WRITE)
+    config = {"bootstrap.servers": broker.bootstrap_servers, "transactional.id": tid, **ALICE}
+    p = Producer(config)
+    with pytest.raises(KafkaException) as denied:
+        p.init_transactions(10)
+    assert denied.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    allow(
+        broker,
+        ResourceType.TRANSACTIONAL_ID,
+        tid[:3],
+        AclOperation.WRITE,
+        pattern=ResourcePatternType.PREFIXED,
+    )
+    p = Producer(config)
+    p.init_transactions(10)
+    p.begin_transaction()
+    p.produce(topic, b"in-txn")
+    p.commit_transaction(10)
+
+
+def test_cluster_operations_denied_then_allowed(broker: LocalBroker) -> None:
+    alice = admin(broker, ALICE)
+    topic = unique("created")
+    [future] = alice.create_topics([NewTopic(topic, 1)]).values()
+    with pytest.raises(KafkaException) as denied:
+        future.result(10)
+    assert denied.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    everything = AclBindingFilter(
+        ResourceType.ANY,
+        None,
+        ResourcePatternType.ANY,
+        None,
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    # DescribeAcls needs DESCRIBE on the cluster (librdkafka hides the top-level error: ask raw).
+    describe = {
+        "resource_type_filter": 1,
+        "resource_name_filter": None,
+        "pattern_type_filter": 1,
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": 1,
+        "permission_type": 1,
+    }
+    raw = BrokerConnection("127.0.0.1", broker.port, security=ClientSecurity.from_config(ALICE))
+    assert raw.request(29, 3, describe).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    allow(broker, ResourceType.BROKER, "kafka-cluster", AclOperation.CREATE)
+    allow(broker, ResourceType.BROKER, "kafka-cluster", AclOperation.DESCRIBE)
+    [future] = alice.create_topics([NewTopic(topic, 1)]).values()
+    future.result(10)
+    assert raw.request(29, 3, describe).error_code == ErrorCode.NONE
+    described = alice.describe_acls(everything).result(10)
+    assert any(b.principal == "User:alice" and b.name == "kafka-cluster" for b in described)
+    raw.close()
+
+
+def test_acls_are_durable_and_deletable(broker: LocalBroker, tmp_path: Any) -> None:
+    topic = unique("durable")
+    allow(broker, ResourceType.TOPIC, topic, AclOperation.READ, principal="User:dave")
+    only = AclBindingFilter(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        "User:dave",
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    broker.restart()
+    client = admin(broker)
+    assert len(client.describe_acls(only).result(10)) == 1
+    [future] = client.delete_acls([only]).values()
+    assert len(future.result(10)) == 1
+    assert client.describe_acls(only).result(10) == []
+
+
+def test_share_consumer_without_read_on_its_group(broker: LocalBroker) -> None:
+    topic, group = unique("share"), unique("sg")
+    create_topic(broker, topic)
+    allow(broker, ResourceType.TOPIC, topic, AclOperation.READ)
+    consumer = ShareConsumer(
+        {"bootstrap.servers": broker.bootstrap_servers, "group.id": group, **ALICE}
+    )
+    consumer.subscribe([topic])
+    with pytest.raises(GroupAuthorizationFailedError):
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            consumer.poll(0.5)
+    consumer.close()
+
+
+def test_exactly_once_share_copy_with_authentication_and_acls(broker: LocalBroker) -> None:
+    """KIP-1289 with SCRAM and only the ACLs the copy needs (see docs/security.md)."""
+    topic_in, topic_out, group, tid = unique("in"), unique("out"), unique("copy"), unique("cp")
+    create_topic(broker, topic_in)
+    create_topic(broker, topic_out)
+    with Admin({"bootstrap.servers": broker.bootstrap_servers, **ADMIN}) as ours:
+        ours.alter_group_configs(group, {"share.auto.offset.reset": "earliest"})
+    stock = Producer({"bootstrap.servers": broker.bootstrap_servers, **ADMIN})
+    for i in range(20):
+        stock.produce(topic_in, f"r{i}".encode())
+    assert stock.flush(10) == 0
+    carol = "User:carol"
+    allow(broker, ResourceType.TOPIC, topic_in, AclOperation.READ, carol)
+    allow(broker, ResourceType.TOPIC, topic_out, AclOperation.WRITE, carol)
+    allow(broker, ResourceType.GROUP, group, AclOperation.READ, carol)
+    allow(broker, ResourceType.TRANSACTIONAL_ID, tid, AclOperation.WRITE, carol)
+    bootstrap = {"bootstrap.servers": broker.bootstrap_servers, **CAROL}
+    consumer = ShareConsumer(
+        {**bootstrap, "group.id": group, "share.acknowledgement.mode": "transactional"}
+    )
+    consumer.subscribe([topic_in])
+    producer = TransactionalProducer({**bootstrap, "transactional.id": tid})
+    producer.init_transactions()
+    copied = 0
+    deadline = time.monotonic() + 30
+    while copied < 20 and time.monotonic() < deadline:
+        records = consumer.poll(0.5)
+        if not records:
+            continue
+        producer.begin_transaction()
+        for r in records:
+            producer.send(topic_out, (r.value or b"").upper())
+            consumer.acknowledge(r)
+        producer.send_share_acks_to_transaction(
+            consumer.acknowledgements(), consumer.group_metadata()
+        )
+        producer.commit_transaction()
+        copied += len(records)
+    consumer.close()
+    producer.close()
+    assert copied == 20
+    reader = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": unique("verify"),
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+            **ADMIN,
+        }
+    )
+    reader.subscribe([topic_out])
+    out: list[bytes] = []
+    deadline = time.monotonic() + 20
+    while len(out) < 20 and time.monotonic() < deadline:
+        out += [m.value() for m in reader.consume(100, 0.5) if m.error() is None]
+    time.sleep(0.5)  # nothing more arrives (no duplicate)
+    out += [m.value() for m in reader.consume(100, 0.5) if m.error() is None]
+    reader.close()
+    assert sorted(out) == sorted(f"R{i}".encode() for i in range(20))
+
+
+def test_command_config_for_every_client_command(broker: LocalBroker, tmp_path: Any) -> None:
+    """--command-config with librdkafka's names or the Java clients' (as Kafka's tools)."""
+    from coordinator.cli import main  # noqa: PLC0415
+
+    librdkafka_style = tmp_path / "admin.properties"
+    librdkafka_style.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.username=admin\nsasl.password=admin-secret\n"
+    )
+    java_style = tmp_path / "bob.properties"  # bob: no ACL in any test of this module
+    java_style.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="bob" password="bob-secret";\n'
+    )
+    topic = unique("cli")
+    common = ["--bootstrap-server", broker.bootstrap_servers]
+    assert (
+        main(
+            [
+                "topics",
+                "--create",
+                "--topic",
+                topic,
+                *common,
+                "--command-config",
+                str(librdkafka_style),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "topics",
+                "--create",
+                "--topic",
+                unique("cli"),
+                *common,
+                "--command-config",
+                str(java_style),
+            ]
+        )
+        != 0
+    )
+    for command in (
+        ["topics", "--list"],
+        ["configs", "--entity-type", "topics", "--entity-name", topic, "--describe"],
+        ["consumer-groups", "--list"],
+        ["share-groups", "--list"],
+        ["txn", "list"],
+    ):
+        assert main([*command, *common, "--command-config", str(librdkafka_style)]) == 0, command

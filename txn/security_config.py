@@ -1,0 +1,109 @@
+"""Security configs of the broker (listeners, TLS, SASL, authorization), with Kafka's names.
+
+Kept apart from ``txn.config`` so the security vocabulary reads in one place.
+``listener.name.<listener>.<config>`` keys (Kafka's per-listener overrides, e.g.
+``listener.name.sasl_plaintext.plain.sasl.jaas.config``) are accepted as strings
+for the configs in ``LISTENER_OVERRIDABLE`` and for ``<mechanism>.sasl.jaas.config``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+# (name, type, default, doc[, choices]): turned into ``txn.config.ConfigDef`` entries there.
+SECURITY_CONFIGS: Final[tuple[tuple[Any, ...], ...]] = (
+    # --- listeners ---------------------------------------------------------------------------
+    (
+        "listeners",
+        "str",
+        None,
+        "Comma-separated NAME://HOST:PORT listeners (unset: one PLAINTEXT listener, --listen).",
+    ),
+    (
+        "advertised.listeners",
+        "str",
+        None,
+        "NAME://HOST:PORT told to clients in Metadata and FindCoordinator (unset: listeners).",
+    ),
+    (
+        "listener.security.protocol.map",
+        "str",
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        "Listener name to security protocol.",
+    ),
+    # --- TLS (PEM only) ----------------------------------------------------------------------
+    ("ssl.keystore.type", "str", "JKS", "Format of the key store; only PEM is served."),
+    ("ssl.keystore.location", "str", None, "PEM file: private key and certificate chain."),
+    ("ssl.keystore.certificate.chain", "str", None, "PEM certificate chain (inline)."),
+    ("ssl.keystore.key", "str", None, "PEM private key (inline)."),
+    ("ssl.keystore.password", "str", None, "Unused with PEM files (Kafka's name)."),
+    ("ssl.key.password", "str", None, "Password of an encrypted PEM private key."),
+    ("ssl.truststore.type", "str", "JKS", "Format of the trust store; only PEM."),
+    ("ssl.truststore.location", "str", None, "PEM file of trusted CA certificates."),
+    ("ssl.truststore.certificates", "str", None, "Trusted CA certificates (inline PEM)."),
+    ("ssl.truststore.password", "str", None, "Unused with PEM files (Kafka's name)."),
+    (
+        "ssl.client.auth",
+        "str",
+        "none",
+        "Client certificates: none, requested or required.",
+        ("none", "requested", "required"),
+    ),
+    # --- SASL --------------------------------------------------------------------------------
+    (
+        "sasl.enabled.mechanisms",
+        "str",
+        "GSSAPI",
+        "SASL mechanisms served (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; GSSAPI is not).",
+    ),
+    # --- authorization -----------------------------------------------------------------------
+    (
+        "authorizer.class.name",
+        "str",
+        "",
+        "Enables ACLs: org.apache.kafka.metadata.authorizer.StandardAuthorizer (or"
+        " kafka.security.authorizer.AclAuthorizer).",
+    ),
+    ("super.users", "str", None, "Semicolon-separated principals allowed everything."),
+    (
+        "allow.everyone.if.no.acl.found",
+        "bool",
+        False,
+        "Allow a request on a resource no ACL matches.",
+    ),
+)
+
+#: Configs whose values are never shown (DescribeConfigs, the start-up log).
+SENSITIVE_CONFIGS: Final[frozenset[str]] = frozenset(
+    {
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.keystore.key",
+        "ssl.truststore.password",
+    }
+)
+
+#: Configs a ``listener.name.<listener>.`` prefix may override.
+LISTENER_OVERRIDABLE: Final[frozenset[str]] = frozenset(
+    {str(d[0]) for d in SECURITY_CONFIGS if str(d[0]).startswith(("ssl.", "sasl."))}
+)
+
+LISTENER_PREFIX: Final = "listener.name."
+
+
+def is_listener_override(key: str) -> bool:
+    """Whether ``key`` is a ``listener.name.<listener>.<config>`` override we accept."""
+    if not key.startswith(LISTENER_PREFIX):
+        return False
+    _listener, sep, rest = key[len(LISTENER_PREFIX) :].partition(".")
+    if not sep or not _listener:
+        return False
+    return rest in LISTENER_OVERRIDABLE or rest.endswith(".sasl.jaas.config")
+
+
+def is_sensitive(key: str) -> bool:
+    if key.endswith("sasl.jaas.config"):
+        return True
+    if key.startswith(LISTENER_PREFIX):
+        key = key[len(LISTENER_PREFIX) :].partition(".")[2]
+    return key in SENSITIVE_CONFIGS

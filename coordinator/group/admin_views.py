@@ -1,0 +1,131 @@
+"""DescribeGroups, ListGroups and DeleteGroups over both kinds of consumer groups (a mixin of
+``ConsumerGroupCoordinator``): classic groups answer from their state, KIP-848 groups through
+the consumer-protocol part (``describe_as_classic``, ``delete_consumer_group``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from coordinator.group.classic import ClassicGroup, ClassicState
+from coordinator.group.consumer_protocol import CONSUMER_GROUP_TYPE, ConsumerProtocolGroup
+from coordinator.group.consumer_records import Record
+from coordinator.group.offsets import OffsetStore
+from coordinator.group.records import GroupKey, OffsetKey
+from coordinator.group.results import (
+    GROUP_TYPE,
+    GroupDescription,
+    GroupListing,
+    MemberDescription,
+)
+from txn.errors import ErrorCode
+
+log = logging.getLogger("sharetxn.groups")
+
+_S = ClassicState
+
+
+class GroupAdmin:
+    """Describe, list and delete (the coordinator provides the attributes below)."""
+
+    _groups: dict[str, ClassicGroup]
+    _consumer_groups: dict[str, ConsumerProtocolGroup]
+    offsets: OffsetStore
+
+    if TYPE_CHECKING:  # provided by the other parts of the coordinator (no runtime stubs)
+
+        def availability(self) -> ErrorCode: ...
+
+        def describe_as_classic(self, group_id: str) -> GroupDescription: ...
+
+        def delete_consumer_group(self, group_id: str) -> ErrorCode: ...
+
+        def _write(
+            self,
+            records: list[Record],
+            *,
+            producer: tuple[int, int] | None = None,
+            defer: bool = False,
+        ) -> ErrorCode: ...
+
+    def describe(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        out: list[GroupDescription] = []
+        available = self.availability()
+        for group_id in group_ids:
+            group = self._groups.get(group_id)
+            if available is not ErrorCode.NONE:
+                out.append(GroupDescription(group_id, available, "", "", ""))
+            elif group is None and group_id in self._consumer_groups:
+                out.append(self.describe_as_classic(group_id))
+            elif group is None:
+                out.append(GroupDescription(group_id, ErrorCode.NONE, _S.DEAD.value, "", ""))
+            else:
+                stable = group.state is _S.STABLE
+                out.append(
+                    GroupDescription(
+                        group_id,
+                        ErrorCode.NONE,
+                        group.state.value,
+                        group.protocol_type or "",
+                        (group.protocol or "") if stable else "",
+                        tuple(
+                            MemberDescription(
+                                m.member_id,
+                                m.group_instance_id,
+                                m.client_id,
+                                m.client_host,
+                                m.metadata(group.protocol) if stable else b"",
+                                m.assignment if stable else b"",
+                            )
+                            for m in group.members.values()
+                        ),
+                    )
+                )
+        return out
+
+    def list_groups(
+        self, states: Iterable[str] = (), types: Iterable[str] = ()
+    ) -> list[GroupListing]:
+        if self.availability() is not ErrorCode.NONE:
+            return []
+        wanted_types = {t.lower() for t in types}
+        wanted_states = {s.lower() for s in states}
+        listings = []
+        if not wanted_types or GROUP_TYPE in wanted_types:
+            listings += [
+                GroupListing(g.group_id, g.state.value, g.protocol_type or "")
+                for g in self._groups.values()
+            ]
+        if not wanted_types or CONSUMER_GROUP_TYPE in wanted_types:
+            listings += [
+                GroupListing(g.group_id, g.state, CONSUMER_GROUP_TYPE, CONSUMER_GROUP_TYPE)
+                for g in self._consumer_groups.values()
+            ]
+        return sorted(
+            (g for g in listings if not wanted_states or g.state.lower() in wanted_states),
+            key=lambda g: g.group_id,
+        )
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
+        out: dict[str, ErrorCode] = {}
+        for group_id in group_ids:
+            group = self._groups.get(group_id)
+            if (error := self.availability()) is not ErrorCode.NONE:
+                out[group_id] = error
+            elif group is None and group_id in self._consumer_groups:
+                out[group_id] = self.delete_consumer_group(group_id)
+            elif group is None:
+                out[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif group.state is not _S.EMPTY or group.members or group.pending_members:
+                out[group_id] = ErrorCode.NON_EMPTY_GROUP
+            else:
+                records: list[Record] = [
+                    (OffsetKey(group_id, tp.topic, tp.partition), None)
+                    for tp in sorted(self.offsets.of(group_id))
+                ]
+                records.append((GroupKey(group_id), None))
+                out[group_id] = self._write(records)
+                if out[group_id] is ErrorCode.NONE:
+                    log.info("group %s deleted", group_id)
+        return out

@@ -523,7 +523,10 @@ def test_prepare_commit_is_evidence_and_is_never_aborted(
     )
     try:
         assert broker.stdout is not None
-        assert "ready" in broker.stdout.readline()
+        line = broker.stdout.readline()
+        while line and "ready" not in line:  # listener lines come first
+            line = broker.stdout.readline()
+        assert "ready" in line
         b = f"127.0.0.1:{port}"
         topic_in, topic_out, group = setup(b, 3)
         c = share_consumer(b, group)

@@ -100,7 +100,9 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    for listener in listeners:
+    # With `listeners` set, one line per listener comes first (LocalBroker reads them); the
+    # ready line stays the only line of a broker started with --listen alone.
+    for listener in listeners if config["listeners"] else []:
         bound_host, bound_port = server.bound[listener.name]
         print(
             f"{LISTENER_PREFIX}{listener.name} ({listener.protocol.value}) on "

@@ -338,11 +338,11 @@ def test_command_config_for_every_client_command(broker: LocalBroker, tmp_path: 
         "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
         "sasl.username=admin\nsasl.password=admin-secret\n"
     )
-    java_style = tmp_path / "alice.properties"
+    java_style = tmp_path / "carol.properties"  # carol may not create topics
     java_style.write_text(
-        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
-        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
-        'username="alice" password="alice-secret";\n'
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="carol" password="carol-secret";\n'
     )
     topic = unique("cli")
     common = ["--bootstrap-server", broker.bootstrap_servers]

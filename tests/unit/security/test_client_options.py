@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
 import pytest
 
 from producer.security import ClientSecurity
@@ -82,3 +85,26 @@ def test_spark_source_passes_kafka_security_options() -> None:
         "sasl.password": "pw",
     }
     assert ClientSecurity.from_config(config).uses_sasl
+
+
+def test_recovery_audit_log_records_the_authenticated_principal(tmp_path: Path) -> None:
+    from recovery import cli_common  # noqa: PLC0415
+    from recovery.audit import read_audit_log  # noqa: PLC0415
+
+    props = tmp_path / "client.properties"
+    props.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\n"
+        "sasl.username=ops-bot\nsasl.password=secret\n"
+    )
+    args = argparse.Namespace(
+        audit_log=str(tmp_path / "audit.jsonl"),
+        operator="alice",
+        bootstrap_server="127.0.0.1:9092",
+        command_config=props,
+    )
+    log = cli_common.audit_log(args, "txn abort")
+    log.write("begin", {"transactional_id": "t"})
+    [event] = read_audit_log(tmp_path / "audit.jsonl")
+    assert (event["operator"], event["principal"]) == ("alice", "User:ops-bot")
+    assert "secret" not in (tmp_path / "audit.jsonl").read_text()
+    assert cli_common.executor_config(args)["sasl.username"] == "ops-bot"

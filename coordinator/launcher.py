@@ -80,7 +80,9 @@ async def serve(
     for listener in listeners:
         gate.check_listener(listener)
         if listener.protocol.uses_tls:
-            ssl_contexts[listener.name] = server_context(config, listener.name)
+            ssl_contexts[listener.name] = server_context(
+                config, listener.name, sasl=listener.protocol.uses_sasl
+            )
     storage = FileStorage(data_dir, LogConfig())
     core = BrokerCore(storage, LoopClock(loop), config, random.Random())
     core.add_share_event_listener(ShareGroupMetrics().record)

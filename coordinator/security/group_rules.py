@@ -8,6 +8,7 @@ as AddOffsetsToTxn plus READ on its topics.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -145,7 +146,7 @@ async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: H
             continue
         kept, denied = split(g.topics, lambda t: ctx.topic(OP.DESCRIBE, t.name))
         denied_topics[g.group_id] = denied
-        trimmed.append(g if not denied else type(g)(**{**_fields(g), "topics": kept}))
+        trimmed.append(g if not denied else dataclasses.replace(g, topics=kept))
     answers: list[dict[str, Any]] = []
     if trimmed:
         response = await handler(with_body(req, groups=tuple(trimmed)))
@@ -161,10 +162,6 @@ async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: H
         {"group_id": g.group_id, "error_code": GROUP_DENIED, "topics": []} for g in denied_groups
     ]
     return {"groups": answers}
-
-
-def _fields(entity: Any) -> dict[str, Any]:
-    return {name: getattr(entity, name) for name in entity.__dataclass_fields__}
 
 
 async def find_coordinator_rule(

@@ -458,7 +458,13 @@ async def describe_share_group_offsets_rule(
         response = await handler(with_body(req, groups=allowed_groups))
         assert response is not None
         answers = list(response["groups"])
+    listed_all = {g.group_id for g in allowed_groups if g.topics is None}
     for answer in answers:
+        topics = answer.get("topics", [])
+        if answer.get("group_id") in listed_all:
+            # All the group's topics: those the principal may not describe are left out.
+            answer["topics"] = [t for t in topics if ctx.topic(OP.DESCRIBE, t["topic_name"])]
+            continue
         answer["topics"] = [
             t
             if ctx.topic(OP.DESCRIBE, t["topic_name"])
@@ -474,7 +480,7 @@ async def describe_share_group_offsets_rule(
                     for p in t.get("partitions", [])
                 ],
             }
-            for t in answer.get("topics", [])
+            for t in topics
         ]
     answers += [
         {"group_id": g.group_id, "error_code": GROUP_DENIED, "error_message": None, "topics": []}

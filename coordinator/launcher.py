@@ -84,7 +84,9 @@ async def serve(
     for listener in listeners:
         gate.check_listener(listener)
         if listener.protocol.uses_tls:
-            ssl_contexts[listener.name] = server_context(config, listener.name)
+            ssl_contexts[listener.name] = server_context(
+                config, listener.name, sasl=listener.protocol.uses_sasl
+            )
     storage = FileStorage(data_dir, LogConfig())
     core = BrokerCore(storage, LoopClock(loop), config, random.Random())
     core.cluster_id = cluster_id
@@ -105,7 +107,9 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    for listener in listeners:
+    # With `listeners` set, one line per listener comes first (LocalBroker reads them); the
+    # ready line stays the only line of a broker started with --listen alone.
+    for listener in listeners if config["listeners"] else []:
         bound_host, bound_port = server.bound[listener.name]
         print(
             f"{LISTENER_PREFIX}{listener.name} ({listener.protocol.value}) on "

@@ -171,7 +171,12 @@ class ClientSecurity:
 def _jaas_credentials(jaas: str) -> tuple[str | None, str | None]:
     """username and password of a Java client's ``sasl.jaas.config`` line."""
     found = dict(re.findall(r'(username|password)\s*=\s*"((?:[^"\\]|\\.)*)"', jaas))
-    return found.get("username"), found.get("password")
+    username, password = found.get("username"), found.get("password")
+
+    def unescape(value: str | None) -> str | None:
+        return None if value is None else re.sub(r"\\(.)", r"\1", value)
+
+    return unescape(username), unescape(password)
 
 
 def _opt(value: Any) -> str | None:

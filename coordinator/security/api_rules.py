@@ -394,7 +394,11 @@ async def delete_topics_rule(
 
 
 def topic_partition_rule(
-    op: AclOperation, list_key: str, response_key: str, entry: Callable[[Any], dict[str, Any]]
+    op: AclOperation,
+    list_key: str,
+    response_key: str,
+    entry: Callable[[Any], dict[str, Any]],
+    partitions_key: str = "partitions",
 ) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
     """Rules of APIs whose request is [{name, partitions}] and response [{name, partitions}]."""
 
@@ -406,7 +410,10 @@ def topic_partition_rule(
         assert response is not None
         response[response_key] = [
             *response[response_key],
-            *({"name": t.name, "partitions": [entry(p) for p in t.partitions]} for t in denied),
+            *(
+                {"name": t.name, "partitions": [entry(p) for p in getattr(t, partitions_key)]}
+                for t in denied
+            ),
         ]
         return response
 
@@ -428,6 +435,7 @@ describe_producers_rule = topic_partition_rule(
     "topics",
     "topics",
     lambda p: {"partition_index": int(p), "error_code": TOPIC_DENIED},
+    partitions_key="partition_indexes",
 )
 
 

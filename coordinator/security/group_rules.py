@@ -8,6 +8,7 @@ as AddOffsetsToTxn plus READ on its topics.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -145,7 +146,7 @@ async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: H
             continue
         kept, denied = split(g.topics, lambda t: ctx.topic(OP.DESCRIBE, t.name))
         denied_topics[g.group_id] = denied
-        trimmed.append(g if not denied else type(g)(**{**_fields(g), "topics": kept}))
+        trimmed.append(g if not denied else dataclasses.replace(g, topics=kept))
     answers: list[dict[str, Any]] = []
     if trimmed:
         response = await handler(with_body(req, groups=tuple(trimmed)))
@@ -161,10 +162,6 @@ async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: H
         {"group_id": g.group_id, "error_code": GROUP_DENIED, "topics": []} for g in denied_groups
     ]
     return {"groups": answers}
-
-
-def _fields(entity: Any) -> dict[str, Any]:
-    return {name: getattr(entity, name) for name in entity.__dataclass_fields__}
 
 
 async def find_coordinator_rule(
@@ -461,7 +458,13 @@ async def describe_share_group_offsets_rule(
         response = await handler(with_body(req, groups=allowed_groups))
         assert response is not None
         answers = list(response["groups"])
+    listed_all = {g.group_id for g in allowed_groups if g.topics is None}
     for answer in answers:
+        topics = answer.get("topics", [])
+        if answer.get("group_id") in listed_all:
+            # All the group's topics: those the principal may not describe are left out.
+            answer["topics"] = [t for t in topics if ctx.topic(OP.DESCRIBE, t["topic_name"])]
+            continue
         answer["topics"] = [
             t
             if ctx.topic(OP.DESCRIBE, t["topic_name"])
@@ -477,7 +480,7 @@ async def describe_share_group_offsets_rule(
                     for p in t.get("partitions", [])
                 ],
             }
-            for t in answer.get("topics", [])
+            for t in topics
         ]
     answers += [
         {"group_id": g.group_id, "error_code": GROUP_DENIED, "error_message": None, "topics": []}

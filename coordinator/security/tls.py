@@ -84,8 +84,12 @@ def _pem_files(chain: str, key: str) -> Iterator[tuple[str, str]]:
         yield paths[0], paths[1]
 
 
-def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
-    """The SSL context of one listener (``listener.name.<listener>.ssl.*`` overrides)."""
+def server_context(config: BrokerConfig, listener: str, *, sasl: bool = False) -> ssl.SSLContext:
+    """The SSL context of one listener (``listener.name.<listener>.ssl.*`` overrides).
+
+    ``sasl``: a SASL_SSL listener, where clients authenticate with SASL and a plain
+    ``ssl.client.auth`` does not apply (Kafka's KIP-684 rule).
+    """
 
     def get(key: str) -> str | None:
         return config.get_listener_str(listener, key)
@@ -127,7 +131,12 @@ def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
     except (OSError, ssl.SSLError) as exc:
         msg = f"listener {listener}: cannot load TLS key or certificates: {exc}"
         raise InvalidConfigError(msg) from exc
-    auth = (get("ssl.client.auth") or "none").lower()
+    if sasl:
+        # KIP-684: on SASL_SSL only the listener-prefixed ssl.client.auth counts.
+        prefixed = config.get(f"listener.name.{listener.lower()}.ssl.client.auth")
+        auth = str(prefixed or "none").lower()
+    else:
+        auth = (get("ssl.client.auth") or "none").lower()
     if auth not in ("none", "requested", "required"):
         msg = f"ssl.client.auth must be none, requested or required, got {auth!r}"
         raise InvalidConfigError(msg)

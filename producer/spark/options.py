@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from producer.security import SECURITY_KEYS
 from producer.spark.checkpoint import local_path
 from producer.spark.errors import SparkConfigError
 
@@ -26,6 +27,9 @@ OPTIONS: dict[str, str] = {
     "pollTimeoutMs": f"how long a read task waits for records (default {DEFAULT_POLL_TIMEOUT_MS})",
     "startingOffsets": "earliest|latest: set the group's share.auto.offset.reset; "
     "without it the share group must already exist",
+    "kafka.<security config>": "security.protocol, sasl.mechanism, sasl.username, "
+    "sasl.password, ssl.ca.location, ssl.certificate.location, ssl.key.location, ... "
+    "passed to the clients (docs/security.md)",
 }
 
 
@@ -40,13 +44,19 @@ class SourceOptions:
     prefix: str
     poll_timeout_ms: int
     starting_offsets: str | None
+    #: ``kafka.``-prefixed security options, passed to every client of the query
+    client_config: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
         # Spark passes options case-insensitively; normalise the keys we know.
         known = {k.lower(): k for k in OPTIONS}
         values: dict[str, str] = {}
+        client: dict[str, str] = {}
         for key, value in options.items():
+            if key.lower().startswith("kafka.") and key.lower()[6:] in SECURITY_KEYS:
+                client[key.lower()[6:]] = str(value)
+                continue
             canonical = known.get(key.lower())
             if canonical is None and key.lower() != "path":
                 hint = ", ".join(sorted(OPTIONS))
@@ -85,6 +95,7 @@ class SourceOptions:
             prefix=_prefix(values.get("transactional.id.prefix", DEFAULT_PREFIX)),
             poll_timeout_ms=_positive(values, "pollTimeoutMs", DEFAULT_POLL_TIMEOUT_MS),
             starting_offsets=None if starting is None else starting.lower(),
+            client_config=tuple(sorted(client.items())),
         )
 
 

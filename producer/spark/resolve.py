@@ -238,7 +238,9 @@ def recover(
         view = read_checkpoint(checkpoint, state_dir)
         scanner = Scanner(admin)
         audit = AuditLog(state_dir / AUDIT_LOG, operator=by, command="spark-source-recovery")
-        executor = Executor(scanner, conn.bootstrap_servers, audit)
+        executor = Executor(
+            scanner, conn.bootstrap_servers, audit, client_config=dict(conn.client_config)
+        )
         ordered: list[str | None] = [*sorted(prefixes)] or [None]
         for prefix in ordered:
             steps = plan_recovery(

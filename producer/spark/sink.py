@@ -35,6 +35,7 @@ from pyspark.sql.streaming.listener import (
 from pyspark.sql.streaming.query import StreamingQuery
 
 from producer.admin import Admin
+from producer.security import SECURITY_KEYS
 from producer.spark import checkpoint as ckpt
 from producer.spark.errors import BatchFencedError, ResolveError, SparkConfigError
 from producer.spark.options import DEFAULT_PREFIX
@@ -124,7 +125,8 @@ class ExactlyOnce:
         *,
         producer_config: Mapping[str, Any] | None = None,
     ) -> None:
-        self.conn = Connection(bootstrap_servers)
+        security = {k: v for k, v in (producer_config or {}).items() if k in SECURITY_KEYS}
+        self.conn = Connection(bootstrap_servers, security)  # security options for every client
         self.checkpoint = ckpt.local_path(checkpoint_location)
         self.prefix = transactional_id_prefix
         self.producer_config = dict(producer_config or {})

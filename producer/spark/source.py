@@ -80,6 +80,7 @@ class ReadTask(InputPartition):
     index: int
     max_records: int
     poll_timeout_ms: int
+    client_config: tuple[tuple[str, str], ...] = ()  # security options (kafka.*)
 
     @property
     def transactional_id(self) -> str:
@@ -106,7 +107,7 @@ class ShareStreamReader(DataSourceStreamReader):
 
     def __init__(self, options: SourceOptions) -> None:
         self.opts = options
-        self._conn = Connection(options.bootstrap_servers)
+        self._conn = Connection(options.bootstrap_servers, dict(options.client_config))
         self._admin: Admin | None = None
         self._query_id: str | None = None
         self._partitions: list[TopicPartition] = []
@@ -227,6 +228,7 @@ class ShareStreamReader(DataSourceStreamReader):
                 {
                     "bootstrap.servers": self.opts.bootstrap_servers,
                     "client.id": "sharetxn-spark-source",
+                    **dict(self.opts.client_config),
                 }
             )
         return self._admin
@@ -265,6 +267,7 @@ class ShareStreamReader(DataSourceStreamReader):
                 index,
                 self.opts.max_records,
                 self.opts.poll_timeout_ms,
+                self.opts.client_config,
             )
             for index in range(count)
         ]
@@ -317,6 +320,7 @@ def read_task(task: ReadTask) -> Iterator[tuple[Any, ...]]:
             "transactional.id": tid,
             "transaction.two.phase.commit.enable": True,
             "client.id": f"sharetxn-spark-read-{task.index}",
+            **dict(task.client_config),
         }
     )
     consumer = ShareConsumer(
@@ -329,6 +333,7 @@ def read_task(task: ReadTask) -> Iterator[tuple[Any, ...]]:
             # Short broker-side waits: the driver only plans a batch when records are there,
             # so an empty fetch means the others took them; do not hold the batch up.
             "fetch.max.wait.ms": 100,
+            **dict(task.client_config),
         }
     )
     records: list[Record] = []

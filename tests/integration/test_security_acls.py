@@ -39,7 +39,7 @@ pytestmark = pytest.mark.integration
 JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
     'username="admin" password="admin-secret" '
-    'user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";'
+    'user_admin="admin-secret" user_alice="alice-secret";'
 )
 CONFIG = {
     "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
@@ -338,11 +338,11 @@ def test_command_config_for_every_client_command(broker: LocalBroker, tmp_path: 
         "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
         "sasl.username=admin\nsasl.password=admin-secret\n"
     )
-    java_style = tmp_path / "bob.properties"  # bob: no ACL in any test of this module
+    java_style = tmp_path / "carol.properties"  # carol may not create topics
     java_style.write_text(
-        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
-        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
-        'username="bob" password="bob-secret";\n'
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="carol" password="carol-secret";\n'
     )
     topic = unique("cli")
     common = ["--bootstrap-server", broker.bootstrap_servers]

@@ -201,8 +201,7 @@ def tls_config(certs: CertFiles, client_auth: str) -> dict[str, str]:
         "ssl.keystore.location": str(certs.server_keystore),
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(certs.ca),
-        "ssl.client.auth": client_auth,
-        "listener.name.sasl_ssl.ssl.client.auth": "none",
+        "ssl.client.auth": client_auth,  # SASL_SSL ignores it (KIP-684)
     }
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coordinator.security.sasl import PlainServer, parse_jaas, plain_users
 from coordinator.security.scram import (
@@ -96,3 +98,30 @@ def test_plain_server() -> None:
         PlainServer({"alice": "pw"}).evaluate(b"bob\x00alice\x00pw")
     with pytest.raises(SaslAuthenticationFailedError):
         PlainServer({"alice": "pw"}).evaluate(b"garbage")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=200), min_size=1, max_size=3))
+def test_hostile_tokens_only_fail_authentication(tokens: list[bytes]) -> None:
+    """Whatever a client sends, the SASL servers answer or refuse; nothing else escapes."""
+    credential = make_credential(SHA256, "pw", 4096, salt=b"salt")
+    servers = [ScramServer(SHA256, lambda _m, _u: credential), PlainServer({"u": "pw"})]
+    for server in servers:
+        try:
+            for token in tokens:
+                server.evaluate(token)
+        except SaslAuthenticationFailedError:
+            pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60), st.text(max_size=60))
+def test_hostile_scram_text_only_fails_authentication(first: str, final: str) -> None:
+    credential = make_credential(SHA256, "pw", 4096, salt=b"salt")
+    server = ScramServer(SHA256, lambda _m, _u: credential)
+    try:
+        server.evaluate(f"n,,n=u,r={first}".encode())
+        server.evaluate(final.encode())
+    except SaslAuthenticationFailedError:
+        pass
+    assert not server.complete

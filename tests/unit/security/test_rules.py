@@ -397,12 +397,6 @@ CASES: dict[str, Case] = {
         lambda w: {"groups": [{"group_id": "g-no", "topics": None}]},
         {"g-no": E.GROUP_AUTHORIZATION_FAILED},
     ),
-    "InitializeShareGroupState": (
-        83,
-        0,
-        lambda w: {"group_id": "g-ok", "topics": []},
-        {"": E.CLUSTER_AUTHORIZATION_FAILED},
-    ),
     "DescribeSharePendingAcks": (
         95,
         0,

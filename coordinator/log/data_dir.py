@@ -65,7 +65,12 @@ class DataDirLock:
 
 def random_cluster_id() -> str:
     """A cluster id in Kafka's form: a UUID in URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # As Kafka's Uuid.randomUuid: never one starting with "-" (command lines would read it
+    # as an option).
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _read_properties(path: Path) -> dict[str, str]:

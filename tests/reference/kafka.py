@@ -184,7 +184,12 @@ def free_port() -> int:
 
 
 def random_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # As Kafka's Uuid.randomUuid: never one starting with "-" (command lines would read it
+    # as an option).
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 class ReferenceKafka:

@@ -461,10 +461,24 @@ class GroupConsumer:
                 check_error(int(part.error_code), group_id=self.group_id, topic=topic.name)
 
     def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
-        """The group's committed offsets (None where there is none)."""
+        """The group's committed offsets (None where there is none).
+
+        Under read_committed, as Kafka's consumer: with ``require_stable``, waiting (up to
+        ``request.timeout.ms``) while a transaction's offsets are still pending -- a
+        transaction's markers reach the group coordinator after its commit returned.
+        """
         wanted = sorted(set(partitions))
-        got = self._offset_fetch(wanted, require_stable=False)
-        return {tp: (got[tp] if got.get(tp, -1) >= 0 else None) for tp in wanted}
+        deadline = time.monotonic() + self._cfg["request.timeout.ms"] / 1000
+        while True:
+            got = self._offset_fetch(wanted)  # require_stable follows isolation.level
+            if all(tp in got for tp in wanted) or time.monotonic() > deadline:
+                break
+            time.sleep(self._cfg["retry.backoff.ms"] / 1000)
+        missing = [tp for tp in wanted if tp not in got]
+        if missing:
+            msg = f"offsets of {missing} stayed unstable (a transaction is still pending)"
+            raise error_for_code(ErrorCode.UNSTABLE_OFFSET_COMMIT)(msg, group_id=self.group_id)
+        return {tp: (got[tp] if got[tp] >= 0 else None) for tp in wanted}
 
     def _offset_fetch(
         self, partitions: list[TopicPartition], *, require_stable: bool | None = None

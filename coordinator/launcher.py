@@ -196,6 +196,7 @@ class LocalBroker:
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         ready = threading.Event()
+        seen_ready = threading.Event()
         stdout = self.process.stdout
         assert stdout is not None
 
@@ -208,12 +209,14 @@ class LocalBroker:
                     self.listener_addresses[name] = (l_host, int(l_port))
                 if line.startswith(READY_PREFIX):
                     self.port = int(line.strip().rsplit(":", 1)[1])
+                    seen_ready.set()
                     ready.set()
-            ready.set()
+            ready.set()  # the process ended (its output did)
 
         self._pump = threading.Thread(target=pump, daemon=True, name="sharetxn-broker-log")
         self._pump.start()
-        if not ready.wait(self.startup_timeout_s) or self.process.poll() is not None:
+        ready.wait(self.startup_timeout_s)
+        if not seen_ready.is_set() or self.process.poll() is not None:
             output = "\n".join(self._log_lines[-30:])
             self.stop()
             msg = f"broker did not start within {self.startup_timeout_s}s:\n{output}"

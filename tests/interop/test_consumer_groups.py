@@ -326,7 +326,8 @@ def test_kip848_consumer_protocol(tmp_path: Path) -> None:
         seen_lines = len(broker.output)
         broker.start()
         assignments(members, 6, timeout_s=30)
-        desc = admin.describe_consumer_groups(["g-848"])["g-848"].result(30)
+        fresh = AdminClient({"bootstrap.servers": b})  # not the one that saw the broker die
+        desc = fresh.describe_consumer_groups(["g-848"])["g-848"].result(60)
         assert {m.member_id for m in desc.members} == before
         after = broker.output[seen_lines:]
         assert not any("joins" in line for line in after if "g-848" in line), after

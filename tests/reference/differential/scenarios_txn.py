@@ -44,7 +44,14 @@ def commit_visible_to_read_committed(ctx: Ctx) -> Any:
     out["end"] = ctx.end_txn(tid, pid, epoch, True)
     ctx.wait_lso(t, 3)
     out["committed"] = ctx.fetch(t, 0, isolation=1)
-    out["describe_done"] = _describe(ctx, tid)
+    # Kafka writes CompleteCommit once every marker is acknowledged, after EndTxn answered:
+    # wait (bounded) for the end state instead of racing it.
+    deadline = time.monotonic() + 10
+    done = _describe(ctx, tid)
+    while done["state"] == "PrepareCommit" and time.monotonic() < deadline:
+        time.sleep(0.05)
+        done = _describe(ctx, tid)
+    out["describe_done"] = done
     return out
 
 

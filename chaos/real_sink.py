@@ -43,6 +43,7 @@ from typing import IO, Any
 
 from confluent_kafka import Producer
 
+from chaos.real import BROKER_CONFIG  # the copy workload's short timeouts
 from chaos.real_verify import direct_checks, quiescent, read_final, read_state
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
@@ -58,12 +59,6 @@ GROUP = "chaos-sink"
 DELIVERY_LIMIT = 10
 FAULT_KINDS = ("worker-kill", "worker-pause", "broker-kill", "broker-pause")
 _FAULT_WEIGHTS = (0.35, 0.3, 0.2, 0.15)
-BROKER_CONFIG = {
-    "group.share.min.record.lock.duration.ms": "1000",
-    "group.share.min.session.timeout.ms": "2000",
-    "group.share.min.heartbeat.interval.ms": "500",
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
-}
 GROUP_CONFIG = {
     "share.session.timeout.ms": "5000",
     "share.heartbeat.interval.ms": "500",

@@ -24,7 +24,7 @@ from coordinator.topics import TopicInfo, TopicRegistry
 from coordinator.txn_coordinator import TransactionCoordinator
 from txn.batch import ControlType
 from txn.clock import Clock
-from txn.config import LONG_MAX, BrokerConfig
+from txn.config import BrokerConfig
 from txn.errors import ErrorCode, KafkaProtocolError
 from txn.ids import (
     CLUSTER_METADATA_TOPIC,
@@ -32,6 +32,7 @@ from txn.ids import (
     TRANSACTION_STATE_TOPIC,
     TopicPartition,
 )
+from txn.limits import LONG_MAX
 
 log = logging.getLogger("sharetxn.broker")
 

@@ -32,6 +32,7 @@ from txn.config import CONFIG_DEFS
 from txn.errors import ErrorCode
 from txn.ids import TRANSACTION_STATE_TOPIC, TopicPartition
 from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
+from txn.limits import INT32_MAX
 from txn.security_config import is_sensitive
 from txn.topic_names import topic_name_error
 
@@ -450,7 +451,7 @@ class Handlers:
         body = req.body
         read_committed = int(field(body, "isolation_level", default=0)) == 1
         total = 0
-        budget = int(field(body, "max_bytes", default=2**31 - 1))
+        budget = int(field(body, "max_bytes", default=INT32_MAX))
         responses: list[dict[str, Any]] = []
         for topic in body.topics:
             topic_id = field(topic, "topic_id")

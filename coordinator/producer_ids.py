@@ -20,13 +20,13 @@ import struct
 from coordinator.log.storage import PartitionLog
 from txn.batch import build_batch
 from txn.clock import Clock
+from txn.limits import LONG_MAX as _LONG_MAX
 from txn.txn_log import read_records
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 PRODUCER_IDS_RECORD_TYPE = 15
 _KEY = struct.Struct(">hh")
 _VALUE = struct.Struct(">hiqq")
-_LONG_MAX = 2**63 - 1
 
 
 class ProducerIdsExhaustedError(RuntimeError):

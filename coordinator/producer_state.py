@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from txn.batch import NO_SEQUENCE, BatchHeader
 from txn.errors import ErrorCode
+from txn.limits import next_sequence
 
 DUPLICATE_WINDOW = 5
-_SEQ_MODULUS = 2**31
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +51,7 @@ class SequenceCheck:
 
 
 def _next_seq(seq: int) -> int:
-    return (seq + 1) % _SEQ_MODULUS
+    return next_sequence(seq)
 
 
 class ProducerStateManager:

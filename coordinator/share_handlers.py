@@ -23,6 +23,7 @@ from coordinator.share.share_partition import AckBatch
 from coordinator.wire import DecodedRequest, field
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
+from txn.limits import INT32_MAX, SHARE_FETCH_MAX_RECORDS
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
@@ -251,10 +252,10 @@ class ShareHandlers:
         session.forget(forgotten)
         if epoch != INITIAL_EPOCH:  # a new session already expects epoch 1
             self.share.sessions.advance(session)
-        max_records = int(field(b, "max_records", default=500) or 500)
+        max_records = int(field(b, "max_records", default=SHARE_FETCH_MAX_RECORDS) or 0)
         if max_records <= 0:
-            max_records = 500
-        max_bytes = int(b.max_bytes) if int(b.max_bytes) > 0 else 2**31 - 1
+            max_records = SHARE_FETCH_MAX_RECORDS
+        max_bytes = int(b.max_bytes) if int(b.max_bytes) > 0 else INT32_MAX
         loop = asyncio.get_running_loop()
         deadline = loop.time() + _ms(b.max_wait) / 1000.0
         min_bytes = max(int(b.min_bytes), 1)

@@ -34,8 +34,8 @@ from txn.errors import (
     ProducerFencedError,
 )
 from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
+from txn.limits import INT32_MAX
 from txn.metadata import (
-    INT32_MAX,
     TV_0,
     TV_2,
     TransactionMetadata,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from producer.client import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KafkaClient, check_error
+from producer.client_defaults import REQUEST_TIMEOUT_MS
 from producer.group_admin import ConsumerGroupAdmin
 from producer.raw import describe_transactions_raw
 from producer.security import ClientSecurity
@@ -194,7 +195,7 @@ class Admin(ConsumerGroupAdmin):
         self.client = KafkaClient(
             str(self.config["bootstrap.servers"]),
             client_id=str(self.config.get("client.id", "sharetxn-admin")),
-            request_timeout_ms=int(self.config.get("request.timeout.ms", 30000)),
+            request_timeout_ms=int(self.config.get("request.timeout.ms", REQUEST_TIMEOUT_MS)),
             security=ClientSecurity.from_config(self.config),
         )
 

@@ -28,6 +28,7 @@ from tenacity import (
     wait_exponential,
 )
 
+from producer.client_defaults import REQUEST_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS
 from producer.connection import BrokerConnection
 from producer.security import ClientSecurity
 from txn.errors import (
@@ -170,9 +171,9 @@ class KafkaClient:
         bootstrap_servers: str,
         *,
         client_id: str = "sharetxn",
-        request_timeout_ms: int = 30000,
-        retry_backoff_ms: int = 100,
-        retry_backoff_max_ms: int = 1000,
+        request_timeout_ms: int = REQUEST_TIMEOUT_MS,
+        retry_backoff_ms: int = RETRY_BACKOFF_MS,
+        retry_backoff_max_ms: int = RETRY_BACKOFF_MAX_MS,
         security: ClientSecurity | None = None,
     ) -> None:
         self.security = security or ClientSecurity()

@@ -40,6 +40,7 @@ from functools import partial
 from typing import Any
 
 from producer.client import KEY_TYPE_GROUP, KafkaClient, check_error
+from producer.client_defaults import CONSUMER_DEFAULTS
 from producer.group_membership import GroupMembership
 from producer.records import decode_batch, split_batches
 from producer.security import SECURITY_KEYS, ClientSecurity
@@ -64,8 +65,7 @@ EARLIEST, LATEST = -2, -1
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
 DEFAULTS: dict[str, Any] = {
-    "bootstrap.servers": None,
-    "group.id": None,
+    **CONSUMER_DEFAULTS,
     "client.id": "sharetxn-consumer",
     "group.protocol": "consumer",
     "group.remote.assignor": None,
@@ -73,16 +73,8 @@ DEFAULTS: dict[str, Any] = {
     "isolation.level": "read_uncommitted",
     "enable.auto.commit": True,
     "auto.commit.interval.ms": 5000,
-    "max.poll.records": 500,
     "max.poll.interval.ms": 300000,
-    "fetch.max.wait.ms": 500,
-    "fetch.min.bytes": 1,
-    "fetch.max.bytes": 52428800,
     "max.partition.fetch.bytes": 1048576,
-    "request.timeout.ms": 30000,
-    "retry.backoff.ms": 100,
-    "retry.backoff.max.ms": 1000,
-    "check.crcs": True,
 }
 _INTS = (
     "auto.commit.interval.ms",

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
 from producer.client import KEY_TYPE_GROUP, KafkaClient
+from producer.client_defaults import CONSUMER_DEFAULTS
 from producer.heartbeat_backoff import HeartbeatBackoff
 from producer.records import (
     CorruptRecordError,
@@ -75,6 +76,7 @@ from txn.errors import (
 )
 from txn.ids import TopicPartition
 from txn.kip1289_schema import ADD_SHARE_ACKS_TO_TXN, TXN_SHARE_ACKNOWLEDGE
+from txn.limits import next_share_session_epoch
 
 __all__ = [
     "ConcurrentAccessError",
@@ -97,19 +99,10 @@ MODES: Final = ("implicit", "explicit", "transactional")
 
 # Kafka config name -> default.  Anything else is rejected.
 DEFAULTS: Final[dict[str, Any]] = {
-    "bootstrap.servers": None,
-    "group.id": None,
+    **CONSUMER_DEFAULTS,
     "client.id": "sharetxn-share-consumer",
     "share.acknowledgement.mode": "implicit",
-    "max.poll.records": 500,
-    "fetch.max.wait.ms": 500,
-    "fetch.min.bytes": 1,
-    "fetch.max.bytes": 52428800,
-    "request.timeout.ms": 30000,
     "rack.id": None,
-    "retry.backoff.ms": 100,
-    "retry.backoff.max.ms": 1000,
-    "check.crcs": True,
 }
 
 _INT_KEYS: Final = (
@@ -542,7 +535,7 @@ class _Session:
     partitions: set[TopicIdPartition] = field(default_factory=set)
 
     def advance(self) -> None:
-        self.epoch = self.epoch + 1 if self.epoch < 2**31 - 1 else 1
+        self.epoch = next_share_session_epoch(self.epoch)
 
 
 @dataclass(slots=True)

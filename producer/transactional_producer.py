@@ -37,6 +37,7 @@ from producer.accumulator import (
     record_size,
 )
 from producer.client import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KafkaClient
+from producer.client_defaults import CONNECTION_DEFAULTS
 from producer.security import PLAINTEXT, SECURITY_KEYS, ClientSecurity
 from producer.sender import ProducerClient, Sender, SenderConfig, fenced_or_typed
 from producer.txn_manager import (
@@ -101,18 +102,16 @@ _COORDINATOR_FATAL = FATAL_CODES | {
 
 # Kafka config name -> default (None: no default).
 _DEFAULTS: dict[str, Any] = {
-    "bootstrap.servers": None,
+    **CONNECTION_DEFAULTS,
     "transactional.id": None,
     "transaction.timeout.ms": 60000,
     "transaction.two.phase.commit.enable": False,
     "linger.ms": 5,
     "batch.size": 16384,
     "acks": "all",
-    "request.timeout.ms": 30000,
     "delivery.timeout.ms": 120000,
     "max.block.ms": 60000,
     "client.id": "sharetxn-producer",
-    "retry.backoff.ms": 100,
     "enable.idempotence": True,
     "compression.type": "none",
 }

@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from txn.errors import ErrorCode, IllegalStateError, SharetxnError
 from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
+from txn.limits import next_sequence
 
 __all__ = [
     "ABORTABLE_CODES",
@@ -34,8 +35,6 @@ __all__ = [
     "TxnState",
     "UnsupportedOperationError",
 ]
-
-_SEQ_MODULUS = 2**31
 
 
 class TransactionAbortedError(SharetxnError):
@@ -345,7 +344,7 @@ class TransactionManager:
         """Reserve ``count`` sequence numbers on ``tp``; returns the first."""
         with self._lock:
             base = self._next_seq.get(tp, 0)
-            self._next_seq[tp] = (base + count) % _SEQ_MODULUS
+            self._next_seq[tp] = next_sequence(base, count)
             return base
 
     def rollback_sequence(self, tp: TopicPartition, base_sequence: int) -> None:

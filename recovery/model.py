@@ -12,7 +12,7 @@ from typing import Any, Final
 from txn.errors import SharetxnError
 from txn.exit_codes import ExitCode
 from txn.ids import SHARE_GROUP_STATE_TOPIC, TopicPartition
-from txn.metadata import INT32_MAX
+from txn.limits import INT32_MAX
 from txn.state import TransactionState
 
 UNKNOWN: Final = "Unknown"

@@ -23,6 +23,7 @@ from typing import NamedTuple
 from crc32c import crc32c
 
 from txn.compression import compress
+from txn.limits import next_sequence
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength
@@ -91,7 +92,7 @@ class BatchHeader(NamedTuple):
     def last_sequence(self) -> int:
         if self.base_sequence == NO_SEQUENCE:
             return NO_SEQUENCE
-        return (self.base_sequence + self.last_offset_delta) % (2**31)
+        return next_sequence(self.base_sequence, self.last_offset_delta)
 
     @property
     def has_producer_id(self) -> bool:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from txn.errors import InvalidConfigError
+from txn.limits import INT32_MAX
+from txn.limits import LONG_MAX as _LONG_MAX
 from txn.security_config import SECURITY_CONFIGS, is_listener_override
 
 ConfigType = Literal["int", "bool", "str"]
@@ -27,7 +29,6 @@ class ConfigDef:
     choices: tuple[str, ...] = ()  # for "str": the values allowed (case-insensitive)
 
 
-_LONG_MAX = 9223372036854775807
 
 CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # --- logs -------------------------------------------------------------------------------
@@ -68,7 +69,7 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef(
         "max.connections",
         "int",
-        2147483647,
+        INT32_MAX,
         "Connections the broker accepts at once; more are closed at once.",
     ),
     ConfigDef(
@@ -103,7 +104,7 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # --- consumer groups and offsets --------------------------------------------------------
     ConfigDef("group.min.session.timeout.ms", "int", 6000, "Lowest consumer session timeout."),
     ConfigDef("group.max.session.timeout.ms", "int", 1800000, "Highest consumer session timeout."),
-    ConfigDef("group.max.size", "int", 2147483647, "Members per classic group."),
+    ConfigDef("group.max.size", "int", INT32_MAX, "Members per classic group."),
     ConfigDef(
         "group.initial.rebalance.delay.ms",
         "int",
@@ -182,6 +183,14 @@ CONFIG_DEFS = (
 )
 
 _BY_NAME: dict[str, ConfigDef] = {d.name: d for d in CONFIG_DEFS}
+
+
+def default_of(name: str) -> Any:
+    """The default of the broker config ``name``: the one place every module reads it from."""
+    try:
+        return _BY_NAME[name].default
+    except KeyError:
+        raise InvalidConfigError(f"unknown broker config {name!r}") from None
 
 
 def _parse(defn: ConfigDef, raw: object) -> Any:
@@ -378,4 +387,3 @@ class BrokerConfig(Mapping[str, Any]):
         return _BY_NAME[key].doc
 
 
-LONG_MAX = _LONG_MAX

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 
 from txn.errors import IllegalTransitionError, ProducerFencedError
 from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
+from txn.limits import MAX_PRODUCER_EPOCH
 from txn.state import TransactionState, check_transition
 
 _S = TransactionState
 
-MAX_PRODUCER_EPOCH = 32767  # Short.MAX_VALUE: reserved so that a producer can always be fenced
-INT32_MAX = 2147483647  # the timeout stored for 2PC transactions (they never time out)
 
 TV_0 = 0  # transaction.version levels; TV_1 only changes the record format
 TV_1 = 1

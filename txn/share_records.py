@@ -39,13 +39,13 @@ from enum import IntEnum
 from typing import NamedTuple
 
 from txn.codec import Reader, uvarint
+from txn.limits import INT8 as _INT8
+from txn.limits import INT16 as _INT16
+from txn.limits import INT32 as _INT32
+from txn.limits import INT64 as _INT64
 
 VALUE_VERSION = 0
 
-_INT8 = (-(2**7), 2**7 - 1)
-_INT16 = (-(2**15), 2**15 - 1)
-_INT32 = (-(2**31), 2**31 - 1)
-_INT64 = (-(2**63), 2**63 - 1)
 
 
 class ShareRecordType(IntEnum):
@@ -123,7 +123,7 @@ def _reader(buf: bytes | bytearray | memoryview) -> Reader:
 def encode_key(key: ShareRecordKey) -> bytes:
     data = key.group_id.encode("utf-8")
     if len(data) > _INT16[1]:
-        raise ShareRecordFormatError("group id longer than 32767 bytes")
+        raise ShareRecordFormatError(f"group id longer than {_INT16[1]} bytes")
     _check_range("partition", key.partition, _INT32)
     return (
         struct.pack(">hh", int(key.record_type), len(data))

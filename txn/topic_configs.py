@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Final
 
+from txn.limits import INT32_MAX as _INT_MAX
+from txn.limits import LONG_MAX as _LONG_MAX
+
 TOPIC_CONFIG_NAMES: Final = frozenset(
     {
         "cleanup.policy",
@@ -51,8 +54,6 @@ def unknown_topic_configs(names: list[str] | set[str]) -> list[str]:
 
 # -- values ------------------------------------------------------------------------------------
 
-_INT_MAX = 2**31 - 1
-_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 CLEANUP_POLICIES: Final = ("compact", "delete")
 
 # name -> (type, lowest value or None); Kafka's LogConfig definitions of the configs acted on.

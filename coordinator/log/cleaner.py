@@ -25,9 +25,8 @@ from dataclasses import dataclass
 
 from coordinator.log.storage import SegmentInfo
 from txn.batch import BatchHeader
+from txn.limits import LONG_MAX
 from txn.record_keys import RecordView, rebuild_batch, records_of
-
-LONG_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)

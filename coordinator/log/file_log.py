@@ -58,6 +58,7 @@ from coordinator.log.segments import should_roll
 from coordinator.log.storage import LogConfig, SegmentInfo
 from txn.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, parse_header
 from txn.errors import ClosedError, KafkaStorageError
+from txn.limits import INT32_MAX
 
 logger = logging.getLogger("sharetxn.log")
 
@@ -69,7 +70,7 @@ _TMP_SUFFIX = ".tmp"
 _SEGMENT_NAME = re.compile(r"\d{20}")
 _PARTITION_DIR = re.compile(r"(.+)-(\d+)")
 _INDEX_ENTRY = struct.Struct(">iI")
-_MAX_RELATIVE_OFFSET = 2**31 - 1
+_MAX_RELATIVE_OFFSET = INT32_MAX
 _HEADER_CHUNK = 64 * 1024  # bytes per read when walking headers
 _DATA_CHUNK = 1024 * 1024  # bytes per read when copying whole batches out
 

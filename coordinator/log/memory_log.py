@@ -23,6 +23,7 @@ from txn.errors import (
     InvalidTopicError,
     OffsetOutOfRangeError,
 )
+from txn.limits import INT32_MAX
 
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
@@ -60,8 +61,8 @@ def assign_offset(batch: bytes | bytearray | memoryview, base_offset: int) -> by
 
 def check_config(config: LogConfig) -> None:
     """Reject settings that would break the log's invariants (not Kafka errors: a bug)."""
-    if not 0 < config.segment_bytes <= 2**31 - 1:
-        msg = f"segment_bytes must be in [1, 2**31-1], got {config.segment_bytes}"
+    if not 0 < config.segment_bytes <= INT32_MAX:
+        msg = f"segment_bytes must be in [1, {INT32_MAX}], got {config.segment_bytes}"
         raise ValueError(msg)
     if config.segment_ms < 1:
         raise ValueError("segment_ms must be >= 1")

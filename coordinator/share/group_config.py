@@ -15,8 +15,8 @@ The string configs have fixed defaults: ``share.auto.offset.reset`` is ``latest`
 ``read_uncommitted`` (or ``read_committed``, case-sensitive as in Kafka).
 
 The min/max broker keys use Kafka's names (``group.share.min.session.timeout.ms``, not
-``...session.timeout.ms.min``).  Until ``txn.config`` defines them, ``BROKER_BOUND_DEFAULTS``
-supplies Kafka's defaults; a value present in the broker config always wins.
+``...session.timeout.ms.min``); their defaults are ``txn.config``'s, and a value present in the
+broker config always wins.
 
 Overrides are validated when they are altered (out of range -> INVALID_CONFIG naming the bound)
 and clamped into the broker's current bounds when read, as Kafka does once the bounds change
@@ -29,6 +29,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from txn.config import default_of
 from txn.errors import InvalidConfigError
 
 SESSION_TIMEOUT_MS = "share.session.timeout.ms"
@@ -41,26 +42,19 @@ ISOLATION_LEVEL = "share.isolation.level"
 READ_UNCOMMITTED = "read_uncommitted"
 READ_COMMITTED = "read_committed"
 
-# Kafka's defaults for the broker keys that bound the group configs (GroupCoordinatorConfig
-# and ShareGroupConfig).  Report these to txn.config; a broker value overrides them.
-BROKER_BOUND_DEFAULTS: dict[str, int] = {
-    "group.share.min.session.timeout.ms": 45000,
-    "group.share.max.session.timeout.ms": 60000,
-    "group.share.min.heartbeat.interval.ms": 5000,
-    "group.share.max.heartbeat.interval.ms": 15000,
-    "group.share.min.record.lock.duration.ms": 15000,
-    "group.share.max.record.lock.duration.ms": 60000,
-    "group.share.min.delivery.count.limit": 2,
-    "group.share.max.delivery.count.limit": 10,
-}
-
-# The broker defaults themselves (present in txn.config; repeated for a bare mapping).
-_BROKER_DEFAULTS: dict[str, int] = {
-    "group.share.session.timeout.ms": 45000,
-    "group.share.heartbeat.interval.ms": 5000,
-    "group.share.record.lock.duration.ms": 30000,
-    "group.share.delivery.count.limit": 5,
-}
+# The broker keys that bound the group configs and give their defaults (Kafka's
+# GroupCoordinatorConfig and ShareGroupConfig); their defaults are txn.config's.
+_BOUND_KEYS = tuple(
+    f"group.share.{kind}.{name}"
+    for name in (
+        "session.timeout.ms",
+        "heartbeat.interval.ms",
+        "record.lock.duration.ms",
+        "delivery.count.limit",
+    )
+    for kind in ("min", "max")
+)
+BROKER_BOUND_DEFAULTS: dict[str, int] = {key: int(default_of(key)) for key in _BOUND_KEYS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,11 +146,8 @@ class GroupConfigDefs:
         self._broker = broker
 
     def _broker_int(self, key: str) -> int:
-        default = BROKER_BOUND_DEFAULTS.get(key, _BROKER_DEFAULTS.get(key))
-        raw = self._broker.get(key, default)
-        if raw is None:
-            raise KeyError(key)
-        return int(str(raw))
+        raw = self._broker.get(key)
+        return int(str(raw if raw is not None else default_of(key)))
 
     def bounds(self, name: str) -> tuple[int, int]:
         """The [min, max] the broker allows for the integer group config ``name``."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from txn.errors import ErrorCode
+from txn.limits import next_share_session_epoch
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
@@ -92,7 +93,7 @@ class ShareSessionCache:
         return SessionLookup(ErrorCode.NONE, session)
 
     def advance(self, session: ShareSession) -> None:
-        session.next_epoch = session.next_epoch + 1 if session.next_epoch < 2**31 - 1 else 1
+        session.next_epoch = next_share_session_epoch(session.next_epoch)
 
     def close(self, group_id: str, member_id: str) -> ShareSession | None:
         return self._sessions.pop((group_id, member_id), None)

@@ -60,6 +60,12 @@ from txn.clock import Clock, Timer
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode, InvalidConfigError
 from txn.ids import SHARE_GROUP_STATE_TOPIC
+from txn.limits import INT8 as _INT8
+from txn.limits import INT16 as _INT16
+from txn.limits import INT32 as _INT32
+from txn.limits import INT32_MIN
+from txn.limits import LONG_MAX as _INT64_MAX
+from txn.limits import in_range as _in_range
 from txn.share_records import (
     ShareRecordFormatError,
     ShareRecordKey,
@@ -90,10 +96,6 @@ DEFAULT_STATE_EPOCH = 0
 DEFAULT_LEADER_EPOCH = 0
 NO_EPOCH = -1  # a request's "not supplied" epoch: skips the fencing check of writes
 
-_INT8 = (-(2**7), 2**7 - 1)
-_INT16 = (-(2**15), 2**15 - 1)
-_INT32 = (-(2**31), 2**31 - 1)
-_INT64_MAX = 2**63 - 1
 
 
 # --- partitioning ----------------------------------------------------------------------------
@@ -124,7 +126,7 @@ def java_string_hash(text: str) -> int:
 def partition_for_coordinator_key(key: str, num_partitions: int) -> int:
     """Kafka's ``Utils.abs(key.hashCode()) % numPartitions``: stable across processes."""
     value = java_string_hash(key)
-    value = 0 if value == -(2**31) else abs(value)
+    value = 0 if value == INT32_MIN else abs(value)
     return value % num_partitions
 
 
@@ -233,10 +235,6 @@ def _past_terminal_prefix(start: int, batches: Sequence[PersisterStateBatch]) ->
             break
         start = batch.last_offset + 1
     return start
-
-
-def _in_range(value: int, bounds: tuple[int, int]) -> bool:
-    return bounds[0] <= value <= bounds[1]
 
 
 # --- the coordinator -------------------------------------------------------------------------

@@ -64,6 +64,7 @@ from coordinator.share.inflight import (
 from coordinator.share.persister import Persister, PersisterStateBatch, ShareStateKey
 from txn.batch import BatchFormatError, BatchHeader, iter_batches
 from txn.clock import Clock
+from txn.config import default_of
 from txn.errors import ErrorCode, InvalidConfigError, InvalidRequestError
 from txn.ids import TopicPartition
 from txn.share_state import AcknowledgeType, RecordState, check_transition
@@ -109,9 +110,9 @@ class SharePartitionState(enum.Enum):
 class SharePartitionConfig:
     """Per-partition settings; group configs may replace them at runtime (``update_config``)."""
 
-    delivery_count_limit: int = 5  # group.share.delivery.count.limit / share.delivery.count.limit
-    record_lock_duration_ms: int = 30000  # group.share.record.lock.duration.ms
-    max_in_flight_records: int = 2000  # group.share.partition.max.record.locks
+    delivery_count_limit: int = default_of("group.share.delivery.count.limit")
+    record_lock_duration_ms: int = default_of("group.share.record.lock.duration.ms")
+    max_in_flight_records: int = default_of("group.share.partition.max.record.locks")
     isolation: Isolation = "read_uncommitted"  # share.isolation.level
     auto_offset_reset: AutoOffsetReset = "latest"  # share.auto.offset.reset
     #: ``by_duration:<d>``: start at the first record at most this old (the strategy is then
@@ -141,13 +142,12 @@ class SharePartitionConfig:
     ) -> SharePartitionConfig:
         """The broker-level defaults (Kafka names), with explicit field overrides."""
         values: dict[str, Any] = {
-            "delivery_count_limit": int(config.get("group.share.delivery.count.limit", 5)),
-            "record_lock_duration_ms": int(
-                config.get("group.share.record.lock.duration.ms", 30000)
-            ),
-            "max_in_flight_records": int(
-                config.get("group.share.partition.max.record.locks", 2000)
-            ),
+            field: int(config.get(key, default_of(key)))
+            for field, key in (
+                ("delivery_count_limit", "group.share.delivery.count.limit"),
+                ("record_lock_duration_ms", "group.share.record.lock.duration.ms"),
+                ("max_in_flight_records", "group.share.partition.max.record.locks"),
+            )
         }
         values.update(overrides)
         return cls(**values)

@@ -52,6 +52,7 @@ from typing import Any, Final
 from producer.share_consumer import DEFAULTS as SHARE_CONSUMER_DEFAULTS
 from producer.share_consumer import ShareConsumerConfig
 from producer.transactional_producer import ProducerConfig
+from txn.config import default_of
 
 __all__ = [
     "AT_LEAST_ONCE",
@@ -67,9 +68,9 @@ SEMANTICS: Final = (AT_LEAST_ONCE, EXACTLY_ONCE)
 ACK_MODES: Final = ("explicit", "implicit")
 PROTOCOLS: Final = ("classic", "consumer", "share")
 
-# KIP-1302's defaults.
-DEFAULT_LOCK_TIMEOUT_MS: Final = 30000
-DEFAULT_MAX_DELIVERY_COUNT: Final = 5
+# KIP-1302's defaults (the lock and delivery limits are the broker's group defaults).
+DEFAULT_LOCK_TIMEOUT_MS: Final[int] = default_of("group.share.record.lock.duration.ms")
+DEFAULT_MAX_DELIVERY_COUNT: Final[int] = default_of("group.share.delivery.count.limit")
 DEFAULT_DLQ_REPLICATION_FACTOR: Final = 3
 
 # Consumer settings the worker decides itself (a user value would break the loop).

@@ -22,7 +22,7 @@ from tests.unit.coordinator.txn_harness import (
 )
 from txn.batch import ControlType
 from txn.errors import ErrorCode, KafkaStorageError, error_for_code
-from txn.metadata import INT32_MAX
+from txn.limits import INT32_MAX
 from txn.state import TransactionState
 
 E = ErrorCode

@@ -12,7 +12,7 @@ from recovery.plan import Action, Evidence, EvidenceKind, Op, Step, plan_exit_co
 from recovery.scan import ScanPair
 from txn.exit_codes import ExitCode
 from txn.ids import TopicPartition
-from txn.metadata import INT32_MAX
+from txn.limits import INT32_MAX
 
 EVIDENCE = Evidence(EvidenceKind.PREPARED_TXN_STATE, "{}")
 

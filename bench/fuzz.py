@@ -29,8 +29,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from coordinator.api_versions import SUPPORTED
 from coordinator.launcher import LocalBroker
+from coordinator.protocol.api_versions import SUPPORTED
 from tests.kafka_wire import WireClient
 from tests.unit.test_wire_guard import frame
 

@@ -34,12 +34,12 @@ from coordinator.metrics import (
     ShareTransactionMetrics,
 )
 from coordinator.metrics_export import install_exporters
+from coordinator.protocol.security_gate import SecurityGate
+from coordinator.protocol.server import KafkaServer
 from coordinator.runtime import LoopClock
-from coordinator.security.gate import SecurityGate
 from coordinator.security.listeners import listeners_from_config
 from coordinator.security.store import FileSecurityStorage, SecurityMetadata
 from coordinator.security.tls import server_context
-from coordinator.server import KafkaServer
 from txn.config import BrokerConfig
 from txn.security_config import is_sensitive
 

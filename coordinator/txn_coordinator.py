@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from coordinator.log.append_errors import append_error_code
 from coordinator.log.storage import PartitionLog
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.producer_ids import ProducerIdManager
@@ -30,7 +31,6 @@ from txn.config import BrokerConfig
 from txn.errors import (
     ErrorCode,
     IllegalTransitionError,
-    KafkaProtocolError,
     ProducerFencedError,
 )
 from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
@@ -60,30 +60,6 @@ log = logging.getLogger(__name__)
 _S = TransactionState
 _PREPARE = (_S.PREPARE_COMMIT, _S.PREPARE_ABORT)
 _IDLE = (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
-
-# How a failed ``__transaction_state`` append is reported (TransactionStateManager).
-_APPEND_ERRORS: dict[ErrorCode, ErrorCode] = {
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
-    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
-}
-
-
-def append_error_code(exc: Exception) -> ErrorCode:
-    """The coordinator error for an exception raised by a log append."""
-    if isinstance(exc, KafkaProtocolError):
-        raw = exc.code
-    elif isinstance(exc, OSError):
-        raw = ErrorCode.KAFKA_STORAGE_ERROR
-    else:
-        raw = ErrorCode.UNKNOWN_SERVER_ERROR
-    return _APPEND_ERRORS.get(raw, raw)
-
 
 # --- results ---------------------------------------------------------------------------------
 

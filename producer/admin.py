@@ -17,6 +17,7 @@ from producer.client_defaults import REQUEST_TIMEOUT_MS
 from producer.group_admin import ConsumerGroupAdmin
 from producer.raw import describe_transactions_raw
 from producer.security import ClientSecurity
+from producer.types import TransactionDescription
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
@@ -32,18 +33,6 @@ class TransactionListing:
     transactional_id: str
     producer_id: int
     state: str
-
-
-@dataclass(frozen=True, slots=True)
-class TransactionDescription:
-    transactional_id: str
-    error: ErrorCode
-    state: str
-    producer_id: int
-    producer_epoch: int
-    transaction_timeout_ms: int
-    transaction_start_time_ms: int
-    partitions: tuple[TopicPartition, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,13 +9,11 @@ arrays, tagged fields).
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from producer.types import TransactionDescription
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
-
-if TYPE_CHECKING:
-    from producer.admin import TransactionDescription
 
 
 class _Reader:
@@ -84,7 +82,6 @@ def describe_transactions_raw(
         for _ in range(r.uvarint() - 1):
             partitions.append(TopicPartition(topic, r.int32()))
         r.skip_tags()
-    from producer.admin import TransactionDescription  # noqa: PLC0415 - avoid an import cycle
 
     return TransactionDescription(
         tid, error, state, producer_id, epoch, timeout_ms, start_ms, tuple(partitions)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 from txn.share_state import AcknowledgeType
 
@@ -115,3 +116,17 @@ class PreparedTxnState:
     def parse(cls, text: str) -> PreparedTxnState:
         data = json.loads(text)
         return cls(str(data["transactional_id"]), int(data["producer_id"]), int(data["epoch"]))
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionDescription:
+    """One transactional id as DescribeTransactions reports it."""
+
+    transactional_id: str
+    error: ErrorCode
+    state: str
+    producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    transaction_start_time_ms: int
+    partitions: tuple[TopicPartition, ...]

@@ -9,7 +9,7 @@ from typing import Any
 
 from kio.serial import entity_reader, entity_writer
 
-from coordinator.wire import render
+from coordinator.protocol.wire import render
 from txn.kip1289_schema import load_request as load_request_schema
 from txn.kip1289_schema import load_response as load_response_schema
 

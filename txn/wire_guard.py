@@ -8,7 +8,7 @@ frame (an array of N elements needs at least N times its element's smallest enco
 the native reader only ever sees lengths it can honour.  Tagged fields are checked inside
 their declared size.  It reads nothing into objects: it only moves a position.
 
-Used by the broker for every request (``coordinator.wire``) and by the client library for
+Used by the broker for every request (``coordinator.protocol.wire``) and by the client library for
 every response (a hostile or broken broker must not take the client down either).
 """
 

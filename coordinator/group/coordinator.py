@@ -80,9 +80,9 @@ from coordinator.group.results import (
     SyncResult,
 )
 from coordinator.group.timers import Timers
+from coordinator.log.append_errors import append_error_code
 from coordinator.log.storage import PartitionLog
 from coordinator.share.group_coordinator import TopicLookup
-from coordinator.txn_coordinator import append_error_code
 from txn.batch import ControlType, build_batch, control_type_of
 from txn.clock import Clock
 from txn.config import BrokerConfig

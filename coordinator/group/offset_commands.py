@@ -18,8 +18,8 @@ from coordinator.group.offsets import OffsetStore
 from coordinator.group.records import GroupKey, OffsetKey, OffsetValue
 from coordinator.group.results import FetchedOffset
 from coordinator.group.timers import Timers
+from coordinator.log.append_errors import append_error_code
 from coordinator.log.storage import PartitionLog
-from coordinator.txn_coordinator import append_error_code
 from txn.batch import ControlType, build_control_batch
 from txn.clock import Clock
 from txn.config import BrokerConfig

@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
+from coordinator.log.append_errors import append_error_code
 from coordinator.log.storage import PartitionLog
 from coordinator.share.assignor import Assignment, SimpleAssignor, TopicIdPartition
 from coordinator.share.group_config import GroupConfigDefs, ShareGroupConfig
@@ -57,7 +58,6 @@ from coordinator.share.group_records import (
     decode,
     encode,
 )
-from coordinator.txn_coordinator import append_error_code
 from txn.batch import build_batch
 from txn.clock import Clock, Timer
 from txn.config import BrokerConfig

@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from coordinator.log.append_errors import append_error_code
 from coordinator.log.storage import PartitionLog
 from coordinator.share.persister import (
     PersisterStateBatch,
@@ -54,7 +55,6 @@ from coordinator.share.persister import (
     StateSummary,
 )
 from coordinator.share.state_combiner import NO_START_OFFSET, combine, overlay
-from coordinator.txn_coordinator import append_error_code
 from txn.batch import BatchHeader, ControlType, build_batch, build_control_batch, control_type_of
 from txn.clock import Clock, Timer
 from txn.config import BrokerConfig

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.serial import entity_reader, entity_writer
 
-from coordinator.api_versions import SUPPORTED
-from coordinator.wire import FrameError, decode_request
+from coordinator.protocol.api_versions import SUPPORTED
+from coordinator.protocol.wire import FrameError, decode_request
 from txn.kip1289_schema import load_request
 from txn.wire_guard import WireBoundsError, check_entity, check_request_header
 from txn.wire_render import render

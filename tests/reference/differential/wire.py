@@ -1,7 +1,7 @@
 """The wire for scenarios: one API version per key for both brokers, and plain observations.
 
 Every request goes out at the same version to Apache Kafka and to sharetxn (``COMMON``: the
-highest version both serve, Kafka 4.4's ranges against ``coordinator.api_versions``), so a
+highest version both serve, Kafka 4.4's ranges against ``coordinator.protocol.api_versions``), so a
 difference in an answer is a difference in behaviour, not in versions.  ``plain`` turns a
 kio response into JSON-able data with the values that legitimately differ between two
 brokers (ids, timestamps, hosts, throttle times, free-text messages) masked.

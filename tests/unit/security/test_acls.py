@@ -154,9 +154,9 @@ def test_acls_and_scram_survive_a_reload() -> None:
 
 
 def test_every_served_api_has_an_authorization_rule() -> None:
-    from coordinator.api_versions import SUPPORTED  # noqa: PLC0415
-    from coordinator.security.gate import SASL_AUTHENTICATE, SASL_HANDSHAKE  # noqa: PLC0415
-    from coordinator.security.rule_table import RULES  # noqa: PLC0415
+    from coordinator.protocol.acl_rule_table import RULES  # noqa: PLC0415
+    from coordinator.protocol.api_versions import SUPPORTED  # noqa: PLC0415
+    from coordinator.protocol.security_gate import SASL_AUTHENTICATE, SASL_HANDSHAKE  # noqa: PLC0415
 
     own = {SASL_HANDSHAKE, SASL_AUTHENTICATE, 29, 30, 31, 50, 51}  # the gate's own APIs
     assert set(SUPPORTED) - own == set(RULES)

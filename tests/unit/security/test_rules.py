@@ -16,10 +16,13 @@ from typing import Any
 
 import pytest
 
-from coordinator.api_versions import SUPPORTED
 from coordinator.broker import BrokerCore
-from coordinator.handlers import Handlers
 from coordinator.log.memory_log import MemoryStorage
+from coordinator.protocol.acl_rules import TopicDirectory
+from coordinator.protocol.api_versions import SUPPORTED
+from coordinator.protocol.handlers import Handlers
+from coordinator.protocol.security_gate import SecurityGate
+from coordinator.protocol.wire import DecodedRequest, encode_response
 from coordinator.security.acls import (
     AclBinding,
     AclOperation,
@@ -27,11 +30,8 @@ from coordinator.security.acls import (
     PatternType,
     ResourceType,
 )
-from coordinator.security.api_rules import TopicDirectory
-from coordinator.security.gate import SecurityGate
 from coordinator.security.listeners import Listener, SecurityProtocol
 from coordinator.security.store import MemorySecurityStorage, SecurityMetadata
-from coordinator.wire import DecodedRequest, encode_response
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode as E

@@ -15,19 +15,19 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from coordinator.api_versions import SUPPORTED
 from coordinator.broker import BrokerCore
-from coordinator.group_handlers import GroupHandlers
 from coordinator.log_settings import default_topic_configs
-from coordinator.security.listeners import CURRENT_ENDPOINT
-from coordinator.share_handlers import (
+from coordinator.protocol.api_versions import SUPPORTED
+from coordinator.protocol.group_handlers import GroupHandlers
+from coordinator.protocol.share_handlers import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
     RESOURCE_TOPIC,
     ShareHandlers,
 )
+from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.security.listeners import CURRENT_ENDPOINT
 from coordinator.topics import TopicInfo
-from coordinator.wire import DecodedRequest, field
 from txn.config import CONFIG_DEFS
 from txn.errors import ErrorCode
 from txn.ids import TRANSACTION_STATE_TOPIC, TopicPartition

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from coordinator.protocol.wire import DecodedRequest
 from coordinator.security.acls import (
     CLUSTER_NAME,
     AclBinding,
@@ -32,11 +33,10 @@ from coordinator.security.scram import (
     credential_from_salted,
 )
 from coordinator.security.store import SecurityMetadata
-from coordinator.wire import DecodedRequest
 from txn.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from coordinator.security.gate import Session
+    from coordinator.protocol.security_gate import Session
 
 log = logging.getLogger("sharetxn.security")
 

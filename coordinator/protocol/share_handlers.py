@@ -16,11 +16,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from coordinator.broker import BrokerCore
+from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
 from coordinator.share.persister import ShareStateKey
 from coordinator.share.sessions import INITIAL_EPOCH, TopicIdPartition
 from coordinator.share.share_partition import AckBatch
-from coordinator.wire import DecodedRequest, field
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 from txn.limits import INT32_MAX, SHARE_FETCH_MAX_RECORDS

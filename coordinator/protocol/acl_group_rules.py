@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from coordinator.security.api_rules import (
+from coordinator.protocol.acl_rules import (
     CLUSTER_DENIED,
     GROUP_DENIED,
     NO_TOPIC_ID,
@@ -26,7 +26,7 @@ from coordinator.security.api_rules import (
     split,
     with_body,
 )
-from coordinator.wire import DecodedRequest, field
+from coordinator.protocol.wire import DecodedRequest, field
 from txn.errors import ErrorCode
 
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE = 0, 1, 2

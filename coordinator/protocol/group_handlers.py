@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from coordinator.broker import BrokerCore
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
-from coordinator.wire import DecodedRequest, field
+from coordinator.protocol.wire import DecodedRequest, field
 from txn.errors import ErrorCode, KafkaStorageError
 from txn.ids import TopicPartition
 

@@ -19,16 +19,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from coordinator.protocol.acl_handlers import SecurityAdminHandlers
+from coordinator.protocol.acl_rule_table import authorize_request
+from coordinator.protocol.acl_rules import RequestContext, TopicDirectory
+from coordinator.protocol.wire import DecodedRequest
 from coordinator.security.acls import Authorizer, parse_principals
-from coordinator.security.admin_handlers import SecurityAdminHandlers
-from coordinator.security.api_rules import RequestContext, TopicDirectory
 from coordinator.security.listeners import Listener
-from coordinator.security.rule_table import authorize_request
 from coordinator.security.sasl import SUPPORTED_MECHANISMS, SaslServer, new_server, plain_users
 from coordinator.security.scram import SaslAuthenticationFailedError, ScramMechanism
 from coordinator.security.store import SecurityMetadata
 from coordinator.security.tls import ANONYMOUS, principal_of
-from coordinator.wire import DecodedRequest
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode, InvalidConfigError
 

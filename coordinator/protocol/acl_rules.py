@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.security.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
-from coordinator.wire import DecodedRequest, field
 from txn.errors import ErrorCode
 
 OP = AclOperation

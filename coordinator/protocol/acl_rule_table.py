@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-from coordinator.security import group_rules as g
-from coordinator.security.api_rules import (
+from coordinator.protocol import acl_group_rules as g
+from coordinator.protocol.acl_rules import (
     CLUSTER_DENIED,
     OP,
     Handler,
@@ -31,7 +31,7 @@ from coordinator.security.api_rules import (
     open_rule,
     produce_rule,
 )
-from coordinator.wire import DecodedRequest
+from coordinator.protocol.wire import DecodedRequest
 
 Rule = Callable[[RequestContext, DecodedRequest, Handler], Awaitable[Response]]
 

@@ -20,11 +20,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from coordinator.api_versions import SUPPORTED, is_supported
 from coordinator.broker import BrokerCore
-from coordinator.handlers import Handlers
-from coordinator.security.api_rules import TopicDirectory
-from coordinator.security.gate import CLOSE, SecurityGate, Session
+from coordinator.protocol.acl_rules import TopicDirectory
+from coordinator.protocol.api_versions import SUPPORTED, is_supported
+from coordinator.protocol.handlers import Handlers
+from coordinator.protocol.security_gate import CLOSE, SecurityGate, Session
+from coordinator.protocol.wire import (
+    FrameError,
+    decode_request,
+    encode_response,
+    peek_header,
+    response_class,
+)
 from coordinator.security.listeners import (
     CURRENT_ENDPOINT,
     Listener,
@@ -32,13 +39,6 @@ from coordinator.security.listeners import (
     advertised_endpoint,
 )
 from coordinator.security.store import MemorySecurityStorage, SecurityMetadata
-from coordinator.wire import (
-    FrameError,
-    decode_request,
-    encode_response,
-    peek_header,
-    response_class,
-)
 from txn.errors import ErrorCode
 
 log = logging.getLogger("sharetxn.server")

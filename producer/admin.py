@@ -12,14 +12,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from producer.client import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KafkaClient, check_error
+from producer.client import KafkaClient, check_error
 from producer.client_defaults import REQUEST_TIMEOUT_MS
 from producer.group_admin import ConsumerGroupAdmin
 from producer.raw import describe_transactions_raw
 from producer.security import ClientSecurity
 from producer.types import TransactionDescription
 from txn.errors import ErrorCode
-from txn.ids import TopicPartition
+from txn.ids import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, TopicPartition
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4

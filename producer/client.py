@@ -47,9 +47,6 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-KEY_TYPE_GROUP = 0
-KEY_TYPE_TRANSACTION = 1
-KEY_TYPE_SHARE = 2
 
 # Highest versions this client's request builders understand.
 CLIENT_MAX_VERSIONS: dict[int, int] = {

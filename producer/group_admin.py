@@ -9,9 +9,9 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from producer.client import KEY_TYPE_GROUP, KafkaClient, check_error
+from producer.client import KafkaClient, check_error
 from txn.errors import ErrorCode
-from txn.ids import TopicPartition
+from txn.ids import KEY_TYPE_GROUP, TopicPartition
 
 OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, OFFSET_DELETE = 8, 9, 15, 47
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from producer.client import KEY_TYPE_GROUP, KafkaClient, check_error
+from producer.client import KafkaClient, check_error
 from producer.client_defaults import CONSUMER_DEFAULTS
 from producer.group_membership import GroupMembership
 from producer.records import decode_batch, split_batches
@@ -55,7 +55,7 @@ from txn.errors import (
     RetriableError,
     error_for_code,
 )
-from txn.ids import TopicPartition
+from txn.ids import KEY_TYPE_GROUP, TopicPartition
 
 log = logging.getLogger("sharetxn.group_consumer")
 

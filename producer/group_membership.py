@@ -15,7 +15,7 @@ import threading
 import uuid
 from collections.abc import Callable
 
-from producer.client import KEY_TYPE_GROUP, KafkaClient
+from producer.client import KafkaClient
 from producer.heartbeat_backoff import HeartbeatBackoff
 from txn.errors import (
     ErrorCode,
@@ -23,7 +23,7 @@ from txn.errors import (
     RetriableError,
     error_for_code,
 )
-from txn.ids import TopicPartition
+from txn.ids import KEY_TYPE_GROUP, TopicPartition
 
 log = logging.getLogger("sharetxn.group_consumer")
 

@@ -48,7 +48,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
-from producer.client import KEY_TYPE_GROUP, KafkaClient
+from producer.client import KafkaClient
 from producer.client_defaults import CONSUMER_DEFAULTS
 from producer.heartbeat_backoff import HeartbeatBackoff
 from producer.records import (
@@ -74,7 +74,7 @@ from txn.errors import (
     SharetxnError,
     error_for_code,
 )
-from txn.ids import TopicPartition
+from txn.ids import KEY_TYPE_GROUP, TopicPartition
 from txn.kip1289_schema import ADD_SHARE_ACKS_TO_TXN, TXN_SHARE_ACKNOWLEDGE
 from txn.limits import next_share_session_epoch
 

@@ -36,7 +36,7 @@ from producer.accumulator import (
     partition_for_key,
     record_size,
 )
-from producer.client import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KafkaClient
+from producer.client import KafkaClient
 from producer.client_defaults import CONNECTION_DEFAULTS
 from producer.security import PLAINTEXT, SECURITY_KEYS, ClientSecurity
 from producer.sender import ProducerClient, Sender, SenderConfig, fenced_or_typed
@@ -69,7 +69,13 @@ from txn.errors import (
     RequestTimedOutError,
     RetriableError,
 )
-from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
+from txn.ids import (
+    KEY_TYPE_GROUP,
+    KEY_TYPE_TRANSACTION,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    TopicPartition,
+)
 
 __all__ = [
     "DifferentPreparedTransactionError",

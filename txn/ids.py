@@ -10,6 +10,11 @@ ProducerEpoch = NewType("ProducerEpoch", int)
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 
+# FindCoordinator key types (KIP-932 added SHARE: key "group:topicId:partition").
+KEY_TYPE_GROUP = 0
+KEY_TYPE_TRANSACTION = 1
+KEY_TYPE_SHARE = 2
+
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 SHARE_GROUP_STATE_TOPIC = "__share_group_state"
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"

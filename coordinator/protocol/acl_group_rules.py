@@ -28,8 +28,7 @@ from coordinator.protocol.acl_rules import (
 )
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.errors import ErrorCode
-
-KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE = 0, 1, 2
+from txn.ids import KEY_TYPE_GROUP, KEY_TYPE_SHARE, KEY_TYPE_TRANSACTION
 
 
 def _offset_entries(topics: Iterable[Any], code: ErrorCode) -> list[dict[str, Any]]:

@@ -8,13 +8,13 @@ and SyncGroup wait on a future that the coordinator completes when the rebalance
 from __future__ import annotations
 
 import asyncio
-import datetime
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from coordinator.broker import BrokerCore
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
+from coordinator.protocol.responses import by_topic, millis
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.errors import ErrorCode, KafkaStorageError
 from txn.ids import TopicPartition
@@ -25,12 +25,6 @@ Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
 R = TypeVar("R")
 
 OffsetMap = dict[TopicPartition, tuple[int, int, str | None]]
-
-
-def _ms(value: Any) -> int:
-    if isinstance(value, datetime.timedelta):
-        return int(value.total_seconds() * 1000)
-    return int(value)
 
 
 def _offsets(topics: Any) -> OffsetMap:
@@ -44,16 +38,6 @@ def _offsets(topics: Any) -> OffsetMap:
                 p.committed_metadata,
             )
     return out
-
-
-def _by_topic(
-    results: dict[TopicPartition, Any], entry: Callable[[Any], dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """[{name, partitions: [{partition_index, ...entry(result)}]}] in request order."""
-    topics: dict[str, list[dict[str, Any]]] = {}
-    for tp, result in results.items():
-        topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, **entry(result)})
-    return [{"name": name, "partitions": parts} for name, parts in topics.items()]
 
 
 class GroupHandlers:
@@ -91,8 +75,8 @@ class GroupHandlers:
 
     async def join_group(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
-        session = _ms(b.session_timeout)
-        rebalance = _ms(field(b, "rebalance_timeout", default=session))
+        session = millis(b.session_timeout)
+        rebalance = millis(field(b, "rebalance_timeout", default=session))
         request = JoinRequest(
             group_id=b.group_id,
             member_id=b.member_id or "",
@@ -232,7 +216,7 @@ class GroupHandlers:
             int(b.member_epoch),
             instance_id=b.instance_id,
             rack_id=b.rack_id,
-            rebalance_timeout_ms=_ms(b.rebalance_timeout),
+            rebalance_timeout_ms=millis(b.rebalance_timeout),
             subscribed_topic_names=None
             if b.subscribed_topic_names is None
             else list(b.subscribed_topic_names),
@@ -346,7 +330,7 @@ class GroupHandlers:
                 results = dict.fromkeys(results, ErrorCode.KAFKA_STORAGE_ERROR)
             else:
                 groups.durable(token)
-        return {"topics": _by_topic(results, lambda e: {"error_code": e})}
+        return {"topics": by_topic(results, lambda e: {"error_code": e})}
 
     async def offset_fetch(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
@@ -368,7 +352,7 @@ class GroupHandlers:
                 {
                     "group_id": group_id,
                     "error_code": error,
-                    "topics": _by_topic(
+                    "topics": by_topic(
                         fetched,
                         lambda f: {
                             "committed_offset": f.offset,
@@ -391,7 +375,7 @@ class GroupHandlers:
         error, results = self.core.groups.delete_offsets(b.group_id, partitions)
         return {
             "error_code": error,
-            "topics": _by_topic(results, lambda e: {"error_code": e})
+            "topics": by_topic(results, lambda e: {"error_code": e})
             if error is ErrorCode.NONE
             else [],
         }
@@ -419,4 +403,4 @@ class GroupHandlers:
             field(b, "group_instance_id"),
             _offsets(b.topics),
         )
-        return {"topics": _by_topic(results, lambda e: {"error_code": e})}
+        return {"topics": by_topic(results, lambda e: {"error_code": e})}

@@ -76,7 +76,7 @@ class KafkaServer:
         self.bound: dict[str, tuple[str, int]] = {}
         self.advertised: dict[str, tuple[str, int]] = {}
         self._servers: list[asyncio.base_events.Server] = []
-        self._append_event = asyncio.Event()
+        self._append_waiters: list[Callable[[], None]] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._next_connection_id = 0
         self.max_request_bytes = core.config.get_int("socket.request.max.bytes")
@@ -89,13 +89,25 @@ class KafkaServer:
         self.handlers = Handlers(core, host, port, self._wait_for_append)
 
     def _on_append(self, _tp: object) -> None:
-        self._append_event.set()
-        self._append_event = asyncio.Event()
+        waiters, self._append_waiters = self._append_waiters, []
+        for wake in waiters:
+            wake()
 
-    async def _wait_for_append(self, timeout_s: float) -> None:
-        event = self._append_event
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout_s)
+    async def _wait_for_append(self, deadline_ms: int) -> None:
+        """Until the next log append, or ``deadline_ms`` on the broker's Clock (long polls)."""
+        woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def wake() -> None:
+            if not woken.done():
+                woken.set_result(None)
+
+        clock = self.core.clock
+        self._append_waiters.append(wake)
+        timer = clock.schedule(max(0, deadline_ms - clock.now_ms()), wake)
+        try:
+            await woken
+        finally:
+            timer.cancel()
 
     async def start(self) -> None:
         for listener in self.listeners:
@@ -112,7 +124,7 @@ class KafkaServer:
             self.advertised[listener.name] = advertised_endpoint(listener, port)
         first = self.listeners[0]
         self.host, self.port = self.advertised[first.name]
-        self.handlers.host, self.handlers.port = self.host, self.port
+        self.handlers.set_address(self.host, self.port)
 
     @property
     def connection_count(self) -> int:

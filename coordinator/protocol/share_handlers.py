@@ -10,12 +10,12 @@ the share coordinator.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from coordinator.broker import BrokerCore
+from coordinator.protocol.responses import Handler, WaitForAppend, millis
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
 from coordinator.share.persister import ShareStateKey
@@ -30,13 +30,7 @@ RESOURCE_BROKER = 4
 RESOURCE_GROUP = 32
 OP_SET = 0
 OP_DELETE = 1
-_SHARE_FETCH_POLL_S = 0.05
-
-
-def _ms(value: Any) -> int:
-    if hasattr(value, "total_seconds"):
-        return int(value.total_seconds() * 1000)
-    return int(value)
+_SHARE_FETCH_POLL_MS = 50
 
 
 def _acks_of(topics: Any) -> list[PartitionAcks]:
@@ -62,14 +56,14 @@ class ShareHandlers:
     def __init__(
         self,
         core: BrokerCore,
-        wait_for_append: Callable[[float], Awaitable[None]],
+        wait_for_append: WaitForAppend,
         broker_endpoint: Callable[[], dict[str, Any]],
     ) -> None:
         self.core = core
         self.share = core.share
         self._wait_for_append = wait_for_append
         self._endpoint = broker_endpoint
-        self.table: dict[int, Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]] = {
+        self.table: dict[int, Handler] = {
             16: self.list_groups,
             42: self.delete_groups,
             76: self.share_group_heartbeat,
@@ -256,20 +250,21 @@ class ShareHandlers:
         if max_records <= 0:
             max_records = SHARE_FETCH_MAX_RECORDS
         max_bytes = int(b.max_bytes) if int(b.max_bytes) > 0 else INT32_MAX
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + _ms(b.max_wait) / 1000.0
+        clock = self.core.clock
+        deadline_ms = clock.now_ms() + millis(b.max_wait)
         min_bytes = max(int(b.min_bytes), 1)
         while True:
             self.share.acquire(group_id, member_id, session, max_records, max_bytes, outcome)
             got = sum(
                 len(p.result.records) for p in outcome.partitions.values() if p.result is not None
             )
-            remaining = deadline - loop.time()
-            if got >= min_bytes or remaining <= 0 or outcome.acquired_count > 0:
+            now_ms = clock.now_ms()
+            if got >= min_bytes or now_ms >= deadline_ms or outcome.acquired_count > 0:
                 break
             if self.share.sessions.get(group_id, member_id) is not session:
                 break  # closed or replaced while we waited
-            await self._wait_for_append(min(remaining, _SHARE_FETCH_POLL_S))
+            # Records also come back without an append (lock expiry, release): look again soon.
+            await self._wait_for_append(min(deadline_ms, now_ms + _SHARE_FETCH_POLL_MS))
         return self._fetch_response(outcome, lock_ms, full=epoch == INITIAL_EPOCH)
 
     def _fetch_response(

@@ -1,0 +1,270 @@
+"""Cluster and metadata APIs: ApiVersions, Metadata, DescribeCluster, FindCoordinator,
+DescribeConfigs, DescribeLogDirs."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from coordinator.broker import BrokerCore
+from coordinator.log_settings import default_topic_configs
+from coordinator.protocol.api_versions import SUPPORTED
+from coordinator.protocol.responses import Handler, config_entry
+from coordinator.protocol.share_handlers import (
+    RESOURCE_BROKER,
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
+    ShareHandlers,
+)
+from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.security.listeners import CURRENT_ENDPOINT
+from coordinator.topics import TopicInfo
+from txn.config import CONFIG_DEFS
+from txn.errors import ErrorCode
+from txn.ids import (
+    KEY_TYPE_GROUP,
+    KEY_TYPE_SHARE,
+    KEY_TYPE_TRANSACTION,
+    TRANSACTION_STATE_TOPIC,
+    TopicPartition,
+)
+from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
+from txn.security_config import is_sensitive
+from txn.topic_names import topic_name_error
+
+
+class ClusterHandlers:
+    def __init__(self, core: BrokerCore, host: str, port: int, share: ShareHandlers) -> None:
+        self.core = core
+        self.host = host
+        self.port = port
+        self.share = share
+        self.table: dict[int, Handler] = {
+            3: self.metadata,
+            10: self.find_coordinator,
+            18: self.api_versions,
+            32: self.describe_configs,
+            35: self.describe_log_dirs,
+            60: self.describe_cluster,
+        }
+
+    def endpoint(self) -> tuple[str, int]:
+        """The advertised address of the listener the current request came in on."""
+        current = CURRENT_ENDPOINT.get()
+        return current if current is not None else (self.host, self.port)
+
+    def _broker(self) -> dict[str, Any]:
+        host, port = self.endpoint()
+        return {"node_id": self.core.node_id, "host": host, "port": port, "rack": None}
+
+    async def api_versions(self, req: DecodedRequest) -> dict[str, Any]:
+        keys = [
+            {"api_key": key, "min_version": lo, "max_version": hi}
+            for key, (_name, lo, hi) in sorted(SUPPORTED.items())
+        ]
+        answer: dict[str, Any] = {"error_code": ErrorCode.NONE, "api_keys": keys}
+        if req.api_version >= 3:
+            # KIP-1289 is told by this feature: its API keys alone collide with Kafka 4.4's.
+            level = KIP1289_FEATURE_LEVEL
+            answer["supported_features"] = [
+                {"name": KIP1289_FEATURE, "min_version": level, "max_version": level}
+            ]
+            answer["finalized_features_epoch"] = 0
+            answer["finalized_features"] = [
+                {"name": KIP1289_FEATURE, "max_version_level": level, "min_version_level": level}
+            ]
+        return answer
+
+    async def metadata(self, req: DecodedRequest) -> dict[str, Any]:
+        body = req.body
+        requested = body.topics
+        auto_create = bool(field(body, "allow_auto_topic_creation", default=True))
+        infos: list[tuple[str | None, TopicInfo | None]]
+        if requested is None or (req.api_version == 0 and not requested):
+            infos = [(t.name, t) for t in self.core.visible_topics()]
+        else:
+            infos = []
+            for topic in requested:
+                name = field(topic, "name")
+                topic_id = field(topic, "topic_id")
+                if name is None and topic_id is not None:
+                    info = self.core.topics.by_id(topic_id)
+                    infos.append((info.name if info else None, info))
+                    continue
+                info = self.core.ensure_topic(name) if auto_create else self.core.topics.get(name)
+                infos.append((name, info))
+        topics: list[dict[str, Any]] = []
+        for name, info in infos:
+            if info is None:
+                # Kafka checks the name of a topic it does not know, with or without
+                # auto-creation: an illegal name is INVALID_TOPIC_EXCEPTION (not retriable),
+                # so clients fail at once instead of waiting for the topic to appear.
+                illegal = name is not None and topic_name_error(name) is not None
+                topics.append(
+                    {
+                        "error_code": ErrorCode.INVALID_TOPIC_EXCEPTION
+                        if illegal
+                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        "name": name,
+                        "topic_id": uuid.UUID(int=0),
+                        "partitions": [],
+                    }
+                )
+                continue
+            topics.append(
+                {
+                    "error_code": ErrorCode.NONE,
+                    "name": info.name,
+                    "topic_id": info.topic_id,
+                    "is_internal": info.internal or info.name == TRANSACTION_STATE_TOPIC,
+                    "partitions": [
+                        {
+                            "error_code": ErrorCode.NONE,
+                            "partition_index": i,
+                            "leader_id": self.core.node_id,
+                            "leader_epoch": 0,
+                            "replica_nodes": [self.core.node_id],
+                            "isr_nodes": [self.core.node_id],
+                            "offline_replicas": [],
+                        }
+                        for i in range(info.num_partitions)
+                    ],
+                    "topic_authorized_operations": -2147483648,
+                }
+            )
+        return {
+            "brokers": [self._broker()],
+            "cluster_id": self.core.cluster_id,
+            "controller_id": self.core.node_id,
+            "topics": topics,
+        }
+
+    async def describe_cluster(self, req: DecodedRequest) -> dict[str, Any]:
+        host, port = self.endpoint()
+        return {
+            "error_code": ErrorCode.NONE,
+            "endpoint_type": 1,
+            "cluster_id": self.core.cluster_id,
+            "controller_id": self.core.node_id,
+            "brokers": [{"broker_id": self.core.node_id, "host": host, "port": port, "rack": None}],
+            "cluster_authorized_operations": -2147483648,
+        }
+
+    async def find_coordinator(self, req: DecodedRequest) -> dict[str, Any]:
+        body = req.body
+        key_type = int(field(body, "key_type", default=0))
+        keys = list(field(body, "coordinator_keys", default=()) or ())
+        single = field(body, "key")
+        if single is not None:
+            keys = [single]
+        results: list[dict[str, Any]] = []
+        host, port = self.endpoint()
+        for key in keys:
+            error = ErrorCode.NONE
+            message = None
+            if key_type == KEY_TYPE_TRANSACTION and not key:
+                error, message = ErrorCode.INVALID_REQUEST, "empty transactional id"
+            elif key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE):
+                error, message = ErrorCode.INVALID_REQUEST, f"unsupported key type {key_type}"
+            ok = error is ErrorCode.NONE
+            results.append(
+                {
+                    "key": key,
+                    "node_id": self.core.node_id if ok else -1,
+                    "host": host if ok else "",
+                    "port": port if ok else -1,
+                    "error_code": error,
+                    "error_message": message,
+                }
+            )
+        if req.api_version >= 4:
+            return {"coordinators": results}
+        first = results[0] if results else {"error_code": ErrorCode.INVALID_REQUEST}
+        return {
+            "error_code": first["error_code"],
+            "error_message": first.get("error_message"),
+            "node_id": first.get("node_id", -1),
+            "host": first.get("host", ""),
+            "port": first.get("port", -1),
+        }
+
+    async def describe_configs(self, req: DecodedRequest) -> dict[str, Any]:
+        results: list[dict[str, Any]] = []
+        for resource in req.body.resources:
+            rtype = int(resource.resource_type)
+            name = resource.resource_name
+            wanted = resource.configuration_keys
+            configs: list[dict[str, Any]] = []
+            error = ErrorCode.NONE
+            message = None
+            if rtype == RESOURCE_TOPIC:
+                info = self.core.topics.get(name)
+                if info is None:
+                    error, message = (
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        f"topic {name!r} does not exist",
+                    )
+                else:
+                    defaults = default_topic_configs(self.core.config)
+                    for key, (text, static) in defaults.items():
+                        if key not in info.configs:
+                            configs.append(config_entry(key, text, source=4 if static else 5))
+                    for key, value in info.configs.items():
+                        configs.append(config_entry(key, value, source=1))
+                    configs.sort(key=lambda c: str(c["name"]))
+            elif rtype == RESOURCE_GROUP:
+                configs = self.share.describe_group_configs(name)
+            elif rtype == RESOURCE_BROKER:
+                for defn in CONFIG_DEFS:
+                    value = self.core.config[defn.name]
+                    shown = None if value is None else str(value)
+                    if isinstance(value, bool):
+                        shown = str(value).lower()
+                    entry = config_entry(defn.name, shown, source=5, doc=defn.doc)
+                    if is_sensitive(defn.name):
+                        entry.update(value=None, is_sensitive=True)  # Kafka hides them
+                    configs.append(entry)
+            else:
+                error, message = ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}"
+            if wanted is not None:
+                configs = [c for c in configs if c["name"] in wanted]
+            results.append(
+                {
+                    "error_code": error,
+                    "error_message": message,
+                    "resource_type": rtype,
+                    "resource_name": name,
+                    "configs": configs,
+                }
+            )
+        return {"results": results}
+
+    async def describe_log_dirs(self, req: DecodedRequest) -> dict[str, Any]:
+        """One log directory (the data dir) with the size of each partition's segments."""
+        wanted = req.body.topics
+        selected: dict[str, set[int] | None] | None = None
+        if wanted is not None:
+            selected = {t.topic: {int(p) for p in t.partitions} for t in wanted}
+        topics: list[dict[str, Any]] = []
+        for info in self.core.visible_topics():
+            if selected is not None and info.name not in selected:
+                continue
+            parts = []
+            for index in range(info.num_partitions):
+                chosen = selected[info.name] if selected is not None else None
+                if chosen is not None and index not in chosen:
+                    continue
+                size = self.core.partition_size(TopicPartition(info.name, index))
+                if size is not None:
+                    parts.append(
+                        {
+                            "partition_index": index,
+                            "partition_size": size,
+                            "offset_lag": 0,
+                            "is_future_key": False,
+                        }
+                    )
+            if parts:
+                topics.append({"name": info.name, "partitions": parts})
+        result = {"error_code": ErrorCode.NONE, "log_dir": self.core.log_dir, "topics": topics}
+        return {"error_code": ErrorCode.NONE, "results": [result]}

@@ -1,0 +1,193 @@
+"""The data path: Produce, Fetch (long-polled on the broker's Clock) and ListOffsets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.broker import BrokerCore
+from coordinator.protocol.responses import Handler, WaitForAppend, has_partition_error, millis
+from coordinator.protocol.wire import DecodedRequest, field
+from txn.errors import ErrorCode
+from txn.ids import TopicPartition
+from txn.limits import INT32_MAX
+
+
+class DataHandlers:
+    def __init__(self, core: BrokerCore, wait_for_append: WaitForAppend) -> None:
+        self.core = core
+        self._wait_for_append = wait_for_append
+        self.table: dict[int, Handler] = {
+            0: self.produce,
+            1: self.fetch,
+            2: self.list_offsets,
+        }
+
+    async def produce(self, req: DecodedRequest) -> dict[str, Any] | None:
+        body = req.body
+        transactional_id = field(body, "transactional_id")
+        acks_ok = int(body.acks) in (-1, 0, 1)
+        responses: list[dict[str, Any]] = []
+        for topic in body.topic_data:
+            parts: list[dict[str, Any]] = []
+            for pdata in topic.partition_data:
+                tp = TopicPartition(topic.name, int(pdata.index))
+                msg: str | None
+                record_errors: tuple[tuple[int, str], ...] = ()
+                if not acks_ok:  # Kafka refuses the whole request before appending anything
+                    result_error, base, start, msg = ErrorCode.INVALID_REQUIRED_ACKS, -1, -1, None
+                elif pdata.records is None:
+                    result_error, base, start, msg = ErrorCode.CORRUPT_MESSAGE, -1, -1, "no records"
+                else:
+                    result = self.core.produce(tp, bytes(pdata.records), transactional_id)
+                    record_errors = result.record_errors
+                    result_error, base, start, msg = (
+                        result.error,
+                        result.base_offset,
+                        result.log_start_offset,
+                        result.error_message,
+                    )
+                    if result_error is ErrorCode.TRANSACTION_ABORTABLE and req.api_version < 11:
+                        # Clients before KIP-890 do not know TRANSACTION_ABORTABLE.
+                        result_error = ErrorCode.INVALID_TXN_STATE
+                parts.append(
+                    {
+                        "index": pdata.index,
+                        "error_code": result_error,
+                        "base_offset": base,
+                        "log_append_time": None if req.api_version >= 2 else -1,
+                        "log_start_offset": start,
+                        "error_message": msg if result_error is not ErrorCode.NONE else None,
+                        "record_errors": [
+                            {"batch_index": i, "batch_index_error_message": m}
+                            for i, m in record_errors
+                        ],
+                    }
+                )
+            responses.append({"name": topic.name, "partition_responses": parts})
+        if int(body.acks) == 0:
+            return None
+        return {"responses": responses}
+
+    def _fetch_once(self, req: DecodedRequest) -> tuple[dict[str, Any], int]:
+        body = req.body
+        read_committed = int(field(body, "isolation_level", default=0)) == 1
+        total = 0
+        budget = int(field(body, "max_bytes", default=INT32_MAX))
+        responses: list[dict[str, Any]] = []
+        for topic in body.topics:
+            topic_id = field(topic, "topic_id")
+            name = field(topic, "topic")
+            info = self.core.topics.by_id(topic_id) if name is None else self.core.topics.get(name)
+            parts: list[dict[str, Any]] = []
+            for p in topic.partitions:
+                index = int(p.partition)
+                if info is None:
+                    error = (
+                        ErrorCode.UNKNOWN_TOPIC_ID
+                        if name is None
+                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    )
+                    parts.append(
+                        {
+                            "partition_index": index,
+                            "error_code": error,
+                            "high_watermark": -1,
+                            "last_stable_offset": -1,
+                            "log_start_offset": -1,
+                            "aborted_transactions": [],
+                            "records": b"",
+                        }
+                    )
+                    continue
+                max_bytes = min(int(p.partition_max_bytes), max(budget - total, 0))
+                data = self.core.fetch(
+                    TopicPartition(info.name, index),
+                    int(p.fetch_offset),
+                    max_bytes,
+                    read_committed=read_committed,
+                )
+                # Only the first non-empty partition may exceed the budget (Kafka's rule, so a
+                # batch larger than max_bytes can still be consumed).
+                over_budget = total > 0 and len(data.records) > max_bytes
+                records = b"" if over_budget else data.records
+                total += len(records)
+                if data.error is not ErrorCode.NONE:
+                    # Kafka answers an errored partition with no offsets at all
+                    parts.append(
+                        {
+                            "partition_index": index,
+                            "error_code": data.error,
+                            "high_watermark": -1,
+                            "last_stable_offset": -1,
+                            "log_start_offset": -1,
+                            "aborted_transactions": (
+                                [] if data.error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION else None
+                            ),
+                            "records": b"",
+                        }
+                    )
+                    continue
+                parts.append(
+                    {
+                        "partition_index": index,
+                        "error_code": data.error,
+                        "high_watermark": data.high_watermark,
+                        "last_stable_offset": data.last_stable_offset,
+                        "log_start_offset": data.log_start_offset,
+                        "aborted_transactions": (
+                            None
+                            if data.aborted is None
+                            else [
+                                {"producer_id": a.producer_id, "first_offset": a.first_offset}
+                                for a in data.aborted
+                            ]
+                        ),
+                        "records": records,
+                    }
+                )
+            entry: dict[str, Any] = {"partitions": parts}
+            if name is None:
+                entry["topic_id"] = topic_id
+            else:
+                entry["topic"] = name
+            responses.append(entry)
+        return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}, total
+
+    async def fetch(self, req: DecodedRequest) -> dict[str, Any]:
+        body = req.body
+        clock = self.core.clock
+        deadline_ms = clock.now_ms() + millis(body.max_wait)
+        min_bytes = int(body.min_bytes)
+        while True:
+            response, size = self._fetch_once(req)
+            if (
+                size >= max(min_bytes, 1)
+                or clock.now_ms() >= deadline_ms
+                or has_partition_error(response)
+            ):
+                return response
+            await self._wait_for_append(deadline_ms)
+
+    async def list_offsets(self, req: DecodedRequest) -> dict[str, Any]:
+        body = req.body
+        read_committed = int(field(body, "isolation_level", default=0)) == 1
+        topics: list[dict[str, Any]] = []
+        for topic in body.topics:
+            parts: list[dict[str, Any]] = []
+            for p in topic.partitions:
+                error, offset, ts = self.core.list_offset(
+                    TopicPartition(topic.name, int(p.partition_index)),
+                    int(p.timestamp),
+                    read_committed=read_committed,
+                )
+                parts.append(
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": error,
+                        "timestamp": ts,
+                        "offset": offset,
+                        "leader_epoch": 0 if error is ErrorCode.NONE else -1,
+                    }
+                )
+            topics.append({"name": topic.name, "partitions": parts})
+        return {"topics": topics}

@@ -1,0 +1,66 @@
+"""Response shapes the Kafka-protocol handlers share, each built in one place."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from coordinator.protocol.wire import DecodedRequest
+from txn.errors import ErrorCode
+from txn.ids import TopicPartition
+
+Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
+#: Wait until a log append or ``deadline_ms`` on the broker's Clock, whichever comes first.
+WaitForAppend = Callable[[int], Awaitable[None]]
+
+
+def millis(value: Any) -> int:
+    """A duration field as milliseconds (kio decodes some as ``timedelta``)."""
+    if isinstance(value, datetime.timedelta):
+        return int(value.total_seconds() * 1000)
+    return int(value)
+
+
+def partition_errors_by_topic(results: dict[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
+    """AddPartitionsToTxn's shape: ``[{name, results_by_partition: [...]}]``."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for tp, error in results.items():
+        grouped.setdefault(tp.topic, []).append(
+            {"partition_index": tp.partition, "partition_error_code": error}
+        )
+    return [{"name": name, "results_by_partition": parts} for name, parts in grouped.items()]
+
+
+def by_topic(
+    results: dict[TopicPartition, Any], entry: Callable[[Any], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``[{name, partitions: [{partition_index, **entry(result)}]}]`` in request order."""
+    topics: dict[str, list[dict[str, Any]]] = {}
+    for tp, result in results.items():
+        topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, **entry(result)})
+    return [{"name": name, "partitions": parts} for name, parts in topics.items()]
+
+
+def has_partition_error(response: dict[str, Any]) -> bool:
+    """Whether any partition of a Fetch-shaped response carries an error."""
+    return any(
+        p["error_code"] is not ErrorCode.NONE
+        for t in response["responses"]
+        for p in t["partitions"]
+    )
+
+
+def config_entry(
+    name: str, value: str | None, *, source: int, doc: str | None = None
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": value,
+        "read_only": source == 5,
+        "config_source": source,
+        "is_sensitive": False,
+        "synonyms": [],
+        "config_type": 0,
+        "documentation": doc,
+    }

@@ -1,0 +1,108 @@
+"""Topic administration APIs: CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from coordinator.broker import BrokerCore
+from coordinator.protocol.responses import Handler
+from coordinator.protocol.wire import DecodedRequest, field
+from txn.errors import ErrorCode
+from txn.ids import TopicPartition
+
+
+class TopicHandlers:
+    def __init__(self, core: BrokerCore) -> None:
+        self.core = core
+        self.table: dict[int, Handler] = {
+            19: self.create_topics,
+            20: self.delete_topics,
+            21: self.delete_records,
+            37: self.create_partitions,
+        }
+
+    async def create_topics(self, req: DecodedRequest) -> dict[str, Any]:
+        body = req.body
+        validate_only = bool(field(body, "validate_only", default=False))
+        out: list[dict[str, Any]] = []
+        for topic in body.topics:
+            configs = {c.name: c.value for c in topic.configs if c.value is not None}
+            result = self.core.create_topic(
+                topic.name,
+                int(topic.num_partitions),
+                int(topic.replication_factor),
+                configs,
+                validate_only=validate_only,
+            )
+            out.append(
+                {
+                    "name": topic.name,
+                    "topic_id": uuid.UUID(result.topic_id) if result.topic_id else uuid.UUID(int=0),
+                    "error_code": result.error,
+                    "error_message": result.message,
+                    "num_partitions": result.num_partitions,
+                    "replication_factor": 1 if result.error is ErrorCode.NONE else -1,
+                    "configs": [],
+                }
+            )
+        return {"topics": out}
+
+    async def delete_topics(self, req: DecodedRequest) -> dict[str, Any]:
+        body = req.body
+        names: list[tuple[str | None, uuid.UUID | None]] = []
+        if hasattr(body, "topic_names"):
+            names = [(n, None) for n in body.topic_names]
+        else:
+            names = [(t.name, t.topic_id) for t in body.topics]
+        out: list[dict[str, Any]] = []
+        for requested, topic_id in names:
+            name = requested
+            if name is None and topic_id is not None:
+                info = self.core.topics.by_id(topic_id)
+                name = info.name if info else None
+            if name is None:
+                out.append(
+                    {"name": None, "topic_id": topic_id, "error_code": ErrorCode.UNKNOWN_TOPIC_ID}
+                )
+                continue
+            result = self.core.delete_topic(name)
+            out.append(
+                {
+                    "name": name,
+                    "topic_id": uuid.UUID(result.topic_id) if result.topic_id else uuid.UUID(int=0),
+                    "error_code": result.error,
+                    "error_message": result.message,
+                }
+            )
+        return {"responses": out}
+
+    async def create_partitions(self, req: DecodedRequest) -> dict[str, Any]:
+        validate_only = bool(field(req.body, "validate_only", default=False))
+        results: list[dict[str, Any]] = []
+        for topic in req.body.topics:
+            result = self.core.create_partitions(
+                topic.name, int(topic.count), validate_only=validate_only
+            )
+            results.append(
+                {"name": topic.name, "error_code": result.error, "error_message": result.message}
+            )
+        return {"results": results}
+
+    async def delete_records(self, req: DecodedRequest) -> dict[str, Any]:
+        topics: list[dict[str, Any]] = []
+        for topic in req.body.topics:
+            parts: list[dict[str, Any]] = []
+            for p in topic.partitions:
+                error, low = self.core.delete_records(
+                    TopicPartition(topic.name, int(p.partition_index)), int(p.offset)
+                )
+                parts.append(
+                    {
+                        "partition_index": p.partition_index,
+                        "low_watermark": low if error is ErrorCode.NONE else -1,
+                        "error_code": error,
+                    }
+                )
+            topics.append({"name": topic.name, "partitions": parts})
+        return {"topics": topics}

@@ -1,0 +1,197 @@
+"""Transaction APIs: InitProducerId, AddPartitionsToTxn, EndTxn, ListTransactions,
+DescribeTransactions, DescribeProducers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coordinator.broker import BrokerCore
+from coordinator.protocol.responses import Handler, millis, partition_errors_by_topic
+from coordinator.protocol.wire import DecodedRequest, field
+from txn.errors import ErrorCode
+from txn.ids import TopicPartition
+
+
+class TxnHandlers:
+    def __init__(self, core: BrokerCore) -> None:
+        self.core = core
+        self.table: dict[int, Handler] = {
+            22: self.init_producer_id,
+            24: self.add_partitions_to_txn,
+            26: self.end_txn,
+            61: self.describe_producers,
+            65: self.describe_transactions,
+            66: self.list_transactions,
+        }
+
+    async def init_producer_id(self, req: DecodedRequest) -> dict[str, Any]:
+        body = req.body
+        result = self.core.txn_coordinator.init_producer_id(
+            body.transactional_id,
+            millis(body.transaction_timeout),
+            int(field(body, "producer_id", default=-1)),
+            int(field(body, "producer_epoch", default=-1)),
+            enable_2pc=bool(field(body, "enable2_pc", default=False)),
+            keep_prepared_txn=bool(field(body, "keep_prepared_txn", default=False)),
+        )
+        error = result.error
+        if error is ErrorCode.PRODUCER_FENCED and req.api_version < 4:
+            error = ErrorCode.INVALID_PRODUCER_EPOCH
+        return {
+            "error_code": error,
+            "producer_id": result.producer_id,
+            "producer_epoch": result.producer_epoch,
+            "ongoing_txn_producer_id": result.ongoing_txn_producer_id,
+            "ongoing_txn_producer_epoch": result.ongoing_txn_producer_epoch,
+        }
+
+    async def add_partitions_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
+        body = req.body
+        coordinator = self.core.txn_coordinator
+        if req.api_version <= 3:
+            partitions = [
+                TopicPartition(t.name, int(p))
+                for t in body.v3_and_below_topics
+                for p in t.partitions
+            ]
+            unknown = {tp for tp in partitions if not self._partition_exists(tp)}
+            if unknown:
+                # As Kafka: nothing is added when one partition is unknown.
+                return {
+                    "results_by_topic_v3_and_below": partition_errors_by_topic(
+                        {
+                            tp: (
+                                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                                if tp in unknown
+                                else ErrorCode.OPERATION_NOT_ATTEMPTED
+                            )
+                            for tp in partitions
+                        }
+                    )
+                }
+            results = coordinator.add_partitions_to_txn(
+                body.v3_and_below_transactional_id,
+                int(body.v3_and_below_producer_id),
+                int(body.v3_and_below_producer_epoch),
+                partitions,
+            )
+            if req.api_version < 2:
+                results = {
+                    tp: (ErrorCode.INVALID_PRODUCER_EPOCH if e is ErrorCode.PRODUCER_FENCED else e)
+                    for tp, e in results.items()
+                }
+            return {"results_by_topic_v3_and_below": partition_errors_by_topic(results)}
+        per_txn: list[dict[str, Any]] = []
+        for txn in body.transactions:
+            partitions = [TopicPartition(t.name, int(p)) for t in txn.topics for p in t.partitions]
+            call = (
+                coordinator.verify_partitions
+                if txn.verify_only
+                else coordinator.add_partitions_to_txn
+            )
+            results = call(
+                txn.transactional_id, int(txn.producer_id), int(txn.producer_epoch), partitions
+            )
+            per_txn.append(
+                {
+                    "transactional_id": txn.transactional_id,
+                    "topic_results": partition_errors_by_topic(results),
+                }
+            )
+        return {"error_code": ErrorCode.NONE, "results_by_transaction": per_txn}
+
+    def _partition_exists(self, tp: TopicPartition) -> bool:
+        info = self.core.topics.get(tp.topic)
+        return info is not None and 0 <= tp.partition < info.num_partitions
+
+    async def end_txn(self, req: DecodedRequest) -> dict[str, Any]:
+        body = req.body
+        result = self.core.txn_coordinator.end_txn(
+            body.transactional_id,
+            int(body.producer_id),
+            int(body.producer_epoch),
+            bool(body.committed),
+            tv2=req.api_version >= 5,
+        )
+        error = result.error
+        if error is ErrorCode.PRODUCER_FENCED and req.api_version < 2:
+            error = ErrorCode.INVALID_PRODUCER_EPOCH
+        return {
+            "error_code": error,
+            "producer_id": result.producer_id,
+            "producer_epoch": result.producer_epoch,
+        }
+
+    async def list_transactions(self, req: DecodedRequest) -> dict[str, Any]:
+        body = req.body
+        listings = self.core.txn_coordinator.list_transactions(
+            list(body.state_filters),
+            [int(p) for p in body.producer_id_filters],
+            int(field(body, "duration_filter", default=-1)),
+        )
+        known = {
+            "Empty",
+            "Ongoing",
+            "PrepareCommit",
+            "PrepareAbort",
+            "CompleteCommit",
+            "CompleteAbort",
+            "PrepareEpochFence",
+            "Dead",
+        }
+        return {
+            "error_code": self.core.txn_coordinator.availability(),
+            "unknown_state_filters": [s for s in body.state_filters if s not in known],
+            "transaction_states": [
+                {
+                    "transactional_id": t.transactional_id,
+                    "producer_id": t.producer_id,
+                    "transaction_state": t.state,
+                }
+                for t in listings
+            ],
+        }
+
+    async def describe_transactions(self, req: DecodedRequest) -> dict[str, Any]:
+        descriptions = self.core.txn_coordinator.describe_transactions(
+            list(req.body.transactional_ids)
+        )
+        states: list[dict[str, Any]] = []
+        for d in descriptions:
+            by_topic: dict[str, list[int]] = {}
+            for tp in d.partitions:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            states.append(
+                {
+                    "error_code": d.error,
+                    "transactional_id": d.transactional_id,
+                    "transaction_state": d.state,
+                    "transaction_timeout": d.transaction_timeout_ms,
+                    "transaction_start_time": d.transaction_start_time_ms,
+                    "producer_id": d.producer_id,
+                    "producer_epoch": d.producer_epoch,
+                    "topics": [
+                        {"topic": t, "partitions": sorted(ps)} for t, ps in sorted(by_topic.items())
+                    ],
+                }
+            )
+        return {"transaction_states": states}
+
+    async def describe_producers(self, req: DecodedRequest) -> dict[str, Any]:
+        topics: list[dict[str, Any]] = []
+        for topic in req.body.topics:
+            parts: list[dict[str, Any]] = []
+            for index in topic.partition_indexes:
+                error, producers = self.core.describe_producers(
+                    TopicPartition(topic.name, int(index))
+                )
+                parts.append(
+                    {
+                        "partition_index": index,
+                        "error_code": error,
+                        "error_message": None,
+                        "active_producers": producers,
+                    }
+                )
+            topics.append({"name": topic.name, "partitions": parts})
+        return {"topics": topics}

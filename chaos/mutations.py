@@ -61,7 +61,7 @@ from coordinator.producer_state import ProducerStateManager, SequenceCheck
 from coordinator.share.inflight import Run
 from coordinator.share.manager import ShareManager
 from coordinator.share.share_coordinator import ShareCoordinator
-from coordinator.share.share_partition import AckBatch, SharePartition
+from coordinator.share.share_partition import AckBatch, PendingPlan, SharePartition
 from coordinator.txn_coordinator import TransactionCoordinator
 from txn.batch import BatchHeader, ControlType
 from txn.errors import ErrorCode
@@ -186,19 +186,14 @@ def _release_pending_on_close(stack: ExitStack) -> None:
 
 
 def _lock_expiry_releases_pending(stack: ExitStack) -> None:
-    original = SharePartition.prepare_pending
+    original = SharePartition.apply_pending
 
-    def prepare_pending(
-        self: SharePartition,
-        member_id: str | None,
-        producer_id: int,
-        producer_epoch: int,
-        batches: Sequence[AckBatch],
-    ) -> ErrorCode:
-        error = original(self, member_id, producer_id, producer_epoch, batches)
+    def apply_pending(self: SharePartition, plan: PendingPlan) -> ErrorCode:
+        error = original(self, plan)
         if error is not ErrorCode.NONE:
             return error
-        ranges = [(b.first_offset, b.last_offset) for b in batches]
+        producer_id, producer_epoch = plan.producer_id, plan.producer_epoch
+        ranges = [(c.first, c.last) for c in plan.changes]
 
         def fire() -> None:
             # The lock nobody cancelled: its records go back, TX_PENDING or not.
@@ -221,7 +216,7 @@ def _lock_expiry_releases_pending(stack: ExitStack) -> None:
         clock.schedule(self.config.record_lock_duration_ms, fire)
         return error
 
-    replace(stack, SharePartition, "prepare_pending", prepare_pending)
+    replace(stack, SharePartition, "apply_pending", apply_pending)
 
 
 def _stale_marker_applies(stack: ExitStack) -> None:

@@ -465,17 +465,19 @@ class ShareManager:
             if sp is None:
                 out[pa.tip] = error
                 continue
-            plan = sp.pending_plan(member_id, producer_id, producer_epoch, pa.batches)
+            plan = sp.plan_pending(member_id, producer_id, producer_epoch, pa.batches)
             if isinstance(plan, ErrorCode):
                 out[pa.tip] = plan
                 continue
             key = ShareStateKey(group_id, pa.tip.topic_id, pa.tip.partition)
             new_txn = producer_id not in self._txn_started_ms
-            error = self.persister.write_pending(key, producer_id, producer_epoch, plan)
+            error = self.persister.write_pending(
+                key, producer_id, producer_epoch, list(plan.staged)
+            )
             if error is not ErrorCode.NONE:
                 out[pa.tip] = error
                 continue
-            out[pa.tip] = sp.prepare_pending(member_id, producer_id, producer_epoch, pa.batches)
+            out[pa.tip] = sp.apply_pending(plan)
             if new_txn:
                 self._txn_started_ms[producer_id] = self.clock.now_ms()
                 self._emit_txn("share-transaction-active", 1)

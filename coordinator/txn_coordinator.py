@@ -21,7 +21,8 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from coordinator.log.append_errors import append_error_code
+from coordinator.lifecycle import CoordinatorLifecycle
+from coordinator.log.durable_append import append_durably, append_error_code
 from coordinator.log.storage import PartitionLog
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.producer_ids import ProducerIdManager
@@ -33,8 +34,8 @@ from txn.errors import (
     IllegalTransitionError,
     ProducerFencedError,
 )
-from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
-from txn.limits import INT32_MAX
+from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TRANSACTION_STATE_TOPIC, TopicPartition
+from txn.limits import INT32_MAX, MAX_PRODUCER_EPOCH
 from txn.metadata import (
     TV_0,
     TV_2,
@@ -43,7 +44,13 @@ from txn.metadata import (
     is_epoch_exhausted,
     supports_epoch_bump,
 )
-from txn.state import TransactionState
+from txn.state import (
+    EndTxnAction,
+    EpochRule,
+    TransactionState,
+    end_txn_action,
+    end_txn_epoch_rule,
+)
 from txn.txn_log import (
     TransactionLogValue,
     TxnLogFormatError,
@@ -167,7 +174,7 @@ def _result_of(state: TransactionState) -> ControlType:
     return ControlType.COMMIT if state is _S.PREPARE_COMMIT else ControlType.ABORT
 
 
-class TransactionCoordinator:
+class TransactionCoordinator(CoordinatorLifecycle):
     """Transactions of every transactional id, persisted in one ``__transaction_state`` log."""
 
     def __init__(
@@ -247,8 +254,7 @@ class TransactionCoordinator:
             self._txns[transactional_id] = TransactionMetadata.from_transit(
                 transactional_id, log_value_to_transit(decoded)
             )
-        self._loaded = True
-        self._closed = False
+        self._mark_loaded()
         for metadata in list(self._txns.values()):
             if metadata.state in _PREPARE:
                 log.info("completing %s after load", metadata)
@@ -260,7 +266,7 @@ class TransactionCoordinator:
 
     def close(self) -> None:
         """Stop the reapers and marker deliveries; every later request gets an error."""
-        self._closed = True
+        self._mark_closed()
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
@@ -521,39 +527,33 @@ class TransactionCoordinator:
             return EndTxnResult(ErrorCode.PRODUCER_FENCED)
         if metadata.pending_transition_in_progress:
             return EndTxnResult(ErrorCode.CONCURRENT_TRANSACTIONS)
-        state = metadata.state
-        wanted_prepare = _S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT
-        wanted_complete = _S.COMPLETE_COMMIT if commit else _S.COMPLETE_ABORT
-        if state is _S.ONGOING:
+        action = end_txn_action(metadata.state, commit, tv2=False)
+        if action is EndTxnAction.PREPARE:
+            wanted = _S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT
             return metadata.prepare_abort_or_commit(
-                wanted_prepare, TV_0, NO_PRODUCER_ID, self._clock.now_ms(), False
+                wanted, TV_0, NO_PRODUCER_ID, self._clock.now_ms(), False
             )
-        if state is wanted_complete:
-            return EndTxnResult(ErrorCode.NONE)
-        if state is wanted_prepare:
-            return EndTxnResult(ErrorCode.CONCURRENT_TRANSACTIONS)
-        return self._invalid_state(metadata, commit)
+        return self._answer(metadata, commit, action, EndTxnResult(ErrorCode.NONE))
 
     def _end_txn_tv2(
         self, metadata: TransactionMetadata, producer_id: int, producer_epoch: int, commit: bool
     ) -> TxnTransitMetadata | EndTxnResult:
         current_id, current_epoch = metadata.producer_id, metadata.producer_epoch
-        state = metadata.state
         # A retry after an overflow completed: the client still has (old id, 32766).
         retry_on_overflow = (
             metadata.prev_producer_id == producer_id
-            and producer_epoch == 32766
+            and producer_epoch == MAX_PRODUCER_EPOCH - 1
             and current_epoch == 0
         )
         # A retry whose bumped epoch the client never received.
         retry_on_bump = current_epoch == producer_epoch + 1
-        if state in (_S.ONGOING, _S.EMPTY):
+        rule = end_txn_epoch_rule(metadata.state)
+        if rule is EpochRule.CURRENT:
             valid_epoch = producer_epoch == current_epoch
-        elif state in _PREPARE:
+        elif rule is EpochRule.RETRY:
             valid_epoch = retry_on_bump
         else:
             valid_epoch = retry_on_bump or retry_on_overflow or producer_epoch == current_epoch
-        is_retry = retry_on_bump or retry_on_overflow
 
         if metadata.pending_transition_in_progress:
             return EndTxnResult(ErrorCode.CONCURRENT_TRANSACTIONS)
@@ -562,36 +562,30 @@ class TransactionCoordinator:
         if not valid_epoch:
             return EndTxnResult(ErrorCode.PRODUCER_FENCED)
 
+        action = end_txn_action(
+            metadata.state, commit, tv2=True, retry=retry_on_bump or retry_on_overflow
+        )
+        if action is EndTxnAction.PREPARE:
+            target = _S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT
+            return self._prepare_end_tv2(metadata, target, False)
+        if action is EndTxnAction.ABORT_EMPTY:
+            return self._prepare_end_tv2(metadata, _S.PREPARE_ABORT, True)
         retried = EndTxnResult(ErrorCode.NONE, current_id, current_epoch)
-        if state is _S.ONGOING:
-            return self._prepare_end_tv2(
-                metadata, _S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT, False
-            )
-        if state is _S.COMPLETE_COMMIT:
-            if commit:
-                return retried if is_retry else self._invalid_state(metadata, commit)
-            if is_retry:
-                return self._invalid_state(metadata, commit)
-            return self._prepare_end_tv2(metadata, _S.PREPARE_ABORT, True)
-        if state is _S.COMPLETE_ABORT:
-            if commit:
-                return self._invalid_state(metadata, commit)
-            if is_retry:
-                return retried
-            return self._prepare_end_tv2(metadata, _S.PREPARE_ABORT, True)
-        if state is _S.PREPARE_COMMIT:
-            if commit:
-                return EndTxnResult(ErrorCode.CONCURRENT_TRANSACTIONS)
-            return self._invalid_state(metadata, commit)
-        if state is _S.PREPARE_ABORT:
-            if not commit:
-                return EndTxnResult(ErrorCode.CONCURRENT_TRANSACTIONS)
-            return self._invalid_state(metadata, commit)
-        if state is _S.EMPTY:
-            if commit:
-                return self._invalid_state(metadata, commit)
-            return self._prepare_end_tv2(metadata, _S.PREPARE_ABORT, True)
-        raise IllegalTransitionError(f"{metadata.transactional_id!r} found in {state}")
+        return self._answer(metadata, commit, action, retried)
+
+    def _answer(
+        self,
+        metadata: TransactionMetadata,
+        commit: bool,
+        action: EndTxnAction,
+        done: EndTxnResult,
+    ) -> EndTxnResult:
+        """The reply of an EndTxn that writes nothing."""
+        if action is EndTxnAction.DONE:
+            return done
+        if action is EndTxnAction.CONCURRENT:
+            return EndTxnResult(ErrorCode.CONCURRENT_TRANSACTIONS)
+        return self._invalid_state(metadata, commit)
 
     def _prepare_end_tv2(
         self, metadata: TransactionMetadata, target: TransactionState, no_partition_added: bool
@@ -868,14 +862,6 @@ class TransactionCoordinator:
 
     # --- internals ----------------------------------------------------------------------------
 
-    def availability(self) -> ErrorCode:
-        """NONE once loaded; COORDINATOR_LOAD_IN_PROGRESS before, NOT_AVAILABLE after close."""
-        if self._closed:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if not self._loaded:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NONE
-
     def _generate_producer_id(self) -> int | ErrorCode:
         try:
             return self._producer_ids.generate_producer_id()
@@ -907,13 +893,11 @@ class TransactionCoordinator:
     def _append_records(self, records: list[tuple[bytes | None, bytes | None]]) -> ErrorCode:
         now = self._clock.now_ms()
         try:
-            self._log.append(build_batch(records, timestamp_ms=now), now)
-            self._log.flush()  # the state must be durable before anyone acts on it
+            batch = build_batch(records, timestamp_ms=now)
         except Exception as exc:
-            error = append_error_code(exc)
-            log.warning("__transaction_state append failed (%r): %s", exc, error.name)
-            return error
-        return ErrorCode.NONE
+            return append_error_code(exc)
+        done = append_durably(self._log, batch, now, name=TRANSACTION_STATE_TOPIC)
+        return done if isinstance(done, ErrorCode) else ErrorCode.NONE
 
     def _write(
         self,

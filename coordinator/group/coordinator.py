@@ -80,7 +80,8 @@ from coordinator.group.results import (
     SyncResult,
 )
 from coordinator.group.timers import Timers
-from coordinator.log.append_errors import append_error_code
+from coordinator.lifecycle import CoordinatorLifecycle
+from coordinator.log.durable_append import append_durably, append_error_code
 from coordinator.log.storage import PartitionLog
 from coordinator.share.group_coordinator import TopicLookup
 from txn.batch import ControlType, build_batch, control_type_of
@@ -95,7 +96,9 @@ log = logging.getLogger("sharetxn.groups")
 _S = ClassicState
 
 
-class ConsumerGroupCoordinator(OffsetCommands, GroupAdmin, MixedMembership, ConsumerProtocol):
+class ConsumerGroupCoordinator(
+    CoordinatorLifecycle, OffsetCommands, GroupAdmin, MixedMembership, ConsumerProtocol
+):
     """Classic consumer groups and their offsets on one ``__consumer_offsets`` partition."""
 
     def __init__(
@@ -164,8 +167,7 @@ class ConsumerGroupCoordinator(OffsetCommands, GroupAdmin, MixedMembership, Cons
                 if pid is not None:
                     self._pending_epochs[pid] = header.producer_epoch
                 self._apply((key, value), header.base_offset + index, pid)
-        self._loaded = True
-        self._closed = False
+        self._mark_loaded()
         self._after_consumer_replay()
         now = self._clock.now_ms()
         for group in self._groups.values():
@@ -174,15 +176,8 @@ class ConsumerGroupCoordinator(OffsetCommands, GroupAdmin, MixedMembership, Cons
         self._schedule_expiry()
 
     def close(self) -> None:
-        self._closed = True
+        self._mark_closed()
         self._timers.cancel_all()
-
-    def availability(self) -> ErrorCode:
-        if self._closed:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if not self._loaded:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NONE
 
     def has_group(self, group_id: str) -> bool:
         return group_id in self._groups or group_id in self._consumer_groups
@@ -748,22 +743,22 @@ class ConsumerGroupCoordinator(OffsetCommands, GroupAdmin, MixedMembership, Cons
                     producer_epoch=producer[1],
                     transactional=True,
                 )
-            header = self._log.append(batch, now)
-            if not defer:
-                self._log.flush()
         except Exception as exc:
-            error = append_error_code(exc)
-            log.warning("__consumer_offsets append failed (%r): %s", exc, error.name)
-            return error
+            return append_error_code(exc)
+        base_offset = append_durably(
+            self._log, batch, now, name="__consumer_offsets", flush=not defer
+        )
+        if isinstance(base_offset, ErrorCode):
+            return base_offset
         if defer:
-            self._defer(header.base_offset, records)
+            self._defer(base_offset, records)
             return ErrorCode.NONE
         self._apply_deferred()  # the flush made them durable too, and they come first
         if producer is not None:
             self._pending_epochs[producer[0]] = producer[1]
         for index, record in enumerate(records):
             self._apply(
-                record, header.base_offset + index, None if producer is None else producer[0]
+                record, base_offset + index, None if producer is None else producer[0]
             )
         return ErrorCode.NONE
 

@@ -18,7 +18,7 @@ from coordinator.group.offsets import OffsetStore
 from coordinator.group.records import GroupKey, OffsetKey, OffsetValue
 from coordinator.group.results import FetchedOffset
 from coordinator.group.timers import Timers
-from coordinator.log.append_errors import append_error_code
+from coordinator.log.durable_append import append_durably
 from coordinator.log.storage import PartitionLog
 from txn.batch import ControlType, build_control_batch
 from txn.clock import Clock
@@ -256,20 +256,16 @@ class OffsetCommands:
         if producer_id not in self.offsets.pending:
             return ErrorCode.NONE  # nothing staged (or already applied): idempotent
         now = self._clock.now_ms()
-        try:
-            batch = build_control_batch(
-                ControlType.COMMIT if commit else ControlType.ABORT,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                coordinator_epoch=coordinator_epoch,
-                timestamp_ms=now,
-            )
-            self._log.append(batch, now)
-            self._log.flush()
-        except Exception as exc:
-            error = append_error_code(exc)
-            log.warning("__consumer_offsets marker append failed (%r): %s", exc, error.name)
-            return error
+        batch = build_control_batch(
+            ControlType.COMMIT if commit else ControlType.ABORT,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+            timestamp_ms=now,
+        )
+        done = append_durably(self._log, batch, now, name="__consumer_offsets marker")
+        if isinstance(done, ErrorCode):
+            return done
         self._apply_deferred()  # durable with the marker, and earlier in the log
         self._apply_marker(producer_id, commit)
         return ErrorCode.NONE

@@ -40,7 +40,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from coordinator.log.append_errors import append_error_code
+from coordinator.lifecycle import CoordinatorLifecycle
+from coordinator.log.durable_append import append_durably, append_error_code
 from coordinator.log.storage import PartitionLog
 from coordinator.share.assignor import Assignment, SimpleAssignor, TopicIdPartition
 from coordinator.share.group_config import GroupConfigDefs, ShareGroupConfig
@@ -280,7 +281,7 @@ def _flatten(sets: Mapping[uuid.UUID, frozenset[int]]) -> list[tuple[uuid.UUID, 
 # --- the coordinator --------------------------------------------------------------------------
 
 
-class ShareGroupCoordinator:
+class ShareGroupCoordinator(CoordinatorLifecycle):
     """Every share group of the broker, persisted in one group-coordinator log."""
 
     def __init__(
@@ -350,24 +351,15 @@ class ShareGroupCoordinator:
                     log.exception("skipping corrupt share-group record at %d", header.base_offset)
                     continue
                 self._apply(record)
-        self._loaded = True
-        self._closed = False
+        self._mark_loaded()
         for group in self._groups.values():
             for member_id in group.members:
                 self._arm_session_timer(group.group_id, member_id)
 
     def close(self) -> None:
         """Stop every timer; later requests get COORDINATOR_NOT_AVAILABLE."""
-        self._closed = True
+        self._mark_closed()
         self._cancel_all_timers()
-
-    def availability(self) -> ErrorCode:
-        """NONE once loaded; COORDINATOR_LOAD_IN_PROGRESS before, NOT_AVAILABLE after close."""
-        if self._closed:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if not self._loaded:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NONE
 
     # --- ShareGroupHeartbeat ------------------------------------------------------------------
 
@@ -996,12 +988,11 @@ class ShareGroupCoordinator:
         now = self._clock.now_ms()
         try:
             batch = build_batch([encode(r) for r in records], timestamp_ms=now)
-            self._log.append(batch, now)
-            self._log.flush()
         except Exception as exc:
-            error = append_error_code(exc)
-            log.warning("share-group log append failed (%r): %s", exc, error.name)
-            return error
+            return append_error_code(exc)
+        done = append_durably(self._log, batch, now, name="share-group log")
+        if isinstance(done, ErrorCode):
+            return done
         for record in records:
             self._apply(record)
         return ErrorCode.NONE

@@ -46,7 +46,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from coordinator.log.append_errors import append_error_code
+from coordinator.lifecycle import CoordinatorLifecycle
+from coordinator.log.durable_append import append_durably
 from coordinator.log.storage import PartitionLog
 from coordinator.share.persister import (
     PersisterStateBatch,
@@ -240,7 +241,7 @@ def _past_terminal_prefix(start: int, batches: Sequence[PersisterStateBatch]) ->
 # --- the coordinator -------------------------------------------------------------------------
 
 
-class ShareCoordinator:
+class ShareCoordinator(CoordinatorLifecycle):
     """The ``Persister`` of every share partition, over the ``__share_group_state`` logs."""
 
     def __init__(
@@ -313,8 +314,7 @@ class ShareCoordinator:
             self._replay_partition(part)
             partitions[index] = part
         self._partitions = partitions
-        self._loaded = True
-        self._closed = False
+        self._mark_loaded()
         self._schedule_periodic("prune", self._prune_interval_ms, self.prune)
         if self._cold_interval_ms is not None:
             self._schedule_periodic(
@@ -323,16 +323,8 @@ class ShareCoordinator:
 
     def close(self) -> None:
         """Stop the periodic jobs; every later request gets COORDINATOR_NOT_AVAILABLE."""
-        self._closed = True
+        self._mark_closed()
         self._cancel_timers()
-
-    def availability(self) -> ErrorCode:
-        """NONE once loaded; COORDINATOR_LOAD_IN_PROGRESS before, NOT_AVAILABLE after close."""
-        if self._closed:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if not self._loaded:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NONE
 
     # --- the Persister protocol ---------------------------------------------------------------
 
@@ -647,27 +639,10 @@ class ShareCoordinator:
             return ErrorCode.INVALID_REQUEST
         now = self._clock.now_ms()
         batch = build_batch([(key_bytes, value_bytes)], timestamp_ms=now)
-        try:
-            header = part.log.append(batch, now)
-        except Exception as exc:
-            error = append_error_code(exc)
-            log.warning(
-                "%s-%d append failed (%r): %s", SHARE_GROUP_STATE_TOPIC, part.index, exc, error.name
-            )
-            return error
-        try:
-            part.log.flush()  # durable before anyone acts on it
-        except Exception as exc:
-            error = append_error_code(exc)
-            log.warning(
-                "%s-%d flush failed (%r): %s", SHARE_GROUP_STATE_TOPIC, part.index, exc, error.name
-            )
-            try:
-                part.log.truncate_to(header.base_offset)
-            except Exception:
-                log.exception("could not remove the unflushed share state record")
-            return error
-        self._apply(part, header.base_offset, key, value)
+        offset = self._append_durably(part, batch, now)
+        if isinstance(offset, ErrorCode):
+            return offset
+        self._apply(part, offset, key, value)
         return ErrorCode.NONE
 
     # --- internals: replay --------------------------------------------------------------------
@@ -913,23 +888,7 @@ class ShareCoordinator:
 
     def _append_durably(self, part: _StatePartition, batch: bytes, now: int) -> ErrorCode | int:
         """Append and fsync; the base offset, or the error (nothing appended)."""
-        try:
-            header = part.log.append(batch, now)
-        except Exception as exc:
-            error = append_error_code(exc)
-            log.warning("%s-%d append failed (%r): %s", self.topic, part.index, exc, error.name)
-            return error
-        try:
-            part.log.flush()
-        except Exception as exc:
-            error = append_error_code(exc)
-            log.warning("%s-%d flush failed (%r): %s", self.topic, part.index, exc, error.name)
-            try:
-                part.log.truncate_to(header.base_offset)
-            except Exception:
-                log.exception("could not remove the unflushed share state batch")
-            return error
-        return header.base_offset
+        return append_durably(part.log, batch, now, name=f"{self.topic}-{part.index}")
 
     def _replay_pending(
         self,

@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "coordinator.marker_channel",
         "coordinator.metrics",
         "coordinator.runtime",
+        "coordinator.lifecycle",
         "coordinator.security",
     ),
     ("coordinator.share",),

@@ -286,3 +286,104 @@ def test_broker_compacts_on_its_schedule(tmp_path: Path, kind: str) -> None:
             core.produce(tp, build_batch([(b"k", b"v")], timestamp_ms=T0), None).base_offset == 10
         )
         core.close()
+
+
+def _offsets(data: bytes) -> list[tuple[int, bool]]:
+    """(offset, has a value) of every record of a fetch."""
+    out = []
+    pos = 0
+    while pos < len(data):
+        header = parse_header(data, pos)
+        out.extend(
+            (r.offset, r.has_value) for r in records_of(data[pos : pos + header.size], header)
+        )
+        pos += header.size
+    return out
+
+
+def test_a_kept_tombstone_goes_after_delete_retention_without_new_writes() -> None:
+    """KIP-534's delete horizon: the segment was clean, yet a later pass removes the tombstone."""
+    clock = ManualClock(T0)
+    config = BrokerConfig({"log.cleaner.backoff.ms": 1000})
+    core = BrokerCore(MemoryStorage(), clock, config, random.Random(1))  # type: ignore[arg-type]
+    one = len(build_batch([(b"k0", b"v00")], timestamp_ms=T0))
+    configs = {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(2 * one),
+        "delete.retention.ms": "5000",
+        "min.cleanable.dirty.ratio": "0.01",
+    }
+    assert core.create_topic("table", 1, 1, configs).error is ErrorCode.NONE
+    tp = TopicPartition("table", 0)
+    writes = [(b"a", b"1"), (b"b", b"1"), (b"a", None), (b"c", b"1"), (b"d", b"1")]
+    for key, value in writes:
+        batch = build_batch([(key, value)], timestamp_ms=clock.now_ms())
+        assert core.produce(tp, batch, None).error is ErrorCode.NONE
+    clock.advance(1000)
+    assert core.cleaner_runs == 1
+    # The tombstone of a (offset 2) is younger than delete.retention.ms: it stays.
+    assert _offsets(core.fetch(tp, 0, 10**6, read_committed=True).records) == [
+        (1, True), (2, False), (3, True), (4, True)
+    ]
+    clock.advance(2000)
+    assert core.cleaner_runs == 1  # nothing dirty, horizon not reached
+    clock.advance(4000)  # past the tombstone's horizon, and still nothing new written
+    assert core.cleaner_runs == 2
+    assert _offsets(core.fetch(tp, 0, 10**6, read_committed=True).records) == [
+        (1, True), (3, True), (4, True)
+    ]
+    clock.advance(60_000)
+    assert core.cleaner_runs == 2  # nothing left to remove: no further passes
+    core.close()
+
+
+def test_a_removed_abort_marker_leaves_no_aborted_transaction_behind() -> None:
+    """Once the cleaner removed an aborted transaction and its marker, a read_committed fetch
+    must not report it: a consumer would skip the producer's later records waiting for it."""
+    from coordinator.log.memory_log import MemoryLog  # noqa: PLC0415
+    from coordinator.partition import Partition  # noqa: PLC0415
+
+    one = len(build_batch([(b"k", b"v")], timestamp_ms=T0))
+    part = Partition(TopicPartition("t", 0), MemoryLog(LogConfig(segment_bytes=one + 1)))
+    policy = CleanerPolicy(delete_retention_ms=1000, min_cleanable_dirty_ratio=0.01)
+    pid, seq = 7, 0
+
+    def txn(key: bytes, result: ControlType, now: int) -> None:
+        nonlocal seq
+        raw = build_batch(
+            [(key, b"v")],
+            timestamp_ms=now,
+            producer_id=pid,
+            producer_epoch=0,
+            base_sequence=seq,
+            transactional=True,
+        )
+        seq += 1
+        assert part.append(raw, now, transactional_id="t").error is ErrorCode.NONE
+        assert part.write_marker(pid, 0, 0, result, now) is ErrorCode.NONE
+
+    txn(b"a", ControlType.ABORT, T0)  # offsets 0 (data), 1 (ABORT)
+    txn(b"b", ControlType.COMMIT, T0)  # offsets 2, 3
+    txn(b"c", ControlType.COMMIT, T0)  # offsets 4, 5 (keeps 2..3 out of the active segment)
+    assert part.aborted_between(0, 6) == (part.aborted_between(0, 6)[0],)
+    assert part.compact(T0, policy) is not None  # the aborted data goes; the young marker stays
+    assert len(part.aborted_between(0, 6)) == 1
+    assert part.compact(T0 + 2000, policy) is not None  # the marker's horizon passed
+    assert part.aborted_between(0, 6) == ()
+    fetched = part.fetch(0, 10**6, read_committed=True).records
+    data = [
+        parse_header(raw).base_offset
+        for raw in _batches(fetched)
+        if not parse_header(raw).is_control
+    ]
+    assert data == [2, 4]
+
+
+def _batches(data: bytes) -> list[bytes]:
+    out = []
+    pos = 0
+    while pos < len(data):
+        size = parse_header(data, pos).size
+        out.append(data[pos : pos + size])
+        pos += size
+    return out

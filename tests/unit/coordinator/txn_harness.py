@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from coordinator.log.memory_log import MemoryLog
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.producer_ids import ProducerIdManager
-from coordinator.txn_coordinator import TransactionCoordinator, TransactionView
+from coordinator.txn_coordinator import TransactionCoordinator
+from coordinator.txn_results import TransactionView
 from txn.batch import BatchHeader, build_batch
 from txn.clock import ManualClock
 from txn.config import BrokerConfig

@@ -21,8 +21,8 @@ from coordinator.share.persister import (
     ShareStateKey,
     StateSummary,
 )
-from coordinator.share.share_coordinator import (
-    ShareCoordinator,
+from coordinator.share.share_coordinator import ShareCoordinator
+from coordinator.share.state_partitions import (
     ShareStateView,
     coordinator_key,
     java_string_hash,

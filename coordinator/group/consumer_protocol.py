@@ -44,7 +44,7 @@ from coordinator.group.offsets import OffsetStore
 from coordinator.group.records import OffsetKey
 from coordinator.group.results import GroupDescription, MemberDescription
 from coordinator.group.timers import Timers
-from coordinator.share.group_coordinator import TopicLookup
+from coordinator.share.group_model import TopicLookup
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode

@@ -83,7 +83,7 @@ from coordinator.group.timers import Timers
 from coordinator.lifecycle import CoordinatorLifecycle
 from coordinator.log.durable_append import append_durably, append_error_code
 from coordinator.log.storage import PartitionLog
-from coordinator.share.group_coordinator import TopicLookup
+from coordinator.share.group_model import TopicLookup
 from txn.batch import ControlType, build_batch, control_type_of
 from txn.clock import Clock
 from txn.config import BrokerConfig

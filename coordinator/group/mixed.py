@@ -50,7 +50,7 @@ from coordinator.group.embedded import (
 from coordinator.group.records import GroupKey
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
 from coordinator.group.timers import Timers
-from coordinator.share.group_coordinator import TopicLookup
+from coordinator.share.group_model import TopicLookup
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode

@@ -37,14 +37,40 @@ import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
 
 from coordinator.lifecycle import CoordinatorLifecycle
 from coordinator.log.durable_append import append_durably, append_error_code
 from coordinator.log.storage import PartitionLog
-from coordinator.share.assignor import Assignment, SimpleAssignor, TopicIdPartition
+from coordinator.share.assignor import SimpleAssignor
 from coordinator.share.group_config import GroupConfigDefs, ShareGroupConfig
+from coordinator.share.group_model import (
+    _EMPTY,
+    GROUP_TYPE,
+    JOIN_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    GroupListing,
+    HeartbeatResult,
+    ShareGroupDescription,
+    ShareGroupMemberDescription,
+    ShareGroupView,
+    ShareMemberView,
+    TopicLookup,
+    TopicPartitions,
+    _add,
+    _as_list,
+    _assignable,
+    _current_record,
+    _fenced,
+    _flatten,
+    _Group,
+    _invalid_heartbeat,
+    _Member,
+    _member_record,
+    _PartitionState,
+    _Plan,
+    _remove,
+    _state_record,
+)
 from coordinator.share.group_records import (
     CurrentAssignmentRecord,
     GroupConfigRecord,
@@ -66,216 +92,6 @@ from txn.errors import ErrorCode, InvalidConfigError
 from txn.txn_log import read_records
 
 log = logging.getLogger(__name__)
-
-JOIN_GROUP_MEMBER_EPOCH = 0
-LEAVE_GROUP_MEMBER_EPOCH = -1
-
-STATE_EMPTY = "Empty"
-STATE_STABLE = "Stable"
-STATE_DEAD = "Dead"
-GROUP_TYPE = "share"
-
-
-# --- the topic seam ---------------------------------------------------------------------------
-
-
-class TopicMetadata(Protocol):
-    """What the coordinator reads about a topic (``coordinator.topics.TopicInfo`` fits)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def topic_id(self) -> uuid.UUID: ...
-
-    @property
-    def num_partitions(self) -> int: ...
-
-
-class TopicLookup(Protocol):
-    """Topic metadata by name and by id (``coordinator.topics.TopicRegistry`` fits)."""
-
-    def get(self, name: str) -> TopicMetadata | None: ...
-
-    def by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None: ...
-
-
-# --- results and views ------------------------------------------------------------------------
-
-AssignmentList = list[tuple[uuid.UUID, list[int]]]
-
-
-@dataclass(frozen=True, slots=True)
-class HeartbeatResult:
-    """ShareGroupHeartbeat's response fields; ``assignment`` is None when it is not sent."""
-
-    error: ErrorCode
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: AssignmentList | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TopicPartitions:
-    topic_id: uuid.UUID
-    topic_name: str
-    partitions: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupMemberDescription:
-    member_id: str
-    rack_id: str | None
-    client_id: str
-    client_host: str
-    member_epoch: int
-    subscribed_topic_names: tuple[str, ...]
-    assignment: tuple[TopicPartitions, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupDescription:
-    """ShareGroupDescribe v1's DescribedGroup."""
-
-    group_id: str
-    error: ErrorCode
-    error_message: str | None = None
-    group_state: str = STATE_DEAD
-    group_epoch: int = -1
-    assignment_epoch: int = -1
-    assignor_name: str = ""
-    members: tuple[ShareGroupMemberDescription, ...] = ()
-
-
-class GroupListing(NamedTuple):
-    group_id: str
-    group_state: str
-    group_type: str
-
-
-@dataclass(frozen=True, slots=True)
-class ShareMemberView:
-    member_id: str
-    rack_id: str | None
-    client_id: str
-    client_host: str
-    subscribed_topic_names: tuple[str, ...]
-    member_epoch: int
-    previous_member_epoch: int
-    assigned: Assignment  # what the member was last given
-    target: Assignment  # what the assignor wants it to have
-
-
-@dataclass(frozen=True, slots=True)
-class ShareGroupView:
-    """A read-only snapshot of one group (tests, describe, the broker's share-fetch checks)."""
-
-    group_id: str
-    state: str
-    group_epoch: int
-    assignment_epoch: int
-    members: Mapping[str, ShareMemberView]
-    subscribed_topic_names: frozenset[str]
-    initializing: Mapping[uuid.UUID, frozenset[int]]
-    initialized: Mapping[uuid.UUID, frozenset[int]]
-    deleting: Mapping[uuid.UUID, frozenset[int]]
-
-
-# --- in-memory state --------------------------------------------------------------------------
-
-_EMPTY: Assignment = frozenset()
-
-
-@dataclass(frozen=True, slots=True)
-class _Member:
-    member_id: str
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    subscribed: tuple[str, ...] = ()
-    member_epoch: int = 0
-    previous_member_epoch: int = 0
-    assigned: Assignment = _EMPTY
-
-
-@dataclass(slots=True)
-class _Group:
-    group_id: str
-    epoch: int = 0
-    subscription_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
-    members: dict[str, _Member] = field(default_factory=dict)
-    assignment_epoch: int = 0
-    target: dict[str, Assignment] = field(default_factory=dict)
-
-    @property
-    def state(self) -> str:
-        return STATE_STABLE if self.members else STATE_EMPTY
-
-
-_Sets = dict[uuid.UUID, frozenset[int]]
-
-
-@dataclass(slots=True)
-class _PartitionState:
-    """ShareGroupStatePartitionMetadata: a group's share partitions by persister stage."""
-
-    initializing: _Sets = field(default_factory=dict)
-    initialized: _Sets = field(default_factory=dict)
-    deleting: _Sets = field(default_factory=dict)
-    names: dict[uuid.UUID, str] = field(default_factory=dict)
-
-    def is_empty(self) -> bool:
-        return not (self.initializing or self.initialized or self.deleting)
-
-    def copy(self) -> _PartitionState:
-        return _PartitionState(
-            dict(self.initializing), dict(self.initialized), dict(self.deleting), dict(self.names)
-        )
-
-    def same_sets(self, other: _PartitionState) -> bool:
-        return (self.initializing, self.initialized, self.deleting) == (
-            other.initializing,
-            other.initialized,
-            other.deleting,
-        )
-
-
-@dataclass(slots=True)
-class _Plan:
-    """The outcome of re-evaluating one group: records to write and the state they produce."""
-
-    records: list[GroupRecord]
-    epoch: int
-    assignment_epoch: int
-    target: dict[str, Assignment]
-    metadata: dict[str, tuple[uuid.UUID, int]]
-
-
-def _add(sets: _Sets, topic_id: uuid.UUID, parts: Iterable[int]) -> None:
-    merged = sets.get(topic_id, frozenset()) | frozenset(parts)
-    if merged:
-        sets[topic_id] = merged
-
-
-def _remove(sets: _Sets, topic_id: uuid.UUID, parts: Iterable[int]) -> None:
-    left = sets.get(topic_id, frozenset()) - frozenset(parts)
-    if left:
-        sets[topic_id] = left
-    else:
-        sets.pop(topic_id, None)
-
-
-def _as_list(assigned: Iterable[TopicIdPartition]) -> AssignmentList:
-    by_topic: dict[uuid.UUID, list[int]] = {}
-    for tp in assigned:
-        by_topic.setdefault(tp.topic_id, []).append(tp.partition)
-    return [(topic_id, sorted(parts)) for topic_id, parts in sorted(by_topic.items())]
-
-
-def _flatten(sets: Mapping[uuid.UUID, frozenset[int]]) -> list[tuple[uuid.UUID, int]]:
-    return [(topic_id, p) for topic_id in sorted(sets) for p in sorted(sets[topic_id])]
 
 
 # --- the coordinator --------------------------------------------------------------------------
@@ -1066,91 +882,3 @@ class ShareGroupCoordinator(CoordinatorLifecycle):
             group = self._groups[group_id] = _Group(group_id)
         return group
 
-
-# --- helpers ----------------------------------------------------------------------------------
-
-
-def _invalid_heartbeat(
-    group_id: str,
-    member_id: str,
-    member_epoch: int,
-    rack_id: str | None,
-    subscribed_topic_names: list[str] | None,
-) -> str | None:
-    """Kafka's request checks (GroupCoordinatorService), in its order; None if valid."""
-    if not member_id or not member_id.strip():
-        return "MemberId can't be empty."
-    if not group_id or not group_id.strip():
-        return "GroupId can't be empty."
-    if rack_id is not None and not rack_id.strip():
-        return "RackId can't be empty."
-    if member_epoch == JOIN_GROUP_MEMBER_EPOCH:
-        if not subscribed_topic_names:
-            return "SubscribedTopicNames must be set in first request."
-    elif member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
-        return "MemberEpoch is invalid."
-    return None
-
-
-def _fenced(member: _Member, received: int) -> str | None:
-    """FENCED_MEMBER_EPOCH's message if ``received`` is neither the member's epoch nor, after a
-    lost response, its previous one; else None."""
-    if received > member.member_epoch:
-        return (
-            f"The share group member has a greater member epoch ({received}) than the one known "
-            f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
-            "partitions and rejoin."
-        )
-    if received < member.member_epoch and received != member.previous_member_epoch:
-        return (
-            f"The share group member has a smaller member epoch ({received}) than the one known "
-            f"by the group coordinator ({member.member_epoch}), and it does not match the "
-            f"previous member epoch ({member.previous_member_epoch}). The member must abandon "
-            "all its partitions and rejoin."
-        )
-    return None
-
-
-def _assignable(
-    state: _PartitionState | None, metadata: Mapping[str, tuple[uuid.UUID, int]]
-) -> dict[uuid.UUID, frozenset[int]]:
-    """Initialized partitions of the subscribed topics (those the assignor may hand out)."""
-    if state is None:
-        return {}
-    out: dict[uuid.UUID, frozenset[int]] = {}
-    for topic_id, num_partitions in metadata.values():
-        parts = frozenset(p for p in state.initialized.get(topic_id, ()) if p < num_partitions)
-        if parts:
-            out[topic_id] = parts
-    return out
-
-
-def _member_record(group_id: str, member: _Member) -> MemberRecord:
-    return MemberRecord(
-        group_id,
-        member.member_id,
-        member.rack_id,
-        member.client_id,
-        member.client_host,
-        member.subscribed,
-    )
-
-
-def _current_record(group_id: str, member: _Member) -> CurrentAssignmentRecord:
-    return CurrentAssignmentRecord(
-        group_id,
-        member.member_id,
-        member.member_epoch,
-        member.previous_member_epoch,
-        member.assigned,
-    )
-
-
-def _state_record(group_id: str, state: _PartitionState) -> PartitionStateRecord:
-    return PartitionStateRecord(
-        group_id,
-        dict(state.initializing),
-        dict(state.initialized),
-        dict(state.deleting),
-        dict(state.names),
-    )

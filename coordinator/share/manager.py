@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from coordinator.log.storage import PartitionLog
 from coordinator.partition import Partition
 from coordinator.share.group_config import ShareGroupConfig
-from coordinator.share.group_coordinator import HeartbeatResult, ShareGroupCoordinator
+from coordinator.share.group_coordinator import ShareGroupCoordinator
+from coordinator.share.group_model import HeartbeatResult
 from coordinator.share.persister import ShareStateKey
 from coordinator.share.sessions import (
     FINAL_EPOCH,

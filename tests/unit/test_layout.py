@@ -48,7 +48,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # listed may not grow past the limit; a listed file may not grow at all.
 MAX_LINES = 900
 OVERSIZED: dict[str, int] = {
-    "coordinator/share/group_coordinator.py": 1165,
     "producer/share_consumer.py": 1434,
     "producer/transactional_producer.py": 1069,
 }

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from coordinator.log.memory_log import MemoryLog
 from coordinator.share.group_config import ShareGroupConfig
-from coordinator.share.group_coordinator import HeartbeatResult, ShareGroupCoordinator
+from coordinator.share.group_coordinator import ShareGroupCoordinator
+from coordinator.share.group_model import HeartbeatResult
 from coordinator.topics import TopicRegistry
 from txn.batch import BatchHeader
 from txn.clock import ManualClock

@@ -28,6 +28,13 @@ from enum import StrEnum
 from typing import Any, Final
 
 from producer.raw import describe_transactions_raw
+from producer.txn_manager import (
+    DifferentPreparedTransactionError,
+    NoPreparedTransactionError,
+    PreparedTransactionAbortedError,
+    PreparedTransactionCommittedError,
+    PreparedTransactionMismatchError,
+)
 from producer.types import TransactionDescription
 from txn.errors import ErrorCode, raise_for_code
 from txn.ids import KEY_TYPE_TRANSACTION
@@ -41,6 +48,7 @@ __all__ = [
     "coordinator_api_span",
     "describe_transaction",
     "feature_level",
+    "mismatch_error",
 ]
 
 API_INIT_PRODUCER_ID: Final = 22
@@ -108,6 +116,31 @@ def classify(desc: TransactionDescription | None, producer_id: int, epoch: int) 
     if state in _OPEN or state == "PrepareEpochFence":
         return StoredTxnView(StoredTxnStatus.DIFFERENT, desc)
     return StoredTxnView(StoredTxnStatus.GONE, desc)
+
+
+def mismatch_error(
+    view: StoredTxnView, transactional_id: str, producer_id: int, epoch: int
+) -> PreparedTransactionMismatchError | None:
+    """The typed error for a stored transaction that is not open any more (None if open)."""
+    ids: dict[str, Any] = {
+        "transactional_id": transactional_id,
+        "producer_id": producer_id,
+        "epoch": epoch,
+        "found_producer_id": view.found[0],
+        "found_epoch": view.found[1],
+    }
+    desc = view.description
+    if view.status is StoredTxnStatus.OPEN:
+        return None
+    if view.status is StoredTxnStatus.COMMITTED:
+        return PreparedTransactionCommittedError(**ids)
+    if view.status is StoredTxnStatus.ABORTED and desc is not None:
+        return PreparedTransactionAbortedError(
+            state=desc.state, timeout_ms=desc.transaction_timeout_ms, **ids
+        )
+    if view.status is StoredTxnStatus.DIFFERENT:
+        return DifferentPreparedTransactionError(**ids)
+    return NoPreparedTransactionError(**ids)
 
 
 def _connection(client: Any, node: int) -> Any:

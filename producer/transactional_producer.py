@@ -43,10 +43,10 @@ from producer.prepared_txn import (
     INIT_PRODUCER_ID_2PC_VERSION,
     PREPARE_MODES,
     RESUME_MODES,
-    StoredTxnStatus,
     classify,
     coordinator_api_span,
     describe_transaction,
+    mismatch_error,
 )
 from producer.security import PLAINTEXT, SECURITY_KEYS, ClientSecurity
 from producer.sender import ProducerClient, Sender, SenderConfig, fenced_or_typed
@@ -938,18 +938,8 @@ class TransactionalProducer:
             desc = describe_transaction(self._client, tid, _remaining_ms(deadline))
         except (KafkaProtocolError, AttributeError, TypeError):
             return None  # not a KafkaClient, or no answer: keep the coordinator's error
-        view = classify(desc, pid, epoch)
-        if view.status is not StoredTxnStatus.ABORTED:
-            return None
-        return PreparedTransactionAbortedError(
-            transactional_id=tid,
-            producer_id=pid,
-            epoch=epoch,
-            found_producer_id=view.found[0],
-            found_epoch=view.found[1],
-            state=desc.state if desc is not None else "",
-            timeout_ms=desc.transaction_timeout_ms if desc is not None else -1,
-        )
+        error = mismatch_error(classify(desc, pid, epoch), tid, pid, epoch)
+        return error if isinstance(error, PreparedTransactionAbortedError) else None
 
     def abort_transaction(self, timeout_s: float | None = None) -> None:
         """Abort: unsent records fail with TransactionAbortedError, sent ones are discarded
@@ -1116,25 +1106,9 @@ class TransactionalProducer:
         tid = self.config.transactional_id
         assert tid is not None
         desc = describe_transaction(self._client, tid, _remaining_ms(deadline))
-        view = classify(desc, producer_id, epoch)
-        ids: dict[str, Any] = {
-            "transactional_id": tid,
-            "producer_id": producer_id,
-            "epoch": epoch,
-            "found_producer_id": view.found[0],
-            "found_epoch": view.found[1],
-        }
-        if view.status is StoredTxnStatus.COMMITTED:
-            raise PreparedTransactionCommittedError(**ids)
-        if view.status is StoredTxnStatus.ABORTED:
-            assert desc is not None
-            raise PreparedTransactionAbortedError(
-                state=desc.state, timeout_ms=desc.transaction_timeout_ms, **ids
-            )
-        if view.status is StoredTxnStatus.DIFFERENT:
-            raise DifferentPreparedTransactionError(**ids)
-        if view.status is not StoredTxnStatus.OPEN:
-            raise NoPreparedTransactionError(**ids)
+        error = mismatch_error(classify(desc, producer_id, epoch), tid, producer_id, epoch)
+        if error is not None:
+            raise error
         with self._lock:
             self._ensure_open()
             self._txn.check(Operation.INIT_TRANSACTIONS)

@@ -1038,6 +1038,10 @@ class TransactionalProducer:
         producer = cls(settings)
         try:
             deadline = producer._deadline(timeout_s)
+            # Look before taking over: an InitProducerId (even with KeepPreparedTxn) on a
+            # transaction that is not open any more would move the epoch on and hide how
+            # it ended.
+            producer._check_stored_ids(producer_id, epoch, deadline)
             if producer._keeps_prepared():
                 try:
                     producer._resume_keeping_prepared(producer_id, epoch, deadline)
@@ -1064,6 +1068,20 @@ class TransactionalProducer:
             producer.close()
             raise
         return producer
+
+    def _check_stored_ids(self, producer_id: int, epoch: int, deadline: float) -> None:
+        """Raise the typed error unless the transaction is open under the stored ids.
+
+        Skipped for a client that cannot send DescribeTransactions (a test double).
+        """
+        tid = self.config.transactional_id
+        assert tid is not None
+        if getattr(self._client, "_connection", None) is None:
+            return
+        desc = describe_transaction(self._client, tid, _remaining_ms(deadline))
+        error = mismatch_error(classify(desc, producer_id, epoch), tid, producer_id, epoch)
+        if error is not None:
+            raise error
 
     def _keeps_prepared(self) -> bool:
         """Whether ``resume`` tries InitProducerId with KeepPreparedTxn first."""
@@ -1103,12 +1121,7 @@ class TransactionalProducer:
         finishes it.  After it, the epoch is bumped (KIP-360) before any new transaction,
         as for a KeepPreparedTxn take-over: the broker's sequence numbers are unknown here.
         """
-        tid = self.config.transactional_id
-        assert tid is not None
-        desc = describe_transaction(self._client, tid, _remaining_ms(deadline))
-        error = mismatch_error(classify(desc, producer_id, epoch), tid, producer_id, epoch)
-        if error is not None:
-            raise error
+        self._check_stored_ids(producer_id, epoch, deadline)
         with self._lock:
             self._ensure_open()
             self._txn.check(Operation.INIT_TRANSACTIONS)

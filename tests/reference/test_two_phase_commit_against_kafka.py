@@ -132,8 +132,9 @@ def _resume(bootstrap: str, state: PreparedTxnState) -> TransactionalProducer:
     )
 
 
-def _txn_cli(bootstrap: str, audit: Path, *argv: str) -> tuple[int, Any]:
-    code = sharetxn(
+def _txn_cli(bootstrap: str, audit: Path, *argv: str) -> int:
+    """``sharetxn txn ARGV --apply`` in-process; its exit code (2: acted)."""
+    return sharetxn(
         [
             "txn",
             *argv,
@@ -147,7 +148,6 @@ def _txn_cli(bootstrap: str, audit: Path, *argv: str) -> tuple[int, Any]:
             "--json",
         ]
     )
-    return code, None
 
 
 def _ids(state: PreparedTxnState) -> list[str]:
@@ -194,19 +194,27 @@ def test_killed_clients_completed_by_sharetxn_txn_on_kafka_without_2pc(
     committed, _ = prepared_by_killed_client(bootstrap, topic, ["c0", "c1"])
     assert protocol == "timeout"
     audit = tmp_path / "audit.jsonl"
-    code, _ = _txn_cli(bootstrap, audit, "abort", *_ids(aborted))
-    assert code == 2
+    assert _txn_cli(bootstrap, audit, "abort", *_ids(aborted)) == 2
     assert _describe(bootstrap, aborted.transactional_id).state == "CompleteAbort"
-    code, _ = _txn_cli(
-        bootstrap, audit, "commit", *_ids(committed), "--prepared-state", str(committed)
-    )
-    assert code == 2
+    evidence = ["--prepared-state", str(committed)]
+    assert _txn_cli(bootstrap, audit, "commit", *_ids(committed), *evidence) == 2
     assert _describe(bootstrap, committed.transactional_id).state == "CompleteCommit"
     assert _read_committed(bootstrap, topic, 2) == [b"c0", b"c1"]
 
 
-def test_timed_out_prepared_transaction_gives_typed_error(kafka_2pc: ReferenceKafka) -> None:
-    bootstrap = kafka_2pc.bootstrap_servers
+@pytest.fixture
+def sharetxn_fast_reaper(tmp_path: Path) -> Iterator[LocalBroker]:
+    config = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "500"}
+    with LocalBroker(data_dir=tmp_path / "data", config=config) as running:
+        yield running
+
+
+@pytest.mark.parametrize("cluster", ["kafka", "sharetxn"])
+def test_timed_out_prepared_transaction_gives_typed_error(
+    cluster: str, request: pytest.FixtureRequest
+) -> None:
+    fixture = "kafka_2pc" if cluster == "kafka" else "sharetxn_fast_reaper"
+    bootstrap = request.getfixturevalue(fixture).bootstrap_servers
     topic = _topic(bootstrap)
     config = {"sharetxn.prepare.mode": "timeout", "transaction.timeout.ms": 2000}
     # a producer that outlives its prepared transaction's timeout: the commit fails typed

@@ -27,6 +27,7 @@ from txn.wire_guard import WireBoundsError, check_entity
 from txn.wire_render import render
 
 API_VERSIONS = 18
+CLIENT_SOFTWARE_VERSION = "0.1.0"
 
 
 class BrokerConnection:
@@ -80,7 +81,16 @@ class BrokerConnection:
                     except (ssl.SSLError, OSError) as exc:
                         msg = f"TLS handshake with {self.address} failed: {exc}"
                         raise NetworkError(msg) from exc
-                resp = self._roundtrip(API_VERSIONS, 3, {"client_software_name": "sharetxn"})
+                # KIP-511: Apache Kafka answers INVALID_REQUEST to an empty software version
+                # (the client would then fall back to v0 and learn no feature levels).
+                resp = self._roundtrip(
+                    API_VERSIONS,
+                    3,
+                    {
+                        "client_software_name": "sharetxn",
+                        "client_software_version": CLIENT_SOFTWARE_VERSION,
+                    },
+                )
                 if int(resp.error_code) == 0:
                     self.versions = {
                         int(k.api_key): (int(k.min_version), int(k.max_version))

@@ -38,6 +38,16 @@ from producer.accumulator import (
 )
 from producer.client import KafkaClient
 from producer.client_defaults import CONNECTION_DEFAULTS
+from producer.prepared_txn import (
+    API_INIT_PRODUCER_ID,
+    INIT_PRODUCER_ID_2PC_VERSION,
+    PREPARE_MODES,
+    RESUME_MODES,
+    classify,
+    coordinator_api_span,
+    describe_transaction,
+    mismatch_error,
+)
 from producer.security import PLAINTEXT, SECURITY_KEYS, ClientSecurity
 from producer.sender import ProducerClient, Sender, SenderConfig, fenced_or_typed
 from producer.txn_manager import (
@@ -47,9 +57,12 @@ from producer.txn_manager import (
     IllegalStateError,
     NoPreparedTransactionError,
     Operation,
+    PreparedTransactionAbortedError,
+    PreparedTransactionCommittedError,
     PreparedTransactionMismatchError,
     TransactionAbortedError,
     TransactionManager,
+    TwoPhaseCommitUnavailableError,
     TxnState,
     UnsupportedOperationError,
 )
@@ -68,6 +81,8 @@ from txn.errors import (
     NetworkError,
     RequestTimedOutError,
     RetriableError,
+    TransactionalIdAuthorizationFailedError,
+    UnsupportedVersionError,
 )
 from txn.ids import (
     KEY_TYPE_GROUP,
@@ -81,18 +96,20 @@ __all__ = [
     "DifferentPreparedTransactionError",
     "IllegalStateError",
     "NoPreparedTransactionError",
+    "PreparedTransactionAbortedError",
+    "PreparedTransactionCommittedError",
     "PreparedTransactionMismatchError",
     "ProducerConfig",
     "RecordMetadata",
     "TransactionAbortedError",
     "TransactionalProducer",
+    "TwoPhaseCommitUnavailableError",
     "TxnState",
     "UnsupportedOperationError",
 ]
 
 log = logging.getLogger("sharetxn.producer")
 
-API_INIT_PRODUCER_ID = 22
 API_ADD_OFFSETS_TO_TXN = 25
 API_TXN_OFFSET_COMMIT = 28
 API_END_TXN = 26
@@ -112,6 +129,9 @@ _DEFAULTS: dict[str, Any] = {
     "transactional.id": None,
     "transaction.timeout.ms": 60000,
     "transaction.two.phase.commit.enable": False,
+    # sharetxn's own: which 2PC protocol to use (producer/prepared_txn.py).
+    "sharetxn.prepare.mode": "auto",
+    "sharetxn.resume.mode": "auto",
     "linger.ms": 5,
     "batch.size": 16384,
     "acks": "all",
@@ -142,6 +162,8 @@ class ProducerConfig:
     enable_idempotence: bool
     compression: Codec = Codec.NONE
     security: ClientSecurity = PLAINTEXT
+    prepare_mode: str = "auto"
+    resume_mode: str = "auto"
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> ProducerConfig:
@@ -187,6 +209,8 @@ class ProducerConfig:
             enable_idempotence=idempotent,
             compression=_codec(values["compression.type"]),
             security=ClientSecurity.from_config(config),
+            prepare_mode=_choice(values, "sharetxn.prepare.mode", PREPARE_MODES),
+            resume_mode=_choice(values, "sharetxn.resume.mode", RESUME_MODES),
         )
         if parsed.delivery_timeout_ms < parsed.linger_ms + parsed.request_timeout_ms:
             msg = "delivery.timeout.ms must be at least linger.ms + request.timeout.ms"
@@ -207,6 +231,14 @@ def _int(values: Mapping[str, Any], key: str, minimum: int) -> int:
         msg = f"{key} must be >= {minimum}, got {value}"
         raise ValueError(msg)
     return value
+
+
+def _choice(values: Mapping[str, Any], key: str, choices: Sequence[str]) -> str:
+    raw = str(values[key]).lower()
+    if raw not in choices:
+        msg = f"{key} must be one of {', '.join(choices)}, got {values[key]!r}"
+        raise ValueError(msg)
+    return raw
 
 
 def _codec(raw: Any) -> Codec:
@@ -309,6 +341,11 @@ class TransactionalProducer:
         # Serialises transaction control and the state check + append of ``send``.
         self._lock = threading.RLock()
         self._closed = False
+        # Whether InitProducerId carries Enable2Pc (None: not decided yet; see
+        # ``_wants_enable2pc``), and whether this producer took its transaction over by
+        # stored ids (``resume`` without KeepPreparedTxn).
+        self._enable2pc: bool | None = None
+        self._resumed_by_stored_ids = False
         self._sender.start(f"sharetxn-producer-sender-{cfg.client_id}")
 
     # -- introspection ----------------------------------------------------------------------
@@ -325,6 +362,23 @@ class TransactionalProducer:
     @property
     def producer_id_and_epoch(self) -> tuple[int, int]:
         return self._txn.producer_id_and_epoch
+
+    @property
+    def two_phase_commit_protocol(self) -> str | None:
+        """How prepared transactions of this producer are kept, once initialised.
+
+        ``"enable2pc"`` (KIP-939: the coordinator never times them out), ``"timeout"`` (the
+        coordinator aborts one that stays open past ``transaction.timeout.ms``), or None
+        (not a 2PC producer, or not initialised yet).
+        """
+        if not self.config.two_phase_commit or self._enable2pc is None:
+            return None
+        return "enable2pc" if self._enable2pc else "timeout"
+
+    @property
+    def resumed_by_stored_ids(self) -> bool:
+        """Whether ``resume`` took the transaction over by its stored ids (no KIP-939)."""
+        return self._resumed_by_stored_ids
 
     # -- sending ----------------------------------------------------------------------------
 
@@ -419,7 +473,7 @@ class TransactionalProducer:
             except RetriableError:
                 self._txn.transition(TxnState.UNINITIALIZED)
                 raise
-            except KafkaProtocolError as exc:
+            except (KafkaProtocolError, TwoPhaseCommitUnavailableError) as exc:
                 self._txn.fatal_error(exc)
                 raise
             ongoing_pid = int(getattr(resp, "ongoing_txn_producer_id", NO_PRODUCER_ID))
@@ -439,29 +493,97 @@ class TransactionalProducer:
     ) -> Any:
         cfg = self.config
         pid, epoch = current if current is not None else (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        enable2pc = self._wants_enable2pc()
         body = {
             "transactional_id": cfg.transactional_id,
             "transaction_timeout": cfg.transaction_timeout_ms,
             "producer_id": pid,
             "producer_epoch": epoch,
-            "enable2_pc": cfg.two_phase_commit,
+            "enable2_pc": enable2pc,
             "keep_prepared_txn": keep_prepared_txn,
         }
-        if cfg.two_phase_commit or keep_prepared_txn:
-            min_version = 6
+        if enable2pc or keep_prepared_txn:
+            min_version = INIT_PRODUCER_ID_2PC_VERSION
         elif current is not None:
             min_version = 3  # KIP-360: bump the epoch of a known producer id
         else:
             min_version = 0
-        return self._coordinator_request(
-            API_INIT_PRODUCER_ID, body, deadline, min_version=min_version
+        try:
+            return self._coordinator_request(
+                API_INIT_PRODUCER_ID, body, deadline, min_version=min_version
+            )
+        except TransactionalIdAuthorizationFailedError as exc:
+            # KIP-939: a broker without transaction.two.phase.commit.enable (or a principal
+            # without the TWO_PHASE_COMMIT ACL) refuses Enable2Pc with this error.
+            if not enable2pc:
+                raise
+            if cfg.prepare_mode == "enable2pc":
+                raise TwoPhaseCommitUnavailableError(
+                    "the coordinator refused Enable2Pc (KIP-939): set "
+                    "transaction.two.phase.commit.enable=true on the brokers and grant the "
+                    "TWO_PHASE_COMMIT operation on the transactional id, or use "
+                    "sharetxn.prepare.mode=timeout",
+                    transactional_id=cfg.transactional_id,
+                    mode="enable2pc",
+                ) from exc
+            self._enable2pc = False
+            self._warn_timeout_bounded("the coordinator refused Enable2Pc")
+            return self._init_producer_id(keep_prepared_txn, deadline, current)
+
+    def _wants_enable2pc(self) -> bool:
+        """Whether InitProducerId asks for KIP-939's Enable2Pc (decided once per producer)."""
+        cfg = self.config
+        if not cfg.two_phase_commit:
+            return False
+        if self._enable2pc is not None:
+            return self._enable2pc
+        if cfg.prepare_mode == "timeout":
+            self._enable2pc = False
+            return False
+        assert cfg.transactional_id is not None
+        span = coordinator_api_span(self._client, cfg.transactional_id, API_INIT_PRODUCER_ID)
+        served = span is None or span[1] >= INIT_PRODUCER_ID_2PC_VERSION
+        if not served and cfg.prepare_mode == "enable2pc":
+            raise TwoPhaseCommitUnavailableError(
+                f"the transaction coordinator serves InitProducerId up to v{span and span[1]}, "
+                f"KIP-939 needs v{INIT_PRODUCER_ID_2PC_VERSION} (Apache Kafka 4.x serves it "
+                "only with unstable.api.versions.enable=true and "
+                "transaction.two.phase.commit.enable=true); or use sharetxn.prepare.mode=timeout",
+                transactional_id=cfg.transactional_id,
+                mode="enable2pc",
+            )
+        self._enable2pc = served
+        if not served:
+            self._warn_timeout_bounded("the coordinator does not serve InitProducerId v6")
+        return served
+
+    def _warn_timeout_bounded(self, why: str) -> None:
+        log.warning(
+            "%s: prepared transactions of %r are plain transactions; the coordinator aborts "
+            "one that stays open longer than transaction.timeout.ms=%d ms (bounded by the "
+            "brokers' transaction.max.timeout.ms)",
+            why,
+            self.config.transactional_id,
+            self.config.transaction_timeout_ms,
         )
 
     def begin_transaction(self) -> None:
-        """Start a transaction (local only; the coordinator learns of it with the first add)."""
+        """Start a transaction (local only; the coordinator learns of it with the first add).
+
+        A producer that finished a transaction resumed by stored ids first moves to a new
+        epoch (InitProducerId, KIP-360), which it left until now so that the finished
+        transaction stays visible under its ids (DescribeTransactions) to whoever checks.
+        """
         with self._lock:
             self._ensure_open()
             self._txn.check(Operation.BEGIN_TRANSACTION)
+            if self._txn.needs_epoch_bump:
+                try:
+                    self._bump_epoch(self._deadline(None))
+                except KafkaProtocolError as exc:
+                    if not isinstance(exc, RetriableError):
+                        self._txn.fatal_error(exc)
+                    raise
             self._txn.clear_transaction()
             self._txn.transition(TxnState.IN_TRANSACTION)
 
@@ -779,15 +901,45 @@ class TransactionalProducer:
             self._txn.raise_if_error()
             if self._txn.state is not TxnState.COMMITTING:
                 return  # a concurrent commit_transaction finished it
+            pid, epoch = self._txn.producer_id_and_epoch
             try:
                 self._end_transaction(commit=True, deadline=deadline)
             except RetriableError:
                 raise
             except KafkaProtocolError as exc:
                 self._on_coordinator_error(exc, _COORDINATOR_FATAL)
-                raise
+                aborted = self._aborted_meanwhile(exc, pid, epoch, deadline)
+                if aborted is None:
+                    raise
+                self._txn.fatal_error(aborted)
+                raise aborted from exc
             self._txn.clear_transaction()
             self._txn.transition(TxnState.READY)
+
+    def _aborted_meanwhile(
+        self, exc: KafkaProtocolError, pid: int, epoch: int, deadline: float
+    ) -> PreparedTransactionAbortedError | None:
+        """After a refused commit: the typed error if the coordinator aborted the transaction.
+
+        A transaction kept without KIP-939's Enable2Pc is aborted by the coordinator once
+        it has been open for ``transaction.timeout.ms``, and under the transaction-version-1
+        protocol that abort moves the epoch on, so the late EndTxn(commit) is refused as
+        fenced.  DescribeTransactions tells that apart from other refusals.
+        """
+        fenced = {
+            ErrorCode.PRODUCER_FENCED,
+            ErrorCode.INVALID_PRODUCER_EPOCH,
+            ErrorCode.INVALID_TXN_STATE,
+        }
+        tid = self.config.transactional_id
+        if exc.code not in fenced or tid is None:
+            return None
+        try:
+            desc = describe_transaction(self._client, tid, _remaining_ms(deadline))
+        except (KafkaProtocolError, AttributeError, TypeError):
+            return None  # not a KafkaClient, or no answer: keep the coordinator's error
+        error = mismatch_error(classify(desc, pid, epoch), tid, pid, epoch)
+        return error if isinstance(error, PreparedTransactionAbortedError) else None
 
     def abort_transaction(self, timeout_s: float | None = None) -> None:
         """Abort: unsent records fail with TransactionAbortedError, sent ones are discarded
@@ -860,13 +1012,21 @@ class TransactionalProducer:
         *,
         timeout_s: float | None = None,
     ) -> TransactionalProducer:
-        """KIP-1310: take over the prepared transaction (``producer_id``, ``epoch``) of an id.
+        """Take over the prepared transaction (``producer_id``, ``epoch``) of an id.
 
-        InitProducerId with keep_prepared_txn and 2PC enabled; the returned producer is
-        PREPARED, so ``commit_transaction``/``abort_transaction`` finish the transaction.
+        The returned producer is PREPARED, so ``commit_transaction`` / ``abort_transaction``
+        finish the transaction.  Two ways, chosen by ``sharetxn.resume.mode``
+        (``producer/prepared_txn.py``): KIP-939/KIP-1310's InitProducerId with
+        KeepPreparedTxn where the coordinator implements it, else the stored ids as they
+        are (no InitProducerId, which would abort the transaction; ``resumed_by_stored_ids``
+        is then True).
+
         Raises ``NoPreparedTransactionError`` if the id has no ongoing transaction any more
-        (it was completed meanwhile) and ``DifferentPreparedTransactionError`` if the
-        ongoing one is another transaction (the prepared one was fenced meanwhile).
+        -- as its subclasses ``PreparedTransactionCommittedError`` or
+        ``PreparedTransactionAbortedError`` when the coordinator still shows which way it
+        ended -- and ``DifferentPreparedTransactionError`` if the ongoing one is another
+        transaction (the prepared one was fenced meanwhile).  With ``keep-prepared`` forced
+        on a cluster without it: ``TwoPhaseCommitUnavailableError``.
         """
         settings = dict(config)
         configured = settings.get("transactional.id")
@@ -877,27 +1037,100 @@ class TransactionalProducer:
         settings["transaction.two.phase.commit.enable"] = True
         producer = cls(settings)
         try:
-            found = producer._initialize(True, producer._deadline(timeout_s))
-            if found is None:
-                raise NoPreparedTransactionError(
-                    transactional_id=transactional_id,
-                    producer_id=producer_id,
-                    epoch=epoch,
-                    found_producer_id=producer._txn.producer_id_and_epoch[0],
-                    found_epoch=producer._txn.producer_id_and_epoch[1],
-                )
-            if found != (producer_id, epoch):
-                raise DifferentPreparedTransactionError(
-                    transactional_id=transactional_id,
-                    producer_id=producer_id,
-                    epoch=epoch,
-                    found_producer_id=found[0],
-                    found_epoch=found[1],
-                )
+            deadline = producer._deadline(timeout_s)
+            # Look before taking over: an InitProducerId (even with KeepPreparedTxn) on a
+            # transaction that is not open any more would move the epoch on and hide how
+            # it ended.
+            producer._check_stored_ids(producer_id, epoch, deadline)
+            if producer._keeps_prepared():
+                try:
+                    producer._resume_keeping_prepared(producer_id, epoch, deadline)
+                except UnsupportedVersionError as exc:
+                    if producer.config.resume_mode == "keep-prepared":
+                        raise TwoPhaseCommitUnavailableError(
+                            f"the coordinator does not implement KeepPreparedTxn ({exc}); "
+                            "use sharetxn.resume.mode=stored-ids",
+                            transactional_id=transactional_id,
+                            mode="keep-prepared",
+                        ) from exc
+                    log.info(
+                        "the coordinator of %r refused KeepPreparedTxn (%s): resuming by the "
+                        "stored producer id and epoch",
+                        transactional_id,
+                        exc,
+                    )
+                    producer.close()
+                    producer = cls(settings)
+                else:
+                    return producer
+            producer._resume_by_stored_ids(producer_id, epoch, deadline)
         except BaseException:
             producer.close()
             raise
         return producer
+
+    def _check_stored_ids(self, producer_id: int, epoch: int, deadline: float) -> None:
+        """Raise the typed error unless the transaction is open under the stored ids.
+
+        Skipped for a client that cannot send DescribeTransactions (a test double).
+        """
+        tid = self.config.transactional_id
+        assert tid is not None
+        if getattr(self._client, "_connection", None) is None:
+            return
+        desc = describe_transaction(self._client, tid, _remaining_ms(deadline))
+        error = mismatch_error(classify(desc, producer_id, epoch), tid, producer_id, epoch)
+        if error is not None:
+            raise error
+
+    def _keeps_prepared(self) -> bool:
+        """Whether ``resume`` tries InitProducerId with KeepPreparedTxn first."""
+        mode = self.config.resume_mode
+        if mode != "auto":
+            return mode == "keep-prepared"
+        tid = self.config.transactional_id
+        assert tid is not None
+        span = coordinator_api_span(self._client, tid, API_INIT_PRODUCER_ID)
+        return span is None or span[1] >= INIT_PRODUCER_ID_2PC_VERSION
+
+    def _resume_keeping_prepared(self, producer_id: int, epoch: int, deadline: float) -> None:
+        tid = self.config.transactional_id
+        assert tid is not None
+        found = self._initialize(True, deadline)
+        if found is None:
+            raise NoPreparedTransactionError(
+                transactional_id=tid,
+                producer_id=producer_id,
+                epoch=epoch,
+                found_producer_id=self._txn.producer_id_and_epoch[0],
+                found_epoch=self._txn.producer_id_and_epoch[1],
+            )
+        if found != (producer_id, epoch):
+            raise DifferentPreparedTransactionError(
+                transactional_id=tid,
+                producer_id=producer_id,
+                epoch=epoch,
+                found_producer_id=found[0],
+                found_epoch=found[1],
+            )
+
+    def _resume_by_stored_ids(self, producer_id: int, epoch: int, deadline: float) -> None:
+        """Flink's way: check the transaction is open under the ids, then adopt them.
+
+        No InitProducerId is sent (it would abort the transaction); EndTxn with these ids
+        finishes it.  After it, the epoch is bumped (KIP-360) before any new transaction,
+        as for a KeepPreparedTxn take-over: the broker's sequence numbers are unknown here.
+        """
+        self._check_stored_ids(producer_id, epoch, deadline)
+        with self._lock:
+            self._ensure_open()
+            self._txn.check(Operation.INIT_TRANSACTIONS)
+            self._txn.transition(TxnState.INITIALIZING)
+            self._txn.set_producer_id_and_epoch(producer_id, epoch)
+            self._txn.mark_started_elsewhere()
+            self._txn.request_epoch_bump()
+            self._txn.transition(TxnState.PREPARED)
+            self._resumed_by_stored_ids = True
 
     # -- closing ----------------------------------------------------------------------------
 
@@ -1011,9 +1244,12 @@ class TransactionalProducer:
             # The EndTxn has its definite answer: a call repeated after the bump below timed
             # out must not send it again (the epoch may have moved on meanwhile).
             self._txn.clear_transaction()
-        if self._txn.needs_epoch_bump:
-            resp = self._init_producer_id(False, deadline, current=self._txn.producer_id_and_epoch)
-            self._txn.set_producer_id_and_epoch(int(resp.producer_id), int(resp.producer_epoch))
+        if self._txn.needs_epoch_bump and not self._resumed_by_stored_ids:
+            self._bump_epoch(deadline)
+
+    def _bump_epoch(self, deadline: float) -> None:
+        resp = self._init_producer_id(False, deadline, current=self._txn.producer_id_and_epoch)
+        self._txn.set_producer_id_and_epoch(int(resp.producer_id), int(resp.producer_epoch))
 
     def _end_txn(self, *, commit: bool, deadline: float) -> None:
         pid, epoch = self._txn.producer_id_and_epoch

@@ -29,9 +29,12 @@ __all__ = [
     "IllegalStateError",
     "NoPreparedTransactionError",
     "Operation",
+    "PreparedTransactionAbortedError",
+    "PreparedTransactionCommittedError",
     "PreparedTransactionMismatchError",
     "TransactionAbortedError",
     "TransactionManager",
+    "TwoPhaseCommitUnavailableError",
     "TxnState",
     "UnsupportedOperationError",
 ]
@@ -108,6 +111,54 @@ class DifferentPreparedTransactionError(PreparedTransactionMismatchError):
             f"(producer id {self.found_producer_id} epoch {self.found_epoch}); the prepared "
             "transaction was fenced and aborted meanwhile"
         )
+
+
+class PreparedTransactionAbortedError(NoPreparedTransactionError):
+    """The prepared transaction was aborted: it can no longer be committed.
+
+    The coordinator aborted it because it stayed open longer than its
+    ``transaction.timeout.ms`` (a transaction prepared without KIP-939's ``Enable2Pc``), or
+    a producer fenced it, or an abort was already sent.  Its records are discarded; a
+    caller whose decision was to commit must treat this as a failed commit, never as done.
+    """
+
+    reason = "aborted"
+
+    def __init__(self, *, state: str = "", timeout_ms: int = -1, **ids: Any) -> None:
+        self.state = state
+        self.timeout_ms = timeout_ms
+        super().__init__(**ids)
+
+    def describe(self) -> str:
+        timeout = (
+            f" (its transaction.timeout.ms is {self.timeout_ms} ms)" if self.timeout_ms > 0 else ""
+        )
+        return (
+            f"the coordinator aborted it{timeout}: it timed out, was fenced by a new producer "
+            f"or was aborted already; the id is now {self.state or 'aborted'} at producer id "
+            f"{self.found_producer_id} epoch {self.found_epoch}; its records are discarded"
+        )
+
+
+class PreparedTransactionCommittedError(NoPreparedTransactionError):
+    """The prepared transaction was committed already (by an earlier completion)."""
+
+    reason = "committed"
+
+    def describe(self) -> str:
+        return (
+            "it was committed already; the id is at producer id "
+            f"{self.found_producer_id} epoch {self.found_epoch}"
+        )
+
+
+class TwoPhaseCommitUnavailableError(SharetxnError):
+    """The cluster does not offer the two-phase-commit protocol a config asked for."""
+
+    def __init__(self, message: str, *, transactional_id: str | None, mode: str) -> None:
+        super().__init__(f"{message} (transactional_id={transactional_id!r}, mode={mode})")
+        self.transactional_id = transactional_id
+        self.mode = mode
 
 
 class TxnState(Enum):

@@ -3,9 +3,11 @@
 For each acting step the executor describes the transaction again *immediately* before
 acting and compares (state, producer id, epoch, start time) with the plan's
 precondition; a mismatch is RACED and nothing is done.  Commit and abort go through
-``TransactionalProducer.resume`` (InitProducerId with keep_prepared_txn, which itself
-refuses a different (producer id, epoch)) and then ``commit_transaction`` /
-``abort_transaction``; force-terminate is InitProducerId without keep_prepared_txn,
+``TransactionalProducer.resume`` (InitProducerId with keep_prepared_txn, or on Apache
+Kafka the stored ids checked with DescribeTransactions; either refuses a different
+(producer id, epoch)) and then ``commit_transaction`` / ``abort_transaction``; a commit
+that the transaction's timeout beat (``PreparedTransactionAbortedError``) is REFUSED;
+force-terminate is InitProducerId without keep_prepared_txn,
 which fences the producer and aborts its transaction.  ``before_action`` is the point
 where tests inject a concurrent change between plan and action.
 """
@@ -19,7 +21,10 @@ from enum import StrEnum
 from typing import Any
 
 from producer.transactional_producer import TransactionalProducer
-from producer.txn_manager import PreparedTransactionMismatchError
+from producer.txn_manager import (
+    PreparedTransactionAbortedError,
+    PreparedTransactionMismatchError,
+)
 from recovery.audit import AuditLog
 from recovery.model import TxnSnapshot
 from recovery.plan import Action, Step
@@ -174,6 +179,10 @@ class Executor:
             outcome, detail = self._act(step)
         except OutcomeUnconfirmedError as exc:
             return self._heuristic(step, before, exc)
+        except PreparedTransactionAbortedError as exc:
+            # Apache Kafka without KIP-939: the transaction's timeout won the race.
+            outcome = Outcome.REFUSED if step.action is Action.COMMIT else Outcome.NOOP
+            detail = f"not committed: {exc}" if outcome is Outcome.REFUSED else str(exc)
         except PreparedTransactionMismatchError as exc:
             outcome, detail = Outcome.RACED, f"resume refused: {exc}"
         except _SUPERSEDED as exc:

@@ -1,0 +1,198 @@
+"""Which two-phase-commit protocol a cluster offers, and what became of a stored transaction.
+
+Two choices are made here, each from the transaction coordinator's ApiVersions unless the
+producer's config forces them (docs/client.md, "On Apache Kafka"):
+
+* **prepare** (``sharetxn.prepare.mode``): ``enable2pc`` sends InitProducerId v6 with
+  ``Enable2Pc`` (KIP-939: the coordinator then never aborts the transaction by its timeout);
+  ``timeout`` prepares a plain transaction, which the coordinator aborts once it has been
+  open for ``transaction.timeout.ms``; ``auto`` uses ``enable2pc`` where the coordinator
+  serves InitProducerId v6 and falls back to ``timeout`` where the broker refuses 2PC.
+* **resume** (``sharetxn.resume.mode``): ``keep-prepared`` sends InitProducerId with
+  ``KeepPreparedTxn`` (KIP-939); ``stored-ids`` takes the stored (producer id, epoch) as
+  they are and sends EndTxn with them, without InitProducerId (which would abort the
+  transaction) -- the way Flink's Kafka sink recovers; ``auto`` tries ``keep-prepared``
+  where InitProducerId v6 is served and uses ``stored-ids`` where it is not or where the
+  coordinator answers UNSUPPORTED_VERSION (Apache Kafka 4.4 does not implement it).
+
+``classify`` reads DescribeTransactions against stored ids, so a resume can tell an open
+transaction from one that was committed, aborted (by its timeout or a fencing producer)
+or replaced.  The client speaks the transaction-version-1 protocol (EndTxn up to v4), so
+a completed transaction keeps its epoch and a coordinator abort moves it to epoch + 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+from producer.raw import describe_transactions_raw
+from producer.txn_manager import (
+    DifferentPreparedTransactionError,
+    NoPreparedTransactionError,
+    PreparedTransactionAbortedError,
+    PreparedTransactionCommittedError,
+    PreparedTransactionMismatchError,
+)
+from producer.types import TransactionDescription
+from txn.errors import ErrorCode, raise_for_code
+from txn.ids import KEY_TYPE_TRANSACTION
+
+__all__ = [
+    "PREPARE_MODES",
+    "RESUME_MODES",
+    "StoredTxnStatus",
+    "StoredTxnView",
+    "classify",
+    "coordinator_api_span",
+    "describe_transaction",
+    "feature_level",
+    "mismatch_error",
+]
+
+API_INIT_PRODUCER_ID: Final = 22
+API_DESCRIBE_TRANSACTIONS: Final = 65
+INIT_PRODUCER_ID_2PC_VERSION: Final = 6
+
+PREPARE_MODES: Final = ("auto", "enable2pc", "timeout")
+RESUME_MODES: Final = ("auto", "keep-prepared", "stored-ids")
+
+_OPEN: Final = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort"})
+_ABORTING: Final = frozenset({"PrepareAbort", "PrepareEpochFence", "CompleteAbort"})
+
+
+class StoredTxnStatus(StrEnum):
+    """What DescribeTransactions says about a stored (transactional id, producer id, epoch)."""
+
+    OPEN = "open"  # still ongoing (or being completed) under exactly those ids
+    COMMITTED = "committed"  # completed by a commit under those ids
+    ABORTED = "aborted"  # aborted: by an EndTxn(abort), its timeout or a fencing producer
+    DIFFERENT = "different"  # another transaction of the id is open
+    GONE = "gone"  # the coordinator no longer shows how it ended
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTxnView:
+    """A classification and the description it came from."""
+
+    status: StoredTxnStatus
+    description: TransactionDescription | None
+
+    @property
+    def found(self) -> tuple[int, int]:
+        d = self.description
+        return (d.producer_id, d.producer_epoch) if d is not None else (-1, -1)
+
+    def describe(self) -> str:
+        d = self.description
+        if d is None:
+            return "the coordinator does not know the transactional id"
+        return f"{d.state} producer id {d.producer_id} epoch {d.producer_epoch}"
+
+
+def classify(desc: TransactionDescription | None, producer_id: int, epoch: int) -> StoredTxnView:
+    """Classify ``desc`` for the stored ids (transaction version 1 client protocol).
+
+    Open with the same ids: OPEN (PrepareAbort under them counts as ABORTED).  Completed
+    with the same ids: COMMITTED or ABORTED.  Under the same producer id one epoch later,
+    an abort in progress or completed is the coordinator's own abort of the stored
+    transaction (the timeout, or a fencing InitProducerId, bumps the epoch first): ABORTED.
+    Any other open transaction: DIFFERENT; anything else: GONE.
+    """
+    if desc is None:
+        return StoredTxnView(StoredTxnStatus.GONE, None)
+    same_pid = desc.producer_id == producer_id
+    state = desc.state
+    if same_pid and desc.producer_epoch == epoch:
+        if state in {"PrepareAbort", "CompleteAbort"}:
+            return StoredTxnView(StoredTxnStatus.ABORTED, desc)
+        if state in _OPEN:
+            return StoredTxnView(StoredTxnStatus.OPEN, desc)
+        if state == "CompleteCommit":
+            return StoredTxnView(StoredTxnStatus.COMMITTED, desc)
+    if same_pid and desc.producer_epoch == epoch + 1 and state in _ABORTING:
+        return StoredTxnView(StoredTxnStatus.ABORTED, desc)
+    if state in _OPEN or state == "PrepareEpochFence":
+        return StoredTxnView(StoredTxnStatus.DIFFERENT, desc)
+    return StoredTxnView(StoredTxnStatus.GONE, desc)
+
+
+def mismatch_error(
+    view: StoredTxnView, transactional_id: str, producer_id: int, epoch: int
+) -> PreparedTransactionMismatchError | None:
+    """The typed error for a stored transaction that is not open any more (None if open)."""
+    ids: dict[str, Any] = {
+        "transactional_id": transactional_id,
+        "producer_id": producer_id,
+        "epoch": epoch,
+        "found_producer_id": view.found[0],
+        "found_epoch": view.found[1],
+    }
+    desc = view.description
+    if view.status is StoredTxnStatus.OPEN:
+        return None
+    if view.status is StoredTxnStatus.COMMITTED:
+        return PreparedTransactionCommittedError(**ids)
+    if view.status is StoredTxnStatus.ABORTED and desc is not None:
+        return PreparedTransactionAbortedError(
+            state=desc.state, timeout_ms=desc.transaction_timeout_ms, **ids
+        )
+    if view.status is StoredTxnStatus.DIFFERENT:
+        return DifferentPreparedTransactionError(**ids)
+    return NoPreparedTransactionError(**ids)
+
+
+def _connection(client: Any, node: int) -> Any:
+    connection = getattr(client, "_connection", None)
+    return connection(node) if connection is not None else None
+
+
+def coordinator_api_span(
+    client: Any, transactional_id: str, api_key: int
+) -> tuple[int, int] | None:
+    """The (min, max) versions of ``api_key`` the id's coordinator serves; None if unknown.
+
+    None also when ``client`` is not a ``KafkaClient`` (a test double): callers then keep
+    the behaviour of a cluster that serves every version.
+    """
+    if getattr(client, "_connection", None) is None:
+        return None
+    node = client.call(lambda: client.coordinator_for(KEY_TYPE_TRANSACTION, transactional_id))
+    conn = _connection(client, node)
+    if not conn.versions:
+        client.call(conn.connect)
+    span = conn.versions.get(api_key)
+    return None if span is None else (int(span[0]), int(span[1]))
+
+
+def feature_level(client: Any, transactional_id: str, feature: str) -> int | None:
+    """The finalized level of ``feature`` at the id's coordinator (None if not advertised)."""
+    if getattr(client, "_connection", None) is None:
+        return None
+    node = client.call(lambda: client.coordinator_for(KEY_TYPE_TRANSACTION, transactional_id))
+    conn = _connection(client, node)
+    if not conn.versions:
+        client.call(conn.connect)
+    level = conn.features.get(feature)
+    return None if level is None else int(level)
+
+
+def describe_transaction(
+    client: Any, transactional_id: str, timeout_ms: int
+) -> TransactionDescription | None:
+    """DescribeTransactions for one id at its coordinator; None if the id is unknown."""
+
+    def attempt() -> TransactionDescription:
+        node = client.coordinator_for(KEY_TYPE_TRANSACTION, transactional_id)
+        conn = _connection(client, node)
+        version = conn.pick_version(API_DESCRIBE_TRANSACTIONS, 0)
+        desc = describe_transactions_raw(conn, version, transactional_id)
+        if desc.error in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
+            client.forget_coordinator(KEY_TYPE_TRANSACTION, transactional_id)
+        if desc.error not in (ErrorCode.NONE, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND):
+            raise_for_code(desc.error, transactional_id=transactional_id)  # retriable: again
+        return desc
+
+    desc: TransactionDescription = client.call(attempt, timeout_ms=timeout_ms)
+    return None if desc.error is ErrorCode.TRANSACTIONAL_ID_NOT_FOUND else desc

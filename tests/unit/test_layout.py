@@ -49,7 +49,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 MAX_LINES = 900
 OVERSIZED: dict[str, int] = {
     "producer/share_consumer.py": 1434,
-    "producer/transactional_producer.py": 1069,
+    "producer/transactional_producer.py": 1131,
 }
 
 

@@ -1,10 +1,14 @@
 """Exactly-once PySpark pipelines on Kafka share groups (DESIGN §6, docs/spark.md).
 
-    from producer.spark import ExactlyOnce
+    from producer.spark import ExactlyOnce, register
 
+    register(spark)
+    df = (spark.readStream.format("kafka-share")
+          .option("kafka.bootstrap.servers", "127.0.0.1:9092")
+          .option("group.id", "orders").option("subscribe", "orders")
+          .option("checkpointLocation", "/chk/orders").load())
     eos = ExactlyOnce(bootstrap_servers="127.0.0.1:9092", checkpoint_location="/chk/orders")
-    df = eos.read_stream(spark, subscribe="orders", group_id="orders")
-    query = eos.write_stream(df, fn)          # fn(df, batch_id) calls eos.write(...)
+    df.writeStream.foreachBatch(eos.wrap(fn)).option("checkpointLocation", "/chk/orders").start()
 
 Needs ``pip install 'sharetxn[spark]'`` (PySpark 4.0.1 or later).
 """

@@ -26,7 +26,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, functions
 
 from producer.admin import Admin
-from producer.spark import ExactlyOnce
+from producer.spark import ExactlyOnce, register
 from producer.spark.checkpoint import local_path
 from recovery.spark_checkpoint import read_checkpoint
 from txn.ids import TopicPartition
@@ -90,23 +90,22 @@ def enrich(df: DataFrame) -> DataFrame:
     )
 
 
-def _sink(cfg: JobConfig) -> ExactlyOnce:
-    return ExactlyOnce(
-        bootstrap_servers=cfg.bootstrap_servers,
-        checkpoint_location=cfg.checkpoint,
-        transactional_id_prefix=cfg.prefix,
+def read_stream(spark: SparkSession, cfg: JobConfig) -> DataFrame:
+    register(spark)
+    reader = (
+        spark.readStream.format("kafka-share")
+        .option("kafka.bootstrap.servers", cfg.bootstrap_servers)
+        .option("group.id", cfg.group_id)
+        .option("subscribe", cfg.input_topic)
+        .option("checkpointLocation", cfg.checkpoint)
+        .option("transactional.id.prefix", cfg.prefix)
+        .option("maxRecordsPerPartition", str(cfg.max_records_per_partition))
     )
-
-
-def read_stream(spark: SparkSession, cfg: JobConfig, eos: ExactlyOnce | None = None) -> DataFrame:
-    options: dict[str, str] = {"maxRecordsPerPartition": str(cfg.max_records_per_partition)}
     if cfg.num_partitions is not None:
-        options["numPartitions"] = str(cfg.num_partitions)
+        reader = reader.option("numPartitions", str(cfg.num_partitions))
     if cfg.starting_offsets is not None:
-        options["startingOffsets"] = cfg.starting_offsets
-    return (eos or _sink(cfg)).read_stream(
-        spark, subscribe=cfg.input_topic, group_id=cfg.group_id, **options
-    )
+        reader = reader.option("startingOffsets", cfg.starting_offsets)
+    return reader.load()
 
 
 def start(
@@ -116,16 +115,22 @@ def start(
     transform: Callable[[DataFrame], DataFrame] = enrich,
 ) -> tuple[Any, ExactlyOnce]:
     """Start the exactly-once query; returns (StreamingQuery, sink)."""
-    eos = _sink(cfg)
+    eos = ExactlyOnce(
+        bootstrap_servers=cfg.bootstrap_servers,
+        checkpoint_location=cfg.checkpoint,
+        transactional_id_prefix=cfg.prefix,
+    )
 
     def write_batch(df: DataFrame, batch_id: int) -> None:
         eos.write(transform(df), cfg.output_topic, key_col="key", value_col="value")
 
-    query = eos.write_stream(
-        read_stream(spark, cfg, eos),
-        write_batch,
-        query_name="sharetxn-enrich",
-        processing_time=cfg.trigger_interval,
+    query = (
+        read_stream(spark, cfg)
+        .writeStream.queryName("sharetxn-enrich")
+        .foreachBatch(eos.wrap(write_batch))
+        .option("checkpointLocation", cfg.checkpoint)
+        .trigger(processingTime=cfg.trigger_interval)
+        .start()
     )
     return query, eos
 

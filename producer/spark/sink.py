@@ -1,12 +1,12 @@
 """``ExactlyOnce``: the foreachBatch side of the two-phase commit (DESIGN §6).
 
     eos = ExactlyOnce(bootstrap_servers=..., checkpoint_location=...)
-    df = eos.read_stream(spark, subscribe="orders", group_id="orders")
 
     def enrich(df, batch_id):
         eos.write(df.select(...), "out", key_col="key", value_col="value")
 
-    query = eos.write_stream(df, enrich)
+    query = df.writeStream.foreachBatch(eos.wrap(enrich)) \\
+        .option("checkpointLocation", ...).start()
 
 ``wrap`` persists the input batch, collects every read receipt from the *input* rows,
 runs the function (whose ``write`` calls prepare one transaction per Spark partition),
@@ -37,7 +37,6 @@ from pyspark.sql.streaming.query import StreamingQuery
 from producer.admin import Admin
 from producer.security import SECURITY_KEYS
 from producer.spark import checkpoint as ckpt
-from producer.spark.configure import refuse_connect, source_options, writer_options
 from producer.spark.errors import BatchFencedError, ResolveError, SparkConfigError
 from producer.spark.options import DEFAULT_PREFIX
 from producer.spark.resolve import Connection, commit_decided
@@ -135,62 +134,10 @@ class ExactlyOnce:
             if key in self.producer_config:
                 msg = f"producer_config must not set {key!r}: the sink sets it per partition"
                 raise SparkConfigError(msg)
-        self._location = str(checkpoint_location)
         self._current = threading.local()
         self._listener: _CommitListener | None = None
         self.batches_committed = 0
         self.last_timings: dict[str, float] = {}
-
-    # -- configure once ----------------------------------------------------------------------
-
-    def read_stream(
-        self,
-        spark: SparkSession,
-        *,
-        subscribe: str | Iterable[str],
-        group_id: str,
-        **options: Any,
-    ) -> DataFrame:
-        """The query's input: ``format("kafka-share")`` with this object's servers, checkpoint,
-        prefix and client settings (``options``: the source's other options, e.g.
-        ``maxRecordsPerPartition``, ``startingOffsets``)."""
-        refuse_connect(spark)
-        from producer.spark import register  # noqa: PLC0415 - the package imports this module
-
-        register(spark)
-        reader = spark.readStream.format("kafka-share")
-        for key, value in source_options(
-            bootstrap_servers=self.conn.bootstrap_servers,
-            checkpoint=self._location,
-            prefix=self.prefix,
-            client_config=self.producer_config,
-            subscribe=subscribe,
-            group_id=group_id,
-            extra=options,
-        ).items():
-            reader = reader.option(key, value)
-        return reader.load()
-
-    def write_stream(
-        self,
-        df: DataFrame,
-        fn: BatchFunction,
-        *,
-        query_name: str | None = None,
-        processing_time: str | None = None,
-        **options: Any,
-    ) -> StreamingQuery:
-        """Start the query: ``fn(df, batch_id)`` runs exactly once per batch (``wrap``), with
-        this object's checkpoint as the query's ``checkpointLocation``."""
-        refuse_connect(df.sparkSession)
-        writer = df.writeStream.foreachBatch(self.wrap(fn))
-        for key, value in writer_options(self._location, options).items():
-            writer = writer.option(key, value)
-        if query_name is not None:
-            writer = writer.queryName(query_name)
-        if processing_time is not None:
-            writer = writer.trigger(processingTime=processing_time)
-        return writer.start()
 
     # -- the foreachBatch wrapper ----------------------------------------------------------
 
@@ -198,7 +145,6 @@ class ExactlyOnce:
         """The function to pass to ``foreachBatch``: ``fn(df, batch_id)`` inside 2PC."""
         active = SparkSession.getActiveSession()
         if active is not None:
-            refuse_connect(active)
             self._check_session(active)  # fail before the query starts
 
         def run(df: DataFrame, batch_id: int) -> None:

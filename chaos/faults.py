@@ -51,10 +51,6 @@ class FaultProfile:
     prune_ms: int
     # consumer-group workers (chaos.group_workload); drawn apart from the rest (``group_workers``)
     group_workers: int = 0
-    # compaction of the coordinator logs (chaos.faults.with_compaction): their segment size in
-    # bytes, 0 = the default (nothing is ever cleaned in a run), and the tombstone retention
-    compaction_segment_bytes: int = 0
-    compaction_delete_retention_ms: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -124,19 +120,6 @@ def with_group_workers(profile: FaultProfile, seed: int) -> FaultProfile:
     """
     rng = random.Random(f"group-workers-{seed}")
     return replace(profile, group_workers=rng.choice((0, 0, 1, 2, 3)))
-
-
-def with_compaction(profile: FaultProfile, seed: int) -> FaultProfile:
-    """Draw whether the coordinator logs (``__transaction_state``, ``__consumer_offsets``) are
-    compacted during the run: small segments, a cleaner pass every 200 ms, tombstones kept for
-    a short while.  Crashes then replay cleaned logs.  From an RNG of its own, as
-    ``with_group_workers``, so a seed without compaction runs exactly as before."""
-    rng = random.Random(f"compaction-{seed}")
-    segment = rng.choice((0, 0, 700, 3000))
-    retention = rng.choice((500, 5000)) if segment else 0
-    return replace(
-        profile, compaction_segment_bytes=segment, compaction_delete_retention_ms=retention
-    )
 
 
 def with_tv0_hazards(profile: FaultProfile, rng: random.Random) -> FaultProfile:

@@ -43,8 +43,6 @@ a violation is caused by the mutation.
                             from before a pending transaction and processes its inputs again
 ``skip-group-fencing``      TxnOffsetCommit skips the member-id and member-epoch check (KIP-447):
                             a zombie member's transaction commits inputs another member processed
-``cleaner-drops-latest``    the log cleaner drops the latest value of one key per pass (seeds
-                            that compact the coordinator logs replay a state that went back)
 ==========================  =====================================================================
 """
 
@@ -55,12 +53,9 @@ from contextlib import ExitStack
 from typing import Any
 
 from chaos.patching import Patch, replace
-from coordinator import partition as partition_module
 from coordinator.group.consumer_protocol import ConsumerProtocolGroup
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.group.results import FetchedOffset
-from coordinator.log.cleaner import CleanerPolicy
-from coordinator.log.cleaner import clean as cleaner_clean
 from coordinator.partition import Partition
 from coordinator.producer_state import ProducerStateManager, SequenceCheck
 from coordinator.share.inflight import Run
@@ -68,11 +63,10 @@ from coordinator.share.manager import ShareManager
 from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.share_partition import AckBatch, PendingPlan, SharePartition
 from coordinator.txn_coordinator import TransactionCoordinator
-from txn.batch import BatchHeader, ControlType, parse_header
+from txn.batch import BatchHeader, ControlType
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 from txn.metadata import TransactionMetadata, TxnTransitMetadata
-from txn.record_keys import rebuild_batch, records_of
 from txn.share_state import RecordState
 
 
@@ -400,45 +394,9 @@ def _skip_group_fencing(stack: ExitStack) -> None:
     replace(stack, ConsumerGroupCoordinator, "validate_consumer_commit", validate_consumer_commit)
 
 
-def _cleaner_drops_latest(stack: ExitStack) -> None:
-    original = cleaner_clean
-
-    def clean(
-        batches: Sequence[tuple[BatchHeader, bytes]],
-        is_aborted: Callable[[BatchHeader], bool],
-        now_ms: int,
-        policy: CleanerPolicy,
-    ) -> list[bytes]:
-        kept = original(batches, is_aborted, now_ms, policy)
-        # The newest value that stays: the latest of its key.  It goes.
-        for index in range(len(kept) - 1, -1, -1):
-            header = parse_header(kept[index], 0)
-            if header.is_control:
-                continue
-            records = list(records_of(kept[index], header))
-            values = [r for r in records if r.has_value and r.key is not None]
-            if not values:
-                continue
-            rest = [r for r in records if r is not values[-1]]
-            if rest:
-                kept[index] = rebuild_batch(kept[index], header, rest)
-            else:
-                del kept[index]
-            break
-        return kept
-
-    replace(stack, partition_module, "clean", clean)
-
-
 MUTATIONS: dict[str, Patch] = {
     p.name: p
     for p in (
-        Patch(
-            "cleaner-drops-latest",
-            "the log cleaner drops the latest value of a key",
-            _cleaner_drops_latest,
-            ("I10", "I11", "I13", "I1", "I4", "C1", "C2"),
-        ),
         Patch(
             "abort-applies-acks",
             "an ABORT marker applies the pending share acks as COMMIT would",

@@ -34,13 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checker import Violation, check
-from chaos.faults import (
-    FaultProfile,
-    draw_profile,
-    with_compaction,
-    with_group_workers,
-    with_tv0_hazards,
-)
+from chaos.faults import FaultProfile, draw_profile, with_group_workers, with_tv0_hazards
 from chaos.group_reads import group_final_reads, group_quiescent
 from chaos.group_workload import GroupWorker
 from chaos.history import BROKER, FINAL, NEMESIS, READER, History
@@ -104,19 +98,8 @@ class RunResult:
 
 
 def broker_config(profile: FaultProfile) -> BrokerConfig:
-    compaction: dict[str, str] = {}
-    if profile.compaction_segment_bytes:
-        segment = str(profile.compaction_segment_bytes)
-        compaction = {
-            "offsets.topic.segment.bytes": segment,
-            "transaction.state.log.segment.bytes": segment,
-            "log.cleaner.backoff.ms": "200",
-            "log.cleaner.min.cleanable.ratio": "0.01",
-            "log.cleaner.delete.retention.ms": str(profile.compaction_delete_retention_ms),
-        }
     return BrokerConfig(
         {
-            **compaction,
             "group.share.min.record.lock.duration.ms": "100",
             "group.share.min.session.timeout.ms": "500",
             "group.share.min.heartbeat.interval.ms": "50",
@@ -155,9 +138,7 @@ class Simulation:
         rng = random.Random(seed)
         self.rng = rng
         self.profile = (
-            profile
-            if profile is not None
-            else with_compaction(with_group_workers(draw_profile(rng), seed), seed)
+            profile if profile is not None else with_group_workers(draw_profile(rng), seed)
         )
         if tv0_hazards:
             self.profile = with_tv0_hazards(self.profile, rng)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from coordinator.group.coordinator import ConsumerGroupCoordinator
-from coordinator.log.storage import LogConfig, PartitionLog, Storage
+from coordinator.log.storage import LogConfig, Storage
 from coordinator.log_settings import TopicLogSettings, topic_log_settings
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.partition import AppendResult, FetchData, Partition
@@ -88,15 +88,6 @@ class BrokerCore:
         # Coordinator logs are durable before any decision is acted on: every coordinator calls
         # flush() right after its append, so the log itself must not fsync a second time.
         self._internal_log_config = LogConfig(flush_interval_messages=LONG_MAX)
-        # The compacted coordinator logs (Kafka: cleanup.policy=compact, 100 MiB segments).
-        txn_log_config = LogConfig(
-            segment_bytes=self.config.get_int("transaction.state.log.segment.bytes"),
-            flush_interval_messages=LONG_MAX,
-        )
-        offsets_log_config = LogConfig(
-            segment_bytes=self.config.get_int("offsets.topic.segment.bytes"),
-            flush_interval_messages=LONG_MAX,
-        )
         self.topics = TopicRegistry(
             storage.open_log(CLUSTER_METADATA_TOPIC, 0, self._internal_log_config), self.rng
         )
@@ -115,22 +106,9 @@ class BrokerCore:
             storage.open_log(PRODUCER_IDS_TOPIC, 0, self._internal_log_config)
         )
         self.marker_channel = MarkerChannel(clock, self)
-        txn_log = storage.open_log(TRANSACTION_STATE_TOPIC, 0, txn_log_config)
-        share_group_log = storage.open_log(GROUP_METADATA_TOPIC, 0, offsets_log_config)
-        consumer_group_log = storage.open_log(
-            GROUP_METADATA_TOPIC, CONSUMER_GROUPS_PARTITION, offsets_log_config
-        )
-        # The coordinators append to these directly; the cleaner compacts them through
-        # Partition views made at its first pass (so that a start does not scan them twice).
-        self._coordinator_logs: dict[TopicPartition, PartitionLog] = {
-            TopicPartition(TRANSACTION_STATE_TOPIC, 0): txn_log,
-            TopicPartition(GROUP_METADATA_TOPIC, 0): share_group_log,
-            TopicPartition(GROUP_METADATA_TOPIC, CONSUMER_GROUPS_PARTITION): consumer_group_log,
-        }
-        self._coordinator_views: dict[TopicPartition, Partition] = {}
         self.txn_coordinator = TransactionCoordinator(
             clock,
-            txn_log,
+            storage.open_log(TRANSACTION_STATE_TOPIC, 0, self._internal_log_config),
             self.producer_ids,
             self.marker_channel,
             self.config,
@@ -141,7 +119,7 @@ class BrokerCore:
             self.config,
             self.topics,
             self.partitions,
-            share_group_log,
+            storage.open_log(GROUP_METADATA_TOPIC, 0, self._internal_log_config),
             lambda p: storage.open_log(SHARE_GROUP_STATE_TOPIC, p, self._internal_log_config),
             on_event=self._on_share_event,
         )
@@ -149,7 +127,9 @@ class BrokerCore:
         self._group_event_listeners: list[Callable[[str, str, int], None]] = []
         self.groups = ConsumerGroupCoordinator(
             clock,
-            consumer_group_log,
+            storage.open_log(
+                GROUP_METADATA_TOPIC, CONSUMER_GROUPS_PARTITION, self._internal_log_config
+            ),
             self.config,
             is_share_group=lambda group_id: self.share.groups.group(group_id) is not None,
             on_event=self._on_group_event,
@@ -266,41 +246,8 @@ class BrokerCore:
             removed += before - after
             log.info("cleaned %s: %d bytes -> %d bytes", tp, before, after)
             self.share.on_data_appended(tp)
-        removed += self._clean_coordinator_logs(now)
         self.cleaner_bytes_removed += removed
         self.dirty_ratio_max = dirtiest
-        return removed
-
-    def _clean_coordinator_logs(self, now: int) -> int:
-        """Compact ``__transaction_state`` and ``__consumer_offsets`` as Kafka does.
-
-        Their records are keyed (transactional id, group member, offset key, ...) and deleted
-        with tombstones, so the latest record per key is the state: a broker's start replays its
-        live state, not its history.  Open transactions (transactional offset commits) bound
-        the cleanable range as on any topic.
-        """
-        policy = topic_log_settings(
-            self._log_config, self.config, {"cleanup.policy": "compact"}
-        ).cleaner
-        removed = 0
-        for tp, coordinator_log in self._coordinator_logs.items():
-            try:
-                if len(coordinator_log.segments()) < 2:
-                    continue  # only the active segment: nothing cleanable
-                view = self._coordinator_views.get(tp)
-                if view is None:
-                    view = self._coordinator_views[tp] = Partition(tp, coordinator_log)
-                else:
-                    view.reload()
-                outcome = view.compact(now, policy)
-            except (OSError, ValueError, KafkaProtocolError) as exc:
-                log.error("cleaning %s failed: %s", tp, exc)
-                continue
-            if outcome is not None:
-                before, after = outcome
-                self.cleaner_runs += 1
-                removed += before - after
-                log.info("cleaned %s: %d bytes -> %d bytes", tp, before, after)
         return removed
 
     def _after_start_moved(self, tp: TopicPartition, delete_delay_ms: int) -> None:

@@ -121,17 +121,6 @@ class Partition:
         for header, raw in self.log.batches(0):
             self._apply(header, raw)
 
-    def reload(self) -> None:
-        """Rebuild producer state and the aborted index from the log (another writer appended).
-
-        Used for the coordinators' logs, which their coordinators append to directly: the
-        cleaner reads them through a Partition view brought up to date first.
-        """
-        self.producers = ProducerStateManager()
-        self._aborted = []
-        self._aborted_last = []
-        self._replay()
-
     def _apply(self, header: BatchHeader, raw: bytes | bytearray | memoryview) -> None:
         if header.is_control:
             ctype = control_type_of(raw, 0, header)

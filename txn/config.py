@@ -101,19 +101,7 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state."
     ),
     ConfigDef("producer.id.expiration.ms", "int", 86400000, "Idle idempotent producer expiry."),
-    ConfigDef(
-        "transaction.state.log.segment.bytes",
-        "int",
-        104857600,
-        "Segment size of __transaction_state (compacted: a smaller segment cleans sooner).",
-    ),
     # --- consumer groups and offsets --------------------------------------------------------
-    ConfigDef(
-        "offsets.topic.segment.bytes",
-        "int",
-        104857600,
-        "Segment size of __consumer_offsets (compacted: a smaller segment cleans sooner).",
-    ),
     ConfigDef("group.min.session.timeout.ms", "int", 6000, "Lowest consumer session timeout."),
     ConfigDef("group.max.session.timeout.ms", "int", 1800000, "Highest consumer session timeout."),
     ConfigDef("group.max.size", "int", INT32_MAX, "Members per classic group."),
@@ -244,8 +232,6 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "log.retention.check.interval.ms": (1, None),
     "log.segment.delete.delay.ms": (0, None),
     "log.cleaner.backoff.ms": (0, None),
-    "transaction.state.log.segment.bytes": (1, None),
-    "offsets.topic.segment.bytes": (1, None),
     "log.cleaner.delete.retention.ms": (0, None),
     "log.cleaner.min.compaction.lag.ms": (0, None),
     "log.cleaner.max.compaction.lag.ms": (1, None),

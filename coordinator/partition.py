@@ -22,7 +22,6 @@ from coordinator.log.cleaner import (
     by_segment,
     clean,
     cleanable_segments,
-    delete_horizon,
     dirty_ratio,
     needs_cleaning,
 )
@@ -93,8 +92,6 @@ class Partition:
         self._aborted: list[AbortedTxn] = []
         self._aborted_last: list[int] = []
         self._replay()
-        # When a kept tombstone may go (KIP-534); after a restart one pass finds out.
-        self._delete_horizon_ms: int | None = 0 if self.log.cleaned_offset > 0 else None
 
     # -- derived offsets ------------------------------------------------------------------------
 
@@ -349,9 +346,7 @@ class Partition:
         count = cleanable_segments(segments, self.last_stable_offset, now_ms, policy)
         chosen = segments[:count]
         first_dirty = max(self.log.cleaned_offset, self.log_start_offset)
-        horizon = self._delete_horizon_ms
-        due = horizon is not None and now_ms >= horizon
-        if not chosen or not (needs_cleaning(chosen, first_dirty, now_ms, policy) or due):
+        if not needs_cleaning(chosen, first_dirty, now_ms, policy):
             return None
         end = segments[count].base_offset
         batches = [(h, bytes(raw)) for h, raw in self.log.batches(0) if h.base_offset < end]
@@ -368,31 +363,12 @@ class Partition:
         kept = clean(batches, is_aborted, now_ms, policy)
         before = sum(s.size_bytes for s in chosen)
         self.log.replace_segments(by_segment(chosen, kept), end)
-        self._delete_horizon_ms = delete_horizon(kept, now_ms, policy)
-        self._forget_removed_aborts(kept, end)
         return before, sum(len(raw) for raw in kept)
 
     def dirty_ratio(self) -> float:
         """Bytes after the cleaner checkpoint over the bytes of the non-active segments."""
         segments = self.log.segments()[:-1]
         return dirty_ratio(segments, max(self.log.cleaned_offset, self.log_start_offset))
-
-    def _forget_removed_aborts(self, kept: list[bytes], end: int) -> None:
-        """Drop aborted transactions whose ABORT marker the cleaner removed (below ``end``).
-
-        Their data went first, so nothing is left to skip; a read_committed consumer told of
-        an aborted transaction whose marker it never reads would skip the producer's later
-        records too (Kafka's cleaner rebuilds the transaction index the same way).
-        """
-        markers = set()
-        for raw in kept:
-            header = parse_header(raw, 0)
-            if header.is_control:
-                markers.add(header.base_offset)
-        stay = [a for a in self._aborted if a.last_offset >= end or a.last_offset in markers]
-        if len(stay) != len(self._aborted):
-            self._aborted = stay
-            self._aborted_last = [a.last_offset for a in stay]
 
     def _advance_start(self, target: int) -> None:
         """Raise the log start offset durably and forget aborted transactions wholly below it."""

@@ -15,9 +15,6 @@ Kafka's rules (``LogCleaner``, ``LogCleanerManager``), pure functions over batch
   record timestamp).  A transaction marker stays while any record of its transaction stays
   before it, or while it is younger than ``delete.retention.ms``.  Batches keep their
   offsets; a batch that lost records is rewritten with the rest (``rebuild_batch``).
-* **Delete horizon** (KIP-534).  A pass that kept tombstones or markers notes when the first
-  of them may go (``delete_horizon``); the log is cleaned again then even if nothing is
-  dirty, otherwise a tombstone would stay forever once its segment was cleaned.
 """
 
 from __future__ import annotations
@@ -27,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from coordinator.log.storage import SegmentInfo
-from txn.batch import BatchHeader, parse_header
+from txn.batch import BatchHeader
 from txn.limits import LONG_MAX
 from txn.record_keys import RecordView, rebuild_batch, records_of
 
@@ -133,25 +130,3 @@ def by_segment(segments: Sequence[SegmentInfo], batches: list[bytes]) -> dict[in
         base_offset = int.from_bytes(raw[:8], "big", signed=True)
         grouped[bases[max(bisect.bisect_right(bases, base_offset) - 1, 0)]].append(raw)
     return grouped
-
-
-def delete_horizon(kept: Sequence[bytes], now_ms: int, policy: CleanerPolicy) -> int | None:
-    """When a later pass can remove a tombstone or marker this pass kept (None: nothing to).
-
-    Kafka's ``latestDeleteHorizon``: each kept tombstone (and transaction marker) may go
-    ``delete.retention.ms`` after its timestamp.  Horizons already passed are left out: what
-    stays past its horizon stays for another reason (a marker whose data remains).
-    """
-    horizons: list[int] = []
-    for raw in kept:
-        header = parse_header(raw, 0)
-        if header.is_control:
-            stamps = [header.max_timestamp]
-        else:
-            stamps = [r.timestamp_ms for r in records_of(raw, header) if not r.has_value]
-        horizons.extend(
-            t + policy.delete_retention_ms
-            for t in stamps
-            if t + policy.delete_retention_ms > now_ms
-        )
-    return min(horizons) if horizons else None

@@ -286,3 +286,44 @@ def test_broker_compacts_on_its_schedule(tmp_path: Path, kind: str) -> None:
             core.produce(tp, build_batch([(b"k", b"v")], timestamp_ms=T0), None).base_offset == 10
         )
         core.close()
+
+
+def test_a_kept_tombstone_goes_on_a_later_pass_with_nothing_new_written() -> None:
+    """The first pass sees the tombstone young and keeps it; nothing is written afterwards,
+    so the log never gets dirty again: a pass must still come once the tombstone is older
+    than delete.retention.ms (Kafka's cleaner picks a log whose delete horizon passed)."""
+    clock = ManualClock(T0)
+    config = BrokerConfig({"log.cleaner.backoff.ms": 1000})
+    core = BrokerCore(MemoryStorage(), clock, config, random.Random(1))
+    one = len(build_batch([(b"k0", b"v00")], timestamp_ms=T0))
+    configs = {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(2 * one),
+        "delete.retention.ms": "5000",
+        "min.cleanable.dirty.ratio": "0.01",
+    }
+    assert core.create_topic("table", 1, 1, configs).error is ErrorCode.NONE
+    tp = TopicPartition("table", 0)
+    writes = ([(b"a", b"1")], [(b"b", b"1")], [(b"a", None)], [(b"b", b"2")], [(b"c", b"1")])
+    for records in writes:
+        batch = build_batch(records, timestamp_ms=clock.now_ms())  # type: ignore[arg-type]
+        assert core.produce(tp, batch, None).error is ErrorCode.NONE
+
+    def kept() -> list[int]:
+        data = core.fetch(tp, 0, 10**6, read_committed=True).records
+        out: list[int] = []
+        pos = 0
+        while pos < len(data):
+            header = parse_header(data, pos)
+            out.extend(r.offset for r in records_of(data[pos : pos + header.size], header))
+            pos += header.size
+        return out
+
+    clock.advance(1000)
+    assert kept() == [2, 3, 4]  # a's tombstone (2) is young and stays
+    runs = core.cleaner_runs
+    clock.advance(2000)
+    assert core.cleaner_runs == runs and kept() == [2, 3, 4]  # not dirty, not due: no pass
+    clock.advance(3000)  # the tombstone is now older than delete.retention.ms
+    assert kept() == [3, 4]
+    core.close()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.log.cleaner_passes import CleanerExecutor, CleanTarget, LogCleaner
-from coordinator.log.compaction import transactions_of
+from coordinator.log.compaction import CleanResult, transactions_of
 from coordinator.log.storage import LogConfig, PartitionLog, Storage
 from coordinator.log_settings import TopicLogSettings, topic_log_settings
 from coordinator.marker_channel import MarkerChannel, TxnMarker
@@ -263,7 +263,7 @@ class BrokerCore:
                     partition.log,
                     settings.cleaner,
                     partition.transactions_for_cleaner,
-                    after=functools.partial(self.share.on_data_appended, tp),
+                    after=functools.partial(self._after_clean, tp),
                 )
             )
         internal_policy = topic_log_settings(self._log_config, self.config, {}).cleaner
@@ -279,6 +279,12 @@ class BrokerCore:
             )
         self.dirty_ratio_max = dirtiest
         return self.cleaner.run_pass(targets)
+
+    def _after_clean(self, tp: TopicPartition, result: CleanResult) -> None:
+        partition = self.partitions.get(tp)
+        if partition is not None:
+            partition.after_clean(result.job.end, result.kept_markers)
+        self.share.on_data_appended(tp)
 
     @property
     def cleaner_runs(self) -> int:

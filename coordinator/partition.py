@@ -340,6 +340,16 @@ class Partition:
             (a.producer_id, a.first_offset, a.last_offset) for a in self._aborted
         ]
 
+    def after_clean(self, end: int, kept_markers: frozenset[int]) -> None:
+        """A clean of the offsets below ``end`` kept these markers: an aborted transaction
+        whose ABORT marker the cleaner removed (with all its data) leaves the aborted index,
+        or a read_committed client would skip the producer's later batches, waiting for a
+        marker that is gone (Kafka rebuilds the cleaned segments' transaction index)."""
+        kept = [a for a in self._aborted if a.last_offset >= end or a.last_offset in kept_markers]
+        if len(kept) != len(self._aborted):
+            self._aborted = kept
+            self._aborted_last = [a.last_offset for a in kept]
+
     def dirty_ratio(self) -> float:
         """Bytes after the cleaner checkpoint over the bytes of the non-active segments."""
         segments = self.log.segments()[:-1]

@@ -68,7 +68,8 @@ class CleanTarget:
     # The last stable offset and the aborted transactions (a data partition knows them; an
     # internal log is scanned).
     transactions: Callable[[], tuple[int, Sequence[Aborted]]]
-    after: Callable[[], None] = lambda: None  # told after a swap (share partitions follow)
+    # Told after a swap (the aborted index forgets removed markers, share partitions follow).
+    after: Callable[[CleanResult], None] = lambda _result: None
     flush_first: bool = False  # internal logs: make every appended record durable first
 
 
@@ -124,7 +125,7 @@ class LogCleaner:
                 return
             try:
                 applied = apply_clean(target.log, outcome)
-            except (OSError, ValueError) as exc:
+            except Exception as exc:  # a closed or failing log: the next pass plans again
                 log.error("swapping the cleaned segments of %s failed: %s", target.name, exc)
                 return
             if not applied:
@@ -141,6 +142,6 @@ class LogCleaner:
                 outcome.bytes_before,
                 outcome.bytes_after,
             )
-            target.after()
+            target.after(outcome)
 
         return done

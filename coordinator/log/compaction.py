@@ -31,7 +31,7 @@ from coordinator.log.cleaner import (
     needs_cleaning,
 )
 from coordinator.log.storage import PartitionLog, SegmentInfo
-from txn.batch import BatchHeader, ControlType, control_type_of
+from txn.batch import BatchHeader, ControlType, control_type_of, parse_header
 from txn.limits import LONG_MAX
 
 Aborted = tuple[int, int, int]  # (producer id, first offset, marker offset)
@@ -65,6 +65,10 @@ class CleanResult:
     bytes_after: int
     due_ms: int
     unchanged: tuple[int, ...] = field(default=())
+    # Offsets of the transaction markers still in the range: an aborted transaction whose
+    # ABORT marker went must leave the aborted index too (a read_committed client skips a
+    # producer's batches from an aborted transaction's first offset until its marker).
+    kept_markers: frozenset[int] = frozenset()
 
 
 def plan_clean(
@@ -121,6 +125,7 @@ def run_clean(job: CleanJob, batches: Sequence[tuple[BatchHeader, bytes]]) -> Cl
     original = by_segment(job.segments, [raw for _h, raw in batches])
     changed = {base: out for base, out in grouped.items() if out != original.get(base, [])}
     before = sum(s.size_bytes for s in job.segments)
+    markers = frozenset(h.base_offset for h in map(parse_header, kept) if h.is_control)
     return CleanResult(
         job,
         changed,
@@ -128,6 +133,7 @@ def run_clean(job: CleanJob, batches: Sequence[tuple[BatchHeader, bytes]]) -> Cl
         sum(len(raw) for raw in kept),
         due,
         tuple(base for base in grouped if base not in changed),
+        markers,
     )
 
 

@@ -4,12 +4,19 @@
    (``--keys`` keys) after 1x, 10x and 100x as many writes, once compacted (the cleaner ran)
    and once not (``log.cleaner.enable=false``).  Start time is from process start to the
    port answering (``LocalBroker.start``), the median of ``--rounds``.
-2. Produce throughput while the cleaner runs, as a ratio of the same produce with the
+2. The same for the internal logs: the broker core (in process, on the real file log)
+   writes a history of offset commits for the same groups, transactions of the same
+   transactional ids (committed and aborted, each with a transactional offset commit) and
+   share-group joins, acknowledgements and leaves, 1x, 10x and 100x over the same live
+   state; then the logs are compacted (one cleaner pass and a share-state prune, as the
+   broker's timers would) or left alone.  Measured: the time to open the core on that
+   directory (the coordinators' replay, in process) and the broker process start.
+3. Produce throughput while the cleaner runs, as a ratio of the same produce with the
    cleaner off: keyed 100-byte records to a compacted topic with small segments and a
    cleaner pass every 200 ms.
 
-Usage: ``python bench/retention.py [--keys 2000] [--rounds 3]``.  Figures in
-docs/performance.md.
+Usage: ``python bench/retention.py [--keys 2000] [--rounds 3] [--history 3]
+[--skip-data] [--skip-throughput]``.  Figures in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -23,7 +30,17 @@ from pathlib import Path
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from coordinator.broker import BrokerCore
 from coordinator.launcher import LocalBroker
+from coordinator.log.file_log import FileStorage
+from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
+from coordinator.share.sessions import TopicIdPartition
+from coordinator.share.share_partition import AckBatch
+from txn.batch import build_batch
+from txn.clock import ManualClock
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode
+from txn.ids import TopicPartition
 
 TOPIC = "table"
 
@@ -87,6 +104,98 @@ def start_times(keys: int, rounds: int) -> None:
         print(f"{factor:>5}x  {row[0]:>8.3f}s  {row[1]:>12.3f}s")
 
 
+# The internal logs: small segments so the cleaner has closed segments to work on.
+INTERNAL = {
+    "offsets.topic.segment.bytes": "65536",
+    "transaction.state.log.segment.bytes": "65536",
+    "share.coordinator.state.topic.segment.bytes": "65536",
+    "log.cleaner.enable": "false",  # the bench runs the pass itself, before measuring
+}
+LIVE_GROUPS, LIVE_TXN_IDS, PARTITIONS = 20, 20, 4
+
+
+def _check(error: object) -> None:
+    if error is not ErrorCode.NONE:
+        raise RuntimeError(f"unexpected {error}")
+
+
+def _write_internal_history(data: Path, rounds: int, compact: bool) -> None:
+    """``rounds`` rounds over the same live state, written by the broker core itself."""
+    clock = ManualClock(time.time_ns() // 1_000_000)
+    core = BrokerCore(FileStorage(data), clock, BrokerConfig(INTERNAL))
+    core.create_topic("in", PARTITIONS, 1)
+    records = [(None, b"v%d" % i) for i in range(rounds + 1)]
+    _check(
+        core.produce(
+            TopicPartition("in", 0), build_batch(records, timestamp_ms=clock.now_ms()), None
+        ).error
+    )
+    info = core.topics.get("in")
+    assert info is not None
+    tip = TopicIdPartition(info.topic_id, 0)
+    core.share.groups.alter_group_configs("sg", {"share.auto.offset.reset": "earliest"})
+    for round_ in range(rounds):
+        offsets = {TopicPartition("in", p): (round_, -1, None) for p in range(PARTITIONS)}
+        for g in range(LIVE_GROUPS):
+            for error in core.groups.commit_offsets(f"g{g}", -1, "", None, offsets).values():
+                _check(error)
+        for t in range(LIVE_TXN_IDS):
+            tid = f"t{t}"
+            init = core.txn_coordinator.init_producer_id(tid, 60000)
+            _check(init.error)
+            pid, epoch = init.producer_id, init.producer_epoch
+            _check(core.add_offsets_to_txn(tid, pid, epoch))
+            for error in core.txn_offset_commit(
+                tid, pid, epoch, f"tg{t}", -1, "", None, offsets
+            ).values():
+                _check(error)
+            commit = (round_ + t) % 4 != 0
+            _check(core.txn_coordinator.end_txn(tid, pid, epoch, commit, tv2=False).error)
+            clock.advance(1)  # the markers
+        member = f"m{round_}"
+        _check(core.share.heartbeat("sg", member, 0, None, ["in"]).error)
+        error, session = core.share.open_or_check_session("sg", member, 0, connection_id=round_)
+        _check(error)
+        assert session is not None
+        session.add([tip])
+        core.share.acquire("sg", member, session, 1, 1 << 20, ShareFetchOutcome(ErrorCode.NONE))
+        core.share.acknowledge("sg", member, [PartitionAcks(tip, [AckBatch(round_, round_, [1])])])
+        core.share.close_session("sg", member)
+        _check(core.share.heartbeat("sg", member, -1, None, ["in"]).error)
+    if compact:
+        core.share.persister.prune()
+        core.run_cleaner()
+    core.close()
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def internal_start_times(history: int, rounds: int) -> None:
+    print(
+        f"internal logs: {LIVE_GROUPS} groups x {PARTITIONS} offsets, {LIVE_TXN_IDS} "
+        f"transactional ids, one share group; 1x = {history} rounds (median of {rounds}):"
+    )
+    print("history  compacted: open  start   MiB   | not compacted: open  start   MiB")
+    for factor in (1, 10, 100):
+        row: list[str] = []
+        for compact in (True, False):
+            with tempfile.TemporaryDirectory() as tmp:
+                data = Path(tmp)
+                _write_internal_history(data, history * factor, compact)
+                opens = []
+                for _ in range(rounds):
+                    begin = time.perf_counter()
+                    core = BrokerCore(FileStorage(data), ManualClock(), BrokerConfig(INTERNAL))
+                    opens.append(time.perf_counter() - begin)
+                    core.close()
+                start = _start_time(data, INTERNAL, rounds)
+                size = _dir_bytes(data) / 2**20
+                row.append(f"{statistics.median(opens):>6.3f}s {start:>6.3f}s {size:>6.2f}")
+        print(f"{factor:>5}x  {row[0]}   |  {row[1]}")
+
+
 def throughput(keys: int, rounds: int) -> None:
     configs = {
         "cleanup.policy": "compact",
@@ -111,9 +220,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--history", type=int, default=3, help="internal-log rounds at 1x")
+    parser.add_argument("--skip-data", action="store_true", help="skip the data-topic table")
+    parser.add_argument("--skip-throughput", action="store_true")
     args = parser.parse_args()
-    start_times(args.keys, args.rounds)
-    throughput(args.keys, args.rounds)
+    if not args.skip_data:
+        start_times(args.keys, args.rounds)
+    internal_start_times(args.history, args.rounds)
+    if not args.skip_throughput:
+        throughput(args.keys, args.rounds)
 
 
 if __name__ == "__main__":

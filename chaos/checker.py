@@ -61,6 +61,8 @@ from typing import Any
 from chaos.group_checker import NAMES as GROUP_NAMES
 from chaos.group_checker import check_groups
 from chaos.history import BROKER, FINAL, NEMESIS, READER, Entry, pairs
+from chaos.table_checker import NAMES as TABLE_NAMES
+from chaos.table_checker import check_table
 
 MAX_PER_INVARIANT = 20
 
@@ -82,6 +84,7 @@ NAMES: dict[str, str] = {
     "I15": "indeterminacy honesty",
     "I16": "recovery-tool soundness",
     **GROUP_NAMES,
+    **TABLE_NAMES,
 }
 
 # The operation of the operator's recovery-tool runs and the event of their audit lines.
@@ -345,6 +348,7 @@ class Checker:
         self._check_hanging()
         self._check_recovery_tool()
         check_groups(self.entries, self.report.add)
+        check_table(self.entries, self.report.add)
         return self.report.finish()
 
     def _check_exceptions(self) -> None:

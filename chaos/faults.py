@@ -51,6 +51,8 @@ class FaultProfile:
     prune_ms: int
     # consumer-group workers (chaos.group_workload); drawn apart from the rest (``group_workers``)
     group_workers: int = 0
+    # a compacted table and compacted internal logs (chaos.table_workload); own RNG too
+    compaction: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -130,3 +132,10 @@ def with_tv0_hazards(profile: FaultProfile, rng: random.Random) -> FaultProfile:
         net=replace(profile.net, replay=max(profile.net.replay, rng.uniform(0.02, 0.1))),
         markers=replace(profile.markers, late=rng.uniform(0.02, 0.1)),
     )
+
+
+def with_compaction(profile: FaultProfile, seed: int) -> FaultProfile:
+    """Draw whether the run adds the compacted table (``chaos.table_workload``): one seed in
+    three.  From an RNG of its own, so a seed without it runs exactly as before."""
+    rng = random.Random(f"compaction-{seed}")
+    return replace(profile, compaction=rng.random() < 1 / 3)

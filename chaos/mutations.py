@@ -43,6 +43,9 @@ a violation is caused by the mutation.
                             from before a pending transaction and processes its inputs again
 ``skip-group-fencing``      TxnOffsetCommit skips the member-id and member-epoch check (KIP-447):
                             a zombie member's transaction commits inputs another member processed
+``cleaner-drops-latest``    the log cleaner also drops the last data batch it would keep: the
+                            latest value of its keys disappears (a compacted table, or an
+                            internal log replayed after the clean, loses state)
 ==========================  =====================================================================
 """
 
@@ -56,6 +59,8 @@ from chaos.patching import Patch, replace
 from coordinator.group.consumer_protocol import ConsumerProtocolGroup
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.group.results import FetchedOffset
+from coordinator.log import cleaner, compaction
+from coordinator.log.cleaner import CleanerPolicy
 from coordinator.partition import Partition
 from coordinator.producer_state import ProducerStateManager, SequenceCheck
 from coordinator.share.inflight import Run
@@ -63,7 +68,7 @@ from coordinator.share.manager import ShareManager
 from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.share_partition import AckBatch, PendingPlan, SharePartition
 from coordinator.txn_coordinator import TransactionCoordinator
-from txn.batch import BatchHeader, ControlType
+from txn.batch import BatchHeader, ControlType, parse_header
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 from txn.metadata import TransactionMetadata, TxnTransitMetadata
@@ -394,6 +399,25 @@ def _skip_group_fencing(stack: ExitStack) -> None:
     replace(stack, ConsumerGroupCoordinator, "validate_consumer_commit", validate_consumer_commit)
 
 
+def _cleaner_drops_latest(stack: ExitStack) -> None:
+    original = cleaner.clean_with_horizon
+
+    def clean_with_horizon(
+        batches: Sequence[tuple[BatchHeader, bytes]],
+        is_aborted: Callable[[BatchHeader], bool],
+        now_ms: int,
+        policy: CleanerPolicy,
+    ) -> tuple[list[bytes], int]:
+        kept, due = original(batches, is_aborted, now_ms, policy)
+        for index in range(len(kept) - 1, -1, -1):
+            if not parse_header(kept[index]).is_control:
+                del kept[index]
+                break
+        return kept, due
+
+    replace(stack, compaction, "clean_with_horizon", clean_with_horizon)
+
+
 MUTATIONS: dict[str, Patch] = {
     p.name: p
     for p in (
@@ -492,6 +516,12 @@ MUTATIONS: dict[str, Patch] = {
             "OffsetFetch ignores require_stable while transactional offsets are pending",
             _offset_fetch_unstable,
             ("C1", "C2"),
+        ),
+        Patch(
+            "cleaner-drops-latest",
+            "the log cleaner drops the latest value of a key",
+            _cleaner_drops_latest,
+            ("T1", "C1", "C2", "C3", "I4", "I5", "I13", "I14"),
         ),
         Patch(
             "skip-group-fencing",

@@ -34,7 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from chaos.checker import Violation, check
-from chaos.faults import FaultProfile, draw_profile, with_group_workers, with_tv0_hazards
+from chaos.faults import (
+    FaultProfile,
+    draw_profile,
+    with_compaction,
+    with_group_workers,
+    with_tv0_hazards,
+)
 from chaos.group_reads import group_final_reads, group_quiescent
 from chaos.group_workload import GroupWorker
 from chaos.history import BROKER, FINAL, NEMESIS, READER, History
@@ -45,6 +51,13 @@ from chaos.sim_client import ClientRuntime, Proc
 from chaos.sim_disk import APPEND_BEFORE, SimCrash, SimDisk
 from chaos.sim_loop import SimLoop
 from chaos.sim_net import NO_MARKER_FAULTS, NO_NET_FAULTS, MarkerFaults, SimNet
+from chaos.table_workload import (
+    COMPACTION_BROKER,
+    TABLE_CONFIGS,
+    TABLE_TOPIC,
+    TableWriter,
+    table_final_read,
+)
 from chaos.workload import DONE, DRAIN, Feeder, Worker, WorkloadConfig, WorkloadEnv
 from coordinator.share.sessions import TopicIdPartition
 from txn.config import BrokerConfig
@@ -115,6 +128,7 @@ def broker_config(profile: FaultProfile) -> BrokerConfig:
             "share.coordinator.cold.partition.snapshot.interval.ms": str(profile.prune_ms * 2),
             "group.consumer.session.timeout.ms": str(profile.session_timeout_ms),
             "group.consumer.heartbeat.interval.ms": str(max(100, profile.session_timeout_ms // 5)),
+            **(COMPACTION_BROKER if profile.compaction else {}),
         }
     )
 
@@ -138,7 +152,9 @@ class Simulation:
         rng = random.Random(seed)
         self.rng = rng
         self.profile = (
-            profile if profile is not None else with_group_workers(draw_profile(rng), seed)
+            profile
+            if profile is not None
+            else with_compaction(with_group_workers(draw_profile(rng), seed), seed)
         )
         if tv0_hazards:
             self.profile = with_tv0_hazards(self.profile, rng)
@@ -194,6 +210,7 @@ class Simulation:
         self.stats = RunStats(seed, faults=self.profile.to_json())
         self.reader = CommittedReader(self.config.output_topic, self.config.output_partitions)
         self.group_rng = random.Random(f"group-clients-{seed}")
+        self.table_writer: TableWriter | None = None
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -384,7 +401,11 @@ class Simulation:
         topics = {cfg.input_topic: cfg.input_partitions, cfg.output_topic: cfg.output_partitions}
         if cfg.group_workers:
             topics[cfg.group_output_topic] = cfg.output_partitions
-        self.broker.setup_topics(topics)
+        configs = {}
+        if self.profile.compaction:
+            topics[TABLE_TOPIC] = 1
+            configs[TABLE_TOPIC] = TABLE_CONFIGS
+        self.broker.setup_topics(topics, configs)
         self.history.event(
             self.loop.now_ms(),
             NEMESIS,
@@ -396,6 +417,7 @@ class Simulation:
                 "input_topic": cfg.input_topic,
                 "output_topic": cfg.output_topic,
                 "group_output_topic": cfg.group_output_topic if cfg.group_workers else None,
+                "table_topic": TABLE_TOPIC if self.profile.compaction else None,
                 "delivery_limit": self.profile.delivery_limit,
                 "patches": [p.name for p in self.patches],
             },
@@ -406,6 +428,12 @@ class Simulation:
             "feed",
             Feeder(self.env, feeder, random.Random(self.client_rng.getrandbits(64))).run(),
         )
+        if self.profile.compaction:
+            table = Proc("table", "table", 1)
+            self.table_writer = TableWriter(
+                self.env, table, random.Random(f"table-writer-{self.seed}")
+            )
+            self.clients.spawn(table, "write", self.table_writer.run())
         for k in range(cfg.workers):
             self._start_worker(f"w{k}")
         for k in range(cfg.group_workers):
@@ -460,6 +488,8 @@ class Simulation:
         core = self.broker.core
         env = self.env
         if core is None or not env.feeder_done:
+            return False
+        if self.table_writer is not None and not self.table_writer.done:
             return False
         shared = env.shared
         if shared.intents or any(
@@ -555,6 +585,8 @@ class Simulation:
                     "markers": [f"{t.topic}-{t.partition}" for t in view.markers_pending],
                 }
         group_final_reads(core, cfg, history, now)
+        if self.profile.compaction:
+            table_final_read(core, history, now)
         history.event(now, FINAL, "txns", {"txns": txns, "quiescent": self.quiescent})
 
 

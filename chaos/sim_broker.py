@@ -347,11 +347,16 @@ class SimBroker:
 
     # -- setup (no faults) ------------------------------------------------------------------------
 
-    def setup_topics(self, topics: Mapping[str, int]) -> None:
+    def setup_topics(
+        self,
+        topics: Mapping[str, int],
+        topic_configs: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
         core = self.core
         assert core is not None
         for name, partitions in topics.items():
-            result = core.create_topic(name, partitions, 1)
+            overrides = dict((topic_configs or {}).get(name, {}))
+            result = core.create_topic(name, partitions, 1, overrides)
             assert result.error is ErrorCode.NONE, result
         for group, configs in self.group_configs.items():
             error, message = core.share.groups.alter_group_configs(group, dict(configs))

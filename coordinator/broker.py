@@ -8,13 +8,16 @@ channel between the transaction coordinator and the partitions.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from coordinator.group.coordinator import ConsumerGroupCoordinator
-from coordinator.log.storage import LogConfig, Storage
+from coordinator.log.cleaner_passes import CleanerExecutor, CleanTarget, LogCleaner
+from coordinator.log.compaction import CleanResult, transactions_of
+from coordinator.log.storage import LogConfig, PartitionLog, Storage
 from coordinator.log_settings import TopicLogSettings, topic_log_settings
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.partition import AppendResult, FetchData, Partition
@@ -70,6 +73,7 @@ class BrokerCore:
         clock: Clock,
         config: BrokerConfig | None = None,
         rng: random.Random | None = None,
+        cleaner_executor: CleanerExecutor | None = None,
     ) -> None:
         self.storage = storage
         self.clock = clock
@@ -88,6 +92,17 @@ class BrokerCore:
         # Coordinator logs are durable before any decision is acted on: every coordinator calls
         # flush() right after its append, so the log itself must not fsync a second time.
         self._internal_log_config = LogConfig(flush_interval_messages=LONG_MAX)
+
+        def internal(segment_bytes_config: str) -> LogConfig:
+            return replace(
+                self._internal_log_config,
+                segment_bytes=self.config.get_int(segment_bytes_config),
+            )
+
+        offsets_config = internal("offsets.topic.segment.bytes")
+        # The compacted internal logs (Kafka's cleanup.policy=compact internal topics), by name.
+        self._compacted_internal: dict[str, PartitionLog] = {}
+        self.cleaner = LogCleaner(clock, cleaner_executor)
         self.topics = TopicRegistry(
             storage.open_log(CLUSTER_METADATA_TOPIC, 0, self._internal_log_config), self.rng
         )
@@ -95,8 +110,6 @@ class BrokerCore:
         # Cumulative log-cleanup figures (metrics): bytes and segments retention deleted.
         self.retention_bytes_deleted = 0
         self.retention_runs = 0
-        self.cleaner_runs = 0  # partitions cleaned
-        self.cleaner_bytes_removed = 0
         self.dirty_ratio_max = 0.0  # the dirtiest compacted log at the last cleaner pass
         self._append_listeners: list[Callable[[TopicPartition], None]] = []
         self._share_event_listeners: list[Callable[[str, str, int], None]] = []
@@ -106,30 +119,39 @@ class BrokerCore:
             storage.open_log(PRODUCER_IDS_TOPIC, 0, self._internal_log_config)
         )
         self.marker_channel = MarkerChannel(clock, self)
+        txn_log = storage.open_log(
+            TRANSACTION_STATE_TOPIC, 0, internal("transaction.state.log.segment.bytes")
+        )
+        self._compacted_internal[f"{TRANSACTION_STATE_TOPIC}-0"] = txn_log
         self.txn_coordinator = TransactionCoordinator(
             clock,
-            storage.open_log(TRANSACTION_STATE_TOPIC, 0, self._internal_log_config),
+            txn_log,
             self.producer_ids,
             self.marker_channel,
             self.config,
         )
         self.txn_coordinator.load()
+        share_groups_log = storage.open_log(GROUP_METADATA_TOPIC, 0, offsets_config)
+        self._compacted_internal[f"{GROUP_METADATA_TOPIC}-0"] = share_groups_log
+        share_state_config = internal("share.coordinator.state.topic.segment.bytes")
         self.share = ShareManager(
             clock,
             self.config,
             self.topics,
             self.partitions,
-            storage.open_log(GROUP_METADATA_TOPIC, 0, self._internal_log_config),
-            lambda p: storage.open_log(SHARE_GROUP_STATE_TOPIC, p, self._internal_log_config),
+            share_groups_log,
+            lambda p: storage.open_log(SHARE_GROUP_STATE_TOPIC, p, share_state_config),
             on_event=self._on_share_event,
         )
         self.share.load()
         self._group_event_listeners: list[Callable[[str, str, int], None]] = []
+        groups_log = storage.open_log(
+            GROUP_METADATA_TOPIC, CONSUMER_GROUPS_PARTITION, offsets_config
+        )
+        self._compacted_internal[f"{GROUP_METADATA_TOPIC}-{CONSUMER_GROUPS_PARTITION}"] = groups_log
         self.groups = ConsumerGroupCoordinator(
             clock,
-            storage.open_log(
-                GROUP_METADATA_TOPIC, CONSUMER_GROUPS_PARTITION, self._internal_log_config
-            ),
+            groups_log,
             self.config,
             is_share_group=lambda group_id: self.share.groups.group(group_id) is not None,
             on_event=self._on_group_event,
@@ -222,9 +244,10 @@ class BrokerCore:
         self.clock.schedule(interval, tick)
 
     def run_cleaner(self) -> int:
-        """One cleaner pass over the compacted topic partitions; bytes removed."""
-        now = self.clock.now_ms()
-        removed = 0
+        """One cleaner pass over the compacted topic partitions and the compacted internal
+        logs; the bytes removed by the cleans that finished during the call (all of them
+        unless the copying runs on a worker)."""
+        targets: list[CleanTarget] = []
         dirtiest = 0.0
         for tp, partition in list(self.partitions.items()):
             info = self.topics.get(tp.topic)
@@ -233,22 +256,43 @@ class BrokerCore:
             settings = self.log_settings(info)
             if not settings.compact:
                 continue
-            try:
-                outcome = partition.compact(now, settings.cleaner)
-                dirtiest = max(dirtiest, partition.dirty_ratio())
-            except (OSError, ValueError, KafkaProtocolError) as exc:
-                log.error("cleaning %s failed: %s", tp, exc)
-                continue
-            if outcome is None:
-                continue
-            before, after = outcome
-            self.cleaner_runs += 1
-            removed += before - after
-            log.info("cleaned %s: %d bytes -> %d bytes", tp, before, after)
-            self.share.on_data_appended(tp)
-        self.cleaner_bytes_removed += removed
+            dirtiest = max(dirtiest, partition.dirty_ratio())
+            targets.append(
+                CleanTarget(
+                    str(tp),
+                    partition.log,
+                    settings.cleaner,
+                    partition.transactions_for_cleaner,
+                    after=functools.partial(self._after_clean, tp),
+                )
+            )
+        internal_policy = topic_log_settings(self._log_config, self.config, {}).cleaner
+        for name, log_ in self._compacted_internal.items():
+            targets.append(
+                CleanTarget(
+                    name,
+                    log_,
+                    internal_policy,
+                    functools.partial(transactions_of, log_),
+                    flush_first=True,
+                )
+            )
         self.dirty_ratio_max = dirtiest
-        return removed
+        return self.cleaner.run_pass(targets)
+
+    def _after_clean(self, tp: TopicPartition, result: CleanResult) -> None:
+        partition = self.partitions.get(tp)
+        if partition is not None:
+            partition.after_clean(result.job.end, result.kept_markers)
+        self.share.on_data_appended(tp)
+
+    @property
+    def cleaner_runs(self) -> int:
+        return self.cleaner.stats.runs
+
+    @property
+    def cleaner_bytes_removed(self) -> int:
+        return self.cleaner.stats.bytes_removed
 
     def _after_start_moved(self, tp: TopicPartition, delete_delay_ms: int) -> None:
         """The log start offset of ``tp`` may have moved: share partitions follow it, and the

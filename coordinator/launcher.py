@@ -24,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 
 from coordinator.broker import BrokerCore
+from coordinator.cleaner_worker import ProcessCleanerExecutor
 from coordinator.log.data_dir import ensure_meta_properties
 from coordinator.log.file_log import FileStorage
 from coordinator.log.storage import LogConfig
@@ -88,7 +89,9 @@ async def serve(
                 config, listener.name, sasl=listener.protocol.uses_sasl
             )
     storage = FileStorage(data_dir, LogConfig())
-    core = BrokerCore(storage, LoopClock(loop), config, random.Random())
+    # The cleaner's copying runs in a worker process; plan and swap stay on this loop.
+    cleaner_executor = ProcessCleanerExecutor(loop)
+    core = BrokerCore(storage, LoopClock(loop), config, random.Random(), cleaner_executor)
     core.cluster_id = cluster_id
     core.add_share_event_listener(ShareGroupMetrics().record)
     core.share.on_txn_metric = ShareTransactionMetrics().record
@@ -123,6 +126,7 @@ async def serve(
     finally:
         await server.stop()
         core.close()
+        cleaner_executor.close()
         log.info("broker stopped cleanly")
 
 

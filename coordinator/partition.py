@@ -17,14 +17,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from coordinator.log.cleaner import (
-    CleanerPolicy,
-    by_segment,
-    clean,
-    cleanable_segments,
-    dirty_ratio,
-    needs_cleaning,
-)
+from coordinator.log.cleaner import dirty_ratio
 from coordinator.log.segments import RetentionPolicy, retention_start_offset
 from coordinator.log.storage import PartitionLog
 from coordinator.producer_state import ProducerStateManager
@@ -336,34 +329,26 @@ class Partition:
         self._advance_start(target)
         return before - sum(seg.size_bytes for seg in self.log.segments())
 
-    def compact(self, now_ms: int, policy: CleanerPolicy) -> tuple[int, int] | None:
-        """One cleaner pass if the log is dirty enough: (bytes before, bytes after) or None.
+    def transactions_for_cleaner(self) -> tuple[int, list[tuple[int, int, int]]]:
+        """The LSO (the cleaner stops there: open transactions are never cleaned) and the
+        aborted transactions, as (producer id, first offset, marker offset).
 
-        Producer state and the open transactions are unchanged (the range ends at the LSO);
+        Producer state and the open transactions do not change when the log is cleaned;
         aborted data goes, so its entries in the aborted index cover nothing any more.
         """
-        segments = self.log.segments()
-        count = cleanable_segments(segments, self.last_stable_offset, now_ms, policy)
-        chosen = segments[:count]
-        first_dirty = max(self.log.cleaned_offset, self.log_start_offset)
-        if not needs_cleaning(chosen, first_dirty, now_ms, policy):
-            return None
-        end = segments[count].base_offset
-        batches = [(h, bytes(raw)) for h, raw in self.log.batches(0) if h.base_offset < end]
-        aborted: dict[int, list[AbortedTxn]] = {}
-        for txn in self._aborted:
-            aborted.setdefault(txn.producer_id, []).append(txn)
+        return self.last_stable_offset, [
+            (a.producer_id, a.first_offset, a.last_offset) for a in self._aborted
+        ]
 
-        def is_aborted(header: BatchHeader) -> bool:
-            return any(
-                a.first_offset <= header.base_offset < a.last_offset
-                for a in aborted.get(header.producer_id, ())
-            )
-
-        kept = clean(batches, is_aborted, now_ms, policy)
-        before = sum(s.size_bytes for s in chosen)
-        self.log.replace_segments(by_segment(chosen, kept), end)
-        return before, sum(len(raw) for raw in kept)
+    def after_clean(self, end: int, kept_markers: frozenset[int]) -> None:
+        """A clean of the offsets below ``end`` kept these markers: an aborted transaction
+        whose ABORT marker the cleaner removed (with all its data) leaves the aborted index,
+        or a read_committed client would skip the producer's later batches, waiting for a
+        marker that is gone (Kafka rebuilds the cleaned segments' transaction index)."""
+        kept = [a for a in self._aborted if a.last_offset >= end or a.last_offset in kept_markers]
+        if len(kept) != len(self._aborted):
+            self._aborted = kept
+            self._aborted_last = [a.last_offset for a in kept]
 
     def dirty_ratio(self) -> float:
         """Bytes after the cleaner checkpoint over the bytes of the non-active segments."""

@@ -29,7 +29,6 @@ class ConfigDef:
     choices: tuple[str, ...] = ()  # for "str": the values allowed (case-insensitive)
 
 
-
 CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # --- logs -------------------------------------------------------------------------------
     ConfigDef("num.partitions", "int", 1, "Default partition count of auto-created topics."),
@@ -100,8 +99,20 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef(
         "transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state."
     ),
+    ConfigDef(
+        "transaction.state.log.segment.bytes",
+        "int",
+        104857600,
+        "Segment size of __transaction_state (compacted).",
+    ),
     ConfigDef("producer.id.expiration.ms", "int", 86400000, "Idle idempotent producer expiry."),
     # --- consumer groups and offsets --------------------------------------------------------
+    ConfigDef(
+        "offsets.topic.segment.bytes",
+        "int",
+        104857600,
+        "Segment size of __consumer_offsets (compacted).",
+    ),
     ConfigDef("group.min.session.timeout.ms", "int", 6000, "Lowest consumer session timeout."),
     ConfigDef("group.max.session.timeout.ms", "int", 1800000, "Highest consumer session timeout."),
     ConfigDef("group.max.size", "int", INT32_MAX, "Members per classic group."),
@@ -156,6 +167,12 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "int",
         50,
         "Partitions of __share_group_state.",
+    ),
+    ConfigDef(
+        "share.coordinator.state.topic.segment.bytes",
+        "int",
+        104857600,
+        "Segment size of __share_group_state (pruned by the share coordinator).",
     ),
     ConfigDef(
         "share.coordinator.snapshot.update.records.per.snapshot",
@@ -244,6 +261,9 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": (1, None),
     "transaction.remove.expired.transaction.cleanup.interval.ms": (1, None),
     "transaction.state.log.num.partitions": (1, None),
+    "transaction.state.log.segment.bytes": (1, None),
+    "offsets.topic.segment.bytes": (1, None),
+    "share.coordinator.state.topic.segment.bytes": (1, None),
     "producer.id.expiration.ms": (1, None),
     "group.max.size": (1, None),
     "group.initial.rebalance.delay.ms": (0, None),
@@ -385,5 +405,3 @@ class BrokerConfig(Mapping[str, Any]):
     @staticmethod
     def doc(key: str) -> str:
         return _BY_NAME[key].doc
-
-

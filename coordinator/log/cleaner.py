@@ -85,6 +85,17 @@ def clean(
     policy: CleanerPolicy,
 ) -> list[bytes]:
     """The batches that stay, in order, each whole, rewritten or gone."""
+    return clean_with_horizon(batches, is_aborted, now_ms, policy)[0]
+
+
+def clean_with_horizon(
+    batches: Sequence[tuple[BatchHeader, bytes]],
+    is_aborted: Callable[[BatchHeader], bool],
+    now_ms: int,
+    policy: CleanerPolicy,
+) -> tuple[list[bytes], int]:
+    """``clean``, and the time the earliest tombstone or marker it kept becomes removable
+    (``LONG_MAX`` if none): a pass is due then even if nothing new was written."""
     latest: dict[bytes, int] = {}
     decoded: list[list[RecordView] | None] = []
     for header, raw in batches:
@@ -98,28 +109,35 @@ def clean(
                 latest[record.key] = record.offset
     out: list[bytes] = []
     txn_has_data: dict[int, bool] = {}
-    horizon = now_ms - policy.delete_retention_ms
+    retention = policy.delete_retention_ms
+    horizon = now_ms - retention
+    due = LONG_MAX
     for (header, raw), records in zip(batches, decoded, strict=True):
         if header.is_control:
-            if txn_has_data.pop(header.producer_id, False) or header.max_timestamp > horizon:
+            if txn_has_data.pop(header.producer_id, False):
                 out.append(raw)
+            elif header.max_timestamp > horizon:
+                out.append(raw)
+                due = min(due, header.max_timestamp + retention)
             continue
         if records is None:  # aborted
             continue
-        kept = [
-            r
-            for r in records
-            if r.key is not None
-            and latest[r.key] == r.offset
-            and (r.has_value or r.timestamp_ms > horizon)
-        ]
+        kept: list[RecordView] = []
+        for r in records:
+            if r.key is None or latest[r.key] != r.offset:
+                continue
+            if r.has_value:
+                kept.append(r)
+            elif r.timestamp_ms > horizon:
+                kept.append(r)
+                due = min(due, r.timestamp_ms + retention)
         if header.is_transactional and kept:
             txn_has_data[header.producer_id] = True
         if len(kept) == len(records):
             out.append(raw)
         elif kept:
             out.append(rebuild_batch(raw, header, kept))
-    return out
+    return out, due
 
 
 def by_segment(segments: Sequence[SegmentInfo], batches: list[bytes]) -> dict[int, list[bytes]]:

@@ -499,7 +499,9 @@ class FileLog:
     def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
         """The cleaner's swap (``file_swap``), then the segments are reopened."""
         self._check_open()
-        if not contents:
+        if not contents:  # nothing changed: only the checkpoint moves
+            file_swap.write_checkpoint(self._dir, cleaned_offset)
+            self._cleaned_offset = cleaned_offset
             return
         if max(contents) >= self._segments[-1].base:
             raise ValueError("the active segment cannot be replaced")

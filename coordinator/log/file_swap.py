@@ -92,6 +92,12 @@ def finish(directory: Path) -> None:
     _fsync_dir(directory)
 
 
+def write_checkpoint(directory: Path, cleaned_offset: int) -> None:
+    """Record the cleaner checkpoint alone (a pass that changed no segment)."""
+    _write_atomically(directory / CHECKPOINT, f"{cleaned_offset}\n".encode())
+    _fsync_dir(directory)
+
+
 def read_checkpoint(directory: Path) -> int | None:
     try:
         return int((directory / CHECKPOINT).read_text(encoding="ascii").strip())

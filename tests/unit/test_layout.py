@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "coordinator.marker_channel",
         "coordinator.metrics",
         "coordinator.runtime",
+        "coordinator.cleaner_worker",
         "coordinator.lifecycle",
         "coordinator.security",
     ),

@@ -10,9 +10,11 @@ import pytest
 from coordinator.broker import BrokerCore
 from coordinator.log import file_swap
 from coordinator.log.cleaner import CleanerPolicy, clean, cleanable_segments, needs_cleaning
+from coordinator.log.cleaner_passes import CleanTarget, LogCleaner
 from coordinator.log.file_log import FileLog, FileStorage
-from coordinator.log.memory_log import MemoryStorage
+from coordinator.log.memory_log import MemoryLog, MemoryStorage
 from coordinator.log.storage import LogConfig, SegmentInfo
+from coordinator.partition import Partition
 from txn.batch import BatchHeader, ControlType, build_batch, build_control_batch, parse_header
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
@@ -286,3 +288,95 @@ def test_broker_compacts_on_its_schedule(tmp_path: Path, kind: str) -> None:
             core.produce(tp, build_batch([(b"k", b"v")], timestamp_ms=T0), None).base_offset == 10
         )
         core.close()
+
+
+def test_a_kept_tombstone_goes_on_a_later_pass_with_nothing_new_written() -> None:
+    """The first pass sees the tombstone young and keeps it; nothing is written afterwards,
+    so the log never gets dirty again: a pass must still come once the tombstone is older
+    than delete.retention.ms (Kafka's cleaner picks a log whose delete horizon passed)."""
+    clock = ManualClock(T0)
+    config = BrokerConfig({"log.cleaner.backoff.ms": 1000})
+    core = BrokerCore(MemoryStorage(), clock, config, random.Random(1))
+    one = len(build_batch([(b"k0", b"v00")], timestamp_ms=T0))
+    configs = {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(2 * one),
+        "delete.retention.ms": "5000",
+        "min.cleanable.dirty.ratio": "0.01",
+    }
+    assert core.create_topic("table", 1, 1, configs).error is ErrorCode.NONE
+    tp = TopicPartition("table", 0)
+    writes = ([(b"a", b"1")], [(b"b", b"1")], [(b"a", None)], [(b"b", b"2")], [(b"c", b"1")])
+    for records in writes:
+        batch = build_batch(records, timestamp_ms=clock.now_ms())  # type: ignore[arg-type]
+        assert core.produce(tp, batch, None).error is ErrorCode.NONE
+
+    def kept() -> list[int]:
+        data = core.fetch(tp, 0, 10**6, read_committed=True).records
+        out: list[int] = []
+        pos = 0
+        while pos < len(data):
+            header = parse_header(data, pos)
+            out.extend(r.offset for r in records_of(data[pos : pos + header.size], header))
+            pos += header.size
+        return out
+
+    clock.advance(1000)
+    assert kept() == [2, 3, 4]  # a's tombstone (2) is young and stays
+    runs = core.cleaner_runs
+    clock.advance(2000)
+    assert core.cleaner_runs == runs and kept() == [2, 3, 4]  # not dirty, not due: no pass
+    clock.advance(3000)  # the tombstone is now older than delete.retention.ms
+    assert kept() == [3, 4]
+    core.close()
+
+
+def test_a_removed_abort_marker_leaves_the_aborted_index() -> None:
+    """One producer: an aborted transaction, then committed ones.  Once the cleaner removed
+    the aborted data and (older than delete.retention.ms) its ABORT marker, a read_committed
+    fetch must not list that transaction any more: a client would skip the producer's later
+    committed batches waiting for a marker that is gone."""
+    one = len(build_batch([(b"k", b"v")], timestamp_ms=T0))
+    partition = Partition(TopicPartition("t", 0), MemoryLog(LogConfig(segment_bytes=2 * one)))
+
+    def txn(key: bytes, seq: int, result: ControlType) -> None:
+        raw = build_batch(
+            [(key, b"v%d" % seq)],
+            timestamp_ms=T0,
+            producer_id=9,
+            producer_epoch=0,
+            base_sequence=seq,
+            transactional=True,
+        )
+        assert partition.append(raw, T0, transactional_id="x").error is ErrorCode.NONE
+        assert partition.write_marker(9, 0, 0, result, T0) is ErrorCode.NONE
+
+    txn(b"a", 0, ControlType.ABORT)
+    for seq in range(1, 4):
+        txn(b"b", seq, ControlType.COMMIT)
+    assert partition.fetch(0, 10**6, read_committed=True).aborted
+    cleaner = LogCleaner(ManualClock(T0 + DAY))
+    target = CleanTarget(
+        "t-0",
+        partition.log,
+        CleanerPolicy(delete_retention_ms=1000, min_cleanable_dirty_ratio=0.01),
+        partition.transactions_for_cleaner,
+        after=lambda result: partition.after_clean(result.job.end, result.kept_markers),
+    )
+    assert cleaner.run_pass([target]) > 0
+    fetched = partition.fetch(0, 10**6, read_committed=True)
+    assert fetched.aborted == ()
+    kept = [
+        parse_header(fetched.records, pos)
+        for pos in _positions(fetched.records)
+        if not parse_header(fetched.records, pos).is_control
+    ]
+    assert kept  # the last committed value of b is there for the client to read
+
+
+def _positions(data: bytes) -> list[int]:
+    out, pos = [], 0
+    while pos < len(data):
+        out.append(pos)
+        pos += parse_header(data, pos).size
+    return out

@@ -1,0 +1,147 @@
+"""The broker's cleaner passes: data partitions of compacted topics and the internal logs.
+
+Sans-IO: each pass plans on the caller's thread (the event loop), hands the copying to a
+``CleanerExecutor`` and applies the swap when the executor reports back -- on the loop again.
+``InlineCleanerExecutor`` runs the copy at once, so a pass is synchronous and deterministic
+(unit tests, the chaos simulator); the server passes a worker executor
+(``coordinator.cleaner_worker``) so the copy runs off the loop.  A log has at most one
+pass in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from coordinator.log.cleaner import CleanerPolicy
+from coordinator.log.compaction import (
+    Aborted,
+    CleanerState,
+    CleanJob,
+    CleanResult,
+    apply_clean,
+    job_batches,
+    plan_clean,
+    run_clean,
+)
+from coordinator.log.storage import PartitionLog
+from txn.batch import BatchHeader
+from txn.clock import Clock
+
+log = logging.getLogger("sharetxn.cleaner")
+
+Done = Callable[[CleanResult | BaseException], None]
+
+
+class CleanerExecutor(Protocol):
+    def submit(
+        self, job: CleanJob, batches: Sequence[tuple[BatchHeader, bytes]], done: Done
+    ) -> None:
+        """Run ``run_clean(job, batches)`` and call ``done`` with its result (or the error)
+        on the caller's loop."""
+        ...
+
+
+class InlineCleanerExecutor:
+    """Runs the copy at once, on the caller's thread."""
+
+    def submit(
+        self, job: CleanJob, batches: Sequence[tuple[BatchHeader, bytes]], done: Done
+    ) -> None:
+        try:
+            result = run_clean(job, batches)
+        except Exception as exc:  # reported to the pass, which logs it
+            done(exc)
+            return
+        done(result)
+
+
+@dataclass
+class CleanTarget:
+    """One log the cleaner looks after."""
+
+    name: str
+    log: PartitionLog
+    policy: CleanerPolicy
+    # The last stable offset and the aborted transactions (a data partition knows them; an
+    # internal log is scanned).
+    transactions: Callable[[], tuple[int, Sequence[Aborted]]]
+    # Told after a swap (the aborted index forgets removed markers, share partitions follow).
+    after: Callable[[CleanResult], None] = lambda _result: None
+    flush_first: bool = False  # internal logs: make every appended record durable first
+
+
+@dataclass
+class CleanerStats:
+    runs: int = 0  # swaps applied
+    bytes_removed: int = 0
+    dirty_ratio_max: float = 0.0
+    states: dict[str, CleanerState] = field(default_factory=dict)
+
+
+class LogCleaner:
+    def __init__(self, clock: Clock, executor: CleanerExecutor | None = None) -> None:
+        self._clock = clock
+        self.executor: CleanerExecutor = executor or InlineCleanerExecutor()
+        self.stats = CleanerStats()
+
+    def state(self, name: str) -> CleanerState:
+        return self.stats.states.setdefault(name, CleanerState())
+
+    def forget(self, name: str) -> None:
+        self.stats.states.pop(name, None)
+
+    def run_pass(self, targets: Sequence[CleanTarget]) -> int:
+        """Plan and start a pass on every target that needs one; the bytes removed by the
+        passes that finished before this returns (all of them with the inline executor)."""
+        now = self._clock.now_ms()
+        before = self.stats.bytes_removed
+        for target in targets:
+            state = self.state(target.name)
+            if state.busy:
+                continue
+            try:
+                if target.flush_first:
+                    target.log.flush()
+                lso, aborted = target.transactions()
+                job = plan_clean(target.log, lso, aborted, now, target.policy, state)
+                if job is None:
+                    continue
+                batches = job_batches(target.log, job)
+            except (OSError, ValueError) as exc:
+                log.error("planning a clean of %s failed: %s", target.name, exc)
+                continue
+            state.busy = True
+            self.executor.submit(job, batches, self._finisher(target, state))
+        return self.stats.bytes_removed - before
+
+    def _finisher(self, target: CleanTarget, state: CleanerState) -> Done:
+        def done(outcome: CleanResult | BaseException) -> None:
+            state.busy = False
+            if isinstance(outcome, BaseException):
+                log.error("cleaning %s failed: %s", target.name, outcome)
+                return
+            try:
+                applied = apply_clean(target.log, outcome)
+            except Exception as exc:  # a closed or failing log: the next pass plans again
+                log.error("swapping the cleaned segments of %s failed: %s", target.name, exc)
+                return
+            if not applied:
+                log.info("the log %s moved during its clean; the pass is dropped", target.name)
+                return
+            state.due_ms = outcome.due_ms
+            if not outcome.contents:
+                return
+            self.stats.runs += 1
+            self.stats.bytes_removed += outcome.bytes_before - outcome.bytes_after
+            log.info(
+                "cleaned %s: %d bytes -> %d bytes",
+                target.name,
+                outcome.bytes_before,
+                outcome.bytes_after,
+            )
+            target.after(outcome)
+
+        return done

@@ -61,8 +61,23 @@ def test_option_errors_name_the_option() -> None:
         SourceOptions.parse({**base, "checkpointLocation": "/c", "maxRecords": "5"})
     with pytest.raises(SparkConfigError, match="positive integer"):
         SourceOptions.parse({**base, "checkpointLocation": "/c", "numPartitions": "0"})
-    with pytest.raises(SparkConfigError, match="only local paths"):
-        SourceOptions.parse({**base, "checkpointLocation": "s3://bucket/chk"})
+    # Without the driver's checkpoint server (ExactlyOnce.read_stream) only local paths.
+    with pytest.raises(SparkConfigError, match="ExactlyOnce.read_stream"):
+        SourceOptions.parse({**base, "checkpointLocation": "s3a://bucket/chk"})
+    with pytest.raises(SparkConfigError, match="go together"):
+        SourceOptions.parse(
+            {**base, "checkpointLocation": "s3a://b/c", "sharetxn.checkpointServer": "h:1"}
+        )
+    served = SourceOptions.parse(
+        {
+            **base,
+            "checkpointLocation": "s3a://b/c",
+            "sharetxn.checkpointServer": "127.0.0.1:1",
+            "sharetxn.checkpointToken": "secret",
+        }
+    )
+    assert served.checkpoint == "s3a://b/c"
+    assert served.checkpoint_server == ("127.0.0.1:1", "secret")
     opts = SourceOptions.parse({**base, "CHECKPOINTLOCATION": "file:///tmp/c", "subscribe": "a,b"})
     assert opts.topics == ("a", "b") and str(opts.checkpoint) == "/tmp/c"
 

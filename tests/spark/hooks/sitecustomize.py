@@ -33,18 +33,15 @@ def _kill_driver() -> None:
 
 def _install(point: str, batch: int) -> None:
     if point == "kill-before-commit":
-        from pathlib import Path
-
         import producer.spark.resolve as resolve
-        from recovery.spark_checkpoint import read_checkpoint
 
         original = resolve.commit_decided
 
-        def commit_decided(checkpoint: Path, state_dir: Path, *args, **kwargs):  # type: ignore[no-untyped-def]
-            view = read_checkpoint(checkpoint, state_dir)
+        def commit_decided(checkpoint, *args, **kwargs):  # type: ignore[no-untyped-def]
+            view = checkpoint.view()
             if batch in view.commits and batch in view.intents and batch not in view.resolved:
                 _kill_driver()
-            return original(checkpoint, state_dir, *args, **kwargs)
+            return original(checkpoint, *args, **kwargs)
 
         resolve.commit_decided = commit_decided
     elif point == "kill-after-intent":
@@ -52,8 +49,8 @@ def _install(point: str, batch: int) -> None:
 
         original_write = sink.write_intent
 
-        def write_intent(state_dir, intent):  # type: ignore[no-untyped-def]
-            path = original_write(state_dir, intent)
+        def write_intent(state_dir, intent, *args):  # type: ignore[no-untyped-def]
+            path = original_write(state_dir, intent, *args)
             if intent.batch == batch:
                 _kill_driver()
             return path

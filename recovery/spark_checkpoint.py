@@ -10,6 +10,8 @@ it and holds the files this library writes)::
     checkpoint/metadata          Spark's: {"id": "<queryId>"}
     checkpoint/commits/N         Spark's commit log: its existence is the decision for N
     state_dir/intents/N.json     written atomically by the sink before foreachBatch returns
+    state_dir/committing/N       written before the commit phase commits batch N's
+                                 transactions (the write-ahead of those commits)
     state_dir/resolved/N         written after every transaction of N was completed
 
 ``intents/N.json`` (schema version 1)::
@@ -359,6 +361,29 @@ def write_resolved(
     path = join(_location(state_dir), RESOLVED_DIR, str(batch))
     (fs or LOCAL).write_atomic(path, data)
     return path
+
+
+def read_committing(fs: CheckpointFS, state_dir: str, batch: int) -> set[tuple[str, int, int]]:
+    """``committing/N``: the (id, producer id, epoch) whose commits the query began."""
+    data = fs.read(join(state_dir, COMMITTING_DIR, str(batch)))
+    if data is None:
+        return set()
+    try:
+        body = json.loads(data)
+        return {
+            (str(t["transactional_id"]), int(t["producer_id"]), int(t["epoch"]))
+            for t in body["transactions"]
+        }
+    except (ValueError, KeyError, TypeError):
+        return set()
+
+
+def begun_commits(view: CheckpointView) -> set[tuple[str, int, int]]:
+    """Every commit a query's commit phase wrote ahead (``committing/N``, any N)."""
+    out: set[tuple[str, int, int]] = set()
+    for batch, _ in _numbered(view.fs, join(view.state_dir, COMMITTING_DIR), _BATCH_NAME):
+        out |= read_committing(view.fs, view.state_dir, batch)
+    return out
 
 
 # -- the decision rule ------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import json
 import logging
 import secrets
 import threading
+from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
@@ -132,7 +133,7 @@ class RemoteFS:
                     self._conn.send_bytes(payload)
                     reply = json.loads(self._conn.recv_bytes())
                     break
-                except (EOFError, OSError) as exc:
+                except (EOFError, OSError, AuthenticationError) as exc:
                     self._drop()
                     if attempt == 2:
                         msg = (

@@ -17,7 +17,6 @@ reaches this class through ``producer.spark.fs_server``.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
@@ -38,14 +37,17 @@ class HadoopFS:
     def __init__(self, jvm: Any, hadoop_conf: Any, root: str) -> None:
         self._jvm = jvm
         self._conf = hadoop_conf
-        path = jvm.org.apache.hadoop.fs.Path(root)
-        fs = path.getFileSystem(hadoop_conf)
         #: the root as Spark resolves a checkpointLocation (scheme and authority added)
-        self.root = str(fs.makeQualified(path).toUri().toString())
+        self.root = self.qualify(root)
         self._manager = self._jvm_class(_CFM).create(
             jvm.org.apache.hadoop.fs.Path(self.root), hadoop_conf
         )
-        self._lock = threading.Lock()
+
+    def qualify(self, location: str) -> str:
+        """``location`` as Spark qualifies a checkpointLocation (``fs.defaultFS`` applied)."""
+        path = self._jvm.org.apache.hadoop.fs.Path(location)
+        fs = path.getFileSystem(self._conf)
+        return str(fs.makeQualified(path).toUri().toString())
 
     @classmethod
     def for_session(cls, spark: Any, root: str) -> HadoopFS:
@@ -107,3 +109,27 @@ class HadoopFS:
 
     def lock_key(self, location: str) -> str:
         return default_lock_key(location)
+
+
+def standalone(location: str, conf: dict[str, str] | None = None) -> HadoopFS:
+    """A ``HadoopFS`` without a running query: a local Spark JVM for ``sharetxn recover``.
+
+    ``conf`` are Spark settings (``spark.driver.extraClassPath`` for the file system's jars,
+    ``spark.hadoop.*`` for its configuration); Spark also reads ``spark-defaults.conf``.
+    """
+    import os  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    from pyspark.sql import SparkSession  # noqa: PLC0415
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.master("local[1]").appName("sharetxn-recover")
+    for key, value in {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        **(conf or {}),
+    }.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return HadoopFS.for_session(spark, location)

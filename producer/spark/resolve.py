@@ -40,6 +40,7 @@ from recovery.spark_checkpoint import (
     RESOLVED_DIR,
     IntentTransaction,
     Outcome,
+    read_committing,
     write_resolved,
 )
 
@@ -176,17 +177,7 @@ def _write_ahead(
 
 
 def _committing(checkpoint: Checkpoint, batch: int) -> set[tuple[str, int, int]]:
-    data = checkpoint.fs.read(checkpoint.path(COMMITTING_DIR, str(batch)))
-    if data is None:
-        return set()
-    try:
-        body = json.loads(data)
-        return {
-            (str(t["transactional_id"]), int(t["producer_id"]), int(t["epoch"]))
-            for t in body["transactions"]
-        }
-    except (ValueError, KeyError, TypeError):
-        return set()
+    return read_committing(checkpoint.fs, checkpoint.location, batch)
 
 
 def _begun_commits(

@@ -62,7 +62,7 @@ def test_option_errors_name_the_option() -> None:
     with pytest.raises(SparkConfigError, match="positive integer"):
         SourceOptions.parse({**base, "checkpointLocation": "/c", "numPartitions": "0"})
     # Without the driver's checkpoint server (ExactlyOnce.read_stream) only local paths.
-    with pytest.raises(SparkConfigError, match="ExactlyOnce.read_stream"):
+    with pytest.raises(SparkConfigError, match=r"ExactlyOnce\.read_stream"):
         SourceOptions.parse({**base, "checkpointLocation": "s3a://bucket/chk"})
     with pytest.raises(SparkConfigError, match="go together"):
         SourceOptions.parse(

@@ -269,7 +269,7 @@ class ExactlyOnce:
         ``{"processingTime": "1 second"}``); ``options`` other writer options.  A different
         ``checkpointLocation`` is refused before the query starts.
         """
-        refuse_connect(df.sparkSession)
+        refuse_connect(df)
         checkpoint = self.open_checkpoint(df.sparkSession)
         for key, value in (options or {}).items():
             if key.lower() == "checkpointlocation" and str(value) not in (

@@ -26,7 +26,7 @@ from tests.reference.kafka import cache_root
 HADOOP_VERSION = "3.4.1"  # PySpark 4.0.1's hadoop-client-api
 POM = Path(__file__).parent / "s3" / "pom.xml"
 ACCESS_KEY = "sharetxn-test"
-SECRET_KEY = "sharetxn-test-secret"  # noqa: S105 - moto accepts any credentials
+SECRET_KEY = "sharetxn-test-secret"
 BUCKET = "sharetxn-checkpoints"
 
 
@@ -96,8 +96,9 @@ class MotoS3:
         log.close()
         deadline = time.monotonic() + 30
         while True:
-            with contextlib.suppress(OSError), socket.create_connection(
-                ("127.0.0.1", self.port), timeout=0.5
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5),
             ):
                 break
             if self._proc.poll() is not None or time.monotonic() > deadline:

@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from recovery.checkpoint_fs import join
 from recovery.execute import Executor, Outcome, StepResult
 from recovery.model import TxnSnapshot
 from recovery.plan import Action, Evidence, EvidenceKind, Op, Step, plan_step
@@ -68,7 +69,7 @@ def plan_recovery(
         commit = d.outcome is Decision.COMMIT
         evidence = (
             Evidence(
-                EvidenceKind.SPARK_COMMIT_LOG, f"{view.checkpoint / COMMITS_DIR / str(d.batch)}"
+                EvidenceKind.SPARK_COMMIT_LOG, join(view.checkpoint, COMMITS_DIR, str(d.batch))
             )
             if commit
             else None
@@ -99,7 +100,7 @@ def plan_recovery(
                 None,
                 f"every transaction of batch {batch} is {_PAST[outcome]}",
                 preconditions=(f"each transaction of batch {batch} ended with {outcome.value}",),
-                effects=(f"writes {view.state_dir / RESOLVED_DIR / str(batch)}",),
+                effects=(f"writes {join(view.state_dir, RESOLVED_DIR, str(batch))}",),
                 batch=batch,
                 extra={"outcome": outcome.value},
             )
@@ -137,7 +138,7 @@ def apply_recovery(
             )
             continue
         outcome = Decision(step.extra["outcome"])
-        path = write_resolved(view.state_dir, step.batch, outcome, by)
+        path = write_resolved(view.state_dir, step.batch, outcome, by, view.fs)
         executor.audit.write(
             "resolved",
             {"step": step.to_json(), "path": str(path), "outcome": outcome.value},

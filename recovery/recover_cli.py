@@ -1,7 +1,8 @@
 """``sharetxn recover``: resolve one Spark query's prepared transactions from its checkpoint.
 
-    sharetxn recover --checkpoint DIR [--state-dir DIR] [--query-id ID]
+    sharetxn recover --checkpoint DIR|URI [--state-dir DIR|URI] [--query-id ID]
                      [--transactional-id-prefix P] [--bootstrap-server HOST:PORT] [--apply]
+                     [--spark-conf KEY=VALUE ...]
 
 Applies the decision rule of DESIGN §6 (``recovery.spark_checkpoint``): commit the
 transactions of every unresolved intent whose batch is in Spark's commit log, abort the
@@ -13,26 +14,31 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import sys
-from pathlib import Path
+from collections.abc import Mapping
+from typing import Any
 
 from rich.console import Console
 
 from producer.admin import Admin
 from recovery import cli_common as common
 from recovery.audit import previously_applied
+from recovery.checkpoint_fs import LOCAL, CheckpointFS, is_local, local_path
 from recovery.execute import Executor, results_exit_code
 from recovery.model import UsageError
 from recovery.plan import Action, plan_exit_code
 from recovery.recover import apply_recovery, plan_recovery
 from recovery.scan import Scanner
-from recovery.spark_checkpoint import query_prefix, read_checkpoint
+from recovery.spark_checkpoint import CheckpointView, begun_commits, query_prefix, read_checkpoint
 from txn.exit_codes import ExitCode
 
 EXAMPLES = """examples:
   # what would be done (dry run)
   sharetxn recover --checkpoint /chk/orders-query --bootstrap-server 127.0.0.1:9092
+  # a checkpoint on S3 (read through Hadoop's FileSystem in a local Spark JVM)
+  sharetxn recover --checkpoint s3a://bucket/chk/orders --bootstrap-server 127.0.0.1:9092 \
+      --spark-conf spark.driver.extraClassPath='/opt/jars/*' \
+      --spark-conf spark.hadoop.fs.s3a.endpoint=https://s3.example.com
   # do it, with the intents kept outside the checkpoint
   sharetxn recover --checkpoint /chk/orders-query --state-dir /eos/orders-query \\
       --transactional-id-prefix orders --apply --audit-log /var/log/sharetxn.jsonl
@@ -54,13 +60,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "log, abort the rest and the orphans. " + common.SAFETY_NOTE
     )
     parser.epilog = EXAMPLES + "\n" + common.EXIT_CODES_HELP
-    parser.add_argument("--checkpoint", required=True, type=Path, metavar="DIR")
+    parser.add_argument(
+        "--checkpoint",
+        required=True,
+        metavar="DIR|URI",
+        help="the query's checkpointLocation: a local path, or any URI Spark accepts "
+        "(hdfs://, s3a://, abfss://, ...: read through Hadoop's FileSystem in a local Spark "
+        "JVM, configured by --spark-conf and spark-defaults.conf)",
+    )
     parser.add_argument(
         "--state-dir",
-        type=Path,
         default=None,
-        metavar="DIR",
+        metavar="DIR|URI",
         help="where intents/ and resolved/ live (default: the checkpoint)",
+    )
+    parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting for the JVM that reads a non-local checkpoint (repeatable), "
+        "e.g. spark.driver.extraClassPath for hadoop-aws, spark.hadoop.fs.s3a.*",
     )
     parser.add_argument(
         "--query-id", default=None, help="the query id (default: from DIR/metadata or the intents)"
@@ -82,10 +102,11 @@ def run(args: argparse.Namespace) -> int:
 def _recover(admin: Admin, args: argparse.Namespace, console: Console) -> int:
     if args.apply:
         common.require_operator(args)  # before anything is read or scanned
-    if not args.checkpoint.is_dir():
-        msg = f"--checkpoint {args.checkpoint} is not a directory"
+    fs, checkpoint, state_dir = _open(args)
+    if not fs.exists(checkpoint):
+        msg = f"--checkpoint {args.checkpoint} does not exist"
         raise UsageError(msg)
-    view = read_checkpoint(args.checkpoint, args.state_dir)
+    view = read_checkpoint(checkpoint, state_dir, fs=fs)
     if args.query_id and view.query_id and args.query_id != view.query_id:
         msg = f"--query-id {args.query_id} but the checkpoint belongs to query {view.query_id}"
         raise UsageError(msg)
@@ -109,7 +130,7 @@ def _recover(admin: Admin, args: argparse.Namespace, console: Console) -> int:
         view,
         prefix,
         args.scan_interval,
-        history=functools.partial(previously_applied, args.audit_log),
+        history=_history(args.audit_log, view),
     )
     header = {
         "command": "recover",
@@ -164,6 +185,47 @@ def _recover(admin: Admin, args: argparse.Namespace, console: Console) -> int:
         common.print_results(console, results, f"{title}: results")
         console.print(f"audit log: {audit.path}")
     return int(code)
+
+
+def _open(args: argparse.Namespace) -> tuple[CheckpointFS, str, str | None]:
+    """The checkpoint's store: POSIX for local paths, else Hadoop's FileSystem in a JVM."""
+    locations = [args.checkpoint, *([args.state_dir] if args.state_dir else [])]
+    if all(is_local(loc) for loc in locations):
+        state = str(local_path(args.state_dir)) if args.state_dir else None
+        return LOCAL, str(local_path(args.checkpoint)), state
+    conf: dict[str, str] = {}
+    for item in args.spark_conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            msg = f"--spark-conf {item!r}: expected KEY=VALUE"
+            raise UsageError(msg)
+        conf[key.strip()] = value
+    try:
+        from producer.spark.hadoop_fs import standalone  # noqa: PLC0415 - needs PySpark
+    except ImportError as exc:
+        msg = f"--checkpoint {args.checkpoint}: a non-local checkpoint needs PySpark ({exc})"
+        raise UsageError(msg) from None
+    fs = standalone(args.checkpoint, conf)
+    state = fs.qualify(args.state_dir) if args.state_dir else None
+    return fs, fs.root, state
+
+
+def _history(audit_log: str, view: CheckpointView) -> Any:
+    """This tool's own applied actions, and the commits the query's commit phase began."""
+    begun = begun_commits(view)
+
+    def lookup(tid: str, pid: int, epoch: int) -> Mapping[str, Any] | None:
+        found = previously_applied(audit_log, tid, pid, epoch)
+        if found is None and (tid, pid, epoch) in begun:
+            return {
+                "event": "end",
+                "outcome": "applied",
+                "step": {"action": "commit"},
+                "ts": "the query's commit phase (committing/N)",
+            }
+        return found
+
+    return lookup
 
 
 def main(argv: list[str] | None = None) -> int:

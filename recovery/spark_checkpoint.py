@@ -10,6 +10,8 @@ it and holds the files this library writes)::
     checkpoint/metadata          Spark's: {"id": "<queryId>"}
     checkpoint/commits/N         Spark's commit log: its existence is the decision for N
     state_dir/intents/N.json     written atomically by the sink before foreachBatch returns
+    state_dir/committing/N       written before the commit phase commits batch N's
+                                 transactions (the write-ahead of those commits)
     state_dir/resolved/N         written after every transaction of N was completed
 
 ``intents/N.json`` (schema version 1)::
@@ -33,19 +35,20 @@ from __future__ import annotations
 import json
 import os
 import re
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
+from recovery.checkpoint_fs import LOCAL, CheckpointFS, join
 from recovery.model import CheckpointFormatError
 
 INTENT_VERSION = 1
 INTENTS_DIR = "intents"
 COMMITS_DIR = "commits"
 RESOLVED_DIR = "resolved"
+COMMITTING_DIR = "committing"
 METADATA_FILE = "metadata"
 ROLES = frozenset({"r", "w"})
 _OPEN = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
@@ -106,12 +109,14 @@ class Intent:
 class CheckpointView:
     """What a checkpoint says: intents, commit-log entries and resolved batches."""
 
-    checkpoint: Path
-    state_dir: Path
+    checkpoint: str
+    state_dir: str
     query_id: str | None
     intents: dict[int, Intent] = field(default_factory=dict)
     commits: frozenset[int] = frozenset()
     resolved: frozenset[int] = frozenset()
+    #: the store both locations are on (every write of a resolver goes through it)
+    fs: CheckpointFS = field(default=LOCAL, compare=False, repr=False)
 
     def unresolved(self) -> list[Intent]:
         return [self.intents[n] for n in sorted(self.intents) if n not in self.resolved]
@@ -187,16 +192,33 @@ def transactional_id(prefix: str, query_id: str, role: str, batch: int, partitio
 # -- reading ----------------------------------------------------------------------------------
 
 
-def read_checkpoint(checkpoint: str | Path, state_dir: str | Path | None = None) -> CheckpointView:
-    """Read a query's checkpoint; raises ``CheckpointFormatError`` for a malformed file."""
-    root = Path(checkpoint)
-    state = Path(state_dir) if state_dir is not None else root
-    if not root.is_dir():
-        raise CheckpointFormatError(root, "not a directory")
-    query_id = read_query_id(root / METADATA_FILE)
+def read_checkpoint(
+    checkpoint: str | os.PathLike[str],
+    state_dir: str | os.PathLike[str] | None = None,
+    *,
+    fs: CheckpointFS | None = None,
+    unresolved_only: bool = False,
+) -> CheckpointView:
+    """Read a query's checkpoint; raises ``CheckpointFormatError`` for a malformed file.
+
+    ``unresolved_only`` parses only the intents without ``resolved/N`` (the commit phase
+    needs no more, and on an object store every file read is a request).
+    """
+    store = fs or LOCAL
+    root = _location(checkpoint)
+    state = _location(state_dir) if state_dir is not None else root
+    if not store.exists(root):
+        raise CheckpointFormatError(root, "does not exist or is not a directory")
+    query_id = read_query_id(join(root, METADATA_FILE), store)
+    resolved = frozenset(n for n, _ in _numbered(store, join(state, RESOLVED_DIR), _BATCH_NAME))
     intents: dict[int, Intent] = {}
-    for batch, path in _numbered(state / INTENTS_DIR, _INTENT_NAME):
-        intent = parse_intent(path.read_bytes(), path, batch)
+    for batch, path in _numbered(store, join(state, INTENTS_DIR), _INTENT_NAME):
+        if unresolved_only and batch in resolved:
+            continue
+        data = store.read(path)
+        if data is None:
+            continue  # removed meanwhile (an older resolved intent being forgotten)
+        intent = parse_intent(data, path, batch)
         if query_id and intent.query_id and intent.query_id != query_id:
             raise CheckpointFormatError(
                 path, f"intent of query {intent.query_id}, but the checkpoint is {query_id}"
@@ -205,16 +227,27 @@ def read_checkpoint(checkpoint: str | Path, state_dir: str | Path | None = None)
     if query_id is None:
         ids = {i.query_id for i in intents.values() if i.query_id}
         if len(ids) > 1:
-            raise CheckpointFormatError(state / INTENTS_DIR, f"intents of several queries {ids}")
+            raise CheckpointFormatError(
+                join(state, INTENTS_DIR), f"intents of several queries {ids}"
+            )
         query_id = next(iter(ids), None)
     return CheckpointView(
         checkpoint=root,
         state_dir=state,
         query_id=query_id,
         intents=intents,
-        commits=frozenset(n for n, _ in _numbered(root / COMMITS_DIR, _BATCH_NAME)),
-        resolved=frozenset(n for n, _ in _numbered(state / RESOLVED_DIR, _BATCH_NAME)),
+        commits=frozenset(n for n, _ in _numbered(store, join(root, COMMITS_DIR), _BATCH_NAME)),
+        resolved=resolved,
+        fs=store,
     )
+
+
+def _location(value: str | os.PathLike[str]) -> str:
+    """A location as a string: URIs unchanged, local paths absolute."""
+    text = os.fspath(value)
+    if isinstance(value, Path) or ("://" not in text and not text.startswith("file:")):
+        return str(Path(text).expanduser().absolute())
+    return text
 
 
 def parse_intent(data: bytes, path: object, batch: int | None = None) -> Intent:
@@ -278,23 +311,22 @@ def _opt_str(value: object, path: object, name: str) -> str | None:
     return value
 
 
-def _numbered(directory: Path, pattern: re.Pattern[str]) -> list[tuple[int, Path]]:
+def _numbered(fs: CheckpointFS, directory: str, pattern: re.Pattern[str]) -> list[tuple[int, str]]:
     """Files named by a batch number (temporary and checksum files are skipped)."""
-    if not directory.is_dir():
-        return []
     out = []
-    for path in directory.iterdir():
-        match = pattern.match(path.name)
-        if match and path.is_file():
-            out.append((int(match.group(1)), path))
+    for name in fs.list(directory):
+        match = pattern.match(name)
+        if match:
+            out.append((int(match.group(1)), join(directory, name)))
     return sorted(out)
 
 
-def read_query_id(path: Path) -> str | None:
-    if not path.exists():
+def read_query_id(path: str | os.PathLike[str], fs: CheckpointFS | None = None) -> str | None:
+    data = (fs or LOCAL).read(os.fspath(path))
+    if data is None:
         return None
     try:
-        first = path.read_text().splitlines()[0]
+        first = data.decode().splitlines()[0]
         value = json.loads(first)["id"]
     except (IndexError, KeyError, TypeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise CheckpointFormatError(path, f"not Spark's query metadata: {exc!r}") from None
@@ -306,36 +338,52 @@ def read_query_id(path: Path) -> str | None:
 # -- writing (the sink writes intents, whoever resolves writes resolved/N) ------------------
 
 
-def write_intent(state_dir: str | Path, intent: Intent) -> Path:
-    """Write ``intents/N.json`` atomically (temp file, fsync, rename, fsync the directory)."""
+def write_intent(
+    state_dir: str | os.PathLike[str], intent: Intent, fs: CheckpointFS | None = None
+) -> str:
+    """Write ``intents/N.json`` atomically (``CheckpointFS.write_atomic``)."""
     data = (json.dumps(intent.to_json(), sort_keys=True) + "\n").encode()
-    return _atomic_write(Path(state_dir) / INTENTS_DIR, f"{intent.batch}.json", data)
+    path = join(_location(state_dir), INTENTS_DIR, f"{intent.batch}.json")
+    (fs or LOCAL).write_atomic(path, data)
+    return path
 
 
-def write_resolved(state_dir: str | Path, batch: int, outcome: Outcome, by: str) -> Path:
+def write_resolved(
+    state_dir: str | os.PathLike[str],
+    batch: int,
+    outcome: Outcome,
+    by: str,
+    fs: CheckpointFS | None = None,
+) -> str:
     """Write ``resolved/N`` atomically once every transaction of batch N is complete."""
     body = {"batch": batch, "outcome": outcome.value, "by": by}
     data = (json.dumps(body, sort_keys=True) + "\n").encode()
-    return _atomic_write(Path(state_dir) / RESOLVED_DIR, str(batch), data)
+    path = join(_location(state_dir), RESOLVED_DIR, str(batch))
+    (fs or LOCAL).write_atomic(path, data)
+    return path
 
 
-def _atomic_write(directory: Path, name: str, data: bytes) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / name
-    tmp = directory / f".{name}.{uuid.uuid4().hex}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+def read_committing(fs: CheckpointFS, state_dir: str, batch: int) -> set[tuple[str, int, int]]:
+    """``committing/N``: the (id, producer id, epoch) whose commits the query began."""
+    data = fs.read(join(state_dir, COMMITTING_DIR, str(batch)))
+    if data is None:
+        return set()
     try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, target)
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return target
+        body = json.loads(data)
+        return {
+            (str(t["transactional_id"]), int(t["producer_id"]), int(t["epoch"]))
+            for t in body["transactions"]
+        }
+    except (ValueError, KeyError, TypeError):
+        return set()
+
+
+def begun_commits(view: CheckpointView) -> set[tuple[str, int, int]]:
+    """Every commit a query's commit phase wrote ahead (``committing/N``, any N)."""
+    out: set[tuple[str, int, int]] = set()
+    for batch, _ in _numbered(view.fs, join(view.state_dir, COMMITTING_DIR), _BATCH_NAME):
+        out |= read_committing(view.fs, view.state_dir, batch)
+    return out
 
 
 # -- the decision rule ------------------------------------------------------------------------

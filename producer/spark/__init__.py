@@ -57,7 +57,10 @@ def check_pyspark() -> str:
 def register(spark: SparkSession) -> None:
     """Register the ``kafka-share`` format on ``spark``."""
     check_pyspark()
+    from producer.spark.connect import refuse_connect  # noqa: PLC0415
     from producer.spark.source import ShareDataSource  # noqa: PLC0415
+
+    refuse_connect(spark)
 
     spark.dataSource.register(ShareDataSource)
 

@@ -183,7 +183,7 @@ class DriverProcess:
     def __init__(
         self,
         bootstrap: str,
-        checkpoint: Path,
+        checkpoint: Path | str,
         log_path: Path,
         *,
         records_per_partition: int = 10_000,

@@ -20,15 +20,13 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, functions
 
 from producer.admin import Admin
 from producer.spark import ExactlyOnce, register
-from producer.spark.checkpoint import local_path
-from recovery.spark_checkpoint import read_checkpoint
+from recovery.checkpoint_fs import is_local, local_path
 from txn.ids import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -90,22 +88,24 @@ def enrich(df: DataFrame) -> DataFrame:
     )
 
 
-def read_stream(spark: SparkSession, cfg: JobConfig) -> DataFrame:
-    register(spark)
-    reader = (
-        spark.readStream.format("kafka-share")
-        .option("kafka.bootstrap.servers", cfg.bootstrap_servers)
-        .option("group.id", cfg.group_id)
-        .option("subscribe", cfg.input_topic)
-        .option("checkpointLocation", cfg.checkpoint)
-        .option("transactional.id.prefix", cfg.prefix)
-        .option("maxRecordsPerPartition", str(cfg.max_records_per_partition))
+def exactly_once(cfg: JobConfig) -> ExactlyOnce:
+    """The job's one configuration of the source, the sink and the checkpoint."""
+    return ExactlyOnce(
+        bootstrap_servers=cfg.bootstrap_servers,
+        checkpoint_location=cfg.checkpoint,
+        transactional_id_prefix=cfg.prefix,
     )
+
+
+def read_stream(spark: SparkSession, cfg: JobConfig, eos: ExactlyOnce | None = None) -> DataFrame:
+    options = {"maxRecordsPerPartition": str(cfg.max_records_per_partition)}
     if cfg.num_partitions is not None:
-        reader = reader.option("numPartitions", str(cfg.num_partitions))
+        options["numPartitions"] = str(cfg.num_partitions)
     if cfg.starting_offsets is not None:
-        reader = reader.option("startingOffsets", cfg.starting_offsets)
-    return reader.load()
+        options["startingOffsets"] = cfg.starting_offsets
+    return (eos or exactly_once(cfg)).read_stream(
+        spark, subscribe=cfg.input_topic, group_id=cfg.group_id, **options
+    )
 
 
 def start(
@@ -115,27 +115,22 @@ def start(
     transform: Callable[[DataFrame], DataFrame] = enrich,
 ) -> tuple[Any, ExactlyOnce]:
     """Start the exactly-once query; returns (StreamingQuery, sink)."""
-    eos = ExactlyOnce(
-        bootstrap_servers=cfg.bootstrap_servers,
-        checkpoint_location=cfg.checkpoint,
-        transactional_id_prefix=cfg.prefix,
-    )
+    register(spark)
+    eos = exactly_once(cfg)
 
     def write_batch(df: DataFrame, batch_id: int) -> None:
         eos.write(transform(df), cfg.output_topic, key_col="key", value_col="value")
 
-    query = (
-        read_stream(spark, cfg)
-        .writeStream.queryName("sharetxn-enrich")
-        .foreachBatch(eos.wrap(write_batch))
-        .option("checkpointLocation", cfg.checkpoint)
-        .trigger(processingTime=cfg.trigger_interval)
-        .start()
+    query = eos.write_stream(
+        read_stream(spark, cfg, eos),
+        write_batch,
+        query_name="sharetxn-enrich",
+        trigger={"processingTime": cfg.trigger_interval},
     )
     return query, eos
 
 
-def drained(admin: Admin, cfg: JobConfig) -> bool:
+def drained(admin: Admin, cfg: JobConfig, eos: ExactlyOnce | None = None) -> bool:
     """Every input record acknowledged (SPSO at the LSO) and every intent resolved."""
     partitions = admin.list_topics().get(cfg.input_topic, [])
     spso = {
@@ -147,7 +142,7 @@ def drained(admin: Admin, cfg: JobConfig) -> bool:
         end = admin.list_offsets(tp, -1, read_committed=True)
         if spso.get(tp, -1) < end:
             return False
-    view = read_checkpoint(local_path(cfg.checkpoint))
+    view = (eos or exactly_once(cfg)).checkpoint.view(unresolved_only=True)
     return not view.unresolved()
 
 
@@ -162,7 +157,7 @@ def run_until_drained(
             while True:
                 if query.exception() is not None:
                     raise query.exception()
-                if drained(admin, cfg):
+                if drained(admin, cfg, eos):
                     break
                 if time.monotonic() > deadline:
                     msg = f"the input was not drained within {timeout_s}s"
@@ -206,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     conf = dict(c.split("=", 1) for c in args.conf)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("producer.spark").setLevel(logging.INFO)
-    Path(args.checkpoint).mkdir(parents=True, exist_ok=True)
+    if is_local(args.checkpoint):
+        local_path(args.checkpoint).mkdir(parents=True, exist_ok=True)
     cfg = JobConfig(
         bootstrap_servers=args.bootstrap_server,
         group_id=args.group,

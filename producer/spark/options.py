@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from producer.security import SECURITY_KEYS
-from producer.spark.checkpoint import local_path
+from producer.spark.checkpoint import Checkpoint, local_path
 from producer.spark.errors import SparkConfigError
 
 DEFAULT_PREFIX = "sharetxn-spark"
 DEFAULT_MAX_RECORDS = 10_000
 DEFAULT_POLL_TIMEOUT_MS = 1_000
 STARTING_OFFSETS = ("earliest", "latest")
+#: options that ExactlyOnce.read_stream sets itself (besides the brokers, the checkpoint
+#: and the prefix): the clients' security settings, taken from its producer_config
+FIXED_OPTIONS = frozenset(f"kafka.{k}" for k in SECURITY_KEYS)
 
 # Option name -> what it means (used by --help-like error messages and docs/spark.md).
 OPTIONS: dict[str, str] = {
@@ -27,6 +29,9 @@ OPTIONS: dict[str, str] = {
     "pollTimeoutMs": f"how long a read task waits for records (default {DEFAULT_POLL_TIMEOUT_MS})",
     "startingOffsets": "earliest|latest: set the group's share.auto.offset.reset; "
     "without it the share group must already exist",
+    "sharetxn.checkpointServer": "set by ExactlyOnce.read_stream: the driver's checkpoint "
+    "server (host:port) through which the source reaches a checkpoint on any file system",
+    "sharetxn.checkpointToken": "set by ExactlyOnce.read_stream: the checkpoint server's secret",
     "kafka.<security config>": "security.protocol, sasl.mechanism, sasl.username, "
     "sasl.password, ssl.ca.location, ssl.certificate.location, ssl.key.location, ... "
     "passed to the clients (docs/security.md)",
@@ -38,7 +43,8 @@ class SourceOptions:
     bootstrap_servers: str
     group_id: str
     topics: tuple[str, ...]
-    checkpoint: Path
+    #: the location (a local path, or the qualified URI when a checkpoint server is given)
+    checkpoint: str
     max_records: int
     num_partitions: int | None
     prefix: str
@@ -46,6 +52,16 @@ class SourceOptions:
     starting_offsets: str | None
     #: ``kafka.``-prefixed security options, passed to every client of the query
     client_config: tuple[tuple[str, str], ...] = ()
+    #: (address, secret) of the driver's checkpoint server (``ExactlyOnce.read_stream``)
+    checkpoint_server: tuple[str, str] | None = None
+
+    def open_checkpoint(self) -> Checkpoint:
+        """The checkpoint on its store: through the driver's server, or a local path."""
+        if self.checkpoint_server is None:
+            return Checkpoint.local(self.checkpoint)
+        from producer.spark.fs_server import RemoteFS  # noqa: PLC0415
+
+        return Checkpoint(self.checkpoint, RemoteFS(*self.checkpoint_server))
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -85,17 +101,26 @@ class SourceOptions:
             msg = f"kafka-share: startingOffsets must be earliest or latest, not {starting!r}"
             raise SparkConfigError(msg)
         num = values.get("numPartitions")
+        server = values.get("sharetxn.checkpointServer", "").strip()
+        token = values.get("sharetxn.checkpointToken", "").strip()
+        if bool(server) != bool(token):
+            msg = "kafka-share: sharetxn.checkpointServer and sharetxn.checkpointToken go together"
+            raise SparkConfigError(msg)
+        location = values["checkpointLocation"].strip()
+        if not server:
+            location = str(local_path(location))  # refuses a non-local URI with a hint
         return cls(
             bootstrap_servers=values["kafka.bootstrap.servers"].strip(),
             group_id=values["group.id"].strip(),
             topics=topics,
-            checkpoint=local_path(values["checkpointLocation"]),
+            checkpoint=location,
             max_records=_positive(values, "maxRecordsPerPartition", DEFAULT_MAX_RECORDS),
             num_partitions=None if num is None else _positive(values, "numPartitions", 1),
             prefix=_prefix(values.get("transactional.id.prefix", DEFAULT_PREFIX)),
             poll_timeout_ms=_positive(values, "pollTimeoutMs", DEFAULT_POLL_TIMEOUT_MS),
             starting_offsets=None if starting is None else starting.lower(),
             client_config=tuple(sorted(client.items())),
+            checkpoint_server=(server, token) if server else None,
         )
 
 
@@ -119,3 +144,6 @@ def _prefix(raw: str) -> str:
         msg = f"transactional.id.prefix must be a non-empty word, not {raw!r}"
         raise SparkConfigError(msg)
     return prefix
+
+
+check_prefix = _prefix

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from producer.admin import Admin
-from producer.spark.checkpoint import resolve_lock
+from producer.spark.checkpoint import AUDIT_LOG, Checkpoint
 from producer.spark.errors import ResolveError
 from producer.transactional_producer import (
     DifferentPreparedTransactionError,
@@ -35,17 +35,19 @@ from recovery.execute import Outcome as StepOutcome
 from recovery.recover import apply_recovery, plan_recovery
 from recovery.scan import Scanner
 from recovery.spark_checkpoint import (
+    COMMITTING_DIR,
     INTENTS_DIR,
     RESOLVED_DIR,
     IntentTransaction,
     Outcome,
-    read_checkpoint,
+    read_committing,
     write_resolved,
 )
 
 log = logging.getLogger(__name__)
 
-AUDIT_LOG = "sharetxn-recovery.jsonl"
+__all__ = ["AUDIT_LOG", "Connection", "commit_decided", "recover"]
+
 SPARK_COMMIT = "spark-commit"
 _RECOVERY_SCAN_INTERVAL_S = 0.2
 
@@ -89,6 +91,14 @@ def _commit_one(conn: Connection, txn: IntentTransaction, ours: Callable[[], boo
     return "committed"
 
 
+def _commit_begun(
+    conn: Connection, begun: Callable[[], set[tuple[str, int, int]]], txn: IntentTransaction
+) -> str:
+    return _commit_one(
+        conn, txn, lambda: (txn.transactional_id, txn.producer_id, txn.epoch) in begun()
+    )
+
+
 def _step(txn: IntentTransaction, batch: int) -> dict[str, Any]:
     return {
         "action": "commit",
@@ -100,43 +110,41 @@ def _step(txn: IntentTransaction, batch: int) -> dict[str, Any]:
 
 
 def commit_decided(
-    checkpoint: Path, state_dir: Path, conn: Connection, *, by: str, max_workers: int = 8
+    checkpoint: Checkpoint, conn: Connection, *, by: str, max_workers: int = 8
 ) -> list[int]:
     """Commit every unresolved intent whose batch is in the commit log; returns the batches.
 
-    Each commit is written ahead to the recovery audit log (``begin``), so start-up
-    recovery knows a transaction that is gone from the coordinator was committed by us.
+    Before its first commit, batch N's transactions are written ahead to
+    ``committing/N`` in the checkpoint (and to the local audit log), so start-up recovery
+    knows a transaction that is gone from the coordinator was committed by us, even when
+    the driver restarted on another host.
     """
     done: list[int] = []
-    with resolve_lock(state_dir):
-        view = read_checkpoint(checkpoint, state_dir)
+    with checkpoint.resolve_lock():
+        view = checkpoint.view(unresolved_only=True)
         decided = [i for i in view.unresolved() if i.batch in view.commits]
         if not decided:
             return done
-        audit = AuditLog(state_dir / AUDIT_LOG, operator=by, command=SPARK_COMMIT)
-        # Read the audit log only when a transaction is gone (rare): it grows with the query.
-        begun = functools.cache(
-            lambda: _begun_commits(state_dir / AUDIT_LOG, exclude_run=audit.run_id)
-        )
+        audit = AuditLog(checkpoint.audit_log(), operator=by, command=SPARK_COMMIT)
         for intent in decided:
             started = time.monotonic()
+            # What earlier commit phases began: committing/N now, before this phase's
+            # write-ahead; the audit log only when a transaction is gone (rare).
+            earlier = _committing(checkpoint, intent.batch)
+            begun = functools.cache(
+                functools.partial(_begun_commits, checkpoint, None, audit.run_id, earlier)
+            )
+            _write_ahead(checkpoint, intent.batch, intent.transactions, earlier)
             for t in intent.transactions:
                 audit.write("begin", {"step": _step(t, intent.batch), "reason": "commits/N"})
             with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
                 results = list(
-                    pool.map(
-                        lambda t: _commit_one(
-                            conn,
-                            t,
-                            lambda: (t.transactional_id, t.producer_id, t.epoch) in begun(),
-                        ),
-                        intent.transactions,
-                    )
+                    pool.map(functools.partial(_commit_begun, conn, begun), intent.transactions)
                 )
             for t, result in zip(intent.transactions, results, strict=True):
                 outcome = "applied" if result == "committed" else "noop"
                 audit.write("end", {"step": _step(t, intent.batch), "outcome": outcome})
-            write_resolved(state_dir, intent.batch, Outcome.COMMIT, by)
+            write_resolved(view.state_dir, intent.batch, Outcome.COMMIT, by, checkpoint.fs)
             log.info(
                 "batch %d committed in %.3fs: %d transaction(s), %d already complete",
                 intent.batch,
@@ -145,19 +153,52 @@ def commit_decided(
                 results.count("already complete"),
             )
             done.append(intent.batch)
-        _forget_old(checkpoint, state_dir)
+        _forget_old(checkpoint)
     return done
 
 
+def _write_ahead(
+    checkpoint: Checkpoint,
+    batch: int,
+    transactions: tuple[IntentTransaction, ...],
+    earlier: set[tuple[str, int, int]],
+) -> None:
+    """``committing/N``: the commits of batch N are about to begin."""
+    path = checkpoint.path(COMMITTING_DIR, str(batch))
+    keys = {(t.transactional_id, t.producer_id, t.epoch) for t in transactions}
+    if keys <= earlier:
+        return  # an earlier commit phase began them and the file names them
+    named = [t.to_json() for t in transactions] + [
+        {"transactional_id": tid, "producer_id": pid, "epoch": epoch}
+        for tid, pid, epoch in sorted(earlier - keys)
+    ]
+    body = {"batch": batch, "transactions": named}
+    checkpoint.fs.write_atomic(path, (json.dumps(body, sort_keys=True) + "\n").encode())
+
+
+def _committing(checkpoint: Checkpoint, batch: int) -> set[tuple[str, int, int]]:
+    return read_committing(checkpoint.fs, checkpoint.location, batch)
+
+
 def _begun_commits(
-    audit_path: Path, *, exclude_run: str | None = None
+    checkpoint: Checkpoint,
+    batch: int | None,
+    exclude_run: str | None = None,
+    known: set[tuple[str, int, int]] | None = None,
 ) -> set[tuple[str, int, int]]:
     """(id, producer id, epoch) of every commit this module began (write-ahead).
 
-    ``exclude_run`` leaves out the begins of the running commit phase itself.
+    From ``committing/N`` in the checkpoint (``known``: already read; else ``batch``, or
+    every batch when None) and from the local audit log; ``exclude_run`` leaves out the
+    begins of the running commit phase.
     """
-    out: set[tuple[str, int, int]] = set()
-    for event in read_audit_log(audit_path):
+    out: set[tuple[str, int, int]] = set(known or ())
+    if known is None:
+        listed = checkpoint.fs.list(checkpoint.path(COMMITTING_DIR))
+        batches = [batch] if batch is not None else [int(n) for n in listed if n.isdigit()]
+        for n in batches:
+            out |= _committing(checkpoint, n)
+    for event in read_audit_log(checkpoint.audit_log()):
         step = event.get("step") or {}
         if (
             event.get("command") == SPARK_COMMIT
@@ -174,28 +215,26 @@ def _begun_commits(
     return out
 
 
-def _forget_old(checkpoint: Path, state_dir: Path) -> None:
+def _forget_old(checkpoint: Checkpoint) -> None:
     """Drop resolved intents older than any batch Spark still keeps (minBatchesToRetain)."""
-    offsets = checkpoint / "offsets"
-    if not offsets.is_dir():
-        return
-    kept = [int(p.name) for p in offsets.iterdir() if p.name.isdigit()]
+    kept = checkpoint.planned_batches()
     if not kept:
         return
     oldest = min(kept)
-    intents, resolved = state_dir / INTENTS_DIR, state_dir / RESOLVED_DIR
-    if not resolved.is_dir():
-        return
-    for path in list(resolved.iterdir()):
-        if not path.name.isdigit() or int(path.name) >= oldest:
+    fs = checkpoint.fs
+    for name in fs.list(checkpoint.path(RESOLVED_DIR)):
+        if not name.isdigit() or int(name) >= oldest:
             continue
-        (intents / f"{path.name}.json").unlink(missing_ok=True)  # intent first, then resolved
-        path.unlink(missing_ok=True)
+        # intent first, then the write-ahead, then resolved
+        fs.delete(checkpoint.path(INTENTS_DIR, f"{name}.json"))
+        fs.delete(checkpoint.path(COMMITTING_DIR, name))
+        fs.delete(checkpoint.path(RESOLVED_DIR, name))
 
 
-def _history(audit_path: Path) -> Callable[[str, int, int], Mapping[str, Any] | None]:
+def _history(checkpoint: Checkpoint) -> Callable[[str, int, int], Mapping[str, Any] | None]:
     """The recovery tool's history lookup, plus the commits this module wrote ahead."""
-    begun = _begun_commits(audit_path)
+    audit_path = checkpoint.audit_log()
+    begun = _begun_commits(checkpoint, None)
 
     def lookup(tid: str, pid: int, epoch: int) -> Mapping[str, Any] | None:
         found = previously_applied(audit_path, tid, pid, epoch)
@@ -224,8 +263,7 @@ class RecoveryReport:
 
 
 def recover(
-    checkpoint: Path,
-    state_dir: Path,
+    checkpoint: Checkpoint,
     conn: Connection,
     prefixes: set[str],
     *,
@@ -234,10 +272,10 @@ def recover(
     """The decision rule at query start, through ``recovery.recover`` with an audit log."""
     committed = aborted = noop = 0
     batches: set[int] = set()
-    with resolve_lock(state_dir), Admin(conn.producer_config()) as admin:
-        view = read_checkpoint(checkpoint, state_dir)
+    with checkpoint.resolve_lock(), Admin(conn.producer_config()) as admin:
+        view = checkpoint.view()
         scanner = Scanner(admin)
-        audit = AuditLog(state_dir / AUDIT_LOG, operator=by, command="spark-source-recovery")
+        audit = AuditLog(checkpoint.audit_log(), operator=by, command="spark-source-recovery")
         executor = Executor(
             scanner, conn.bootstrap_servers, audit, client_config=dict(conn.client_config)
         )
@@ -248,7 +286,7 @@ def recover(
                 view,
                 prefix,
                 _RECOVERY_SCAN_INTERVAL_S,
-                history=_history(state_dir / AUDIT_LOG),
+                history=_history(checkpoint),
             )
             results = apply_recovery(executor, view, steps, by=by)
             for r in results:
@@ -268,5 +306,5 @@ def recover(
                     aborted += 1
                 if r.step.batch is not None:
                     batches.add(r.step.batch)
-            view = read_checkpoint(checkpoint, state_dir)  # resolved/N written meanwhile
+            view = checkpoint.view()  # resolved/N written meanwhile
     return RecoveryReport(committed, aborted, noop, tuple(sorted(batches)))

@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession, functions
 from pyspark.sql.streaming.listener import (
@@ -36,12 +36,14 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from producer.admin import Admin
 from producer.security import SECURITY_KEYS
-from producer.spark import checkpoint as ckpt
+from producer.spark.checkpoint import Checkpoint
+from producer.spark.connect import refuse_connect
 from producer.spark.errors import BatchFencedError, ResolveError, SparkConfigError
-from producer.spark.options import DEFAULT_PREFIX
+from producer.spark.options import DEFAULT_PREFIX, FIXED_OPTIONS, check_prefix
 from producer.spark.resolve import Connection, commit_decided
 from producer.spark.source import RECEIPT_COLUMNS
 from producer.transactional_producer import TransactionalProducer
+from recovery.checkpoint_fs import is_local
 from recovery.spark_checkpoint import (
     RESOLVED_DIR,
     Intent,
@@ -50,6 +52,9 @@ from recovery.spark_checkpoint import (
     transactional_id,
     write_intent,
 )
+
+if TYPE_CHECKING:
+    from producer.spark.fs_server import CheckpointServer
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +120,13 @@ class _Batch:
 
 
 class ExactlyOnce:
-    """The exactly-once foreachBatch sink of a ``kafka-share`` query."""
+    """The exactly-once pipeline's one configuration: its source, its sink, its checkpoint.
+
+    ``read_stream`` starts the ``kafka-share`` source with this object's brokers, prefix,
+    security options and checkpoint; ``write_stream`` (or ``foreachBatch(eos.wrap(fn))``)
+    runs the sink with the same checkpoint.  Checkpoint I/O goes through Hadoop's
+    FileSystem API in the driver's JVM, so any location Spark accepts works.
+    """
 
     def __init__(
         self,
@@ -127,8 +138,13 @@ class ExactlyOnce:
     ) -> None:
         security = {k: v for k, v in (producer_config or {}).items() if k in SECURITY_KEYS}
         self.conn = Connection(bootstrap_servers, security)  # security options for every client
-        self.checkpoint = ckpt.local_path(checkpoint_location)
-        self.prefix = transactional_id_prefix
+        if not str(checkpoint_location).strip():
+            msg = "the checkpoint location is empty"
+            raise SparkConfigError(msg)
+        self.location = str(checkpoint_location).strip()
+        self._checkpoint: Checkpoint | None = None
+        self._server: CheckpointServer | None = None
+        self.prefix = check_prefix(transactional_id_prefix)
         self.producer_config = dict(producer_config or {})
         for key in ("transactional.id", "transaction.two.phase.commit.enable"):
             if key in self.producer_config:
@@ -139,6 +155,151 @@ class ExactlyOnce:
         self.batches_committed = 0
         self.last_timings: dict[str, float] = {}
 
+    # -- the checkpoint ----------------------------------------------------------------------
+
+    def open_checkpoint(self, spark: SparkSession | None = None) -> Checkpoint:
+        """The checkpoint through the session's Hadoop FileSystem (local path: POSIX)."""
+        if self._checkpoint is None:
+            session = spark or SparkSession.getActiveSession()
+            if session is not None:
+                refuse_connect(session)
+                from producer.spark.hadoop_fs import HadoopFS  # noqa: PLC0415
+
+                fs = HadoopFS.for_session(session, self.location)
+                self._checkpoint = Checkpoint(fs.root, fs)
+            elif is_local(self.location):
+                self._checkpoint = Checkpoint.local(self.location)
+            else:
+                msg = (
+                    f"checkpoint {self.location!r} is reached through Hadoop's FileSystem "
+                    "in the driver's JVM: create the SparkSession first"
+                )
+                raise SparkConfigError(msg)
+        return self._checkpoint
+
+    @property
+    def checkpoint(self) -> Checkpoint:
+        return self.open_checkpoint()
+
+    # -- configure once: the source and the query ---------------------------------------------
+
+    def read_stream(
+        self, spark: SparkSession, *, subscribe: str, group_id: str, **options: str
+    ) -> DataFrame:
+        """``spark.readStream.format("kafka-share")`` configured from this object.
+
+        ``options`` are the source's other options (``maxRecordsPerPartition``,
+        ``startingOffsets``, ``numPartitions``, ``pollTimeoutMs``); the brokers, the prefix,
+        the security settings and the checkpoint come from here, and a different value for
+        one of them is refused.
+        """
+        refuse_connect(spark)
+        from producer.spark import register  # noqa: PLC0415
+
+        register(spark)
+        checkpoint = self.open_checkpoint(spark)
+        fixed = {
+            "kafka.bootstrap.servers": self.conn.bootstrap_servers,
+            "checkpointLocation": checkpoint.location,
+            "transactional.id.prefix": self.prefix,
+            **{f"kafka.{k}": str(v) for k, v in self.conn.client_config.items()},
+        }
+        self._refuse_overrides(options, fixed)
+        reader = spark.readStream.format("kafka-share")
+        for key, value in {
+            **options,
+            **fixed,
+            "subscribe": subscribe,
+            "group.id": group_id,
+        }.items():
+            reader = reader.option(key, str(value))
+        if not is_local(checkpoint.location):
+            # The source's reader has no JVM: it reaches the checkpoint through this process.
+            server = self._serve(checkpoint)
+            reader = reader.option("sharetxn.checkpointServer", server.address)
+            reader = reader.option("sharetxn.checkpointToken", server.token)
+        return reader.load()
+
+    def _refuse_overrides(self, options: Mapping[str, str], fixed: Mapping[str, str]) -> None:
+        lowered = {k.lower(): k for k in fixed}
+        for key, value in options.items():
+            low = key.lower()
+            if low in ("subscribe", "group.id") or low.startswith("sharetxn."):
+                msg = f"read_stream: pass {key!r} as its keyword argument, not as an option"
+                raise SparkConfigError(msg)
+            name = lowered.get(low) or (low if low in FIXED_OPTIONS else None)
+            if name is None:
+                continue
+            mine = fixed.get(name)
+            if name == "checkpointLocation" and str(value) in (self.location, mine):
+                continue
+            if mine != str(value):
+                msg = (
+                    f"read_stream: option {key}={value!r} differs from the ExactlyOnce "
+                    f"configuration ({mine!r}): the source and the sink must share it; set "
+                    "it once, on ExactlyOnce"
+                )
+                raise SparkConfigError(msg)
+
+    def _serve(self, checkpoint: Checkpoint) -> CheckpointServer:
+        from producer.spark.fs_server import CheckpointServer  # noqa: PLC0415
+
+        if self._server is None:
+            self._server = CheckpointServer(
+                checkpoint.fs,
+                {
+                    "checkpointLocation": checkpoint.location,
+                    "transactional.id.prefix": self.prefix,
+                },
+            )
+        return self._server
+
+    def write_stream(
+        self,
+        df: DataFrame,
+        fn: BatchFunction,
+        *,
+        trigger: Mapping[str, Any] | None = None,
+        query_name: str | None = None,
+        options: Mapping[str, str] | None = None,
+    ) -> StreamingQuery:
+        """Start the query: ``foreachBatch(self.wrap(fn))`` with this checkpoint.
+
+        ``trigger`` is ``DataStreamWriter.trigger``'s keywords (e.g.
+        ``{"processingTime": "1 second"}``); ``options`` other writer options.  A different
+        ``checkpointLocation`` is refused before the query starts.
+        """
+        refuse_connect(df)
+        checkpoint = self.open_checkpoint(df.sparkSession)
+        for key, value in (options or {}).items():
+            if key.lower() == "checkpointlocation" and str(value) not in (
+                self.location,
+                checkpoint.location,
+            ):
+                msg = (
+                    f"write_stream: checkpointLocation {value!r} is not the ExactlyOnce "
+                    f"checkpoint {self.location!r}: the source, the sink and Spark must "
+                    "share one; set it once, on ExactlyOnce"
+                )
+                raise SparkConfigError(msg)
+        missing = [c for c in RECEIPT_COLUMNS if c not in df.columns]
+        if missing:
+            msg = (
+                "write_stream needs the kafka-share source's stream (from read_stream), "
+                f"with its receipt columns (missing {missing})"
+            )
+            raise SparkConfigError(msg)
+        writer = df.writeStream.foreachBatch(self.wrap(fn))
+        for key, value in (options or {}).items():
+            if key.lower() != "checkpointlocation":
+                writer = writer.option(key, value)
+        writer = writer.option("checkpointLocation", self.location)
+        if query_name is not None:
+            writer = writer.queryName(query_name)
+        if trigger:
+            writer = writer.trigger(**trigger)
+        return writer.start()
+
     # -- the foreachBatch wrapper ----------------------------------------------------------
 
     def wrap(self, fn: BatchFunction) -> BatchFunction:
@@ -146,6 +307,7 @@ class ExactlyOnce:
         active = SparkSession.getActiveSession()
         if active is not None:
             self._check_session(active)  # fail before the query starts
+            self.open_checkpoint(active)
 
         def run(df: DataFrame, batch_id: int) -> None:
             self._run_batch(fn, df, batch_id)
@@ -166,13 +328,14 @@ class ExactlyOnce:
                 "foreachBatch, not a function of a transformed stream that dropped them"
             )
             raise SparkConfigError(msg)
-        if not ckpt.is_planned(self.checkpoint, batch_id):
+        checkpoint = self.open_checkpoint(spark)
+        if not checkpoint.is_planned(batch_id):
             msg = (
-                f"batch {batch_id} is not in {self.checkpoint}/offsets: checkpoint_location "
-                "must be the query's checkpointLocation"
+                f"batch {batch_id} is not in {checkpoint.path('offsets')}: "
+                "checkpoint_location must be the query's checkpointLocation"
             )
             raise SparkConfigError(msg)
-        query_id = ckpt.query_id(self.checkpoint)
+        query_id = checkpoint.query_id()
         self.commit_decided()
         cached = df.persist()
         state = _Batch(batch_id, query_id)
@@ -193,7 +356,7 @@ class ExactlyOnce:
             self._verify(transactions, batch_id)
             t3 = time.monotonic()
             write_intent(
-                self.checkpoint,
+                checkpoint.location,
                 Intent(
                     batch=batch_id,
                     transactions=tuple(transactions),
@@ -201,10 +364,11 @@ class ExactlyOnce:
                     transactional_id_prefix=self.prefix,
                     written_at_ms=int(time.time() * 1000),
                 ),
+                checkpoint.fs,
             )
             # A re-run of N after an abort: only now may the new intent stop looking
             # resolved (a crash before this leaves it resolved, so recovery aborts it).
-            (self.checkpoint / RESOLVED_DIR / str(batch_id)).unlink(missing_ok=True)
+            checkpoint.fs.delete(checkpoint.path(RESOLVED_DIR, str(batch_id)))
             self.last_timings = {
                 "read_s": t1 - t0,
                 "write_s": t2 - t1,
@@ -306,6 +470,7 @@ class ExactlyOnce:
     # -- checks ------------------------------------------------------------------------------
 
     def _check_session(self, spark: SparkSession) -> None:
+        refuse_connect(spark)
         speculation = spark.sparkContext.getConf().get("spark.speculation", "false")
         if str(speculation).strip().lower() == "true":
             msg = (
@@ -340,7 +505,7 @@ class ExactlyOnce:
 
     def commit_decided(self) -> list[int]:
         """Commit every batch Spark has decided (``commits/N``); idempotent."""
-        done = commit_decided(self.checkpoint, self.checkpoint, self.conn, by="ExactlyOnce sink")
+        done = commit_decided(self.checkpoint, self.conn, by="ExactlyOnce sink")
         self.batches_committed += len(done)
         return done
 
@@ -372,6 +537,9 @@ class ExactlyOnce:
         if self._listener is not None and spark is not None:
             spark.streams.removeListener(self._listener)
             self._listener = None
+        if self._server is not None:
+            self._server.close()
+            self._server = None
 
 
 class _CommitListener(StreamingQueryListener):

@@ -27,13 +27,12 @@ from pyspark.sql.types import StructType
 
 from producer.admin import RESOURCE_GROUP, Admin
 from producer.share_consumer import ShareConsumer
-from producer.spark import checkpoint as ckpt
 from producer.spark.errors import ResolveError, SparkConfigError
 from producer.spark.options import SourceOptions
 from producer.spark.resolve import Connection, commit_decided, recover
 from producer.transactional_producer import TransactionalProducer
 from producer.types import Record
-from recovery.spark_checkpoint import read_checkpoint, transactional_id
+from recovery.spark_checkpoint import transactional_id
 from txn.errors import KafkaProtocolError
 from txn.ids import TopicPartition
 
@@ -107,6 +106,7 @@ class ShareStreamReader(DataSourceStreamReader):
 
     def __init__(self, options: SourceOptions) -> None:
         self.opts = options
+        self.ckpt = options.open_checkpoint()
         self._conn = Connection(options.bootstrap_servers, dict(options.client_config))
         self._admin: Admin | None = None
         self._query_id: str | None = None
@@ -119,7 +119,8 @@ class ShareStreamReader(DataSourceStreamReader):
         if self._query_id is not None:
             return self._query_id
         opts = self.opts
-        query_id = ckpt.query_id(opts.checkpoint)
+        self._check_server()
+        query_id = self.ckpt.query_id()
         admin = self._admin_client()
         topics = admin.list_topics()
         missing = [t for t in opts.topics if t not in topics]
@@ -128,13 +129,11 @@ class ShareStreamReader(DataSourceStreamReader):
             raise SparkConfigError(msg)
         self._partitions = [TopicPartition(t, p) for t in opts.topics for p in topics[t]]
         self._check_group(admin)
-        view = read_checkpoint(opts.checkpoint)
+        view = self.ckpt.view()
         prefixes = {opts.prefix} | {
             i.transactional_id_prefix for i in view.intents.values() if i.transactional_id_prefix
         }
-        report = recover(
-            opts.checkpoint, opts.checkpoint, self._conn, prefixes, by=f"kafka-share {query_id}"
-        )
+        report = recover(self.ckpt, self._conn, prefixes, by=f"kafka-share {query_id}")
         if report.committed or report.aborted:
             log.warning(
                 "kafka-share recovery of query %s: %d transaction(s) committed, %d aborted "
@@ -146,6 +145,23 @@ class ShareStreamReader(DataSourceStreamReader):
             )
         self._query_id = query_id
         return query_id
+
+    def _check_server(self) -> None:
+        """With ``ExactlyOnce.read_stream``: the options must still be the sink's."""
+        hello = getattr(self.ckpt.fs, "hello", None)
+        if hello is None:
+            return
+        info = hello()
+        for key, mine in (
+            ("checkpointLocation", self.opts.checkpoint),
+            ("transactional.id.prefix", self.opts.prefix),
+        ):
+            if info.get(key) != mine:
+                msg = (
+                    f"kafka-share: option {key}={mine!r} but the ExactlyOnce that started "
+                    f"this source has {info.get(key)!r}: configure it once, on ExactlyOnce"
+                )
+                raise SparkConfigError(msg)
 
     def _check_group(self, admin: Admin) -> None:
         group = self.opts.group_id
@@ -189,9 +205,7 @@ class ShareStreamReader(DataSourceStreamReader):
         return False
 
     def _commit_decided(self) -> None:
-        commit_decided(
-            self.opts.checkpoint, self.opts.checkpoint, self._conn, by="kafka-share source"
-        )
+        commit_decided(self.ckpt, self._conn, by="kafka-share source")
 
     def initialOffset(self) -> dict[str, int]:
         self._start()
@@ -200,15 +214,15 @@ class ShareStreamReader(DataSourceStreamReader):
     def _stored_ticket(self, batch: int) -> dict[str, int]:
         if batch < 0:
             return ticket(-1)
-        return ckpt.planned_ticket(self.opts.checkpoint, batch) or ticket(batch)
+        return self.ckpt.planned_ticket(batch) or ticket(batch)
 
     def latestOffset(self) -> dict[str, int]:
         self._start()
-        last = ckpt.last_planned_batch(self.opts.checkpoint)
+        last = self.ckpt.last_planned_batch()
         # "No new data" must repeat exactly what Spark stored for the last batch (after a
         # no-data batch of a stateful query that is not ticket(last)).
         unchanged = self._stored_ticket(last)
-        if last >= 0 and not ckpt.is_committed(self.opts.checkpoint, last):
+        if last >= 0 and not self.ckpt.is_committed(last):
             return unchanged  # Spark re-runs it first
         try:
             # A decided batch is committed before its records are looked at again, so acks
@@ -247,7 +261,7 @@ class ShareStreamReader(DataSourceStreamReader):
             return []
         # Batch N reuses the ids of N-2: N-2 (and everything before) must be complete.
         self._commit_decided()
-        view = read_checkpoint(self.opts.checkpoint)
+        view = self.ckpt.view(unresolved_only=True)
         open_ = [b for b in view.intents if b < batch - 1 and b not in view.resolved]
         if open_:
             msg = (

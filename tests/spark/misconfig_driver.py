@@ -78,6 +78,29 @@ def main() -> None:
         attempt("unknown_topic", lambda: run_query("unknown_topic", "g", "no-such-topic"))
         # A group created at "latest" on a topic with records: the first batch is empty.
         attempt("empty_batch", lambda: run_query("empty", "g-latest", topic, starting="latest"))
+        # Configure once: the source and the query take the checkpoint and the prefix from
+        # ExactlyOnce; a different one is refused before the query starts.
+        eos = ExactlyOnce(bootstrap, str(workdir / "once"), "once")
+        attempt(
+            "read_stream_prefix",
+            lambda: eos.read_stream(
+                spark, subscribe=topic, group_id="g", **{"transactional.id.prefix": "other"}
+            ),
+        )
+        attempt(
+            "read_stream_checkpoint",
+            lambda: eos.read_stream(
+                spark, subscribe=topic, group_id="g", checkpointLocation=str(workdir / "x")
+            ),
+        )
+        attempt(
+            "write_stream_checkpoint",
+            lambda: eos.write_stream(
+                eos.read_stream(spark, subscribe=topic, group_id="g"),
+                lambda d, n: None,
+                options={"checkpointLocation": str(workdir / "elsewhere")},
+            ),
+        )
         attempt(
             "sink_checkpoint_mismatch",
             lambda: run_query("mismatch", "g", topic, sink_checkpoint=str(workdir / "elsewhere")),

@@ -15,7 +15,9 @@ from confluent_kafka import Producer
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
 from producer.spark.errors import SparkConfigError
+from producer.spark.fs_server import CheckpointServer
 from producer.spark.options import SourceOptions
+from recovery.checkpoint_fs import LOCAL
 
 pytest.importorskip("pyspark")
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(400)]
@@ -61,8 +63,23 @@ def test_option_errors_name_the_option() -> None:
         SourceOptions.parse({**base, "checkpointLocation": "/c", "maxRecords": "5"})
     with pytest.raises(SparkConfigError, match="positive integer"):
         SourceOptions.parse({**base, "checkpointLocation": "/c", "numPartitions": "0"})
-    with pytest.raises(SparkConfigError, match="only local paths"):
-        SourceOptions.parse({**base, "checkpointLocation": "s3://bucket/chk"})
+    # Without the driver's checkpoint server (ExactlyOnce.read_stream) only local paths.
+    with pytest.raises(SparkConfigError, match=r"ExactlyOnce\.read_stream"):
+        SourceOptions.parse({**base, "checkpointLocation": "s3a://bucket/chk"})
+    with pytest.raises(SparkConfigError, match="go together"):
+        SourceOptions.parse(
+            {**base, "checkpointLocation": "s3a://b/c", "sharetxn.checkpointServer": "h:1"}
+        )
+    served = SourceOptions.parse(
+        {
+            **base,
+            "checkpointLocation": "s3a://b/c",
+            "sharetxn.checkpointServer": "127.0.0.1:1",
+            "sharetxn.checkpointToken": "secret",
+        }
+    )
+    assert served.checkpoint == "s3a://b/c"
+    assert served.checkpoint_server == ("127.0.0.1:1", "secret")
     opts = SourceOptions.parse({**base, "CHECKPOINTLOCATION": "file:///tmp/c", "subscribe": "a,b"})
     assert opts.topics == ("a", "b") and str(opts.checkpoint) == "/tmp/c"
 
@@ -79,6 +96,14 @@ def test_misconfigured_queries_fail_fast(broker: LocalBroker, tmp_path: Path) ->
     mismatch = results["sink_checkpoint_mismatch"]["error"]
     assert mismatch and "must be the query's checkpointLocation" in mismatch
     assert results["empty_batch"]["error"] is None, results["empty_batch"]  # empty is fine
+    for case, option in (
+        ("read_stream_prefix", "transactional.id.prefix='other'"),
+        ("read_stream_checkpoint", "checkpointLocation="),
+        ("write_stream_checkpoint", "checkpointLocation"),
+    ):
+        error = results[case]["error"]
+        assert error and option in error and "set it once, on ExactlyOnce" in error, error
+    assert not (tmp_path / "once" / "offsets").exists()  # refused before any query started
     for case in ("unknown_group", "unknown_topic"):
         # Failed at start: Spark never planned a batch.
         assert not (tmp_path / case / "offsets" / "0").exists(), case
@@ -91,3 +116,52 @@ def test_speculation_is_refused_before_the_query_starts(
     error = results["speculation"]["error"]
     assert error and "spark.speculation is on" in error
     assert not (tmp_path / "speculation" / "offsets").exists()  # refused before any batch
+
+
+def test_spark_connect_is_refused_with_the_reason() -> None:
+    from producer.spark import register  # noqa: PLC0415
+    from producer.spark.sink import ExactlyOnce  # noqa: PLC0415
+
+    # A stand-in for pyspark.sql.connect's session (importing it needs pandas and grpc):
+    # detection is by the class's module, as PySpark's own checks do.
+    connect_session = type("SparkSession", (), {"__module__": "pyspark.sql.connect.session"})()
+    connect_df = type("DataFrame", (), {"__module__": "pyspark.sql.connect.dataframe"})()
+    eos = ExactlyOnce("h:1", "/tmp/chk")
+    calls = [
+        lambda: register(connect_session),  # type: ignore[arg-type]
+        lambda: eos.read_stream(connect_session, subscribe="t", group_id="g"),  # type: ignore[arg-type]
+        lambda: eos.write_stream(connect_df, lambda d, n: None),  # type: ignore[arg-type]
+        lambda: eos.open_checkpoint(connect_session),  # type: ignore[arg-type]
+    ]
+    for call in calls:
+        with pytest.raises(SparkConfigError, match="Spark Connect is not supported") as info:
+            call()
+        assert "separate Python process" in str(info.value)
+
+
+def test_a_source_configured_apart_from_its_exactly_once_is_refused() -> None:
+    from producer.spark.source import ShareStreamReader  # noqa: PLC0415
+
+    server = CheckpointServer(
+        LOCAL, {"checkpointLocation": "s3a://b/chk", "transactional.id.prefix": "app"}
+    )
+    try:
+        base = {
+            "kafka.bootstrap.servers": "h:1",
+            "group.id": "g",
+            "subscribe": "t",
+            "sharetxn.checkpointServer": server.address,
+            "sharetxn.checkpointToken": server.token,
+        }
+        for options, wrong in (
+            ({"checkpointLocation": "s3a://b/other", "transactional.id.prefix": "app"}, "chk"),
+            ({"checkpointLocation": "s3a://b/chk", "transactional.id.prefix": "x"}, "prefix"),
+        ):
+            reader = ShareStreamReader(SourceOptions.parse({**base, **options}))
+            with pytest.raises(SparkConfigError, match="configure it once") as info:
+                reader._check_server()
+            assert wrong in str(info.value)
+        ok = {"checkpointLocation": "s3a://b/chk", "transactional.id.prefix": "app"}
+        ShareStreamReader(SourceOptions.parse({**base, **ok}))._check_server()
+    finally:
+        server.close()

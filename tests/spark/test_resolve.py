@@ -13,6 +13,7 @@ import pytest
 from coordinator.launcher import LocalBroker
 from producer import TransactionalProducer
 from producer.admin import Admin, TopicSpec
+from producer.spark.checkpoint import Checkpoint
 from producer.spark.errors import ResolveError
 from producer.spark.resolve import (
     AUDIT_LOG,
@@ -79,8 +80,8 @@ def test_commit_phase_is_idempotent_and_recovery_finishes_a_crashed_one(
     batch0 = [prepared(b, transactional_id(PREFIX, QUERY, "w", 0, p)) for p in range(2)]
     write_intent(chk, Intent(0, tuple(batch0), QUERY, PREFIX))
     (chk / "commits" / "0").write_text("v1\n{}\n")
-    assert commit_decided(chk, chk, conn, by="test") == [0]
-    assert commit_decided(chk, chk, conn, by="test") == []
+    assert commit_decided(Checkpoint.local(chk), conn, by="test") == [0]
+    assert commit_decided(Checkpoint.local(chk), conn, by="test") == []
     assert all(s.startswith("Complete") or s == "Empty" for s in states(b, batch0))
 
     # Batch 1: decided; the commit phase crashed after committing one of two.
@@ -102,14 +103,14 @@ def test_commit_phase_is_idempotent_and_recovery_finishes_a_crashed_one(
     # An orphan: prepared with the query's prefix, named by no intent.
     orphan = prepared(b, transactional_id(PREFIX, QUERY, "r", 1, 5))
 
-    report = recover(chk, chk, conn, {PREFIX}, by="test")
+    report = recover(Checkpoint.local(chk), conn, {PREFIX}, by="test")
     assert report.committed == 1  # the second of batch 1
     assert report.aborted == 2  # batch 2 and the orphan
     view = read_checkpoint(chk)
     assert view.resolved == {0, 1, 2}
     assert not any(s == "Ongoing" for s in states(b, [*batch1, *batch2, orphan]))
     # A second recovery finds nothing to do.
-    again = recover(chk, chk, conn, {PREFIX}, by="test")
+    again = recover(Checkpoint.local(chk), conn, {PREFIX}, by="test")
     assert (again.committed, again.aborted) == (0, 0)
 
 
@@ -130,7 +131,7 @@ def test_a_decided_transaction_ended_by_someone_else_is_a_resolve_error(
     zombie.init_transactions()
     zombie.close()
     with pytest.raises(ResolveError, match="heuristic hazard"):
-        commit_decided(chk, chk, Connection(b), by="test")
+        commit_decided(Checkpoint.local(chk), Connection(b), by="test")
     assert 0 not in read_checkpoint(chk).resolved
 
 
@@ -151,6 +152,6 @@ def test_resolved_intents_older_than_spark_keeps_are_dropped(
     txn = prepared(b, transactional_id(PREFIX, QUERY, "w", 5, 0))
     write_intent(chk, Intent(5, (txn,), QUERY, PREFIX))
     (chk / "commits" / "5").write_text("v1\n{}\n")
-    assert commit_decided(chk, chk, Connection(b), by="test") == [5]
+    assert commit_decided(Checkpoint.local(chk), Connection(b), by="test") == [5]
     view = read_checkpoint(chk)
     assert sorted(view.intents) == [5] and view.resolved == {5}

@@ -11,6 +11,9 @@ inherit both, so the hook runs wherever the point is reached:
   ``resolved/N``: the batch is decided, nothing is committed.
 - ``fail-read-once``: the first attempt of read task 0 raises after preparing its
   transaction; Spark retries the task.
+- ``hold-read-after-prepare``: the first attempt of read task 0 prepares its transaction,
+  writes its pid to ``$SHARETXN_TEST_MARKER`` and waits there (for a test to kill its
+  executor).
 """
 
 # ruff: noqa: PLC0415 - the hooks import only what the chosen fault needs, at start-up
@@ -33,18 +36,15 @@ def _kill_driver() -> None:
 
 def _install(point: str, batch: int) -> None:
     if point == "kill-before-commit":
-        from pathlib import Path
-
         import producer.spark.resolve as resolve
-        from recovery.spark_checkpoint import read_checkpoint
 
         original = resolve.commit_decided
 
-        def commit_decided(checkpoint: Path, state_dir: Path, *args, **kwargs):  # type: ignore[no-untyped-def]
-            view = read_checkpoint(checkpoint, state_dir)
+        def commit_decided(checkpoint, *args, **kwargs):  # type: ignore[no-untyped-def]
+            view = checkpoint.view()
             if batch in view.commits and batch in view.intents and batch not in view.resolved:
                 _kill_driver()
-            return original(checkpoint, state_dir, *args, **kwargs)
+            return original(checkpoint, *args, **kwargs)
 
         resolve.commit_decided = commit_decided
     elif point == "kill-after-intent":
@@ -52,8 +52,8 @@ def _install(point: str, batch: int) -> None:
 
         original_write = sink.write_intent
 
-        def write_intent(state_dir, intent):  # type: ignore[no-untyped-def]
-            path = original_write(state_dir, intent)
+        def write_intent(state_dir, intent, *args):  # type: ignore[no-untyped-def]
+            path = original_write(state_dir, intent, *args)
             if intent.batch == batch:
                 _kill_driver()
             return path
@@ -82,6 +82,28 @@ def _install(point: str, batch: int) -> None:
             context = TaskContext.get()
             if task.batch == batch and task.index == 0 and context.attemptNumber() == 0:
                 raise RuntimeError("injected failure of read task 0 after its prepare")
+            yield from rows
+
+        source.read_task = read_task
+    elif point == "hold-read-after-prepare":
+        import time
+        from pathlib import Path
+
+        from pyspark import TaskContext
+
+        import producer.spark.source as source
+
+        original_hold = source.read_task
+
+        def read_task(task):  # type: ignore[no-untyped-def]
+            rows = list(original_hold(task))  # acquires and prepares
+            context = TaskContext.get()
+            if task.batch == batch and task.index == 0 and context.attemptNumber() == 0:
+                marker = Path(os.environ["SHARETXN_TEST_MARKER"])
+                tmp = marker.with_suffix(".tmp")
+                tmp.write_text(str(os.getpid()))
+                tmp.rename(marker)
+                time.sleep(120)  # the test kills this executor meanwhile
             yield from rows
 
         source.read_task = read_task

@@ -1,0 +1,177 @@
+"""An S3-compatible server on 127.0.0.1 and the s3a file system, for checkpoints on S3.
+
+``MotoS3`` runs ``moto``'s S3 server (from PyPI) as a process on a free port and creates a
+bucket.  The s3a file system's jars — hadoop-aws of the Hadoop that PySpark bundles and the
+AWS SDK bundle it was built against — come from Maven Central through the small pom in
+``s3/``, copied by ``mvn dependency:copy-dependencies`` into a cache outside the repository
+(``$SHARETXN_KAFKA_CACHE`` or ``~/.cache/sharetxn``, like tests/reference/kafka.py).
+
+    python -m tests.spark.s3store fetch     # resolve the jars into the cache
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+from tests.reference.kafka import cache_root
+
+HADOOP_VERSION = "3.4.1"  # PySpark 4.0.1's hadoop-client-api
+POM = Path(__file__).parent / "s3" / "pom.xml"
+ACCESS_KEY = "sharetxn-test"
+SECRET_KEY = "sharetxn-test-secret"
+BUCKET = "sharetxn-checkpoints"
+
+
+class S3Error(RuntimeError):
+    pass
+
+
+def jars_dir() -> Path:
+    return cache_root() / f"spark-s3a-{HADOOP_VERSION}"
+
+
+def ensure_jars() -> Path:
+    """The directory holding hadoop-aws and the AWS SDK bundle, resolved by mvn once."""
+    target = jars_dir()
+    if (target / ".complete").exists():
+        return target
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        msg = f"mvn is needed once to resolve hadoop-aws {HADOOP_VERSION} into {target}"
+        raise S3Error(msg)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".spark-s3a-", dir=target.parent))
+    try:
+        cmd = [
+            mvn,
+            "-q",
+            "-B",
+            "-f",
+            str(POM),
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={staging}",
+        ]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+        if done.returncode != 0:
+            msg = f"mvn could not resolve hadoop-aws:\n{done.stdout}{done.stderr}"
+            raise S3Error(msg)
+        (staging / ".complete").write_text(HADOOP_VERSION + "\n")
+        with contextlib.suppress(OSError):
+            staging.rename(target)  # another process may have won the race: keep theirs
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class MotoS3:
+    """``moto_server`` on 127.0.0.1 with one bucket; stopped on exit."""
+
+    def __init__(self, log_path: Path) -> None:
+        self.port = _free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.log_path = log_path
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> MotoS3:
+        log = self.log_path.open("wb")
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        deadline = time.monotonic() + 30
+        while True:
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5),
+            ):
+                break
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                msg = f"moto did not start: {self.log_path.read_text(errors='replace')}"
+                raise S3Error(msg)
+            time.sleep(0.1)
+        self.client().create_bucket(Bucket=BUCKET)
+        return self
+
+    def client(self):  # type: ignore[no-untyped-def]  # boto3 has no stubs
+        import boto3  # noqa: PLC0415
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name="us-east-1",
+        )
+
+    def keys(self, prefix: str) -> list[str]:
+        listing = self.client().list_objects_v2(Bucket=BUCKET, Prefix=prefix)
+        return sorted(o["Key"] for o in listing.get("Contents", []))
+
+    def uri(self, path: str) -> str:
+        return f"s3a://{BUCKET}/{path.strip('/')}"
+
+    def spark_conf(self) -> dict[str, str]:
+        """Spark settings for s3a against this server (jars on the driver's classpath)."""
+        jars = f"{ensure_jars()}/*"
+        prefix = "spark.hadoop.fs.s3a."
+        return {
+            "spark.driver.extraClassPath": jars,
+            "spark.executor.extraClassPath": jars,
+            prefix + "endpoint": self.endpoint,
+            prefix + "endpoint.region": "us-east-1",
+            prefix + "path.style.access": "true",
+            prefix + "connection.ssl.enabled": "false",
+            prefix + "access.key": ACCESS_KEY,
+            prefix + "secret.key": SECRET_KEY,
+            prefix + "aws.credentials.provider": (
+                "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+            ),
+            prefix + "change.detection.mode": "none",
+        }
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args != ["fetch"]:
+        print("usage: python -m tests.spark.s3store fetch", file=sys.stderr)
+        return 64
+    print(ensure_jars())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

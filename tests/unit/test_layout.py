@@ -42,6 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("producer",),
     ("producer.sink", "recovery"),
     ("producer.spark",),
+    ("recovery.recover_cli",),  # `sharetxn recover`: reads Spark checkpoints on any file system
     ("chaos",),
 )
 

@@ -53,9 +53,9 @@ from chaos.sim_loop import SimLoop
 from chaos.sim_net import NO_MARKER_FAULTS, NO_NET_FAULTS, MarkerFaults, SimNet
 from chaos.table_workload import (
     COMPACTION_BROKER,
-    TABLE_CONFIGS,
     TABLE_TOPIC,
     TableWriter,
+    table_configs,
     table_final_read,
 )
 from chaos.workload import DONE, DRAIN, Feeder, Worker, WorkloadConfig, WorkloadEnv
@@ -404,7 +404,7 @@ class Simulation:
         configs = {}
         if self.profile.compaction:
             topics[TABLE_TOPIC] = 1
-            configs[TABLE_TOPIC] = TABLE_CONFIGS
+            configs[TABLE_TOPIC] = table_configs(self.profile.table_retention_ms)
         self.broker.setup_topics(topics, configs)
         self.history.event(
             self.loop.now_ms(),

@@ -5,8 +5,8 @@
   needs no pass.  A pass is due when the cleanable range is dirty enough
   (``needs_cleaning``) or when a tombstone or marker kept by an earlier pass has become
   removable (``CleanerState.due_ms``): without that, a log that stops receiving writes
-  would keep its last tombstones forever (Kafka's cleaner also picks a log whose delete
-  horizon has passed, dirty or not).
+  would keep its last tombstones forever.  (Kafka's cleaner picks a log by its dirty ratio
+  only, so there its tombstones wait for new writes: a deliberate difference.)
 * ``run_clean`` (anywhere, pure): the kept batches per segment, leaving out the segments
   whose bytes would not change (they are not rewritten), and the time the earliest kept
   tombstone or marker becomes removable.

@@ -161,7 +161,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from chaos.mutations import MUTATIONS  # noqa: PLC0415
-    from chaos.runner import quiet_logs  # noqa: PLC0415
+    from chaos.run_env import quiet_logs  # noqa: PLC0415
 
     worktree: Path | None = None
     if args.baseline_rev:

@@ -53,6 +53,8 @@ class FaultProfile:
     group_workers: int = 0
     # a compacted table and compacted internal logs (chaos.table_workload); own RNG too
     compaction: bool = False
+    # with compaction: the table is also ``compact,delete`` with this ``retention.ms`` (0: not)
+    table_retention_ms: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,6 +138,9 @@ def with_tv0_hazards(profile: FaultProfile, rng: random.Random) -> FaultProfile:
 
 def with_compaction(profile: FaultProfile, seed: int) -> FaultProfile:
     """Draw whether the run adds the compacted table (``chaos.table_workload``): one seed in
-    three.  From an RNG of its own, so a seed without it runs exactly as before."""
+    three, two of three of those with time retention on the table too.  From an RNG of its
+    own, so a seed without it runs exactly as before."""
     rng = random.Random(f"compaction-{seed}")
-    return replace(profile, compaction=rng.random() < 1 / 3)
+    compaction = rng.random() < 1 / 3
+    retention = rng.choice((0, 8000, 20000)) if compaction else 0
+    return replace(profile, compaction=compaction, table_retention_ms=retention)

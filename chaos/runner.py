@@ -19,16 +19,13 @@ history.  The same seed gives the same history, byte for byte.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import itertools
-import logging
 import multiprocessing
 import random
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,7 +42,8 @@ from chaos.group_reads import group_final_reads, group_quiescent
 from chaos.group_workload import GroupWorker
 from chaos.history import BROKER, FINAL, NEMESIS, READER, History
 from chaos.log_reads import CommittedReader, batch_summary, read_all, read_committed
-from chaos.patching import Patch, applied, replace
+from chaos.patching import Patch, applied
+from chaos.run_env import no_gc, quiet_logs, replay_cache
 from chaos.sim_broker import ConnectionClosed, SimBroker, is_idempotent, is_replayable_tv0
 from chaos.sim_client import ClientRuntime, Proc
 from chaos.sim_disk import APPEND_BEFORE, SimCrash, SimDisk
@@ -53,9 +51,9 @@ from chaos.sim_loop import SimLoop
 from chaos.sim_net import NO_MARKER_FAULTS, NO_NET_FAULTS, MarkerFaults, SimNet
 from chaos.table_workload import (
     COMPACTION_BROKER,
-    TABLE_CONFIGS,
     TABLE_TOPIC,
     TableWriter,
+    table_configs,
     table_final_read,
 )
 from chaos.workload import DONE, DRAIN, Feeder, Worker, WorkloadConfig, WorkloadEnv
@@ -404,7 +402,7 @@ class Simulation:
         configs = {}
         if self.profile.compaction:
             topics[TABLE_TOPIC] = 1
-            configs[TABLE_TOPIC] = TABLE_CONFIGS
+            configs[TABLE_TOPIC] = table_configs(self.profile.table_retention_ms)
         self.broker.setup_topics(topics, configs)
         self.history.event(
             self.loop.now_ms(),
@@ -753,66 +751,3 @@ def run_batch(
                 on_summary(summary)
     out.sort(key=lambda s: s.seed)
     return out
-
-
-def _memoized(fn: Callable[..., Any], *, copy: bool = False) -> Callable[..., Any]:
-    """``fn`` with its results kept by argument (arguments that cannot be keys are not)."""
-    cache: dict[Any, Any] = {}
-
-    def wrapper(*args: Any) -> Any:
-        try:
-            result = cache[args]
-        except KeyError:
-            result = cache[args] = fn(*args)
-        except TypeError:  # e.g. a memoryview
-            return fn(*args)
-        return list(result) if copy else result
-
-    return wrapper
-
-
-def _install_replay_cache(stack: ExitStack) -> None:
-    import coordinator.share.group_coordinator as groups  # noqa: PLC0415
-    import coordinator.share.share_coordinator as shares  # noqa: PLC0415
-    import coordinator.txn_coordinator as txns  # noqa: PLC0415
-    from coordinator.share.group_records import decode  # noqa: PLC0415
-    from txn import txn_log  # noqa: PLC0415
-
-    records = _memoized(txn_log.read_records, copy=True)
-    for module in (txns, groups, shares):
-        replace(stack, module, "read_records", records)
-    for name in ("decode_key", "decode_value"):
-        replace(stack, txns, name, _memoized(getattr(txn_log, name)))
-    replace(stack, groups, "decode", _memoized(decode))
-
-
-def replay_cache() -> Patch:
-    """Every broker restart replays the coordinator logs from the start, decoding the same
-    records again (nothing compacts them here); their decoders are pure functions of the bytes,
-    so a run keeps what they returned.  Not a change of behaviour: a speed-up (and fresh for
-    every run)."""
-    return Patch("replay-cache", "memoized decoders of coordinator records", _install_replay_cache)
-
-
-@contextmanager
-def no_gc() -> Iterator[None]:
-    """A run makes millions of short-lived objects and almost no cycles: the cyclic collector
-    would cost a sixth of the time and free next to nothing, so it waits until the run ends."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-@contextmanager
-def quiet_logs() -> Iterator[None]:
-    """The broker logs every injected fault; a simulation runs thousands of them."""
-    saved = logging.root.manager.disable
-    logging.disable(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logging.disable(saved)

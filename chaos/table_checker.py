@@ -4,7 +4,8 @@ After the drain, a read_committed read of the table from its log start gives, fo
 the value of the latest write acknowledged to the writer, or a later write of that key (one
 whose answer was lost); a key whose latest acknowledged write is a tombstone may be absent,
 but never shows an older value.  Every record read was written with that key and value.
-Records the cleaner removed by policy (superseded values, old tombstones) are not lost.
+Records removed by policy are not lost: superseded values and old tombstones the cleaner
+removed, and anything below the final log start offset (``compact,delete`` retention).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def check_table(entries: Sequence[Entry], report: Report) -> None:
             offset = base + delta
             if key not in latest_acked or latest_acked[key][0] < offset:
                 latest_acked[key] = (offset, value, invoke.index)
+    log_start = int(final.value.get("log_start", 0))
     final_latest: dict[str, tuple[int, str | None]] = {}
     for offset, key, value in final.value["records"]:
         if (key, value) not in written:
@@ -45,7 +47,7 @@ def check_table(entries: Sequence[Entry], report: Report) -> None:
     for key, (offset, value, index) in sorted(latest_acked.items()):
         seen = final_latest.get(key)
         if seen is None:
-            if value is not None:
+            if value is not None and offset >= log_start:
                 report(
                     "T1",
                     f"key {key}: its latest acknowledged value {value!r} (offset {offset}) is gone",

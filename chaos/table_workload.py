@@ -4,9 +4,11 @@ Some seeds (``FaultProfile.compaction``) add a table writer beside the share-gro
 an idempotent producer writing versions of a few keys -- and tombstones -- to the compacted
 topic ``table`` (small segments, ``min.cleanable.dirty.ratio=0.01``, a short
 ``delete.retention.ms``), while the broker's cleaner runs on the simulated clock with every
-fault on (crashes mid-swap, torn writes, I/O errors).  The same seeds shrink the internal
-logs' segments, so ``__consumer_offsets`` and ``__transaction_state`` are compacted under the
-same faults and every restart replays cleaned logs.
+fault on (crashes mid-swap, torn writes, I/O errors).  Two in three of those seeds make the
+table ``compact,delete`` with a short ``retention.ms``, so retention removes whole old
+segments as well (the broker's retention task runs every simulated second).  The same seeds
+shrink the internal logs' segments, so ``__consumer_offsets`` and ``__transaction_state`` are
+compacted under the same faults and every restart replays cleaned logs.
 
 The invariant, **T1**, is in ``chaos.table_checker``: every key reads its latest acknowledged
 value (or a later one); what the cleaner removed by policy is not lost.
@@ -36,6 +38,16 @@ TABLE_CONFIGS = {
     "min.cleanable.dirty.ratio": "0.01",
     "delete.retention.ms": "3000",
 }
+
+
+def table_configs(retention_ms: int) -> dict[str, str]:
+    """The table's topic configs; with ``retention_ms``, ``compact,delete``: whole segments
+    older than that go too, latest values included (removed by policy, not lost)."""
+    if not retention_ms:
+        return dict(TABLE_CONFIGS)
+    return {**TABLE_CONFIGS, "cleanup.policy": "compact,delete", "retention.ms": str(retention_ms)}
+
+
 # Broker settings of a compaction seed: a cleaner pass every second of simulated time, and
 # internal-log segments small enough that the internal logs are cleaned too.
 COMPACTION_BROKER = {
@@ -44,6 +56,8 @@ COMPACTION_BROKER = {
     "log.cleaner.delete.retention.ms": "5000",
     "offsets.topic.segment.bytes": "4096",
     "transaction.state.log.segment.bytes": "4096",
+    "log.retention.check.interval.ms": "1000",
+    "log.initial.task.delay.ms": "1000",
 }
 
 
@@ -136,4 +150,13 @@ def table_final_read(core: BrokerCore, history: History, now: int) -> None:
                 key = None if r.key is None else r.key.decode()
                 value = None if r.value is None else r.value.decode()
                 records.append([r.offset, key, value])
-    history.event(now, FINAL, "table", {"records": records, "cleaner_runs": core.cleaner_runs})
+    history.event(
+        now,
+        FINAL,
+        "table",
+        {
+            "records": records,
+            "log_start": part.log_start_offset,
+            "cleaner_runs": core.cleaner_runs,
+        },
+    )

@@ -70,7 +70,9 @@ class CleanTarget:
     transactions: Callable[[], tuple[int, Sequence[Aborted]]]
     # Told after a swap (the aborted index forgets removed markers, share partitions follow).
     after: Callable[[CleanResult], None] = lambda _result: None
-    flush_first: bool = False  # internal logs: make every appended record durable first
+    # Internal logs: make every appended record durable before a pass copies any (their
+    # coordinators may append without flushing at once).
+    flush_first: bool = False
 
 
 @dataclass
@@ -103,14 +105,14 @@ class LogCleaner:
             if state.busy:
                 continue
             try:
-                if target.flush_first:
-                    target.log.flush()
                 lso, aborted = target.transactions()
                 job = plan_clean(target.log, lso, aborted, now, target.policy, state)
                 if job is None:
                     continue
+                if target.flush_first:
+                    target.log.flush()
                 batches = job_batches(target.log, job)
-            except (OSError, ValueError) as exc:
+            except Exception as exc:  # a failing log: logged, the next pass plans again
                 log.error("planning a clean of %s failed: %s", target.name, exc)
                 continue
             state.busy = True

@@ -5,8 +5,8 @@
   needs no pass.  A pass is due when the cleanable range is dirty enough
   (``needs_cleaning``) or when a tombstone or marker kept by an earlier pass has become
   removable (``CleanerState.due_ms``): without that, a log that stops receiving writes
-  would keep its last tombstones forever (Kafka's cleaner also picks a log whose delete
-  horizon has passed, dirty or not).
+  would keep its last tombstones forever.  (Kafka's cleaner picks a log by its dirty ratio
+  only, so there its tombstones wait for new writes: a deliberate difference.)
 * ``run_clean`` (anywhere, pure): the kept batches per segment, leaving out the segments
   whose bytes would not change (they are not rewritten), and the time the earliest kept
   tombstone or marker becomes removable.
@@ -32,7 +32,6 @@ from coordinator.log.cleaner import (
 )
 from coordinator.log.storage import PartitionLog, SegmentInfo
 from txn.batch import BatchHeader, ControlType, control_type_of, parse_header
-from txn.limits import LONG_MAX
 
 Aborted = tuple[int, int, int]  # (producer id, first offset, marker offset)
 
@@ -64,7 +63,7 @@ class CleanResult:
     bytes_before: int
     bytes_after: int
     due_ms: int
-    unchanged: tuple[int, ...] = field(default=())
+    unchanged: tuple[int, ...] = field(default=())  # bases of the segments left as they were
     # Offsets of the transaction markers still in the range: an aborted transaction whose
     # ABORT marker went must leave the aborted index too (a read_committed client skips a
     # producer's batches from an aborted transaction's first offset until its marker).
@@ -165,6 +164,3 @@ def transactions_of(log: PartitionLog) -> tuple[int, list[Aborted]]:
             open_txns.setdefault(header.producer_id, header.base_offset)
     lso = min(open_txns.values()) if open_txns else log.log_end_offset
     return lso, aborted
-
-
-NEVER = LONG_MAX

@@ -8,7 +8,9 @@ from chaos.history import FINAL, History
 from chaos.table_checker import check_table
 
 
-def run(writes: list[tuple[list[list[Any]], int | None]], final: list[list[Any]]) -> list[str]:
+def run(
+    writes: list[tuple[list[list[Any]], int | None]], final: list[list[Any]], log_start: int = 0
+) -> list[str]:
     """``writes``: (records, offset if acknowledged else None); the final read's records."""
     history = History(0)
     for t, (records, offset) in enumerate(writes):
@@ -17,7 +19,7 @@ def run(writes: list[tuple[list[list[Any]], int | None]], final: list[list[Any]]
             history.complete(t, op, "info", {"error": "timeout"})
         else:
             history.complete(t, op, "ok", {"offset": offset})
-    history.event(99, FINAL, "table", {"records": final, "cleaner_runs": 1})
+    history.event(99, FINAL, "table", {"records": final, "log_start": log_start, "cleaner_runs": 1})
     found: list[str] = []
     check_table(history.entries, lambda inv, msg, _entries: found.append(f"{inv} {msg}"))
     return found
@@ -43,3 +45,10 @@ def test_a_lost_latest_value_or_an_older_one_is_caught() -> None:
     # b's tombstone was acknowledged: its older value must not come back
     assert any(m.startswith("T1 key b") for m in run(WRITES, [[1, "b", "1"], [2, "a", "2"]]))
     assert any("never written" in m for m in run(WRITES, [[2, "a", "2"], [5, "a", "x"]]))
+
+
+def test_what_retention_removed_is_not_owed() -> None:
+    # compact,delete: retention moved the log start past a's latest value
+    assert run(WRITES, [[4, "a", "3"]], log_start=3) == []
+    assert run(WRITES, [], log_start=5) == []
+    assert any("gone" in m for m in run(WRITES, [], log_start=2))  # a's 2 is above the start

@@ -163,7 +163,7 @@ class ExactlyOnce:
             session = spark or SparkSession.getActiveSession()
             if session is not None:
                 refuse_connect(session)
-                from producer.spark.hadoop_fs import HadoopFS  # noqa: PLC0415
+                from recovery.hadoop_fs import HadoopFS  # noqa: PLC0415
 
                 fs = HadoopFS.for_session(session, self.location)
                 self._checkpoint = Checkpoint(fs.root, fs)

@@ -201,7 +201,7 @@ def _open(args: argparse.Namespace) -> tuple[CheckpointFS, str, str | None]:
             raise UsageError(msg)
         conf[key.strip()] = value
     try:
-        from producer.spark.hadoop_fs import standalone  # noqa: PLC0415 - needs PySpark
+        from recovery.hadoop_fs import standalone  # noqa: PLC0415 - needs PySpark
     except ImportError as exc:
         msg = f"--checkpoint {args.checkpoint}: a non-local checkpoint needs PySpark ({exc})"
         raise UsageError(msg) from None

@@ -1,14 +1,14 @@
 """Exactly-once PySpark pipelines on Kafka share groups (DESIGN §6, docs/spark.md).
 
-    from producer.spark import ExactlyOnce, register
+    from producer.spark import ExactlyOnce
 
-    register(spark)
-    df = (spark.readStream.format("kafka-share")
-          .option("kafka.bootstrap.servers", "127.0.0.1:9092")
-          .option("group.id", "orders").option("subscribe", "orders")
-          .option("checkpointLocation", "/chk/orders").load())
-    eos = ExactlyOnce(bootstrap_servers="127.0.0.1:9092", checkpoint_location="/chk/orders")
-    df.writeStream.foreachBatch(eos.wrap(fn)).option("checkpointLocation", "/chk/orders").start()
+    eos = ExactlyOnce(bootstrap_servers="127.0.0.1:9092", checkpoint_location="s3a://b/orders")
+    df = eos.read_stream(spark, subscribe="orders", group_id="orders")
+    query = eos.write_stream(df, fn)    # fn(batch_df, batch_id) calls eos.write(...)
+
+The checkpoint may be any location Spark accepts (read through Hadoop's FileSystem in the
+driver's JVM).  The option form (``register(spark)``, ``format("kafka-share")`` with every
+option, ``foreachBatch(eos.wrap(fn))``) works for local checkpoints.
 
 Needs ``pip install 'sharetxn[spark]'`` (PySpark 4.0.1 or later).
 """

@@ -1,12 +1,12 @@
 """``ExactlyOnce``: the foreachBatch side of the two-phase commit (DESIGN §6).
 
     eos = ExactlyOnce(bootstrap_servers=..., checkpoint_location=...)
+    df = eos.read_stream(spark, subscribe="in", group_id="g")
 
     def enrich(df, batch_id):
         eos.write(df.select(...), "out", key_col="key", value_col="value")
 
-    query = df.writeStream.foreachBatch(eos.wrap(enrich)) \\
-        .option("checkpointLocation", ...).start()
+    query = eos.write_stream(df, enrich)   # foreachBatch(eos.wrap(enrich)) + the checkpoint
 
 ``wrap`` persists the input batch, collects every read receipt from the *input* rows,
 runs the function (whose ``write`` calls prepare one transaction per Spark partition),
@@ -163,7 +163,7 @@ class ExactlyOnce:
             session = spark or SparkSession.getActiveSession()
             if session is not None:
                 refuse_connect(session)
-                from producer.spark.hadoop_fs import HadoopFS  # noqa: PLC0415
+                from recovery.hadoop_fs import HadoopFS  # noqa: PLC0415
 
                 fs = HadoopFS.for_session(session, self.location)
                 self._checkpoint = Checkpoint(fs.root, fs)

@@ -12,8 +12,8 @@ import json
 import sys
 
 from producer.spark.fs_server import CheckpointServer, RemoteFS
-from producer.spark.hadoop_fs import HadoopFS
 from producer.spark.job import spark_session
+from recovery.hadoop_fs import HadoopFS
 from recovery.spark_checkpoint import Intent, IntentTransaction, read_checkpoint, write_intent
 from tests.unit.recovery.test_checkpoint_fs import exercise
 

@@ -155,3 +155,31 @@ def test_resolved_intents_older_than_spark_keeps_are_dropped(
     assert commit_decided(Checkpoint.local(chk), Connection(b), by="test") == [5]
     view = read_checkpoint(chk)
     assert sorted(view.intents) == [5] and view.resolved == {5}
+
+
+def test_a_commit_phase_that_died_on_another_host_is_known_by_committing_n(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    """The driver moved: no local audit log, but ``committing/N`` is in the checkpoint."""
+    b = broker.bootstrap_servers
+    with Admin(b) as admin:
+        admin.create_topics([TopicSpec("out", 1)])
+    chk = checkpoint(tmp_path)
+    conn = Connection(b)
+    txns = [prepared(b, transactional_id(PREFIX, QUERY, "w", 0, p)) for p in range(2)]
+    write_intent(chk, Intent(0, tuple(txns), QUERY, PREFIX))
+    (chk / "commits" / "0").write_text("v1\n{}\n")
+    # The dead commit phase wrote ahead, committed the first transaction and died.
+    (chk / "committing").mkdir()
+    body = {"batch": 0, "transactions": [t.to_json() for t in txns]}
+    (chk / "committing" / "0").write_text(json.dumps(body))
+    first = TransactionalProducer.resume(
+        txns[0].transactional_id, txns[0].producer_id, txns[0].epoch, conn.producer_config()
+    )
+    first.commit_transaction()
+    first.close()
+    assert not (chk / AUDIT_LOG).exists()
+    # The commit phase on the new host finishes it: the gone one was ours, not a hazard.
+    assert commit_decided(Checkpoint.local(chk), conn, by="test") == [0]
+    assert read_checkpoint(chk).resolved == {0}
+    assert not any(s == "Ongoing" for s in states(b, txns))

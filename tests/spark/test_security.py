@@ -72,12 +72,10 @@ def test_guide_query_over_scram_with_acls(tmp_path: Path) -> None:
         code = re.search(r"<!-- example: spark -->\n```python\n(.*?)```", GUIDE.read_text(), re.S)
         assert code
         script = code.group(1)
-        options = "".join(f'    .option("kafka.{k}", {v!r})\n' for k, v in SECURITY.items())
+        # Configured once: the source takes the security settings from the ExactlyOnce.
         edits = {
             '"127.0.0.1:9092"': repr(broker.listener_bootstrap("SASL_PLAINTEXT")),
             "/var/lib/pipelines/orders-enrich": str(tmp_path / "chk"),
-            '    .option("group.id", "orders-enrich")\n': options
-            + '    .option("group.id", "orders-enrich")\n',
             "checkpoint_location=CHECKPOINT)": f"checkpoint_location=CHECKPOINT, "
             f"producer_config={SECURITY!r})",
         }

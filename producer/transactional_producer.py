@@ -347,14 +347,18 @@ class TransactionalProducer:
         key_bytes = _to_bytes(key, "key")
         value_bytes = _to_bytes(value, "value")
         record_headers = _headers(headers)
-        try:
-            meta = self._client.call(
-                lambda: self._client.topic(topic, auto_create=True),
-                timeout_ms=self.config.max_block_ms,
-            )
-        except KafkaProtocolError as exc:
-            self._txn.abortable_error(exc)
-            raise
+        # A known topic needs no retry machinery per record (the hot path of a batch).
+        known = getattr(self._client, "topics", None)
+        meta = known.get(topic) if isinstance(known, dict) else None
+        if meta is None:
+            try:
+                meta = self._client.call(
+                    lambda: self._client.topic(topic, auto_create=True),
+                    timeout_ms=self.config.max_block_ms,
+                )
+            except KafkaProtocolError as exc:
+                self._txn.abortable_error(exc)
+                raise
         count = len(meta.partitions)
         if partition is not None:
             if not 0 <= partition < count:

@@ -83,10 +83,11 @@ class _WriteTask:
         try:
             producer.init_transactions()  # fences an earlier attempt of this partition
             sent = 0
-            for row in rows:
+            send, topic = producer.send, self.topic
+            for key, value in rows:
                 if sent == 0:
                     producer.begin_transaction()
-                producer.send(self.topic, _bytes(row[1]), key=_bytes(row[0]))
+                send(topic, _bytes(value), key=_bytes(key))
                 sent += 1
             if sent == 0:
                 return
@@ -221,12 +222,9 @@ class ExactlyOnce:
             cached.unpersist()
 
     def _receipts(self, cached: DataFrame, batch_id: int, query_id: str) -> list[IntentTransaction]:
-        """Every read transaction of the batch, from the input rows (no shuffle)."""
-        rows = (
-            cached.select(*RECEIPT_COLUMNS)
-            .rdd.mapPartitions(lambda it: iter({tuple(r) for r in it}))
-            .collect()
-        )
+        """Every read transaction of the batch, from the input rows."""
+        # A JVM-side distinct: no Python worker; the first action on ``cached`` (the read).
+        rows = [tuple(r) for r in cached.select(*RECEIPT_COLUMNS).distinct().collect()]
         own = query_prefix(self.prefix, query_id)
         reads: dict[str, IntentTransaction] = {}
         for batch, tid, pid, epoch in rows:

@@ -109,14 +109,14 @@ def run_mode(
         eos = ExactlyOnce(bootstrap, checkpoint, transactional_id_prefix=cfg.prefix)
 
         def batch_fn(df: DataFrame, batch_id: int) -> None:
-            eos.write(enrich(df), output, key_col="key", value_col="value")
+            eos.write(transform(df, args), output, key_col="key", value_col="value")
 
         sink = eos.wrap(batch_fn)
     elif mode == "kafka":
 
         def sink(df: DataFrame, batch_id: int) -> None:
             (
-                enrich(df)
+                transform(df, args)
                 .write.format("kafka")
                 .option("kafka.bootstrap.servers", bootstrap)
                 .option("topic", output)
@@ -129,7 +129,9 @@ def run_mode(
             cached = df.persist()
             try:
                 receipts = cached.select(*RECEIPT_COLUMNS).distinct().collect()
-                enrich(cached).rdd.mapPartitions(_plain_writer(bootstrap, output)).collect()
+                transform(cached, args).rdd.mapPartitions(
+                    _plain_writer(bootstrap, output)
+                ).collect()
                 _commit_reads(bootstrap, receipts)
             finally:
                 cached.unpersist()
@@ -165,6 +167,12 @@ def run_mode(
         if verdict.lost or (mode == "eos" and not verdict.exactly_once):
             sys.exit(f"{mode}: not exactly once: {verdict}")
     return summarise(progress, args.records, elapsed)
+
+
+def transform(df: DataFrame, args: argparse.Namespace) -> DataFrame:
+    """``enrich``, spread over ``--write-partitions`` Spark partitions if given."""
+    out = enrich(df)
+    return out.repartition(args.write_partitions) if args.write_partitions else out
 
 
 def kafka_stream(spark: SparkSession, cfg: JobConfig, args: argparse.Namespace) -> DataFrame:
@@ -226,6 +234,12 @@ def main() -> None:
     parser.add_argument("--per-task", type=int, default=3_334, help="maxRecordsPerPartition")
     parser.add_argument(
         "--read-tasks", type=int, default=3, help="numPartitions of the kafka-share source"
+    )
+    parser.add_argument(
+        "--write-partitions",
+        type=int,
+        default=0,
+        help="repartition the enriched batch before writing (default: keep the input's)",
     )
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--master", default="local[2]")

@@ -18,6 +18,7 @@ listener, the source's ``commit`` and query stop commit the batch.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import threading
 import time
@@ -82,15 +83,15 @@ class _WriteTask:
         )
         try:
             producer.init_transactions()  # fences an earlier attempt of this partition
-            sent = 0
-            send, topic = producer.send, self.topic
-            for key, value in rows:
-                if sent == 0:
-                    producer.begin_transaction()
-                send(topic, _bytes(value), key=_bytes(key))
-                sent += 1
-            if sent == 0:
+            it = iter(rows)
+            first = next(it, None)
+            if first is None:
                 return
+            producer.begin_transaction()
+            # No future per record: a record that fails makes the prepare below raise.
+            sent = producer.send_many(
+                self.topic, ((_bytes(k), _bytes(v)) for k, v in itertools.chain((first,), it))
+            )
             state = producer.prepare_transaction()
         finally:
             producer.close()

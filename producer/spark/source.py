@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 import pyarrow as pa
@@ -357,8 +358,7 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
             if remaining <= 0:
                 break
             got = consumer.poll(min(remaining, 0.2) if records else remaining)
-            for record in got:
-                consumer.acknowledge(record)
+            consumer.acknowledge_delivered()  # ACCEPT the whole poll (staged, not sent)
             records.extend(got)
             if records and not got:
                 break  # what was there has been taken; do not wait for more
@@ -414,15 +414,19 @@ def to_arrow(
     """
     n = len(records)
     schema = arrow_schema()
+
+    def column(name: str) -> list[Any]:
+        return list(map(attrgetter(name), records))
+
     columns = [
-        [r.key for r in records],
-        [r.value for r in records],
-        [r.topic for r in records],
-        [r.partition for r in records],
-        [r.offset for r in records],
-        [max(r.timestamp, 0) * 1000 for r in records],  # ms -> Spark's microseconds
-        [[{"key": k, "value": v} for k, v in r.headers] if r.headers else [] for r in records],
-        [r.delivery_count for r in records],
+        column("key"),
+        column("value"),
+        column("topic"),
+        column("partition"),
+        column("offset"),
+        [max(t, 0) * 1000 for t in column("timestamp")],  # ms -> Spark's microseconds
+        [[{"key": k, "value": v} for k, v in h] if h else [] for h in column("headers")],
+        column("delivery_count"),
     ]
     constants = [batch, tid, producer_id, epoch]
     arrays = [

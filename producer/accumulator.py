@@ -133,7 +133,8 @@ class ProducerBatch:
     timestamp_ms: int
     records: list[tuple[bytes | None, bytes | None]] = field(default_factory=list)
     headers: list[list[Header]] = field(default_factory=list)
-    futures: list[Future[RecordMetadata]] = field(default_factory=list)
+    # None for a record sent without a future (``append(..., track=False)``).
+    futures: list[Future[RecordMetadata] | None] = field(default_factory=list)
     size: int = HEADER_SIZE
     full: bool = False
     # Set when the sender first drains the batch; kept across retries.
@@ -151,6 +152,8 @@ class ProducerBatch:
 
     def complete(self, base_offset: int) -> None:
         for index, future in enumerate(self.futures):
+            if future is None:
+                continue
             offset = base_offset + index if base_offset >= 0 else -1
             _resolve(
                 future, RecordMetadata(self.tp.topic, self.tp.partition, offset, self.timestamp_ms)
@@ -159,7 +162,7 @@ class ProducerBatch:
 
     def fail(self, error: BaseException) -> None:
         for future in self.futures:
-            if not future.done():
+            if future is not None and not future.done():
                 future.set_exception(error)
         self.done.set()
 
@@ -201,9 +204,33 @@ class RecordAccumulator:
         timestamp_ms: int,
     ) -> Future[RecordMetadata]:
         """Add a record to ``tp``'s open batch (a new one if it would overflow batch.size)."""
-        size = record_size(key, value, headers)
         future: Future[RecordMetadata] = Future()
         future.set_running_or_notify_cancel()  # a record handed to the producer can't be taken back
+        self._append(tp, key, value, headers, timestamp_ms, future)
+        return future
+
+    def append_untracked(
+        self,
+        tp: TopicPartition,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[Header],
+        timestamp_ms: int,
+    ) -> None:
+        """``append`` without a future: the caller learns the outcome from the batch's fate
+        (in a transaction, a failed batch makes the transaction abortable)."""
+        self._append(tp, key, value, headers, timestamp_ms, None)
+
+    def _append(
+        self,
+        tp: TopicPartition,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[Header],
+        timestamp_ms: int,
+        future: Future[RecordMetadata] | None,
+    ) -> None:
+        size = record_size(key, value, headers)
         with self._cond:
             if self._closing:
                 msg = "the producer is closed"
@@ -227,7 +254,6 @@ class RecordAccumulator:
             if batch.size >= self.batch_size:
                 batch.full = True
                 self._wake_locked()
-        return future
 
     # -- the sender -------------------------------------------------------------------------
 

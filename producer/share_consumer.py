@@ -827,6 +827,25 @@ class ShareConsumer:
             del inflight.delivered[record.offset]
             inflight.acks[record.offset] = _Ack(ack_type, delivery.node_id, delivery.generation)
 
+    def acknowledge_delivered(self) -> int:
+        """ACCEPT every record of the last poll not acknowledged yet; returns how many.
+
+        What ``acknowledge(record)`` for each of them does (explicit and transactional
+        modes), in one step: for consumers that take whole polls, such as a read task that
+        stages a poll's acknowledgements in its transaction.
+        """
+        with self._use("acknowledge"):
+            if self._mode == "implicit":
+                msg = "acknowledge_delivered() needs explicit or transactional mode"
+                raise IllegalStateError(msg)
+            count = 0
+            for inflight in self._inflight.values():
+                for offset, d in inflight.delivered.items():
+                    inflight.acks[offset] = _Ack(AcknowledgeType.ACCEPT, d.node_id, d.generation)
+                count += len(inflight.delivered)
+                inflight.delivered.clear()
+            return count
+
     def acknowledgements(self) -> ShareAcknowledgements:
         """The recorded acknowledgements (transactional mode), cleared from the consumer.
 

@@ -227,25 +227,7 @@ class TransactionalProducer:
         key_bytes = _to_bytes(key, "key")
         value_bytes = _to_bytes(value, "value")
         record_headers = _headers(headers)
-        try:
-            meta = self._client.call(
-                lambda: self._client.topic(topic, auto_create=True),
-                timeout_ms=self.config.max_block_ms,
-            )
-        except KafkaProtocolError as exc:
-            self._txn.abortable_error(exc)
-            raise
-        count = len(meta.partitions)
-        if partition is not None:
-            if not 0 <= partition < count:
-                msg = f"partition {partition} is out of range: topic {topic!r} has {count}"
-                raise ValueError(msg)
-            chosen = partition
-        elif key_bytes is not None:
-            chosen = partition_for_key(key_bytes, count)
-        else:
-            size = record_size(key_bytes, value_bytes, record_headers)
-            chosen = self._partitioner.partition(topic, count, size)
+        chosen = self._choose_partition(topic, key_bytes, value_bytes, record_headers, partition)
         with self._lock:
             self._ensure_open()
             self._txn.check(Operation.SEND)
@@ -256,6 +238,65 @@ class TransactionalProducer:
                 record_headers,
                 int(time.time() * 1000),
             )
+
+    def send_many(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None]]) -> int:
+        """Queue ``(key, value)`` records of a transaction without a future each; returns
+        how many.
+
+        For bulk writes inside a transaction: a record that cannot be written makes the
+        transaction abortable, so ``prepare_transaction``/``commit_transaction`` raise and
+        nothing of it becomes visible.  Partitions are chosen as by ``send``.
+        """
+        self._ensure_open()
+        if self.config.transactional_id is None:
+            msg = "send_many needs a transactional producer (its errors surface at commit)"
+            raise IllegalStateError(msg)
+        now_ms = int(time.time() * 1000)
+        count = 0
+        append, choose = self._acc.append_untracked, self._choose_partition
+        partitions: dict[int, TopicPartition] = {}
+        with self._lock:  # one state check for the whole call: prepare waits for it
+            self._ensure_open()
+            self._txn.check(Operation.SEND)
+            for key, value in records:
+                chosen = choose(topic, key, value, [], None)
+                tp = partitions.get(chosen)
+                if tp is None:
+                    tp = partitions[chosen] = TopicPartition(topic, chosen)
+                append(tp, key, value, [], now_ms)
+                count += 1
+        return count
+
+    def _choose_partition(
+        self,
+        topic: str,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, bytes | None]],
+        partition: int | None,
+    ) -> int:
+        # A known topic needs no retry machinery per record (the hot path of a batch).
+        known = getattr(self._client, "topics", None)
+        meta = known.get(topic) if isinstance(known, dict) else None
+        if meta is None:
+            try:
+                meta = self._client.call(
+                    lambda: self._client.topic(topic, auto_create=True),
+                    timeout_ms=self.config.max_block_ms,
+                )
+            except KafkaProtocolError as exc:
+                self._txn.abortable_error(exc)
+                raise
+        count = len(meta.partitions)
+        if partition is not None:
+            if not 0 <= partition < count:
+                msg = f"partition {partition} is out of range: topic {topic!r} has {count}"
+                raise ValueError(msg)
+            return partition
+        if key is not None:
+            return partition_for_key(key, count)
+        size = record_size(key, value, headers)
+        return self._partitioner.partition(topic, count, size)
 
     def flush(self, timeout_s: float | None = None) -> None:
         """Wait until every record sent so far is written or failed (its future is done).

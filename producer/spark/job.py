@@ -67,6 +67,12 @@ def spark_session(
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "1g")
         .config("spark.sql.streaming.stopTimeout", "60s")
+        # Python workers forked with sharetxn imported and without re-reading PySpark's
+        # zips before each task (producer/spark/worker_daemon.py, docs/spark.md "Tuning").
+        .config(
+            "spark.python.daemon.module",
+            (conf or {}).get("spark.python.daemon.module", "producer.spark.worker_daemon"),
+        )
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

@@ -18,6 +18,7 @@ listener, the source's ``commit`` and query stop commit the batch.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import threading
 import time
@@ -87,14 +88,15 @@ class _WriteTask:
         )
         try:
             producer.init_transactions()  # fences an earlier attempt of this partition
-            sent = 0
-            for row in rows:
-                if sent == 0:
-                    producer.begin_transaction()
-                producer.send(self.topic, _bytes(row[1]), key=_bytes(row[0]))
-                sent += 1
-            if sent == 0:
+            it = iter(rows)
+            first = next(it, None)
+            if first is None:
                 return
+            producer.begin_transaction()
+            # No future per record: a record that fails makes the prepare below raise.
+            sent = producer.send_many(
+                self.topic, ((_bytes(k), _bytes(v)) for k, v in itertools.chain((first,), it))
+            )
             state = producer.prepare_transaction()
         finally:
             producer.close()
@@ -385,12 +387,9 @@ class ExactlyOnce:
             cached.unpersist()
 
     def _receipts(self, cached: DataFrame, batch_id: int, query_id: str) -> list[IntentTransaction]:
-        """Every read transaction of the batch, from the input rows (no shuffle)."""
-        rows = (
-            cached.select(*RECEIPT_COLUMNS)
-            .rdd.mapPartitions(lambda it: iter({tuple(r) for r in it}))
-            .collect()
-        )
+        """Every read transaction of the batch, from the input rows."""
+        # A JVM-side distinct: no Python worker; the first action on ``cached`` (the read).
+        rows = [tuple(r) for r in cached.select(*RECEIPT_COLUMNS).distinct().collect()]
         own = query_prefix(self.prefix, query_id)
         reads: dict[str, IntentTransaction] = {}
         for batch, tid, pid, epoch in rows:

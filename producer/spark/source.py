@@ -15,15 +15,26 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceStreamReader,
     InputPartition,
 )
-from pyspark.sql.types import StructType
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from producer.admin import RESOURCE_GROUP, Admin
 from producer.share_consumer import ShareConsumer
@@ -304,7 +315,7 @@ class ShareStreamReader(DataSourceStreamReader):
 
     # -- executors ------------------------------------------------------------------------
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, ReadTask)
         return read_task(partition)
 
@@ -324,8 +335,8 @@ def _check_task_query(task: ReadTask) -> None:
         raise SparkConfigError(msg)
 
 
-def read_task(task: ReadTask) -> Iterator[tuple[Any, ...]]:
-    """Acquire, stage ACCEPT in a prepared transaction, then yield the rows."""
+def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
+    """Acquire, stage ACCEPT in a prepared transaction, then yield the rows (Arrow)."""
     tid = task.transactional_id
     _check_task_query(task)
     producer = TransactionalProducer(
@@ -343,7 +354,7 @@ def read_task(task: ReadTask) -> Iterator[tuple[Any, ...]]:
             "group.id": task.group_id,
             "share.acknowledgement.mode": "transactional",
             "client.id": f"sharetxn-spark-read-{task.index}",
-            "max.poll.records": min(task.max_records, 2000),
+            "max.poll.records": min(task.max_records, 10000),
             # Short broker-side waits: the driver only plans a batch when records are there,
             # so an empty fetch means the others took them; do not hold the batch up.
             "fetch.max.wait.ms": 100,
@@ -361,8 +372,7 @@ def read_task(task: ReadTask) -> Iterator[tuple[Any, ...]]:
             if remaining <= 0:
                 break
             got = consumer.poll(min(remaining, 0.2) if records else remaining)
-            for record in got:
-                consumer.acknowledge(record)
+            consumer.acknowledge_delivered()  # ACCEPT the whole poll (staged, not sent)
             records.extend(got)
             if records and not got:
                 break  # what was there has been taken; do not wait for more
@@ -376,18 +386,68 @@ def read_task(task: ReadTask) -> Iterator[tuple[Any, ...]]:
     finally:
         consumer.close()
         producer.close()
-    for r in records:
-        yield (
-            r.key,
-            r.value,
-            r.topic,
-            r.partition,
-            r.offset,
-            datetime.fromtimestamp(max(r.timestamp, 0) / 1000, tz=UTC),
-            [(k, v) for k, v in r.headers],
-            r.delivery_count,
-            task.batch,
-            state.transactional_id,
-            state.producer_id,
-            state.epoch,
-        )
+    yield to_arrow(records, task.batch, state.transactional_id, state.producer_id, state.epoch)
+
+
+def arrow_schema() -> pa.Schema:
+    """``SCHEMA`` as Spark converts it to Arrow (what ``read`` must yield)."""
+    return _ARROW_SCHEMA
+
+
+def _struct() -> StructType:
+    """``SCHEMA`` as a ``StructType`` (``fromDDL`` needs a JVM; executors have none)."""
+    header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+    return StructType(
+        [
+            StructField("key", BinaryType()),
+            StructField("value", BinaryType()),
+            StructField("topic", StringType()),
+            StructField("partition", IntegerType()),
+            StructField("offset", LongType()),
+            StructField("timestamp", TimestampType()),
+            StructField("headers", ArrayType(header)),
+            StructField("delivery_count", IntegerType()),
+            StructField("receipt_batch", LongType()),
+            StructField("receipt_transactional_id", StringType()),
+            StructField("receipt_producer_id", LongType()),
+            StructField("receipt_producer_epoch", IntegerType()),
+        ]
+    )
+
+
+_ARROW_SCHEMA: pa.Schema = to_arrow_schema(_struct())
+
+
+def to_arrow(
+    records: Sequence[Record], batch: int, tid: str, producer_id: int, epoch: int
+) -> pa.RecordBatch:
+    """The rows of one read task as one Arrow record batch, built column by column.
+
+    Spark takes a ``pyarrow.RecordBatch`` from ``read`` as is; yielding tuples would
+    make PySpark convert every value of every row in Python.
+    """
+    n = len(records)
+    schema = arrow_schema()
+
+    def column(name: str) -> list[Any]:
+        return list(map(attrgetter(name), records))
+
+    columns = [
+        column("key"),
+        column("value"),
+        column("topic"),
+        column("partition"),
+        column("offset"),
+        [max(t, 0) * 1000 for t in column("timestamp")],  # ms -> Spark's microseconds
+        [[{"key": k, "value": v} for k, v in h] if h else [] for h in column("headers")],
+        column("delivery_count"),
+    ]
+    constants = [batch, tid, producer_id, epoch]
+    arrays = [
+        pa.array(values, type=field.type) for values, field in zip(columns, schema, strict=False)
+    ]
+    arrays += [
+        pa.array([value] * n, type=field.type)
+        for value, field in zip(constants, list(schema)[len(columns) :], strict=True)
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -18,7 +18,7 @@ from confluent_kafka import Producer
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
 from producer.share_consumer import ShareConsumer
-from producer.transactional_producer import TransactionalProducer
+from producer.transactional_producer import IllegalStateError, TransactionalProducer
 from producer.types import PreparedTxnState
 from tests.interop.test_stock_clients import read_all
 from tests.kafka_wire import WireClient
@@ -106,6 +106,31 @@ def test_committed_copy_is_visible_and_inputs_never_return(kbroker: LocalBroker)
     other.subscribe([topic_in])
     assert poll_n(other, 1, timeout_s=3) == []
     other.close()
+    c.close()
+    p.close()
+
+
+def test_bulk_copy_send_many_and_acknowledge_delivered(kbroker: LocalBroker) -> None:
+    """The bulk paths of a read task and a write task: whole polls in, no futures out."""
+    b = kbroker.bootstrap_servers
+    topic_in, topic_out, group = setup(b, 30)
+    c = share_consumer(b, group)
+    c.subscribe([topic_in])
+    p = producer(b, "ctp-bulk")
+    p.begin_transaction()
+    records = poll_n(c, 30)
+    assert c.acknowledge_delivered() == len(records) == 30
+    assert c.acknowledge_delivered() == 0  # nothing left of that poll
+    sent = p.send_many(topic_out, ((r.key, (r.value or b"").upper()) for r in records))
+    assert sent == 30
+    p.send_share_acks_to_transaction(c.acknowledgements(), c.group_metadata())
+    p.commit_transaction()
+    assert sorted(read_all(b, topic_out, 1, "read_committed", expect_at_least=30)) == sorted(
+        f"R{i}".encode() for i in range(30)
+    )
+    assert offsets(b, group, topic_in) == 30
+    with pytest.raises(IllegalStateError):
+        p.send_many(topic_out, [(None, b"outside a transaction")])
     c.close()
     p.close()
 

@@ -34,6 +34,7 @@ def test_sharetxn_demo_kills_the_driver_and_stays_exactly_once() -> None:
     assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
     assert "SIGKILL of the Spark driver during batch" in out
     assert "exactly once: every input is in the output once" in out
+    assert any(r.split()[1:2] == ["records/s"] for r in out.splitlines()), out[-3000:]
     for line in ("duplicates", "lost", "unacknowledged inputs", "open transactions"):
         row = next(r for r in out.splitlines() if line in r)
         assert row.split()[-2] == "0", row

@@ -22,7 +22,7 @@ def test_sharetxn_demo_kills_the_driver_and_stays_exactly_once() -> None:
             "--records",
             "3000",
             "--records-per-task",
-            "300",
+            "1000",  # one read task (the demo's default): 3 batches, the kill in the second
         ],
         capture_output=True,
         text=True,

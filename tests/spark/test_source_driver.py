@@ -14,7 +14,7 @@ from producer.admin import RESOURCE_GROUP, Admin, TopicSpec
 pytest.importorskip("pyspark")
 
 from producer.spark.options import SourceOptions
-from producer.spark.source import ReadTask, ShareStreamReader, read_task
+from producer.spark.source import ReadTask, ShareStreamReader, arrow_schema, read_task
 
 pytestmark = pytest.mark.integration
 
@@ -54,8 +54,11 @@ def test_the_source_reads_committed_records_only(broker: LocalBroker, tmp_path: 
     assert configs["share.isolation.level"] == "read_committed"
     assert configs["share.auto.offset.reset"] == "earliest"  # left as the user set it
     task = ReadTask(b, "g", ("in",), "q-1", "sharetxn-spark", 0, 0, 100, 1000)
-    rows = list(read_task(task))
-    assert [row[1] for row in rows] == [b"committed"]
+    batches = list(read_task(task))  # one Arrow record batch, in Spark's schema
+    assert [batch.schema for batch in batches] == [arrow_schema()]
+    rows = [row for batch in batches for row in batch.to_pylist()]
+    assert [row["value"] for row in rows] == [b"committed"]
+    assert rows[0]["receipt_transactional_id"] == task.transactional_id
     r.stop()
 
 

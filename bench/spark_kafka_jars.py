@@ -10,20 +10,17 @@ the jars the PySpark distribution does not ship already go to ``spark.jars``.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import shutil
-import subprocess
-import tempfile
+import sys
 from pathlib import Path
 
+_ROOT = Path(__file__).resolve().parent.parent  # bench/ runs as a script: find tests/
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+from tests.reference.kafka import cache_root, resolve_with_mvn  # noqa: E402 - after the path
+
 POM = Path(__file__).parent / "spark_kafka" / "pom.xml"
-
-
-def _cache_root() -> Path:
-    env = os.environ.get("SHARETXN_KAFKA_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "sharetxn"
 
 
 def _stem(jar: str) -> str:
@@ -33,37 +30,13 @@ def _stem(jar: str) -> str:
 
 def resolve(spark_version: str) -> Path:
     """The cache directory with the connector and its dependencies, resolved on first use."""
-    target = _cache_root() / f"spark-sql-kafka-{spark_version}"
-    if (target / ".complete").exists():
-        return target
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        msg = f"mvn is needed once to resolve spark-sql-kafka {spark_version} into {target}"
-        raise RuntimeError(msg)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".spark-sql-kafka-{spark_version}-", dir=target.parent))
-    try:
-        cmd = [
-            mvn,
-            "-q",
-            "-B",
-            "-f",
-            str(POM),
-            f"-Dspark.version={spark_version}",
-            "dependency:copy-dependencies",
-            "-DincludeScope=runtime",
-            f"-DoutputDirectory={staging}",
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
-        if done.returncode != 0:
-            msg = f"mvn could not resolve spark-sql-kafka {spark_version}:\n{done.stdout}"
-            raise RuntimeError(msg)
-        (staging / ".complete").write_text(spark_version + "\n")
-        with contextlib.suppress(OSError):
-            staging.rename(target)  # another process may have won the race: keep theirs
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+    return resolve_with_mvn(
+        POM,
+        cache_root() / f"spark-sql-kafka-{spark_version}",
+        f"spark-sql-kafka {spark_version}",
+        properties={"spark.version": spark_version},
+        extra=("-DincludeScope=runtime",),
+    )
 
 
 def spark_jars() -> str:

@@ -105,38 +105,50 @@ def jars_dir(version: str = KAFKA_VERSION) -> Path:
     return cache_root() / f"kafka-{version}"
 
 
-def ensure_jars(version: str = KAFKA_VERSION) -> Path:
-    """The directory holding Kafka's jars, resolving them with mvn on first use."""
-    target = jars_dir(version)
+def resolve_with_mvn(
+    pom: Path,
+    target: Path,
+    what: str,
+    *,
+    properties: dict[str, str] | None = None,
+    extra: tuple[str, ...] = (),
+    error: type[Exception] = RuntimeError,
+    timeout_s: int = 900,
+) -> Path:
+    """``target``, holding ``pom``'s dependencies copied by mvn on first use (the cache of
+    Java artifacts the tests and benchmarks share; another process may resolve at once)."""
     if (target / ".complete").exists():
         return target
     mvn = shutil.which("mvn")
     if mvn is None:
-        msg = f"mvn is needed once to resolve Apache Kafka {version} into {target}"
-        raise ReferenceError(msg)
+        raise error(f"mvn is needed once to resolve {what} into {target}")
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".kafka-{version}-", dir=target.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        cmd = [
-            mvn,
-            "-q",
-            "-B",
-            "-f",
-            str(POM),
-            f"-Dkafka.version={version}",
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={staging}",
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+        cmd = [mvn, "-q", "-B", "-f", str(pom)]
+        cmd += [f"-D{k}={v}" for k, v in (properties or {}).items()]
+        cmd += ["dependency:copy-dependencies", *extra, f"-DoutputDirectory={staging}"]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
         if done.returncode != 0:
-            msg = f"mvn could not resolve Apache Kafka {version}:\n{done.stdout}{done.stderr}"
-            raise ReferenceError(msg)
-        (staging / ".complete").write_text(version + "\n")
+            raise error(f"mvn could not resolve {what}:\n{done.stdout}{done.stderr}")
+        (staging / ".complete").write_text(what + "\n")
         with contextlib.suppress(OSError):
             staging.rename(target)  # another process may have won the race: keep theirs
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def ensure_jars(version: str = KAFKA_VERSION) -> Path:
+    """The directory holding Kafka's jars, resolving them with mvn on first use."""
+    return resolve_with_mvn(
+        POM,
+        jars_dir(version),
+        f"Apache Kafka {version}",
+        properties={"kafka.version": version},
+        error=ReferenceError,
+        timeout_s=600,
+    )
 
 
 def classpath(version: str = KAFKA_VERSION) -> str:

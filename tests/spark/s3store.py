@@ -12,16 +12,14 @@ AWS SDK bundle it was built against — come from Maven Central through the smal
 from __future__ import annotations
 
 import contextlib
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
 
-from tests.reference.kafka import cache_root
+from tests.reference.kafka import cache_root, resolve_with_mvn
 
 HADOOP_VERSION = "3.4.1"  # PySpark 4.0.1's hadoop-client-api
 POM = Path(__file__).parent / "s3" / "pom.xml"
@@ -40,35 +38,7 @@ def jars_dir() -> Path:
 
 def ensure_jars() -> Path:
     """The directory holding hadoop-aws and the AWS SDK bundle, resolved by mvn once."""
-    target = jars_dir()
-    if (target / ".complete").exists():
-        return target
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        msg = f"mvn is needed once to resolve hadoop-aws {HADOOP_VERSION} into {target}"
-        raise S3Error(msg)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".spark-s3a-", dir=target.parent))
-    try:
-        cmd = [
-            mvn,
-            "-q",
-            "-B",
-            "-f",
-            str(POM),
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={staging}",
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
-        if done.returncode != 0:
-            msg = f"mvn could not resolve hadoop-aws:\n{done.stdout}{done.stderr}"
-            raise S3Error(msg)
-        (staging / ".complete").write_text(HADOOP_VERSION + "\n")
-        with contextlib.suppress(OSError):
-            staging.rename(target)  # another process may have won the race: keep theirs
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
+    return resolve_with_mvn(POM, jars_dir(), f"hadoop-aws {HADOOP_VERSION}", error=S3Error)
 
 
 def _free_port() -> int:

@@ -19,7 +19,13 @@ import logging
 import secrets
 import threading
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import (
+    Client,
+    Connection,
+    Listener,
+    answer_challenge,
+    deliver_challenge,
+)
 from typing import Any
 
 from recovery.checkpoint_fs import CheckpointFS
@@ -36,7 +42,9 @@ class CheckpointServer:
         self.fs = fs
         self.info = dict(info)
         self.token = secrets.token_hex(32)
-        self._listener = Listener(("127.0.0.1", 0), authkey=self.token.encode())
+        # Authenticated per connection, in its own thread: a client that never answers the
+        # challenge holds up only itself, never the accept loop.
+        self._listener = Listener(("127.0.0.1", 0))
         host, port = self._listener.address
         self.address = f"{host}:{port}"
         self._closed = False
@@ -46,16 +54,21 @@ class CheckpointServer:
         while not self._closed:
             try:
                 conn = self._listener.accept()
-            except Exception as exc:  # a client without the secret, or the listener closed
-                if not self._closed:
-                    log.warning("checkpoint server: refused a connection: %r", exc)
-                continue
+            except OSError:
+                continue  # closed (the loop ends) or one failed accept
             threading.Thread(
                 target=self._serve, args=(conn,), name="sharetxn-ckpt-conn", daemon=True
             ).start()
 
     def _serve(self, conn: Connection) -> None:
         with contextlib.closing(conn):
+            key = self.token.encode()
+            try:  # the HMAC challenge both ways, as Listener(authkey=...) does
+                deliver_challenge(conn, key)
+                answer_challenge(conn, key)
+            except (AuthenticationError, EOFError, OSError) as exc:
+                log.warning("checkpoint server: refused a connection: %r", exc)
+                return
             while True:
                 try:
                     request = json.loads(conn.recv_bytes())

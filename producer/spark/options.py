@@ -116,7 +116,7 @@ class SourceOptions:
             checkpoint=location,
             max_records=_positive(values, "maxRecordsPerPartition", DEFAULT_MAX_RECORDS),
             num_partitions=None if num is None else _positive(values, "numPartitions", 1),
-            prefix=_prefix(values.get("transactional.id.prefix", DEFAULT_PREFIX)),
+            prefix=check_prefix(values.get("transactional.id.prefix", DEFAULT_PREFIX)),
             poll_timeout_ms=_positive(values, "pollTimeoutMs", DEFAULT_POLL_TIMEOUT_MS),
             starting_offsets=None if starting is None else starting.lower(),
             client_config=tuple(sorted(client.items())),
@@ -138,12 +138,10 @@ def _positive(values: Mapping[str, str], key: str, default: int) -> int:
     return number
 
 
-def _prefix(raw: str) -> str:
+def check_prefix(raw: str) -> str:
+    """A transactional id prefix: a non-empty word."""
     prefix = raw.strip()
     if not prefix or any(c.isspace() for c in prefix):
         msg = f"transactional.id.prefix must be a non-empty word, not {raw!r}"
         raise SparkConfigError(msg)
     return prefix
-
-
-check_prefix = _prefix

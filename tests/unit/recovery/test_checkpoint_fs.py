@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client
 from pathlib import Path
@@ -60,6 +61,9 @@ def test_local_fs(tmp_path: Path) -> None:
 def test_the_checkpoint_server_serves_a_store_to_holders_of_its_secret(tmp_path: Path) -> None:
     server = CheckpointServer(LOCAL, {"checkpointLocation": "file:/c", "x": "y"})
     try:
+        # A client that never answers the challenge holds up nobody else.
+        host, port = server.address.rsplit(":", 1)
+        silent = socket.create_connection((host, int(port)))
         remote = RemoteFS(server.address, server.token)
         assert remote.hello() == {"checkpointLocation": "file:/c", "x": "y"}
         exercise(remote, str(tmp_path))
@@ -79,5 +83,6 @@ def test_the_checkpoint_server_serves_a_store_to_holders_of_its_secret(tmp_path:
             Client(("127.0.0.1", int(server.address.rsplit(":", 1)[1])), authkey=b"guess")
         with pytest.raises(RemoteFSError, match="cannot be reached"):
             RemoteFS(server.address, "0" * 64).exists(str(tmp_path))
+        silent.close()
     finally:
         server.close()

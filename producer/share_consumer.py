@@ -37,7 +37,6 @@ called from any thread and is idempotent.
 
 from __future__ import annotations
 
-import base64
 import logging
 import threading
 import time
@@ -45,19 +44,25 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
-from producer.client import KafkaClient
-from producer.client_defaults import CONSUMER_DEFAULTS
-from producer.heartbeat_backoff import HeartbeatBackoff
-from producer.records import (
-    CorruptRecordError,
-    RecordDecodeError,
-    decode_batch,
-    split_batches,
+from producer.share_consumer_config import DEFAULTS, MODES, ShareConsumerConfig, new_member_id
+from producer.share_inflight import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    InFlight,
+    Outgoing,
+    PendingAck,
+    Session,
+    TopicIdPartition,
+    ack_ranges,
+    decode_acquired,
+    fetch_topics,
+    outside,
+    partition_error,
+    wire_batches,
 )
-from producer.security import PLAINTEXT, SECURITY_KEYS, ClientSecurity
+from producer.share_membership import Membership, ms_of
 from producer.types import (
     AcknowledgeType,
     Record,
@@ -69,76 +74,33 @@ from txn.errors import (
     ClosedError,
     ErrorCode,
     IllegalStateError,
-    KafkaProtocolError,
     RetriableError,
     SharetxnError,
     error_for_code,
 )
-from txn.ids import KEY_TYPE_GROUP, TopicPartition
+from txn.ids import TopicPartition
 from txn.kip1289_schema import ADD_SHARE_ACKS_TO_TXN, TXN_SHARE_ACKNOWLEDGE
-from txn.limits import next_share_session_epoch
 
 __all__ = [
+    "DEFAULTS",
+    "MODES",
     "ConcurrentAccessError",
     "IllegalStateError",
     "ShareConsumer",
+    "ShareConsumerConfig",
+    "ack_ranges",
+    "new_member_id",
 ]
 
 log = logging.getLogger(__name__)
 
 
-SHARE_GROUP_HEARTBEAT: Final = 76
 SHARE_FETCH: Final = 78
 SHARE_ACKNOWLEDGE: Final = 79
 
-INITIAL_EPOCH: Final = 0
-FINAL_EPOCH: Final = -1
-LEAVE_GROUP_EPOCH: Final = -1
 
-MODES: Final = ("implicit", "explicit", "transactional")
-
-# Kafka config name -> default.  Anything else is rejected.
-DEFAULTS: Final[dict[str, Any]] = {
-    **CONSUMER_DEFAULTS,
-    "client.id": "sharetxn-share-consumer",
-    "share.acknowledgement.mode": "implicit",
-    "rack.id": None,
-}
-
-_INT_KEYS: Final = (
-    "max.poll.records",
-    "fetch.max.wait.ms",
-    "fetch.min.bytes",
-    "fetch.max.bytes",
-    "request.timeout.ms",
-    "retry.backoff.ms",
-    "retry.backoff.max.ms",
-)
-
-# Partition errors after which the leader must be looked up again.
-_METADATA_ERRORS: Final = frozenset(
-    {
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.UNKNOWN_TOPIC_ID,
-        ErrorCode.FENCED_LEADER_EPOCH,
-        ErrorCode.UNKNOWN_LEADER_EPOCH,
-        ErrorCode.LEADER_NOT_AVAILABLE,
-    }
-)
 _SESSION_ERRORS: Final = frozenset(
     {ErrorCode.SHARE_SESSION_NOT_FOUND, ErrorCode.INVALID_SHARE_SESSION_EPOCH}
-)
-_COORDINATOR_ERRORS: Final = frozenset(
-    {
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-    }
-)
-# Heartbeat answers after which the member rejoins with epoch 0 and the same member id.
-_REJOIN_ERRORS: Final = frozenset(
-    {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.GROUP_ID_NOT_FOUND}
 )
 _USER_ACK_TYPES: Final = frozenset(
     {AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT}
@@ -148,442 +110,6 @@ _CLOSE_TIMEOUT_S: Final = 30.0
 
 class ConcurrentAccessError(SharetxnError):
     """Two threads used the consumer at once (Kafka's ConcurrentModificationException)."""
-
-
-class TopicIdPartition(NamedTuple):
-    topic_id: uuid.UUID
-    partition: int
-
-
-def new_member_id() -> str:
-    """A 22-character url-safe base64 uuid4, as librdkafka and the Java client make them."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
-
-
-# -- configuration ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ShareConsumerConfig:
-    bootstrap_servers: str
-    group_id: str
-    client_id: str
-    mode: str
-    max_poll_records: int
-    fetch_max_wait_ms: int
-    fetch_min_bytes: int
-    fetch_max_bytes: int
-    request_timeout_ms: int
-    rack_id: str | None
-    retry_backoff_ms: int
-    retry_backoff_max_ms: int
-    check_crcs: bool
-    security: ClientSecurity = PLAINTEXT
-
-    @classmethod
-    def parse(cls, config: Mapping[str, Any]) -> ShareConsumerConfig:
-        raw_config: object = config
-        if not isinstance(raw_config, Mapping):
-            msg = f"ShareConsumer config must be a dict, not {type(raw_config).__name__}"
-            raise TypeError(msg)
-        for key in config:
-            if key not in DEFAULTS and key not in SECURITY_KEYS:
-                msg = f"unknown ShareConsumer config {key!r}"
-                raise ValueError(msg)
-        values = {**DEFAULTS, **config}
-        for key in ("bootstrap.servers", "group.id"):
-            value = values[key]
-            if not isinstance(value, str) or not value.strip():
-                msg = f"ShareConsumer config {key!r} is required (a non-empty string)"
-                raise ValueError(msg)
-        mode = str(values["share.acknowledgement.mode"]).strip().lower()
-        if mode not in MODES:
-            msg = (
-                f"share.acknowledgement.mode must be one of {', '.join(MODES)}, "
-                f"not {values['share.acknowledgement.mode']!r}"
-            )
-            raise ValueError(msg)
-        ints: dict[str, int] = {}
-        for key in _INT_KEYS:
-            raw = values[key]
-            try:
-                if isinstance(raw, bool):
-                    raise TypeError
-                number = int(raw)
-            except (TypeError, ValueError):
-                msg = f"ShareConsumer config {key!r} must be an integer, not {raw!r}"
-                raise ValueError(msg) from None
-            minimum = 0 if key in ("fetch.max.wait.ms", "retry.backoff.ms") else 1
-            if number < minimum:
-                msg = f"ShareConsumer config {key!r} must be >= {minimum}, not {number}"
-                raise ValueError(msg)
-            ints[key] = number
-        rack = values["rack.id"]
-        if rack is not None and (not isinstance(rack, str) or not rack.strip()):
-            msg = "ShareConsumer config 'rack.id' must be a non-empty string"
-            raise ValueError(msg)
-        crcs = values["check.crcs"]
-        if isinstance(crcs, str):
-            if crcs.lower() not in ("true", "false"):
-                msg = f"ShareConsumer config 'check.crcs' must be true or false, not {crcs!r}"
-                raise ValueError(msg)
-            crcs = crcs.lower() == "true"
-        return cls(
-            bootstrap_servers=values["bootstrap.servers"],
-            group_id=values["group.id"],
-            client_id=str(values["client.id"]),
-            mode=mode,
-            max_poll_records=ints["max.poll.records"],
-            fetch_max_wait_ms=ints["fetch.max.wait.ms"],
-            fetch_min_bytes=ints["fetch.min.bytes"],
-            fetch_max_bytes=ints["fetch.max.bytes"],
-            request_timeout_ms=ints["request.timeout.ms"],
-            rack_id=rack,
-            retry_backoff_ms=ints["retry.backoff.ms"],
-            retry_backoff_max_ms=max(ints["retry.backoff.max.ms"], ints["retry.backoff.ms"]),
-            check_crcs=bool(crcs),
-            security=ClientSecurity.from_config(config),
-        )
-
-    def new_client(self) -> KafkaClient:
-        return KafkaClient(
-            self.bootstrap_servers,
-            client_id=self.client_id,
-            request_timeout_ms=self.request_timeout_ms,
-            retry_backoff_ms=max(self.retry_backoff_ms, 1),
-            retry_backoff_max_ms=self.retry_backoff_max_ms,
-            security=self.security,
-        )
-
-
-# -- group membership (the heartbeat thread) -------------------------------------------------------
-
-
-class _Membership:
-    """ShareGroupHeartbeat v1 from a daemon thread; the assignment mapped to topic names.
-
-    It has its own ``KafkaClient`` (own connections), so a long-polling ShareFetch
-    never delays a heartbeat.
-    """
-
-    def __init__(self, cfg: ShareConsumerConfig, member_id: str) -> None:
-        self._cfg = cfg
-        self.group_id = cfg.group_id
-        self.member_id = member_id
-        self._client = cfg.new_client()
-        self._lock = threading.Lock()
-        self.changed = threading.Condition(self._lock)
-        self._send_lock = threading.Lock()  # one heartbeat on the wire at a time
-        self._subscription: tuple[str, ...] = ()
-        self._sent_subscription: tuple[str, ...] | None = None
-        self.member_epoch = 0
-        self.interval_ms = 5000
-        self._assignment: dict[TopicPartition, uuid.UUID] = {}
-        self._unresolved: list[tuple[uuid.UUID, list[int]]] = []
-        self.version = 0
-        self.fatal: KafkaProtocolError | None = None
-        self._backoff = HeartbeatBackoff(
-            log, f"share group {cfg.group_id}", cfg.retry_backoff_ms, cfg.retry_backoff_max_ms
-        )
-        self._stop = threading.Event()
-        self._wakeup = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    # called by the consumer thread
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._run, name=f"sharetxn-heartbeat-{self.member_id}", daemon=True
-            )
-            self._thread.start()
-
-    def subscribe(self, topics: tuple[str, ...]) -> None:
-        with self._lock:
-            self._subscription = topics
-        self.start()
-        self._wakeup.set()
-
-    def metadata(self) -> ShareGroupMetadata:
-        with self._lock:
-            return ShareGroupMetadata(self.group_id, self.member_id, self.member_epoch)
-
-    def snapshot(self) -> tuple[int, dict[TopicPartition, uuid.UUID]]:
-        with self._lock:
-            return self.version, dict(self._assignment)
-
-    def wait_for_change(self, version: int, timeout_s: float, stop: threading.Event) -> None:
-        end = time.monotonic() + timeout_s
-        with self._lock:
-            while self.version == version and not stop.is_set() and self.fatal is None:
-                remaining = end - time.monotonic()
-                if remaining <= 0:
-                    return
-                self.changed.wait(min(remaining, 0.1))
-
-    def notify(self) -> None:
-        with self._lock:
-            self.changed.notify_all()
-
-    def leave(self) -> None:
-        """Heartbeat at epoch -1 (best effort); the member is no longer subscribed."""
-        with self._send_lock:
-            with self._lock:
-                joined = self.member_epoch > 0 or self._sent_subscription is not None
-                self._subscription = ()
-            if joined:
-                body = {
-                    "group_id": self.group_id,
-                    "member_id": self.member_id,
-                    "member_epoch": LEAVE_GROUP_EPOCH,
-                    "rack_id": None,
-                    "subscribed_topic_names": None,
-                }
-                try:
-                    node = self._client.coordinator_for(KEY_TYPE_GROUP, self.group_id)
-                    resp = self._client.send(node, SHARE_GROUP_HEARTBEAT, body, min_version=1)
-                    code = ErrorCode(int(resp.error_code))
-                    if code not in (ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID):
-                        log.warning("leaving share group %s: %s", self.group_id, code.name)
-                except SharetxnError as exc:
-                    log.warning("leaving share group %s failed: %s", self.group_id, exc)
-            with self._lock:
-                self.member_epoch = 0
-                self._sent_subscription = None
-                self._assignment = {}
-                self._unresolved = []
-                self.version += 1
-                self.changed.notify_all()
-
-    def stop_nowait(self) -> None:
-        self._stop.set()
-        self._wakeup.set()
-
-    def close(self, *, leave: bool) -> None:
-        self._stop.set()
-        self._wakeup.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(self._cfg.request_timeout_ms / 1000 + 1)
-        if leave:
-            self.leave()
-        self._client.close()
-
-    # the heartbeat thread
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                delay_ms = self._beat()
-            except Exception:  # never let the heartbeat thread die silently
-                log.exception("share group %s: heartbeat failed", self.group_id)
-                delay_ms = self._backoff_ms()
-            if self._wakeup.wait(delay_ms / 1000):
-                self._wakeup.clear()
-
-    def _warn_unreachable(self, exc: Exception) -> None:
-        self._backoff.unreachable(exc)
-
-    def _backoff_ms(self) -> int:
-        return self._backoff.next_ms()
-
-    def _beat(self) -> int:
-        with self._send_lock:
-            with self._lock:
-                topics = self._subscription
-                epoch = self.member_epoch
-                if self.fatal is not None or not topics:
-                    return 3_600_000  # idle until subscribe() wakes us
-                full = epoch == INITIAL_EPOCH or topics != self._sent_subscription
-            body = {
-                "group_id": self.group_id,
-                "member_id": self.member_id,
-                "member_epoch": epoch,
-                "rack_id": self._cfg.rack_id if epoch == INITIAL_EPOCH else None,
-                "subscribed_topic_names": list(topics) if full else None,
-            }
-            try:
-                node = self._client.coordinator_for(KEY_TYPE_GROUP, self.group_id)
-                resp = self._client.send(node, SHARE_GROUP_HEARTBEAT, body, min_version=1)
-            except RetriableError as exc:
-                self._client.forget_coordinator(KEY_TYPE_GROUP, self.group_id)
-                self._warn_unreachable(exc)
-                return self._backoff_ms()
-            except KafkaProtocolError as exc:
-                return self._set_fatal(exc)
-            code = ErrorCode(int(resp.error_code))
-            if code is ErrorCode.NONE:
-                self._backoff.succeeded()
-                self._on_success(resp, topics)
-                return max(self.interval_ms, 1)
-            if code is ErrorCode.GROUP_ID_NOT_FOUND and epoch == 0:
-                # Joining failed: the id belongs to another kind of group (Kafka's clients
-                # raise GroupIdNotFoundException from poll).
-                return self._set_fatal(
-                    error_for_code(int(code))(resp.error_message, group_id=self.group_id)
-                )
-            if code in _REJOIN_ERRORS:
-                log.warning(
-                    "share group %s: member %s must rejoin (%s): its acquired records are lost",
-                    self.group_id,
-                    self.member_id,
-                    code.name,
-                )
-                with self._lock:
-                    self.member_epoch = 0
-                    self._sent_subscription = None
-                    self._assignment = {}
-                    self._unresolved = []
-                    self.version += 1
-                    self.changed.notify_all()
-                return 0
-            if code in _COORDINATOR_ERRORS:
-                self._client.forget_coordinator(KEY_TYPE_GROUP, self.group_id)
-                return self._backoff_ms()
-            error = error_for_code(int(code))(resp.error_message, group_id=self.group_id)
-            if error.retriable:
-                return self._backoff_ms()
-            return self._set_fatal(error)
-
-    def _set_fatal(self, error: KafkaProtocolError) -> int:
-        log.error("share group %s: heartbeat failed fatally: %s", self.group_id, error)
-        with self._lock:
-            self.fatal = error
-            self.changed.notify_all()
-        return 3_600_000
-
-    def _on_success(self, resp: Any, topics: tuple[str, ...]) -> None:
-        interval_ms = _ms(resp.heartbeat_interval)
-        with self._lock:
-            if resp.member_id:
-                self.member_id = resp.member_id
-            self.member_epoch = int(resp.member_epoch)
-            if interval_ms > 0:
-                self.interval_ms = interval_ms
-            self._sent_subscription = topics
-            replace = resp.assignment is not None
-            if replace:
-                pending = [
-                    (tp.topic_id, [int(p) for p in tp.partitions])
-                    for tp in resp.assignment.topic_partitions
-                    if tp.topic_id is not None
-                ]
-            else:
-                pending = list(self._unresolved)
-        resolved, still = self._resolve(pending)
-        with self._lock:
-            if replace:
-                self._assignment = resolved
-                self._unresolved = still
-                self.version += 1
-            elif pending and resolved:
-                self._assignment.update(resolved)
-                self._unresolved = still
-                self.version += 1
-            self.changed.notify_all()
-
-    def _resolve(
-        self, pending: list[tuple[uuid.UUID, list[int]]]
-    ) -> tuple[dict[TopicPartition, uuid.UUID], list[tuple[uuid.UUID, list[int]]]]:
-        """Topic ids of an assignment mapped to names (ids not in the metadata yet are kept)."""
-        resolved: dict[TopicPartition, uuid.UUID] = {}
-        still: list[tuple[uuid.UUID, list[int]]] = []
-        for topic_id, parts in pending:
-            try:
-                meta = self._client.topic_by_id(topic_id)
-            except SharetxnError as exc:
-                log.debug("resolving topic id %s: %s", topic_id, exc)
-                meta = None
-            if meta is None:
-                still.append((topic_id, parts))
-                continue
-            for p in parts:
-                resolved[TopicPartition(meta.name, p)] = topic_id
-        return resolved, still
-
-
-# -- in-flight bookkeeping -------------------------------------------------------------------------
-
-
-class _Delivery(NamedTuple):
-    node_id: int
-    generation: int
-    delivery_count: int
-
-
-class _Ack(NamedTuple):
-    ack_type: AcknowledgeType
-    node_id: int
-    generation: int
-
-
-@dataclass(slots=True)
-class _InFlight:
-    """One partition: records delivered to the application and acknowledgements not yet sent."""
-
-    topic_id: uuid.UUID
-    delivered: dict[int, _Delivery] = field(default_factory=dict)
-    acks: dict[int, _Ack] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Session:
-    """The client side of one share session (one per leader broker)."""
-
-    node_id: int
-    epoch: int = INITIAL_EPOCH
-    generation: int = 0
-    partitions: set[TopicIdPartition] = field(default_factory=set)
-
-    def advance(self) -> None:
-        self.epoch = next_share_session_epoch(self.epoch)
-
-
-@dataclass(slots=True)
-class _Outgoing:
-    """One ShareFetch about to be sent to one node."""
-
-    session: _Session
-    body: dict[str, Any]
-    want: set[TopicIdPartition]
-    acks: dict[TopicPartition, list[tuple[int, AcknowledgeType]]]
-
-
-def ack_ranges(
-    offsets: Iterable[tuple[int, AcknowledgeType]],
-) -> list[ShareAckBatch]:
-    """Ascending ranges of consecutive offsets that share one type."""
-    out: list[ShareAckBatch] = []
-    for offset, ack_type in sorted(offsets):
-        last = out[-1] if out else None
-        if last is not None and last.last_offset + 1 == offset and last.ack_type is ack_type:
-            out[-1] = ShareAckBatch(last.first_offset, offset, ack_type)
-        else:
-            out.append(ShareAckBatch(offset, offset, ack_type))
-    return out
-
-
-def _wire_batches(offsets: list[tuple[int, AcknowledgeType]]) -> list[dict[str, Any]]:
-    return [
-        {
-            "first_offset": b.first_offset,
-            "last_offset": b.last_offset,
-            "acknowledge_types": [int(b.ack_type)],
-        }
-        for b in ack_ranges(offsets)
-    ]
-
-
-def _outside(want: set[TopicIdPartition]) -> Callable[[TopicPartition, uuid.UUID], bool]:
-    def test(tp: TopicPartition, topic_id: uuid.UUID) -> bool:
-        return TopicIdPartition(topic_id, tp.partition) not in want
-
-    return test
-
-
-def _ms(value: Any) -> int:
-    if hasattr(value, "total_seconds"):
-        return int(value.total_seconds() * 1000)
-    return int(value)
 
 
 # -- the consumer ----------------------------------------------------------------------------------
@@ -596,10 +122,10 @@ class ShareConsumer:
         self._cfg = ShareConsumerConfig.parse(config)
         self._mode = self._cfg.mode
         self._client = self._cfg.new_client()
-        self._membership = _Membership(self._cfg, new_member_id())
+        self._membership = Membership(self._cfg, new_member_id())
         self._subscription: tuple[str, ...] = ()
-        self._sessions: dict[int, _Session] = {}
-        self._inflight: dict[TopicPartition, _InFlight] = {}
+        self._sessions: dict[int, Session] = {}
+        self._inflight: dict[TopicPartition, InFlight] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
         self._results: dict[TopicPartition, Exception | None] = {}
         self._deferred_error: Exception | None = None
@@ -787,7 +313,7 @@ class ShareConsumer:
     def _accept_delivered(self) -> None:
         for inflight in self._inflight.values():
             for offset, d in inflight.delivered.items():
-                inflight.acks[offset] = _Ack(AcknowledgeType.ACCEPT, d.node_id, d.generation)
+                inflight.acks[offset] = PendingAck(AcknowledgeType.ACCEPT, d.node_id, d.generation)
             inflight.delivered.clear()
 
     # -- acknowledgements -------------------------------------------------------------------------
@@ -825,7 +351,9 @@ class ShareConsumer:
                 )
                 raise IllegalStateError(msg)
             del inflight.delivered[record.offset]
-            inflight.acks[record.offset] = _Ack(ack_type, delivery.node_id, delivery.generation)
+            inflight.acks[record.offset] = PendingAck(
+                ack_type, delivery.node_id, delivery.generation
+            )
 
     def acknowledge_delivered(self) -> int:
         """ACCEPT every record of the last poll not acknowledged yet; returns how many.
@@ -841,7 +369,9 @@ class ShareConsumer:
             count = 0
             for inflight in self._inflight.values():
                 for offset, d in inflight.delivered.items():
-                    inflight.acks[offset] = _Ack(AcknowledgeType.ACCEPT, d.node_id, d.generation)
+                    inflight.acks[offset] = PendingAck(
+                        AcknowledgeType.ACCEPT, d.node_id, d.generation
+                    )
                 count += len(inflight.delivered)
                 inflight.delivered.clear()
             return count
@@ -916,7 +446,7 @@ class ShareConsumer:
 
     def _take_acks(
         self,
-        session: _Session,
+        session: Session,
         keep: Callable[[TopicPartition, uuid.UUID], bool] | None = None,
     ) -> dict[TopicPartition, list[tuple[int, AcknowledgeType]]]:
         """Remove and return the pending acknowledgements for records from ``session``.
@@ -958,7 +488,7 @@ class ShareConsumer:
             self._fail_acks(stale, error)
         return out
 
-    def _reset_session(self, session: _Session, reason: Exception) -> None:
+    def _reset_session(self, session: Session, reason: Exception) -> None:
         if session.epoch != INITIAL_EPOCH:
             log.warning(
                 "share group %s: share session with node %d reset (%s); records it acquired "
@@ -1007,12 +537,12 @@ class ShareConsumer:
             return [], False
         # A partition named in a ShareFetch joins the session, so acknowledgements for records of
         # partitions this node no longer serves us go in a ShareAcknowledge first.
-        side: list[_Outgoing] = []
+        side: list[Outgoing] = []
         for node in sorted(nodes):
-            session = self._sessions.setdefault(node, _Session(node))
+            session = self._sessions.setdefault(node, Session(node))
             if session.epoch > INITIAL_EPOCH:
                 want = desired.get(node, set())
-                stray = self._take_acks(session, _outside(want))
+                stray = self._take_acks(session, outside(want))
                 if stray:
                     side.append(self._ack_request(session, stray, final=False))
         if side:
@@ -1022,9 +552,9 @@ class ShareConsumer:
                 self._on_acknowledge_response(ack_req, resp, final=False)
         remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
         max_wait = min(self._cfg.fetch_max_wait_ms, remaining_ms)
-        outgoing: list[_Outgoing] = []
+        outgoing: list[Outgoing] = []
         for node in sorted(nodes):
-            session = self._sessions.setdefault(node, _Session(node))
+            session = self._sessions.setdefault(node, Session(node))
             fetch = self._build_fetch(session, desired.get(node, set()), max_wait)
             if fetch is not None:
                 outgoing.append(fetch)
@@ -1053,8 +583,8 @@ class ShareConsumer:
         )
 
     def _build_fetch(
-        self, session: _Session, want: set[TopicIdPartition], max_wait_ms: int
-    ) -> _Outgoing | None:
+        self, session: Session, want: set[TopicIdPartition], max_wait_ms: int
+    ) -> Outgoing | None:
         acks = self._take_acks(session)  # at epoch 0 only stale ones exist: failed, not sent
         if session.epoch == INITIAL_EPOCH:
             if not want:
@@ -1066,15 +596,9 @@ class ShareConsumer:
                 return None
             added = want - session.partitions
             forgotten = session.partitions - want
-        by_topic: dict[uuid.UUID, dict[int, list[dict[str, Any]]]] = {}
-        for tip in added:
-            by_topic.setdefault(tip.topic_id, {}).setdefault(tip.partition, [])
-        for tp, offsets in acks.items():
-            topic_id = self._inflight[tp].topic_id
-            by_topic.setdefault(topic_id, {})[tp.partition] = _wire_batches(offsets)
-        gone: dict[uuid.UUID, list[int]] = {}
-        for tip in forgotten:
-            gone.setdefault(tip.topic_id, []).append(tip.partition)
+        topics, gone = fetch_topics(
+            added, forgotten, acks, {tp: f.topic_id for tp, f in self._inflight.items()}
+        )
         body: dict[str, Any] = {
             "group_id": self._cfg.group_id,
             "member_id": self._membership.member_id,
@@ -1084,27 +608,15 @@ class ShareConsumer:
             "max_bytes": self._cfg.fetch_max_bytes,
             "max_records": self._cfg.max_poll_records,
             "batch_size": self._cfg.max_poll_records,
-            "topics": [
-                {
-                    "topic_id": topic_id,
-                    "partitions": [
-                        {"partition_index": p, "acknowledgement_batches": batches}
-                        for p, batches in sorted(parts.items())
-                    ],
-                }
-                for topic_id, parts in by_topic.items()
-            ],
-            "forgotten_topics_data": [
-                {"topic_id": topic_id, "partitions": sorted(parts)}
-                for topic_id, parts in gone.items()
-            ],
+            "topics": topics,
+            "forgotten_topics_data": gone,
         }
-        return _Outgoing(session, body, set(want), acks)
+        return Outgoing(session, body, set(want), acks)
 
-    def _exchange_all(self, outgoing: list[_Outgoing], api_key: int) -> list[Any]:
+    def _exchange_all(self, outgoing: list[Outgoing], api_key: int) -> list[Any]:
         """Send one request per node (concurrently when there are several); exceptions returned."""
 
-        def one(out: _Outgoing) -> Any:
+        def one(out: Outgoing) -> Any:
             try:
                 return self._client.send(out.session.node_id, api_key, out.body, min_version=1)
             except SharetxnError as exc:
@@ -1118,7 +630,7 @@ class ShareConsumer:
             )
         return list(self._executor.map(one, outgoing))
 
-    def _on_fetch_response(self, out: _Outgoing, resp: Any) -> tuple[list[Record], bool]:
+    def _on_fetch_response(self, out: Outgoing, resp: Any) -> tuple[list[Record], bool]:
         """Apply one ShareFetch response; returns its records and whether to back off."""
         session = out.session
         if isinstance(resp, Exception):
@@ -1146,7 +658,7 @@ class ShareConsumer:
         else:
             session.advance()
         session.partitions = set(out.want)
-        self._lock_timeout_ms = _ms(resp.acquisition_lock_timeout)
+        self._lock_timeout_ms = ms_of(resp.acquisition_lock_timeout)
         acked = dict(out.acks)
         records: list[Record] = []
         problems: list[Exception] = []
@@ -1168,29 +680,19 @@ class ShareConsumer:
                             p.acknowledge_error_message, topic=tp.topic, partition=tp.partition
                         ),
                     )
-                part_code = ErrorCode(int(p.error_code))
-                if part_code is not ErrorCode.NONE:
-                    if part_code in _METADATA_ERRORS:
-                        self._metadata_stale = True
-                    elif part_code in (
-                        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                        ErrorCode.GROUP_AUTHORIZATION_FAILED,
-                    ):
-                        problems.append(
-                            error_for_code(int(part_code))(
-                                p.error_message, topic=tp.topic, partition=tp.partition
-                            )
-                        )
-                    else:
-                        log.warning(
-                            "share fetch of %s failed: %s %s",
-                            tp,
-                            part_code.name,
-                            p.error_message or "",
-                        )
+                if int(p.error_code) != 0:
+                    stale, problem = partition_error(tp, int(p.error_code), p.error_message)
+                    self._metadata_stale |= stale
+                    if problem is not None:
+                        problems.append(problem)
                     continue
                 if p.acquired_records:
-                    got, problem = self._decode_partition(tp, topic_id, session, p)
+                    inflight = self._inflight.get(tp)
+                    if inflight is None or inflight.topic_id != topic_id:
+                        inflight = self._inflight[tp] = InFlight(topic_id)
+                    got, problem = decode_acquired(
+                        tp, session, inflight, p, check_crcs=self._cfg.check_crcs
+                    )
                     records.extend(got)
                     if problem is not None:
                         problems.append(problem)
@@ -1203,82 +705,11 @@ class ShareConsumer:
                 raise problems[0]
         return records, False
 
-    def _decode_partition(
-        self, tp: TopicPartition, topic_id: uuid.UUID, session: _Session, p: Any
-    ) -> tuple[list[Record], Exception | None]:
-        """The acquired records of one partition; gaps and undecodable batches auto-acked."""
-        ranges = sorted(
-            (int(a.first_offset), int(a.last_offset), int(a.delivery_count))
-            for a in p.acquired_records
-        )
-        acquired: dict[int, int] = {}
-        for first, last, dc in ranges:
-            for offset in range(first, last + 1):
-                acquired[offset] = dc
-        inflight = self._inflight.get(tp)
-        if inflight is None or inflight.topic_id != topic_id:
-            inflight = self._inflight[tp] = _InFlight(topic_id)
-        node, gen = session.node_id, session.generation
-        raw = bytes(p.records or b"")
-        out: list[Record] = []
-        handled: set[int] = set()
-        problem: Exception | None = None
-        lo, hi = ranges[0][0], ranges[-1][1]
-        try:
-            batches = split_batches(raw)
-        except RecordDecodeError as exc:
-            batches = []
-            problem = exc
-        for pos, header in batches:
-            if header.last_offset < lo or header.base_offset > hi:
-                continue
-            try:
-                batch = decode_batch(raw, pos, header, check_crc=self._cfg.check_crcs)
-            except RecordDecodeError as exc:
-                # Kafka rejects a corrupt batch; a codec we lack is released for another consumer.
-                ack = (
-                    AcknowledgeType.REJECT
-                    if isinstance(exc, CorruptRecordError)
-                    else AcknowledgeType.RELEASE
-                )
-                for offset in range(header.base_offset, header.last_offset + 1):
-                    if offset in acquired:
-                        inflight.acks[offset] = _Ack(ack, node, gen)
-                        handled.add(offset)
-                if problem is None:
-                    exc.add_note(
-                        f"fetched from {tp} (offsets {header.base_offset}-{header.last_offset})"
-                    )
-                    problem = exc
-                continue
-            for r in batch.records:
-                count = acquired.get(r.offset)
-                if count is None or r.offset in handled:
-                    continue
-                handled.add(r.offset)
-                inflight.delivered[r.offset] = _Delivery(node, gen, count)
-                out.append(
-                    Record(
-                        topic=tp.topic,
-                        partition=tp.partition,
-                        offset=r.offset,
-                        key=r.key,
-                        value=r.value,
-                        headers=r.headers,
-                        timestamp=r.timestamp,
-                        delivery_count=count,
-                    )
-                )
-        for offset in acquired:
-            if offset not in handled:
-                inflight.acks[offset] = _Ack(AcknowledgeType.GAP, node, gen)
-        return out, problem
-
     # -- sending acknowledgements and closing sessions --------------------------------------------
 
     def _send_acknowledgements(self, deadline: float, *, final: bool) -> None:
         """ShareAcknowledge to every node with pending acknowledgements (all sessions if final)."""
-        outgoing: list[_Outgoing] = []
+        outgoing: list[Outgoing] = []
         for _node, session in sorted(self._sessions.items()):
             if session.epoch == INITIAL_EPOCH:
                 self._take_acks(session)  # nothing open: those can only fail
@@ -1312,15 +743,15 @@ class ShareConsumer:
 
     def _ack_request(
         self,
-        session: _Session,
+        session: Session,
         acks: dict[TopicPartition, list[tuple[int, AcknowledgeType]]],
         *,
         final: bool,
-    ) -> _Outgoing:
+    ) -> Outgoing:
         by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
         for tp, offsets in sorted(acks.items()):
             by_topic.setdefault(self._inflight[tp].topic_id, []).append(
-                {"partition_index": tp.partition, "acknowledgement_batches": _wire_batches(offsets)}
+                {"partition_index": tp.partition, "acknowledgement_batches": wire_batches(offsets)}
             )
         body = {
             "group_id": self._cfg.group_id,
@@ -1328,9 +759,9 @@ class ShareConsumer:
             "share_session_epoch": FINAL_EPOCH if final else session.epoch,
             "topics": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
         }
-        return _Outgoing(session, body, set(session.partitions), acks)
+        return Outgoing(session, body, set(session.partitions), acks)
 
-    def _on_acknowledge_response(self, out: _Outgoing, resp: Any, *, final: bool) -> None:
+    def _on_acknowledge_response(self, out: Outgoing, resp: Any, *, final: bool) -> None:
         session = out.session
         if isinstance(resp, Exception):
             self._fail_acks(out.acks, resp)

@@ -50,7 +50,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # listed may not grow past the limit; a listed file may not grow at all.
 MAX_LINES = 900
 OVERSIZED: dict[str, int] = {
-    "producer/share_consumer.py": 1453,
     "producer/transactional_producer.py": 1172,
 }
 

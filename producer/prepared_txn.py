@@ -23,9 +23,10 @@ a completed transaction keeps its epoch and a coordinator abort moves it to epoc
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from producer.raw import describe_transactions_raw
 from producer.txn_manager import (
@@ -34,10 +35,14 @@ from producer.txn_manager import (
     PreparedTransactionAbortedError,
     PreparedTransactionCommittedError,
     PreparedTransactionMismatchError,
+    TwoPhaseCommitUnavailableError,
 )
 from producer.types import TransactionDescription
 from txn.errors import ErrorCode, raise_for_code
-from txn.ids import KEY_TYPE_TRANSACTION
+from txn.ids import KEY_TYPE_TRANSACTION, NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+
+if TYPE_CHECKING:
+    from producer.producer_config import ProducerConfig
 
 __all__ = [
     "PREPARE_MODES",
@@ -46,10 +51,18 @@ __all__ = [
     "StoredTxnView",
     "classify",
     "coordinator_api_span",
+    "decide_enable2pc",
     "describe_transaction",
+    "enable2pc_refused",
     "feature_level",
+    "init_producer_id_request",
+    "keep_prepared_unavailable",
+    "keeps_prepared",
     "mismatch_error",
+    "warn_timeout_bounded",
 ]
+
+log = logging.getLogger("sharetxn.producer")
 
 API_INIT_PRODUCER_ID: Final = 22
 API_DESCRIBE_TRANSACTIONS: Final = 65
@@ -196,3 +209,95 @@ def describe_transaction(
 
     desc: TransactionDescription = client.call(attempt, timeout_ms=timeout_ms)
     return None if desc.error is ErrorCode.TRANSACTIONAL_ID_NOT_FOUND else desc
+
+
+# -- the choices, made once per producer ------------------------------------------------------
+
+
+def init_producer_id_request(
+    cfg: ProducerConfig,
+    *,
+    enable2pc: bool,
+    keep_prepared_txn: bool,
+    current: tuple[int, int] | None,
+) -> tuple[dict[str, Any], int]:
+    """InitProducerId's body and the lowest version that can carry it."""
+    pid, epoch = current if current is not None else (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+    body = {
+        "transactional_id": cfg.transactional_id,
+        "transaction_timeout": cfg.transaction_timeout_ms,
+        "producer_id": pid,
+        "producer_epoch": epoch,
+        "enable2_pc": enable2pc,
+        "keep_prepared_txn": keep_prepared_txn,
+    }
+    if enable2pc or keep_prepared_txn:
+        return body, INIT_PRODUCER_ID_2PC_VERSION
+    if current is not None:
+        return body, 3  # KIP-360: bump the epoch of a known producer id
+    return body, 0
+
+
+def enable2pc_refused(transactional_id: str | None) -> TwoPhaseCommitUnavailableError:
+    return TwoPhaseCommitUnavailableError(
+        "the coordinator refused Enable2Pc (KIP-939): set "
+        "transaction.two.phase.commit.enable=true on the brokers and grant the "
+        "TWO_PHASE_COMMIT operation on the transactional id, or use "
+        "sharetxn.prepare.mode=timeout",
+        transactional_id=transactional_id,
+        mode="enable2pc",
+    )
+
+
+def keep_prepared_unavailable(
+    transactional_id: str, cause: Exception
+) -> TwoPhaseCommitUnavailableError:
+    return TwoPhaseCommitUnavailableError(
+        f"the coordinator does not implement KeepPreparedTxn ({cause}); "
+        "use sharetxn.resume.mode=stored-ids",
+        transactional_id=transactional_id,
+        mode="keep-prepared",
+    )
+
+
+def decide_enable2pc(cfg: ProducerConfig, client: Any) -> bool:
+    """``sharetxn.prepare.mode`` applied to what the transaction coordinator serves."""
+    if not cfg.two_phase_commit:
+        return False
+    if cfg.prepare_mode == "timeout":
+        return False
+    assert cfg.transactional_id is not None
+    span = coordinator_api_span(client, cfg.transactional_id, API_INIT_PRODUCER_ID)
+    served = span is None or span[1] >= INIT_PRODUCER_ID_2PC_VERSION
+    if not served and cfg.prepare_mode == "enable2pc":
+        raise TwoPhaseCommitUnavailableError(
+            f"the transaction coordinator serves InitProducerId up to v{span and span[1]}, "
+            f"KIP-939 needs v{INIT_PRODUCER_ID_2PC_VERSION} (Apache Kafka 4.x serves it "
+            "only with unstable.api.versions.enable=true and "
+            "transaction.two.phase.commit.enable=true); or use sharetxn.prepare.mode=timeout",
+            transactional_id=cfg.transactional_id,
+            mode="enable2pc",
+        )
+    if not served:
+        warn_timeout_bounded(cfg, "the coordinator does not serve InitProducerId v6")
+    return served
+
+
+def keeps_prepared(cfg: ProducerConfig, client: Any) -> bool:
+    """Whether ``resume`` tries InitProducerId with KeepPreparedTxn first."""
+    if cfg.resume_mode != "auto":
+        return cfg.resume_mode == "keep-prepared"
+    assert cfg.transactional_id is not None
+    span = coordinator_api_span(client, cfg.transactional_id, API_INIT_PRODUCER_ID)
+    return span is None or span[1] >= INIT_PRODUCER_ID_2PC_VERSION
+
+
+def warn_timeout_bounded(cfg: ProducerConfig, why: str) -> None:
+    log.warning(
+        "%s: prepared transactions of %r are plain transactions; the coordinator aborts "
+        "one that stays open longer than transaction.timeout.ms=%d ms (bounded by the "
+        "brokers' transaction.max.timeout.ms)",
+        why,
+        cfg.transactional_id,
+        cfg.transaction_timeout_ms,
+    )

@@ -21,38 +21,35 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
-import time
-from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import Future
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any, Self
 
-from producer.accumulator import (
-    RecordAccumulator,
-    RecordMetadata,
-    StickyPartitioner,
-    partition_for_key,
-    record_size,
-)
-from producer.client import KafkaClient
+from producer.accumulator import RecordMetadata
 from producer.prepared_txn import (
     API_INIT_PRODUCER_ID,
-    INIT_PRODUCER_ID_2PC_VERSION,
     classify,
-    coordinator_api_span,
+    decide_enable2pc,
     describe_transaction,
+    enable2pc_refused,
+    init_producer_id_request,
+    keep_prepared_unavailable,
+    keeps_prepared,
     mismatch_error,
+    warn_timeout_bounded,
 )
-from producer.producer_config import (
-    HeadersArg,
-    ProducerConfig,
-    _headers,
-    _to_bytes,
+from producer.producer_config import ProducerConfig
+from producer.producer_core import ProducerCore
+from producer.sender import fenced_or_typed
+from producer.txn_group_requests import (
+    API_ADD_OFFSETS_TO_TXN,
+    API_ADD_SHARE_ACKS_TO_TXN,
+    API_TXN_SHARE_ACKNOWLEDGE,
+    remaining_ms,
+    txn_offset_commit,
+    txn_share_acknowledge,
 )
-from producer.sender import ProducerClient, Sender, SenderConfig, fenced_or_typed
 from producer.txn_manager import (
-    ABORTABLE_CODES,
     FATAL_CODES,
     DifferentPreparedTransactionError,
     IllegalStateError,
@@ -62,7 +59,6 @@ from producer.txn_manager import (
     PreparedTransactionCommittedError,
     PreparedTransactionMismatchError,
     TransactionAbortedError,
-    TransactionManager,
     TwoPhaseCommitUnavailableError,
     TxnState,
     UnsupportedOperationError,
@@ -70,12 +66,10 @@ from producer.txn_manager import (
 from producer.types import (
     ConsumerGroupMetadata,
     PreparedTxnState,
-    ShareAckBatch,
     ShareAcknowledgements,
     ShareGroupMetadata,
 )
 from txn.errors import (
-    ClosedError,
     ErrorCode,
     KafkaProtocolError,
     NetworkError,
@@ -85,7 +79,6 @@ from txn.errors import (
     UnsupportedVersionError,
 )
 from txn.ids import (
-    KEY_TYPE_GROUP,
     KEY_TYPE_TRANSACTION,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -110,11 +103,7 @@ __all__ = [
 
 log = logging.getLogger("sharetxn.producer")
 
-API_ADD_OFFSETS_TO_TXN = 25
-API_TXN_OFFSET_COMMIT = 28
 API_END_TXN = 26
-API_TXN_SHARE_ACKNOWLEDGE = 93
-API_ADD_SHARE_ACKS_TO_TXN = 94
 
 # Errors of coordinator requests after which the producer can only be closed (as Java's
 # AddPartitionsToTxn/EndTxn handlers: a bad transaction state or id mapping is not abortable).
@@ -126,53 +115,13 @@ _COORDINATOR_FATAL = FATAL_CODES | {
 # Kafka config name -> default (None: no default).
 
 
-class TransactionalProducer:
+class TransactionalProducer(ProducerCore):
     """A Kafka producer with transactions, share acknowledgements in transactions and 2PC.
 
     Without ``transactional.id`` it is an idempotent (``enable.idempotence=true``, the
     default) or plain producer and only ``send``/``flush``/``close`` apply.  ``client`` lets a
     caller share a ``KafkaClient`` (the producer then does not close it); tests pass a fake.
     """
-
-    def __init__(self, config: Mapping[str, Any], *, client: ProducerClient | None = None) -> None:
-        self.config = ProducerConfig.parse(config)
-        cfg = self.config
-        self._owns_client = client is None
-        self._client: ProducerClient = client or KafkaClient(
-            cfg.bootstrap_servers,
-            client_id=cfg.client_id,
-            request_timeout_ms=cfg.request_timeout_ms,
-            retry_backoff_ms=cfg.retry_backoff_ms,
-            security=cfg.security,
-        )
-        self._txn = TransactionManager(cfg.transactional_id, two_phase_commit=cfg.two_phase_commit)
-        self._acc = RecordAccumulator(cfg.batch_size, cfg.linger_ms)
-        self._partitioner = StickyPartitioner(cfg.batch_size)
-        self._sender = Sender(
-            self._client,
-            self._acc,
-            self._txn,
-            SenderConfig(
-                transactional_id=cfg.transactional_id,
-                idempotent=cfg.enable_idempotence,
-                acks=cfg.acks,
-                request_timeout_ms=cfg.request_timeout_ms,
-                delivery_timeout_ms=cfg.delivery_timeout_ms,
-                retry_backoff_ms=cfg.retry_backoff_ms,
-                transaction_timeout_ms=cfg.transaction_timeout_ms,
-                two_phase_commit=cfg.two_phase_commit,
-                compression=int(cfg.compression),
-            ),
-        )
-        # Serialises transaction control and the state check + append of ``send``.
-        self._lock = threading.RLock()
-        self._closed = False
-        # Whether InitProducerId carries Enable2Pc (None: not decided yet; see
-        # ``_wants_enable2pc``), and whether this producer took its transaction over by
-        # stored ids (``resume`` without KeepPreparedTxn).
-        self._enable2pc: bool | None = None
-        self._resumed_by_stored_ids = False
-        self._sender.start(f"sharetxn-producer-sender-{cfg.client_id}")
 
     # -- introspection ----------------------------------------------------------------------
 
@@ -207,111 +156,6 @@ class TransactionalProducer:
         return self._resumed_by_stored_ids
 
     # -- sending ----------------------------------------------------------------------------
-
-    def send(
-        self,
-        topic: str,
-        value: bytes | str | None,
-        key: bytes | str | None = None,
-        partition: int | None = None,
-        headers: HeadersArg = None,
-    ) -> Future[RecordMetadata]:
-        """Queue one record; the future resolves with its offset once the leader wrote it.
-
-        Raises at once (not through the future) for misuse, bad arguments, or when the
-        topic's metadata cannot be had within ``max.block.ms``; in a transaction that last
-        case makes the transaction abortable, since the record is not part of it.
-        """
-        self._ensure_open()
-        self._txn.check(Operation.SEND)
-        key_bytes = _to_bytes(key, "key")
-        value_bytes = _to_bytes(value, "value")
-        record_headers = _headers(headers)
-        chosen = self._choose_partition(topic, key_bytes, value_bytes, record_headers, partition)
-        with self._lock:
-            self._ensure_open()
-            self._txn.check(Operation.SEND)
-            return self._acc.append(
-                TopicPartition(topic, chosen),
-                key_bytes,
-                value_bytes,
-                record_headers,
-                int(time.time() * 1000),
-            )
-
-    def send_many(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None]]) -> int:
-        """Queue ``(key, value)`` records of a transaction without a future each; returns
-        how many.
-
-        For bulk writes inside a transaction: a record that cannot be written makes the
-        transaction abortable, so ``prepare_transaction``/``commit_transaction`` raise and
-        nothing of it becomes visible.  Partitions are chosen as by ``send``.
-        """
-        self._ensure_open()
-        if self.config.transactional_id is None:
-            msg = "send_many needs a transactional producer (its errors surface at commit)"
-            raise IllegalStateError(msg)
-        now_ms = int(time.time() * 1000)
-        count = 0
-        append, choose = self._acc.append_untracked, self._choose_partition
-        partitions: dict[int, TopicPartition] = {}
-        with self._lock:  # one state check for the whole call: prepare waits for it
-            self._ensure_open()
-            self._txn.check(Operation.SEND)
-            for key, value in records:
-                chosen = choose(topic, key, value, [], None)
-                tp = partitions.get(chosen)
-                if tp is None:
-                    tp = partitions[chosen] = TopicPartition(topic, chosen)
-                append(tp, key, value, [], now_ms)
-                count += 1
-        return count
-
-    def _choose_partition(
-        self,
-        topic: str,
-        key: bytes | None,
-        value: bytes | None,
-        headers: list[tuple[str, bytes | None]],
-        partition: int | None,
-    ) -> int:
-        # A known topic needs no retry machinery per record (the hot path of a batch).
-        known = getattr(self._client, "topics", None)
-        meta = known.get(topic) if isinstance(known, dict) else None
-        if meta is None:
-            try:
-                meta = self._client.call(
-                    lambda: self._client.topic(topic, auto_create=True),
-                    timeout_ms=self.config.max_block_ms,
-                )
-            except KafkaProtocolError as exc:
-                self._txn.abortable_error(exc)
-                raise
-        count = len(meta.partitions)
-        if partition is not None:
-            if not 0 <= partition < count:
-                msg = f"partition {partition} is out of range: topic {topic!r} has {count}"
-                raise ValueError(msg)
-            return partition
-        if key is not None:
-            return partition_for_key(key, count)
-        size = record_size(key, value, headers)
-        return self._partitioner.partition(topic, count, size)
-
-    def flush(self, timeout_s: float | None = None) -> None:
-        """Wait until every record sent so far is written or failed (its future is done).
-
-        Raises ``RequestTimedOutError`` (retriable) if records are still pending at the timeout.
-        """
-        deadline = None if timeout_s is None else self._acc.clock() + timeout_s
-        batches = self._acc.begin_flush()
-        try:
-            pending = self._acc.await_batches(batches, deadline)
-        finally:
-            self._acc.end_flush()
-        if pending:
-            msg = f"flush did not finish within {timeout_s}s"
-            raise RequestTimedOutError(msg, pending_batches=pending, **self._txn.describe())
 
     # -- transactions -----------------------------------------------------------------------
 
@@ -358,23 +202,10 @@ class TransactionalProducer:
     def _init_producer_id(
         self, keep_prepared_txn: bool, deadline: float, current: tuple[int, int] | None = None
     ) -> Any:
-        cfg = self.config
-        pid, epoch = current if current is not None else (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         enable2pc = self._wants_enable2pc()
-        body = {
-            "transactional_id": cfg.transactional_id,
-            "transaction_timeout": cfg.transaction_timeout_ms,
-            "producer_id": pid,
-            "producer_epoch": epoch,
-            "enable2_pc": enable2pc,
-            "keep_prepared_txn": keep_prepared_txn,
-        }
-        if enable2pc or keep_prepared_txn:
-            min_version = INIT_PRODUCER_ID_2PC_VERSION
-        elif current is not None:
-            min_version = 3  # KIP-360: bump the epoch of a known producer id
-        else:
-            min_version = 0
+        body, min_version = init_producer_id_request(
+            self.config, enable2pc=enable2pc, keep_prepared_txn=keep_prepared_txn, current=current
+        )
         try:
             return self._coordinator_request(
                 API_INIT_PRODUCER_ID, body, deadline, min_version=min_version
@@ -384,55 +215,17 @@ class TransactionalProducer:
             # without the TWO_PHASE_COMMIT ACL) refuses Enable2Pc with this error.
             if not enable2pc:
                 raise
-            if cfg.prepare_mode == "enable2pc":
-                raise TwoPhaseCommitUnavailableError(
-                    "the coordinator refused Enable2Pc (KIP-939): set "
-                    "transaction.two.phase.commit.enable=true on the brokers and grant the "
-                    "TWO_PHASE_COMMIT operation on the transactional id, or use "
-                    "sharetxn.prepare.mode=timeout",
-                    transactional_id=cfg.transactional_id,
-                    mode="enable2pc",
-                ) from exc
+            if self.config.prepare_mode == "enable2pc":
+                raise enable2pc_refused(self.config.transactional_id) from exc
             self._enable2pc = False
-            self._warn_timeout_bounded("the coordinator refused Enable2Pc")
+            warn_timeout_bounded(self.config, "the coordinator refused Enable2Pc")
             return self._init_producer_id(keep_prepared_txn, deadline, current)
 
     def _wants_enable2pc(self) -> bool:
         """Whether InitProducerId asks for KIP-939's Enable2Pc (decided once per producer)."""
-        cfg = self.config
-        if not cfg.two_phase_commit:
-            return False
-        if self._enable2pc is not None:
-            return self._enable2pc
-        if cfg.prepare_mode == "timeout":
-            self._enable2pc = False
-            return False
-        assert cfg.transactional_id is not None
-        span = coordinator_api_span(self._client, cfg.transactional_id, API_INIT_PRODUCER_ID)
-        served = span is None or span[1] >= INIT_PRODUCER_ID_2PC_VERSION
-        if not served and cfg.prepare_mode == "enable2pc":
-            raise TwoPhaseCommitUnavailableError(
-                f"the transaction coordinator serves InitProducerId up to v{span and span[1]}, "
-                f"KIP-939 needs v{INIT_PRODUCER_ID_2PC_VERSION} (Apache Kafka 4.x serves it "
-                "only with unstable.api.versions.enable=true and "
-                "transaction.two.phase.commit.enable=true); or use sharetxn.prepare.mode=timeout",
-                transactional_id=cfg.transactional_id,
-                mode="enable2pc",
-            )
-        self._enable2pc = served
-        if not served:
-            self._warn_timeout_bounded("the coordinator does not serve InitProducerId v6")
-        return served
-
-    def _warn_timeout_bounded(self, why: str) -> None:
-        log.warning(
-            "%s: prepared transactions of %r are plain transactions; the coordinator aborts "
-            "one that stays open longer than transaction.timeout.ms=%d ms (bounded by the "
-            "brokers' transaction.max.timeout.ms)",
-            why,
-            self.config.transactional_id,
-            self.config.transaction_timeout_ms,
-        )
+        if self._enable2pc is None:
+            self._enable2pc = decide_enable2pc(self.config, self._client)
+        return self._enable2pc
 
     def begin_transaction(self) -> None:
         """Start a transaction (local only; the coordinator learns of it with the first add).
@@ -491,30 +284,19 @@ class TransactionalProducer:
             self._client.require_kip1289(API_TXN_SHARE_ACKNOWLEDGE)
             if not batches:
                 return
-            tid = self.config.transactional_id
-            pid, epoch = self._txn.producer_id_and_epoch
             topics: dict[str, list[int]] = {}
             for tp in sorted(batches):
                 topics.setdefault(tp.topic, []).append(tp.partition)
-            body = {
-                "transactional_id": tid,
-                "producer_id": pid,
-                "producer_epoch": epoch,
-                "group_id": group_metadata.group_id,
-                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
-            }
+            tid = self._add_group_to_txn(
+                API_ADD_SHARE_ACKS_TO_TXN,
+                group_metadata.group_id,
+                deadline,
+                topics=[{"name": t, "partitions": ps} for t, ps in topics.items()],
+            )
             try:
-                self._coordinator_request(
-                    API_ADD_SHARE_ACKS_TO_TXN, body, deadline, group_id=group_metadata.group_id
+                txn_share_acknowledge(
+                    self._client, self._txn, tid, batches, group_metadata, deadline
                 )
-            except RetriableError:
-                raise
-            except KafkaProtocolError as exc:
-                self._on_coordinator_error(exc, _COORDINATOR_FATAL)
-                raise
-            self._txn.share_acks_added()
-            try:
-                self._txn_share_acknowledge(batches, group_metadata, deadline)
             except KafkaProtocolError as exc:
                 # A retriable error here means the outcome is unknown: abort to be safe.
                 self._on_coordinator_error(exc, FATAL_CODES)
@@ -553,170 +335,40 @@ class TransactionalProducer:
             self._txn.check(Operation.SEND_OFFSETS)
             if not offsets:
                 return
-            tid = self.config.transactional_id
+            tid = self._add_group_to_txn(API_ADD_OFFSETS_TO_TXN, meta.group_id, deadline)
             pid, epoch = self._txn.producer_id_and_epoch
-            body = {
-                "transactional_id": tid,
-                "producer_id": pid,
-                "producer_epoch": epoch,
-                "group_id": meta.group_id,
-            }
             try:
-                self._coordinator_request(
-                    API_ADD_OFFSETS_TO_TXN, body, deadline, group_id=meta.group_id
-                )
-            except RetriableError:
-                raise
-            except KafkaProtocolError as exc:
-                self._on_coordinator_error(exc, _COORDINATOR_FATAL)
-                raise
-            self._txn.share_acks_added()  # the coordinator now has a partition of this txn
-            try:
-                self._txn_offset_commit(dict(offsets), meta, tid, pid, epoch, deadline)
+                txn_offset_commit(self._client, dict(offsets), meta, tid, pid, epoch, deadline)
             except KafkaProtocolError as exc:
                 self._on_coordinator_error(exc, FATAL_CODES)
                 raise
 
-    def _txn_offset_commit(
-        self,
-        offsets: dict[TopicPartition, int],
-        meta: ConsumerGroupMetadata,
-        tid: str | None,
-        pid: int,
-        epoch: int,
-        deadline: float,
-    ) -> None:
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for tp in sorted(offsets):
-            topics.setdefault(tp.topic, []).append(
-                {
-                    "partition_index": tp.partition,
-                    "committed_offset": offsets[tp],
-                    "committed_leader_epoch": -1,
-                    "committed_metadata": "",
-                }
-            )
-        body = {
-            "transactional_id": tid,
-            "group_id": meta.group_id,
-            "producer_id": pid,
-            "producer_epoch": epoch,
-            "generation_id": meta.generation_id,
-            "member_id": meta.member_id,
-            "group_instance_id": meta.group_instance_id,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
-        }
+    def _add_group_to_txn(
+        self, api_key: int, group_id: str, deadline: float, **extra: Any
+    ) -> str | None:
+        """AddOffsetsToTxn / AddShareAcksToTxn: the coordinator adds the group's partition.
 
-        def attempt() -> None:
-            node = self._client.coordinator_for(KEY_TYPE_GROUP, meta.group_id)
-            resp = self._client.send(node, API_TXN_OFFSET_COMMIT, body)
-            for t in resp.topics:
-                for p in t.partitions:
-                    code = int(p.error_code)
-                    if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
-                        self._client.forget_coordinator(KEY_TYPE_GROUP, meta.group_id)
-                    if code != ErrorCode.NONE:
-                        raise fenced_or_typed(
-                            code,
-                            None,
-                            transactional_id=tid,
-                            group_id=meta.group_id,
-                            topic=t.name,
-                            partition=int(p.partition_index),
-                        )
-
-        self._client.call(attempt, timeout_ms=_remaining_ms(deadline))
-
-    def _txn_share_acknowledge(
-        self,
-        batches: dict[TopicPartition, tuple[ShareAckBatch, ...]],
-        group_metadata: ShareGroupMetadata,
-        deadline: float,
-    ) -> None:
-        remaining = dict(batches)
+        A retriable failure changes nothing (the call may be repeated); other errors are
+        fatal or abortable as for AddPartitionsToTxn.  Returns the transactional id.
+        """
         tid = self.config.transactional_id
         pid, epoch = self._txn.producer_id_and_epoch
-        ids = {
+        body = {
             "transactional_id": tid,
             "producer_id": pid,
             "producer_epoch": epoch,
-            "group_id": group_metadata.group_id,
-            "member_id": group_metadata.member_id,
+            "group_id": group_id,
+            **extra,
         }
-
-        def attempt() -> None:
-            by_leader: dict[int, list[TopicPartition]] = {}
-            for tp in sorted(remaining):
-                by_leader.setdefault(self._client.leader_for(tp), []).append(tp)
-            retriable: KafkaProtocolError | None = None
-            for leader, tps in by_leader.items():
-                names: dict[Any, str] = {}
-                per_topic: dict[Any, list[dict[str, Any]]] = {}
-                for tp in tps:
-                    topic_id = self._client.topic(tp.topic).topic_id
-                    names[topic_id] = tp.topic
-                    per_topic.setdefault(topic_id, []).append(
-                        {
-                            "partition": tp.partition,
-                            "acknowledgement_batches": [
-                                {
-                                    "first_offset": b.first_offset,
-                                    "last_offset": b.last_offset,
-                                    "acknowledge_type": int(b.ack_type),
-                                }
-                                for b in remaining[tp]
-                            ],
-                        }
-                    )
-                body = {
-                    "group_id": group_metadata.group_id,
-                    "transactional_id": tid,
-                    "producer_id": pid,
-                    "producer_epoch": epoch,
-                    "member_id": group_metadata.member_id,
-                    "topics": [
-                        {"topic_id": topic_id, "partitions": parts}
-                        for topic_id, parts in per_topic.items()
-                    ],
-                }
-                try:
-                    resp = self._client.send(leader, API_TXN_SHARE_ACKNOWLEDGE, body)
-                except (NetworkError, RequestTimedOutError):
-                    # Unanswered: it may still stage these acks later, possibly in the next
-                    # transaction of this epoch; the transaction ends with an epoch bump.
-                    self._txn.request_epoch_bump()
-                    raise
-                worst: KafkaProtocolError | None = None
-                for topic in resp.topics:
-                    name = names.get(topic.topic_id)
-                    for part in topic.partitions:
-                        if name is None:
-                            continue
-                        tp = TopicPartition(name, int(part.partition))
-                        code = int(part.error_code)
-                        if code == ErrorCode.NONE:
-                            remaining.pop(tp, None)
-                            continue
-                        exc = fenced_or_typed(
-                            code, part.error_message, topic=tp.topic, partition=tp.partition, **ids
-                        )
-                        if isinstance(exc, RetriableError) and code not in ABORTABLE_CODES:
-                            retriable = exc
-                        elif worst is None or (
-                            code in FATAL_CODES and worst.code not in FATAL_CODES
-                        ):
-                            worst = exc
-                if worst is not None:
-                    raise worst
-            if remaining:
-                if retriable is None:
-                    missing = ", ".join(str(tp) for tp in sorted(remaining))
-                    retriable = NetworkError(f"no TxnShareAcknowledge result for {missing}", **ids)
-                with contextlib.suppress(KafkaProtocolError, OSError):
-                    self._client.refresh_metadata(sorted({tp.topic for tp in remaining}))
-                raise retriable
-
-        self._client.call(attempt, timeout_ms=_remaining_ms(deadline))
+        try:
+            self._coordinator_request(api_key, body, deadline, group_id=group_id)
+        except RetriableError:
+            raise
+        except KafkaProtocolError as exc:
+            self._on_coordinator_error(exc, _COORDINATOR_FATAL)
+            raise
+        self._txn.share_acks_added()  # the coordinator now has a partition of this txn
+        return tid
 
     def prepare_transaction(self, timeout_s: float | None = None) -> PreparedTxnState:
         """Phase one of 2PC (KIP-939): flush, then allow only commit/abort/complete.
@@ -802,7 +454,7 @@ class TransactionalProducer:
         if exc.code not in fenced or tid is None:
             return None
         try:
-            desc = describe_transaction(self._client, tid, _remaining_ms(deadline))
+            desc = describe_transaction(self._client, tid, remaining_ms(deadline))
         except (KafkaProtocolError, AttributeError, TypeError):
             return None  # not a KafkaClient, or no answer: keep the coordinator's error
         error = mismatch_error(classify(desc, pid, epoch), tid, pid, epoch)
@@ -909,17 +561,12 @@ class TransactionalProducer:
             # transaction that is not open any more would move the epoch on and hide how
             # it ended.
             producer._check_stored_ids(producer_id, epoch, deadline)
-            if producer._keeps_prepared():
+            if keeps_prepared(producer.config, producer._client):
                 try:
                     producer._resume_keeping_prepared(producer_id, epoch, deadline)
                 except UnsupportedVersionError as exc:
                     if producer.config.resume_mode == "keep-prepared":
-                        raise TwoPhaseCommitUnavailableError(
-                            f"the coordinator does not implement KeepPreparedTxn ({exc}); "
-                            "use sharetxn.resume.mode=stored-ids",
-                            transactional_id=transactional_id,
-                            mode="keep-prepared",
-                        ) from exc
+                        raise keep_prepared_unavailable(transactional_id, exc) from exc
                     log.info(
                         "the coordinator of %r refused KeepPreparedTxn (%s): resuming by the "
                         "stored producer id and epoch",
@@ -945,20 +592,10 @@ class TransactionalProducer:
         assert tid is not None
         if getattr(self._client, "_connection", None) is None:
             return
-        desc = describe_transaction(self._client, tid, _remaining_ms(deadline))
+        desc = describe_transaction(self._client, tid, remaining_ms(deadline))
         error = mismatch_error(classify(desc, producer_id, epoch), tid, producer_id, epoch)
         if error is not None:
             raise error
-
-    def _keeps_prepared(self) -> bool:
-        """Whether ``resume`` tries InitProducerId with KeepPreparedTxn first."""
-        mode = self.config.resume_mode
-        if mode != "auto":
-            return mode == "keep-prepared"
-        tid = self.config.transactional_id
-        assert tid is not None
-        span = coordinator_api_span(self._client, tid, API_INIT_PRODUCER_ID)
-        return span is None or span[1] >= INIT_PRODUCER_ID_2PC_VERSION
 
     def _resume_keeping_prepared(self, producer_id: int, epoch: int, deadline: float) -> None:
         tid = self.config.transactional_id
@@ -1021,16 +658,7 @@ class TransactionalProducer:
             if self._is_closed():  # a concurrent close won
                 return
             self._closed = True
-        self._acc.close()
-        if not self._sender.join(max(deadline - time.monotonic(), 0.0)):
-            self._sender.force_close()
-        self._acc.fail_incomplete(ClosedError("the producer was closed before the record was sent"))
-        if self._owns_client:
-            if self._sender.join(0):
-                self._client.close()
-            else:
-                # The sender is inside a request; closing would wait for the socket's lock.
-                threading.Thread(target=self._client.close, daemon=True).start()
+        self._shutdown(deadline)
 
     def __enter__(self) -> Self:
         return self
@@ -1076,21 +704,6 @@ class TransactionalProducer:
                 log.warning("abort after %r failed: %s", exc, abort_exc)
 
     # -- helpers ----------------------------------------------------------------------------
-
-    def _is_closed(self) -> bool:
-        return self._closed
-
-    def _ensure_open(self) -> None:
-        if self._closed:
-            msg = "the producer is closed"
-            raise ClosedError(msg)
-
-    def _deadline(self, timeout_s: float | None) -> float:
-        seconds = self.config.max_block_ms / 1000 if timeout_s is None else timeout_s
-        return time.monotonic() + seconds
-
-    def _flush_until(self, deadline: float) -> None:
-        self.flush(max(deadline - time.monotonic(), 0.0))
 
     def _end_transaction(self, *, commit: bool, deadline: float) -> None:
         """EndTxn if the coordinator knows the transaction, then a new epoch if one is due.
@@ -1157,7 +770,7 @@ class TransactionalProducer:
                 raise fenced_or_typed(code, None, api_key=api_key, **ids)
             return resp
 
-        return self._client.call(attempt, timeout_ms=_remaining_ms(deadline))
+        return self._client.call(attempt, timeout_ms=remaining_ms(deadline))
 
     def _on_coordinator_error(
         self, exc: KafkaProtocolError, fatal_codes: frozenset[ErrorCode]
@@ -1166,7 +779,3 @@ class TransactionalProducer:
             self._txn.fatal_error(exc)
         else:
             self._txn.abortable_error(exc)
-
-
-def _remaining_ms(deadline: float) -> int:
-    return max(int((deadline - time.monotonic()) * 1000), 1)

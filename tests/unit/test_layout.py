@@ -49,9 +49,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # Files that must shrink below MAX_LINES (issue: split them along their jobs).  A file not
 # listed may not grow past the limit; a listed file may not grow at all.
 MAX_LINES = 900
-OVERSIZED: dict[str, int] = {
-    "producer/transactional_producer.py": 1172,
-}
+OVERSIZED: dict[str, int] = {}
 
 
 def _modules() -> dict[str, Path]:

@@ -49,7 +49,11 @@ def probe(bootstrap_servers: str, client_config: Mapping[str, Any]) -> ClusterSu
         if not host or not port.isdigit():
             continue
         conn = BrokerConnection(
-            host.strip("[]"), int(port), client_id="sharetxn-spark-source", security=security
+            host.strip("[]"),
+            int(port),
+            client_id="sharetxn-spark-source",
+            timeout_s=10.0,
+            security=security,
         )
         try:
             conn.connect()

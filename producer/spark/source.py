@@ -143,7 +143,7 @@ class ShareStreamReader(DataSourceStreamReader):
             return self._query_id
         opts = self.opts
         self._check_server()
-        check_cluster(opts)
+        self._check_cluster()
         query_id = self.ckpt.query_id()
         admin = self._admin_client()
         topics = admin.list_topics()
@@ -175,6 +175,15 @@ class ShareStreamReader(DataSourceStreamReader):
 
     def _task_count(self) -> int:
         return self.opts.num_partitions or max(1, len(self._partitions))
+
+    def _check_cluster(self) -> None:
+        """Refuse a cluster without KIP-1289 (unless at least once) or without share groups."""
+        try:
+            check_cluster(self.opts)
+        except (RetriableError, OSError) as exc:
+            # Unreachable now: the admin calls below retry and report it; the executors'
+            # transactional share consumers refuse a cluster without KIP-1289 as well.
+            log.warning("kafka-share: could not probe the cluster's APIs: %r", exc)
 
     def _check_server(self) -> None:
         """With ``ExactlyOnce.read_stream``: the options must still be the sink's."""

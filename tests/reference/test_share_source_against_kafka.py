@@ -102,7 +102,7 @@ def test_source_refuses_kafka_without_kip1289_or_share_groups(
 
 # -- at least once, with a driver SIGKILL ------------------------------------------------------
 
-RECORDS = 200
+RECORDS = 120
 LOCK_MS = 15_000  # Kafka's minimum (group.share.min.record.lock.duration.ms)
 
 

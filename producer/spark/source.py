@@ -311,11 +311,8 @@ class ShareStreamReader(DataSourceStreamReader):
         first = ticket_batch(start)
         if batch <= first:
             return []
-        if self._held is not None:
-            # Planned by latestOffset here, or a re-run after a restart: acquire again.
-            records = self._held.acquire(batch, self.ckpt.is_committed)
-            return split(records, batch, self._task_count())
-        # Batch N reuses the ids of N-2: N-2 (and everything before) must be complete.
+        # Batch N reuses the ids of N-2 (the sink's write transactions in both modes):
+        # N-2 (and everything before) must be complete.
         self._commit_decided()
         view = self.ckpt.view(unresolved_only=True)
         open_ = [b for b in view.intents if b < batch - 1 and b not in view.resolved]
@@ -325,6 +322,10 @@ class ShareStreamReader(DataSourceStreamReader):
                 f"run `sharetxn recover --checkpoint {self.opts.checkpoint}`"
             )
             raise ResolveError(msg)
+        if self._held is not None:
+            # Planned by latestOffset here, or a re-run after a restart: acquire again.
+            records = self._held.acquire(batch, self.ckpt.is_committed)
+            return split(records, batch, self._task_count())
         count = self._task_count()
         return [
             ReadTask(
@@ -347,7 +348,10 @@ class ShareStreamReader(DataSourceStreamReader):
         self._start()
         self._commit_decided()
         if self._held is not None:
-            self._held.settle(self.ckpt.is_committed)
+            try:
+                self._held.settle(self.ckpt.is_committed)
+            except (KafkaProtocolError, OSError) as exc:  # the next trigger settles again
+                log.warning("kafka-share: acknowledging committed batches failed: %r", exc)
 
     def stop(self) -> None:
         try:

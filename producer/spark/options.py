@@ -13,6 +13,9 @@ DEFAULT_PREFIX = "sharetxn-spark"
 DEFAULT_MAX_RECORDS = 10_000
 DEFAULT_POLL_TIMEOUT_MS = 1_000
 STARTING_OFFSETS = ("earliest", "latest")
+EXACTLY_ONCE = "exactly-once"
+AT_LEAST_ONCE = "at-least-once"
+DELIVERY_SEMANTICS = (EXACTLY_ONCE, AT_LEAST_ONCE)
 #: options that ExactlyOnce.read_stream sets itself (besides the brokers, the checkpoint
 #: and the prefix): the clients' security settings, taken from its producer_config
 FIXED_OPTIONS = frozenset(f"kafka.{k}" for k in SECURITY_KEYS)
@@ -29,6 +32,9 @@ OPTIONS: dict[str, str] = {
     "pollTimeoutMs": f"how long a read task waits for records (default {DEFAULT_POLL_TIMEOUT_MS})",
     "startingOffsets": "earliest|latest: set the group's share.auto.offset.reset; "
     "without it the share group must already exist",
+    "deliverySemantics": f"{EXACTLY_ONCE} (default; needs KIP-1289) or {AT_LEAST_ONCE}: "
+    "the driver acquires each batch and acknowledges it after Spark's commit, for clusters "
+    "without KIP-1289 such as Apache Kafka (docs/spark.md)",
     "sharetxn.checkpointServer": "set by ExactlyOnce.read_stream: the driver's checkpoint "
     "server (host:port) through which the source reaches a checkpoint on any file system",
     "sharetxn.checkpointToken": "set by ExactlyOnce.read_stream: the checkpoint server's secret",
@@ -54,6 +60,12 @@ class SourceOptions:
     client_config: tuple[tuple[str, str], ...] = ()
     #: (address, secret) of the driver's checkpoint server (``ExactlyOnce.read_stream``)
     checkpoint_server: tuple[str, str] | None = None
+    #: ``exactly-once`` (read transactions, KIP-1289) or ``at-least-once`` (acks after commit)
+    delivery_semantics: str = EXACTLY_ONCE
+
+    @property
+    def at_least_once(self) -> bool:
+        return self.delivery_semantics == AT_LEAST_ONCE
 
     def open_checkpoint(self) -> Checkpoint:
         """The checkpoint on its store: through the driver's server, or a local path."""
@@ -100,6 +112,13 @@ class SourceOptions:
         if starting is not None and starting.lower() not in STARTING_OFFSETS:
             msg = f"kafka-share: startingOffsets must be earliest or latest, not {starting!r}"
             raise SparkConfigError(msg)
+        semantics = values.get("deliverySemantics", EXACTLY_ONCE).strip().lower()
+        if semantics not in DELIVERY_SEMANTICS:
+            msg = (
+                f"kafka-share: deliverySemantics must be {EXACTLY_ONCE} or {AT_LEAST_ONCE}, "
+                f"not {values['deliverySemantics']!r}"
+            )
+            raise SparkConfigError(msg)
         num = values.get("numPartitions")
         server = values.get("sharetxn.checkpointServer", "").strip()
         token = values.get("sharetxn.checkpointToken", "").strip()
@@ -121,6 +140,7 @@ class SourceOptions:
             starting_offsets=None if starting is None else starting.lower(),
             client_config=tuple(sorted(client.items())),
             checkpoint_server=(server, token) if server else None,
+            delivery_semantics=semantics,
         )
 
 

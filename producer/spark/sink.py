@@ -399,6 +399,8 @@ class ExactlyOnce:
                     "checkpointLocation is not this query's"
                 )
                 raise SparkConfigError(msg)
+            if tid is None:
+                continue  # a deliverySemantics=at-least-once batch: no read transaction
             if not str(tid).startswith(own):
                 msg = (
                     f"read transaction {tid} does not start with {own!r}: the sink's "

@@ -6,6 +6,11 @@ share consumer, acquires up to ``maxRecordsPerPartition`` records, stages ACCEPT
 them in its own transaction ``{prefix}-{queryId}-r-{N mod 2}-{task}``, *prepares* it and
 yields the rows with the receipt of that transaction.  Nothing is acknowledged until the
 sink's intent for batch N exists and Spark wrote ``commits/N`` (DESIGN §6).
+
+On a cluster without KIP-1289 (Apache Kafka) the source refuses to start, unless the
+user opts in to ``deliverySemantics=at-least-once`` (``producer.spark.held``): then the
+driver acquires each batch and acknowledges it after ``commits/N``; the receipt columns
+are null.
 """
 
 from __future__ import annotations
@@ -38,13 +43,15 @@ from pyspark.sql.types import (
 
 from producer.admin import RESOURCE_GROUP, Admin
 from producer.share_consumer import ShareConsumer
+from producer.spark.cluster_support import check_cluster
 from producer.spark.errors import ResolveError, SparkConfigError
+from producer.spark.held import DriverShareConsumer, HeldTask, split
 from producer.spark.options import SourceOptions
 from producer.spark.resolve import Connection, commit_decided, recover
 from producer.transactional_producer import TransactionalProducer
 from producer.types import Record
 from recovery.spark_checkpoint import transactional_id
-from txn.errors import KafkaProtocolError
+from txn.errors import KafkaProtocolError, RetriableError
 from txn.ids import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -105,7 +112,11 @@ class ShareDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        SourceOptions.parse(self.options)  # fail at .load(), not at the first batch
+        opts = SourceOptions.parse(self.options)  # fail at .load(), not at the first batch
+        try:
+            check_cluster(opts)  # a cluster without KIP-1289 or share groups: refuse now
+        except (RetriableError, OSError) as exc:
+            log.warning("kafka-share: cluster not reachable at load, checked at start: %r", exc)
         return SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
@@ -122,6 +133,7 @@ class ShareStreamReader(DataSourceStreamReader):
         self._admin: Admin | None = None
         self._query_id: str | None = None
         self._partitions: list[TopicPartition] = []
+        self._held: DriverShareConsumer | None = None  # deliverySemantics=at-least-once
 
     # -- driver ---------------------------------------------------------------------------
 
@@ -131,6 +143,7 @@ class ShareStreamReader(DataSourceStreamReader):
             return self._query_id
         opts = self.opts
         self._check_server()
+        self._check_cluster()
         query_id = self.ckpt.query_id()
         admin = self._admin_client()
         topics = admin.list_topics()
@@ -154,8 +167,23 @@ class ShareStreamReader(DataSourceStreamReader):
                 report.aborted,
                 list(report.batches),
             )
+        if opts.at_least_once:
+            # After _check_group: the group's start offset is set before the member joins.
+            self._held = DriverShareConsumer(opts, self._task_count())
         self._query_id = query_id
         return query_id
+
+    def _task_count(self) -> int:
+        return self.opts.num_partitions or max(1, len(self._partitions))
+
+    def _check_cluster(self) -> None:
+        """Refuse a cluster without KIP-1289 (unless at least once) or without share groups."""
+        try:
+            check_cluster(self.opts)
+        except (RetriableError, OSError) as exc:
+            # Unreachable now: the admin calls below retry and report it; the executors'
+            # transactional share consumers refuse a cluster without KIP-1289 as well.
+            log.warning("kafka-share: could not probe the cluster's APIs: %r", exc)
 
     def _check_server(self) -> None:
         """With ``ExactlyOnce.read_stream``: the options must still be the sink's."""
@@ -235,6 +263,8 @@ class ShareStreamReader(DataSourceStreamReader):
         unchanged = self._stored_ticket(last)
         if last >= 0 and not self.ckpt.is_committed(last):
             return unchanged  # Spark re-runs it first
+        if self._held is not None:
+            return self._latest_held(last, unchanged)
         try:
             # A decided batch is committed before its records are looked at again, so acks
             # still TX_PENDING in a committed batch do not look like records to read.
@@ -246,6 +276,17 @@ class ShareStreamReader(DataSourceStreamReader):
             self._reset_admin()
             return unchanged
         return ticket(last + 1) if available else unchanged
+
+    def _latest_held(self, last: int, unchanged: dict[str, int]) -> dict[str, int]:
+        """At least once: acknowledge what Spark committed, then acquire the next batch."""
+        assert self._held is not None
+        try:
+            self._commit_decided()  # an ExactlyOnce sink's decided outputs
+            got = self._held.acquire(last + 1, self.ckpt.is_committed)
+        except (KafkaProtocolError, OSError) as exc:
+            log.warning("kafka-share: broker unavailable, no new batch this trigger: %r", exc)
+            return unchanged
+        return ticket(last + 1) if got else unchanged
 
     def _admin_client(self) -> Admin:
         if self._admin is None:
@@ -270,7 +311,8 @@ class ShareStreamReader(DataSourceStreamReader):
         first = ticket_batch(start)
         if batch <= first:
             return []
-        # Batch N reuses the ids of N-2: N-2 (and everything before) must be complete.
+        # Batch N reuses the ids of N-2 (the sink's write transactions in both modes):
+        # N-2 (and everything before) must be complete.
         self._commit_decided()
         view = self.ckpt.view(unresolved_only=True)
         open_ = [b for b in view.intents if b < batch - 1 and b not in view.resolved]
@@ -280,7 +322,11 @@ class ShareStreamReader(DataSourceStreamReader):
                 f"run `sharetxn recover --checkpoint {self.opts.checkpoint}`"
             )
             raise ResolveError(msg)
-        count = self.opts.num_partitions or max(1, len(self._partitions))
+        if self._held is not None:
+            # Planned by latestOffset here, or a re-run after a restart: acquire again.
+            records = self._held.acquire(batch, self.ckpt.is_committed)
+            return split(records, batch, self._task_count())
+        count = self._task_count()
         return [
             ReadTask(
                 self.opts.bootstrap_servers,
@@ -301,6 +347,11 @@ class ShareStreamReader(DataSourceStreamReader):
         # Spark calls this lazily, after commits/N and offsets/N+1 exist.
         self._start()
         self._commit_decided()
+        if self._held is not None:
+            try:
+                self._held.settle(self.ckpt.is_committed)
+            except (KafkaProtocolError, OSError) as exc:  # the next trigger settles again
+                log.warning("kafka-share: acknowledging committed batches failed: %r", exc)
 
     def stop(self) -> None:
         try:
@@ -309,6 +360,12 @@ class ShareStreamReader(DataSourceStreamReader):
         except Exception as exc:  # never hide the error that stopped the query
             log.warning("kafka-share: committing decided batches on stop failed: %r", exc)
         finally:
+            if self._held is not None:
+                held, self._held = self._held, None
+                try:
+                    held.close(self.ckpt.is_committed)
+                except Exception as exc:  # the records come back when their locks expire
+                    log.warning("kafka-share: acknowledging on stop failed: %r", exc)
             if self._admin is not None:
                 self._admin.close()
                 self._admin = None
@@ -316,6 +373,8 @@ class ShareStreamReader(DataSourceStreamReader):
     # -- executors ------------------------------------------------------------------------
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, HeldTask):
+            return iter([to_arrow(partition.records, partition.batch, None, None, None)])
         assert isinstance(partition, ReadTask)
         return read_task(partition)
 
@@ -419,12 +478,17 @@ _ARROW_SCHEMA: pa.Schema = to_arrow_schema(_struct())
 
 
 def to_arrow(
-    records: Sequence[Record], batch: int, tid: str, producer_id: int, epoch: int
+    records: Sequence[Record],
+    batch: int,
+    tid: str | None,
+    producer_id: int | None,
+    epoch: int | None,
 ) -> pa.RecordBatch:
     """The rows of one read task as one Arrow record batch, built column by column.
 
     Spark takes a ``pyarrow.RecordBatch`` from ``read`` as is; yielding tuples would
-    make PySpark convert every value of every row in Python.
+    make PySpark convert every value of every row in Python.  An at-least-once batch has
+    no read transaction: its receipt columns other than the batch are null.
     """
     n = len(records)
     schema = arrow_schema()

@@ -82,6 +82,11 @@ def test_option_errors_name_the_option() -> None:
     assert served.checkpoint_server == ("127.0.0.1:1", "secret")
     opts = SourceOptions.parse({**base, "CHECKPOINTLOCATION": "file:///tmp/c", "subscribe": "a,b"})
     assert opts.topics == ("a", "b") and str(opts.checkpoint) == "/tmp/c"
+    assert not opts.at_least_once  # exactly-once unless the user opts in
+    with pytest.raises(SparkConfigError, match="deliverySemantics must be exactly-once or"):
+        SourceOptions.parse({**base, "checkpointLocation": "/c", "deliverySemantics": "once"})
+    alo = {**base, "checkpointLocation": "/c", "deliverySemantics": "At-Least-Once"}
+    assert SourceOptions.parse(alo).at_least_once
 
 
 def test_misconfigured_queries_fail_fast(broker: LocalBroker, tmp_path: Path) -> None:

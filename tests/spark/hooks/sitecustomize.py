@@ -6,6 +6,8 @@ inherit both, so the hook runs wherever the point is reached:
 
 - ``kill-after-read-prepare``: the first write task of the batch (read transactions are
   prepared, nothing written): SIGKILL of the driver's process group.
+- ``kill-after-write-prepare``: the first write task of the batch, right after it prepared
+  its transaction (the batch has no intent yet): SIGKILL of the driver's process group.
 - ``kill-after-intent``: right after ``intents/N.json`` is written, before ``commits/N``.
 - ``kill-before-commit``: the first commit point that finds ``commits/N`` but no
   ``resolved/N``: the batch is decided, nothing is committed.
@@ -70,6 +72,18 @@ def _install(point: str, batch: int) -> None:
             return original_call(self, index, rows)
 
         sink._WriteTask.__call__ = call
+    elif point == "kill-after-write-prepare":
+        import producer.spark.sink as sink
+
+        original_task = sink._WriteTask.__call__
+
+        def prepared(self, index, rows):  # type: ignore[no-untyped-def]
+            out = list(original_task(self, index, rows))  # sends and prepares
+            if self.batch == batch and out:
+                _kill_driver()
+            yield from out
+
+        sink._WriteTask.__call__ = prepared
     elif point == "fail-read-once":
         from pyspark import TaskContext
 

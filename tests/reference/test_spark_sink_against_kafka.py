@@ -3,6 +3,8 @@
 * Stock Kafka settings (no KIP-939: timeout-bounded prepare, resume by stored ids): one
   query lifetime whose driver is SIGKILLed at the three points of the Spark tests, each
   restart exactly once by value (tests/spark/kafka_source_job.py).
+* KIP-939 on (``Enable2Pc``): the example of docs/spark.md "On Apache Kafka" runs as
+  written (brokers, paths and the connector's jars substituted).
 * A decided batch whose prepared transaction the cluster aborted (its timeout ran out):
   the commit phase and the start-up recovery fail with ``DecidedBatchAbortedError``.
 """
@@ -10,6 +12,10 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -28,8 +34,19 @@ from recovery.spark_checkpoint import (
 )
 from tests.reference.kafka import ReferenceKafka
 from tests.reference.test_two_phase_commit_against_kafka import _wait_state
+from txn.limits import INT32_MAX
 
 pytestmark = pytest.mark.reference
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "spark.md"
+PACKAGES = '.config("spark.jars.packages", "org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.1")'
+EPILOGUE = """
+query.processAllAvailable()
+query.stop()
+eos.close(spark)
+spark.stop()
+print("GUIDE-DONE", flush=True)
+"""
 
 
 @pytest.mark.spark
@@ -85,3 +102,47 @@ def test_a_decided_batch_the_cluster_aborted_fails_typed(
         assert "transaction.two.phase.commit.enable=true" in str(raised)
         assert f"{chk}/commits/0" in str(raised)
     assert 0 not in read_checkpoint(chk).resolved  # never passed off as committed
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(400)
+def test_the_guide_example_on_kafka_with_kip939(kafka_2pc: ReferenceKafka, tmp_path: Path) -> None:
+    pytest.importorskip("pyspark")
+    from confluent_kafka import Producer  # noqa: PLC0415
+
+    from producer.spark.demo import read_committed  # noqa: PLC0415
+    from tests.spark.kafka_source_job import spark_kafka_jars  # noqa: PLC0415
+
+    bootstrap = kafka_2pc.bootstrap_servers
+    block = re.search(r"<!-- example: kafka -->\n```python\n(.*?)```", GUIDE.read_text(), re.S)
+    assert block, "the Kafka example is missing from docs/spark.md"
+    code = block.group(1)
+    for placeholder in ('"127.0.0.1:9092"', "/var/lib/pipelines/clicks-upper", PACKAGES):
+        assert placeholder in code, placeholder
+    code = (
+        code.replace('"127.0.0.1:9092"', repr(bootstrap))
+        .replace("/var/lib/pipelines/clicks-upper", str(tmp_path / "chk"))
+        .replace(PACKAGES, f".config({'spark.jars'!r}, {spark_kafka_jars()!r})")
+    )
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.create_topics([TopicSpec("clicks", 2, 1), TopicSpec("clicks-upper", 2, 1)])
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(500):
+        producer.produce("clicks", f"click-{i}".encode(), key=str(i).encode())
+    producer.flush()
+    script = tmp_path / "guide.py"
+    script.write_text(code + EPILOGUE)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert "GUIDE-DONE" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+    counts = Counter(read_committed(bootstrap, "clicks-upper"))
+    assert counts == Counter({f"CLICK-{i}".encode(): 1 for i in range(500)})
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        ours = [
+            t for t in admin.list_transactions() if t.transactional_id.startswith("sharetxn-spark-")
+        ]
+        assert ours and all(t.state == "CompleteCommit" for t in ours), ours
+        described = admin.describe_transactions([t.transactional_id for t in ours])
+    # prepared with KIP-939's Enable2Pc: no timeout
+    assert {d.transaction_timeout_ms for d in described} == {INT32_MAX}

@@ -370,7 +370,9 @@ class ExactlyOnce:
         if not share_source:
             self._recover_at_start(checkpoint, query_id)
         self.commit_decided()
-        cached = df.persist()
+        # The receipts and the writes must see the same rows of the kafka-share source;
+        # another source's batch is its stored offsets' records, re-read if used twice.
+        cached = df.persist() if share_source else df
         state = _Batch(batch_id, query_id)
         t0 = time.monotonic()
         try:
@@ -415,7 +417,8 @@ class ExactlyOnce:
             self._abort_quietly([*state.reads, *state.writes])
             raise
         finally:
-            cached.unpersist()
+            if share_source:
+                cached.unpersist()
 
     def _recover_at_start(self, checkpoint: Checkpoint, query_id: str | None = None) -> None:
         """Once per query run: the start-up recovery the kafka-share source would run.

@@ -22,7 +22,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from producer.admin import Admin
-from producer.prepared_txn import StoredTxnStatus, classify
 from producer.spark.checkpoint import AUDIT_LOG, Checkpoint
 from producer.spark.errors import DecidedBatchAbortedError, ResolveError
 from producer.transactional_producer import (
@@ -34,7 +33,7 @@ from producer.txn_manager import PreparedTransactionAbortedError, PreparedTransa
 from recovery.audit import AuditLog, previously_applied, read_audit_log
 from recovery.execute import Executor
 from recovery.execute import Outcome as StepOutcome
-from recovery.recover import apply_recovery, plan_recovery
+from recovery.recover import aborted_by_cluster, apply_recovery, plan_recovery
 from recovery.scan import Scanner
 from recovery.spark_checkpoint import (
     COMMITTING_DIR,
@@ -45,7 +44,6 @@ from recovery.spark_checkpoint import (
     read_committing,
     write_resolved,
 )
-from txn.errors import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -145,18 +143,6 @@ def _decided_aborted(
         checkpoint=checkpoint.location,
         detail=detail,
     )
-
-
-def aborted_by_cluster(admin: Admin, tid: str, pid: int, epoch: int) -> str | None:
-    """How the coordinator aborted (tid, pid, epoch), or None if it did not (or cannot tell)."""
-    [desc] = admin.describe_transactions([tid])
-    if desc.error is not ErrorCode.NONE:
-        return None
-    view = classify(desc, pid, epoch)
-    if view.status is not StoredTxnStatus.ABORTED:
-        return None
-    timeout = desc.transaction_timeout_ms
-    return f"the coordinator shows {view.describe()} (transaction.timeout.ms {timeout} ms)"
 
 
 def _step(txn: IntentTransaction, batch: int) -> dict[str, Any]:

@@ -91,6 +91,10 @@ def test_a_decided_batch_the_cluster_aborted_fails_typed(
     txn = IntentTransaction(tid, state.producer_id, state.epoch, "w")
     write_intent(chk, Intent(0, (txn,), "q-1", "app"))
     (chk / "commits" / "0").write_text("v1\n{}\n")
+    # A commit phase began (its write-ahead) and died before its EndTxn: no evidence of a
+    # commit once the cluster shows the transaction aborted.
+    (chk / "committing").mkdir()
+    (chk / "committing" / "0").write_text(json.dumps({"batch": 0, "transactions": [txn.to_json()]}))
     assert _wait_state(bootstrap, tid, "CompleteAbort").state == "CompleteAbort"
     conn = Connection(bootstrap)
     with pytest.raises(DecidedBatchAbortedError) as committed:
@@ -102,6 +106,28 @@ def test_a_decided_batch_the_cluster_aborted_fails_typed(
         assert "transaction.two.phase.commit.enable=true" in str(raised)
         assert f"{chk}/commits/0" in str(raised)
     assert 0 not in read_checkpoint(chk).resolved  # never passed off as committed
+    # The operator's tool refuses it too (a hazard), instead of calling it committed.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coordinator.cli",
+            "recover",
+            "--checkpoint",
+            str(chk),
+            "--bootstrap-server",
+            bootstrap,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    plan = json.loads(done.stdout)["plan"]
+    steps = [s for s in plan if s["transactional_id"] == tid]
+    assert [s["action"] for s in steps] == ["refuse"], plan
+    assert "heuristic hazard" in steps[0]["reason"], steps
 
 
 @pytest.mark.spark

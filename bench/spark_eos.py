@@ -15,6 +15,13 @@ partitions, written once per mode to a fresh topic), three pipelines:
 * **alo** (``--modes``): the ``kafka-share`` source with an at-least-once sink: each
   partition written by an idempotent producer and flushed, then the read transactions
   committed inside ``foreachBatch``.
+* **kafka-eos**: Spark's built-in Kafka source (as in **kafka**) into ``ExactlyOnce``:
+  the case of a cluster without KIP-1289, where only the write side is transactional.
+
+``--cluster kafka`` runs the stock-Kafka comparison on one Apache Kafka 4.4 node of the
+reference harness (``tests/reference/kafka.py``, stock settings: no KIP-939, so the write
+transactions are timeout-bounded) instead of sharetxn: modes **kafka** and **kafka-eos**
+(the kafka-share modes need KIP-1289), ratio kafka-eos/kafka.
 
 By default a batch is one read task of up to 30,000 records (``--read-tasks`` x
 ``--per-task``; several read tasks of one batch starve each other, docs/spark.md
@@ -35,12 +42,14 @@ every input exactly once (eos), or at least once with no loss (kafka, alo).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
@@ -49,6 +58,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, functions
 
 from coordinator.launcher import LocalBroker
+from producer.admin import Admin
 from producer.spark import ExactlyOnce
 from producer.spark.demo import BROKER_CONFIG, input_value, prepare_input, read_committed, verify
 from producer.spark.job import JobConfig, enrich, read_stream, spark_session
@@ -107,8 +117,9 @@ def run_mode(
         num_partitions=args.read_tasks,
         trigger_interval="0 seconds",
     )
-    stream = read_stream(spark, cfg) if mode != "kafka" else kafka_stream(spark, cfg, args)
-    if mode == "eos":
+    kafka_source = mode in ("kafka", "kafka-eos")
+    stream = kafka_stream(spark, cfg, args) if kafka_source else read_stream(spark, cfg)
+    if mode in ("eos", "kafka-eos"):
         eos = ExactlyOnce(bootstrap, checkpoint, transactional_id_prefix=cfg.prefix)
 
         def batch_fn(df: DataFrame, batch_id: int) -> None:
@@ -159,10 +170,12 @@ def run_mode(
         elapsed = time.monotonic() - started
     finally:
         query.stop()
-        if mode == "eos":
+        if mode in ("eos", "kafka-eos"):
             eos.close(spark)
     if mode == "kafka":
         check_at_least_once(bootstrap, args.records, output)
+    elif mode == "kafka-eos":
+        check_exactly_once(bootstrap, args.records, output, cfg.prefix)
     else:
         verdict = verify(
             bootstrap, args.records, topic=topic, output=output, group=group, prefix=cfg.prefix
@@ -197,6 +210,37 @@ def check_at_least_once(bootstrap: str, records: int, output: str) -> None:
     lost = len({input_value(i) for i in range(records)} - seen)
     if lost:
         sys.exit(f"kafka: {lost} records lost")
+
+
+def check_exactly_once(bootstrap: str, records: int, output: str, prefix: str) -> None:
+    values = read_committed(bootstrap, output)
+    counts = Counter(v.split(b"|", 1)[0].lower() for v in values)
+    expected = {input_value(i) for i in range(records)}
+    duplicates = sum(c - 1 for c in counts.values() if c > 1)
+    lost = len(expected - set(counts))
+    with Admin(bootstrap) as admin:
+        still_open = [
+            t.transactional_id
+            for t in admin.list_transactions()
+            if t.state in ("Ongoing", "PrepareCommit", "PrepareAbort")
+            and t.transactional_id.startswith(prefix)
+        ]
+    if duplicates or lost or len(counts) != len(expected) or still_open:
+        sys.exit(f"kafka-eos: not exactly once: {duplicates} duplicates, {lost} lost, {still_open}")
+
+
+@contextlib.contextmanager
+def cluster(kind: str) -> Iterator[str]:
+    """The brokers of one run: sharetxn (``LocalBroker``) or one Apache Kafka node."""
+    with tempfile.TemporaryDirectory() as data:
+        if kind == "kafka":
+            from tests.reference.kafka import ReferenceKafka  # noqa: PLC0415 - optional
+
+            with ReferenceKafka(Path(data)) as node:
+                yield node.bootstrap_servers
+        else:
+            with LocalBroker(data_dir=Path(data), config=BROKER_CONFIG) as broker:
+                yield broker.bootstrap_servers
 
 
 def _end_ms(p: Any) -> float:
@@ -248,23 +292,33 @@ def main() -> None:
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument(
-        "--modes", default="kafka,eos", help="comma-separated: kafka, eos, alo (default kafka,eos)"
+        "--modes",
+        default=None,
+        help="comma-separated: kafka, eos, alo, kafka-eos (default kafka,eos; with "
+        "--cluster kafka: kafka,kafka-eos)",
+    )
+    parser.add_argument(
+        "--cluster",
+        choices=("sharetxn", "kafka"),
+        default="sharetxn",
+        help="kafka: one Apache Kafka 4.4 node of the reference harness (stock settings)",
     )
     parser.add_argument("--json", type=Path, help="write every round's figures here")
     args = parser.parse_args()
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    default = "kafka,kafka-eos" if args.cluster == "kafka" else "kafka,eos"
+    modes = [m.strip() for m in (args.modes or default).split(",") if m.strip()]
+    if args.cluster == "kafka" and {"eos", "alo"} & set(modes):
+        sys.exit("--cluster kafka: the kafka-share modes (eos, alo) need KIP-1289")
     results: dict[str, list[dict[str, Any]]] = {m: [] for m in modes}
-    with (
-        tempfile.TemporaryDirectory() as data,
-        LocalBroker(data_dir=Path(data), config=BROKER_CONFIG) as broker,
-    ):
-        conf = {"spark.jars": spark_jars()} if "kafka" in modes else {}
+    with cluster(args.cluster) as bootstrap:
+        kafka_source = {"kafka", "kafka-eos"} & set(modes)
+        conf = {"spark.jars": spark_jars()} if kafka_source else {}
         spark = spark_session(args.master, conf=conf)
         try:
             for r in range(args.rounds):
                 shift = r % len(modes)
                 for mode in modes[shift:] + modes[:shift]:
-                    res = run_mode(spark, broker.bootstrap_servers, mode, args)
+                    res = run_mode(spark, bootstrap, mode, args)
                     results[mode].append(res)
                     phases = ", ".join(f"{k} {v:,.0f}" for k, v in res["phases_ms"].items())
                     print(
@@ -280,18 +334,18 @@ def main() -> None:
     keys = ("records_per_s", "steady_records_per_s", "batch_p50_ms", "batch_p90_ms", "batch_max_ms")
     med = {m: {k: statistics.median(x[k] for x in rs) for k in keys} for m, rs in results.items()}
     print()
-    print(f"{'mode':<6}{'records/s':>12}{'steady/s':>12}{'p50 ms':>9}{'p90 ms':>9}{'max ms':>9}")
+    print(f"{'mode':<10}{'records/s':>12}{'steady/s':>12}{'p50 ms':>9}{'p90 ms':>9}{'max ms':>9}")
     for m in modes:
         f = med[m]
         print(
-            f"{m:<6}{f['records_per_s']:>12,.0f}{f['steady_records_per_s']:>12,.0f}"
+            f"{m:<10}{f['records_per_s']:>12,.0f}{f['steady_records_per_s']:>12,.0f}"
             f"{f['batch_p50_ms']:>9,.0f}{f['batch_p90_ms']:>9,.0f}{f['batch_max_ms']:>9,.0f}"
         )
-    for base in ("kafka", "alo"):
-        if "eos" in med and base in med:
-            e, b = med["eos"], med[base]
+    for top, base in (("eos", "kafka"), ("eos", "alo"), ("kafka-eos", "kafka")):
+        if top in med and base in med:
+            e, b = med[top], med[base]
             print(
-                f"eos/{base}: throughput {e['records_per_s'] / b['records_per_s']:.2f}x, "
+                f"{top}/{base}: throughput {e['records_per_s'] / b['records_per_s']:.2f}x, "
                 f"steady {e['steady_records_per_s'] / b['steady_records_per_s']:.2f}x, "
                 f"batch p50 {e['batch_p50_ms'] / b['batch_p50_ms']:.2f}x"
             )

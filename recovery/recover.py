@@ -13,6 +13,8 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from producer.admin import Admin
+from producer.prepared_txn import StoredTxnStatus, classify
 from recovery.checkpoint_fs import join
 from recovery.execute import Executor, Outcome, StepResult
 from recovery.model import TxnSnapshot
@@ -27,6 +29,7 @@ from recovery.spark_checkpoint import (
     write_resolved,
 )
 from recovery.spark_checkpoint import Outcome as Decision
+from txn.errors import ErrorCode
 
 HistoryLookup = Callable[[str, int, int], Mapping[str, Any] | None]
 _DONE = (Outcome.APPLIED, Outcome.NOOP)
@@ -145,3 +148,20 @@ def apply_recovery(
         )
         results.append(StepResult(step, Outcome.APPLIED, f"wrote {path}"))
     return results
+
+
+def aborted_by_cluster(admin: Admin, tid: str, pid: int, epoch: int) -> str | None:
+    """How the coordinator aborted (tid, pid, epoch), or None if it did not (or cannot tell).
+
+    A commit begun on a timeout-bounded prepared transaction (Apache Kafka without
+    KIP-939) may have lost the race with the timeout: a begun commit is evidence of a
+    commit only where this says None.
+    """
+    [desc] = admin.describe_transactions([tid])
+    if desc.error is not ErrorCode.NONE:
+        return None
+    view = classify(desc, pid, epoch)
+    if view.status is not StoredTxnStatus.ABORTED:
+        return None
+    timeout = desc.transaction_timeout_ms
+    return f"the coordinator shows {view.describe()} (transaction.timeout.ms {timeout} ms)"

@@ -27,7 +27,7 @@ from recovery.checkpoint_fs import LOCAL, CheckpointFS, is_local, local_path
 from recovery.execute import Executor, results_exit_code
 from recovery.model import UsageError
 from recovery.plan import Action, plan_exit_code
-from recovery.recover import apply_recovery, plan_recovery
+from recovery.recover import aborted_by_cluster, apply_recovery, plan_recovery
 from recovery.scan import Scanner
 from recovery.spark_checkpoint import CheckpointView, begun_commits, query_prefix, read_checkpoint
 from txn.exit_codes import ExitCode
@@ -130,7 +130,7 @@ def _recover(admin: Admin, args: argparse.Namespace, console: Console) -> int:
         view,
         prefix,
         args.scan_interval,
-        history=_history(args.audit_log, view),
+        history=_history(args.audit_log, view, admin),
     )
     header = {
         "command": "recover",
@@ -210,13 +210,21 @@ def _open(args: argparse.Namespace) -> tuple[CheckpointFS, str, str | None]:
     return fs, fs.root, state
 
 
-def _history(audit_log: str, view: CheckpointView) -> Any:
-    """This tool's own applied actions, and the commits the query's commit phase began."""
+def _history(audit_log: str, view: CheckpointView, admin: Admin) -> Any:
+    """This tool's own applied actions, and the commits the query's commit phase began.
+
+    A begun commit that the cluster shows aborted (a timeout-bounded prepare on Apache
+    Kafka whose timeout won) is not a commit: the plan then refuses it as a hazard.
+    """
     begun = begun_commits(view)
 
     def lookup(tid: str, pid: int, epoch: int) -> Mapping[str, Any] | None:
         found = previously_applied(audit_log, tid, pid, epoch)
-        if found is None and (tid, pid, epoch) in begun:
+        if (
+            found is None
+            and (tid, pid, epoch) in begun
+            and aborted_by_cluster(admin, tid, pid, epoch) is None
+        ):
             return {
                 "event": "end",
                 "outcome": "applied",

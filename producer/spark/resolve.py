@@ -23,16 +23,17 @@ from typing import Any
 
 from producer.admin import Admin
 from producer.spark.checkpoint import AUDIT_LOG, Checkpoint
-from producer.spark.errors import ResolveError
+from producer.spark.errors import DecidedBatchAbortedError, ResolveError
 from producer.transactional_producer import (
     DifferentPreparedTransactionError,
     NoPreparedTransactionError,
     TransactionalProducer,
 )
+from producer.txn_manager import PreparedTransactionAbortedError, PreparedTransactionCommittedError
 from recovery.audit import AuditLog, previously_applied, read_audit_log
 from recovery.execute import Executor
 from recovery.execute import Outcome as StepOutcome
-from recovery.recover import apply_recovery, plan_recovery
+from recovery.recover import aborted_by_cluster, apply_recovery, plan_recovery
 from recovery.scan import Scanner
 from recovery.spark_checkpoint import (
     COMMITTING_DIR,
@@ -63,12 +64,28 @@ class Connection:
         return {"bootstrap.servers": self.bootstrap_servers, **self.client_config}
 
 
-def _commit_one(conn: Connection, txn: IntentTransaction, ours: Callable[[], bool]) -> str:
-    """Commit one prepared transaction; ``ours()``: an earlier commit of ours was begun."""
+def _commit_one(
+    conn: Connection,
+    txn: IntentTransaction,
+    ours: Callable[[], bool],
+    aborted: Callable[[str], Exception] | None = None,
+) -> str:
+    """Commit one prepared transaction; ``ours()``: an earlier commit of ours was begun.
+
+    ``aborted(detail)`` is the error for a transaction the cluster aborted (its timeout
+    ran out on a cluster without KIP-939): never "already complete", even if ours began.
+    """
     try:
         producer = TransactionalProducer.resume(
             txn.transactional_id, txn.producer_id, txn.epoch, conn.producer_config()
         )
+    except PreparedTransactionCommittedError:
+        return "already complete"  # an earlier commit phase finished it
+    except PreparedTransactionAbortedError as exc:
+        if aborted is not None:
+            raise aborted(exc.describe()) from exc
+        msg = f"{txn.transactional_id}: the prepared transaction of a decided batch: {exc}"
+        raise ResolveError(msg) from exc
     except NoPreparedTransactionError as exc:
         if ours():
             return "already complete"  # an earlier commit phase of ours finished it
@@ -86,16 +103,45 @@ def _commit_one(conn: Connection, txn: IntentTransaction, ours: Callable[[], boo
         raise ResolveError(msg) from exc
     try:
         producer.commit_transaction()
+    except PreparedTransactionAbortedError as exc:  # the timeout won the race
+        if aborted is not None:
+            raise aborted(exc.describe()) from exc
+        raise
     finally:
         producer.close()
     return "committed"
 
 
 def _commit_begun(
-    conn: Connection, begun: Callable[[], set[tuple[str, int, int]]], txn: IntentTransaction
+    conn: Connection,
+    begun: Callable[[], set[tuple[str, int, int]]],
+    checkpoint: Checkpoint,
+    batch: int,
+    txn: IntentTransaction,
 ) -> str:
+    def aborted(detail: str) -> Exception:
+        return _decided_aborted(
+            checkpoint, batch, txn.transactional_id, txn.producer_id, txn.epoch, detail
+        )
+
     return _commit_one(
-        conn, txn, lambda: (txn.transactional_id, txn.producer_id, txn.epoch) in begun()
+        conn,
+        txn,
+        lambda: (txn.transactional_id, txn.producer_id, txn.epoch) in begun(),
+        aborted,
+    )
+
+
+def _decided_aborted(
+    checkpoint: Checkpoint, batch: int, tid: str, pid: int, epoch: int, detail: str
+) -> DecidedBatchAbortedError:
+    return DecidedBatchAbortedError(
+        batch=batch,
+        transactional_id=tid,
+        producer_id=pid,
+        epoch=epoch,
+        checkpoint=checkpoint.location,
+        detail=detail,
     )
 
 
@@ -138,9 +184,8 @@ def commit_decided(
             for t in intent.transactions:
                 audit.write("begin", {"step": _step(t, intent.batch), "reason": "commits/N"})
             with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
-                results = list(
-                    pool.map(functools.partial(_commit_begun, conn, begun), intent.transactions)
-                )
+                commit = functools.partial(_commit_begun, conn, begun, checkpoint, intent.batch)
+                results = list(pool.map(commit, intent.transactions))
             for t, result in zip(intent.transactions, results, strict=True):
                 outcome = "applied" if result == "committed" else "noop"
                 audit.write("end", {"step": _step(t, intent.batch), "outcome": outcome})
@@ -231,7 +276,9 @@ def _forget_old(checkpoint: Checkpoint) -> None:
         fs.delete(checkpoint.path(RESOLVED_DIR, name))
 
 
-def _history(checkpoint: Checkpoint) -> Callable[[str, int, int], Mapping[str, Any] | None]:
+def _history(
+    checkpoint: Checkpoint, admin: Admin
+) -> Callable[[str, int, int], Mapping[str, Any] | None]:
     """The recovery tool's history lookup, plus the commits this module wrote ahead."""
     audit_path = checkpoint.audit_log()
     begun = _begun_commits(checkpoint, None)
@@ -240,9 +287,10 @@ def _history(checkpoint: Checkpoint) -> Callable[[str, int, int], Mapping[str, A
         found = previously_applied(audit_path, tid, pid, epoch)
         if found is not None:
             return found
-        if (tid, pid, epoch) in begun:
-            # Only a commit can end a decided prepared transaction (it never times out and
-            # the decision rule never aborts it): it was this module's commit.
+        if (tid, pid, epoch) in begun and aborted_by_cluster(admin, tid, pid, epoch) is None:
+            # Only a commit can end a decided prepared transaction (the decision rule never
+            # aborts it; a timeout-bounded one that the cluster aborted was checked just
+            # above): it was this module's commit.
             return {
                 "event": "end",
                 "outcome": "applied",
@@ -252,6 +300,16 @@ def _history(checkpoint: Checkpoint) -> Callable[[str, int, int], Mapping[str, A
         return None
 
     return lookup
+
+
+def _raise_if_decided_aborted(checkpoint: Checkpoint, view: Any, admin: Admin, step: Any) -> None:
+    """A failed step of a decided batch whose transaction the cluster aborted: typed error."""
+    batch, pid, epoch = step.batch, step.producer_id, step.producer_epoch
+    if batch is None or batch not in view.commits or pid is None or epoch is None:
+        return
+    detail = aborted_by_cluster(admin, step.transactional_id, pid, epoch)
+    if detail is not None:
+        raise _decided_aborted(checkpoint, batch, step.transactional_id, pid, epoch, detail)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -286,11 +344,12 @@ def recover(
                 view,
                 prefix,
                 _RECOVERY_SCAN_INTERVAL_S,
-                history=_history(checkpoint),
+                history=_history(checkpoint, admin),
             )
             results = apply_recovery(executor, view, steps, by=by)
             for r in results:
                 if r.outcome not in (StepOutcome.APPLIED, StepOutcome.NOOP):
+                    _raise_if_decided_aborted(checkpoint, view, admin, r.step)
                     msg = (
                         f"start-up recovery of {checkpoint} could not finish "
                         f"{r.step.transactional_id}: {r.outcome.value}: "

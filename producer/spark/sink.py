@@ -13,6 +13,14 @@ runs the function (whose ``write`` calls prepare one transaction per Spark parti
 checks that every prepared transaction is still the one recorded, and writes
 ``intents/N.json`` before returning.  Spark then writes ``commits/N``; the progress
 listener, the source's ``commit`` and query stop commit the batch.
+
+Behind any other source (Spark's ``format("kafka")``, a file source) a batch has no read
+transactions, only the write transactions: the same intent, the same commit after
+``commits/N``.  Which source a batch came from is read from Spark's ``offsets/N`` (a
+kafka-share offset is ``{"v": 1, "batch": N}``), not from the columns, so a kafka-share
+query whose receipt columns were dropped is still refused.  Without the kafka-share
+source (which recovers at its start) the sink runs the start-up recovery itself: in
+``write_stream`` before the query starts, and before the first batch of a run.
 """
 
 from __future__ import annotations
@@ -41,7 +49,7 @@ from producer.spark.checkpoint import Checkpoint
 from producer.spark.connect import refuse_connect
 from producer.spark.errors import BatchFencedError, ResolveError, SparkConfigError
 from producer.spark.options import DEFAULT_PREFIX, FIXED_OPTIONS, check_prefix
-from producer.spark.resolve import Connection, commit_decided
+from producer.spark.resolve import Connection, commit_decided, recover
 from producer.spark.source import RECEIPT_COLUMNS
 from producer.transactional_producer import TransactionalProducer
 from recovery.checkpoint_fs import is_local
@@ -60,6 +68,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BatchFunction = Callable[[DataFrame, int], None]
+
+#: The write transactions' timeout where the cluster has no KIP-939 (a timeout-bounded
+#: prepare, Apache Kafka's stock settings): Kafka's default ``transaction.max.timeout.ms``.
+#: A crashed query must be restarted within it, or its decided batch cannot be committed.
+DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -80,6 +93,7 @@ class _WriteTask:
         producer = TransactionalProducer(
             {
                 **self.conn.producer_config(),
+                "transaction.timeout.ms": DEFAULT_TRANSACTION_TIMEOUT_MS,
                 **self.producer_config,
                 "transactional.id": tid,
                 "transaction.two.phase.commit.enable": True,
@@ -154,6 +168,7 @@ class ExactlyOnce:
                 raise SparkConfigError(msg)
         self._current = threading.local()
         self._listener: _CommitListener | None = None
+        self._recovered: set[str] = set()  # query ids whose start-up recovery ran here
         self.batches_committed = 0
         self.last_timings: dict[str, float] = {}
 
@@ -285,12 +300,18 @@ class ExactlyOnce:
                 )
                 raise SparkConfigError(msg)
         missing = [c for c in RECEIPT_COLUMNS if c not in df.columns]
-        if missing:
+        if missing and _reads_kafka_share(df):
             msg = (
-                "write_stream needs the kafka-share source's stream (from read_stream), "
-                f"with its receipt columns (missing {missing})"
+                "write_stream: the stream reads the kafka-share source but dropped its "
+                f"receipt columns {missing}: pass the stream of read_stream (transform the "
+                "batch inside the function, not the stream)"
             )
             raise SparkConfigError(msg)
+        if missing:
+            # Another source (Spark's Kafka source, files): nobody else recovers the
+            # transactions a crashed run of this query left prepared; do it before start.
+            self._recovered.clear()
+            self._recover_at_start(checkpoint)
         writer = df.writeStream.foreachBatch(self.wrap(fn))
         for key, value in (options or {}).items():
             if key.lower() != "checkpointlocation":
@@ -309,7 +330,13 @@ class ExactlyOnce:
         active = SparkSession.getActiveSession()
         if active is not None:
             self._check_session(active)  # fail before the query starts
-            self.open_checkpoint(active)
+            checkpoint = self.open_checkpoint(active)
+            last = checkpoint.last_planned_batch()
+            if last >= 0 and checkpoint.planned_ticket(last) is None:
+                # A restart of a query without the kafka-share source: recover now, not
+                # only at the first batch (there may be no new input for a while).
+                self._recovered.clear()
+                self._recover_at_start(checkpoint)
 
         def run(df: DataFrame, batch_id: int) -> None:
             self._run_batch(fn, df, batch_id)
@@ -322,14 +349,6 @@ class ExactlyOnce:
         spark = df.sparkSession
         self._check_session(spark)
         self._install_listener(spark)
-        missing = [c for c in RECEIPT_COLUMNS if c not in df.columns]
-        if missing:
-            msg = (
-                "ExactlyOnce needs the receipt columns of the kafka-share source in the "
-                f"batch DataFrame (missing {missing}); wrap the function given to "
-                "foreachBatch, not a function of a transformed stream that dropped them"
-            )
-            raise SparkConfigError(msg)
         checkpoint = self.open_checkpoint(spark)
         if not checkpoint.is_planned(batch_id):
             msg = (
@@ -337,13 +356,27 @@ class ExactlyOnce:
                 "checkpoint_location must be the query's checkpointLocation"
             )
             raise SparkConfigError(msg)
+        share_source = checkpoint.planned_ticket(batch_id) is not None
+        missing = [c for c in RECEIPT_COLUMNS if c not in df.columns]
+        if share_source and missing:
+            msg = (
+                "ExactlyOnce: this query reads the kafka-share source but the batch "
+                f"DataFrame lacks its receipt columns (missing {missing}); wrap the function "
+                "given to foreachBatch, not a function of a transformed stream that dropped "
+                "them"
+            )
+            raise SparkConfigError(msg)
         query_id = checkpoint.query_id()
+        if not share_source:
+            self._recover_at_start(checkpoint, query_id)
         self.commit_decided()
-        cached = df.persist()
+        # The receipts and the writes must see the same rows of the kafka-share source;
+        # another source's batch is its stored offsets' records, re-read if used twice.
+        cached = df.persist() if share_source else df
         state = _Batch(batch_id, query_id)
         t0 = time.monotonic()
         try:
-            reads = self._receipts(cached, batch_id, query_id)
+            reads = self._receipts(cached, batch_id, query_id) if share_source else []
             state.reads.extend(reads)
             t1 = time.monotonic()
             self._current.batch = state
@@ -384,7 +417,38 @@ class ExactlyOnce:
             self._abort_quietly([*state.reads, *state.writes])
             raise
         finally:
-            cached.unpersist()
+            if share_source:
+                cached.unpersist()
+
+    def _recover_at_start(self, checkpoint: Checkpoint, query_id: str | None = None) -> None:
+        """Once per query run: the start-up recovery the kafka-share source would run.
+
+        Commits the batches Spark decided (``commits/N``) and aborts every other
+        transaction of the query's prefix: undecided intents and the write transactions
+        of a batch that died before its intent.  A decided batch the cluster aborted
+        meanwhile fails the query with ``DecidedBatchAbortedError``.
+        """
+        if query_id is None:
+            if not checkpoint.fs.exists(checkpoint.path("metadata")):
+                return  # a new query: nothing can be left open
+            query_id = checkpoint.query_id()
+        if query_id in self._recovered:
+            return
+        view = checkpoint.view()
+        prefixes = {self.prefix} | {
+            i.transactional_id_prefix for i in view.intents.values() if i.transactional_id_prefix
+        }
+        report = recover(checkpoint, self.conn, prefixes, by=f"ExactlyOnce {query_id}")
+        if report.committed or report.aborted:
+            log.warning(
+                "ExactlyOnce recovery of query %s: %d transaction(s) committed, %d aborted "
+                "(batches %s)",
+                query_id,
+                report.committed,
+                report.aborted,
+                list(report.batches),
+            )
+        self._recovered.add(query_id)
 
     def _receipts(self, cached: DataFrame, batch_id: int, query_id: str) -> list[IntentTransaction]:
         """Every read transaction of the batch, from the input rows."""
@@ -541,6 +605,17 @@ class ExactlyOnce:
         if self._server is not None:
             self._server.close()
             self._server = None
+
+
+def _reads_kafka_share(df: DataFrame) -> bool:
+    """Whether the streaming plan of ``df`` has a kafka-share source (False if unknown)."""
+    try:
+        plan = str(df._jdf.queryExecution().logical().toString())  # noqa: SLF001
+    except Exception:  # not a JVM-backed DataFrame: the batch check decides later
+        return False
+    return any(
+        "StreamingRelation" in line and ", kafka-share," in line for line in plan.splitlines()
+    )
 
 
 class _CommitListener(StreamingQueryListener):

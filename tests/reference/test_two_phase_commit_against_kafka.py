@@ -31,33 +31,12 @@ from producer.txn_manager import (
     PreparedTransactionCommittedError,
 )
 from producer.types import PreparedTxnState
-from tests.reference.kafka import ReferenceKafka, java_available
+from tests.reference.kafka import ReferenceKafka
 from tests.reference.test_client_against_kafka import _read_committed
 from txn.errors import ErrorCode
 from txn.limits import INT32_MAX
 
 pytestmark = pytest.mark.reference
-
-#: Kafka 4.4 serves InitProducerId v6 (KIP-939) only as an unstable API version.
-KIP939_SETTINGS = {
-    "transaction.two.phase.commit.enable": "true",
-    "unstable.api.versions.enable": "true",
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
-}
-
-
-@pytest.fixture(scope="module")
-def kafka_2pc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceKafka]:
-    if not java_available():
-        pytest.skip("Apache Kafka needs a Java runtime: java is not on PATH")
-    node = ReferenceKafka(tmp_path_factory.mktemp("kafka-2pc"), settings=KIP939_SETTINGS)
-    try:
-        node.start()
-    except Exception as exc:
-        pytest.fail(f"Apache Kafka did not start: {exc}\n{node.log_tail()}", pytrace=False)
-    yield node
-    node.stop()
-
 
 @pytest.fixture(autouse=True)
 def _operator(monkeypatch: pytest.MonkeyPatch) -> None:

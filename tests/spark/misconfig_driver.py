@@ -47,12 +47,15 @@ def main() -> None:
         subscribe: str,
         sink_checkpoint: str | None = None,
         starting: str | None = None,
+        drop_receipts: bool = False,
     ):
         chk = str(workdir / case)
         r = reader(group_id=group, subscribe=subscribe).option("checkpointLocation", chk)
         if starting is not None:
             r = r.option("startingOffsets", starting)
         df = r.load()
+        if drop_receipts:
+            df = df.select("key", "value")
         eos = ExactlyOnce(bootstrap, sink_checkpoint or chk)
         query = (
             df.writeStream.foreachBatch(eos.wrap(lambda d, n: eos.write(d, "out")))
@@ -100,6 +103,19 @@ def main() -> None:
                 lambda d, n: None,
                 options={"checkpointLocation": str(workdir / "elsewhere")},
             ),
+        )
+        # The kafka-share source with its receipt columns dropped: refused by write_stream
+        # (from the plan) and, in the option form, by the first batch (from offsets/N).
+        attempt(
+            "write_stream_dropped_receipts",
+            lambda: eos.write_stream(
+                eos.read_stream(spark, subscribe=topic, group_id="g").select("key", "value"),
+                lambda d, n: None,
+            ),
+        )
+        attempt(
+            "batch_dropped_receipts",
+            lambda: run_query("dropped", "g", topic, drop_receipts=True),
         )
         attempt(
             "sink_checkpoint_mismatch",

@@ -101,6 +101,10 @@ def test_misconfigured_queries_fail_fast(broker: LocalBroker, tmp_path: Path) ->
     mismatch = results["sink_checkpoint_mismatch"]["error"]
     assert mismatch and "must be the query's checkpointLocation" in mismatch
     assert results["empty_batch"]["error"] is None, results["empty_batch"]  # empty is fine
+    for case in ("write_stream_dropped_receipts", "batch_dropped_receipts"):
+        error = results[case]["error"]
+        assert error and "reads the kafka-share source" in error, (case, error)
+        assert "receipt_transactional_id" in error, error
     for case, option in (
         ("read_stream_prefix", "transactional.id.prefix='other'"),
         ("read_stream_checkpoint", "checkpointLocation="),

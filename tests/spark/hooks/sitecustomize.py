@@ -6,9 +6,12 @@ inherit both, so the hook runs wherever the point is reached:
 
 - ``kill-after-read-prepare``: the first write task of the batch (read transactions are
   prepared, nothing written): SIGKILL of the driver's process group.
+- ``kill-after-write-prepare``: the first write task of the batch, right after it prepared
+  its transaction (the batch has no intent yet): SIGKILL of the driver's process group.
 - ``kill-after-intent``: right after ``intents/N.json`` is written, before ``commits/N``.
 - ``kill-before-commit``: the first commit point that finds ``commits/N`` but no
-  ``resolved/N``: the batch is decided, nothing is committed.
+  ``resolved/N`` (the commit phase's write-ahead of N): the batch is decided, nothing is
+  committed.
 - ``fail-read-once``: the first attempt of read task 0 raises after preparing its
   transaction; Spark retries the task.
 - ``hold-read-after-prepare``: the first attempt of read task 0 prepares its transaction,
@@ -38,15 +41,16 @@ def _install(point: str, batch: int) -> None:
     if point == "kill-before-commit":
         import producer.spark.resolve as resolve
 
-        original = resolve.commit_decided
+        original = resolve._write_ahead
 
-        def commit_decided(checkpoint, *args, **kwargs):  # type: ignore[no-untyped-def]
-            view = checkpoint.view()
-            if batch in view.commits and batch in view.intents and batch not in view.resolved:
+        # The commit phase's first step for a decided, unresolved batch (inside its lock:
+        # no race with Spark writing commits/N, as a check before the call would have).
+        def write_ahead(checkpoint, decided, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if decided == batch:
                 _kill_driver()
-            return original(checkpoint, *args, **kwargs)
+            return original(checkpoint, decided, *args, **kwargs)
 
-        resolve.commit_decided = commit_decided
+        resolve._write_ahead = write_ahead
     elif point == "kill-after-intent":
         import producer.spark.sink as sink
 
@@ -70,6 +74,18 @@ def _install(point: str, batch: int) -> None:
             return original_call(self, index, rows)
 
         sink._WriteTask.__call__ = call
+    elif point == "kill-after-write-prepare":
+        import producer.spark.sink as sink
+
+        original_task = sink._WriteTask.__call__
+
+        def prepared(self, index, rows):  # type: ignore[no-untyped-def]
+            out = list(original_task(self, index, rows))  # sends and prepares
+            if self.batch == batch and out:
+                _kill_driver()
+            yield from out
+
+        sink._WriteTask.__call__ = prepared
     elif point == "fail-read-once":
         from pyspark import TaskContext
 

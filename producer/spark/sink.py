@@ -26,11 +26,10 @@ source (which recovers at its start) the sink runs the start-up recovery itself:
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession, functions
@@ -51,6 +50,7 @@ from producer.spark.errors import BatchFencedError, ResolveError, SparkConfigErr
 from producer.spark.options import DEFAULT_PREFIX, FIXED_OPTIONS, check_prefix
 from producer.spark.resolve import Connection, commit_decided, recover
 from producer.spark.source import RECEIPT_COLUMNS
+from producer.spark.write_task import WriteTask, prepare_writes
 from producer.transactional_producer import TransactionalProducer
 from recovery.checkpoint_fs import is_local
 from recovery.spark_checkpoint import (
@@ -58,7 +58,6 @@ from recovery.spark_checkpoint import (
     Intent,
     IntentTransaction,
     query_prefix,
-    transactional_id,
     write_intent,
 )
 
@@ -68,62 +67,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BatchFunction = Callable[[DataFrame, int], None]
-
-#: The write transactions' timeout where the cluster has no KIP-939 (a timeout-bounded
-#: prepare, Apache Kafka's stock settings): Kafka's default ``transaction.max.timeout.ms``.
-#: A crashed query must be restarted within it, or its decided batch cannot be committed.
-DEFAULT_TRANSACTION_TIMEOUT_MS = 900_000
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _WriteTask:
-    """One ``write`` call's settings, pickled to the executors."""
-
-    conn: Connection
-    producer_config: Mapping[str, Any]
-    prefix: str
-    query_id: str
-    batch: int
-    first_partition: int
-    topic: str
-
-    def __call__(self, index: int, rows: Iterable[Any]) -> Iterator[tuple[str, int, int, int]]:
-        partition = self.first_partition + index
-        tid = transactional_id(self.prefix, self.query_id, "w", self.batch, partition)
-        producer = TransactionalProducer(
-            {
-                **self.conn.producer_config(),
-                "transaction.timeout.ms": DEFAULT_TRANSACTION_TIMEOUT_MS,
-                **self.producer_config,
-                "transactional.id": tid,
-                "transaction.two.phase.commit.enable": True,
-                "client.id": f"sharetxn-spark-write-{partition}",
-            }
-        )
-        try:
-            producer.init_transactions()  # fences an earlier attempt of this partition
-            it = iter(rows)
-            first = next(it, None)
-            if first is None:
-                return
-            producer.begin_transaction()
-            # No future per record: a record that fails makes the prepare below raise.
-            sent = producer.send_many(
-                self.topic, ((_bytes(k), _bytes(v)) for k, v in itertools.chain((first,), it))
-            )
-            state = producer.prepare_transaction()
-        finally:
-            producer.close()
-        yield (state.transactional_id, state.producer_id, state.epoch, sent)
-
-
-def _bytes(value: object) -> bytes | None:
-    if value is None or isinstance(value, bytes):
-        return value
-    if isinstance(value, bytearray):
-        return bytes(value)
-    return str(value).encode()
-
 
 @dataclasses.dataclass
 class _Batch:
@@ -514,7 +457,7 @@ class ExactlyOnce:
             (df[key_col] if key_col is not None else functions.lit(None)).alias("k"),
             df[value_col].alias("v"),
         )
-        task = _WriteTask(
+        task = WriteTask(
             self.conn,
             self.producer_config,
             self.prefix,
@@ -523,10 +466,9 @@ class ExactlyOnce:
             state.partitions_used,
             topic,
         )
-        rdd = projected.rdd
-        state.partitions_used += rdd.getNumPartitions()
+        state.partitions_used += projected.rdd.getNumPartitions()
         written = 0
-        for tid, pid, epoch, sent in rdd.mapPartitionsWithIndex(task).collect():
+        for tid, pid, epoch, sent in prepare_writes(projected, task):
             state.writes.append(IntentTransaction(tid, pid, epoch, "w"))
             written += sent
         state.records_written += written

@@ -27,6 +27,7 @@ from producer.spark.errors import ResolveError
 from producer.transactional_producer import (
     DifferentPreparedTransactionError,
     NoPreparedTransactionError,
+    PreparedTransactionAbortedError,
     TransactionalProducer,
 )
 from recovery.audit import AuditLog, previously_applied, read_audit_log
@@ -63,12 +64,28 @@ class Connection:
         return {"bootstrap.servers": self.bootstrap_servers, **self.client_config}
 
 
+def _aborted(txn: IntentTransaction, exc: PreparedTransactionAbortedError) -> ResolveError:
+    msg = (
+        f"{txn.transactional_id}: the prepared transaction ({txn.producer_id}, {txn.epoch}) "
+        f"of a decided batch was aborted by the coordinator before it was committed (its "
+        f"transaction.timeout.ms ran out, or it was fenced): its outputs are lost: {exc}"
+    )
+    return ResolveError(msg)
+
+
 def _commit_one(conn: Connection, txn: IntentTransaction, ours: Callable[[], bool]) -> str:
-    """Commit one prepared transaction; ``ours()``: an earlier commit of ours was begun."""
+    """Commit one prepared transaction; ``ours()``: an earlier commit of ours was begun.
+
+    A transaction the coordinator shows aborted is never taken for one our earlier commit
+    finished: without KIP-939 (a timeout-bounded prepare) the coordinator aborts it when
+    ``transaction.timeout.ms`` runs out, also after the write-ahead of our commit.
+    """
     try:
         producer = TransactionalProducer.resume(
             txn.transactional_id, txn.producer_id, txn.epoch, conn.producer_config()
         )
+    except PreparedTransactionAbortedError as exc:
+        raise _aborted(txn, exc) from exc
     except NoPreparedTransactionError as exc:
         if ours():
             return "already complete"  # an earlier commit phase of ours finished it
@@ -86,6 +103,8 @@ def _commit_one(conn: Connection, txn: IntentTransaction, ours: Callable[[], boo
         raise ResolveError(msg) from exc
     try:
         producer.commit_transaction()
+    except PreparedTransactionAbortedError as exc:
+        raise _aborted(txn, exc) from exc
     finally:
         producer.close()
     return "committed"

@@ -106,7 +106,12 @@ resumes it must be fenced).  Then faults stop, a drain lets the clients finish t
 a stock confluent-kafka read_committed consumer reads the output, and the merged history is
 judged by the checker plus direct checks: every input exactly once in the output, nothing
 lost, every record acknowledged in the share group, no open transaction.  Exit code 0 only
-without a violation.  The seed fixes the fault schedule, not the processes' timing."""
+without a violation.  The seed fixes the fault schedule, not the processes' timing.
+
+--workload recovery runs a Spark-free micro-batch driver instead: the ExactlyOnce sink's
+prepared transactions, intents/N, commits/N, commit phase and start-up recovery, against
+Apache Kafka (--target kafka, with or without KIP-939) or sharetxn, under kill -9 of the
+driver (at its kill points and at random) and of the broker (docs/chaos.md)."""
 
 
 def _add_real(sub: Any) -> None:

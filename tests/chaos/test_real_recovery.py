@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.eos_driver import EXIT_TYPED_FAILURE
+from chaos.eos_driver import EXIT_TYPED_FAILURE, DriverSettings, offsets_text, parse_offsets
 from chaos.real_recovery import RecoveryChaosOptions, RecoveryChaosRun
 from tests.reference.kafka import ensure_jars, java_available
 
@@ -87,3 +87,18 @@ def test_a_decided_transaction_aborted_by_its_timeout_is_a_typed_failure(
         assert any(v.startswith("T1 typed failure") for v in run.result.violations)
     finally:
         run.close()
+
+
+def test_driver_offsets_are_sparks_format_and_mixed_mode_alternates() -> None:
+    text = offsets_text({0: 30, 2: 7})
+    lines = text.decode().splitlines()
+    assert lines[0] == "v1" and "batchTimestampMs" in lines[1]
+    assert parse_offsets(text) == {0: 30, 2: 7}
+    settings = DriverSettings("b", "c", "r", "in", "out", prepare_mode="mixed")
+    modes = [settings.writer_config(w)["sharetxn.prepare.mode"] for w in range(3)]
+    assert modes == ["enable2pc", "timeout", "enable2pc"]
+    options = RecoveryChaosOptions(target="kafka", kafka_2pc=False, seed=9, duration_s=40)
+    assert options.replay() == (
+        "sharetxn chaos real --workload recovery --target kafka --seed 9 --duration 40 "
+        "--records 600 --kafka-2pc off"
+    )

@@ -340,8 +340,15 @@ class Admin(ConsumerGroupAdmin):
             "producer_id_filters": producer_ids or [],
             "duration_filter": duration_ms,
         }
-        resp = self.client.call(lambda: self.client.send(None, 66, body))
-        check_error(resp.error_code)
+
+        def attempt() -> Any:
+            resp = self.client.send(None, 66, body)
+            # COORDINATOR_LOAD_IN_PROGRESS while the transaction log loads (after a restart,
+            # when recovery lists transactions) is retriable: asked again.
+            check_error(resp.error_code)
+            return resp
+
+        resp = self.client.call(attempt)
         return [
             TransactionListing(t.transactional_id, int(t.producer_id), t.transaction_state)
             for t in resp.transaction_states

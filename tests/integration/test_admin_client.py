@@ -50,12 +50,13 @@ def test_topics_and_transactions(broker: LocalBroker) -> None:
         assert admin.list_transactions(states=["Ongoing"]) == []
 
 
-def test_describe_transactions_waits_out_a_broker_restart(broker: LocalBroker) -> None:
-    """Recovery describes transactions right after a crash: a lost connection and a
+def test_list_and_describe_transactions_wait_out_a_broker_restart(broker: LocalBroker) -> None:
+    """Recovery lists and describes transactions right after a crash: a lost connection and a
     coordinator still loading are retried, not raised (``sharetxn recover`` on restart)."""
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "r"})
     producer.init_transactions(30)
     producer.flush(10)
+    del producer  # destroyed: its reconnect attempts would log during the outage
     with Admin(broker.bootstrap_servers) as admin:
         assert admin.describe_transactions(["r"])[0].state == "Empty"
         broker.kill()
@@ -66,3 +67,11 @@ def test_describe_transactions_waits_out_a_broker_restart(broker: LocalBroker) -
         finally:
             restart.join()
         assert (described.error, described.state) == (ErrorCode.NONE, "Empty")
+        broker.kill()
+        restart = threading.Timer(1.0, broker.start)
+        restart.start()
+        try:
+            listed = admin.list_transactions()
+        finally:
+            restart.join()
+        assert [(t.transactional_id, t.state) for t in listed] == [("r", "Empty")]

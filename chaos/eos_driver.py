@@ -402,9 +402,14 @@ class Driver:
         for intent in view.unresolved():
             if intent.batch not in view.commits:
                 continue
-            descs = self.admin.describe_transactions(
-                [t.transactional_id for t in intent.transactions]
-            )
+            tids = [t.transactional_id for t in intent.transactions]
+            descs = self.admin.describe_transactions(tids)
+            deadline = time.monotonic() + 15
+            while any(d.state.startswith("Prepare") for d in descs):
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)  # the coordinator is completing one: classify the outcome
+                descs = self.admin.describe_transactions(tids)
             for t, d in zip(intent.transactions, descs, strict=True):
                 desc = None if d.error is ErrorCode.TRANSACTIONAL_ID_NOT_FOUND else d
                 status = classify(desc, t.producer_id, t.epoch).status

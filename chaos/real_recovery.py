@@ -325,6 +325,8 @@ class RecoveryChaosRun:
             return
         if kind.startswith("broker") and (self.broker_paused_until or self.broker_busy()):
             return
+        if kind == "driver-kill-at" and (self.broker_paused_until or self.broker_busy()):
+            kind = "driver-kill"  # the driver waits for the broker: no kill point is reached
         self.result.faults[kind] += 1
         if kind == "driver-kill-at":
             point = self.rng.choice(POINTS)

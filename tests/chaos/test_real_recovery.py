@@ -19,6 +19,7 @@ import pytest
 
 from chaos.eos_driver import EXIT_TYPED_FAILURE, DriverSettings, offsets_text, parse_offsets
 from chaos.real_recovery import RecoveryChaosOptions, RecoveryChaosRun
+from producer.admin import Admin
 from tests.reference.kafka import ensure_jars, java_available
 
 pytestmark = pytest.mark.chaos
@@ -70,7 +71,16 @@ def test_a_decided_transaction_aborted_by_its_timeout_is_a_typed_failure(
         while not trapped.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert trapped.read_text().startswith("committing 0"), trapped.read_text()
-        time.sleep(3)  # the coordinator aborts the prepared transactions (1.5 s timeout)
+        # the coordinator aborts the prepared transactions (their 1.5 s timeout runs out)
+        intent = json.loads((run.dir / "checkpoint" / "intents" / "0.json").read_text())
+        tids = [t["transactional_id"] for t in intent["transactions"]]
+        with Admin(run.broker.bootstrap_servers) as admin:
+            while time.monotonic() < deadline:
+                states = {d.state for d in admin.describe_transactions(tids)}
+                if "Ongoing" not in states and not any(s.startswith("Prepare") for s in states):
+                    break
+                time.sleep(0.1)
+        assert "CompleteAbort" in states, states
         run.kill_driver("at committing")
         run.start_driver()
         assert run.driver is not None
@@ -78,7 +88,8 @@ def test_a_decided_transaction_aborted_by_its_timeout_is_a_typed_failure(
             code = run.driver.wait(60)
         except subprocess.TimeoutExpired:
             code = None
-        assert code == EXIT_TYPED_FAILURE, (run.dir / "driver.2.log").read_text()
+        logs = "\n".join(p.read_text() for p in sorted(run.dir.glob("driver.*.log")))
+        assert code == EXIT_TYPED_FAILURE, logs
         failure = json.loads((run.dir / "failure.json").read_text())
         assert failure["kind"] == "decided-transaction-aborted"
         assert {t["batch"] for t in failure["transactions"]} == {0}

@@ -6,6 +6,8 @@
     sharetxn chaos bugs
     sharetxn chaos real --duration 60 [--seed S] [--clients 3] [--records 2000] [--keep] [--json]
     sharetxn chaos real --workload sink --duration 60   # KIP-1302 sink workers instead
+    sharetxn chaos real --workload recovery --target kafka --duration 120   # the Spark sink's
+        # recovery path without Spark, against Apache Kafka (or --target sharetxn)
 
 Every run is reproducible from its seed (and the commit): a failure prints the seed and the
 exact replay command.  The exit code is 0 only when no invariant was violated.
@@ -33,6 +35,7 @@ EXAMPLES = """examples:
   sharetxn chaos mutants --max-seeds 100
   sharetxn chaos bugs
   sharetxn chaos real --duration 60 --seed 7        # real processes, kill -9 and SIGSTOP
+  sharetxn chaos real --workload recovery --target kafka --kafka-2pc off --seed 3
 """
 
 EXIT_OK = 0
@@ -103,7 +106,12 @@ resumes it must be fenced).  Then faults stop, a drain lets the clients finish t
 a stock confluent-kafka read_committed consumer reads the output, and the merged history is
 judged by the checker plus direct checks: every input exactly once in the output, nothing
 lost, every record acknowledged in the share group, no open transaction.  Exit code 0 only
-without a violation.  The seed fixes the fault schedule, not the processes' timing."""
+without a violation.  The seed fixes the fault schedule, not the processes' timing.
+
+--workload recovery runs a Spark-free micro-batch driver instead: the ExactlyOnce sink's
+prepared transactions, intents/N, commits/N, commit phase and start-up recovery, against
+Apache Kafka (--target kafka, with or without KIP-939) or sharetxn, under kill -9 of the
+driver (at its kill points and at random) and of the broker (docs/chaos.md)."""
 
 
 def _add_real(sub: Any) -> None:
@@ -118,10 +126,41 @@ def _add_real(sub: Any) -> None:
     real.add_argument("--clients", type=int, default=3, help="client processes (3)")
     real.add_argument(
         "--workload",
-        choices=("copy", "sink"),
+        choices=("copy", "sink", "recovery"),
         default="copy",
         help="copy: consume-transform-produce clients (default); sink: 'sharetxn sink run' "
-        "exactly-once workers (KIP-1302), --clients of them",
+        "exactly-once workers (KIP-1302), --clients of them; recovery: a Spark-free "
+        "micro-batch driver running the ExactlyOnce sink's prepare, commit and recovery path",
+    )
+    recovery = real.add_argument_group("--workload recovery")
+    recovery.add_argument(
+        "--target",
+        choices=("kafka", "sharetxn"),
+        default="kafka",
+        help="the broker killed and restarted: an Apache Kafka node (its jars from the "
+        "reference cache or --kafka-jars) or a 'sharetxn broker' (default kafka)",
+    )
+    recovery.add_argument(
+        "--kafka-2pc",
+        choices=("on", "off"),
+        default="on",
+        help="Kafka's transaction.two.phase.commit.enable (KIP-939); off: prepared "
+        "transactions are plain ones, bounded by --transaction-timeout-ms (default on)",
+    )
+    recovery.add_argument(
+        "--prepare-mode",
+        choices=("auto", "enable2pc", "timeout", "mixed"),
+        default="auto",
+        help="the writers' sharetxn.prepare.mode; mixed: even writers enable2pc, odd timeout",
+    )
+    recovery.add_argument(
+        "--transaction-timeout-ms",
+        type=int,
+        default=60000,
+        help="the writers' transaction.timeout.ms (60000)",
+    )
+    recovery.add_argument(
+        "--kafka-jars", type=Path, default=None, help="a Kafka distribution's libs/ directory"
     )
     real.add_argument("--records", type=int, default=2000, help="input records (2000)")
     real.add_argument(
@@ -366,6 +405,23 @@ def _mutants(args: argparse.Namespace) -> int:
 
 
 def _real(args: argparse.Namespace) -> int:
+    if args.workload == "recovery":
+        from chaos.real_recovery import main as recovery_main  # noqa: PLC0415
+
+        return recovery_main(
+            target=args.target,
+            kafka_2pc=args.kafka_2pc == "on",
+            prepare_mode=args.prepare_mode,
+            duration_s=args.duration,
+            seed=args.seed,
+            records=args.records,
+            transaction_timeout_ms=args.transaction_timeout_ms,
+            drain_timeout_s=args.drain_timeout,
+            run_dir=args.dir,
+            keep=args.keep,
+            as_json=args.json,
+            kafka_jars=args.kafka_jars,
+        )
     if args.workload == "sink":
         from chaos.real_sink import main as sink_main  # noqa: PLC0415
 

@@ -18,7 +18,7 @@ from producer.group_admin import ConsumerGroupAdmin
 from producer.raw import describe_transactions_raw
 from producer.security import ClientSecurity
 from producer.types import TransactionDescription
-from txn.errors import ErrorCode
+from txn.errors import ErrorCode, raise_for_code
 from txn.ids import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, TopicPartition
 
 RESOURCE_TOPIC = 2
@@ -340,23 +340,39 @@ class Admin(ConsumerGroupAdmin):
             "producer_id_filters": producer_ids or [],
             "duration_filter": duration_ms,
         }
-        resp = self.client.call(lambda: self.client.send(None, 66, body))
-        check_error(resp.error_code)
+
+        def attempt() -> Any:
+            resp = self.client.send(None, 66, body)
+            # COORDINATOR_LOAD_IN_PROGRESS while the transaction log loads (after a restart,
+            # when recovery lists transactions) is retriable: asked again.
+            check_error(resp.error_code)
+            return resp
+
+        resp = self.client.call(attempt)
         return [
             TransactionListing(t.transactional_id, int(t.producer_id), t.transaction_state)
             for t in resp.transaction_states
         ]
 
     def describe_transactions(self, transactional_ids: list[str]) -> list[TransactionDescription]:
-        out: list[TransactionDescription] = []
-        for tid in transactional_ids:
-            node = self.client.call(
-                functools.partial(self.client.coordinator_for, KEY_TYPE_TRANSACTION, tid)
-            )
-            conn = self.client._connection(node)  # noqa: SLF001 - raw read below
-            version = conn.pick_version(65, 0)
-            out.append(_describe_transaction_raw(conn, version, tid))
-        return out
+        """DescribeTransactions for each id at its coordinator.
+
+        A lost connection, or a coordinator that moved or is still loading its log (after
+        a restart: when recovery runs), is retried until ``request.timeout.ms``.
+        """
+        return [
+            self.client.call(functools.partial(self._describe_transaction, tid))
+            for tid in transactional_ids
+        ]
+
+    def _describe_transaction(self, tid: str) -> TransactionDescription:
+        node = self.client.coordinator_for(KEY_TYPE_TRANSACTION, tid)
+        conn = self.client._connection(node)  # noqa: SLF001 - raw read below
+        version = conn.pick_version(65, 0)
+        desc = _describe_transaction_raw(conn, version, tid)
+        if desc.error in _COORDINATOR_MOVED:
+            raise_for_code(desc.error, transactional_id=tid)  # retriable: asked again
+        return desc
 
     def describe_producers(self, tp: TopicPartition) -> list[ProducerState]:
         body = {"topics": [{"name": tp.topic, "partition_indexes": [tp.partition]}]}
@@ -615,6 +631,15 @@ class Admin(ConsumerGroupAdmin):
             )
             for c in r.configs
         ]
+
+
+_COORDINATOR_MOVED = frozenset(
+    {
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    }
+)
 
 
 def _describe_transaction_raw(

@@ -106,6 +106,12 @@ class BrokerConnection:
                         for k in resp.api_keys
                     }
                 self.security.authenticate(self._roundtrip, self.address)
+            except OSError as exc:
+                # A broker that accepts and then drops the connection (starting up, shutting
+                # down, or restarting after a crash) is a network error: retriable.
+                self._close_locked()
+                msg = f"connection to {self.address} failed during its handshake: {exc}"
+                raise NetworkError(msg) from exc
             except BaseException:
                 self._close_locked()
                 raise

@@ -169,6 +169,21 @@ def plan_step(
             return step(Action.NOOP, "unknown to the coordinator: nothing open")
         return step(Action.REFUSE, f"transactional id {tid!r} is unknown to the coordinator")
     named = producer_id is None or cur.names(producer_id, producer_epoch or 0)
+    if (
+        decision_rule
+        and op is Op.COMMIT
+        and producer_id is not None
+        and _aborted_by_coordinator(cur, producer_id, producer_epoch or 0)
+    ):
+        # Before the history: a commit of ours that was only begun (written ahead) did
+        # not finish a transaction the coordinator shows aborted -- its timeout (a prepare
+        # without KIP-939) or a fencing producer ended it first.
+        return step(
+            Action.REFUSE,
+            f"heuristic hazard: the decided transaction pid={producer_id} "
+            f"epoch={producer_epoch} was aborted by the coordinator ({cur.describe()}): its "
+            "transaction.timeout.ms ran out or a producer fenced it; its outputs are lost",
+        )
     if history is not None and not (named and cur.is_open):
         return _from_history(op, history, step)
     if not named:
@@ -210,6 +225,21 @@ def _from_history(op: Op, history: Mapping[str, Any], step: _StepFactory) -> Ste
         Action.REFUSE,
         f"this tool already applied {done.value} to it at {when} (audit log); "
         f"{op.value} would contradict that",
+    )
+
+
+def _aborted_by_coordinator(cur: TxnSnapshot, producer_id: int, epoch: int) -> bool:
+    """The coordinator aborted (pid, epoch): an abort under those ids, or -- transaction
+    version 1, where the coordinator's own abort (timeout, fencing) bumps the epoch first --
+    one epoch later under the same producer id (``producer.prepared_txn.classify``)."""
+    if cur.producer_id != producer_id:
+        return False
+    if cur.producer_epoch == epoch:
+        return cur.state in ("PrepareAbort", "CompleteAbort")
+    return cur.producer_epoch == epoch + 1 and cur.state in (
+        "PrepareAbort",
+        "PrepareEpochFence",
+        "CompleteAbort",
     )
 
 

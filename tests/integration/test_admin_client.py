@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from confluent_kafka import Producer
 
@@ -46,3 +48,30 @@ def test_topics_and_transactions(broker: LocalBroker) -> None:
         producer.commit_transaction(30)
         assert admin.describe_transactions(["t1"])[0].state == "CompleteCommit"
         assert admin.list_transactions(states=["Ongoing"]) == []
+
+
+def test_list_and_describe_transactions_wait_out_a_broker_restart(broker: LocalBroker) -> None:
+    """Recovery lists and describes transactions right after a crash: a lost connection and a
+    coordinator still loading are retried, not raised (``sharetxn recover`` on restart)."""
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "r"})
+    producer.init_transactions(30)
+    producer.flush(10)
+    del producer  # destroyed: its reconnect attempts would log during the outage
+    with Admin(broker.bootstrap_servers) as admin:
+        assert admin.describe_transactions(["r"])[0].state == "Empty"
+        broker.kill()
+        restart = threading.Timer(1.0, broker.start)
+        restart.start()
+        try:
+            (described,) = admin.describe_transactions(["r"])
+        finally:
+            restart.join()
+        assert (described.error, described.state) == (ErrorCode.NONE, "Empty")
+        broker.kill()
+        restart = threading.Timer(1.0, broker.start)
+        restart.start()
+        try:
+            listed = admin.list_transactions()
+        finally:
+            restart.join()
+        assert [(t.transactional_id, t.state) for t in listed] == [("r", "Empty")]

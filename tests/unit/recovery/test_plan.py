@@ -134,6 +134,25 @@ def test_the_audit_history_makes_reruns_idempotent() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("state", "epoch"),
+    [("CompleteAbort", 4), ("PrepareAbort", 4), ("PrepareEpochFence", 4), ("CompleteAbort", 3)],
+)
+def test_a_begun_commit_does_not_hide_an_abort_by_the_coordinator(state: str, epoch: int) -> None:
+    """The decision rule's history of a commit only written ahead (``committing/N``): the
+    coordinator aborting the transaction (its timeout without KIP-939) is a hazard, not done."""
+    begun = {"event": "end", "outcome": "applied", "step": {"action": "commit"}, "ts": "t"}
+    aborted = snap(state, epoch=epoch)
+    step = plan(Op.COMMIT, aborted, evidence=EVIDENCE, history=begun, decision_rule=True)
+    assert step.action is Action.REFUSE
+    assert "aborted by the coordinator" in step.reason
+    # a later, unrelated state of the id (the commit went through, the epoch moved on)
+    moved_on = snap("Empty", epoch=4)
+    assert plan(
+        Op.COMMIT, moved_on, evidence=EVIDENCE, history=begun, decision_rule=True
+    ).action is (Action.NOOP)
+
+
 def test_exit_codes() -> None:
     def step(action: Action) -> Step:
         return Step(Op.ABORT, action, "t", 1, 1, "r")

@@ -32,6 +32,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "coordinator.runtime",
         "coordinator.cleaner_worker",
         "coordinator.lifecycle",
+        "coordinator.shard_runtime",
         "coordinator.security",
     ),
     ("coordinator.share",),

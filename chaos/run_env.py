@@ -36,7 +36,7 @@ def _install_replay_cache(stack: ExitStack) -> None:
     from txn import txn_log  # noqa: PLC0415
 
     records = _memoized(txn_log.read_records, copy=True)
-    for module in (runtime, groups):
+    for module in (runtime,):
         replace(stack, module, "read_records", records)
     for name in ("decode_key", "decode_value"):
         replace(stack, txns, name, _memoized(getattr(txn_log, name)))

@@ -33,6 +33,14 @@ from txn.txn_log import read_records
 
 log = logging.getLogger(__name__)
 
+__all__ = [
+    "ControlMarker",
+    "CoordinatorResult",
+    "CoordinatorRuntime",
+    "CoordinatorShard",
+    "append_error_code",
+]
+
 R = TypeVar("R")
 
 Record = tuple[bytes | None, bytes | None]
@@ -238,4 +246,3 @@ class CoordinatorRuntime(CoordinatorLifecycle):
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
-

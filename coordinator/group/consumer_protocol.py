@@ -44,6 +44,7 @@ from coordinator.group.offsets import OffsetStore
 from coordinator.group.records import OffsetKey
 from coordinator.group.results import GroupDescription, MemberDescription
 from coordinator.group.timers import Timers
+from coordinator.shard_runtime import CoordinatorRuntime
 from coordinator.share.group_model import TopicLookup
 from txn.clock import Clock
 from txn.config import BrokerConfig
@@ -232,7 +233,7 @@ class ConsumerProtocol:
     _groups: dict[str, Any]  # the classic groups (ConsumerGroupCoordinator's)
     _topics: TopicLookup | None
     _is_share_group: Callable[[str], bool]
-    _closed: bool
+    _runtime: CoordinatorRuntime
     offsets: OffsetStore
 
     def availability(self) -> ErrorCode:
@@ -454,7 +455,7 @@ class ConsumerProtocol:
         self._timers.by_key.pop(("revoke", group_id, member_id), None)
         group = self._consumer_groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
-        if group is None or member is None or not member.revoking or self._closed:
+        if group is None or member is None or not member.revoking or self._runtime.closed:
             return
         log.info("consumer group %s: member %s did not revoke in time", group_id, member_id)
         self._remove_persisted(group_id, member_id)
@@ -473,7 +474,7 @@ class ConsumerProtocol:
     def _consumer_session_expired(self, group_id: str, member_id: str) -> None:
         self._timers.by_key.pop(("consumer-session", group_id, member_id), None)
         group = self._consumer_groups.get(group_id)
-        if group is None or member_id not in group.members or self._closed:
+        if group is None or member_id not in group.members or self._runtime.closed:
             return
         log.info("consumer group %s: member %s session timed out", group_id, member_id)
         self._remove_persisted(group_id, member_id)

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
-from coordinator.lifecycle import CoordinatorLifecycle
 from coordinator.log.durable_append import append_durably, append_error_code
 from coordinator.log.storage import PartitionLog
 from txn.batch import BatchHeader, ControlType, build_batch, build_control_batch, control_type_of
@@ -88,7 +87,7 @@ class CoordinatorShard(Protocol):
     def replay_marker(self, partition: int, header: BatchHeader, commit: bool) -> None: ...
 
 
-class CoordinatorRuntime(CoordinatorLifecycle):
+class CoordinatorRuntime:
     """Appends, flushes, replays and the lifecycle of one coordinator's logs."""
 
     def __init__(self, clock: Clock, name: str, logs: Mapping[int, PartitionLog] | None = None):
@@ -99,7 +98,15 @@ class CoordinatorRuntime(CoordinatorLifecycle):
         self._loaded = False
         self._closed = False
 
-    # --- lifecycle ----------------------------------------------------------------------------
+    # --- lifecycle: loading -> loaded -> closed -----------------------------------------------
+
+    def availability(self) -> ErrorCode:
+        """NONE once loaded; COORDINATOR_LOAD_IN_PROGRESS before, NOT_AVAILABLE after close."""
+        if self._closed:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if not self._loaded:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NONE
 
     @property
     def closed(self) -> bool:
@@ -133,11 +140,11 @@ class CoordinatorRuntime(CoordinatorLifecycle):
         for partition, target in logs:
             self._logs[partition] = target
             self._replay(shard, partition, target)
-        self._mark_loaded()
+        self._loaded, self._closed = True, False
 
     def close(self) -> None:
         """Every later request gets COORDINATOR_NOT_AVAILABLE; the timers stop."""
-        self._mark_closed()
+        self._closed = True
         self.cancel_timers()
 
     def _replay(self, shard: CoordinatorShard, partition: int, target: PartitionLog) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 from coordinator.log.durable_append import append_durably, append_error_code
 from coordinator.log.storage import PartitionLog
@@ -37,6 +37,7 @@ __all__ = [
     "CoordinatorResult",
     "CoordinatorRuntime",
     "CoordinatorShard",
+    "LoadedRecord",
     "append_error_code",
 ]
 
@@ -72,19 +73,24 @@ class CoordinatorResult(Generic[R]):
     marker: ControlMarker | None = None
 
 
-class CoordinatorShard(Protocol):
+class LoadedRecord(NamedTuple):
+    """One record of a coordinator log, as load replays it."""
+
+    partition: int
+    offset: int
+    header: BatchHeader
+    key: bytes | None
+    value: bytes | None
+
+
+class CoordinatorShard:
     """The replay side of a shard: called for every record of its logs on load."""
 
-    def replay(
-        self,
-        partition: int,
-        offset: int,
-        header: BatchHeader,
-        key: bytes | None,
-        value: bytes | None,
-    ) -> None: ...
+    def replay(self, record: LoadedRecord) -> None:
+        raise NotImplementedError
 
-    def replay_marker(self, partition: int, header: BatchHeader, commit: bool) -> None: ...
+    def replay_marker(self, partition: int, header: BatchHeader, commit: bool) -> None:
+        """A COMMIT/ABORT marker on load (most logs have none to act on)."""
 
 
 class CoordinatorRuntime:
@@ -167,7 +173,7 @@ class CoordinatorRuntime:
                 offset = header.base_offset + delta
                 if offset < start:
                     continue  # deleted by a log start offset that cut this batch
-                shard.replay(partition, offset, header, key, value)
+                shard.replay(LoadedRecord(partition, offset, header, key, value))
 
     # --- writes -------------------------------------------------------------------------------
 

@@ -24,7 +24,12 @@ from collections.abc import Callable, Iterable
 from coordinator.log.storage import PartitionLog
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.producer_ids import ProducerIdManager
-from coordinator.shard_runtime import CoordinatorResult, CoordinatorRuntime
+from coordinator.shard_runtime import (
+    CoordinatorResult,
+    CoordinatorRuntime,
+    CoordinatorShard,
+    LoadedRecord,
+)
 from coordinator.txn_results import (
     EndTxnResult,
     InitProducerIdResult,
@@ -35,7 +40,6 @@ from coordinator.txn_results import (
     log_value_to_transit,
     transit_to_log_value,
 )
-from txn.batch import BatchHeader
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import (
@@ -76,7 +80,8 @@ _S = TransactionState
 _PREPARE = (_S.PREPARE_COMMIT, _S.PREPARE_ABORT)
 _IDLE = (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
 
-class TransactionCoordinator:
+
+class TransactionCoordinator(CoordinatorShard):
     """Transactions of every transactional id, persisted in one ``__transaction_state`` log."""
 
     def __init__(
@@ -383,13 +388,9 @@ class TransactionCoordinator:
         tv2: bool,
     ) -> EndTxnResult:
         """EndTxn: write Prepare*, reply, then deliver markers and write Complete*."""
-        if not transactional_id:
-            return EndTxnResult(ErrorCode.INVALID_REQUEST)
-        if (error := self.availability()) is not ErrorCode.NONE:
-            return EndTxnResult(error)
-        metadata = self._txns.get(transactional_id)
-        if metadata is None:
-            return EndTxnResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        metadata = self._lookup(transactional_id, ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if isinstance(metadata, ErrorCode):
+            return EndTxnResult(metadata)
         try:
             if tv2:
                 outcome = self._end_txn_tv2(metadata, producer_id, producer_epoch, committed)
@@ -644,13 +645,9 @@ class TransactionCoordinator:
         abort is starting or in progress -- call again until NONE, which carries the new
         (producer id, epoch) that fenced every earlier producer.
         """
-        if not transactional_id:
-            return EndTxnResult(ErrorCode.INVALID_REQUEST)
-        if (error := self.availability()) is not ErrorCode.NONE:
-            return EndTxnResult(error)
-        metadata = self._txns.get(transactional_id)
-        if metadata is None:
-            return EndTxnResult(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
+        metadata = self._lookup(transactional_id, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
+        if isinstance(metadata, ErrorCode):
+            return EndTxnResult(metadata)
         if metadata.pending_transition_in_progress or metadata.state in _PREPARE:
             return EndTxnResult(ErrorCode.CONCURRENT_TRANSACTIONS)
         if metadata.state is _S.ONGOING:
@@ -763,6 +760,16 @@ class TransactionCoordinator:
 
     # --- internals ----------------------------------------------------------------------------
 
+    def _lookup(self, transactional_id: str, unknown: ErrorCode) -> TransactionMetadata | ErrorCode:
+        """The id's metadata, or the error for an empty id, an unavailable coordinator, or
+        (``unknown``) an id it does not know."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error
+        metadata = self._txns.get(transactional_id)
+        return unknown if metadata is None else metadata
+
     def _generate_producer_id(self) -> int | ErrorCode:
         try:
             return self._producer_ids.generate_producer_id()
@@ -770,23 +777,15 @@ class TransactionCoordinator:
             log.exception("producer id allocation failed")
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
-    def replay(
-        self,
-        partition: int,
-        offset: int,
-        header: BatchHeader,
-        key: bytes | None,
-        value: bytes | None,
-    ) -> None:
+    def replay(self, record: LoadedRecord) -> None:
         """One ``__transaction_state`` record on load: the id's latest value, or its removal."""
-        del partition
-        offset = header.base_offset  # the batch, as Kafka's loader names it
-        if key is None:
+        offset = record.header.base_offset  # the batch, as Kafka's loader names it
+        if record.key is None:
             log.error("__transaction_state record without a key at %d", offset)
             return
         try:
-            transactional_id = decode_key(key)
-            decoded = decode_value(value)
+            transactional_id = decode_key(record.key)
+            decoded = decode_value(record.value)
         except UnknownRecordVersionError as exc:
             log.warning("skipping __transaction_state record at %d: %s", offset, exc)
             return
@@ -797,9 +796,6 @@ class TransactionCoordinator:
             self._replayed.pop(transactional_id, None)
         else:
             self._replayed[transactional_id] = decoded
-
-    def replay_marker(self, partition: int, header: BatchHeader, commit: bool) -> None:
-        """Control batches carry nothing for this log."""
 
     def _write(
         self,

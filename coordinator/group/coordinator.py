@@ -81,7 +81,12 @@ from coordinator.group.results import (
 )
 from coordinator.group.timers import Timers
 from coordinator.log.storage import PartitionLog
-from coordinator.shard_runtime import CoordinatorResult, CoordinatorRuntime
+from coordinator.shard_runtime import (
+    CoordinatorResult,
+    CoordinatorRuntime,
+    CoordinatorShard,
+    LoadedRecord,
+)
 from coordinator.share.group_model import TopicLookup
 from txn.batch import BatchHeader
 from txn.clock import Clock
@@ -94,7 +99,9 @@ log = logging.getLogger("sharetxn.groups")
 _S = ClassicState
 
 
-class ConsumerGroupCoordinator(OffsetCommands, GroupAdmin, MixedMembership, ConsumerProtocol):
+class ConsumerGroupCoordinator(
+    OffsetCommands, GroupAdmin, MixedMembership, ConsumerProtocol, CoordinatorShard
+):
     """Classic consumer groups and their offsets on one ``__consumer_offsets`` partition."""
 
     def __init__(
@@ -723,19 +730,13 @@ class ConsumerGroupCoordinator(OffsetCommands, GroupAdmin, MixedMembership, Cons
         for index, record in enumerate(records):
             self._apply(record, base_offset + index, None if producer is None else producer[0])
 
-    def replay(
-        self,
-        partition: int,
-        offset: int,
-        header: BatchHeader,
-        key: bytes | None,
-        value: bytes | None,
-    ) -> None:
+    def replay(self, record: LoadedRecord) -> None:
         """One record on load: a KIP-848 record, or a group / offset one (staged if
         transactional), through the code live writes apply with."""
+        key, header = record.key, record.header
         if key is None:
             return
-        raw = None if value is None else bytes(value)
+        raw = None if record.value is None else bytes(record.value)
         try:
             if int.from_bytes(bytes(key[:2]), "big") in CONSUMER_KEY_VERSIONS:
                 ckey = decode_consumer_key(bytes(key))
@@ -749,7 +750,7 @@ class ConsumerGroupCoordinator(OffsetCommands, GroupAdmin, MixedMembership, Cons
         pid = header.producer_id if header.is_transactional else None
         if pid is not None:
             self._pending_epochs[pid] = header.producer_epoch
-        self._apply((group_key, group_value), offset, pid)
+        self._apply((group_key, group_value), record.offset, pid)
 
     def replay_marker(self, partition: int, header: BatchHeader, commit: bool) -> None:
         """A COMMIT/ABORT marker on load: the producer's staged offsets, applied or dropped."""

@@ -39,7 +39,13 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 
 from coordinator.log.storage import PartitionLog
-from coordinator.shard_runtime import CoordinatorResult, CoordinatorRuntime, append_error_code
+from coordinator.shard_runtime import (
+    CoordinatorResult,
+    CoordinatorRuntime,
+    CoordinatorShard,
+    LoadedRecord,
+    append_error_code,
+)
 from coordinator.share.assignor import SimpleAssignor
 from coordinator.share.group_config import GroupConfigDefs, ShareGroupConfig
 from coordinator.share.group_model import (
@@ -84,7 +90,6 @@ from coordinator.share.group_records import (
     decode,
     encode,
 )
-from txn.batch import BatchHeader
 from txn.clock import Clock, Timer
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode, InvalidConfigError
@@ -95,7 +100,7 @@ log = logging.getLogger(__name__)
 # --- the coordinator --------------------------------------------------------------------------
 
 
-class ShareGroupCoordinator:
+class ShareGroupCoordinator(CoordinatorShard):
     """Every share group of the broker, persisted in one group-coordinator log."""
 
     def __init__(
@@ -798,27 +803,17 @@ class ShareGroupCoordinator:
         for record in records:
             self._apply(record)
 
-    def replay(
-        self,
-        partition: int,
-        offset: int,
-        header: BatchHeader,
-        key: bytes | None,
-        value: bytes | None,
-    ) -> None:
+    def replay(self, record: LoadedRecord) -> None:
         """One record of the log on load, through ``_apply``."""
         try:
-            record = decode(key, value)
+            decoded = decode(record.key, record.value)
         except GroupRecordVersionError as exc:
-            log.warning("skipping share-group record at %d: %s", header.base_offset, exc)
+            log.warning("skipping share-group record at %d: %s", record.header.base_offset, exc)
             return
         except GroupRecordError:
-            log.exception("skipping corrupt share-group record at %d", header.base_offset)
+            log.exception("skipping corrupt share-group record at %d", record.header.base_offset)
             return
-        self._apply(record)
-
-    def replay_marker(self, partition: int, header: BatchHeader, commit: bool) -> None:
-        """Control batches carry nothing for this log."""
+        self._apply(decoded)
 
     def _apply(self, record: GroupRecord) -> None:
         """Make one record's state current (live after an append, and on replay)."""

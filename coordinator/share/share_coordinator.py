@@ -43,7 +43,13 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from coordinator.log.storage import PartitionLog
-from coordinator.shard_runtime import ControlMarker, CoordinatorResult, CoordinatorRuntime
+from coordinator.shard_runtime import (
+    ControlMarker,
+    CoordinatorResult,
+    CoordinatorRuntime,
+    CoordinatorShard,
+    LoadedRecord,
+)
 from coordinator.share.persister import (
     PersisterStateBatch,
     ReadStateResult,
@@ -98,7 +104,7 @@ DEFAULT_PRUNE_INTERVAL_MS = 300_000
 DEFAULT_COLD_PARTITION_SNAPSHOT_INTERVAL_MS = 300_000
 
 
-class ShareCoordinator:
+class ShareCoordinator(CoordinatorShard):
     """The ``Persister`` of every share partition, over the ``__share_group_state`` logs."""
 
     def __init__(
@@ -389,16 +395,7 @@ class ShareCoordinator:
             for key, entry in sorted(entries.items()):
                 if now - entry.write_timestamp < self._cold_interval_ms:
                     continue
-                value = ShareSnapshotValue(
-                    snapshot_epoch=entry.snapshot_epoch + 1,
-                    state_epoch=entry.state_epoch,
-                    leader_epoch=entry.leader_epoch,
-                    start_offset=entry.start_offset,
-                    create_timestamp=entry.create_timestamp,
-                    write_timestamp=now,
-                    state_batches=_to_records(entry.batches),
-                )
-                if self._write(part, key, value) is ErrorCode.NONE:
+                if self._write(part, key, _resnapshot(entry, now)) is ErrorCode.NONE:
                     written += 1
         return written
 
@@ -513,20 +510,13 @@ class ShareCoordinator:
 
     # --- internals: replay --------------------------------------------------------------------
 
-    def replay(
-        self,
-        partition: int,
-        offset: int,
-        header: BatchHeader,
-        key: bytes | None,
-        value: bytes | None,
-    ) -> None:
+    def replay(self, record: LoadedRecord) -> None:
         """One record of a state partition on load: staged if transactional, else applied."""
-        part = self._loading[partition]
-        if header.is_transactional:
-            self._replay_pending(part, offset, header, key, value)
+        part = self._loading[record.partition]
+        if record.header.is_transactional:
+            self._replay_pending(part, record.offset, record.header, record.key, record.value)
         else:
-            self._replay_record(part, offset, key, value)
+            self._replay_record(part, record.offset, record.key, record.value)
 
     def replay_marker(self, partition: int, header: BatchHeader, commit: bool) -> None:
         """A COMMIT/ABORT marker on load: the staged acks of its producer, applied or dropped."""
@@ -710,16 +700,7 @@ class ShareCoordinator:
         entry = part.states.get(key)
         if entry is None:
             return ErrorCode.NONE
-        value = ShareSnapshotValue(
-            snapshot_epoch=entry.snapshot_epoch + 1,
-            state_epoch=entry.state_epoch,
-            leader_epoch=entry.leader_epoch,
-            start_offset=entry.start_offset,
-            create_timestamp=entry.create_timestamp,
-            write_timestamp=self._clock.now_ms(),
-            state_batches=_to_records(entry.batches),
-        )
-        return self._write(part, key, value)
+        return self._write(part, key, _resnapshot(entry, self._clock.now_ms()))
 
     def pending_for(
         self, key: ShareStateKey
@@ -830,3 +811,16 @@ class ShareCoordinator:
         )
         needed.extend(pending.first_offset for pending in part.pending_txn.values())
         return min(needed) if needed else part.log.log_end_offset
+
+
+def _resnapshot(entry: _KeyState, write_timestamp: int) -> ShareSnapshotValue:
+    """A snapshot of ``entry``'s current state, one snapshot epoch later."""
+    return ShareSnapshotValue(
+        snapshot_epoch=entry.snapshot_epoch + 1,
+        state_epoch=entry.state_epoch,
+        leader_epoch=entry.leader_epoch,
+        start_offset=entry.start_offset,
+        create_timestamp=entry.create_timestamp,
+        write_timestamp=write_timestamp,
+        state_batches=_to_records(entry.batches),
+    )

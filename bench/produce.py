@@ -50,7 +50,6 @@ import contextlib
 import datetime
 import importlib
 import os
-import platform
 import socket
 import subprocess
 import sys
@@ -62,7 +61,6 @@ from typing import Any
 
 import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka import libversion as rdkafka_version
 from rich.table import Table
 from toolkit import (
     BROKER_PIDS,
@@ -72,7 +70,6 @@ from toolkit import (
     CpuSnapshot,
     Disturbable,
     Ratio,
-    confluent_kafka_version,
     cpu_cells,
     create_topics,
     delete_topic,
@@ -518,14 +515,7 @@ def main(argv: list[str] | None = None) -> int:
     from coordinator import LocalBroker  # noqa: PLC0415 - keeps --help fast
 
     value = os.urandom(args.record_size)
-    command = "python bench/produce.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    started = datetime.datetime.now(datetime.UTC)
-    console.print(f"[bold]{command.strip()}[/]")
-    console.print(
-        f"{started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, {platform.platform()}, "
-        f"Python {platform.python_version()}, confluent-kafka {confluent_kafka_version()} "
-        f"(librdkafka {rdkafka_version()[0]})"
-    )
+    command, started = toolkit.announce(console, "produce.py", argv)
     tansu_bin = None if args.no_tansu else tansu_binary(args.tansu_bin)
     tansu_ver = _tansu_version(tansu_bin) if tansu_bin else None
     relaxed = (

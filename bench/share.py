@@ -66,9 +66,7 @@ import contextlib
 import datetime
 import math
 import os
-import platform
 import statistics
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -85,7 +83,6 @@ from confluent_kafka import (
     ShareConsumer,
     TopicPartition,
 )
-from confluent_kafka import libversion as rdkafka_version
 from rich.table import Table
 from toolkit import (
     BROKER_PIDS,
@@ -95,7 +92,6 @@ from toolkit import (
     CpuSnapshot,
     Disturbable,
     Ratio,
-    confluent_kafka_version,
     cpu_cells,
     create_topics,
     delete_group,
@@ -969,14 +965,7 @@ def main(argv: list[str] | None = None) -> int:
 
     broker_config = dict(item.split("=", 1) for item in args.set)
     value = os.urandom(args.record_size)
-    command = "python bench/share.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    started = datetime.datetime.now(datetime.UTC)
-    console.print(f"[bold]{command.strip()}[/]")
-    console.print(
-        f"{started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, {platform.platform()}, "
-        f"Python {platform.python_version()}, confluent-kafka {confluent_kafka_version()} "
-        f"(librdkafka {rdkafka_version()[0]})"
-    )
+    command, started = toolkit.announce(console, "share.py", argv)
     cases = build_cases(args)
     run_started = time.perf_counter()
     with contextlib.ExitStack() as stack:

@@ -61,9 +61,7 @@ import contextlib
 import datetime
 import math
 import os
-import platform
 import statistics
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -75,7 +73,6 @@ import share  # bench/share.py: writing the input topic
 import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
 from confluent_kafka import Consumer, KafkaError
 from confluent_kafka import TopicPartition as CkTopicPartition
-from confluent_kafka import libversion as rdkafka_version
 from rich.table import Table
 from toolkit import (
     BROKER_PIDS,
@@ -84,7 +81,6 @@ from toolkit import (
     CheckFailed,
     CpuSnapshot,
     Disturbable,
-    confluent_kafka_version,
     cpu_cells,
     create_topics,
     delete_group,
@@ -749,14 +745,7 @@ def main(argv: list[str] | None = None) -> int:
 
     broker_config = dict(item.split("=", 1) for item in args.set)
     value = os.urandom(args.record_size)
-    command = "python bench/txn_acks.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    started = datetime.datetime.now(datetime.UTC)
-    console.print(f"[bold]{command.strip()}[/]")
-    console.print(
-        f"{started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, {platform.platform()}, "
-        f"Python {platform.python_version()}, confluent-kafka {confluent_kafka_version()} "
-        f"(librdkafka {rdkafka_version()[0]})"
-    )
+    command, started = toolkit.announce(console, "txn_acks.py", argv)
     cases = build_cases(args, sizes)
     needed = max(c.records for c in cases if c.kind != "fsync")
     # Whole polls: the last poll of the longest case must find as many records as it asks for.

@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-speed", action="store_true", help="measure detection only")
     toolkit.add_round_arguments(parser, rounds=3)
     args = parser.parse_args(argv)
-    command, started = toolkit.announce(console, "chaos.py", argv)
+    run = toolkit.announce(console, "chaos.py", argv)
 
     from chaos.mutations import MUTATIONS  # noqa: PLC0415
     from chaos.run_env import quiet_logs  # noqa: PLC0415
@@ -244,10 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             f" {all(None not in t['trials'] for t in table.values())}"
             f" (goal: median <= {GOAL_MEDIAN_SEEDS})"
         )
-    if args.json is not None:
-        toolkit.write_json(
-            args.json, console, args=args, command=command, started=started, results=figures
-        )
+    run.save(args, console, figures)
     return 0
 
 

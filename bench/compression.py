@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     toolkit.add_round_arguments(parser, rounds=3)
     args = parser.parse_args(argv)
     toolkit.install_sigterm()
-    command, started = toolkit.announce(console, "compression.py", argv)
+    run = toolkit.announce(console, "compression.py", argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="compression-bench-"))
     worktree = tmp / "baseline"
@@ -163,19 +163,15 @@ def main(argv: list[str] | None = None) -> int:
             "size_ratio": size,
         }
     console.print(toolkit.ratio_table(ratios))
-    if args.json:
-        toolkit.write_json(
-            args.json,
-            console,
-            args=args,
-            command=command,
-            started=started,
-            results={
-                "figures": figures,
-                "series": toolkit.series_json(series),
-                "ratios": toolkit.ratios_json(ratios),
-            },
-        )
+    run.save(
+        args,
+        console,
+        {
+            "figures": figures,
+            "series": toolkit.series_json(series),
+            "ratios": toolkit.ratios_json(ratios),
+        },
+    )
     return 0
 
 

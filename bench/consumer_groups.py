@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     toolkit.add_round_arguments(parser, rounds=3)
     args = parser.parse_args(argv)
     toolkit.install_sigterm()
-    command, started = toolkit.announce(console, "consumer_groups.py", argv)
+    run = toolkit.announce(console, "consumer_groups.py", argv)
     results: dict[str, Any] = {}
     with LocalBroker(config={"group.initial.rebalance.delay.ms": "0"}) as broker:
         b = broker.bootstrap_servers
@@ -261,10 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             results["copy"][per_txn] = toolkit.series_json(copies)
         console.print(toolkit.ratio_table(ratios))
         results["ratios"] = toolkit.ratios_json(ratios)
-    if args.json:
-        toolkit.write_json(
-            args.json, console, args=args, command=command, started=started, results=results
-        )
+    run.save(args, console, results)
     return 0
 
 

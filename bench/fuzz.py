@@ -172,17 +172,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     toolkit.install_sigterm()
-    command, started = toolkit.announce(console, "fuzz.py", argv)
+    run = toolkit.announce(console, "fuzz.py", argv)
     result: dict[str, Any] = {}
     with LocalBroker() as broker:
         bystander = Bystander(broker.bootstrap_servers)
         bystander.start()
 
-        def run() -> float:
+        def fuzz_all() -> float:
             result.update(fuzz(broker.bootstrap_servers, args.frames, args.seed, args.connections))
             return float(result["frames_per_s"])
 
-        timed = toolkit.timed(run)
+        timed = toolkit.timed(fuzz_all)
         bystander.stop.set()
         bystander.join(5)
         alive = broker.process is not None and broker.process.poll() is None
@@ -202,10 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         f" {result['bystander_failures']} disturbed"
         + (f" (other processes used {timed.other_cores:.2f} cores)" if timed.disturbed else "")
     )
-    if args.json is not None:
-        toolkit.write_json(
-            args.json, console, args=args, command=command, started=started, results=result
-        )
+    run.save(args, console, result)
     return 0 if result["crashes"] == 0 and result["bystander_failures"] == 0 else 1
 
 

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import importlib
 import os
 import socket
@@ -515,7 +514,7 @@ def main(argv: list[str] | None = None) -> int:
     from coordinator import LocalBroker  # noqa: PLC0415 - keeps --help fast
 
     value = os.urandom(args.record_size)
-    command, started = toolkit.announce(console, "produce.py", argv)
+    run = toolkit.announce(console, "produce.py", argv)
     tansu_bin = None if args.no_tansu else tansu_binary(args.tansu_bin)
     tansu_ver = _tansu_version(tansu_bin) if tansu_bin else None
     relaxed = (
@@ -627,15 +626,7 @@ def main(argv: list[str] | None = None) -> int:
         "offsets contiguous per partition, sharetxn and Kafka logs grew by exactly the records "
         "produced (plus commit markers for txn)[/]"
     )
-    if args.json:
-        write_json(
-            args,
-            command=command,
-            started=started,
-            tansu_ver=tansu_ver,
-            scenarios=scenarios,
-            rows=rows,
-        )
+    write_json(args, run, tansu_ver=tansu_ver, scenarios=scenarios, rows=rows)
     return 0
 
 
@@ -686,20 +677,16 @@ def run_rounds(scenarios: list[Scenario], args: argparse.Namespace, value: bytes
 
 def write_json(
     args: argparse.Namespace,
+    run: toolkit.RunInfo,
     *,
-    command: str,
-    started: datetime.datetime,
     tansu_ver: str | None,
     scenarios: list[Scenario],
     rows: list[Ratio],
 ) -> None:
-    toolkit.write_json(
-        args.json,
+    run.save(
+        args,
         console,
-        args=args,
-        command=command,
-        started=started,
-        results={
+        {
             "tansu": tansu_ver,
             "scenarios": [
                 {

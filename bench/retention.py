@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     toolkit.add_round_arguments(parser, rounds=3)
     args = parser.parse_args(argv)
     toolkit.install_sigterm()
-    command, started = toolkit.announce(console, "retention.py", argv)
+    run = toolkit.announce(console, "retention.py", argv)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         if not args.skip_data:
@@ -283,10 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         ratio = throughput(args, results)
         console.print(toolkit.ratio_table([ratio]))
         results["ratios"] = toolkit.ratios_json([ratio])
-    if args.json:
-        toolkit.write_json(
-            args.json, console, args=args, command=command, started=started, results=results
-        )
+    run.save(args, console, results)
     return 0
 
 

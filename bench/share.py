@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import math
 import os
 import statistics
@@ -846,16 +845,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-latency", action="store_true", help="skip the latency cases")
     parser.add_argument("--no-kafka", action="store_true", help="skip Apache Kafka (kafka)")
     parser.add_argument("--no-throughput", action="store_true", help="skip the consumers")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="broker config (repeatable), e.g. --set log.flush.interval.messages=10000",
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=120.0, help="give up on one measurement after (120 s)"
-    )
+    toolkit.add_broker_arguments(parser)
     toolkit.add_round_arguments(parser, rounds=5)
     return parser
 
@@ -963,9 +953,9 @@ def main(argv: list[str] | None = None) -> int:
     install_sigterm()
     from coordinator import LocalBroker  # noqa: PLC0415 - keeps --help fast
 
-    broker_config = dict(item.split("=", 1) for item in args.set)
+    broker_config = toolkit.broker_config(args)
     value = os.urandom(args.record_size)
-    command, started = toolkit.announce(console, "share.py", argv)
+    run = toolkit.announce(console, "share.py", argv)
     cases = build_cases(args)
     run_started = time.perf_counter()
     with contextlib.ExitStack() as stack:
@@ -1053,15 +1043,13 @@ def main(argv: list[str] | None = None) -> int:
         checks.append("every timed ShareFetch acquired records and every ack succeeded")
     console.print(f"[dim]checks passed: {'; '.join(checks)}[/]")
     console.print(f"run took {run_seconds:.0f} s")
-    if args.json:
-        write_json(args, command, started, run_seconds, cases, rows)
+    write_json(args, run, run_seconds, cases, rows)
     return 0
 
 
 def write_json(
     args: argparse.Namespace,
-    command: str,
-    started: datetime.datetime,
+    run: toolkit.RunInfo,
     run_seconds: float,
     cases: list[Case],
     rows: list[Ratio],
@@ -1079,13 +1067,10 @@ def write_json(
             data["median_records_per_s"] = case.median()
         return data
 
-    toolkit.write_json(
-        args.json,
+    run.save(
+        args,
         console,
-        args=args,
-        command=command,
-        started=started,
-        results={
+        {
             "run_seconds": run_seconds,
             "cases": [case_json(c) for c in cases],
             "ratios": ratios_json(rows),

@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     toolkit.add_round_arguments(parser, rounds=2)
     args = parser.parse_args(argv)
     toolkit.install_sigterm()
-    command, started = toolkit.announce(console, "sink.py", argv)
+    run = toolkit.announce(console, "sink.py", argv)
     results: dict[str, Any] = {}
     with LocalBroker() as broker, tempfile.TemporaryDirectory() as tmp:
         b = broker.bootstrap_servers
@@ -319,9 +319,9 @@ def main(argv: list[str] | None = None) -> int:
         ]
         for w in (1, 3):
             cases.append(toolkit.Series(f"file-alo-{w}", f"FileSink ALO, {w}", file_case(w)))
-            alo, eos = topic_case(w, "at-least-once"), topic_case(w, "exactly-once")
-            cases.append(toolkit.Series(f"topic-alo-{w}", f"KafkaTopicSink ALO, {w}", alo))
-            cases.append(toolkit.Series(f"topic-eos-{w}", f"KafkaTopicSink EOS, {w}", eos))
+            at_least, exactly = topic_case(w, "at-least-once"), topic_case(w, "exactly-once")
+            cases.append(toolkit.Series(f"topic-alo-{w}", f"KafkaTopicSink ALO, {w}", at_least))
+            cases.append(toolkit.Series(f"topic-eos-{w}", f"KafkaTopicSink EOS, {w}", exactly))
         console.print(
             f"throughput: {n:,} records x {args.record_size} B, 3 partitions, {args.rounds} rounds"
         )
@@ -372,10 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         results["head_of_line"] = toolkit.series_json(hol_cases)
         console.print(toolkit.ratio_table(ratios))
         results["ratios"] = toolkit.ratios_json(ratios)
-    if args.json:
-        toolkit.write_json(
-            args.json, console, args=args, command=command, started=started, results=results
-        )
+    run.save(args, console, results)
     return 0
 
 

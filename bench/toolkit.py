@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka import libversion as rdkafka_version
@@ -370,6 +370,25 @@ def series_json(series: Sequence[Series]) -> dict[str, Any]:
     }
 
 
+def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--set KEY=VALUE`` (broker config, repeatable) and ``--timeout`` (per measurement)."""
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="broker config (repeatable), e.g. --set log.flush.interval.messages=10000",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="give up on one measurement after (120 s)"
+    )
+
+
+def broker_config(args: argparse.Namespace) -> dict[str, str]:
+    """The ``--set`` assignments as a config dict."""
+    return dict(item.split("=", 1) for item in args.set)
+
+
 # -- ratios and figures -------------------------------------------------------------------------
 
 Ratio = tuple[str, float, float, float]  # (name, ratio of the medians, lowest, highest per round)
@@ -503,9 +522,26 @@ def environment() -> dict[str, Any]:
     }
 
 
-def announce(
-    console: Console, script: str, argv: Sequence[str] | None
-) -> tuple[str, datetime.datetime]:
+class RunInfo(NamedTuple):
+    """A run's command line and start time: what its results file records."""
+
+    command: str
+    started: datetime.datetime
+
+    def save(self, args: argparse.Namespace, console: Console, results: dict[str, Any]) -> None:
+        """Write the results file when ``--json`` was given."""
+        if args.json is not None:
+            write_json(
+                args.json,
+                console,
+                args=args,
+                command=self.command,
+                started=self.started,
+                results=results,
+            )
+
+
+def announce(console: Console, script: str, argv: Sequence[str] | None) -> RunInfo:
     """Print the command line and the environment; the command and the start time."""
     command = f"python bench/{script} " + " ".join(sys.argv[1:] if argv is None else argv)
     started = datetime.datetime.now(datetime.UTC)
@@ -515,7 +551,7 @@ def announce(
         f"Python {platform.python_version()}, confluent-kafka {confluent_kafka_version()} "
         f"(librdkafka {rdkafka_version()[0]})"
     )
-    return command, started
+    return RunInfo(command, started)
 
 
 def write_json(

@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import math
 import os
 import statistics
@@ -667,16 +666,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help="time fsyncs of the broker's data directory for this long per round (1.0)",
     )
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="broker config (repeatable), e.g. --set log.flush.interval.messages=10000",
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=120.0, help="give up on one measurement after (120 s)"
-    )
+    toolkit.add_broker_arguments(parser)
     toolkit.add_round_arguments(parser, rounds=5)
     return parser
 
@@ -743,9 +733,9 @@ def main(argv: list[str] | None = None) -> int:
     install_sigterm()
     from coordinator.launcher import LocalBroker  # noqa: PLC0415 - keeps --help fast
 
-    broker_config = dict(item.split("=", 1) for item in args.set)
+    broker_config = toolkit.broker_config(args)
     value = os.urandom(args.record_size)
-    command, started = toolkit.announce(console, "txn_acks.py", argv)
+    run = toolkit.announce(console, "txn_acks.py", argv)
     cases = build_cases(args, sizes)
     needed = max(c.records for c in cases if c.kind != "fsync")
     # Whole polls: the last poll of the longest case must find as many records as it asks for.
@@ -825,15 +815,13 @@ def main(argv: list[str] | None = None) -> int:
         "groups' start offsets moved past exactly the records processed[/]"
     )
     console.print(f"run took {run_seconds:.0f} s")
-    if args.json:
-        write_json(args, command, started, run_seconds, cases, rows)
+    write_json(args, run, run_seconds, cases, rows)
     return 0
 
 
 def write_json(
     args: argparse.Namespace,
-    command: str,
-    started: datetime.datetime,
+    run: toolkit.RunInfo,
     run_seconds: float,
     cases: list[Case],
     rows: list[tuple[int, str, float, float, float]],
@@ -854,18 +842,13 @@ def write_json(
                 data["median_records_per_s"] = case.median()
         return data
 
-    toolkit.write_json(
-        args.json,
+    run.save(
+        args,
         console,
-        args=args,
-        command=command,
-        started=started,
-        results={
+        {
             "run_seconds": run_seconds,
             "cases": [case_json(c) for c in cases],
-            "ratios": [
-                {"txn_size": row[0], **toolkit.ratios_json([row[1:]])[0]} for row in rows
-            ],
+            "ratios": [{"txn_size": row[0], **toolkit.ratios_json([row[1:]])[0]} for row in rows],
             "goal": {"txn_size": GOAL_TXN_SIZE, "min_ratio": GOAL_RATIO},
         },
     )

@@ -101,10 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--value-bytes", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=1.5, help="per case and round")
-    toolkit.add_round_arguments(parser, rounds=3)
-    args = parser.parse_args(argv)
-    toolkit.install_sigterm()
-    run = toolkit.announce(console, "compression.py", argv)
+    args, run = toolkit.begin(parser, console, "compression.py", argv, rounds=3)
 
     tmp = Path(tempfile.mkdtemp(prefix="compression-bench-"))
     worktree = tmp / "baseline"

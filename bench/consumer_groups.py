@@ -204,10 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record-size", type=int, default=1024)
     parser.add_argument("--rebalances", type=int, default=10)
     parser.add_argument("--copy-records", type=int, default=20_000)
-    toolkit.add_round_arguments(parser, rounds=3)
-    args = parser.parse_args(argv)
-    toolkit.install_sigterm()
-    run = toolkit.announce(console, "consumer_groups.py", argv)
+    args, run = toolkit.begin(parser, console, "consumer_groups.py", argv, rounds=3)
     results: dict[str, Any] = {}
     with LocalBroker(config={"group.initial.rebalance.delay.ms": "0"}) as broker:
         b = broker.bootstrap_servers

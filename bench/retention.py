@@ -270,10 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=100_000, help="records of the produce")
     parser.add_argument("--skip-data", action="store_true", help="skip the data-topic table")
     parser.add_argument("--skip-throughput", action="store_true")
-    toolkit.add_round_arguments(parser, rounds=3)
-    args = parser.parse_args(argv)
-    toolkit.install_sigterm()
-    run = toolkit.announce(console, "retention.py", argv)
+    args, run = toolkit.begin(parser, console, "retention.py", argv, rounds=3)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         if not args.skip_data:

@@ -273,10 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record-size", type=int, default=200)
     parser.add_argument("--hol-records", type=int, default=3_000)
     parser.add_argument("--slow-ms", type=int, default=100)
-    toolkit.add_round_arguments(parser, rounds=2)
-    args = parser.parse_args(argv)
-    toolkit.install_sigterm()
-    run = toolkit.announce(console, "sink.py", argv)
+    args, run = toolkit.begin(parser, console, "sink.py", argv, rounds=2)
     results: dict[str, Any] = {}
     with LocalBroker() as broker, tempfile.TemporaryDirectory() as tmp:
         b = broker.bootstrap_servers

@@ -185,6 +185,18 @@ def median_rate(samples: Sequence[R]) -> float:
     return statistics.median(s.rate for s in kept(samples))
 
 
+class SampledCase:
+    """Mixin of a case holding its ``samples``: the ones kept, and their median rate."""
+
+    samples: list[Any]
+
+    def kept(self) -> list[Any]:
+        return kept(self.samples)
+
+    def median(self) -> float:
+        return median_rate(self.samples)
+
+
 # -- rounds -------------------------------------------------------------------------------------
 
 
@@ -307,16 +319,13 @@ def timed(run: Callable[[], float]) -> Timed:
 
 
 @dataclass
-class Series:
+class Series(SampledCase):
     """A case that is one callable: ``run()`` returns the figure of one measurement."""
 
     key: str
     label: str
     run: Callable[[], float]
     samples: list[Timed] = field(default_factory=list)
-
-    def median(self) -> float:
-        return median_rate(self.samples)
 
 
 def measure_series(
@@ -539,6 +548,22 @@ class RunInfo(NamedTuple):
                 started=self.started,
                 results=results,
             )
+
+
+def begin(
+    parser: argparse.ArgumentParser,
+    console: Console,
+    script: str,
+    argv: Sequence[str] | None,
+    *,
+    rounds: int,
+) -> tuple[argparse.Namespace, RunInfo]:
+    """The usual start of a benchmark: the round arguments added, the command line parsed,
+    SIGTERM handled like Ctrl-C, and the run announced."""
+    add_round_arguments(parser, rounds=rounds)
+    args = parser.parse_args(argv)
+    install_sigterm()
+    return args, announce(console, script, argv)
 
 
 def announce(console: Console, script: str, argv: Sequence[str] | None) -> RunInfo:

@@ -54,7 +54,7 @@ def _serve_profiled(data_dir: str, out: str, assignments: list[str]) -> None:
     profiler = cProfile.Profile()
     profiler.enable()
     try:
-        asyncio.run(serve(Path(data_dir), produce.HOST, 0, config))
+        asyncio.run(serve(Path(data_dir), toolkit.HOST, 0, config))
     finally:
         profiler.disable()
         profiler.dump_stats(out)
@@ -160,7 +160,7 @@ def run_pyspy(args: argparse.Namespace, data_dir: str) -> None:
         "--data-dir",
         data_dir,
         "--listen",
-        f"{produce.HOST}:0",
+        f"{toolkit.HOST}:0",
     ]
     for assignment in args.set:
         cmd += ["--set", assignment]

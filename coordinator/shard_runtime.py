@@ -96,9 +96,20 @@ class CoordinatorShard:
 class CoordinatorRuntime:
     """Appends, flushes, replays and the lifecycle of one coordinator's logs."""
 
-    def __init__(self, clock: Clock, name: str, logs: Mapping[int, PartitionLog] | None = None):
+    def __init__(
+        self,
+        clock: Clock,
+        name: str,
+        logs: Mapping[int, PartitionLog] | None = None,
+        *,
+        skip_below_start: bool = False,
+    ):
+        """``skip_below_start``: on load, pass over the records of a batch that lie below the
+        log start offset (a log whose start moves inside batches, as share-state pruning
+        does); otherwise every record of every batch from the start is replayed."""
         self._clock = clock
         self._name = name
+        self._skip_below_start = skip_below_start
         self._logs: dict[int, PartitionLog] = dict(logs or {})
         self._timers: dict[str, Timer] = {}
         self._loaded = False
@@ -171,7 +182,7 @@ class CoordinatorRuntime:
                 continue
             for delta, (key, value) in enumerate(records):
                 offset = header.base_offset + delta
-                if offset < start:
+                if offset < start and self._skip_below_start:
                     continue  # deleted by a log start offset that cut this batch
                 shard.replay(LoadedRecord(partition, offset, header, key, value))
 

@@ -151,7 +151,7 @@ class ShareCoordinator(CoordinatorShard):
         self._topic_exists = topic_exists
         self._partitions: dict[int, _StatePartition] = {}
         self._loading: dict[int, _StatePartition] = {}
-        self._runtime = CoordinatorRuntime(clock, SHARE_GROUP_STATE_TOPIC)
+        self._runtime = CoordinatorRuntime(clock, SHARE_GROUP_STATE_TOPIC, skip_below_start=True)
 
     # --- lifecycle ----------------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from coordinator.group.consumer_records import (
     TargetMemberValue,
 )
 from coordinator.group.offsets import OffsetStore
+from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import OffsetKey
 from coordinator.group.results import GroupDescription, MemberDescription
 from coordinator.group.timers import Timers
@@ -223,7 +224,7 @@ def assign(
     return {m: {t: frozenset(ps) for t, ps in parts.items()} for m, parts in out.items()}
 
 
-class ConsumerProtocol:
+class ConsumerProtocol(CoordinatorPart):
     """KIP-848 groups of ``ConsumerGroupCoordinator`` (a mixin; the attributes below)."""
 
     _clock: Clock
@@ -247,11 +248,6 @@ class ConsumerProtocol:
         def maybe_downgrade(self, group_id: str) -> None: ...
 
     def _emit(self, group_id: str, meter: str, count: int) -> None:
-        raise NotImplementedError
-
-    def _write(
-        self, records: list[Record], *, producer: tuple[int, int] | None = None
-    ) -> ErrorCode:
         raise NotImplementedError
 
     def consumer_heartbeat(

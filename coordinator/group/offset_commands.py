@@ -15,6 +15,7 @@ from coordinator.group.classic import ClassicGroup, ClassicMember, ClassicState
 from coordinator.group.consumer_protocol import ConsumerProtocolGroup
 from coordinator.group.consumer_records import Record
 from coordinator.group.offsets import OffsetStore
+from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import GroupKey, OffsetKey, OffsetValue
 from coordinator.group.results import FetchedOffset
 from coordinator.group.timers import Timers
@@ -30,7 +31,7 @@ log = logging.getLogger("sharetxn.groups")
 OffsetMap = dict[TopicPartition, tuple[int, int, str | None]]
 
 
-class OffsetCommands:
+class OffsetCommands(CoordinatorPart):
     """Offsets for ``ConsumerGroupCoordinator`` (which provides the attributes below)."""
 
     _clock: Clock
@@ -51,15 +52,6 @@ class OffsetCommands:
         raise NotImplementedError
 
     def has_group(self, group_id: str) -> bool:
-        raise NotImplementedError
-
-    def _write(
-        self,
-        records: list[Record],
-        *,
-        producer: tuple[int, int] | None = None,
-        defer: bool = False,
-    ) -> ErrorCode:
         raise NotImplementedError
 
     def _apply(self, record: Record, record_offset: int, producer_id: int | None) -> None:

@@ -33,11 +33,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+console = toolkit.make_console(110)
 
 GOAL_OPS_PER_S = 5000
 GOAL_MEDIAN_SEEDS = 100
@@ -86,6 +91,7 @@ def measure_at(tree: Path, seeds: int, ops: int) -> Speed:
     with tempfile.TemporaryDirectory() as shim:
         # This file under an importable name, next to the other tree (which goes first).
         (Path(shim) / "chaos_bench.py").write_text(Path(__file__).read_text())
+        (Path(shim) / "toolkit.py").write_text((HERE / "toolkit.py").read_text())
         done = subprocess.run(
             [sys.executable, "-c", code, str(tree), shim, str(seeds), str(ops)],
             capture_output=True,
@@ -122,43 +128,75 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
-def _print_speed(
-    args: argparse.Namespace, rounds: dict[str, list[Speed]], figures: dict[str, Any]
-) -> None:
-    print(f"\nspeed, {args.seeds} seeds x {args.ops} operations, median of {args.rounds} rounds:")
-    medians: dict[str, float] = {}
-    for case, speeds in rounds.items():
-        if not speeds:
-            continue
-        ops_s = _median([s.ops_per_s for s in speeds])
-        virt = _median([s.virtual_per_s for s in speeds])
-        medians[case] = ops_s
-        figures[case] = {"ops_per_cpu_s": round(ops_s), "virtual_s_per_cpu_s": round(virt)}
-        print(f"  {case:10} {ops_s:8,.0f} simulated ops/s   {virt:6,.0f} simulated s per s")
-    on = medians["faults on"]
-    print(f"  faults on / faults off: {on / medians['faults off']:.2f}")
-    if "baseline" in medians:
+def measure_speed(args: argparse.Namespace, worktree: Path | None, figures: dict[str, Any]) -> None:
+    """The speed cases in interleaved rounds: simulated operations per CPU second."""
+    runs: dict[str, list[Speed]] = {}
+
+    def case(key: str, label: str, take: Callable[[], Speed]) -> toolkit.Series:
+        def run() -> float:
+            speed = take()
+            runs.setdefault(key, []).append(speed)
+            return speed.ops_per_s
+
+        return toolkit.Series(key, label, run)
+
+    series = [
+        case("on", "faults on", lambda: measure(args.seeds, args.ops, faults=True)),
+        case("off", "faults off", lambda: measure(args.seeds, args.ops, faults=False)),
+    ]
+    if worktree is not None:
+        tree = worktree
+        series.append(
+            case(
+                "baseline",
+                f"faults on, {args.baseline_rev}",
+                lambda: measure_at(tree, args.seeds, args.ops),
+            )
+        )
+    toolkit.measure_series(
+        series, rounds=args.rounds, retries=args.retries, console=console, unit="ops/CPU s"
+    )
+    console.print(
+        toolkit.series_table(
+            f"speed, {args.seeds} seeds x {args.ops} operations", "simulated ops/CPU s", series
+        )
+    )
+    for one in series:
+        virtual = _median([s.virtual_per_s for s in runs[one.key]])
+        figures[one.label] = {
+            "ops_per_cpu_s": round(one.median()),
+            "virtual_s_per_cpu_s": round(virtual),
+        }
+        console.print(f"  {one.label}: {virtual:,.0f} simulated s per CPU s")
+    ratios = [toolkit.series_ratio("faults on / faults off", series[0], series[1])]
+    if worktree is not None:
         figures["baseline_rev"] = args.baseline_rev
-        print(f"  this tree / {args.baseline_rev}: {on / medians['baseline']:.2f}")
+        ratios.append(
+            toolkit.series_ratio(f"this tree / {args.baseline_rev}", series[0], series[2])
+        )
+    console.print(toolkit.ratio_table(ratios))
+    figures["ratios"] = toolkit.ratios_json(ratios)
+    figures["speed_rounds"] = {k: [asdict(s) for s in v] for k, v in runs.items()}
+    on = series[0].median()
     verdict = "meets" if on >= GOAL_OPS_PER_S else "misses"
-    print(f"  goal {GOAL_OPS_PER_S:,} ops/s per core: {verdict} it")
+    console.print(f"  goal {GOAL_OPS_PER_S:,} ops/s per core: {verdict} it")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--seeds", type=int, default=10, help="seeds per speed case (10)")
     parser.add_argument("--ops", type=int, default=2000, help="operations per seed (2000)")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (3)")
     parser.add_argument("--baseline-rev", default=None, help="also measure this commit")
     parser.add_argument("--trials", type=int, default=3, help="detection trials per mutation")
     parser.add_argument("--max-seeds", type=int, default=1000, help="give up after this many")
     parser.add_argument("--only", default="", help="comma-separated mutations (default all)")
     parser.add_argument("--no-mutations", action="store_true", help="measure speed only")
     parser.add_argument("--no-speed", action="store_true", help="measure detection only")
-    parser.add_argument("--json", type=Path, default=None, help="write the figures here")
-    args = parser.parse_args()
+    toolkit.add_round_arguments(parser, rounds=3)
+    args = parser.parse_args(argv)
+    run = toolkit.announce(console, "chaos.py", argv)
 
     from chaos.mutations import MUTATIONS  # noqa: PLC0415
     from chaos.run_env import quiet_logs  # noqa: PLC0415
@@ -171,31 +209,16 @@ def main() -> int:
             cwd=ROOT,
             check=True,
         )
-    rounds: dict[str, list[Speed]] = {"faults on": [], "faults off": [], "baseline": []}
+    figures: dict[str, Any] = {"seeds": args.seeds, "ops": args.ops, "rounds": args.rounds}
     try:
         with quiet_logs():
-            for r in range(0 if args.no_speed else args.rounds):
-                cases = ["faults on", "faults off"] + (["baseline"] if worktree else [])
-                for case in cases[r % len(cases) :] + cases[: r % len(cases)]:
-                    if case == "baseline":
-                        assert worktree is not None
-                        speed = measure_at(worktree, args.seeds, args.ops)
-                    else:
-                        speed = measure(args.seeds, args.ops, faults=case == "faults on")
-                    rounds[case].append(speed)
-                    print(
-                        f"round {r + 1} {case:10} {speed.ops_per_s:8,.0f} ops/s"
-                        f" {speed.virtual_per_s:6,.0f} simulated s/s",
-                        flush=True,
-                    )
+            if not args.no_speed:
+                measure_speed(args, worktree, figures)
     finally:
         if worktree is not None:
             subprocess.run(
                 ["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, check=False
             )
-    figures: dict[str, Any] = {"seeds": args.seeds, "ops": args.ops, "rounds": args.rounds}
-    if not args.no_speed:
-        _print_speed(args, rounds, figures)
     if not args.no_mutations:
         names = [n for n in args.only.split(",") if n] or list(MUTATIONS)
         print(f"\nseeds to detection ({args.trials} trials from seeds 1, 1001, ...):")
@@ -221,12 +244,10 @@ def main() -> int:
             f" {all(None not in t['trials'] for t in table.values())}"
             f" (goal: median <= {GOAL_MEDIAN_SEEDS})"
         )
-    if args.json is not None:
-        figures["speed_rounds"] = {k: [asdict(s) for s in v] for k, v in rounds.items()}
-        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    run.save(args, console, figures)
     return 0
 
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
-    sys.exit(main())
+    toolkit.main_guard(main, console)

@@ -20,14 +20,18 @@ Example::
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
+import math
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
 
 ROOT = Path(__file__).resolve().parents[1]
+console = toolkit.make_console(100)
 BASELINE_REV = "31ba7d3"  # the last commit with the pure-Python snappy/lz4 decoders
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -90,16 +94,14 @@ def measure(tree: Path, batch_file: Path, seconds: float, records: int, hide: bo
     return None if text.startswith("unsupported") else float(text)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline-rev", default=BASELINE_REV)
     parser.add_argument("--records", type=int, default=500, help="records per batch")
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--value-bytes", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=1.5, help="per case and round")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--json", type=Path, help="write the figures here")
-    args = parser.parse_args()
+    args, run = toolkit.begin(parser, console, "compression.py", argv, rounds=3)
 
     tmp = Path(tempfile.mkdtemp(prefix="compression-bench-"))
     worktree = tmp / "baseline"
@@ -108,44 +110,67 @@ def main() -> int:
         cwd=ROOT,
         check=True,
     )
+
+    def decoding(codec: str, tree: Path, hide: bool) -> Callable[[], float]:
+        def run() -> float:
+            rate = measure(tree, files[codec], args.seconds, args.records, hide)
+            return math.nan if rate is None else rate  # NaN: that tree cannot decode it
+
+        return run
+
+    files: dict[str, Path] = {}
+    cases: dict[str, tuple[toolkit.Series, toolkit.Series]] = {}
     try:
-        files = {}
         for codec in CODECS:
             files[codec] = tmp / f"{codec}.bin"
             build(codec, args.records, args.value_bytes, args.batches, files[codec])
-        samples: dict[tuple[str, str], list[float | None]] = {}
-        for _ in range(args.rounds):
-            for codec in CODECS:
-                for name, tree, hide in (("this tree", ROOT, False), ("baseline", worktree, True)):
-                    rate = measure(tree, files[codec], args.seconds, args.records, hide)
-                    samples.setdefault((codec, name), []).append(rate)
+            cases[codec] = (
+                toolkit.Series(codec, f"{codec}, this tree", decoding(codec, ROOT, False)),
+                toolkit.Series(
+                    f"{codec}-base", f"{codec}, baseline", decoding(codec, worktree, True)
+                ),
+            )
+        series = [case for pair in cases.values() for case in pair]
+        toolkit.measure_series(
+            series, rounds=args.rounds, retries=args.retries, console=console, unit="records/CPU s"
+        )
     finally:
         subprocess.run(
             ["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, check=False
         )
 
-    print(
+    console.print(
         f"records decoded per CPU second ({args.records} records x {args.value_bytes} B a batch,"
         f" medians of {args.rounds} rounds); baseline = {args.baseline_rev}"
     )
-    print(f"{'codec':<8}{'this tree':>14}{'baseline':>14}{'ratio':>9}  size/raw")
-    figures = {}
-    for codec in CODECS:
-        new = [s for s in samples[(codec, "this tree")] if s is not None]
-        old = [s for s in samples[(codec, "baseline")] if s is not None]
-        new_m = statistics.median(new) if new else None
-        old_m = statistics.median(old) if old else None
-        ratio = f"{new_m / old_m:8.2f}x" if new_m and old_m else "     n/a"
+    console.print(toolkit.series_table("decode speed", "records/CPU s", series))
+    figures: dict[str, Any] = {}
+    ratios: list[toolkit.Ratio] = []
+    for codec, (new, old) in cases.items():
         size = files[codec].stat().st_size / files["none"].stat().st_size
-        print(
-            f"{codec:<8}{new_m or 0:>14,.0f}{old_m or 0:>14,.0f}{ratio}  {size:.2f}"
-            + ("" if old_m else "   (baseline could not decode)")
-        )
-        figures[codec] = {"this_tree": new_m, "baseline": old_m, "size_ratio": size}
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2))
+        decodable = not (math.isnan(new.median()) or math.isnan(old.median()))
+        if decodable:
+            ratios.append(toolkit.series_ratio(f"{codec}: this tree / baseline", new, old))
+        else:
+            console.print(f"{codec}: the baseline could not decode it")
+        console.print(f"{codec}: compressed size / raw {size:.2f}")
+        figures[codec] = {
+            "this_tree": new.median(),
+            "baseline": old.median() if decodable else None,
+            "size_ratio": size,
+        }
+    console.print(toolkit.ratio_table(ratios))
+    run.save(
+        args,
+        console,
+        {
+            "figures": figures,
+            "series": toolkit.series_json(series),
+            "ratios": toolkit.ratios_json(ratios),
+        },
+    )
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    toolkit.main_guard(main, console)

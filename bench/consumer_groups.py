@@ -27,18 +27,19 @@ Example::
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, TopicPartition
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import toolkit
 
 from coordinator.launcher import LocalBroker
 from producer import (
@@ -50,23 +51,11 @@ from producer import (
 from txn.ids import TopicPartition as OurTopicPartition
 
 PARTITIONS = 3
+console = toolkit.make_console(100)
 
 
 def make_topic(bootstrap: str, partitions: int, records: int, size: int) -> str:
-    name = f"bench-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
-        future.result(30)
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True}
-    )
-    value = b"x" * size
-    for i in range(records):
-        producer.produce(name, value, key=str(i).encode())
-        if i % 10000 == 0:
-            producer.poll(0)
-    producer.flush(120)
-    return name
+    return toolkit.fill_topic(bootstrap, "bench", partitions, records, size)
 
 
 def consume(
@@ -209,68 +198,69 @@ def copy(bootstrap: str, src: str, records: int, per_txn: int, *, share: bool) -
     return copied / elapsed
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--record-size", type=int, default=1024)
-    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rebalances", type=int, default=10)
     parser.add_argument("--copy-records", type=int, default=20_000)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args, run = toolkit.begin(parser, console, "consumer_groups.py", argv, rounds=3)
     results: dict[str, Any] = {}
     with LocalBroker(config={"group.initial.rebalance.delay.ms": "0"}) as broker:
         b = broker.bootstrap_servers
         topic = make_topic(b, PARTITIONS, args.records, args.record_size)
-        rates: dict[str, list[float]] = {"assign": [], "group": [], "group-sync": []}
-        for r in range(args.rounds):
-            order = list(rates) if r % 2 == 0 else list(reversed(rates))
-            for case in order:
-                rates[case].append(
-                    consume(
-                        b,
-                        topic,
-                        args.records,
-                        group=case != "assign",
-                        sync_commit=case == "group-sync",
-                    )
-                )
-        a, g, gs = (statistics.median(rates[c]) for c in ("assign", "group", "group-sync"))
-        results["consumption"] = {"assign": a, "group": g, "group_sync": gs, "ratio": g / a}
-        print(f"consumption ({args.records} x {args.record_size} B, {args.rounds} rounds)")
-        print(f"  assign():                  {a:12,.0f} records/s")
-        print(
-            f"  group, async commit/batch: {g:12,.0f} records/s   ratio {g / a:.2f}x (goal >= 0.9x)"
+
+        def reading(group: bool, sync_commit: bool = False) -> Callable[[], float]:
+            return lambda: consume(b, topic, args.records, group=group, sync_commit=sync_commit)
+
+        cases = [
+            toolkit.Series("assign", "assign()", reading(False)),
+            toolkit.Series("group", "group, async commit/batch", reading(True)),
+            toolkit.Series("group-sync", "group, sync commit/batch", reading(True, True)),
+        ]
+        console.print(f"consumption ({args.records} x {args.record_size} B, {args.rounds} rounds)")
+        toolkit.measure_series(
+            cases, rounds=args.rounds, retries=args.retries, console=console, unit="records/s"
         )
-        print(f"  group, sync commit/batch:  {gs:12,.0f} records/s   ratio {gs / a:.2f}x")
+        assign, group, group_sync = cases
+        ratios = [
+            toolkit.series_ratio("group / assign() (goal >= 0.9x)", group, assign),
+            toolkit.series_ratio("group, sync commits / assign()", group_sync, assign),
+        ]
+        console.print(toolkit.series_table("consumption", "records/s", cases))
+        results["consumption"] = toolkit.series_json(cases)
 
         six = make_topic(b, 6, 0, 1)
-        times = sorted(rebalance_once(b, six) for _ in range(args.rebalances))
-        p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
+        times = [rebalance_once(b, six) for _ in range(args.rebalances)]
+        p99 = toolkit.pct(times, 99)
         results["rebalance_s"] = {"median": statistics.median(times), "p99": p99}
-        print(f"rebalance of a 3-member group when a 4th joins ({args.rebalances} times)")
-        print(f"  median {statistics.median(times) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms")
+        console.print(f"rebalance of a 3-member group when a 4th joins ({args.rebalances} times)")
+        console.print(f"  median {statistics.median(times) * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms")
 
         results["copy"] = {}
         for per_txn in (100, 1000):
-            src = make_topic(b, PARTITIONS, args.copy_records, 200)
-            offsets_rate = copy(b, src, args.copy_records, per_txn, share=False)
-            src2 = make_topic(b, PARTITIONS, args.copy_records, 200)
-            share_rate = copy(b, src2, args.copy_records, per_txn, share=True)
-            results["copy"][per_txn] = {
-                "offsets": offsets_rate,
-                "share_acks": share_rate,
-                "ratio": offsets_rate / share_rate,
-            }
-            print(
-                f"transactional copy, {per_txn} records/txn: offsets {offsets_rate:,.0f} "
-                f"records/s, share acks {share_rate:,.0f} records/s, "
-                f"ratio {offsets_rate / share_rate:.2f}x"
+
+            def copying(share: bool, per_txn: int = per_txn) -> Callable[[], float]:
+                def run() -> float:
+                    src = make_topic(b, PARTITIONS, args.copy_records, 200)
+                    return copy(b, src, args.copy_records, per_txn, share=share)
+
+                return run
+
+            copies = [
+                toolkit.Series(f"offsets-{per_txn}", f"offsets, {per_txn}/txn", copying(False)),
+                toolkit.Series(f"share-{per_txn}", f"share acks, {per_txn}/txn", copying(True)),
+            ]
+            toolkit.measure_series(
+                copies, rounds=1, retries=args.retries, console=console, unit="records/s"
             )
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+            ratios.append(toolkit.series_ratio(f"offsets / share acks, {per_txn}/txn", *copies))
+            results["copy"][per_txn] = toolkit.series_json(copies)
+        console.print(toolkit.ratio_table(ratios))
+        results["ratios"] = toolkit.ratios_json(ratios)
+    run.save(args, console, results)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    toolkit.main_guard(main, console)

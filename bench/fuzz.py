@@ -17,7 +17,6 @@ Example::
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import socket
 import struct
@@ -29,10 +28,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import toolkit
+
 from coordinator.launcher import LocalBroker
 from coordinator.protocol.api_versions import SUPPORTED
 from tests.kafka_wire import WireClient
 from tests.unit.test_wire_guard import frame
+
+console = toolkit.make_console(100)
 
 
 def valid_frames() -> list[bytes]:
@@ -161,17 +164,25 @@ def fuzz(bootstrap: str, frames: int, seed: int, connections: int) -> dict[str, 
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    toolkit.install_sigterm()
+    run = toolkit.announce(console, "fuzz.py", argv)
+    result: dict[str, Any] = {}
     with LocalBroker() as broker:
         bystander = Bystander(broker.bootstrap_servers)
         bystander.start()
-        result = fuzz(broker.bootstrap_servers, args.frames, args.seed, args.connections)
+
+        def fuzz_all() -> float:
+            result.update(fuzz(broker.bootstrap_servers, args.frames, args.seed, args.connections))
+            return float(result["frames_per_s"])
+
+        timed = toolkit.timed(fuzz_all)
         bystander.stop.set()
         bystander.join(5)
         alive = broker.process is not None and broker.process.poll() is None
@@ -179,6 +190,7 @@ def main() -> int:
             crashes=0 if alive else 1,
             bystander_requests=bystander.ok + bystander.failed,
             bystander_failures=bystander.failed,
+            other_cores=round(timed.other_cores, 2),
         )
     print(
         f"{result['frames']:,} mutated frames in {result['seconds']} s"
@@ -188,11 +200,11 @@ def main() -> int:
         f" crashes {result['crashes']};"
         f" bystander {result['bystander_requests']:,} requests,"
         f" {result['bystander_failures']} disturbed"
+        + (f" (other processes used {timed.other_cores:.2f} cores)" if timed.disturbed else "")
     )
-    if args.json is not None:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    run.save(args, console, result)
     return 0 if result["crashes"] == 0 and result["bystander_failures"] == 0 else 1
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    toolkit.main_guard(main, console)

@@ -47,10 +47,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import importlib
 import os
-import platform
 import socket
 import subprocess
 import sys
@@ -62,31 +60,7 @@ from typing import Any
 
 import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka import libversion as rdkafka_version
 from rich.table import Table
-from toolkit import (
-    BROKER_PIDS,
-    HOST,
-    OTHER_CORES_WARN,
-    CheckFailed,
-    CpuSnapshot,
-    Disturbable,
-    Ratio,
-    confluent_kafka_version,
-    cpu_cells,
-    create_topics,
-    delete_topic,
-    install_sigterm,
-    kept,
-    main_guard,
-    median_rate,
-    paired_ratio,
-    quiet_logger,
-    rate_cells,
-    rate_table,
-    ratio_table,
-    ratios_json,
-)
 
 console = toolkit.make_console(110)
 
@@ -95,7 +69,7 @@ console = toolkit.make_console(110)
 
 
 @dataclass
-class Sample(Disturbable):
+class Sample(toolkit.Disturbable):
     """One measurement: ``records`` produced and acknowledged in ``seconds``."""
 
     records: int
@@ -113,14 +87,19 @@ class Sample(Disturbable):
 
     @classmethod
     def of(
-        cls, cpu0: CpuSnapshot, cpu1: CpuSnapshot, records: int, seconds: float, txns: int = 0
+        cls,
+        cpu0: toolkit.CpuSnapshot,
+        cpu1: toolkit.CpuSnapshot,
+        records: int,
+        seconds: float,
+        txns: int = 0,
     ) -> Sample:
         used = cpu0.usage(cpu1)
         return cls(records, seconds, used.broker, used.client, used.other, txns)
 
 
 @dataclass
-class Scenario:
+class Scenario(toolkit.SampledCase):
     key: str
     label: str
     detail: str
@@ -132,12 +111,6 @@ class Scenario:
     exact_watermarks: bool = True
     samples: list[Sample] = field(default_factory=list)
 
-    def kept(self) -> list[Sample]:
-        return kept(self.samples)
-
-    def median(self) -> float:
-        return median_rate(self.samples)
-
 
 def _producer(bootstrap: str, **extra: Any) -> tuple[Producer, list[str]]:
     errors: list[str] = []
@@ -147,7 +120,7 @@ def _producer(bootstrap: str, **extra: Any) -> tuple[Producer, list[str]]:
         "linger.ms": 5,
         "acks": "all",
         "error_cb": lambda err: errors.append(str(err)),
-        "logger": quiet_logger(),
+        "logger": toolkit.quiet_logger(),
         **extra,
     }
     return Producer(config), errors
@@ -159,7 +132,7 @@ def _high_watermark_sum(bootstrap: str, topic: str, partitions: int) -> int:
             "bootstrap.servers": bootstrap,
             "group.id": "bench-watermarks",
             "enable.auto.commit": False,
-            "logger": quiet_logger(),
+            "logger": toolkit.quiet_logger(),
         }
     )
     try:
@@ -235,7 +208,7 @@ def measure_idempotent(
     try:
         _produce_n(producer, topic, value, args.warmup, counter)
         if producer.flush(30) != 0 or counter.failed or counter.ok != args.warmup:
-            raise CheckFailed(
+            raise toolkit.CheckFailed(
                 f"{sc.label}: warm-up: {counter.ok}/{args.warmup} delivered ({counter.first_error})"
             )
         before_hw = _high_watermark_sum(sc.bootstrap, topic, args.partitions)
@@ -244,7 +217,7 @@ def measure_idempotent(
         poll = producer.poll
         n = args.records
         chunk = 1024
-        cpu0 = CpuSnapshot.take(sc.pid)
+        cpu0 = toolkit.CpuSnapshot.take(sc.pid)
         start = time.perf_counter()
         deadline = start + args.seconds
         sent = 0
@@ -263,22 +236,30 @@ def measure_idempotent(
                 poll(0)
         remaining = producer.flush(60)
         elapsed = time.perf_counter() - start
-        cpu1 = CpuSnapshot.take(sc.pid)
+        cpu1 = toolkit.CpuSnapshot.take(sc.pid)
         tick(sent)
         if remaining:
-            raise CheckFailed(f"{sc.label}: {remaining} records still unacknowledged after 60 s")
+            raise toolkit.CheckFailed(
+                f"{sc.label}: {remaining} records still unacknowledged after 60 s"
+            )
         if counter.failed or errors:
-            raise CheckFailed(
+            raise toolkit.CheckFailed(
                 f"{sc.label}: {counter.failed} failed deliveries ({counter.first_error}); "
                 f"producer errors: {errors[:3]}"
             )
         if counter.ok != sent:
-            raise CheckFailed(f"{sc.label}: {counter.ok} delivery reports for {sent} records")
+            raise toolkit.CheckFailed(
+                f"{sc.label}: {counter.ok} delivery reports for {sent} records"
+            )
         if counter.gaps():
-            raise CheckFailed(f"{sc.label}: acknowledged offsets have gaps: {counter.gaps()}")
+            raise toolkit.CheckFailed(
+                f"{sc.label}: acknowledged offsets have gaps: {counter.gaps()}"
+            )
         grown = _high_watermark_sum(sc.bootstrap, topic, args.partitions) - before_hw
         if sc.exact_watermarks and grown != sent:
-            raise CheckFailed(f"{sc.label}: log grew by {grown} records, {sent} were produced")
+            raise toolkit.CheckFailed(
+                f"{sc.label}: log grew by {grown} records, {sent} were produced"
+            )
         return Sample.of(cpu0, cpu1, sent, elapsed)
     finally:
         del producer
@@ -301,12 +282,12 @@ def measure_transactional(
             producer.commit_transaction(30)
         producer.poll(0)
         if counter.failed or counter.ok == 0:
-            raise CheckFailed(f"{sc.label}: warm-up: {counter.failed} failed deliveries")
+            raise toolkit.CheckFailed(f"{sc.label}: warm-up: {counter.failed} failed deliveries")
         before_hw = _high_watermark_sum(sc.bootstrap, topic, args.partitions)
         counter = Counter()
         txns = 0
         sent = 0
-        cpu0 = CpuSnapshot.take(sc.pid)
+        cpu0 = toolkit.CpuSnapshot.take(sc.pid)
         start = time.perf_counter()
         deadline = start + args.seconds
         tick(0)
@@ -321,17 +302,17 @@ def measure_transactional(
                 tick(sent)
         remaining = producer.flush(60)
         elapsed = time.perf_counter() - start
-        cpu1 = CpuSnapshot.take(sc.pid)
+        cpu1 = toolkit.CpuSnapshot.take(sc.pid)
         tick(sent)
         if remaining or counter.failed or errors or counter.ok != sent:
-            raise CheckFailed(
+            raise toolkit.CheckFailed(
                 f"{sc.label}: {counter.ok}/{sent} delivered, {counter.failed} failed "
                 f"({counter.first_error}), {remaining} pending, producer errors: {errors[:3]}"
             )
         grown = _high_watermark_sum(sc.bootstrap, topic, args.partitions) - before_hw
         markers = grown - sent
         if sc.exact_watermarks and not txns <= markers <= txns * args.partitions:
-            raise CheckFailed(
+            raise toolkit.CheckFailed(
                 f"{sc.label}: log grew by {grown} for {sent} records in {txns} transactions"
             )
         return Sample.of(cpu0, cpu1, sent, elapsed, txns)
@@ -344,7 +325,7 @@ def measure_transactional(
 
 def _free_port() -> int:
     with socket.socket() as sock:
-        sock.bind((HOST, 0))
+        sock.bind((toolkit.HOST, 0))
         return int(sock.getsockname()[1])
 
 
@@ -352,13 +333,15 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float) -
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise CheckFailed(f"tansu exited with status {proc.returncode} during start-up")
+            raise toolkit.CheckFailed(f"tansu exited with status {proc.returncode} during start-up")
         try:
-            with socket.create_connection((HOST, port), timeout=0.5):
+            with socket.create_connection((toolkit.HOST, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.05)
-    raise CheckFailed(f"tansu did not accept connections on {HOST}:{port} in {timeout_s} s")
+    raise toolkit.CheckFailed(
+        f"tansu did not accept connections on {toolkit.HOST}:{port} in {timeout_s} s"
+    )
 
 
 def tansu_binary(explicit: str | None) -> str:
@@ -381,7 +364,7 @@ def tansu_binary(explicit: str | None) -> str:
 def run_tansu(binary: str) -> Iterator[tuple[str, int]]:
     """tansu on 127.0.0.1 with memory storage; yields (bootstrap, pid); killed on exit."""
     port = _free_port()
-    url = f"tcp://{HOST}:{port}"
+    url = f"tcp://{toolkit.HOST}:{port}"
     proc = subprocess.Popen(
         [
             binary,
@@ -399,7 +382,7 @@ def run_tansu(binary: str) -> Iterator[tuple[str, int]]:
     )
     try:
         _wait_for_port(port, proc, 30)
-        yield f"{HOST}:{port}", proc.pid
+        yield f"{toolkit.HOST}:{port}", proc.pid
     finally:
         if proc.poll() is None:
             proc.terminate()
@@ -428,26 +411,26 @@ def _fmt_rate(value: float) -> str:
 
 
 def results_table(scenarios: list[Scenario], record_size: int) -> Table:
-    table = rate_table(f"Produce, {record_size} B records (median over rounds)", "msg")
+    table = toolkit.rate_table(f"Produce, {record_size} B records (median over rounds)", "msg")
     for sc in scenarios:
         if sc.samples:
             table.add_row(
                 f"({sc.key}) {sc.label}",
-                *rate_cells(sc.samples, lambda s: s.rate * record_size),
-                *cpu_cells(sc.samples),
+                *toolkit.rate_cells(sc.samples, lambda s: s.rate * record_size),
+                *toolkit.cpu_cells(sc.samples),
             )
     return table
 
 
-def ratios(by_key: dict[str, Scenario]) -> list[Ratio]:
+def ratios(by_key: dict[str, Scenario]) -> list[toolkit.Ratio]:
     """(name, ratio of the medians, lowest and highest ratio within one round)."""
-    out: list[Ratio] = []
+    out: list[toolkit.Ratio] = []
 
     def add(name: str, num: str, den: str) -> None:
         top, bottom = by_key.get(num), by_key.get(den)
         if not (top and bottom and top.samples and bottom.samples):
             return
-        out.append((name, *paired_ratio(top.samples, bottom.samples)))
+        out.append((name, *toolkit.paired_ratio(top.samples, bottom.samples)))
 
     add("(a) ours fsync/append / (c) tansu memory", "a", "c")
     add("(b) ours relaxed flush / (c) tansu memory", "b", "c")
@@ -514,18 +497,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.records < args.txn_size or args.seconds <= 0 or args.rounds < 1:
         console.print("[red]need --records >= --txn-size, --seconds > 0, --rounds >= 1[/]")
         return 2
-    install_sigterm()
+    toolkit.install_sigterm()
     from coordinator import LocalBroker  # noqa: PLC0415 - keeps --help fast
 
     value = os.urandom(args.record_size)
-    command = "python bench/produce.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    started = datetime.datetime.now(datetime.UTC)
-    console.print(f"[bold]{command.strip()}[/]")
-    console.print(
-        f"{started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, {platform.platform()}, "
-        f"Python {platform.python_version()}, confluent-kafka {confluent_kafka_version()} "
-        f"(librdkafka {rdkafka_version()[0]})"
-    )
+    run = toolkit.announce(console, "produce.py", argv)
     tansu_bin = None if args.no_tansu else tansu_binary(args.tansu_bin)
     tansu_ver = _tansu_version(tansu_bin) if tansu_bin else None
     relaxed = (
@@ -536,11 +512,11 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         console.print("starting brokers on 127.0.0.1 ...")
         durable = stack.enter_context(
-            LocalBroker(host=HOST, config={"log.flush.interval.messages": "1"})
+            LocalBroker(host=toolkit.HOST, config={"log.flush.interval.messages": "1"})
         )
         loose = stack.enter_context(
             LocalBroker(
-                host=HOST,
+                host=toolkit.HOST,
                 config={
                     "log.flush.interval.messages": str(args.relaxed_messages),
                     "log.flush.interval.ms": str(args.relaxed_ms),
@@ -549,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         durable_pid = durable.process.pid if durable.process else None
         loose_pid = loose.process.pid if loose.process else None
-        BROKER_PIDS.update(p for p in (durable_pid, loose_pid) if p is not None)
+        toolkit.BROKER_PIDS.update(p for p in (durable_pid, loose_pid) if p is not None)
         scenarios.append(
             Scenario(
                 "a",
@@ -570,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         if tansu_bin:
             bootstrap, pid = stack.enter_context(run_tansu(tansu_bin))
-            BROKER_PIDS.add(pid)
+            toolkit.BROKER_PIDS.add(pid)
             scenarios.append(
                 Scenario(
                     "c",
@@ -586,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
 
             console.print(f"starting Apache Kafka {apache_kafka.KAFKA_VERSION} ...")
             bootstrap, pid = stack.enter_context(apache_kafka.running())
-            BROKER_PIDS.add(pid)
+            toolkit.BROKER_PIDS.add(pid)
             scenarios.append(
                 Scenario(
                     "k",
@@ -622,30 +598,22 @@ def main(argv: list[str] | None = None) -> int:
         "process and of this client process (librdkafka threads included); us/msg: broker "
         "CPU per record; other cores: the most CPU that other processes of the machine used "
         "during one measurement (the rest of the run's brokers excluded); figures come from "
-        f"the rounds kept, those where others used at most {OTHER_CORES_WARN} cores[/]"
+        f"the rounds kept, those where others used at most {toolkit.OTHER_CORES_WARN} cores[/]"
     )
     disturbed = max((s.other_cores for sc in scenarios for s in sc.kept()), default=0)
-    if disturbed > OTHER_CORES_WARN:
+    if disturbed > toolkit.OTHER_CORES_WARN:
         console.print(
             f"[yellow]warning: other processes used up to {disturbed:.2f} cores during a "
             "measurement: the figures are disturbed; rerun on a quiet machine[/]"
         )
     rows = ratios(by_key)
-    console.print(ratio_table(rows))
+    console.print(toolkit.ratio_table(rows))
     console.print(
         "[dim]checks passed: every delivery report succeeded, no producer errors, acknowledged "
         "offsets contiguous per partition, sharetxn and Kafka logs grew by exactly the records "
         "produced (plus commit markers for txn)[/]"
     )
-    if args.json:
-        write_json(
-            args,
-            command=command,
-            started=started,
-            tansu_ver=tansu_ver,
-            scenarios=scenarios,
-            rows=rows,
-        )
+    write_json(args, run, tansu_ver=tansu_ver, scenarios=scenarios, rows=rows)
     return 0
 
 
@@ -654,10 +622,10 @@ def _measure_once(
 ) -> Sample:
     """One measurement on a new topic, deleted afterwards."""
     topic = f"bench-{sc.key}-{uuid.uuid4().hex[:8]}"
-    create_topics(sc.bootstrap, [topic], args.partitions)
+    toolkit.create_topics(sc.bootstrap, [topic], args.partitions)
     measure = measure_transactional if sc.transactional else measure_idempotent
     sample = measure(sc, args, topic, value, tick)
-    delete_topic(sc.bootstrap, topic)
+    toolkit.delete_topic(sc.bootstrap, topic)
     return sample
 
 
@@ -696,20 +664,16 @@ def run_rounds(scenarios: list[Scenario], args: argparse.Namespace, value: bytes
 
 def write_json(
     args: argparse.Namespace,
+    run: toolkit.RunInfo,
     *,
-    command: str,
-    started: datetime.datetime,
     tansu_ver: str | None,
     scenarios: list[Scenario],
-    rows: list[Ratio],
+    rows: list[toolkit.Ratio],
 ) -> None:
-    toolkit.write_json(
-        args.json,
+    run.save(
+        args,
         console,
-        args=args,
-        command=command,
-        started=started,
-        results={
+        {
             "tansu": tansu_ver,
             "scenarios": [
                 {
@@ -721,10 +685,10 @@ def write_json(
                 }
                 for sc in scenarios
             ],
-            "ratios": ratios_json(rows),
+            "ratios": toolkit.ratios_json(rows),
         },
     )
 
 
 if __name__ == "__main__":
-    main_guard(main, console)
+    toolkit.main_guard(main, console)

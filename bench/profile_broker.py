@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import produce  # bench/produce.py, next to this file
+import toolkit  # bench/toolkit.py: the shared measurement plumbing
 
 READY = "sharetxn broker ready on "
 
@@ -53,7 +54,7 @@ def _serve_profiled(data_dir: str, out: str, assignments: list[str]) -> None:
     profiler = cProfile.Profile()
     profiler.enable()
     try:
-        asyncio.run(serve(Path(data_dir), produce.HOST, 0, config))
+        asyncio.run(serve(Path(data_dir), toolkit.HOST, 0, config))
     finally:
         profiler.disable()
         profiler.dump_stats(out)
@@ -104,9 +105,19 @@ def _load(args: argparse.Namespace, bootstrap: str, pid: int) -> produce.Sample:
         linger_ms=args.linger_ms,
     )
     topic = f"profile-{uuid.uuid4().hex[:6]}"
-    produce.create_topics(bootstrap, [topic], args.partitions)
+    toolkit.create_topics(bootstrap, [topic], args.partitions)
     measure = produce.measure_transactional if args.txn else produce.measure_idempotent
     return measure(sc, bench_args, topic, os.urandom(args.record_size), lambda _done: None)
+
+
+def _report(sample: produce.Sample) -> None:
+    """The load's rate, and a warning when other processes disturbed it (``bench/toolkit``)."""
+    print(f"load: {sample.records:,} records in {sample.seconds:.1f} s = {sample.rate:,.0f} msg/s")
+    if sample.disturbed:
+        print(
+            f"disturbed: other processes used {sample.other_cores:.2f} cores meanwhile "
+            f"(more than {toolkit.OTHER_CORES_WARN}): the profile's shares may be skewed"
+        )
 
 
 def run_cprofile(args: argparse.Namespace, data_dir: str) -> None:
@@ -115,11 +126,12 @@ def run_cprofile(args: argparse.Namespace, data_dir: str) -> None:
     for assignment in args.set:
         cmd += ["--set", assignment]
     proc, bootstrap = _start_child(cmd)
+    toolkit.BROKER_PIDS.add(proc.pid)  # its CPU is the load's, not other processes'
     try:
         sample = _load(args, bootstrap, proc.pid)
     finally:
         _stop(proc)
-    print(f"load: {sample.records:,} records in {sample.seconds:.1f} s = {sample.rate:,.0f} msg/s")
+    _report(sample)
     if not out.exists():
         print("no profile written (broker did not stop cleanly)")
         return
@@ -148,11 +160,12 @@ def run_pyspy(args: argparse.Namespace, data_dir: str) -> None:
         "--data-dir",
         data_dir,
         "--listen",
-        f"{produce.HOST}:0",
+        f"{toolkit.HOST}:0",
     ]
     for assignment in args.set:
         cmd += ["--set", assignment]
     proc, bootstrap = _start_child(cmd)
+    toolkit.BROKER_PIDS.add(proc.pid)  # its CPU is the load's, not other processes'
     raw = Path(data_dir) / "pyspy.txt"
     try:
         record = [spy, "record", "--pid", str(proc.pid), "--rate", "200", "--format", "raw"]
@@ -168,7 +181,7 @@ def run_pyspy(args: argparse.Namespace, data_dir: str) -> None:
             spy_proc.wait(30)
     finally:
         _stop(proc)
-    print(f"load: {sample.records:,} records in {sample.seconds:.1f} s = {sample.rate:,.0f} msg/s")
+    _report(sample)
     own: collections.Counter[str] = collections.Counter()
     inclusive: collections.Counter[str] = collections.Counter()
     total = 0
@@ -231,4 +244,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    toolkit.main_guard(main, produce.console)

@@ -16,18 +16,22 @@
    cleaner off: keyed 100-byte records to a compacted topic with small segments and a
    cleaner pass every 200 ms.
 
-Usage: ``python bench/retention.py [--keys 2000] [--rounds 3] [--history 3]
-[--skip-data] [--skip-throughput]``.  Figures in docs/performance.md.
+Usage: ``python bench/retention.py [--keys 2000] [--rounds 3] [--history 3] [--records 100000]
+[--skip-data] [--skip-throughput] [--json out.json]``; every figure is the median of
+``--rounds`` interleaved rounds (``bench/toolkit.py``).  Figures in docs/performance.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
+import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -44,10 +48,11 @@ from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
 TOPIC = "table"
+console = toolkit.make_console(100)
 
 
 def _create(bootstrap: str, configs: dict[str, str]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": toolkit.quiet_logger()})
     for future in admin.create_topics([NewTopic(TOPIC, 1, 1, config=configs)]).values():
         future.result(30)
 
@@ -69,40 +74,55 @@ def _produce(bootstrap: str, keys: int, total: int) -> float:
     return total / (time.perf_counter() - start)
 
 
-def _start_time(data_dir: Path, config: dict[str, str], rounds: int) -> float:
-    times = []
-    for _ in range(rounds):
-        broker = LocalBroker(data_dir=data_dir, config=config)
-        begin = time.perf_counter()
-        broker.start()
-        times.append(time.perf_counter() - begin)
-        broker.stop()
-    return statistics.median(times)
+def _start_time(data_dir: Path, config: dict[str, str]) -> float:
+    """Seconds from starting a broker process on ``data_dir`` to its port answering."""
+    broker = LocalBroker(data_dir=data_dir, config=config)
+    begin = time.perf_counter()
+    broker.start()
+    elapsed = time.perf_counter() - begin
+    broker.stop()
+    return elapsed
 
 
-def start_times(keys: int, rounds: int) -> None:
-    print(f"start time, {keys} live keys (median of {rounds}):")
-    print("history  compacted  not compacted")
+def _measure(
+    title: str, series: list[toolkit.Series], args: argparse.Namespace, results: dict[str, Any]
+) -> None:
+    toolkit.measure_series(
+        series, rounds=args.rounds, retries=args.retries, console=console, unit="s"
+    )
+    console.print(toolkit.series_table(title, "seconds", series))
+    results[title] = toolkit.series_json(series)
+
+
+def start_times(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
+    keys = args.keys
     configs = {
         "cleanup.policy": "compact",
         "segment.bytes": "1048576",
         "min.cleanable.dirty.ratio": "0.01",
     }
+    series = []
     for factor in (1, 10, 100):
-        row = []
         for cleaner in (True, False):
-            with tempfile.TemporaryDirectory() as tmp:
-                data = Path(tmp)
-                config = {
-                    "log.cleaner.enable": str(cleaner).lower(),
-                    "log.cleaner.backoff.ms": "500",
-                }
-                with LocalBroker(data_dir=data, config=config) as broker:
-                    _create(broker.bootstrap_servers, configs)
-                    _produce(broker.bootstrap_servers, keys, keys * factor)
-                    time.sleep(3 if cleaner else 0)  # let the cleaner catch up
-                row.append(_start_time(data, config, rounds))
-        print(f"{factor:>5}x  {row[0]:>8.3f}s  {row[1]:>12.3f}s")
+            data = tmp / f"data-{factor}-{cleaner}"
+            data.mkdir()
+            config = {
+                "log.cleaner.enable": str(cleaner).lower(),
+                "log.cleaner.backoff.ms": "500",
+            }
+            with LocalBroker(data_dir=data, config=config) as broker:
+                _create(broker.bootstrap_servers, configs)
+                _produce(broker.bootstrap_servers, keys, keys * factor)
+                time.sleep(3 if cleaner else 0)  # let the cleaner catch up
+            label = f"{factor}x, {'compacted' if cleaner else 'not compacted'}"
+            series.append(
+                toolkit.Series(
+                    f"{factor}x-{'c' if cleaner else 'n'}",
+                    label,
+                    lambda data=data, config=config: _start_time(data, config),
+                )
+            )
+    _measure(f"start time, {keys} live keys", series, args, results)
 
 
 # The internal logs: small segments so the cleaner has closed segments to work on.
@@ -179,64 +199,90 @@ def _dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def internal_start_times(history: int, rounds: int) -> None:
-    print(
-        f"internal logs: {LIVE_GROUPS} groups x {PARTITIONS} offsets, {LIVE_TXN_IDS} "
-        f"transactional ids, one share group; 1x = {history} rounds (median of {rounds}):"
-    )
-    print("history  compacted: open  start   MiB   | not compacted: open  start   MiB")
+def _open_time(data: Path) -> float:
+    """Seconds to open the broker core on ``data`` (the coordinators' replay, in process)."""
+    begin = time.perf_counter()
+    core = BrokerCore(FileStorage(data), ManualClock(), BrokerConfig(INTERNAL))
+    elapsed = time.perf_counter() - begin
+    core.close()
+    return elapsed
+
+
+def internal_start_times(args: argparse.Namespace, tmp: Path, results: dict[str, Any]) -> None:
+    series = []
     for factor in (1, 10, 100):
-        row: list[str] = []
         for compact in (True, False):
-            with tempfile.TemporaryDirectory() as tmp:
-                data = Path(tmp)
-                _write_internal_history(data, history * factor, compact)
-                opens = []
-                for _ in range(rounds):
-                    begin = time.perf_counter()
-                    core = BrokerCore(FileStorage(data), ManualClock(), BrokerConfig(INTERNAL))
-                    opens.append(time.perf_counter() - begin)
-                    core.close()
-                start = _start_time(data, INTERNAL, rounds)
-                size = _dir_bytes(data) / 2**20
-                row.append(f"{statistics.median(opens):>6.3f}s {start:>6.3f}s {size:>6.2f}")
-        print(f"{factor:>5}x  {row[0]}   |  {row[1]}")
+            data = tmp / f"internal-{factor}-{compact}"
+            data.mkdir()
+            _write_internal_history(data, args.history * factor, compact)
+            name = "compacted" if compact else "not compacted"
+            console.print(f"{factor}x, {name}: {_dir_bytes(data) / 2**20:.2f} MiB")
+            key = f"{factor}x-{'c' if compact else 'n'}"
+            series.append(
+                toolkit.Series(f"{key}-open", f"{factor}x, {name}: open", partial(_open_time, data))
+            )
+            series.append(
+                toolkit.Series(
+                    f"{key}-start",
+                    f"{factor}x, {name}: start",
+                    partial(_start_time, data, INTERNAL),
+                )
+            )
+    _measure(
+        f"internal logs: {LIVE_GROUPS} groups x {PARTITIONS} offsets, {LIVE_TXN_IDS} "
+        f"transactional ids, one share group; 1x = {args.history} rounds",
+        series,
+        args,
+        results,
+    )
 
 
-def throughput(keys: int, rounds: int) -> None:
+def throughput(args: argparse.Namespace, results: dict[str, Any]) -> toolkit.Ratio:
     configs = {
         "cleanup.policy": "compact",
         "segment.bytes": "262144",
         "min.cleanable.dirty.ratio": "0.01",
     }
-    rates: dict[bool, list[float]] = {True: [], False: []}
-    for _ in range(rounds):
-        for cleaner in (True, False):
+
+    def produce(cleaner: bool) -> Callable[[], float]:
+        def run() -> float:
             config = {"log.cleaner.enable": str(cleaner).lower(), "log.cleaner.backoff.ms": "200"}
             with LocalBroker(config=config) as broker:
                 _create(broker.bootstrap_servers, configs)
-                rates[cleaner].append(_produce(broker.bootstrap_servers, keys, 100_000))
-    on, off = statistics.median(rates[True]), statistics.median(rates[False])
-    print(
-        f"produce with the cleaner: {on:,.0f} rec/s; without: {off:,.0f} rec/s; "
-        f"ratio {on / off:.2f}"
+                return _produce(broker.bootstrap_servers, args.keys, args.records)
+
+        return run
+
+    on = toolkit.Series("cleaner", "produce, cleaner on", produce(True))
+    off = toolkit.Series("no-cleaner", "produce, cleaner off", produce(False))
+    toolkit.measure_series(
+        [on, off], rounds=args.rounds, retries=args.retries, console=console, unit="records/s"
     )
+    console.print(toolkit.series_table("produce to a compacted topic", "records/s", [on, off]))
+    results["throughput"] = toolkit.series_json([on, off])
+    return toolkit.series_ratio("produce: cleaner on / off", on, off)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--history", type=int, default=3, help="internal-log rounds at 1x")
+    parser.add_argument("--records", type=int, default=100_000, help="records of the produce")
     parser.add_argument("--skip-data", action="store_true", help="skip the data-topic table")
     parser.add_argument("--skip-throughput", action="store_true")
-    args = parser.parse_args()
-    if not args.skip_data:
-        start_times(args.keys, args.rounds)
-    internal_start_times(args.history, args.rounds)
+    args, run = toolkit.begin(parser, console, "retention.py", argv, rounds=3)
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        if not args.skip_data:
+            start_times(args, Path(tmp), results)
+        internal_start_times(args, Path(tmp), results)
     if not args.skip_throughput:
-        throughput(args.keys, args.rounds)
+        ratio = throughput(args, results)
+        console.print(toolkit.ratio_table([ratio]))
+        results["ratios"] = toolkit.ratios_json([ratio])
+    run.save(args, console, results)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    toolkit.main_guard(main, console)

@@ -63,12 +63,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import math
 import os
-import platform
 import statistics
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -85,33 +82,7 @@ from confluent_kafka import (
     ShareConsumer,
     TopicPartition,
 )
-from confluent_kafka import libversion as rdkafka_version
 from rich.table import Table
-from toolkit import (
-    BROKER_PIDS,
-    HOST,
-    OTHER_CORES_WARN,
-    CheckFailed,
-    CpuSnapshot,
-    Disturbable,
-    Ratio,
-    confluent_kafka_version,
-    cpu_cells,
-    create_topics,
-    delete_group,
-    install_sigterm,
-    kept,
-    main_guard,
-    median_rate,
-    new_share_group,
-    paired_ratio,
-    pct,
-    quiet_logger,
-    rate_cells,
-    rate_table,
-    ratio_table,
-    ratios_json,
-)
 
 LIBRDKAFKA_FETCH_MAX_BYTES = 52_428_800  # what librdkafka's ShareConsumer sends as max_bytes
 ACCEPT = 1
@@ -126,7 +97,7 @@ Tick = Callable[[int], None]
 
 
 @dataclass
-class ReadSample(Disturbable):
+class ReadSample(toolkit.Disturbable):
     """One consumption: ``records`` (``value_bytes`` of values) read in ``seconds``."""
 
     records: int
@@ -150,7 +121,7 @@ class ReadSample(Disturbable):
 
 
 @dataclass
-class LatencySample(Disturbable):
+class LatencySample(toolkit.Disturbable):
     """``cycles`` timed round trips: per cycle the fetch and ack time in seconds."""
 
     cycles: int
@@ -164,7 +135,7 @@ class LatencySample(Disturbable):
 
 
 @dataclass
-class Case:
+class Case(toolkit.SampledCase):
     key: str
     label: str
     detail: str
@@ -178,12 +149,6 @@ class Case:
     # Apache Kafka persists share-partition start offsets lazily, behind the acknowledged
     # records (docs/conformance.md), so the start-offset check applies to sharetxn only.
     check_start_offsets: bool = True
-
-    def kept(self) -> list[Any]:
-        return kept(self.samples)
-
-    def median(self) -> float:
-        return median_rate(self.samples)
 
 
 @dataclass
@@ -203,7 +168,7 @@ def produce_topic(
     bootstrap: str, name: str, partitions: int, records: int, value: bytes, **extra: Any
 ) -> Topic:
     """Create ``name`` and write ``records`` values to it; checks the log holds exactly them."""
-    create_topics(bootstrap, [name], partitions)
+    toolkit.create_topics(bootstrap, [name], partitions)
     errors: list[str] = []
     producer = Producer(
         {
@@ -212,7 +177,7 @@ def produce_topic(
             "linger.ms": 5,
             "acks": "all",
             "error_cb": lambda err: errors.append(str(err)),
-            "logger": quiet_logger("bench.share.rdkafka"),
+            "logger": toolkit.quiet_logger("bench.share.rdkafka"),
             **extra,
         }
     )
@@ -229,14 +194,14 @@ def produce_topic(
             producer.poll(0)
     remaining = producer.flush(120)
     if remaining or counter.failed or errors or counter.ok != records or counter.gaps():
-        raise CheckFailed(
+        raise toolkit.CheckFailed(
             f"writing {name}: {counter.ok}/{records} delivered, {counter.failed} failed "
             f"({counter.first_error}), {remaining} pending, errors {errors[:3]}, "
             f"gaps {counter.gaps()}"
         )
     hws = high_watermarks(bootstrap, name, partitions)
     if sum(hws) != records:
-        raise CheckFailed(f"{name}: log holds {sum(hws)} records, {records} were produced")
+        raise toolkit.CheckFailed(f"{name}: log holds {sum(hws)} records, {records} were produced")
     return Topic(name, hws)
 
 
@@ -246,7 +211,7 @@ def high_watermarks(bootstrap: str, topic: str, partitions: int) -> list[int]:
             "bootstrap.servers": bootstrap,
             "group.id": "bench-watermarks",
             "enable.auto.commit": False,
-            "logger": quiet_logger("bench.share.rdkafka"),
+            "logger": toolkit.quiet_logger("bench.share.rdkafka"),
         }
     )
     try:
@@ -254,7 +219,7 @@ def high_watermarks(bootstrap: str, topic: str, partitions: int) -> list[int]:
         for index in range(partitions):
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=10)
             if low != 0:
-                raise CheckFailed(f"{topic}-{index}: log starts at {low}, expected 0")
+                raise toolkit.CheckFailed(f"{topic}-{index}: log starts at {low}, expected 0")
             out.append(high)
         return out
     finally:
@@ -292,12 +257,12 @@ class Seen:
             missing = counts.count(0)
             twice = len(counts) - missing - counts.count(1)
             if missing or twice:
-                raise CheckFailed(
+                raise toolkit.CheckFailed(
                     f"{label}: partition {index}: {missing} offsets never read, "
                     f"{twice} read more than once"
                 )
         if self.redelivered:
-            raise CheckFailed(f"{label}: {self.redelivered} records had delivery count > 1")
+            raise toolkit.CheckFailed(f"{label}: {self.redelivered} records had delivery count > 1")
 
 
 def read_plain(
@@ -312,11 +277,11 @@ def read_plain(
             "group.id": f"bench-plain-{uuid.uuid4().hex[:8]}",  # required, never joined
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
-            "logger": quiet_logger("bench.share.rdkafka"),
+            "logger": toolkit.quiet_logger("bench.share.rdkafka"),
         }
     )
     try:
-        cpu0 = CpuSnapshot.take(ctx.pid)
+        cpu0 = toolkit.CpuSnapshot.take(ctx.pid)
         start = time.perf_counter()
         deadline = start + args.timeout
         consumer.assign(
@@ -333,13 +298,15 @@ def read_plain(
                     first = time.perf_counter() - start
             for m in batch:
                 if m.error() is not None:
-                    raise CheckFailed(f"{case.label}: consumer error {m.error()}")
+                    raise toolkit.CheckFailed(f"{case.label}: consumer error {m.error()}")
                 seen.add(m.partition(), m.offset(), len(m.value()))
             tick(seen.records)
             if time.perf_counter() > deadline:
-                raise CheckFailed(f"{case.label}: {seen.records}/{total} after {args.timeout} s")
+                raise toolkit.CheckFailed(
+                    f"{case.label}: {seen.records}/{total} after {args.timeout} s"
+                )
         elapsed = time.perf_counter() - start
-        cpu1 = CpuSnapshot.take(ctx.pid)
+        cpu1 = toolkit.CpuSnapshot.take(ctx.pid)
     finally:
         consumer.close()
     seen.check(case.label)
@@ -359,7 +326,7 @@ def read_share(
             "bootstrap.servers": ctx.bootstrap,
             "group.id": group,
             "share.acknowledgement.mode": "explicit",
-            "logger": quiet_logger("bench.share.rdkafka"),
+            "logger": toolkit.quiet_logger("bench.share.rdkafka"),
             **case.consumer_config,
         }
     )
@@ -369,7 +336,7 @@ def read_share(
 
     try:
         acknowledge = consumer.acknowledge
-        cpu0 = CpuSnapshot.take(ctx.pid)
+        cpu0 = toolkit.CpuSnapshot.take(ctx.pid)
         start = time.perf_counter()
         deadline = start + args.timeout
         consumer.subscribe([topic.name])
@@ -384,7 +351,7 @@ def read_share(
                     first = time.perf_counter() - start
             for m in batch:
                 if m.error() is not None:
-                    raise CheckFailed(f"{case.label}: consumer error {m.error()}")
+                    raise toolkit.CheckFailed(f"{case.label}: consumer error {m.error()}")
                 seen.add(m.partition(), m.offset(), len(m.value()))
                 if m.delivery_count() != 1:
                     seen.redelivered += 1
@@ -393,15 +360,17 @@ def read_share(
                 committed(consumer.commit_sync(30.0))
             tick(seen.records)
             if time.perf_counter() > deadline:
-                raise CheckFailed(f"{case.label}: {seen.records}/{total} after {args.timeout} s")
+                raise toolkit.CheckFailed(
+                    f"{case.label}: {seen.records}/{total} after {args.timeout} s"
+                )
         if not commit_each:
             committed(consumer.commit_sync(30.0))
         elapsed = time.perf_counter() - start
-        cpu1 = CpuSnapshot.take(ctx.pid)
+        cpu1 = toolkit.CpuSnapshot.take(ctx.pid)
     finally:
         consumer.close()
     if commit_errors:
-        raise CheckFailed(f"{case.label}: acknowledgements failed: {commit_errors[:3]}")
+        raise toolkit.CheckFailed(f"{case.label}: acknowledgements failed: {commit_errors[:3]}")
     seen.check(case.label)
     if case.check_start_offsets:
         check_all_acknowledged(ctx, case.label, group)
@@ -417,11 +386,16 @@ def check_all_acknowledged(ctx: RunContext, label: str, group: str) -> None:
     got = sorted((o.partition, o.start_offset) for o in offsets)
     want = list(enumerate(ctx.topic.high_watermarks))
     if got != want:
-        raise CheckFailed(f"{label}: share-partition start offsets {got}, expected {want}")
+        raise toolkit.CheckFailed(f"{label}: share-partition start offsets {got}, expected {want}")
 
 
 def _read_sample(
-    cpu0: CpuSnapshot, cpu1: CpuSnapshot, seen: Seen, elapsed: float, first: float, polls: int
+    cpu0: toolkit.CpuSnapshot,
+    cpu1: toolkit.CpuSnapshot,
+    seen: Seen,
+    elapsed: float,
+    first: float,
+    polls: int,
 ) -> ReadSample:
     other = (cpu1.machine - cpu0.machine) - (cpu1.ours - cpu0.ours)
     return ReadSample(
@@ -470,7 +444,7 @@ class RawMember:
             },
         )
         if int(resp.error_code) != 0:
-            raise CheckFailed(f"ShareGroupHeartbeat: error {int(resp.error_code)}")
+            raise toolkit.CheckFailed(f"ShareGroupHeartbeat: error {int(resp.error_code)}")
         if not leave:
             self.member_epoch = int(resp.member_epoch)
         self.last_heartbeat = time.monotonic()
@@ -551,20 +525,20 @@ class RawMember:
 def _acquired(resp: Any, label: str) -> tuple[dict[int, list[tuple[int, int]]], int]:
     """(partition -> acquired offset ranges, record count) of a ShareFetch response."""
     if int(resp.error_code) != 0:
-        raise CheckFailed(f"{label}: ShareFetch error {int(resp.error_code)}")
+        raise toolkit.CheckFailed(f"{label}: ShareFetch error {int(resp.error_code)}")
     out: dict[int, list[tuple[int, int]]] = {}
     count = 0
     for topic in resp.responses:
         for part in topic.partitions:
             if int(part.error_code) != 0:
-                raise CheckFailed(
+                raise toolkit.CheckFailed(
                     f"{label}: ShareFetch partition {int(part.partition_index)} "
                     f"error {int(part.error_code)}"
                 )
             for r in part.acquired_records:
                 first, last = int(r.first_offset), int(r.last_offset)
                 if int(r.delivery_count) != 1:
-                    raise CheckFailed(f"{label}: delivery count {int(r.delivery_count)}")
+                    raise toolkit.CheckFailed(f"{label}: delivery count {int(r.delivery_count)}")
                 out.setdefault(int(part.partition_index), []).append((first, last))
                 count += last - first + 1
     return out, count
@@ -575,7 +549,7 @@ def _check_ack(resp: Any, label: str) -> None:
         int(p.error_code) for t in resp.responses for p in t.partitions
     ]
     if any(errors):
-        raise CheckFailed(f"{label}: ShareAcknowledge errors {errors}")
+        raise toolkit.CheckFailed(f"{label}: ShareAcknowledge errors {errors}")
 
 
 def measure_latency(
@@ -595,7 +569,7 @@ def measure_latency(
             # partitions of the new group.
             acquired, _n = _acquired(member.fetch(case.max_records, case.max_bytes), case.label)
             _check_ack(member.acknowledge(acquired), case.label)
-        cpu0 = CpuSnapshot.take(ctx.pid)
+        cpu0 = toolkit.CpuSnapshot.take(ctx.pid)
         start = clock()
         for cycle in range(args.cycles):
             if time.monotonic() - member.last_heartbeat > HEARTBEAT_EVERY_S:
@@ -611,7 +585,9 @@ def measure_latency(
                 t1 = clock()
                 acquired, n = _acquired(fetched, case.label)
                 if not n:
-                    raise CheckFailed(f"{case.label}: cycle {cycle}: ShareFetch acquired nothing")
+                    raise toolkit.CheckFailed(
+                        f"{case.label}: cycle {cycle}: ShareFetch acquired nothing"
+                    )
                 t2 = clock()
                 acked = member.acknowledge(acquired)
                 t3 = clock()
@@ -622,7 +598,7 @@ def measure_latency(
             if not cycle % 16:
                 tick(cycle)
         elapsed = clock() - start
-        cpu1 = CpuSnapshot.take(ctx.pid)
+        cpu1 = toolkit.CpuSnapshot.take(ctx.pid)
     finally:
         member.close()
     tick(args.cycles)
@@ -652,7 +628,7 @@ class RunContext:
 def measure_once(case: Case, args: argparse.Namespace, ctx: RunContext, tick: Tick) -> Any:
     ctx = case.ctx or ctx
     plain = case.kind == "plain"
-    group = "" if plain else new_share_group(ctx.bootstrap, f"bench-share-{case.kind}")
+    group = "" if plain else toolkit.new_share_group(ctx.bootstrap, f"bench-share-{case.kind}")
     try:
         if case.kind == "plain":
             return read_plain(case, args, ctx, group, tick)
@@ -661,7 +637,7 @@ def measure_once(case: Case, args: argparse.Namespace, ctx: RunContext, tick: Ti
         return measure_latency(case, args, ctx, group, tick)
     finally:
         if group:
-            delete_group(ctx.bootstrap, group)
+            toolkit.delete_group(ctx.bootstrap, group)
 
 
 def _describe(case: Case, sample: Any) -> str:
@@ -671,10 +647,11 @@ def _describe(case: Case, sample: Any) -> str:
             f"first after {sample.first_record_s * 1000:.0f} ms)"
         )
     cycle = [f + a for f, a in zip(sample.fetch_s, sample.ack_s, strict=True)]
+    p50, p99 = toolkit.pct(cycle, 50) * 1000, toolkit.pct(cycle, 99) * 1000
     if case.kind == "rtt":
-        return f"p50 {pct(cycle, 50) * 1000:6.2f} ms, p99 {pct(cycle, 99) * 1000:6.2f} ms"
+        return f"p50 {p50:6.2f} ms, p99 {p99:6.2f} ms"
     return (
-        f"cycle p50 {pct(cycle, 50) * 1000:6.2f} ms, p99 {pct(cycle, 99) * 1000:6.2f} ms "
+        f"cycle p50 {p50:6.2f} ms, p99 {p99:6.2f} ms "
         f"({sample.cycles} cycles, {sample.records / max(sample.cycles, 1):.0f} rec/cycle)"
     )
 
@@ -701,7 +678,7 @@ def run_rounds(cases: list[Case], args: argparse.Namespace, ctx: RunContext) -> 
 
 
 def read_table(cases: list[Case], args: argparse.Namespace, topic: Topic) -> Table:
-    table = rate_table(
+    table = toolkit.rate_table(
         f"Consumption of {topic.records:,} x {args.record_size} B records, "
         f"{len(topic.high_watermarks)} partitions (median over rounds)",
         "records",
@@ -713,26 +690,26 @@ def read_table(cases: list[Case], args: argparse.Namespace, topic: Topic) -> Tab
         chosen = case.kept()
         table.add_row(
             f"({case.key}) {case.label}",
-            *rate_cells(case.samples, lambda s: s.value_bytes / s.seconds),
+            *toolkit.rate_cells(case.samples, lambda s: s.value_bytes / s.seconds),
             f"{statistics.median(s.steady_rate for s in chosen):,.0f}",
             f"{statistics.median(s.first_record_s for s in chosen) * 1000:.0f}",
             f"{statistics.median(s.polls for s in chosen):.0f}",
             f"{statistics.median(s.switches for s in chosen):.0f}",
-            *cpu_cells(case.samples),
+            *toolkit.cpu_cells(case.samples),
         )
     return table
 
 
-def ratios(cases: list[Case]) -> list[Ratio]:
+def ratios(cases: list[Case]) -> list[toolkit.Ratio]:
     """(name, ratio of the medians, lowest and highest ratio within one round)."""
     by_key = {c.key: c for c in cases}
-    out: list[Ratio] = []
+    out: list[toolkit.Ratio] = []
 
     def add(name: str, num: str, den: str, attr: str = "rate") -> None:
         top, bottom = by_key.get(num), by_key.get(den)
         if not (top and bottom and top.samples and bottom.samples):
             return
-        out.append((name, *paired_ratio(top.samples, bottom.samples, attrgetter(attr))))
+        out.append((name, *toolkit.paired_ratio(top.samples, bottom.samples, attrgetter(attr))))
 
     add("(commit) ShareConsumer, commit_sync per poll / (plain) Consumer", "commit", "plain")
     add("(piggy) ShareConsumer, acks on next poll / (plain) Consumer", "piggy", "plain")
@@ -758,12 +735,12 @@ def latency_summary(case: Case) -> dict[str, float]:
     return {
         "cycles": cycles,
         "records_per_cycle": sum(s.records for s in kept) / cycles,
-        "fetch_p50_ms": pct(fetch, 50) * 1000,
-        "fetch_p99_ms": pct(fetch, 99) * 1000,
-        "ack_p50_ms": pct(ack, 50) * 1000,
-        "ack_p99_ms": pct(ack, 99) * 1000,
-        "cycle_p50_ms": pct(cycle, 50) * 1000,
-        "cycle_p99_ms": pct(cycle, 99) * 1000,
+        "fetch_p50_ms": toolkit.pct(fetch, 50) * 1000,
+        "fetch_p99_ms": toolkit.pct(fetch, 99) * 1000,
+        "ack_p50_ms": toolkit.pct(ack, 50) * 1000,
+        "ack_p99_ms": toolkit.pct(ack, 99) * 1000,
+        "cycle_p50_ms": toolkit.pct(cycle, 50) * 1000,
+        "cycle_p99_ms": toolkit.pct(cycle, 99) * 1000,
         "broker_cpu_ms_per_cycle": sum(s.broker_cpu_s for s in kept) / cycles * 1000,
         "client_cpu_ms_per_cycle": sum(s.client_cpu_s for s in kept) / cycles * 1000,
         "other_cores_max": max(s.other_cores for s in kept),
@@ -850,16 +827,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-latency", action="store_true", help="skip the latency cases")
     parser.add_argument("--no-kafka", action="store_true", help="skip Apache Kafka (kafka)")
     parser.add_argument("--no-throughput", action="store_true", help="skip the consumers")
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="broker config (repeatable), e.g. --set log.flush.interval.messages=10000",
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=120.0, help="give up on one measurement after (120 s)"
-    )
+    toolkit.add_broker_arguments(parser)
     toolkit.add_round_arguments(parser, rounds=5)
     return parser
 
@@ -937,7 +905,7 @@ def start_kafka_case(stack: contextlib.ExitStack, args: argparse.Namespace, valu
 
     console.print(f"starting Apache Kafka {apache_kafka.KAFKA_VERSION} ...")
     bootstrap, pid = stack.enter_context(apache_kafka.running())
-    BROKER_PIDS.add(pid)
+    toolkit.BROKER_PIDS.add(pid)
     console.print(f"writing {args.records:,} x {args.record_size} B records to Apache Kafka ...")
     topic = produce_topic(
         bootstrap, f"bench-share-{uuid.uuid4().hex[:8]}", args.partitions, args.records, value
@@ -964,27 +932,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_latency and args.no_throughput:
         console.print("[red]nothing to measure[/]")
         return 2
-    install_sigterm()
+    toolkit.install_sigterm()
     from coordinator import LocalBroker  # noqa: PLC0415 - keeps --help fast
 
-    broker_config = dict(item.split("=", 1) for item in args.set)
+    broker_config = toolkit.broker_config(args)
     value = os.urandom(args.record_size)
-    command = "python bench/share.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    started = datetime.datetime.now(datetime.UTC)
-    console.print(f"[bold]{command.strip()}[/]")
-    console.print(
-        f"{started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, {platform.platform()}, "
-        f"Python {platform.python_version()}, confluent-kafka {confluent_kafka_version()} "
-        f"(librdkafka {rdkafka_version()[0]})"
-    )
+    run = toolkit.announce(console, "share.py", argv)
     cases = build_cases(args)
     run_started = time.perf_counter()
     with contextlib.ExitStack() as stack:
         console.print("starting the broker on 127.0.0.1 ...")
-        broker = stack.enter_context(LocalBroker(host=HOST, config=broker_config))
+        broker = stack.enter_context(LocalBroker(host=toolkit.HOST, config=broker_config))
         pid = broker.process.pid if broker.process else None
         if pid is not None:
-            BROKER_PIDS.add(pid)
+            toolkit.BROKER_PIDS.add(pid)
         bootstrap = broker.bootstrap_servers
         console.print(f"writing {args.records:,} x {args.record_size} B records ...")
         topic = produce_topic(
@@ -1026,7 +987,7 @@ def main(argv: list[str] | None = None) -> int:
     run_seconds = time.perf_counter() - run_started
     for case in cases:
         console.print(f"({case.key}) {case.detail}")
-    rows: list[Ratio] = []
+    rows: list[toolkit.Ratio] = []
     if not args.no_throughput:
         console.print(read_table(cases, args, topic))
         console.print(
@@ -1038,7 +999,7 @@ def main(argv: list[str] | None = None) -> int:
             "of this client process; us/rec: broker CPU per record[/]"
         )
         rows = ratios(cases)
-        console.print(ratio_table(rows))
+        console.print(toolkit.ratio_table(rows))
     if not args.no_latency:
         console.print(latency_table(cases))
         console.print(
@@ -1048,7 +1009,7 @@ def main(argv: list[str] | None = None) -> int:
             "percentiles are nearest-rank over every cycle of the rounds kept[/]"
         )
     disturbed = max((s.other_cores for c in cases for s in c.kept()), default=0)
-    if disturbed > OTHER_CORES_WARN:
+    if disturbed > toolkit.OTHER_CORES_WARN:
         console.print(
             f"[yellow]warning: other processes used up to {disturbed:.2f} cores during a "
             "measurement: the figures are disturbed; rerun on a quiet machine[/]"
@@ -1064,18 +1025,16 @@ def main(argv: list[str] | None = None) -> int:
         checks.append("every timed ShareFetch acquired records and every ack succeeded")
     console.print(f"[dim]checks passed: {'; '.join(checks)}[/]")
     console.print(f"run took {run_seconds:.0f} s")
-    if args.json:
-        write_json(args, command, started, run_seconds, cases, rows)
+    write_json(args, run, run_seconds, cases, rows)
     return 0
 
 
 def write_json(
     args: argparse.Namespace,
-    command: str,
-    started: datetime.datetime,
+    run: toolkit.RunInfo,
     run_seconds: float,
     cases: list[Case],
-    rows: list[Ratio],
+    rows: list[toolkit.Ratio],
 ) -> None:
     def case_json(case: Case) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -1090,19 +1049,16 @@ def write_json(
             data["median_records_per_s"] = case.median()
         return data
 
-    toolkit.write_json(
-        args.json,
+    run.save(
+        args,
         console,
-        args=args,
-        command=command,
-        started=started,
-        results={
+        {
             "run_seconds": run_seconds,
             "cases": [case_json(c) for c in cases],
-            "ratios": ratios_json(rows),
+            "ratios": toolkit.ratios_json(rows),
         },
     )
 
 
 if __name__ == "__main__":
-    main_guard(main, console)
+    toolkit.main_guard(main, console)

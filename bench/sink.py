@@ -43,10 +43,7 @@ Example::
 from __future__ import annotations
 
 import argparse
-import json
-import logging
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,7 +57,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer  # noqa: E402
+import toolkit  # noqa: E402 - bench/toolkit.py, next to this file
+from confluent_kafka import AcknowledgeType, Consumer, ShareConsumer  # noqa: E402
 
 from coordinator.launcher import LocalBroker  # noqa: E402
 from producer.admin import Admin, TopicSpec  # noqa: E402
@@ -68,6 +66,7 @@ from producer.sink import FileSink, KafkaTopicSink, SinkRecord  # noqa: E402
 from txn.ids import TopicPartition  # noqa: E402
 
 PARTITIONS = 3
+console = toolkit.make_console(100)
 
 
 def _wait_for_go(config: dict[str, str]) -> None:
@@ -107,39 +106,12 @@ class SlowOneInHundred(GatedFileSink):
         super().put(records)
 
 
-def _quiet() -> logging.Logger:
-    logger = logging.getLogger("bench.sink.rdkafka")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-    return logger
-
-
 def make_topic(bootstrap: str, partitions: int, records: int, size: int, batch: int) -> str:
-    name = f"sink-bench-{uuid.uuid4().hex[:8]}"
-    with Admin(bootstrap) as admin:
-        admin.create_topics([TopicSpec(name, partitions)])
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 5,
-            "enable.idempotence": True,
-            "batch.num.messages": batch,
-        }
-    )
-    value = b"x" * size
-    for i in range(records):
-        producer.produce(name, value, key=str(i).encode())
-        if i % 1000 == 0:
-            producer.poll(0)
-    assert producer.flush(120) == 0
-    return name
+    return toolkit.fill_topic(bootstrap, "sink-bench", partitions, records, size, batch=batch)
 
 
 def new_group(bootstrap: str) -> str:
-    group = f"sink-bench-{uuid.uuid4().hex[:8]}"
-    with Admin(bootstrap) as admin:
-        admin.alter_group_configs(group, {"share.auto.offset.reset": "earliest"})
-    return group
+    return toolkit.new_share_group(bootstrap, "sink-bench")
 
 
 def all_acknowledged(bootstrap: str, group: str, topic: str, end: dict[int, int]) -> bool:
@@ -157,16 +129,10 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         return {p: admin.list_offsets(TopicPartition(topic, p), -1) for p in parts}
 
 
-def base_rate(bootstrap: str, topic: str, records: int) -> float:
-    group = new_group(bootstrap)
-    consumer = ShareConsumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "share.acknowledgement.mode": "explicit",
-            "logger": _quiet(),
-        }
-    )
+def _drain(
+    consumer: Any, topic: str, records: int, label: str, ack: Callable[[Any], None]
+) -> float:
+    """Records/s of one share consumer acknowledging every record and committing each poll."""
     seen = 0
     start = time.perf_counter()
     consumer.subscribe([topic])
@@ -174,47 +140,44 @@ def base_rate(bootstrap: str, topic: str, records: int) -> float:
         while seen < records:
             batch = consumer.poll(1.0)
             for m in batch:
-                consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+                ack(m)
             seen += len(batch)
             if batch:
                 consumer.commit_sync(30.0)
             if time.perf_counter() - start > 300:
-                raise SystemExit(f"base: {seen}/{records} after 300 s")
+                raise SystemExit(f"{label}: {seen}/{records} after 300 s")
         elapsed = time.perf_counter() - start
     finally:
         consumer.close()
     return records / elapsed
+
+
+def base_rate(bootstrap: str, topic: str, records: int) -> float:
+    consumer = ShareConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": new_group(bootstrap),
+            "share.acknowledgement.mode": "explicit",
+            "logger": toolkit.quiet_logger("bench.sink.rdkafka"),
+        }
+    )
+    return _drain(
+        consumer, topic, records, "base", lambda m: consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+    )
 
 
 def ours_rate(bootstrap: str, topic: str, records: int) -> float:
     """As ``base_rate`` with this project's ``producer.ShareConsumer`` (what the worker uses)."""
     from producer import ShareConsumer as OurShareConsumer  # noqa: PLC0415
 
-    group = new_group(bootstrap)
     consumer = OurShareConsumer(
         {
             "bootstrap.servers": bootstrap,
-            "group.id": group,
+            "group.id": new_group(bootstrap),
             "share.acknowledgement.mode": "explicit",
         }
     )
-    seen = 0
-    start = time.perf_counter()
-    consumer.subscribe([topic])
-    try:
-        while seen < records:
-            batch = consumer.poll(1.0)
-            for r in batch:
-                consumer.acknowledge(r)
-            seen += len(batch)
-            if batch:
-                consumer.commit_sync()
-            if time.perf_counter() - start > 300:
-                raise SystemExit(f"ours: {seen}/{records} after 300 s")
-        elapsed = time.perf_counter() - start
-    finally:
-        consumer.close()
-    return records / elapsed
+    return _drain(consumer, topic, records, "ours", consumer.acknowledge)
 
 
 def run_workers(
@@ -304,29 +267,13 @@ def consumer_group_rate(bootstrap: str, topic: str, records: int, slow_ms: int) 
     return records / elapsed
 
 
-def _median_cases(
-    cases: dict[str, Callable[[], float]], rounds: int, order_seed: int = 0
-) -> dict[str, float]:
-    rates: dict[str, list[float]] = {c: [] for c in cases}
-    names = list(cases)
-    for r in range(rounds):
-        shift = (r + order_seed) % len(names)
-        for case in names[shift:] + names[:shift]:
-            rate = cases[case]()
-            rates[case].append(rate)
-            print(f"  round {r + 1}: {case:14} {rate:10,.0f} records/s", flush=True)
-    return {c: statistics.median(v) for c, v in rates.items()}
-
-
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=30_000)
     parser.add_argument("--record-size", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--hol-records", type=int, default=3_000)
     parser.add_argument("--slow-ms", type=int, default=100)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args, run = toolkit.begin(parser, console, "sink.py", argv, rounds=2)
     results: dict[str, Any] = {}
     with LocalBroker() as broker, tempfile.TemporaryDirectory() as tmp:
         b = broker.bootstrap_servers
@@ -363,34 +310,37 @@ def main() -> int:
 
             return run
 
-        cases: dict[str, Callable[[], float]] = {
-            "base": lambda: base_rate(b, topic, n),
-            "ours": lambda: ours_rate(b, topic, n),
-        }
+        cases = [
+            toolkit.Series("base", "base (stock ShareConsumer)", lambda: base_rate(b, topic, n)),
+            toolkit.Series("ours", "ours (producer.ShareConsumer)", lambda: ours_rate(b, topic, n)),
+        ]
         for w in (1, 3):
-            cases[f"file-alo-{w}"] = file_case(w)
-            cases[f"topic-alo-{w}"] = topic_case(w, "at-least-once")
-            cases[f"topic-eos-{w}"] = topic_case(w, "exactly-once")
-        print(
+            cases.append(toolkit.Series(f"file-alo-{w}", f"FileSink ALO, {w}", file_case(w)))
+            at_least, exactly = topic_case(w, "at-least-once"), topic_case(w, "exactly-once")
+            cases.append(toolkit.Series(f"topic-alo-{w}", f"KafkaTopicSink ALO, {w}", at_least))
+            cases.append(toolkit.Series(f"topic-eos-{w}", f"KafkaTopicSink EOS, {w}", exactly))
+        console.print(
             f"throughput: {n:,} records x {args.record_size} B, 3 partitions, {args.rounds} rounds"
         )
-        med = _median_cases(cases, args.rounds)
-        base = med["base"]
-        results["throughput"] = {
-            c: {"records_per_s": r, "ratio_to_base": r / base} for c, r in med.items()
-        }
-        ours = med["ours"]
-        print(f"\n{'case':16}{'records/s':>12}{'x base':>9}{'x ours':>9}")
-        for c, r in med.items():
-            results["throughput"][c]["ratio_to_ours"] = r / ours
-            print(f"{c:16}{r:12,.0f}{r / base:9.2f}{r / ours:9.2f}")
+        toolkit.measure_series(
+            cases, rounds=args.rounds, retries=args.retries, console=console, unit="records/s"
+        )
+        console.print(toolkit.series_table("throughput", "records/s", cases))
+        by_key = {c.key: c for c in cases}
+        ratios = [toolkit.series_ratio(f"{c.key} / base", c, by_key["base"]) for c in cases[1:]] + [
+            toolkit.series_ratio(f"{c.key} / ours", c, by_key["ours"]) for c in cases[2:]
+        ]
         for w in (1, 3):
-            eos, alo, falo = med[f"topic-eos-{w}"], med[f"topic-alo-{w}"], med[f"file-alo-{w}"]
-            results[f"eos_over_alo_{w}"] = {"topic": eos / alo, "file": eos / falo}
-            print(
-                f"exactly-once / at-least-once, {w} worker(s): {eos / alo:.2f}x (KafkaTopicSink), "
-                f"{eos / falo:.2f}x (FileSink)   goal >= 0.8x"
+            eos = by_key[f"topic-eos-{w}"]
+            ratios.append(
+                toolkit.series_ratio(
+                    f"EOS / ALO topic, {w} (goal >= 0.8x)", eos, by_key[f"topic-alo-{w}"]
+                )
             )
+            ratios.append(
+                toolkit.series_ratio(f"EOS / ALO file, {w}", eos, by_key[f"file-alo-{w}"])
+            )
+        results["throughput"] = toolkit.series_json(cases)
 
         hol = make_topic(b, 1, args.hol_records, args.record_size, 100)
         slow = {"connector.class": "sink.SlowOneInHundred", "slow.ms": str(args.slow_ms)}
@@ -399,29 +349,29 @@ def main() -> int:
             conn = {**slow, "file": str(work / f"hol-{uuid.uuid4().hex[:6]}.txt")}
             return run_workers(b, hol, args.hol_records, 3, conn, work)
 
-        print(
-            f"\nhead-of-line: {args.hol_records:,} records on 1 partition, "
+        console.print(
+            f"head-of-line: {args.hol_records:,} records on 1 partition, "
             f"1 in 100 slow ({args.slow_ms} ms)"
         )
-        hol_med = _median_cases(
-            {
-                "consumer-group": lambda: consumer_group_rate(
-                    b, hol, args.hol_records, args.slow_ms
-                ),
-                "share-3-workers": share_hol,
-            },
-            args.rounds,
+        hol_cases = [
+            toolkit.Series(
+                "consumer-group",
+                "one partition-owning consumer",
+                lambda: consumer_group_rate(b, hol, args.hol_records, args.slow_ms),
+            ),
+            toolkit.Series("share-3-workers", "3 share-group workers", share_hol),
+        ]
+        toolkit.measure_series(
+            hol_cases, rounds=args.rounds, retries=args.retries, console=console, unit="records/s"
         )
-        ratio = hol_med["share-3-workers"] / hol_med["consumer-group"]
-        results["head_of_line"] = {**hol_med, "ratio": ratio}
-        print(
-            f"one partition-owning consumer {hol_med['consumer-group']:,.0f} records/s, "
-            f"3 share-group workers {hol_med['share-3-workers']:,.0f} records/s: {ratio:.2f}x"
-        )
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+        console.print(toolkit.series_table("head-of-line", "records/s", hol_cases))
+        ratios.append(toolkit.series_ratio("head-of-line: share / consumer", *reversed(hol_cases)))
+        results["head_of_line"] = toolkit.series_json(hol_cases)
+        console.print(toolkit.ratio_table(ratios))
+        results["ratios"] = toolkit.ratios_json(ratios)
+    run.save(args, console, results)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    toolkit.main_guard(main, console)

@@ -8,7 +8,12 @@
   round, a rich progress bar, retries of disturbed attempts; the least disturbed attempt stands.
 * **Ratios** measured in the same run (``paired_ratio``: the ratio of the medians, and the
   lowest and highest ratio within one round), and their table.
-* **Percentiles**, short number formats, the run's environment and the JSON results file.
+* **Simple cases** (``Series``): a case that is one callable returning a rate or a duration,
+  timed with the CPU of this process and every process it started (``timed``), measured in
+  interleaved rounds by ``measure_series``; its table (``series_table``) and JSON
+  (``series_json``).
+* **Percentiles**, short number formats, the run's environment, the command line announced
+  (``announce``) and the JSON results file.
 * **Broker helpers**: topics created and deleted, share groups made and deleted, quiet
   librdkafka loggers.
 
@@ -32,11 +37,11 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka import libversion as rdkafka_version
 from confluent_kafka import version as ck_version
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -77,6 +82,27 @@ def cpu_seconds(pid: int | None) -> float:
 def client_cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def family_cpu_seconds() -> float:
+    """CPU seconds of this process and of every process it started, waited for or running."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    ours = {os.getpid()}
+    grew = True
+    while grew:
+        found = {pid for pid, parent in parents.items() if parent in ours and pid not in ours}
+        ours |= found
+        grew = bool(found)
+    return total + sum(cpu_seconds(pid) for pid in ours - {os.getpid()})
 
 
 def machine_busy_seconds() -> float:
@@ -159,6 +185,18 @@ def median_rate(samples: Sequence[R]) -> float:
     return statistics.median(s.rate for s in kept(samples))
 
 
+class SampledCase:
+    """Mixin of a case holding its ``samples``: the ones kept, and their median rate."""
+
+    samples: list[Any]
+
+    def kept(self) -> list[Any]:
+        return kept(self.samples)
+
+    def median(self) -> float:
+        return median_rate(self.samples)
+
+
 # -- rounds -------------------------------------------------------------------------------------
 
 
@@ -238,19 +276,126 @@ def count_progress(goal: int, unit: str) -> Callable[[int], tuple[float, str]]:
     return lambda n: (n / goal if goal else 1.0, f"{n:,} {unit}")
 
 
-def add_round_arguments(parser: argparse.ArgumentParser, *, rounds: int) -> None:
+def add_round_arguments(parser: argparse.ArgumentParser, *, rounds: int, retries: int = 2) -> None:
     """``--rounds``, ``--retries`` and ``--json``: every benchmark takes them."""
     parser.add_argument("--rounds", type=int, default=rounds, help=f"interleaved rounds ({rounds})")
     parser.add_argument(
         "--retries",
         type=int,
-        default=2,
+        default=retries,
         help=(
             "measure again, up to this many times, when other processes used more than "
-            f"{OTHER_CORES_WARN} cores meanwhile (2)"
+            f"{OTHER_CORES_WARN} cores meanwhile ({retries})"
         ),
     )
     parser.add_argument("--json", type=Path, help="also write the results as JSON to this file")
+
+
+# -- simple cases: one callable each ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timed(Disturbable):
+    """One run of a case: what it returned (a rate or a duration), its wall-clock seconds, and
+    the CPU seconds every process outside this one and its children used meanwhile."""
+
+    value: float
+    seconds: float
+    other_cpu_s: float
+
+    @property
+    def rate(self) -> float:
+        return self.value
+
+
+def timed(run: Callable[[], float]) -> Timed:
+    """Run ``run`` once, timing it and sampling the machine's CPU around it."""
+    ours, machine = family_cpu_seconds(), machine_busy_seconds()
+    begin = time.perf_counter()
+    value = run()
+    seconds = time.perf_counter() - begin
+    others = (machine_busy_seconds() - machine) - (family_cpu_seconds() - ours)
+    return Timed(value, seconds, max(others, 0.0))
+
+
+@dataclass
+class Series(SampledCase):
+    """A case that is one callable: ``run()`` returns the figure of one measurement."""
+
+    key: str
+    label: str
+    run: Callable[[], float]
+    samples: list[Timed] = field(default_factory=list)
+
+
+def measure_series(
+    series: Sequence[Series], *, rounds: int, retries: int, console: Console, unit: str
+) -> dict[str, float]:
+    """Measure each case ``rounds`` times, interleaved; the medians by key."""
+    runs = {s.key: s.run for s in series}
+    run_rounds(
+        series,
+        rounds=rounds,
+        retries=retries,
+        console=console,
+        measure=lambda case, _tick: timed(runs[case.key]),
+        describe=lambda case, sample: f"{case.label:28} {figure(sample.value):>12} {unit}",
+        progress_of=lambda _case: lambda _n: (0.0, ""),
+        key_width=max(len(s.key) for s in series),
+    )
+    return {s.key: s.median() for s in series}
+
+
+def series_ratio(name: str, top: Series, bottom: Series) -> Ratio:
+    """``top`` over ``bottom``, measured in the same rounds (``paired_ratio``)."""
+    return (name, *paired_ratio(top.samples, bottom.samples))
+
+
+def series_table(title: str, unit: str, series: Sequence[Series]) -> Table:
+    """Median, range, the most CPU others used, and the rounds kept, one row per case."""
+    table = Table(title=title)
+    table.add_column("case", no_wrap=True)
+    table.add_column(unit, justify="right")
+    table.add_column("min..max", justify="right", no_wrap=True)
+    table.add_column("other\ncores", justify="right")
+    table.add_column("rounds\nkept", justify="right", no_wrap=True)
+    for case in series:
+        chosen = kept(case.samples)
+        values = [s.value for s in chosen]
+        table.add_row(
+            case.label,
+            figure(case.median()),
+            f"{figure(min(values))}..{figure(max(values))}",
+            f"{max(s.other_cores for s in chosen):.2f}",
+            f"{len(chosen)}/{len(case.samples)}",
+        )
+    return table
+
+
+def series_json(series: Sequence[Series]) -> dict[str, Any]:
+    return {
+        s.key: {"label": s.label, "median": s.median(), "samples": [asdict(x) for x in s.samples]}
+        for s in series
+    }
+
+
+def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--set KEY=VALUE`` (broker config, repeatable) and ``--timeout`` (per measurement)."""
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="broker config (repeatable), e.g. --set log.flush.interval.messages=10000",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=120.0, help="give up on one measurement after (120 s)"
+    )
+
+
+def broker_config(args: argparse.Namespace) -> dict[str, str]:
+    """The ``--set`` assignments as a config dict."""
+    return dict(item.split("=", 1) for item in args.set)
 
 
 # -- ratios and figures -------------------------------------------------------------------------
@@ -348,6 +493,11 @@ def pct(values: Sequence[float], p: float) -> float:
     return ordered[rank - 1]
 
 
+def figure(value: float) -> str:
+    """A rate or a duration: whole numbers from 100 up, three decimals below."""
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3f}"
+
+
 def short(value: float) -> str:
     """A rate in few characters: 12.3k, 950."""
     return f"{value / 1000:.1f}k" if value >= 10_000 else f"{value:.0f}"
@@ -379,6 +529,54 @@ def environment() -> dict[str, Any]:
         "confluent_kafka": confluent_kafka_version(),
         "librdkafka": rdkafka_version()[0],
     }
+
+
+class RunInfo(NamedTuple):
+    """A run's command line and start time: what its results file records."""
+
+    command: str
+    started: datetime.datetime
+
+    def save(self, args: argparse.Namespace, console: Console, results: dict[str, Any]) -> None:
+        """Write the results file when ``--json`` was given."""
+        if args.json is not None:
+            write_json(
+                args.json,
+                console,
+                args=args,
+                command=self.command,
+                started=self.started,
+                results=results,
+            )
+
+
+def begin(
+    parser: argparse.ArgumentParser,
+    console: Console,
+    script: str,
+    argv: Sequence[str] | None,
+    *,
+    rounds: int,
+) -> tuple[argparse.Namespace, RunInfo]:
+    """The usual start of a benchmark: the round arguments added, the command line parsed,
+    SIGTERM handled like Ctrl-C, and the run announced."""
+    add_round_arguments(parser, rounds=rounds)
+    args = parser.parse_args(argv)
+    install_sigterm()
+    return args, announce(console, script, argv)
+
+
+def announce(console: Console, script: str, argv: Sequence[str] | None) -> RunInfo:
+    """Print the command line and the environment; the command and the start time."""
+    command = f"python bench/{script} " + " ".join(sys.argv[1:] if argv is None else argv)
+    started = datetime.datetime.now(datetime.UTC)
+    console.print(f"[bold]{command.strip()}[/]")
+    console.print(
+        f"{started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, {platform.platform()}, "
+        f"Python {platform.python_version()}, confluent-kafka {confluent_kafka_version()} "
+        f"(librdkafka {rdkafka_version()[0]})"
+    )
+    return RunInfo(command, started)
 
 
 def write_json(
@@ -460,6 +658,32 @@ def create_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
         if time.monotonic() > deadline:
             raise CheckFailed(f"topics {topics} not ready on {bootstrap} after 30 s")
         time.sleep(0.2)
+
+
+def fill_topic(
+    bootstrap: str, prefix: str, partitions: int, records: int, size: int, *, batch: int = 10_000
+) -> str:
+    """A new topic of ``records`` keyed records of ``size`` bytes (idempotent producer,
+    at most ``batch`` records a batch); its name."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    create_topics(bootstrap, [name], partitions)
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 5,
+            "enable.idempotence": True,
+            "batch.num.messages": batch,
+            "logger": quiet_logger(),
+        }
+    )
+    value = b"x" * size
+    for i in range(records):
+        producer.produce(name, value, key=str(i).encode())
+        if i % 1000 == 0:
+            producer.poll(0)
+    if producer.flush(120) != 0:
+        raise CheckFailed(f"{name}: records left unsent after 120 s")
+    return name
 
 
 def delete_topic(bootstrap: str, topic: str) -> None:

@@ -58,12 +58,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import math
 import os
-import platform
 import statistics
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -75,31 +72,7 @@ import share  # bench/share.py: writing the input topic
 import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
 from confluent_kafka import Consumer, KafkaError
 from confluent_kafka import TopicPartition as CkTopicPartition
-from confluent_kafka import libversion as rdkafka_version
 from rich.table import Table
-from toolkit import (
-    BROKER_PIDS,
-    HOST,
-    OTHER_CORES_WARN,
-    CheckFailed,
-    CpuSnapshot,
-    Disturbable,
-    confluent_kafka_version,
-    cpu_cells,
-    create_topics,
-    delete_group,
-    delete_topic,
-    install_sigterm,
-    kept,
-    main_guard,
-    median_rate,
-    new_share_group,
-    paired_ratio,
-    pct,
-    quiet_logger,
-    rate_cells,
-    rate_table,
-)
 
 GOAL_RATIO = 0.85  # at the goal's K: transactional / non-transactional throughput
 GOAL_TXN_SIZE = 1000
@@ -116,7 +89,7 @@ Tick = Callable[[int], None]
 
 
 @dataclass
-class Sample(Disturbable):
+class Sample(toolkit.Disturbable):
     """One consume-transform-produce measurement, or one series of fsyncs (kind "fsync").
 
     Per unit of K records: ``ack_s`` is ``send_share_acks_to_transaction`` (txn) or
@@ -141,7 +114,7 @@ class Sample(Disturbable):
 
 
 @dataclass
-class Case:
+class Case(toolkit.SampledCase):
     key: str
     label: str
     detail: str
@@ -150,12 +123,6 @@ class Case:
     records: int = 0
     max_poll_records: int = 0
     samples: list[Sample] = field(default_factory=list)
-
-    def kept(self) -> list[Sample]:
-        return kept(self.samples)
-
-    def median(self) -> float:
-        return median_rate(self.samples)
 
 
 @dataclass
@@ -188,9 +155,9 @@ def run_ctp(case: Case, args: argparse.Namespace, ctx: RunContext, tick: Tick) -
     from producer import AcknowledgeType, ShareConsumer, TransactionalProducer  # noqa: PLC0415
 
     transactional = case.kind == "txn"
-    group = new_share_group(ctx.bootstrap, f"bench-txnacks-{case.kind}")
+    group = toolkit.new_share_group(ctx.bootstrap, f"bench-txnacks-{case.kind}")
     out_topic = f"bench-txnacks-out-{case.key}-{uuid.uuid4().hex[:8]}"
-    create_topics(ctx.bootstrap, [out_topic], ctx.partitions)
+    toolkit.create_topics(ctx.bootstrap, [out_topic], ctx.partitions)
     try:
         consumer = ShareConsumer(
             {
@@ -225,8 +192,8 @@ def run_ctp(case: Case, args: argparse.Namespace, ctx: RunContext, tick: Tick) -
         check_start_offsets(ctx, case.label, group, processed)
         return sample
     finally:
-        delete_group(ctx.bootstrap, group)
-        delete_topic(ctx.bootstrap, out_topic)
+        toolkit.delete_group(ctx.bootstrap, group)
+        toolkit.delete_topic(ctx.bootstrap, out_topic)
 
 
 def _loop(
@@ -257,11 +224,13 @@ def _loop(
     redelivered = 0
     consumer.subscribe([ctx.input_topic])
     start = 0.0
-    cpu0: CpuSnapshot | None = None
+    cpu0: toolkit.CpuSnapshot | None = None
     deadline = time.monotonic() + args.timeout
     while done < total:
         if time.monotonic() > deadline:
-            raise CheckFailed(f"{case.label}: {done}/{total} records after {args.timeout} s")
+            raise toolkit.CheckFailed(
+                f"{case.label}: {done}/{total} records after {args.timeout} s"
+            )
         want = min(k, total - done)
         while len(pending) < want:
             if pending:
@@ -275,11 +244,13 @@ def _loop(
             if got:
                 polls += 1
                 if cpu0 is None:
-                    cpu0 = CpuSnapshot.take(ctx.pid)
+                    cpu0 = toolkit.CpuSnapshot.take(ctx.pid)
                     start = clock()
                 pending.extend(got)
             elif time.monotonic() > deadline:
-                raise CheckFailed(f"{case.label}: {done}/{total} records after {args.timeout} s")
+                raise toolkit.CheckFailed(
+                    f"{case.label}: {done}/{total} records after {args.timeout} s"
+                )
         unit, pending = pending[:want], pending[want:]
         redelivered += sum(1 for record in unit if record.delivery_count != 1)
         acked_before = acked
@@ -301,7 +272,7 @@ def _loop(
             except Exception as exc:
                 with contextlib.suppress(Exception):
                     producer.abort_transaction()
-                raise CheckFailed(f"{case.label}: transaction failed: {exc!r}") from exc
+                raise toolkit.CheckFailed(f"{case.label}: transaction failed: {exc!r}") from exc
             ack_s.append(t1 - t0)
             commit_s.append(t2 - t1)
         else:
@@ -314,7 +285,9 @@ def _loop(
             t1 = clock()
             failed = [f.exception() for f in futures if f.exception() is not None]
             if failed:
-                raise CheckFailed(f"{case.label}: {len(failed)} sends failed: {failed[0]!r}")
+                raise toolkit.CheckFailed(
+                    f"{case.label}: {len(failed)} sends failed: {failed[0]!r}"
+                )
             for record in unit[acked_before:]:
                 acknowledge(record, accept)
             t2 = clock()
@@ -322,7 +295,7 @@ def _loop(
             t3 = clock()
             errors = [f"{tp}: {err}" for tp, err in results.items() if err is not None]
             if errors:
-                raise CheckFailed(f"{case.label}: commit_sync failed: {errors[:3]}")
+                raise toolkit.CheckFailed(f"{case.label}: commit_sync failed: {errors[:3]}")
             commit_s.append(t1 - t0)
             ack_s.append(t3 - t2)
         for record in unit:
@@ -331,10 +304,10 @@ def _loop(
         if len(ack_s) % 8 == 0 or done == total:
             tick(done)
     elapsed = clock() - start
-    cpu1 = CpuSnapshot.take(ctx.pid)
+    cpu1 = toolkit.CpuSnapshot.take(ctx.pid)
     assert cpu0 is not None
     if redelivered:
-        raise CheckFailed(f"{case.label}: {redelivered} records had delivery count > 1")
+        raise toolkit.CheckFailed(f"{case.label}: {redelivered} records had delivery count > 1")
     other = (cpu1.machine - cpu0.machine) - (cpu1.ours - cpu0.ours)
     sample = Sample(
         records=done,
@@ -367,7 +340,7 @@ def check_outputs(
             "enable.auto.offset.store": False,
             "isolation.level": "read_committed",
             "enable.partition.eof": True,
-            "logger": quiet_logger("bench.txn_acks.rdkafka"),
+            "logger": toolkit.quiet_logger("bench.txn_acks.rdkafka"),
         }
     )
     seen: set[bytes] = set()
@@ -387,7 +360,7 @@ def check_outputs(
                     if err.code() == KafkaError._PARTITION_EOF:  # noqa: SLF001 - librdkafka's name
                         at_end.add(m.partition())
                         continue
-                    raise CheckFailed(f"{label}: read_committed consumer error {err}")
+                    raise toolkit.CheckFailed(f"{label}: read_committed consumer error {err}")
                 at_end.discard(m.partition())
                 key = m.key()
                 if key in seen:
@@ -401,7 +374,7 @@ def check_outputs(
         consumer.close()
     missing = len(expected - seen)
     if missing or twice or unexpected or wrong_size:
-        raise CheckFailed(
+        raise toolkit.CheckFailed(
             f"{label}: read_committed read of {topic}: {missing} of {len(expected)} outputs "
             f"missing, {twice} seen twice, {unexpected} unexpected, {wrong_size} of wrong size"
         )
@@ -417,7 +390,7 @@ def check_start_offsets(
     for p in range(ctx.partitions):
         offsets = sorted(processed.get(p, []))
         if offsets != list(range(len(offsets))):
-            raise CheckFailed(f"{label}: partition {p}: processed offsets are not 0..n-1")
+            raise toolkit.CheckFailed(f"{label}: partition {p}: processed offsets are not 0..n-1")
         want.append((p, len(offsets)))
     got: list[tuple[int, int]] = []
     deadline = time.monotonic() + 10
@@ -429,7 +402,7 @@ def check_start_offsets(
             if got == want:
                 return
             time.sleep(0.05)  # commit markers are written after EndTxn answers
-    raise CheckFailed(f"{label}: share-partition start offsets {got}, expected {want}")
+    raise toolkit.CheckFailed(f"{label}: share-partition start offsets {got}, expected {want}")
 
 
 # -- fsync of the broker's data directory -------------------------------------------------------
@@ -447,7 +420,7 @@ def measure_fsync(case: Case, args: argparse.Namespace, ctx: RunContext, tick: T
     try:
         os.write(fd, data)
         os.fsync(fd)  # the file exists on disk before the timed fsyncs
-        cpu0 = CpuSnapshot.take(ctx.pid)
+        cpu0 = toolkit.CpuSnapshot.take(ctx.pid)
         start = clock()
         end = start + args.fsync_seconds
         while True:
@@ -464,7 +437,7 @@ def measure_fsync(case: Case, args: argparse.Namespace, ctx: RunContext, tick: T
             # kernel's journal thread busy, which the CPU-noise guard counts as other work.
             time.sleep(FSYNC_PAUSE_S)
         elapsed = clock() - start
-        cpu1 = CpuSnapshot.take(ctx.pid)
+        cpu1 = toolkit.CpuSnapshot.take(ctx.pid)
     finally:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -491,13 +464,13 @@ def measure_fsync(case: Case, args: argparse.Namespace, ctx: RunContext, tick: T
 def _describe(case: Case, sample: Sample) -> str:
     if case.kind == "fsync":
         return (
-            f"fsync p50 {pct(sample.commit_s, 50) * 1000:6.2f} ms, "
-            f"p99 {pct(sample.commit_s, 99) * 1000:6.2f} ms ({sample.units} samples)"
+            f"fsync p50 {toolkit.pct(sample.commit_s, 50) * 1000:6.2f} ms, "
+            f"p99 {toolkit.pct(sample.commit_s, 99) * 1000:6.2f} ms ({sample.units} samples)"
         )
     step = "commit" if case.kind == "txn" else "flush"
     return (
         f"{sample.rate:>9,.0f} rec/s ({sample.records:,} in {sample.seconds:.2f} s, "
-        f"{sample.units:,} units; {step} p50 {pct(sample.commit_s, 50) * 1000:.2f} ms)"
+        f"{sample.units:,} units; {step} p50 {toolkit.pct(sample.commit_s, 50) * 1000:.2f} ms)"
     )
 
 
@@ -527,7 +500,7 @@ def run_rounds(cases: list[Case], args: argparse.Namespace, ctx: RunContext) -> 
 
 
 def throughput_table(cases: list[Case], args: argparse.Namespace) -> Table:
-    table = rate_table(
+    table = toolkit.rate_table(
         f"Consume-transform-produce of {args.record_size} B records, "
         f"{args.partitions} input and {args.partitions} output partition(s) "
         "(median over rounds)",
@@ -541,9 +514,9 @@ def throughput_table(cases: list[Case], args: argparse.Namespace) -> Table:
         table.add_row(
             f"({case.key}) {case.label}",
             f"{case.records:,}",
-            *rate_cells(case.samples, lambda s: s.rate * args.record_size),
+            *toolkit.rate_cells(case.samples, lambda s: s.rate * args.record_size),
             f"{statistics.median(s.units / s.seconds for s in case.kept()):,.1f}",
-            *cpu_cells(case.samples),
+            *toolkit.cpu_cells(case.samples),
         )
     return table
 
@@ -562,7 +535,7 @@ def ratios(cases: list[Case]) -> list[tuple[int, str, float, float, float]]:
             f"(txn{case.txn_size}) transactional / (ack{case.txn_size}) explicit, "
             f"{case.txn_size:,} per unit"
         )
-        out.append((case.txn_size, name, *paired_ratio(top.samples, bottom.samples)))
+        out.append((case.txn_size, name, *toolkit.paired_ratio(top.samples, bottom.samples)))
     return out
 
 
@@ -576,12 +549,12 @@ def latency_summary(case: Case) -> dict[str, float]:
     commit = [x for s in kept for x in s.commit_s]
     out = {
         "samples": len(commit),
-        "commit_p50_ms": pct(commit, 50) * 1000,
-        "commit_p99_ms": pct(commit, 99) * 1000,
+        "commit_p50_ms": toolkit.pct(commit, 50) * 1000,
+        "commit_p99_ms": toolkit.pct(commit, 99) * 1000,
     }
     if ack:  # not for fsync
-        out["ack_p50_ms"] = pct(ack, 50) * 1000
-        out["ack_p99_ms"] = pct(ack, 99) * 1000
+        out["ack_p50_ms"] = toolkit.pct(ack, 50) * 1000
+        out["ack_p99_ms"] = toolkit.pct(ack, 99) * 1000
     return out
 
 
@@ -671,16 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help="time fsyncs of the broker's data directory for this long per round (1.0)",
     )
-    parser.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="broker config (repeatable), e.g. --set log.flush.interval.messages=10000",
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=120.0, help="give up on one measurement after (120 s)"
-    )
+    toolkit.add_broker_arguments(parser)
     toolkit.add_round_arguments(parser, rounds=5)
     return parser
 
@@ -744,19 +708,12 @@ def main(argv: list[str] | None = None) -> int:
             "--input-batch >= 1 and --fsync-seconds > 0[/]"
         )
         return 2
-    install_sigterm()
+    toolkit.install_sigterm()
     from coordinator.launcher import LocalBroker  # noqa: PLC0415 - keeps --help fast
 
-    broker_config = dict(item.split("=", 1) for item in args.set)
+    broker_config = toolkit.broker_config(args)
     value = os.urandom(args.record_size)
-    command = "python bench/txn_acks.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    started = datetime.datetime.now(datetime.UTC)
-    console.print(f"[bold]{command.strip()}[/]")
-    console.print(
-        f"{started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, {platform.platform()}, "
-        f"Python {platform.python_version()}, confluent-kafka {confluent_kafka_version()} "
-        f"(librdkafka {rdkafka_version()[0]})"
-    )
+    run = toolkit.announce(console, "txn_acks.py", argv)
     cases = build_cases(args, sizes)
     needed = max(c.records for c in cases if c.kind != "fsync")
     # Whole polls: the last poll of the longest case must find as many records as it asks for.
@@ -764,10 +721,10 @@ def main(argv: list[str] | None = None) -> int:
     run_started = time.perf_counter()
     with contextlib.ExitStack() as stack:
         console.print("starting the broker on 127.0.0.1 ...")
-        broker = stack.enter_context(LocalBroker(host=HOST, config=broker_config))
+        broker = stack.enter_context(LocalBroker(host=toolkit.HOST, config=broker_config))
         pid = broker.process.pid if broker.process else None
         if pid is not None:
-            BROKER_PIDS.add(pid)
+            toolkit.BROKER_PIDS.add(pid)
         bootstrap = broker.bootstrap_servers
         console.print(
             f"writing {needed * args.partitions:,} x {args.record_size} B records "
@@ -782,7 +739,7 @@ def main(argv: list[str] | None = None) -> int:
             **{"batch.num.messages": args.input_batch, "linger.ms": 100},
         )
         warmup_topic = f"bench-txnacks-warmup-{uuid.uuid4().hex[:8]}"
-        create_topics(bootstrap, [warmup_topic], 1)
+        toolkit.create_topics(bootstrap, [warmup_topic], 1)
         ctx = RunContext(bootstrap, pid, broker.data_dir, topic.name, args.partitions, warmup_topic)
         run_rounds(cases, args, ctx)
     run_seconds = time.perf_counter() - run_started
@@ -824,7 +781,7 @@ def main(argv: list[str] | None = None) -> int:
             "with K); in explicit mode their acknowledgements rode on a ShareFetch[/]"
         )
     disturbed = max((s.other_cores for c in cases for s in c.kept()), default=0)
-    if disturbed > OTHER_CORES_WARN:
+    if disturbed > toolkit.OTHER_CORES_WARN:
         console.print(
             f"[yellow]warning: other processes used up to {disturbed:.2f} cores during a "
             "measurement: the figures are disturbed; rerun on a quiet machine[/]"
@@ -836,15 +793,13 @@ def main(argv: list[str] | None = None) -> int:
         "groups' start offsets moved past exactly the records processed[/]"
     )
     console.print(f"run took {run_seconds:.0f} s")
-    if args.json:
-        write_json(args, command, started, run_seconds, cases, rows)
+    write_json(args, run, run_seconds, cases, rows)
     return 0
 
 
 def write_json(
     args: argparse.Namespace,
-    command: str,
-    started: datetime.datetime,
+    run: toolkit.RunInfo,
     run_seconds: float,
     cases: list[Case],
     rows: list[tuple[int, str, float, float, float]],
@@ -865,22 +820,17 @@ def write_json(
                 data["median_records_per_s"] = case.median()
         return data
 
-    toolkit.write_json(
-        args.json,
+    run.save(
+        args,
         console,
-        args=args,
-        command=command,
-        started=started,
-        results={
+        {
             "run_seconds": run_seconds,
             "cases": [case_json(c) for c in cases],
-            "ratios": [
-                {"txn_size": row[0], **toolkit.ratios_json([row[1:]])[0]} for row in rows
-            ],
+            "ratios": [{"txn_size": row[0], **toolkit.ratios_json([row[1:]])[0]} for row in rows],
             "goal": {"txn_size": GOAL_TXN_SIZE, "min_ratio": GOAL_RATIO},
         },
     )
 
 
 if __name__ == "__main__":
-    main_guard(main, console)
+    toolkit.main_guard(main, console)

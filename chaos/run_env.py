@@ -29,14 +29,14 @@ def _memoized(fn: Callable[..., Any], *, copy: bool = False) -> Callable[..., An
 
 
 def _install_replay_cache(stack: ExitStack) -> None:
+    import coordinator.shard_runtime as runtime  # noqa: PLC0415
     import coordinator.share.group_coordinator as groups  # noqa: PLC0415
-    import coordinator.share.share_coordinator as shares  # noqa: PLC0415
     import coordinator.txn_coordinator as txns  # noqa: PLC0415
     from coordinator.share.group_records import decode  # noqa: PLC0415
     from txn import txn_log  # noqa: PLC0415
 
     records = _memoized(txn_log.read_records, copy=True)
-    for module in (txns, groups, shares):
+    for module in (runtime,):
         replace(stack, module, "read_records", records)
     for name in ("decode_key", "decode_value"):
         replace(stack, txns, name, _memoized(getattr(txn_log, name)))

@@ -2,15 +2,16 @@
 
 Single node: every transactional id lives in one ``__transaction_state`` partition (0), which
 this coordinator owns for its whole life at ``coordinator_epoch``.  Every method is synchronous:
-a state change is prepared on the metadata (``prepare_*``), its record is appended to the log
-(and flushed), and only then is the transition completed; if the append raises, the pending
-transition is dropped and the error is mapped as Kafka maps append errors.
+a state change is prepared on the metadata (``prepare_*``) and returned as a
+``CoordinatorResult`` (its record, completing the transition once written, or dropping it);
+the ``CoordinatorRuntime`` appends and flushes the record and maps an append error as Kafka
+does.
 
 EndTxn writes PrepareCommit/PrepareAbort, replies at once and hands the markers to the
 ``MarkerChannel``; CompleteCommit/CompleteAbort is written when the channel reports that every
-partition acknowledged (retried with the clock if that append fails).  ``load()`` rebuilds the
-state by replaying the log through the same transit objects and re-sends the markers of every
-Prepare* transaction.
+partition acknowledged (retried with the clock if that append fails).  ``load()`` has the
+runtime replay the log through ``replay`` (the same transit objects) and re-sends the markers
+of every Prepare* transaction.
 
 Protocol errors are returned (``error`` fields, Kafka numbers), never raised.
 """
@@ -20,11 +21,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from coordinator.lifecycle import CoordinatorLifecycle
-from coordinator.log.durable_append import append_durably, append_error_code
 from coordinator.log.storage import PartitionLog
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.producer_ids import ProducerIdManager
+from coordinator.shard_runtime import (
+    CoordinatorResult,
+    CoordinatorRuntime,
+    CoordinatorShard,
+    LoadedRecord,
+)
 from coordinator.txn_results import (
     EndTxnResult,
     InitProducerIdResult,
@@ -35,8 +40,7 @@ from coordinator.txn_results import (
     log_value_to_transit,
     transit_to_log_value,
 )
-from txn.batch import build_batch
-from txn.clock import Clock, Timer
+from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import (
     ErrorCode,
@@ -68,7 +72,6 @@ from txn.txn_log import (
     decode_value,
     encode_key,
     encode_value,
-    read_records,
 )
 
 log = logging.getLogger(__name__)
@@ -77,10 +80,8 @@ _S = TransactionState
 _PREPARE = (_S.PREPARE_COMMIT, _S.PREPARE_ABORT)
 _IDLE = (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
 
-# --- results ---------------------------------------------------------------------------------
 
-
-class TransactionCoordinator(CoordinatorLifecycle):
+class TransactionCoordinator(CoordinatorShard):
     """Transactions of every transactional id, persisted in one ``__transaction_state`` log."""
 
     def __init__(
@@ -96,7 +97,7 @@ class TransactionCoordinator(CoordinatorLifecycle):
         retry_backoff_ms: int = 100,
     ) -> None:
         self._clock = clock
-        self._log = log
+        self._runtime = CoordinatorRuntime(clock, TRANSACTION_STATE_TOPIC, {0: log})
         self._producer_ids = producer_ids
         self._channel = marker_channel
         # Called with (transactional id, producer id) when the reaper aborts a transaction.
@@ -117,9 +118,8 @@ class TransactionCoordinator(CoordinatorLifecycle):
         self._txns: dict[str, TransactionMetadata] = {}
         # CompleteCommit/CompleteAbort transits waiting for their markers, by id.
         self._pending_complete: dict[str, TxnTransitMetadata] = {}
-        self._timers: dict[str, Timer] = {}
-        self._loaded = False
-        self._closed = False
+        # Replay: each id's latest record (the last one is all that needs its metadata built).
+        self._replayed: dict[str, TransactionLogValue] = {}
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -137,45 +137,36 @@ class TransactionCoordinator(CoordinatorLifecycle):
     def coordinator_epoch(self) -> int:
         return self._coordinator_epoch
 
+    def availability(self) -> ErrorCode:
+        """NONE once loaded; COORDINATOR_LOAD_IN_PROGRESS before, NOT_AVAILABLE after close."""
+        return self._runtime.availability()
+
     def load(self) -> None:
         """Replay the log, re-send the markers of Prepare* transactions, start the reapers."""
         self._txns.clear()
         self._pending_complete.clear()
-        # Each record replaces its id's state, so only the last one needs its metadata built;
-        # ``latest`` takes the same dict operations as ``_txns`` would, hence the same order.
-        latest: dict[str, TransactionLogValue] = {}
-        for header, batch in self._log.batches(self._log.log_start_offset):
-            if header.is_control:
-                continue
-            try:
-                records = read_records(batch)
-            except ValueError:
-                log.exception(
-                    "skipping unreadable __transaction_state batch at %d", header.base_offset
-                )
-                continue
-            for key, value in records:
-                self._replay_record(latest, key, value, header.base_offset)
-        for transactional_id, decoded in latest.items():
+        # ``_replayed`` takes the same dict operations as ``_txns`` would, hence the same order.
+        self._replayed = {}
+        self._runtime.load(self)
+        for transactional_id, decoded in self._replayed.items():
             self._txns[transactional_id] = TransactionMetadata.from_transit(
                 transactional_id, log_value_to_transit(decoded)
             )
-        self._mark_loaded()
+        self._replayed = {}
         for metadata in list(self._txns.values()):
             if metadata.state in _PREPARE:
                 log.info("completing %s after load", metadata)
                 self._send_markers(metadata)
-        self._schedule_periodic("abort", self._abort_interval_ms, self.abort_timed_out_transactions)
-        self._schedule_periodic(
+        self._runtime.schedule_periodic(
+            "abort", self._abort_interval_ms, self.abort_timed_out_transactions
+        )
+        self._runtime.schedule_periodic(
             "expire", self._expiry_interval_ms, self.remove_expired_transactional_ids
         )
 
     def close(self) -> None:
         """Stop the reapers and marker deliveries; every later request gets an error."""
-        self._mark_closed()
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
+        self._runtime.close()
         for transactional_id in self._pending_complete:
             self._channel.cancel(transactional_id)
         self._pending_complete.clear()
@@ -397,13 +388,9 @@ class TransactionCoordinator(CoordinatorLifecycle):
         tv2: bool,
     ) -> EndTxnResult:
         """EndTxn: write Prepare*, reply, then deliver markers and write Complete*."""
-        if not transactional_id:
-            return EndTxnResult(ErrorCode.INVALID_REQUEST)
-        if (error := self.availability()) is not ErrorCode.NONE:
-            return EndTxnResult(error)
-        metadata = self._txns.get(transactional_id)
-        if metadata is None:
-            return EndTxnResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        metadata = self._lookup(transactional_id, ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if isinstance(metadata, ErrorCode):
+            return EndTxnResult(metadata)
         try:
             if tv2:
                 outcome = self._end_txn_tv2(metadata, producer_id, producer_epoch, committed)
@@ -537,7 +524,7 @@ class TransactionCoordinator(CoordinatorLifecycle):
         return complete
 
     def _write_txn_completion(self, transactional_id: str, complete: TxnTransitMetadata) -> None:
-        if self._closed:
+        if self._runtime.closed:
             return
         metadata = self._txns.get(transactional_id)
         if metadata is None or self._pending_complete.get(transactional_id) is not complete:
@@ -551,13 +538,14 @@ class TransactionCoordinator(CoordinatorLifecycle):
                 transactional_id,
                 error.name,
             )
-            self._timers[f"complete:{transactional_id}"] = self._clock.schedule(
+            self._runtime.schedule_once(
+                f"complete:{transactional_id}",
                 self._retry_backoff_ms,
                 lambda: self._write_txn_completion(transactional_id, complete),
             )
             return
         del self._pending_complete[transactional_id]
-        self._timers.pop(f"complete:{transactional_id}", None)
+        self._runtime.forget_timer(f"complete:{transactional_id}")
         log.info(
             "transaction of %r %s (producer id %d, epoch %d)",
             transactional_id,
@@ -628,15 +616,23 @@ class TransactionCoordinator(CoordinatorLifecycle):
         if not expired:
             return []
         transits = [md.prepare_dead() for md in expired]
-        records: list[tuple[bytes | None, bytes | None]] = [
-            (encode_key(md.transactional_id), None) for md in expired
-        ]
-        error = self._append_records(records)
-        for md, transit in zip(expired, transits, strict=True):
-            if error is ErrorCode.NONE and md.pending_state is transit.state:
-                del self._txns[md.transactional_id]
-            else:
-                md.abort_pending()
+
+        def finish(written: bool) -> None:
+            for md, transit in zip(expired, transits, strict=True):
+                if written and md.pending_state is transit.state:
+                    del self._txns[md.transactional_id]
+                else:
+                    md.abort_pending()
+
+        error = self._runtime.write(
+            0,
+            CoordinatorResult(
+                [(encode_key(md.transactional_id), None) for md in expired],
+                ErrorCode.NONE,
+                apply=lambda _offset: finish(True),
+                revert=lambda: finish(False),
+            ),
+        )
         if error is not ErrorCode.NONE:
             log.warning("expiring transactional ids failed: %s", error.name)
             return []
@@ -649,13 +645,9 @@ class TransactionCoordinator(CoordinatorLifecycle):
         abort is starting or in progress -- call again until NONE, which carries the new
         (producer id, epoch) that fenced every earlier producer.
         """
-        if not transactional_id:
-            return EndTxnResult(ErrorCode.INVALID_REQUEST)
-        if (error := self.availability()) is not ErrorCode.NONE:
-            return EndTxnResult(error)
-        metadata = self._txns.get(transactional_id)
-        if metadata is None:
-            return EndTxnResult(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
+        metadata = self._lookup(transactional_id, ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
+        if isinstance(metadata, ErrorCode):
+            return EndTxnResult(metadata)
         if metadata.pending_transition_in_progress or metadata.state in _PREPARE:
             return EndTxnResult(ErrorCode.CONCURRENT_TRANSACTIONS)
         if metadata.state is _S.ONGOING:
@@ -768,6 +760,16 @@ class TransactionCoordinator(CoordinatorLifecycle):
 
     # --- internals ----------------------------------------------------------------------------
 
+    def _lookup(self, transactional_id: str, unknown: ErrorCode) -> TransactionMetadata | ErrorCode:
+        """The id's metadata, or the error for an empty id, an unavailable coordinator, or
+        (``unknown``) an id it does not know."""
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST
+        if (error := self.availability()) is not ErrorCode.NONE:
+            return error
+        metadata = self._txns.get(transactional_id)
+        return unknown if metadata is None else metadata
+
     def _generate_producer_id(self) -> int | ErrorCode:
         try:
             return self._producer_ids.generate_producer_id()
@@ -775,16 +777,15 @@ class TransactionCoordinator(CoordinatorLifecycle):
             log.exception("producer id allocation failed")
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
-    @staticmethod
-    def _replay_record(
-        latest: dict[str, TransactionLogValue], key: bytes | None, value: bytes | None, offset: int
-    ) -> None:
-        if key is None:
+    def replay(self, record: LoadedRecord) -> None:
+        """One ``__transaction_state`` record on load: the id's latest value, or its removal."""
+        offset = record.header.base_offset  # the batch, as Kafka's loader names it
+        if record.key is None:
             log.error("__transaction_state record without a key at %d", offset)
             return
         try:
-            transactional_id = decode_key(key)
-            decoded = decode_value(value)
+            transactional_id = decode_key(record.key)
+            decoded = decode_value(record.value)
         except UnknownRecordVersionError as exc:
             log.warning("skipping __transaction_state record at %d: %s", offset, exc)
             return
@@ -792,18 +793,9 @@ class TransactionCoordinator(CoordinatorLifecycle):
             log.exception("skipping corrupt __transaction_state record at %d", offset)
             return
         if decoded is None:
-            latest.pop(transactional_id, None)
+            self._replayed.pop(transactional_id, None)
         else:
-            latest[transactional_id] = decoded
-
-    def _append_records(self, records: list[tuple[bytes | None, bytes | None]]) -> ErrorCode:
-        now = self._clock.now_ms()
-        try:
-            batch = build_batch(records, timestamp_ms=now)
-        except Exception as exc:
-            return append_error_code(exc)
-        done = append_durably(self._log, batch, now, name=TRANSACTION_STATE_TOPIC)
-        return done if isinstance(done, ErrorCode) else ErrorCode.NONE
+            self._replayed[transactional_id] = decoded
 
     def _write(
         self,
@@ -812,26 +804,18 @@ class TransactionCoordinator(CoordinatorLifecycle):
         *,
         keep_pending_on_error: bool = False,
     ) -> ErrorCode:
-        """Append ``transit`` and complete it, or drop it (unless a retry will follow)."""
+        """Write ``transit`` and complete it, or drop it (unless a retry will follow)."""
+        return self._runtime.write(0, self._transition(metadata, transit, keep_pending_on_error))
+
+    @staticmethod
+    def _transition(
+        metadata: TransactionMetadata, transit: TxnTransitMetadata, keep_pending_on_error: bool
+    ) -> CoordinatorResult[ErrorCode]:
+        """The record of ``transit``: completes it once written, or drops the pending state."""
         value = encode_value(transit_to_log_value(transit))
-        error = self._append_records([(encode_key(metadata.transactional_id), value)])
-        if error is not ErrorCode.NONE:
-            if not keep_pending_on_error:
-                metadata.abort_pending()
-            return error
-        metadata.complete_transition(transit)
-        return ErrorCode.NONE
-
-    def _schedule_periodic(self, name: str, interval_ms: int, task: Callable[[], object]) -> None:
-        def run() -> None:
-            if self._closed:
-                return
-            try:
-                task()
-            finally:
-                self._timers[name] = self._clock.schedule(interval_ms, run)
-
-        previous = self._timers.pop(name, None)
-        if previous is not None:
-            previous.cancel()
-        self._timers[name] = self._clock.schedule(interval_ms, run)
+        return CoordinatorResult(
+            [(encode_key(metadata.transactional_id), value)],
+            ErrorCode.NONE,
+            apply=lambda _offset: metadata.complete_transition(transit),
+            revert=None if keep_pending_on_error else metadata.abort_pending,
+        )

@@ -12,6 +12,7 @@ from coordinator.group.classic import ClassicGroup, ClassicState
 from coordinator.group.consumer_protocol import CONSUMER_GROUP_TYPE, ConsumerProtocolGroup
 from coordinator.group.consumer_records import Record
 from coordinator.group.offsets import OffsetStore
+from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import GroupKey, OffsetKey
 from coordinator.group.results import (
     GROUP_TYPE,
@@ -26,7 +27,7 @@ log = logging.getLogger("sharetxn.groups")
 _S = ClassicState
 
 
-class GroupAdmin:
+class GroupAdmin(CoordinatorPart):
     """Describe, list and delete (the coordinator provides the attributes below)."""
 
     _groups: dict[str, ClassicGroup]
@@ -40,14 +41,6 @@ class GroupAdmin:
         def describe_as_classic(self, group_id: str) -> GroupDescription: ...
 
         def delete_consumer_group(self, group_id: str) -> ErrorCode: ...
-
-        def _write(
-            self,
-            records: list[Record],
-            *,
-            producer: tuple[int, int] | None = None,
-            defer: bool = False,
-        ) -> ErrorCode: ...
 
     def describe(self, group_ids: Iterable[str]) -> list[GroupDescription]:
         out: list[GroupDescription] = []

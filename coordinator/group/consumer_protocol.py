@@ -41,9 +41,11 @@ from coordinator.group.consumer_records import (
     TargetMemberValue,
 )
 from coordinator.group.offsets import OffsetStore
+from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import OffsetKey
 from coordinator.group.results import GroupDescription, MemberDescription
 from coordinator.group.timers import Timers
+from coordinator.shard_runtime import CoordinatorRuntime
 from coordinator.share.group_model import TopicLookup
 from txn.clock import Clock
 from txn.config import BrokerConfig
@@ -222,7 +224,7 @@ def assign(
     return {m: {t: frozenset(ps) for t, ps in parts.items()} for m, parts in out.items()}
 
 
-class ConsumerProtocol:
+class ConsumerProtocol(CoordinatorPart):
     """KIP-848 groups of ``ConsumerGroupCoordinator`` (a mixin; the attributes below)."""
 
     _clock: Clock
@@ -232,7 +234,7 @@ class ConsumerProtocol:
     _groups: dict[str, Any]  # the classic groups (ConsumerGroupCoordinator's)
     _topics: TopicLookup | None
     _is_share_group: Callable[[str], bool]
-    _closed: bool
+    _runtime: CoordinatorRuntime
     offsets: OffsetStore
 
     def availability(self) -> ErrorCode:
@@ -246,11 +248,6 @@ class ConsumerProtocol:
         def maybe_downgrade(self, group_id: str) -> None: ...
 
     def _emit(self, group_id: str, meter: str, count: int) -> None:
-        raise NotImplementedError
-
-    def _write(
-        self, records: list[Record], *, producer: tuple[int, int] | None = None
-    ) -> ErrorCode:
         raise NotImplementedError
 
     def consumer_heartbeat(
@@ -454,7 +451,7 @@ class ConsumerProtocol:
         self._timers.by_key.pop(("revoke", group_id, member_id), None)
         group = self._consumer_groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
-        if group is None or member is None or not member.revoking or self._closed:
+        if group is None or member is None or not member.revoking or self._runtime.closed:
             return
         log.info("consumer group %s: member %s did not revoke in time", group_id, member_id)
         self._remove_persisted(group_id, member_id)
@@ -473,7 +470,7 @@ class ConsumerProtocol:
     def _consumer_session_expired(self, group_id: str, member_id: str) -> None:
         self._timers.by_key.pop(("consumer-session", group_id, member_id), None)
         group = self._consumer_groups.get(group_id)
-        if group is None or member_id not in group.members or self._closed:
+        if group is None or member_id not in group.members or self._runtime.closed:
             return
         log.info("consumer group %s: member %s session timed out", group_id, member_id)
         self._remove_persisted(group_id, member_id)

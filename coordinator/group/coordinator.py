@@ -80,16 +80,19 @@ from coordinator.group.results import (
     SyncResult,
 )
 from coordinator.group.timers import Timers
-from coordinator.lifecycle import CoordinatorLifecycle
-from coordinator.log.durable_append import append_durably, append_error_code
 from coordinator.log.storage import PartitionLog
+from coordinator.shard_runtime import (
+    CoordinatorResult,
+    CoordinatorRuntime,
+    CoordinatorShard,
+    LoadedRecord,
+)
 from coordinator.share.group_model import TopicLookup
-from txn.batch import ControlType, build_batch, control_type_of
+from txn.batch import BatchHeader
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
-from txn.txn_log import read_records
 
 log = logging.getLogger("sharetxn.groups")
 
@@ -97,7 +100,7 @@ _S = ClassicState
 
 
 class ConsumerGroupCoordinator(
-    CoordinatorLifecycle, OffsetCommands, GroupAdmin, MixedMembership, ConsumerProtocol
+    OffsetCommands, GroupAdmin, MixedMembership, ConsumerProtocol, CoordinatorShard
 ):
     """Classic consumer groups and their offsets on one ``__consumer_offsets`` partition."""
 
@@ -113,6 +116,7 @@ class ConsumerGroupCoordinator(
     ) -> None:
         self._clock = clock
         self._log = group_log
+        self._runtime = CoordinatorRuntime(clock, "__consumer_offsets", {0: group_log})
         self._config = config
         self._is_share_group = is_share_group
         # (group id, meter name, count): offset-commits, offset-expirations, offset-deletions,
@@ -125,49 +129,22 @@ class ConsumerGroupCoordinator(
         self._pending_epochs: dict[int, int] = {}
         self._deferred: list[tuple[int, list[Record]]] = []  # appended, not yet known durable
         self._timers = Timers()
-        self._loaded = False
-        self._closed = False
 
     # --- lifecycle ----------------------------------------------------------------------------
+
+    def availability(self) -> ErrorCode:
+        """NONE once loaded; COORDINATOR_LOAD_IN_PROGRESS before, NOT_AVAILABLE after close."""
+        return self._runtime.availability()
 
     def load(self) -> None:
         """Replay the log: group metadata, offsets, transactional offsets and markers."""
         self._timers.cancel_all()
         self._deferred.clear()
-        self._loaded = False
         self._groups.clear()
         self._consumer_groups.clear()
         self.offsets = OffsetStore()
         self._pending_epochs.clear()
-        for header, batch in self._log.batches(self._log.log_start_offset):
-            if header.is_control:
-                ctype = control_type_of(batch, 0, header)
-                self._apply_marker(header.producer_id, ctype is ControlType.COMMIT)
-                continue
-            try:
-                pairs = read_records(batch)
-            except ValueError:
-                log.exception("skipping unreadable consumer-group batch at %d", header.base_offset)
-                continue
-            for index, (raw_key, raw_value) in enumerate(pairs):
-                if raw_key is None:
-                    continue
-                raw = None if raw_value is None else bytes(raw_value)
-                try:
-                    if int.from_bytes(bytes(raw_key[:2]), "big") in CONSUMER_KEY_VERSIONS:
-                        ckey = decode_consumer_key(bytes(raw_key))
-                        self._apply_consumer(ckey, decode_consumer_value(ckey, raw))
-                        continue
-                    key = decode_key(bytes(raw_key))
-                    value = decode_value(key, raw)
-                except GroupRecordFormatError as exc:
-                    log.warning("skipping consumer-group record at %d: %s", header.base_offset, exc)
-                    continue
-                pid = header.producer_id if header.is_transactional else None
-                if pid is not None:
-                    self._pending_epochs[pid] = header.producer_epoch
-                self._apply((key, value), header.base_offset + index, pid)
-        self._mark_loaded()
+        self._runtime.load(self)
         self._after_consumer_replay()
         now = self._clock.now_ms()
         for group in self._groups.values():
@@ -176,7 +153,7 @@ class ConsumerGroupCoordinator(
         self._schedule_expiry()
 
     def close(self) -> None:
-        self._mark_closed()
+        self._runtime.close()
         self._timers.cancel_all()
 
     def has_group(self, group_id: str) -> bool:
@@ -445,7 +422,7 @@ class ConsumerGroupCoordinator(
 
     def _on_join_timer(self, group_id: str) -> None:
         group = self._groups.get(group_id)
-        if group is None or group.state is not _S.PREPARING_REBALANCE or self._closed:
+        if group is None or group.state is not _S.PREPARING_REBALANCE or self._runtime.closed:
             return
         self._timers.by_key.pop(("join", group_id), None)
         group.initial_delay_until = -1
@@ -691,7 +668,7 @@ class ConsumerGroupCoordinator(
     def _expire_member(self, group_id: str, member_id: str) -> None:
         self._timers.by_key.pop(("session", group_id, member_id), None)
         group = self._groups.get(group_id)
-        if self._closed or group is None or member_id not in group.members:
+        if self._runtime.closed or group is None or member_id not in group.members:
             return
         member = group.members[member_id]
         if member.awaiting_join is not None or member.awaiting_sync is not None:
@@ -730,37 +707,54 @@ class ConsumerGroupCoordinator(
         """
         if not records:
             return ErrorCode.NONE
-        now = self._clock.now_ms()
-        pairs = [_encode(record) for record in records]
-        try:
-            if producer is None:
-                batch = build_batch(pairs, timestamp_ms=now)
-            else:
-                batch = build_batch(
-                    pairs,
-                    timestamp_ms=now,
-                    producer_id=producer[0],
-                    producer_epoch=producer[1],
-                    transactional=True,
-                )
-        except Exception as exc:
-            return append_error_code(exc)
-        base_offset = append_durably(
-            self._log, batch, now, name="__consumer_offsets", flush=not defer
+        result = CoordinatorResult(
+            [_encode(record) for record in records],
+            ErrorCode.NONE,
+            apply=lambda base_offset: self._apply_written(records, base_offset, producer),
+            producer=producer,
         )
+        if not defer:
+            return self._runtime.write(0, result)
+        base_offset = self._runtime.append(0, result, flush=False)
         if isinstance(base_offset, ErrorCode):
             return base_offset
-        if defer:
-            self._defer(base_offset, records)
-            return ErrorCode.NONE
+        self._defer(base_offset, records)
+        return ErrorCode.NONE
+
+    def _apply_written(
+        self, records: list[Record], base_offset: int, producer: tuple[int, int] | None
+    ) -> None:
         self._apply_deferred()  # the flush made them durable too, and they come first
         if producer is not None:
             self._pending_epochs[producer[0]] = producer[1]
         for index, record in enumerate(records):
-            self._apply(
-                record, base_offset + index, None if producer is None else producer[0]
-            )
-        return ErrorCode.NONE
+            self._apply(record, base_offset + index, None if producer is None else producer[0])
+
+    def replay(self, record: LoadedRecord) -> None:
+        """One record on load: a KIP-848 record, or a group / offset one (staged if
+        transactional), through the code live writes apply with."""
+        key, header = record.key, record.header
+        if key is None:
+            return
+        raw = None if record.value is None else bytes(record.value)
+        try:
+            if int.from_bytes(bytes(key[:2]), "big") in CONSUMER_KEY_VERSIONS:
+                ckey = decode_consumer_key(bytes(key))
+                self._apply_consumer(ckey, decode_consumer_value(ckey, raw))
+                return
+            group_key = decode_key(bytes(key))
+            group_value = decode_value(group_key, raw)
+        except GroupRecordFormatError as exc:
+            log.warning("skipping consumer-group record at %d: %s", header.base_offset, exc)
+            return
+        pid = header.producer_id if header.is_transactional else None
+        if pid is not None:
+            self._pending_epochs[pid] = header.producer_epoch
+        self._apply((group_key, group_value), record.offset, pid)
+
+    def replay_marker(self, partition: int, header: BatchHeader, commit: bool) -> None:
+        """A COMMIT/ABORT marker on load: the producer's staged offsets, applied or dropped."""
+        self._apply_marker(header.producer_id, commit)
 
     def _apply(self, record: Record, record_offset: int, producer_id: int | None) -> None:
         key, value = record
@@ -797,7 +791,7 @@ class ConsumerGroupCoordinator(
             return
         assert isinstance(value, GroupValue)
         live = self._groups.get(key.group_id)
-        if live is not None and self._loaded:
+        if live is not None and self._runtime.loaded:
             return  # live: the group object is already current; the record is its snapshot
         self._consumer_groups.pop(key.group_id, None)  # replay: the id became a classic group
         self._groups[key.group_id] = ClassicGroup.from_value(key.group_id, value)

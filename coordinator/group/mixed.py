@@ -47,6 +47,7 @@ from coordinator.group.embedded import (
     parse_subscription,
     subscription_version,
 )
+from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import GroupKey
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
 from coordinator.group.timers import Timers
@@ -60,7 +61,7 @@ log = logging.getLogger("sharetxn.groups")
 MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 
 
-class MixedMembership:
+class MixedMembership(CoordinatorPart):
     """Classic members of KIP-848 groups (a mixin of ``ConsumerGroupCoordinator``)."""
 
     _clock: Clock
@@ -100,15 +101,6 @@ class MixedMembership:
             raise NotImplementedError
 
         def _remove_consumer_member(self, group: ConsumerProtocolGroup, member_id: str) -> None:
-            raise NotImplementedError
-
-        def _write(
-            self,
-            records: list[Record],
-            *,
-            producer: tuple[int, int] | None = None,
-            defer: bool = False,
-        ) -> ErrorCode:
             raise NotImplementedError
 
         def _arm_session(self, group: ClassicGroup, member: ClassicMember, now: int) -> None:

@@ -15,12 +15,12 @@ from coordinator.group.classic import ClassicGroup, ClassicMember, ClassicState
 from coordinator.group.consumer_protocol import ConsumerProtocolGroup
 from coordinator.group.consumer_records import Record
 from coordinator.group.offsets import OffsetStore
+from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import GroupKey, OffsetKey, OffsetValue
 from coordinator.group.results import FetchedOffset
 from coordinator.group.timers import Timers
-from coordinator.log.durable_append import append_durably
 from coordinator.log.storage import PartitionLog
-from txn.batch import ControlType, build_control_batch
+from coordinator.shard_runtime import ControlMarker, CoordinatorResult, CoordinatorRuntime
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
@@ -31,7 +31,7 @@ log = logging.getLogger("sharetxn.groups")
 OffsetMap = dict[TopicPartition, tuple[int, int, str | None]]
 
 
-class OffsetCommands:
+class OffsetCommands(CoordinatorPart):
     """Offsets for ``ConsumerGroupCoordinator`` (which provides the attributes below)."""
 
     _clock: Clock
@@ -40,7 +40,7 @@ class OffsetCommands:
     _groups: dict[str, ClassicGroup]
     _pending_epochs: dict[int, int]
     _is_share_group: Callable[[str], bool]
-    _closed: bool
+    _runtime: CoordinatorRuntime
     _deferred: list[tuple[int, list[Record]]]
     offsets: OffsetStore
     _consumer_groups: dict[str, ConsumerProtocolGroup]
@@ -52,15 +52,6 @@ class OffsetCommands:
         raise NotImplementedError
 
     def has_group(self, group_id: str) -> bool:
-        raise NotImplementedError
-
-    def _write(
-        self,
-        records: list[Record],
-        *,
-        producer: tuple[int, int] | None = None,
-        defer: bool = False,
-    ) -> ErrorCode:
         raise NotImplementedError
 
     def _apply(self, record: Record, record_offset: int, producer_id: int | None) -> None:
@@ -93,7 +84,7 @@ class OffsetCommands:
 
     def durable(self, token: int) -> None:
         """``deferred_sync`` covering the commit ``token`` returned: apply it (and earlier)."""
-        if not self._closed:
+        if not self._runtime.closed:
             self._apply_deferred(token)
 
     def deferred_failed(self, token: int) -> None:
@@ -255,20 +246,19 @@ class OffsetCommands:
             return ErrorCode.INVALID_PRODUCER_EPOCH  # an old epoch's marker: a newer txn is open
         if producer_id not in self.offsets.pending:
             return ErrorCode.NONE  # nothing staged (or already applied): idempotent
-        now = self._clock.now_ms()
-        batch = build_control_batch(
-            ControlType.COMMIT if commit else ControlType.ABORT,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            coordinator_epoch=coordinator_epoch,
-            timestamp_ms=now,
+        return self._runtime.write(
+            0,
+            CoordinatorResult(
+                (),
+                ErrorCode.NONE,
+                apply=lambda _offset: self._apply_written_marker(producer_id, commit),
+                marker=ControlMarker(commit, producer_id, producer_epoch, coordinator_epoch),
+            ),
         )
-        done = append_durably(self._log, batch, now, name="__consumer_offsets marker")
-        if isinstance(done, ErrorCode):
-            return done
+
+    def _apply_written_marker(self, producer_id: int, commit: bool) -> None:
         self._apply_deferred()  # durable with the marker, and earlier in the log
         self._apply_marker(producer_id, commit)
-        return ErrorCode.NONE
 
     def _apply_marker(self, producer_id: int, commit: bool) -> None:
         applied = self.offsets.complete(producer_id, commit)
@@ -348,7 +338,7 @@ class OffsetCommands:
         self._timers.arm(self._clock, ("expiry",), interval, self._expire_offsets)
 
     def _expire_offsets(self) -> None:
-        if self._closed:
+        if self._runtime.closed:
             return
         self.expire_offsets()
         self._schedule_expiry()

@@ -38,9 +38,14 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 
-from coordinator.lifecycle import CoordinatorLifecycle
-from coordinator.log.durable_append import append_durably, append_error_code
 from coordinator.log.storage import PartitionLog
+from coordinator.shard_runtime import (
+    CoordinatorResult,
+    CoordinatorRuntime,
+    CoordinatorShard,
+    LoadedRecord,
+    append_error_code,
+)
 from coordinator.share.assignor import SimpleAssignor
 from coordinator.share.group_config import GroupConfigDefs, ShareGroupConfig
 from coordinator.share.group_model import (
@@ -85,11 +90,9 @@ from coordinator.share.group_records import (
     decode,
     encode,
 )
-from txn.batch import build_batch
 from txn.clock import Clock, Timer
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode, InvalidConfigError
-from txn.txn_log import read_records
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +100,7 @@ log = logging.getLogger(__name__)
 # --- the coordinator --------------------------------------------------------------------------
 
 
-class ShareGroupCoordinator(CoordinatorLifecycle):
+class ShareGroupCoordinator(CoordinatorShard):
     """Every share group of the broker, persisted in one group-coordinator log."""
 
     def __init__(
@@ -112,7 +115,7 @@ class ShareGroupCoordinator(CoordinatorLifecycle):
         retry_backoff_ms: int = 1000,
     ) -> None:
         self._clock = clock
-        self._log = log
+        self._runtime = CoordinatorRuntime(clock, "share-group log", {0: log})
         self._topics = topics
         self._max_size = config.get_int("group.share.max.size")
         self._config_defs = GroupConfigDefs(config)
@@ -132,10 +135,12 @@ class ShareGroupCoordinator(CoordinatorLifecycle):
         self._effective_configs: dict[str | None, ShareGroupConfig] = {}
         self._timers: dict[tuple[str, str], tuple[int, Timer]] = {}
         self._timer_seq = 0
-        self._loaded = False
-        self._closed = False
 
     # --- lifecycle ----------------------------------------------------------------------------
+
+    def availability(self) -> ErrorCode:
+        """NONE once loaded; COORDINATOR_LOAD_IN_PROGRESS before, NOT_AVAILABLE after close."""
+        return self._runtime.availability()
 
     def load(self) -> None:
         """Replay the log through ``_apply`` and start every member's session timer afresh.
@@ -149,32 +154,14 @@ class ShareGroupCoordinator(CoordinatorLifecycle):
         self._partition_states.clear()
         self._configs.clear()
         self._effective_configs.clear()
-        for header, batch in self._log.batches(self._log.log_start_offset):
-            if header.is_control:
-                continue
-            try:
-                pairs = read_records(batch)
-            except ValueError:
-                log.exception("skipping unreadable share-group batch at %d", header.base_offset)
-                continue
-            for key, value in pairs:
-                try:
-                    record = decode(key, value)
-                except GroupRecordVersionError as exc:
-                    log.warning("skipping share-group record at %d: %s", header.base_offset, exc)
-                    continue
-                except GroupRecordError:
-                    log.exception("skipping corrupt share-group record at %d", header.base_offset)
-                    continue
-                self._apply(record)
-        self._mark_loaded()
+        self._runtime.load(self)
         for group in self._groups.values():
             for member_id in group.members:
                 self._arm_session_timer(group.group_id, member_id)
 
     def close(self) -> None:
         """Stop every timer; later requests get COORDINATOR_NOT_AVAILABLE."""
-        self._mark_closed()
+        self._runtime.close()
         self._cancel_all_timers()
 
     # --- ShareGroupHeartbeat ------------------------------------------------------------------
@@ -783,7 +770,7 @@ class ShareGroupCoordinator(CoordinatorLifecycle):
 
     def _on_session_timeout(self, group_id: str, member_id: str, seq: int) -> None:
         entry = self._timers.get((group_id, member_id))
-        if self._closed or entry is None or entry[0] != seq:
+        if self._runtime.closed or entry is None or entry[0] != seq:
             return  # cancelled or superseded by a later heartbeat
         del self._timers[(group_id, member_id)]
         group = self._groups.get(group_id)
@@ -801,17 +788,32 @@ class ShareGroupCoordinator(CoordinatorLifecycle):
         """Append ``records`` as one batch, flush, then apply them (prepare -> append -> apply)."""
         if not records:
             return ErrorCode.NONE
-        now = self._clock.now_ms()
         try:
-            batch = build_batch([encode(r) for r in records], timestamp_ms=now)
+            pairs = [encode(r) for r in records]
         except Exception as exc:
             return append_error_code(exc)
-        done = append_durably(self._log, batch, now, name="share-group log")
-        if isinstance(done, ErrorCode):
-            return done
+        return self._runtime.write(
+            0,
+            CoordinatorResult(
+                pairs, ErrorCode.NONE, apply=lambda _offset: self._apply_all(records)
+            ),
+        )
+
+    def _apply_all(self, records: list[GroupRecord]) -> None:
         for record in records:
             self._apply(record)
-        return ErrorCode.NONE
+
+    def replay(self, record: LoadedRecord) -> None:
+        """One record of the log on load, through ``_apply``."""
+        try:
+            decoded = decode(record.key, record.value)
+        except GroupRecordVersionError as exc:
+            log.warning("skipping share-group record at %d: %s", record.header.base_offset, exc)
+            return
+        except GroupRecordError:
+            log.exception("skipping corrupt share-group record at %d", record.header.base_offset)
+            return
+        self._apply(decoded)
 
     def _apply(self, record: GroupRecord) -> None:
         """Make one record's state current (live after an append, and on replay)."""
@@ -881,4 +883,3 @@ class ShareGroupCoordinator(CoordinatorLifecycle):
         if group is None:
             group = self._groups[group_id] = _Group(group_id)
         return group
-

@@ -10,12 +10,12 @@ batches of one write (merged on replay with ``state_combiner.combine``), a null 
 tombstone.  After ``share.coordinator.snapshot.update.records.per.snapshot`` updates of a key,
 its next write is a snapshot instead.
 
-**Writes.**  Every method validates, builds the record from the current state (nothing is
-changed yet), appends it as a one-record batch, flushes, and only then applies the record to
-the in-memory state through ``_apply`` -- the same code ``load()`` replays the log with.  An
-append or flush failure returns an error (mapped as Kafka maps coordinator append errors) and
-leaves the state untouched; a record whose flush failed is truncated away so the log and the
-memory agree.
+**Writes.**  Every method validates and builds the record from the current state (nothing is
+changed yet) as a ``CoordinatorResult``; the ``CoordinatorRuntime`` appends it as a one-record
+batch, flushes, and only then applies the record to the in-memory state through ``_apply`` --
+the same code ``load()`` replays the log with (``replay``).  An append or flush failure returns
+an error (mapped as Kafka maps coordinator append errors) and leaves the state untouched; a
+record whose flush failed is truncated away so the log and the memory agree.
 
 **Pruning.**  Each key remembers the log offset of its latest ShareSnapshot.  Records below the
 smallest such offset in a partition are redundant (every key's state is rebuilt from its latest
@@ -40,11 +40,16 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from coordinator.lifecycle import CoordinatorLifecycle
-from coordinator.log.durable_append import append_durably
 from coordinator.log.storage import PartitionLog
+from coordinator.shard_runtime import (
+    ControlMarker,
+    CoordinatorResult,
+    CoordinatorRuntime,
+    CoordinatorShard,
+    LoadedRecord,
+)
 from coordinator.share.persister import (
     PersisterStateBatch,
     ReadStateResult,
@@ -69,8 +74,8 @@ from coordinator.share.state_partitions import (
     coordinator_key,
     partition_for,
 )
-from txn.batch import BatchHeader, ControlType, build_batch, build_control_batch, control_type_of
-from txn.clock import Clock, Timer
+from txn.batch import BatchHeader
+from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode, InvalidConfigError
 from txn.ids import SHARE_GROUP_STATE_TOPIC
@@ -90,7 +95,6 @@ from txn.share_records import (
     decode_record,
     encode_record,
 )
-from txn.txn_log import read_records
 
 log = logging.getLogger(__name__)
 
@@ -100,13 +104,7 @@ DEFAULT_PRUNE_INTERVAL_MS = 300_000
 DEFAULT_COLD_PARTITION_SNAPSHOT_INTERVAL_MS = 300_000
 
 
-# --- partitioning ----------------------------------------------------------------------------
-
-
-# --- the coordinator -------------------------------------------------------------------------
-
-
-class ShareCoordinator(CoordinatorLifecycle):
+class ShareCoordinator(CoordinatorShard):
     """The ``Persister`` of every share partition, over the ``__share_group_state`` logs."""
 
     def __init__(
@@ -152,9 +150,8 @@ class ShareCoordinator(CoordinatorLifecycle):
         self._cold_interval_ms = cold_partition_snapshot_interval_ms
         self._topic_exists = topic_exists
         self._partitions: dict[int, _StatePartition] = {}
-        self._timers: dict[str, Timer] = {}
-        self._loaded = False
-        self._closed = False
+        self._loading: dict[int, _StatePartition] = {}
+        self._runtime = CoordinatorRuntime(clock, SHARE_GROUP_STATE_TOPIC, skip_below_start=True)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -170,26 +167,35 @@ class ShareCoordinator(CoordinatorLifecycle):
         """``java_string_hash(coordinator_key(key))`` (abs) modulo the partition count."""
         return partition_for(key, self._num_partitions)
 
+    def availability(self) -> ErrorCode:
+        """NONE once loaded; COORDINATOR_LOAD_IN_PROGRESS before, NOT_AVAILABLE after close."""
+        return self._runtime.availability()
+
     def load(self) -> None:
         """Open and replay every state partition, then start the prune and cold-snapshot jobs."""
-        self._cancel_timers()
-        partitions: dict[int, _StatePartition] = {}
-        for index in range(self._num_partitions):
-            part = _StatePartition(index, self._storage_open(index))
-            self._replay_partition(part)
-            partitions[index] = part
-        self._partitions = partitions
-        self._mark_loaded()
-        self._schedule_periodic("prune", self._prune_interval_ms, self.prune)
+        self._runtime.cancel_timers()
+        self._loading = {}
+
+        def opened() -> Iterator[tuple[int, PartitionLog]]:
+            for index in range(self._num_partitions):
+                part = self._loading[index] = _StatePartition(index, self._storage_open(index))
+                yield index, part.log
+
+        self._runtime.load(self, opened())
+        self._partitions, self._loading = self._loading, {}
+        label = "share coordinator"
+        self._runtime.schedule_periodic("prune", self._prune_interval_ms, self.prune, label=label)
         if self._cold_interval_ms is not None:
-            self._schedule_periodic(
-                "cold-snapshot", self._cold_interval_ms, self.snapshot_cold_partitions
+            self._runtime.schedule_periodic(
+                "cold-snapshot",
+                self._cold_interval_ms,
+                self.snapshot_cold_partitions,
+                label=label,
             )
 
     def close(self) -> None:
         """Stop the periodic jobs; every later request gets COORDINATOR_NOT_AVAILABLE."""
-        self._mark_closed()
-        self._cancel_timers()
+        self._runtime.close()
 
     # --- the Persister protocol ---------------------------------------------------------------
 
@@ -389,16 +395,7 @@ class ShareCoordinator(CoordinatorLifecycle):
             for key, entry in sorted(entries.items()):
                 if now - entry.write_timestamp < self._cold_interval_ms:
                     continue
-                value = ShareSnapshotValue(
-                    snapshot_epoch=entry.snapshot_epoch + 1,
-                    state_epoch=entry.state_epoch,
-                    leader_epoch=entry.leader_epoch,
-                    start_offset=entry.start_offset,
-                    create_timestamp=entry.create_timestamp,
-                    write_timestamp=now,
-                    state_batches=_to_records(entry.batches),
-                )
-                if self._write(part, key, value) is ErrorCode.NONE:
+                if self._write(part, key, _resnapshot(entry, now)) is ErrorCode.NONE:
                     written += 1
         return written
 
@@ -502,41 +499,29 @@ class ShareCoordinator(CoordinatorLifecycle):
         except ShareRecordFormatError:
             log.exception("cannot encode the share state record of %s", coordinator_key(key))
             return ErrorCode.INVALID_REQUEST
-        now = self._clock.now_ms()
-        batch = build_batch([(key_bytes, value_bytes)], timestamp_ms=now)
-        offset = self._append_durably(part, batch, now)
-        if isinstance(offset, ErrorCode):
-            return offset
-        self._apply(part, offset, key, value)
-        return ErrorCode.NONE
+        return self._runtime.write(
+            part.index,
+            CoordinatorResult(
+                [(key_bytes, value_bytes)],
+                ErrorCode.NONE,
+                apply=lambda offset: self._apply(part, offset, key, value),
+            ),
+        )
 
     # --- internals: replay --------------------------------------------------------------------
 
-    def _replay_partition(self, part: _StatePartition) -> None:
-        start = part.log.log_start_offset
-        for header, batch in part.log.batches(start):
-            if header.is_control:
-                commit = control_type_of(batch, 0, header) is ControlType.COMMIT
-                self._apply_marker(part, header.producer_id, header.producer_epoch, commit)
-                continue
-            try:
-                records = read_records(batch)
-            except ValueError:
-                log.exception(
-                    "skipping unreadable %s-%d batch at %d",
-                    SHARE_GROUP_STATE_TOPIC,
-                    part.index,
-                    header.base_offset,
-                )
-                continue
-            for delta, (raw_key, raw_value) in enumerate(records):
-                offset = header.base_offset + delta
-                if offset < start:
-                    continue  # deleted by a prune that cut this batch
-                if header.is_transactional:
-                    self._replay_pending(part, offset, header, raw_key, raw_value)
-                else:
-                    self._replay_record(part, offset, raw_key, raw_value)
+    def replay(self, record: LoadedRecord) -> None:
+        """One record of a state partition on load: staged if transactional, else applied."""
+        part = self._loading[record.partition]
+        if record.header.is_transactional:
+            self._replay_pending(part, record.offset, record.header, record.key, record.value)
+        else:
+            self._replay_record(part, record.offset, record.key, record.value)
+
+    def replay_marker(self, partition: int, header: BatchHeader, commit: bool) -> None:
+        """A COMMIT/ABORT marker on load: the staged acks of its producer, applied or dropped."""
+        part = self._loading[partition]
+        self._apply_marker(part, header.producer_id, header.producer_epoch, commit)
 
     def _replay_record(
         self, part: _StatePartition, offset: int, raw_key: bytes | None, raw_value: bytes | None
@@ -657,20 +642,17 @@ class ShareCoordinator(CoordinatorLifecycle):
         record_key = ShareRecordKey(
             ShareRecordType.SHARE_UPDATE, key.group_id, key.topic_id, key.partition
         )
-        key_bytes, value_bytes = encode_record(record_key, value)
-        now = self._clock.now_ms()
-        batch = build_batch(
-            [(key_bytes, value_bytes)],
-            timestamp_ms=now,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            transactional=True,
+        return self._runtime.write(
+            part.index,
+            CoordinatorResult(
+                [encode_record(record_key, value)],
+                ErrorCode.NONE,
+                apply=lambda offset: self._stage(
+                    part, offset, producer_id, producer_epoch, key, value
+                ),
+                producer=(producer_id, producer_epoch),
+            ),
         )
-        appended = self._append_durably(part, batch, now)
-        if isinstance(appended, ErrorCode):
-            return appended
-        self._stage(part, appended, producer_id, producer_epoch, key, value)
-        return ErrorCode.NONE
 
     def complete_transaction(
         self,
@@ -690,22 +672,24 @@ class ShareCoordinator(CoordinatorLifecycle):
         part = self._partitions.get(partition)
         if part is None:
             return MarkerOutcome(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        now = self._clock.now_ms()
-        marker = build_control_batch(
-            ControlType.COMMIT if commit else ControlType.ABORT,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            coordinator_epoch=coordinator_epoch,
-            timestamp_ms=now,
+        keys: list[ShareStateKey] = []
+        appended = self._runtime.write(
+            partition,
+            CoordinatorResult(
+                (),
+                ErrorCode.NONE,
+                apply=lambda _offset: keys.extend(
+                    self._apply_marker(part, producer_id, producer_epoch, commit)
+                ),
+                marker=ControlMarker(commit, producer_id, producer_epoch, coordinator_epoch),
+            ),
         )
-        appended = self._append_durably(part, marker, now)
-        if isinstance(appended, ErrorCode):
+        if appended is not ErrorCode.NONE:
             return MarkerOutcome(
                 ErrorCode.NOT_LEADER_OR_FOLLOWER
                 if appended is ErrorCode.NOT_COORDINATOR
                 else appended
             )
-        keys = self._apply_marker(part, producer_id, producer_epoch, commit)
         if commit:
             for key in keys:
                 # Best effort: a failed snapshot keeps the pruning floor, so nothing is lost.
@@ -716,16 +700,7 @@ class ShareCoordinator(CoordinatorLifecycle):
         entry = part.states.get(key)
         if entry is None:
             return ErrorCode.NONE
-        value = ShareSnapshotValue(
-            snapshot_epoch=entry.snapshot_epoch + 1,
-            state_epoch=entry.state_epoch,
-            leader_epoch=entry.leader_epoch,
-            start_offset=entry.start_offset,
-            create_timestamp=entry.create_timestamp,
-            write_timestamp=self._clock.now_ms(),
-            state_batches=_to_records(entry.batches),
-        )
-        return self._write(part, key, value)
+        return self._write(part, key, _resnapshot(entry, self._clock.now_ms()))
 
     def pending_for(
         self, key: ShareStateKey
@@ -750,10 +725,6 @@ class ShareCoordinator(CoordinatorLifecycle):
                 for key in pending.updates:
                     out.setdefault(producer_id, []).append((index, key))
         return out
-
-    def _append_durably(self, part: _StatePartition, batch: bytes, now: int) -> ErrorCode | int:
-        """Append and fsync; the base offset, or the error (nothing appended)."""
-        return append_durably(part.log, batch, now, name=f"{self.topic}-{part.index}")
 
     def _replay_pending(
         self,
@@ -841,24 +812,15 @@ class ShareCoordinator(CoordinatorLifecycle):
         needed.extend(pending.first_offset for pending in part.pending_txn.values())
         return min(needed) if needed else part.log.log_end_offset
 
-    def _schedule_periodic(self, name: str, interval_ms: int, task: Callable[[], object]) -> None:
-        def run() -> None:
-            if self._closed:
-                return
-            try:
-                task()
-            except Exception:
-                log.exception("share coordinator job %s failed", name)
-            finally:
-                if not self._closed:
-                    self._timers[name] = self._clock.schedule(interval_ms, run)
 
-        previous = self._timers.pop(name, None)
-        if previous is not None:
-            previous.cancel()
-        self._timers[name] = self._clock.schedule(interval_ms, run)
-
-    def _cancel_timers(self) -> None:
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
+def _resnapshot(entry: _KeyState, write_timestamp: int) -> ShareSnapshotValue:
+    """A snapshot of ``entry``'s current state, one snapshot epoch later."""
+    return ShareSnapshotValue(
+        snapshot_epoch=entry.snapshot_epoch + 1,
+        state_epoch=entry.state_epoch,
+        leader_epoch=entry.leader_epoch,
+        start_offset=entry.start_offset,
+        create_timestamp=entry.create_timestamp,
+        write_timestamp=write_timestamp,
+        state_batches=_to_records(entry.batches),
+    )

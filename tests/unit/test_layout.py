@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "coordinator.metrics",
         "coordinator.runtime",
         "coordinator.cleaner_worker",
-        "coordinator.lifecycle",
+        "coordinator.shard_runtime",
         "coordinator.security",
     ),
     ("coordinator.share",),

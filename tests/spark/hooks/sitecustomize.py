@@ -64,28 +64,28 @@ def _install(point: str, batch: int) -> None:
 
         sink.write_intent = write_intent
     elif point == "kill-after-read-prepare":
-        import producer.spark.sink as sink
+        import producer.spark.write_task as write_task
 
-        original_call = sink._WriteTask.__call__
+        original_prepare = write_task.WriteTask.prepare
 
-        def call(self, index, rows):  # type: ignore[no-untyped-def]
+        def prepare(self, index, records):  # type: ignore[no-untyped-def]
             if self.batch == batch:
-                _kill_driver()
-            return original_call(self, index, rows)
+                _kill_driver()  # the read transactions are prepared, no write has begun
+            return original_prepare(self, index, records)
 
-        sink._WriteTask.__call__ = call
+        write_task.WriteTask.prepare = prepare
     elif point == "kill-after-write-prepare":
-        import producer.spark.sink as sink
+        import producer.spark.write_task as write_task
 
-        original_task = sink._WriteTask.__call__
+        original_task = write_task.WriteTask.prepare
 
-        def prepared(self, index, rows):  # type: ignore[no-untyped-def]
-            out = list(original_task(self, index, rows))  # sends and prepares
-            if self.batch == batch and out:
+        def prepared(self, index, records):  # type: ignore[no-untyped-def]
+            receipt = original_task(self, index, records)  # sends and prepares
+            if self.batch == batch and receipt is not None:
                 _kill_driver()
-            yield from out
+            return receipt
 
-        sink._WriteTask.__call__ = prepared
+        write_task.WriteTask.prepare = prepared
     elif point == "fail-read-once":
         from pyspark import TaskContext
 

@@ -292,8 +292,17 @@ def keeps_prepared(cfg: ProducerConfig, client: Any) -> bool:
     return span is None or span[1] >= INIT_PRODUCER_ID_2PC_VERSION
 
 
+_warned_timeout_bounded: set[tuple[str, str]] = set()
+
+
 def warn_timeout_bounded(cfg: ProducerConfig, why: str) -> None:
-    log.warning(
+    """Say that prepares are timeout-bounded: a warning once per cluster and reason in a
+    process (a Spark write task opens a producer per partition and batch), then debug."""
+    key = (cfg.bootstrap_servers, why)
+    level = logging.DEBUG if key in _warned_timeout_bounded else logging.WARNING
+    _warned_timeout_bounded.add(key)
+    log.log(
+        level,
         "%s: prepared transactions of %r are plain transactions; the coordinator aborts "
         "one that stays open longer than transaction.timeout.ms=%d ms (bounded by the "
         "brokers' transaction.max.timeout.ms)",

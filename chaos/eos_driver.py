@@ -58,6 +58,7 @@ from producer.prepared_txn import StoredTxnStatus, classify
 from producer.spark.checkpoint import Checkpoint
 from producer.spark.errors import ResolveError
 from producer.spark.resolve import Connection, commit_decided, recover
+from producer.spark.write_task import WriteTask
 from producer.transactional_producer import TransactionalProducer
 from producer.txn_manager import PreparedTransactionAbortedError
 from recovery.spark_checkpoint import (
@@ -66,7 +67,6 @@ from recovery.spark_checkpoint import (
     RESOLVED_DIR,
     Intent,
     IntentTransaction,
-    transactional_id,
     write_intent,
 )
 from txn.errors import ErrorCode
@@ -334,27 +334,21 @@ class Driver:
     def _write(
         self, query_id: str, batch: int, writer: int, records: list[tuple[bytes, bytes]]
     ) -> IntentTransaction | None:
-        """One write task (the sink's ``_WriteTask``): a prepared transaction, or None."""
-        tid = transactional_id(self.s.prefix, query_id, "w", batch, writer)
-        producer = TransactionalProducer(
-            {
-                **self.conn.producer_config(),
-                **self.s.writer_config(writer),
-                "transactional.id": tid,
-                "transaction.two.phase.commit.enable": True,
-                "client.id": f"chaos-eos-write-{writer}",
-            }
+        """One write task, the sink's own (``WriteTask.prepare``): a prepared transaction."""
+        task = WriteTask(
+            self.conn,
+            self.s.writer_config(writer),
+            self.s.prefix,
+            query_id,
+            batch,
+            0,
+            self.s.output_topic,
         )
-        try:
-            producer.init_transactions()  # fences an earlier attempt of this id
-            if not records:
-                return None
-            producer.begin_transaction()
-            producer.send_many(self.s.output_topic, records)
-            state = producer.prepare_transaction()
-        finally:
-            producer.close()
-        return IntentTransaction(state.transactional_id, state.producer_id, state.epoch, "w")
+        receipt = task.prepare(writer, iter([records]))
+        if receipt is None:
+            return None
+        tid, pid, epoch, _sent = receipt
+        return IntentTransaction(tid, pid, epoch, "w")
 
     def _verify(self, transactions: list[IntentTransaction], batch: int) -> None:
         """Every prepared transaction must still be open with its recorded ids (the sink's)."""

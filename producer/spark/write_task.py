@@ -12,8 +12,10 @@ Two ways to hand the rows to Python, chosen by what is installed:
   ``send_many`` column by column -- no per-row pickling;
 * **rows** (``RDD.mapPartitionsWithIndex``): Spark pickles each row to the worker.
 
-Both write the same bytes: key and value columns are cast to binary by Spark (strings as
-UTF-8, other types through their string form, as Spark's Kafka sink takes them).
+Both paths write the same bytes: key and value columns are cast to binary by Spark
+(strings as UTF-8, other types through their string form, as Spark's Kafka sink takes
+them).  ``prepare`` itself needs no Spark: the chaos harness's micro-batch driver
+(``chaos/eos_driver.py``) runs it as its write task.
 """
 
 from __future__ import annotations
@@ -24,15 +26,12 @@ import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-import pyarrow as pa
-from pyspark import TaskContext
-from pyspark.sql.types import BinaryType, StringType
-
 from producer.spark.resolve import Connection
 from producer.transactional_producer import TransactionalProducer
 from recovery.spark_checkpoint import transactional_id
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
 __all__ = ["DEFAULT_TRANSACTION_TIMEOUT_MS", "RECEIPT_SCHEMA", "WriteTask", "prepare_writes"]
@@ -105,6 +104,11 @@ class WriteTask:
 
     def arrow(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """``mapInArrow``: record batches of the binary columns ``k`` and ``v``."""
+        # Imported here: the module itself is Spark-free (the chaos harness's driver uses
+        # ``prepare`` without PySpark).
+        import pyarrow as pa  # noqa: PLC0415
+        from pyspark import TaskContext  # noqa: PLC0415
+
         context = TaskContext.get()
         assert context is not None
         chunks = (
@@ -143,6 +147,8 @@ def prepare_writes(projected: DataFrame, task: WriteTask) -> list[Receipt]:
 
 
 def _as_binary(df: DataFrame, name: str) -> Any:
+    from pyspark.sql.types import BinaryType, StringType  # noqa: PLC0415
+
     column = df[name]
     kind = df.schema[name].dataType
     if isinstance(kind, BinaryType):

@@ -48,16 +48,13 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from chaos.eos_driver import EXIT_TYPED_FAILURE, POINTS, DriverSettings, parse_offsets
-from chaos.real_verify import IDLE_STATES, FinalState, direct_checks, read_topic
+from chaos.real_verify import IDLE_STATES, FinalState, direct_checks, read_topic, trickle_input
 from producer.admin import Admin, TopicSpec
 from producer.spark.checkpoint import Checkpoint
 from recovery.spark_checkpoint import query_prefix, read_checkpoint
 from txn.ids import TopicPartition
 
 log = logging.getLogger("sharetxn.chaos.real_recovery")
-_QUIET = logging.getLogger("sharetxn.chaos.real_recovery.librdkafka")
-_QUIET.setLevel(logging.CRITICAL)
-_QUIET.propagate = False
 
 INPUT = "chaos-eos-input"
 OUTPUT = "chaos-eos-output"
@@ -376,26 +373,14 @@ class RecoveryChaosRun:
 
     def feed(self) -> None:
         """Write the input over the first 70 % of the fault period (a thread)."""
-        from confluent_kafka import Producer  # noqa: PLC0415
-
-        producer = Producer(
-            {
-                "bootstrap.servers": self.broker.bootstrap_servers,
-                "enable.idempotence": True,
-                "batch.num.messages": 20,
-                "message.timeout.ms": 300000,
-                "logger": _QUIET,
-            }
+        error = trickle_input(
+            self.broker.bootstrap_servers,
+            INPUT,
+            self.o.records,
+            self.o.duration_s * 0.7,
+            partitions=self.o.partitions,
         )
-        total, chunk = self.o.records, 20
-        pause = self.o.duration_s * 0.7 / max(1, total // chunk)
-        for i in range(total):
-            producer.produce(INPUT, f"i{i}".encode(), partition=i % self.o.partitions)
-            if i % chunk == chunk - 1:
-                producer.poll(0)
-                time.sleep(pause)
-        if producer.flush(300) != 0:
-            self.feed_error = "the input could not be written"
+        self.feed_error = error or ""
 
     def fault_phase(self) -> None:
         end = time.monotonic() + self.o.duration_s

@@ -41,17 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from confluent_kafka import Producer
-
 from chaos.real import BROKER_CONFIG  # the copy workload's short timeouts
-from chaos.real_verify import direct_checks, quiescent, read_final, read_state
+from chaos.real_verify import direct_checks, quiescent, read_final, read_state, trickle_input
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
 
 log = logging.getLogger("sharetxn.chaos.real_sink")
-_QUIET = logging.getLogger("sharetxn.chaos.real_sink.librdkafka")
-_QUIET.setLevel(logging.CRITICAL)
-_QUIET.propagate = False
 
 INPUT = "chaos-sink-input"
 OUTPUT = "chaos-sink-output"
@@ -199,24 +194,9 @@ class SinkChaosRun:
 
     def _feed(self) -> None:
         """Write the input in chunks over the first 80 % of the fault period (a thread)."""
-        producer = Producer(
-            {
-                "bootstrap.servers": self.broker.bootstrap_servers,
-                "enable.idempotence": True,
-                "batch.num.messages": 20,
-                "message.timeout.ms": 300000,
-                "logger": _QUIET,
-            }
-        )
-        total, chunk = self.options.records, 20
-        pause = self.options.duration_s * 0.8 / max(1, total // chunk)
-        for i in range(total):
-            producer.produce(INPUT, f"i{i}".encode(), key=str(i).encode())
-            if i % chunk == chunk - 1:
-                producer.poll(0)
-                time.sleep(pause)
-        if producer.flush(300) != 0:
-            self.feed_error = "the input could not be written"
+        seconds = self.options.duration_s * 0.8
+        error = trickle_input(self.broker.bootstrap_servers, INPUT, self.options.records, seconds)
+        self.feed_error = error or ""
 
     def _supervise(self) -> None:
         now = time.monotonic()

@@ -238,3 +238,47 @@ def direct_checks(
 def _natural(value: str) -> tuple[str, int]:
     digits = "".join(ch for ch in value if ch.isdigit())
     return value.rstrip("0123456789"), int(digits or 0)
+
+
+_QUIET_CLIENT = logging.getLogger("sharetxn.chaos.librdkafka")
+_QUIET_CLIENT.setLevel(logging.CRITICAL)
+_QUIET_CLIENT.propagate = False
+
+
+def trickle_input(
+    bootstrap: str,
+    topic: str,
+    records: int,
+    seconds: float,
+    *,
+    partitions: int | None = None,
+) -> str | None:
+    """Write ``i0 .. i<records-1>`` in chunks of 20 spread over ``seconds`` (a stock
+    idempotent producer), so faults land on work in flight; an error text if it failed.
+
+    ``partitions``: value ``i`` goes to partition ``i % partitions``; else keyed by ``i``.
+    """
+    from confluent_kafka import Producer  # noqa: PLC0415 - a thread of the harness only
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "batch.num.messages": 20,
+            "message.timeout.ms": 300000,
+            "logger": _QUIET_CLIENT,
+        }
+    )
+    chunk = 20
+    pause = seconds / max(1, records // chunk)
+    for i in range(records):
+        if partitions is None:
+            producer.produce(topic, f"i{i}".encode(), key=str(i).encode())
+        else:
+            producer.produce(topic, f"i{i}".encode(), partition=i % partitions)
+        if i % chunk == chunk - 1:
+            producer.poll(0)
+            time.sleep(pause)
+    if producer.flush(300) != 0:
+        return "the input could not be written"
+    return None

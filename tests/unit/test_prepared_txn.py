@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
-from producer.prepared_txn import StoredTxnStatus, classify, mismatch_error
+from producer.prepared_txn import (
+    StoredTxnStatus,
+    classify,
+    mismatch_error,
+    warn_timeout_bounded,
+)
 from producer.transactional_producer import ProducerConfig
 from producer.txn_manager import (
     DifferentPreparedTransactionError,
@@ -79,3 +86,15 @@ def test_mode_settings() -> None:
     assert (forced.prepare_mode, forced.resume_mode) == ("timeout", "stored-ids")
     with pytest.raises(ValueError, match=r"sharetxn\.resume\.mode must be one of"):
         ProducerConfig.parse({**base, "sharetxn.resume.mode": "flink"})
+
+
+def test_timeout_bounded_prepares_are_a_warning_once_per_cluster(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A Spark write task opens a producer per partition and batch: one warning, not one each.
+    cfg = ProducerConfig.parse({"bootstrap.servers": "once:9092", "transactional.id": "t"})
+    other = ProducerConfig.parse({"bootstrap.servers": "other:9092", "transactional.id": "t"})
+    caplog.set_level(logging.DEBUG, logger="sharetxn.producer")
+    for config in (cfg, cfg, other):
+        warn_timeout_bounded(config, "no InitProducerId v6")
+    assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.DEBUG, logging.WARNING]

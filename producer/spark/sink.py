@@ -312,7 +312,7 @@ class ExactlyOnce:
         query_id = checkpoint.query_id()
         if not share_source:
             self._recover_at_start(checkpoint, query_id)
-        self._commit_reused_ids(checkpoint, batch_id)
+        self.commit_decided()
         # The receipts and the writes must see the same rows of the kafka-share source;
         # another source's batch is its stored offsets' records, re-read if used twice.
         cached = df.persist() if share_source else df
@@ -362,18 +362,6 @@ class ExactlyOnce:
         finally:
             if share_source:
                 cached.unpersist()
-
-    def _commit_reused_ids(self, checkpoint: Checkpoint, batch_id: int) -> None:
-        """Before batch N prepares: commit the batches whose transactional ids it reuses.
-
-        The ids alternate with N mod 2, so N reuses those of N-2: every batch up to N-2 must
-        be resolved first (this waits for a commit phase in progress).  N-1, decided just
-        before N was planned, is committed by the progress listener meanwhile, so its commit
-        overlaps this batch instead of delaying it.
-        """
-        pending = checkpoint.view(unresolved_only=True).unresolved()
-        if any(intent.batch <= batch_id - 2 for intent in pending):
-            self.commit_decided()
 
     def _recover_at_start(self, checkpoint: Checkpoint, query_id: str | None = None) -> None:
         """Once per query run: the start-up recovery the kafka-share source would run.

@@ -14,9 +14,10 @@ inherit both, so the hook runs wherever the point is reached:
   committed.
 - ``fail-read-once``: the first attempt of read task 0 raises after preparing its
   transaction; Spark retries the task.
-- ``hold-read-after-prepare``: the first attempt of read task 0 prepares its transaction,
-  writes its pid to ``$SHARETXN_TEST_MARKER`` and waits there (for a test to kill its
-  executor).
+- ``hold-read-after-prepare``: the first read task of the batch whose first attempt acquired
+  records (an empty read would leave nothing to redeliver) prepares its transaction, writes
+  its pid to ``$SHARETXN_TEST_MARKER`` and waits there (for a test to kill its executor).
+  Claimed once across executors through ``$SHARETXN_TEST_MARKER.claim``.
 """
 
 # ruff: noqa: PLC0415 - the hooks import only what the chosen fault needs, at start-up
@@ -111,11 +112,23 @@ def _install(point: str, batch: int) -> None:
 
         original_hold = source.read_task
 
+        def claim(marker: Path) -> bool:
+            try:
+                os.close(os.open(f"{marker}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:
+                return False
+            return True
+
         def read_task(task):  # type: ignore[no-untyped-def]
             rows = list(original_hold(task))  # acquires and prepares
             context = TaskContext.get()
-            if task.batch == batch and task.index == 0 and context.attemptNumber() == 0:
-                marker = Path(os.environ["SHARETXN_TEST_MARKER"])
+            marker = Path(os.environ["SHARETXN_TEST_MARKER"])
+            if (
+                task.batch == batch
+                and context.attemptNumber() == 0
+                and sum(part.num_rows for part in rows) > 0
+                and claim(marker)
+            ):
                 tmp = marker.with_suffix(".tmp")
                 tmp.write_text(str(os.getpid()))
                 tmp.rename(marker)

@@ -11,20 +11,17 @@ a late copy is fenced.  Scripted client, no broker, no sleeps.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from producer.transactional_producer import TransactionalProducer
 from producer.txn_manager import TxnState
-from tests.unit.test_producer_txn import (
+from tests.unit.producer_fakes import (
     PID,
     FakeClient,
     add_partitions_answer,
+    in_transaction,
     ns,
-    producer_with,
     raising,
     share_acks,
 )
@@ -37,27 +34,13 @@ from txn.errors import (
 )
 
 
-@contextlib.contextmanager
-def _in_transaction(client: FakeClient, *, acks: bool = True) -> Iterator[TransactionalProducer]:
-    """A producer in an open transaction (with share acks staged unless ``acks`` is False)."""
-    producer = producer_with(client)
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        if acks:
-            producer.send_share_acks_to_transaction(*share_acks())
-        yield producer
-    finally:
-        producer.close()
-
-
 def _ids(body: dict[str, Any]) -> tuple[int, int]:
     return int(body["producer_id"]), int(body["producer_epoch"])
 
 
 def test_timed_out_end_txn_is_resent_unchanged_then_the_epoch_is_bumped() -> None:
     client = FakeClient()
-    with _in_transaction(client) as producer:
+    with in_transaction(client) as producer:
         client.script(26, raising(RequestTimedOutError("no answer")))
         client.script(26, lambda _n, _b: ns(error_code=ErrorCode.CONCURRENT_TRANSACTIONS))
         producer.commit_transaction()
@@ -83,7 +66,7 @@ def test_timed_out_end_txn_is_resent_unchanged_then_the_epoch_is_bumped() -> Non
 
 def test_concurrent_transactions_alone_is_a_definite_answer_and_needs_no_bump() -> None:
     client = FakeClient()
-    with _in_transaction(client) as producer:
+    with in_transaction(client) as producer:
         client.script(26, lambda _n, _b: ns(error_code=ErrorCode.CONCURRENT_TRANSACTIONS))
         producer.abort_transaction()
         assert [e["committed"] for e in client.sent(26)] == [False, False]
@@ -93,7 +76,7 @@ def test_concurrent_transactions_alone_is_a_definite_answer_and_needs_no_bump() 
 
 def test_end_txn_unanswered_until_the_deadline_blocks_the_next_transaction() -> None:
     client = FakeClient()
-    with _in_transaction(client) as producer:
+    with in_transaction(client) as producer:
         client.script(26, *[raising(NetworkError("broker paused"))] * 20)
         with pytest.raises(NetworkError):
             producer.commit_transaction()
@@ -112,7 +95,7 @@ def test_end_txn_unanswered_until_the_deadline_blocks_the_next_transaction() -> 
 
 def test_a_repeated_commit_after_the_bump_timed_out_does_not_resend_end_txn() -> None:
     client = FakeClient()
-    with _in_transaction(client) as producer:
+    with in_transaction(client) as producer:
         client.script(26, raising(RequestTimedOutError("no answer")))
         client.script(22, *[raising(NetworkError("broker paused"))] * 20)
         with pytest.raises(NetworkError):
@@ -127,7 +110,7 @@ def test_a_repeated_commit_after_the_bump_timed_out_does_not_resend_end_txn() ->
 
 def test_unanswered_txn_share_acknowledge_aborts_with_an_epoch_bump() -> None:
     client = FakeClient()
-    with _in_transaction(client, acks=False) as producer:
+    with in_transaction(client, acks=False) as producer:
         client.script(93, *[raising(RequestTimedOutError("no answer"))] * 20)
         with pytest.raises(RequestTimedOutError):
             producer.send_share_acks_to_transaction(*share_acks())
@@ -142,7 +125,7 @@ def test_unanswered_txn_share_acknowledge_aborts_with_an_epoch_bump() -> None:
 
 def test_fenced_bump_after_an_unanswered_end_txn_is_fatal() -> None:
     client = FakeClient()
-    with _in_transaction(client) as producer:
+    with in_transaction(client) as producer:
         client.script(26, raising(NetworkError("lost")))
         client.script(22, lambda _n, _b: ns(error_code=ErrorCode.PRODUCER_FENCED))
         with pytest.raises(ProducerFencedError):
@@ -155,7 +138,7 @@ def test_fenced_add_partitions_fails_the_records_at_once_in_the_sender_thread() 
     # sender must fail the waiting record then, not leave flush waiting for its timeout.
     client = FakeClient()
     client.script(24, lambda _n, body: add_partitions_answer(body, ErrorCode.PRODUCER_FENCED))
-    with _in_transaction(client, acks=False) as producer:
+    with in_transaction(client, acks=False) as producer:
         future = producer.send("t", b"v", partition=0)
         producer.flush(30)
         assert isinstance(future.exception(0), ProducerFencedError)

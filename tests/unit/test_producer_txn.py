@@ -6,16 +6,15 @@ the test advances; producer-level tests never queue records, so the sender threa
 
 from __future__ import annotations
 
-import threading
-import uuid
-from collections.abc import Callable, Mapping
-from types import SimpleNamespace
-from typing import Any, TypeVar
+import contextlib
+from concurrent.futures import Future
+from typing import Any
 
 import pytest
 
 from producer.accumulator import (
     RecordAccumulator,
+    RecordMetadata,
     StickyPartitioner,
     murmur2,
     partition_for_key,
@@ -33,12 +32,23 @@ from producer.txn_manager import (
     TransactionManager,
     TxnState,
 )
-from producer.types import (
-    AcknowledgeType,
-    PreparedTxnState,
-    ShareAckBatch,
-    ShareAcknowledgements,
-    ShareGroupMetadata,
+from producer.types import PreparedTxnState, ShareAcknowledgements, ShareGroupMetadata
+from tests.unit.producer_fakes import (
+    PID,
+    TP0,
+    TP1,
+    TP2,
+    FakeClient,
+    FakeClock,
+    add_partitions_answer,
+    batches_of,
+    fail_share_ack,
+    in_transaction,
+    ns,
+    produce_answer,
+    producer_with,
+    raising,
+    share_acks,
 )
 from txn.batch import parse_header
 from txn.errors import (
@@ -51,204 +61,8 @@ from txn.errors import (
     NetworkError,
     ProducerFencedError,
     RequestTimedOutError,
-    RetriableError,
 )
 from txn.ids import TopicPartition
-
-T = TypeVar("T")
-TP0 = TopicPartition("t", 0)
-TP1 = TopicPartition("t", 1)
-TP2 = TopicPartition("t", 2)
-PID = 4000
-
-# -- fakes ----------------------------------------------------------------------------------
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-def ns(**kwargs: Any) -> SimpleNamespace:
-    return SimpleNamespace(**kwargs)
-
-
-class FakeClient:
-    """Answers requests from per-API handlers; ``scripts`` queue one-off answers first."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[int | None, int, dict[str, Any]]] = []
-        self.scripts: dict[int, list[Callable[[int | None, dict[str, Any]], Any]]] = {}
-        self.leaders: dict[TopicPartition, int] = {}
-        self.topic_ids = {"t": uuid.uuid4(), "a": uuid.uuid4(), "b": uuid.uuid4()}
-        self.offsets: dict[TopicPartition, int] = {}
-        self.epoch = 0
-        self.without_kip1289 = False
-        self._lock = threading.Lock()
-
-    # scripted answers ------------------------------------------------------------------------
-
-    def script(self, api_key: int, *answers: Callable[[int | None, dict[str, Any]], Any]) -> None:
-        self.scripts.setdefault(api_key, []).extend(answers)
-
-    def sent(self, api_key: int) -> list[dict[str, Any]]:
-        return [body for _node, key, body in self.requests if key == api_key]
-
-    # ProducerClient --------------------------------------------------------------------------
-
-    def send(
-        self, node_id: int | None, api_key: int, body: Mapping[str, Any], *, min_version: int = 0
-    ) -> Any:
-        with self._lock:
-            self.requests.append((node_id, api_key, dict(body)))
-            queue = self.scripts.get(api_key)
-            handler = queue.pop(0) if queue else getattr(self, f"default_{api_key}")
-        return handler(node_id, dict(body))
-
-    def call(self, fn: Callable[[], T], *, timeout_ms: int | None = None) -> T:
-        last: RetriableError | None = None
-        for _ in range(20):
-            try:
-                return fn()
-            except RetriableError as exc:
-                last = exc
-        assert last is not None
-        raise last
-
-    def leader_for(self, tp: TopicPartition) -> int:
-        return self.leaders.get(tp, 1)
-
-    def coordinator_for(self, key_type: int, key: str) -> int:
-        return 0
-
-    def forget_coordinator(self, key_type: int, key: str) -> None:
-        pass
-
-    def require_kip1289(self, api_key: int, node_id: int | None = None) -> None:
-        if self.without_kip1289:
-            raise Kip1289NotSupportedError("no KIP-1289 here", api_key=api_key)
-
-    def topic(self, name: str, *, auto_create: bool = False) -> Any:
-        return ns(name=name, topic_id=self.topic_ids[name], partitions=[0, 1, 2])
-
-    def refresh_metadata(
-        self, topics: list[str] | None = None, *, auto_create: bool = False
-    ) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    # default answers -------------------------------------------------------------------------
-
-    def default_0(self, node: int | None, body: dict[str, Any]) -> Any:  # Produce
-        topics = []
-        for topic in body["topic_data"]:
-            parts = []
-            for part in topic["partition_data"]:
-                tp = TopicPartition(topic["name"], part["index"])
-                header = parse_header(part["records"])
-                base = self.offsets.get(tp, 0)
-                self.offsets[tp] = base + header.records_count
-                parts.append(ns(index=tp.partition, error_code=0, base_offset=base))
-            topics.append(ns(name=topic["name"], partition_responses=parts))
-        return ns(responses=topics)
-
-    def default_22(self, node: int | None, body: dict[str, Any]) -> Any:  # InitProducerId
-        if body["producer_epoch"] >= 0:
-            self.epoch = body["producer_epoch"] + 1
-        return ns(
-            error_code=0,
-            producer_id=PID,
-            producer_epoch=self.epoch,
-            ongoing_txn_producer_id=-1,
-            ongoing_txn_producer_epoch=-1,
-        )
-
-    def default_24(self, node: int | None, body: dict[str, Any]) -> Any:  # AddPartitionsToTxn
-        return add_partitions_answer(body, 0)
-
-    def default_26(self, node: int | None, body: dict[str, Any]) -> Any:  # EndTxn
-        return ns(error_code=0)
-
-    def default_94(self, node: int | None, body: dict[str, Any]) -> Any:  # AddShareAcksToTxn
-        return ns(error_code=0)
-
-    def default_93(self, node: int | None, body: dict[str, Any]) -> Any:  # TxnShareAcknowledge
-        return share_ack_answer(body, {})
-
-
-def add_partitions_answer(body: dict[str, Any], code: int) -> Any:
-    return ns(
-        results_by_topic_v3_and_below=[
-            ns(
-                name=t["name"],
-                results_by_partition=[
-                    ns(partition_index=p, partition_error_code=code) for p in t["partitions"]
-                ],
-            )
-            for t in body["v3_and_below_topics"]
-        ]
-    )
-
-
-def produce_answer(code: int, base_offset: int = -1) -> Callable[[int | None, dict[str, Any]], Any]:
-    def answer(node: int | None, body: dict[str, Any]) -> Any:
-        return ns(
-            responses=[
-                ns(
-                    name=t["name"],
-                    partition_responses=[
-                        ns(index=p["index"], error_code=code, base_offset=base_offset)
-                        for p in t["partition_data"]
-                    ],
-                )
-                for t in body["topic_data"]
-            ]
-        )
-
-    return answer
-
-
-def share_ack_answer(body: dict[str, Any], codes: dict[tuple[Any, int], int]) -> Any:
-    return ns(
-        topics=[
-            ns(
-                topic_id=t["topic_id"],
-                partitions=[
-                    ns(
-                        partition=p["partition"],
-                        error_code=codes.get((t["topic_id"], p["partition"]), 0),
-                        error_message=None,
-                    )
-                    for p in t["partitions"]
-                ],
-            )
-            for t in body["topics"]
-        ]
-    )
-
-
-def raising(exc: Exception) -> Callable[[int | None, dict[str, Any]], Any]:
-    def answer(node: int | None, body: dict[str, Any]) -> Any:
-        raise exc
-
-    return answer
-
-
-def batches_of(body: dict[str, Any]) -> dict[TopicPartition, bytes]:
-    return {
-        TopicPartition(t["name"], p["index"]): p["records"]
-        for t in body["topic_data"]
-        for p in t["partition_data"]
-    }
-
 
 # -- partitioner ----------------------------------------------------------------------------
 
@@ -488,6 +302,16 @@ def make_sender(
     return sender, acc, txn, client, clock
 
 
+def produce_failing_once(
+    sender: Sender, acc: RecordAccumulator, client: FakeClient, code: int, value: bytes = b"v"
+) -> Future[RecordMetadata]:
+    """One record to ``TP0`` and one sender pass, with the first Produce answering ``code``."""
+    client.script(0, produce_answer(code))
+    future = acc.append(TP0, None, value, [], 1)
+    sender.run_once()
+    return future
+
+
 def test_idempotent_sequences_start_at_zero_and_continue_per_partition() -> None:
     sender, acc, _txn, client, _clock = make_sender()
     f0 = [acc.append(TP0, None, f"a{i}".encode(), [], 1) for i in range(3)]
@@ -510,9 +334,7 @@ def test_idempotent_sequences_start_at_zero_and_continue_per_partition() -> None
 
 def test_retriable_error_resends_the_same_bytes_after_backoff() -> None:
     sender, acc, _txn, client, clock = make_sender()
-    client.script(0, produce_answer(ErrorCode.NOT_LEADER_OR_FOLLOWER))
-    future = acc.append(TP0, None, b"v", [], 1)
-    sender.run_once()
+    future = produce_failing_once(sender, acc, client, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     assert not future.done()
     sender.run_once()
     assert len(client.sent(0)) == 1, "no resend before retry.backoff.ms"
@@ -541,9 +363,7 @@ def test_duplicate_after_a_lost_response_resolves_with_the_original_offset() -> 
 
 def test_out_of_order_sequence_gets_a_new_producer_id_before_sending_more() -> None:
     sender, acc, txn, client, _clock = make_sender()
-    client.script(0, produce_answer(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER))
-    failed = acc.append(TP0, None, b"v", [], 1)
-    sender.run_once()
+    failed = produce_failing_once(sender, acc, client, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
     assert failed.exception(0).code is ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER  # type: ignore[union-attr]
     assert txn.needs_epoch_bump
     acc.append(TP0, None, b"w", [], 1)
@@ -554,9 +374,7 @@ def test_out_of_order_sequence_gets_a_new_producer_id_before_sending_more() -> N
 
 def test_a_batch_that_certainly_failed_gives_its_sequences_back() -> None:
     sender, acc, txn, client, _clock = make_sender()
-    client.script(0, produce_answer(ErrorCode.MESSAGE_TOO_LARGE))
-    failed = acc.append(TP0, None, b"big", [], 1)
-    sender.run_once()
+    failed = produce_failing_once(sender, acc, client, ErrorCode.MESSAGE_TOO_LARGE, b"big")
     assert isinstance(failed.exception(0), MessageTooLargeError)
     assert not txn.needs_epoch_bump
     acc.append(TP0, None, b"ok", [], 1)
@@ -621,18 +439,14 @@ def test_fenced_on_add_partitions_is_fatal_and_fails_the_records() -> None:
 
 def test_stale_epoch_on_produce_means_fenced() -> None:
     sender, acc, txn, client, _clock = make_sender(transactional=True)
-    client.script(0, produce_answer(ErrorCode.INVALID_PRODUCER_EPOCH))
-    future = acc.append(TP0, None, b"v", [], 1)
-    sender.run_once()
+    future = produce_failing_once(sender, acc, client, ErrorCode.INVALID_PRODUCER_EPOCH)
     assert isinstance(future.exception(0), ProducerFencedError)
     assert txn.state is TxnState.FATAL_ERROR
 
 
 def test_abortable_produce_error_fails_the_rest_of_the_transaction() -> None:
     sender, acc, txn, client, _clock = make_sender(transactional=True)
-    client.script(0, produce_answer(ErrorCode.INVALID_TXN_STATE))
-    doomed = acc.append(TP0, None, b"v", [], 1)
-    sender.run_once()
+    doomed = produce_failing_once(sender, acc, client, ErrorCode.INVALID_TXN_STATE)
     assert isinstance(doomed.exception(0), InvalidTxnStateError)
     assert txn.state is TxnState.ABORTABLE_ERROR
     later = acc.append(TP1, None, b"w", [], 1)
@@ -644,42 +458,16 @@ def test_abortable_produce_error_fails_the_rest_of_the_transaction() -> None:
 # -- the producer against a scripted client -------------------------------------------------
 
 
-def producer_with(client: FakeClient, **extra: Any) -> TransactionalProducer:
-    config = {"bootstrap.servers": "fake:9092", "transactional.id": "tid", **extra}
-    return TransactionalProducer(config, client=client)
-
-
-def share_acks() -> tuple[ShareAcknowledgements, ShareGroupMetadata]:
-    acks = ShareAcknowledgements(
-        group_id="g",
-        member_id="m-old",
-        batches={
-            TopicPartition("a", 0): (
-                ShareAckBatch(0, 4, AcknowledgeType.ACCEPT),
-                ShareAckBatch(5, 5, AcknowledgeType.REJECT),
-            ),
-            TopicPartition("a", 1): (ShareAckBatch(10, 12, AcknowledgeType.RELEASE),),
-            TopicPartition("b", 0): (ShareAckBatch(7, 7, AcknowledgeType.ACCEPT),),
-        },
-    )
-    return acks, ShareGroupMetadata(group_id="g", member_id="m-1", member_epoch=3)
-
-
 def test_share_acks_fail_fast_without_kip1289_and_leave_the_transaction_intact() -> None:
     client = FakeClient()
     client.without_kip1289 = True
-    producer = producer_with(client)
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
+    with in_transaction(client, acks=False) as producer:
         acks, metadata = share_acks()
         with pytest.raises(Kip1289NotSupportedError):
             producer.send_share_acks_to_transaction(acks, metadata)
         assert client.sent(94) == []
         assert client.sent(93) == []
         producer.commit_transaction()  # still usable: nothing was sent
-    finally:
-        producer.close()
 
 
 def test_share_acks_add_to_txn_then_acknowledge_per_leader() -> None:
@@ -689,12 +477,7 @@ def test_share_acks_add_to_txn_then_acknowledge_per_leader() -> None:
         TopicPartition("a", 1): 2,
         TopicPartition("b", 0): 1,
     }
-    producer = producer_with(client)
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        acks, metadata = share_acks()
-        producer.send_share_acks_to_transaction(acks, metadata)
+    with in_transaction(client) as producer:
         (add,) = client.sent(94)
         assert add == {
             "transactional_id": "tid",
@@ -727,25 +510,14 @@ def test_share_acks_add_to_txn_then_acknowledge_per_leader() -> None:
         producer.commit_transaction()
         (end,) = client.sent(26)
         assert end["committed"] is True, "share acks alone start the transaction"
-    finally:
-        producer.close()
 
 
 def test_invalid_record_state_makes_the_transaction_abortable() -> None:
     client = FakeClient()
-    producer = producer_with(client)
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        acks, metadata = share_acks()
-        client.script(
-            93,
-            lambda _n, body: share_ack_answer(
-                body, {(client.topic_ids["a"], 1): ErrorCode.INVALID_RECORD_STATE}
-            ),
-        )
+    with in_transaction(client, acks=False) as producer:
+        fail_share_ack(client, "a", 1, ErrorCode.INVALID_RECORD_STATE)
         with pytest.raises(InvalidRecordStateError) as info:
-            producer.send_share_acks_to_transaction(acks, metadata)
+            producer.send_share_acks_to_transaction(*share_acks())
         assert (info.value.topic, info.value.partition) == ("a", 1)
         assert (info.value.group_id, info.value.member_id) == ("g", "m-1")
         assert producer.transaction_state is TxnState.ABORTABLE_ERROR
@@ -756,82 +528,44 @@ def test_invalid_record_state_makes_the_transaction_abortable() -> None:
         producer.abort_transaction()
         assert [e["committed"] for e in client.sent(26)] == [False]
         assert producer.transaction_state is TxnState.READY
-    finally:
-        producer.close()
 
 
 def test_invalid_txn_state_from_share_ack_is_abortable_not_fatal() -> None:
     client = FakeClient()
-    producer = producer_with(client)
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        acks, metadata = share_acks()
-        client.script(
-            93,
-            lambda _n, body: share_ack_answer(
-                body, {(client.topic_ids["a"], 0): ErrorCode.INVALID_TXN_STATE}
-            ),
-        )
+    with in_transaction(client, acks=False) as producer:
+        fail_share_ack(client, "a", 0, ErrorCode.INVALID_TXN_STATE)
         with pytest.raises(InvalidTxnStateError):
-            producer.send_share_acks_to_transaction(acks, metadata)
+            producer.send_share_acks_to_transaction(*share_acks())
         assert producer.transaction_state is TxnState.ABORTABLE_ERROR
         producer.abort_transaction()
-    finally:
-        producer.close()
 
 
 def test_fenced_share_ack_is_fatal() -> None:
     client = FakeClient()
-    producer = producer_with(client)
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        acks, metadata = share_acks()
-        client.script(
-            93,
-            lambda _n, body: share_ack_answer(
-                body, {(client.topic_ids["b"], 0): ErrorCode.PRODUCER_FENCED}
-            ),
-        )
+    with in_transaction(client, acks=False) as producer:
+        fail_share_ack(client, "b", 0, ErrorCode.PRODUCER_FENCED)
         with pytest.raises(ProducerFencedError):
-            producer.send_share_acks_to_transaction(acks, metadata)
+            producer.send_share_acks_to_transaction(*share_acks())
         assert producer.transaction_state is TxnState.FATAL_ERROR
         with pytest.raises(ProducerFencedError):
             producer.abort_transaction()
-    finally:
-        producer.close()
 
 
 def test_stale_epoch_on_add_share_acks_is_fenced() -> None:
     client = FakeClient()
-    producer = producer_with(client)
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
+    with in_transaction(client, acks=False) as producer:
         client.script(94, lambda _n, _b: ns(error_code=ErrorCode.INVALID_PRODUCER_EPOCH))
         with pytest.raises(ProducerFencedError):
             producer.send_share_acks_to_transaction(*share_acks())
         assert producer.transaction_state is TxnState.FATAL_ERROR
         assert client.sent(93) == [], "no acknowledgement without the coordinator's add"
-    finally:
-        producer.close()
 
 
 def test_retriable_share_ack_errors_resend_only_the_failed_partitions() -> None:
     client = FakeClient()
-    producer = producer_with(client)
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        client.script(94, lambda _n, _b: ns(error_code=ErrorCode.CONCURRENT_TRANSACTIONS))
-        client.script(
-            93,
-            lambda _n, body: share_ack_answer(
-                body, {(client.topic_ids["a"], 1): ErrorCode.NOT_LEADER_OR_FOLLOWER}
-            ),
-        )
-        producer.send_share_acks_to_transaction(*share_acks())
+    client.script(94, lambda _n, _b: ns(error_code=ErrorCode.CONCURRENT_TRANSACTIONS))
+    fail_share_ack(client, "a", 1, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    with in_transaction(client) as producer:
         assert len(client.sent(94)) == 2
         first, second = client.sent(93)
         assert len([p for t in first["topics"] for p in t["partitions"]]) == 3
@@ -839,29 +573,21 @@ def test_retriable_share_ack_errors_resend_only_the_failed_partitions() -> None:
             (t["topic_id"], [p["partition"] for p in t["partitions"]]) for t in second["topics"]
         ] == [(client.topic_ids["a"], [1])]
         assert producer.transaction_state is TxnState.IN_TRANSACTION
-    finally:
-        producer.close()
 
 
 def test_add_share_acks_timeout_leaves_the_transaction_usable() -> None:
     client = FakeClient()
-    producer = producer_with(client)
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
+    with in_transaction(client, acks=False) as producer:
         client.script(94, *[lambda _n, _b: ns(error_code=ErrorCode.CONCURRENT_TRANSACTIONS)] * 20)
         with pytest.raises(ConcurrentTransactionsError):
             producer.send_share_acks_to_transaction(*share_acks())
         assert producer.transaction_state is TxnState.IN_TRANSACTION
         assert client.sent(93) == []
-    finally:
-        producer.close()
 
 
 def test_share_ack_argument_checks() -> None:
     client = FakeClient()
-    producer = producer_with(client)
-    try:
+    with contextlib.closing(producer_with(client)) as producer:
         acks, metadata = share_acks()
         with pytest.raises(ValueError, match="group"):
             producer.send_share_acks_to_transaction(acks, ShareGroupMetadata("other", "m", 1))
@@ -879,18 +605,12 @@ def test_share_ack_argument_checks() -> None:
         producer.send_offsets_to_transaction({}, "g")
         assert client.sent(25) == [], "no offsets: nothing to add"
         producer.abort_transaction()
-    finally:
-        producer.close()
 
 
 def test_prepare_then_complete_with_matching_and_stale_states() -> None:
     client = FakeClient()
-    producer = producer_with(client, **{"transaction.two.phase.commit.enable": True})
-    try:
-        producer.init_transactions()
+    with in_transaction(client, **{"transaction.two.phase.commit.enable": True}) as producer:
         assert client.sent(22)[0]["enable2_pc"] is True
-        producer.begin_transaction()
-        producer.send_share_acks_to_transaction(*share_acks())
         state = producer.prepare_transaction()
         assert state == PreparedTxnState("tid", PID, 0)
         assert producer.transaction_state is TxnState.PREPARED
@@ -906,8 +626,6 @@ def test_prepare_then_complete_with_matching_and_stale_states() -> None:
         assert second == PreparedTxnState("tid", PID, 1)
         assert producer.complete_transaction(state) is False, "the first state is stale now"
         assert [e["committed"] for e in client.sent(26)] == [True, False]
-    finally:
-        producer.close()
 
 
 def test_keep_prepared_txn_enters_prepared_and_bumps_the_epoch_after_completion() -> None:
@@ -923,7 +641,7 @@ def test_keep_prepared_txn_enters_prepared_and_bumps_the_epoch_after_completion(
         ),
     )
     producer = producer_with(client, **{"transaction.two.phase.commit.enable": True})
-    try:
+    with contextlib.closing(producer):
         producer.init_transactions(keep_prepared_txn=True)
         init = client.sent(22)[0]
         assert (init["keep_prepared_txn"], init["enable2_pc"]) == (True, True)
@@ -932,14 +650,11 @@ def test_keep_prepared_txn_enters_prepared_and_bumps_the_epoch_after_completion(
         bump = client.sent(22)[1]
         assert (bump["producer_id"], bump["producer_epoch"]) == (PID, 5)
         assert producer.producer_id_and_epoch == (PID, 6)
-    finally:
-        producer.close()
 
 
 def test_transaction_context_manager_aborts_on_error() -> None:
     client = FakeClient()
-    producer = producer_with(client)
-    try:
+    with contextlib.closing(producer_with(client)) as producer:
         producer.init_transactions()
         with pytest.raises(KeyError), producer.transaction():
             producer.send_share_acks_to_transaction(*share_acks())
@@ -948,13 +663,10 @@ def test_transaction_context_manager_aborts_on_error() -> None:
         with producer.transaction():
             producer.send_share_acks_to_transaction(*share_acks())
         assert [e["committed"] for e in client.sent(26)] == [False, True]
-    finally:
-        producer.close()
 
 
 def test_send_from_a_delivery_callback_during_commit_is_refused_not_deadlocked() -> None:
     client = FakeClient()
-    producer = producer_with(client, **{"linger.ms": 60000})
     refused: list[BaseException] = []
 
     def on_done(_future: Any) -> None:
@@ -963,9 +675,7 @@ def test_send_from_a_delivery_callback_during_commit_is_refused_not_deadlocked()
         except IllegalStateError as exc:
             refused.append(exc)
 
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
+    with in_transaction(client, acks=False, **{"linger.ms": 60000}) as producer:
         future = producer.send("t", b"v", partition=0)
         future.add_done_callback(on_done)
         producer.commit_transaction(timeout_s=30)  # flush forces the lingering batch out
@@ -973,14 +683,12 @@ def test_send_from_a_delivery_callback_during_commit_is_refused_not_deadlocked()
         assert len(refused) == 1, "the callback ran in COMMITTING and was refused"
         assert [e["committed"] for e in client.sent(26)] == [True]
         assert client.sent(24)[0]["v3_and_below_topics"] == [{"name": "t", "partitions": [0]}]
-    finally:
-        producer.close()
 
 
 def test_idempotent_producer_end_to_end_with_keys_and_headers() -> None:
     client = FakeClient()
     producer = TransactionalProducer({"bootstrap.servers": "fake:9092"}, client=client)
-    try:
+    with contextlib.closing(producer):
         futures = [
             producer.send("t", f"v{i}", key=f"k{i}", headers={"n": str(i)}) for i in range(10)
         ]
@@ -996,7 +704,5 @@ def test_idempotent_producer_end_to_end_with_keys_and_headers() -> None:
             for raw in batches_of(body).values():
                 header = parse_header(raw)
                 assert header.producer_id == PID and not header.is_transactional
-    finally:
-        producer.close()
     with pytest.raises(Exception, match="closed"):
         producer.send("t", b"late")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from coordinator.log.memory_log import MemoryLog
 from coordinator.partition import Partition
@@ -272,6 +273,31 @@ def make_sp(
     if initialize:
         assert sp.maybe_initialize() is ErrorCode.NONE
     return sp
+
+
+class Rig(NamedTuple):
+    """A share partition with its data log, persister and clock."""
+
+    log: DataLog
+    persister: FakePersister
+    clock: ManualClock
+    sp: SharePartition
+
+
+def rig(
+    *sizes: int,
+    start: int = 0,
+    config: SharePartitionConfig | None = None,
+    events: Events | None = None,
+) -> Rig:
+    """A share partition whose persister knows only the start offset ``start``, over a log
+    padded up to ``start`` and then given one batch of each of ``sizes`` records."""
+    log = DataLog()
+    log.pad_to(start)
+    log.append_batches(*sizes)
+    persister = FakePersister.with_state(start)
+    clock = ManualClock(NOW)
+    return Rig(log, persister, clock, make_sp(log, persister, clock, config, events))
 
 
 def ack(first: int, last: int, *types: int) -> AckBatch:

@@ -38,9 +38,11 @@ from tests.unit.share.fakes_sp import (
     DataLog,
     Events,
     FakePersister,
+    Rig,
     ack,
     make_sp,
     ranges,
+    rig,
     sb,
     snapshot,
     states,
@@ -177,11 +179,7 @@ def test_operations_before_initialization_are_refused() -> None:
 
 
 def test_44_another_member_cannot_acknowledge() -> None:
-    log = DataLog()
-    log.pad_to(5)
-    log.append(5)
-    persister = FakePersister.with_state(5)
-    sp = make_sp(log, persister)
+    _, persister, _, sp = rig(5, start=5)
     assert acquire(sp, "member-1") == [(5, 9, 1)]
     before = snapshot(sp)
     assert sp.acknowledge("member-2", [ack(5, 9, REJECT)]) is ErrorCode.INVALID_RECORD_STATE
@@ -191,11 +189,7 @@ def test_44_another_member_cannot_acknowledge() -> None:
 
 
 def test_45_acknowledge_when_offset_not_acquired() -> None:
-    log = DataLog()
-    log.pad_to(5)
-    log.append(5)
-    persister = FakePersister.with_state(5)
-    sp = make_sp(log, persister)
+    _, persister, _, sp = rig(5, start=5)
     acquire(sp)
     assert sp.acknowledge("m1", [ack(5, 9, RELEASE)]) is ErrorCode.NONE
     assert persister.last_write.batches == (sb(5, 9, AVAILABLE, 1),)
@@ -229,11 +223,7 @@ def test_46_acknowledge_out_of_range() -> None:
 
 
 def test_47_release_part_of_a_batch_and_reacquire_it() -> None:
-    log = DataLog()
-    log.pad_to(10)
-    log.append(5)
-    persister = FakePersister.with_state(10)
-    sp = make_sp(log, persister)
+    log, persister, _, sp = rig(5, start=10)
     assert acquire(sp) == [(10, 14, 1)]
     assert sp.acknowledge("m1", [ack(12, 13, RELEASE)]) is ErrorCode.NONE
     assert sp.next_fetch_offset == 12
@@ -250,12 +240,10 @@ def test_47_release_part_of_a_batch_and_reacquire_it() -> None:
 
 
 def test_48_release_at_the_delivery_limit_archives() -> None:
-    log = DataLog()
-    log.pad_to(5)
-    log.append(10)  # 5-14
-    persister = FakePersister.with_state(5)
     events = Events()
-    sp = make_sp(log, persister, config=SharePartitionConfig(delivery_count_limit=2), events=events)
+    _, persister, _, sp = rig(
+        10, start=5, config=SharePartitionConfig(delivery_count_limit=2), events=events  # 5-14
+    )
     for _ in range(2):
         acquire(sp)
         assert sp.acknowledge("m1", [ack(5, 14, RELEASE)]) is ErrorCode.NONE
@@ -270,11 +258,9 @@ def test_48_release_at_the_delivery_limit_archives() -> None:
 
 
 def test_49_lock_timeout_reaches_the_delivery_limit() -> None:
-    log = DataLog()
-    log.append_batches(10, 10)  # 0-9, 10-19
-    persister = FakePersister.with_state(0)
-    clock = ManualClock(NOW)
-    sp = make_sp(log, persister, clock, SharePartitionConfig(delivery_count_limit=2))
+    _, persister, clock, sp = rig(
+        10, 10, config=SharePartitionConfig(delivery_count_limit=2)  # 0-9, 10-19
+    )
     assert acquire(sp, n=10) == [(0, 9, 1)]
     assert acquire(sp, n=10) == [(10, 19, 1)]
     clock.advance(LOCK)
@@ -300,11 +286,9 @@ def test_49_lock_timeout_reaches_the_delivery_limit() -> None:
 
 
 def test_50_lock_timeout_moves_the_start_offset() -> None:
-    log = DataLog()
-    log.append_batches(5, 5)  # 0-4, 5-9
-    persister = FakePersister.with_state(0)
-    clock = ManualClock(NOW)
-    sp = make_sp(log, persister, clock, SharePartitionConfig(delivery_count_limit=2))
+    _, persister, clock, sp = rig(
+        5, 5, config=SharePartitionConfig(delivery_count_limit=2)  # 0-4, 5-9
+    )
     assert acquire(sp, n=10) == [(0, 9, 1)]
     clock.advance(LOCK)
     assert states(sp, 0, 9) == [(AVAILABLE, 1, "")] * 10
@@ -322,12 +306,8 @@ def test_50_lock_timeout_moves_the_start_offset() -> None:
 
 
 def test_51_release_acquired_records_decreases_delivery_count() -> None:
-    log = DataLog()
-    log.pad_to(5)
-    log.append(10)  # 5-14
-    persister = FakePersister.with_state(5)
     events = Events()
-    sp = make_sp(log, persister, events=events)
+    log, persister, _, sp = rig(10, start=5, events=events)  # 5-14
     assert acquire(sp) == [(5, 14, 1)]
     assert sp.acknowledge("m1", [ack(12, 13, ACCEPT)]) is ErrorCode.NONE
     assert log.partition.delete_records(11) == (ErrorCode.NONE, 11)  # log start offset 11
@@ -348,10 +328,7 @@ def test_51_release_acquired_records_decreases_delivery_count() -> None:
 
 
 def test_release_leaves_other_members_and_below_limit_records() -> None:
-    log = DataLog()
-    log.append_batches(5, 5)
-    persister = FakePersister.with_state(0)
-    sp = make_sp(log, persister, config=SharePartitionConfig(delivery_count_limit=2))
+    sp = rig(5, 5, config=SharePartitionConfig(delivery_count_limit=2)).sp
     acquire(sp, "a", 5)
     acquire(sp, "b", 5)
     assert sp.acknowledge("a", [ack(0, 4, RELEASE)]) is ErrorCode.NONE
@@ -364,10 +341,7 @@ def test_release_leaves_other_members_and_below_limit_records() -> None:
 
 
 def test_release_write_failure_keeps_records_acquired() -> None:
-    log = DataLog()
-    log.append(5)
-    persister = FakePersister.with_state(0)
-    sp = make_sp(log, persister)
+    _, persister, _, sp = rig(5)
     acquire(sp)
     persister.write_error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     assert sp.release_acquired_records("m1") is ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -378,10 +352,8 @@ def test_release_write_failure_keeps_records_acquired() -> None:
 
 
 def test_52_max_in_flight_rounds_up_to_a_log_batch() -> None:
-    log = DataLog()
-    log.append_batches(10, 5, 10, 5)  # 0-9, 10-14, 15-24, 25-29
-    persister = FakePersister.with_state(0)
-    sp = make_sp(log, persister, config=SharePartitionConfig(max_in_flight_records=20))
+    config = SharePartitionConfig(max_in_flight_records=20)
+    sp = rig(10, 5, 10, 5, config=config).sp  # 0-9, 10-14, 15-24, 25-29
     assert acquire(sp, n=10) == [(0, 9, 1)]
     assert acquire(sp) == [(10, 24, 1)]
     assert sp.in_flight_count == 25
@@ -394,9 +366,7 @@ def test_52_max_in_flight_rounds_up_to_a_log_batch() -> None:
 
 
 def test_max_fetch_records_rounds_up_to_a_log_batch() -> None:
-    log = DataLog()
-    log.append_batches(5, 5, 5)
-    sp = make_sp(log, FakePersister.with_state(0))
+    log, _, _, sp = rig(5, 5, 5)
     result = sp.acquire("m1", 7, BIG)
     assert ranges(result) == [(0, 9, 1)]
     assert result.count == 10
@@ -406,9 +376,7 @@ def test_max_fetch_records_rounds_up_to_a_log_batch() -> None:
 
 
 def test_max_bytes_bounds_the_log_read() -> None:
-    log = DataLog()
-    log.append_batches(5, 5, 5)
-    sp = make_sp(log, FakePersister.with_state(0))
+    sp = rig(5, 5, 5).sp
     assert ranges(sp.acquire("m1", 500, 1)) == [(0, 4, 1)]  # at least one whole batch
 
 
@@ -416,11 +384,7 @@ def test_max_bytes_bounds_the_log_read() -> None:
 
 
 def fifteen_acquired() -> tuple[DataLog, FakePersister, SharePartition]:
-    log = DataLog()
-    log.pad_to(5)
-    log.append_batches(5, 5, 5, 5)  # 5-9, 10-14, 15-19, 20-24
-    persister = FakePersister.with_state(5)
-    sp = make_sp(log, persister)
+    log, persister, _, sp = rig(5, 5, 5, 5, start=5)  # 5-9, 10-14, 15-19, 20-24
     assert acquire(sp, n=15) == [(5, 19, 1)]
     return log, persister, sp
 
@@ -459,12 +423,7 @@ def test_53_one_bad_batch_rolls_back_the_whole_request() -> None:
     ],
 )
 def test_54_persister_failure_rolls_back(write_error: ErrorCode, expected: ErrorCode) -> None:
-    log = DataLog()
-    log.pad_to(5)
-    log.append(10)  # 5-14
-    persister = FakePersister.with_state(5)
-    clock = ManualClock(NOW)
-    sp = make_sp(log, persister, clock)
+    _, persister, clock, sp = rig(10, start=5)  # 5-14
     acquire(sp)
     before = snapshot(sp)
     persister.write_errors = [write_error]
@@ -481,12 +440,8 @@ def test_54_persister_failure_rolls_back(write_error: ErrorCode, expected: Error
 
 
 def test_55_log_start_movement_archives_available_batches() -> None:
-    log = DataLog()
-    log.pad_to(2)
-    log.append_batches(*[5] * 7)  # 2-6, 7-11, ..., 32-36
-    persister = FakePersister.with_state(2)
     events = Events()
-    sp = make_sp(log, persister, events=events)
+    log, persister, _, sp = rig(*[5] * 7, start=2, events=events)  # 2-6, 7-11, ..., 32-36
     for _ in range(7):
         acquire(sp, n=5)
     assert sp.end_offset == 37
@@ -527,10 +482,7 @@ def test_55_log_start_movement_archives_available_batches() -> None:
 
 
 def test_log_start_beyond_the_cache_resets_both_offsets() -> None:
-    log = DataLog()
-    log.append_batches(5, 5, 5)
-    persister = FakePersister.with_state(0)
-    sp = make_sp(log, persister)
+    log, _, _, sp = rig(5, 5, 5)
     acquire(sp, n=5)
     assert sp.acknowledge("m1", [ack(0, 4, RELEASE)]) is ErrorCode.NONE
     log.partition.delete_records(12)
@@ -561,11 +513,7 @@ def test_log_start_beyond_the_cache_resets_both_offsets() -> None:
 def test_bad_acknowledgements_change_nothing(
     request_batches: list[AckBatch], expected: ErrorCode
 ) -> None:
-    log = DataLog()
-    log.pad_to(5)
-    log.append_batches(5, 5)  # 5-9, 10-14
-    persister = FakePersister.with_state(5)
-    sp = make_sp(log, persister)
+    _, persister, _, sp = rig(5, 5, start=5)  # 5-9, 10-14
     acquire(sp)
     assert sp.acknowledge("m1", [ack(10, 14, RELEASE)]) is ErrorCode.NONE
     writes = len(persister.writes)
@@ -576,10 +524,7 @@ def test_bad_acknowledgements_change_nothing(
 
 
 def test_wrong_member_in_a_later_batch_changes_nothing() -> None:
-    log = DataLog()
-    log.append_batches(5, 5)
-    persister = FakePersister.with_state(0)
-    sp = make_sp(log, persister)
+    _, persister, _, sp = rig(5, 5)
     acquire(sp, "a", 5)
     acquire(sp, "b", 5)
     before = snapshot(sp)
@@ -592,10 +537,7 @@ def test_wrong_member_in_a_later_batch_changes_nothing() -> None:
 
 
 def test_acknowledgements_below_the_start_offset_are_ignored() -> None:
-    log = DataLog()
-    log.append_batches(5, 5)
-    persister = FakePersister.with_state(0)
-    sp = make_sp(log, persister)
+    _, persister, _, sp = rig(5, 5)
     acquire(sp)
     assert sp.acknowledge("m1", [ack(0, 4, ACCEPT)]) is ErrorCode.NONE
     writes = len(persister.writes)
@@ -621,11 +563,8 @@ def test_validate_ack_batches_is_the_request_level_check() -> None:
 
 
 def test_per_offset_types_and_coalesced_write() -> None:
-    log = DataLog()
-    log.append(10)
-    persister = FakePersister.with_state(0)
     events = Events()
-    sp = make_sp(log, persister, events=events)
+    _, persister, _, sp = rig(10, events=events)
     acquire(sp)
     types = [ACCEPT, ACCEPT, GAP, REJECT, RELEASE, RELEASE, ACCEPT, RENEW, RENEW, ACCEPT]
     assert sp.acknowledge("m1", [AckBatch(0, 9, types)]) is ErrorCode.NONE
@@ -654,11 +593,7 @@ def test_per_offset_types_and_coalesced_write() -> None:
 
 
 def test_renew_restarts_the_lock_and_writes_nothing() -> None:
-    log = DataLog()
-    log.append(5)
-    persister = FakePersister.with_state(0)
-    clock = ManualClock(NOW)
-    sp = make_sp(log, persister, clock)
+    _, persister, clock, sp = rig(5)
     acquire(sp)
     clock.advance(20_000)
     assert sp.acknowledge("m1", [ack(1, 2, RENEW)]) is ErrorCode.NONE
@@ -677,11 +612,7 @@ def test_renew_restarts_the_lock_and_writes_nothing() -> None:
 
 
 def test_failed_write_does_not_renew() -> None:
-    log = DataLog()
-    log.append(5)
-    persister = FakePersister.with_state(0)
-    clock = ManualClock(NOW)
-    sp = make_sp(log, persister, clock)
+    _, persister, clock, sp = rig(5)
     acquire(sp)
     clock.advance(20_000)
     persister.write_errors = [ErrorCode.COORDINATOR_NOT_AVAILABLE]
@@ -695,11 +626,7 @@ def test_failed_write_does_not_renew() -> None:
 
 
 def test_lock_timeout_write_failure_is_ignored() -> None:
-    log = DataLog()
-    log.append(5)
-    persister = FakePersister.with_state(0)
-    clock = ManualClock(NOW)
-    sp = make_sp(log, persister, clock)
+    _, persister, clock, sp = rig(5)
     acquire(sp)
     persister.write_error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     clock.advance(LOCK)
@@ -709,11 +636,7 @@ def test_lock_timeout_write_failure_is_ignored() -> None:
 
 
 def test_acknowledged_records_lose_their_lock() -> None:
-    log = DataLog()
-    log.append(5)
-    persister = FakePersister.with_state(0)
-    clock = ManualClock(NOW)
-    sp = make_sp(log, persister, clock)
+    _, persister, clock, sp = rig(5)
     acquire(sp)
     assert sp.acknowledge("m1", [ack(0, 4, ACCEPT)]) is ErrorCode.NONE
     assert clock.next_due_ms() is None  # the timer was cancelled
@@ -723,10 +646,7 @@ def test_acknowledged_records_lose_their_lock() -> None:
 
 
 def test_acknowledging_records_in_transition_is_invalid() -> None:
-    log = DataLog()
-    log.append(10)
-    persister = FakePersister.with_state(0)
-    sp = make_sp(log, persister)
+    _, persister, _, sp = rig(10)
     acquire(sp)
     inner: list[ErrorCode] = []
 
@@ -751,11 +671,7 @@ def test_acknowledging_records_in_transition_is_invalid() -> None:
 
 @pytest.mark.parametrize("write_ok", [True, False])
 def test_lock_expiring_during_a_write(write_ok: bool) -> None:
-    log = DataLog()
-    log.append(5)
-    persister = FakePersister.with_state(0)
-    clock = ManualClock(NOW)
-    sp = make_sp(log, persister, clock)
+    _, persister, clock, sp = rig(5)
     acquire(sp)
     clock.advance(LOCK - 1)
     persister.on_write = lambda: clock.advance(1)  # the lock fires while the ack is written
@@ -772,11 +688,7 @@ def test_lock_expiring_during_a_write(write_ok: bool) -> None:
 
 
 def test_fencing_stops_lock_timers() -> None:
-    log = DataLog()
-    log.append(5)
-    persister = FakePersister.with_state(0)
-    clock = ManualClock(NOW)
-    sp = make_sp(log, persister, clock)
+    _, persister, clock, sp = rig(5)
     acquire(sp)
     sp.mark_fenced()
     clock.advance(LOCK)
@@ -786,11 +698,7 @@ def test_fencing_stops_lock_timers() -> None:
 
 
 def test_update_config_applies_to_new_locks_and_limits() -> None:
-    log = DataLog()
-    log.append_batches(5, 5, 5)
-    persister = FakePersister.with_state(0)
-    clock = ManualClock(NOW)
-    sp = make_sp(log, persister, clock)
+    _, _, clock, sp = rig(5, 5, 5)
     acquire(sp, n=5)
     sp.update_config(SharePartitionConfig(record_lock_duration_ms=1000, max_in_flight_records=10))
     assert sp.config.record_lock_duration_ms == 1000
@@ -802,10 +710,7 @@ def test_update_config_applies_to_new_locks_and_limits() -> None:
 
 
 def test_restart_reloads_the_persisted_state() -> None:
-    log = DataLog()
-    log.append_batches(5, 5, 5)
-    persister = FakePersister.with_state(0)
-    sp = make_sp(log, persister)
+    log, persister, _, sp = rig(5, 5, 5)
     acquire(sp)
     assert sp.acknowledge("m1", [ack(0, 4, ACCEPT), ack(5, 6, RELEASE)]) is ErrorCode.NONE
     # A crash: acquisitions are not persisted, so 7-14 are a gap for the new leader.
@@ -875,15 +780,8 @@ def test_read_uncommitted_delivers_aborted_records_but_never_markers() -> None:
 # -- KIP-1289: TX_PENDING --------------------------------------------------------------------------
 
 
-def pending_setup(
-    limit: int = 5,
-) -> tuple[DataLog, FakePersister, ManualClock, SharePartition]:
-    log = DataLog()
-    log.append_batches(5, 5)
-    persister = FakePersister.with_state(0)
-    clock = ManualClock(NOW)
-    sp = make_sp(log, persister, clock, SharePartitionConfig(delivery_count_limit=limit))
-    return log, persister, clock, sp
+def pending_setup(limit: int = 5) -> Rig:
+    return rig(5, 5, config=SharePartitionConfig(delivery_count_limit=limit))
 
 
 def test_tx_pending_holds_records_until_the_marker() -> None:
@@ -955,13 +853,8 @@ def test_tx_pending_ownership_and_bad_input() -> None:
 
 
 def test_twenty_thousand_records_acquire_and_acknowledge() -> None:
-    log = DataLog()
-    for _ in range(4000):
-        log.append(5)
-    persister = FakePersister.with_state(0)
-    clock = ManualClock(NOW)
     events = Events()
-    sp = make_sp(log, persister, clock, events=events)
+    _, persister, _, sp = rig(*[5] * 4000, events=events)
     rounds = 0
     while sp.start_offset < 20_000:
         rounds += 1
@@ -988,12 +881,8 @@ def test_twenty_thousand_records_acquire_and_acknowledge() -> None:
 
 
 def test_twenty_thousand_in_flight_records_stay_few_runs() -> None:
-    log = DataLog()
-    for _ in range(4000):
-        log.append(5)
-    persister = FakePersister.with_state(0)
-    clock = ManualClock(NOW)
-    sp = make_sp(log, persister, clock, SharePartitionConfig(max_in_flight_records=20_000))
+    config = SharePartitionConfig(max_in_flight_records=20_000)
+    _, persister, clock, sp = rig(*[5] * 4000, config=config)
     assert acquire(sp, n=20_000) == [(0, 19_999, 1)]
     assert len(sp.state_batches()) == 1
     clock.advance(LOCK)
@@ -1044,12 +933,8 @@ def test_switching_to_read_committed_never_redelivers_aborted_records() -> None:
 
 
 def test_lock_expiry_below_the_start_offset_archives() -> None:
-    log = DataLog()
-    log.append(10)
-    persister = FakePersister.with_state(0)
-    clock = ManualClock(NOW)
     events = Events()
-    sp = make_sp(log, persister, clock, events=events)
+    log, persister, clock, sp = rig(10, events=events)
     acquire(sp)
     log.partition.delete_records(5)
     assert sp.on_log_appended() is False  # nothing new to fetch
@@ -1064,10 +949,7 @@ def test_lock_expiry_below_the_start_offset_archives() -> None:
 
 
 def test_complete_pending_below_the_start_offset_and_without_persisting() -> None:
-    log = DataLog()
-    log.append_batches(5, 5)
-    persister = FakePersister.with_state(0)
-    sp = make_sp(log, persister)
+    log, persister, _, sp = rig(5, 5)
     acquire(sp)
     assert sp.prepare_pending("m1", 10, 1, [ack(0, 9, ACCEPT)]) is ErrorCode.NONE
     log.partition.delete_records(3)
@@ -1100,9 +982,7 @@ def test_a_failing_metrics_callback_does_not_break_the_partition() -> None:
     def broken(kind: str, count: int) -> None:
         raise RuntimeError(kind)
 
-    log = DataLog()
-    log.append(5)
-    sp = make_sp(log, FakePersister.with_state(0))
+    sp = rig(5).sp
     sp._on_event = broken
     assert acquire(sp) == [(0, 4, 1)]
     assert sp.acknowledge("m1", [ack(0, 4, ACCEPT)]) is ErrorCode.NONE

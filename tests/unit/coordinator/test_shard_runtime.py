@@ -12,22 +12,10 @@ from coordinator.shard_runtime import (
     CoordinatorShard,
     LoadedRecord,
 )
-from tests.unit.coordinator.txn_harness import FaultyLog
+from tests.unit.faulty_log import FaultyLog
 from txn.batch import BatchHeader
 from txn.clock import ManualClock
 from txn.errors import ErrorCode
-
-
-class FlushFails(FaultyLog):
-    """Appends work; the next ``flush`` raises as a failing disk does."""
-
-    fail_flush = False
-
-    def flush(self) -> None:
-        if self.fail_flush:
-            self.fail_flush = False
-            raise OSError("disk gone")
-        super().flush()
 
 
 @dataclass
@@ -45,7 +33,7 @@ class Shard(CoordinatorShard):
 
 def test_writes_apply_or_revert_and_load_replays_what_was_written() -> None:
     clock = ManualClock(1_000)
-    log = FlushFails(MemoryLog())
+    log = FaultyLog(MemoryLog())
     runtime = CoordinatorRuntime(clock, "state", {0: log})
     applied: list[int] = []
     reverted: list[str] = []
@@ -61,7 +49,7 @@ def test_writes_apply_or_revert_and_load_replays_what_was_written() -> None:
 
     assert runtime.write(0, result(b"a", b"b")) == "done"
     assert applied == [0]  # applied at its base offset, once durable
-    log.fail_flush = True
+    log.flush_failures.append(OSError("disk gone"))
     assert runtime.write(0, result(b"lost")) is ErrorCode.NOT_COORDINATOR  # storage error, mapped
     assert reverted == ["reverted"]
     assert log.log_end_offset == 2  # the unflushed batch was truncated away

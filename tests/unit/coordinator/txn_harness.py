@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from coordinator.log.memory_log import MemoryLog
@@ -10,7 +9,8 @@ from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.producer_ids import ProducerIdManager
 from coordinator.txn_coordinator import TransactionCoordinator
 from coordinator.txn_results import TransactionView
-from txn.batch import BatchHeader, build_batch
+from tests.unit.faulty_log import FaultyLog
+from txn.batch import build_batch
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
@@ -34,55 +34,6 @@ TP1 = TopicPartition("foo", 1)
 TP2 = TopicPartition("bar", 0)
 TIMEOUT_MS = 60000
 RETRY_MS = 100
-
-
-class FaultyLog:
-    """A PartitionLog wrapper that raises on chosen appends (the fault injector)."""
-
-    def __init__(self, inner: MemoryLog) -> None:
-        self.inner = inner
-        self.failures: list[Exception] = []
-        self.on_append: Callable[[], None] | None = None
-
-    def fail_next(self, exc: Exception, times: int = 1) -> None:
-        self.failures.extend([exc] * times)
-
-    @property
-    def log_start_offset(self) -> int:
-        return self.inner.log_start_offset
-
-    @property
-    def log_end_offset(self) -> int:
-        return self.inner.log_end_offset
-
-    def append(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
-        if self.on_append is not None:
-            hook, self.on_append = self.on_append, None
-            hook()
-        if self.failures:
-            raise self.failures.pop(0)
-        return self.inner.append(batch, now_ms)
-
-    def read(self, offset: int, max_bytes: int) -> bytes:
-        return self.inner.read(offset, max_bytes)
-
-    def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
-        return self.inner.batches(start_offset)
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def maybe_flush(self, now_ms: int) -> None:
-        self.inner.maybe_flush(now_ms)
-
-    def truncate_to(self, offset: int) -> None:
-        self.inner.truncate_to(offset)
-
-    def advance_start_offset(self, offset: int) -> None:
-        self.inner.advance_start_offset(offset)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 @dataclass

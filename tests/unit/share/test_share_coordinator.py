@@ -7,12 +7,12 @@ Manual clock, memory logs, no sleeps.  What was persisted is checked by decoding
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
 
-from coordinator.log.memory_log import MemoryLog, MemoryStorage
+from coordinator.log.memory_log import MemoryStorage
 from coordinator.log.storage import PartitionLog
 from coordinator.share.persister import (
     Persister,
@@ -30,7 +30,8 @@ from coordinator.share.state_partitions import (
     partition_for,
     partition_for_coordinator_key,
 )
-from txn.batch import BatchHeader, build_batch
+from tests.unit.faulty_log import FaultyLog
+from txn.batch import build_batch
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode, InvalidConfigError, KafkaStorageError, error_for_code
@@ -64,51 +65,6 @@ def b(first: int, last: int, state: int, count: int) -> PersisterStateBatch:
     return PersisterStateBatch(first, last, state, count)
 
 
-class FailingLog:
-    """A PartitionLog wrapper whose appends or flushes raise on demand."""
-
-    def __init__(self, inner: MemoryLog) -> None:
-        self.inner = inner
-        self.append_failures: list[Exception] = []
-        self.flush_failures: list[Exception] = []
-
-    @property
-    def log_start_offset(self) -> int:
-        return self.inner.log_start_offset
-
-    @property
-    def log_end_offset(self) -> int:
-        return self.inner.log_end_offset
-
-    def append(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
-        if self.append_failures:
-            raise self.append_failures.pop(0)
-        return self.inner.append(batch, now_ms)
-
-    def read(self, offset: int, max_bytes: int) -> bytes:
-        return self.inner.read(offset, max_bytes)
-
-    def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
-        return self.inner.batches(start_offset)
-
-    def flush(self) -> None:
-        if self.flush_failures:
-            raise self.flush_failures.pop(0)
-        self.inner.flush()
-
-    def maybe_flush(self, now_ms: int) -> None:
-        self.inner.maybe_flush(now_ms)
-
-    def truncate_to(self, offset: int) -> None:
-        self.inner.truncate_to(offset)
-
-    def advance_start_offset(self, offset: int) -> None:
-        self.inner.advance_start_offset(offset)
-
-    def close(self) -> None:
-        self.inner.close()
-
-
 @dataclass
 class Bench:
     """One coordinator over memory logs that survive restarts."""
@@ -118,7 +74,7 @@ class Bench:
     options: dict[str, object] = field(default_factory=dict)
     clock: ManualClock = field(default_factory=ManualClock)
     storage: MemoryStorage = field(default_factory=MemoryStorage)
-    logs: dict[int, FailingLog] = field(default_factory=dict)
+    logs: dict[int, FaultyLog] = field(default_factory=dict)
     coordinator: ShareCoordinator = field(init=False)
 
     def __post_init__(self) -> None:
@@ -136,7 +92,7 @@ class Bench:
     def open(self, index: int) -> PartitionLog:
         log = self.logs.get(index)
         if log is None:
-            log = self.logs[index] = FailingLog(
+            log = self.logs[index] = FaultyLog(
                 self.storage.open_log(SHARE_GROUP_STATE_TOPIC, index)
             )
         return log
@@ -151,7 +107,7 @@ class Bench:
         self.coordinator = self.start()
         return self.coordinator
 
-    def log_of(self, key: ShareStateKey) -> FailingLog:
+    def log_of(self, key: ShareStateKey) -> FaultyLog:
         return self.logs[self.coordinator.partition_for(key)]
 
     def records(
@@ -910,10 +866,10 @@ def test_append_failure_changes_nothing(bench: Bench, exc: Exception, expected: 
         lambda: c.delete_state(KEY),
     ]
     for operation in operations:
-        log.append_failures.append(exc)
+        log.fail_next(exc)
         assert operation() is expected
         assert (c.state(KEY), bench.total_records()) == before
-    log.append_failures.append(exc)
+    log.fail_next(exc)
     assert c.read_state(KEY, 3) == ReadStateResult(expected)  # the leader bump failed
     assert (c.state(KEY), bench.total_records()) == before
     assert c.write_state(KEY, 0, 2, -1, []) is E.NONE  # epoch 3 was not recorded
@@ -936,7 +892,7 @@ def test_flush_failure_removes_the_record(bench: Bench) -> None:
 
 def test_failed_first_initialize_leaves_no_key(bench: Bench) -> None:
     bench.open(bench.coordinator.partition_for(KEY))
-    bench.log_of(KEY).append_failures.append(OSError("no space"))
+    bench.log_of(KEY).fail_next(OSError("no space"))
     assert bench.coordinator.initialize_state(KEY, 0, 0) is E.NOT_COORDINATOR
     assert bench.coordinator.state(KEY) is None
     assert bench.coordinator.read_state(KEY, 0).error is E.INVALID_REQUEST

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from coordinator.log.memory_log import MemoryLog
@@ -12,58 +11,13 @@ from coordinator.share.group_config import ShareGroupConfig
 from coordinator.share.group_coordinator import ShareGroupCoordinator
 from coordinator.share.group_model import HeartbeatResult
 from coordinator.topics import TopicRegistry
-from txn.batch import BatchHeader
+from tests.unit.faulty_log import FaultyLog
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 
 E = ErrorCode
 GROUP = "g1"
-
-
-class FaultyLog:
-    """A PartitionLog that raises on chosen appends (the storage fault injector)."""
-
-    def __init__(self, inner: MemoryLog) -> None:
-        self.inner = inner
-        self.failures: list[Exception] = []
-
-    def fail_next(self, exc: Exception, times: int = 1) -> None:
-        self.failures.extend([exc] * times)
-
-    @property
-    def log_start_offset(self) -> int:
-        return self.inner.log_start_offset
-
-    @property
-    def log_end_offset(self) -> int:
-        return self.inner.log_end_offset
-
-    def append(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
-        if self.failures:
-            raise self.failures.pop(0)
-        return self.inner.append(batch, now_ms)
-
-    def read(self, offset: int, max_bytes: int) -> bytes:
-        return self.inner.read(offset, max_bytes)
-
-    def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
-        return self.inner.batches(start_offset)
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def maybe_flush(self, now_ms: int) -> None:
-        self.inner.maybe_flush(now_ms)
-
-    def truncate_to(self, offset: int) -> None:
-        self.inner.truncate_to(offset)
-
-    def advance_start_offset(self, offset: int) -> None:
-        self.inner.advance_start_offset(offset)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 @dataclass

@@ -8,7 +8,7 @@ from coordinator.broker import BrokerCore
 from coordinator.log.memory_log import MemoryStorage
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
 from coordinator.share.sessions import TopicIdPartition
-from coordinator.share.share_partition import AckBatch
+from coordinator.share.share_partition import AckBatch, SharePartition
 from txn.batch import build_batch
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
@@ -69,6 +69,12 @@ class Harness:
         assert r.error is ErrorCode.NONE
         return r.producer_id, r.producer_epoch
 
+    def begin_share_txn(self, timeout_ms: int = 60000, enable_2pc: bool = False) -> tuple[int, int]:
+        """InitProducerId, then the share-state partition added to the transaction."""
+        pid, epoch = self.init(timeout_ms, enable_2pc)
+        assert self.add_share_acks(pid, epoch) is ErrorCode.NONE
+        return pid, epoch
+
     def add_share_acks(self, pid: int, epoch: int) -> ErrorCode:
         state_tp = self.core.share.state_partition_of(GROUP, self.tip.topic_id, 0)
         return self.core.txn_coordinator.add_partitions_to_txn(TID, pid, epoch, [state_tp])[
@@ -96,9 +102,13 @@ class Harness:
         )
         self.clock.advance(10)  # deliver the markers
 
-    def states(self) -> list[RecordState | None]:
+    def partition(self) -> SharePartition:
         error, sp = self.core.share.share_partition(GROUP, self.tip)
         assert sp is not None, error
+        return sp
+
+    def states(self) -> list[RecordState | None]:
+        sp = self.partition()
         out = []
         for offset in range(5):
             st = sp.record_state(offset)
@@ -110,46 +120,44 @@ class Harness:
         return d.state
 
 
-def test_commit_applies_pending_acks() -> None:
+def holding(**group_configs: str) -> Harness:
+    """A broker whose member m1 has acquired the five records of "in"."""
     h = Harness()
-    h.setup()
+    h.setup(**group_configs)
     assert h.acquire() == 5
-    pid, epoch = h.init()
-    assert h.add_share_acks(pid, epoch) is ErrorCode.NONE
+    return h
+
+
+def test_commit_applies_pending_acks() -> None:
+    h = holding()
+    pid, epoch = h.begin_share_txn()
     assert h.txn_ack(pid, epoch, 0, 4) is ErrorCode.NONE
     assert set(h.states()) == {RecordState.TX_PENDING}
     h.end(pid, epoch, commit=True)
     assert h.txn_state() == "CompleteCommit"
-    _error, sp = h.core.share.share_partition(GROUP, h.tip)
-    assert sp is not None and sp.start_offset == 5  # all ACKNOWLEDGED: the SPSO moved on
+    sp = h.partition()
+    assert sp.start_offset == 5  # all ACKNOWLEDGED: the SPSO moved on
     assert h.acquire("m2") == 0
 
 
 def test_abort_reverts_with_delivery_count_kept() -> None:
-    h = Harness()
-    h.setup()
-    h.acquire()
-    pid, epoch = h.init()
-    h.add_share_acks(pid, epoch)
+    h = holding()
+    pid, epoch = h.begin_share_txn()
     h.txn_ack(pid, epoch, 0, 4)
     h.end(pid, epoch, commit=False)
     assert set(h.states()) == {RecordState.AVAILABLE}
-    _error, sp = h.core.share.share_partition(GROUP, h.tip)
-    assert sp is not None and sp.record_state(0) == (RecordState.AVAILABLE, 1, "")
+    sp = h.partition()
+    assert sp.record_state(0) == (RecordState.AVAILABLE, 1, "")
     assert h.acquire("m2") == 5
     assert sp.record_state(0)[1] == 2  # type: ignore[index]
 
 
 def test_abort_at_the_delivery_limit_archives() -> None:
-    h = Harness()
-    h.setup(**{"share.delivery.count.limit": "2"})
-    h.acquire()
-    _error, sp = h.core.share.share_partition(GROUP, h.tip)
-    assert sp is not None
+    h = holding(**{"share.delivery.count.limit": "2"})
+    sp = h.partition()
     assert sp.acknowledge("m1", [AckBatch(0, 4, [2])]) is ErrorCode.NONE  # RELEASE: dc 1
     h.acquire()  # dc 2 = the limit
-    pid, epoch = h.init()
-    h.add_share_acks(pid, epoch)
+    pid, epoch = h.begin_share_txn()
     h.txn_ack(pid, epoch, 0, 4)
     h.end(pid, epoch, commit=False)
     assert sp.start_offset == 5  # ARCHIVED
@@ -157,41 +165,30 @@ def test_abort_at_the_delivery_limit_archives() -> None:
 
 
 def test_without_add_share_acks_is_invalid_txn_state_and_changes_nothing() -> None:
-    h = Harness()
-    h.setup()
-    h.acquire()
+    h = holding()
     pid, epoch = h.init()
     assert h.txn_ack(pid, epoch, 0, 4) is ErrorCode.INVALID_TXN_STATE
     assert set(h.states()) == {RecordState.ACQUIRED}
 
 
 def test_another_members_records_are_invalid_record_state() -> None:
-    h = Harness()
-    h.setup()
-    h.acquire()
-    pid, epoch = h.init()
-    h.add_share_acks(pid, epoch)
+    h = holding()
+    pid, epoch = h.begin_share_txn()
     assert h.txn_ack(pid, epoch, 0, 4, member="intruder") is ErrorCode.INVALID_RECORD_STATE
     assert h.txn_ack(pid, epoch, 0, 9) is ErrorCode.INVALID_REQUEST  # beyond what was delivered
     assert set(h.states()) == {RecordState.ACQUIRED}
 
 
 def test_stale_epoch_is_fenced() -> None:
-    h = Harness()
-    h.setup()
-    h.acquire()
-    pid, epoch = h.init()
-    h.add_share_acks(pid, epoch)
+    h = holding()
+    pid, epoch = h.begin_share_txn()
     assert h.txn_ack(pid, epoch - 1 if epoch > 0 else 7, 0, 4) is ErrorCode.PRODUCER_FENCED
     assert set(h.states()) == {RecordState.ACQUIRED}
 
 
 def test_zombie_pending_acks_are_discarded_by_the_fencing_abort() -> None:
-    h = Harness()
-    h.setup()
-    h.acquire()
-    pid, epoch = h.init()
-    h.add_share_acks(pid, epoch)
+    h = holding()
+    pid, epoch = h.begin_share_txn()
     h.txn_ack(pid, epoch, 0, 2)
     # a new instance: fences and aborts the open transaction, answering CONCURRENT_TRANSACTIONS
     first = h.core.txn_coordinator.init_producer_id(TID, 60000)
@@ -204,11 +201,8 @@ def test_zombie_pending_acks_are_discarded_by_the_fencing_abort() -> None:
 
 
 def test_lock_expiry_does_not_release_tx_pending_records() -> None:
-    h = Harness()
-    h.setup(**{"share.record.lock.duration.ms": "1000"})
-    h.acquire()
-    pid, epoch = h.init()
-    h.add_share_acks(pid, epoch)
+    h = holding(**{"share.record.lock.duration.ms": "1000"})
+    pid, epoch = h.begin_share_txn()
     h.txn_ack(pid, epoch, 0, 2)
     h.clock.advance(5000)  # locks expire
     assert h.states() == [RecordState.TX_PENDING] * 3 + [RecordState.AVAILABLE] * 2
@@ -221,8 +215,7 @@ def test_timeout_abort_reverts_and_is_counted() -> None:
     h.core.share.on_txn_metric = lambda name, value: seen.append((name, value))
     h.setup()
     h.acquire()
-    pid, epoch = h.init(timeout_ms=2000)
-    h.add_share_acks(pid, epoch)
+    pid, epoch = h.begin_share_txn(timeout_ms=2000)
     h.txn_ack(pid, epoch, 0, 4)
     h.clock.advance(5000)
     assert h.txn_state() == "CompleteAbort"
@@ -233,11 +226,8 @@ def test_timeout_abort_reverts_and_is_counted() -> None:
 
 
 def test_pending_acks_survive_a_restart_and_complete_after_it() -> None:
-    h = Harness()
-    h.setup()
-    h.acquire()
-    pid, epoch = h.init(enable_2pc=True)
-    h.add_share_acks(pid, epoch)
+    h = holding()
+    pid, epoch = h.begin_share_txn(enable_2pc=True)
     h.txn_ack(pid, epoch, 0, 4)
     h2 = h.restart()
     # still exclusive to the open transaction after the restart
@@ -248,19 +238,16 @@ def test_pending_acks_survive_a_restart_and_complete_after_it() -> None:
     )
     assert (r.producer_id, r.producer_epoch) == (pid, epoch)
     h2.end(pid, epoch, commit=True)
-    _error, sp = h2.core.share.share_partition(GROUP, h2.tip)
-    assert sp is not None and sp.start_offset == 5
+    sp = h2.partition()
+    assert sp.start_offset == 5
     h3 = h2.restart()  # the commit itself is durable
-    _error, sp3 = h3.core.share.share_partition(GROUP, h3.tip)
-    assert sp3 is not None and sp3.start_offset == 5
+    sp3 = h3.partition()
+    assert sp3.start_offset == 5
 
 
 def test_markers_are_idempotent_and_old_epochs_do_not_touch_newer_transactions() -> None:
-    h = Harness()
-    h.setup()
-    h.acquire()
-    pid, epoch = h.init()
-    h.add_share_acks(pid, epoch)
+    h = holding()
+    pid, epoch = h.begin_share_txn()
     h.txn_ack(pid, epoch, 0, 4)
     state_tp = h.core.share.state_partition_of(GROUP, h.tip.topic_id, 0)
     # an old epoch's ABORT arriving late must not discard the newer pending acks
@@ -274,8 +261,8 @@ def test_markers_are_idempotent_and_old_epochs_do_not_touch_newer_transactions()
     assert (
         h.core.share.complete_transaction(state_tp.partition, pid, epoch, True, 0) is ErrorCode.NONE
     )
-    _error, sp = h.core.share.share_partition(GROUP, h.tip)
-    assert sp is not None and sp.start_offset == 5
+    sp = h.partition()
+    assert sp.start_offset == 5
 
 
 def test_transactional_ack_of_records_past_the_spso_is_refused() -> None:
@@ -285,25 +272,21 @@ def test_transactional_ack_of_records_past_the_spso_is_refused() -> None:
     h.acquire("m1")
     h.clock.advance(1500)  # m1's locks expire; the records go back
     assert h.acquire("m2") == 5
-    _error, sp = h.core.share.share_partition(GROUP, h.tip)
-    assert sp is not None and sp.acknowledge("m2", [AckBatch(0, 4, [1])]) is ErrorCode.NONE
-    pid, epoch = h.init()
-    h.add_share_acks(pid, epoch)
+    sp = h.partition()
+    assert sp.acknowledge("m2", [AckBatch(0, 4, [1])]) is ErrorCode.NONE
+    pid, epoch = h.begin_share_txn()
     assert h.txn_ack(pid, epoch, 0, 4) is ErrorCode.INVALID_RECORD_STATE
 
 
 def test_committed_acks_survive_pruning_and_a_restart() -> None:
     """A snapshot written while the transaction was open must not let pruning drop its acks."""
-    h = Harness()
-    h.setup()
-    h.acquire()
-    pid, epoch = h.init(enable_2pc=True)  # never timed out: the open transaction waits
-    h.add_share_acks(pid, epoch)
+    h = holding()
+    pid, epoch = h.begin_share_txn(enable_2pc=True)  # never timed out: the open transaction waits
     h.txn_ack(pid, epoch, 0, 4)
     h.clock.advance(300_001)  # the cold-partition job re-snapshots the key meanwhile
     h.end(pid, epoch, commit=True)
     h.core.share.persister.prune()
     h2 = h.restart()
-    _error, sp = h2.core.share.share_partition(GROUP, h2.tip)
-    assert sp is not None and sp.start_offset == 5
+    sp = h2.partition()
+    assert sp.start_offset == 5
     assert h2.acquire("m2") == 0

@@ -57,6 +57,25 @@ def reopen(storage: FileStorage, config: LogConfig | None = None) -> tuple[FileS
     return fresh, fresh.open_log(TOPIC, 0, config)
 
 
+def append_all(log: FileLog, count: int, records: int = 1) -> list[bytes]:
+    """Append ``count`` batches of ``records`` records each; the batches as stored."""
+    stored = []
+    for _ in range(count):
+        batch = make_batch(records)
+        stored.append(with_offset(batch, log.append(batch, 0).base_offset))
+    return stored
+
+
+def write_closed(
+    storage: FileStorage, count: int, records: int = 1, config: LogConfig | None = None
+) -> list[bytes]:
+    """A closed log of ``count`` batches of ``records`` records each; the batches as stored."""
+    log = storage.open_log(TOPIC, 0, config)
+    stored = append_all(log, count, records)
+    log.close()
+    return stored
+
+
 def segment_names(directory: Path, suffix: str = ".log") -> list[str]:
     return sorted(p.name for p in directory.iterdir() if p.name.endswith(suffix))
 
@@ -85,10 +104,7 @@ class FsyncCounter:
 def test_segments_roll_and_are_named_by_base_offset(storage: FileStorage) -> None:
     config = LogConfig(segment_bytes=PAIR_SIZE * 3)
     log = storage.open_log(TOPIC, 0, config)
-    stored = []
-    for _ in range(7):
-        batch = make_batch(2)
-        stored.append(with_offset(batch, log.append(batch, 0).base_offset))
+    stored = append_all(log, 7, records=2)
     # Three batches of two records per segment: bases 0, 6, 12.
     assert segment_names(partition_dir(storage)) == [
         SEGMENT0,
@@ -164,10 +180,7 @@ def test_index_narrows_reads_in_a_large_log(
 
 
 def test_index_files_are_written(storage: FileStorage) -> None:
-    log = storage.open_log(TOPIC, 0, LogConfig(index_interval_bytes=BATCH_SIZE))
-    for _ in range(10):
-        log.append(make_batch(1), 0)
-    log.close()
+    write_closed(storage, 10, config=LogConfig(index_interval_bytes=BATCH_SIZE))
     index = partition_dir(storage) / "00000000000000000000.index"
     size = index.stat().st_size
     assert size > 0
@@ -194,24 +207,29 @@ def _recovery_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name == "sharetxn.log"]
 
 
+def reopen_warned(
+    storage: FileStorage, caplog: pytest.LogCaptureFixture, config: LogConfig | None = None
+) -> tuple[FileStorage, FileLog, list[str]]:
+    """``reopen`` with the log's warnings captured; also the recovery warnings it logged."""
+    with caplog.at_level(logging.WARNING, logger="sharetxn.log"):
+        storage, log = reopen(storage, config)
+    return storage, log, _recovery_warnings(caplog)
+
+
 def test_torn_tail_is_truncated_on_reopen(
     storage: FileStorage, caplog: pytest.LogCaptureFixture
 ) -> None:
-    log = storage.open_log(TOPIC, 0)
-    for _ in range(4):
-        log.append(make_batch(2), 0)
-    log.close()
+    write_closed(storage, 4, records=2)
     segment = partition_dir(storage) / SEGMENT0
     whole = segment.stat().st_size
     half = make_batch(3)[: PAIR_SIZE // 2]
     with segment.open("ab") as f:
         f.write(half)
 
-    with caplog.at_level(logging.WARNING, logger="sharetxn.log"):
-        storage, log = reopen(storage)
+    storage, log, warnings = reopen_warned(storage, caplog)
     assert log.log_end_offset == 8
     assert segment.stat().st_size == whole
-    [message] = _recovery_warnings(caplog)
+    [message] = warnings
     assert f"{TOPIC}-0" in message
     assert f"position {whole}" in message
     assert f"dropping {len(half)} bytes" in message
@@ -225,38 +243,29 @@ def test_torn_tail_is_truncated_on_reopen(
 def test_torn_header_is_truncated_on_reopen(
     storage: FileStorage, caplog: pytest.LogCaptureFixture
 ) -> None:
-    log = storage.open_log(TOPIC, 0)
-    log.append(make_batch(1), 0)
-    log.close()
+    write_closed(storage, 1)
     segment = partition_dir(storage) / SEGMENT0
     with segment.open("ab") as f:
         f.write(make_batch(1)[:20])
-    with caplog.at_level(logging.WARNING, logger="sharetxn.log"):
-        storage, log = reopen(storage)
+    storage, log, warnings = reopen_warned(storage, caplog)
     assert log.log_end_offset == 1
-    assert "dropping 20 bytes" in _recovery_warnings(caplog)[0]
+    assert "dropping 20 bytes" in warnings[0]
     storage.close()
 
 
 def test_flipped_byte_in_last_batch_is_truncated_on_reopen(
     storage: FileStorage, caplog: pytest.LogCaptureFixture
 ) -> None:
-    log = storage.open_log(TOPIC, 0)
-    stored = []
-    for _ in range(3):
-        batch = make_batch(2)
-        stored.append(with_offset(batch, log.append(batch, 0).base_offset))
-    log.close()
+    stored = write_closed(storage, 3, records=2)
     segment = partition_dir(storage) / SEGMENT0
     data = bytearray(segment.read_bytes())
     data[-3] ^= 0x01  # inside the last record's value, covered by the CRC
     segment.write_bytes(bytes(data))
 
-    with caplog.at_level(logging.WARNING, logger="sharetxn.log"):
-        storage, log = reopen(storage)
+    storage, log, warnings = reopen_warned(storage, caplog)
     assert log.log_end_offset == 4
     assert log.read(0, 10**9) == b"".join(stored[:2])
-    [message] = _recovery_warnings(caplog)
+    [message] = warnings
     assert "CRC" in message
     assert f"position {2 * PAIR_SIZE}" in message
     assert f"dropping {PAIR_SIZE} bytes" in message
@@ -268,12 +277,7 @@ def test_damaged_framing_in_older_segment_drops_everything_after(
     storage: FileStorage, caplog: pytest.LogCaptureFixture
 ) -> None:
     config = LogConfig(segment_bytes=BATCH_SIZE * 3)
-    log = storage.open_log(TOPIC, 0, config)
-    stored = []
-    for _ in range(9):
-        batch = make_batch(1)
-        stored.append(with_offset(batch, log.append(batch, 0).base_offset))
-    log.close()
+    stored = write_closed(storage, 9, config=config)
     directory = partition_dir(storage)
     assert len(segment_names(directory)) == 3
     first = directory / SEGMENT0
@@ -281,14 +285,12 @@ def test_damaged_framing_in_older_segment_drops_everything_after(
     data[BATCH_SIZE + 16] = 0  # magic byte of the second batch
     first.write_bytes(bytes(data))
 
-    with caplog.at_level(logging.WARNING, logger="sharetxn.log"):
-        storage, log = reopen(storage, config)
+    storage, log, warnings = reopen_warned(storage, caplog, config)
     assert segment_names(directory) == [SEGMENT0]
     assert log.log_end_offset == 1
     assert log.read(0, 10**9) == stored[0]
-    messages = _recovery_warnings(caplog)
-    assert any(f"position {BATCH_SIZE}" in m for m in messages)
-    assert sum("deleting segment" in m for m in messages) == 2
+    assert any(f"position {BATCH_SIZE}" in m for m in warnings)
+    assert sum("deleting segment" in m for m in warnings) == 2
     assert log.append(make_batch(1), 0).base_offset == 1
     storage.close()
 
@@ -297,24 +299,19 @@ def test_missing_middle_segment_drops_later_segments(
     storage: FileStorage, caplog: pytest.LogCaptureFixture
 ) -> None:
     config = LogConfig(segment_bytes=BATCH_SIZE * 2)
-    log = storage.open_log(TOPIC, 0, config)
-    for _ in range(6):
-        log.append(make_batch(1), 0)
-    log.close()
+    write_closed(storage, 6, config=config)
     directory = partition_dir(storage)
     (directory / "00000000000000000002.log").unlink()
-    with caplog.at_level(logging.WARNING, logger="sharetxn.log"):
-        storage, log = reopen(storage, config)
+    storage, log, warnings = reopen_warned(storage, caplog, config)
     assert log.log_end_offset == 2
     assert segment_names(directory) == [SEGMENT0]
-    assert any("does not follow" in m for m in _recovery_warnings(caplog))
+    assert any("does not follow" in m for m in warnings)
     storage.close()
 
 
 def test_clean_reopen_logs_nothing(storage: FileStorage, caplog: pytest.LogCaptureFixture) -> None:
     log = storage.open_log(TOPIC, 0, LogConfig(segment_bytes=BATCH_SIZE * 2))
-    for _ in range(5):
-        log.append(make_batch(1), 0)
+    append_all(log, 5)
     with caplog.at_level(logging.DEBUG, logger="sharetxn.log"):
         storage, log = reopen(storage, LogConfig(segment_bytes=BATCH_SIZE * 2))
     assert _recovery_warnings(caplog) == []
@@ -328,10 +325,7 @@ def test_clean_reopen_logs_nothing(storage: FileStorage, caplog: pytest.LogCaptu
 def test_start_offset_is_checkpointed_and_old_segments_deleted(storage: FileStorage) -> None:
     config = LogConfig(segment_bytes=BATCH_SIZE * 2)
     log = storage.open_log(TOPIC, 0, config)
-    stored = []
-    for _ in range(8):
-        batch = make_batch(1)
-        stored.append(with_offset(batch, log.append(batch, 0).base_offset))
+    stored = append_all(log, 8)
     directory = partition_dir(storage)
     assert len(segment_names(directory)) == 4  # bases 0, 2, 4, 6
 
@@ -363,10 +357,7 @@ def test_start_offset_checkpoint_survives_crash_before_segment_deletion(
     storage: FileStorage,
 ) -> None:
     config = LogConfig(segment_bytes=BATCH_SIZE * 2)
-    log = storage.open_log(TOPIC, 0, config)
-    for _ in range(6):
-        log.append(make_batch(1), 0)
-    log.close()
+    write_closed(storage, 6, config=config)
     directory = partition_dir(storage)
     (directory / "log-start-offset").write_text("4\n")  # as if deletion had not happened yet
     storage, log = reopen(storage, config)
@@ -397,8 +388,7 @@ def test_default_config_fsyncs_every_append(
 ) -> None:
     log = storage.open_log(TOPIC, 0)
     fsyncs = FsyncCounter(monkeypatch)
-    for _ in range(5):
-        log.append(make_batch(1), 0)
+    append_all(log, 5)
     assert fsyncs.files == 5
 
 
@@ -467,8 +457,7 @@ def test_storage_lists_directories_on_disk(tmp_path: Path) -> None:
 def test_default_config_comes_from_storage(tmp_path: Path) -> None:
     storage = FileStorage(tmp_path, LogConfig(segment_bytes=BATCH_SIZE))
     log = storage.open_log(TOPIC, 0)
-    for _ in range(3):
-        log.append(make_batch(1), 0)
+    append_all(log, 3)
     assert len(segment_names(tmp_path / f"{TOPIC}-0")) == 3
     storage.close()
 

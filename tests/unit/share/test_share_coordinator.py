@@ -1,19 +1,17 @@
 """The share coordinator through its public methods (reference §4, scenarios 56-59).
 
 Manual clock, memory logs, no sleeps.  What was persisted is checked by decoding the
-``__share_group_state`` logs with ``txn.share_records``.
+``__share_group_state`` logs with ``txn.share_records``.  Recovery, pruning and storage
+failures are in test_share_coordinator_recovery.py.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import pytest
 
 from coordinator.log.memory_log import MemoryStorage
-from coordinator.log.storage import PartitionLog
 from coordinator.share.persister import (
     Persister,
     PersisterStateBatch,
@@ -30,122 +28,30 @@ from coordinator.share.state_partitions import (
     partition_for,
     partition_for_coordinator_key,
 )
-from tests.unit.faulty_log import FaultyLog
-from txn.batch import build_batch
+from tests.unit.share.coordinator_bench import (
+    ACKED,
+    ACQUIRED,
+    ARCHIVED,
+    AVAILABLE,
+    KEY,
+    OTHER_TOPIC,
+    TOPIC,
+    Bench,
+    E,
+    b,
+    snapshot_epochs,
+)
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
-from txn.errors import ErrorCode, InvalidConfigError, KafkaStorageError, error_for_code
+from txn.errors import InvalidConfigError
 from txn.ids import SHARE_GROUP_STATE_TOPIC
 from txn.share_records import (
     ShareRecordKey,
     ShareRecordType,
-    ShareRecordValue,
     ShareSnapshotValue,
     ShareUpdateValue,
     StateBatch,
-    decode_record,
-    encode_record,
 )
-from txn.share_state import RecordState
-from txn.txn_log import read_records
-
-E = ErrorCode
-AVAILABLE = int(RecordState.AVAILABLE)
-ACQUIRED = int(RecordState.ACQUIRED)
-ACKED = int(RecordState.ACKNOWLEDGED)
-ARCHIVED = int(RecordState.ARCHIVED)
-TOPIC = uuid.UUID("5d7c2a3e-9f10-4b6e-8c1a-2b3c4d5e6f70")
-OTHER_TOPIC = uuid.UUID("0e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b")
-KEY = ShareStateKey("group-1", TOPIC, 0)
-PRUNE_MS = 300_000
-NotEnoughReplicasError = error_for_code(ErrorCode.NOT_ENOUGH_REPLICAS)
-
-
-def b(first: int, last: int, state: int, count: int) -> PersisterStateBatch:
-    return PersisterStateBatch(first, last, state, count)
-
-
-@dataclass
-class Bench:
-    """One coordinator over memory logs that survive restarts."""
-
-    partitions: int = 3
-    per_snapshot: int = 500
-    options: dict[str, object] = field(default_factory=dict)
-    clock: ManualClock = field(default_factory=ManualClock)
-    storage: MemoryStorage = field(default_factory=MemoryStorage)
-    logs: dict[int, FaultyLog] = field(default_factory=dict)
-    coordinator: ShareCoordinator = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.coordinator = self.start()
-
-    @property
-    def config(self) -> BrokerConfig:
-        return BrokerConfig(
-            {
-                "share.coordinator.state.topic.num.partitions": self.partitions,
-                "share.coordinator.snapshot.update.records.per.snapshot": self.per_snapshot,
-            }
-        )
-
-    def open(self, index: int) -> PartitionLog:
-        log = self.logs.get(index)
-        if log is None:
-            log = self.logs[index] = FaultyLog(
-                self.storage.open_log(SHARE_GROUP_STATE_TOPIC, index)
-            )
-        return log
-
-    def start(self) -> ShareCoordinator:
-        coordinator = ShareCoordinator(self.clock, self.open, self.config, **self.options)  # type: ignore[arg-type]
-        coordinator.load()
-        return coordinator
-
-    def restart(self) -> ShareCoordinator:
-        self.coordinator.close()
-        self.coordinator = self.start()
-        return self.coordinator
-
-    def log_of(self, key: ShareStateKey) -> FaultyLog:
-        return self.logs[self.coordinator.partition_for(key)]
-
-    def records(
-        self, key: ShareStateKey | None = None
-    ) -> list[tuple[int, ShareRecordKey, ShareRecordValue | None]]:
-        """Every record of the key's partition (all partitions if None), with its offset."""
-        indexes = [self.coordinator.partition_for(key)] if key is not None else sorted(self.logs)
-        out: list[tuple[int, ShareRecordKey, ShareRecordValue | None]] = []
-        for index in indexes:
-            log = self.logs[index]
-            for header, batch in log.batches(log.log_start_offset):
-                for delta, (raw_key, raw_value) in enumerate(read_records(batch)):
-                    record_key, value = decode_record(raw_key, raw_value)
-                    out.append((header.base_offset + delta, record_key, value))
-        return out
-
-    def total_records(self) -> int:
-        return sum(log.log_end_offset for log in self.logs.values())
-
-    def init(self, key: ShareStateKey = KEY, state_epoch: int = 0, start: int = -1) -> None:
-        assert self.coordinator.initialize_state(key, state_epoch, start) is E.NONE
-
-
-@pytest.fixture
-def bench() -> Bench:
-    return Bench()
-
-
-def snapshot_epochs(bench: Bench, key: ShareStateKey = KEY) -> list[tuple[str, int]]:
-    return [
-        (
-            "S" if isinstance(value, ShareSnapshotValue) else "U",
-            value.snapshot_epoch,
-        )
-        for _, record_key, value in bench.records(key)
-        if value is not None and record_key.group_id == key.group_id
-    ]
-
 
 # --- partitioning ----------------------------------------------------------------------------
 
@@ -480,8 +386,7 @@ def test_non_sequential_batch_updates() -> None:
 def test_a_snapshot_every_n_updates() -> None:
     bench = Bench(per_snapshot=3)
     bench.init(start=0)
-    for i in range(8):
-        assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(i, i, ACKED, 1)]) is E.NONE
+    bench.ack_each(range(8))
     assert snapshot_epochs(bench) == [
         ("S", 0),
         ("U", 0),
@@ -499,8 +404,7 @@ def test_a_snapshot_every_n_updates() -> None:
     assert bench.coordinator.state(KEY) == ShareStateView(0, 0, 0, (b(0, 7, ACKED, 1),), 2)
     # The update count is rebuilt on load: the next three writes are updates again.
     bench.restart()
-    for i in range(8, 12):
-        assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(i, i, ACKED, 1)]) is E.NONE
+    bench.ack_each(range(8, 12))
     assert snapshot_epochs(bench)[-4:] == [("U", 2), ("U", 2), ("U", 2), ("S", 3)]
 
 
@@ -611,288 +515,22 @@ def test_read_state_summary(bench: Bench) -> None:
 
 
 def test_keys_by_group(bench: Bench) -> None:
-    keys = [
+    keys = bench.init_all(
         ShareStateKey("a", TOPIC, 1),
         ShareStateKey("a", TOPIC, 0),
         ShareStateKey("b", OTHER_TOPIC, 0),
-    ]
-    for key in keys:
-        bench.init(key)
+    )
     assert bench.coordinator.keys() == sorted(keys)
     assert bench.coordinator.keys("a") == [keys[1], keys[0]]
     assert bench.coordinator.keys("c") == []
 
 
 def test_topic_deletion_tombstones_its_keys(bench: Bench) -> None:
-    keys = [
+    keys = bench.init_all(
         ShareStateKey("a", TOPIC, 0),
         ShareStateKey("b", TOPIC, 1),
         ShareStateKey("a", OTHER_TOPIC, 0),
-    ]
-    for key in keys:
-        bench.init(key)
+    )
     assert bench.coordinator.on_topics_deleted([TOPIC]) is E.NONE
     assert bench.coordinator.keys() == [keys[2]]
     assert bench.restart().keys() == [keys[2]]
-
-
-# --- recovery --------------------------------------------------------------------------------
-
-
-def run_workload(bench: Bench) -> list[ShareStateKey]:
-    keys = [ShareStateKey(f"g{i % 3}", TOPIC if i % 2 else OTHER_TOPIC, i) for i in range(12)]
-    c = bench.coordinator
-    for n, key in enumerate(keys):
-        bench.init(key, state_epoch=1, start=n * 10)
-        assert c.read_state(key, 1).error is E.NONE
-        for step in range(n % 5):
-            first = n * 10 + step * 2
-            assert c.write_state(key, 1, 1, -1, [b(first, first + 1, ACKED, 1)]) is E.NONE
-            bench.clock.advance(10)
-        if n % 4 == 3:
-            assert c.write_state(
-                key, 1, 1, n * 10 + 3, [b(n * 10 + 8, n * 10 + 9, AVAILABLE, 2)]
-            ) is (E.NONE)
-        if n % 6 == 5:
-            assert c.delete_state(key) is E.NONE
-    return keys
-
-
-def snapshot_of(
-    coordinator: ShareCoordinator, keys: list[ShareStateKey]
-) -> dict[ShareStateKey, object]:
-    """What every public read says about ``keys`` (reading at the recorded leader epoch, so
-    that the reads themselves write nothing)."""
-    out: dict[ShareStateKey, object] = {}
-    for key in keys:
-        view = coordinator.state(key)
-        epoch = view.leader_epoch if view is not None else 0
-        out[key] = (
-            view,
-            coordinator.read_state(key, epoch),
-            coordinator.read_state_summary(key, epoch),
-        )
-    return out
-
-
-@pytest.mark.parametrize("per_snapshot", [0, 2, 500])
-def test_restart_replays_to_identical_state(per_snapshot: int) -> None:
-    bench = Bench(per_snapshot=per_snapshot)
-    keys = run_workload(bench)
-    before = snapshot_of(bench.coordinator, keys)
-    live = bench.coordinator.keys()
-    assert len(live) == 10
-    restarted = bench.restart()
-    assert restarted.keys() == live
-    assert snapshot_of(restarted, keys) == before
-
-
-def test_restart_continues_writing_where_it_left_off() -> None:
-    bench = Bench(per_snapshot=2)
-    bench.init(start=0)
-    for i in range(3):
-        assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(i, i, ACKED, 1)]) is E.NONE
-    expected_log = snapshot_epochs(bench)
-    bench.restart()
-    assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(3, 3, ACKED, 1)]) is E.NONE
-    assert snapshot_epochs(bench) == [*expected_log, ("U", 1)]
-
-
-def test_load_skips_corrupt_and_unknown_records(bench: Bench) -> None:
-    bench.init(start=1)
-    log = bench.log_of(KEY)
-    now = bench.clock.now_ms()
-    bad_key = b"\x00\x07garbage"  # unknown key type 7
-    log.append(build_batch([(bad_key, b"x")], timestamp_ms=now), now)
-    good_key, _ = encode_record(ShareRecordKey(ShareRecordType.SHARE_UPDATE, *KEY), None)
-    log.append(build_batch([(good_key, b"\x00\x00\x01")], timestamp_ms=now), now)  # truncated
-    log.append(build_batch([(None, b"")], timestamp_ms=now), now)  # no key
-    restarted = bench.restart()
-    assert restarted.state(KEY) == ShareStateView(0, 0, 1, (), 0)
-
-
-def test_load_skips_transactional_and_control_batches(bench: Bench) -> None:
-    """Until KIP-1289: nothing writes them, and they are not applied if found."""
-    bench.init(start=1)
-    log = bench.log_of(KEY)
-    now = bench.clock.now_ms()
-    record = encode_record(
-        ShareRecordKey(ShareRecordType.SHARE_UPDATE, *KEY),
-        ShareUpdateValue(0, 0, -1, (StateBatch(1, 2, ACKED, 1),)),
-    )
-    log.append(
-        build_batch(
-            [record], timestamp_ms=now, producer_id=9, producer_epoch=0, transactional=True
-        ),
-        now,
-    )
-    restarted = bench.restart()
-    assert restarted.state(KEY) == ShareStateView(0, 0, 1, (), 0)
-
-
-# --- pruning ---------------------------------------------------------------------------------
-
-
-def test_prune_advances_to_the_oldest_needed_snapshot() -> None:
-    bench = Bench(partitions=1, per_snapshot=2)
-    other = ShareStateKey("group-2", TOPIC, 0)
-    c = bench.coordinator
-    bench.init(start=0)  # offset 0
-    bench.init(other, start=0)  # offset 1
-    for i in range(3):  # KEY: updates at 2, 3, snapshot at 4
-        assert c.write_state(KEY, 0, 0, -1, [b(i, i, ACKED, 1)]) is E.NONE
-    assert c.write_state(other, 0, 0, -1, [b(0, 0, ACKED, 1)]) is E.NONE  # update at 5
-    log = bench.logs[0]
-    assert c.prune() == {0: 1}  # `other` still needs its snapshot at 1
-    assert log.log_start_offset == 1
-    assert c.prune() == {}  # nothing new to prune
-    assert c.initialize_state(other, 0, 7) is E.NONE  # a fresh snapshot of `other` at 6
-    assert c.prune() == {0: 4}  # KEY's snapshot at 4; its records before are redundant
-    assert log.log_start_offset == 4
-    before = snapshot_of(c, [KEY, other])
-    restarted = bench.restart()
-    assert snapshot_of(restarted, [KEY, other]) == before
-    assert restarted.state(KEY) == ShareStateView(0, 0, 0, (b(0, 2, ACKED, 1),), 1)
-
-
-def test_a_key_with_updates_after_its_snapshot_keeps_the_snapshot() -> None:
-    bench = Bench(partitions=1)
-    c = bench.coordinator
-    bench.init(start=0)  # snapshot at 0
-    for i in range(5):
-        assert c.write_state(KEY, 0, 0, -1, [b(i, i, ACKED, 1)]) is E.NONE
-    assert c.prune() == {}
-    assert bench.restart().state(KEY) == ShareStateView(0, 0, 0, (b(0, 4, ACKED, 1),), 0)
-
-
-def test_prune_after_deletes_and_restart() -> None:
-    bench = Bench(partitions=1)
-    other = ShareStateKey("group-2", TOPIC, 0)
-    c = bench.coordinator
-    bench.init(start=0)  # 0
-    bench.init(other, start=5)  # 1
-    assert c.write_state(other, 0, 0, -1, [b(5, 5, ACKED, 1)]) is E.NONE  # 2
-    assert c.delete_state(KEY) is E.NONE  # 3 (tombstone)
-    assert c.prune() == {0: 1}
-    restarted = bench.restart()
-    assert restarted.keys() == [other]
-    assert restarted.state(other) == ShareStateView(0, 0, 5, (b(5, 5, ACKED, 1),), 0)
-    assert restarted.delete_state(other) is E.NONE  # 4
-    assert restarted.prune() == {0: 5}  # no live key: everything is redundant
-    assert bench.logs[0].log_start_offset == bench.logs[0].log_end_offset == 5
-    assert bench.restart().keys() == []
-
-
-def test_prune_runs_on_the_clock() -> None:
-    bench = Bench(
-        partitions=1,
-        per_snapshot=0,
-        options={"prune_interval_ms": PRUNE_MS, "cold_partition_snapshot_interval_ms": None},
-    )
-    bench.init(start=0)
-    for i in range(3):
-        assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(i, i, ACKED, 1)]) is E.NONE
-    log = bench.logs[0]
-    assert log.log_start_offset == 0
-    bench.clock.advance(PRUNE_MS - 1)
-    assert log.log_start_offset == 0
-    bench.clock.advance(1)
-    assert log.log_start_offset == 3  # the latest snapshot
-    assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(3, 3, ACKED, 1)]) is E.NONE
-    bench.clock.advance(PRUNE_MS)  # the job reschedules itself
-    assert log.log_start_offset == 4
-    bench.coordinator.close()
-    assert bench.coordinator.write_state(KEY, 0, 0, -1, []) is E.COORDINATOR_NOT_AVAILABLE
-    bench.clock.advance(PRUNE_MS * 3)  # no job after close
-    assert log.log_start_offset == 4
-
-
-def test_cold_partitions_are_resnapshotted_once() -> None:
-    interval = 60_000
-    bench = Bench(
-        partitions=1,
-        options={"cold_partition_snapshot_interval_ms": interval, "prune_interval_ms": 10**9},
-    )
-    idle = ShareStateKey("idle", TOPIC, 0)
-    c = bench.coordinator
-    bench.init(idle, start=0)  # 0
-    bench.init(start=0)  # 1
-    bench.clock.advance(interval - 1)
-    assert c.write_state(KEY, 0, 0, -1, [b(0, 0, ACKED, 1)]) is E.NONE  # 2: KEY is busy
-    assert c.prune() == {}  # the idle key's snapshot at 0 holds the log back
-    bench.clock.advance(1)  # the job: both snapshots are `interval` old
-    idle_view = c.state(idle)
-    assert idle_view is not None
-    assert idle_view.snapshot_epoch == 1
-    key_view = c.state(KEY)
-    assert key_view == ShareStateView(0, 0, 0, (b(0, 0, ACKED, 1),), 1)
-    assert c.prune() == {0: 3}
-    written = bench.total_records()
-    bench.clock.advance(interval * 3)  # everything is cold-snapshotted and quiet
-    assert bench.total_records() == written
-    before = snapshot_of(c, [idle, KEY])
-    assert snapshot_of(bench.restart(), [idle, KEY]) == before
-
-
-def test_cold_snapshots_can_be_disabled() -> None:
-    bench = Bench(partitions=1, options={"cold_partition_snapshot_interval_ms": None})
-    bench.init()
-    bench.clock.advance(PRUNE_MS * 4)
-    assert bench.total_records() == 1
-    assert bench.coordinator.snapshot_cold_partitions() == 0
-
-
-# --- append failures leave the state unchanged -----------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("exc", "expected"),
-    [
-        (NotEnoughReplicasError(), E.COORDINATOR_NOT_AVAILABLE),
-        (KafkaStorageError(), E.NOT_COORDINATOR),
-        (OSError("disk full"), E.NOT_COORDINATOR),
-        (RuntimeError("boom"), E.UNKNOWN_SERVER_ERROR),
-    ],
-)
-def test_append_failure_changes_nothing(bench: Bench, exc: Exception, expected: ErrorCode) -> None:
-    bench.init(start=0)
-    c = bench.coordinator
-    assert c.write_state(KEY, 0, 0, -1, [b(0, 1, ACKED, 1)]) is E.NONE
-    before = (c.state(KEY), bench.total_records())
-    log = bench.log_of(KEY)
-    operations: list[Callable[[], object]] = [
-        lambda: c.write_state(KEY, 0, 0, 5, [b(5, 6, ACKED, 1)]),
-        lambda: c.initialize_state(KEY, 1, 50),
-        lambda: c.delete_state(KEY),
-    ]
-    for operation in operations:
-        log.fail_next(exc)
-        assert operation() is expected
-        assert (c.state(KEY), bench.total_records()) == before
-    log.fail_next(exc)
-    assert c.read_state(KEY, 3) == ReadStateResult(expected)  # the leader bump failed
-    assert (c.state(KEY), bench.total_records()) == before
-    assert c.write_state(KEY, 0, 2, -1, []) is E.NONE  # epoch 3 was not recorded
-    assert bench.restart().state(KEY) == before[0]
-
-
-def test_flush_failure_removes_the_record(bench: Bench) -> None:
-    bench.init(start=0)
-    c = bench.coordinator
-    log = bench.log_of(KEY)
-    log.flush_failures.append(OSError("fsync failed"))
-    assert c.write_state(KEY, 0, 0, -1, [b(0, 1, ACKED, 1)]) is E.NOT_COORDINATOR
-    assert c.state(KEY) == ShareStateView(0, 0, 0, (), 0)
-    assert log.log_end_offset == 1
-    assert c.write_state(KEY, 0, 0, -1, [b(0, 0, ARCHIVED, 1)]) is E.NONE
-    expected = ShareStateView(0, 0, 0, (b(0, 0, ARCHIVED, 1),), 0)
-    assert c.state(KEY) == expected
-    assert bench.restart().state(KEY) == expected
-
-
-def test_failed_first_initialize_leaves_no_key(bench: Bench) -> None:
-    bench.open(bench.coordinator.partition_for(KEY))
-    bench.log_of(KEY).fail_next(OSError("no space"))
-    assert bench.coordinator.initialize_state(KEY, 0, 0) is E.NOT_COORDINATOR
-    assert bench.coordinator.state(KEY) is None
-    assert bench.coordinator.read_state(KEY, 0).error is E.INVALID_REQUEST

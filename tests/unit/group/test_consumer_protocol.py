@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import random
 import uuid
-from dataclasses import dataclass, field
 
 import pytest
 
@@ -15,9 +13,7 @@ from coordinator.group.consumer_protocol import (
     assign,
 )
 from coordinator.group.coordinator import ConsumerGroupCoordinator
-from coordinator.log.memory_log import MemoryLog
-from coordinator.topics import TopicRegistry
-from txn.clock import ManualClock
+from tests.unit.group.orders_bench import OrdersBench
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
@@ -26,30 +22,7 @@ E = ErrorCode
 G = "cg"
 
 
-@dataclass
-class Bench:
-    clock: ManualClock = field(default_factory=ManualClock)
-    topics: TopicRegistry = field(
-        default_factory=lambda: TopicRegistry(MemoryLog(), random.Random(3))
-    )
-    coord: ConsumerGroupCoordinator = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.topics.create("orders", 4, 0)
-        self.coord = ConsumerGroupCoordinator(
-            self.clock,
-            MemoryLog(),
-            BrokerConfig({"group.initial.rebalance.delay.ms": "0"}),
-            topics=self.topics,
-        )
-        self.coord.load()
-
-    @property
-    def orders(self) -> uuid.UUID:
-        info = self.topics.get("orders")
-        assert info is not None
-        return info.topic_id
-
+class Bench(OrdersBench):
     def beat(
         self,
         member: str,

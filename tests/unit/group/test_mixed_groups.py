@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import random
 import struct
-import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from coordinator.group.consumer_protocol import ConsumerHeartbeatResult, Partitions
-from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.group.embedded import encode_assignment, parse_assignment, parse_subscription
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
-from coordinator.log.memory_log import MemoryLog
-from coordinator.topics import TopicRegistry
-from txn.clock import ManualClock
-from txn.config import BrokerConfig
+from tests.unit.group.orders_bench import OrdersBench
 from txn.errors import ErrorCode
 
 E = ErrorCode
@@ -35,39 +29,11 @@ def subscription(topics: tuple[str, ...], owned: dict[str, list[int]] | None = N
 
 
 @dataclass
-class Bench:
+class Bench(OrdersBench):
     policy: str = "bidirectional"
-    clock: ManualClock = field(default_factory=ManualClock)
-    log: MemoryLog = field(default_factory=MemoryLog)
-    topics: TopicRegistry = field(
-        default_factory=lambda: TopicRegistry(MemoryLog(), random.Random(3))
-    )
-    coord: ConsumerGroupCoordinator = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.topics.create("orders", 4, 0)
-        self.coord = self.new()
-
-    def new(self) -> ConsumerGroupCoordinator:
-        coord = ConsumerGroupCoordinator(
-            self.clock,
-            self.log,
-            BrokerConfig(
-                {
-                    "group.initial.rebalance.delay.ms": "0",
-                    "group.consumer.migration.policy": self.policy,
-                }
-            ),
-            topics=self.topics,
-        )
-        coord.load()
-        return coord
-
-    @property
-    def orders(self) -> uuid.UUID:
-        info = self.topics.get("orders")
-        assert info is not None
-        return info.topic_id
+    def broker_config(self) -> dict[str, str]:
+        return {**super().broker_config(), "group.consumer.migration.policy": self.policy}
 
     def beat(
         self, member: str, epoch: int, owned: Partitions | None = None

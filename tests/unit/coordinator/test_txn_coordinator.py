@@ -36,8 +36,18 @@ def bench() -> Bench:
     return Bench()
 
 
-def started(state: TransactionState | None = None, tv_level: int = TV_2, **seed: object) -> Bench:
+def started(
+    state: TransactionState | None = None,
+    tv_level: int = TV_2,
+    *,
+    blocked: bool = False,
+    **seed: object,
+) -> Bench:
+    """A loaded coordinator, seeded with one transaction in ``state`` if given; ``blocked``
+    makes markers to TP0 fail, so that a transaction's completion cannot finish."""
     bench = Bench(tv_level=tv_level)
+    if blocked:
+        bench.handler.blocked = {TP0}
     if state is not None:
         bench.seed(state, **seed)  # type: ignore[arg-type]
     bench.load()
@@ -86,10 +96,8 @@ def test_s04_idle_id_gets_epoch_bump_and_new_timeout(state: TransactionState) ->
 
 @pytest.mark.parametrize("state", [S.PREPARE_COMMIT, S.PREPARE_ABORT])
 def test_s05_prepare_states_make_init_wait(state: TransactionState) -> None:
-    bench = Bench()
-    bench.handler.blocked = {TP0}  # the markers cannot complete
-    bench.seed(state)
-    c = bench.load()
+    bench = started(state, blocked=True)  # the markers cannot complete
+    c = bench.coordinator
     bench.settle()
     assert c.init_producer_id(TXN, TIMEOUT_MS).error is E.CONCURRENT_TRANSACTIONS
     assert bench.view().state is state
@@ -230,10 +238,8 @@ def test_requests_before_load_get_load_in_progress(bench: Bench) -> None:
 
 @pytest.mark.parametrize("state", [S.PREPARE_COMMIT, S.PREPARE_ABORT])
 def test_s14_add_partitions_during_prepare_waits(state: TransactionState) -> None:
-    bench = Bench()
-    bench.handler.blocked = {TP0}
-    bench.seed(state)
-    c = bench.load()
+    bench = started(state, blocked=True)
+    c = bench.coordinator
     assert c.add_partitions_to_txn(TXN, PID, 1, [TP2]) == {TP2: E.CONCURRENT_TRANSACTIONS}
 
 
@@ -323,10 +329,8 @@ def test_s18_tv0_complete_commit() -> None:
 
 
 def test_s19_tv2_complete_commit() -> None:
-    bench = Bench()
-    bench.handler.blocked = {TP0}
-    bench.seed(S.COMPLETE_COMMIT, epoch=1, tv=TV_2)
-    c = bench.load()
+    bench = started(S.COMPLETE_COMMIT, blocked=True, epoch=1, tv=TV_2)
+    c = bench.coordinator
     count = bench.record_count()
     retry = c.end_txn(TXN, PID, 0, True, tv2=True)
     assert (retry.error, retry.producer_id, retry.producer_epoch) == (E.NONE, PID, 1)
@@ -373,10 +377,8 @@ def test_s21_empty_state() -> None:
 def test_s22_end_txn_while_markers_are_in_flight(tv2: bool) -> None:
     # Kafka sets the pending Complete* state while markers are in flight, so a client sees
     # CONCURRENT_TRANSACTIONS for any EndTxn until they are written; then the table applies.
-    bench = Bench()
-    bench.handler.blocked = {TP0}
-    bench.seed(S.ONGOING, epoch=1, tv=TV_2 if tv2 else TV_0)
-    c = bench.load()
+    bench = started(S.ONGOING, blocked=True, epoch=1, tv=TV_2 if tv2 else TV_0)
+    c = bench.coordinator
     first = c.end_txn(TXN, PID, 1, False, tv2)
     assert first.error is E.NONE
     epoch = first.producer_epoch if tv2 else 1
@@ -408,10 +410,8 @@ def test_tv2_commit_at_short_max_is_refused_and_abort_recovers() -> None:
 
 
 def test_s23_tv2_same_epoch_on_prepared_commit_is_not_a_retry() -> None:
-    bench = Bench()
-    bench.handler.blocked = {TP0}
-    bench.seed(S.ONGOING, epoch=1, tv=TV_2)
-    c = bench.load()
+    bench = started(S.ONGOING, blocked=True, epoch=1, tv=TV_2)
+    c = bench.coordinator
     assert c.end_txn(TXN, PID, 1, True, tv2=True).producer_epoch == 2
     bench.handler.blocked.clear()
     bench.settle(RETRY_MS)
@@ -422,10 +422,8 @@ def test_s23_tv2_same_epoch_on_prepared_commit_is_not_a_retry() -> None:
 
 
 def test_s24_s25_tv2_overflow_retries_and_new_id_before_completion() -> None:
-    bench = Bench()
-    bench.handler.blocked = {TP0}
-    bench.seed(S.ONGOING, epoch=32766, tv=TV_2)
-    c = bench.load()
+    bench = started(S.ONGOING, blocked=True, epoch=32766, tv=TV_2)
+    c = bench.coordinator
     result = c.end_txn(TXN, PID, 32766, True, tv2=True)
     new_pid = result.producer_id
     assert result.error is E.NONE and new_pid != PID and result.producer_epoch == 0
@@ -571,10 +569,8 @@ def test_keep_prepared_txn_hands_over_the_ongoing_transaction(bench: Bench) -> N
 
 
 def test_keep_prepared_txn_during_prepare_waits() -> None:
-    bench = Bench()
-    bench.handler.blocked = {TP0}
-    bench.seed(S.PREPARE_COMMIT, two_phase_commit=True, timeout_ms=INT32_MAX)
-    c = bench.load()
+    bench = started(S.PREPARE_COMMIT, blocked=True, two_phase_commit=True, timeout_ms=INT32_MAX)
+    c = bench.coordinator
     result = c.init_producer_id(TXN, TIMEOUT_MS, keep_prepared_txn=True)
     assert result.error is E.CONCURRENT_TRANSACTIONS
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.share.group_coordinator import ShareGroupCoordinator
+from coordinator.share.group_model import HeartbeatResult
 from tests.unit.share_group.group_bench import GROUP, Bench, E
 from txn.errors import KafkaStorageError
 
@@ -172,29 +173,32 @@ def test_group_max_size_rejects_a_new_member() -> None:
     assert bench.beat("m1", 1).error is E.NONE
 
 
+def assert_fenced(result: HeartbeatResult, reason: str) -> None:
+    assert result.error is E.FENCED_MEMBER_EPOCH
+    assert reason in (result.error_message or "")
+
+
+def m1_at_epoch_two(bench: Bench) -> None:
+    bench.join("m1", ["foo"])
+    bench.initialize_all()
+    bench.beat("m1", 1)  # epoch 2, previous 1
+
+
 @pytest.mark.parametrize("epoch", [2, 7])
 def test_epoch_ahead_of_the_member_is_fenced(bench: Bench, epoch: int) -> None:
     bench.join("m1", ["foo"])
-    result = bench.beat("m1", epoch)
-    assert result.error is E.FENCED_MEMBER_EPOCH
-    assert "greater member epoch" in (result.error_message or "")
+    assert_fenced(bench.beat("m1", epoch), "greater member epoch")
 
 
 def test_epoch_behind_the_previous_one_is_fenced(bench: Bench) -> None:
-    bench.join("m1", ["foo"])
-    bench.initialize_all()
-    bench.beat("m1", 1)  # epoch 2, previous 1
+    m1_at_epoch_two(bench)
     bench.join("m2", ["foo"])
     bench.beat("m1", 2)  # epoch 3, previous 2
-    result = bench.beat("m1", 1)
-    assert result.error is E.FENCED_MEMBER_EPOCH
-    assert "does not match the previous member epoch (2)" in (result.error_message or "")
+    assert_fenced(bench.beat("m1", 1), "does not match the previous member epoch (2)")
 
 
 def test_rejoin_with_epoch_zero_after_moving_on_is_fenced(bench: Bench) -> None:
-    bench.join("m1", ["foo"])
-    bench.initialize_all()
-    bench.beat("m1", 1)  # epoch 2, previous 1
+    m1_at_epoch_two(bench)
     result = bench.coordinator.heartbeat(GROUP, "m1", 0, None, ["foo"])
     assert result.error is E.FENCED_MEMBER_EPOCH
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from coordinator.log.memory_log import MemoryLog
@@ -18,6 +19,14 @@ from txn.errors import ErrorCode
 
 E = ErrorCode
 GROUP = "g1"
+
+
+def by_topic(pairs: Iterable[tuple[uuid.UUID, int]]) -> dict[uuid.UUID, list[int]]:
+    """(topic id, partition) pairs grouped by topic, in first-seen order."""
+    out: dict[uuid.UUID, list[int]] = {}
+    for topic_id, partition in pairs:
+        out.setdefault(topic_id, []).append(partition)
+    return out
 
 
 @dataclass
@@ -67,17 +76,13 @@ class Bench:
 
     def initialize_all(self, group_id: str = GROUP) -> None:
         """What the broker does: InitializeShareGroupState, then mark the partitions."""
-        by_topic: dict[uuid.UUID, list[int]] = {}
-        for topic_id, partition in self.coordinator.partitions_to_initialize(group_id):
-            by_topic.setdefault(topic_id, []).append(partition)
-        for topic_id, partitions in by_topic.items():
+        pending = self.coordinator.partitions_to_initialize(group_id)
+        for topic_id, partitions in by_topic(pending).items():
             assert self.coordinator.mark_initialized(group_id, topic_id, partitions) is E.NONE
 
     def delete_all(self, group_id: str = GROUP) -> None:
-        by_topic: dict[uuid.UUID, list[int]] = {}
-        for topic_id, partition in self.coordinator.partitions_to_delete(group_id):
-            by_topic.setdefault(topic_id, []).append(partition)
-        for topic_id, partitions in by_topic.items():
+        pending = self.coordinator.partitions_to_delete(group_id)
+        for topic_id, partitions in by_topic(pending).items():
             assert self.coordinator.mark_deleted(group_id, topic_id, partitions) is E.NONE
 
     # --- members ----------------------------------------------------------------------------

@@ -7,14 +7,6 @@ import pytest
 from coordinator.share.group_config import BROKER_BOUND_DEFAULTS, ShareGroupConfig
 from tests.unit.share_group.group_bench import GROUP, Bench, E
 
-
-@pytest.fixture
-def bench() -> Bench:
-    b = Bench()
-    b.create_topic("foo", 2)
-    return b
-
-
 # --- describe / list --------------------------------------------------------------------------
 
 

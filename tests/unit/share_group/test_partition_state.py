@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.unit.share_group.group_bench import GROUP, Bench, E
-
-
-@pytest.fixture
-def bench() -> Bench:
-    b = Bench()
-    b.create_topic("foo", 2)
-    return b
 
 
 def test_join_records_partitions_as_initializing(bench: Bench) -> None:

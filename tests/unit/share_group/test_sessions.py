@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.unit.share_group.group_bench import GROUP, Bench, E
 from txn.errors import KafkaStorageError
 
 SESSION_MS = 45000
-
-
-@pytest.fixture
-def bench() -> Bench:
-    b = Bench()
-    b.create_topic("foo", 2)
-    return b
 
 
 def test_silent_member_is_removed_after_the_session_timeout(bench: Bench) -> None:

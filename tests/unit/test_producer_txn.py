@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -63,6 +63,9 @@ from txn.errors import (
     RequestTimedOutError,
 )
 from txn.ids import TopicPartition
+
+Exc = TypeVar("Exc", bound=BaseException)
+
 
 # -- partitioner ----------------------------------------------------------------------------
 
@@ -512,12 +515,26 @@ def test_share_acks_add_to_txn_then_acknowledge_per_leader() -> None:
         assert end["committed"] is True, "share acks alone start the transaction"
 
 
+def share_acks_refused(
+    producer: TransactionalProducer,
+    client: FakeClient,
+    failed: tuple[str, int],
+    code: int,
+    error: type[Exc],
+) -> pytest.ExceptionInfo[Exc]:
+    """Stage share acks whose TxnShareAcknowledge answers ``code`` for ``failed``; it raises."""
+    fail_share_ack(client, *failed, code)
+    with pytest.raises(error) as info:
+        producer.send_share_acks_to_transaction(*share_acks())
+    return info
+
+
 def test_invalid_record_state_makes_the_transaction_abortable() -> None:
     client = FakeClient()
     with in_transaction(client, acks=False) as producer:
-        fail_share_ack(client, "a", 1, ErrorCode.INVALID_RECORD_STATE)
-        with pytest.raises(InvalidRecordStateError) as info:
-            producer.send_share_acks_to_transaction(*share_acks())
+        info = share_acks_refused(
+            producer, client, ("a", 1), ErrorCode.INVALID_RECORD_STATE, InvalidRecordStateError
+        )
         assert (info.value.topic, info.value.partition) == ("a", 1)
         assert (info.value.group_id, info.value.member_id) == ("g", "m-1")
         assert producer.transaction_state is TxnState.ABORTABLE_ERROR
@@ -530,24 +547,23 @@ def test_invalid_record_state_makes_the_transaction_abortable() -> None:
         assert producer.transaction_state is TxnState.READY
 
 
-def test_invalid_txn_state_from_share_ack_is_abortable_not_fatal() -> None:
+@pytest.mark.parametrize(
+    ("failed", "code", "error", "state"),
+    [
+        (("a", 0), ErrorCode.INVALID_TXN_STATE, InvalidTxnStateError, TxnState.ABORTABLE_ERROR),
+        (("b", 0), ErrorCode.PRODUCER_FENCED, ProducerFencedError, TxnState.FATAL_ERROR),
+    ],
+    ids=["invalid-txn-state-is-abortable-not-fatal", "fenced-is-fatal"],
+)
+def test_share_ack_error_is_abortable_or_fatal(
+    failed: tuple[str, int], code: int, error: type[Exception], state: TxnState
+) -> None:
     client = FakeClient()
     with in_transaction(client, acks=False) as producer:
-        fail_share_ack(client, "a", 0, ErrorCode.INVALID_TXN_STATE)
-        with pytest.raises(InvalidTxnStateError):
-            producer.send_share_acks_to_transaction(*share_acks())
-        assert producer.transaction_state is TxnState.ABORTABLE_ERROR
-        producer.abort_transaction()
-
-
-def test_fenced_share_ack_is_fatal() -> None:
-    client = FakeClient()
-    with in_transaction(client, acks=False) as producer:
-        fail_share_ack(client, "b", 0, ErrorCode.PRODUCER_FENCED)
-        with pytest.raises(ProducerFencedError):
-            producer.send_share_acks_to_transaction(*share_acks())
-        assert producer.transaction_state is TxnState.FATAL_ERROR
-        with pytest.raises(ProducerFencedError):
+        share_acks_refused(producer, client, failed, code, error)
+        assert producer.transaction_state is state
+        fatal = state is TxnState.FATAL_ERROR
+        with pytest.raises(ProducerFencedError) if fatal else contextlib.nullcontext():
             producer.abort_transaction()
 
 

@@ -114,17 +114,23 @@ def test_43_fenced_partition_cannot_initialize() -> None:
     assert sp.state is SharePartitionState.FENCED
 
 
+# How a persister error reaches the share partition's caller, on a read or a write alike.
+PERSISTER_ERRORS = [
+    (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER),
+    (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.GROUP_ID_NOT_FOUND),
+    (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    (ErrorCode.INVALID_REQUEST, ErrorCode.UNKNOWN_SERVER_ERROR),
+]
+
+
 @pytest.mark.parametrize(
     ("persister_error", "expected"),
     [
-        (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+        *PERSISTER_ERRORS,
         (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_NOT_AVAILABLE),
         (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE),
         (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER),
-        (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER),
-        (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.GROUP_ID_NOT_FOUND),
-        (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-        (ErrorCode.INVALID_REQUEST, ErrorCode.UNKNOWN_SERVER_ERROR),
     ],
 )
 def test_43_persister_errors_fail_initialization(
@@ -413,14 +419,7 @@ def test_53_one_bad_batch_rolls_back_the_whole_request() -> None:
 
 @pytest.mark.parametrize(
     ("write_error", "expected"),
-    [
-        (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
-        (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.GROUP_ID_NOT_FOUND),
-        (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE),
-        (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER),
-        (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_STATE_EPOCH),
-        (ErrorCode.INVALID_REQUEST, ErrorCode.UNKNOWN_SERVER_ERROR),
-    ],
+    [*PERSISTER_ERRORS, (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_STATE_EPOCH)],
 )
 def test_54_persister_failure_rolls_back(write_error: ErrorCode, expected: ErrorCode) -> None:
     _, persister, clock, sp = rig(10, start=5)  # 5-14

@@ -28,6 +28,7 @@ from coordinator.share.share_partition import (
     SharePartition,
     SharePartitionConfig,
 )
+from coordinator.share.state_combiner import coalesce
 from txn.batch import ControlType, build_batch
 from txn.clock import ManualClock
 from txn.errors import ErrorCode
@@ -165,20 +166,11 @@ class FakePersister:
             del self.offsets[offset]
 
     def persisted(self) -> list[PersisterStateBatch]:
-        out: list[PersisterStateBatch] = []
-        for offset in sorted(self.offsets):
-            state, dc = self.offsets[offset]
-            if out:
-                prev = out[-1]
-                if (
-                    prev.last_offset + 1 == offset
-                    and prev.delivery_state == state
-                    and prev.delivery_count == dc
-                ):
-                    out[-1] = PersisterStateBatch(prev.first_offset, offset, state, dc)
-                    continue
-            out.append(PersisterStateBatch(offset, offset, state, dc))
-        return out
+        """The durable view as state batches: equal neighbouring offsets joined."""
+        return coalesce(
+            PersisterStateBatch(offset, offset, state, dc)
+            for offset, (state, dc) in sorted(self.offsets.items())
+        )
 
     @property
     def last_write(self) -> WriteCall:

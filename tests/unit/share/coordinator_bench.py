@@ -9,6 +9,7 @@ from coordinator.log.memory_log import MemoryStorage
 from coordinator.log.storage import PartitionLog
 from coordinator.share.persister import PersisterStateBatch, ShareStateKey
 from coordinator.share.share_coordinator import ShareCoordinator
+from tests.unit.failover import FailoverBench
 from tests.unit.faulty_log import FaultyLog
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
@@ -39,7 +40,7 @@ def b(first: int, last: int, state: int, count: int) -> PersisterStateBatch:
 
 
 @dataclass
-class Bench:
+class Bench(FailoverBench[ShareCoordinator]):
     """One coordinator over memory logs that survive restarts."""
 
     partitions: int = 3
@@ -74,11 +75,6 @@ class Bench:
         coordinator = ShareCoordinator(self.clock, self.open, self.config, **self.options)  # type: ignore[arg-type]
         coordinator.load()
         return coordinator
-
-    def restart(self) -> ShareCoordinator:
-        self.coordinator.close()
-        self.coordinator = self.start()
-        return self.coordinator
 
     def log_of(self, key: ShareStateKey) -> FaultyLog:
         return self.logs[self.coordinator.partition_for(key)]

@@ -12,6 +12,7 @@ from coordinator.share.group_config import ShareGroupConfig
 from coordinator.share.group_coordinator import ShareGroupCoordinator
 from coordinator.share.group_model import HeartbeatResult
 from coordinator.topics import TopicRegistry
+from tests.unit.failover import FailoverBench
 from tests.unit.faulty_log import FaultyLog
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
@@ -30,7 +31,7 @@ def by_topic(pairs: Iterable[tuple[uuid.UUID, int]]) -> dict[uuid.UUID, list[int
 
 
 @dataclass
-class Bench:
+class Bench(FailoverBench[ShareGroupCoordinator]):
     """One broker's worth of share-group state; ``restart()`` replays the same log."""
 
     overrides: dict[str, object] = field(default_factory=dict)
@@ -42,9 +43,9 @@ class Bench:
         self.topics = TopicRegistry(MemoryLog(), random.Random(7))
         self.log = FaultyLog(MemoryLog())
         self.config = BrokerConfig(self.overrides)
-        self.coordinator = self._start()
+        self.coordinator = self.start()
 
-    def _start(self) -> ShareGroupCoordinator:
+    def start(self) -> ShareGroupCoordinator:
         coordinator = ShareGroupCoordinator(
             self.clock,
             self.log,
@@ -55,12 +56,6 @@ class Bench:
         )
         coordinator.load()
         return coordinator
-
-    def restart(self) -> ShareGroupCoordinator:
-        """A coordinator failover: the old one closes, a new one loads the same log."""
-        self.coordinator.close()
-        self.coordinator = self._start()
-        return self.coordinator
 
     # --- topics -----------------------------------------------------------------------------
 

@@ -354,10 +354,7 @@ class MixedMembership(CoordinatorPart):
             return error
         for m in classic.members.values():  # waiting joins and syncs: rejoin the new group
             self._timers.cancel(("session", group_id, m.member_id))
-            if m.awaiting_join is not None:
-                m.awaiting_join(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, m.member_id))
-            if m.awaiting_sync is not None:
-                m.awaiting_sync(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+            m.answer_waiting(ErrorCode.REBALANCE_IN_PROGRESS)
         self._timers.cancel(("join", group_id))
         self._groups.pop(group_id, None)
         self._consumer_groups[group_id] = group

@@ -138,9 +138,7 @@ class OffsetCommands(CoordinatorPart):
             return ErrorCode.NONE
         member = group.members.get(member_id)
         if member is None:
-            if group_instance_id is not None and group_instance_id in group.static_members:
-                return ErrorCode.FENCED_INSTANCE_ID
-            return ErrorCode.UNKNOWN_MEMBER_ID
+            return group.unknown_member_error(group_instance_id)
         if group_instance_id is not None and group_instance_id != member.group_instance_id:
             return ErrorCode.FENCED_INSTANCE_ID
         if generation != group.generation:

@@ -18,6 +18,7 @@ from coordinator.share.inflight import (
     PendingAck,
 )
 from coordinator.share.persister import PersisterStateBatch
+from coordinator.share.state_combiner import append_coalesced
 from txn.batch import BatchHeader
 from txn.config import default_of
 from txn.errors import ErrorCode, InvalidConfigError, InvalidRequestError
@@ -268,16 +269,7 @@ def _append_range(out: list[AcquiredRange], first: int, last: int, dc: int) -> N
 def _append_batch(
     out: list[PersisterStateBatch], first: int, last: int, state: int, dc: int
 ) -> None:
-    if out:
-        prev = out[-1]
-        if (
-            prev.last_offset + 1 == first
-            and prev.delivery_state == state
-            and prev.delivery_count == dc
-        ):
-            out[-1] = PersisterStateBatch(prev.first_offset, last, state, dc)
-            return
-    out.append(PersisterStateBatch(first, last, state, dc))
+    append_coalesced(out, PersisterStateBatch(first, last, state, dc))
 
 
 def _write_batches(plan: list[_Change], new_start: int) -> list[PersisterStateBatch]:

@@ -50,10 +50,6 @@ from coordinator.group.embedded import (
 from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import GroupKey
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
-from coordinator.group.timers import Timers
-from coordinator.share.group_model import TopicLookup
-from txn.clock import Clock
-from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 
 log = logging.getLogger("sharetxn.groups")
@@ -63,13 +59,6 @@ MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 
 class MixedMembership(CoordinatorPart):
     """Classic members of KIP-848 groups (a mixin of ``ConsumerGroupCoordinator``)."""
-
-    _clock: Clock
-    _config: BrokerConfig
-    _timers: Timers
-    _consumer_groups: dict[str, ConsumerProtocolGroup]
-    _groups: dict[str, ClassicGroup]
-    _topics: TopicLookup | None
 
     if TYPE_CHECKING:  # provided by the other parts of the coordinator (no runtime stubs:
         # a stub here would shadow them in the method resolution order)

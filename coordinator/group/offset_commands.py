@@ -14,15 +14,11 @@ from collections.abc import Callable
 from coordinator.group.classic import ClassicGroup, ClassicMember, ClassicState
 from coordinator.group.consumer_protocol import ConsumerProtocolGroup
 from coordinator.group.consumer_records import Record
-from coordinator.group.offsets import OffsetStore
 from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import GroupKey, OffsetKey, OffsetValue
 from coordinator.group.results import FetchedOffset
-from coordinator.group.timers import Timers
 from coordinator.log.storage import PartitionLog
-from coordinator.shard_runtime import ControlMarker, CoordinatorResult, CoordinatorRuntime
-from txn.clock import Clock
-from txn.config import BrokerConfig
+from coordinator.shard_runtime import ControlMarker, CoordinatorResult
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
@@ -34,19 +30,11 @@ OffsetMap = dict[TopicPartition, tuple[int, int, str | None]]
 class OffsetCommands(CoordinatorPart):
     """Offsets for ``ConsumerGroupCoordinator`` (which provides the attributes below)."""
 
-    _clock: Clock
     _log: PartitionLog
-    _config: BrokerConfig
-    _groups: dict[str, ClassicGroup]
     _pending_epochs: dict[int, int]
-    _is_share_group: Callable[[str], bool]
-    _runtime: CoordinatorRuntime
     _deferred: list[tuple[int, list[Record]]]
-    offsets: OffsetStore
-    _consumer_groups: dict[str, ConsumerProtocolGroup]
     # from ConsumerProtocol (later in the coordinator's bases)
     validate_consumer_commit: Callable[[ConsumerProtocolGroup, str, int], ErrorCode]
-    _timers: Timers
 
     def availability(self) -> ErrorCode:
         raise NotImplementedError

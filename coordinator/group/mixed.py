@@ -34,11 +34,12 @@ from typing import TYPE_CHECKING
 from coordinator.group.classic import ClassicGroup, ClassicMember, ClassicState
 from coordinator.group.consumer_protocol import (
     ConsumerMember,
+    ConsumerProtocol,
     ConsumerProtocolGroup,
     Partitions,
     records_of,
 )
-from coordinator.group.consumer_records import ClassicMeta, ConsumerKey, ConsumerValue, Record
+from coordinator.group.consumer_records import ClassicMeta, Record
 from coordinator.group.embedded import (
     CONSUMER_PROTOCOL_TYPE,
     EmbeddedProtocolError,
@@ -47,7 +48,6 @@ from coordinator.group.embedded import (
     parse_subscription,
     subscription_version,
 )
-from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import GroupKey
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
 from txn.errors import ErrorCode
@@ -57,41 +57,12 @@ log = logging.getLogger("sharetxn.groups")
 MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 
 
-class MixedMembership(CoordinatorPart):
-    """Classic members of KIP-848 groups (a mixin of ``ConsumerGroupCoordinator``)."""
+class MixedMembership(ConsumerProtocol):
+    """Classic members of KIP-848 groups (a mixin of ``ConsumerGroupCoordinator``, which lists
+    it right before ``ConsumerProtocol``, the KIP-848 part it builds on)."""
 
-    if TYPE_CHECKING:  # provided by the other parts of the coordinator (no runtime stubs:
+    if TYPE_CHECKING:  # provided by the classic part of the coordinator (no runtime stubs:
         # a stub here would shadow them in the method resolution order)
-        def _checkpoint(
-            self, group_id: str
-        ) -> tuple[dict[ConsumerKey, ConsumerValue], ConsumerProtocolGroup | None]:
-            raise NotImplementedError
-
-        def _persist_consumer(
-            self,
-            group_id: str,
-            before: dict[ConsumerKey, ConsumerValue],
-            backup: ConsumerProtocolGroup | None,
-        ) -> ErrorCode:
-            raise NotImplementedError
-
-        def _new_target(self, group: ConsumerProtocolGroup) -> None:
-            raise NotImplementedError
-
-        def _reconcile(self, group: ConsumerProtocolGroup, member: ConsumerMember) -> None:
-            raise NotImplementedError
-
-        def _topology(self, group: ConsumerProtocolGroup) -> tuple[tuple[str, str, int], ...]:
-            raise NotImplementedError
-
-        def _arm_consumer_session(
-            self, group: ConsumerProtocolGroup, member: ConsumerMember
-        ) -> None:
-            raise NotImplementedError
-
-        def _remove_consumer_member(self, group: ConsumerProtocolGroup, member_id: str) -> None:
-            raise NotImplementedError
-
         def _arm_session(self, group: ClassicGroup, member: ClassicMember, now: int) -> None:
             raise NotImplementedError
 

@@ -166,6 +166,7 @@ class _Reader(RecordReader):
                 raise GroupRecordFormatError(msg)
 
     def string(self) -> str:
+        """A key's group or member id: a null length fails as a record that ends early."""
         (size,) = self.unpack(">h")
         return self._text(size)
 

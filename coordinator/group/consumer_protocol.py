@@ -221,18 +221,12 @@ def assign(
 class ConsumerProtocol(CoordinatorPart):
     """KIP-848 groups of ``ConsumerGroupCoordinator`` (a mixin; the methods below)."""
 
-    def availability(self) -> ErrorCode:
-        raise NotImplementedError
-
     def _take_over_classic(self, group_id: str) -> ErrorCode:
         raise NotImplementedError
 
     if TYPE_CHECKING:  # coordinator.group.mixed (no runtime stub: it would shadow it)
 
         def maybe_downgrade(self, group_id: str) -> None: ...
-
-    def _emit(self, group_id: str, meter: str, count: int) -> None:
-        raise NotImplementedError
 
     def consumer_heartbeat(
         self,

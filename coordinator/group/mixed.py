@@ -63,9 +63,6 @@ class MixedMembership(ConsumerProtocol):
 
     if TYPE_CHECKING:  # provided by the classic part of the coordinator (no runtime stubs:
         # a stub here would shadow them in the method resolution order)
-        def _arm_session(self, group: ClassicGroup, member: ClassicMember, now: int) -> None:
-            raise NotImplementedError
-
         def _prepare_rebalance(self, group: ClassicGroup, reason: str, now: int) -> None:
             raise NotImplementedError
 

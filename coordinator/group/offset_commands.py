@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from coordinator.group.classic import ClassicGroup, ClassicMember, ClassicState
+from coordinator.group.classic import ClassicGroup, ClassicState
 from coordinator.group.consumer_protocol import ConsumerProtocolGroup
 from coordinator.group.consumer_records import Record
 from coordinator.group.parts import CoordinatorPart
@@ -35,9 +35,6 @@ class OffsetCommands(CoordinatorPart):
     _deferred: list[tuple[int, list[Record]]]
     # from ConsumerProtocol (later in the coordinator's bases)
     validate_consumer_commit: Callable[[ConsumerProtocolGroup, str, int], ErrorCode]
-
-    def availability(self) -> ErrorCode:
-        raise NotImplementedError
 
     def has_group(self, group_id: str) -> bool:
         raise NotImplementedError
@@ -95,12 +92,6 @@ class OffsetCommands(CoordinatorPart):
         return self._commit_offsets(
             group_id, generation, member_id, group_instance_id, offsets, True
         )
-
-    def _emit(self, group_id: str, meter: str, count: int) -> None:
-        raise NotImplementedError
-
-    def _arm_session(self, group: ClassicGroup, member: ClassicMember, now: int) -> None:
-        raise NotImplementedError
 
     def _validate_commit(
         self,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from coordinator.group.classic import ClassicGroup
+    from coordinator.group.classic import ClassicGroup, ClassicMember
     from coordinator.group.consumer_protocol import ConsumerProtocolGroup
     from coordinator.group.consumer_records import Record
     from coordinator.group.offsets import OffsetStore
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 class CoordinatorPart:
     """Offsets, admin views, KIP-848 and mixed membership all write through the coordinator's
     ``_write`` (records as a ``CoordinatorResult`` on its runtime); it is typed here once, with
-    the state they share (set by ``ConsumerGroupCoordinator.__init__``)."""
+    the other methods and the state they share (set by ``ConsumerGroupCoordinator.__init__``)."""
 
     _clock: Clock
     _config: BrokerConfig
@@ -34,7 +34,13 @@ class CoordinatorPart:
     _is_share_group: Callable[[str], bool]
     offsets: OffsetStore
 
-    if TYPE_CHECKING:  # defined by ConsumerGroupCoordinator (no runtime stub to shadow it)
+    if TYPE_CHECKING:  # defined by ConsumerGroupCoordinator (no runtime stubs to shadow them)
+
+        def availability(self) -> ErrorCode: ...
+
+        def _emit(self, group_id: str, meter: str, count: int) -> None: ...
+
+        def _arm_session(self, group: ClassicGroup, member: ClassicMember, now: int) -> None: ...
 
         def _write(
             self,

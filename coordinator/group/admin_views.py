@@ -8,10 +8,9 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from coordinator.group.classic import ClassicGroup, ClassicState
-from coordinator.group.consumer_protocol import CONSUMER_GROUP_TYPE, ConsumerProtocolGroup
+from coordinator.group.classic import ClassicState
+from coordinator.group.consumer_protocol import CONSUMER_GROUP_TYPE
 from coordinator.group.consumer_records import Record
-from coordinator.group.offsets import OffsetStore
 from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import GroupKey, OffsetKey
 from coordinator.group.results import (
@@ -28,15 +27,9 @@ _S = ClassicState
 
 
 class GroupAdmin(CoordinatorPart):
-    """Describe, list and delete (the coordinator provides the attributes below)."""
-
-    _groups: dict[str, ClassicGroup]
-    _consumer_groups: dict[str, ConsumerProtocolGroup]
-    offsets: OffsetStore
+    """Describe, list and delete (the coordinator provides the methods below)."""
 
     if TYPE_CHECKING:  # provided by the other parts of the coordinator (no runtime stubs)
-
-        def availability(self) -> ErrorCode: ...
 
         def describe_as_classic(self, group_id: str) -> GroupDescription: ...
 

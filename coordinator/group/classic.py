@@ -8,7 +8,8 @@ from enum import Enum
 from typing import Any
 
 from coordinator.group.records import GroupValue, MemberValue, subscribed_topics
-from txn.errors import IllegalTransitionError
+from coordinator.group.results import JoinResult, SyncResult
+from txn.errors import ErrorCode, IllegalTransitionError
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -60,6 +61,13 @@ class ClassicMember:
     def protocol_names(self) -> list[str]:
         return [name for name, _meta in self.protocols]
 
+    def answer_waiting(self, error: ErrorCode) -> None:
+        """Answer this member's parked JoinGroup and SyncGroup, if any, with ``error``."""
+        if self.awaiting_join is not None:
+            self.awaiting_join(JoinResult(error, self.member_id))
+        if self.awaiting_sync is not None:
+            self.awaiting_sync(SyncResult(error))
+
 
 @dataclass(slots=True)
 class ClassicGroup:
@@ -82,6 +90,13 @@ class ClassicGroup:
             raise IllegalTransitionError(msg)
         self.state = to
         self.state_timestamp = now_ms
+
+    def unknown_member_error(self, group_instance_id: str | None) -> ErrorCode:
+        """The error for a member id this group does not know: FENCED_INSTANCE_ID when the
+        instance id belongs to one of its static members, else UNKNOWN_MEMBER_ID."""
+        if group_instance_id is not None and group_instance_id in self.static_members:
+            return ErrorCode.FENCED_INSTANCE_ID
+        return ErrorCode.UNKNOWN_MEMBER_ID
 
     def subscribed_topics(self) -> frozenset[str] | None:
         """Topics the members subscribe to (consumer protocol), None when not a consumer group."""

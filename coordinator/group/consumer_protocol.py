@@ -21,7 +21,7 @@ import copy
 import logging
 import struct
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,15 +40,9 @@ from coordinator.group.consumer_records import (
     Record,
     TargetMemberValue,
 )
-from coordinator.group.offsets import OffsetStore
 from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import OffsetKey
 from coordinator.group.results import GroupDescription, MemberDescription
-from coordinator.group.timers import Timers
-from coordinator.shard_runtime import CoordinatorRuntime
-from coordinator.share.group_model import TopicLookup
-from txn.clock import Clock
-from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 
 log = logging.getLogger("sharetxn.groups")
@@ -225,20 +219,7 @@ def assign(
 
 
 class ConsumerProtocol(CoordinatorPart):
-    """KIP-848 groups of ``ConsumerGroupCoordinator`` (a mixin; the attributes below)."""
-
-    _clock: Clock
-    _config: BrokerConfig
-    _timers: Timers
-    _consumer_groups: dict[str, ConsumerProtocolGroup]
-    _groups: dict[str, Any]  # the classic groups (ConsumerGroupCoordinator's)
-    _topics: TopicLookup | None
-    _is_share_group: Callable[[str], bool]
-    _runtime: CoordinatorRuntime
-    offsets: OffsetStore
-
-    def availability(self) -> ErrorCode:
-        raise NotImplementedError
+    """KIP-848 groups of ``ConsumerGroupCoordinator`` (a mixin; the methods below)."""
 
     def _take_over_classic(self, group_id: str) -> ErrorCode:
         raise NotImplementedError
@@ -246,9 +227,6 @@ class ConsumerProtocol(CoordinatorPart):
     if TYPE_CHECKING:  # coordinator.group.mixed (no runtime stub: it would shadow it)
 
         def maybe_downgrade(self, group_id: str) -> None: ...
-
-    def _emit(self, group_id: str, meter: str, count: int) -> None:
-        raise NotImplementedError
 
     def consumer_heartbeat(
         self,

@@ -31,7 +31,9 @@ from coordinator.group.records import (
     GroupValue,
     OffsetKey,
     OffsetValue,
+    RecordReader,
 )
+from txn.codec import compact_string, uvarint
 
 GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
@@ -96,30 +98,15 @@ Record = tuple[OffsetKey | GroupKey | ConsumerKey, OffsetValue | GroupValue | Co
 # --- writing --------------------------------------------------------------------------------------
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def _cstr(text: str | None) -> bytes:
-    if text is None:
-        return b"\x00"
-    raw = text.encode()
-    return _uvarint(len(raw) + 1) + raw
+    return b"\x00" if text is None else compact_string(text)
 
 
 def _partitions(parts: Partitions) -> bytes:
-    out = _uvarint(len(parts) + 1)
+    out = uvarint(len(parts) + 1)
     for topic_id, numbers in sorted(parts.items()):
         ordered = sorted(numbers)
-        out += topic_id.bytes + _uvarint(len(ordered) + 1)
+        out += topic_id.bytes + uvarint(len(ordered) + 1)
         out += struct.pack(f">{len(ordered)}i", *ordered) + b"\x00"  # + no tagged fields
     return out
 
@@ -142,16 +129,16 @@ def encode_consumer_value(value: ConsumerValue | None) -> bytes | None:
     elif isinstance(value, MemberMetadataValue):
         out += _cstr(value.instance_id) + _cstr(value.rack_id)
         out += _cstr(value.client_id) + _cstr(value.client_host)
-        out += _uvarint(len(value.subscribed) + 1) + b"".join(_cstr(t) for t in value.subscribed)
+        out += uvarint(len(value.subscribed) + 1) + b"".join(_cstr(t) for t in value.subscribed)
         out += _cstr(value.regex) + struct.pack(">i", value.rebalance_timeout_ms)
         out += _cstr(value.server_assignor)
         if value.classic is not None:
             tagged = struct.pack(">i", value.classic.session_timeout_ms)
-            tagged += _uvarint(len(value.classic.protocols) + 1)
+            tagged += uvarint(len(value.classic.protocols) + 1)
             for name, meta in value.classic.protocols:
-                tagged += _cstr(name) + _uvarint(len(meta) + 1) + meta + b"\x00"
+                tagged += _cstr(name) + uvarint(len(meta) + 1) + meta + b"\x00"
             tagged += b"\x00"  # the struct's own tagged fields
-            return out + b"\x01" + _uvarint(0) + _uvarint(len(tagged)) + tagged
+            return out + b"\x01" + uvarint(0) + uvarint(len(tagged)) + tagged
     elif isinstance(value, TargetMemberValue):
         out += _partitions(value.partitions)
     else:
@@ -163,18 +150,8 @@ def encode_consumer_value(value: ConsumerValue | None) -> bytes | None:
 # --- reading --------------------------------------------------------------------------------------
 
 
-class _Reader:
-    def __init__(self, buf: bytes) -> None:
-        self.buf = buf
-        self.pos = 0
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.buf):
-            msg = f"record ends early: {n} bytes wanted at {self.pos} of {len(self.buf)}"
-            raise GroupRecordFormatError(msg)
-        out = self.buf[self.pos : self.pos + n]
-        self.pos += n
-        return out
+class _Reader(RecordReader):
+    """The flexible encoding of the KIP-848 values on top of the plain reader."""
 
     def uvarint(self) -> int:
         value = shift = 0
@@ -188,22 +165,14 @@ class _Reader:
                 msg = "varint too long"
                 raise GroupRecordFormatError(msg)
 
-    def unpack(self, fmt: str) -> tuple[int, ...]:
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))
-
     def string(self) -> str:
+        """A key's group or member id: a null length fails as a record that ends early."""
         (size,) = self.unpack(">h")
         return self._text(size)
 
     def cstr(self) -> str | None:
         size = self.uvarint() - 1
         return None if size < 0 else self._text(size)
-
-    def _text(self, size: int) -> str:
-        try:
-            return self.take(size).decode()
-        except UnicodeDecodeError as exc:
-            raise GroupRecordFormatError(str(exc)) from None
 
     def count(self) -> int:
         n = self.uvarint() - 1

@@ -205,15 +205,8 @@ class ConsumerGroupCoordinator(
             return
         member = group.members.get(req.member_id)
         if member is None:
-            fenced = (
-                req.group_instance_id is not None and req.group_instance_id in group.static_members
-            )
-            respond(
-                JoinResult(
-                    ErrorCode.FENCED_INSTANCE_ID if fenced else ErrorCode.UNKNOWN_MEMBER_ID,
-                    req.member_id,
-                )
-            )
+            error = group.unknown_member_error(req.group_instance_id)
+            respond(JoinResult(error, req.member_id))
             return
         if req.group_instance_id != member.group_instance_id:
             respond(JoinResult(ErrorCode.FENCED_INSTANCE_ID, req.member_id))
@@ -281,10 +274,7 @@ class ConsumerGroupCoordinator(
     ) -> None:
         old = group.members.pop(old_id)
         self._timers.cancel(("session", group.group_id, old_id))
-        if old.awaiting_join is not None:
-            old.awaiting_join(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
-        if old.awaiting_sync is not None:
-            old.awaiting_sync(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+        old.answer_waiting(ErrorCode.FENCED_INSTANCE_ID)
         if group.leader_id == old_id:
             group.leader_id = new_id
         log.info(
@@ -570,9 +560,7 @@ class ConsumerGroupCoordinator(
             return ErrorCode.UNKNOWN_MEMBER_ID
         member = group.members.get(member_id)
         if member is None:
-            if group_instance_id is not None and group_instance_id in group.static_members:
-                return ErrorCode.FENCED_INSTANCE_ID
-            return ErrorCode.UNKNOWN_MEMBER_ID
+            return group.unknown_member_error(group_instance_id)
         if group_instance_id != member.group_instance_id:
             return ErrorCode.FENCED_INSTANCE_ID
         if generation != group.generation:
@@ -635,10 +623,7 @@ class ConsumerGroupCoordinator(
         instance = member.group_instance_id
         if instance is not None and group.static_members.get(instance) == member_id:
             del group.static_members[instance]
-        if member.awaiting_join is not None:
-            member.awaiting_join(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
-        if member.awaiting_sync is not None:
-            member.awaiting_sync(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        member.answer_waiting(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.leader_id == member_id:
             group.leader_id = None
 

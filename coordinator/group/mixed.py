@@ -34,11 +34,12 @@ from typing import TYPE_CHECKING
 from coordinator.group.classic import ClassicGroup, ClassicMember, ClassicState
 from coordinator.group.consumer_protocol import (
     ConsumerMember,
+    ConsumerProtocol,
     ConsumerProtocolGroup,
     Partitions,
     records_of,
 )
-from coordinator.group.consumer_records import ClassicMeta, ConsumerKey, ConsumerValue, Record
+from coordinator.group.consumer_records import ClassicMeta, Record
 from coordinator.group.embedded import (
     CONSUMER_PROTOCOL_TYPE,
     EmbeddedProtocolError,
@@ -47,13 +48,8 @@ from coordinator.group.embedded import (
     parse_subscription,
     subscription_version,
 )
-from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import GroupKey
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
-from coordinator.group.timers import Timers
-from coordinator.share.group_model import TopicLookup
-from txn.clock import Clock
-from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 
 log = logging.getLogger("sharetxn.groups")
@@ -61,51 +57,12 @@ log = logging.getLogger("sharetxn.groups")
 MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 
 
-class MixedMembership(CoordinatorPart):
-    """Classic members of KIP-848 groups (a mixin of ``ConsumerGroupCoordinator``)."""
+class MixedMembership(ConsumerProtocol):
+    """Classic members of KIP-848 groups (a mixin of ``ConsumerGroupCoordinator``, which lists
+    it right before ``ConsumerProtocol``, the KIP-848 part it builds on)."""
 
-    _clock: Clock
-    _config: BrokerConfig
-    _timers: Timers
-    _consumer_groups: dict[str, ConsumerProtocolGroup]
-    _groups: dict[str, ClassicGroup]
-    _topics: TopicLookup | None
-
-    if TYPE_CHECKING:  # provided by the other parts of the coordinator (no runtime stubs:
+    if TYPE_CHECKING:  # provided by the classic part of the coordinator (no runtime stubs:
         # a stub here would shadow them in the method resolution order)
-        def _checkpoint(
-            self, group_id: str
-        ) -> tuple[dict[ConsumerKey, ConsumerValue], ConsumerProtocolGroup | None]:
-            raise NotImplementedError
-
-        def _persist_consumer(
-            self,
-            group_id: str,
-            before: dict[ConsumerKey, ConsumerValue],
-            backup: ConsumerProtocolGroup | None,
-        ) -> ErrorCode:
-            raise NotImplementedError
-
-        def _new_target(self, group: ConsumerProtocolGroup) -> None:
-            raise NotImplementedError
-
-        def _reconcile(self, group: ConsumerProtocolGroup, member: ConsumerMember) -> None:
-            raise NotImplementedError
-
-        def _topology(self, group: ConsumerProtocolGroup) -> tuple[tuple[str, str, int], ...]:
-            raise NotImplementedError
-
-        def _arm_consumer_session(
-            self, group: ConsumerProtocolGroup, member: ConsumerMember
-        ) -> None:
-            raise NotImplementedError
-
-        def _remove_consumer_member(self, group: ConsumerProtocolGroup, member_id: str) -> None:
-            raise NotImplementedError
-
-        def _arm_session(self, group: ClassicGroup, member: ClassicMember, now: int) -> None:
-            raise NotImplementedError
-
         def _prepare_rebalance(self, group: ClassicGroup, reason: str, now: int) -> None:
             raise NotImplementedError
 
@@ -354,10 +311,7 @@ class MixedMembership(CoordinatorPart):
             return error
         for m in classic.members.values():  # waiting joins and syncs: rejoin the new group
             self._timers.cancel(("session", group_id, m.member_id))
-            if m.awaiting_join is not None:
-                m.awaiting_join(JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, m.member_id))
-            if m.awaiting_sync is not None:
-                m.awaiting_sync(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+            m.answer_waiting(ErrorCode.REBALANCE_IN_PROGRESS)
         self._timers.cancel(("join", group_id))
         self._groups.pop(group_id, None)
         self._consumer_groups[group_id] = group

@@ -11,18 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from coordinator.group.classic import ClassicGroup, ClassicMember, ClassicState
+from coordinator.group.classic import ClassicGroup, ClassicState
 from coordinator.group.consumer_protocol import ConsumerProtocolGroup
 from coordinator.group.consumer_records import Record
-from coordinator.group.offsets import OffsetStore
 from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import GroupKey, OffsetKey, OffsetValue
 from coordinator.group.results import FetchedOffset
-from coordinator.group.timers import Timers
 from coordinator.log.storage import PartitionLog
-from coordinator.shard_runtime import ControlMarker, CoordinatorResult, CoordinatorRuntime
-from txn.clock import Clock
-from txn.config import BrokerConfig
+from coordinator.shard_runtime import ControlMarker, CoordinatorResult
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
@@ -34,22 +30,11 @@ OffsetMap = dict[TopicPartition, tuple[int, int, str | None]]
 class OffsetCommands(CoordinatorPart):
     """Offsets for ``ConsumerGroupCoordinator`` (which provides the attributes below)."""
 
-    _clock: Clock
     _log: PartitionLog
-    _config: BrokerConfig
-    _groups: dict[str, ClassicGroup]
     _pending_epochs: dict[int, int]
-    _is_share_group: Callable[[str], bool]
-    _runtime: CoordinatorRuntime
     _deferred: list[tuple[int, list[Record]]]
-    offsets: OffsetStore
-    _consumer_groups: dict[str, ConsumerProtocolGroup]
     # from ConsumerProtocol (later in the coordinator's bases)
     validate_consumer_commit: Callable[[ConsumerProtocolGroup, str, int], ErrorCode]
-    _timers: Timers
-
-    def availability(self) -> ErrorCode:
-        raise NotImplementedError
 
     def has_group(self, group_id: str) -> bool:
         raise NotImplementedError
@@ -108,12 +93,6 @@ class OffsetCommands(CoordinatorPart):
             group_id, generation, member_id, group_instance_id, offsets, True
         )
 
-    def _emit(self, group_id: str, meter: str, count: int) -> None:
-        raise NotImplementedError
-
-    def _arm_session(self, group: ClassicGroup, member: ClassicMember, now: int) -> None:
-        raise NotImplementedError
-
     def _validate_commit(
         self,
         group_id: str,
@@ -138,9 +117,7 @@ class OffsetCommands(CoordinatorPart):
             return ErrorCode.NONE
         member = group.members.get(member_id)
         if member is None:
-            if group_instance_id is not None and group_instance_id in group.static_members:
-                return ErrorCode.FENCED_INSTANCE_ID
-            return ErrorCode.UNKNOWN_MEMBER_ID
+            return group.unknown_member_error(group_instance_id)
         if group_instance_id is not None and group_instance_id != member.group_instance_id:
             return ErrorCode.FENCED_INSTANCE_ID
         if generation != group.generation:

@@ -126,7 +126,9 @@ def encode_value(value: Value | None) -> bytes | None:
 # --- reading --------------------------------------------------------------------------------------
 
 
-class _Reader:
+class RecordReader:
+    """Reads a ``__consumer_offsets`` record; every bad length raises GroupRecordFormatError."""
+
     def __init__(self, buf: bytes) -> None:
         self.buf = buf
         self.pos = 0
@@ -142,6 +144,12 @@ class _Reader:
     def unpack(self, fmt: str) -> tuple[int, ...]:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt)))
 
+    def _text(self, size: int) -> str:
+        try:
+            return self.take(size).decode()
+        except UnicodeDecodeError as exc:
+            raise GroupRecordFormatError(str(exc)) from None
+
     def int16(self) -> int:
         return self.unpack(">h")[0]
 
@@ -153,12 +161,7 @@ class _Reader:
 
     def nullable(self) -> str | None:
         size = self.int16()
-        if size < 0:
-            return None
-        try:
-            return self.take(size).decode()
-        except UnicodeDecodeError as exc:
-            raise GroupRecordFormatError(str(exc)) from None
+        return None if size < 0 else self._text(size)
 
     def string(self) -> str:
         text = self.nullable()
@@ -172,7 +175,7 @@ class _Reader:
 
 
 def decode_key(raw: bytes) -> Key:
-    r = _Reader(raw)
+    r = RecordReader(raw)
     version = r.int16()
     if version in (0, 1):
         return OffsetKey(r.string(), r.string(), r.int32())
@@ -185,7 +188,7 @@ def decode_key(raw: bytes) -> Key:
 def decode_value(key: Key, raw: bytes | None) -> Value | None:
     if raw is None:
         return None
-    r = _Reader(raw)
+    r = RecordReader(raw)
     version = r.int16()
     if isinstance(key, OffsetKey):
         if version not in (1, 3):  # v1 also has an expire timestamp; v3 a leader epoch
@@ -228,7 +231,7 @@ def decode_value(key: Key, raw: bytes | None) -> Value | None:
 def subscribed_topics(subscription: bytes) -> frozenset[str]:
     """The topics of a consumer-protocol subscription, read as version 0 (KIP-496): an int16
     version, then ``[topic string]``; trailing bytes (user data, owned partitions) ignored."""
-    r = _Reader(subscription)
+    r = RecordReader(subscription)
     try:
         r.int16()
         count = r.int32()

@@ -37,6 +37,7 @@ import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from coordinator.log.storage import PartitionLog
 from coordinator.shard_runtime import (
@@ -823,20 +824,18 @@ class ShareGroupCoordinator(CoordinatorShard):
                 group.epoch = record.epoch
                 group.subscription_metadata = dict(record.subscription_metadata)
             case MemberRecord():
-                group = self._group_for_replay(record.group_id)
-                member = group.members.get(record.member_id, _Member(record.member_id))
-                group.members[record.member_id] = dataclasses.replace(
-                    member,
+                self._update_member(
+                    record.group_id,
+                    record.member_id,
                     rack_id=record.rack_id,
                     client_id=record.client_id,
                     client_host=record.client_host,
                     subscribed=record.subscribed_topic_names,
                 )
             case CurrentAssignmentRecord():
-                group = self._group_for_replay(record.group_id)
-                member = group.members.get(record.member_id, _Member(record.member_id))
-                group.members[record.member_id] = dataclasses.replace(
-                    member,
+                self._update_member(
+                    record.group_id,
+                    record.member_id,
                     member_epoch=record.member_epoch,
                     previous_member_epoch=record.previous_member_epoch,
                     assigned=record.assigned,
@@ -877,6 +876,12 @@ class ShareGroupCoordinator(CoordinatorShard):
         elif record.kind == "config":
             self._configs.pop(record.group_id, None)
             self._effective_configs.pop(record.group_id, None)
+
+    def _update_member(self, group_id: str, member_id: str, **changes: Any) -> None:
+        """A record's fields set on the member (created when the record is its first)."""
+        group = self._group_for_replay(group_id)
+        member = group.members.get(member_id, _Member(member_id))
+        group.members[member_id] = dataclasses.replace(member, **changes)
 
     def _group_for_replay(self, group_id: str) -> _Group:
         group = self._groups.get(group_id)

@@ -35,6 +35,7 @@ from coordinator.share.partition_model import (
     map_persister_error,
 )
 from coordinator.share.persister import Persister, PersisterStateBatch, ShareStateKey
+from coordinator.share.state_combiner import subtract_ranges
 from txn.clock import Clock
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
@@ -320,19 +321,7 @@ class SharePartitionCore:
 
     def _outside_transitions(self, first: int, last: int) -> list[tuple[int, int]]:
         """The parts of first..last not being written right now."""
-        pieces = [(first, last)]
-        for a, z in self._transitioning:
-            next_pieces: list[tuple[int, int]] = []
-            for f, la in pieces:
-                if z < f or a > la:
-                    next_pieces.append((f, la))
-                    continue
-                if f < a:
-                    next_pieces.append((f, a - 1))
-                if z < la:
-                    next_pieces.append((z + 1, la))
-            pieces = next_pieces
-        return pieces
+        return subtract_ranges(first, last, self._transitioning)
 
     def _apply(self, plan: list[_Change]) -> None:
         events: dict[str, int] = {}

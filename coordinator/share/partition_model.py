@@ -18,6 +18,7 @@ from coordinator.share.inflight import (
     PendingAck,
 )
 from coordinator.share.persister import PersisterStateBatch
+from coordinator.share.state_combiner import append_coalesced
 from txn.batch import BatchHeader
 from txn.config import default_of
 from txn.errors import ErrorCode, InvalidConfigError, InvalidRequestError
@@ -60,6 +61,14 @@ class SharePartitionState(enum.Enum):
     FENCED = "FENCED"
 
 
+# The positive integer settings: (SharePartitionConfig field, broker config key).
+_BROKER_SETTINGS = (
+    ("delivery_count_limit", "group.share.delivery.count.limit"),
+    ("record_lock_duration_ms", "group.share.record.lock.duration.ms"),
+    ("max_in_flight_records", "group.share.partition.max.record.locks"),
+)
+
+
 @dataclass(frozen=True, slots=True)
 class SharePartitionConfig:
     """Per-partition settings; group configs may replace them at runtime (``update_config``)."""
@@ -75,12 +84,9 @@ class SharePartitionConfig:
     leader_epoch: int = 0
 
     def __post_init__(self) -> None:
-        if self.delivery_count_limit < 1:
-            raise InvalidConfigError("delivery_count_limit must be >= 1")
-        if self.record_lock_duration_ms < 1:
-            raise InvalidConfigError("record_lock_duration_ms must be >= 1")
-        if self.max_in_flight_records < 1:
-            raise InvalidConfigError("max_in_flight_records must be >= 1")
+        for name, _key in _BROKER_SETTINGS:
+            if getattr(self, name) < 1:
+                raise InvalidConfigError(f"{name} must be >= 1")
         if self.isolation not in ("read_uncommitted", "read_committed"):
             raise InvalidConfigError(f"unknown isolation level {self.isolation!r}")
         if self.auto_offset_reset not in ("latest", "earliest"):
@@ -96,12 +102,7 @@ class SharePartitionConfig:
     ) -> SharePartitionConfig:
         """The broker-level defaults (Kafka names), with explicit field overrides."""
         values: dict[str, Any] = {
-            field: int(config.get(key, default_of(key)))
-            for field, key in (
-                ("delivery_count_limit", "group.share.delivery.count.limit"),
-                ("record_lock_duration_ms", "group.share.record.lock.duration.ms"),
-                ("max_in_flight_records", "group.share.partition.max.record.locks"),
-            )
+            field: int(config.get(key, default_of(key))) for field, key in _BROKER_SETTINGS
         }
         values.update(overrides)
         return cls(**values)
@@ -268,16 +269,7 @@ def _append_range(out: list[AcquiredRange], first: int, last: int, dc: int) -> N
 def _append_batch(
     out: list[PersisterStateBatch], first: int, last: int, state: int, dc: int
 ) -> None:
-    if out:
-        prev = out[-1]
-        if (
-            prev.last_offset + 1 == first
-            and prev.delivery_state == state
-            and prev.delivery_count == dc
-        ):
-            out[-1] = PersisterStateBatch(prev.first_offset, last, state, dc)
-            return
-    out.append(PersisterStateBatch(first, last, state, dc))
+    append_coalesced(out, PersisterStateBatch(first, last, state, dc))
 
 
 def _write_batches(plan: list[_Change], new_start: int) -> list[PersisterStateBatch]:

@@ -86,7 +86,7 @@ def combine(
         if not heap:
             continue  # a gap between ranges
         neg_count, neg_state, _, _ = heap[0]
-        _append_coalesced(
+        append_coalesced(
             out,
             PersisterStateBatch(position, next_position - 1, -neg_state, -neg_count),
         )
@@ -108,7 +108,8 @@ def covers(batches: Sequence[PersisterStateBatch], offset: int) -> PersisterStat
     return None
 
 
-def _append_coalesced(out: list[PersisterStateBatch], batch: PersisterStateBatch) -> None:
+def append_coalesced(out: list[PersisterStateBatch], batch: PersisterStateBatch) -> None:
+    """Append ``batch``, merged into the last one when it continues it with the same state."""
     if out:
         last = out[-1]
         if (
@@ -139,17 +140,25 @@ def overlay(
     cut: list[PersisterStateBatch] = []
     spans = sorted((b.first_offset, b.last_offset) for b in new)
     for batch in current:
-        pieces = [(batch.first_offset, batch.last_offset)]
-        for first, last in spans:
-            next_pieces: list[tuple[int, int]] = []
-            for a, z in pieces:
-                if last < a or first > z:
-                    next_pieces.append((a, z))
-                    continue
-                if a < first:
-                    next_pieces.append((a, first - 1))
-                if last < z:
-                    next_pieces.append((last + 1, z))
-            pieces = next_pieces
+        pieces = subtract_ranges(batch.first_offset, batch.last_offset, spans)
         cut.extend(_with_offsets(batch, a, z) for a, z in pieces)
     return combine(cut, list(new), start_offset)
+
+
+def subtract_ranges(
+    first: int, last: int, holes: Iterable[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """The parts of ``first..last`` outside every inclusive range of ``holes``, in order."""
+    pieces = [(first, last)]
+    for hole_first, hole_last in holes:
+        next_pieces: list[tuple[int, int]] = []
+        for a, z in pieces:
+            if hole_last < a or hole_first > z:
+                next_pieces.append((a, z))
+                continue
+            if a < hole_first:
+                next_pieces.append((a, hole_first - 1))
+            if hole_last < z:
+                next_pieces.append((hole_last + 1, z))
+        pieces = next_pieces
+    return pieces

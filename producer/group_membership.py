@@ -81,9 +81,6 @@ class GroupMembership(HeartbeatThread):
 
     # -- called by the consumer thread ------------------------------------------------------------
 
-    def _thread_name(self) -> str:
-        return f"group-heartbeat-{self.group_id}"
-
     def subscribe(self, topics: tuple[str, ...]) -> None:
         with self._lock:
             self._subscription = topics
@@ -117,6 +114,9 @@ class GroupMembership(HeartbeatThread):
         self._client.close()
 
     # -- the heartbeat thread ---------------------------------------------------------------------
+
+    def _thread_name(self) -> str:
+        return f"group-heartbeat-{self.group_id}"
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -75,9 +75,6 @@ class Membership(HeartbeatThread):
 
     # called by the consumer thread
 
-    def _thread_name(self) -> str:
-        return f"sharetxn-heartbeat-{self.member_id}"
-
     def subscribe(self, topics: tuple[str, ...]) -> None:
         with self._lock:
             self._subscription = topics
@@ -153,6 +150,9 @@ class Membership(HeartbeatThread):
         self._client.close()
 
     # the heartbeat thread
+
+    def _thread_name(self) -> str:
+        return f"sharetxn-heartbeat-{self.member_id}"
 
     def _run(self) -> None:
         while not self._stop.is_set():

@@ -44,6 +44,18 @@ class ProducerState:
     coordinator_epoch: int
     current_txn_start_offset: int
 
+    @classmethod
+    def from_wire(cls, p: Any) -> ProducerState:
+        """One DescribeProducers ``active_producers`` entry."""
+        return cls(
+            int(p.producer_id),
+            int(p.producer_epoch),
+            int(p.last_sequence),
+            int(p.last_timestamp),
+            int(p.coordinator_epoch),
+            int(p.current_txn_start_offset),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class SharePendingAckEntry:
@@ -380,17 +392,7 @@ class Admin(ConsumerGroupAdmin):
         resp = self.client.call(lambda: self.client.send(node, 61, body))
         part = resp.topics[0].partitions[0]
         check_error(part.error_code, part.error_message, topic=tp.topic, partition=tp.partition)
-        return [
-            ProducerState(
-                int(p.producer_id),
-                int(p.producer_epoch),
-                int(p.last_sequence),
-                int(p.last_timestamp),
-                int(p.coordinator_epoch),
-                int(p.current_txn_start_offset),
-            )
-            for p in part.active_producers
-        ]
+        return [ProducerState.from_wire(p) for p in part.active_producers]
 
     def describe_share_pending_acks(
         self, producer_ids: list[int] | None = None

@@ -14,7 +14,7 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ __all__ = [
     "CliError",
     "ExitCode",
     "UsageExitParser",
+    "add_command_options",
     "add_connection_options",
     "client_config",
     "delete_groups_action",
@@ -38,12 +39,15 @@ __all__ = [
     "emit_json",
     "guarded",
     "make_console",
+    "offset_bounds",
     "offsets_result",
     "plan_note",
     "print_rows",
     "read_properties",
     "report_error",
+    "reset_offsets_action",
     "run_admin",
+    "run_admin_action",
     "topic_partitions",
 ]
 
@@ -85,6 +89,13 @@ def add_connection_options(parser: argparse.ArgumentParser, *, nested: bool = Fa
         default=argparse.SUPPRESS if nested else False,
         help="print JSON instead of tables (errors too)",
     )
+
+
+def add_command_options(parser: argparse.ArgumentParser, examples: str) -> None:
+    """``examples`` under --help (as written), then the connection options."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = examples
+    add_connection_options(parser)
 
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -186,6 +197,21 @@ def run_admin(
     return guarded(args, run)
 
 
+def run_admin_action(
+    args: argparse.Namespace,
+    client_id: str,
+    check_usage: Callable[[argparse.Namespace], None],
+    dispatch: Callable[[Admin, argparse.Namespace, Console], int],
+) -> int:
+    """``check_usage`` (a ``CliError`` before connecting), then ``dispatch`` (``run_admin``)."""
+
+    def body() -> int:
+        check_usage(args)
+        return run_admin(args, client_id, lambda admin, console: dispatch(admin, args, console))
+
+    return guarded(args, body)
+
+
 # -- output -----------------------------------------------------------------------------------
 
 
@@ -236,6 +262,13 @@ def topic_partitions(admin: Admin, spec: str) -> list[TopicPartition]:
     return [TopicPartition(topic, p) for p in admin.client.topic(topic).partitions]
 
 
+def offset_bounds(admin: Admin, specs: Iterable[str]) -> Iterator[tuple[TopicPartition, int, int]]:
+    """Each partition of the --topic ``specs`` with its log start and log end offsets."""
+    for spec in specs:
+        for tp in topic_partitions(admin, spec):
+            yield tp, admin.list_offsets(tp, -2), admin.list_offsets(tp, -1)
+
+
 def plan_note(args: argparse.Namespace) -> str:
     return "" if getattr(args, "execute", False) else " (plan only: add --execute to change it)"
 
@@ -275,3 +308,26 @@ def offsets_result(
         ).name
     emit(args, console, rows, title)
     return ExitCode.OK if all(e is ErrorCode.NONE for e in results.values()) else ExitCode.FAILED
+
+
+def reset_offsets_action(
+    alter: Callable[[str, dict[TopicPartition, int]], dict[TopicPartition, ErrorCode]],
+    args: argparse.Namespace,
+    console: Console,
+    group: str,
+    plan: dict[TopicPartition, int],
+    offset: str,
+) -> int:
+    """``--reset-offsets``: the plan (``new_<offset>`` per partition), or ``alter`` and its results.
+
+    ``offset`` names the offsets moved (``offset``, ``start_offset``) in the column and titles.
+    """
+    rows: list[dict[str, Any]] = [
+        {"group": group, "topic": tp.topic, "partition": tp.partition, f"new_{offset}": off}
+        for tp, off in sorted(plan.items())
+    ]
+    what = offset.replace("_", " ") + "s"
+    if not args.execute:
+        emit(args, console, rows, f"{group}: new {what}{plan_note(args)}")
+        return ExitCode.OK
+    return offsets_result(args, console, rows, alter(group, plan), f"{group}: {what} reset")

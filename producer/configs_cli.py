@@ -23,7 +23,7 @@ from producer.cli_support import (
     EXIT_CODES_HELP,
     CliError,
     ExitCode,
-    add_connection_options,
+    add_command_options,
     emit_json,
     guarded,
     print_rows,
@@ -46,9 +46,7 @@ _SINGULAR = {"topics": "topic", "groups": "group", "brokers": "broker"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EXAMPLES
-    add_connection_options(parser)
+    add_command_options(parser, EXAMPLES)
     parser.add_argument("--entity-type", required=True, choices=sorted(ENTITY_TYPES))
     parser.add_argument("--entity-name", metavar="NAME", help="topic, group or broker id")
     parser.add_argument(

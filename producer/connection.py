@@ -13,8 +13,8 @@ import socket
 import ssl
 import struct
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from kio.serial import entity_reader, entity_writer
 
@@ -28,6 +28,8 @@ from txn.wire_render import render
 
 API_VERSIONS = 18
 CLIENT_SOFTWARE_VERSION = "0.1.0"
+
+_T = TypeVar("_T")
 
 
 class BrokerConnection:
@@ -152,32 +154,26 @@ class BrokerConnection:
 
     def request(self, api_key: int, version: int, body: Mapping[str, Any]) -> Any:
         """Send one request and wait for its response (a kio entity)."""
-        self.connect()
-        with self._lock:
-            if self._sock is None:
-                msg = f"connection to {self.address} is closed"
-                raise ClosedError(msg)
-            try:
-                return self._roundtrip(api_key, version, body)
-            except OSError as exc:
-                self._close_locked()
-                msg = f"request to {self.address} failed: {exc}"
-                raise NetworkError(msg) from exc
+        return self._on_open_socket(lambda: self._roundtrip(api_key, version, body))
 
     def request_raw(self, api_key: int, version: int, body: Mapping[str, Any]) -> bytes:
         """Send one request; return the response body bytes after the response header."""
+        payload, offset = self._on_open_socket(lambda: self._exchange(api_key, version, body))
+        return payload[offset:]
+
+    def _on_open_socket(self, exchange: Callable[[], _T]) -> _T:
+        """Run ``exchange`` on the open socket, under the lock; a socket error closes it."""
         self.connect()
         with self._lock:
             if self._sock is None:
                 msg = f"connection to {self.address} is closed"
                 raise ClosedError(msg)
             try:
-                payload, offset = self._exchange(api_key, version, body)
+                return exchange()
             except OSError as exc:
                 self._close_locked()
                 msg = f"request to {self.address} failed: {exc}"
                 raise NetworkError(msg) from exc
-            return payload[offset:]
 
     def _roundtrip(self, api_key: int, version: int, body: Mapping[str, Any]) -> Any:
         payload, offset = self._exchange(api_key, version, body)

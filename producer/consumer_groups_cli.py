@@ -22,13 +22,14 @@ from producer.cli_support import (
     EXIT_CODES_HELP,
     CliError,
     ExitCode,
-    add_connection_options,
+    add_command_options,
     delete_groups_action,
     emit,
     emit_json,
-    guarded,
+    offset_bounds,
     plan_note,
-    run_admin,
+    reset_offsets_action,
+    run_admin_action,
     topic_partitions,
 )
 from txn.errors import ErrorCode, UnknownTopicOrPartitionError
@@ -47,9 +48,7 @@ EXAMPLES = f"""examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EXAMPLES
-    add_connection_options(parser)
+    add_command_options(parser, EXAMPLES)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--list", action="store_true", help="list consumer groups")
     action.add_argument("--describe", action="store_true", help="describe consumer groups")
@@ -81,11 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    def body() -> int:
-        _check_usage(args)
-        return run_admin(args, "sharetxn-consumer-groups", lambda a, c: _dispatch(a, args, c))
-
-    return guarded(args, body)
+    return run_admin_action(args, "sharetxn-consumer-groups", _check_usage, _dispatch)
 
 
 def _check_usage(args: argparse.Namespace) -> None:
@@ -203,34 +198,21 @@ def _reset(admin: Admin, args: argparse.Namespace, console: Console, group: str)
         raise CliError(msg)
     committed = admin.list_consumer_group_offsets(group)
     plan: dict[TopicPartition, int] = {}
-    for spec in args.topic:
-        for tp in topic_partitions(admin, spec):
-            earliest, latest = admin.list_offsets(tp, -2), admin.list_offsets(tp, -1)
-            if args.to_earliest:
-                wanted = earliest
-            elif args.to_latest:
-                wanted = latest
-            elif args.to_current:
-                wanted = committed.get(tp, latest)
-            elif args.to_offset is not None:
-                wanted = int(args.to_offset)
-            else:
-                wanted = committed.get(tp, latest) + int(args.shift_by)
-            plan[tp] = min(max(wanted, earliest), latest)  # Kafka clamps to the log
-    rows: list[dict[str, Any]] = [
-        {"group": group, "topic": tp.topic, "partition": tp.partition, "new_offset": off}
-        for tp, off in sorted(plan.items())
-    ]
-    if not args.execute:
-        emit(args, console, rows, f"{group}: new offsets{plan_note(args)}")
-        return ExitCode.OK
-    results = admin.alter_consumer_group_offsets(group, plan)
-    for row in rows:
-        row["result"] = results.get(
-            TopicPartition(row["topic"], row["partition"]), ErrorCode.NONE
-        ).name
-    emit(args, console, rows, f"{group}: offsets reset")
-    return ExitCode.OK if all(e is ErrorCode.NONE for e in results.values()) else ExitCode.FAILED
+    for tp, earliest, latest in offset_bounds(admin, args.topic):
+        if args.to_earliest:
+            wanted = earliest
+        elif args.to_latest:
+            wanted = latest
+        elif args.to_current:
+            wanted = committed.get(tp, latest)
+        elif args.to_offset is not None:
+            wanted = int(args.to_offset)
+        else:
+            wanted = committed.get(tp, latest) + int(args.shift_by)
+        plan[tp] = min(max(wanted, earliest), latest)  # Kafka clamps to the log
+    return reset_offsets_action(
+        admin.alter_consumer_group_offsets, args, console, group, plan, "offset"
+    )
 
 
 def _delete_offsets(admin: Admin, args: argparse.Namespace, console: Console, group: str) -> int:

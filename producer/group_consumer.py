@@ -41,6 +41,7 @@ from typing import Any
 
 from producer.client import KafkaClient, check_error
 from producer.client_defaults import CONSUMER_DEFAULTS
+from producer.config_values import as_bool, consumer_int
 from producer.group_membership import GroupMembership
 from producer.records import decode_batch, split_batches
 from producer.security import SECURITY_KEYS, ClientSecurity
@@ -96,12 +97,11 @@ _CHOICES = {
 
 
 def _bool(key: str, raw: object) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str) and raw.lower() in ("true", "false"):
-        return raw.lower() == "true"
-    msg = f"GroupConsumer config {key!r} must be true or false, not {raw!r}"
-    raise InvalidConfigError(msg)
+    value = as_bool(raw)
+    if value is None:
+        msg = f"GroupConsumer config {key!r} must be true or false, not {raw!r}"
+        raise InvalidConfigError(msg)
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,18 +128,7 @@ class GroupConsumerConfig:
                 raise InvalidConfigError(f"{msg}, not {values[key]!r}")
             values[key] = value
         for key in _INTS:
-            raw = values[key]
-            try:
-                if isinstance(raw, bool):
-                    raise TypeError
-                values[key] = int(raw)
-            except (TypeError, ValueError):
-                msg = f"GroupConsumer config {key!r} must be an integer, not {raw!r}"
-                raise InvalidConfigError(msg) from None
-            minimum = 0 if key in ("fetch.max.wait.ms", "retry.backoff.ms") else 1
-            if values[key] < minimum:
-                msg = f"GroupConsumer config {key!r} must be >= {minimum}, not {values[key]}"
-                raise InvalidConfigError(msg)
+            values[key] = consumer_int("GroupConsumer", key, values[key], InvalidConfigError)
         for key in ("enable.auto.commit", "check.crcs"):
             values[key] = _bool(key, values[key])
         return cls(values)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from producer.client import KafkaClient
 from producer.heartbeat_backoff import HeartbeatBackoff
+from producer.heartbeat_thread import HeartbeatThread
 from txn.errors import (
     ErrorCode,
     KafkaProtocolError,
@@ -42,7 +43,7 @@ _COORDINATOR = frozenset(
 )
 
 
-class GroupMembership:
+class GroupMembership(HeartbeatThread):
     """One member of a consumer group (the KIP-848 protocol)."""
 
     def __init__(
@@ -76,18 +77,9 @@ class GroupMembership:
         self.lost = 0  # bumped whenever the member was fenced out of the group
         self.version = 0
         self.fatal: KafkaProtocolError | None = None
-        self._stop = threading.Event()
-        self._wakeup = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     # -- called by the consumer thread ------------------------------------------------------------
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._run, name=f"group-heartbeat-{self.group_id}", daemon=True
-            )
-            self._thread.start()
 
     def subscribe(self, topics: tuple[str, ...]) -> None:
         with self._lock:
@@ -122,6 +114,9 @@ class GroupMembership:
         self._client.close()
 
     # -- the heartbeat thread ---------------------------------------------------------------------
+
+    def _thread_name(self) -> str:
+        return f"group-heartbeat-{self.group_id}"
 
     def _run(self) -> None:
         while not self._stop.is_set():

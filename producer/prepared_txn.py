@@ -161,6 +161,17 @@ def _connection(client: Any, node: int) -> Any:
     return connection(node) if connection is not None else None
 
 
+def _coordinator_connection(client: Any, transactional_id: str) -> Any:
+    """The connected connection to the id's coordinator; None if ``client`` is a test double."""
+    if getattr(client, "_connection", None) is None:
+        return None
+    node = client.call(lambda: client.coordinator_for(KEY_TYPE_TRANSACTION, transactional_id))
+    conn = _connection(client, node)
+    if not conn.versions:
+        client.call(conn.connect)
+    return conn
+
+
 def coordinator_api_span(
     client: Any, transactional_id: str, api_key: int
 ) -> tuple[int, int] | None:
@@ -169,24 +180,18 @@ def coordinator_api_span(
     None also when ``client`` is not a ``KafkaClient`` (a test double): callers then keep
     the behaviour of a cluster that serves every version.
     """
-    if getattr(client, "_connection", None) is None:
+    conn = _coordinator_connection(client, transactional_id)
+    if conn is None:
         return None
-    node = client.call(lambda: client.coordinator_for(KEY_TYPE_TRANSACTION, transactional_id))
-    conn = _connection(client, node)
-    if not conn.versions:
-        client.call(conn.connect)
     span = conn.versions.get(api_key)
     return None if span is None else (int(span[0]), int(span[1]))
 
 
 def feature_level(client: Any, transactional_id: str, feature: str) -> int | None:
     """The finalized level of ``feature`` at the id's coordinator (None if not advertised)."""
-    if getattr(client, "_connection", None) is None:
+    conn = _coordinator_connection(client, transactional_id)
+    if conn is None:
         return None
-    node = client.call(lambda: client.coordinator_for(KEY_TYPE_TRANSACTION, transactional_id))
-    conn = _connection(client, node)
-    if not conn.versions:
-        client.call(conn.connect)
     level = conn.features.get(feature)
     return None if level is None else int(level)
 

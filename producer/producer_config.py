@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from producer.client_defaults import CONNECTION_DEFAULTS
+from producer.config_values import as_bool, as_int
 from producer.prepared_txn import (
     PREPARE_MODES,
     RESUME_MODES,
@@ -111,13 +112,10 @@ class ProducerConfig:
 
 def _int(values: Mapping[str, Any], key: str, minimum: int) -> int:
     raw = values[key]
-    try:
-        if isinstance(raw, bool):
-            raise TypeError
-        value = int(raw)
-    except (TypeError, ValueError):
+    value = as_int(raw)
+    if value is None:
         msg = f"{key} must be an integer, got {raw!r}"
-        raise ValueError(msg) from None
+        raise ValueError(msg)
     if value < minimum:
         msg = f"{key} must be >= {minimum}, got {value}"
         raise ValueError(msg)
@@ -141,12 +139,11 @@ def _codec(raw: Any) -> Codec:
 
 def _bool(values: Mapping[str, Any], key: str) -> bool:
     raw = values[key]
-    if isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str) and raw.lower() in ("true", "false"):
-        return raw.lower() == "true"
-    msg = f"{key} must be true or false, got {raw!r}"
-    raise ValueError(msg)
+    value = as_bool(raw)
+    if value is None:
+        msg = f"{key} must be true or false, got {raw!r}"
+        raise ValueError(msg)
+    return value
 
 
 def _acks(raw: Any) -> int:

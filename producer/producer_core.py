@@ -93,15 +93,13 @@ class ProducerCore:
         topic's metadata cannot be had within ``max.block.ms``; in a transaction that last
         case makes the transaction abortable, since the record is not part of it.
         """
-        self._ensure_open()
-        self._txn.check(Operation.SEND)
+        self._check_allowed(Operation.SEND)
         key_bytes = _to_bytes(key, "key")
         value_bytes = _to_bytes(value, "value")
         record_headers = _headers(headers)
         chosen = self._choose_partition(topic, key_bytes, value_bytes, record_headers, partition)
         with self._lock:
-            self._ensure_open()
-            self._txn.check(Operation.SEND)
+            self._check_allowed(Operation.SEND)
             return self._acc.append(
                 TopicPartition(topic, chosen),
                 key_bytes,
@@ -127,8 +125,7 @@ class ProducerCore:
         append, choose = self._acc.append_untracked, self._choose_partition
         partitions: dict[int, TopicPartition] = {}
         with self._lock:  # one state check for the whole call: prepare waits for it
-            self._ensure_open()
-            self._txn.check(Operation.SEND)
+            self._check_allowed(Operation.SEND)
             for key, value in records:
                 chosen = choose(topic, key, value, [], None)
                 tp = partitions.get(chosen)
@@ -193,6 +190,11 @@ class ProducerCore:
         if self._closed:
             msg = "the producer is closed"
             raise ClosedError(msg)
+
+    def _check_allowed(self, operation: Operation) -> None:
+        """Raise unless the producer is open and ``operation`` allowed in the current state."""
+        self._ensure_open()
+        self._txn.check(operation)
 
     def _deadline(self, timeout_s: float | None) -> float:
         seconds = self.config.max_block_ms / 1000 if timeout_s is None else timeout_s

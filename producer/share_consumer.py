@@ -437,6 +437,15 @@ class ShareConsumer:
         elif self._results.get(tp) is None:
             self._results[tp] = None
 
+    def _record_ack_result(self, tp: TopicPartition, code: int, message: str | None) -> None:
+        """One partition's acknowledgement outcome: applied (code 0) or the error of ``code``."""
+        error = (
+            None
+            if code == 0
+            else error_for_code(code)(message, topic=tp.topic, partition=tp.partition)
+        )
+        self._record_result(tp, error)
+
     def _fail_acks(
         self, acks: Mapping[TopicPartition, list[tuple[int, AcknowledgeType]]], error: Exception
     ) -> None:
@@ -671,14 +680,8 @@ class ShareConsumer:
                 tp = TopicPartition(name, int(p.partition_index))
                 if tp in acked:
                     del acked[tp]
-                    ack_code = int(p.acknowledge_error_code)
-                    self._record_result(
-                        tp,
-                        None
-                        if ack_code == 0
-                        else error_for_code(ack_code)(
-                            p.acknowledge_error_message, topic=tp.topic, partition=tp.partition
-                        ),
+                    self._record_ack_result(
+                        tp, int(p.acknowledge_error_code), p.acknowledge_error_message
                     )
                 if int(p.error_code) != 0:
                     stale, problem = partition_error(tp, int(p.error_code), p.error_message)
@@ -790,15 +793,7 @@ class ShareConsumer:
                 if tp not in pending:
                     continue
                 del pending[tp]
-                part_code = int(p.error_code)
-                self._record_result(
-                    tp,
-                    None
-                    if part_code == 0
-                    else error_for_code(part_code)(
-                        p.error_message, topic=tp.topic, partition=tp.partition
-                    ),
-                )
+                self._record_ack_result(tp, int(p.error_code), p.error_message)
         for tp in pending:
             self._record_result(tp, None)
         if final:

@@ -10,6 +10,7 @@ from typing import Any, Final
 
 from producer.client import KafkaClient
 from producer.client_defaults import CONSUMER_DEFAULTS
+from producer.config_values import consumer_int
 from producer.security import PLAINTEXT, SECURITY_KEYS, ClientSecurity
 
 __all__ = ["DEFAULTS", "MODES", "ShareConsumerConfig", "new_member_id"]
@@ -83,21 +84,9 @@ class ShareConsumerConfig:
                 f"not {values['share.acknowledgement.mode']!r}"
             )
             raise ValueError(msg)
-        ints: dict[str, int] = {}
-        for key in _INT_KEYS:
-            raw = values[key]
-            try:
-                if isinstance(raw, bool):
-                    raise TypeError
-                number = int(raw)
-            except (TypeError, ValueError):
-                msg = f"ShareConsumer config {key!r} must be an integer, not {raw!r}"
-                raise ValueError(msg) from None
-            minimum = 0 if key in ("fetch.max.wait.ms", "retry.backoff.ms") else 1
-            if number < minimum:
-                msg = f"ShareConsumer config {key!r} must be >= {minimum}, not {number}"
-                raise ValueError(msg)
-            ints[key] = number
+        ints = {
+            key: consumer_int("ShareConsumer", key, values[key], ValueError) for key in _INT_KEYS
+        }
         rack = values["rack.id"]
         if rack is not None and (not isinstance(rack, str) or not rack.strip()):
             msg = "ShareConsumer config 'rack.id' must be a non-empty string"

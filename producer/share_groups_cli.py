@@ -26,14 +26,13 @@ from producer.cli_support import (
     CliError,
     ExitCode,
     UsageExitParser,
-    add_connection_options,
+    add_command_options,
     delete_groups_action,
     emit,
-    guarded,
-    offsets_result,
+    offset_bounds,
     plan_note,
-    run_admin,
-    topic_partitions,
+    reset_offsets_action,
+    run_admin_action,
 )
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
@@ -52,9 +51,7 @@ ACTIONS = ("list", "describe", "reset_offsets", "delete_offsets", "delete")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EXAMPLES
-    add_connection_options(parser)
+    add_command_options(parser, EXAMPLES)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--list", action="store_true", help="list share groups and their state")
     action.add_argument("--describe", action="store_true", help="describe share groups")
@@ -92,11 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    def body() -> int:
-        _check_usage(args)
-        return run_admin(args, "sharetxn-share-groups", lambda a, c: _dispatch(a, args, c))
-
-    return guarded(args, body)
+    return run_admin_action(args, "sharetxn-share-groups", _check_usage, _dispatch)
 
 
 def _check_usage(args: argparse.Namespace) -> None:
@@ -150,24 +143,16 @@ def _dispatch(admin: Admin, args: argparse.Namespace, console: Console) -> int:
 
 def _reset_offsets(admin: Admin, args: argparse.Namespace, console: Console, group: str) -> int:
     offsets: dict[TopicPartition, int] = {}
-    for spec in args.topic:
-        for tp in topic_partitions(admin, spec):
-            earliest, latest = admin.list_offsets(tp, -2), admin.list_offsets(tp, -1)
-            if args.to_earliest:
-                offsets[tp] = earliest
-            elif args.to_latest:
-                offsets[tp] = latest
-            else:  # Kafka clamps a requested offset to the partition's log
-                offsets[tp] = min(max(int(args.to_offset), earliest), latest)
-    rows: list[dict[str, Any]] = [
-        {"group": group, "topic": tp.topic, "partition": tp.partition, "new_start_offset": off}
-        for tp, off in sorted(offsets.items())
-    ]
-    if not args.execute:
-        emit(args, console, rows, f"{group}: new start offsets{plan_note(args)}")
-        return ExitCode.OK
-    results = admin.alter_share_group_offsets(group, offsets)
-    return offsets_result(args, console, rows, results, f"{group}: start offsets reset")
+    for tp, earliest, latest in offset_bounds(admin, args.topic):
+        if args.to_earliest:
+            offsets[tp] = earliest
+        elif args.to_latest:
+            offsets[tp] = latest
+        else:  # Kafka clamps a requested offset to the partition's log
+            offsets[tp] = min(max(int(args.to_offset), earliest), latest)
+    return reset_offsets_action(
+        admin.alter_share_group_offsets, args, console, group, offsets, "start_offset"
+    )
 
 
 def _describe(admin: Admin, args: argparse.Namespace, console: Console, group: str) -> int:

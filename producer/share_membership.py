@@ -9,6 +9,7 @@ import uuid
 from typing import Any, Final
 
 from producer.heartbeat_backoff import HeartbeatBackoff
+from producer.heartbeat_thread import HeartbeatThread
 from producer.share_consumer_config import ShareConsumerConfig
 from producer.types import ShareGroupMetadata
 from txn.errors import ErrorCode, KafkaProtocolError, RetriableError, SharetxnError, error_for_code
@@ -44,7 +45,7 @@ def ms_of(value: Any) -> int:
 # -- group membership (the heartbeat thread) -------------------------------------------------------
 
 
-class Membership:
+class Membership(HeartbeatThread):
     """ShareGroupHeartbeat v1 from a daemon thread; the assignment mapped to topic names.
 
     It has its own ``KafkaClient`` (own connections), so a long-polling ShareFetch
@@ -70,18 +71,9 @@ class Membership:
         self._backoff = HeartbeatBackoff(
             log, f"share group {cfg.group_id}", cfg.retry_backoff_ms, cfg.retry_backoff_max_ms
         )
-        self._stop = threading.Event()
-        self._wakeup = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__()
 
     # called by the consumer thread
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._run, name=f"sharetxn-heartbeat-{self.member_id}", daemon=True
-            )
-            self._thread.start()
 
     def subscribe(self, topics: tuple[str, ...]) -> None:
         with self._lock:
@@ -132,13 +124,17 @@ class Membership:
                         log.warning("leaving share group %s: %s", self.group_id, code.name)
                 except SharetxnError as exc:
                     log.warning("leaving share group %s failed: %s", self.group_id, exc)
-            with self._lock:
-                self.member_epoch = 0
-                self._sent_subscription = None
-                self._assignment = {}
-                self._unresolved = []
-                self.version += 1
-                self.changed.notify_all()
+            self._drop_membership()
+
+    def _drop_membership(self) -> None:
+        """Back to epoch 0 without an assignment (after leaving, or when told to rejoin)."""
+        with self._lock:
+            self.member_epoch = 0
+            self._sent_subscription = None
+            self._assignment = {}
+            self._unresolved = []
+            self.version += 1
+            self.changed.notify_all()
 
     def stop_nowait(self) -> None:
         self._stop.set()
@@ -154,6 +150,9 @@ class Membership:
         self._client.close()
 
     # the heartbeat thread
+
+    def _thread_name(self) -> str:
+        return f"sharetxn-heartbeat-{self.member_id}"
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -213,13 +212,7 @@ class Membership:
                     self.member_id,
                     code.name,
                 )
-                with self._lock:
-                    self.member_epoch = 0
-                    self._sent_subscription = None
-                    self._assignment = {}
-                    self._unresolved = []
-                    self.version += 1
-                    self.changed.notify_all()
+                self._drop_membership()
                 return 0
             if code in COORDINATOR_ERRORS:
                 self._client.forget_coordinator(KEY_TYPE_GROUP, self.group_id)

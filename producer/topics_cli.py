@@ -23,7 +23,7 @@ from producer.cli_support import (
     EXIT_CODES_HELP,
     CliError,
     ExitCode,
-    add_connection_options,
+    add_command_options,
     emit,
     emit_json,
     guarded,
@@ -45,9 +45,7 @@ ACTIONS = ("create", "list", "describe", "alter", "delete")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EXAMPLES
-    add_connection_options(parser)
+    add_command_options(parser, EXAMPLES)
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--create", action="store_true", help="create a topic")
     action.add_argument("--list", action="store_true", help="list topic names")

@@ -176,8 +176,7 @@ class TransactionalProducer(ProducerCore):
     def _initialize(self, keep_prepared_txn: bool, deadline: float) -> tuple[int, int] | None:
         """Run init; returns the (producer id, epoch) of a kept ongoing transaction, if any."""
         with self._lock:
-            self._ensure_open()
-            self._txn.check(Operation.INIT_TRANSACTIONS)
+            self._check_allowed(Operation.INIT_TRANSACTIONS)
             self._txn.transition(TxnState.INITIALIZING)
             try:
                 resp = self._init_producer_id(keep_prepared_txn, deadline)
@@ -235,8 +234,7 @@ class TransactionalProducer(ProducerCore):
         transaction stays visible under its ids (DescribeTransactions) to whoever checks.
         """
         with self._lock:
-            self._ensure_open()
-            self._txn.check(Operation.BEGIN_TRANSACTION)
+            self._check_allowed(Operation.BEGIN_TRANSACTION)
             if self._txn.needs_epoch_bump:
                 try:
                     self._bump_epoch(self._deadline(None))
@@ -277,8 +275,7 @@ class TransactionalProducer(ProducerCore):
                     raise ValueError(msg)
         deadline = self._deadline(timeout_s)
         with self._lock:
-            self._ensure_open()
-            self._txn.check(Operation.SEND_SHARE_ACKS)
+            self._check_allowed(Operation.SEND_SHARE_ACKS)
             # KIP-1289 "clients fail fast": nothing is sent and the transaction is unchanged.
             self._client.require_kip1289(API_ADD_SHARE_ACKS_TO_TXN)
             self._client.require_kip1289(API_TXN_SHARE_ACKNOWLEDGE)
@@ -331,8 +328,7 @@ class TransactionalProducer(ProducerCore):
                 raise ValueError(msg)
         deadline = self._deadline(timeout_s)
         with self._lock:
-            self._ensure_open()
-            self._txn.check(Operation.SEND_OFFSETS)
+            self._check_allowed(Operation.SEND_OFFSETS)
             if not offsets:
                 return
             tid = self._add_group_to_txn(API_ADD_OFFSETS_TO_TXN, meta.group_id, deadline)
@@ -380,15 +376,13 @@ class TransactionalProducer(ProducerCore):
         """
         deadline = self._deadline(timeout_s)
         with self._lock:
-            self._ensure_open()
-            self._txn.check(Operation.PREPARE_TRANSACTION)
+            self._check_allowed(Operation.PREPARE_TRANSACTION)
         while True:
             # Flush without the lock (a delivery callback may call send); then, under the
             # lock that send takes too, make sure nothing was added meanwhile.
             self._flush_until(deadline)
             with self._lock:
-                self._ensure_open()
-                self._txn.check(Operation.PREPARE_TRANSACTION)
+                self._check_allowed(Operation.PREPARE_TRANSACTION)
                 if self._acc.has_incomplete():
                     continue
                 self._txn.transition(TxnState.PREPARED)
@@ -409,8 +403,7 @@ class TransactionalProducer(ProducerCore):
         """
         deadline = self._deadline(timeout_s)
         with self._lock:
-            self._ensure_open()
-            self._txn.check(Operation.COMMIT_TRANSACTION)
+            self._check_allowed(Operation.COMMIT_TRANSACTION)
             if self._txn.state is not TxnState.COMMITTING:
                 self._txn.transition(TxnState.COMMITTING)
         # COMMITTING refuses new sends; flush without the lock (callbacks may call send).
@@ -503,8 +496,7 @@ class TransactionalProducer(ProducerCore):
         ``prepare_transaction``, ``init_transactions(keep_prepared_txn=True)`` or ``resume``).
         """
         with self._lock:
-            self._ensure_open()
-            self._txn.check(Operation.COMPLETE_TRANSACTION)
+            self._check_allowed(Operation.COMPLETE_TRANSACTION)
             matches = (
                 state.transactional_id == self.config.transactional_id
                 and (state.producer_id, state.epoch) == self._txn.producer_id_and_epoch
@@ -627,8 +619,7 @@ class TransactionalProducer(ProducerCore):
         """
         self._check_stored_ids(producer_id, epoch, deadline)
         with self._lock:
-            self._ensure_open()
-            self._txn.check(Operation.INIT_TRANSACTIONS)
+            self._check_allowed(Operation.INIT_TRANSACTIONS)
             self._txn.transition(TxnState.INITIALIZING)
             self._txn.set_producer_id_and_epoch(producer_id, epoch)
             self._txn.mark_started_elsewhere()

@@ -49,6 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from producer.config_values import as_bool
 from producer.share_consumer import DEFAULTS as SHARE_CONSUMER_DEFAULTS
 from producer.share_consumer import ShareConsumerConfig
 from producer.transactional_producer import ProducerConfig
@@ -204,12 +205,10 @@ def _bool(props: Mapping[str, Any], key: str, default: bool) -> bool:
     raw = props.get(key)
     if raw is None:
         return default
-    if isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower()
-    if text not in ("true", "false"):
+    value = as_bool(raw if isinstance(raw, bool) else str(raw).strip())
+    if value is None:
         raise SinkConfigError(key, f"must be true or false, not {raw!r}")
-    return text == "true"
+    return value
 
 
 def _choice(props: Mapping[str, Any], key: str, default: str, choices: tuple[str, ...]) -> str:

@@ -360,22 +360,21 @@ class WorkerShareSinkTask:
         return outcomes, len(dead)
 
     def _commit(self, producer: TransactionalProducer) -> None:
-        for attempt in range(_COMMIT_ATTEMPTS):
-            try:
-                producer.commit_transaction()
-                return
-            except RetriableError:
-                if (
-                    producer.transaction_state is not TxnState.COMMITTING
-                    or attempt == _COMMIT_ATTEMPTS - 1
-                ):
-                    raise
+        _retry(
+            producer.commit_transaction,
+            lambda: producer.transaction_state is TxnState.COMMITTING,
+        )
 
     def _abort(self, producer: TransactionalProducer) -> None:
-        for attempt in range(_COMMIT_ATTEMPTS):
-            try:
-                producer.abort_transaction()
-                return
-            except RetriableError:
-                if attempt == _COMMIT_ATTEMPTS - 1:
-                    raise
+        _retry(producer.abort_transaction, lambda: True)
+
+
+def _retry(end_transaction: Callable[[], None], may_retry: Callable[[], bool]) -> None:
+    """``end_transaction``, again after a retriable error while ``may_retry()`` (a bounded few)."""
+    for attempt in range(_COMMIT_ATTEMPTS):
+        try:
+            end_transaction()
+            return
+        except RetriableError:
+            if not may_retry() or attempt == _COMMIT_ATTEMPTS - 1:
+                raise

@@ -31,7 +31,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any, Self
 
 from opentelemetry.metrics import MeterProvider
@@ -203,10 +202,5 @@ class SinkWorker:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()

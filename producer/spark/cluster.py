@@ -26,7 +26,6 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from types import TracebackType
 
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 
@@ -216,12 +215,7 @@ class StandaloneCluster:
                 proc.wait()
         self._procs.clear()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

@@ -47,7 +47,7 @@ from recovery.spark_checkpoint import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AUDIT_LOG", "Connection", "commit_decided", "recover"]
+__all__ = ["AUDIT_LOG", "Connection", "commit_decided", "fenced_transaction", "recover"]
 
 SPARK_COMMIT = "spark-commit"
 _RECOVERY_SCAN_INTERVAL_S = 0.2
@@ -143,6 +143,24 @@ def _decided_aborted(
         checkpoint=checkpoint.location,
         detail=detail,
     )
+
+
+def fenced_transaction(
+    admin: Admin, transactions: list[IntentTransaction]
+) -> tuple[IntentTransaction, str] | None:
+    """The first prepared transaction no longer open with its recorded ids, and what it is now.
+
+    What it is now: ``missing``, or ``STATE (producer id, epoch)``; None while all are open.
+    """
+    ids = [t.transactional_id for t in transactions]
+    found = {d.transactional_id: d for d in admin.describe_transactions(ids)}
+    for t in transactions:
+        d = found.get(t.transactional_id)
+        if d is None:
+            return t, "missing"
+        if d.state != "Ongoing" or (d.producer_id, d.producer_epoch) != (t.producer_id, t.epoch):
+            return t, f"{d.state} ({d.producer_id}, {d.producer_epoch})"
+    return None
 
 
 def _step(txn: IntentTransaction, batch: int) -> dict[str, Any]:

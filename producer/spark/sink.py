@@ -48,7 +48,7 @@ from producer.spark.checkpoint import Checkpoint
 from producer.spark.connect import refuse_connect
 from producer.spark.errors import BatchFencedError, ResolveError, SparkConfigError
 from producer.spark.options import DEFAULT_PREFIX, FIXED_OPTIONS, check_prefix
-from producer.spark.resolve import Connection, commit_decided, recover
+from producer.spark.resolve import Connection, commit_decided, fenced_transaction, recover
 from producer.spark.source import RECEIPT_COLUMNS
 from producer.spark.write_task import WriteTask, prepare_writes
 from producer.transactional_producer import TransactionalProducer
@@ -489,24 +489,15 @@ class ExactlyOnce:
     def _verify(self, transactions: list[IntentTransaction], batch: int) -> None:
         """Every prepared transaction must still be open with the recorded producer epoch."""
         with Admin({**self.conn.producer_config(), "client.id": "sharetxn-spark-sink"}) as admin:
-            found = {
-                d.transactional_id: d
-                for d in admin.describe_transactions([t.transactional_id for t in transactions])
-            }
-        for t in transactions:
-            d = found.get(t.transactional_id)
-            if (
-                d is None
-                or d.state != "Ongoing"
-                or (d.producer_id, d.producer_epoch) != (t.producer_id, t.epoch)
-            ):
-                now = "missing" if d is None else f"{d.state} ({d.producer_id}, {d.producer_epoch})"
-                msg = (
-                    f"batch {batch}: prepared transaction {t.transactional_id} "
-                    f"({t.producer_id}, {t.epoch}) is now {now}: a re-run or retried task "
-                    "fenced it; the batch fails and is aborted and re-run on restart"
-                )
-                raise BatchFencedError(msg)
+            fenced = fenced_transaction(admin, transactions)
+        if fenced is not None:
+            t, now = fenced
+            msg = (
+                f"batch {batch}: prepared transaction {t.transactional_id} "
+                f"({t.producer_id}, {t.epoch}) is now {now}: a re-run or retried task "
+                "fenced it; the batch fails and is aborted and re-run on restart"
+            )
+            raise BatchFencedError(msg)
 
     # -- the commit phase ---------------------------------------------------------------------
 

@@ -15,18 +15,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from collections.abc import Mapping
-from typing import Any
 
 from rich.console import Console
 
 from producer.admin import Admin
 from recovery import cli_common as common
-from recovery.audit import previously_applied
 from recovery.checkpoint_fs import LOCAL, CheckpointFS, is_local, local_path
 from recovery.model import UsageError
 from recovery.plan import Action
-from recovery.recover import aborted_by_cluster, apply_recovery, plan_recovery
+from recovery.recover import (
+    HistoryLookup,
+    apply_recovery,
+    history_with_begun_commits,
+    plan_recovery,
+)
 from recovery.scan import Scanner
 from recovery.spark_checkpoint import CheckpointView, begun_commits, query_prefix, read_checkpoint
 
@@ -174,30 +176,11 @@ def _open(args: argparse.Namespace) -> tuple[CheckpointFS, str, str | None]:
     return fs, fs.root, state
 
 
-def _history(audit_log: str, view: CheckpointView, admin: Admin) -> Any:
-    """This tool's own applied actions, and the commits the query's commit phase began.
-
-    A begun commit that the cluster shows aborted (a timeout-bounded prepare on Apache
-    Kafka whose timeout won) is not a commit: the plan then refuses it as a hazard.
-    """
-    begun = begun_commits(view)
-
-    def lookup(tid: str, pid: int, epoch: int) -> Mapping[str, Any] | None:
-        found = previously_applied(audit_log, tid, pid, epoch)
-        if (
-            found is None
-            and (tid, pid, epoch) in begun
-            and aborted_by_cluster(admin, tid, pid, epoch) is None
-        ):
-            return {
-                "event": "end",
-                "outcome": "applied",
-                "step": {"action": "commit"},
-                "ts": "the query's commit phase (committing/N)",
-            }
-        return found
-
-    return lookup
+def _history(audit_log: str, view: CheckpointView, admin: Admin) -> HistoryLookup:
+    """This tool's own applied actions, and the commits the query's commit phase began."""
+    return history_with_begun_commits(
+        audit_log, begun_commits(view), admin, "the query's commit phase (committing/N)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -76,7 +76,7 @@ def add_apply_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--apply", action="store_true", help="act; without it only the plan is printed"
     )
-    add_audit_log(parser, f"append-only JSONL audit log (default ./{DEFAULT_AUDIT_LOG})")
+    add_audit_log(parser, "append-only JSONL audit log")
     parser.add_argument(
         "--operator",
         default=None,
@@ -95,13 +95,14 @@ def add_apply_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_audit_log(parser: argparse.ArgumentParser, help_text: str) -> None:
+def add_audit_log(parser: argparse.ArgumentParser, what: str) -> None:
+    """--audit-log, described as ``what`` plus its default."""
     parser.add_argument(
         "--audit-log",
         type=Path,
         default=Path(DEFAULT_AUDIT_LOG),
         metavar="PATH",
-        help=help_text,
+        help=f"{what} (default ./{DEFAULT_AUDIT_LOG})",
     )
 
 

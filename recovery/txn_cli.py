@@ -28,7 +28,6 @@ from producer.admin import Admin, SharePendingAcks
 from producer.types import PreparedTxnState
 from recovery import cli_common as common
 from recovery.audit import (
-    DEFAULT_AUDIT_LOG,
     AuditLog,
     previously_applied,
     unresolved_heuristics,
@@ -150,9 +149,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     lst.add_argument("--prefix", default=None, help="only transactional ids with this prefix")
     _add_prepared_warn_after(lst)
-    common.add_audit_log(
-        lst, f"where heuristic outcomes are recorded (default ./{DEFAULT_AUDIT_LOG})"
-    )
+    common.add_audit_log(lst, "where heuristic outcomes are recorded")
     common.add_scan_interval(lst)
 
     desc = action(
@@ -235,9 +232,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="confirm that the outputs were checked: the tool stops reporting the entry",
     )
-    common.add_audit_log(
-        fg, f"the audit log holding the heuristic entries (default ./{DEFAULT_AUDIT_LOG})"
-    )
+    common.add_audit_log(fg, "the audit log holding the heuristic entries")
     fg.add_argument(
         "--operator", default=None, help="who is forgetting, for the audit log (default $USER)"
     )

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlparse
 
+from txn.durable_fs import fsync_dir
+
 
 @runtime_checkable
 class CheckpointFS(Protocol):
@@ -130,11 +132,7 @@ class LocalFS:
             raise
         os.close(fd)
         os.replace(tmp, target)
-        dir_fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        fsync_dir(directory)
 
     def list(self, directory: str) -> list[str]:
         try:

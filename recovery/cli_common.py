@@ -26,9 +26,10 @@ from producer.cli_support import (
 )
 from producer.security import SECURITY_KEYS, ClientSecurity
 from recovery.audit import DEFAULT_AUDIT_LOG, AuditLog
-from recovery.execute import StepResult
+from recovery.execute import Executor, StepResult, results_exit_code
 from recovery.model import RecoveryError, RefusedError, UsageError
-from recovery.plan import Action, Step
+from recovery.plan import Action, Step, plan_exit_code
+from recovery.scan import Scanner
 from txn.errors import KafkaProtocolError
 from txn.exit_codes import ExitCode
 
@@ -75,13 +76,7 @@ def add_apply_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--apply", action="store_true", help="act; without it only the plan is printed"
     )
-    parser.add_argument(
-        "--audit-log",
-        type=Path,
-        default=Path(DEFAULT_AUDIT_LOG),
-        metavar="PATH",
-        help=f"append-only JSONL audit log (default ./{DEFAULT_AUDIT_LOG})",
-    )
+    add_audit_log(parser, "append-only JSONL audit log")
     parser.add_argument(
         "--operator",
         default=None,
@@ -97,6 +92,17 @@ def add_apply_options(parser: argparse.ArgumentParser) -> None:
             "how long to wait for the coordinator to complete a transaction "
             f"(default {DEFAULT_WAIT_TIMEOUT_S:g})"
         ),
+    )
+
+
+def add_audit_log(parser: argparse.ArgumentParser, what: str) -> None:
+    """--audit-log, described as ``what`` plus its default."""
+    parser.add_argument(
+        "--audit-log",
+        type=Path,
+        default=Path(DEFAULT_AUDIT_LOG),
+        metavar="PATH",
+        help=f"{what} (default ./{DEFAULT_AUDIT_LOG})",
     )
 
 
@@ -160,6 +166,17 @@ def audit_log(args: argparse.Namespace, command: str) -> AuditLog:
     )
 
 
+def executor(args: argparse.Namespace, scanner: Scanner, audit: AuditLog) -> Executor:
+    """The executor of --apply: acting steps, each re-checked first, recorded in ``audit``."""
+    return Executor(
+        scanner,
+        args.bootstrap_server,
+        audit,
+        wait_timeout_s=args.wait_timeout,
+        client_config=executor_config(args),
+    )
+
+
 def scan_sleep(seconds: float) -> None:
     """The back-off between two scans, with a spinner on a terminal (on stderr)."""
     err = Console(stderr=True)
@@ -168,6 +185,19 @@ def scan_sleep(seconds: float) -> None:
         return
     with err.status(f"second scan in {seconds:g}s: only what is unchanged is in doubt"):
         time.sleep(seconds)
+
+
+def main(
+    prog: str,
+    doc: str,
+    add_arguments: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+    argv: list[str] | None,
+) -> int:
+    """A command run on its own: ``prog``, described by the first line of its ``doc``."""
+    parser = UsageExitParser(prog=prog, description=doc.splitlines()[0])
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
 
 
 def run_guarded(args: argparse.Namespace, body: Callable[[Admin, Console], int]) -> int:
@@ -225,6 +255,51 @@ _ACTION_STYLE = {
     Action.REFUSE: "red",
     Action.RACED: "magenta",
 }
+
+
+def report_dry_run(
+    args: argparse.Namespace,
+    console: Console,
+    header: dict[str, Any],
+    title: str,
+    steps: Sequence[Step],
+) -> int:
+    """Show a dry run's plan (``header`` leads the --json object); its exit code."""
+    code = plan_exit_code(steps)
+    if args.json:
+        plan = [s.to_json() for s in steps]
+        emit_json({**header, "mode": "dry-run", "plan": plan, "exit_code": int(code)})
+    else:
+        print_plan(console, steps, f"{title}: plan (dry run, nothing changed)")
+        if code is ExitCode.FOUND:
+            console.print("re-run with --apply to act")
+    return int(code)
+
+
+def report_results(
+    args: argparse.Namespace,
+    console: Console,
+    header: dict[str, Any],
+    title: str,
+    results: Sequence[StepResult],
+    audit: AuditLog,
+) -> int:
+    """Show what --apply did (``header`` leads the --json object); its exit code."""
+    code = results_exit_code(results)
+    if args.json:
+        emit_json(
+            {
+                **header,
+                "mode": "apply",
+                "results": [r.to_json() for r in results],
+                "audit_log": str(audit.path),
+                "exit_code": int(code),
+            }
+        )
+    else:
+        print_results(console, results, f"{title}: results")
+        console.print(f"audit log: {audit.path}")
+    return int(code)
 
 
 def print_plan(console: Console, steps: Sequence[Step], title: str) -> None:

@@ -18,7 +18,7 @@ Three kinds of findings, each reported only if present in two scans (the CLI run
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from recovery.model import TxnSnapshot
@@ -56,18 +56,7 @@ class HangingItem:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "producer_id": self.producer_id,
-            "producer_epoch": self.producer_epoch,
-            "transactional_id": self.transactional_id,
-            "coordinator_state": self.coordinator_state,
-            "where": self.where,
-            "start_offset": self.start_offset,
-            "pending_records": self.pending_records,
-            "age_ms": self.age_ms,
-            "reason": self.reason,
-        }
+        return asdict(self)
 
 
 class _Coordinator:

@@ -319,6 +319,17 @@ def _plan_commit(
     return step(Action.REFUSE, f"no transaction to commit: the id is {state}")
 
 
+def _wait_for_abort(cur: TxnSnapshot, step: _StepFactory) -> Step:
+    """PrepareAbort or PrepareEpochFence: the coordinator is already aborting it."""
+    return step(
+        Action.WAIT,
+        f"{cur.state}: the coordinator is aborting it",
+        expected=cur,
+        preconditions=(f"state={cur.state}",),
+        effects=("none by the tool; waits for CompleteAbort",),
+    )
+
+
 def _plan_abort(cur: TxnSnapshot, pending: SharePendingAcks | None, step: _StepFactory) -> Step:
     state = cur.state
     if state == "Ongoing":
@@ -339,13 +350,7 @@ def _plan_abort(cur: TxnSnapshot, pending: SharePendingAcks | None, step: _StepF
             "would contradict it",
         )
     if state in ("PrepareAbort", "PrepareEpochFence"):
-        return step(
-            Action.WAIT,
-            f"{state}: the coordinator is aborting it",
-            expected=cur,
-            preconditions=(f"state={state}",),
-            effects=("none by the tool; waits for CompleteAbort",),
-        )
+        return _wait_for_abort(cur, step)
     return step(Action.NOOP, f"nothing open ({state})")
 
 
@@ -374,13 +379,7 @@ def _plan_force_terminate(
             "the coordinator is completing the commit",
         )
     if state in ("PrepareAbort", "PrepareEpochFence"):
-        return step(
-            Action.WAIT,
-            f"{state}: the coordinator is aborting it",
-            expected=cur,
-            preconditions=(f"state={state}",),
-            effects=("none by the tool; waits for CompleteAbort",),
-        )
+        return _wait_for_abort(cur, step)
     if state == UNKNOWN:
         return step(Action.REFUSE, "unknown transactional id")
     return step(Action.NOOP, f"no open transaction ({state}): nothing to terminate")

@@ -10,11 +10,13 @@ source's own recovery call these two functions.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from producer.admin import Admin
 from producer.prepared_txn import StoredTxnStatus, classify
+from recovery.audit import previously_applied
 from recovery.checkpoint_fs import join
 from recovery.execute import Executor, Outcome, StepResult
 from recovery.model import TxnSnapshot
@@ -165,3 +167,32 @@ def aborted_by_cluster(admin: Admin, tid: str, pid: int, epoch: int) -> str | No
         return None
     timeout = desc.transaction_timeout_ms
     return f"the coordinator shows {view.describe()} (transaction.timeout.ms {timeout} ms)"
+
+
+def history_with_begun_commits(
+    audit_log: str | Path,
+    begun: Container[tuple[str, int, int]],
+    admin: Admin,
+    begun_at: str,
+) -> HistoryLookup:
+    """The tool's own applied actions (``audit_log``), and the commits ``begun`` lists.
+
+    A begun commit of (tid, pid, epoch) counts as an applied commit (at ``begun_at``) unless
+    the cluster shows that transaction aborted (a timeout-bounded prepare on Apache Kafka
+    whose timeout won): the plan then refuses it as a hazard.
+    """
+
+    def lookup(tid: str, pid: int, epoch: int) -> Mapping[str, Any] | None:
+        found = previously_applied(audit_log, tid, pid, epoch)
+        if found is not None:
+            return found
+        if (tid, pid, epoch) in begun and aborted_by_cluster(admin, tid, pid, epoch) is None:
+            return {
+                "event": "end",
+                "outcome": "applied",
+                "step": {"action": "commit"},
+                "ts": begun_at,
+            }
+        return None
+
+    return lookup

@@ -15,22 +15,22 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from collections.abc import Mapping
-from typing import Any
 
 from rich.console import Console
 
 from producer.admin import Admin
 from recovery import cli_common as common
-from recovery.audit import previously_applied
 from recovery.checkpoint_fs import LOCAL, CheckpointFS, is_local, local_path
-from recovery.execute import Executor, results_exit_code
 from recovery.model import UsageError
-from recovery.plan import Action, plan_exit_code
-from recovery.recover import aborted_by_cluster, apply_recovery, plan_recovery
+from recovery.plan import Action
+from recovery.recover import (
+    HistoryLookup,
+    apply_recovery,
+    history_with_begun_commits,
+    plan_recovery,
+)
 from recovery.scan import Scanner
 from recovery.spark_checkpoint import CheckpointView, begun_commits, query_prefix, read_checkpoint
-from txn.exit_codes import ExitCode
 
 EXAMPLES = """examples:
   # what would be done (dry run)
@@ -144,47 +144,13 @@ def _recover(admin: Admin, args: argparse.Namespace, console: Console) -> int:
     }
     title = f"recover query {view.query_id} ({view.checkpoint})"
     if not args.apply:
-        code = plan_exit_code(steps)
-        if args.json:
-            common.emit_json(
-                {
-                    **header,
-                    "mode": "dry-run",
-                    "plan": [s.to_json() for s in steps],
-                    "exit_code": int(code),
-                }
-            )
-        else:
-            common.print_plan(console, steps, f"{title}: plan (dry run, nothing changed)")
-            if code is ExitCode.FOUND:
-                console.print("re-run with --apply to act")
-        return int(code)
+        return common.report_dry_run(args, console, header, title, steps)
     audit = common.audit_log(args, "recover")
-    executor = Executor(
-        scanner,
-        args.bootstrap_server,
-        audit,
-        wait_timeout_s=args.wait_timeout,
-        client_config=common.executor_config(args),
-    )
+    executor = common.executor(args, scanner, audit)
     results = apply_recovery(executor, view, steps, by=f"sharetxn recover ({audit.operator})")
     if all(s.action is Action.NOOP for s in steps):
         audit.write("noop", {"reason": "nothing to do", "checkpoint": str(view.checkpoint)})
-    code = results_exit_code(results)
-    if args.json:
-        common.emit_json(
-            {
-                **header,
-                "mode": "apply",
-                "results": [r.to_json() for r in results],
-                "audit_log": str(audit.path),
-                "exit_code": int(code),
-            }
-        )
-    else:
-        common.print_results(console, results, f"{title}: results")
-        console.print(f"audit log: {audit.path}")
-    return int(code)
+    return common.report_results(args, console, header, title, results, audit)
 
 
 def _open(args: argparse.Namespace) -> tuple[CheckpointFS, str, str | None]:
@@ -210,36 +176,15 @@ def _open(args: argparse.Namespace) -> tuple[CheckpointFS, str, str | None]:
     return fs, fs.root, state
 
 
-def _history(audit_log: str, view: CheckpointView, admin: Admin) -> Any:
-    """This tool's own applied actions, and the commits the query's commit phase began.
-
-    A begun commit that the cluster shows aborted (a timeout-bounded prepare on Apache
-    Kafka whose timeout won) is not a commit: the plan then refuses it as a hazard.
-    """
-    begun = begun_commits(view)
-
-    def lookup(tid: str, pid: int, epoch: int) -> Mapping[str, Any] | None:
-        found = previously_applied(audit_log, tid, pid, epoch)
-        if (
-            found is None
-            and (tid, pid, epoch) in begun
-            and aborted_by_cluster(admin, tid, pid, epoch) is None
-        ):
-            return {
-                "event": "end",
-                "outcome": "applied",
-                "step": {"action": "commit"},
-                "ts": "the query's commit phase (committing/N)",
-            }
-        return found
-
-    return lookup
+def _history(audit_log: str, view: CheckpointView, admin: Admin) -> HistoryLookup:
+    """This tool's own applied actions, and the commits the query's commit phase began."""
+    return history_with_begun_commits(
+        audit_log, begun_commits(view), admin, "the query's commit phase (committing/N)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = common.UsageExitParser(prog="sharetxn recover", description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return common.main("sharetxn recover", __doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

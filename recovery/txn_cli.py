@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -29,12 +28,10 @@ from producer.admin import Admin, SharePendingAcks
 from producer.types import PreparedTxnState
 from recovery import cli_common as common
 from recovery.audit import (
-    DEFAULT_AUDIT_LOG,
     AuditLog,
     previously_applied,
     unresolved_heuristics,
 )
-from recovery.execute import Executor, results_exit_code
 from recovery.hanging import confirmed, find_hanging
 from recovery.model import (
     OPEN_STATES,
@@ -43,7 +40,7 @@ from recovery.model import (
     TxnSnapshot,
     UsageError,
 )
-from recovery.plan import Action, Evidence, EvidenceKind, Op, plan_exit_code, plan_step
+from recovery.plan import Action, Evidence, EvidenceKind, Op, plan_step
 from recovery.scan import (
     DEFAULT_MAX_REQUESTS_PER_SECOND,
     MAX_PARTITIONS_PER_REQUEST,
@@ -121,7 +118,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="action", required=True, metavar="ACTION", parser_class=common.UsageExitParser
     )
 
-    def action(name: str, help_text: str) -> argparse.ArgumentParser:
+    def action(name: str, help_text: str, *, by_id: bool = False) -> argparse.ArgumentParser:
+        """A sub-command; ``by_id``: it acts on the transaction named by --transactional-id."""
         sp = sub.add_parser(
             name,
             help=help_text,
@@ -130,6 +128,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         common.add_connection_options(sp, nested=True)
+        if by_id:
+            sp.add_argument("--transactional-id", required=True, metavar="ID")
         return sp
 
     lst = action("list", "list transactions; open ones unchanged in two scans are in doubt")
@@ -149,21 +149,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     lst.add_argument("--prefix", default=None, help="only transactional ids with this prefix")
     _add_prepared_warn_after(lst)
-    lst.add_argument(
-        "--audit-log",
-        type=Path,
-        default=Path(DEFAULT_AUDIT_LOG),
-        metavar="PATH",
-        help=f"where heuristic outcomes are recorded (default ./{DEFAULT_AUDIT_LOG})",
-    )
+    common.add_audit_log(lst, "where heuristic outcomes are recorded")
     common.add_scan_interval(lst)
 
     desc = action(
         "describe",
         "describe a transaction with its participants: partitions (leader view) and "
         "share-state partitions with their pending acks (share coordinator view)",
+        by_id=True,
     )
-    desc.add_argument("--transactional-id", required=True, metavar="ID")
     _add_prepared_warn_after(desc)
 
     dp = action("describe-producers", "the producers a partition's leader knows (KIP-664)")
@@ -206,8 +200,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("commit", "commit a prepared transaction; needs durable evidence of the decision"),
         ("abort", "abort an open transaction; refused after a durable commit decision"),
     ):
-        sp = action(name, help_text)
-        sp.add_argument("--transactional-id", required=True, metavar="ID")
+        sp = action(name, help_text, by_id=True)
         sp.add_argument("--producer-id", required=True, type=int, metavar="P")
         sp.add_argument("--epoch", required=True, type=int, metavar="E")
         if name == "commit":
@@ -222,8 +215,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "force-terminate",
         "fence the id's producer and abort its open transaction (InitProducerId without "
         "keep_prepared_txn); refused in PrepareCommit",
+        by_id=True,
     )
-    ft.add_argument("--transactional-id", required=True, metavar="ID")
     ft.add_argument("--producer-id", type=int, default=None, metavar="P", help="expected (CAS)")
     ft.add_argument("--epoch", type=int, default=None, metavar="E", help="expected (CAS)")
     common.add_apply_options(ft)
@@ -232,20 +225,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "forget",
         "remove a transaction's HEURISTIC entries (outcome not confirmed) from the tool's "
         "in-doubt bookkeeping in the audit log; needs --i-understand",
+        by_id=True,
     )
-    fg.add_argument("--transactional-id", required=True, metavar="ID")
     fg.add_argument(
         "--i-understand",
         action="store_true",
         help="confirm that the outputs were checked: the tool stops reporting the entry",
     )
-    fg.add_argument(
-        "--audit-log",
-        type=Path,
-        default=Path(DEFAULT_AUDIT_LOG),
-        metavar="PATH",
-        help=f"the audit log holding the heuristic entries (default ./{DEFAULT_AUDIT_LOG})",
-    )
+    common.add_audit_log(fg, "the audit log holding the heuristic entries")
     fg.add_argument(
         "--operator", default=None, help="who is forgetting, for the audit log (default $USER)"
     )
@@ -724,48 +711,14 @@ def _resolve(admin: Admin, args: argparse.Namespace, console: Console) -> int:
         history=history,
     )
     command = f"txn {op.value}"
+    header = {"command": command}
     if not args.apply:
-        code = plan_exit_code([step])
-        if args.json:
-            common.emit_json(
-                {
-                    "command": command,
-                    "mode": "dry-run",
-                    "plan": [step.to_json()],
-                    "exit_code": int(code),
-                }
-            )
-        else:
-            common.print_plan(console, [step], f"{command}: plan (dry run, nothing changed)")
-            if step.action.acts:
-                console.print("re-run with --apply to act")
-        return int(code)
+        return common.report_dry_run(args, console, header, command, [step])
     audit = common.audit_log(args, command)
-    executor = Executor(
-        scanner,
-        args.bootstrap_server,
-        audit,
-        wait_timeout_s=args.wait_timeout,
-        client_config=common.executor_config(args),
-    )
-    results = executor.run([step])
+    results = common.executor(args, scanner, audit).run([step])
     if step.action is Action.NOOP:
         audit.write("noop", {"reason": step.reason, "transactional_id": tid})
-    code = results_exit_code(results)
-    if args.json:
-        common.emit_json(
-            {
-                "command": command,
-                "mode": "apply",
-                "results": [r.to_json() for r in results],
-                "audit_log": str(audit.path),
-                "exit_code": int(code),
-            }
-        )
-    else:
-        common.print_results(console, results, f"{command}: results")
-        console.print(f"audit log: {audit.path}")
-    return int(code)
+    return common.report_results(args, console, header, command, results, audit)
 
 
 # -- forget ---------------------------------------------------------------------------------
@@ -811,9 +764,7 @@ def _forget(args: argparse.Namespace, console: Console) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = common.UsageExitParser(prog="sharetxn txn", description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return common.main("sharetxn txn", __doc__, add_arguments, run, argv)
 
 
 if __name__ == "__main__":

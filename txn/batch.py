@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from txn.codec import uvarint
 from txn.compression import compress
 from txn.limits import next_sequence
 
@@ -155,17 +156,7 @@ _ONE_BYTE_VARINTS = [bytes((zigzag,)) for zigzag in range(0x80)]
 
 def _varint(value: int) -> bytes:
     zigzag = (value << 1) ^ (value >> 63)
-    if zigzag < 0x80:
-        return _ONE_BYTE_VARINTS[zigzag]
-    out = bytearray()
-    while True:
-        byte = zigzag & 0x7F
-        zigzag >>= 7
-        if zigzag:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+    return _ONE_BYTE_VARINTS[zigzag] if zigzag < 0x80 else uvarint(zigzag)
 
 
 _NULL_BLOB = _varint(-1)  # a null key, value or header value

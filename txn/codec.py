@@ -43,14 +43,18 @@ class Reader:
         self.pos = 0
 
     def take(self, fmt: str) -> int:
+        (value,) = self.unpack(fmt)
+        return int(value)
+
+    def unpack(self, fmt: str) -> tuple[int, ...]:
+        """The next fields of struct format ``fmt``, all at once."""
         compiled = _STRUCTS.get(fmt) or _struct(fmt)
         pos = self.pos
         end = pos + compiled.size
         if end > self._len:
             raise self._error("record ends early")
-        (value,) = compiled.unpack_from(self._buf, pos)
         self.pos = end
-        return int(value)
+        return compiled.unpack_from(self._buf, pos)
 
     def raw(self, size: int) -> bytes:
         if size < 0 or self.pos + size > self._len:

@@ -1,10 +1,11 @@
 """Wire schemas of the two KIP-1289 RPCs (DESIGN §3), in kio's entity style.
 
 kio ships no schema for them (no Kafka release has them), so they are written
-here exactly as kio generates entities: frozen dataclasses with the
-``kafka_type`` of each field, flexible from version 0.  ``load_request`` and
-``load_response`` look these up before falling back to kio's index, so the
-broker and the client decode and encode them like any other API.
+here as kio generates entities: frozen dataclasses with the ``kafka_type`` of
+each field and kio's class attributes (set by ``_entity``), flexible from
+version 0.  ``load_request`` and ``load_response`` look these up before falling
+back to kio's index, so the broker and the client decode and encode them like
+any other API.
 
 * AddShareAcksToTxn = 94: adds the ``__share_group_state`` partition of each
   (group, topic-partition) to the ongoing transaction.
@@ -16,8 +17,9 @@ broker and the client decode and encode them like any other API.
 """
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, TypeVar
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
@@ -42,27 +44,41 @@ KIP1289_APIS: dict[int, str] = {
 }
 
 
+_T = TypeVar("_T")
+
+
+def _entity(
+    kind: EntityType, api_key: int, header: type[RequestHeader] | type[ResponseHeader]
+) -> Callable[[type[_T]], type[_T]]:
+    """Give a class the attributes kio's generated entities carry (all ours are v0, flexible)."""
+
+    def mark(cls: type[_T]) -> type[_T]:
+        for name, value in (
+            ("__type__", kind),
+            ("__version__", i16(0)),
+            ("__flexible__", True),
+            ("__api_key__", i16(api_key)),
+            ("__header_schema__", header),
+        ):
+            setattr(cls, name, value)
+        return cls
+
+    return mark
+
+
 # --- AddShareAcksToTxn (94) v0 -----------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(EntityType.nested, ADD_SHARE_ACKS_TO_TXN, RequestHeader)
 class AddShareAcksToTxnTopic:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(ADD_SHARE_ACKS_TO_TXN)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     name: str = field(metadata={"kafka_type": "string"})
     partitions: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(EntityType.request, ADD_SHARE_ACKS_TO_TXN, RequestHeader)
 class AddShareAcksToTxnRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(ADD_SHARE_ACKS_TO_TXN)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     transactional_id: str = field(metadata={"kafka_type": "string"})
     producer_id: i64 = field(metadata={"kafka_type": "int64"})
     producer_epoch: i16 = field(metadata={"kafka_type": "int16"})
@@ -71,12 +87,8 @@ class AddShareAcksToTxnRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(EntityType.response, ADD_SHARE_ACKS_TO_TXN, ResponseHeader)
 class AddShareAcksToTxnResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(ADD_SHARE_ACKS_TO_TXN)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
 
@@ -85,46 +97,30 @@ class AddShareAcksToTxnResponse:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(EntityType.nested, TXN_SHARE_ACKNOWLEDGE, RequestHeader)
 class TxnAcknowledgementBatch:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(TXN_SHARE_ACKNOWLEDGE)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     first_offset: i64 = field(metadata={"kafka_type": "int64"})
     last_offset: i64 = field(metadata={"kafka_type": "int64"})
     acknowledge_type: i8 = field(metadata={"kafka_type": "int8"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(EntityType.nested, TXN_SHARE_ACKNOWLEDGE, RequestHeader)
 class TxnShareAcknowledgePartition:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(TXN_SHARE_ACKNOWLEDGE)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     partition: i32 = field(metadata={"kafka_type": "int32"})
     acknowledgement_batches: tuple[TxnAcknowledgementBatch, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(EntityType.nested, TXN_SHARE_ACKNOWLEDGE, RequestHeader)
 class TxnShareAcknowledgeTopic:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(TXN_SHARE_ACKNOWLEDGE)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
     partitions: tuple[TxnShareAcknowledgePartition, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(EntityType.request, TXN_SHARE_ACKNOWLEDGE, RequestHeader)
 class TxnShareAcknowledgeRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(TXN_SHARE_ACKNOWLEDGE)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     group_id: str = field(metadata={"kafka_type": "string"})
     transactional_id: str = field(metadata={"kafka_type": "string"})
     producer_id: i64 = field(metadata={"kafka_type": "int64"})
@@ -134,35 +130,23 @@ class TxnShareAcknowledgeRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(EntityType.nested, TXN_SHARE_ACKNOWLEDGE, ResponseHeader)
 class TxnShareAcknowledgePartitionResponse:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(TXN_SHARE_ACKNOWLEDGE)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     partition: i32 = field(metadata={"kafka_type": "int32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     error_message: str | None = field(metadata={"kafka_type": "string"}, default=None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(EntityType.nested, TXN_SHARE_ACKNOWLEDGE, ResponseHeader)
 class TxnShareAcknowledgeTopicResponse:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(TXN_SHARE_ACKNOWLEDGE)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
     partitions: tuple[TxnShareAcknowledgePartitionResponse, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(EntityType.response, TXN_SHARE_ACKNOWLEDGE, ResponseHeader)
 class TxnShareAcknowledgeResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(TXN_SHARE_ACKNOWLEDGE)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     topics: tuple[TxnShareAcknowledgeTopicResponse, ...]
 
@@ -171,23 +155,15 @@ class TxnShareAcknowledgeResponse:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(EntityType.request, DESCRIBE_SHARE_PENDING_ACKS, RequestHeader)
 class DescribeSharePendingAcksRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(DESCRIBE_SHARE_PENDING_ACKS)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     producer_ids: tuple[i64, ...] = field(metadata={"kafka_type": "int64"}, default=())
     """The producers to describe; empty: every producer with staged acknowledgements."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(EntityType.nested, DESCRIBE_SHARE_PENDING_ACKS, ResponseHeader)
 class SharePendingAckEntry:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(DESCRIBE_SHARE_PENDING_ACKS)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     group_id: str = field(metadata={"kafka_type": "string"})
     topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
     partition: i32 = field(metadata={"kafka_type": "int32"})
@@ -198,24 +174,16 @@ class SharePendingAckEntry:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(EntityType.nested, DESCRIBE_SHARE_PENDING_ACKS, ResponseHeader)
 class SharePendingAckProducer:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(DESCRIBE_SHARE_PENDING_ACKS)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     producer_id: i64 = field(metadata={"kafka_type": "int64"})
     producer_epoch: i16 = field(metadata={"kafka_type": "int16"})
     entries: tuple[SharePendingAckEntry, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(EntityType.response, DESCRIBE_SHARE_PENDING_ACKS, ResponseHeader)
 class DescribeSharePendingAcksResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(DESCRIBE_SHARE_PENDING_ACKS)
-    __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     producers: tuple[SharePendingAckProducer, ...]

@@ -13,7 +13,7 @@ Replaying the log applies the same transit objects (``TransactionMetadata.from_t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from txn.errors import IllegalTransitionError, ProducerFencedError
 from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
@@ -54,6 +54,9 @@ class TxnTransitMetadata:
     txn_last_update_timestamp: int
     client_transaction_version: int
     two_phase_commit: bool
+
+
+_TRANSIT_FIELDS = tuple(field.name for field in fields(TxnTransitMetadata))
 
 
 class TransactionMetadata:
@@ -168,17 +171,8 @@ class TransactionMetadata:
                 producer_id=self.producer_id,
                 producer_epoch=expected_producer_epoch,
             )
-        return self._prepare(
-            self._transit(
-                _S.EMPTY,
-                producer_epoch=epoch,
-                last_producer_epoch=last,
-                txn_timeout_ms=new_txn_timeout_ms,
-                topic_partitions=frozenset(),
-                txn_start_timestamp=-1,
-                txn_last_update_timestamp=update_timestamp,
-                two_phase_commit=two_phase_commit,
-            )
+        return self._prepare_empty(
+            self.producer_id, epoch, last, new_txn_timeout_ms, update_timestamp, two_phase_commit
         )
 
     def prepare_producer_id_rotation(
@@ -196,13 +190,28 @@ class TransactionMetadata:
                 f"cannot rotate the producer id of {self.transactional_id!r} in "
                 f"{self.state.state_name}"
             )
+        last = self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH
+        return self._prepare_empty(
+            new_producer_id, 0, last, new_txn_timeout_ms, update_timestamp, two_phase_commit
+        )
+
+    def _prepare_empty(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        last_producer_epoch: int,
+        txn_timeout_ms: int,
+        update_timestamp: int,
+        two_phase_commit: bool,
+    ) -> TxnTransitMetadata:
+        """InitProducerId's transition: -> Empty with no partitions and no transaction started."""
         return self._prepare(
             self._transit(
                 _S.EMPTY,
-                producer_id=new_producer_id,
-                producer_epoch=0,
-                last_producer_epoch=self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH,
-                txn_timeout_ms=new_txn_timeout_ms,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                last_producer_epoch=last_producer_epoch,
+                txn_timeout_ms=txn_timeout_ms,
                 topic_partitions=frozenset(),
                 txn_start_timestamp=-1,
                 txn_last_update_timestamp=update_timestamp,
@@ -451,19 +460,8 @@ class TransactionMetadata:
         )
 
     def _apply(self, transit: TxnTransitMetadata) -> None:
-        self.producer_id = transit.producer_id
-        self.prev_producer_id = transit.prev_producer_id
-        self.next_producer_id = transit.next_producer_id
-        self.next_producer_epoch = transit.next_producer_epoch
-        self.producer_epoch = transit.producer_epoch
-        self.last_producer_epoch = transit.last_producer_epoch
-        self.txn_timeout_ms = transit.txn_timeout_ms
-        self.state = transit.state
-        self.topic_partitions = transit.topic_partitions
-        self.txn_start_timestamp = transit.txn_start_timestamp
-        self.txn_last_update_timestamp = transit.txn_last_update_timestamp
-        self.client_transaction_version = transit.client_transaction_version
-        self.two_phase_commit = transit.two_phase_commit
+        for name in _TRANSIT_FIELDS:
+            setattr(self, name, getattr(transit, name))
 
     def __repr__(self) -> str:
         pending = self.pending_state.state_name if self.pending_state else None

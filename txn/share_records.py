@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import struct
 import uuid
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from enum import IntEnum
 from typing import NamedTuple
 
@@ -45,7 +46,6 @@ from txn.limits import INT32 as _INT32
 from txn.limits import INT64 as _INT64
 
 VALUE_VERSION = 0
-
 
 
 class ShareRecordType(IntEnum):
@@ -107,10 +107,31 @@ ShareRecordValue = ShareSnapshotValue | ShareUpdateValue
 
 # --- primitives ------------------------------------------------------------------------------
 
+_BOUNDS = {"b": _INT8, "h": _INT16, "i": _INT32, "q": _INT64}
+_BATCH_CODES = "qqbh"  # a StateBatch, field by field
+
+#: Each value's fixed-size fields before its StateBatches: struct codes and field names (its
+#: first dataclass fields, which are in wire order).
+_VALUE_HEADS: dict[type[ShareRecordValue], tuple[str, tuple[str, ...]]] = {
+    cls: (codes, tuple(field.name for field in fields(cls))[: len(codes)])
+    for cls, codes in ((ShareSnapshotValue, "iiiqqq"), (ShareUpdateValue, "iiq"))
+}
+_VALUE_TYPES: dict[ShareRecordType, type[ShareRecordValue]] = {
+    ShareRecordType.SHARE_SNAPSHOT: ShareSnapshotValue,
+    ShareRecordType.SHARE_UPDATE: ShareUpdateValue,
+}
+
 
 def _check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
     if not bounds[0] <= value <= bounds[1]:
         raise ShareRecordFormatError(f"{name} {value} does not fit its field")
+
+
+def _pack(codes: str, names: Sequence[str], values: Sequence[int]) -> bytes:
+    """``values`` packed big endian, each checked first to fit its field (named in the error)."""
+    for code, name, value in zip(codes, names, values, strict=True):
+        _check_range(name.replace("_", " "), value, _BOUNDS[code])
+    return struct.pack(">" + codes, *values)
 
 
 def _reader(buf: bytes | bytearray | memoryview) -> Reader:
@@ -160,17 +181,7 @@ def decode_key(buf: bytes | bytearray | memoryview) -> ShareRecordKey:
 def _encode_batches(batches: tuple[StateBatch, ...]) -> bytes:
     out = bytearray(uvarint(len(batches) + 1))
     for batch in batches:
-        _check_range("first offset", batch.first_offset, _INT64)
-        _check_range("last offset", batch.last_offset, _INT64)
-        _check_range("delivery state", batch.delivery_state, _INT8)
-        _check_range("delivery count", batch.delivery_count, _INT16)
-        out += struct.pack(
-            ">qqbh",
-            batch.first_offset,
-            batch.last_offset,
-            batch.delivery_state,
-            batch.delivery_count,
-        )
+        out += _pack(_BATCH_CODES, StateBatch._fields, batch)
         out += uvarint(0)  # no tagged fields
     return bytes(out)
 
@@ -181,12 +192,9 @@ def _decode_batches(reader: Reader) -> tuple[StateBatch, ...]:
         raise ShareRecordFormatError("null StateBatches array")
     batches: list[StateBatch] = []
     for _ in range(count):
-        first = reader.take(">q")
-        last = reader.take(">q")
-        state = reader.take(">b")
-        delivery_count = reader.take(">h")
+        batch = StateBatch(*reader.unpack(">" + _BATCH_CODES))
         reader.skip_tagged_fields()
-        batches.append(StateBatch(first, last, state, delivery_count))
+        batches.append(batch)
     return tuple(batches)
 
 
@@ -195,30 +203,8 @@ def encode_value(value: ShareRecordValue | None) -> bytes | None:
     if value is None:
         return None
     out = bytearray(struct.pack(">h", VALUE_VERSION))
-    if isinstance(value, ShareSnapshotValue):
-        for name, number in (
-            ("snapshot epoch", value.snapshot_epoch),
-            ("state epoch", value.state_epoch),
-            ("leader epoch", value.leader_epoch),
-        ):
-            _check_range(name, number, _INT32)
-        _check_range("start offset", value.start_offset, _INT64)
-        _check_range("create timestamp", value.create_timestamp, _INT64)
-        _check_range("write timestamp", value.write_timestamp, _INT64)
-        out += struct.pack(
-            ">iiiqqq",
-            value.snapshot_epoch,
-            value.state_epoch,
-            value.leader_epoch,
-            value.start_offset,
-            value.create_timestamp,
-            value.write_timestamp,
-        )
-    else:
-        _check_range("snapshot epoch", value.snapshot_epoch, _INT32)
-        _check_range("leader epoch", value.leader_epoch, _INT32)
-        _check_range("start offset", value.start_offset, _INT64)
-        out += struct.pack(">iiq", value.snapshot_epoch, value.leader_epoch, value.start_offset)
+    codes, names = _VALUE_HEADS[type(value)]
+    out += _pack(codes, names, [getattr(value, name) for name in names])
     out += _encode_batches(value.state_batches)
     out += uvarint(0)  # no tagged fields
     return bytes(out)
@@ -234,33 +220,10 @@ def decode_value(
     version = reader.take(">h")
     if version != VALUE_VERSION:
         raise UnknownShareRecordVersionError(f"unknown {record_type.name} value version {version}")
-    value: ShareRecordValue
-    if record_type is ShareRecordType.SHARE_SNAPSHOT:
-        snapshot_epoch = reader.take(">i")
-        state_epoch = reader.take(">i")
-        leader_epoch = reader.take(">i")
-        start_offset = reader.take(">q")
-        create_timestamp = reader.take(">q")
-        write_timestamp = reader.take(">q")
-        value = ShareSnapshotValue(
-            snapshot_epoch=snapshot_epoch,
-            state_epoch=state_epoch,
-            leader_epoch=leader_epoch,
-            start_offset=start_offset,
-            create_timestamp=create_timestamp,
-            write_timestamp=write_timestamp,
-            state_batches=_decode_batches(reader),
-        )
-    else:
-        snapshot_epoch = reader.take(">i")
-        leader_epoch = reader.take(">i")
-        start_offset = reader.take(">q")
-        value = ShareUpdateValue(
-            snapshot_epoch=snapshot_epoch,
-            leader_epoch=leader_epoch,
-            start_offset=start_offset,
-            state_batches=_decode_batches(reader),
-        )
+    value_type = _VALUE_TYPES[record_type]
+    codes, names = _VALUE_HEADS[value_type]
+    head = dict(zip(names, reader.unpack(">" + codes), strict=True))
+    value = value_type(**head, state_batches=_decode_batches(reader))
     reader.skip_tagged_fields()
     if not reader.at_end():
         raise ShareRecordFormatError(f"trailing bytes after the {record_type.name} value")

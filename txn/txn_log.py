@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 from txn.batch import HEADER_SIZE, BatchFormatError, parse_header
 from txn.codec import Reader, compact_string, uvarint
@@ -107,21 +108,23 @@ def _partitions_by_topic(partitions: frozenset[TopicPartition]) -> list[tuple[st
     return [(topic, sorted(ids)) for topic, ids in sorted(by_topic.items())]
 
 
+#: The value's tagged fields: tag -> (field, struct format, default).  A field is written only
+#: when it differs from its default (the dataclass default too), as Kafka does.
+_TAGGED_FIELDS: dict[int, tuple[str, str, int | bool]] = {
+    TAG_PREVIOUS_PRODUCER_ID: ("previous_producer_id", ">q", NO_PRODUCER_ID),
+    TAG_NEXT_PRODUCER_ID: ("next_producer_id", ">q", NO_PRODUCER_ID),
+    TAG_CLIENT_TRANSACTION_VERSION: ("client_transaction_version", ">h", 0),
+    TAG_NEXT_PRODUCER_EPOCH: ("next_producer_epoch", ">h", NO_PRODUCER_EPOCH),
+    TAG_TWO_PHASE_COMMIT: ("two_phase_commit", ">?", False),
+}
+
+
 def _tagged_fields(value: TransactionLogValue) -> list[tuple[int, bytes]]:
-    tags: list[tuple[int, bytes]] = []
-    if value.previous_producer_id != NO_PRODUCER_ID:
-        tags.append((TAG_PREVIOUS_PRODUCER_ID, struct.pack(">q", value.previous_producer_id)))
-    if value.next_producer_id != NO_PRODUCER_ID:
-        tags.append((TAG_NEXT_PRODUCER_ID, struct.pack(">q", value.next_producer_id)))
-    if value.client_transaction_version != 0:
-        tags.append(
-            (TAG_CLIENT_TRANSACTION_VERSION, struct.pack(">h", value.client_transaction_version))
-        )
-    if value.next_producer_epoch != NO_PRODUCER_EPOCH:
-        tags.append((TAG_NEXT_PRODUCER_EPOCH, struct.pack(">h", value.next_producer_epoch)))
-    if value.two_phase_commit:
-        tags.append((TAG_TWO_PHASE_COMMIT, struct.pack(">?", True)))
-    return tags
+    return [
+        (tag, struct.pack(fmt, getattr(value, name)))
+        for tag, (name, fmt, default) in _TAGGED_FIELDS.items()
+        if getattr(value, name) != default
+    ]
 
 
 def encode_value(value: TransactionLogValue | None) -> bytes | None:
@@ -174,14 +177,10 @@ def _decode_v1_partitions(reader: Reader) -> frozenset[TopicPartition]:
         topic = reader.text(reader.uvarint() - 1)
         for _ in range(max(reader.uvarint() - 1, 0)):
             partitions.add(TopicPartition(topic, reader.take(">i")))
-        _skip_tagged_fields(reader)
+        reader.skip_tagged_fields()
     return frozenset(partitions)
 
 
-def _skip_tagged_fields(reader: Reader) -> None:
-    for _ in range(reader.uvarint()):
-        reader.uvarint()
-        reader.raw(reader.uvarint())
 
 
 def decode_value(buf: bytes | bytearray | memoryview | None) -> TransactionLogValue | None:
@@ -192,50 +191,28 @@ def decode_value(buf: bytes | bytearray | memoryview | None) -> TransactionLogVa
     version = reader.take(">h")
     if version not in (0, 1):
         raise UnknownRecordVersionError(f"unknown transaction log value version {version}")
-    producer_id = reader.take(">q")
-    producer_epoch = reader.take(">h")
-    timeout_ms = reader.take(">i")
-    status = reader.take(">b")
+    producer_id, producer_epoch, timeout_ms, status = reader.unpack(">qhib")
     try:
         state = TransactionState(status)
     except ValueError as exc:
         raise TxnLogFormatError(f"unknown transaction status {status}") from exc
     partitions = _decode_v1_partitions(reader) if version else _decode_v0_partitions(reader)
-    last_update = reader.take(">q")
-    start = reader.take(">q")
-    fields: dict[str, int | bool] = {}
+    last_update, start = reader.unpack(">qq")
+    tagged: dict[str, Any] = {}
     if version >= 1:
         for _ in range(reader.uvarint()):
             tag = reader.uvarint()
             data = _reader(reader.raw(reader.uvarint()))
-            if tag == TAG_PREVIOUS_PRODUCER_ID:
-                fields["previous_producer_id"] = data.take(">q")
-            elif tag == TAG_NEXT_PRODUCER_ID:
-                fields["next_producer_id"] = data.take(">q")
-            elif tag == TAG_CLIENT_TRANSACTION_VERSION:
-                fields["client_transaction_version"] = data.take(">h")
-            elif tag == TAG_NEXT_PRODUCER_EPOCH:
-                fields["next_producer_epoch"] = data.take(">h")
-            elif tag == TAG_TWO_PHASE_COMMIT:
-                fields["two_phase_commit"] = bool(data.take(">B"))
             # Unknown tags are skipped: that is what tagged fields are for.
+            if tag in _TAGGED_FIELDS:
+                name, fmt, default = _TAGGED_FIELDS[tag]
+                tagged[name] = type(default)(data.take(fmt))
     if not reader.at_end():
         raise TxnLogFormatError("trailing bytes after the transaction log value")
     if state is TransactionState.EMPTY:
         partitions = frozenset()  # Kafka ignores partitions of an Empty record
     return TransactionLogValue(
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        transaction_timeout_ms=timeout_ms,
-        state=state,
-        topic_partitions=partitions,
-        last_update_timestamp_ms=last_update,
-        start_timestamp_ms=start,
-        previous_producer_id=int(fields.get("previous_producer_id", NO_PRODUCER_ID)),
-        next_producer_id=int(fields.get("next_producer_id", NO_PRODUCER_ID)),
-        next_producer_epoch=int(fields.get("next_producer_epoch", NO_PRODUCER_EPOCH)),
-        client_transaction_version=int(fields.get("client_transaction_version", 0)),
-        two_phase_commit=bool(fields.get("two_phase_commit", False)),
+        producer_id, producer_epoch, timeout_ms, state, partitions, last_update, start, **tagged
     )
 
 

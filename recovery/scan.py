@@ -187,17 +187,7 @@ class Scanner:
                 check_error(
                     part.error_code, part.error_message, topic=tp.topic, partition=tp.partition
                 )
-                out[tp] = [
-                    ProducerState(
-                        int(p.producer_id),
-                        int(p.producer_epoch),
-                        int(p.last_sequence),
-                        int(p.last_timestamp),
-                        int(p.coordinator_epoch),
-                        int(p.current_txn_start_offset),
-                    )
-                    for p in part.active_producers
-                ]
+                out[tp] = [ProducerState.from_wire(p) for p in part.active_producers]
         return out
 
     def pending_acks(

@@ -30,10 +30,16 @@ from producer.transactional_producer import (
     TransactionalProducer,
 )
 from producer.txn_manager import PreparedTransactionAbortedError, PreparedTransactionCommittedError
-from recovery.audit import AuditLog, previously_applied, read_audit_log
+from recovery.audit import AuditLog, read_audit_log
 from recovery.execute import Executor
 from recovery.execute import Outcome as StepOutcome
-from recovery.recover import aborted_by_cluster, apply_recovery, plan_recovery
+from recovery.recover import (
+    HistoryLookup,
+    aborted_by_cluster,
+    apply_recovery,
+    history_with_begun_commits,
+    plan_recovery,
+)
 from recovery.scan import Scanner
 from recovery.spark_checkpoint import (
     COMMITTING_DIR,
@@ -294,30 +300,16 @@ def _forget_old(checkpoint: Checkpoint) -> None:
         fs.delete(checkpoint.path(RESOLVED_DIR, name))
 
 
-def _history(
-    checkpoint: Checkpoint, admin: Admin
-) -> Callable[[str, int, int], Mapping[str, Any] | None]:
-    """The recovery tool's history lookup, plus the commits this module wrote ahead."""
-    audit_path = checkpoint.audit_log()
-    begun = _begun_commits(checkpoint, None)
+def _history(checkpoint: Checkpoint, admin: Admin) -> HistoryLookup:
+    """The recovery tool's history lookup, plus the commits this module wrote ahead.
 
-    def lookup(tid: str, pid: int, epoch: int) -> Mapping[str, Any] | None:
-        found = previously_applied(audit_path, tid, pid, epoch)
-        if found is not None:
-            return found
-        if (tid, pid, epoch) in begun and aborted_by_cluster(admin, tid, pid, epoch) is None:
-            # Only a commit can end a decided prepared transaction (the decision rule never
-            # aborts it; a timeout-bounded one that the cluster aborted was checked just
-            # above): it was this module's commit.
-            return {
-                "event": "end",
-                "outcome": "applied",
-                "step": {"action": "commit"},
-                "ts": "earlier commit phase",
-            }
-        return None
-
-    return lookup
+    Only a commit can end a decided prepared transaction (the decision rule never aborts it;
+    a timeout-bounded one that the cluster aborted is checked by the lookup): a begun commit
+    was this module's commit.
+    """
+    return history_with_begun_commits(
+        checkpoint.audit_log(), _begun_commits(checkpoint, None), admin, "earlier commit phase"
+    )
 
 
 def _raise_if_decided_aborted(checkpoint: Checkpoint, view: Any, admin: Admin, step: Any) -> None:

@@ -24,6 +24,7 @@ from coordinator.protocol.acl_rules import (
     RequestContext,
     Response,
     answer_kept,
+    list_rule,
     split,
     txn_and_group_denial,
     with_body,
@@ -42,6 +43,10 @@ def _offset_entry(t: Any, code: ErrorCode) -> dict[str, Any]:
     }
 
 
+def _offset_denied(t: Any) -> dict[str, Any]:
+    return _offset_entry(t, TOPIC_DENIED)
+
+
 async def _read_topics(
     ctx: RequestContext,
     req: DecodedRequest,
@@ -49,16 +54,8 @@ async def _read_topics(
     empty: dict[str, Any] | None = None,
 ) -> Response:
     """READ on each topic of the offset request's [{name, partitions}]."""
-    kept_and_denied = split(req.body.topics, lambda t: ctx.topic(OP.READ, t.name))
-    return await answer_kept(
-        req,
-        handler,
-        "topics",
-        kept_and_denied,
-        "topics",
-        lambda t: _offset_entry(t, TOPIC_DENIED),
-        empty=empty,
-    )
+    checked = split(req.body.topics, lambda t: ctx.topic(OP.READ, t.name))
+    return await answer_kept(req, handler, "topics", checked, "topics", _offset_denied, empty=empty)
 
 
 async def offset_commit_rule(
@@ -187,14 +184,13 @@ async def find_coordinator_rule(
                 "port": -1,
             }
         return await handler(req)
-    kept_and_denied = split(b.coordinator_keys, lambda k: denial(k) is None)
+
+    def denied_entry(k: str) -> dict[str, Any]:
+        return {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": denial(k)}
+
+    checked = split(b.coordinator_keys, lambda k: denial(k) is None)
     return await answer_kept(
-        req,
-        handler,
-        "coordinator_keys",
-        kept_and_denied,
-        "coordinators",
-        lambda k: {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": denial(k)},
+        req, handler, "coordinator_keys", checked, "coordinators", denied_entry
     )
 
 
@@ -202,12 +198,7 @@ def groups_listing_rule(
     op: Any, list_key: str, response_key: str, entry: Callable[[str], dict[str, Any]]
 ) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
     """APIs over a list of group ids answered per group (Describe*/DeleteGroups)."""
-
-    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
-        kept_and_denied = split(getattr(req.body, list_key), lambda g: ctx.group(op, g))
-        return await answer_kept(req, handler, list_key, kept_and_denied, response_key, entry)
-
-    return rule
+    return list_rule(list_key, response_key, lambda ctx, g: ctx.group(op, g), entry)
 
 
 describe_groups_rule = groups_listing_rule(
@@ -385,9 +376,9 @@ async def txn_share_acknowledge_rule(
     code = txn_and_group_denial(ctx, b)
     if code is not None:
         return {"topics": [entry(t, code) for t in b.topics]}
-    kept_and_denied = split(b.topics, lambda t: ctx.topic_by_id(OP.READ, t.topic_id))
+    checked = split(b.topics, lambda t: ctx.topic_by_id(OP.READ, t.topic_id))
     return await answer_kept(
-        req, handler, "topics", kept_and_denied, "topics", lambda t: entry(t, TOPIC_DENIED)
+        req, handler, "topics", checked, "topics", lambda t: entry(t, TOPIC_DENIED)
     )
 
 
@@ -409,12 +400,12 @@ def share_offsets_rule(group_op: Any, topic_op: Any, with_partitions: bool) -> C
         b = req.body
         if not ctx.group(group_op, b.group_id):
             return {"error_code": GROUP_DENIED, "error_message": None, "responses": []}
-        kept_and_denied = split(b.topics, lambda t: ctx.topic(topic_op, t.topic_name))
+        checked = split(b.topics, lambda t: ctx.topic(topic_op, t.topic_name))
         return await answer_kept(
             req,
             handler,
             "topics",
-            kept_and_denied,
+            checked,
             "responses",
             denied_entry,
             empty={"error_code": ErrorCode.NONE, "error_message": None, "responses": []},

@@ -92,7 +92,7 @@ async def answer_kept(
     req: DecodedRequest,
     handler: Handler,
     request_key: str,
-    kept_and_denied: tuple[tuple[T, ...], list[T]],
+    checked: tuple[tuple[T, ...], list[T]],
     response_key: str,
     denied_entry: Callable[[T], dict[str, Any]],
     *,
@@ -101,7 +101,7 @@ async def answer_kept(
     """Filter, call, merge: the handler answers the kept items of ``request_key`` (``empty``,
     by default an empty ``response_key`` list, when none is kept) and each denied item gets
     its ``denied_entry`` appended to the ``response_key`` list."""
-    kept, denied = kept_and_denied
+    kept, denied = checked
     if not denied:
         return await handler(req)
     if kept:
@@ -111,6 +111,22 @@ async def answer_kept(
     assert response is not None
     response[response_key] = [*response[response_key], *(denied_entry(d) for d in denied)]
     return response
+
+
+def list_rule(
+    list_key: str,
+    response_key: str,
+    ok: Callable[[RequestContext, Any], bool],
+    denied_entry: Callable[[Any], dict[str, Any]],
+) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+    """Rules of APIs over one request list answered per item: the ``ok`` items reach the
+    handler, the others get their ``denied_entry``."""
+
+    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+        checked = split(getattr(req.body, list_key), lambda item: ok(ctx, item))
+        return await answer_kept(req, handler, list_key, checked, response_key, denied_entry)
+
+    return rule
 
 
 # -- single-resource rules ----------------------------------------------------------------------
@@ -273,34 +289,31 @@ async def fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler)
         return entry
 
     empty = {"error_code": ErrorCode.NONE, "session_id": 0, "responses": []}
-    kept_and_denied = split(b.topics, ok)
+    checked = split(b.topics, ok)
     return await answer_kept(
-        req, handler, "topics", kept_and_denied, "responses", denied_entry, empty=empty
+        req, handler, "topics", checked, "responses", denied_entry, empty=empty
     )
 
 
-async def list_offsets_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
-    kept_and_denied = split(req.body.topics, lambda t: ctx.topic(OP.DESCRIBE, t.name))
-    return await answer_kept(
-        req,
-        handler,
-        "topics",
-        kept_and_denied,
-        "topics",
-        lambda t: {
-            "name": t.name,
-            "partitions": [
-                {
-                    "partition_index": p.partition_index,
-                    "error_code": TOPIC_DENIED,
-                    "timestamp": -1,
-                    "offset": -1,
-                    "leader_epoch": -1,
-                }
-                for p in t.partitions
-            ],
-        },
-    )
+def _list_offsets_denied(t: Any) -> dict[str, Any]:
+    return {
+        "name": t.name,
+        "partitions": [
+            {
+                "partition_index": p.partition_index,
+                "error_code": TOPIC_DENIED,
+                "timestamp": -1,
+                "offset": -1,
+                "leader_epoch": -1,
+            }
+            for p in t.partitions
+        ],
+    }
+
+
+list_offsets_rule = list_rule(
+    "topics", "topics", lambda ctx, t: ctx.topic(OP.DESCRIBE, t.name), _list_offsets_denied
+)
 
 
 def _metadata_denied(name: str | None, topic_id: Any) -> dict[str, Any]:
@@ -355,25 +368,32 @@ async def metadata_rule(ctx: RequestContext, req: DecodedRequest, handler: Handl
     return response
 
 
+def _create_topics_denied(t: Any) -> dict[str, Any]:
+    return {
+        "name": t.name,
+        "error_code": TOPIC_DENIED,
+        "error_message": "Authorization failed.",
+        "num_partitions": -1,
+        "replication_factor": -1,
+    }
+
+
 async def create_topics_rule(
     ctx: RequestContext, req: DecodedRequest, handler: Handler
 ) -> Response:
     any_topic = ctx.cluster(OP.CREATE)
-    kept_and_denied = split(req.body.topics, lambda t: any_topic or ctx.topic(OP.CREATE, t.name))
-    return await answer_kept(
-        req,
-        handler,
-        "topics",
-        kept_and_denied,
-        "topics",
-        lambda t: {
-            "name": t.name,
-            "error_code": TOPIC_DENIED,
-            "error_message": "Authorization failed.",
-            "num_partitions": -1,
-            "replication_factor": -1,
-        },
-    )
+    checked = split(req.body.topics, lambda t: any_topic or ctx.topic(OP.CREATE, t.name))
+    return await answer_kept(req, handler, "topics", checked, "topics", _create_topics_denied)
+
+
+def name_denied(t: Any) -> dict[str, Any]:
+    """The entry of a denied topic by name (DeleteTopics v0-5)."""
+    return {"name": t, "error_code": TOPIC_DENIED}
+
+
+def topic_denied(t: Any) -> dict[str, Any]:
+    """The entry of a denied topic by name or id (DeleteTopics v6+)."""
+    return {"name": t.name, "topic_id": t.topic_id, "error_code": TOPIC_DENIED}
 
 
 async def delete_topics_rule(
@@ -382,27 +402,14 @@ async def delete_topics_rule(
     b = req.body
     if hasattr(b, "topic_names"):
         by_name = split(b.topic_names, lambda n: ctx.topic(OP.DELETE, n))
-        return await answer_kept(
-            req,
-            handler,
-            "topic_names",
-            by_name,
-            "responses",
-            lambda n: {"name": n, "error_code": TOPIC_DENIED},
-        )
+        return await answer_kept(req, handler, "topic_names", by_name, "responses", name_denied)
 
     def ok(t: Any) -> bool:
         name = t.name if t.name is not None else ctx.topics.name_of(t.topic_id)
         return name is None or ctx.topic(OP.DELETE, name)
 
-    return await answer_kept(
-        req,
-        handler,
-        "topics",
-        split(b.topics, ok),
-        "responses",
-        lambda t: {"name": t.name, "topic_id": t.topic_id, "error_code": TOPIC_DENIED},
-    )
+    by_topic = split(b.topics, ok)
+    return await answer_kept(req, handler, "topics", by_topic, "responses", topic_denied)
 
 
 def topic_partition_rule(
@@ -414,16 +421,10 @@ def topic_partition_rule(
 ) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
     """Rules of APIs whose request is [{name, partitions}] and response [{name, partitions}]."""
 
-    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
-        def denied_entry(t: Any) -> dict[str, Any]:
-            return {"name": t.name, "partitions": [entry(p) for p in getattr(t, partitions_key)]}
+    def denied_entry(t: Any) -> dict[str, Any]:
+        return {"name": t.name, "partitions": [entry(p) for p in getattr(t, partitions_key)]}
 
-        kept_and_denied = split(getattr(req.body, list_key), lambda t: ctx.topic(op, t.name))
-        return await answer_kept(
-            req, handler, list_key, kept_and_denied, response_key, denied_entry
-        )
-
-    return rule
+    return list_rule(list_key, response_key, lambda ctx, t: ctx.topic(op, t.name), denied_entry)
 
 
 delete_records_rule = topic_partition_rule(
@@ -445,18 +446,13 @@ describe_producers_rule = topic_partition_rule(
 )
 
 
-async def create_partitions_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
-) -> Response:
-    kept_and_denied = split(req.body.topics, lambda t: ctx.topic(OP.ALTER, t.name))
-    return await answer_kept(
-        req,
-        handler,
-        "topics",
-        kept_and_denied,
-        "results",
-        lambda t: {"name": t.name, "error_code": TOPIC_DENIED, "error_message": None},
-    )
+def _named_denied(t: Any) -> dict[str, Any]:
+    return {"name": t.name, "error_code": TOPIC_DENIED, "error_message": None}
+
+
+create_partitions_rule = list_rule(
+    "topics", "results", lambda ctx, t: ctx.topic(OP.ALTER, t.name), _named_denied
+)
 
 
 def configs_rule(
@@ -475,20 +471,16 @@ def configs_rule(
                 return None if ctx.cluster(topic_op) else CLUSTER_DENIED
             return None
 
-        kept_and_denied = split(req.body.resources, lambda r: denial(r) is None)
-        return await answer_kept(
-            req,
-            handler,
-            "resources",
-            kept_and_denied,
-            response_key,
-            lambda r: {
+        def denied_entry(r: Any) -> dict[str, Any]:
+            return {
                 "error_code": denial(r),
                 "error_message": None,
                 "resource_type": int(r.resource_type),
                 "resource_name": r.resource_name,
                 "configs": [],
-            },
-        )
+            }
+
+        checked = split(req.body.resources, lambda r: denial(r) is None)
+        return await answer_kept(req, handler, "resources", checked, response_key, denied_entry)
 
     return rule

@@ -9,7 +9,7 @@ from typing import Any
 from coordinator.broker import BrokerCore
 from coordinator.log_settings import default_topic_configs
 from coordinator.protocol.api_versions import SUPPORTED
-from coordinator.protocol.responses import Handler, config_entry
+from coordinator.protocol.responses import Handler, api, config_entry, handler_table
 from coordinator.protocol.share_handlers import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
@@ -39,14 +39,7 @@ class ClusterHandlers:
         self.host = host
         self.port = port
         self.share = share
-        self.table: dict[int, Handler] = {
-            3: self.metadata,
-            10: self.find_coordinator,
-            18: self.api_versions,
-            32: self.describe_configs,
-            35: self.describe_log_dirs,
-            60: self.describe_cluster,
-        }
+        self.table: dict[int, Handler] = handler_table(self)
 
     def endpoint(self) -> tuple[str, int]:
         """The advertised address of the listener the current request came in on."""
@@ -57,6 +50,7 @@ class ClusterHandlers:
         host, port = self.endpoint()
         return {"node_id": self.core.node_id, "host": host, "port": port, "rack": None}
 
+    @api(18)
     async def api_versions(self, req: DecodedRequest) -> dict[str, Any]:
         keys = [
             {"api_key": key, "min_version": lo, "max_version": hi}
@@ -75,6 +69,7 @@ class ClusterHandlers:
             ]
         return answer
 
+    @api(3)
     async def metadata(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         requested = body.topics
@@ -139,6 +134,7 @@ class ClusterHandlers:
             "topics": topics,
         }
 
+    @api(60)
     async def describe_cluster(self, req: DecodedRequest) -> dict[str, Any]:
         host, port = self.endpoint()
         return {
@@ -150,6 +146,7 @@ class ClusterHandlers:
             "cluster_authorized_operations": -2147483648,
         }
 
+    @api(10)
     async def find_coordinator(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         key_type = int(field(body, "key_type", default=0))
@@ -188,6 +185,7 @@ class ClusterHandlers:
             "port": first.get("port", -1),
         }
 
+    @api(32)
     async def describe_configs(self, req: DecodedRequest) -> dict[str, Any]:
         results: list[dict[str, Any]] = []
         for resource in req.body.resources:
@@ -239,6 +237,7 @@ class ClusterHandlers:
             )
         return {"results": results}
 
+    @api(35)
     async def describe_log_dirs(self, req: DecodedRequest) -> dict[str, Any]:
         """One log directory (the data dir) with the size of each partition's segments."""
         wanted = req.body.topics

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from coordinator.broker import BrokerCore
-from coordinator.protocol.responses import Handler, WaitForAppend, millis
+from coordinator.protocol.responses import Handler, WaitForAppend, api, handler_table, millis
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
 from coordinator.share.persister import ShareStateKey
@@ -63,24 +63,11 @@ class ShareHandlers:
         self.share = core.share
         self._wait_for_append = wait_for_append
         self._endpoint = broker_endpoint
-        self.table: dict[int, Handler] = {
-            16: self.list_groups,
-            42: self.delete_groups,
-            76: self.share_group_heartbeat,
-            77: self.share_group_describe,
-            78: self.share_fetch,
-            79: self.share_acknowledge,
-            90: self.describe_share_group_offsets,
-            91: self.alter_share_group_offsets,
-            92: self.delete_share_group_offsets,
-            44: self.incremental_alter_configs,
-            93: self.txn_share_acknowledge,
-            94: self.add_share_acks_to_txn,
-            95: self.describe_share_pending_acks,
-        }
+        self.table: dict[int, Handler] = handler_table(self)
 
     # -- membership -----------------------------------------------------------------------------
 
+    @api(76)
     async def share_group_heartbeat(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         subscribed = None if b.subscribed_topic_names is None else list(b.subscribed_topic_names)
@@ -110,6 +97,7 @@ class ShareHandlers:
             "assignment": assignment,
         }
 
+    @api(77)
     async def share_group_describe(self, req: DecodedRequest) -> dict[str, Any]:
         groups: list[dict[str, Any]] = []
         for d in self.share.groups.describe(list(req.body.group_ids)):
@@ -160,6 +148,7 @@ class ShareHandlers:
             )
         return {"groups": groups}
 
+    @api(16)
     async def list_groups(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         states = list(field(b, "states_filter", default=()) or ())
@@ -185,6 +174,7 @@ class ShareHandlers:
         listings.sort(key=lambda g: str(g["group_id"]))
         return {"error_code": ErrorCode.NONE, "groups": listings}
 
+    @api(42)
     async def delete_groups(self, req: DecodedRequest) -> dict[str, Any]:
         names = list(req.body.groups_names)
         consumer = [n for n in names if self.core.groups.has_group(n)]
@@ -198,6 +188,7 @@ class ShareHandlers:
 
     # -- fetch and acknowledge ------------------------------------------------------------------
 
+    @api(78)
     async def share_fetch(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         group_id = b.group_id or ""
@@ -309,6 +300,7 @@ class ShareHandlers:
             "node_endpoints": [self._endpoint()],
         }
 
+    @api(79)
     async def share_acknowledge(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         group_id = b.group_id or ""
@@ -362,6 +354,7 @@ class ShareHandlers:
 
     # -- KIP-1289 -------------------------------------------------------------------------------
 
+    @api(94)
     async def add_share_acks_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
         """AddShareAcksToTxn: add each (group, topic partition)'s share-state partition."""
         b = req.body
@@ -384,6 +377,7 @@ class ShareHandlers:
         errors = [e for e in results.values() if e is not ErrorCode.NONE]
         return {"error_code": errors[0] if errors else ErrorCode.NONE}
 
+    @api(93)
     async def txn_share_acknowledge(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         acks: list[PartitionAcks] = []
@@ -412,6 +406,7 @@ class ShareHandlers:
             )
         return {"topics": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()]}
 
+    @api(95)
     async def describe_share_pending_acks(self, req: DecodedRequest) -> dict[str, Any]:
         """DescribeSharePendingAcks (sharetxn admin API 95): staged acks per producer.
 
@@ -455,6 +450,7 @@ class ShareHandlers:
 
     # -- share-group offsets (admin) ------------------------------------------------------------
 
+    @api(90)
     async def describe_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         groups = []
         for g in req.body.groups:
@@ -520,6 +516,7 @@ class ShareHandlers:
             )
         return {"groups": groups}
 
+    @api(91)
     async def alter_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         group_id = b.group_id
@@ -566,6 +563,7 @@ class ShareHandlers:
             )
         return {"error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
 
+    @api(92)
     async def delete_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         group_id = b.group_id
@@ -602,6 +600,7 @@ class ShareHandlers:
 
     # -- group configs --------------------------------------------------------------------------
 
+    @api(44)
     async def incremental_alter_configs(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         responses = []

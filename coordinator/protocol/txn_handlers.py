@@ -6,7 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.broker import BrokerCore
-from coordinator.protocol.responses import Handler, millis, partition_errors_by_topic
+from coordinator.protocol.responses import (
+    Handler,
+    api,
+    handler_table,
+    millis,
+    partition_errors_by_topic,
+)
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
@@ -15,15 +21,9 @@ from txn.ids import TopicPartition
 class TxnHandlers:
     def __init__(self, core: BrokerCore) -> None:
         self.core = core
-        self.table: dict[int, Handler] = {
-            22: self.init_producer_id,
-            24: self.add_partitions_to_txn,
-            26: self.end_txn,
-            61: self.describe_producers,
-            65: self.describe_transactions,
-            66: self.list_transactions,
-        }
+        self.table: dict[int, Handler] = handler_table(self)
 
+    @api(22)
     async def init_producer_id(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         result = self.core.txn_coordinator.init_producer_id(
@@ -45,6 +45,7 @@ class TxnHandlers:
             "ongoing_txn_producer_epoch": result.ongoing_txn_producer_epoch,
         }
 
+    @api(24)
     async def add_partitions_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         coordinator = self.core.txn_coordinator
@@ -104,6 +105,7 @@ class TxnHandlers:
         info = self.core.topics.get(tp.topic)
         return info is not None and 0 <= tp.partition < info.num_partitions
 
+    @api(26)
     async def end_txn(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         result = self.core.txn_coordinator.end_txn(
@@ -122,6 +124,7 @@ class TxnHandlers:
             "producer_epoch": result.producer_epoch,
         }
 
+    @api(66)
     async def list_transactions(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         listings = self.core.txn_coordinator.list_transactions(
@@ -152,6 +155,7 @@ class TxnHandlers:
             ],
         }
 
+    @api(65)
     async def describe_transactions(self, req: DecodedRequest) -> dict[str, Any]:
         descriptions = self.core.txn_coordinator.describe_transactions(
             list(req.body.transactional_ids)
@@ -177,6 +181,7 @@ class TxnHandlers:
             )
         return {"transaction_states": states}
 
+    @api(61)
     async def describe_producers(self, req: DecodedRequest) -> dict[str, Any]:
         topics: list[dict[str, Any]] = []
         for topic in req.body.topics:

@@ -9,7 +9,13 @@ from typing import Any
 from coordinator.broker import BrokerCore
 from coordinator.log_settings import default_topic_configs
 from coordinator.protocol.api_versions import SUPPORTED
-from coordinator.protocol.responses import Handler, api, config_entry, handler_table
+from coordinator.protocol.responses import (
+    OPERATIONS_NOT_REQUESTED,
+    Handler,
+    api,
+    config_entry,
+    handler_table,
+)
 from coordinator.protocol.share_handlers import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
@@ -124,7 +130,7 @@ class ClusterHandlers:
                         }
                         for i in range(info.num_partitions)
                     ],
-                    "topic_authorized_operations": -2147483648,
+                    "topic_authorized_operations": OPERATIONS_NOT_REQUESTED,
                 }
             )
         return {
@@ -143,7 +149,7 @@ class ClusterHandlers:
             "cluster_id": self.core.cluster_id,
             "controller_id": self.core.node_id,
             "brokers": [{"broker_id": self.core.node_id, "host": host, "port": port, "rack": None}],
-            "cluster_authorized_operations": -2147483648,
+            "cluster_authorized_operations": OPERATIONS_NOT_REQUESTED,
         }
 
     @api(10)

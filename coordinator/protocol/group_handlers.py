@@ -14,7 +14,14 @@ from typing import Any, TypeVar
 
 from coordinator.broker import BrokerCore
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
-from coordinator.protocol.responses import api, by_topic, handler_table, millis
+from coordinator.protocol.responses import (
+    OPERATIONS_NOT_REQUESTED,
+    api,
+    by_topic,
+    handler_table,
+    millis,
+    undescribed_group,
+)
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.errors import ErrorCode, KafkaStorageError
 from txn.ids import TopicPartition
@@ -160,7 +167,7 @@ class GroupHandlers:
                         "protocol_type": "share",
                         "protocol_data": "",
                         "members": [],
-                        "authorized_operations": -2147483648,
+                        "authorized_operations": OPERATIONS_NOT_REQUESTED,
                     }
                 )
                 continue
@@ -182,7 +189,7 @@ class GroupHandlers:
                         }
                         for m in d.members
                     ],
-                    "authorized_operations": -2147483648,
+                    "authorized_operations": OPERATIONS_NOT_REQUESTED,
                 }
             )
         return {"groups": groups}
@@ -242,18 +249,9 @@ class GroupHandlers:
             list(req.body.group_ids)
         ):
             if group is None:
-                groups.append(
-                    {
-                        "error_code": error,
-                        "error_message": f"Group {group_id} not found."
-                        if error is ErrorCode.GROUP_ID_NOT_FOUND
-                        else None,
-                        "group_id": group_id,
-                        "group_state": "",  # as Kafka: no state and no epochs for an error
-                        "members": [],
-                        "authorized_operations": -2147483648,
-                    }
-                )
+                not_found = error is ErrorCode.GROUP_ID_NOT_FOUND
+                message = f"Group {group_id} not found." if not_found else None
+                groups.append(undescribed_group(group_id, error, message))
                 continue
             groups.append(
                 {
@@ -281,7 +279,7 @@ class GroupHandlers:
                         }
                         for m in group.members.values()
                     ],
-                    "authorized_operations": -2147483648,
+                    "authorized_operations": OPERATIONS_NOT_REQUESTED,
                 }
             )
         return {"groups": groups}

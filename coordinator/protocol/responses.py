@@ -38,6 +38,23 @@ def handler_table(family: object) -> dict[int, Any]:
     return table
 
 
+#: The authorized operations of an entry whose client did not ask for them (Kafka: INT32_MIN).
+OPERATIONS_NOT_REQUESTED = -2147483648
+
+
+def undescribed_group(group_id: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
+    """A Consumer/ShareGroupDescribe entry for a group it cannot describe: as Kafka, no state
+    and no epochs."""
+    return {
+        "error_code": error,
+        "error_message": message,
+        "group_id": group_id,
+        "group_state": "",
+        "members": [],
+        "authorized_operations": OPERATIONS_NOT_REQUESTED,
+    }
+
+
 def millis(value: Any) -> int:
     """A duration field as milliseconds (kio decodes some as ``timedelta``)."""
     if isinstance(value, datetime.timedelta):

@@ -15,7 +15,15 @@ from collections.abc import Callable
 from typing import Any
 
 from coordinator.broker import BrokerCore
-from coordinator.protocol.responses import Handler, WaitForAppend, api, handler_table, millis
+from coordinator.protocol.responses import (
+    OPERATIONS_NOT_REQUESTED,
+    Handler,
+    WaitForAppend,
+    api,
+    handler_table,
+    millis,
+    undescribed_group,
+)
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
 from coordinator.share.persister import ShareStateKey
@@ -101,17 +109,8 @@ class ShareHandlers:
     async def share_group_describe(self, req: DecodedRequest) -> dict[str, Any]:
         groups: list[dict[str, Any]] = []
         for d in self.share.groups.describe(list(req.body.group_ids)):
-            if d.error is not ErrorCode.NONE:  # Kafka: no state and no epochs for an error
-                groups.append(
-                    {
-                        "error_code": d.error,
-                        "error_message": d.error_message,
-                        "group_id": d.group_id,
-                        "group_state": "",
-                        "members": [],
-                        "authorized_operations": -2147483648,
-                    }
-                )
+            if d.error is not ErrorCode.NONE:
+                groups.append(undescribed_group(d.group_id, d.error, d.error_message))
                 continue
             groups.append(
                 {
@@ -143,7 +142,7 @@ class ShareHandlers:
                         }
                         for m in d.members
                     ],
-                    "authorized_operations": -2147483648,
+                    "authorized_operations": OPERATIONS_NOT_REQUESTED,
                 }
             )
         return {"groups": groups}
@@ -516,16 +515,23 @@ class ShareHandlers:
             )
         return {"groups": groups}
 
+    def _refuse_non_empty(self, group_id: str) -> dict[str, Any] | None:
+        """NON_EMPTY_GROUP while the share group has members: offsets change only when empty."""
+        if self.share.groups.is_empty(group_id):
+            return None
+        return {
+            "error_code": ErrorCode.NON_EMPTY_GROUP,
+            "error_message": f"share group {group_id} is not empty",
+            "responses": [],
+        }
+
     @api(91)
     async def alter_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         group_id = b.group_id
-        if not self.share.groups.is_empty(group_id):
-            return {
-                "error_code": ErrorCode.NON_EMPTY_GROUP,
-                "error_message": f"share group {group_id} is not empty",
-                "responses": [],
-            }
+        refused = self._refuse_non_empty(group_id)
+        if refused is not None:
+            return refused
         view = self.share.groups.group(group_id)
         state_epoch = (view.group_epoch if view is not None else 0) + 1
         responses = []
@@ -567,12 +573,9 @@ class ShareHandlers:
     async def delete_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         group_id = b.group_id
-        if not self.share.groups.is_empty(group_id):
-            return {
-                "error_code": ErrorCode.NON_EMPTY_GROUP,
-                "error_message": f"share group {group_id} is not empty",
-                "responses": [],
-            }
+        refused = self._refuse_non_empty(group_id)
+        if refused is not None:
+            return refused
         responses = []
         for t in b.topics:
             info = self.core.topics.get(t.topic_name)

@@ -14,8 +14,23 @@ from coordinator.protocol.responses import (
     partition_errors_by_topic,
 )
 from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.txn_results import ProducerResult
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
+from txn.state import TransactionState
+
+
+def _producer_answer(result: ProducerResult, *, fenced_unknown: bool) -> dict[str, Any]:
+    """The error, producer id and epoch of ``result``; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH
+    to a request version older than the error (``fenced_unknown``)."""
+    error = result.error
+    if error is ErrorCode.PRODUCER_FENCED and fenced_unknown:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return {
+        "error_code": error,
+        "producer_id": result.producer_id,
+        "producer_epoch": result.producer_epoch,
+    }
 
 
 class TxnHandlers:
@@ -34,13 +49,8 @@ class TxnHandlers:
             enable_2pc=bool(field(body, "enable2_pc", default=False)),
             keep_prepared_txn=bool(field(body, "keep_prepared_txn", default=False)),
         )
-        error = result.error
-        if error is ErrorCode.PRODUCER_FENCED and req.api_version < 4:
-            error = ErrorCode.INVALID_PRODUCER_EPOCH
         return {
-            "error_code": error,
-            "producer_id": result.producer_id,
-            "producer_epoch": result.producer_epoch,
+            **_producer_answer(result, fenced_unknown=req.api_version < 4),
             "ongoing_txn_producer_id": result.ongoing_txn_producer_id,
             "ongoing_txn_producer_epoch": result.ongoing_txn_producer_epoch,
         }
@@ -115,14 +125,7 @@ class TxnHandlers:
             bool(body.committed),
             tv2=req.api_version >= 5,
         )
-        error = result.error
-        if error is ErrorCode.PRODUCER_FENCED and req.api_version < 2:
-            error = ErrorCode.INVALID_PRODUCER_EPOCH
-        return {
-            "error_code": error,
-            "producer_id": result.producer_id,
-            "producer_epoch": result.producer_epoch,
-        }
+        return _producer_answer(result, fenced_unknown=req.api_version < 2)
 
     @api(66)
     async def list_transactions(self, req: DecodedRequest) -> dict[str, Any]:
@@ -132,19 +135,11 @@ class TxnHandlers:
             [int(p) for p in body.producer_id_filters],
             int(field(body, "duration_filter", default=-1)),
         )
-        known = {
-            "Empty",
-            "Ongoing",
-            "PrepareCommit",
-            "PrepareAbort",
-            "CompleteCommit",
-            "CompleteAbort",
-            "PrepareEpochFence",
-            "Dead",
-        }
         return {
             "error_code": self.core.txn_coordinator.availability(),
-            "unknown_state_filters": [s for s in body.state_filters if s not in known],
+            "unknown_state_filters": [
+                s for s in body.state_filters if TransactionState.from_name(s) is None
+            ],
             "transaction_states": [
                 {
                     "transactional_id": t.transactional_id,

@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from coordinator.log import file_swap
+from coordinator.log.file_swap import fsync_dir
 from coordinator.log.memory_log import (
     FlushPolicy,
     assign_offset,
@@ -73,15 +74,6 @@ _INDEX_ENTRY = struct.Struct(">iI")
 _MAX_RELATIVE_OFFSET = INT32_MAX
 _HEADER_CHUNK = 64 * 1024  # bytes per read when walking headers
 _DATA_CHUNK = 1024 * 1024  # bytes per read when copying whole batches out
-
-
-def _fsync_dir(path: Path) -> None:
-    """Make file creations, renames and deletions in ``path`` durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _pread_exact(fd: int, size: int, pos: int) -> bytes:
@@ -465,7 +457,7 @@ class FileLog:
                 seg.max_timestamp_ms = max(seg.max_timestamp_ms, header.max_timestamp)
             seg.sync()
             if removed:
-                _fsync_dir(self._dir)
+                fsync_dir(self._dir)
         self._end = self._segments[-1].next_offset
         self._policy.reset()
         if self._start > self._end:  # a full truncation, or a cut inside the straddling batch
@@ -564,7 +556,7 @@ class FileLog:
             seg.created_ms = seg.modified_ms = now_ms
         self._segments.append(seg)
         self._bases.append(base)
-        _fsync_dir(self._dir)
+        fsync_dir(self._dir)
         return seg
 
     def _roll(self, now_ms: int | None = None) -> _Segment:
@@ -588,7 +580,7 @@ class FileLog:
             self._bases.pop(0)
             deleted = True
         if deleted:
-            _fsync_dir(self._dir)
+            fsync_dir(self._dir)
 
     def _write_start_checkpoint(self) -> None:
         path = self._dir / START_OFFSET_FILE
@@ -600,7 +592,7 @@ class FileLog:
         finally:
             os.close(fd)
         tmp.replace(path)
-        _fsync_dir(self._dir)
+        fsync_dir(self._dir)
 
     def _read_start_checkpoint(self) -> int | None:
         path = self._dir / START_OFFSET_FILE
@@ -619,7 +611,7 @@ class FileLog:
         created = not self._dir.exists()
         self._dir.mkdir(parents=True, exist_ok=True)
         if created:
-            _fsync_dir(self._dir.parent)
+            fsync_dir(self._dir.parent)
         for tmp in self._dir.glob(f"*{_TMP_SUFFIX}"):
             tmp.unlink()
         for leftover in self._dir.glob(f"*{DELETED_SUFFIX}"):
@@ -697,7 +689,7 @@ class FileLog:
                 reason,
             )
             seg.delete()
-        _fsync_dir(self._dir)
+        fsync_dir(self._dir)
 
     def _scan(self, seg: _Segment, *, verify_crc: bool, gaps: bool = False) -> bool:
         """Rebuild ``seg``'s index from its batches; truncate at the first bad one.
@@ -791,7 +783,7 @@ class FileStorage:
         path = self._root / f"{topic}-{partition}"
         if path.exists():
             shutil.rmtree(path)
-            _fsync_dir(self._root)
+            fsync_dir(self._root)
 
     def close(self) -> None:
         logs = list(self._open.values())

@@ -49,6 +49,7 @@ from coordinator.log import file_swap
 from coordinator.log.file_swap import fsync_dir
 from coordinator.log.memory_log import (
     FlushPolicy,
+    LogBase,
     assign_offset,
     check_config,
     check_partition,
@@ -263,7 +264,7 @@ class _Segment:
         return SegmentInfo(self.base, self.next_offset, self.size, largest, self.first_timestamp_ms)
 
 
-class FileLog:
+class FileLog(LogBase):
     """A ``PartitionLog`` on segment files in ``directory``; opening it runs recovery."""
 
     def __init__(self, directory: Path, config: LogConfig | None = None) -> None:
@@ -296,14 +297,6 @@ class FileLog:
     @property
     def log_end_offset(self) -> int:
         return self._end
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def unflushed_messages(self) -> int:
-        return self._policy.unflushed_messages
 
     @property
     def directory(self) -> Path:
@@ -418,21 +411,13 @@ class FileLog:
 
         return sync
 
-    def maybe_flush(self, now_ms: int) -> None:
-        self._check_open()
-        if self._policy.time_due(now_ms):
-            self.flush()
-
     def truncate_to(self, offset: int) -> None:
         """Drop batches with base offset >= ``offset``, durably.
 
         Below the log start offset the whole log goes and restarts empty at
         ``offset`` (Kafka's truncateFullyAndStartAt).
         """
-        self._check_open()
-        if offset < 0:
-            raise ValueError(f"cannot truncate to negative offset {offset}")
-        if offset >= self._end:
+        if not self._truncates(offset):
             return
         full = offset < self._start
         removed = False
@@ -466,11 +451,8 @@ class FileLog:
 
     def advance_start_offset(self, offset: int) -> None:
         """Persist a higher log start offset, then delete the segments wholly below it."""
-        self._check_open()
-        if offset <= self._start:
+        if not self._advances(offset):
             return
-        if offset > self._end:
-            raise out_of_range(offset, self._start, self._end)
         self._start = offset
         self._write_start_checkpoint()
         self._delete_segments_below(offset)
@@ -478,11 +460,6 @@ class FileLog:
     def segments(self) -> list[SegmentInfo]:
         self._check_open()
         return [seg.info() for seg in self._segments]
-
-    def reconfigure(self, config: LogConfig) -> None:
-        check_config(config)
-        self._config = config
-        self._policy.config = config
 
     @property
     def cleaned_offset(self) -> int:

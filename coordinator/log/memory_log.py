@@ -2,7 +2,7 @@
 
 Unit tests and the benchmark's memory mode use these.  ``FileLog`` must behave
 identically through the ``PartitionLog`` protocol, so the pieces both need
-(batch validation, config checks, the flush policy) live here and
+(batch validation, config checks, the flush policy, ``LogBase``) live here and
 ``file_log`` imports them, rather than being written twice.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -123,6 +124,65 @@ class FlushPolicy:
         self.oldest_unflushed_ms = None
 
 
+class LogBase(ABC):
+    """What the partition logs here share: the flush policy's time rule and reconfiguration,
+    and the checks that open ``truncate_to`` and ``advance_start_offset``."""
+
+    _config: LogConfig
+    _policy: FlushPolicy
+    _closed: bool
+
+    @property
+    @abstractmethod
+    def log_start_offset(self) -> int: ...
+
+    @property
+    @abstractmethod
+    def log_end_offset(self) -> int: ...
+
+    @abstractmethod
+    def flush(self) -> None: ...
+
+    @abstractmethod
+    def _check_open(self) -> None: ...
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._policy.unflushed_messages
+
+    def maybe_flush(self, now_ms: int) -> None:
+        self._check_open()
+        if self._policy.time_due(now_ms):
+            self.flush()
+
+    def reconfigure(self, config: LogConfig) -> None:
+        check_config(config)
+        self._config = config
+        self._policy.config = config
+
+    def _truncates(self, offset: int) -> bool:
+        """Check ``truncate_to(offset)``: True if batches at or above ``offset`` exist."""
+        self._check_open()
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        return offset < self.log_end_offset
+
+    def _advances(self, offset: int) -> bool:
+        """Check ``advance_start_offset(offset)``: True if the start offset moves up;
+        beyond the end is out of range."""
+        self._check_open()
+        start, end = self.log_start_offset, self.log_end_offset
+        if offset <= start:
+            return False
+        if offset > end:
+            raise out_of_range(offset, start, end)
+        return True
+
+
 class BatchList(Protocol):
     """Batches kept in memory in offset order (the memory log's and the simulated disk's)."""
 
@@ -172,7 +232,7 @@ class _MemoryData:
     cleaned_offset: int = 0
 
 
-class MemoryLog:
+class MemoryLog(LogBase):
     """A ``PartitionLog`` whose batches are Python lists.
 
     Segment boundaries follow FileLog's roll rules (``ListSegments``) so retention
@@ -196,14 +256,6 @@ class MemoryLog:
     @property
     def log_end_offset(self) -> int:
         return self._data.end
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def unflushed_messages(self) -> int:
-        return self._policy.unflushed_messages
 
     def append(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
         """Validate, assign the next offset, store; applies the message flush rule."""
@@ -236,23 +288,15 @@ class MemoryLog:
         self.flush_count += 1
         self._policy.reset()
 
-    def maybe_flush(self, now_ms: int) -> None:
-        self._check_open()
-        if self._policy.time_due(now_ms):
-            self.flush()
-
     def truncate_to(self, offset: int) -> None:
         """Drop batches with base offset >= ``offset``.
 
         Below the log start offset the whole log goes and restarts empty at
         ``offset`` (Kafka's truncateFullyAndStartAt).
         """
-        self._check_open()
-        if offset < 0:
-            raise ValueError(f"cannot truncate to negative offset {offset}")
-        data = self._data
-        if offset >= data.end:
+        if not self._truncates(offset):
             return
+        data = self._data
         cut = 0 if offset < data.start else bisect.bisect_left(data.bases, offset)
         del data.bases[cut:], data.headers[cut:], data.blobs[cut:]
         data.end = data.headers[-1].last_offset + 1 if data.headers else offset
@@ -264,12 +308,9 @@ class MemoryLog:
 
     def advance_start_offset(self, offset: int) -> None:
         """Raise the start offset (never lower it); beyond the end is out of range."""
-        self._check_open()
-        data = self._data
-        if offset <= data.start:
+        if not self._advances(offset):
             return
-        if offset > data.end:
-            raise out_of_range(offset, data.start, data.end)
+        data = self._data
         data.start = offset
         drop = 0
         while drop < len(data.headers) and data.headers[drop].last_offset < offset:
@@ -281,11 +322,6 @@ class MemoryLog:
         self._check_open()
         data = self._data
         return data.segments.view(data.bases, data.headers, data.start, data.end)
-
-    def reconfigure(self, config: LogConfig) -> None:
-        check_config(config)
-        self._config = config
-        self._policy.config = config
 
     def purge_deleted(self) -> int:
         return 0

@@ -417,7 +417,7 @@ class FileLog(LogBase):
         Below the log start offset the whole log goes and restarts empty at
         ``offset`` (Kafka's truncateFullyAndStartAt).
         """
-        if not self._truncates(offset):
+        if not self._truncates(offset, self._end):
             return
         full = offset < self._start
         removed = False
@@ -451,7 +451,7 @@ class FileLog(LogBase):
 
     def advance_start_offset(self, offset: int) -> None:
         """Persist a higher log start offset, then delete the segments wholly below it."""
-        if not self._advances(offset):
+        if not self._advances(offset, self._start, self._end):
             return
         self._start = offset
         self._write_start_checkpoint()

@@ -132,14 +132,6 @@ class LogBase(ABC):
     _policy: FlushPolicy
     _closed: bool
 
-    @property
-    @abstractmethod
-    def log_start_offset(self) -> int: ...
-
-    @property
-    @abstractmethod
-    def log_end_offset(self) -> int: ...
-
     @abstractmethod
     def flush(self) -> None: ...
 
@@ -164,18 +156,17 @@ class LogBase(ABC):
         self._config = config
         self._policy.config = config
 
-    def _truncates(self, offset: int) -> bool:
+    def _truncates(self, offset: int, end: int) -> bool:
         """Check ``truncate_to(offset)``: True if batches at or above ``offset`` exist."""
         self._check_open()
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
-        return offset < self.log_end_offset
+        return offset < end
 
-    def _advances(self, offset: int) -> bool:
+    def _advances(self, offset: int, start: int, end: int) -> bool:
         """Check ``advance_start_offset(offset)``: True if the start offset moves up;
         beyond the end is out of range."""
         self._check_open()
-        start, end = self.log_start_offset, self.log_end_offset
         if offset <= start:
             return False
         if offset > end:
@@ -294,9 +285,9 @@ class MemoryLog(LogBase):
         Below the log start offset the whole log goes and restarts empty at
         ``offset`` (Kafka's truncateFullyAndStartAt).
         """
-        if not self._truncates(offset):
-            return
         data = self._data
+        if not self._truncates(offset, data.end):
+            return
         cut = 0 if offset < data.start else bisect.bisect_left(data.bases, offset)
         del data.bases[cut:], data.headers[cut:], data.blobs[cut:]
         data.end = data.headers[-1].last_offset + 1 if data.headers else offset
@@ -308,9 +299,9 @@ class MemoryLog(LogBase):
 
     def advance_start_offset(self, offset: int) -> None:
         """Raise the start offset (never lower it); beyond the end is out of range."""
-        if not self._advances(offset):
-            return
         data = self._data
+        if not self._advances(offset, data.start, data.end):
+            return
         data.start = offset
         drop = 0
         while drop < len(data.headers) and data.headers[drop].last_offset < offset:

@@ -188,14 +188,19 @@ class BrokerCore:
         """Apply retention every ``log.retention.check.interval.ms``, off the request path
         (Kafka's kafka-log-retention task, first run after ``log.initial.task.delay.ms``)."""
         interval = self.config.get_int("log.retention.check.interval.ms")
+        self._repeat(self.config.get_int("log.initial.task.delay.ms"), interval, self.run_retention)
+
+    def _repeat(self, first_ms: int, interval_ms: int, task: Callable[[], object]) -> None:
+        """Run ``task`` after ``first_ms``, then ``interval_ms`` after each run ends (whether
+        it raised or not)."""
 
         def tick() -> None:
             try:
-                self.run_retention()
+                task()
             finally:
-                self.clock.schedule(interval, tick)
+                self.clock.schedule(interval_ms, tick)
 
-        self.clock.schedule(self.config.get_int("log.initial.task.delay.ms"), tick)
+        self.clock.schedule(first_ms, tick)
 
     def run_retention(self) -> int:
         """One retention pass over every topic partition; the bytes deleted.
@@ -234,14 +239,7 @@ class BrokerCore:
         if not self.config.get_bool("log.cleaner.enable"):
             return
         interval = self.config.get_int("log.cleaner.backoff.ms")
-
-        def tick() -> None:
-            try:
-                self.run_cleaner()
-            finally:
-                self.clock.schedule(interval, tick)
-
-        self.clock.schedule(interval, tick)
+        self._repeat(interval, interval, self.run_cleaner)
 
     def run_cleaner(self) -> int:
         """One cleaner pass over the compacted topic partitions and the compacted internal

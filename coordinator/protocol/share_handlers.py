@@ -187,13 +187,19 @@ class ShareHandlers:
 
     # -- fetch and acknowledge ------------------------------------------------------------------
 
-    @api(78)
-    async def share_fetch(self, req: DecodedRequest) -> dict[str, Any]:
-        b = req.body
+    def _session_of(self, b: Any) -> tuple[str, str, int, int]:
+        """ShareFetch's and ShareAcknowledge's group id, member id and session epoch, and the
+        group's record lock duration (0 without a group)."""
         group_id = b.group_id or ""
         member_id = b.member_id or ""
         epoch = int(b.share_session_epoch)
         lock_ms = self.share.partition_config(group_id).record_lock_duration_ms if group_id else 0
+        return group_id, member_id, epoch, lock_ms
+
+    @api(78)
+    async def share_fetch(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        group_id, member_id, epoch, lock_ms = self._session_of(b)
         outcome = ShareFetchOutcome(ErrorCode.NONE)
         if not group_id or not member_id:
             return self._fetch_response(
@@ -302,10 +308,7 @@ class ShareHandlers:
     @api(79)
     async def share_acknowledge(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
-        group_id = b.group_id or ""
-        member_id = b.member_id or ""
-        epoch = int(b.share_session_epoch)
-        lock_ms = self.share.partition_config(group_id).record_lock_duration_ms if group_id else 0
+        group_id, member_id, epoch, lock_ms = self._session_of(b)
         base: dict[str, Any] = {
             "acquisition_lock_timeout": lock_ms,
             "node_endpoints": [self._endpoint()],

@@ -50,6 +50,7 @@ from coordinator.log.file_swap import fsync_dir
 from coordinator.log.memory_log import (
     FlushPolicy,
     LogBase,
+    StorageBase,
     assign_offset,
     check_config,
     check_partition,
@@ -719,29 +720,20 @@ class FileLog(LogBase):
         return False
 
 
-class FileStorage:
+class FileStorage(StorageBase[FileLog]):
     """A ``Storage`` of FileLogs, one directory per partition under ``root_dir``."""
 
     def __init__(self, root_dir: Path, default_config: LogConfig | None = None) -> None:
         self._root = Path(root_dir)
         self._root.mkdir(parents=True, exist_ok=True)
-        self._default_config = default_config or LogConfig()
-        self._open: dict[tuple[str, int], FileLog] = {}
+        super().__init__(default_config)
 
     @property
     def root_dir(self) -> Path:
         return self._root
 
-    def open_log(self, topic: str, partition: int, config: LogConfig | None = None) -> FileLog:
-        """The open log of a partition (the same object while it stays open; two would clash)."""
-        check_partition(topic, partition)
-        key = (topic, partition)
-        log = self._open.get(key)
-        if log is not None and not log.closed:
-            return log
-        log = FileLog(self._root / f"{topic}-{partition}", config or self._default_config)
-        self._open[key] = log
-        return log
+    def _new_log(self, topic: str, partition: int, config: LogConfig) -> FileLog:
+        return FileLog(self._root / f"{topic}-{partition}", config)
 
     def list_logs(self) -> list[tuple[str, int]]:
         found = []

@@ -13,7 +13,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from coordinator.log.segments import ListSegments
 from coordinator.log.storage import LogConfig, SegmentInfo
@@ -334,25 +334,42 @@ class MemoryLog(LogBase):
             raise ClosedError("log is closed")
 
 
-class MemoryStorage:
-    """A ``Storage`` of memory logs; closing and reopening a log keeps its batches."""
+L = TypeVar("L", bound=LogBase)
 
-    def __init__(self, default_config: LogConfig | None = None) -> None:
+
+class StorageBase(ABC, Generic[L]):
+    """What the storages here share: the open log of each partition."""
+
+    def __init__(self, default_config: LogConfig | None) -> None:
         self._default_config = default_config or LogConfig()
-        self._data: dict[tuple[str, int], _MemoryData] = {}
-        self._open: dict[tuple[str, int], MemoryLog] = {}
+        self._open: dict[tuple[str, int], L] = {}
 
-    def open_log(self, topic: str, partition: int, config: LogConfig | None = None) -> MemoryLog:
-        """The open log of a partition (the same object while it stays open), creating it."""
+    def open_log(self, topic: str, partition: int, config: LogConfig | None = None) -> L:
+        """The open log of a partition, creating it: the same object while it stays open (two
+        over the same files would clash)."""
         check_partition(topic, partition)
         key = (topic, partition)
         log = self._open.get(key)
         if log is not None and not log.closed:
             return log
-        data = self._data.setdefault(key, _MemoryData())
-        log = MemoryLog(config or self._default_config, _data=data)
+        log = self._new_log(topic, partition, config or self._default_config)
         self._open[key] = log
         return log
+
+    @abstractmethod
+    def _new_log(self, topic: str, partition: int, config: LogConfig) -> L: ...
+
+
+class MemoryStorage(StorageBase[MemoryLog]):
+    """A ``Storage`` of memory logs; closing and reopening a log keeps its batches."""
+
+    def __init__(self, default_config: LogConfig | None = None) -> None:
+        super().__init__(default_config)
+        self._data: dict[tuple[str, int], _MemoryData] = {}
+
+    def _new_log(self, topic: str, partition: int, config: LogConfig) -> MemoryLog:
+        data = self._data.setdefault((topic, partition), _MemoryData())
+        return MemoryLog(config, _data=data)
 
     def list_logs(self) -> list[tuple[str, int]]:
         return sorted(self._data)

@@ -62,17 +62,20 @@ def assign_offset(batch: bytes | bytearray | memoryview, base_offset: int) -> by
 
 def check_config(config: LogConfig) -> None:
     """Reject settings that would break the log's invariants (not Kafka errors: a bug)."""
-    if not 0 < config.segment_bytes <= INT32_MAX:
-        msg = f"segment_bytes must be in [1, {INT32_MAX}], got {config.segment_bytes}"
-        raise ValueError(msg)
-    if config.segment_ms < 1:
-        raise ValueError("segment_ms must be >= 1")
-    if config.index_interval_bytes < 0:
-        raise ValueError("index_interval_bytes must be >= 0")
-    if config.flush_interval_messages < 1:
-        raise ValueError("flush_interval_messages must be >= 1")
-    if config.flush_interval_ms is not None and config.flush_interval_ms < 0:
-        raise ValueError("flush_interval_ms must be >= 0 or None")
+    flush_ms = config.flush_interval_ms
+    broken_rules = (
+        (
+            not 0 < config.segment_bytes <= INT32_MAX,
+            f"segment_bytes must be in [1, {INT32_MAX}], got {config.segment_bytes}",
+        ),
+        (config.segment_ms < 1, "segment_ms must be >= 1"),
+        (config.index_interval_bytes < 0, "index_interval_bytes must be >= 0"),
+        (config.flush_interval_messages < 1, "flush_interval_messages must be >= 1"),
+        (flush_ms is not None and flush_ms < 0, "flush_interval_ms must be >= 0 or None"),
+    )
+    for broken, msg in broken_rules:
+        if broken:
+            raise ValueError(msg)
 
 
 def check_partition(topic: str, partition: int) -> None:

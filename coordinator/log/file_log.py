@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from coordinator.log import file_swap
-from coordinator.log.file_swap import fsync_dir
+from coordinator.log.data_dir import fsync_dir
 from coordinator.log.memory_log import (
     FlushPolicy,
     LogBase,

@@ -20,18 +20,11 @@ import json
 import os
 from pathlib import Path
 
+from coordinator.log.data_dir import fsync_dir
+
 CLEANED_SUFFIX = ".cleaned"
 MANIFEST = "cleaner-swap"
 CHECKPOINT = "cleaner-offset-checkpoint"
-
-
-def fsync_dir(path: Path) -> None:
-    """Make file creations, renames and deletions in ``path`` durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

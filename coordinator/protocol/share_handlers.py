@@ -532,8 +532,7 @@ class ShareHandlers:
     async def alter_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         group_id = b.group_id
-        refused = self._refuse_non_empty(group_id)
-        if refused is not None:
+        if (refused := self._refuse_non_empty(group_id)) is not None:
             return refused
         view = self.share.groups.group(group_id)
         state_epoch = (view.group_epoch if view is not None else 0) + 1
@@ -576,8 +575,7 @@ class ShareHandlers:
     async def delete_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         group_id = b.group_id
-        refused = self._refuse_non_empty(group_id)
-        if refused is not None:
+        if (refused := self._refuse_non_empty(group_id)) is not None:
             return refused
         responses = []
         for t in b.topics:

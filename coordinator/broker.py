@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from coordinator.group.coordinator import ConsumerGroupCoordinator
@@ -202,6 +202,15 @@ class BrokerCore:
 
         self.clock.schedule(first_ms, tick)
 
+    def _client_partitions(self) -> Iterator[tuple[TopicPartition, Partition, TopicLogSettings]]:
+        """The partitions of the topics clients use (not internal, not hidden) with their log
+        settings, over a snapshot of the partitions."""
+        for tp, partition in list(self.partitions.items()):
+            info = self.topics.get(tp.topic)
+            if info is None or info.internal or tp.topic in HIDDEN_TOPICS:
+                continue
+            yield tp, partition, self.log_settings(info)
+
     def run_retention(self) -> int:
         """One retention pass over every topic partition; the bytes deleted.
 
@@ -210,11 +219,7 @@ class BrokerCore:
         """
         now = self.clock.now_ms()
         freed = 0
-        for tp, partition in list(self.partitions.items()):
-            info = self.topics.get(tp.topic)
-            if info is None or info.internal or tp.topic in HIDDEN_TOPICS:
-                continue
-            settings = self.log_settings(info)
+        for tp, partition, settings in self._client_partitions():
             start = partition.log_start_offset
             try:
                 deleted = partition.apply_retention(now, settings.retention)
@@ -247,11 +252,7 @@ class BrokerCore:
         unless the copying runs on a worker)."""
         targets: list[CleanTarget] = []
         dirtiest = 0.0
-        for tp, partition in list(self.partitions.items()):
-            info = self.topics.get(tp.topic)
-            if info is None or info.internal or tp.topic in HIDDEN_TOPICS:
-                continue
-            settings = self.log_settings(info)
+        for tp, partition, settings in self._client_partitions():
             if not settings.compact:
                 continue
             dirtiest = max(dirtiest, partition.dirty_ratio())

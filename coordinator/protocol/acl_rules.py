@@ -386,12 +386,12 @@ async def create_topics_rule(
     return await answer_kept(req, handler, "topics", checked, "topics", _create_topics_denied)
 
 
-def name_denied(t: Any) -> dict[str, Any]:
+def _name_denied(t: Any) -> dict[str, Any]:
     """The entry of a denied topic by name (DeleteTopics v0-5)."""
     return {"name": t, "error_code": TOPIC_DENIED}
 
 
-def topic_denied(t: Any) -> dict[str, Any]:
+def _id_denied(t: Any) -> dict[str, Any]:
     """The entry of a denied topic by name or id (DeleteTopics v6+)."""
     return {"name": t.name, "topic_id": t.topic_id, "error_code": TOPIC_DENIED}
 
@@ -402,14 +402,14 @@ async def delete_topics_rule(
     b = req.body
     if hasattr(b, "topic_names"):
         by_name = split(b.topic_names, lambda n: ctx.topic(OP.DELETE, n))
-        return await answer_kept(req, handler, "topic_names", by_name, "responses", name_denied)
+        return await answer_kept(req, handler, "topic_names", by_name, "responses", _name_denied)
 
     def ok(t: Any) -> bool:
         name = t.name if t.name is not None else ctx.topics.name_of(t.topic_id)
         return name is None or ctx.topic(OP.DELETE, name)
 
     by_topic = split(b.topics, ok)
-    return await answer_kept(req, handler, "topics", by_topic, "responses", topic_denied)
+    return await answer_kept(req, handler, "topics", by_topic, "responses", _id_denied)
 
 
 def topic_partition_rule(

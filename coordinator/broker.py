@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from coordinator.group.coordinator import ConsumerGroupCoordinator
@@ -188,14 +188,28 @@ class BrokerCore:
         """Apply retention every ``log.retention.check.interval.ms``, off the request path
         (Kafka's kafka-log-retention task, first run after ``log.initial.task.delay.ms``)."""
         interval = self.config.get_int("log.retention.check.interval.ms")
+        self._repeat(self.config.get_int("log.initial.task.delay.ms"), interval, self.run_retention)
+
+    def _repeat(self, first_ms: int, interval_ms: int, task: Callable[[], object]) -> None:
+        """Run ``task`` after ``first_ms``, then ``interval_ms`` after each run ends (whether
+        it raised or not)."""
 
         def tick() -> None:
             try:
-                self.run_retention()
+                task()
             finally:
-                self.clock.schedule(interval, tick)
+                self.clock.schedule(interval_ms, tick)
 
-        self.clock.schedule(self.config.get_int("log.initial.task.delay.ms"), tick)
+        self.clock.schedule(first_ms, tick)
+
+    def _client_partitions(self) -> Iterator[tuple[TopicPartition, Partition, TopicLogSettings]]:
+        """The partitions of the topics clients use (not internal, not hidden) with their log
+        settings, over a snapshot of the partitions."""
+        for tp, partition in list(self.partitions.items()):
+            info = self.topics.get(tp.topic)
+            if info is None or info.internal or tp.topic in HIDDEN_TOPICS:
+                continue
+            yield tp, partition, self.log_settings(info)
 
     def run_retention(self) -> int:
         """One retention pass over every topic partition; the bytes deleted.
@@ -205,11 +219,7 @@ class BrokerCore:
         """
         now = self.clock.now_ms()
         freed = 0
-        for tp, partition in list(self.partitions.items()):
-            info = self.topics.get(tp.topic)
-            if info is None or info.internal or tp.topic in HIDDEN_TOPICS:
-                continue
-            settings = self.log_settings(info)
+        for tp, partition, settings in self._client_partitions():
             start = partition.log_start_offset
             try:
                 deleted = partition.apply_retention(now, settings.retention)
@@ -234,14 +244,7 @@ class BrokerCore:
         if not self.config.get_bool("log.cleaner.enable"):
             return
         interval = self.config.get_int("log.cleaner.backoff.ms")
-
-        def tick() -> None:
-            try:
-                self.run_cleaner()
-            finally:
-                self.clock.schedule(interval, tick)
-
-        self.clock.schedule(interval, tick)
+        self._repeat(interval, interval, self.run_cleaner)
 
     def run_cleaner(self) -> int:
         """One cleaner pass over the compacted topic partitions and the compacted internal
@@ -249,11 +252,7 @@ class BrokerCore:
         unless the copying runs on a worker)."""
         targets: list[CleanTarget] = []
         dirtiest = 0.0
-        for tp, partition in list(self.partitions.items()):
-            info = self.topics.get(tp.topic)
-            if info is None or info.internal or tp.topic in HIDDEN_TOPICS:
-                continue
-            settings = self.log_settings(info)
+        for tp, partition, settings in self._client_partitions():
             if not settings.compact:
                 continue
             dirtiest = max(dirtiest, partition.dirty_ratio())

@@ -21,7 +21,6 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from types import TracebackType
 
 from coordinator.broker import BrokerCore
 from coordinator.cleaner_worker import ProcessCleanerExecutor
@@ -267,12 +266,7 @@ class LocalBroker:
     def __enter__(self) -> LocalBroker:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
         if self._own_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from typing import Final
 
 from opentelemetry import metrics
-from opentelemetry.metrics import CallbackOptions, Counter, MeterProvider, Observation
+from opentelemetry.metrics import CallbackOptions, Counter, Meter, MeterProvider, Observation
 
 SHARE_RECORD_EVENTS: Final = (
     "acquired",
@@ -33,22 +33,35 @@ _DESCRIPTIONS: Final = {
 }
 
 
-class ShareGroupMetrics:
+def _broker_meter(provider: MeterProvider | None) -> Meter:
+    return (provider or metrics.get_meter_provider()).get_meter("sharetxn.broker")
+
+
+class _CountersPerGroup:
+    """Counters by name, each counted per ``group.id``; unknown names are ignored."""
+
+    def __init__(self, counters: dict[str, Counter]) -> None:
+        self._counters = counters
+
+    def record(self, group_id: str, name: str, count: int) -> None:
+        counter = self._counters.get(name)
+        if counter is not None and count > 0:
+            counter.add(count, {"group.id": group_id})
+
+
+class ShareGroupMetrics(_CountersPerGroup):
     """Counters ``share-group-records-<kind>`` per group."""
 
     def __init__(self, provider: MeterProvider | None = None) -> None:
-        meter = (provider or metrics.get_meter_provider()).get_meter("sharetxn.broker")
-        self._counters: dict[str, Counter] = {
-            kind: meter.create_counter(
-                f"share-group-records-{kind}", unit="{record}", description=_DESCRIPTIONS[kind]
-            )
-            for kind in SHARE_RECORD_EVENTS
-        }
-
-    def record(self, group_id: str, kind: str, count: int) -> None:
-        counter = self._counters.get(kind)
-        if counter is not None and count > 0:
-            counter.add(count, {"group.id": group_id})
+        meter = _broker_meter(provider)
+        super().__init__(
+            {
+                kind: meter.create_counter(
+                    f"share-group-records-{kind}", unit="{record}", description=_DESCRIPTIONS[kind]
+                )
+                for kind in SHARE_RECORD_EVENTS
+            }
+        )
 
 
 GROUP_COORDINATOR_METERS: Final = {
@@ -59,20 +72,17 @@ GROUP_COORDINATOR_METERS: Final = {
 }
 
 
-class GroupCoordinatorMetrics:
+class GroupCoordinatorMetrics(_CountersPerGroup):
     """KIP-496's four group-coordinator meters, per ``group.id``."""
 
     def __init__(self, provider: MeterProvider | None = None) -> None:
-        meter = (provider or metrics.get_meter_provider()).get_meter("sharetxn.broker")
-        self._counters: dict[str, Counter] = {
-            name: meter.create_counter(name, description=description)
-            for name, description in GROUP_COORDINATOR_METERS.items()
-        }
-
-    def record(self, group_id: str, meter: str, count: int) -> None:
-        counter = self._counters.get(meter)
-        if counter is not None and count > 0:
-            counter.add(count, {"group.id": group_id})
+        meter = _broker_meter(provider)
+        super().__init__(
+            {
+                name: meter.create_counter(name, description=description)
+                for name, description in GROUP_COORDINATOR_METERS.items()
+            }
+        )
 
 
 class ShareTransactionMetrics:
@@ -85,7 +95,7 @@ class ShareTransactionMetrics:
     """
 
     def __init__(self, provider: MeterProvider | None = None) -> None:
-        meter = (provider or metrics.get_meter_provider()).get_meter("sharetxn.broker")
+        meter = _broker_meter(provider)
         self._active = meter.create_up_down_counter(
             "share-transaction-active", description="Active share-group transactions"
         )
@@ -131,7 +141,7 @@ class BrokerMetrics:
         gauges: Callable[[], dict[str, int]],
         provider: MeterProvider | None = None,
     ) -> None:
-        meter = (provider or metrics.get_meter_provider()).get_meter("sharetxn.broker")
+        meter = _broker_meter(provider)
         self._requests = meter.create_counter(
             "request-total", unit="{request}", description="Requests served, per API"
         )

@@ -38,7 +38,8 @@ from coordinator.txn_results import (
     TransactionView,
     _result_of,
     log_value_to_transit,
-    transit_to_log_value,
+    transaction_view,
+    transit_record,
 )
 from txn.clock import Clock
 from txn.config import BrokerConfig
@@ -70,8 +71,6 @@ from txn.txn_log import (
     UnknownRecordVersionError,
     decode_key,
     decode_value,
-    encode_key,
-    encode_value,
 )
 
 log = logging.getLogger(__name__)
@@ -246,14 +245,12 @@ class TransactionCoordinator(CoordinatorShard):
         if metadata.state not in _IDLE:
             raise IllegalTransitionError(f"{transactional_id!r} found in {metadata.state}")
 
-        transit = self._prepare_new_epoch(
+        prepared = self._prepare_new_epoch(
             metadata, timeout_ms, None if expected is None else expected[1], enable_2pc
         )
+        transit = self._write_prepared(metadata, prepared)
         if isinstance(transit, ErrorCode):
             return InitProducerIdResult(transit)
-        error = self._write(metadata, transit)
-        if error is not ErrorCode.NONE:
-            return InitProducerIdResult(error)
         return InitProducerIdResult(ErrorCode.NONE, transit.producer_id, transit.producer_epoch)
 
     @staticmethod
@@ -627,7 +624,10 @@ class TransactionCoordinator(CoordinatorShard):
         error = self._runtime.write(
             0,
             CoordinatorResult(
-                [(encode_key(md.transactional_id), None) for md in expired],
+                [
+                    transit_record(md.transactional_id, transit)
+                    for md, transit in zip(expired, transits, strict=True)
+                ],
                 ErrorCode.NONE,
                 apply=lambda _offset: finish(True),
                 revert=lambda: finish(False),
@@ -655,14 +655,12 @@ class TransactionCoordinator(CoordinatorShard):
             return EndTxnResult(
                 ErrorCode.CONCURRENT_TRANSACTIONS if error is ErrorCode.NONE else error
             )
-        transit = self._prepare_new_epoch(
+        prepared = self._prepare_new_epoch(
             metadata, metadata.txn_timeout_ms, None, metadata.two_phase_commit
         )
+        transit = self._write_prepared(metadata, prepared)
         if isinstance(transit, ErrorCode):
             return EndTxnResult(transit)
-        error = self._write(metadata, transit)
-        if error is not ErrorCode.NONE:
-            return EndTxnResult(error)
         return EndTxnResult(ErrorCode.NONE, transit.producer_id, transit.producer_epoch)
 
     # --- List / Describe / views --------------------------------------------------------------
@@ -729,24 +727,7 @@ class TransactionCoordinator(CoordinatorShard):
         metadata = self._txns.get(transactional_id)
         if metadata is None:
             return None
-        return TransactionView(
-            transactional_id=transactional_id,
-            state=metadata.state,
-            pending_state=metadata.pending_state,
-            producer_id=metadata.producer_id,
-            producer_epoch=metadata.producer_epoch,
-            last_producer_epoch=metadata.last_producer_epoch,
-            prev_producer_id=metadata.prev_producer_id,
-            next_producer_id=metadata.next_producer_id,
-            txn_timeout_ms=metadata.txn_timeout_ms,
-            topic_partitions=tuple(sorted(metadata.topic_partitions)),
-            txn_start_timestamp=metadata.txn_start_timestamp,
-            txn_last_update_timestamp=metadata.txn_last_update_timestamp,
-            client_transaction_version=metadata.client_transaction_version,
-            two_phase_commit=metadata.two_phase_commit,
-            has_failed_epoch_fence=metadata.has_failed_epoch_fence,
-            markers_pending=self._channel.pending().get(transactional_id, ()),
-        )
+        return transaction_view(metadata, self._channel.pending().get(transactional_id, ()))
 
     def transaction_views(self) -> list[TransactionView]:
         """Snapshots of every known id, sorted by transactional id."""
@@ -807,14 +788,22 @@ class TransactionCoordinator(CoordinatorShard):
         """Write ``transit`` and complete it, or drop it (unless a retry will follow)."""
         return self._runtime.write(0, self._transition(metadata, transit, keep_pending_on_error))
 
+    def _write_prepared(
+        self, metadata: TransactionMetadata, prepared: TxnTransitMetadata | ErrorCode
+    ) -> TxnTransitMetadata | ErrorCode:
+        """Write a prepared transit: the written transit, or the error of preparing or writing."""
+        if isinstance(prepared, ErrorCode):
+            return prepared
+        error = self._write(metadata, prepared)
+        return prepared if error is ErrorCode.NONE else error
+
     @staticmethod
     def _transition(
         metadata: TransactionMetadata, transit: TxnTransitMetadata, keep_pending_on_error: bool
     ) -> CoordinatorResult[ErrorCode]:
         """The record of ``transit``: completes it once written, or drops the pending state."""
-        value = encode_value(transit_to_log_value(transit))
         return CoordinatorResult(
-            [(encode_key(metadata.transactional_id), value)],
+            [transit_record(metadata.transactional_id, transit)],
             ErrorCode.NONE,
             apply=lambda _offset: metadata.complete_transition(transit),
             revert=None if keep_pending_on_error else metadata.abort_pending,

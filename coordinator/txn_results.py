@@ -3,40 +3,38 @@ translation between a transition and its ``__transaction_state`` value."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any
 
 from txn.batch import ControlType
-from txn.errors import (
-    ErrorCode,
-)
+from txn.errors import ErrorCode
 from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
-from txn.metadata import (
-    TxnTransitMetadata,
-)
-from txn.state import (
-    TransactionState,
-)
-from txn.txn_log import (
-    TransactionLogValue,
-)
+from txn.metadata import TransactionMetadata, TxnTransitMetadata
+from txn.state import TransactionState
+from txn.txn_log import TransactionLogValue, encode_key, encode_value
 
 _S = TransactionState
 
 
 @dataclass(frozen=True, slots=True)
-class InitProducerIdResult:
+class ProducerResult:
+    """An error, or the producer id and epoch the client goes on with."""
+
     error: ErrorCode
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class InitProducerIdResult(ProducerResult):
+    # KIP-939 keepPreparedTxn: the prepared transaction handed to the caller.
     ongoing_txn_producer_id: int = NO_PRODUCER_ID
     ongoing_txn_producer_epoch: int = NO_PRODUCER_EPOCH
 
 
 @dataclass(frozen=True, slots=True)
-class EndTxnResult:
-    error: ErrorCode
-    producer_id: int = NO_PRODUCER_ID
-    producer_epoch: int = NO_PRODUCER_EPOCH
+class EndTxnResult(ProducerResult):
+    """EndTxn's answer (also force-terminate's); TV2 carries the id and epoch to go on with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,46 +78,56 @@ class TransactionView:
     markers_pending: tuple[TopicPartition, ...]
 
 
+def transaction_view(
+    metadata: TransactionMetadata, markers_pending: tuple[TopicPartition, ...]
+) -> TransactionView:
+    """The view of ``metadata``: its attributes of the same names, partitions sorted."""
+    own = ("topic_partitions", "markers_pending")
+    copied: dict[str, Any] = {
+        f.name: getattr(metadata, f.name) for f in fields(TransactionView) if f.name not in own
+    }
+    return TransactionView(
+        **copied,
+        topic_partitions=tuple(sorted(metadata.topic_partitions)),
+        markers_pending=markers_pending,
+    )
+
+
 # --- record <-> transit ----------------------------------------------------------------------
+
+# The record fields named apart from the transit attribute they hold; every other record field
+# holds the transit attribute of its own name.  The last epoch is not persisted.
+_TRANSIT_ATTR_OF = {
+    "transaction_timeout_ms": "txn_timeout_ms",
+    "last_update_timestamp_ms": "txn_last_update_timestamp",
+    "start_timestamp_ms": "txn_start_timestamp",
+    "previous_producer_id": "prev_producer_id",
+}
+# (record field, transit attribute), in the record's field order.
+_PERSISTED = tuple(
+    (f.name, _TRANSIT_ATTR_OF.get(f.name, f.name)) for f in fields(TransactionLogValue)
+)
 
 
 def transit_to_log_value(transit: TxnTransitMetadata) -> TransactionLogValue | None:
     """The record value for ``transit``; Dead is a tombstone (None)."""
     if transit.state is _S.DEAD:
         return None
-    return TransactionLogValue(
-        producer_id=transit.producer_id,
-        producer_epoch=transit.producer_epoch,
-        transaction_timeout_ms=transit.txn_timeout_ms,
-        state=transit.state,
-        topic_partitions=transit.topic_partitions,
-        last_update_timestamp_ms=transit.txn_last_update_timestamp,
-        start_timestamp_ms=transit.txn_start_timestamp,
-        previous_producer_id=transit.prev_producer_id,
-        next_producer_id=transit.next_producer_id,
-        next_producer_epoch=transit.next_producer_epoch,
-        client_transaction_version=transit.client_transaction_version,
-        two_phase_commit=transit.two_phase_commit,
-    )
+    values: dict[str, Any] = {name: getattr(transit, attr) for name, attr in _PERSISTED}
+    return TransactionLogValue(**values)
 
 
 def log_value_to_transit(value: TransactionLogValue) -> TxnTransitMetadata:
     """The transit a record describes; the last epoch is not persisted (-1, as in Kafka)."""
-    return TxnTransitMetadata(
-        producer_id=value.producer_id,
-        prev_producer_id=value.previous_producer_id,
-        next_producer_id=value.next_producer_id,
-        next_producer_epoch=value.next_producer_epoch,
-        producer_epoch=value.producer_epoch,
-        last_producer_epoch=NO_PRODUCER_EPOCH,
-        txn_timeout_ms=value.transaction_timeout_ms,
-        state=value.state,
-        topic_partitions=value.topic_partitions,
-        txn_start_timestamp=value.start_timestamp_ms,
-        txn_last_update_timestamp=value.last_update_timestamp_ms,
-        client_transaction_version=value.client_transaction_version,
-        two_phase_commit=value.two_phase_commit,
-    )
+    values: dict[str, Any] = {attr: getattr(value, name) for name, attr in _PERSISTED}
+    return TxnTransitMetadata(last_producer_epoch=NO_PRODUCER_EPOCH, **values)
+
+
+def transit_record(
+    transactional_id: str, transit: TxnTransitMetadata
+) -> tuple[bytes, bytes | None]:
+    """The ``__transaction_state`` record (key, value) of ``transit`` (Dead: a tombstone)."""
+    return encode_key(transactional_id), encode_value(transit_to_log_value(transit))
 
 
 def _result_of(state: TransactionState) -> ControlType:

@@ -23,6 +23,15 @@ LOCK_FILE = ".lock"
 META_FILE = "meta.properties"
 
 
+def fsync_dir(path: Path) -> None:
+    """Make file creations, renames and deletions in ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class DataDirError(Exception):
     """The data directory cannot be used (locked by another broker, or another node's)."""
 
@@ -113,9 +122,5 @@ def ensure_meta_properties(path: Path, node_id: int = 1) -> str:
         out.flush()
         os.fsync(out.fileno())
     os.replace(tmp, meta)
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(path)
     return cluster_id

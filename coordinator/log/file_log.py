@@ -46,8 +46,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from coordinator.log import file_swap
+from coordinator.log.data_dir import fsync_dir
 from coordinator.log.memory_log import (
     FlushPolicy,
+    LogBase,
+    StorageBase,
     assign_offset,
     check_config,
     check_partition,
@@ -73,15 +76,6 @@ _INDEX_ENTRY = struct.Struct(">iI")
 _MAX_RELATIVE_OFFSET = INT32_MAX
 _HEADER_CHUNK = 64 * 1024  # bytes per read when walking headers
 _DATA_CHUNK = 1024 * 1024  # bytes per read when copying whole batches out
-
-
-def _fsync_dir(path: Path) -> None:
-    """Make file creations, renames and deletions in ``path`` durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _pread_exact(fd: int, size: int, pos: int) -> bytes:
@@ -271,7 +265,7 @@ class _Segment:
         return SegmentInfo(self.base, self.next_offset, self.size, largest, self.first_timestamp_ms)
 
 
-class FileLog:
+class FileLog(LogBase):
     """A ``PartitionLog`` on segment files in ``directory``; opening it runs recovery."""
 
     def __init__(self, directory: Path, config: LogConfig | None = None) -> None:
@@ -304,14 +298,6 @@ class FileLog:
     @property
     def log_end_offset(self) -> int:
         return self._end
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def unflushed_messages(self) -> int:
-        return self._policy.unflushed_messages
 
     @property
     def directory(self) -> Path:
@@ -426,21 +412,13 @@ class FileLog:
 
         return sync
 
-    def maybe_flush(self, now_ms: int) -> None:
-        self._check_open()
-        if self._policy.time_due(now_ms):
-            self.flush()
-
     def truncate_to(self, offset: int) -> None:
         """Drop batches with base offset >= ``offset``, durably.
 
         Below the log start offset the whole log goes and restarts empty at
         ``offset`` (Kafka's truncateFullyAndStartAt).
         """
-        self._check_open()
-        if offset < 0:
-            raise ValueError(f"cannot truncate to negative offset {offset}")
-        if offset >= self._end:
+        if not self._truncates(offset, self._end):
             return
         full = offset < self._start
         removed = False
@@ -465,7 +443,7 @@ class FileLog:
                 seg.max_timestamp_ms = max(seg.max_timestamp_ms, header.max_timestamp)
             seg.sync()
             if removed:
-                _fsync_dir(self._dir)
+                fsync_dir(self._dir)
         self._end = self._segments[-1].next_offset
         self._policy.reset()
         if self._start > self._end:  # a full truncation, or a cut inside the straddling batch
@@ -474,11 +452,8 @@ class FileLog:
 
     def advance_start_offset(self, offset: int) -> None:
         """Persist a higher log start offset, then delete the segments wholly below it."""
-        self._check_open()
-        if offset <= self._start:
+        if not self._advances(offset, self._start, self._end):
             return
-        if offset > self._end:
-            raise out_of_range(offset, self._start, self._end)
         self._start = offset
         self._write_start_checkpoint()
         self._delete_segments_below(offset)
@@ -486,11 +461,6 @@ class FileLog:
     def segments(self) -> list[SegmentInfo]:
         self._check_open()
         return [seg.info() for seg in self._segments]
-
-    def reconfigure(self, config: LogConfig) -> None:
-        check_config(config)
-        self._config = config
-        self._policy.config = config
 
     @property
     def cleaned_offset(self) -> int:
@@ -564,7 +534,7 @@ class FileLog:
             seg.created_ms = seg.modified_ms = now_ms
         self._segments.append(seg)
         self._bases.append(base)
-        _fsync_dir(self._dir)
+        fsync_dir(self._dir)
         return seg
 
     def _roll(self, now_ms: int | None = None) -> _Segment:
@@ -588,7 +558,7 @@ class FileLog:
             self._bases.pop(0)
             deleted = True
         if deleted:
-            _fsync_dir(self._dir)
+            fsync_dir(self._dir)
 
     def _write_start_checkpoint(self) -> None:
         path = self._dir / START_OFFSET_FILE
@@ -600,7 +570,7 @@ class FileLog:
         finally:
             os.close(fd)
         tmp.replace(path)
-        _fsync_dir(self._dir)
+        fsync_dir(self._dir)
 
     def _read_start_checkpoint(self) -> int | None:
         path = self._dir / START_OFFSET_FILE
@@ -619,7 +589,7 @@ class FileLog:
         created = not self._dir.exists()
         self._dir.mkdir(parents=True, exist_ok=True)
         if created:
-            _fsync_dir(self._dir.parent)
+            fsync_dir(self._dir.parent)
         for tmp in self._dir.glob(f"*{_TMP_SUFFIX}"):
             tmp.unlink()
         for leftover in self._dir.glob(f"*{DELETED_SUFFIX}"):
@@ -697,7 +667,7 @@ class FileLog:
                 reason,
             )
             seg.delete()
-        _fsync_dir(self._dir)
+        fsync_dir(self._dir)
 
     def _scan(self, seg: _Segment, *, verify_crc: bool, gaps: bool = False) -> bool:
         """Rebuild ``seg``'s index from its batches; truncate at the first bad one.
@@ -750,29 +720,20 @@ class FileLog:
         return False
 
 
-class FileStorage:
+class FileStorage(StorageBase[FileLog]):
     """A ``Storage`` of FileLogs, one directory per partition under ``root_dir``."""
 
     def __init__(self, root_dir: Path, default_config: LogConfig | None = None) -> None:
         self._root = Path(root_dir)
         self._root.mkdir(parents=True, exist_ok=True)
-        self._default_config = default_config or LogConfig()
-        self._open: dict[tuple[str, int], FileLog] = {}
+        super().__init__(default_config)
 
     @property
     def root_dir(self) -> Path:
         return self._root
 
-    def open_log(self, topic: str, partition: int, config: LogConfig | None = None) -> FileLog:
-        """The open log of a partition (the same object while it stays open; two would clash)."""
-        check_partition(topic, partition)
-        key = (topic, partition)
-        log = self._open.get(key)
-        if log is not None and not log.closed:
-            return log
-        log = FileLog(self._root / f"{topic}-{partition}", config or self._default_config)
-        self._open[key] = log
-        return log
+    def _new_log(self, topic: str, partition: int, config: LogConfig) -> FileLog:
+        return FileLog(self._root / f"{topic}-{partition}", config)
 
     def list_logs(self) -> list[tuple[str, int]]:
         found = []
@@ -791,7 +752,7 @@ class FileStorage:
         path = self._root / f"{topic}-{partition}"
         if path.exists():
             shutil.rmtree(path)
-            _fsync_dir(self._root)
+            fsync_dir(self._root)
 
     def close(self) -> None:
         logs = list(self._open.values())

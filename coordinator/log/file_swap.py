@@ -20,17 +20,11 @@ import json
 import os
 from pathlib import Path
 
+from coordinator.log.data_dir import fsync_dir
+
 CLEANED_SUFFIX = ".cleaned"
 MANIFEST = "cleaner-swap"
 CHECKPOINT = "cleaner-offset-checkpoint"
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -67,7 +61,7 @@ def stage_and_commit(
         _write_atomically(directory / f"{base:020d}.log{CLEANED_SUFFIX}", b"".join(batches))
     manifest = {"replaced": replaced, "removed": removed, "cleaned_offset": cleaned_offset}
     _write_atomically(directory / MANIFEST, json.dumps(manifest).encode())
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
 def finish(directory: Path) -> None:
@@ -87,15 +81,15 @@ def finish(directory: Path) -> None:
         _segment(directory, int(base)).unlink(missing_ok=True)
         (directory / f"{int(base):020d}.index").unlink(missing_ok=True)
     _write_atomically(directory / CHECKPOINT, f"{int(manifest['cleaned_offset'])}\n".encode())
-    _fsync_dir(directory)
+    fsync_dir(directory)
     manifest_path.unlink()
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
 def write_checkpoint(directory: Path, cleaned_offset: int) -> None:
     """Record the cleaner checkpoint alone (a pass that changed no segment)."""
     _write_atomically(directory / CHECKPOINT, f"{cleaned_offset}\n".encode())
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
 def read_checkpoint(directory: Path) -> int | None:

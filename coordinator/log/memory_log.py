@@ -2,7 +2,7 @@
 
 Unit tests and the benchmark's memory mode use these.  ``FileLog`` must behave
 identically through the ``PartitionLog`` protocol, so the pieces both need
-(batch validation, config checks, the flush policy) live here and
+(batch validation, config checks, the flush policy, ``LogBase``) live here and
 ``file_log`` imports them, rather than being written twice.
 """
 
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import bisect
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from coordinator.log.segments import ListSegments
 from coordinator.log.storage import LogConfig, SegmentInfo
@@ -61,17 +62,20 @@ def assign_offset(batch: bytes | bytearray | memoryview, base_offset: int) -> by
 
 def check_config(config: LogConfig) -> None:
     """Reject settings that would break the log's invariants (not Kafka errors: a bug)."""
-    if not 0 < config.segment_bytes <= INT32_MAX:
-        msg = f"segment_bytes must be in [1, {INT32_MAX}], got {config.segment_bytes}"
-        raise ValueError(msg)
-    if config.segment_ms < 1:
-        raise ValueError("segment_ms must be >= 1")
-    if config.index_interval_bytes < 0:
-        raise ValueError("index_interval_bytes must be >= 0")
-    if config.flush_interval_messages < 1:
-        raise ValueError("flush_interval_messages must be >= 1")
-    if config.flush_interval_ms is not None and config.flush_interval_ms < 0:
-        raise ValueError("flush_interval_ms must be >= 0 or None")
+    flush_ms = config.flush_interval_ms
+    broken_rules = (
+        (
+            not 0 < config.segment_bytes <= INT32_MAX,
+            f"segment_bytes must be in [1, {INT32_MAX}], got {config.segment_bytes}",
+        ),
+        (config.segment_ms < 1, "segment_ms must be >= 1"),
+        (config.index_interval_bytes < 0, "index_interval_bytes must be >= 0"),
+        (config.flush_interval_messages < 1, "flush_interval_messages must be >= 1"),
+        (flush_ms is not None and flush_ms < 0, "flush_interval_ms must be >= 0 or None"),
+    )
+    for broken, msg in broken_rules:
+        if broken:
+            raise ValueError(msg)
 
 
 def check_partition(topic: str, partition: int) -> None:
@@ -123,6 +127,56 @@ class FlushPolicy:
         self.oldest_unflushed_ms = None
 
 
+class LogBase(ABC):
+    """What the partition logs here share: the flush policy's time rule and reconfiguration,
+    and the checks that open ``truncate_to`` and ``advance_start_offset``."""
+
+    _config: LogConfig
+    _policy: FlushPolicy
+    _closed: bool
+
+    @abstractmethod
+    def flush(self) -> None: ...
+
+    @abstractmethod
+    def _check_open(self) -> None: ...
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._policy.unflushed_messages
+
+    def maybe_flush(self, now_ms: int) -> None:
+        self._check_open()
+        if self._policy.time_due(now_ms):
+            self.flush()
+
+    def reconfigure(self, config: LogConfig) -> None:
+        check_config(config)
+        self._config = config
+        self._policy.config = config
+
+    def _truncates(self, offset: int, end: int) -> bool:
+        """Check ``truncate_to(offset)``: True if batches at or above ``offset`` exist."""
+        self._check_open()
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        return offset < end
+
+    def _advances(self, offset: int, start: int, end: int) -> bool:
+        """Check ``advance_start_offset(offset)``: True if the start offset moves up;
+        beyond the end is out of range."""
+        self._check_open()
+        if offset <= start:
+            return False
+        if offset > end:
+            raise out_of_range(offset, start, end)
+        return True
+
+
 class BatchList(Protocol):
     """Batches kept in memory in offset order (the memory log's and the simulated disk's)."""
 
@@ -172,7 +226,7 @@ class _MemoryData:
     cleaned_offset: int = 0
 
 
-class MemoryLog:
+class MemoryLog(LogBase):
     """A ``PartitionLog`` whose batches are Python lists.
 
     Segment boundaries follow FileLog's roll rules (``ListSegments``) so retention
@@ -196,14 +250,6 @@ class MemoryLog:
     @property
     def log_end_offset(self) -> int:
         return self._data.end
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def unflushed_messages(self) -> int:
-        return self._policy.unflushed_messages
 
     def append(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
         """Validate, assign the next offset, store; applies the message flush rule."""
@@ -236,22 +282,14 @@ class MemoryLog:
         self.flush_count += 1
         self._policy.reset()
 
-    def maybe_flush(self, now_ms: int) -> None:
-        self._check_open()
-        if self._policy.time_due(now_ms):
-            self.flush()
-
     def truncate_to(self, offset: int) -> None:
         """Drop batches with base offset >= ``offset``.
 
         Below the log start offset the whole log goes and restarts empty at
         ``offset`` (Kafka's truncateFullyAndStartAt).
         """
-        self._check_open()
-        if offset < 0:
-            raise ValueError(f"cannot truncate to negative offset {offset}")
         data = self._data
-        if offset >= data.end:
+        if not self._truncates(offset, data.end):
             return
         cut = 0 if offset < data.start else bisect.bisect_left(data.bases, offset)
         del data.bases[cut:], data.headers[cut:], data.blobs[cut:]
@@ -264,12 +302,9 @@ class MemoryLog:
 
     def advance_start_offset(self, offset: int) -> None:
         """Raise the start offset (never lower it); beyond the end is out of range."""
-        self._check_open()
         data = self._data
-        if offset <= data.start:
+        if not self._advances(offset, data.start, data.end):
             return
-        if offset > data.end:
-            raise out_of_range(offset, data.start, data.end)
         data.start = offset
         drop = 0
         while drop < len(data.headers) and data.headers[drop].last_offset < offset:
@@ -281,11 +316,6 @@ class MemoryLog:
         self._check_open()
         data = self._data
         return data.segments.view(data.bases, data.headers, data.start, data.end)
-
-    def reconfigure(self, config: LogConfig) -> None:
-        check_config(config)
-        self._config = config
-        self._policy.config = config
 
     def purge_deleted(self) -> int:
         return 0
@@ -307,25 +337,42 @@ class MemoryLog:
             raise ClosedError("log is closed")
 
 
-class MemoryStorage:
-    """A ``Storage`` of memory logs; closing and reopening a log keeps its batches."""
+L = TypeVar("L", bound=LogBase)
 
-    def __init__(self, default_config: LogConfig | None = None) -> None:
+
+class StorageBase(ABC, Generic[L]):
+    """What the storages here share: the open log of each partition."""
+
+    def __init__(self, default_config: LogConfig | None) -> None:
         self._default_config = default_config or LogConfig()
-        self._data: dict[tuple[str, int], _MemoryData] = {}
-        self._open: dict[tuple[str, int], MemoryLog] = {}
+        self._open: dict[tuple[str, int], L] = {}
 
-    def open_log(self, topic: str, partition: int, config: LogConfig | None = None) -> MemoryLog:
-        """The open log of a partition (the same object while it stays open), creating it."""
+    def open_log(self, topic: str, partition: int, config: LogConfig | None = None) -> L:
+        """The open log of a partition, creating it: the same object while it stays open (two
+        over the same files would clash)."""
         check_partition(topic, partition)
         key = (topic, partition)
         log = self._open.get(key)
         if log is not None and not log.closed:
             return log
-        data = self._data.setdefault(key, _MemoryData())
-        log = MemoryLog(config or self._default_config, _data=data)
+        log = self._new_log(topic, partition, config or self._default_config)
         self._open[key] = log
         return log
+
+    @abstractmethod
+    def _new_log(self, topic: str, partition: int, config: LogConfig) -> L: ...
+
+
+class MemoryStorage(StorageBase[MemoryLog]):
+    """A ``Storage`` of memory logs; closing and reopening a log keeps its batches."""
+
+    def __init__(self, default_config: LogConfig | None = None) -> None:
+        super().__init__(default_config)
+        self._data: dict[tuple[str, int], _MemoryData] = {}
+
+    def _new_log(self, topic: str, partition: int, config: LogConfig) -> MemoryLog:
+        data = self._data.setdefault((topic, partition), _MemoryData())
+        return MemoryLog(config, _data=data)
 
     def list_logs(self) -> list[tuple[str, int]]:
         return sorted(self._data)

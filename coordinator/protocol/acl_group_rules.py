@@ -23,7 +23,10 @@ from coordinator.protocol.acl_rules import (
     Handler,
     RequestContext,
     Response,
+    answer_kept,
+    list_rule,
     split,
+    txn_and_group_denial,
     with_body,
 )
 from coordinator.protocol.wire import DecodedRequest, field
@@ -31,16 +34,28 @@ from txn.errors import ErrorCode
 from txn.ids import KEY_TYPE_GROUP, KEY_TYPE_SHARE, KEY_TYPE_TRANSACTION
 
 
-def _offset_entries(topics: Iterable[Any], code: ErrorCode) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": t.name,
-            "partitions": [
-                {"partition_index": p.partition_index, "error_code": code} for p in t.partitions
-            ],
-        }
-        for t in topics
-    ]
+def _offset_entry(t: Any, code: ErrorCode) -> dict[str, Any]:
+    return {
+        "name": t.name,
+        "partitions": [
+            {"partition_index": p.partition_index, "error_code": code} for p in t.partitions
+        ],
+    }
+
+
+def _offset_denied(t: Any) -> dict[str, Any]:
+    return _offset_entry(t, TOPIC_DENIED)
+
+
+async def _read_topics(
+    ctx: RequestContext,
+    req: DecodedRequest,
+    handler: Handler,
+    empty: dict[str, Any] | None = None,
+) -> Response:
+    """READ on each topic of the offset request's [{name, partitions}]."""
+    checked = split(req.body.topics, lambda t: ctx.topic(OP.READ, t.name))
+    return await answer_kept(req, handler, "topics", checked, "topics", _offset_denied, empty=empty)
 
 
 async def offset_commit_rule(
@@ -48,47 +63,26 @@ async def offset_commit_rule(
 ) -> Response:
     b = req.body
     if not ctx.group(OP.READ, b.group_id):
-        return {"topics": _offset_entries(b.topics, GROUP_DENIED)}
-    kept, denied = split(b.topics, lambda t: ctx.topic(OP.READ, t.name))
-    if not denied:
-        return await handler(req)
-    response = await handler(with_body(req, topics=kept)) if kept else {"topics": []}
-    assert response is not None
-    response["topics"] = [*response["topics"], *_offset_entries(denied, TOPIC_DENIED)]
-    return response
+        return {"topics": [_offset_entry(t, GROUP_DENIED) for t in b.topics]}
+    return await _read_topics(ctx, req, handler)
 
 
 async def txn_offset_commit_rule(
     ctx: RequestContext, req: DecodedRequest, handler: Handler
 ) -> Response:
     b = req.body
-    if not ctx.txn(b.transactional_id):
-        return {"topics": _offset_entries(b.topics, TXN_DENIED)}
-    if not ctx.group(OP.READ, b.group_id):
-        return {"topics": _offset_entries(b.topics, GROUP_DENIED)}
-    kept, denied = split(b.topics, lambda t: ctx.topic(OP.READ, t.name))
-    if not denied:
-        return await handler(req)
-    response = await handler(with_body(req, topics=kept)) if kept else {"topics": []}
-    assert response is not None
-    response["topics"] = [*response["topics"], *_offset_entries(denied, TOPIC_DENIED)]
-    return response
+    code = txn_and_group_denial(ctx, b)
+    if code is not None:
+        return {"topics": [_offset_entry(t, code) for t in b.topics]}
+    return await _read_topics(ctx, req, handler)
 
 
 async def offset_delete_rule(
     ctx: RequestContext, req: DecodedRequest, handler: Handler
 ) -> Response:
-    b = req.body
-    if not ctx.group(OP.DELETE, b.group_id):
+    if not ctx.group(OP.DELETE, req.body.group_id):
         return {"error_code": GROUP_DENIED, "topics": []}
-    kept, denied = split(b.topics, lambda t: ctx.topic(OP.READ, t.name))
-    if not denied:
-        return await handler(req)
-    empty: dict[str, Any] = {"error_code": ErrorCode.NONE, "topics": []}
-    response = await handler(with_body(req, topics=kept)) if kept else empty
-    assert response is not None
-    response["topics"] = [*response["topics"], *_offset_entries(denied, TOPIC_DENIED)]
-    return response
+    return await _read_topics(ctx, req, handler, {"error_code": ErrorCode.NONE, "topics": []})
 
 
 def _fetched_entries(topics: Iterable[Any], code: ErrorCode) -> list[dict[str, Any]]:
@@ -190,38 +184,21 @@ async def find_coordinator_rule(
                 "port": -1,
             }
         return await handler(req)
-    kept, denied = split(b.coordinator_keys, lambda k: denial(k) is None)
-    if not denied:
-        return await handler(req)
-    response = (
-        await handler(with_body(req, coordinator_keys=kept)) if kept else {"coordinators": []}
+
+    def denied_entry(k: str) -> dict[str, Any]:
+        return {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": denial(k)}
+
+    checked = split(b.coordinator_keys, lambda k: denial(k) is None)
+    return await answer_kept(
+        req, handler, "coordinator_keys", checked, "coordinators", denied_entry
     )
-    assert response is not None
-    response["coordinators"] = [
-        *response["coordinators"],
-        *(
-            {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": denial(k)}
-            for k in denied
-        ),
-    ]
-    return response
 
 
 def groups_listing_rule(
     op: Any, list_key: str, response_key: str, entry: Callable[[str], dict[str, Any]]
 ) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
     """APIs over a list of group ids answered per group (Describe*/DeleteGroups)."""
-
-    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
-        kept, denied = split(getattr(req.body, list_key), lambda g: ctx.group(op, g))
-        if not denied:
-            return await handler(req)
-        response = await handler(with_body(req, **{list_key: kept})) if kept else {response_key: []}
-        assert response is not None
-        response[response_key] = [*response[response_key], *(entry(g) for g in denied)]
-        return response
-
-    return rule
+    return list_rule(list_key, response_key, lambda ctx, g: ctx.group(op, g), entry)
 
 
 describe_groups_rule = groups_listing_rule(
@@ -387,57 +364,52 @@ async def txn_share_acknowledge_rule(
     """KIP-1289 TxnShareAcknowledge: checked as TxnOffsetCommit."""
     b = req.body
 
-    def every(code: ErrorCode, topics: Iterable[Any]) -> list[dict[str, Any]]:
-        return [
-            {
-                "topic_id": t.topic_id,
-                "partitions": [
-                    {"partition": p.partition, "error_code": code, "error_message": None}
-                    for p in t.partitions
-                ],
-            }
-            for t in topics
-        ]
+    def entry(t: Any, code: ErrorCode) -> dict[str, Any]:
+        return {
+            "topic_id": t.topic_id,
+            "partitions": [
+                {"partition": p.partition, "error_code": code, "error_message": None}
+                for p in t.partitions
+            ],
+        }
 
-    if not ctx.txn(b.transactional_id):
-        return {"topics": every(TXN_DENIED, b.topics)}
-    if not ctx.group(OP.READ, b.group_id):
-        return {"topics": every(GROUP_DENIED, b.topics)}
-    kept, denied = split(b.topics, lambda t: ctx.topic_by_id(OP.READ, t.topic_id))
-    if not denied:
-        return await handler(req)
-    response = await handler(with_body(req, topics=kept)) if kept else {"topics": []}
-    assert response is not None
-    response["topics"] = [*response["topics"], *every(TOPIC_DENIED, denied)]
-    return response
+    code = txn_and_group_denial(ctx, b)
+    if code is not None:
+        return {"topics": [entry(t, code) for t in b.topics]}
+    checked = split(b.topics, lambda t: ctx.topic_by_id(OP.READ, t.topic_id))
+    return await answer_kept(
+        req, handler, "topics", checked, "topics", lambda t: entry(t, TOPIC_DENIED)
+    )
 
 
 def share_offsets_rule(group_op: Any, topic_op: Any, with_partitions: bool) -> Callable[..., Any]:
     """Alter/DeleteShareGroupOffsets: one group, topics by name."""
 
+    def denied_entry(t: Any) -> dict[str, Any]:
+        entry: dict[str, Any] = {"topic_name": t.topic_name, "topic_id": NO_TOPIC_ID}
+        if with_partitions:
+            entry["partitions"] = [
+                {"partition_index": p.partition_index, "error_code": TOPIC_DENIED}
+                for p in t.partitions
+            ]
+        else:
+            entry["error_code"] = TOPIC_DENIED
+        return entry
+
     async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
         b = req.body
         if not ctx.group(group_op, b.group_id):
             return {"error_code": GROUP_DENIED, "error_message": None, "responses": []}
-        kept, denied = split(b.topics, lambda t: ctx.topic(topic_op, t.topic_name))
-        if not denied:
-            return await handler(req)
-        if kept:
-            response = await handler(with_body(req, topics=kept))
-        else:
-            response = {"error_code": ErrorCode.NONE, "error_message": None, "responses": []}
-        assert response is not None
-        for t in denied:
-            entry: dict[str, Any] = {"topic_name": t.topic_name, "topic_id": NO_TOPIC_ID}
-            if with_partitions:
-                entry["partitions"] = [
-                    {"partition_index": p.partition_index, "error_code": TOPIC_DENIED}
-                    for p in t.partitions
-                ]
-            else:
-                entry["error_code"] = TOPIC_DENIED
-            response["responses"] = [*response["responses"], entry]
-        return response
+        checked = split(b.topics, lambda t: ctx.topic(topic_op, t.topic_name))
+        return await answer_kept(
+            req,
+            handler,
+            "topics",
+            checked,
+            "responses",
+            denied_entry,
+            empty={"error_code": ErrorCode.NONE, "error_message": None, "responses": []},
+        )
 
     return rule
 

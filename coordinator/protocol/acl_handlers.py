@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from coordinator.protocol.responses import api, handler_table
 from coordinator.protocol.wire import DecodedRequest
 from coordinator.security.acls import (
     CLUSTER_NAME,
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sharetxn.security")
 
+AdminHandler = Callable[["Session", DecodedRequest], Awaitable[dict[str, Any]]]
+
 _NO_AUTHORIZER = "No Authorizer is configured."
 _CLUSTER_DENIED = "Cluster authorization failed."
 
@@ -57,13 +60,7 @@ class SecurityAdminHandlers:
     ) -> None:
         self.metadata = metadata
         self._authorizer = authorizer
-        self.table: dict[int, Callable[[Session, DecodedRequest], Awaitable[dict[str, Any]]]] = {
-            29: self.describe_acls,
-            30: self.create_acls,
-            31: self.delete_acls,
-            50: self.describe_user_scram_credentials,
-            51: self.alter_user_scram_credentials,
-        }
+        self.table: dict[int, AdminHandler] = handler_table(self)
 
     def _cluster_allowed(self, session: Session, operation: AclOperation) -> bool:
         authorizer = self._authorizer()
@@ -73,6 +70,7 @@ class SecurityAdminHandlers:
 
     # -- ACLs -----------------------------------------------------------------------------------
 
+    @api(30)
     async def create_acls(self, session: Session, req: DecodedRequest) -> dict[str, Any]:
         creations = list(req.body.creations)
         authorizer = self._authorizer()
@@ -120,6 +118,7 @@ class SecurityAdminHandlers:
             _enum(AclPermissionType, f.permission_type),
         )
 
+    @api(29)
     async def describe_acls(self, session: Session, req: DecodedRequest) -> dict[str, Any]:
         authorizer = self._authorizer()
         if authorizer is None:
@@ -152,6 +151,7 @@ class SecurityAdminHandlers:
             ],
         }
 
+    @api(31)
     async def delete_acls(self, session: Session, req: DecodedRequest) -> dict[str, Any]:
         filters = list(req.body.filters)
         authorizer = self._authorizer()
@@ -196,6 +196,7 @@ class SecurityAdminHandlers:
 
     # -- SCRAM credentials ----------------------------------------------------------------------
 
+    @api(50)
     async def describe_user_scram_credentials(
         self, session: Session, req: DecodedRequest
     ) -> dict[str, Any]:
@@ -238,6 +239,7 @@ class SecurityAdminHandlers:
                 )
         return {"error_code": ErrorCode.NONE, "results": results}
 
+    @api(51)
     async def alter_user_scram_credentials(
         self, session: Session, req: DecodedRequest
     ) -> dict[str, Any]:

@@ -88,6 +88,47 @@ def split(items: Iterable[T], ok: Callable[[T], bool]) -> tuple[tuple[T, ...], l
     return tuple(kept), denied
 
 
+async def answer_kept(
+    req: DecodedRequest,
+    handler: Handler,
+    request_key: str,
+    checked: tuple[tuple[T, ...], list[T]],
+    response_key: str,
+    denied_entry: Callable[[T], dict[str, Any]],
+    *,
+    empty: dict[str, Any] | None = None,
+) -> Response:
+    """Filter, call, merge: the handler answers the kept items of ``request_key`` (``empty``,
+    by default an empty ``response_key`` list, when none is kept) and each denied item gets
+    its ``denied_entry`` appended to the ``response_key`` list."""
+    kept, denied = checked
+    if not denied:
+        return await handler(req)
+    if kept:
+        response = await handler(with_body(req, **{request_key: kept}))
+    else:
+        response = {response_key: []} if empty is None else empty
+    assert response is not None
+    response[response_key] = [*response[response_key], *(denied_entry(d) for d in denied)]
+    return response
+
+
+def list_rule(
+    list_key: str,
+    response_key: str,
+    ok: Callable[[RequestContext, Any], bool],
+    denied_entry: Callable[[Any], dict[str, Any]],
+) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+    """Rules of APIs over one request list answered per item: the ``ok`` items reach the
+    handler, the others get their ``denied_entry``."""
+
+    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+        checked = split(getattr(req.body, list_key), lambda item: ok(ctx, item))
+        return await answer_kept(req, handler, list_key, checked, response_key, denied_entry)
+
+    return rule
+
+
 # -- single-resource rules ----------------------------------------------------------------------
 
 
@@ -95,22 +136,26 @@ def top(code: ErrorCode) -> dict[str, Any]:
     return {"error_code": code, "error_message": None}
 
 
-def group_rule(op: AclOperation) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+def guarded(
+    denial: Callable[[RequestContext, Any], ErrorCode | None],
+) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+    """The rule that answers ``top(error)`` when ``denial`` finds one for the request body."""
+
     async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
-        if not ctx.group(op, str(req.body.group_id)):
-            return top(GROUP_DENIED)
+        code = denial(ctx, req.body)
+        if code is not None:
+            return top(code)
         return await handler(req)
 
     return rule
+
+
+def group_rule(op: AclOperation) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+    return guarded(lambda ctx, b: None if ctx.group(op, str(b.group_id)) else GROUP_DENIED)
 
 
 def cluster_rule(op: AclOperation) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
-    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
-        if not ctx.cluster(op):
-            return top(CLUSTER_DENIED)
-        return await handler(req)
-
-    return rule
+    return guarded(lambda ctx, _b: None if ctx.cluster(op) else CLUSTER_DENIED)
 
 
 async def open_rule(_ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
@@ -132,35 +177,28 @@ async def init_producer_id_rule(
     return await handler(req)
 
 
-async def end_txn_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
-    if not ctx.txn(req.body.transactional_id):
-        return top(TXN_DENIED)
-    return await handler(req)
+end_txn_rule = guarded(lambda ctx, b: None if ctx.txn(b.transactional_id) else TXN_DENIED)
 
 
-async def add_offsets_to_txn_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
-) -> Response:
-    b = req.body
+def txn_and_group_denial(ctx: RequestContext, b: Any) -> ErrorCode | None:
+    """WRITE on the transactional id, then READ on the group (AddOffsetsToTxn's checks)."""
     if not ctx.txn(b.transactional_id):
-        return top(TXN_DENIED)
+        return TXN_DENIED
     if not ctx.group(OP.READ, b.group_id):
-        return top(GROUP_DENIED)
-    return await handler(req)
+        return GROUP_DENIED
+    return None
 
 
-async def add_share_acks_to_txn_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
-) -> Response:
+def _share_acks_denial(ctx: RequestContext, b: Any) -> ErrorCode | None:
     """KIP-1289 AddShareAcksToTxn: as AddOffsetsToTxn, plus READ on each data topic."""
-    b = req.body
-    if not ctx.txn(b.transactional_id):
-        return top(TXN_DENIED)
-    if not ctx.group(OP.READ, b.group_id):
-        return top(GROUP_DENIED)
-    if any(not ctx.topic(OP.READ, t.name) for t in b.topics):
-        return top(TOPIC_DENIED)
-    return await handler(req)
+    code = txn_and_group_denial(ctx, b)
+    if code is None and any(not ctx.topic(OP.READ, t.name) for t in b.topics):
+        return TOPIC_DENIED
+    return code
+
+
+add_offsets_to_txn_rule = guarded(txn_and_group_denial)
+add_share_acks_to_txn_rule = guarded(_share_acks_denial)
 
 
 async def membership_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
@@ -229,15 +267,7 @@ async def fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler)
         name = _topic_name(ctx, t)
         return name is None or ctx.topic(OP.READ, name)
 
-    kept, denied = split(b.topics, ok)
-    if not denied:
-        return await handler(req)
-    if kept:
-        response = await handler(with_body(req, topics=kept))
-    else:
-        response = {"error_code": ErrorCode.NONE, "session_id": 0, "responses": []}
-    assert response is not None
-    for t in denied:
+    def denied_entry(t: Any) -> dict[str, Any]:
         entry: dict[str, Any] = {
             "partitions": [
                 {
@@ -256,36 +286,34 @@ async def fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler)
             entry["topic_id"] = t.topic_id
         else:
             entry["topic"] = name
-        response["responses"] = [*response["responses"], entry]
-    return response
+        return entry
+
+    empty = {"error_code": ErrorCode.NONE, "session_id": 0, "responses": []}
+    checked = split(b.topics, ok)
+    return await answer_kept(
+        req, handler, "topics", checked, "responses", denied_entry, empty=empty
+    )
 
 
-async def list_offsets_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
-    kept, denied = split(req.body.topics, lambda t: ctx.topic(OP.DESCRIBE, t.name))
-    if not denied:
-        return await handler(req)
-    response = await handler(with_body(req, topics=kept)) if kept else {"topics": []}
-    assert response is not None
-    response["topics"] = [
-        *response["topics"],
-        *(
+def _list_offsets_denied(t: Any) -> dict[str, Any]:
+    return {
+        "name": t.name,
+        "partitions": [
             {
-                "name": t.name,
-                "partitions": [
-                    {
-                        "partition_index": p.partition_index,
-                        "error_code": TOPIC_DENIED,
-                        "timestamp": -1,
-                        "offset": -1,
-                        "leader_epoch": -1,
-                    }
-                    for p in t.partitions
-                ],
+                "partition_index": p.partition_index,
+                "error_code": TOPIC_DENIED,
+                "timestamp": -1,
+                "offset": -1,
+                "leader_epoch": -1,
             }
-            for t in denied
-        ),
-    ]
-    return response
+            for p in t.partitions
+        ],
+    }
+
+
+list_offsets_rule = list_rule(
+    "topics", "topics", lambda ctx, t: ctx.topic(OP.DESCRIBE, t.name), _list_offsets_denied
+)
 
 
 def _metadata_denied(name: str | None, topic_id: Any) -> dict[str, Any]:
@@ -340,29 +368,32 @@ async def metadata_rule(ctx: RequestContext, req: DecodedRequest, handler: Handl
     return response
 
 
+def _create_topics_denied(t: Any) -> dict[str, Any]:
+    return {
+        "name": t.name,
+        "error_code": TOPIC_DENIED,
+        "error_message": "Authorization failed.",
+        "num_partitions": -1,
+        "replication_factor": -1,
+    }
+
+
 async def create_topics_rule(
     ctx: RequestContext, req: DecodedRequest, handler: Handler
 ) -> Response:
     any_topic = ctx.cluster(OP.CREATE)
-    kept, denied = split(req.body.topics, lambda t: any_topic or ctx.topic(OP.CREATE, t.name))
-    if not denied:
-        return await handler(req)
-    response = await handler(with_body(req, topics=kept)) if kept else {"topics": []}
-    assert response is not None
-    response["topics"] = [
-        *response["topics"],
-        *(
-            {
-                "name": t.name,
-                "error_code": TOPIC_DENIED,
-                "error_message": "Authorization failed.",
-                "num_partitions": -1,
-                "replication_factor": -1,
-            }
-            for t in denied
-        ),
-    ]
-    return response
+    checked = split(req.body.topics, lambda t: any_topic or ctx.topic(OP.CREATE, t.name))
+    return await answer_kept(req, handler, "topics", checked, "topics", _create_topics_denied)
+
+
+def _name_denied(t: Any) -> dict[str, Any]:
+    """The entry of a denied topic by name (DeleteTopics v0-5)."""
+    return {"name": t, "error_code": TOPIC_DENIED}
+
+
+def _id_denied(t: Any) -> dict[str, Any]:
+    """The entry of a denied topic by name or id (DeleteTopics v6+)."""
+    return {"name": t.name, "topic_id": t.topic_id, "error_code": TOPIC_DENIED}
 
 
 async def delete_topics_rule(
@@ -370,27 +401,15 @@ async def delete_topics_rule(
 ) -> Response:
     b = req.body
     if hasattr(b, "topic_names"):
-        kept, denied = split(b.topic_names, lambda n: ctx.topic(OP.DELETE, n))
-        changes: dict[str, Any] = {"topic_names": kept}
-        denied_entries = [{"name": n, "error_code": TOPIC_DENIED} for n in denied]
-    else:
+        by_name = split(b.topic_names, lambda n: ctx.topic(OP.DELETE, n))
+        return await answer_kept(req, handler, "topic_names", by_name, "responses", _name_denied)
 
-        def ok(t: Any) -> bool:
-            name = t.name if t.name is not None else ctx.topics.name_of(t.topic_id)
-            return name is None or ctx.topic(OP.DELETE, name)
+    def ok(t: Any) -> bool:
+        name = t.name if t.name is not None else ctx.topics.name_of(t.topic_id)
+        return name is None or ctx.topic(OP.DELETE, name)
 
-        kept_t, denied_t = split(b.topics, ok)
-        changes = {"topics": kept_t}
-        denied_entries = [
-            {"name": t.name, "topic_id": t.topic_id, "error_code": TOPIC_DENIED} for t in denied_t
-        ]
-    if not denied_entries:
-        return await handler(req)
-    empty = not next(iter(changes.values()))
-    response = {"responses": []} if empty else await handler(with_body(req, **changes))
-    assert response is not None
-    response["responses"] = [*response["responses"], *denied_entries]
-    return response
+    by_topic = split(b.topics, ok)
+    return await answer_kept(req, handler, "topics", by_topic, "responses", _id_denied)
 
 
 def topic_partition_rule(
@@ -402,22 +421,10 @@ def topic_partition_rule(
 ) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
     """Rules of APIs whose request is [{name, partitions}] and response [{name, partitions}]."""
 
-    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
-        kept, denied = split(getattr(req.body, list_key), lambda t: ctx.topic(op, t.name))
-        if not denied:
-            return await handler(req)
-        response = await handler(with_body(req, **{list_key: kept})) if kept else {response_key: []}
-        assert response is not None
-        response[response_key] = [
-            *response[response_key],
-            *(
-                {"name": t.name, "partitions": [entry(p) for p in getattr(t, partitions_key)]}
-                for t in denied
-            ),
-        ]
-        return response
+    def denied_entry(t: Any) -> dict[str, Any]:
+        return {"name": t.name, "partitions": [entry(p) for p in getattr(t, partitions_key)]}
 
-    return rule
+    return list_rule(list_key, response_key, lambda ctx, t: ctx.topic(op, t.name), denied_entry)
 
 
 delete_records_rule = topic_partition_rule(
@@ -439,19 +446,13 @@ describe_producers_rule = topic_partition_rule(
 )
 
 
-async def create_partitions_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
-) -> Response:
-    kept, denied = split(req.body.topics, lambda t: ctx.topic(OP.ALTER, t.name))
-    if not denied:
-        return await handler(req)
-    response = await handler(with_body(req, topics=kept)) if kept else {"results": []}
-    assert response is not None
-    response["results"] = [
-        *response["results"],
-        *({"name": t.name, "error_code": TOPIC_DENIED, "error_message": None} for t in denied),
-    ]
-    return response
+def _named_denied(t: Any) -> dict[str, Any]:
+    return {"name": t.name, "error_code": TOPIC_DENIED, "error_message": None}
+
+
+create_partitions_rule = list_rule(
+    "topics", "results", lambda ctx, t: ctx.topic(OP.ALTER, t.name), _named_denied
+)
 
 
 def configs_rule(
@@ -470,24 +471,16 @@ def configs_rule(
                 return None if ctx.cluster(topic_op) else CLUSTER_DENIED
             return None
 
-        kept, denied = split(req.body.resources, lambda r: denial(r) is None)
-        if not denied:
-            return await handler(req)
-        response = await handler(with_body(req, resources=kept)) if kept else {response_key: []}
-        assert response is not None
-        response[response_key] = [
-            *response[response_key],
-            *(
-                {
-                    "error_code": denial(r),
-                    "error_message": None,
-                    "resource_type": int(r.resource_type),
-                    "resource_name": r.resource_name,
-                    "configs": [],
-                }
-                for r in denied
-            ),
-        ]
-        return response
+        def denied_entry(r: Any) -> dict[str, Any]:
+            return {
+                "error_code": denial(r),
+                "error_message": None,
+                "resource_type": int(r.resource_type),
+                "resource_name": r.resource_name,
+                "configs": [],
+            }
+
+        checked = split(req.body.resources, lambda r: denial(r) is None)
+        return await answer_kept(req, handler, "resources", checked, response_key, denied_entry)
 
     return rule

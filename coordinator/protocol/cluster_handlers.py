@@ -9,7 +9,13 @@ from typing import Any
 from coordinator.broker import BrokerCore
 from coordinator.log_settings import default_topic_configs
 from coordinator.protocol.api_versions import SUPPORTED
-from coordinator.protocol.responses import Handler, config_entry
+from coordinator.protocol.responses import (
+    OPERATIONS_NOT_REQUESTED,
+    Handler,
+    api,
+    config_entry,
+    handler_table,
+)
 from coordinator.protocol.share_handlers import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
@@ -39,14 +45,7 @@ class ClusterHandlers:
         self.host = host
         self.port = port
         self.share = share
-        self.table: dict[int, Handler] = {
-            3: self.metadata,
-            10: self.find_coordinator,
-            18: self.api_versions,
-            32: self.describe_configs,
-            35: self.describe_log_dirs,
-            60: self.describe_cluster,
-        }
+        self.table: dict[int, Handler] = handler_table(self)
 
     def endpoint(self) -> tuple[str, int]:
         """The advertised address of the listener the current request came in on."""
@@ -57,6 +56,7 @@ class ClusterHandlers:
         host, port = self.endpoint()
         return {"node_id": self.core.node_id, "host": host, "port": port, "rack": None}
 
+    @api(18)
     async def api_versions(self, req: DecodedRequest) -> dict[str, Any]:
         keys = [
             {"api_key": key, "min_version": lo, "max_version": hi}
@@ -75,6 +75,7 @@ class ClusterHandlers:
             ]
         return answer
 
+    @api(3)
     async def metadata(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         requested = body.topics
@@ -129,7 +130,7 @@ class ClusterHandlers:
                         }
                         for i in range(info.num_partitions)
                     ],
-                    "topic_authorized_operations": -2147483648,
+                    "topic_authorized_operations": OPERATIONS_NOT_REQUESTED,
                 }
             )
         return {
@@ -139,6 +140,7 @@ class ClusterHandlers:
             "topics": topics,
         }
 
+    @api(60)
     async def describe_cluster(self, req: DecodedRequest) -> dict[str, Any]:
         host, port = self.endpoint()
         return {
@@ -147,9 +149,10 @@ class ClusterHandlers:
             "cluster_id": self.core.cluster_id,
             "controller_id": self.core.node_id,
             "brokers": [{"broker_id": self.core.node_id, "host": host, "port": port, "rack": None}],
-            "cluster_authorized_operations": -2147483648,
+            "cluster_authorized_operations": OPERATIONS_NOT_REQUESTED,
         }
 
+    @api(10)
     async def find_coordinator(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         key_type = int(field(body, "key_type", default=0))
@@ -188,6 +191,7 @@ class ClusterHandlers:
             "port": first.get("port", -1),
         }
 
+    @api(32)
     async def describe_configs(self, req: DecodedRequest) -> dict[str, Any]:
         results: list[dict[str, Any]] = []
         for resource in req.body.resources:
@@ -239,6 +243,7 @@ class ClusterHandlers:
             )
         return {"results": results}
 
+    @api(35)
     async def describe_log_dirs(self, req: DecodedRequest) -> dict[str, Any]:
         """One log directory (the data dir) with the size of each partition's segments."""
         wanted = req.body.topics

@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.broker import BrokerCore
-from coordinator.protocol.responses import Handler, WaitForAppend, has_partition_error, millis
+from coordinator.protocol.responses import (
+    Handler,
+    WaitForAppend,
+    api,
+    handler_table,
+    has_partition_error,
+    millis,
+)
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
@@ -16,12 +23,9 @@ class DataHandlers:
     def __init__(self, core: BrokerCore, wait_for_append: WaitForAppend) -> None:
         self.core = core
         self._wait_for_append = wait_for_append
-        self.table: dict[int, Handler] = {
-            0: self.produce,
-            1: self.fetch,
-            2: self.list_offsets,
-        }
+        self.table: dict[int, Handler] = handler_table(self)
 
+    @api(0)
     async def produce(self, req: DecodedRequest) -> dict[str, Any] | None:
         body = req.body
         transactional_id = field(body, "transactional_id")
@@ -153,6 +157,7 @@ class DataHandlers:
             responses.append(entry)
         return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}, total
 
+    @api(1)
     async def fetch(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         clock = self.core.clock
@@ -168,6 +173,7 @@ class DataHandlers:
                 return response
             await self._wait_for_append(deadline_ms)
 
+    @api(2)
     async def list_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         read_committed = int(field(body, "isolation_level", default=0)) == 1

@@ -14,7 +14,14 @@ from typing import Any, TypeVar
 
 from coordinator.broker import BrokerCore
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
-from coordinator.protocol.responses import by_topic, millis
+from coordinator.protocol.responses import (
+    OPERATIONS_NOT_REQUESTED,
+    api,
+    by_topic,
+    handler_table,
+    millis,
+    undescribed_group,
+)
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.errors import ErrorCode, KafkaStorageError
 from txn.ids import TopicPartition
@@ -45,20 +52,7 @@ class GroupHandlers:
 
     def __init__(self, core: BrokerCore) -> None:
         self.core = core
-        self.table: dict[int, Handler] = {
-            8: self.offset_commit,
-            9: self.offset_fetch,
-            11: self.join_group,
-            12: self.heartbeat,
-            13: self.leave_group,
-            14: self.sync_group,
-            15: self.describe_groups,
-            25: self.add_offsets_to_txn,
-            28: self.txn_offset_commit,
-            47: self.offset_delete,
-            68: self.consumer_group_heartbeat,
-            69: self.consumer_group_describe,
-        }
+        self.table: dict[int, Handler] = handler_table(self)
 
     @staticmethod
     async def _deferred(start: Callable[[Callable[[R], None]], None]) -> R:
@@ -73,6 +67,7 @@ class GroupHandlers:
 
     # -- membership -----------------------------------------------------------------------------
 
+    @api(11)
     async def join_group(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         session = millis(b.session_timeout)
@@ -107,6 +102,7 @@ class GroupHandlers:
             ],
         }
 
+    @api(14)
     async def sync_group(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         assignments = {a.member_id: bytes(a.assignment) for a in b.assignments}
@@ -129,6 +125,7 @@ class GroupHandlers:
             "assignment": result.assignment,
         }
 
+    @api(12)
     async def heartbeat(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         error = self.core.groups.heartbeat(
@@ -136,6 +133,7 @@ class GroupHandlers:
         )
         return {"error_code": error}
 
+    @api(13)
     async def leave_group(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         members = field(b, "members")
@@ -153,6 +151,7 @@ class GroupHandlers:
             ],
         }
 
+    @api(15)
     async def describe_groups(self, req: DecodedRequest) -> dict[str, Any]:
         groups = []
         for d in self.core.groups.describe(list(req.body.groups)):
@@ -168,7 +167,7 @@ class GroupHandlers:
                         "protocol_type": "share",
                         "protocol_data": "",
                         "members": [],
-                        "authorized_operations": -2147483648,
+                        "authorized_operations": OPERATIONS_NOT_REQUESTED,
                     }
                 )
                 continue
@@ -190,13 +189,14 @@ class GroupHandlers:
                         }
                         for m in d.members
                     ],
-                    "authorized_operations": -2147483648,
+                    "authorized_operations": OPERATIONS_NOT_REQUESTED,
                 }
             )
         return {"groups": groups}
 
     # -- the consumer group protocol (KIP-848) -------------------------------------------------
 
+    @api(68)
     async def consumer_group_heartbeat(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         owned = None
@@ -242,24 +242,16 @@ class GroupHandlers:
             "assignment": assignment,
         }
 
+    @api(69)
     async def consumer_group_describe(self, req: DecodedRequest) -> dict[str, Any]:
         groups: list[dict[str, Any]] = []
         for group_id, error, group in self.core.groups.describe_consumer_protocol(
             list(req.body.group_ids)
         ):
             if group is None:
-                groups.append(
-                    {
-                        "error_code": error,
-                        "error_message": f"Group {group_id} not found."
-                        if error is ErrorCode.GROUP_ID_NOT_FOUND
-                        else None,
-                        "group_id": group_id,
-                        "group_state": "",  # as Kafka: no state and no epochs for an error
-                        "members": [],
-                        "authorized_operations": -2147483648,
-                    }
-                )
+                not_found = error is ErrorCode.GROUP_ID_NOT_FOUND
+                message = f"Group {group_id} not found." if not_found else None
+                groups.append(undescribed_group(group_id, error, message))
                 continue
             groups.append(
                 {
@@ -287,7 +279,7 @@ class GroupHandlers:
                         }
                         for m in group.members.values()
                     ],
-                    "authorized_operations": -2147483648,
+                    "authorized_operations": OPERATIONS_NOT_REQUESTED,
                 }
             )
         return {"groups": groups}
@@ -307,6 +299,7 @@ class GroupHandlers:
 
     # -- offsets --------------------------------------------------------------------------------
 
+    @api(8)
     async def offset_commit(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         offsets = _offsets(b.topics)
@@ -332,6 +325,7 @@ class GroupHandlers:
                 groups.durable(token)
         return {"topics": by_topic(results, lambda e: {"error_code": e})}
 
+    @api(9)
     async def offset_fetch(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         require_stable = bool(field(b, "require_stable", default=False))
@@ -367,6 +361,7 @@ class GroupHandlers:
             return {"error_code": answers[0]["error_code"], "topics": answers[0]["topics"]}
         return {"groups": answers}
 
+    @api(47)
     async def offset_delete(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         partitions = [
@@ -382,6 +377,7 @@ class GroupHandlers:
 
     # -- transactional offsets (KIP-98, KIP-447) ------------------------------------------------
 
+    @api(25)
     async def add_offsets_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         if not b.group_id:
@@ -391,6 +387,7 @@ class GroupHandlers:
         )
         return {"error_code": error}
 
+    @api(28)
     async def txn_offset_commit(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         results = self.core.txn_offset_commit(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from coordinator.protocol.wire import DecodedRequest
 from txn.errors import ErrorCode
@@ -13,6 +13,46 @@ from txn.ids import TopicPartition
 Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
 #: Wait until a log append or ``deadline_ms`` on the broker's Clock, whichever comes first.
 WaitForAppend = Callable[[int], Awaitable[None]]
+M = TypeVar("M", bound=Callable[..., Any])
+
+_API_KEY = "api_key"
+
+
+def api(key: int) -> Callable[[M], M]:
+    """Mark a handler method as the handler of the API ``key`` (see ``handler_table``)."""
+
+    def mark(method: M) -> M:
+        setattr(method, _API_KEY, key)
+        return method
+
+    return mark
+
+
+def handler_table(family: object) -> dict[int, Any]:
+    """API key -> bound handler, for each method of ``family`` marked with ``@api``."""
+    table: dict[int, Any] = {}
+    for name in dir(type(family)):
+        key = getattr(getattr(type(family), name), _API_KEY, None)
+        if key is not None:
+            table[key] = getattr(family, name)
+    return table
+
+
+#: The authorized operations of an entry whose client did not ask for them (Kafka: INT32_MIN).
+OPERATIONS_NOT_REQUESTED = -2147483648
+
+
+def undescribed_group(group_id: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
+    """A Consumer/ShareGroupDescribe entry for a group it cannot describe: as Kafka, no state
+    and no epochs."""
+    return {
+        "error_code": error,
+        "error_message": message,
+        "group_id": group_id,
+        "group_state": "",
+        "members": [],
+        "authorized_operations": OPERATIONS_NOT_REQUESTED,
+    }
 
 
 def millis(value: Any) -> int:

@@ -15,7 +15,15 @@ from collections.abc import Callable
 from typing import Any
 
 from coordinator.broker import BrokerCore
-from coordinator.protocol.responses import Handler, WaitForAppend, millis
+from coordinator.protocol.responses import (
+    OPERATIONS_NOT_REQUESTED,
+    Handler,
+    WaitForAppend,
+    api,
+    handler_table,
+    millis,
+    undescribed_group,
+)
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
 from coordinator.share.persister import ShareStateKey
@@ -63,24 +71,11 @@ class ShareHandlers:
         self.share = core.share
         self._wait_for_append = wait_for_append
         self._endpoint = broker_endpoint
-        self.table: dict[int, Handler] = {
-            16: self.list_groups,
-            42: self.delete_groups,
-            76: self.share_group_heartbeat,
-            77: self.share_group_describe,
-            78: self.share_fetch,
-            79: self.share_acknowledge,
-            90: self.describe_share_group_offsets,
-            91: self.alter_share_group_offsets,
-            92: self.delete_share_group_offsets,
-            44: self.incremental_alter_configs,
-            93: self.txn_share_acknowledge,
-            94: self.add_share_acks_to_txn,
-            95: self.describe_share_pending_acks,
-        }
+        self.table: dict[int, Handler] = handler_table(self)
 
     # -- membership -----------------------------------------------------------------------------
 
+    @api(76)
     async def share_group_heartbeat(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         subscribed = None if b.subscribed_topic_names is None else list(b.subscribed_topic_names)
@@ -110,20 +105,12 @@ class ShareHandlers:
             "assignment": assignment,
         }
 
+    @api(77)
     async def share_group_describe(self, req: DecodedRequest) -> dict[str, Any]:
         groups: list[dict[str, Any]] = []
         for d in self.share.groups.describe(list(req.body.group_ids)):
-            if d.error is not ErrorCode.NONE:  # Kafka: no state and no epochs for an error
-                groups.append(
-                    {
-                        "error_code": d.error,
-                        "error_message": d.error_message,
-                        "group_id": d.group_id,
-                        "group_state": "",
-                        "members": [],
-                        "authorized_operations": -2147483648,
-                    }
-                )
+            if d.error is not ErrorCode.NONE:
+                groups.append(undescribed_group(d.group_id, d.error, d.error_message))
                 continue
             groups.append(
                 {
@@ -155,11 +142,12 @@ class ShareHandlers:
                         }
                         for m in d.members
                     ],
-                    "authorized_operations": -2147483648,
+                    "authorized_operations": OPERATIONS_NOT_REQUESTED,
                 }
             )
         return {"groups": groups}
 
+    @api(16)
     async def list_groups(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         states = list(field(b, "states_filter", default=()) or ())
@@ -185,6 +173,7 @@ class ShareHandlers:
         listings.sort(key=lambda g: str(g["group_id"]))
         return {"error_code": ErrorCode.NONE, "groups": listings}
 
+    @api(42)
     async def delete_groups(self, req: DecodedRequest) -> dict[str, Any]:
         names = list(req.body.groups_names)
         consumer = [n for n in names if self.core.groups.has_group(n)]
@@ -198,12 +187,19 @@ class ShareHandlers:
 
     # -- fetch and acknowledge ------------------------------------------------------------------
 
-    async def share_fetch(self, req: DecodedRequest) -> dict[str, Any]:
-        b = req.body
+    def _session_of(self, b: Any) -> tuple[str, str, int, int]:
+        """ShareFetch's and ShareAcknowledge's group id, member id and session epoch, and the
+        group's record lock duration (0 without a group)."""
         group_id = b.group_id or ""
         member_id = b.member_id or ""
         epoch = int(b.share_session_epoch)
         lock_ms = self.share.partition_config(group_id).record_lock_duration_ms if group_id else 0
+        return group_id, member_id, epoch, lock_ms
+
+    @api(78)
+    async def share_fetch(self, req: DecodedRequest) -> dict[str, Any]:
+        b = req.body
+        group_id, member_id, epoch, lock_ms = self._session_of(b)
         outcome = ShareFetchOutcome(ErrorCode.NONE)
         if not group_id or not member_id:
             return self._fetch_response(
@@ -309,12 +305,10 @@ class ShareHandlers:
             "node_endpoints": [self._endpoint()],
         }
 
+    @api(79)
     async def share_acknowledge(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
-        group_id = b.group_id or ""
-        member_id = b.member_id or ""
-        epoch = int(b.share_session_epoch)
-        lock_ms = self.share.partition_config(group_id).record_lock_duration_ms if group_id else 0
+        group_id, member_id, epoch, lock_ms = self._session_of(b)
         base: dict[str, Any] = {
             "acquisition_lock_timeout": lock_ms,
             "node_endpoints": [self._endpoint()],
@@ -362,6 +356,7 @@ class ShareHandlers:
 
     # -- KIP-1289 -------------------------------------------------------------------------------
 
+    @api(94)
     async def add_share_acks_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
         """AddShareAcksToTxn: add each (group, topic partition)'s share-state partition."""
         b = req.body
@@ -384,6 +379,7 @@ class ShareHandlers:
         errors = [e for e in results.values() if e is not ErrorCode.NONE]
         return {"error_code": errors[0] if errors else ErrorCode.NONE}
 
+    @api(93)
     async def txn_share_acknowledge(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         acks: list[PartitionAcks] = []
@@ -412,6 +408,7 @@ class ShareHandlers:
             )
         return {"topics": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()]}
 
+    @api(95)
     async def describe_share_pending_acks(self, req: DecodedRequest) -> dict[str, Any]:
         """DescribeSharePendingAcks (sharetxn admin API 95): staged acks per producer.
 
@@ -455,6 +452,7 @@ class ShareHandlers:
 
     # -- share-group offsets (admin) ------------------------------------------------------------
 
+    @api(90)
     async def describe_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         groups = []
         for g in req.body.groups:
@@ -520,15 +518,22 @@ class ShareHandlers:
             )
         return {"groups": groups}
 
+    def _refuse_non_empty(self, group_id: str) -> dict[str, Any] | None:
+        """NON_EMPTY_GROUP while the share group has members: offsets change only when empty."""
+        if self.share.groups.is_empty(group_id):
+            return None
+        return {
+            "error_code": ErrorCode.NON_EMPTY_GROUP,
+            "error_message": f"share group {group_id} is not empty",
+            "responses": [],
+        }
+
+    @api(91)
     async def alter_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         group_id = b.group_id
-        if not self.share.groups.is_empty(group_id):
-            return {
-                "error_code": ErrorCode.NON_EMPTY_GROUP,
-                "error_message": f"share group {group_id} is not empty",
-                "responses": [],
-            }
+        if (refused := self._refuse_non_empty(group_id)) is not None:
+            return refused
         view = self.share.groups.group(group_id)
         state_epoch = (view.group_epoch if view is not None else 0) + 1
         responses = []
@@ -566,15 +571,12 @@ class ShareHandlers:
             )
         return {"error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
 
+    @api(92)
     async def delete_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         group_id = b.group_id
-        if not self.share.groups.is_empty(group_id):
-            return {
-                "error_code": ErrorCode.NON_EMPTY_GROUP,
-                "error_message": f"share group {group_id} is not empty",
-                "responses": [],
-            }
+        if (refused := self._refuse_non_empty(group_id)) is not None:
+            return refused
         responses = []
         for t in b.topics:
             info = self.core.topics.get(t.topic_name)
@@ -602,6 +604,7 @@ class ShareHandlers:
 
     # -- group configs --------------------------------------------------------------------------
 
+    @api(44)
     async def incremental_alter_configs(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         responses = []

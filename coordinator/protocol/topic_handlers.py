@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from coordinator.broker import BrokerCore
-from coordinator.protocol.responses import Handler
+from coordinator.protocol.responses import Handler, api, handler_table
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
@@ -15,13 +15,9 @@ from txn.ids import TopicPartition
 class TopicHandlers:
     def __init__(self, core: BrokerCore) -> None:
         self.core = core
-        self.table: dict[int, Handler] = {
-            19: self.create_topics,
-            20: self.delete_topics,
-            21: self.delete_records,
-            37: self.create_partitions,
-        }
+        self.table: dict[int, Handler] = handler_table(self)
 
+    @api(19)
     async def create_topics(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         validate_only = bool(field(body, "validate_only", default=False))
@@ -48,6 +44,7 @@ class TopicHandlers:
             )
         return {"topics": out}
 
+    @api(20)
     async def delete_topics(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         names: list[tuple[str | None, uuid.UUID | None]] = []
@@ -77,6 +74,7 @@ class TopicHandlers:
             )
         return {"responses": out}
 
+    @api(37)
     async def create_partitions(self, req: DecodedRequest) -> dict[str, Any]:
         validate_only = bool(field(req.body, "validate_only", default=False))
         results: list[dict[str, Any]] = []
@@ -89,6 +87,7 @@ class TopicHandlers:
             )
         return {"results": results}
 
+    @api(21)
     async def delete_records(self, req: DecodedRequest) -> dict[str, Any]:
         topics: list[dict[str, Any]] = []
         for topic in req.body.topics:

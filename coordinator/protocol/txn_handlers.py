@@ -6,24 +6,39 @@ from __future__ import annotations
 from typing import Any
 
 from coordinator.broker import BrokerCore
-from coordinator.protocol.responses import Handler, millis, partition_errors_by_topic
+from coordinator.protocol.responses import (
+    Handler,
+    api,
+    handler_table,
+    millis,
+    partition_errors_by_topic,
+)
 from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.txn_results import ProducerResult
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
+from txn.state import TransactionState
+
+
+def _producer_answer(result: ProducerResult, *, fenced_unknown: bool) -> dict[str, Any]:
+    """The error, producer id and epoch of ``result``; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH
+    to a request version older than the error (``fenced_unknown``)."""
+    error = result.error
+    if error is ErrorCode.PRODUCER_FENCED and fenced_unknown:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    return {
+        "error_code": error,
+        "producer_id": result.producer_id,
+        "producer_epoch": result.producer_epoch,
+    }
 
 
 class TxnHandlers:
     def __init__(self, core: BrokerCore) -> None:
         self.core = core
-        self.table: dict[int, Handler] = {
-            22: self.init_producer_id,
-            24: self.add_partitions_to_txn,
-            26: self.end_txn,
-            61: self.describe_producers,
-            65: self.describe_transactions,
-            66: self.list_transactions,
-        }
+        self.table: dict[int, Handler] = handler_table(self)
 
+    @api(22)
     async def init_producer_id(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         result = self.core.txn_coordinator.init_producer_id(
@@ -34,17 +49,13 @@ class TxnHandlers:
             enable_2pc=bool(field(body, "enable2_pc", default=False)),
             keep_prepared_txn=bool(field(body, "keep_prepared_txn", default=False)),
         )
-        error = result.error
-        if error is ErrorCode.PRODUCER_FENCED and req.api_version < 4:
-            error = ErrorCode.INVALID_PRODUCER_EPOCH
         return {
-            "error_code": error,
-            "producer_id": result.producer_id,
-            "producer_epoch": result.producer_epoch,
+            **_producer_answer(result, fenced_unknown=req.api_version < 4),
             "ongoing_txn_producer_id": result.ongoing_txn_producer_id,
             "ongoing_txn_producer_epoch": result.ongoing_txn_producer_epoch,
         }
 
+    @api(24)
     async def add_partitions_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         coordinator = self.core.txn_coordinator
@@ -104,6 +115,7 @@ class TxnHandlers:
         info = self.core.topics.get(tp.topic)
         return info is not None and 0 <= tp.partition < info.num_partitions
 
+    @api(26)
     async def end_txn(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         result = self.core.txn_coordinator.end_txn(
@@ -113,15 +125,9 @@ class TxnHandlers:
             bool(body.committed),
             tv2=req.api_version >= 5,
         )
-        error = result.error
-        if error is ErrorCode.PRODUCER_FENCED and req.api_version < 2:
-            error = ErrorCode.INVALID_PRODUCER_EPOCH
-        return {
-            "error_code": error,
-            "producer_id": result.producer_id,
-            "producer_epoch": result.producer_epoch,
-        }
+        return _producer_answer(result, fenced_unknown=req.api_version < 2)
 
+    @api(66)
     async def list_transactions(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         listings = self.core.txn_coordinator.list_transactions(
@@ -129,19 +135,11 @@ class TxnHandlers:
             [int(p) for p in body.producer_id_filters],
             int(field(body, "duration_filter", default=-1)),
         )
-        known = {
-            "Empty",
-            "Ongoing",
-            "PrepareCommit",
-            "PrepareAbort",
-            "CompleteCommit",
-            "CompleteAbort",
-            "PrepareEpochFence",
-            "Dead",
-        }
         return {
             "error_code": self.core.txn_coordinator.availability(),
-            "unknown_state_filters": [s for s in body.state_filters if s not in known],
+            "unknown_state_filters": [
+                s for s in body.state_filters if TransactionState.from_name(s) is None
+            ],
             "transaction_states": [
                 {
                     "transactional_id": t.transactional_id,
@@ -152,6 +150,7 @@ class TxnHandlers:
             ],
         }
 
+    @api(65)
     async def describe_transactions(self, req: DecodedRequest) -> dict[str, Any]:
         descriptions = self.core.txn_coordinator.describe_transactions(
             list(req.body.transactional_ids)
@@ -177,6 +176,7 @@ class TxnHandlers:
             )
         return {"transaction_states": states}
 
+    @api(61)
     async def describe_producers(self, req: DecodedRequest) -> dict[str, Any]:
         topics: list[dict[str, Any]] = []
         for topic in req.body.topics:

@@ -138,25 +138,36 @@ class InvalidAclError(ValueError):
     """A binding CreateAcls refuses (Kafka answers INVALID_REQUEST with this message)."""
 
 
+# What makes a binding invalid, with CreateAcls' message, in the order they are checked.
+_INVALID_BINDING: tuple[tuple[Callable[[AclBinding], bool], str], ...] = (
+    (
+        lambda acl: acl.resource_type in (ResourceType.ANY, ResourceType.UNKNOWN),
+        "Invalid resource type: the ACL must name one resource type",
+    ),
+    (
+        lambda acl: acl.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED),
+        "Invalid pattern type: the ACL must be LITERAL or PREFIXED",
+    ),
+    (
+        lambda acl: acl.operation in (AclOperation.ANY, AclOperation.UNKNOWN),
+        "Invalid operation: the ACL must name one operation",
+    ),
+    (
+        lambda acl: acl.permission not in (AclPermissionType.ALLOW, AclPermissionType.DENY),
+        "Invalid permission type: the ACL must be ALLOW or DENY",
+    ),
+    (lambda acl: not acl.resource_name, "Invalid resource name: it must not be empty"),
+    (
+        lambda acl: acl.resource_type is ResourceType.CLUSTER and acl.resource_name != CLUSTER_NAME,
+        f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}",
+    ),
+)
+
+
 def validate_binding(acl: AclBinding) -> None:
-    if acl.resource_type in (ResourceType.ANY, ResourceType.UNKNOWN):
-        msg = "Invalid resource type: the ACL must name one resource type"
-        raise InvalidAclError(msg)
-    if acl.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
-        msg = "Invalid pattern type: the ACL must be LITERAL or PREFIXED"
-        raise InvalidAclError(msg)
-    if acl.operation in (AclOperation.ANY, AclOperation.UNKNOWN):
-        msg = "Invalid operation: the ACL must name one operation"
-        raise InvalidAclError(msg)
-    if acl.permission not in (AclPermissionType.ALLOW, AclPermissionType.DENY):
-        msg = "Invalid permission type: the ACL must be ALLOW or DENY"
-        raise InvalidAclError(msg)
-    if not acl.resource_name:
-        msg = "Invalid resource name: it must not be empty"
-        raise InvalidAclError(msg)
-    if acl.resource_type is ResourceType.CLUSTER and acl.resource_name != CLUSTER_NAME:
-        msg = f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
-        raise InvalidAclError(msg)
+    for invalid, msg in _INVALID_BINDING:
+        if invalid(acl):
+            raise InvalidAclError(msg)
     kind, sep, name = acl.principal.partition(":")
     if not sep or not kind or not name:
         msg = f"Could not parse principal from `{acl.principal}` (no colon is present separating "

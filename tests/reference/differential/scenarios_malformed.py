@@ -31,6 +31,19 @@ def _raw(ctx: Ctx) -> WireClient:
     return WireClient(ctx.bootstrap)
 
 
+def _reaction_to(ctx: Ctx, data: bytes, *, framed: bool = True) -> str:
+    """Send ``data`` on a new connection (as one frame, or as raw bytes) and say what followed."""
+    c = _raw(ctx)
+    try:
+        if framed:
+            c.send_raw(data)
+        else:
+            c.sock.sendall(data)
+        return _closed(c)
+    finally:
+        c.close()
+
+
 def _header(api_key: int, version: int, correlation: int = 1, client: str = "t") -> bytes:
     cid = client.encode()
     return struct.pack(">hhih", api_key, version, correlation, len(cid)) + cid
@@ -52,72 +65,37 @@ def api_versions_unsupported_version(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def unknown_api_key(ctx: Ctx) -> Any:
-    c = _raw(ctx)
-    try:
-        c.send_raw(_header(2000, 0))
-        return _closed(c)
-    finally:
-        c.close()
+    return _reaction_to(ctx, _header(2000, 0))
 
 
 @scenario(AREA)
 def produce_version_below_minimum(ctx: Ctx) -> Any:
-    c = _raw(ctx)
-    try:
-        c.send_raw(_header(0, 1) + b"\x00" * 10)
-        return _closed(c)
-    finally:
-        c.close()
+    return _reaction_to(ctx, _header(0, 1) + b"\x00" * 10)
 
 
 @scenario(AREA)
 def unsupported_version_above_maximum(ctx: Ctx) -> Any:
-    c = _raw(ctx)
-    try:
-        c.send_raw(_header(3, 40) + b"\x00" * 10)
-        return _closed(c)
-    finally:
-        c.close()
+    return _reaction_to(ctx, _header(3, 40) + b"\x00" * 10)
 
 
 @scenario(AREA)
 def garbage_body(ctx: Ctx) -> Any:
-    c = _raw(ctx)
-    try:
-        c.send_raw(_header(3, 12) + b"\xff" * 7)
-        return _closed(c)
-    finally:
-        c.close()
+    return _reaction_to(ctx, _header(3, 12) + b"\xff" * 7)
 
 
 @scenario(AREA)
 def truncated_header(ctx: Ctx) -> Any:
-    c = _raw(ctx)
-    try:
-        c.send_raw(b"\x00\x03")
-        return _closed(c)
-    finally:
-        c.close()
+    return _reaction_to(ctx, b"\x00\x03")
 
 
 @scenario(AREA)
 def negative_frame_size(ctx: Ctx) -> Any:
-    c = _raw(ctx)
-    try:
-        c.sock.sendall(struct.pack(">i", -5) + b"abcd")
-        return _closed(c)
-    finally:
-        c.close()
+    return _reaction_to(ctx, struct.pack(">i", -5) + b"abcd", framed=False)
 
 
 @scenario(AREA)
 def oversized_frame(ctx: Ctx) -> Any:
-    c = _raw(ctx)
-    try:
-        c.sock.sendall(struct.pack(">i", 200 * 1024 * 1024) + b"abcd")
-        return _closed(c)
-    finally:
-        c.close()
+    return _reaction_to(ctx, struct.pack(">i", 200 * 1024 * 1024) + b"abcd", framed=False)
 
 
 @scenario(AREA)

@@ -53,6 +53,22 @@ class Story:
             {"member": member, "topic": IN, "partition": 0, "ranges": [[*offsets, dc]]},
         )
 
+    def pending(
+        self, batches: list[list[int]], ident: dict[str, Any] | None = None, **more: Any
+    ) -> int:
+        """The broker staged member m's transactional acknowledgement of ``batches`` of IN-0."""
+        who = ident if ident is not None else {"tid": "w0", "pid": 1, "epoch": 0}
+        value = {
+            **who,
+            "member": "m",
+            "topic": IN,
+            "partition": 0,
+            "state_partition": 0,
+            "batches": batches,
+            **more,
+        }
+        return self.event(BROKER, "pending", value)
+
     def txn(
         self,
         tag: str,
@@ -95,18 +111,7 @@ class Story:
             {**ident, "topic": OUT, "partition": 0, "offset": base, "seq": 0, "dup": False},
         )
         first, last = inputs[0][0], inputs[-1][0]
-        pending = self.event(
-            BROKER,
-            "pending",
-            {
-                **ident,
-                "member": "m",
-                "topic": IN,
-                "partition": 0,
-                "state_partition": 0,
-                "batches": [[first, last, 1]],
-            },
-        )
+        pending = self.pending([[first, last, 1]], ident)
         self.op(
             "w0.1",
             "txn-ack",

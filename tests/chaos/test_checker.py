@@ -70,21 +70,7 @@ def test_i15_committed_transaction_invisible() -> None:
 
 def test_i15_txn_ack_answered_none_without_staging() -> None:
     story = valid()
-    story.event(
-        BROKER,
-        "pending",
-        {
-            "tid": "w0",
-            "pid": 1,
-            "epoch": 0,
-            "member": "m",
-            "topic": "in",
-            "partition": 0,
-            "state_partition": 0,
-            "batches": [[5, 6, 1]],
-            "staged": [[5, 5]],
-        },
-    )
+    story.pending([[5, 6, 1]], staged=[[5, 5]])
     messages = [v.message for v in story.finish() if v.invariant == "I15"]
     assert messages and "did not become TX_PENDING" in messages[0]
 
@@ -135,20 +121,7 @@ def test_i6_aborted_ack_never_redelivered() -> None:
 def test_i7_acquired_while_pending() -> None:
     story = Story()
     story.acquire((0, 1))
-    story.event(
-        BROKER,
-        "pending",
-        {
-            "tid": "w0",
-            "pid": 1,
-            "epoch": 0,
-            "member": "m",
-            "topic": "in",
-            "partition": 0,
-            "state_partition": 0,
-            "batches": [[0, 1, 1]],
-        },
-    )
+    story.pending([[0, 1, 1]])
     story.acquire((1, 1), dc=2, member="m2")
     assert "I7" in invariants(story.finish())
 
@@ -156,20 +129,7 @@ def test_i7_acquired_while_pending() -> None:
 def test_i7_restart_without_the_pending_ack_releases_it() -> None:
     story = Story()
     story.acquire((0, 1))
-    story.event(
-        BROKER,
-        "pending",
-        {
-            "tid": "w0",
-            "pid": 1,
-            "epoch": 0,
-            "member": "m",
-            "topic": "in",
-            "partition": 0,
-            "state_partition": 0,
-            "batches": [[0, 1, 1]],
-        },
-    )
+    story.pending([[0, 1, 1]])
     story.event(BROKER, "broker-crash", {"incarnation": 1, "reason": "x"})
     story.event(BROKER, "broker-start", {"incarnation": 2, "open": []})  # replay resolved it
     story.acquire((0, 1), dc=2, member="m2")

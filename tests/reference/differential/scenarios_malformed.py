@@ -9,7 +9,7 @@ from typing import Any
 from tests.kafka_wire import WireClient
 from tests.reference.differential.ctx import Ctx
 from tests.reference.differential.framework import scenario
-from tests.reference.differential.share import ShareMember, share_group
+from tests.reference.differential.share import ShareMember, share_group, unjoined_member
 from tests.reference.differential.wire import plain
 
 AREA = "malformed"
@@ -109,10 +109,7 @@ def request_after_bad_one_on_new_connection(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def share_fetch_before_heartbeat_with_acks(ctx: Ctx) -> Any:
-    t = ctx.create_topic("m")
-    ctx.produce(t, ["a"])
-    g = share_group(ctx)
-    m = ShareMember(ctx, g, [t])
+    t, m = unjoined_member(ctx, "m")
     return {
         "fetch_with_acks_epoch0": m.fetch({(t, 0): [(0, 0, [1])]}, max_wait_ms=100)["error_code"],
         "ack_unknown_session": m.acknowledge({(t, 0): [(0, 0, [1])]}, session_epoch=3)[

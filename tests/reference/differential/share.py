@@ -228,6 +228,13 @@ def share_group(ctx: Ctx, prefix: str = "g", reset: str | None = "earliest") -> 
     return group
 
 
+def unjoined_member(ctx: Ctx, prefix: str) -> tuple[str, ShareMember]:
+    """A new topic holding one record, and a member of a new share group that has not joined."""
+    t = ctx.create_topic(prefix)
+    ctx.produce(t, ["a"])
+    return t, ShareMember(ctx, share_group(ctx), [t])
+
+
 def describe_offsets(ctx: Ctx, group: str, topics: Sequence[str] | None = None) -> Any:
     resp = ctx.call(
         90,

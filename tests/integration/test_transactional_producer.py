@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.launcher import LocalBroker
@@ -38,6 +37,7 @@ from producer.transactional_producer import (
     TxnState,
 )
 from producer.types import AcknowledgeType, PreparedTxnState, Record, ShareGroupMetadata
+from tests.stock_reads import read_messages
 from txn.errors import (
     ClosedError,
     InvalidRecordStateError,
@@ -72,30 +72,10 @@ def consume(
     Reads until at least ``expect`` records arrived and then 1.5 s more, so that extra
     (duplicate or uncommitted) records would be seen too.
     """
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"verify-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False,
-            "isolation.level": isolation,
-            "fetch.wait.max.ms": 50,
-        }
+    msgs = read_messages(
+        bootstrap, topic, partitions, isolation, expect, first_idle_s=3, timeout_s=60
     )
-    consumer.assign([CkTopicPartition(topic, p, 0) for p in range(partitions)])
-    out: list[tuple[int, int, bytes | None, bytes]] = []
-    idle_until = time.monotonic() + 3
-    hard = time.monotonic() + 60
-    try:
-        while time.monotonic() < hard:
-            msgs = [m for m in consumer.consume(500, 0.2) if m.error() is None]
-            out.extend((m.partition(), m.offset(), m.key(), m.value()) for m in msgs)
-            if msgs:
-                idle_until = time.monotonic() + 1.5
-            elif len(out) >= expect and time.monotonic() > idle_until:
-                break
-    finally:
-        consumer.close()
-    return out
+    return [(m.partition(), m.offset(), m.key(), m.value()) for m in msgs]
 
 
 def values(records: list[tuple[int, int, bytes | None, bytes]]) -> list[bytes]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections import Counter
 
 import pytest
@@ -12,6 +10,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from coordinator.launcher import LocalBroker
 from tests.kafka_wire import WireClient
+from tests.stock_reads import read_messages
 
 pytestmark = pytest.mark.interop
 
@@ -25,29 +24,10 @@ def create_topic(bootstrap: str, name: str, partitions: int = 3) -> None:
 def read_all(
     bootstrap: str, topic: str, partitions: int, isolation: str, expect_at_least: int = 0
 ) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"verify-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False,
-            "isolation.level": isolation,
-            "fetch.wait.max.ms": 50,
-        }
+    msgs = read_messages(
+        bootstrap, topic, partitions, isolation, expect_at_least, first_idle_s=3, timeout_s=30
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: list[bytes] = []
-    idle_deadline = time.monotonic() + 3
-    hard_deadline = time.monotonic() + 30
-    while time.monotonic() < hard_deadline:
-        msgs = consumer.consume(500, 0.2)
-        got = [m.value() for m in msgs if m.error() is None]
-        values.extend(got)
-        if got:
-            idle_deadline = time.monotonic() + 1.5
-        elif len(values) >= expect_at_least and time.monotonic() > idle_deadline:
-            break
-    consumer.close()
-    return values
+    return [m.value() for m in msgs]
 
 
 def test_idempotent_producer_round_trip(broker: LocalBroker) -> None:

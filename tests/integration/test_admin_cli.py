@@ -12,19 +12,14 @@ from typing import Any
 import pytest
 
 from coordinator.launcher import LocalBroker
+from tests.sharetxn_cli import run_cli
 from txn.exit_codes import ExitCode
 
 pytestmark = pytest.mark.integration
 
 
 def sharetxn(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
+    return run_cli(*args, timeout=90)
 
 
 def ok_json(*args: str) -> Any:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +12,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.launcher import LocalBroker
+from tests.sharetxn_cli import run_cli
 from tests.stock_reads import fresh_consumer
 
 pytestmark = pytest.mark.interop
@@ -161,22 +160,8 @@ def test_topics_describe_shows_start_offset_size_and_cleanup_policy(tmp_path: Pa
         produce(bootstrap, "events", [b"old"] * 3, now - 2 * HOUR_MS)
         produce(bootstrap, "events", [b"new"] * 2, now)
         wait_for_low(bootstrap, "events", 3)
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "coordinator.cli",
-                "topics",
-                "--describe",
-                "--json",
-                "--bootstrap-server",
-                bootstrap,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        )
+        describe = ("topics", "--describe", "--json", "--bootstrap-server", bootstrap)
+        out = run_cli(*describe, check=True, timeout=60)
         described = {t["topic"]: t for t in json.loads(out.stdout)}
         events, table = described["events"], described["table"]
         assert (events["cleanup_policy"], table["cleanup_policy"]) == ("delete", "compact")

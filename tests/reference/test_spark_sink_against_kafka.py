@@ -34,6 +34,7 @@ from recovery.spark_checkpoint import (
 )
 from tests.reference.kafka import ReferenceKafka
 from tests.reference.test_two_phase_commit_against_kafka import _wait_state
+from tests.sharetxn_cli import recover_dry_run
 from txn.limits import INT32_MAX
 
 pytestmark = pytest.mark.reference
@@ -107,23 +108,7 @@ def test_a_decided_batch_the_cluster_aborted_fails_typed(
         assert f"{chk}/commits/0" in str(raised)
     assert 0 not in read_checkpoint(chk).resolved  # never passed off as committed
     # The operator's tool refuses it too (a hazard), instead of calling it committed.
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coordinator.cli",
-            "recover",
-            "--checkpoint",
-            str(chk),
-            "--bootstrap-server",
-            bootstrap,
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = recover_dry_run(bootstrap, chk)
     plan = json.loads(done.stdout)["plan"]
     steps = [s for s in plan if s["transactional_id"] == tid]
     assert [s["action"] for s in steps] == ["refuse"], plan

@@ -18,6 +18,7 @@ import pytest
 
 from coordinator.launcher import LocalBroker
 from producer.spark.demo import DriverProcess, prepare_input, verify
+from tests.sharetxn_cli import recover_dry_run
 from tests.spark.s3store import MotoS3
 from tests.spark.test_exactly_once import DRIVER_TIMEOUT_S, fault_env
 
@@ -74,25 +75,7 @@ def test_hadoop_file_system_on_file_and_s3a(s3: MotoS3, tmp_path: Path) -> None:
 def recover(broker: LocalBroker, s3: MotoS3, checkpoint: str) -> dict[str, Any]:
     """``sharetxn recover --checkpoint s3a://... --json`` (dry run), with no query running."""
     confs = [a for k, v in s3.spark_conf().items() for a in ("--spark-conf", f"{k}={v}")]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coordinator.cli",
-            "recover",
-            "--checkpoint",
-            checkpoint,
-            "--bootstrap-server",
-            broker.bootstrap_servers,
-            "--json",
-            *confs,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env(),
-        check=False,
-    )
+    done = recover_dry_run(broker.bootstrap_servers, checkpoint, *confs, timeout=180, env=env())
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]  # 1: work found
     result: dict[str, Any] = json.loads(done.stdout[done.stdout.index("{") :])
     return result

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +19,7 @@ import pytest
 from coordinator.launcher import LocalBroker
 from producer.spark.demo import DriverProcess, prepare_input, transaction_counts, verify
 from recovery.spark_checkpoint import read_checkpoint
+from tests.sharetxn_cli import recover_dry_run
 
 pytest.importorskip("pyspark")
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
@@ -67,23 +66,7 @@ def run_driver(
 
 def recover_plan(broker: LocalBroker, checkpoint: Path) -> list[dict[str, Any]]:
     """``sharetxn recover --checkpoint DIR --json`` (a dry run): its planned steps."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coordinator.cli",
-            "recover",
-            "--checkpoint",
-            str(checkpoint),
-            "--bootstrap-server",
-            broker.bootstrap_servers,
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = recover_dry_run(broker.bootstrap_servers, checkpoint)
     assert done.returncode == 1, done.stdout + done.stderr  # 1: found something to do
     plan: list[dict[str, Any]] = json.loads(done.stdout)["plan"]
     return plan

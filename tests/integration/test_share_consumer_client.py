@@ -14,7 +14,7 @@ from confluent_kafka import Producer
 from confluent_kafka import ShareConsumer as StockShareConsumer
 
 from coordinator.launcher import LocalBroker
-from producer.admin import Admin, TopicSpec
+from producer.admin import Admin
 from producer.share_consumer import (
     ConcurrentAccessError,
     IllegalStateError,
@@ -23,16 +23,12 @@ from producer.share_consumer import (
     new_member_id,
 )
 from producer.types import AcknowledgeType, Record, ShareAckBatch
+from tests.share_setup import fast_lock_broker, share_topic
 from txn.errors import ClosedError, KafkaProtocolError
 from txn.ids import TopicPartition
 
 pytestmark = pytest.mark.integration
 
-FAST_LOCKS = {
-    "group.share.min.record.lock.duration.ms": "1000",
-    "group.share.min.session.timeout.ms": "2000",
-    "group.share.min.heartbeat.interval.ms": "500",
-}
 ACCEPT, RELEASE, REJECT, GAP = (
     AcknowledgeType.ACCEPT,
     AcknowledgeType.RELEASE,
@@ -43,8 +39,7 @@ ACCEPT, RELEASE, REJECT, GAP = (
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
-    with LocalBroker(data_dir=tmp_path_factory.mktemp("share-client"), config=FAST_LOCKS) as b:
-        yield b
+    yield from fast_lock_broker(tmp_path_factory, "share-client")
 
 
 def new_group() -> str:
@@ -60,17 +55,9 @@ def setup_topic(
     producer_config: dict[str, Any] | None = None,
     **group_configs: str,
 ) -> str:
-    topic = f"t-{uuid.uuid4().hex[:8]}"
-    with Admin(bootstrap) as admin:
-        assert admin.create_topics([TopicSpec(topic, partitions)])[topic] == 0
-        admin.alter_group_configs(
-            group,
-            {
-                "share.auto.offset.reset": "earliest",
-                "share.heartbeat.interval.ms": "500",
-                **group_configs,
-            },
-        )
+    topic = share_topic(
+        bootstrap, partitions, group, {"share.heartbeat.interval.ms": "500", **group_configs}
+    )
     produce(bootstrap, topic, records, partitions, producer_config)
     return topic
 

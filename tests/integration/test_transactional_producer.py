@@ -25,7 +25,6 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.launcher import LocalBroker
 from producer.accumulator import partition_for_key
-from producer.admin import Admin, TopicSpec
 from producer.share_consumer import ShareConsumer
 from producer.transactional_producer import (
     DifferentPreparedTransactionError,
@@ -37,6 +36,7 @@ from producer.transactional_producer import (
     TxnState,
 )
 from producer.types import AcknowledgeType, PreparedTxnState, Record, ShareGroupMetadata
+from tests.share_setup import fast_lock_broker, share_topic
 from tests.stock_reads import read_messages
 from txn.errors import (
     ClosedError,
@@ -575,32 +575,16 @@ def test_every_misuse_raises_the_documented_error(txn_broker: LocalBroker) -> No
 
 # -- KIP-1289: share acknowledgements in transactions ---------------------------------------
 
-SHARE_BROKER = {
-    "group.share.min.record.lock.duration.ms": "1000",
-    "group.share.min.session.timeout.ms": "2000",
-    "group.share.min.heartbeat.interval.ms": "500",
-}
-
 
 @pytest.fixture(scope="module")
 def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
-    with LocalBroker(data_dir=tmp_path_factory.mktemp("txnshare"), config=SHARE_BROKER) as b:
-        yield b
+    yield from fast_lock_broker(tmp_path_factory, "txnshare")
 
 
 def share_input(bootstrap: str, group: str, records: int, partitions: int = 2) -> str:
     """A topic with ``records`` records and a share group that reads it from the start."""
-    topic = f"in-{uuid.uuid4().hex[:8]}"
-    with Admin(bootstrap) as admin:
-        assert admin.create_topics([TopicSpec(topic, partitions)])[topic] == 0
-        admin.alter_group_configs(
-            group,
-            {
-                "share.auto.offset.reset": "earliest",
-                "share.heartbeat.interval.ms": "500",
-                "share.record.lock.duration.ms": "30000",
-            },
-        )
+    configs = {"share.heartbeat.interval.ms": "500", "share.record.lock.duration.ms": "30000"}
+    topic = share_topic(bootstrap, partitions, group, configs, prefix="in")
     stock = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(records):
         stock.produce(topic, key=f"k{i}".encode(), value=f"r{i}".encode(), partition=i % partitions)

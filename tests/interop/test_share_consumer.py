@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -13,30 +12,21 @@ import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
 from coordinator.launcher import LocalBroker
-from producer.admin import Admin, TopicSpec
+from producer.admin import Admin
+from tests.share_setup import fast_lock_broker, share_topic
 
 pytestmark = pytest.mark.interop
-
-FAST_LOCKS = {
-    "group.share.min.record.lock.duration.ms": "1000",
-    "group.share.min.session.timeout.ms": "2000",
-    "group.share.min.heartbeat.interval.ms": "500",
-}
 
 
 @pytest.fixture(scope="module")
 def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
-    with LocalBroker(data_dir=tmp_path_factory.mktemp("share"), config=FAST_LOCKS) as b:
-        yield b
+    yield from fast_lock_broker(tmp_path_factory, "share")
 
 
 def setup_topic(
     bootstrap: str, partitions: int, records: int, group: str, **group_configs: str
 ) -> str:
-    topic = f"t-{uuid.uuid4().hex[:8]}"
-    with Admin(bootstrap) as admin:
-        assert admin.create_topics([TopicSpec(topic, partitions)])[topic] == 0
-        admin.alter_group_configs(group, {"share.auto.offset.reset": "earliest", **group_configs})
+    topic = share_topic(bootstrap, partitions, group, group_configs)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(records):
         producer.produce(topic, value=f"r{i}".encode(), partition=i % partitions)

@@ -6,24 +6,20 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 
 def run_cli(
-    *args: str,
-    timeout: float,
-    check: bool = False,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | None = None,
+    *args: str, timeout: float, check: bool = False, **options: Any
 ) -> subprocess.CompletedProcess[str]:
-    """``sharetxn ARGS``, its output captured as text."""
+    """``sharetxn ARGS``, its output captured as text (``options``: more for ``subprocess.run``)."""
     return subprocess.run(
         [sys.executable, "-m", "coordinator.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         check=check,
-        env=env,
-        cwd=cwd,
+        **options,
     )
 
 

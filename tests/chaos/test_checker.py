@@ -6,7 +6,7 @@ import pytest
 
 from chaos.checker import AUDIT, RECOVERY_TOOL, legal_steps, parse_output
 from chaos.history import BROKER, READER, History
-from tests.chaos.histories import Story, invariants, valid
+from tests.chaos.histories import Story, invariants, valid, w0
 
 pytestmark = pytest.mark.chaos
 
@@ -171,40 +171,14 @@ def test_i8_allows_a_lower_count_after_a_restart() -> None:
 def test_i9_stale_epoch_accepted() -> None:
     story = valid()
     story.event(BROKER, "epoch", {"tid": "w0", "pid": 1, "epoch": 5, "keep": False})
-    story.event(
-        BROKER,
-        "produced",
-        {
-            "tid": "w0",
-            "pid": 1,
-            "epoch": 4,
-            "topic": "out",
-            "partition": 0,
-            "offset": 0,
-            "seq": 9,
-            "dup": False,
-        },
-    )
+    story.produced(0, w0(epoch=4), seq=9)
     assert "I9" in invariants(story.finish())
 
 
 def test_i9_ignores_answers_from_the_duplicate_window() -> None:
     story = valid()
     story.event(BROKER, "epoch", {"tid": "w0", "pid": 1, "epoch": 5, "keep": False})
-    story.event(
-        BROKER,
-        "produced",
-        {
-            "tid": "w0",
-            "pid": 1,
-            "epoch": 0,
-            "topic": "out",
-            "partition": 0,
-            "offset": 0,
-            "seq": 0,
-            "dup": True,
-        },
-    )
+    story.produced(0, dup=True)
     assert "I9" not in invariants(story.finish())
 
 

@@ -48,6 +48,16 @@ def poll_until(c: ShareConsumer, want: int, timeout_s: float = 30) -> list[Any]:
     return got
 
 
+def explicit_reader(
+    bootstrap: str, group: str, records: int
+) -> tuple[str, ShareConsumer, list[Any]]:
+    """A one-partition topic of ``records``, an explicit-mode member subscribed, and its poll."""
+    topic = setup_topic(bootstrap, 1, records, group)
+    c = consumer(bootstrap, group, "explicit")
+    c.subscribe([topic])
+    return topic, c, poll_until(c, records)
+
+
 def test_implicit_mode_consumes_everything_once(share_broker: LocalBroker) -> None:
     b = share_broker.bootstrap_servers
     topic = setup_topic(b, 2, 50, "implicit")
@@ -65,10 +75,7 @@ def test_implicit_mode_consumes_everything_once(share_broker: LocalBroker) -> No
 
 def test_explicit_accept_and_release_redelivers(share_broker: LocalBroker) -> None:
     b = share_broker.bootstrap_servers
-    topic = setup_topic(b, 1, 10, "explicit")
-    c = consumer(b, "explicit", "explicit")
-    c.subscribe([topic])
-    first = poll_until(c, 10)
+    _, c, first = explicit_reader(b, "explicit", 10)
     assert len(first) == 10
     for m in first:
         c.acknowledge(m, AcknowledgeType.ACCEPT if m.offset() < 5 else AcknowledgeType.RELEASE)
@@ -85,10 +92,7 @@ def test_explicit_accept_and_release_redelivers(share_broker: LocalBroker) -> No
 
 def test_reject_archives(share_broker: LocalBroker) -> None:
     b = share_broker.bootstrap_servers
-    topic = setup_topic(b, 1, 6, "reject")
-    c = consumer(b, "reject", "explicit")
-    c.subscribe([topic])
-    got = poll_until(c, 6)
+    topic, c, got = explicit_reader(b, "reject", 6)
     for m in got:
         c.acknowledge(m, AcknowledgeType.REJECT)
     c.commit_sync(10)

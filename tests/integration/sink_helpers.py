@@ -54,6 +54,21 @@ def produce(bootstrap: str, topic: str, values: list[str], *, batch: int = 0) ->
     assert stock.flush(15) == 0
 
 
+def input_topic(
+    bootstrap: str, partitions: int, values: list[str], *, batch: int = 0, fast: bool = False
+) -> tuple[str, str]:
+    """A fresh (topic, connector name), the topic holding ``values`` (see ``produce``).
+
+    ``fast``: the connector's group gets a short session (``fast_group``).
+    """
+    topic, name = new_names()
+    create_topics(bootstrap, (topic, partitions))
+    if fast:
+        fast_group(bootstrap, f"connect-{name}")
+    produce(bootstrap, topic, values, batch=batch)
+    return topic, name
+
+
 def sink_config(bootstrap: str, name: str, topic: str, **extra: str) -> dict[str, str]:
     return {
         "bootstrap.servers": bootstrap,

@@ -20,6 +20,7 @@ from tests.integration.sink_helpers import (
     BROKER_CONFIG,
     create_topics,
     fast_group,
+    input_topic,
     lines,
     new_names,
     produce,
@@ -103,11 +104,8 @@ def test_two_workers_share_three_partitions_and_cover_the_topic(
     pbroker: LocalBroker, tmp_path: Path, workers: list[Worker]
 ) -> None:
     bs = pbroker.bootstrap_servers
-    topic, name = new_names()
-    create_topics(bs, (topic, 3))
-    fast_group(bs, f"connect-{name}")
     values = [f"v{i}" for i in range(300)]
-    produce(bs, topic, values, batch=5)
+    topic, name = input_topic(bs, 3, values, batch=5, fast=True)
     outs = [tmp_path / "a.txt", tmp_path / "b.txt"]
     for i, out in enumerate(outs):
         config = sink_config(
@@ -137,11 +135,8 @@ def test_a_worker_killed_mid_batch_loses_nothing(
     pbroker: LocalBroker, tmp_path: Path, workers: list[Worker]
 ) -> None:
     bs = pbroker.bootstrap_servers
-    topic, name = new_names()
-    create_topics(bs, (topic, 3))
-    fast_group(bs, f"connect-{name}")
     values = [f"v{i}" for i in range(100)]
-    produce(bs, topic, values)
+    topic, name = input_topic(bs, 3, values, fast=True)
     marker = tmp_path / "in-put"
     first = tmp_path / "first.txt"
     config = sink_config(
@@ -176,10 +171,8 @@ def test_sigterm_finishes_the_batch_acknowledges_and_exits_0(
     pbroker: LocalBroker, tmp_path: Path, workers: list[Worker]
 ) -> None:
     bs = pbroker.bootstrap_servers
-    topic, name = new_names()
-    create_topics(bs, (topic, 1))
     values = [f"v{i}" for i in range(60)]
-    produce(bs, topic, values)
+    topic, name = input_topic(bs, 1, values)
     marker = tmp_path / "in-put"
     out = tmp_path / "out.txt"
     config = sink_config(
@@ -250,10 +243,8 @@ def test_elastic_scale_up_from_one_to_three_workers(
     pbroker: LocalBroker, tmp_path: Path, workers: list[Worker]
 ) -> None:
     bs = pbroker.bootstrap_servers
-    topic, name = new_names()
-    create_topics(bs, (topic, 2))
     values = [f"v{i}" for i in range(400)]
-    produce(bs, topic, values, batch=5)
+    topic, name = input_topic(bs, 2, values, batch=5)
     outs = [tmp_path / f"w{i}.txt" for i in range(3)]
 
     def config(i: int) -> dict[str, str]:

@@ -8,7 +8,8 @@ import pytest
 from confluent_kafka import AcknowledgeType
 
 from coordinator.launcher import LocalBroker
-from tests.interop.test_share_consumer import FAST_LOCKS, consumer, explicit_reader, poll_until
+from tests.interop.test_share_consumer import consumer, explicit_reader, poll_until
+from tests.share_setup import FAST_LOCKS
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,8 @@ import pytest
 
 from coordinator.cli import main as sharetxn
 from coordinator.launcher import LocalBroker
-from tests.interop.test_share_consumer import FAST_LOCKS, consumer, poll_until, setup_topic
+from tests.interop.test_share_consumer import consumer, poll_until, setup_topic
+from tests.share_setup import FAST_LOCKS
 
 pytestmark = pytest.mark.integration
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -28,6 +29,16 @@ def read_all(
         bootstrap, topic, partitions, isolation, expect_at_least, first_idle_s=3, timeout_s=30
     )
     return [m.value() for m in msgs]
+
+
+def open_transaction(config: dict[str, Any], topic: str, value: bytes, **where: int) -> Producer:
+    """A stock transactional producer that sent ``value`` in a transaction it leaves open."""
+    producer = Producer(config)
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=value, **where)
+    producer.flush(10)
+    return producer
 
 
 def test_idempotent_producer_round_trip(broker: LocalBroker) -> None:
@@ -139,13 +150,12 @@ def test_admin_topics_and_cluster(broker: LocalBroker) -> None:
 def test_list_and_describe_transactions_on_the_wire(broker: LocalBroker) -> None:
     bootstrap = broker.bootstrap_servers
     create_topic(bootstrap, "lt", 2)
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "transactional.id": "listed", "linger.ms": 1}
+    producer = open_transaction(
+        {"bootstrap.servers": bootstrap, "transactional.id": "listed", "linger.ms": 1},
+        "lt",
+        b"x",
+        partition=1,
     )
-    producer.init_transactions(30)
-    producer.begin_transaction()
-    producer.produce("lt", value=b"x", partition=1)
-    producer.flush(10)
     client = WireClient(bootstrap)
     try:
         listing = client.request(

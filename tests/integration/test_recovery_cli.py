@@ -36,10 +36,12 @@ from recovery.spark_checkpoint import Intent, IntentTransaction, transactional_i
 from tests.integration.test_kip1289_e2e import (
     BROKER_CONFIG,
     _free_port,
+    markerless_broker,
     offsets,
     poll_n,
     setup,
     share_consumer,
+    subscribed_setup,
 )
 from tests.interop.test_stock_clients import read_all
 from txn.errors import RequestTimedOutError
@@ -259,9 +261,7 @@ def test_stale_plan_is_raced_and_force_terminate(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     b = kbroker.bootstrap_servers
-    topic_in, topic_out, group = setup(b, 4)
-    c = share_consumer(b, group)
-    c.subscribe([topic_in])
+    topic_in, topic_out, group, c = subscribed_setup(b, 4)
     records = poll_n(c, 4)
     assert len(records) == 4
     tid = f"rec-race-{uuid.uuid4().hex[:6]}"
@@ -430,9 +430,7 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
     data = tmp_path / "d"
     with LocalBroker(data_dir=data, config=BROKER_CONFIG) as broker:
         b = broker.bootstrap_servers
-        topic_in, topic_out, group = setup(b, 6)
-        c = share_consumer(b, group)
-        c.subscribe([topic_in])
+        _, topic_out, group, c = subscribed_setup(b, 6)
         records = sorted(poll_n(c, 6), key=lambda r: r.offset)
         assert len(records) == 6
         healthy = TransactionalProducer({"bootstrap.servers": b, "transactional.id": "healthy"})
@@ -516,21 +514,8 @@ def test_prepare_commit_is_evidence_and_is_never_aborted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A broker whose markers are lost keeps a transaction in PrepareCommit."""
-    port = _free_port()
-    worker = [sys.executable, "-m", "tests.integration.kip1289_worker", "nomarkers"]
-    broker = subprocess.Popen(
-        [*worker, str(tmp_path / "d"), str(port)], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert broker.stdout is not None
-        line = broker.stdout.readline()
-        while line and "ready" not in line:  # listener lines come first
-            line = broker.stdout.readline()
-        assert "ready" in line
-        b = f"127.0.0.1:{port}"
-        topic_in, topic_out, group = setup(b, 3)
-        c = share_consumer(b, group)
-        c.subscribe([topic_in])
+    with markerless_broker(tmp_path / "d", _free_port()) as b:
+        _, topic_out, _, c = subscribed_setup(b, 3)
         p = TransactionalProducer(
             {"bootstrap.servers": b, "transactional.id": "decided", "request.timeout.ms": 5000}
         )
@@ -562,11 +547,6 @@ def test_prepare_commit_is_evidence_and_is_never_aborted(
         assert events(audit) == ["refused", "refused", "begin", "end"]
         c.close()
         p.close(timeout_s=1)
-    finally:
-        broker.send_signal(signal.SIGKILL)
-        broker.wait()
-        if broker.stdout is not None:
-            broker.stdout.close()
 
 
 # -- ageing warnings (FLINK-7784, KIP-994) -----------------------------------------------------

@@ -12,7 +12,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from confluent_kafka import Producer
@@ -163,33 +163,8 @@ def test_aborted_copy_is_invisible_and_inputs_return_then_archive(kbroker: Local
 def test_killed_producer_times_out_and_inputs_return(kbroker: LocalBroker) -> None:
     b = kbroker.bootstrap_servers
     topic_in, topic_out, group = setup(b, 10)
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.integration.kip1289_worker",
-            "hang",
-            b,
-            group,
-            topic_in,
-            topic_out,
-            "hang-tid",
-            "10",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        line = child.stdout.readline()
-        while line and "ready" not in line:  # listener lines come first
-            line = child.stdout.readline()
-        assert "ready" in line
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
+    with worker_process("hang", b, group, topic_in, topic_out, "hang-tid", "10") as output:
+        wait_ready(output)
     # its transaction (timeout 3 s) is aborted by the broker; the inputs come back
     c = share_consumer(b, group, "explicit")
     c.subscribe([topic_in])
@@ -324,23 +299,45 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
+def worker_process(*args: str) -> Iterator[IO[str]]:
+    """``python -m tests.integration.kip1289_worker ARGS``: its output, until SIGKILL."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.kip1289_worker", *args],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        yield child.stdout
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+
+
+def wait_ready(output: IO[str]) -> None:
+    line = output.readline()
+    while line and "ready" not in line:  # listener lines come first
+        line = output.readline()
+    assert "ready" in line
+
+
+@contextlib.contextmanager
 def markerless_broker(data: Path, port: int) -> Iterator[str]:
     """A broker process on ``port`` that loses its transaction markers (kip1289_worker's
     ``nomarkers``): its bootstrap, until it is killed with SIGKILL."""
-    worker = [sys.executable, "-m", "tests.integration.kip1289_worker", "nomarkers"]
-    broker = subprocess.Popen([*worker, str(data), str(port)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert broker.stdout is not None
-        line = broker.stdout.readline()
-        while line and "ready" not in line:  # listener lines come first
-            line = broker.stdout.readline()
-        assert "ready" in line
+    with worker_process("nomarkers", str(data), str(port)) as output:
+        wait_ready(output)
         yield f"127.0.0.1:{port}"
-    finally:
-        broker.send_signal(signal.SIGKILL)
-        broker.wait()
-        if broker.stdout is not None:
-            broker.stdout.close()
+
+
+def prepared_by_killed_process(
+    b: str, group: str, topic_in: str, topic_out: str, tid: str, n: int
+) -> PreparedTxnState:
+    """A child consumes N records, prepares a 2PC transaction with their acks, is SIGKILLed."""
+    with worker_process("prepare", b, group, topic_in, topic_out, tid, str(n)) as output:
+        return PreparedTxnState.parse(output.readline())
 
 
 def test_broker_killed_after_prepare_commit_completes_on_restart(tmp_path: Path) -> None:
@@ -370,30 +367,7 @@ def test_broker_killed_after_prepare_commit_completes_on_restart(tmp_path: Path)
 def test_two_phase_commit_resumed_in_another_process(kbroker: LocalBroker, commit: bool) -> None:
     b = kbroker.bootstrap_servers
     topic_in, topic_out, group = setup(b, 8)
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.integration.kip1289_worker",
-            "prepare",
-            b,
-            group,
-            topic_in,
-            topic_out,
-            "twopc",
-            "8",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        state = PreparedTxnState.parse(child.stdout.readline())
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
+    state = prepared_by_killed_process(b, group, topic_in, topic_out, "twopc", 8)
     time.sleep(4)  # longer than transaction.timeout.ms: a 2PC transaction is never timed out
     resumed = TransactionalProducer.resume(
         state.transactional_id, state.producer_id, state.epoch, {"bootstrap.servers": b}

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -39,6 +36,7 @@ from tests.integration.test_kip1289_e2e import (
     markerless_broker,
     offsets,
     poll_n,
+    prepared_by_killed_process,
     setup,
     share_consumer,
     subscribed_setup,
@@ -69,36 +67,6 @@ def cli(capsys: pytest.CaptureFixture[str], b: str, *argv: str) -> tuple[int, An
     code = sharetxn([*argv, "--bootstrap-server", b, "--json"])
     captured = capsys.readouterr()
     return code, json.loads(captured.out or captured.err)  # errors are JSON on stderr
-
-
-def prepared_by_killed_process(
-    b: str, group: str, topic_in: str, topic_out: str, tid: str, n: int
-) -> PreparedTxnState:
-    """A child consumes N records, prepares a 2PC transaction with their acks, is SIGKILLed."""
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.integration.kip1289_worker",
-            "prepare",
-            b,
-            group,
-            topic_in,
-            topic_out,
-            tid,
-            str(n),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        return PreparedTxnState.parse(child.stdout.readline())
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
 
 
 def prepare_in_process(

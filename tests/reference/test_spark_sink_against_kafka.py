@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from producer import TransactionalProducer
 from producer.admin import Admin, TopicSpec
 from producer.spark.checkpoint import Checkpoint
 from producer.spark.errors import DecidedBatchAbortedError
@@ -30,11 +29,11 @@ from recovery.spark_checkpoint import (
     IntentTransaction,
     read_checkpoint,
     transactional_id,
-    write_intent,
 )
 from tests.reference.kafka import ReferenceKafka
 from tests.reference.test_two_phase_commit_against_kafka import _wait_state
 from tests.sharetxn_cli import recover_dry_run
+from tests.spark_checkpoints import TIMEOUT_BOUNDED, decided, new_checkpoint, prepared_and_left
 from txn.limits import INT32_MAX
 
 pytestmark = pytest.mark.reference
@@ -70,28 +69,11 @@ def test_a_decided_batch_the_cluster_aborted_fails_typed(
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([TopicSpec(topic, 1, 1)])
     chk = tmp_path / "chk"
-    (chk / "commits").mkdir(parents=True)
-    (chk / "metadata").write_text(json.dumps({"id": "q-1"}) + "\n")
+    new_checkpoint(chk, "q-1")
     tid = transactional_id("app", "q-1", "w", 0, 0)
-    producer = TransactionalProducer(
-        {
-            "bootstrap.servers": bootstrap,
-            "transactional.id": tid,
-            "transaction.two.phase.commit.enable": True,
-            "sharetxn.prepare.mode": "timeout",
-            "transaction.timeout.ms": 1000,
-        }
-    )
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        producer.send(topic, b"lost", partition=0)
-        state = producer.prepare_transaction()
-    finally:
-        producer.close()
+    state = prepared_and_left(bootstrap, tid, topic, b"lost", 0, TIMEOUT_BOUNDED)
     txn = IntentTransaction(tid, state.producer_id, state.epoch, "w")
-    write_intent(chk, Intent(0, (txn,), "q-1", "app"))
-    (chk / "commits" / "0").write_text("v1\n{}\n")
+    decided(chk, Intent(0, (txn,), "q-1", "app"))
     # A commit phase began (its write-ahead) and died before its EndTxn: no evidence of a
     # commit once the cluster shows the transaction aborted.
     (chk / "committing").mkdir()

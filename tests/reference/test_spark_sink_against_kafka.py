@@ -12,9 +12,6 @@
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -34,19 +31,12 @@ from tests.reference.kafka import ReferenceKafka
 from tests.reference.test_two_phase_commit_against_kafka import _wait_state
 from tests.sharetxn_cli import recover_dry_run
 from tests.spark_checkpoints import TIMEOUT_BOUNDED, decided, new_checkpoint, prepared_and_left
+from tests.spark_guide import guide_example, run_guide_script
 from txn.limits import INT32_MAX
 
 pytestmark = pytest.mark.reference
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "spark.md"
 PACKAGES = '.config("spark.jars.packages", "org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.1")'
-EPILOGUE = """
-query.processAllAvailable()
-query.stop()
-eos.close(spark)
-spark.stop()
-print("GUIDE-DONE", flush=True)
-"""
 
 
 @pytest.mark.spark
@@ -107,9 +97,7 @@ def test_the_guide_example_on_kafka_with_kip939(kafka_2pc: ReferenceKafka, tmp_p
     from tests.spark.kafka_source_job import spark_kafka_jars  # noqa: PLC0415
 
     bootstrap = kafka_2pc.bootstrap_servers
-    block = re.search(r"<!-- example: kafka -->\n```python\n(.*?)```", GUIDE.read_text(), re.S)
-    assert block, "the Kafka example is missing from docs/spark.md"
-    code = block.group(1)
+    code = guide_example("kafka")
     for placeholder in ('"127.0.0.1:9092"', "/var/lib/pipelines/clicks-upper", PACKAGES):
         assert placeholder in code, placeholder
     code = (
@@ -123,12 +111,7 @@ def test_the_guide_example_on_kafka_with_kip939(kafka_2pc: ReferenceKafka, tmp_p
     for i in range(500):
         producer.produce("clicks", f"click-{i}".encode(), key=str(i).encode())
     producer.flush()
-    script = tmp_path / "guide.py"
-    script.write_text(code + EPILOGUE)
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert "GUIDE-DONE" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+    run_guide_script(tmp_path / "guide.py", code, timeout=300)
     counts = Counter(read_committed(bootstrap, "clicks-upper"))
     assert counts == Counter({f"CLICK-{i}".encode(): 1 for i in range(500)})
     with Admin({"bootstrap.servers": bootstrap}) as admin:

@@ -581,15 +581,16 @@ def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBrok
     yield from fast_lock_broker(tmp_path_factory, "txnshare")
 
 
-def share_input(bootstrap: str, group: str, records: int, partitions: int = 2) -> str:
-    """A topic with ``records`` records and a share group that reads it from the start."""
+def share_input(bootstrap: str, records: int, partitions: int = 2) -> tuple[str, str]:
+    """A new share group, and a new topic of ``records`` records that it reads from the start."""
+    group = f"g-{uuid.uuid4().hex[:8]}"
     configs = {"share.heartbeat.interval.ms": "500", "share.record.lock.duration.ms": "30000"}
     topic = share_topic(bootstrap, partitions, group, configs, prefix="in")
     stock = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(records):
         stock.produce(topic, key=f"k{i}".encode(), value=f"r{i}".encode(), partition=i % partitions)
     assert stock.flush(30) == 0
-    return topic
+    return group, topic
 
 
 def share_consumer(bootstrap: str, group: str, topic: str) -> ShareConsumer:
@@ -602,6 +603,11 @@ def share_consumer(bootstrap: str, group: str, topic: str) -> ShareConsumer:
     )
     c.subscribe([topic])
     return c
+
+
+def send_acks(producer: TransactionalProducer, consumer: ShareConsumer) -> None:
+    """The consumer's acknowledgements, sent to the producer's transaction."""
+    producer.send_share_acks_to_transaction(consumer.acknowledgements(), consumer.group_metadata())
 
 
 def poll_and_accept(c: ShareConsumer, want: int, timeout_s: float = 30) -> list[Record]:
@@ -626,8 +632,7 @@ def assert_nothing_delivered(bootstrap: str, group: str, topic: str) -> None:
 
 def test_consume_transform_produce_commit_acknowledges_inputs(share_broker: LocalBroker) -> None:
     bootstrap = share_broker.bootstrap_servers
-    group = f"g-{uuid.uuid4().hex[:8]}"
-    source = share_input(bootstrap, group, 30)
+    group, source = share_input(bootstrap, 30)
     sink = new_topic(bootstrap, 2)
     consumer = share_consumer(bootstrap, group, source)
     producer = TransactionalProducer(txn_config(bootstrap, f"ctp-{uuid.uuid4().hex[:6]}"))
@@ -638,9 +643,7 @@ def test_consume_transform_produce_commit_acknowledges_inputs(share_broker: Loca
             assert len(records) == 30
             for r in records:
                 producer.send(sink, (r.value or b"").upper(), key=r.key)
-            producer.send_share_acks_to_transaction(
-                consumer.acknowledgements(), consumer.group_metadata()
-            )
+            send_acks(producer, consumer)
         outputs = values(consume(bootstrap, sink, "read_committed", 30, 2))
         assert sorted(outputs) == sorted(f"R{i}".encode() for i in range(30))
         # The inputs are acknowledged: not redelivered, even to a new member after the
@@ -655,8 +658,7 @@ def test_consume_transform_produce_commit_acknowledges_inputs(share_broker: Loca
 
 def test_aborted_transaction_redelivers_inputs_and_hides_outputs(share_broker: LocalBroker) -> None:
     bootstrap = share_broker.bootstrap_servers
-    group = f"g-{uuid.uuid4().hex[:8]}"
-    source = share_input(bootstrap, group, 12)
+    group, source = share_input(bootstrap, 12)
     sink = new_topic(bootstrap, 2)
     consumer = share_consumer(bootstrap, group, source)
     producer = TransactionalProducer(txn_config(bootstrap, f"abort-{uuid.uuid4().hex[:6]}"))
@@ -666,9 +668,7 @@ def test_aborted_transaction_redelivers_inputs_and_hides_outputs(share_broker: L
         first = poll_and_accept(consumer, 12)
         for r in first:
             producer.send(sink, r.value)
-        producer.send_share_acks_to_transaction(
-            consumer.acknowledgements(), consumer.group_metadata()
-        )
+        send_acks(producer, consumer)
         producer.flush(30)
         producer.abort_transaction()
         again = poll_and_accept(consumer, 12)
@@ -680,9 +680,7 @@ def test_aborted_transaction_redelivers_inputs_and_hides_outputs(share_broker: L
         assert len(values(consume(bootstrap, sink, "read_uncommitted", 12, 2))) == 12
         # The redelivered records can be acknowledged in the next transaction.
         with producer.transaction():
-            producer.send_share_acks_to_transaction(
-                consumer.acknowledgements(), consumer.group_metadata()
-            )
+            send_acks(producer, consumer)
         consumer.close()
         assert_nothing_delivered(bootstrap, group, source)
     finally:
@@ -694,8 +692,7 @@ def test_acks_for_records_of_another_member_make_the_transaction_abortable(
     share_broker: LocalBroker,
 ) -> None:
     bootstrap = share_broker.bootstrap_servers
-    group = f"g-{uuid.uuid4().hex[:8]}"
-    source = share_input(bootstrap, group, 4, 1)
+    group, source = share_input(bootstrap, 4, 1)
     consumer = share_consumer(bootstrap, group, source)
     producer = TransactionalProducer(txn_config(bootstrap, f"owner-{uuid.uuid4().hex[:6]}"))
     try:
@@ -726,8 +723,7 @@ def test_zombie_with_pending_acks_is_fenced_and_its_acks_discarded(
     share_broker: LocalBroker,
 ) -> None:
     bootstrap = share_broker.bootstrap_servers
-    group = f"g-{uuid.uuid4().hex[:8]}"
-    source = share_input(bootstrap, group, 6, 1)
+    group, source = share_input(bootstrap, 6, 1)
     sink = new_topic(bootstrap, 1)
     tid = f"zacks-{uuid.uuid4().hex[:6]}"
     consumer = share_consumer(bootstrap, group, source)
@@ -738,9 +734,7 @@ def test_zombie_with_pending_acks_is_fenced_and_its_acks_discarded(
         records = poll_and_accept(consumer, 6)
         for r in records:
             zombie.send(sink, r.value)
-        zombie.send_share_acks_to_transaction(
-            consumer.acknowledgements(), consumer.group_metadata()
-        )
+        send_acks(zombie, consumer)
         zombie.flush(30)
         with TransactionalProducer(txn_config(bootstrap, tid)) as successor:
             successor.init_transactions()  # fences the zombie and aborts its transaction
@@ -758,8 +752,7 @@ def test_prepared_share_acks_survive_the_consumer_and_commit_after_resume(
     share_broker: LocalBroker,
 ) -> None:
     bootstrap = share_broker.bootstrap_servers
-    group = f"g-{uuid.uuid4().hex[:8]}"
-    source = share_input(bootstrap, group, 8)
+    group, source = share_input(bootstrap, 8)
     sink = new_topic(bootstrap, 2)
     tid = f"2pc-acks-{uuid.uuid4().hex[:6]}"
     consumer = share_consumer(bootstrap, group, source)
@@ -770,7 +763,7 @@ def test_prepared_share_acks_survive_the_consumer_and_commit_after_resume(
     producer.begin_transaction()
     for r in poll_and_accept(consumer, 8):
         producer.send(sink, r.value)
-    producer.send_share_acks_to_transaction(consumer.acknowledgements(), consumer.group_metadata())
+    send_acks(producer, consumer)
     state = producer.prepare_transaction()
     producer.close()  # a prepared transaction is left for its coordinator
     consumer.close()  # TX_PENDING records are not released by the session close

@@ -36,12 +36,6 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoS3]:
         yield server
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[LocalBroker]:
-    with LocalBroker(data_dir=tmp_path / "broker") as running:
-        yield running
-
-
 def env() -> dict[str, str]:
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     return {**os.environ, "PYTHONPATH": path}

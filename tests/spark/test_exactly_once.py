@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 HOOKS = Path(__file__).parent / "hooks"
 DRIVER_TIMEOUT_S = 240.0
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[LocalBroker]:
-    with LocalBroker(data_dir=tmp_path / "broker") as running:
-        yield running
 
 
 def fault_env(fault: str) -> dict[str, str]:

@@ -20,7 +20,7 @@ from coordinator.launcher import LocalBroker
 from producer.spark.demo import DriverProcess, prepare_input, verify
 from tests.sharetxn_cli import recover_dry_run
 from tests.spark.s3store import MotoS3
-from tests.spark.test_exactly_once import DRIVER_TIMEOUT_S, fault_env
+from tests.spark.test_exactly_once import DRIVER_TIMEOUT_S, exit_code, fault_env
 
 pytest.importorskip("pyspark")
 pytest.importorskip("moto")
@@ -93,11 +93,7 @@ def test_exactly_once_with_the_checkpoint_on_s3a(
             timeout_s=DRIVER_TIMEOUT_S,
             extra_args=conf,
         )
-        try:
-            return driver.wait(DRIVER_TIMEOUT_S + 60)
-        except BaseException:
-            driver.kill()
-            raise
+        return exit_code(driver)
 
     # The driver dies after batch 1's intent is on S3 and before Spark's commits/1.
     code = run("killed", fault_env("kill-after-intent:1"))

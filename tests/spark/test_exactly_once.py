@@ -50,6 +50,11 @@ def run_driver(
         env=env,
         timeout_s=DRIVER_TIMEOUT_S,
     )
+    return exit_code(driver)
+
+
+def exit_code(driver: DriverProcess) -> int:
+    """The driver's exit code; a driver whose wait is cut short is killed."""
     try:
         return driver.wait(DRIVER_TIMEOUT_S + 60)
     except BaseException:

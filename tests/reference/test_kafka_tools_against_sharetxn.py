@@ -269,19 +269,9 @@ def test_producer_perf_test_and_kafka_transactions(sharetxn: str) -> None:
 
 def _leave_transaction_open(bootstrap: str, topic: str, tid: str) -> None:
     """A producer process that sends in a transaction and dies without ending it."""
-    script = (
-        "import os, sys\n"
-        "from producer import TransactionalProducer\n"
-        "p = TransactionalProducer({'bootstrap.servers': sys.argv[1], 'transactional.id': "
-        "sys.argv[3]})\n"
-        "p.init_transactions(); p.begin_transaction()\n"
-        "p.send(sys.argv[2], b'open', partition=0); p.flush()\n"
-        "os._exit(0)\n"
-    )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    subprocess.run(
-        [sys.executable, "-c", script, bootstrap, topic, tid], check=True, env=env, timeout=60
-    )
+    worker = [sys.executable, "-m", "tests.reference.open_txn_worker", bootstrap, topic, tid]
+    subprocess.run(worker, check=True, env=env, timeout=60)
 
 
 def test_kafka_transactions_force_terminate(sharetxn: str) -> None:

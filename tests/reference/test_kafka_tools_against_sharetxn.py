@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from coordinator.launcher import LocalBroker
-from producer import Admin, TransactionalProducer
+from producer import Admin
 from producer.admin import TopicSpec
+from tests.reference.in_transaction import in_transaction
 from tests.reference.kafka import java_available, run_tool
 from txn.errors import ErrorCode
 
@@ -291,14 +292,8 @@ def test_kafka_transactions_force_terminate(sharetxn: str) -> None:
     described = _describe_transaction(sharetxn, tid)
     assert described[1][4] in ("Empty", "CompleteAbort")
     # the open record was aborted: a read_committed reader sees nothing but what follows
-    producer = TransactionalProducer({"bootstrap.servers": sharetxn, "transactional.id": tid})
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        producer.send(topic, b"after", partition=0)
+    with in_transaction(sharetxn, tid, topic, b"after") as producer:
         producer.commit_transaction()
-    finally:
-        producer.close()
     out = _read_committed(sharetxn, topic, 1)
     assert out.split() == ["after"]
 

@@ -15,6 +15,11 @@ IN = "in"
 OUT = "out"
 
 
+def w0(epoch: int = 0) -> dict[str, Any]:
+    """Transactional id w0's producer (id 1) at ``epoch``."""
+    return {"tid": "w0", "pid": 1, "epoch": epoch}
+
+
 class Story:
     def __init__(self, limit: int = 3) -> None:
         self.h = History(0)
@@ -53,6 +58,28 @@ class Story:
             {"member": member, "topic": IN, "partition": 0, "ranges": [[*offsets, dc]]},
         )
 
+    def produced(
+        self, offset: int, ident: dict[str, Any] | None = None, *, seq: int = 0, dup: bool = False
+    ) -> int:
+        """The broker appended a batch of the transaction's to OUT-0 at ``offset``."""
+        value = {**(ident or w0()), "topic": OUT, "partition": 0, "offset": offset}
+        return self.event(BROKER, "produced", {**value, "seq": seq, "dup": dup})
+
+    def pending(
+        self, batches: list[list[int]], ident: dict[str, Any] | None = None, **more: Any
+    ) -> int:
+        """The broker staged member m's transactional acknowledgement of ``batches`` of IN-0."""
+        value = {
+            **(ident or w0()),
+            "member": "m",
+            "topic": IN,
+            "partition": 0,
+            "state_partition": 0,
+            "batches": batches,
+            **more,
+        }
+        return self.event(BROKER, "pending", value)
+
     def txn(
         self,
         tag: str,
@@ -89,24 +116,9 @@ class Story:
             "ok",
             {"offset": base},
         )
-        produced = self.event(
-            BROKER,
-            "produced",
-            {**ident, "topic": OUT, "partition": 0, "offset": base, "seq": 0, "dup": False},
-        )
+        produced = self.produced(base, ident)
         first, last = inputs[0][0], inputs[-1][0]
-        pending = self.event(
-            BROKER,
-            "pending",
-            {
-                **ident,
-                "member": "m",
-                "topic": IN,
-                "partition": 0,
-                "state_partition": 0,
-                "batches": [[first, last, 1]],
-            },
-        )
+        pending = self.pending([[first, last, 1]], ident)
         self.op(
             "w0.1",
             "txn-ack",

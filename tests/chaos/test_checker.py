@@ -6,7 +6,7 @@ import pytest
 
 from chaos.checker import AUDIT, RECOVERY_TOOL, legal_steps, parse_output
 from chaos.history import BROKER, READER, History
-from tests.chaos.histories import Story, invariants, valid
+from tests.chaos.histories import Story, invariants, valid, w0
 
 pytestmark = pytest.mark.chaos
 
@@ -70,21 +70,7 @@ def test_i15_committed_transaction_invisible() -> None:
 
 def test_i15_txn_ack_answered_none_without_staging() -> None:
     story = valid()
-    story.event(
-        BROKER,
-        "pending",
-        {
-            "tid": "w0",
-            "pid": 1,
-            "epoch": 0,
-            "member": "m",
-            "topic": "in",
-            "partition": 0,
-            "state_partition": 0,
-            "batches": [[5, 6, 1]],
-            "staged": [[5, 5]],
-        },
-    )
+    story.pending([[5, 6, 1]], staged=[[5, 5]])
     messages = [v.message for v in story.finish() if v.invariant == "I15"]
     assert messages and "did not become TX_PENDING" in messages[0]
 
@@ -135,20 +121,7 @@ def test_i6_aborted_ack_never_redelivered() -> None:
 def test_i7_acquired_while_pending() -> None:
     story = Story()
     story.acquire((0, 1))
-    story.event(
-        BROKER,
-        "pending",
-        {
-            "tid": "w0",
-            "pid": 1,
-            "epoch": 0,
-            "member": "m",
-            "topic": "in",
-            "partition": 0,
-            "state_partition": 0,
-            "batches": [[0, 1, 1]],
-        },
-    )
+    story.pending([[0, 1, 1]])
     story.acquire((1, 1), dc=2, member="m2")
     assert "I7" in invariants(story.finish())
 
@@ -156,20 +129,7 @@ def test_i7_acquired_while_pending() -> None:
 def test_i7_restart_without_the_pending_ack_releases_it() -> None:
     story = Story()
     story.acquire((0, 1))
-    story.event(
-        BROKER,
-        "pending",
-        {
-            "tid": "w0",
-            "pid": 1,
-            "epoch": 0,
-            "member": "m",
-            "topic": "in",
-            "partition": 0,
-            "state_partition": 0,
-            "batches": [[0, 1, 1]],
-        },
-    )
+    story.pending([[0, 1, 1]])
     story.event(BROKER, "broker-crash", {"incarnation": 1, "reason": "x"})
     story.event(BROKER, "broker-start", {"incarnation": 2, "open": []})  # replay resolved it
     story.acquire((0, 1), dc=2, member="m2")
@@ -211,40 +171,14 @@ def test_i8_allows_a_lower_count_after_a_restart() -> None:
 def test_i9_stale_epoch_accepted() -> None:
     story = valid()
     story.event(BROKER, "epoch", {"tid": "w0", "pid": 1, "epoch": 5, "keep": False})
-    story.event(
-        BROKER,
-        "produced",
-        {
-            "tid": "w0",
-            "pid": 1,
-            "epoch": 4,
-            "topic": "out",
-            "partition": 0,
-            "offset": 0,
-            "seq": 9,
-            "dup": False,
-        },
-    )
+    story.produced(0, w0(epoch=4), seq=9)
     assert "I9" in invariants(story.finish())
 
 
 def test_i9_ignores_answers_from_the_duplicate_window() -> None:
     story = valid()
     story.event(BROKER, "epoch", {"tid": "w0", "pid": 1, "epoch": 5, "keep": False})
-    story.event(
-        BROKER,
-        "produced",
-        {
-            "tid": "w0",
-            "pid": 1,
-            "epoch": 0,
-            "topic": "out",
-            "partition": 0,
-            "offset": 0,
-            "seq": 0,
-            "dup": True,
-        },
-    )
+    story.produced(0, dup=True)
     assert "I9" not in invariants(story.finish())
 
 

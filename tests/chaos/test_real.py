@@ -6,8 +6,6 @@ others check the pieces without processes: the history merge, the direct checks 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from chaos.history import FINAL, NEMESIS
 from chaos.real import RealOptions, RealRun, merge_histories
 from chaos.real_verify import FinalState, direct_checks, final_events
 from chaos.real_worker import Recorder
+from tests.sharetxn_cli import run_cli
 
 pytestmark = pytest.mark.chaos
 
@@ -109,13 +108,7 @@ def test_the_checker_reads_the_real_final_state() -> None:
 
 
 def test_cli_help_explains_the_real_mode() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", "chaos", "real", "--help"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
+    out = run_cli("chaos", "real", "--help", check=True, timeout=60).stdout
     for word in (
         "kill -9",
         "SIGSTOP",
@@ -129,13 +122,7 @@ def test_cli_help_explains_the_real_mode() -> None:
 
 
 def test_cli_rejects_bad_numbers() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", "chaos", "real", "--duration", "0", "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    done = run_cli("chaos", "real", "--duration", "0", "--json", timeout=60)
     assert done.returncode == 64
     assert "must be positive" in done.stderr
     assert done.stdout == ""

@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from chaos.known_bugs import KNOWN_BUGS
 from chaos.runner import RunOptions, run_batch, run_seed
+from tests.sharetxn_cli import run_cli
 
 pytestmark = pytest.mark.chaos
 
@@ -34,15 +34,7 @@ def test_same_seed_same_history_byte_for_byte() -> None:
 
 def _cli(*args: str, hash_seed: str = "0") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", "chaos", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    return run_cli("chaos", *args, cwd=ROOT, env=env, timeout=240)
 
 
 def test_replay_is_identical_across_processes_and_hash_seeds() -> None:

@@ -7,9 +7,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from producer.admin import Admin, TopicSpec
+from tests.stock_reads import read_messages
 
 # Short lock, session and transaction clean-up bounds so kills resolve in seconds.
 BROKER_CONFIG = {
@@ -53,6 +54,21 @@ def produce(bootstrap: str, topic: str, values: list[str], *, batch: int = 0) ->
     assert stock.flush(15) == 0
 
 
+def input_topic(
+    bootstrap: str, partitions: int, values: list[str], *, batch: int = 0, fast: bool = False
+) -> tuple[str, str]:
+    """A fresh (topic, connector name), the topic holding ``values`` (see ``produce``).
+
+    ``fast``: the connector's group gets a short session (``fast_group``).
+    """
+    topic, name = new_names()
+    create_topics(bootstrap, (topic, partitions))
+    if fast:
+        fast_group(bootstrap, f"connect-{name}")
+    produce(bootstrap, topic, values, batch=batch)
+    return topic, name
+
+
 def sink_config(bootstrap: str, name: str, topic: str, **extra: str) -> dict[str, str]:
     return {
         "bootstrap.servers": bootstrap,
@@ -90,25 +106,12 @@ def read_topic(
     timeout_s: float = 30,
 ) -> list[Any]:
     """Every message of the topic (stock confluent-kafka consumer), with headers."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"verify-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False,
-            "isolation.level": isolation,
-            "fetch.wait.max.ms": 50,
-        }
+    return read_messages(
+        bootstrap,
+        topic,
+        partitions,
+        isolation,
+        expect_at_least,
+        first_idle_s=2,
+        timeout_s=timeout_s,
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    out: list[Any] = []
-    idle_deadline = time.monotonic() + 2
-    hard_deadline = time.monotonic() + timeout_s
-    while time.monotonic() < hard_deadline:
-        got = [m for m in consumer.consume(500, 0.2) if m.error() is None]
-        out.extend(got)
-        if got:
-            idle_deadline = time.monotonic() + 1.5
-        elif len(out) >= expect_at_least and time.monotonic() > idle_deadline:
-            break
-    consumer.close()
-    return out

@@ -12,19 +12,20 @@ from typing import Any
 import pytest
 
 from coordinator.launcher import LocalBroker
+from tests.sharetxn_cli import run_cli
 from txn.exit_codes import ExitCode
 
 pytestmark = pytest.mark.integration
 
 
 def sharetxn(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
+    return run_cli(*args, timeout=90)
+
+
+def configs(b: str, entity_type: str, name: str, *action: str) -> tuple[str, ...]:
+    """The arguments of ``sharetxn configs`` on one entity of the broker at ``b``."""
+    entity = ("--entity-type", entity_type, "--entity-name", name)
+    return ("configs", *entity, *action, "--bootstrap-server", b)
 
 
 def ok_json(*args: str) -> Any:
@@ -98,83 +99,35 @@ def test_topics_lifecycle(broker: LocalBroker) -> None:
 def test_group_configs(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
     done = sharetxn(
-        "configs",
-        "--bootstrap-server",
-        b,
-        "--entity-type",
-        "groups",
-        "--entity-name",
-        "g1",
-        "--alter",
-        "--add-config",
-        "share.auto.offset.reset=earliest,share.record.lock.duration.ms=15000",
+        *configs(
+            b,
+            "groups",
+            "g1",
+            "--alter",
+            "--add-config",
+            "share.auto.offset.reset=earliest,share.record.lock.duration.ms=15000",
+        )
     )
     assert done.returncode == 0, done.stderr
     assert "Completed updating config for group g1." in done.stdout
-    shown = ok_json(
-        "configs",
-        "--entity-type",
-        "groups",
-        "--entity-name",
-        "g1",
-        "--describe",
-        "--bootstrap-server",
-        b,
-    )
+    shown = ok_json(*configs(b, "groups", "g1", "--describe"))
     assert {c["name"]: c["value"] for c in shown["configs"]} == {
         "share.auto.offset.reset": "earliest",
         "share.record.lock.duration.ms": "15000",
     }
     bad = sharetxn(
-        "configs",
-        "--entity-type",
-        "groups",
-        "--entity-name",
-        "g1",
-        "--alter",
-        "--add-config",
-        "share.record.lock.duration.ms=1",
-        "--bootstrap-server",
-        b,
+        *configs(b, "groups", "g1", "--alter", "--add-config", "share.record.lock.duration.ms=1"),
         "--json",
     )
     assert bad.returncode == ExitCode.FAILED
     assert json.loads(bad.stderr)["exit_code"] == ExitCode.FAILED
     removed = sharetxn(
-        "configs",
-        "--entity-type",
-        "groups",
-        "--entity-name",
-        "g1",
-        "--alter",
-        "--delete-config",
-        "share.auto.offset.reset",
-        "--bootstrap-server",
-        b,
+        *configs(b, "groups", "g1", "--alter", "--delete-config", "share.auto.offset.reset")
     )
     assert removed.returncode == 0, removed.stderr
-    shown = ok_json(
-        "configs",
-        "--entity-type",
-        "groups",
-        "--entity-name",
-        "g1",
-        "--describe",
-        "--bootstrap-server",
-        b,
-    )
+    shown = ok_json(*configs(b, "groups", "g1", "--describe"))
     assert [c["name"] for c in shown["configs"]] == ["share.record.lock.duration.ms"]
-    everything = ok_json(
-        "configs",
-        "--entity-type",
-        "brokers",
-        "--entity-name",
-        "1",
-        "--describe",
-        "--all",
-        "--bootstrap-server",
-        b,
-    )
+    everything = ok_json(*configs(b, "brokers", "1", "--describe", "--all"))
     assert any(c["name"] == "transaction.max.timeout.ms" for c in everything["configs"])
 
 
@@ -301,46 +254,33 @@ def test_topic_configs(broker: LocalBroker) -> None:
         b,
     )
     done = sharetxn(
-        "configs",
-        "--entity-type",
-        "topics",
-        "--entity-name",
-        "tc",
-        "--alter",
-        "--add-config",
-        "retention.ms=5000,cleanup.policy=[compact,delete]",
-        "--delete-config",
-        "nothing.set",
-        "--bootstrap-server",
-        b,
+        *configs(
+            b,
+            "topics",
+            "tc",
+            "--alter",
+            "--add-config",
+            "retention.ms=5000,cleanup.policy=[compact,delete]",
+            "--delete-config",
+            "nothing.set",
+        )
     )
     assert (
         done.returncode == ExitCode.FAILED
         and "Unknown topic config name: nothing.set" in done.stderr
     )
     done = sharetxn(
-        "configs",
-        "--entity-type",
-        "topics",
-        "--entity-name",
-        "tc",
-        "--alter",
-        "--add-config",
-        "retention.ms=5000,cleanup.policy=[compact,delete]",
-        "--bootstrap-server",
-        b,
+        *configs(
+            b,
+            "topics",
+            "tc",
+            "--alter",
+            "--add-config",
+            "retention.ms=5000,cleanup.policy=[compact,delete]",
+        )
     )
     assert done.returncode == 0, done.stderr
-    shown = ok_json(
-        "configs",
-        "--entity-type",
-        "topics",
-        "--entity-name",
-        "tc",
-        "--describe",
-        "--bootstrap-server",
-        b,
-    )
+    shown = ok_json(*configs(b, "topics", "tc", "--describe"))
     assert {c["name"]: c["value"] for c in shown["configs"]} == {
         "retention.ms": "5000",
         "cleanup.policy": "compact,delete",
@@ -357,15 +297,6 @@ def test_topic_configs(broker: LocalBroker) -> None:
     )
     assert bad.returncode == ExitCode.FAILED and "Unknown topic config name" in bad.stderr
     broker_alter = sharetxn(
-        "configs",
-        "--entity-type",
-        "brokers",
-        "--entity-name",
-        "1",
-        "--alter",
-        "--add-config",
-        "num.partitions=3",
-        "--bootstrap-server",
-        b,
+        *configs(b, "brokers", "1", "--alter", "--add-config", "num.partitions=3")
     )
     assert broker_alter.returncode == ExitCode.FAILED and "--set" in broker_alter.stderr

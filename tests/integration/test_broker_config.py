@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.sharetxn_cli import broker_once
 from txn.config import BrokerConfig
 from txn.errors import InvalidConfigError
 
@@ -15,23 +15,7 @@ pytestmark = pytest.mark.integration
 
 
 def broker(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coordinator.cli",
-            "broker",
-            "--data-dir",
-            str(tmp_path / "d"),
-            "--listen",
-            "127.0.0.1:0",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    return broker_once(tmp_path / "d", *args)
 
 
 @pytest.mark.parametrize(

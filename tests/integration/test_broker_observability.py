@@ -7,7 +7,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import threading
 import urllib.request
 from pathlib import Path
@@ -18,6 +17,7 @@ from confluent_kafka import Producer
 
 from coordinator.launcher import LocalBroker
 from producer import Admin
+from tests.sharetxn_cli import run_cli
 from txn.ids import TopicPartition
 
 pytestmark = pytest.mark.integration
@@ -68,14 +68,7 @@ def test_metrics_endpoint_and_logs(tmp_path: Path) -> None:
 
 
 def run_broker(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", "broker", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
+    return run_cli("broker", *args, timeout=60, env={**os.environ, **(env or {})})
 
 
 def test_json_logs(tmp_path: Path) -> None:

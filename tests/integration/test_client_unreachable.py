@@ -10,12 +10,12 @@ import pytest
 from coordinator.launcher import LocalBroker
 from producer import Admin
 from tests.integration.test_share_consumer_client import (
-    FAST_LOCKS,
     consumer,
     new_group,
     poll_until,
     setup_topic,
 )
+from tests.share_setup import FAST_LOCKS
 from txn.errors import InvalidConfigError, KafkaProtocolError
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from coordinator.launcher import LocalBroker
-from tests.interop.test_stock_clients import create_topic, read_all
+from tests.interop.test_stock_clients import create_topic, open_transaction, read_all
 from tests.kafka_wire import WireClient
 
 pytestmark = pytest.mark.integration
@@ -61,13 +61,8 @@ def test_open_transaction_is_aborted_on_timeout_after_restart(tmp_path: Path) ->
     try:
         b = broker.bootstrap_servers
         create_topic(b, "hang", 1)
-        producer = Producer(
-            {"bootstrap.servers": b, "transactional.id": "hangs", "transaction.timeout.ms": 2000}
-        )
-        producer.init_transactions(30)
-        producer.begin_transaction()
-        producer.produce("hang", value=b"open")
-        producer.flush(10)
+        timing_out = {"transactional.id": "hangs", "transaction.timeout.ms": 2000}
+        _producer = open_transaction({"bootstrap.servers": b, **timing_out}, "hang", b"open")
         broker.kill()
         broker.start()
         consumer = Consumer(

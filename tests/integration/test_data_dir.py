@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ from confluent_kafka.admin import AdminClient
 
 from coordinator.launcher import LocalBroker
 from coordinator.log.data_dir import DataDirError, DataDirLock, ensure_meta_properties
+from tests.sharetxn_cli import broker_once
 
 pytestmark = pytest.mark.integration
 
@@ -24,22 +23,7 @@ def _cluster_id(bootstrap: str) -> str:
 def test_a_second_broker_on_the_same_directory_exits_at_once(tmp_path: Path) -> None:
     data = tmp_path / "data"
     with LocalBroker(data_dir=data) as first:
-        second = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "coordinator.cli",
-                "broker",
-                "--data-dir",
-                str(data),
-                "--listen",
-                "127.0.0.1:0",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+        second = broker_once(data)
         assert second.returncode == 1
         assert "is in use by another broker" in second.stderr
         assert ".lock" in second.stderr

@@ -62,6 +62,13 @@ def wait_for(condition: object, timeout_s: float = 20) -> None:
     raise AssertionError("condition not reached")
 
 
+def each_assigned(members: list[GroupConsumer], count: int) -> bool:
+    """Polls each member once: whether each now holds ``count`` partitions."""
+    for m in members:
+        m.poll(0)
+    return all(len(m.assignment()) == count for m in members)
+
+
 def test_two_members_split_the_partitions_and_read_every_record_once(
     fbroker: LocalBroker,
 ) -> None:
@@ -71,13 +78,7 @@ def test_two_members_split_the_partitions_and_read_every_record_once(
     try:
         a.subscribe([topic])
         c.subscribe([topic])
-
-        def balanced() -> bool:
-            a.poll(0)
-            c.poll(0)
-            return len(a.assignment()) == 2 and len(c.assignment()) == 2
-
-        wait_for(balanced)
+        wait_for(lambda: each_assigned([a, c], 2))
         assert a.assignment().isdisjoint(c.assignment())
         # what the balancing polls returned is re-read from the start: seek back
         for consumer in (a, c):
@@ -116,13 +117,7 @@ def test_a_leaving_member_hands_its_partitions_over(fbroker: LocalBroker) -> Non
     a, c = member(b, "handover"), member(b, "handover")
     a.subscribe([topic])
     c.subscribe([topic])
-
-    def one_each() -> bool:
-        a.poll(0)
-        c.poll(0)
-        return len(a.assignment()) == 1 and len(c.assignment()) == 1
-
-    wait_for(one_each)
+    wait_for(lambda: each_assigned([a, c], 1))
     a.close()
 
     def all_to_c() -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import socket
@@ -9,8 +10,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 from confluent_kafka import Producer
@@ -53,6 +55,16 @@ def share_consumer(bootstrap: str, group: str, mode: str = "transactional") -> S
     )
 
 
+def subscribed_setup(
+    bootstrap: str, records: int, **group_configs: str
+) -> tuple[str, str, str, ShareConsumer]:
+    """``setup``, and a transactional share consumer of the group subscribed to the input."""
+    topic_in, topic_out, group = setup(bootstrap, records, **group_configs)
+    c = share_consumer(bootstrap, group)
+    c.subscribe([topic_in])
+    return topic_in, topic_out, group, c
+
+
 def producer(bootstrap: str, tid: str, **extra: Any) -> TransactionalProducer:
     p = TransactionalProducer({"bootstrap.servers": bootstrap, "transactional.id": tid, **extra})
     p.init_transactions()
@@ -91,9 +103,7 @@ def kbroker(tmp_path: Path) -> Any:
 
 def test_committed_copy_is_visible_and_inputs_never_return(kbroker: LocalBroker) -> None:
     b = kbroker.bootstrap_servers
-    topic_in, topic_out, group = setup(b, 20)
-    c = share_consumer(b, group)
-    c.subscribe([topic_in])
+    topic_in, topic_out, group, c = subscribed_setup(b, 20)
     p = producer(b, "ctp-commit")
     records = copy_in_txn(p, c, topic_out, 20)
     assert len(records) == 20
@@ -113,9 +123,7 @@ def test_committed_copy_is_visible_and_inputs_never_return(kbroker: LocalBroker)
 def test_bulk_copy_send_many_and_acknowledge_delivered(kbroker: LocalBroker) -> None:
     """The bulk paths of a read task and a write task: whole polls in, no futures out."""
     b = kbroker.bootstrap_servers
-    topic_in, topic_out, group = setup(b, 30)
-    c = share_consumer(b, group)
-    c.subscribe([topic_in])
+    topic_in, topic_out, group, c = subscribed_setup(b, 30)
     p = producer(b, "ctp-bulk")
     p.begin_transaction()
     records = poll_n(c, 30)
@@ -137,9 +145,7 @@ def test_bulk_copy_send_many_and_acknowledge_delivered(kbroker: LocalBroker) -> 
 
 def test_aborted_copy_is_invisible_and_inputs_return_then_archive(kbroker: LocalBroker) -> None:
     b = kbroker.bootstrap_servers
-    topic_in, topic_out, group = setup(b, 5, **{"share.delivery.count.limit": "2"})
-    c = share_consumer(b, group)
-    c.subscribe([topic_in])
+    topic_in, topic_out, group, c = subscribed_setup(b, 5, **{"share.delivery.count.limit": "2"})
     p = producer(b, "ctp-abort")
     copy_in_txn(p, c, topic_out, 5)
     p.abort_transaction()
@@ -157,33 +163,8 @@ def test_aborted_copy_is_invisible_and_inputs_return_then_archive(kbroker: Local
 def test_killed_producer_times_out_and_inputs_return(kbroker: LocalBroker) -> None:
     b = kbroker.bootstrap_servers
     topic_in, topic_out, group = setup(b, 10)
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.integration.kip1289_worker",
-            "hang",
-            b,
-            group,
-            topic_in,
-            topic_out,
-            "hang-tid",
-            "10",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        line = child.stdout.readline()
-        while line and "ready" not in line:  # listener lines come first
-            line = child.stdout.readline()
-        assert "ready" in line
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
+    with worker_process("hang", b, group, topic_in, topic_out, "hang-tid", "10") as output:
+        wait_ready(output)
     # its transaction (timeout 3 s) is aborted by the broker; the inputs come back
     c = share_consumer(b, group, "explicit")
     c.subscribe([topic_in])
@@ -198,9 +179,7 @@ def test_killed_producer_times_out_and_inputs_return(kbroker: LocalBroker) -> No
 
 def test_zombie_is_fenced_and_its_pending_acks_discarded(kbroker: LocalBroker) -> None:
     b = kbroker.bootstrap_servers
-    topic_in, topic_out, group = setup(b, 6)
-    c = share_consumer(b, group)
-    c.subscribe([topic_in])
+    topic_in, topic_out, group, c = subscribed_setup(b, 6)
     zombie = producer(b, "same-tid")
     zombie.begin_transaction()
     records = poll_n(c, 6)
@@ -229,9 +208,7 @@ def test_zombie_is_fenced_and_its_pending_acks_discarded(kbroker: LocalBroker) -
 
 def test_txn_share_acknowledge_checks_on_the_wire(kbroker: LocalBroker) -> None:
     b = kbroker.bootstrap_servers
-    topic_in, _topic_out, group = setup(b, 3)
-    c = share_consumer(b, group)
-    c.subscribe([topic_in])
+    topic_in, _topic_out, group, c = subscribed_setup(b, 3)
     polled = poll_n(c, 3)
     assert len(polled) == 3
     with Admin(b) as admin:
@@ -300,9 +277,8 @@ def test_txn_share_acknowledge_checks_on_the_wire(kbroker: LocalBroker) -> None:
 
 def test_lock_expiry_does_not_redeliver_tx_pending_records(kbroker: LocalBroker) -> None:
     b = kbroker.bootstrap_servers
-    topic_in, topic_out, group = setup(b, 4, **{"share.record.lock.duration.ms": "1000"})
-    c = share_consumer(b, group)
-    c.subscribe([topic_in])
+    short_locks = {"share.record.lock.duration.ms": "1000"}
+    topic_in, topic_out, group, c = subscribed_setup(b, 4, **short_locks)
     p = producer(b, "pending-locks")
     copy_in_txn(p, c, topic_out, 4)
     time.sleep(2.5)  # past the 1 s acquisition lock
@@ -322,42 +298,59 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_broker_killed_after_prepare_commit_completes_on_restart(tmp_path: Path) -> None:
-    data = tmp_path / "d"
-    port = _free_port()
-    faulty = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.integration.kip1289_worker",
-            "nomarkers",
-            str(data),
-            str(port),
-        ],
+@contextlib.contextmanager
+def worker_process(*args: str) -> Iterator[IO[str]]:
+    """``python -m tests.integration.kip1289_worker ARGS``: its output, until SIGKILL."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.integration.kip1289_worker", *args],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
-        assert faulty.stdout is not None
-        line = faulty.stdout.readline()
-        while line and "ready" not in line:  # listener lines come first
-            line = faulty.stdout.readline()
-        assert "ready" in line
-        b = f"127.0.0.1:{port}"
-        topic_in, topic_out, group = setup(b, 5)
-        c = share_consumer(b, group)
-        c.subscribe([topic_in])
+        assert child.stdout is not None
+        yield child.stdout
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
+
+
+def wait_ready(output: IO[str]) -> None:
+    line = output.readline()
+    while line and "ready" not in line:  # listener lines come first
+        line = output.readline()
+    assert "ready" in line
+
+
+@contextlib.contextmanager
+def markerless_broker(data: Path, port: int) -> Iterator[str]:
+    """A broker process on ``port`` that loses its transaction markers (kip1289_worker's
+    ``nomarkers``): its bootstrap, until it is killed with SIGKILL."""
+    with worker_process("nomarkers", str(data), str(port)) as output:
+        wait_ready(output)
+        yield f"127.0.0.1:{port}"
+
+
+def prepared_by_killed_process(
+    b: str, group: str, topic_in: str, topic_out: str, tid: str, n: int
+) -> PreparedTxnState:
+    """A child consumes N records, prepares a 2PC transaction with their acks, is SIGKILLed."""
+    with worker_process("prepare", b, group, topic_in, topic_out, tid, str(n)) as output:
+        return PreparedTxnState.parse(output.readline())
+
+
+def test_broker_killed_after_prepare_commit_completes_on_restart(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    port = _free_port()
+    with markerless_broker(data, port) as b:
+        topic_in, topic_out, group, c = subscribed_setup(b, 5)
         p = producer(b, "prepared-then-killed", **{"request.timeout.ms": 5000})
         copy_in_txn(p, c, topic_out, 5)
         # EndTxn answers once PREPARE_COMMIT is durable; the markers are then lost
         p.commit_transaction(timeout_s=10)
         assert read_all(b, topic_out, 1, "read_committed") == []  # the LSO is held
         assert offsets(b, group, topic_in) == 0
-    finally:
-        faulty.send_signal(signal.SIGKILL)
-        faulty.wait()
-        if faulty.stdout is not None:
-            faulty.stdout.close()
     with LocalBroker(data_dir=data, port=port, config=BROKER_CONFIG) as broker:
         b = broker.bootstrap_servers
         assert len(read_all(b, topic_out, 1, "read_committed", expect_at_least=5)) == 5
@@ -374,30 +367,7 @@ def test_broker_killed_after_prepare_commit_completes_on_restart(tmp_path: Path)
 def test_two_phase_commit_resumed_in_another_process(kbroker: LocalBroker, commit: bool) -> None:
     b = kbroker.bootstrap_servers
     topic_in, topic_out, group = setup(b, 8)
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.integration.kip1289_worker",
-            "prepare",
-            b,
-            group,
-            topic_in,
-            topic_out,
-            "twopc",
-            "8",
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        state = PreparedTxnState.parse(child.stdout.readline())
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
+    state = prepared_by_killed_process(b, group, topic_in, topic_out, "twopc", 8)
     time.sleep(4)  # longer than transaction.timeout.ms: a 2PC transaction is never timed out
     resumed = TransactionalProducer.resume(
         state.transactional_id, state.producer_id, state.epoch, {"bootstrap.servers": b}

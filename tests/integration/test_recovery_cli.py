@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -36,10 +33,13 @@ from recovery.spark_checkpoint import Intent, IntentTransaction, transactional_i
 from tests.integration.test_kip1289_e2e import (
     BROKER_CONFIG,
     _free_port,
+    markerless_broker,
     offsets,
     poll_n,
+    prepared_by_killed_process,
     setup,
     share_consumer,
+    subscribed_setup,
 )
 from tests.interop.test_stock_clients import read_all
 from txn.errors import RequestTimedOutError
@@ -67,36 +67,6 @@ def cli(capsys: pytest.CaptureFixture[str], b: str, *argv: str) -> tuple[int, An
     code = sharetxn([*argv, "--bootstrap-server", b, "--json"])
     captured = capsys.readouterr()
     return code, json.loads(captured.out or captured.err)  # errors are JSON on stderr
-
-
-def prepared_by_killed_process(
-    b: str, group: str, topic_in: str, topic_out: str, tid: str, n: int
-) -> PreparedTxnState:
-    """A child consumes N records, prepares a 2PC transaction with their acks, is SIGKILLed."""
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.integration.kip1289_worker",
-            "prepare",
-            b,
-            group,
-            topic_in,
-            topic_out,
-            tid,
-            str(n),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        return PreparedTxnState.parse(child.stdout.readline())
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
 
 
 def prepare_in_process(
@@ -259,9 +229,7 @@ def test_stale_plan_is_raced_and_force_terminate(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     b = kbroker.bootstrap_servers
-    topic_in, topic_out, group = setup(b, 4)
-    c = share_consumer(b, group)
-    c.subscribe([topic_in])
+    topic_in, topic_out, group, c = subscribed_setup(b, 4)
     records = poll_n(c, 4)
     assert len(records) == 4
     tid = f"rec-race-{uuid.uuid4().hex[:6]}"
@@ -430,9 +398,7 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
     data = tmp_path / "d"
     with LocalBroker(data_dir=data, config=BROKER_CONFIG) as broker:
         b = broker.bootstrap_servers
-        topic_in, topic_out, group = setup(b, 6)
-        c = share_consumer(b, group)
-        c.subscribe([topic_in])
+        _, topic_out, group, c = subscribed_setup(b, 6)
         records = sorted(poll_n(c, 6), key=lambda r: r.offset)
         assert len(records) == 6
         healthy = TransactionalProducer({"bootstrap.servers": b, "transactional.id": "healthy"})
@@ -516,21 +482,8 @@ def test_prepare_commit_is_evidence_and_is_never_aborted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A broker whose markers are lost keeps a transaction in PrepareCommit."""
-    port = _free_port()
-    worker = [sys.executable, "-m", "tests.integration.kip1289_worker", "nomarkers"]
-    broker = subprocess.Popen(
-        [*worker, str(tmp_path / "d"), str(port)], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert broker.stdout is not None
-        line = broker.stdout.readline()
-        while line and "ready" not in line:  # listener lines come first
-            line = broker.stdout.readline()
-        assert "ready" in line
-        b = f"127.0.0.1:{port}"
-        topic_in, topic_out, group = setup(b, 3)
-        c = share_consumer(b, group)
-        c.subscribe([topic_in])
+    with markerless_broker(tmp_path / "d", _free_port()) as b:
+        _, topic_out, _, c = subscribed_setup(b, 3)
         p = TransactionalProducer(
             {"bootstrap.servers": b, "transactional.id": "decided", "request.timeout.ms": 5000}
         )
@@ -562,11 +515,6 @@ def test_prepare_commit_is_evidence_and_is_never_aborted(
         assert events(audit) == ["refused", "refused", "begin", "end"]
         c.close()
         p.close(timeout_s=1)
-    finally:
-        broker.send_signal(signal.SIGKILL)
-        broker.wait()
-        if broker.stdout is not None:
-            broker.stdout.close()
 
 
 # -- ageing warnings (FLINK-7784, KIP-994) -----------------------------------------------------

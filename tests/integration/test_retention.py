@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.launcher import LocalBroker
+from tests.sharetxn_cli import run_cli
+from tests.stock_reads import fresh_consumer
 
 pytestmark = pytest.mark.interop
 
@@ -68,14 +68,7 @@ def wait_for_low(bootstrap: str, topic: str, low: int, timeout_s: float = 20) ->
 def consume_from(
     bootstrap: str, topic: str, offset: int, reset: str, count: int, wait_s: float = 20
 ) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"g-{uuid.uuid4().hex[:6]}",
-            "auto.offset.reset": reset,
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = fresh_consumer(bootstrap, "g", {"auto.offset.reset": reset})
     consumer.assign([TopicPartition(topic, 0, offset)])
     got: list[bytes] = []
     deadline = time.monotonic() + wait_s
@@ -167,22 +160,8 @@ def test_topics_describe_shows_start_offset_size_and_cleanup_policy(tmp_path: Pa
         produce(bootstrap, "events", [b"old"] * 3, now - 2 * HOUR_MS)
         produce(bootstrap, "events", [b"new"] * 2, now)
         wait_for_low(bootstrap, "events", 3)
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "coordinator.cli",
-                "topics",
-                "--describe",
-                "--json",
-                "--bootstrap-server",
-                bootstrap,
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        )
+        describe = ("topics", "--describe", "--json", "--bootstrap-server", bootstrap)
+        out = run_cli(*describe, check=True, timeout=60)
         described = {t["topic"]: t for t in json.loads(out.stdout)}
         events, table = described["events"], described["table"]
         assert (events["cleanup_policy"], table["cleanup_policy"]) == ("delete", "compact")
@@ -235,53 +214,12 @@ def produce_table(bootstrap: str, topic: str) -> dict[bytes, bytes]:
     return expected
 
 
-def read_table(bootstrap: str, topic: str) -> tuple[dict[bytes, bytes], int]:
-    """The table a stock read_committed consumer builds from the start, and records read."""
+def read_from_start(bootstrap: str, topic: str) -> list[Any]:
+    """What a stock read_committed consumer meets reading partition 0 from the start to its end."""
     _low, high = watermarks(bootstrap, topic)
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"t-{uuid.uuid4().hex[:6]}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = fresh_consumer(bootstrap, "t", {"isolation.level": "read_committed"})
     consumer.assign([TopicPartition(topic, 0, 0)])
-    out: dict[bytes, bytes] = {}
-    count = 0
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        msg = consumer.poll(0.2)
-        if msg is None:
-            position = consumer.position([TopicPartition(topic, 0)])[0].offset
-            if position >= high - 1:
-                break
-            continue
-        if msg.error() is not None:
-            continue
-        count += 1
-        assert msg.value() != b"aborted"
-        if msg.value() is None:
-            out.pop(msg.key(), None)
-        else:
-            out[msg.key()] = msg.value()
-    consumer.close()
-    return out, count
-
-
-def read_table_tombstones(bootstrap: str, topic: str) -> list[bytes]:
-    """Keys of the tombstones a read from the start still meets."""
-    _low, high = watermarks(bootstrap, topic)
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"t-{uuid.uuid4().hex[:6]}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    found: list[bytes] = []
+    messages: list[Any] = []
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         msg = consumer.poll(0.2)
@@ -289,10 +227,28 @@ def read_table_tombstones(bootstrap: str, topic: str) -> list[bytes]:
             if consumer.position([TopicPartition(topic, 0)])[0].offset >= high - 1:
                 break
             continue
-        if msg.error() is None and msg.value() is None:
-            found.append(msg.key())
+        if msg.error() is None:
+            messages.append(msg)
     consumer.close()
-    return found
+    return messages
+
+
+def read_table(bootstrap: str, topic: str) -> tuple[dict[bytes, bytes], int]:
+    """The table a stock read_committed consumer builds from the start, and records read."""
+    out: dict[bytes, bytes] = {}
+    messages = read_from_start(bootstrap, topic)
+    for msg in messages:
+        assert msg.value() != b"aborted"
+        if msg.value() is None:
+            out.pop(msg.key(), None)
+        else:
+            out[msg.key()] = msg.value()
+    return out, len(messages)
+
+
+def read_table_tombstones(bootstrap: str, topic: str) -> list[bytes]:
+    """Keys of the tombstones a read from the start still meets."""
+    return [msg.key() for msg in read_from_start(bootstrap, topic) if msg.value() is None]
 
 
 def test_compacted_topic_keeps_the_latest_value_per_key_for_a_stock_consumer(

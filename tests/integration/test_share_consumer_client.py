@@ -14,7 +14,7 @@ from confluent_kafka import Producer
 from confluent_kafka import ShareConsumer as StockShareConsumer
 
 from coordinator.launcher import LocalBroker
-from producer.admin import Admin, TopicSpec
+from producer.admin import Admin
 from producer.share_consumer import (
     ConcurrentAccessError,
     IllegalStateError,
@@ -23,16 +23,14 @@ from producer.share_consumer import (
     new_member_id,
 )
 from producer.types import AcknowledgeType, Record, ShareAckBatch
+from tests.share_setup import fast_lock_broker, share_topic
 from txn.errors import ClosedError, KafkaProtocolError
 from txn.ids import TopicPartition
 
 pytestmark = pytest.mark.integration
 
-FAST_LOCKS = {
-    "group.share.min.record.lock.duration.ms": "1000",
-    "group.share.min.session.timeout.ms": "2000",
-    "group.share.min.heartbeat.interval.ms": "500",
-}
+#: Record locks long enough that none runs out while a test holds its records.
+LONG_LOCK = {"share.record.lock.duration.ms": "30000"}
 ACCEPT, RELEASE, REJECT, GAP = (
     AcknowledgeType.ACCEPT,
     AcknowledgeType.RELEASE,
@@ -43,8 +41,7 @@ ACCEPT, RELEASE, REJECT, GAP = (
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
-    with LocalBroker(data_dir=tmp_path_factory.mktemp("share-client"), config=FAST_LOCKS) as b:
-        yield b
+    yield from fast_lock_broker(tmp_path_factory, "share-client")
 
 
 def new_group() -> str:
@@ -60,17 +57,9 @@ def setup_topic(
     producer_config: dict[str, Any] | None = None,
     **group_configs: str,
 ) -> str:
-    topic = f"t-{uuid.uuid4().hex[:8]}"
-    with Admin(bootstrap) as admin:
-        assert admin.create_topics([TopicSpec(topic, partitions)])[topic] == 0
-        admin.alter_group_configs(
-            group,
-            {
-                "share.auto.offset.reset": "earliest",
-                "share.heartbeat.interval.ms": "500",
-                **group_configs,
-            },
-        )
+    topic = share_topic(
+        bootstrap, partitions, group, {"share.heartbeat.interval.ms": "500", **group_configs}
+    )
     produce(bootstrap, topic, records, partitions, producer_config)
     return topic
 
@@ -93,6 +82,13 @@ def produce(
             headers=[("n", str(i).encode())],
         )
     assert producer.flush(30) == 0
+
+
+def subscribed(bootstrap: str, group: str, topic: str, mode: str = "implicit") -> ShareConsumer:
+    """A consumer of ``group`` (see ``consumer``) subscribed to ``topic``."""
+    c = consumer(bootstrap, group, mode)
+    c.subscribe([topic])
+    return c
 
 
 def consumer(bootstrap: str, group: str, mode: str = "implicit", **extra: Any) -> ShareConsumer:
@@ -180,8 +176,7 @@ def test_implicit_mode_consumes_everything_once(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
     group = new_group()
     topic = setup_topic(b, 2, 50, group)
-    with consumer(b, group) as c:
-        c.subscribe([topic])
+    with subscribed(b, group, topic) as c:
         got = poll_until(c, 50)
         assert c.poll(1.0) == []  # the previous poll's records are accepted by this one
         results = c.commit_sync(10)
@@ -204,8 +199,7 @@ def test_implicit_commit_sync_then_close_leaves_nothing(broker: LocalBroker) -> 
     b = broker.bootstrap_servers
     group = new_group()
     topic = setup_topic(b, 1, 10, group)
-    with consumer(b, group) as c:
-        c.subscribe([topic])
+    with subscribed(b, group, topic) as c:
         assert len(poll_until(c, 10)) == 10
         results = c.commit_sync()
         assert results == {TopicPartition(topic, 0): None}
@@ -222,8 +216,7 @@ def test_explicit_accept_release_reject(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
     group = new_group()
     topic = setup_topic(b, 1, 10, group)
-    with consumer(b, group, "explicit") as c:
-        c.subscribe([topic])
+    with subscribed(b, group, topic, "explicit") as c:
         first = poll_until(c, 10)
         assert [r.offset for r in first] == list(range(10))
         for r in first:
@@ -303,9 +296,7 @@ def test_two_consumers_share_a_topic_each_record_acked_once(broker: LocalBroker)
     sinks: list[list[Record]] = [[], []]
     stop = threading.Event()
     errors: list[BaseException] = []
-    consumers = [consumer(b, group, "explicit") for _ in range(2)]
-    for c in consumers:
-        c.subscribe([topic])
+    consumers = [subscribed(b, group, topic, "explicit") for _ in range(2)]
     threads = [
         _consume_in_thread(c, s, stop, errors) for c, s in zip(consumers, sinks, strict=True)
     ]
@@ -322,10 +313,8 @@ def test_two_consumers_share_a_topic_each_record_acked_once(broker: LocalBroker)
     seen = Counter((r.partition, r.offset) for s in sinks for r in s)
     assert len(seen) == total
     assert max(seen.values()) == 1
-    assert wait_for_offsets(b, group, topic, [(0, total // 2), (1, total // 2)]) == [
-        (0, total // 2),
-        (1, total // 2),
-    ]
+    halves = [(0, total // 2), (1, total // 2)]
+    assert wait_for_offsets(b, group, topic, halves) == halves
 
 
 def test_interop_with_stock_share_consumer(broker: LocalBroker) -> None:
@@ -333,8 +322,7 @@ def test_interop_with_stock_share_consumer(broker: LocalBroker) -> None:
     group = new_group()
     total = 300
     topic = setup_topic(b, 2, total, group)
-    ours = consumer(b, group, "explicit")
-    ours.subscribe([topic])
+    ours = subscribed(b, group, topic, "explicit")
     stock = StockShareConsumer(
         {"bootstrap.servers": b, "group.id": group, "share.acknowledgement.mode": "implicit"}
     )
@@ -358,22 +346,18 @@ def test_interop_with_stock_share_consumer(broker: LocalBroker) -> None:
     assert len(values) == total
     assert max(values.values()) == 1
     assert our_records, "our consumer got nothing"
-    assert wait_for_offsets(b, group, topic, [(0, total // 2), (1, total // 2)]) == [
-        (0, total // 2),
-        (1, total // 2),
-    ]
+    halves = [(0, total // 2), (1, total // 2)]
+    assert wait_for_offsets(b, group, topic, halves) == halves
 
 
 def test_acks_for_a_revoked_partition_go_by_share_acknowledge(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
     group = new_group()
     topic = setup_topic(b, 2, 20, group)
-    a = consumer(b, group, "explicit")
-    a.subscribe([topic])
+    a = subscribed(b, group, topic, "explicit")
     first = poll_until(a, 20)
     assert {r.partition for r in first} == {0, 1}
-    other = consumer(b, group, "explicit")
-    other.subscribe([topic])
+    other = subscribed(b, group, topic, "explicit")
     deadline = time.monotonic() + 15
     while len(a._membership.snapshot()[1]) != 1 and time.monotonic() < deadline:
         assert other.poll(0.2) == []  # everything is acquired by `a`
@@ -415,9 +399,8 @@ def test_acks_for_a_revoked_partition_go_by_share_acknowledge(broker: LocalBroke
 def test_transactional_mode_records_acks_and_keeps_records_acquired(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
     group = new_group()
-    topic = setup_topic(b, 2, 20, group, **{"share.record.lock.duration.ms": "30000"})
-    c = consumer(b, group, "transactional")
-    c.subscribe([topic])
+    topic = setup_topic(b, 2, 20, group, **LONG_LOCK)
+    c = subscribed(b, group, topic, "transactional")
     got = poll_until(c, 20)
     assert len(got) == 20
     with pytest.raises(IllegalStateError, match="transactional"):
@@ -460,9 +443,8 @@ def test_transactional_mode_never_piggybacks_recorded_acks_on_a_fetch(
     """Polling again before send_share_acks_to_transaction must not send the acks."""
     b = broker.bootstrap_servers
     group = new_group()
-    topic = setup_topic(b, 1, 10, group, **{"share.record.lock.duration.ms": "30000"})
-    c = consumer(b, group, "transactional")
-    c.subscribe([topic])
+    topic = setup_topic(b, 1, 10, group, **LONG_LOCK)
+    c = subscribed(b, group, topic, "transactional")
     got = poll_until(c, 10)
     for r in got:
         c.acknowledge(r)
@@ -480,9 +462,8 @@ def test_transactional_mode_never_piggybacks_recorded_acks_on_a_fetch(
 def test_close_releases_acquired_records(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
     group = new_group()
-    topic = setup_topic(b, 1, 10, group, **{"share.record.lock.duration.ms": "30000"})
-    first = consumer(b, group, "explicit")
-    first.subscribe([topic])
+    topic = setup_topic(b, 1, 10, group, **LONG_LOCK)
+    first = subscribed(b, group, topic, "explicit")
     got = poll_until(first, 10)
     assert len(got) == 10
     for r in got[:4]:
@@ -502,9 +483,8 @@ def test_close_releases_acquired_records(broker: LocalBroker) -> None:
 def test_unsubscribe_releases_and_resubscribe_rejoins(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
     group = new_group()
-    topic = setup_topic(b, 1, 6, group, **{"share.record.lock.duration.ms": "30000"})
-    with consumer(b, group, "explicit") as c:
-        c.subscribe([topic])
+    topic = setup_topic(b, 1, 6, group, **LONG_LOCK)
+    with subscribed(b, group, topic, "explicit") as c:
         got = poll_until(c, 6)
         for r in got[:2]:
             c.acknowledge(r)
@@ -525,8 +505,7 @@ def test_lost_session_fails_pending_acks_and_recovers(broker: LocalBroker) -> No
     b = broker.bootstrap_servers
     group = new_group()
     topic = setup_topic(b, 1, 5, group)
-    with consumer(b, group, "explicit") as c:
-        c.subscribe([topic])
+    with subscribed(b, group, topic, "explicit") as c:
         got = poll_until(c, 5)
         assert len(got) == 5
         # Drop the fetch connection: the broker closes the session and releases the records.
@@ -548,8 +527,7 @@ def test_concurrent_use_raises_and_close_from_another_thread(broker: LocalBroker
     b = broker.bootstrap_servers
     group = new_group()
     topic = setup_topic(b, 1, 0, group)
-    c = consumer(b, group)
-    c.subscribe([topic])
+    c = subscribed(b, group, topic)
     polled: list[list[Record]] = []
     started = threading.Event()
 
@@ -583,8 +561,7 @@ def test_compressed_batches(broker: LocalBroker, codec: str) -> None:
     topic = setup_topic(
         b, 1, 200, group, producer_config={"compression.type": codec, "linger.ms": 50}
     )
-    with consumer(b, group) as c:
-        c.subscribe([topic])
+    with subscribed(b, group, topic) as c:
         got = poll_until(c, 200)
     assert [r.value for r in got] == [f"r{i}".encode() for i in range(200)]
     assert [r.headers for r in got[:2]] == [(("n", b"0"),), (("n", b"1"),)]
@@ -601,8 +578,7 @@ def test_transactional_producer_markers_are_skipped(broker: LocalBroker) -> None
         for i in range(4):
             producer.produce(topic, value=f"b{batch}-{i}".encode(), partition=0)
         producer.commit_transaction(10)
-    with consumer(b, group) as c:
-        c.subscribe([topic])
+    with subscribed(b, group, topic) as c:
         got = poll_until(c, 12)
         assert poll_until(c, 1, timeout_s=1.5) == []
         assert c.commit_sync() in ({TopicPartition(topic, 0): None}, {})

@@ -8,7 +8,8 @@ import pytest
 from confluent_kafka import AcknowledgeType
 
 from coordinator.launcher import LocalBroker
-from tests.interop.test_share_consumer import FAST_LOCKS, consumer, poll_until, setup_topic
+from tests.interop.test_share_consumer import consumer, explicit_reader, poll_until
+from tests.share_setup import FAST_LOCKS
 
 pytestmark = pytest.mark.integration
 
@@ -17,10 +18,7 @@ def test_kill_with_records_in_every_state(tmp_path: Path) -> None:
     broker = LocalBroker(data_dir=tmp_path / "d", config=FAST_LOCKS).start()
     try:
         b = broker.bootstrap_servers
-        topic = setup_topic(b, 1, 20, "durable")
-        old = consumer(b, "durable", "explicit")
-        old.subscribe([topic])
-        first = poll_until(old, 20)
+        topic, old, first = explicit_reader(b, "durable", 20)
         assert len(first) == 20
         for m in first:
             offset = m.offset()

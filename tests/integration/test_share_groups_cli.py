@@ -9,7 +9,8 @@ import pytest
 
 from coordinator.cli import main as sharetxn
 from coordinator.launcher import LocalBroker
-from tests.interop.test_share_consumer import FAST_LOCKS, consumer, poll_until, setup_topic
+from tests.interop.test_share_consumer import consumer, poll_until, setup_topic
+from tests.share_setup import FAST_LOCKS
 
 pytestmark = pytest.mark.integration
 
@@ -18,6 +19,14 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any]:
     code = sharetxn(["share-groups", *args, "--json"])
     out = capsys.readouterr().out
     return code, json.loads(out) if out.strip().startswith(("[", "{")) else out
+
+
+def reset_offsets(
+    capsys: pytest.CaptureFixture[str], bootstrap: str, topic: str, *how: str
+) -> tuple[int, Any]:
+    """``share-groups --reset-offsets`` of cli-group on ``topic`` (a topic or topic:partition)."""
+    where = ("--group", "cli-group", "--topic", topic)
+    return run_json(capsys, "--bootstrap-server", bootstrap, "--reset-offsets", *where, *how)
 
 
 def test_share_groups_cli(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,65 +53,21 @@ def test_share_groups_cli(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> 
         ]
 
         # resetting a group with an active member is refused
-        code, _ = run_json(
-            capsys,
-            "--bootstrap-server",
-            b,
-            "--reset-offsets",
-            "--group",
-            "cli-group",
-            "--topic",
-            topic,
-            "--to-earliest",
-            "--execute",
-        )
+        code, _ = reset_offsets(capsys, b, topic, "--to-earliest", "--execute")
         assert code == 1
         c.close()
 
-        code, plan = run_json(
-            capsys,
-            "--bootstrap-server",
-            b,
-            "--reset-offsets",
-            "--group",
-            "cli-group",
-            "--topic",
-            topic,
-            "--to-earliest",
-            "--dry-run",
-        )
+        code, plan = reset_offsets(capsys, b, topic, "--to-earliest", "--dry-run")
         assert code == 0 and [p["new_start_offset"] for p in plan] == [0, 0]
         # without --execute the command only plans; --to-offset is clamped to the log end (5)
-        code, plan = run_json(
-            capsys,
-            "--reset-offsets",
-            "--group",
-            "cli-group",
-            "--topic",
-            topic,
-            "--to-offset",
-            "999",
-            "--bootstrap-server",
-            b,
-        )
+        code, plan = reset_offsets(capsys, b, topic, "--to-offset", "999")
         assert code == 0 and [p["new_start_offset"] for p in plan] == [5, 5]
         code, offsets = run_json(
             capsys, "--bootstrap-server", b, "--describe", "--group", "cli-group"
         )
         assert {o["start_offset"] for o in offsets} == {5}  # the plans changed nothing
 
-        code, done = run_json(
-            capsys,
-            "--bootstrap-server",
-            b,
-            "--reset-offsets",
-            "--group",
-            "cli-group",
-            "--topic",
-            f"{topic}:0",
-            "--to-earliest",
-            "--execute",
-        )
+        code, done = reset_offsets(capsys, b, f"{topic}:0", "--to-earliest", "--execute")
         assert code == 0 and done == [
             {
                 "group": "cli-group",

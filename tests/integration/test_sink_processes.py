@@ -20,6 +20,7 @@ from tests.integration.sink_helpers import (
     BROKER_CONFIG,
     create_topics,
     fast_group,
+    input_topic,
     lines,
     new_names,
     produce,
@@ -31,6 +32,32 @@ from tests.integration.sink_helpers import (
 pytestmark = pytest.mark.integration
 
 TASKS = "tests.integration.sink_tasks"
+#: A 15 s acquisition lock instead of LOCK_TIMEOUT_MS: no lock runs out while a worker is slow.
+LONG_LOCK = {"share.acquisition.lock.timeout.ms": "15000"}
+
+
+def pausing_sink(
+    bs: str,
+    name: str,
+    topic: str,
+    out: Path,
+    marker: str,
+    max_poll_records: str,
+    settings: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """A ``PausingFileSink`` connector writing to ``out`` (``marker``: "" or its put() file)."""
+    return sink_config(
+        bs,
+        name,
+        topic,
+        **{
+            "connector.class": f"{TASKS}.PausingFileSink",
+            "file": str(out),
+            "marker": marker,
+            **(settings or {}),
+            "consumer.override.max.poll.records": max_poll_records,
+        },
+    )
 
 
 class Worker:
@@ -103,25 +130,11 @@ def test_two_workers_share_three_partitions_and_cover_the_topic(
     pbroker: LocalBroker, tmp_path: Path, workers: list[Worker]
 ) -> None:
     bs = pbroker.bootstrap_servers
-    topic, name = new_names()
-    create_topics(bs, (topic, 3))
-    fast_group(bs, f"connect-{name}")
     values = [f"v{i}" for i in range(300)]
-    produce(bs, topic, values, batch=5)
+    topic, name = input_topic(bs, 3, values, batch=5, fast=True)
     outs = [tmp_path / "a.txt", tmp_path / "b.txt"]
     for i, out in enumerate(outs):
-        config = sink_config(
-            bs,
-            name,
-            topic,
-            **{
-                "connector.class": f"{TASKS}.PausingFileSink",
-                "file": str(out),
-                "marker": "",
-                "put.sleep.ms": "50",
-                "consumer.override.max.poll.records": "10",
-            },
-        )
+        config = pausing_sink(bs, name, topic, out, "", "10", {"put.sleep.ms": "50"})
         workers.append(Worker(config, tmp_path / f"w{i}.properties"))
     for w in workers:
         w.wait_ready()
@@ -137,24 +150,11 @@ def test_a_worker_killed_mid_batch_loses_nothing(
     pbroker: LocalBroker, tmp_path: Path, workers: list[Worker]
 ) -> None:
     bs = pbroker.bootstrap_servers
-    topic, name = new_names()
-    create_topics(bs, (topic, 3))
-    fast_group(bs, f"connect-{name}")
     values = [f"v{i}" for i in range(100)]
-    produce(bs, topic, values)
+    topic, name = input_topic(bs, 3, values, fast=True)
     marker = tmp_path / "in-put"
     first = tmp_path / "first.txt"
-    config = sink_config(
-        bs,
-        name,
-        topic,
-        **{
-            "connector.class": f"{TASKS}.PausingFileSink",
-            "file": str(first),
-            "marker": str(marker),
-            "consumer.override.max.poll.records": "40",
-        },
-    )
+    config = pausing_sink(bs, name, topic, first, str(marker), "40")
     workers.append(Worker(config, tmp_path / "a.properties"))
     workers[0].wait_ready()
     wait_for(marker.exists, 30, "the first put()")
@@ -176,25 +176,12 @@ def test_sigterm_finishes_the_batch_acknowledges_and_exits_0(
     pbroker: LocalBroker, tmp_path: Path, workers: list[Worker]
 ) -> None:
     bs = pbroker.bootstrap_servers
-    topic, name = new_names()
-    create_topics(bs, (topic, 1))
     values = [f"v{i}" for i in range(60)]
-    produce(bs, topic, values)
+    topic, name = input_topic(bs, 1, values)
     marker = tmp_path / "in-put"
     out = tmp_path / "out.txt"
-    config = sink_config(
-        bs,
-        name,
-        topic,
-        **{
-            "connector.class": f"{TASKS}.PausingFileSink",
-            "file": str(out),
-            "marker": str(marker),
-            "pause.s": "1",
-            "share.acquisition.lock.timeout.ms": "15000",
-            "consumer.override.max.poll.records": "20",
-        },
-    )
+    settings = {"pause.s": "1", **LONG_LOCK}
+    config = pausing_sink(bs, name, topic, out, str(marker), "20", settings)
     workers.append(Worker(config, tmp_path / "a.properties"))
     workers[0].wait_ready()
     wait_for(marker.exists, 30, "the first put()")
@@ -250,26 +237,13 @@ def test_elastic_scale_up_from_one_to_three_workers(
     pbroker: LocalBroker, tmp_path: Path, workers: list[Worker]
 ) -> None:
     bs = pbroker.bootstrap_servers
-    topic, name = new_names()
-    create_topics(bs, (topic, 2))
     values = [f"v{i}" for i in range(400)]
-    produce(bs, topic, values, batch=5)
+    topic, name = input_topic(bs, 2, values, batch=5)
     outs = [tmp_path / f"w{i}.txt" for i in range(3)]
 
     def config(i: int) -> dict[str, str]:
-        return sink_config(
-            bs,
-            name,
-            topic,
-            **{
-                "connector.class": f"{TASKS}.PausingFileSink",
-                "file": str(outs[i]),
-                "marker": "",
-                "put.sleep.ms": "100",
-                "share.acquisition.lock.timeout.ms": "15000",
-                "consumer.override.max.poll.records": "10",
-            },
-        )
+        settings = {"put.sleep.ms": "100", **LONG_LOCK}
+        return pausing_sink(bs, name, topic, outs[i], "", "10", settings)
 
     workers.append(Worker(config(0), tmp_path / "w0.properties"))
     workers[0].wait_ready()

@@ -17,6 +17,7 @@ from producer.sink.dlq import HEADER_PREFIX
 from tests.integration.sink_helpers import (
     BROKER_CONFIG,
     create_topics,
+    input_topic,
     lines,
     new_names,
     produce,
@@ -38,9 +39,7 @@ def sbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
 
 def test_file_sink_writes_and_accepts_every_record(sbroker: LocalBroker, tmp_path: Path) -> None:
     bs = sbroker.bootstrap_servers
-    topic, name = new_names()
-    create_topics(bs, (topic, 3))
-    produce(bs, topic, [f"v{i}" for i in range(90)])
+    topic, name = input_topic(bs, 3, [f"v{i}" for i in range(90)])
     out = tmp_path / "out.txt"
     config = sink_config(
         bs, name, topic, **{"connector.class": "producer.sink.FileSink", "file": str(out)}
@@ -63,10 +62,8 @@ def test_retriable_failures_are_released_and_redelivered(
     sbroker: LocalBroker, tmp_path: Path
 ) -> None:
     bs = sbroker.bootstrap_servers
-    topic, name = new_names()
-    create_topics(bs, (topic, 1))
     values = [f"flaky{i}" if i % 4 == 0 else f"ok{i}" for i in range(20)]
-    produce(bs, topic, values)
+    topic, name = input_topic(bs, 1, values)
     out = tmp_path / "out.txt"
     config = sink_config(
         bs,
@@ -164,9 +161,7 @@ def test_exactly_once_copies_through_a_transform(sbroker: LocalBroker) -> None:
 
 def test_implicit_mode_acknowledges_on_the_next_poll(sbroker: LocalBroker, tmp_path: Path) -> None:
     bs = sbroker.bootstrap_servers
-    topic, name = new_names()
-    create_topics(bs, (topic, 1))
-    produce(bs, topic, [f"v{i}" for i in range(30)])
+    topic, name = input_topic(bs, 1, [f"v{i}" for i in range(30)])
     out = tmp_path / "out.txt"
     config = sink_config(
         bs,
@@ -200,9 +195,7 @@ def test_a_task_failing_in_start_fails_the_worker(sbroker: LocalBroker) -> None:
 
 def test_a_share_group_id_must_not_be_a_consumer_groups(sbroker: LocalBroker) -> None:
     bs = sbroker.bootstrap_servers
-    topic, name = new_names()
-    create_topics(bs, (topic, 1))
-    produce(bs, topic, ["x"])
+    topic, name = input_topic(bs, 1, ["x"])
     classic = Consumer(
         {"bootstrap.servers": bs, "group.id": f"connect-{name}", "auto.offset.reset": "earliest"}
     )
@@ -235,9 +228,7 @@ def test_a_dead_letter_topic_that_cannot_be_created_is_reported_with_its_key(
 
 def test_sink_task_metrics(sbroker: LocalBroker, tmp_path: Path) -> None:
     bs = sbroker.bootstrap_servers
-    topic, name = new_names()
-    create_topics(bs, (topic, 1))
-    produce(bs, topic, ["flaky0", "ok1", "bad2", "ok3"])
+    topic, name = input_topic(bs, 1, ["flaky0", "ok1", "bad2", "ok3"])
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
     config = sink_config(

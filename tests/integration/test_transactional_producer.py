@@ -20,13 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
-from confluent_kafka import TopicPartition as CkTopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.launcher import LocalBroker
 from producer.accumulator import partition_for_key
-from producer.admin import Admin, TopicSpec
 from producer.share_consumer import ShareConsumer
 from producer.transactional_producer import (
     DifferentPreparedTransactionError,
@@ -38,6 +36,8 @@ from producer.transactional_producer import (
     TxnState,
 )
 from producer.types import AcknowledgeType, PreparedTxnState, Record, ShareGroupMetadata
+from tests.share_setup import fast_lock_broker, share_topic
+from tests.stock_reads import read_messages
 from txn.errors import (
     ClosedError,
     InvalidRecordStateError,
@@ -72,30 +72,10 @@ def consume(
     Reads until at least ``expect`` records arrived and then 1.5 s more, so that extra
     (duplicate or uncommitted) records would be seen too.
     """
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"verify-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False,
-            "isolation.level": isolation,
-            "fetch.wait.max.ms": 50,
-        }
+    msgs = read_messages(
+        bootstrap, topic, partitions, isolation, expect, first_idle_s=3, timeout_s=60
     )
-    consumer.assign([CkTopicPartition(topic, p, 0) for p in range(partitions)])
-    out: list[tuple[int, int, bytes | None, bytes]] = []
-    idle_until = time.monotonic() + 3
-    hard = time.monotonic() + 60
-    try:
-        while time.monotonic() < hard:
-            msgs = [m for m in consumer.consume(500, 0.2) if m.error() is None]
-            out.extend((m.partition(), m.offset(), m.key(), m.value()) for m in msgs)
-            if msgs:
-                idle_until = time.monotonic() + 1.5
-            elif len(out) >= expect and time.monotonic() > idle_until:
-                break
-    finally:
-        consumer.close()
-    return out
+    return [(m.partition(), m.offset(), m.key(), m.value()) for m in msgs]
 
 
 def values(records: list[tuple[int, int, bytes | None, bytes]]) -> list[bytes]:
@@ -595,37 +575,22 @@ def test_every_misuse_raises_the_documented_error(txn_broker: LocalBroker) -> No
 
 # -- KIP-1289: share acknowledgements in transactions ---------------------------------------
 
-SHARE_BROKER = {
-    "group.share.min.record.lock.duration.ms": "1000",
-    "group.share.min.session.timeout.ms": "2000",
-    "group.share.min.heartbeat.interval.ms": "500",
-}
-
 
 @pytest.fixture(scope="module")
 def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
-    with LocalBroker(data_dir=tmp_path_factory.mktemp("txnshare"), config=SHARE_BROKER) as b:
-        yield b
+    yield from fast_lock_broker(tmp_path_factory, "txnshare")
 
 
-def share_input(bootstrap: str, group: str, records: int, partitions: int = 2) -> str:
-    """A topic with ``records`` records and a share group that reads it from the start."""
-    topic = f"in-{uuid.uuid4().hex[:8]}"
-    with Admin(bootstrap) as admin:
-        assert admin.create_topics([TopicSpec(topic, partitions)])[topic] == 0
-        admin.alter_group_configs(
-            group,
-            {
-                "share.auto.offset.reset": "earliest",
-                "share.heartbeat.interval.ms": "500",
-                "share.record.lock.duration.ms": "30000",
-            },
-        )
+def share_input(bootstrap: str, records: int, partitions: int = 2) -> tuple[str, str]:
+    """A new share group, and a new topic of ``records`` records that it reads from the start."""
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    configs = {"share.heartbeat.interval.ms": "500", "share.record.lock.duration.ms": "30000"}
+    topic = share_topic(bootstrap, partitions, group, configs, prefix="in")
     stock = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(records):
         stock.produce(topic, key=f"k{i}".encode(), value=f"r{i}".encode(), partition=i % partitions)
     assert stock.flush(30) == 0
-    return topic
+    return group, topic
 
 
 def share_consumer(bootstrap: str, group: str, topic: str) -> ShareConsumer:
@@ -638,6 +603,11 @@ def share_consumer(bootstrap: str, group: str, topic: str) -> ShareConsumer:
     )
     c.subscribe([topic])
     return c
+
+
+def send_acks(producer: TransactionalProducer, consumer: ShareConsumer) -> None:
+    """The consumer's acknowledgements, sent to the producer's transaction."""
+    producer.send_share_acks_to_transaction(consumer.acknowledgements(), consumer.group_metadata())
 
 
 def poll_and_accept(c: ShareConsumer, want: int, timeout_s: float = 30) -> list[Record]:
@@ -662,8 +632,7 @@ def assert_nothing_delivered(bootstrap: str, group: str, topic: str) -> None:
 
 def test_consume_transform_produce_commit_acknowledges_inputs(share_broker: LocalBroker) -> None:
     bootstrap = share_broker.bootstrap_servers
-    group = f"g-{uuid.uuid4().hex[:8]}"
-    source = share_input(bootstrap, group, 30)
+    group, source = share_input(bootstrap, 30)
     sink = new_topic(bootstrap, 2)
     consumer = share_consumer(bootstrap, group, source)
     producer = TransactionalProducer(txn_config(bootstrap, f"ctp-{uuid.uuid4().hex[:6]}"))
@@ -674,9 +643,7 @@ def test_consume_transform_produce_commit_acknowledges_inputs(share_broker: Loca
             assert len(records) == 30
             for r in records:
                 producer.send(sink, (r.value or b"").upper(), key=r.key)
-            producer.send_share_acks_to_transaction(
-                consumer.acknowledgements(), consumer.group_metadata()
-            )
+            send_acks(producer, consumer)
         outputs = values(consume(bootstrap, sink, "read_committed", 30, 2))
         assert sorted(outputs) == sorted(f"R{i}".encode() for i in range(30))
         # The inputs are acknowledged: not redelivered, even to a new member after the
@@ -691,8 +658,7 @@ def test_consume_transform_produce_commit_acknowledges_inputs(share_broker: Loca
 
 def test_aborted_transaction_redelivers_inputs_and_hides_outputs(share_broker: LocalBroker) -> None:
     bootstrap = share_broker.bootstrap_servers
-    group = f"g-{uuid.uuid4().hex[:8]}"
-    source = share_input(bootstrap, group, 12)
+    group, source = share_input(bootstrap, 12)
     sink = new_topic(bootstrap, 2)
     consumer = share_consumer(bootstrap, group, source)
     producer = TransactionalProducer(txn_config(bootstrap, f"abort-{uuid.uuid4().hex[:6]}"))
@@ -702,9 +668,7 @@ def test_aborted_transaction_redelivers_inputs_and_hides_outputs(share_broker: L
         first = poll_and_accept(consumer, 12)
         for r in first:
             producer.send(sink, r.value)
-        producer.send_share_acks_to_transaction(
-            consumer.acknowledgements(), consumer.group_metadata()
-        )
+        send_acks(producer, consumer)
         producer.flush(30)
         producer.abort_transaction()
         again = poll_and_accept(consumer, 12)
@@ -716,9 +680,7 @@ def test_aborted_transaction_redelivers_inputs_and_hides_outputs(share_broker: L
         assert len(values(consume(bootstrap, sink, "read_uncommitted", 12, 2))) == 12
         # The redelivered records can be acknowledged in the next transaction.
         with producer.transaction():
-            producer.send_share_acks_to_transaction(
-                consumer.acknowledgements(), consumer.group_metadata()
-            )
+            send_acks(producer, consumer)
         consumer.close()
         assert_nothing_delivered(bootstrap, group, source)
     finally:
@@ -730,8 +692,7 @@ def test_acks_for_records_of_another_member_make_the_transaction_abortable(
     share_broker: LocalBroker,
 ) -> None:
     bootstrap = share_broker.bootstrap_servers
-    group = f"g-{uuid.uuid4().hex[:8]}"
-    source = share_input(bootstrap, group, 4, 1)
+    group, source = share_input(bootstrap, 4, 1)
     consumer = share_consumer(bootstrap, group, source)
     producer = TransactionalProducer(txn_config(bootstrap, f"owner-{uuid.uuid4().hex[:6]}"))
     try:
@@ -762,8 +723,7 @@ def test_zombie_with_pending_acks_is_fenced_and_its_acks_discarded(
     share_broker: LocalBroker,
 ) -> None:
     bootstrap = share_broker.bootstrap_servers
-    group = f"g-{uuid.uuid4().hex[:8]}"
-    source = share_input(bootstrap, group, 6, 1)
+    group, source = share_input(bootstrap, 6, 1)
     sink = new_topic(bootstrap, 1)
     tid = f"zacks-{uuid.uuid4().hex[:6]}"
     consumer = share_consumer(bootstrap, group, source)
@@ -774,9 +734,7 @@ def test_zombie_with_pending_acks_is_fenced_and_its_acks_discarded(
         records = poll_and_accept(consumer, 6)
         for r in records:
             zombie.send(sink, r.value)
-        zombie.send_share_acks_to_transaction(
-            consumer.acknowledgements(), consumer.group_metadata()
-        )
+        send_acks(zombie, consumer)
         zombie.flush(30)
         with TransactionalProducer(txn_config(bootstrap, tid)) as successor:
             successor.init_transactions()  # fences the zombie and aborts its transaction
@@ -794,8 +752,7 @@ def test_prepared_share_acks_survive_the_consumer_and_commit_after_resume(
     share_broker: LocalBroker,
 ) -> None:
     bootstrap = share_broker.bootstrap_servers
-    group = f"g-{uuid.uuid4().hex[:8]}"
-    source = share_input(bootstrap, group, 8)
+    group, source = share_input(bootstrap, 8)
     sink = new_topic(bootstrap, 2)
     tid = f"2pc-acks-{uuid.uuid4().hex[:6]}"
     consumer = share_consumer(bootstrap, group, source)
@@ -806,7 +763,7 @@ def test_prepared_share_acks_survive_the_consumer_and_commit_after_resume(
     producer.begin_transaction()
     for r in poll_and_accept(consumer, 8):
         producer.send(sink, r.value)
-    producer.send_share_acks_to_transaction(consumer.acknowledgements(), consumer.group_metadata())
+    send_acks(producer, consumer)
     state = producer.prepare_transaction()
     producer.close()  # a prepared transaction is left for its coordinator
     consumer.close()  # TX_PENDING records are not released by the session close

@@ -48,6 +48,14 @@ def topic_with_records(bootstrap: str, partitions: int, records: int) -> str:
     return name
 
 
+def subscribed(bootstrap: str, group: str, assignor: str, topic: str, count: int) -> list[Consumer]:
+    """``count`` members of ``group`` (see ``consumer``), each subscribed to ``topic``."""
+    members = [consumer(bootstrap, group, assignor) for _ in range(count)]
+    for c in members:
+        c.subscribe([topic])
+    return members
+
+
 def consumer(bootstrap: str, group: str, assignor: str = "range", **extra: object) -> Consumer:
     return Consumer(
         {
@@ -84,9 +92,7 @@ def test_members_share_the_partitions_and_rebalance_on_leave(
     b = gbroker.bootstrap_servers
     topic = topic_with_records(b, 6, 60)
     group = f"g-{assignor}"
-    members = [consumer(b, group, assignor) for _ in range(3)]
-    for c in members:
-        c.subscribe([topic])
+    members = subscribed(b, group, assignor, topic, 3)
     sets = assignments(members, 6)
     assert all(len(s) == 2 for s in sets)
     members.pop().close()  # LeaveGroup: the other two take its partitions
@@ -365,9 +371,7 @@ def test_mixed_group_upgrade_and_downgrade_online(tmp_path: Path, assignor: str)
         b = broker.bootstrap_servers
         topic = topic_with_records(b, 6, 30)
         group = f"mixed-{assignor}"
-        classic = [consumer(b, group, assignor) for _ in range(2)]
-        for c in classic:
-            c.subscribe([topic])
+        classic = subscribed(b, group, assignor, topic, 2)
         assignments(classic, 6)
         assert "CLASSIC" in _group_type(b, group)
         modern = _kip848_member(b, group, topic)

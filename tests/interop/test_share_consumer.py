@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -13,30 +12,21 @@ import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 
 from coordinator.launcher import LocalBroker
-from producer.admin import Admin, TopicSpec
+from producer.admin import Admin
+from tests.share_setup import fast_lock_broker, share_topic
 
 pytestmark = pytest.mark.interop
-
-FAST_LOCKS = {
-    "group.share.min.record.lock.duration.ms": "1000",
-    "group.share.min.session.timeout.ms": "2000",
-    "group.share.min.heartbeat.interval.ms": "500",
-}
 
 
 @pytest.fixture(scope="module")
 def share_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
-    with LocalBroker(data_dir=tmp_path_factory.mktemp("share"), config=FAST_LOCKS) as b:
-        yield b
+    yield from fast_lock_broker(tmp_path_factory, "share")
 
 
 def setup_topic(
     bootstrap: str, partitions: int, records: int, group: str, **group_configs: str
 ) -> str:
-    topic = f"t-{uuid.uuid4().hex[:8]}"
-    with Admin(bootstrap) as admin:
-        assert admin.create_topics([TopicSpec(topic, partitions)])[topic] == 0
-        admin.alter_group_configs(group, {"share.auto.offset.reset": "earliest", **group_configs})
+    topic = share_topic(bootstrap, partitions, group, group_configs)
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(records):
         producer.produce(topic, value=f"r{i}".encode(), partition=i % partitions)
@@ -58,6 +48,16 @@ def poll_until(c: ShareConsumer, want: int, timeout_s: float = 30) -> list[Any]:
     return got
 
 
+def explicit_reader(
+    bootstrap: str, group: str, records: int
+) -> tuple[str, ShareConsumer, list[Any]]:
+    """A one-partition topic of ``records``, an explicit-mode member subscribed, and its poll."""
+    topic = setup_topic(bootstrap, 1, records, group)
+    c = consumer(bootstrap, group, "explicit")
+    c.subscribe([topic])
+    return topic, c, poll_until(c, records)
+
+
 def test_implicit_mode_consumes_everything_once(share_broker: LocalBroker) -> None:
     b = share_broker.bootstrap_servers
     topic = setup_topic(b, 2, 50, "implicit")
@@ -75,10 +75,7 @@ def test_implicit_mode_consumes_everything_once(share_broker: LocalBroker) -> No
 
 def test_explicit_accept_and_release_redelivers(share_broker: LocalBroker) -> None:
     b = share_broker.bootstrap_servers
-    topic = setup_topic(b, 1, 10, "explicit")
-    c = consumer(b, "explicit", "explicit")
-    c.subscribe([topic])
-    first = poll_until(c, 10)
+    _, c, first = explicit_reader(b, "explicit", 10)
     assert len(first) == 10
     for m in first:
         c.acknowledge(m, AcknowledgeType.ACCEPT if m.offset() < 5 else AcknowledgeType.RELEASE)
@@ -95,10 +92,7 @@ def test_explicit_accept_and_release_redelivers(share_broker: LocalBroker) -> No
 
 def test_reject_archives(share_broker: LocalBroker) -> None:
     b = share_broker.bootstrap_servers
-    topic = setup_topic(b, 1, 6, "reject")
-    c = consumer(b, "reject", "explicit")
-    c.subscribe([topic])
-    got = poll_until(c, 6)
+    topic, c, got = explicit_reader(b, "reject", 6)
     for m in got:
         c.acknowledge(m, AcknowledgeType.REJECT)
     c.commit_sync(10)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections import Counter
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -12,6 +11,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from coordinator.launcher import LocalBroker
 from tests.kafka_wire import WireClient
+from tests.stock_reads import read_messages
 
 pytestmark = pytest.mark.interop
 
@@ -25,29 +25,20 @@ def create_topic(bootstrap: str, name: str, partitions: int = 3) -> None:
 def read_all(
     bootstrap: str, topic: str, partitions: int, isolation: str, expect_at_least: int = 0
 ) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"verify-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False,
-            "isolation.level": isolation,
-            "fetch.wait.max.ms": 50,
-        }
+    msgs = read_messages(
+        bootstrap, topic, partitions, isolation, expect_at_least, first_idle_s=3, timeout_s=30
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values: list[bytes] = []
-    idle_deadline = time.monotonic() + 3
-    hard_deadline = time.monotonic() + 30
-    while time.monotonic() < hard_deadline:
-        msgs = consumer.consume(500, 0.2)
-        got = [m.value() for m in msgs if m.error() is None]
-        values.extend(got)
-        if got:
-            idle_deadline = time.monotonic() + 1.5
-        elif len(values) >= expect_at_least and time.monotonic() > idle_deadline:
-            break
-    consumer.close()
-    return values
+    return [m.value() for m in msgs]
+
+
+def open_transaction(config: dict[str, Any], topic: str, value: bytes, **where: int) -> Producer:
+    """A stock transactional producer that sent ``value`` in a transaction it leaves open."""
+    producer = Producer(config)
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=value, **where)
+    producer.flush(10)
+    return producer
 
 
 def test_idempotent_producer_round_trip(broker: LocalBroker) -> None:
@@ -159,13 +150,12 @@ def test_admin_topics_and_cluster(broker: LocalBroker) -> None:
 def test_list_and_describe_transactions_on_the_wire(broker: LocalBroker) -> None:
     bootstrap = broker.bootstrap_servers
     create_topic(bootstrap, "lt", 2)
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "transactional.id": "listed", "linger.ms": 1}
+    producer = open_transaction(
+        {"bootstrap.servers": bootstrap, "transactional.id": "listed", "linger.ms": 1},
+        "lt",
+        b"x",
+        partition=1,
     )
-    producer.init_transactions(30)
-    producer.begin_transaction()
-    producer.produce("lt", value=b"x", partition=1)
-    producer.flush(10)
     client = WireClient(bootstrap)
     try:
         listing = client.request(

@@ -22,7 +22,8 @@ KIP939_SETTINGS = {
 }
 
 
-def _node(directory: Path, settings: dict[str, str] | None = None) -> Iterator[ReferenceKafka]:
+def kafka_node(directory: Path, settings: dict[str, str] | None = None) -> Iterator[ReferenceKafka]:
+    """A started Apache Kafka node, stopped when the caller is done (skips without Java)."""
     if not java_available():
         pytest.skip("Apache Kafka needs a Java runtime: java is not on PATH")
     node = ReferenceKafka(directory, settings=settings)
@@ -36,9 +37,9 @@ def _node(directory: Path, settings: dict[str, str] | None = None) -> Iterator[R
 
 @pytest.fixture(scope="session")
 def reference_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceKafka]:
-    yield from _node(tmp_path_factory.mktemp("reference-kafka"))
+    yield from kafka_node(tmp_path_factory.mktemp("reference-kafka"))
 
 
 @pytest.fixture(scope="session")
 def kafka_2pc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceKafka]:
-    yield from _node(tmp_path_factory.mktemp("kafka-2pc"), KIP939_SETTINGS)
+    yield from kafka_node(tmp_path_factory.mktemp("kafka-2pc"), KIP939_SETTINGS)

@@ -30,6 +30,7 @@ from producer import (
 )
 from producer.admin import TopicSpec
 from producer.connection import BrokerConnection
+from tests.reference.in_transaction import in_transaction
 from tests.reference.kafka import ReferenceKafka
 from txn.errors import ErrorCode, Kip1289NotSupportedError, ProducerFencedError
 from txn.ids import TopicPartition
@@ -160,13 +161,7 @@ def test_send_offsets_to_transaction(reference_kafka: ReferenceKafka, admin: Adm
     bootstrap = reference_kafka.bootstrap_servers
     source, sink = _topic(admin), _topic(admin)
     group = _name("copier")
-    producer = TransactionalProducer(
-        {"bootstrap.servers": bootstrap, "transactional.id": _name("offsets")}
-    )
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        producer.send(sink, b"out", partition=0)
+    with in_transaction(bootstrap, _name("offsets"), sink, b"out") as producer:
         producer.send_offsets_to_transaction(
             {TopicPartition(source, 0): 7}, ConsumerGroupMetadata(group)
         )
@@ -176,8 +171,6 @@ def test_send_offsets_to_transaction(reference_kafka: ReferenceKafka, admin: Adm
             {TopicPartition(source, 0): 9}, ConsumerGroupMetadata(group)
         )
         producer.abort_transaction()
-    finally:
-        producer.close()
     committed = admin.list_consumer_group_offsets(group)
     assert committed[TopicPartition(source, 0)] == 7
     assert _read_committed(bootstrap, sink, 1) == [b"out"]
@@ -345,13 +338,7 @@ def test_admin_topics_configs_and_share_group_offsets(
 def test_kip1289_fails_fast_against_kafka(reference_kafka: ReferenceKafka, admin: Admin) -> None:
     bootstrap = reference_kafka.bootstrap_servers
     topic = _topic(admin)
-    producer = TransactionalProducer(
-        {"bootstrap.servers": bootstrap, "transactional.id": _name("kip1289")}
-    )
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        producer.send(topic, b"out", partition=0)
+    with in_transaction(bootstrap, _name("kip1289"), topic, b"out") as producer:
         batch = ShareAckBatch(0, 0, AcknowledgeType.ACCEPT)
         acks = ShareAcknowledgements("g", "member", {TopicPartition(topic, 0): (batch,)})
         with pytest.raises(Kip1289NotSupportedError) as raised:
@@ -360,8 +347,6 @@ def test_kip1289_fails_fast_against_kafka(reference_kafka: ReferenceKafka, admin
         assert "AddShareAcksToTxn" in str(raised.value)
         assert "share.transaction.version" in str(raised.value)
         producer.commit_transaction()  # nothing was sent: the transaction is intact
-    finally:
-        producer.close()
     assert _read_committed(bootstrap, topic, 1) == [b"out"]
 
 

@@ -11,24 +11,17 @@ from collections.abc import Iterator
 import pytest
 
 from coordinator.launcher import LocalBroker
+from tests.reference.conftest import kafka_node
 from tests.reference.differential.framework import REGISTRY, run_all, table
 from tests.reference.differential.suite import KNOWN_DIFFERENCES, SETTINGS
-from tests.reference.kafka import ReferenceKafka, java_available
+from tests.reference.kafka import ReferenceKafka
 
 pytestmark = pytest.mark.reference
 
 
 @pytest.fixture(scope="module")
 def kafka_for_diff(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReferenceKafka]:
-    if not java_available():
-        pytest.skip("Apache Kafka needs a Java runtime: java is not on PATH")
-    node = ReferenceKafka(tmp_path_factory.mktemp("diff-kafka"), settings=SETTINGS)
-    try:
-        node.start()
-    except Exception as exc:
-        pytest.fail(f"Apache Kafka did not start: {exc}\n{node.log_tail()}", pytrace=False)
-    yield node
-    node.stop()
+    yield from kafka_node(tmp_path_factory.mktemp("diff-kafka"), SETTINGS)
 
 
 def test_registry_is_large_and_named() -> None:

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from coordinator.launcher import LocalBroker
-from producer import Admin, TransactionalProducer
+from producer import Admin
 from producer.admin import TopicSpec
+from tests.reference.in_transaction import in_transaction
 from tests.reference.kafka import java_available, run_tool
 from txn.errors import ErrorCode
 
@@ -53,6 +54,85 @@ def _rows(output: str) -> list[list[str]]:
     return [line.split() for line in output.splitlines() if line.strip()]
 
 
+_EARLIEST = "share.auto.offset.reset=earliest"
+
+
+def _topic_holding(sharetxn: str, lines: str, *more: str) -> str:
+    """A new topic, with ``lines`` written to it by ``kafka-console-producer``."""
+    topic = _topic(sharetxn)
+    producer = ("kafka-console-producer", "--bootstrap-server", sharetxn, "--topic", topic)
+    tool(*producer, *more, stdin=lines)
+    return topic
+
+
+def _configs(sharetxn: str, action: str, entity_type: str, name: str, *more: str) -> str:
+    """``kafka-configs --alter|--describe`` on one entity."""
+    return tool(
+        "kafka-configs",
+        "--bootstrap-server",
+        sharetxn,
+        action,
+        "--entity-type",
+        entity_type,
+        "--entity-name",
+        name,
+        *more,
+    )
+
+
+def _read_committed(sharetxn: str, topic: str, count: int, *more: str) -> str:
+    """``kafka-console-consumer`` from the beginning, read_committed, for ``count`` records."""
+    return tool(
+        "kafka-console-consumer",
+        "--bootstrap-server",
+        sharetxn,
+        "--topic",
+        topic,
+        "--from-beginning",
+        "--max-messages",
+        str(count),
+        "--timeout-ms",
+        "30000",
+        "--isolation-level",
+        "read_committed",
+        *more,
+    )
+
+
+def _reset_then_delete(command: str, sharetxn: str, group: str, topic: str) -> None:
+    """``command`` (a groups tool) resets ``group`` to the earliest offsets, then deletes it."""
+    reset = _rows(
+        tool(
+            command,
+            "--bootstrap-server",
+            sharetxn,
+            "--reset-offsets",
+            "--to-earliest",
+            "--group",
+            group,
+            "--topic",
+            topic,
+            "--execute",
+        )
+    )
+    assert [group, topic, "0", "0"] in reset
+    deleted = tool(command, "--bootstrap-server", sharetxn, "--delete", "--group", group)
+    assert "was successful" in deleted
+
+
+def _describe_transaction(sharetxn: str, tid: str) -> list[list[str]]:
+    return _rows(
+        tool(
+            "kafka-transactions",
+            "--bootstrap-server",
+            sharetxn,
+            "describe",
+            "--transactional-id",
+            tid,
+        )
+    )
+
+
 def test_kafka_topics(sharetxn: str) -> None:
     name = _name("topics")
     assert f"Created topic {name}." in tool(
@@ -85,84 +165,19 @@ def test_kafka_topics(sharetxn: str) -> None:
 
 def test_kafka_configs_on_topics_and_groups(sharetxn: str) -> None:
     topic = _topic(sharetxn)
-    tool(
-        "kafka-configs",
-        "--bootstrap-server",
-        sharetxn,
-        "--alter",
-        "--entity-type",
-        "topics",
-        "--entity-name",
-        topic,
-        "--add-config",
-        "retention.ms=3600000",
-    )
-    described = tool(
-        "kafka-configs",
-        "--bootstrap-server",
-        sharetxn,
-        "--describe",
-        "--entity-type",
-        "topics",
-        "--entity-name",
-        topic,
-    )
+    _configs(sharetxn, "--alter", "topics", topic, "--add-config", "retention.ms=3600000")
+    described = _configs(sharetxn, "--describe", "topics", topic)
     assert "retention.ms=3600000" in described
     group = _name("cfg")
-    tool(
-        "kafka-configs",
-        "--bootstrap-server",
-        sharetxn,
-        "--alter",
-        "--entity-type",
-        "groups",
-        "--entity-name",
-        group,
-        "--add-config",
-        "share.auto.offset.reset=earliest",
-    )
-    described = tool(
-        "kafka-configs",
-        "--bootstrap-server",
-        sharetxn,
-        "--describe",
-        "--entity-type",
-        "groups",
-        "--entity-name",
-        group,
-    )
-    assert "share.auto.offset.reset=earliest" in described
+    _configs(sharetxn, "--alter", "groups", group, "--add-config", _EARLIEST)
+    described = _configs(sharetxn, "--describe", "groups", group)
+    assert _EARLIEST in described
 
 
 def test_console_producer_and_consumers(sharetxn: str) -> None:
-    topic = _topic(sharetxn)
-    tool(
-        "kafka-console-producer",
-        "--bootstrap-server",
-        sharetxn,
-        "--topic",
-        topic,
-        "--command-property",
-        "enable.idempotence=true",
-        stdin="a\nb\nc\n",
-    )
+    topic = _topic_holding(sharetxn, "a\nb\nc\n", "--command-property", "enable.idempotence=true")
     group = _name("console")
-    out = tool(
-        "kafka-console-consumer",
-        "--bootstrap-server",
-        sharetxn,
-        "--topic",
-        topic,
-        "--from-beginning",
-        "--max-messages",
-        "3",
-        "--timeout-ms",
-        "30000",
-        "--isolation-level",
-        "read_committed",
-        "--group",
-        group,
-    )
+    out = _read_committed(sharetxn, topic, 3, "--group", group)
     assert out.split() == ["a", "b", "c"]
 
     groups = tool("kafka-consumer-groups", "--bootstrap-server", sharetxn, "--list").split()
@@ -173,50 +188,13 @@ def test_console_producer_and_consumers(sharetxn: str) -> None:
         )
     )
     assert [group, topic, "0", "3", "3", "0"] in [row[:6] for row in described]
-    reset = _rows(
-        tool(
-            "kafka-consumer-groups",
-            "--bootstrap-server",
-            sharetxn,
-            "--reset-offsets",
-            "--to-earliest",
-            "--group",
-            group,
-            "--topic",
-            topic,
-            "--execute",
-        )
-    )
-    assert [group, topic, "0", "0"] in reset
-    deleted = tool(
-        "kafka-consumer-groups", "--bootstrap-server", sharetxn, "--delete", "--group", group
-    )
-    assert "was successful" in deleted
+    _reset_then_delete("kafka-consumer-groups", sharetxn, group, topic)
 
 
 def test_console_share_consumer_and_share_groups(sharetxn: str) -> None:
-    topic = _topic(sharetxn)
-    tool(
-        "kafka-console-producer",
-        "--bootstrap-server",
-        sharetxn,
-        "--topic",
-        topic,
-        stdin="x\ny\nz\n",
-    )
+    topic = _topic_holding(sharetxn, "x\ny\nz\n")
     group = _name("share")
-    tool(
-        "kafka-configs",
-        "--bootstrap-server",
-        sharetxn,
-        "--alter",
-        "--entity-type",
-        "groups",
-        "--entity-name",
-        group,
-        "--add-config",
-        "share.auto.offset.reset=earliest",
-    )
+    _configs(sharetxn, "--alter", "groups", group, "--add-config", _EARLIEST)
     out = tool(
         "kafka-console-share-consumer",
         "--bootstrap-server",
@@ -238,25 +216,7 @@ def test_console_share_consumer_and_share_groups(sharetxn: str) -> None:
     )
     assert [group, topic, "0"] in [row[:3] for row in described]
     assert [row[-1] for row in described if row[:2] == [group, topic]] == ["0"]  # no lag
-    reset = _rows(
-        tool(
-            "kafka-share-groups",
-            "--bootstrap-server",
-            sharetxn,
-            "--reset-offsets",
-            "--to-earliest",
-            "--group",
-            group,
-            "--topic",
-            topic,
-            "--execute",
-        )
-    )
-    assert [group, topic, "0", "0"] in reset
-    deleted = tool(
-        "kafka-share-groups", "--bootstrap-server", sharetxn, "--delete", "--group", group
-    )
-    assert "was successful" in deleted
+    _reset_then_delete("kafka-share-groups", sharetxn, group, topic)
 
 
 def test_producer_perf_test_and_kafka_transactions(sharetxn: str) -> None:
@@ -284,16 +244,7 @@ def test_producer_perf_test_and_kafka_transactions(sharetxn: str) -> None:
 
     listed = _rows(tool("kafka-transactions", "--bootstrap-server", sharetxn, "list"))
     assert [tid, "1"] in [row[:2] for row in listed]
-    described = _rows(
-        tool(
-            "kafka-transactions",
-            "--bootstrap-server",
-            sharetxn,
-            "describe",
-            "--transactional-id",
-            tid,
-        )
-    )
+    described = _describe_transaction(sharetxn, tid)
     assert described[1][1] == tid
     assert described[1][4] == "CompleteCommit"
     producers = _rows(
@@ -319,35 +270,16 @@ def test_producer_perf_test_and_kafka_transactions(sharetxn: str) -> None:
 
 def _leave_transaction_open(bootstrap: str, topic: str, tid: str) -> None:
     """A producer process that sends in a transaction and dies without ending it."""
-    script = (
-        "import os, sys\n"
-        "from producer import TransactionalProducer\n"
-        "p = TransactionalProducer({'bootstrap.servers': sys.argv[1], 'transactional.id': "
-        "sys.argv[3]})\n"
-        "p.init_transactions(); p.begin_transaction()\n"
-        "p.send(sys.argv[2], b'open', partition=0); p.flush()\n"
-        "os._exit(0)\n"
-    )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    subprocess.run(
-        [sys.executable, "-c", script, bootstrap, topic, tid], check=True, env=env, timeout=60
-    )
+    worker = [sys.executable, "-m", "tests.reference.open_txn_worker", bootstrap, topic, tid]
+    subprocess.run(worker, check=True, env=env, timeout=60)
 
 
 def test_kafka_transactions_force_terminate(sharetxn: str) -> None:
     topic = _topic(sharetxn)
     tid = _name("open")
     _leave_transaction_open(sharetxn, topic, tid)
-    described = _rows(
-        tool(
-            "kafka-transactions",
-            "--bootstrap-server",
-            sharetxn,
-            "describe",
-            "--transactional-id",
-            tid,
-        )
-    )
+    described = _describe_transaction(sharetxn, tid)
     assert described[1][4] == "Ongoing"
     tool(
         "kafka-transactions",
@@ -357,40 +289,12 @@ def test_kafka_transactions_force_terminate(sharetxn: str) -> None:
         "--transactionalId",
         tid,
     )
-    described = _rows(
-        tool(
-            "kafka-transactions",
-            "--bootstrap-server",
-            sharetxn,
-            "describe",
-            "--transactional-id",
-            tid,
-        )
-    )
+    described = _describe_transaction(sharetxn, tid)
     assert described[1][4] in ("Empty", "CompleteAbort")
     # the open record was aborted: a read_committed reader sees nothing but what follows
-    producer = TransactionalProducer({"bootstrap.servers": sharetxn, "transactional.id": tid})
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        producer.send(topic, b"after", partition=0)
+    with in_transaction(sharetxn, tid, topic, b"after") as producer:
         producer.commit_transaction()
-    finally:
-        producer.close()
-    out = tool(
-        "kafka-console-consumer",
-        "--bootstrap-server",
-        sharetxn,
-        "--topic",
-        topic,
-        "--from-beginning",
-        "--max-messages",
-        "1",
-        "--timeout-ms",
-        "30000",
-        "--isolation-level",
-        "read_committed",
-    )
+    out = _read_committed(sharetxn, topic, 1)
     assert out.split() == ["after"]
 
 

@@ -12,15 +12,11 @@
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from producer import TransactionalProducer
 from producer.admin import Admin, TopicSpec
 from producer.spark.checkpoint import Checkpoint
 from producer.spark.errors import DecidedBatchAbortedError
@@ -30,23 +26,17 @@ from recovery.spark_checkpoint import (
     IntentTransaction,
     read_checkpoint,
     transactional_id,
-    write_intent,
 )
 from tests.reference.kafka import ReferenceKafka
 from tests.reference.test_two_phase_commit_against_kafka import _wait_state
+from tests.sharetxn_cli import recover_dry_run
+from tests.spark_checkpoints import TIMEOUT_BOUNDED, decided, new_checkpoint, prepared_and_left
+from tests.spark_guide import guide_example, run_guide_script
 from txn.limits import INT32_MAX
 
 pytestmark = pytest.mark.reference
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "spark.md"
 PACKAGES = '.config("spark.jars.packages", "org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.1")'
-EPILOGUE = """
-query.processAllAvailable()
-query.stop()
-eos.close(spark)
-spark.stop()
-print("GUIDE-DONE", flush=True)
-"""
 
 
 @pytest.mark.spark
@@ -69,28 +59,11 @@ def test_a_decided_batch_the_cluster_aborted_fails_typed(
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([TopicSpec(topic, 1, 1)])
     chk = tmp_path / "chk"
-    (chk / "commits").mkdir(parents=True)
-    (chk / "metadata").write_text(json.dumps({"id": "q-1"}) + "\n")
+    new_checkpoint(chk, "q-1")
     tid = transactional_id("app", "q-1", "w", 0, 0)
-    producer = TransactionalProducer(
-        {
-            "bootstrap.servers": bootstrap,
-            "transactional.id": tid,
-            "transaction.two.phase.commit.enable": True,
-            "sharetxn.prepare.mode": "timeout",
-            "transaction.timeout.ms": 1000,
-        }
-    )
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        producer.send(topic, b"lost", partition=0)
-        state = producer.prepare_transaction()
-    finally:
-        producer.close()
+    state = prepared_and_left(bootstrap, tid, topic, b"lost", 0, TIMEOUT_BOUNDED)
     txn = IntentTransaction(tid, state.producer_id, state.epoch, "w")
-    write_intent(chk, Intent(0, (txn,), "q-1", "app"))
-    (chk / "commits" / "0").write_text("v1\n{}\n")
+    decided(chk, Intent(0, (txn,), "q-1", "app"))
     # A commit phase began (its write-ahead) and died before its EndTxn: no evidence of a
     # commit once the cluster shows the transaction aborted.
     (chk / "committing").mkdir()
@@ -107,23 +80,7 @@ def test_a_decided_batch_the_cluster_aborted_fails_typed(
         assert f"{chk}/commits/0" in str(raised)
     assert 0 not in read_checkpoint(chk).resolved  # never passed off as committed
     # The operator's tool refuses it too (a hazard), instead of calling it committed.
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coordinator.cli",
-            "recover",
-            "--checkpoint",
-            str(chk),
-            "--bootstrap-server",
-            bootstrap,
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = recover_dry_run(bootstrap, chk)
     plan = json.loads(done.stdout)["plan"]
     steps = [s for s in plan if s["transactional_id"] == tid]
     assert [s["action"] for s in steps] == ["refuse"], plan
@@ -140,9 +97,7 @@ def test_the_guide_example_on_kafka_with_kip939(kafka_2pc: ReferenceKafka, tmp_p
     from tests.spark.kafka_source_job import spark_kafka_jars  # noqa: PLC0415
 
     bootstrap = kafka_2pc.bootstrap_servers
-    block = re.search(r"<!-- example: kafka -->\n```python\n(.*?)```", GUIDE.read_text(), re.S)
-    assert block, "the Kafka example is missing from docs/spark.md"
-    code = block.group(1)
+    code = guide_example("kafka")
     for placeholder in ('"127.0.0.1:9092"', "/var/lib/pipelines/clicks-upper", PACKAGES):
         assert placeholder in code, placeholder
     code = (
@@ -156,12 +111,7 @@ def test_the_guide_example_on_kafka_with_kip939(kafka_2pc: ReferenceKafka, tmp_p
     for i in range(500):
         producer.produce("clicks", f"click-{i}".encode(), key=str(i).encode())
     producer.flush()
-    script = tmp_path / "guide.py"
-    script.write_text(code + EPILOGUE)
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
-    )
-    assert "GUIDE-DONE" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
+    run_guide_script(tmp_path / "guide.py", code, timeout=300)
     counts = Counter(read_committed(bootstrap, "clicks-upper"))
     assert counts == Counter({f"CLICK-{i}".encode(): 1 for i in range(500)})
     with Admin({"bootstrap.servers": bootstrap}) as admin:

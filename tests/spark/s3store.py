@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import TracebackType
 
 from tests.reference.kafka import cache_root, resolve_with_mvn
 
@@ -125,12 +124,7 @@ class MotoS3:
                 self._proc.kill()
                 self._proc.wait()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

@@ -18,8 +18,9 @@ import pytest
 
 from coordinator.launcher import LocalBroker
 from producer.spark.demo import DriverProcess, prepare_input, verify
+from tests.sharetxn_cli import recover_dry_run
 from tests.spark.s3store import MotoS3
-from tests.spark.test_exactly_once import DRIVER_TIMEOUT_S, fault_env
+from tests.spark.test_exactly_once import DRIVER_TIMEOUT_S, exit_code, fault_env
 
 pytest.importorskip("pyspark")
 pytest.importorskip("moto")
@@ -33,12 +34,6 @@ REPO = HERE.parent.parent
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoS3]:
     with MotoS3(tmp_path_factory.mktemp("moto") / "moto.log") as server:
         yield server
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[LocalBroker]:
-    with LocalBroker(data_dir=tmp_path / "broker") as running:
-        yield running
 
 
 def env() -> dict[str, str]:
@@ -74,25 +69,7 @@ def test_hadoop_file_system_on_file_and_s3a(s3: MotoS3, tmp_path: Path) -> None:
 def recover(broker: LocalBroker, s3: MotoS3, checkpoint: str) -> dict[str, Any]:
     """``sharetxn recover --checkpoint s3a://... --json`` (dry run), with no query running."""
     confs = [a for k, v in s3.spark_conf().items() for a in ("--spark-conf", f"{k}={v}")]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coordinator.cli",
-            "recover",
-            "--checkpoint",
-            checkpoint,
-            "--bootstrap-server",
-            broker.bootstrap_servers,
-            "--json",
-            *confs,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=env(),
-        check=False,
-    )
+    done = recover_dry_run(broker.bootstrap_servers, checkpoint, *confs, timeout=180, env=env())
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]  # 1: work found
     result: dict[str, Any] = json.loads(done.stdout[done.stdout.index("{") :])
     return result
@@ -116,11 +93,7 @@ def test_exactly_once_with_the_checkpoint_on_s3a(
             timeout_s=DRIVER_TIMEOUT_S,
             extra_args=conf,
         )
-        try:
-            return driver.wait(DRIVER_TIMEOUT_S + 60)
-        except BaseException:
-            driver.kill()
-            raise
+        return exit_code(driver)
 
     # The driver dies after batch 1's intent is on S3 and before Spark's commits/1.
     code = run("killed", fault_env("kill-after-intent:1"))

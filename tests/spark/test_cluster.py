@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,12 +24,6 @@ from tests.spark.test_exactly_once import DRIVER_TIMEOUT_S, fault_env
 
 pytest.importorskip("pyspark")
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[LocalBroker]:
-    with LocalBroker(data_dir=tmp_path / "broker") as running:
-        yield running
 
 
 def test_an_executor_and_the_driver_killed_on_a_standalone_cluster(

@@ -3,31 +3,23 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
+
+from tests.sharetxn_cli import run_cli
 
 pytest.importorskip("pyspark")
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(400)]
 
 
 def test_sharetxn_demo_kills_the_driver_and_stays_exactly_once() -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coordinator.cli",
-            "demo",
-            "--records",
-            "3000",
-            "--records-per-task",
-            "1000",  # one read task (the demo's default): 3 batches, the kill in the second
-        ],
-        capture_output=True,
-        text=True,
+    done = run_cli(
+        "demo",
+        "--records",
+        "3000",
+        "--records-per-task",
+        "1000",  # one read task (the demo's default): 3 batches, the kill in the second
         timeout=360,
-        check=False,
         env={**os.environ, "COLUMNS": "120"},
     )
     out = done.stdout

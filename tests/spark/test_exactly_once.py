@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,18 +18,13 @@ import pytest
 from coordinator.launcher import LocalBroker
 from producer.spark.demo import DriverProcess, prepare_input, transaction_counts, verify
 from recovery.spark_checkpoint import read_checkpoint
+from tests.sharetxn_cli import recover_dry_run
 
 pytest.importorskip("pyspark")
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 HOOKS = Path(__file__).parent / "hooks"
 DRIVER_TIMEOUT_S = 240.0
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[LocalBroker]:
-    with LocalBroker(data_dir=tmp_path / "broker") as running:
-        yield running
 
 
 def fault_env(fault: str) -> dict[str, str]:
@@ -58,6 +50,11 @@ def run_driver(
         env=env,
         timeout_s=DRIVER_TIMEOUT_S,
     )
+    return exit_code(driver)
+
+
+def exit_code(driver: DriverProcess) -> int:
+    """The driver's exit code; a driver whose wait is cut short is killed."""
     try:
         return driver.wait(DRIVER_TIMEOUT_S + 60)
     except BaseException:
@@ -67,23 +64,7 @@ def run_driver(
 
 def recover_plan(broker: LocalBroker, checkpoint: Path) -> list[dict[str, Any]]:
     """``sharetxn recover --checkpoint DIR --json`` (a dry run): its planned steps."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coordinator.cli",
-            "recover",
-            "--checkpoint",
-            str(checkpoint),
-            "--bootstrap-server",
-            broker.bootstrap_servers,
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = recover_dry_run(broker.bootstrap_servers, checkpoint)
     assert done.returncode == 1, done.stdout + done.stderr  # 1: found something to do
     plan: list[dict[str, Any]] = json.loads(done.stdout)["plan"]
     return plan

@@ -6,7 +6,6 @@ scenario runs against Apache Kafka in tests/reference/test_spark_sink_against_ka
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,12 +15,6 @@ from tests.spark.kafka_source_job import run_killed_three_times
 
 pytest.importorskip("pyspark")
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
-
-
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[LocalBroker]:
-    with LocalBroker(data_dir=tmp_path / "broker") as running:
-        yield running
 
 
 def test_kafka_source_into_exactly_once_killed_at_three_points(

@@ -31,6 +31,7 @@ from recovery.spark_checkpoint import (
     transactional_id,
     write_intent,
 )
+from tests.spark_checkpoints import decided, new_checkpoint, prepared_and_left
 
 pytestmark = pytest.mark.integration
 
@@ -39,28 +40,31 @@ PREFIX = "app"
 
 
 def prepared(bootstrap: str, tid: str) -> IntentTransaction:
-    p = TransactionalProducer(
-        {
-            "bootstrap.servers": bootstrap,
-            "transactional.id": tid,
-            "transaction.two.phase.commit.enable": True,
-        }
-    )
-    try:
-        p.init_transactions()
-        p.begin_transaction()
-        p.send("out", b"v")
-        state = p.prepare_transaction()
-    finally:
-        p.close()
+    state = prepared_and_left(bootstrap, tid, "out", b"v")
     return IntentTransaction(state.transactional_id, state.producer_id, state.epoch, "w")
 
 
-def checkpoint(tmp_path: Path) -> Path:
-    chk = tmp_path / "chk"
-    (chk / "commits").mkdir(parents=True)
-    (chk / "metadata").write_text(json.dumps({"id": QUERY}) + "\n")
-    return chk
+def checkpoint(bootstrap: str, tmp_path: Path) -> Path:
+    """Topic "out" for the transactions to write to, and an empty checkpoint of QUERY."""
+    with Admin(bootstrap) as admin:
+        admin.create_topics([TopicSpec("out", 1)])
+    return new_checkpoint(tmp_path / "chk", QUERY)
+
+
+def decided_batch(b: str, chk: Path, batch: int, writers: int) -> list[IntentTransaction]:
+    """Batch ``batch``'s transactions (one a writer task) prepared, and the batch decided."""
+    txns = [prepared(b, transactional_id(PREFIX, QUERY, "w", batch, p)) for p in range(writers)]
+    decided(chk, Intent(batch, tuple(txns), QUERY, PREFIX))
+    return txns
+
+
+def commit_resumed(txn: IntentTransaction, conn: Connection) -> None:
+    """``txn`` committed by another producer (as a commit phase that then died would)."""
+    first = TransactionalProducer.resume(
+        txn.transactional_id, txn.producer_id, txn.epoch, conn.producer_config()
+    )
+    first.commit_transaction()
+    first.close()
 
 
 def states(bootstrap: str, txns: list[IntentTransaction]) -> list[str]:
@@ -72,30 +76,20 @@ def test_commit_phase_is_idempotent_and_recovery_finishes_a_crashed_one(
     broker: LocalBroker, tmp_path: Path
 ) -> None:
     b = broker.bootstrap_servers
-    with Admin(b) as admin:
-        admin.create_topics([TopicSpec("out", 1)])
-    chk = checkpoint(tmp_path)
+    chk = checkpoint(b, tmp_path)
     conn = Connection(b)
     # Batch 0: decided and committed by the commit phase, twice (idempotent).
-    batch0 = [prepared(b, transactional_id(PREFIX, QUERY, "w", 0, p)) for p in range(2)]
-    write_intent(chk, Intent(0, tuple(batch0), QUERY, PREFIX))
-    (chk / "commits" / "0").write_text("v1\n{}\n")
+    batch0 = decided_batch(b, chk, 0, 2)
     assert commit_decided(Checkpoint.local(chk), conn, by="test") == [0]
     assert commit_decided(Checkpoint.local(chk), conn, by="test") == []
     assert all(s.startswith("Complete") or s == "Empty" for s in states(b, batch0))
 
     # Batch 1: decided; the commit phase crashed after committing one of two.
-    batch1 = [prepared(b, transactional_id(PREFIX, QUERY, "w", 1, p)) for p in range(2)]
-    write_intent(chk, Intent(1, tuple(batch1), QUERY, PREFIX))
-    (chk / "commits" / "1").write_text("v1\n{}\n")
+    batch1 = decided_batch(b, chk, 1, 2)
     audit = AuditLog(chk / AUDIT_LOG, operator="test", command=SPARK_COMMIT)
     for t in batch1:
         audit.write("begin", {"step": _step(t, 1)})
-    first = TransactionalProducer.resume(
-        batch1[0].transactional_id, batch1[0].producer_id, batch1[0].epoch, conn.producer_config()
-    )
-    first.commit_transaction()
-    first.close()
+    commit_resumed(batch1[0], conn)
 
     # Batch 2: an intent without commits/2 (the driver died before Spark decided).
     batch2 = [prepared(b, transactional_id(PREFIX, QUERY, "r", 0, 0))]
@@ -118,12 +112,8 @@ def test_a_decided_transaction_ended_by_someone_else_is_a_resolve_error(
     broker: LocalBroker, tmp_path: Path
 ) -> None:
     b = broker.bootstrap_servers
-    with Admin(b) as admin:
-        admin.create_topics([TopicSpec("out", 1)])
-    chk = checkpoint(tmp_path)
-    txn = prepared(b, transactional_id(PREFIX, QUERY, "w", 0, 0))
-    write_intent(chk, Intent(0, (txn,), QUERY, PREFIX))
-    (chk / "commits" / "0").write_text("v1\n{}\n")
+    chk = checkpoint(b, tmp_path)
+    [txn] = decided_batch(b, chk, 0, 1)
     # A zombie (or an operator) re-initialises the id: the decided transaction is aborted.
     zombie = TransactionalProducer(
         {"bootstrap.servers": b, "transactional.id": txn.transactional_id}
@@ -139,9 +129,7 @@ def test_resolved_intents_older_than_spark_keeps_are_dropped(
     broker: LocalBroker, tmp_path: Path
 ) -> None:
     b = broker.bootstrap_servers
-    with Admin(b) as admin:
-        admin.create_topics([TopicSpec("out", 1)])
-    chk = checkpoint(tmp_path)
+    chk = checkpoint(b, tmp_path)
     (chk / "offsets").mkdir()
     for n in range(3):
         write_intent(chk, Intent(n, (), QUERY, PREFIX))
@@ -149,9 +137,7 @@ def test_resolved_intents_older_than_spark_keeps_are_dropped(
         (chk / "resolved" / str(n)).write_text("{}\n")
     # Spark keeps offsets/5 on; batch 5 is decided now.
     (chk / "offsets" / "5").write_text("v1\n{}\n")
-    txn = prepared(b, transactional_id(PREFIX, QUERY, "w", 5, 0))
-    write_intent(chk, Intent(5, (txn,), QUERY, PREFIX))
-    (chk / "commits" / "5").write_text("v1\n{}\n")
+    decided_batch(b, chk, 5, 1)
     assert commit_decided(Checkpoint.local(chk), Connection(b), by="test") == [5]
     view = read_checkpoint(chk)
     assert sorted(view.intents) == [5] and view.resolved == {5}
@@ -162,22 +148,14 @@ def test_a_commit_phase_that_died_on_another_host_is_known_by_committing_n(
 ) -> None:
     """The driver moved: no local audit log, but ``committing/N`` is in the checkpoint."""
     b = broker.bootstrap_servers
-    with Admin(b) as admin:
-        admin.create_topics([TopicSpec("out", 1)])
-    chk = checkpoint(tmp_path)
+    chk = checkpoint(b, tmp_path)
     conn = Connection(b)
-    txns = [prepared(b, transactional_id(PREFIX, QUERY, "w", 0, p)) for p in range(2)]
-    write_intent(chk, Intent(0, tuple(txns), QUERY, PREFIX))
-    (chk / "commits" / "0").write_text("v1\n{}\n")
+    txns = decided_batch(b, chk, 0, 2)
     # The dead commit phase wrote ahead, committed the first transaction and died.
     (chk / "committing").mkdir()
     body = {"batch": 0, "transactions": [t.to_json() for t in txns]}
     (chk / "committing" / "0").write_text(json.dumps(body))
-    first = TransactionalProducer.resume(
-        txns[0].transactional_id, txns[0].producer_id, txns[0].epoch, conn.producer_config()
-    )
-    first.commit_transaction()
-    first.close()
+    commit_resumed(txns[0], conn)
     assert not (chk / AUDIT_LOG).exists()
     # The commit phase on the new host finishes it: the gone one was ours, not a hazard.
     assert commit_decided(Checkpoint.local(chk), conn, by="test") == [0]

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from coordinator.launcher import LocalBroker
-from producer import TransactionalProducer
 from producer.admin import Admin, TopicSpec
 from producer.spark.checkpoint import Checkpoint
 from producer.spark.errors import ResolveError
@@ -29,8 +28,8 @@ from recovery.spark_checkpoint import (
     IntentTransaction,
     read_checkpoint,
     transactional_id,
-    write_intent,
 )
+from tests.spark_checkpoints import TIMEOUT_BOUNDED, decided, new_checkpoint, prepared_and_left
 
 pytestmark = pytest.mark.integration
 
@@ -49,28 +48,11 @@ def _timed_out_decided_batch(bootstrap: str, chk: Path) -> IntentTransaction:
     """Batch 0 prepared (timeout-bounded), decided, its commit begun, then aborted by timeout."""
     with Admin(bootstrap) as admin:
         admin.create_topics([TopicSpec("out", 1)])
-    (chk / "commits").mkdir(parents=True)
-    (chk / "metadata").write_text(json.dumps({"id": QUERY}) + "\n")
+    new_checkpoint(chk, QUERY)
     tid = transactional_id(PREFIX, QUERY, "w", 0, 0)
-    producer = TransactionalProducer(
-        {
-            "bootstrap.servers": bootstrap,
-            "transactional.id": tid,
-            "transaction.two.phase.commit.enable": True,
-            "sharetxn.prepare.mode": "timeout",
-            "transaction.timeout.ms": 1000,
-        }
-    )
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        producer.send("out", b"decided")
-        state = producer.prepare_transaction()
-    finally:
-        producer.close()
+    state = prepared_and_left(bootstrap, tid, "out", b"decided", config=TIMEOUT_BOUNDED)
     txn = IntentTransaction(state.transactional_id, state.producer_id, state.epoch, "w")
-    write_intent(chk, Intent(0, (txn,), QUERY, PREFIX))
-    (chk / "commits" / "0").write_text("v1\n{}\n")
+    decided(chk, Intent(0, (txn,), QUERY, PREFIX))
     # The commit phase wrote ahead and died before its EndTxn.
     (chk / "committing").mkdir()
     (chk / "committing" / "0").write_text(json.dumps({"batch": 0, "transactions": [txn.to_json()]}))

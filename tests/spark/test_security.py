@@ -7,9 +7,6 @@ query, whose SCRAM user ``spark`` holds exactly the ACLs docs/security.md lists.
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,8 +20,8 @@ from confluent_kafka.admin import (
 )
 
 from coordinator.launcher import LocalBroker
-from producer.spark.demo import prepare_input, verify
-from tests.spark.test_guide import EPILOGUE, GUIDE
+from producer.spark.demo import prepare_input
+from tests.spark_guide import guide_example, run_guide_script, verify_orders
 
 pytest.importorskip("pyspark")
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
@@ -69,9 +66,7 @@ def test_guide_query_over_scram_with_acls(tmp_path: Path) -> None:
         for future in admin.create_acls(bindings).values():
             future.result(10)
         prepare_input(plain, 1_000, topic="orders", output="orders-enriched")
-        code = re.search(r"<!-- example: spark -->\n```python\n(.*?)```", GUIDE.read_text(), re.S)
-        assert code
-        script = code.group(1)
+        script = guide_example("spark")
         # Configured once: the source takes the security settings from the ExactlyOnce.
         edits = {
             '"127.0.0.1:9092"': repr(broker.listener_bootstrap("SASL_PLAINTEXT")),
@@ -82,18 +77,6 @@ def test_guide_query_over_scram_with_acls(tmp_path: Path) -> None:
         for old, new in edits.items():
             assert old in script, old
             script = script.replace(old, new)
-        path = tmp_path / "secure_guide.py"
-        path.write_text(script + EPILOGUE)
-        done = subprocess.run(
-            [sys.executable, str(path)], capture_output=True, text=True, timeout=240, check=False
-        )
-        assert "GUIDE-DONE" in done.stdout, done.stdout[-2000:] + done.stderr[-3000:]
-        verdict = verify(
-            plain,
-            1_000,
-            topic="orders",
-            output="orders-enriched",
-            group="orders-enrich",
-            prefix="sharetxn-spark",
-        )
+        run_guide_script(tmp_path / "secure_guide.py", script)
+        verdict = verify_orders(plain)
         assert verdict.exactly_once, verdict

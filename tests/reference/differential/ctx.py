@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tests.reference.differential.wire import Wire, plain
@@ -27,6 +27,16 @@ DELETE = 1
 def client_uuid() -> str:
     """A member id as Kafka's clients make them (Uuid.randomUuid().toString())."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _retrying_not_leader(attempt: Callable[[], Any]) -> Any:
+    """``attempt()`` (a plain partition answer) again while it is NOT_LEADER_OR_FOLLOWER, 5 s."""
+    deadline = time.monotonic() + 5
+    while True:
+        out = attempt()
+        if out["error_code"] != "NOT_LEADER_OR_FOLLOWER" or time.monotonic() > deadline:
+            return out
+        time.sleep(0.05)
 
 
 class Ctx:
@@ -169,15 +179,11 @@ class Ctx:
                 {"name": topic, "partition_data": [{"index": partition, "records": batch}]}
             ],
         }
-        deadline = time.monotonic() + 5
-        while True:
-            resp = (wire or self.w).call(0, body)
-            out = plain(resp.responses[0].partition_responses[0])
-            # Kafka's clients retry NOT_LEADER_OR_FOLLOWER; Kafka answers it while it verifies a
-            # transactional batch against a busy coordinator (KIP-890 part 1).
-            if out["error_code"] != "NOT_LEADER_OR_FOLLOWER" or time.monotonic() > deadline:
-                return out
-            time.sleep(0.05)
+        # Kafka's clients retry NOT_LEADER_OR_FOLLOWER; Kafka answers it while it verifies a
+        # transactional batch against a busy coordinator (KIP-890 part 1).
+        return _retrying_not_leader(
+            lambda: plain((wire or self.w).call(0, body).responses[0].partition_responses[0])
+        )
 
     def fetch(
         self,
@@ -191,13 +197,12 @@ class Ctx:
         topic_id: uuid.UUID | None = None,
     ) -> Any:
         """One Fetch (sessionless); the plain partition response."""
-        deadline = time.monotonic() + 5
-        while True:
-            out = self._fetch(topic, offset, partition, isolation, max_wait_ms, max_bytes, topic_id)
-            # a fresh partition's leader may not serve fetches yet; clients retry this
-            if out["error_code"] != "NOT_LEADER_OR_FOLLOWER" or time.monotonic() > deadline:
-                return out
-            time.sleep(0.05)
+        # a fresh partition's leader may not serve fetches yet; clients retry this
+        return _retrying_not_leader(
+            lambda: self._fetch(
+                topic, offset, partition, isolation, max_wait_ms, max_bytes, topic_id
+            )
+        )
 
     def _fetch(
         self,

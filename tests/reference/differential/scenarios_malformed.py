@@ -9,7 +9,7 @@ from typing import Any
 from tests.kafka_wire import WireClient
 from tests.reference.differential.ctx import Ctx
 from tests.reference.differential.framework import scenario
-from tests.reference.differential.share import ShareMember, share_group
+from tests.reference.differential.share import ShareMember, share_group, unjoined_member
 from tests.reference.differential.wire import plain
 
 AREA = "malformed"
@@ -29,6 +29,19 @@ def _closed(client: WireClient, timeout_s: float = 5.0) -> str:
 
 def _raw(ctx: Ctx) -> WireClient:
     return WireClient(ctx.bootstrap)
+
+
+def _reaction_to(ctx: Ctx, data: bytes, *, framed: bool = True) -> str:
+    """Send ``data`` on a new connection (as one frame, or as raw bytes) and say what followed."""
+    c = _raw(ctx)
+    try:
+        if framed:
+            c.send_raw(data)
+        else:
+            c.sock.sendall(data)
+        return _closed(c)
+    finally:
+        c.close()
 
 
 def _header(api_key: int, version: int, correlation: int = 1, client: str = "t") -> bytes:
@@ -52,72 +65,37 @@ def api_versions_unsupported_version(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def unknown_api_key(ctx: Ctx) -> Any:
-    c = _raw(ctx)
-    try:
-        c.send_raw(_header(2000, 0))
-        return _closed(c)
-    finally:
-        c.close()
+    return _reaction_to(ctx, _header(2000, 0))
 
 
 @scenario(AREA)
 def produce_version_below_minimum(ctx: Ctx) -> Any:
-    c = _raw(ctx)
-    try:
-        c.send_raw(_header(0, 1) + b"\x00" * 10)
-        return _closed(c)
-    finally:
-        c.close()
+    return _reaction_to(ctx, _header(0, 1) + b"\x00" * 10)
 
 
 @scenario(AREA)
 def unsupported_version_above_maximum(ctx: Ctx) -> Any:
-    c = _raw(ctx)
-    try:
-        c.send_raw(_header(3, 40) + b"\x00" * 10)
-        return _closed(c)
-    finally:
-        c.close()
+    return _reaction_to(ctx, _header(3, 40) + b"\x00" * 10)
 
 
 @scenario(AREA)
 def garbage_body(ctx: Ctx) -> Any:
-    c = _raw(ctx)
-    try:
-        c.send_raw(_header(3, 12) + b"\xff" * 7)
-        return _closed(c)
-    finally:
-        c.close()
+    return _reaction_to(ctx, _header(3, 12) + b"\xff" * 7)
 
 
 @scenario(AREA)
 def truncated_header(ctx: Ctx) -> Any:
-    c = _raw(ctx)
-    try:
-        c.send_raw(b"\x00\x03")
-        return _closed(c)
-    finally:
-        c.close()
+    return _reaction_to(ctx, b"\x00\x03")
 
 
 @scenario(AREA)
 def negative_frame_size(ctx: Ctx) -> Any:
-    c = _raw(ctx)
-    try:
-        c.sock.sendall(struct.pack(">i", -5) + b"abcd")
-        return _closed(c)
-    finally:
-        c.close()
+    return _reaction_to(ctx, struct.pack(">i", -5) + b"abcd", framed=False)
 
 
 @scenario(AREA)
 def oversized_frame(ctx: Ctx) -> Any:
-    c = _raw(ctx)
-    try:
-        c.sock.sendall(struct.pack(">i", 200 * 1024 * 1024) + b"abcd")
-        return _closed(c)
-    finally:
-        c.close()
+    return _reaction_to(ctx, struct.pack(">i", 200 * 1024 * 1024) + b"abcd", framed=False)
 
 
 @scenario(AREA)
@@ -131,10 +109,7 @@ def request_after_bad_one_on_new_connection(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def share_fetch_before_heartbeat_with_acks(ctx: Ctx) -> Any:
-    t = ctx.create_topic("m")
-    ctx.produce(t, ["a"])
-    g = share_group(ctx)
-    m = ShareMember(ctx, g, [t])
+    t, m = unjoined_member(ctx, "m")
     return {
         "fetch_with_acks_epoch0": m.fetch({(t, 0): [(0, 0, [1])]}, max_wait_ms=100)["error_code"],
         "ack_unknown_session": m.acknowledge({(t, 0): [(0, 0, [1])]}, session_epoch=3)[

@@ -16,6 +16,7 @@ from tests.reference.differential.share import (
     describe_group,
     describe_offsets,
     share_group,
+    unjoined_member,
 )
 from tests.reference.differential.wire import plain
 
@@ -34,6 +35,31 @@ def _setup(
     return t, g, m
 
 
+def _two_acquired(ctx: Ctx, lock_ms: str | None = None) -> tuple[str, str, ShareMember, Any]:
+    """Records "a" and "b", acquired by a member (under ``lock_ms`` record locks if given)."""
+    t = ctx.create_topic("s")
+    ctx.produce(t, ["a", "b"])
+    g = share_group(ctx)
+    if lock_ms is not None:
+        ctx.group_config(g, {"share.record.lock.duration.ms": lock_ms})
+    m = ShareMember(ctx, g, [t])
+    m.join()
+    return t, g, m, m.fetch_until(2)
+
+
+def _fetched(ctx: Ctx) -> tuple[str, str, ShareMember]:
+    """``_setup``'s five records, all acquired by its member."""
+    t, g, m = _setup(ctx)
+    m.fetch_until(5)
+    return t, g, m
+
+
+def _acknowledged(ctx: Ctx, **acks: list[tuple[int, int, list[int]]]) -> dict[str, Any]:
+    """The five records fetched, then each named acknowledgement of partition 0 in turn."""
+    t, _, m = _fetched(ctx)
+    return {name: m.acknowledge({(t, 0): batches}) for name, batches in acks.items()}
+
+
 def _acks(t: str, first: int, last: int, kind: int) -> dict[tuple[str, int], Any]:
     return {(t, 0): [(first, last, [kind])]}
 
@@ -47,63 +73,54 @@ def fetch_acquires_and_delivers(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def accept_moves_start_offset(ctx: Ctx) -> Any:
-    t, g, m = _setup(ctx)
-    m.fetch_until(5)
+    t, g, m = _fetched(ctx)
     ack = m.acknowledge(_acks(t, 0, 4, ACCEPT))
     return {"ack": ack, "offsets": describe_offsets(ctx, g)}
 
 
 @scenario(AREA)
 def accept_part_moves_start_offset(ctx: Ctx) -> Any:
-    t, g, m = _setup(ctx)
-    m.fetch_until(5)
+    t, g, m = _fetched(ctx)
     ack = m.acknowledge(_acks(t, 0, 1, ACCEPT))
     return {"ack": ack, "offsets": describe_offsets(ctx, g)}
 
 
 @scenario(AREA)
 def release_redelivers_with_count(ctx: Ctx) -> Any:
-    t, _, m = _setup(ctx)
-    m.fetch_until(5)
+    t, _, m = _fetched(ctx)
     ack = m.acknowledge(_acks(t, 0, 4, RELEASE))
     return {"ack": ack, "redelivered": m.fetch_until(5)}
 
 
 @scenario(AREA)
 def release_some_redelivers_those(ctx: Ctx) -> Any:
-    t, _, m = _setup(ctx)
-    m.fetch_until(5)
+    t, _, m = _fetched(ctx)
     ack = m.acknowledge({(t, 0): [(1, 2, [RELEASE]), (3, 4, [ACCEPT])]})
     return {"ack": ack, "redelivered": m.fetch_until(2)}
 
 
 @scenario(AREA)
 def reject_archives(ctx: Ctx) -> Any:
-    t, g, m = _setup(ctx)
-    m.fetch_until(5)
+    t, g, m = _fetched(ctx)
     ack = m.acknowledge(_acks(t, 0, 4, REJECT))
     return {"ack": ack, "after": m.fetch(max_wait_ms=200), "offsets": describe_offsets(ctx, g)}
 
 
 @scenario(AREA)
 def per_offset_ack_types(ctx: Ctx) -> Any:
-    t, g, m = _setup(ctx)
-    m.fetch_until(5)
+    t, g, m = _fetched(ctx)
     ack = m.acknowledge({(t, 0): [(0, 4, [ACCEPT, RELEASE, REJECT, ACCEPT, RELEASE])]})
     return {"ack": ack, "redelivered": m.fetch_until(2), "offsets": describe_offsets(ctx, g)}
 
 
 @scenario(AREA)
 def gap_ack_type_zero(ctx: Ctx) -> Any:
-    t, _, m = _setup(ctx)
-    m.fetch_until(5)
-    return {"ack": m.acknowledge({(t, 0): [(0, 4, [ACCEPT, 0, ACCEPT, ACCEPT, ACCEPT])]})}
+    return _acknowledged(ctx, ack=[(0, 4, [ACCEPT, 0, ACCEPT, ACCEPT, ACCEPT])])
 
 
 @scenario(AREA)
 def piggybacked_ack_in_fetch(ctx: Ctx) -> Any:
-    t, g, m = _setup(ctx)
-    m.fetch_until(5)
+    t, g, m = _fetched(ctx)
     ctx.produce(t, ["w0", "w1"])
     out = m.fetch(_acks(t, 0, 4, ACCEPT))
     return {"fetch_with_ack": out, "offsets": describe_offsets(ctx, g)}
@@ -128,13 +145,7 @@ def delivery_count_limit_archives(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def lock_timeout_redelivers(ctx: Ctx) -> Any:
-    t = ctx.create_topic("s")
-    ctx.produce(t, ["a", "b"])
-    g = share_group(ctx)
-    ctx.group_config(g, {"share.record.lock.duration.ms": "1000"})
-    m = ShareMember(ctx, g, [t])
-    m.join()
-    first = m.fetch_until(2)
+    t, _, m, first = _two_acquired(ctx, "1000")
     again = m.fetch_until(2, timeout_s=10, max_wait_ms=300)
     late = m.acknowledge(_acks(t, 0, 1, ACCEPT))
     return {"first": first, "after_lock_expiry": again, "ack": late}
@@ -142,13 +153,7 @@ def lock_timeout_redelivers(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def ack_after_lock_expired(ctx: Ctx) -> Any:
-    t = ctx.create_topic("s")
-    ctx.produce(t, ["a", "b"])
-    g = share_group(ctx)
-    ctx.group_config(g, {"share.record.lock.duration.ms": "1000"})
-    m = ShareMember(ctx, g, [t])
-    m.join()
-    m.fetch_until(2)
+    t, g, m, _ = _two_acquired(ctx, "1000")
     other = ShareMember(ctx, g, [t])
     other.join(0)
     taken = other.fetch_until(2, timeout_s=10, max_wait_ms=300)  # once m's locks expired
@@ -157,40 +162,24 @@ def ack_after_lock_expired(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def renew_keeps_lock(ctx: Ctx) -> Any:
-    t = ctx.create_topic("s")
-    ctx.produce(t, ["a", "b"])
-    g = share_group(ctx)
-    m = ShareMember(ctx, g, [t])
-    m.join()
-    m.fetch_until(2)
+    t, _, m, _ = _two_acquired(ctx)
     renew = m.acknowledge(_acks(t, 0, 1, RENEW), renew=True)
     return {"renew": renew, "accept": m.acknowledge(_acks(t, 0, 1, ACCEPT))}
 
 
 @scenario(AREA)
 def ack_unacquired_offsets(ctx: Ctx) -> Any:
-    t, _, m = _setup(ctx)
-    m.fetch_until(5)
-    return {
-        "beyond": m.acknowledge(_acks(t, 10, 12, ACCEPT)),
-        "valid_after": m.acknowledge(_acks(t, 0, 4, ACCEPT)),
-    }
+    return _acknowledged(ctx, beyond=[(10, 12, [ACCEPT])], valid_after=[(0, 4, [ACCEPT])])
 
 
 @scenario(AREA)
 def double_accept(ctx: Ctx) -> Any:
-    t, _, m = _setup(ctx)
-    m.fetch_until(5)
-    return {
-        "first": m.acknowledge(_acks(t, 0, 4, ACCEPT)),
-        "second": m.acknowledge(_acks(t, 0, 4, ACCEPT)),
-    }
+    return _acknowledged(ctx, first=[(0, 4, [ACCEPT])], second=[(0, 4, [ACCEPT])])
 
 
 @scenario(AREA)
 def ack_by_other_member(ctx: Ctx) -> Any:
-    t, g, m = _setup(ctx)
-    m.fetch_until(5)
+    t, g, m = _fetched(ctx)
     other = ShareMember(ctx, g, [t])
     other.join(0)
     other.fetch(max_wait_ms=100)
@@ -202,36 +191,27 @@ def ack_by_other_member(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def invalid_ack_type(ctx: Ctx) -> Any:
-    t, _, m = _setup(ctx)
-    m.fetch_until(5)
-    return {"type5": m.acknowledge(_acks(t, 0, 4, 5))}
+    return _acknowledged(ctx, type5=[(0, 4, [5])])
 
 
 @scenario(AREA)
 def overlapping_ack_batches(ctx: Ctx) -> Any:
-    t, _, m = _setup(ctx)
-    m.fetch_until(5)
-    return {"overlap": m.acknowledge({(t, 0): [(0, 3, [ACCEPT]), (2, 4, [ACCEPT])]})}
+    return _acknowledged(ctx, overlap=[(0, 3, [ACCEPT]), (2, 4, [ACCEPT])])
 
 
 @scenario(AREA)
 def ack_types_count_mismatch(ctx: Ctx) -> Any:
-    t, _, m = _setup(ctx)
-    m.fetch_until(5)
-    return {"mismatch": m.acknowledge({(t, 0): [(0, 4, [ACCEPT, ACCEPT])]})}
+    return _acknowledged(ctx, mismatch=[(0, 4, [ACCEPT, ACCEPT])])
 
 
 @scenario(AREA)
 def ack_last_before_first(ctx: Ctx) -> Any:
-    t, _, m = _setup(ctx)
-    m.fetch_until(5)
-    return {"reversed": m.acknowledge({(t, 0): [(4, 0, [ACCEPT])]})}
+    return _acknowledged(ctx, reversed=[(4, 0, [ACCEPT])])
 
 
 @scenario(AREA)
 def session_epoch_wrong(ctx: Ctx) -> Any:
-    t, _, m = _setup(ctx)
-    m.fetch_until(5)
+    t, _, m = _fetched(ctx)
     return {
         "fetch_epoch_7": m.fetch(session_epoch=7, max_wait_ms=100)["error_code"],
         "ack_epoch_7": m.acknowledge(_acks(t, 0, 4, ACCEPT), session_epoch=7)["error_code"],
@@ -250,17 +230,13 @@ def session_not_found(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def fetch_by_unknown_member(ctx: Ctx) -> Any:
-    t = ctx.create_topic("s")
-    ctx.produce(t, ["a"])
-    g = share_group(ctx)
-    m = ShareMember(ctx, g, [t])
+    _, m = unjoined_member(ctx, "s")
     return {"fetch": m.fetch(max_wait_ms=100)["error_code"]}
 
 
 @scenario(AREA)
 def close_session_releases(ctx: Ctx) -> Any:
-    _t, _g, m = _setup(ctx)
-    m.fetch_until(5)
+    _t, _g, m = _fetched(ctx)
     closed = m.close_session()
     m.session_epoch = 0
     return {"close": closed, "refetch": m.fetch_until(5)}
@@ -268,8 +244,7 @@ def close_session_releases(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def close_session_with_acks(ctx: Ctx) -> Any:
-    t, g, m = _setup(ctx)
-    m.fetch_until(5)
+    t, g, m = _fetched(ctx)
     closed = m.acknowledge(_acks(t, 0, 2, ACCEPT), session_epoch=-1)
     m.session_epoch = 0
     return {"close": closed, "refetch": m.fetch_until(2), "offsets": describe_offsets(ctx, g)}
@@ -277,8 +252,7 @@ def close_session_with_acks(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def new_session_keeps_acquired(ctx: Ctx) -> Any:
-    t, _, m = _setup(ctx)
-    m.fetch_until(5)
+    t, _, m = _fetched(ctx)
     m.session_epoch = 0
     ctx.produce(t, ["w"])
     return {"new_session": m.fetch_until(1), "ack_old": m.acknowledge(_acks(t, 0, 4, ACCEPT))}
@@ -286,8 +260,7 @@ def new_session_keeps_acquired(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def leave_releases_to_other_member(ctx: Ctx) -> Any:
-    t, g, m = _setup(ctx)
-    m.fetch_until(5)
+    t, g, m = _fetched(ctx)
     other = ShareMember(ctx, g, [t])
     other.join(0)
     left = m.leave()
@@ -311,8 +284,7 @@ def rejoin_after_leave(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def fetch_after_leave(ctx: Ctx) -> Any:
-    _t, _, m = _setup(ctx)
-    m.fetch_until(5)
+    _t, _, m = _fetched(ctx)
     m.leave()
     return {"fetch": m.fetch(max_wait_ms=100)["error_code"]}
 

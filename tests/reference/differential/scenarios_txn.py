@@ -22,6 +22,15 @@ def _begin(ctx: Ctx, t: str, timeout_ms: int = 60000, tag: str = "tx") -> tuple[
     return tid, pid, epoch
 
 
+def _topic_and_producer(ctx: Ctx, *first: str) -> tuple[str, str, int, int]:
+    """A new topic (holding ``first``, written without a transaction), and a new
+    transactional producer's (id, producer id, epoch)."""
+    t = ctx.create_topic("t")
+    if first:
+        ctx.produce(t, list(first))
+    return (t, *_begin(ctx, t))
+
+
 def _describe(ctx: Ctx, tid: str) -> Any:
     d = describe_transactions_raw(ctx.w.conn, 0, tid)
     return {
@@ -34,8 +43,7 @@ def _describe(ctx: Ctx, tid: str) -> Any:
 
 @scenario(AREA)
 def commit_visible_to_read_committed(ctx: Ctx) -> Any:
-    t = ctx.create_topic("t")
-    tid, pid, epoch = _begin(ctx, t)
+    t, tid, pid, epoch = _topic_and_producer(ctx)
     out: dict[str, Any] = {"add": ctx.add_partitions(tid, pid, epoch, t)}
     out["produce"] = ctx.produce(t, ["a", "b"], pid=pid, epoch=epoch, seq=0, txn_id=tid)
     out["lso_open"] = ctx.fetch(t, 0, isolation=1)
@@ -57,9 +65,7 @@ def commit_visible_to_read_committed(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def abort_hidden_from_read_committed(ctx: Ctx) -> Any:
-    t = ctx.create_topic("t")
-    ctx.produce(t, ["before"])
-    tid, pid, epoch = _begin(ctx, t)
+    t, tid, pid, epoch = _topic_and_producer(ctx, "before")
     ctx.add_partitions(tid, pid, epoch, t)
     ctx.produce(t, ["a", "b"], pid=pid, epoch=epoch, seq=0, txn_id=tid)
     out = {"end": ctx.end_txn(tid, pid, epoch, False)}
@@ -73,8 +79,7 @@ def abort_hidden_from_read_committed(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def two_transactions_in_a_row(ctx: Ctx) -> Any:
-    t = ctx.create_topic("t")
-    tid, pid, epoch = _begin(ctx, t)
+    t, tid, pid, epoch = _topic_and_producer(ctx)
     out = {}
     ctx.add_partitions(tid, pid, epoch, t)
     out["p1"] = ctx.produce(t, ["a"], pid=pid, epoch=epoch, seq=0, txn_id=tid)
@@ -89,8 +94,7 @@ def two_transactions_in_a_row(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def produce_without_add_partitions(ctx: Ctx) -> Any:
-    t = ctx.create_topic("t")
-    tid, pid, epoch = _begin(ctx, t)
+    t, tid, pid, epoch = _topic_and_producer(ctx)
     return {
         "produce": ctx.produce(t, ["a"], pid=pid, epoch=epoch, seq=0, txn_id=tid),
         "fetch": ctx.fetch(t, 0),
@@ -99,8 +103,7 @@ def produce_without_add_partitions(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def fencing_by_second_init(ctx: Ctx) -> Any:
-    t = ctx.create_topic("t")
-    tid, pid, epoch = _begin(ctx, t)
+    t, tid, pid, epoch = _topic_and_producer(ctx)
     ctx.add_partitions(tid, pid, epoch, t)
     zombie = ctx.produce(t, ["zombie"], pid=pid, epoch=epoch, seq=0, txn_id=tid)
     err, pid2, epoch2 = ctx.init_pid(tid)
@@ -143,8 +146,7 @@ def transaction_timeout_aborts(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def end_txn_edge_cases(ctx: Ctx) -> Any:
-    t = ctx.create_topic("t")
-    tid, pid, epoch = _begin(ctx, t)
+    t, tid, pid, epoch = _topic_and_producer(ctx)
     out = {"commit_empty": ctx.end_txn(tid, pid, epoch, True)}
     out["abort_empty"] = ctx.end_txn(tid, pid, epoch, False)
     ctx.add_partitions(tid, pid, epoch, t)
@@ -158,8 +160,7 @@ def end_txn_edge_cases(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def add_partitions_errors(ctx: Ctx) -> Any:
-    t = ctx.create_topic("t")
-    tid, pid, epoch = _begin(ctx, t)
+    t, tid, pid, epoch = _topic_and_producer(ctx)
     return {
         "unknown_topic": ctx.add_partitions(tid, pid, epoch, ctx.name("none")),
         "unknown_partition": ctx.add_partitions(tid, pid, epoch, t, [5]),
@@ -191,9 +192,7 @@ def init_producer_id_forms(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def read_committed_with_open_transaction(ctx: Ctx) -> Any:
-    t = ctx.create_topic("t")
-    ctx.produce(t, ["a"])
-    tid, pid, epoch = _begin(ctx, t)
+    t, tid, pid, epoch = _topic_and_producer(ctx, "a")
     ctx.add_partitions(tid, pid, epoch, t)
     ctx.produce(t, ["t0"], pid=pid, epoch=epoch, seq=0, txn_id=tid)
     ctx.produce(t, ["b"])
@@ -228,8 +227,7 @@ def two_partitions_one_transaction(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def list_and_describe_transactions(ctx: Ctx) -> Any:
-    t = ctx.create_topic("t")
-    tid, pid, epoch = _begin(ctx, t)
+    t, tid, pid, epoch = _topic_and_producer(ctx)
     ctx.add_partitions(tid, pid, epoch, t)
     resp = ctx.call(66, {"state_filters": ["Ongoing"], "producer_id_filters": [pid]})
     listed = [

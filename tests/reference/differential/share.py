@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tests.reference.differential.ctx import Ctx, client_uuid
@@ -126,13 +126,11 @@ class ShareMember:
                     for p in partitions
                     if p not in listed
                 ]
-        epoch = self.session_epoch if session_epoch is None else session_epoch
-        resp = self.wire.call(
+        return self._session_call(
             78,
-            {
-                "group_id": self.group,
-                "member_id": self.member_id,
-                "share_session_epoch": epoch,
+            session_epoch,
+            0,
+            lambda epoch: {
                 "max_wait": max_wait_ms,
                 "min_bytes": 1,
                 "max_bytes": 1 << 20,
@@ -144,7 +142,27 @@ class ShareMember:
                 "forgotten_topics_data": [],
             },
         )
-        if int(resp.error_code) == 0 and session_epoch is None and epoch >= 0:
+
+    def _session_call(
+        self,
+        api_key: int,
+        session_epoch: int | None,
+        first_counted: int,
+        fields: Callable[[int], dict[str, Any]],
+    ) -> Any:
+        """A share-session request at ``session_epoch`` (default: the member's own epoch); a
+        success at its own epoch ``first_counted`` or later moves that epoch on."""
+        epoch = self.session_epoch if session_epoch is None else session_epoch
+        resp = self.wire.call(
+            api_key,
+            {
+                "group_id": self.group,
+                "member_id": self.member_id,
+                "share_session_epoch": epoch,
+                **fields(epoch),
+            },
+        )
+        if int(resp.error_code) == 0 and session_epoch is None and epoch >= first_counted:
             self.session_epoch = epoch + 1
         return resp
 
@@ -197,20 +215,8 @@ class ShareMember:
         session_epoch: int | None = None,
         renew: bool = False,
     ) -> Any:
-        epoch = self.session_epoch if session_epoch is None else session_epoch
-        resp = self.wire.call(
-            79,
-            {
-                "group_id": self.group,
-                "member_id": self.member_id,
-                "share_session_epoch": epoch,
-                "is_renew_ack": renew,
-                "topics": self._topics(acks, with_all=False),
-            },
-        )
-        if int(resp.error_code) == 0 and session_epoch is None and epoch > 0:
-            self.session_epoch = epoch + 1
-        return self.observe(resp)
+        fields = {"is_renew_ack": renew, "topics": self._topics(acks, with_all=False)}
+        return self.observe(self._session_call(79, session_epoch, 1, lambda _epoch: fields))
 
     def close_session(self) -> Any:
         """ShareAcknowledge with epoch -1: closes the share session (releasing its records)."""
@@ -226,6 +232,13 @@ def share_group(ctx: Ctx, prefix: str = "g", reset: str | None = "earliest") -> 
             msg = f"group config: {err}"
             raise RuntimeError(msg)
     return group
+
+
+def unjoined_member(ctx: Ctx, prefix: str) -> tuple[str, ShareMember]:
+    """A new topic holding one record, and a member of a new share group that has not joined."""
+    t = ctx.create_topic(prefix)
+    ctx.produce(t, ["a"])
+    return t, ShareMember(ctx, share_group(ctx), [t])
 
 
 def describe_offsets(ctx: Ctx, group: str, topics: Sequence[str] | None = None) -> Any:

@@ -56,10 +56,9 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
+import delivery  # bench/delivery.py, next to this file: writing and checking records
 import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
-from confluent_kafka import Consumer, Producer, TopicPartition
 from rich.table import Table
 
 console = toolkit.make_console(110)
@@ -112,107 +111,19 @@ class Scenario(toolkit.SampledCase):
     samples: list[Sample] = field(default_factory=list)
 
 
-def _producer(bootstrap: str, **extra: Any) -> tuple[Producer, list[str]]:
-    errors: list[str] = []
-    config: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        "enable.idempotence": True,
-        "linger.ms": 5,
-        "acks": "all",
-        "error_cb": lambda err: errors.append(str(err)),
-        "logger": toolkit.quiet_logger(),
-        **extra,
-    }
-    return Producer(config), errors
-
-
-def _high_watermark_sum(bootstrap: str, topic: str, partitions: int) -> int:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "bench-watermarks",
-            "enable.auto.commit": False,
-            "logger": toolkit.quiet_logger(),
-        }
-    )
-    try:
-        total = 0
-        for index in range(partitions):
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=10)
-            total += high - low
-        return total
-    finally:
-        consumer.close()
-
-
-class Counter:
-    """Delivery-report counters (the callback runs in the producing thread's poll).
-
-    Keeps, per partition, the lowest and highest offset acknowledged and how many: a
-    broker that wrote a batch twice (or lost one) leaves a gap in the acknowledged offsets.
-    """
-
-    def __init__(self) -> None:
-        self.ok = 0
-        self.failed = 0
-        self.first_error: str | None = None
-        self.ranges: dict[int, list[int]] = {}
-
-    def __call__(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            self.failed += 1
-            if self.first_error is None:
-                self.first_error = str(err)
-            return
-        self.ok += 1
-        offset = msg.offset()
-        span = self.ranges.get(msg.partition())
-        if span is None:
-            self.ranges[msg.partition()] = [offset, offset, 1]
-            return
-        if offset < span[0]:
-            span[0] = offset
-        elif offset > span[1]:
-            span[1] = offset
-        span[2] += 1
-
-    def gaps(self) -> list[str]:
-        """Partitions whose acknowledged offsets are not one contiguous run."""
-        return [
-            f"partition {p}: {n} records acknowledged over offsets {lo}..{hi}"
-            for p, (lo, hi, n) in sorted(self.ranges.items())
-            if hi - lo + 1 != n
-        ]
-
-
-def _produce_n(producer: Producer, topic: str, value: bytes, n: int, counter: Counter) -> None:
-    produce = producer.produce
-    poll = producer.poll
-    i = 0
-    while i < n:
-        try:
-            produce(topic, value, on_delivery=counter)
-        except BufferError:
-            poll(0.005)
-            continue
-        i += 1
-        if not i & 255:
-            poll(0)
-
-
 def measure_idempotent(
     sc: Scenario, args: argparse.Namespace, topic: str, value: bytes, tick: Callable[[int], None]
 ) -> Sample:
-    producer, errors = _producer(sc.bootstrap, **{"linger.ms": args.linger_ms})
-    counter = Counter()
+    producer, errors = delivery.idempotent_producer(sc.bootstrap, **{"linger.ms": args.linger_ms})
+    counter = delivery.Counter()
     try:
-        _produce_n(producer, topic, value, args.warmup, counter)
+        delivery.produce_n(producer, topic, value, args.warmup, counter)
         if producer.flush(30) != 0 or counter.failed or counter.ok != args.warmup:
             raise toolkit.CheckFailed(
                 f"{sc.label}: warm-up: {counter.ok}/{args.warmup} delivered ({counter.first_error})"
             )
-        before_hw = _high_watermark_sum(sc.bootstrap, topic, args.partitions)
-        counter = Counter()
+        before_hw = delivery.high_watermark_sum(sc.bootstrap, topic, args.partitions)
+        counter = delivery.Counter()
         produce = producer.produce
         poll = producer.poll
         n = args.records
@@ -255,7 +166,7 @@ def measure_idempotent(
             raise toolkit.CheckFailed(
                 f"{sc.label}: acknowledged offsets have gaps: {counter.gaps()}"
             )
-        grown = _high_watermark_sum(sc.bootstrap, topic, args.partitions) - before_hw
+        grown = delivery.high_watermark_sum(sc.bootstrap, topic, args.partitions) - before_hw
         if sc.exact_watermarks and grown != sent:
             raise toolkit.CheckFailed(
                 f"{sc.label}: log grew by {grown} records, {sent} were produced"
@@ -268,23 +179,23 @@ def measure_idempotent(
 def measure_transactional(
     sc: Scenario, args: argparse.Namespace, topic: str, value: bytes, tick: Callable[[int], None]
 ) -> Sample:
-    producer, errors = _producer(
+    producer, errors = delivery.idempotent_producer(
         sc.bootstrap,
         **{"transactional.id": f"bench-{uuid.uuid4().hex[:12]}", "linger.ms": args.linger_ms},
     )
-    counter = Counter()
+    counter = delivery.Counter()
     size = args.txn_size
     try:
         producer.init_transactions(30)
         for _ in range(max(1, args.warmup // size)):
             producer.begin_transaction()
-            _produce_n(producer, topic, value, size, counter)
+            delivery.produce_n(producer, topic, value, size, counter)
             producer.commit_transaction(30)
         producer.poll(0)
         if counter.failed or counter.ok == 0:
             raise toolkit.CheckFailed(f"{sc.label}: warm-up: {counter.failed} failed deliveries")
-        before_hw = _high_watermark_sum(sc.bootstrap, topic, args.partitions)
-        counter = Counter()
+        before_hw = delivery.high_watermark_sum(sc.bootstrap, topic, args.partitions)
+        counter = delivery.Counter()
         txns = 0
         sent = 0
         cpu0 = toolkit.CpuSnapshot.take(sc.pid)
@@ -293,7 +204,7 @@ def measure_transactional(
         tick(0)
         while sent + size <= args.records and time.perf_counter() < deadline:
             producer.begin_transaction()
-            _produce_n(producer, topic, value, size, counter)
+            delivery.produce_n(producer, topic, value, size, counter)
             producer.commit_transaction(30)
             producer.poll(0)
             txns += 1
@@ -309,7 +220,7 @@ def measure_transactional(
                 f"{sc.label}: {counter.ok}/{sent} delivered, {counter.failed} failed "
                 f"({counter.first_error}), {remaining} pending, producer errors: {errors[:3]}"
             )
-        grown = _high_watermark_sum(sc.bootstrap, topic, args.partitions) - before_hw
+        grown = delivery.high_watermark_sum(sc.bootstrap, topic, args.partitions) - before_hw
         markers = grown - sent
         if sc.exact_watermarks and not txns <= markers <= txns * args.partitions:
             raise toolkit.CheckFailed(

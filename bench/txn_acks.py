@@ -68,7 +68,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import share  # bench/share.py: writing the input topic
+import delivery  # bench/delivery.py: writing the input topic
 import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
 from confluent_kafka import Consumer, KafkaError
 from confluent_kafka import TopicPartition as CkTopicPartition
@@ -730,7 +730,7 @@ def main(argv: list[str] | None = None) -> int:
             f"writing {needed * args.partitions:,} x {args.record_size} B records "
             f"in batches of {args.input_batch} ..."
         )
-        topic = share.produce_topic(
+        topic = delivery.produce_topic(
             bootstrap,
             f"bench-txnacks-in-{uuid.uuid4().hex[:8]}",
             args.partitions,

@@ -74,8 +74,12 @@ from txn.ids import TopicPartition
 from txn.metadata import TransactionMetadata, TxnTransitMetadata
 from txn.share_state import RecordState
 
+# ``patched(manager, apply, commit)`` stands for a marker's ``complete_transaction``; ``apply(c)``
+# runs the original with the marker's arguments and ``commit=c``.
+CompleteTransactionPatch = Callable[[ShareManager, Callable[[bool], ErrorCode], bool], ErrorCode]
 
-def _abort_applies_acks(stack: ExitStack) -> None:
+
+def _patch_complete_transaction(stack: ExitStack, patched: CompleteTransactionPatch) -> None:
     original = ShareManager.complete_transaction
 
     def complete_transaction(
@@ -86,9 +90,23 @@ def _abort_applies_acks(stack: ExitStack) -> None:
         commit: bool,
         coordinator_epoch: int,
     ) -> ErrorCode:
-        return original(self, partition, producer_id, producer_epoch, True, coordinator_epoch)
+        def apply(as_commit: bool) -> ErrorCode:
+            return original(
+                self, partition, producer_id, producer_epoch, as_commit, coordinator_epoch
+            )
+
+        return patched(self, apply, commit)
 
     replace(stack, ShareManager, "complete_transaction", complete_transaction)
+
+
+def _abort_applies_acks(stack: ExitStack) -> None:
+    def as_commit(
+        manager: ShareManager, apply: Callable[[bool], ErrorCode], commit: bool
+    ) -> ErrorCode:
+        return apply(True)
+
+    _patch_complete_transaction(stack, as_commit)
 
 
 def _skip_ack_fencing(stack: ExitStack) -> None:
@@ -143,8 +161,11 @@ def _runs(sp: SharePartition) -> Any:
     return sp._runs  # noqa: SLF001
 
 
-def _on_abort_revert(stack: ExitStack, change: Callable[[Run], None]) -> None:
-    """Apply ``change`` to every run an ABORT marker is about to revert."""
+def _before_complete_pending(
+    stack: ExitStack, epoch_for: Callable[[SharePartition, int, int, bool], int]
+) -> None:
+    """Run ``epoch_for(partition, producer_id, producer_epoch, commit)`` before every
+    ``SharePartition.complete_pending``; the epoch it returns is the one passed on."""
     original = SharePartition.complete_pending
 
     def complete_pending(
@@ -155,8 +176,18 @@ def _on_abort_revert(stack: ExitStack, change: Callable[[Run], None]) -> None:
         *,
         persist: bool = True,
     ) -> ErrorCode:
+        producer_epoch = epoch_for(self, producer_id, producer_epoch, commit)
+        return original(self, producer_id, producer_epoch, commit, persist=persist)
+
+    replace(stack, SharePartition, "complete_pending", complete_pending)
+
+
+def _on_abort_revert(stack: ExitStack, change: Callable[[Run], None]) -> None:
+    """Apply ``change`` to every run an ABORT marker is about to revert."""
+
+    def revert(sp: SharePartition, producer_id: int, producer_epoch: int, commit: bool) -> int:
         if not commit:
-            for run in _runs(self):
+            for run in _runs(sp):
                 pending = run.pending
                 if (
                     pending is not None
@@ -164,9 +195,9 @@ def _on_abort_revert(stack: ExitStack, change: Callable[[Run], None]) -> None:
                     and pending.producer_epoch <= producer_epoch
                 ):
                     change(run)
-        return original(self, producer_id, producer_epoch, commit, persist=persist)
+        return producer_epoch
 
-    replace(stack, SharePartition, "complete_pending", complete_pending)
+    _before_complete_pending(stack, revert)
 
 
 def _abort_resets_delivery(stack: ExitStack) -> None:
@@ -250,25 +281,18 @@ def _stale_marker_applies(stack: ExitStack) -> None:
             producer_epoch = max(producer_epoch, pending.producer_epoch)
         return apply_marker(self, part, producer_id, producer_epoch, commit)
 
-    complete_pending = SharePartition.complete_pending
-
-    def sp_complete_pending(
-        self: SharePartition,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        *,
-        persist: bool = True,
-    ) -> ErrorCode:
-        for run in _runs(self):
+    def newest_pending_epoch(
+        sp: SharePartition, producer_id: int, producer_epoch: int, commit: bool
+    ) -> int:
+        for run in _runs(sp):
             pending = run.pending
             if pending is not None and pending.producer_id == producer_id:
                 producer_epoch = max(producer_epoch, pending.producer_epoch)
-        return complete_pending(self, producer_id, producer_epoch, commit, persist=persist)
+        return producer_epoch
 
     replace(stack, Partition, "write_marker", partition_write_marker)
     replace(stack, ShareCoordinator, "_apply_marker", _apply_marker)
-    replace(stack, SharePartition, "complete_pending", sp_complete_pending)
+    _before_complete_pending(stack, newest_pending_epoch)
 
 
 def _skip_produce_fencing(stack: ExitStack) -> None:
@@ -301,24 +325,17 @@ MARKER_APPLY_DELAY_MS = 100
 
 
 def _marker_acked_before_applied(stack: ExitStack) -> None:
-    original = ShareManager.complete_transaction
-
-    def complete_transaction(
-        self: ShareManager,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
+    def answer_first(
+        manager: ShareManager, apply: Callable[[bool], ErrorCode], commit: bool
     ) -> ErrorCode:
         def later() -> None:
-            original(self, partition, producer_id, producer_epoch, commit, coordinator_epoch)
+            apply(commit)
 
         # Answered at once; written and applied by a background task a moment later.
-        self.clock.schedule(MARKER_APPLY_DELAY_MS, later)
+        manager.clock.schedule(MARKER_APPLY_DELAY_MS, later)
         return ErrorCode.NONE
 
-    replace(stack, ShareManager, "complete_transaction", complete_transaction)
+    _patch_complete_transaction(stack, answer_first)
 
 
 def _ack_below_spso_ignored(stack: ExitStack) -> None:

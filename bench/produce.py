@@ -55,7 +55,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import delivery  # bench/delivery.py, next to this file: writing and checking records
 import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
@@ -511,12 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         "during one measurement (the rest of the run's brokers excluded); figures come from "
         f"the rounds kept, those where others used at most {toolkit.OTHER_CORES_WARN} cores[/]"
     )
-    disturbed = max((s.other_cores for sc in scenarios for s in sc.kept()), default=0)
-    if disturbed > toolkit.OTHER_CORES_WARN:
-        console.print(
-            f"[yellow]warning: other processes used up to {disturbed:.2f} cores during a "
-            "measurement: the figures are disturbed; rerun on a quiet machine[/]"
-        )
+    toolkit.warn_if_disturbed(console, scenarios)
     rows = ratios(by_key)
     console.print(toolkit.ratio_table(rows))
     console.print(
@@ -587,13 +582,7 @@ def write_json(
         {
             "tansu": tansu_ver,
             "scenarios": [
-                {
-                    "key": sc.key,
-                    "label": sc.label,
-                    "detail": sc.detail,
-                    "median_msgs_per_s": sc.median() if sc.samples else None,
-                    "samples": [asdict(s) for s in sc.samples],
-                }
+                toolkit.case_json(sc, median_msgs_per_s=sc.median() if sc.samples else None)
                 for sc in scenarios
             ],
             "ratios": toolkit.ratios_json(rows),

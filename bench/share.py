@@ -69,7 +69,7 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
@@ -591,19 +591,13 @@ def main(argv: list[str] | None = None) -> int:
         console.print("[red]nothing to measure[/]")
         return 2
     toolkit.install_sigterm()
-    from coordinator import LocalBroker  # noqa: PLC0415 - keeps --help fast
-
     broker_config = toolkit.broker_config(args)
     value = os.urandom(args.record_size)
     run = toolkit.announce(console, "share.py", argv)
     cases = build_cases(args)
     run_started = time.perf_counter()
     with contextlib.ExitStack() as stack:
-        console.print("starting the broker on 127.0.0.1 ...")
-        broker = stack.enter_context(LocalBroker(host=toolkit.HOST, config=broker_config))
-        pid = broker.process.pid if broker.process else None
-        if pid is not None:
-            toolkit.BROKER_PIDS.add(pid)
+        broker, pid = toolkit.start_broker(stack, console, broker_config)
         bootstrap = broker.bootstrap_servers
         console.print(f"writing {args.records:,} x {args.record_size} B records ...")
         topic = delivery.produce_topic(
@@ -666,12 +660,7 @@ def main(argv: list[str] | None = None) -> int:
             "wire client (KafkaClient), whose encoding and decoding is in the figures; "
             "percentiles are nearest-rank over every cycle of the rounds kept[/]"
         )
-    disturbed = max((s.other_cores for c in cases for s in c.kept()), default=0)
-    if disturbed > toolkit.OTHER_CORES_WARN:
-        console.print(
-            f"[yellow]warning: other processes used up to {disturbed:.2f} cores during a "
-            "measurement: the figures are disturbed; rerun on a quiet machine[/]"
-        )
+    toolkit.warn_if_disturbed(console, cases)
     checks = ["topics hold exactly the records produced"]
     if not args.no_throughput:
         checks.append(
@@ -682,40 +671,22 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_latency:
         checks.append("every timed ShareFetch acquired records and every ack succeeded")
     console.print(f"[dim]checks passed: {'; '.join(checks)}[/]")
-    console.print(f"run took {run_seconds:.0f} s")
-    write_json(args, run, run_seconds, cases, rows)
+    run.finish(
+        args,
+        console,
+        run_seconds,
+        {"cases": [_case_json(c) for c in cases], "ratios": toolkit.ratios_json(rows)},
+    )
     return 0
 
 
-def write_json(
-    args: argparse.Namespace,
-    run: toolkit.RunInfo,
-    run_seconds: float,
-    cases: list[Case],
-    rows: list[toolkit.Ratio],
-) -> None:
-    def case_json(case: Case) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "key": case.key,
-            "label": case.label,
-            "detail": case.detail,
-            "samples": [asdict(s) for s in case.samples],
-        }
-        if case.samples and case.kind in ("latency", "rtt"):
-            data["summary"] = share_latency.latency_summary(case)
-        elif case.samples:
-            data["median_records_per_s"] = case.median()
-        return data
-
-    run.save(
-        args,
-        console,
-        {
-            "run_seconds": run_seconds,
-            "cases": [case_json(c) for c in cases],
-            "ratios": toolkit.ratios_json(rows),
-        },
-    )
+def _case_json(case: Case) -> dict[str, Any]:
+    data = toolkit.case_json(case)
+    if case.samples and case.kind in ("latency", "rtt"):
+        data["summary"] = share_latency.latency_summary(case)
+    elif case.samples:
+        data["median_records_per_s"] = case.median()
+    return data
 
 
 if __name__ == "__main__":

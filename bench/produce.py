@@ -371,21 +371,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--seconds", type=float, default=3.0, help="max seconds per measurement (3)"
     )
-    parser.add_argument(
-        "--warmup", type=int, default=2000, help="records per producer before timing (2000)"
-    )
-    parser.add_argument("--record-size", type=int, default=1024, help="value bytes (1024)")
-    parser.add_argument("--partitions", type=int, default=3, help="topic partitions (3)")
-    parser.add_argument("--linger-ms", type=int, default=5, help="producer linger.ms (5)")
-    parser.add_argument("--txn-size", type=int, default=100, help="records per transaction (100)")
-    parser.add_argument(
-        "--relaxed-messages",
-        type=int,
-        default=10_000,
-        help="log.flush.interval.messages of broker (b) (10000)",
-    )
-    parser.add_argument(
-        "--relaxed-ms", type=int, default=1000, help="log.flush.interval.ms of broker (b) (1000)"
+    toolkit.add_number_options(
+        parser,
+        [
+            ("--warmup", 2000, "records per producer before timing"),
+            ("--record-size", 1024, "value bytes"),
+            ("--partitions", 3, "topic partitions"),
+            ("--linger-ms", 5, "producer linger.ms"),
+            ("--txn-size", 100, "records per transaction"),
+            ("--relaxed-messages", 10_000, "log.flush.interval.messages of broker (b)"),
+            ("--relaxed-ms", 1000, "log.flush.interval.ms of broker (b)"),
+        ],
     )
     parser.add_argument("--no-tansu", action="store_true", help="skip tansu (c)")
     parser.add_argument("--no-kafka", action="store_true", help="skip Apache Kafka (k)")

@@ -458,16 +458,15 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="example: python bench/share.py --records 30000 --rounds 2 --cycles 100",
     )
-    parser.add_argument(
-        "--records", type=int, default=200_000, help="records to pre-produce and read (200000)"
-    )
-    parser.add_argument("--record-size", type=int, default=1024, help="value bytes (1024)")
-    parser.add_argument("--partitions", type=int, default=3, help="topic partitions (3)")
-    parser.add_argument(
-        "--poll-batch", type=int, default=1000, help="(plain) consume() batch size (1000)"
-    )
-    parser.add_argument(
-        "--cycles", type=int, default=300, help="fetch+ack cycles per latency measurement (300)"
+    toolkit.add_number_options(
+        parser,
+        [
+            ("--records", 200_000, "records to pre-produce and read"),
+            ("--record-size", 1024, "value bytes"),
+            ("--partitions", 3, "topic partitions"),
+            ("--poll-batch", 1000, "(plain) consume() batch size"),
+            ("--cycles", 300, "fetch+ack cycles per latency measurement"),
+        ],
     )
     parser.add_argument(
         "--max-records",

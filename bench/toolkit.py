@@ -382,6 +382,15 @@ def series_json(series: Sequence[Series]) -> dict[str, Any]:
     }
 
 
+def add_number_options(
+    parser: argparse.ArgumentParser, options: Sequence[tuple[str, int | float, str]]
+) -> None:
+    """(option, default, help) each: an option taking a number of its default's type, the
+    default shown in parentheses after the help."""
+    for option, default, text in options:
+        parser.add_argument(option, type=type(default), default=default, help=f"{text} ({default})")
+
+
 def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
     """``--set KEY=VALUE`` (broker config, repeatable) and ``--timeout`` (per measurement)."""
     parser.add_argument(

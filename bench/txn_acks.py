@@ -613,18 +613,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="1,100,1000",
         help="records per transaction (and per commit_sync), comma-separated (1,100,1000)",
     )
-    parser.add_argument(
-        "--records",
-        type=int,
-        default=15_000,
-        help="records per measurement for K > 1, rounded up to whole units (15000)",
-    )
-    parser.add_argument(
-        "--records-k1", type=int, default=500, help="records per measurement for K = 1 (500)"
-    )
-    parser.add_argument("--record-size", type=int, default=1024, help="value bytes (1024)")
-    parser.add_argument(
-        "--partitions", type=int, default=1, help="input and output topic partitions (1)"
+    toolkit.add_number_options(
+        parser,
+        [
+            ("--records", 15_000, "records per measurement for K > 1, rounded up to whole units"),
+            ("--records-k1", 500, "records per measurement for K = 1"),
+            ("--record-size", 1024, "value bytes"),
+            ("--partitions", 1, "input and output topic partitions"),
+        ],
     )
     parser.add_argument(
         "--input-batch",

@@ -20,12 +20,11 @@ import random
 from typing import Any
 
 from chaos.history import FINAL, History
+from chaos.log_reads import read_committed_from
 from chaos.sim_client import Proc, Sleep
 from chaos.workload import Gen, IdempotentWriter, WorkloadEnv
 from coordinator.broker import BrokerCore
-from producer.records import decode_records
-from txn.batch import ControlType, control_type_of, iter_batches
-from txn.errors import ErrorCode
+from producer.records import DecodedRecord
 from txn.ids import TopicPartition
 
 TABLE_TOPIC = "table"
@@ -90,35 +89,24 @@ class TableWriter(IdempotentWriter):
         self.done = True
 
 
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode()
+
+
+def _table_entry(record: DecodedRecord) -> list[Any]:
+    """[offset, key, value] of a table record (a tombstone's value is None)."""
+    return [record.offset, _text(record.key), _text(record.value)]
+
+
 def table_final_read(core: BrokerCore, history: History, now: int) -> None:
     """The table as a read_committed consumer reads it from the log start (keys included)."""
     tp = TopicPartition(TABLE_TOPIC, 0)
     part = core.partition(TABLE_TOPIC, 0)
     if part is None:
         return
-    records: list[list[Any]] = []
-    offset = part.log_start_offset
-    aborted: set[int] = set()
-    while offset < part.last_stable_offset:
-        data = core.fetch(tp, offset, 1 << 20, read_committed=True)
-        if data.error is not ErrorCode.NONE or not data.records:
-            break
-        pending = sorted(data.aborted or (), key=lambda a: a.first_offset)
-        for pos, header in iter_batches(data.records):
-            offset = header.last_offset + 1
-            while pending and pending[0].first_offset <= header.base_offset:
-                aborted.add(pending.pop(0).producer_id)
-            if header.is_control:
-                if control_type_of(data.records, pos, header) is ControlType.ABORT:
-                    aborted.discard(header.producer_id)
-                continue
-            if header.is_transactional and header.producer_id in aborted:
-                continue
-            raw = data.records[pos : pos + header.size]
-            for r in decode_records(raw, check_crc=True):
-                key = None if r.key is None else r.key.decode()
-                value = None if r.value is None else r.value.decode()
-                records.append([r.offset, key, value])
+    records, _next = read_committed_from(
+        core, tp, part.log_start_offset, set(), _table_entry, end=part.last_stable_offset
+    )
     history.event(
         now,
         FINAL,

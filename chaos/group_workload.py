@@ -129,8 +129,7 @@ class GroupWorker(Worker):
         cfg = env.config
         while env.phase != DONE:
             if self.pid < 0:
-                if not (yield from self._init()):
-                    yield Sleep(self.rng.randint(50, 300))
+                yield from self._init_or_pause()
                 continue
             if self.member_epoch <= 0 or not self.owned:
                 yield Sleep(100)

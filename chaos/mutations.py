@@ -60,7 +60,6 @@ from coordinator.group.consumer_protocol import ConsumerProtocolGroup
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.group.results import FetchedOffset
 from coordinator.log import cleaner, compaction
-from coordinator.log.cleaner import CleanerPolicy
 from coordinator.partition import Partition
 from coordinator.producer_state import ProducerStateManager, SequenceCheck
 from coordinator.share.inflight import Run
@@ -68,7 +67,7 @@ from coordinator.share.manager import ShareManager
 from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.share_partition import AckBatch, PendingPlan, SharePartition
 from coordinator.txn_coordinator import TransactionCoordinator
-from txn.batch import BatchHeader, ControlType, parse_header
+from txn.batch import BatchHeader, parse_header
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 from txn.metadata import TransactionMetadata, TxnTransitMetadata
@@ -259,17 +258,12 @@ def _stale_marker_applies(stack: ExitStack) -> None:
     write_marker = Partition.write_marker
 
     def partition_write_marker(
-        self: Partition,
-        producer_id: int,
-        producer_epoch: int,
-        coordinator_epoch: int,
-        result: ControlType,
-        now_ms: int,
+        self: Partition, producer_id: int, producer_epoch: int, *marker: Any
     ) -> ErrorCode:
         entry = self.producers.get(producer_id)
         if entry is not None and producer_epoch < entry.epoch:
             producer_epoch = entry.epoch  # no epoch check: the old marker ends the open txn
-        return write_marker(self, producer_id, producer_epoch, coordinator_epoch, result, now_ms)
+        return write_marker(self, producer_id, producer_epoch, *marker)
 
     apply_marker = ShareCoordinator._apply_marker  # noqa: SLF001
 
@@ -419,13 +413,8 @@ def _skip_group_fencing(stack: ExitStack) -> None:
 def _cleaner_drops_latest(stack: ExitStack) -> None:
     original = cleaner.clean_with_horizon
 
-    def clean_with_horizon(
-        batches: Sequence[tuple[BatchHeader, bytes]],
-        is_aborted: Callable[[BatchHeader], bool],
-        now_ms: int,
-        policy: CleanerPolicy,
-    ) -> tuple[list[bytes], int]:
-        kept, due = original(batches, is_aborted, now_ms, policy)
+    def clean_with_horizon(*args: Any) -> tuple[list[bytes], int]:
+        kept, due = original(*args)
         for index in range(len(kept) - 1, -1, -1):
             if not parse_header(kept[index]).is_control:
                 del kept[index]

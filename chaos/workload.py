@@ -418,8 +418,7 @@ class Worker:
         cfg = env.config
         while env.phase != DONE:
             if self.pid < 0:
-                if not (yield from self._init()):
-                    yield Sleep(self.rng.randint(50, 300))
+                yield from self._init_or_pause()
                 continue
             current = env.is_current(self.proc)  # a zombie leaves the bookkeeping alone
             dirty = [tid for tid, lease in sorted(shared.leases.items()) if lease.dirty]
@@ -441,6 +440,11 @@ class Worker:
             if not env.draining and self.rng.random() < cfg.twopc_p:
                 twopc_tid = self._take_lease()
             yield from self._transact(records, twopc_tid)
+
+    def _init_or_pause(self) -> Gen:
+        """One attempt to get a producer id, then a pause if it failed."""
+        if not (yield from self._init()):
+            yield Sleep(self.rng.randint(50, 300))
 
     def _init(self) -> Gen:
         env = self.env

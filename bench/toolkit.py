@@ -391,6 +391,13 @@ def add_number_options(
         parser.add_argument(option, type=type(default), default=default, help=f"{text} ({default})")
 
 
+def add_int_options(parser: argparse.ArgumentParser, **defaults: int) -> None:
+    """``--name`` options taking a whole number, one per keyword (``record_size``:
+    ``--record-size``), with the keyword's value as default."""
+    for name, default in defaults.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=int, default=default)
+
+
 def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
     """``--set KEY=VALUE`` (broker config, repeatable) and ``--timeout`` (per measurement)."""
     parser.add_argument(
@@ -560,6 +567,18 @@ class RunInfo(NamedTuple):
                 started=self.started,
                 results=results,
             )
+
+    def save_with_ratios(
+        self,
+        args: argparse.Namespace,
+        console: Console,
+        results: dict[str, Any],
+        ratios: Sequence[Ratio],
+    ) -> None:
+        """Print the table of ``ratios``; write the results file with them last."""
+        console.print(ratio_table(ratios))
+        results["ratios"] = ratios_json(ratios)
+        self.save(args, console, results)
 
     def finish(
         self,

@@ -190,14 +190,14 @@ def _report_option(parser: argparse.ArgumentParser) -> None:
 def _write_report(
     directory: Path, invocation: str, summaries: list[SeedSummary], results: list[RunResult]
 ) -> Path:
-    from chaos.report import detail_of, row_of, write_report  # noqa: PLC0415
+    from chaos.report import detail_of, write_report  # noqa: PLC0415
 
     commands = {s.seed: s.command for s in summaries}
     return write_report(
         directory,
         title=" ".join(invocation.split()[:4]),
         invocation=invocation,
-        rows=[row_of(s) for s in summaries],
+        rows=summaries,
         details=[detail_of(r, commands[r.seed]) for r in results],
     )
 

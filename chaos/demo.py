@@ -63,16 +63,19 @@ class DemoStats:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    numbers: list[tuple[str, float, str]] = [
-        ("--records", 2000, "records to copy"),
-        ("--partitions", 3, "partitions per topic"),
-        ("--batch", 50, "records per transaction"),
-        ("--abort-rate", 0.2, "share of transactions aborted on purpose"),
-    ]
-    for option, default, text in numbers:
-        parser.add_argument(
-            option, type=type(default), default=default, help=f"{text} (default {default})"
-        )
+    parser.add_argument("--records", type=int, default=2000, help="records to copy (default 2000)")
+    parser.add_argument(
+        "--partitions", type=int, default=3, help="partitions per topic (default 3)"
+    )
+    parser.add_argument(
+        "--batch", type=int, default=50, help="records per transaction (default 50)"
+    )
+    parser.add_argument(
+        "--abort-rate",
+        type=float,
+        default=0.2,
+        help="share of transactions aborted on purpose (default 0.2)",
+    )
     parser.add_argument("--seed", type=int, default=None, help="random seed (printed if not given)")
     parser.add_argument("--no-kill", action="store_true", help="do not kill the broker midway")
     parser.add_argument(

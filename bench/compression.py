@@ -98,8 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline-rev", default=BASELINE_REV)
     parser.add_argument("--records", type=int, default=500, help="records per batch")
-    parser.add_argument("--batches", type=int, default=20)
-    parser.add_argument("--value-bytes", type=int, default=200)
+    toolkit.add_int_options(parser, batches=20, value_bytes=200)
     parser.add_argument("--seconds", type=float, default=1.5, help="per case and round")
     args, run = toolkit.begin(parser, console, "compression.py", argv, rounds=3)
 

@@ -200,10 +200,9 @@ def copy(bootstrap: str, src: str, records: int, per_txn: int, *, share: bool) -
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--record-size", type=int, default=1024)
-    parser.add_argument("--rebalances", type=int, default=10)
-    parser.add_argument("--copy-records", type=int, default=20_000)
+    toolkit.add_int_options(
+        parser, records=100_000, record_size=1024, rebalances=10, copy_records=20_000
+    )
     args, run = toolkit.begin(parser, console, "consumer_groups.py", argv, rounds=3)
     results: dict[str, Any] = {}
     with LocalBroker(config={"group.initial.rebalance.delay.ms": "0"}) as broker:
@@ -256,9 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             ratios.append(toolkit.series_ratio(f"offsets / share acks, {per_txn}/txn", *copies))
             results["copy"][per_txn] = toolkit.series_json(copies)
-        console.print(toolkit.ratio_table(ratios))
-        results["ratios"] = toolkit.ratios_json(ratios)
-    run.save(args, console, results)
+        run.save_with_ratios(args, console, results, ratios)
     return 0
 
 

@@ -166,9 +166,7 @@ def fuzz(bootstrap: str, frames: int, seed: int, connections: int) -> dict[str, 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=1_000_000)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--connections", type=int, default=16)
+    toolkit.add_int_options(parser, frames=1_000_000, seed=1, connections=16)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     toolkit.install_sigterm()

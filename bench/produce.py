@@ -55,11 +55,10 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
+import delivery  # bench/delivery.py, next to this file: writing and checking records
 import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
-from confluent_kafka import Consumer, Producer, TopicPartition
 from rich.table import Table
 
 console = toolkit.make_console(110)
@@ -112,128 +111,32 @@ class Scenario(toolkit.SampledCase):
     samples: list[Sample] = field(default_factory=list)
 
 
-def _producer(bootstrap: str, **extra: Any) -> tuple[Producer, list[str]]:
-    errors: list[str] = []
-    config: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
-        "enable.idempotence": True,
-        "linger.ms": 5,
-        "acks": "all",
-        "error_cb": lambda err: errors.append(str(err)),
-        "logger": toolkit.quiet_logger(),
-        **extra,
-    }
-    return Producer(config), errors
-
-
-def _high_watermark_sum(bootstrap: str, topic: str, partitions: int) -> int:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "bench-watermarks",
-            "enable.auto.commit": False,
-            "logger": toolkit.quiet_logger(),
-        }
-    )
-    try:
-        total = 0
-        for index in range(partitions):
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=10)
-            total += high - low
-        return total
-    finally:
-        consumer.close()
-
-
-class Counter:
-    """Delivery-report counters (the callback runs in the producing thread's poll).
-
-    Keeps, per partition, the lowest and highest offset acknowledged and how many: a
-    broker that wrote a batch twice (or lost one) leaves a gap in the acknowledged offsets.
-    """
-
-    def __init__(self) -> None:
-        self.ok = 0
-        self.failed = 0
-        self.first_error: str | None = None
-        self.ranges: dict[int, list[int]] = {}
-
-    def __call__(self, err: Any, msg: Any) -> None:
-        if err is not None:
-            self.failed += 1
-            if self.first_error is None:
-                self.first_error = str(err)
-            return
-        self.ok += 1
-        offset = msg.offset()
-        span = self.ranges.get(msg.partition())
-        if span is None:
-            self.ranges[msg.partition()] = [offset, offset, 1]
-            return
-        if offset < span[0]:
-            span[0] = offset
-        elif offset > span[1]:
-            span[1] = offset
-        span[2] += 1
-
-    def gaps(self) -> list[str]:
-        """Partitions whose acknowledged offsets are not one contiguous run."""
-        return [
-            f"partition {p}: {n} records acknowledged over offsets {lo}..{hi}"
-            for p, (lo, hi, n) in sorted(self.ranges.items())
-            if hi - lo + 1 != n
-        ]
-
-
-def _produce_n(producer: Producer, topic: str, value: bytes, n: int, counter: Counter) -> None:
-    produce = producer.produce
-    poll = producer.poll
-    i = 0
-    while i < n:
-        try:
-            produce(topic, value, on_delivery=counter)
-        except BufferError:
-            poll(0.005)
-            continue
-        i += 1
-        if not i & 255:
-            poll(0)
-
-
 def measure_idempotent(
     sc: Scenario, args: argparse.Namespace, topic: str, value: bytes, tick: Callable[[int], None]
 ) -> Sample:
-    producer, errors = _producer(sc.bootstrap, **{"linger.ms": args.linger_ms})
-    counter = Counter()
+    producer, errors = delivery.idempotent_producer(sc.bootstrap, **{"linger.ms": args.linger_ms})
+    counter = delivery.Counter()
     try:
-        _produce_n(producer, topic, value, args.warmup, counter)
+        delivery.produce_n(producer, topic, value, args.warmup, counter)
         if producer.flush(30) != 0 or counter.failed or counter.ok != args.warmup:
             raise toolkit.CheckFailed(
                 f"{sc.label}: warm-up: {counter.ok}/{args.warmup} delivered ({counter.first_error})"
             )
-        before_hw = _high_watermark_sum(sc.bootstrap, topic, args.partitions)
-        counter = Counter()
-        produce = producer.produce
-        poll = producer.poll
+        before_hw = delivery.high_watermark_sum(sc.bootstrap, topic, args.partitions)
+        counter = delivery.Counter()
         n = args.records
-        chunk = 1024
+        chunk = 1024  # a multiple of 256: polls come every 256 records, as within a chunk
         cpu0 = toolkit.CpuSnapshot.take(sc.pid)
         start = time.perf_counter()
         deadline = start + args.seconds
         sent = 0
         while sent < n:
-            if not sent % chunk:
-                tick(sent)
-                if time.perf_counter() >= deadline:
-                    break
-            try:
-                produce(topic, value, on_delivery=counter)
-            except BufferError:
-                poll(0.005)
-                continue
-            sent += 1
-            if not sent & 255:
-                poll(0)
+            tick(sent)
+            if time.perf_counter() >= deadline:
+                break
+            step = min(chunk, n - sent)
+            delivery.produce_n(producer, topic, value, step, counter)
+            sent += step
         remaining = producer.flush(60)
         elapsed = time.perf_counter() - start
         cpu1 = toolkit.CpuSnapshot.take(sc.pid)
@@ -255,7 +158,7 @@ def measure_idempotent(
             raise toolkit.CheckFailed(
                 f"{sc.label}: acknowledged offsets have gaps: {counter.gaps()}"
             )
-        grown = _high_watermark_sum(sc.bootstrap, topic, args.partitions) - before_hw
+        grown = delivery.high_watermark_sum(sc.bootstrap, topic, args.partitions) - before_hw
         if sc.exact_watermarks and grown != sent:
             raise toolkit.CheckFailed(
                 f"{sc.label}: log grew by {grown} records, {sent} were produced"
@@ -268,23 +171,23 @@ def measure_idempotent(
 def measure_transactional(
     sc: Scenario, args: argparse.Namespace, topic: str, value: bytes, tick: Callable[[int], None]
 ) -> Sample:
-    producer, errors = _producer(
+    producer, errors = delivery.idempotent_producer(
         sc.bootstrap,
         **{"transactional.id": f"bench-{uuid.uuid4().hex[:12]}", "linger.ms": args.linger_ms},
     )
-    counter = Counter()
+    counter = delivery.Counter()
     size = args.txn_size
     try:
         producer.init_transactions(30)
         for _ in range(max(1, args.warmup // size)):
             producer.begin_transaction()
-            _produce_n(producer, topic, value, size, counter)
+            delivery.produce_n(producer, topic, value, size, counter)
             producer.commit_transaction(30)
         producer.poll(0)
         if counter.failed or counter.ok == 0:
             raise toolkit.CheckFailed(f"{sc.label}: warm-up: {counter.failed} failed deliveries")
-        before_hw = _high_watermark_sum(sc.bootstrap, topic, args.partitions)
-        counter = Counter()
+        before_hw = delivery.high_watermark_sum(sc.bootstrap, topic, args.partitions)
+        counter = delivery.Counter()
         txns = 0
         sent = 0
         cpu0 = toolkit.CpuSnapshot.take(sc.pid)
@@ -293,7 +196,7 @@ def measure_transactional(
         tick(0)
         while sent + size <= args.records and time.perf_counter() < deadline:
             producer.begin_transaction()
-            _produce_n(producer, topic, value, size, counter)
+            delivery.produce_n(producer, topic, value, size, counter)
             producer.commit_transaction(30)
             producer.poll(0)
             txns += 1
@@ -309,7 +212,7 @@ def measure_transactional(
                 f"{sc.label}: {counter.ok}/{sent} delivered, {counter.failed} failed "
                 f"({counter.first_error}), {remaining} pending, producer errors: {errors[:3]}"
             )
-        grown = _high_watermark_sum(sc.bootstrap, topic, args.partitions) - before_hw
+        grown = delivery.high_watermark_sum(sc.bootstrap, topic, args.partitions) - before_hw
         markers = grown - sent
         if sc.exact_watermarks and not txns <= markers <= txns * args.partitions:
             raise toolkit.CheckFailed(
@@ -460,21 +363,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--seconds", type=float, default=3.0, help="max seconds per measurement (3)"
     )
-    parser.add_argument(
-        "--warmup", type=int, default=2000, help="records per producer before timing (2000)"
-    )
-    parser.add_argument("--record-size", type=int, default=1024, help="value bytes (1024)")
-    parser.add_argument("--partitions", type=int, default=3, help="topic partitions (3)")
-    parser.add_argument("--linger-ms", type=int, default=5, help="producer linger.ms (5)")
-    parser.add_argument("--txn-size", type=int, default=100, help="records per transaction (100)")
-    parser.add_argument(
-        "--relaxed-messages",
-        type=int,
-        default=10_000,
-        help="log.flush.interval.messages of broker (b) (10000)",
-    )
-    parser.add_argument(
-        "--relaxed-ms", type=int, default=1000, help="log.flush.interval.ms of broker (b) (1000)"
+    toolkit.add_number_options(
+        parser,
+        [
+            ("--warmup", 2000, "records per producer before timing"),
+            ("--record-size", 1024, "value bytes"),
+            ("--partitions", 3, "topic partitions"),
+            ("--linger-ms", 5, "producer linger.ms"),
+            ("--txn-size", 100, "records per transaction"),
+            ("--relaxed-messages", 10_000, "log.flush.interval.messages of broker (b)"),
+            ("--relaxed-ms", 1000, "log.flush.interval.ms of broker (b)"),
+        ],
     )
     parser.add_argument("--no-tansu", action="store_true", help="skip tansu (c)")
     parser.add_argument("--no-kafka", action="store_true", help="skip Apache Kafka (k)")
@@ -600,12 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         "during one measurement (the rest of the run's brokers excluded); figures come from "
         f"the rounds kept, those where others used at most {toolkit.OTHER_CORES_WARN} cores[/]"
     )
-    disturbed = max((s.other_cores for sc in scenarios for s in sc.kept()), default=0)
-    if disturbed > toolkit.OTHER_CORES_WARN:
-        console.print(
-            f"[yellow]warning: other processes used up to {disturbed:.2f} cores during a "
-            "measurement: the figures are disturbed; rerun on a quiet machine[/]"
-        )
+    toolkit.warn_if_disturbed(console, scenarios)
     rows = ratios(by_key)
     console.print(toolkit.ratio_table(rows))
     console.print(
@@ -676,13 +570,7 @@ def write_json(
         {
             "tansu": tansu_ver,
             "scenarios": [
-                {
-                    "key": sc.key,
-                    "label": sc.label,
-                    "detail": sc.detail,
-                    "median_msgs_per_s": sc.median() if sc.samples else None,
-                    "samples": [asdict(s) for s in sc.samples],
-                }
+                toolkit.case_json(sc, median_msgs_per_s=sc.median() if sc.samples else None)
                 for sc in scenarios
             ],
             "ratios": toolkit.ratios_json(rows),

@@ -69,24 +69,22 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-import produce  # bench/produce.py, next to this file: the delivery counter
+import delivery  # bench/delivery.py, next to this file: writing the topics
+import share_latency  # bench/share_latency.py: the ShareFetch / ShareAcknowledge cycles
 import toolkit  # bench/toolkit.py: the shared measurement plumbing
 from confluent_kafka import (
     AcknowledgeType,
     Consumer,
-    Producer,
     ShareConsumer,
     TopicPartition,
 )
 from rich.table import Table
 
 LIBRDKAFKA_FETCH_MAX_BYTES = 52_428_800  # what librdkafka's ShareConsumer sends as max_bytes
-ACCEPT = 1
-HEARTBEAT_EVERY_S = 4.0  # the broker's default heartbeat interval is 5 s
 
 console = toolkit.make_console(160)
 
@@ -121,20 +119,6 @@ class ReadSample(toolkit.Disturbable):
 
 
 @dataclass
-class LatencySample(toolkit.Disturbable):
-    """``cycles`` timed round trips: per cycle the fetch and ack time in seconds."""
-
-    cycles: int
-    records: int  # records acquired (and acknowledged) over all cycles
-    seconds: float
-    fetch_s: list[float]
-    ack_s: list[float]
-    broker_cpu_s: float
-    client_cpu_s: float
-    other_cpu_s: float
-
-
-@dataclass
 class Case(toolkit.SampledCase):
     key: str
     label: str
@@ -151,88 +135,13 @@ class Case(toolkit.SampledCase):
     check_start_offsets: bool = True
 
 
-@dataclass
-class Topic:
-    name: str
-    high_watermarks: list[int]  # per partition (log start is 0)
-
-    @property
-    def records(self) -> int:
-        return sum(self.high_watermarks)
-
-
-# -- preparing topics ---------------------------------------------------------------------------
-
-
-def produce_topic(
-    bootstrap: str, name: str, partitions: int, records: int, value: bytes, **extra: Any
-) -> Topic:
-    """Create ``name`` and write ``records`` values to it; checks the log holds exactly them."""
-    toolkit.create_topics(bootstrap, [name], partitions)
-    errors: list[str] = []
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "enable.idempotence": True,
-            "linger.ms": 5,
-            "acks": "all",
-            "error_cb": lambda err: errors.append(str(err)),
-            "logger": toolkit.quiet_logger("bench.share.rdkafka"),
-            **extra,
-        }
-    )
-    counter = produce.Counter()
-    sent = 0
-    while sent < records:
-        try:
-            producer.produce(name, value, on_delivery=counter)
-        except BufferError:
-            producer.poll(0.005)
-            continue
-        sent += 1
-        if not sent & 255:
-            producer.poll(0)
-    remaining = producer.flush(120)
-    if remaining or counter.failed or errors or counter.ok != records or counter.gaps():
-        raise toolkit.CheckFailed(
-            f"writing {name}: {counter.ok}/{records} delivered, {counter.failed} failed "
-            f"({counter.first_error}), {remaining} pending, errors {errors[:3]}, "
-            f"gaps {counter.gaps()}"
-        )
-    hws = high_watermarks(bootstrap, name, partitions)
-    if sum(hws) != records:
-        raise toolkit.CheckFailed(f"{name}: log holds {sum(hws)} records, {records} were produced")
-    return Topic(name, hws)
-
-
-def high_watermarks(bootstrap: str, topic: str, partitions: int) -> list[int]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "bench-watermarks",
-            "enable.auto.commit": False,
-            "logger": toolkit.quiet_logger("bench.share.rdkafka"),
-        }
-    )
-    try:
-        out = []
-        for index in range(partitions):
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, index), timeout=10)
-            if low != 0:
-                raise toolkit.CheckFailed(f"{topic}-{index}: log starts at {low}, expected 0")
-            out.append(high)
-        return out
-    finally:
-        consumer.close()
-
-
 # -- consumption --------------------------------------------------------------------------------
 
 
 class Seen:
     """Which offsets of each partition were read: each must be read exactly once."""
 
-    def __init__(self, topic: Topic) -> None:
+    def __init__(self, topic: delivery.Topic) -> None:
         self.topic = topic
         self.counts = [bytearray(hw) for hw in topic.high_watermarks]
         self.records = 0
@@ -265,12 +174,71 @@ class Seen:
             raise toolkit.CheckFailed(f"{label}: {self.redelivered} records had delivery count > 1")
 
 
+class Reading:
+    """The clock of one consumption: from ``begin()`` (CPU snapshot, timer and deadline) to
+    ``end()``; the first record's time and the polls that returned records in between."""
+
+    def __init__(self, case: Case, args: argparse.Namespace, ctx: RunContext, tick: Tick) -> None:
+        self.label = case.label
+        self.timeout = args.timeout
+        self.pid = ctx.pid
+        self.seen = Seen(ctx.topic)
+        self.tick = tick
+        self.first = 0.0
+        self.polls = 0
+
+    def begin(self) -> None:
+        self.cpu0 = toolkit.CpuSnapshot.take(self.pid)
+        self.start = time.perf_counter()
+        self.deadline = self.start + self.timeout
+
+    def polled(self, batch: Any) -> None:
+        if len(batch):
+            self.polls += 1
+            if not self.first:
+                self.first = time.perf_counter() - self.start
+
+    def add(self, m: Any) -> None:
+        if m.error() is not None:
+            raise toolkit.CheckFailed(f"{self.label}: consumer error {m.error()}")
+        self.seen.add(m.partition(), m.offset(), len(m.value()))
+
+    def step(self) -> None:
+        """After each poll: progress, and the deadline."""
+        seen = self.seen
+        self.tick(seen.records)
+        if time.perf_counter() > self.deadline:
+            raise toolkit.CheckFailed(
+                f"{self.label}: {seen.records}/{seen.topic.records} after {self.timeout} s"
+            )
+
+    def end(self) -> None:
+        self.elapsed = time.perf_counter() - self.start
+        self.cpu1 = toolkit.CpuSnapshot.take(self.pid)
+
+    def sample(self) -> ReadSample:
+        usage = self.cpu0.usage(self.cpu1)
+        seen = self.seen
+        return ReadSample(
+            seen.records,
+            seen.value_bytes,
+            self.elapsed,
+            self.first,
+            self.polls,
+            seen.switches,
+            usage.broker,
+            usage.client,
+            usage.other,
+        )
+
+
 def read_plain(
     case: Case, args: argparse.Namespace, ctx: RunContext, group: str, tick: Tick
 ) -> ReadSample:
     del group
     topic = ctx.topic
-    seen = Seen(topic)
+    reading = Reading(case, args, ctx, tick)
+    seen = reading.seen
     consumer = Consumer(
         {
             "bootstrap.servers": ctx.bootstrap,
@@ -281,36 +249,22 @@ def read_plain(
         }
     )
     try:
-        cpu0 = toolkit.CpuSnapshot.take(ctx.pid)
-        start = time.perf_counter()
-        deadline = start + args.timeout
+        reading.begin()
         consumer.assign(
             [TopicPartition(topic.name, p, 0) for p in range(len(topic.high_watermarks))]
         )
-        first = 0.0
-        polls = 0
         total = topic.records
         while seen.records < total:
             batch = consumer.consume(args.poll_batch, 1.0)
-            if batch:
-                polls += 1
-                if not first:
-                    first = time.perf_counter() - start
+            reading.polled(batch)
             for m in batch:
-                if m.error() is not None:
-                    raise toolkit.CheckFailed(f"{case.label}: consumer error {m.error()}")
-                seen.add(m.partition(), m.offset(), len(m.value()))
-            tick(seen.records)
-            if time.perf_counter() > deadline:
-                raise toolkit.CheckFailed(
-                    f"{case.label}: {seen.records}/{total} after {args.timeout} s"
-                )
-        elapsed = time.perf_counter() - start
-        cpu1 = toolkit.CpuSnapshot.take(ctx.pid)
+                reading.add(m)
+            reading.step()
+        reading.end()
     finally:
         consumer.close()
     seen.check(case.label)
-    return _read_sample(cpu0, cpu1, seen, elapsed, first, polls)
+    return reading.sample()
 
 
 def read_share(
@@ -318,7 +272,8 @@ def read_share(
 ) -> ReadSample:
     """(commit): commit_sync() after each non-empty poll; (piggy): acks ride the next poll."""
     topic = ctx.topic
-    seen = Seen(topic)
+    reading = Reading(case, args, ctx, tick)
+    seen = reading.seen
     commit_each = case.kind == "commit"
     commit_errors: list[str] = []
     consumer = ShareConsumer(
@@ -336,37 +291,23 @@ def read_share(
 
     try:
         acknowledge = consumer.acknowledge
-        cpu0 = toolkit.CpuSnapshot.take(ctx.pid)
-        start = time.perf_counter()
-        deadline = start + args.timeout
+        reading.begin()
         consumer.subscribe([topic.name])
-        first = 0.0
-        polls = 0
         total = topic.records
         while seen.records < total:
             batch = consumer.poll(1.0)
-            if len(batch):
-                polls += 1
-                if not first:
-                    first = time.perf_counter() - start
+            reading.polled(batch)
             for m in batch:
-                if m.error() is not None:
-                    raise toolkit.CheckFailed(f"{case.label}: consumer error {m.error()}")
-                seen.add(m.partition(), m.offset(), len(m.value()))
+                reading.add(m)
                 if m.delivery_count() != 1:
                     seen.redelivered += 1
                 acknowledge(m, AcknowledgeType.ACCEPT)
             if commit_each and len(batch):
                 committed(consumer.commit_sync(30.0))
-            tick(seen.records)
-            if time.perf_counter() > deadline:
-                raise toolkit.CheckFailed(
-                    f"{case.label}: {seen.records}/{total} after {args.timeout} s"
-                )
+            reading.step()
         if not commit_each:
             committed(consumer.commit_sync(30.0))
-        elapsed = time.perf_counter() - start
-        cpu1 = toolkit.CpuSnapshot.take(ctx.pid)
+        reading.end()
     finally:
         consumer.close()
     if commit_errors:
@@ -374,7 +315,7 @@ def read_share(
     seen.check(case.label)
     if case.check_start_offsets:
         check_all_acknowledged(ctx, case.label, group)
-    return _read_sample(cpu0, cpu1, seen, elapsed, first, polls)
+    return reading.sample()
 
 
 def check_all_acknowledged(ctx: RunContext, label: str, group: str) -> None:
@@ -389,232 +330,6 @@ def check_all_acknowledged(ctx: RunContext, label: str, group: str) -> None:
         raise toolkit.CheckFailed(f"{label}: share-partition start offsets {got}, expected {want}")
 
 
-def _read_sample(
-    cpu0: toolkit.CpuSnapshot,
-    cpu1: toolkit.CpuSnapshot,
-    seen: Seen,
-    elapsed: float,
-    first: float,
-    polls: int,
-) -> ReadSample:
-    other = (cpu1.machine - cpu0.machine) - (cpu1.ours - cpu0.ours)
-    return ReadSample(
-        seen.records,
-        seen.value_bytes,
-        elapsed,
-        first,
-        polls,
-        seen.switches,
-        cpu1.broker - cpu0.broker,
-        cpu1.client - cpu0.client,
-        max(other, 0.0),
-    )
-
-
-# -- ShareFetch / ShareAcknowledge latency ------------------------------------------------------
-
-
-class RawMember:
-    """One share-group member driven with the project's wire client, one request at a time."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
-        from producer.client import KafkaClient  # noqa: PLC0415
-        from txn.ids import KEY_TYPE_GROUP  # noqa: PLC0415
-
-        self.client = KafkaClient(bootstrap, client_id="bench-share")
-        self.group = group
-        self.member = str(uuid.uuid4())
-        self.topic_id = self.client.topic(topic).topic_id
-        self.partitions = self.client.topic(topic).partitions
-        self.node = self.client.coordinator_for(KEY_TYPE_GROUP, group)
-        self.topic = topic
-        self.member_epoch = 0
-        self.session_epoch = 0
-        self.last_heartbeat = 0.0
-
-    def heartbeat(self, leave: bool = False) -> None:
-        resp = self.client.send(
-            self.node,
-            76,
-            {
-                "group_id": self.group,
-                "member_id": self.member,
-                "member_epoch": -1 if leave else self.member_epoch,
-                "subscribed_topic_names": None if leave or self.member_epoch else [self.topic],
-            },
-        )
-        if int(resp.error_code) != 0:
-            raise toolkit.CheckFailed(f"ShareGroupHeartbeat: error {int(resp.error_code)}")
-        if not leave:
-            self.member_epoch = int(resp.member_epoch)
-        self.last_heartbeat = time.monotonic()
-
-    def fetch(self, max_records: int, max_bytes: int) -> Any:
-        """A ShareFetch; the first one (epoch 0) opens the session with every partition."""
-        opening = self.session_epoch == 0
-        topics = (
-            [
-                {
-                    "topic_id": self.topic_id,
-                    "partitions": [
-                        {"partition_index": p, "acknowledgement_batches": []}
-                        for p in self.partitions
-                    ],
-                }
-            ]
-            if opening
-            else []
-        )
-        resp = self.client.send(
-            self.node,
-            78,
-            {
-                "group_id": self.group,
-                "member_id": self.member,
-                "share_session_epoch": self.session_epoch,
-                "max_wait": 500,
-                "min_bytes": 1,
-                "max_bytes": max_bytes,
-                "max_records": max_records,
-                "batch_size": max_records,
-                "topics": topics,
-            },
-        )
-        self.session_epoch += 1
-        return resp
-
-    def acknowledge(self, acquired: dict[int, list[tuple[int, int]]]) -> Any:
-        resp = self.client.send(
-            self.node,
-            79,
-            {
-                "group_id": self.group,
-                "member_id": self.member,
-                "share_session_epoch": self.session_epoch,
-                "topics": [
-                    {
-                        "topic_id": self.topic_id,
-                        "partitions": [
-                            {
-                                "partition_index": p,
-                                "acknowledgement_batches": [
-                                    {"first_offset": f, "last_offset": la, "acknowledge_types": [1]}
-                                    for f, la in ranges
-                                ],
-                            }
-                            for p, ranges in acquired.items()
-                        ],
-                    }
-                ],
-            },
-        )
-        self.session_epoch += 1
-        return resp
-
-    def api_versions(self) -> Any:
-        return self.client.send(self.node, 18, {})
-
-    def close(self) -> None:
-        try:
-            with contextlib.suppress(Exception):
-                self.heartbeat(leave=True)
-        finally:
-            self.client.close()
-
-
-def _acquired(resp: Any, label: str) -> tuple[dict[int, list[tuple[int, int]]], int]:
-    """(partition -> acquired offset ranges, record count) of a ShareFetch response."""
-    if int(resp.error_code) != 0:
-        raise toolkit.CheckFailed(f"{label}: ShareFetch error {int(resp.error_code)}")
-    out: dict[int, list[tuple[int, int]]] = {}
-    count = 0
-    for topic in resp.responses:
-        for part in topic.partitions:
-            if int(part.error_code) != 0:
-                raise toolkit.CheckFailed(
-                    f"{label}: ShareFetch partition {int(part.partition_index)} "
-                    f"error {int(part.error_code)}"
-                )
-            for r in part.acquired_records:
-                first, last = int(r.first_offset), int(r.last_offset)
-                if int(r.delivery_count) != 1:
-                    raise toolkit.CheckFailed(f"{label}: delivery count {int(r.delivery_count)}")
-                out.setdefault(int(part.partition_index), []).append((first, last))
-                count += last - first + 1
-    return out, count
-
-
-def _check_ack(resp: Any, label: str) -> None:
-    errors = [int(resp.error_code)] + [
-        int(p.error_code) for t in resp.responses for p in t.partitions
-    ]
-    if any(errors):
-        raise toolkit.CheckFailed(f"{label}: ShareAcknowledge errors {errors}")
-
-
-def measure_latency(
-    case: Case, args: argparse.Namespace, ctx: RunContext, group: str, tick: Tick
-) -> LatencySample:
-    member = RawMember(ctx.bootstrap, group, case.topic)
-    fetch_s: list[float] = []
-    ack_s: list[float] = []
-    records = 0
-    clock = time.perf_counter
-    try:
-        member.heartbeat()
-        if case.kind == "rtt":
-            member.api_versions()  # one untimed request first, like the opening fetch below
-        else:
-            # The opening fetch (epoch 0) and its ack are not timed: they create the share
-            # partitions of the new group.
-            acquired, _n = _acquired(member.fetch(case.max_records, case.max_bytes), case.label)
-            _check_ack(member.acknowledge(acquired), case.label)
-        cpu0 = toolkit.CpuSnapshot.take(ctx.pid)
-        start = clock()
-        for cycle in range(args.cycles):
-            if time.monotonic() - member.last_heartbeat > HEARTBEAT_EVERY_S:
-                member.heartbeat()  # rare, and not part of a timed cycle
-            if case.kind == "rtt":
-                t0 = clock()
-                member.api_versions()
-                fetch_s.append(clock() - t0)
-                ack_s.append(0.0)
-            else:
-                t0 = clock()
-                fetched = member.fetch(case.max_records, case.max_bytes)
-                t1 = clock()
-                acquired, n = _acquired(fetched, case.label)
-                if not n:
-                    raise toolkit.CheckFailed(
-                        f"{case.label}: cycle {cycle}: ShareFetch acquired nothing"
-                    )
-                t2 = clock()
-                acked = member.acknowledge(acquired)
-                t3 = clock()
-                _check_ack(acked, case.label)
-                fetch_s.append(t1 - t0)
-                ack_s.append(t3 - t2)
-                records += n
-            if not cycle % 16:
-                tick(cycle)
-        elapsed = clock() - start
-        cpu1 = toolkit.CpuSnapshot.take(ctx.pid)
-    finally:
-        member.close()
-    tick(args.cycles)
-    other = (cpu1.machine - cpu0.machine) - (cpu1.ours - cpu0.ours)
-    return LatencySample(
-        args.cycles,
-        records,
-        elapsed,
-        fetch_s,
-        ack_s,
-        cpu1.broker - cpu0.broker,
-        cpu1.client - cpu0.client,
-        max(other, 0.0),
-    )
-
-
 # -- rounds -------------------------------------------------------------------------------------
 
 
@@ -622,7 +337,7 @@ def measure_latency(
 class RunContext:
     bootstrap: str
     pid: int | None
-    topic: Topic
+    topic: delivery.Topic
 
 
 def measure_once(case: Case, args: argparse.Namespace, ctx: RunContext, tick: Tick) -> Any:
@@ -634,7 +349,7 @@ def measure_once(case: Case, args: argparse.Namespace, ctx: RunContext, tick: Ti
             return read_plain(case, args, ctx, group, tick)
         if case.kind in ("commit", "piggy"):
             return read_share(case, args, ctx, group, tick)
-        return measure_latency(case, args, ctx, group, tick)
+        return share_latency.measure_latency(case, args, ctx.pid, ctx.bootstrap, group, tick)
     finally:
         if group:
             toolkit.delete_group(ctx.bootstrap, group)
@@ -677,7 +392,7 @@ def run_rounds(cases: list[Case], args: argparse.Namespace, ctx: RunContext) -> 
 # -- report -------------------------------------------------------------------------------------
 
 
-def read_table(cases: list[Case], args: argparse.Namespace, topic: Topic) -> Table:
+def read_table(cases: list[Case], args: argparse.Namespace, topic: delivery.Topic) -> Table:
     table = toolkit.rate_table(
         f"Consumption of {topic.records:,} x {args.record_size} B records, "
         f"{len(topic.high_watermarks)} partitions (median over rounds)",
@@ -726,63 +441,6 @@ def ratios(cases: list[Case]) -> list[toolkit.Ratio]:
     return out
 
 
-def latency_summary(case: Case) -> dict[str, float]:
-    kept = case.kept()
-    fetch = [x for s in kept for x in s.fetch_s]
-    ack = [x for s in kept for x in s.ack_s]
-    cycle = [f + a for s in kept for f, a in zip(s.fetch_s, s.ack_s, strict=True)]
-    cycles = sum(s.cycles for s in kept)
-    return {
-        "cycles": cycles,
-        "records_per_cycle": sum(s.records for s in kept) / cycles,
-        "fetch_p50_ms": toolkit.pct(fetch, 50) * 1000,
-        "fetch_p99_ms": toolkit.pct(fetch, 99) * 1000,
-        "ack_p50_ms": toolkit.pct(ack, 50) * 1000,
-        "ack_p99_ms": toolkit.pct(ack, 99) * 1000,
-        "cycle_p50_ms": toolkit.pct(cycle, 50) * 1000,
-        "cycle_p99_ms": toolkit.pct(cycle, 99) * 1000,
-        "broker_cpu_ms_per_cycle": sum(s.broker_cpu_s for s in kept) / cycles * 1000,
-        "client_cpu_ms_per_cycle": sum(s.client_cpu_s for s in kept) / cycles * 1000,
-        "other_cores_max": max(s.other_cores for s in kept),
-    }
-
-
-def latency_table(cases: list[Case]) -> Table:
-    table = Table(title="ShareFetch + ShareAcknowledge round trips, ms (all cycles of the rounds)")
-    table.add_column("case", no_wrap=True)
-    table.add_column("rec/\ncycle", justify="right")
-    table.add_column("fetch\np50", justify="right")
-    table.add_column("fetch\np99", justify="right")
-    table.add_column("ack\np50", justify="right")
-    table.add_column("ack\np99", justify="right")
-    table.add_column("cycle\np50", justify="right")
-    table.add_column("cycle\np99", justify="right")
-    table.add_column("broker CPU\nms/cycle", justify="right")
-    table.add_column("client CPU\nms/cycle", justify="right")
-    table.add_column("cycles", justify="right")
-    table.add_column("other\ncores", justify="right")
-    for case in cases:
-        if not case.samples or case.kind not in ("latency", "rtt"):
-            continue
-        s = latency_summary(case)
-        rtt = case.kind == "rtt"
-        table.add_row(
-            f"({case.key}) {case.label}",
-            "-" if rtt else f"{s['records_per_cycle']:.0f}",
-            f"{s['fetch_p50_ms']:.2f}",
-            f"{s['fetch_p99_ms']:.2f}",
-            "-" if rtt else f"{s['ack_p50_ms']:.2f}",
-            "-" if rtt else f"{s['ack_p99_ms']:.2f}",
-            f"{s['cycle_p50_ms']:.2f}",
-            f"{s['cycle_p99_ms']:.2f}",
-            f"{s['broker_cpu_ms_per_cycle']:.2f}",
-            f"{s['client_cpu_ms_per_cycle']:.2f}",
-            f"{s['cycles']:,}",
-            f"{s['other_cores_max']:.2f}",
-        )
-    return table
-
-
 def _mib(n: int) -> str:
     return f"{n / 2**20:g} MiB"
 
@@ -800,16 +458,15 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="example: python bench/share.py --records 30000 --rounds 2 --cycles 100",
     )
-    parser.add_argument(
-        "--records", type=int, default=200_000, help="records to pre-produce and read (200000)"
-    )
-    parser.add_argument("--record-size", type=int, default=1024, help="value bytes (1024)")
-    parser.add_argument("--partitions", type=int, default=3, help="topic partitions (3)")
-    parser.add_argument(
-        "--poll-batch", type=int, default=1000, help="(plain) consume() batch size (1000)"
-    )
-    parser.add_argument(
-        "--cycles", type=int, default=300, help="fetch+ack cycles per latency measurement (300)"
+    toolkit.add_number_options(
+        parser,
+        [
+            ("--records", 200_000, "records to pre-produce and read"),
+            ("--record-size", 1024, "value bytes"),
+            ("--partitions", 3, "topic partitions"),
+            ("--poll-batch", 1000, "(plain) consume() batch size"),
+            ("--cycles", 300, "fetch+ack cycles per latency measurement"),
+        ],
     )
     parser.add_argument(
         "--max-records",
@@ -907,7 +564,7 @@ def start_kafka_case(stack: contextlib.ExitStack, args: argparse.Namespace, valu
     bootstrap, pid = stack.enter_context(apache_kafka.running())
     toolkit.BROKER_PIDS.add(pid)
     console.print(f"writing {args.records:,} x {args.record_size} B records to Apache Kafka ...")
-    topic = produce_topic(
+    topic = delivery.produce_topic(
         bootstrap, f"bench-share-{uuid.uuid4().hex[:8]}", args.partitions, args.records, value
     )
     case = Case(
@@ -933,22 +590,16 @@ def main(argv: list[str] | None = None) -> int:
         console.print("[red]nothing to measure[/]")
         return 2
     toolkit.install_sigterm()
-    from coordinator import LocalBroker  # noqa: PLC0415 - keeps --help fast
-
     broker_config = toolkit.broker_config(args)
     value = os.urandom(args.record_size)
     run = toolkit.announce(console, "share.py", argv)
     cases = build_cases(args)
     run_started = time.perf_counter()
     with contextlib.ExitStack() as stack:
-        console.print("starting the broker on 127.0.0.1 ...")
-        broker = stack.enter_context(LocalBroker(host=toolkit.HOST, config=broker_config))
-        pid = broker.process.pid if broker.process else None
-        if pid is not None:
-            toolkit.BROKER_PIDS.add(pid)
+        broker, pid = toolkit.start_broker(stack, console, broker_config)
         bootstrap = broker.bootstrap_servers
         console.print(f"writing {args.records:,} x {args.record_size} B records ...")
-        topic = produce_topic(
+        topic = delivery.produce_topic(
             bootstrap,
             f"bench-share-{uuid.uuid4().hex[:8]}",
             args.partitions,
@@ -968,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
                 console.print(
                     f"writing {records:,} records in batches of {case.max_records} for latency ..."
                 )
-                latency_topics[case.max_records] = produce_topic(
+                latency_topics[case.max_records] = delivery.produce_topic(
                     bootstrap,
                     f"bench-share-lat{case.max_records}-{uuid.uuid4().hex[:6]}",
                     args.partitions,
@@ -1001,19 +652,14 @@ def main(argv: list[str] | None = None) -> int:
         rows = ratios(cases)
         console.print(toolkit.ratio_table(rows))
     if not args.no_latency:
-        console.print(latency_table(cases))
+        console.print(share_latency.latency_table(cases))
         console.print(
             "[dim]fetch: ShareFetch sent until its response is decoded; ack: ShareAcknowledge "
             "of exactly the acquired records; cycle: both; the client is the project's Python "
             "wire client (KafkaClient), whose encoding and decoding is in the figures; "
             "percentiles are nearest-rank over every cycle of the rounds kept[/]"
         )
-    disturbed = max((s.other_cores for c in cases for s in c.kept()), default=0)
-    if disturbed > toolkit.OTHER_CORES_WARN:
-        console.print(
-            f"[yellow]warning: other processes used up to {disturbed:.2f} cores during a "
-            "measurement: the figures are disturbed; rerun on a quiet machine[/]"
-        )
+    toolkit.warn_if_disturbed(console, cases)
     checks = ["topics hold exactly the records produced"]
     if not args.no_throughput:
         checks.append(
@@ -1024,40 +670,22 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_latency:
         checks.append("every timed ShareFetch acquired records and every ack succeeded")
     console.print(f"[dim]checks passed: {'; '.join(checks)}[/]")
-    console.print(f"run took {run_seconds:.0f} s")
-    write_json(args, run, run_seconds, cases, rows)
+    run.finish(
+        args,
+        console,
+        run_seconds,
+        {"cases": [_case_json(c) for c in cases], "ratios": toolkit.ratios_json(rows)},
+    )
     return 0
 
 
-def write_json(
-    args: argparse.Namespace,
-    run: toolkit.RunInfo,
-    run_seconds: float,
-    cases: list[Case],
-    rows: list[toolkit.Ratio],
-) -> None:
-    def case_json(case: Case) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "key": case.key,
-            "label": case.label,
-            "detail": case.detail,
-            "samples": [asdict(s) for s in case.samples],
-        }
-        if case.samples and case.kind in ("latency", "rtt"):
-            data["summary"] = latency_summary(case)
-        elif case.samples:
-            data["median_records_per_s"] = case.median()
-        return data
-
-    run.save(
-        args,
-        console,
-        {
-            "run_seconds": run_seconds,
-            "cases": [case_json(c) for c in cases],
-            "ratios": toolkit.ratios_json(rows),
-        },
-    )
+def _case_json(case: Case) -> dict[str, Any]:
+    data = toolkit.case_json(case)
+    if case.samples and case.kind in ("latency", "rtt"):
+        data["summary"] = share_latency.latency_summary(case)
+    elif case.samples:
+        data["median_records_per_s"] = case.median()
+    return data
 
 
 if __name__ == "__main__":

@@ -269,10 +269,7 @@ def consumer_group_rate(bootstrap: str, topic: str, records: int, slow_ms: int) 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=30_000)
-    parser.add_argument("--record-size", type=int, default=200)
-    parser.add_argument("--hol-records", type=int, default=3_000)
-    parser.add_argument("--slow-ms", type=int, default=100)
+    toolkit.add_int_options(parser, records=30_000, record_size=200, hol_records=3_000, slow_ms=100)
     args, run = toolkit.begin(parser, console, "sink.py", argv, rounds=2)
     results: dict[str, Any] = {}
     with LocalBroker() as broker, tempfile.TemporaryDirectory() as tmp:
@@ -367,9 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print(toolkit.series_table("head-of-line", "records/s", hol_cases))
         ratios.append(toolkit.series_ratio("head-of-line: share / consumer", *reversed(hol_cases)))
         results["head_of_line"] = toolkit.series_json(hol_cases)
-        console.print(toolkit.ratio_table(ratios))
-        results["ratios"] = toolkit.ratios_json(ratios)
-    run.save(args, console, results)
+        run.save_with_ratios(args, console, results, ratios)
     return 0
 
 

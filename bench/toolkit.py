@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka import libversion as rdkafka_version
@@ -48,6 +48,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from coordinator.launcher import LocalBroker
 
 HOST = "127.0.0.1"  # the benchmarks never talk to anything else
 MB = 1_000_000
@@ -379,6 +382,22 @@ def series_json(series: Sequence[Series]) -> dict[str, Any]:
     }
 
 
+def add_number_options(
+    parser: argparse.ArgumentParser, options: Sequence[tuple[str, int | float, str]]
+) -> None:
+    """(option, default, help) each: an option taking a number of its default's type, the
+    default shown in parentheses after the help."""
+    for option, default, text in options:
+        parser.add_argument(option, type=type(default), default=default, help=f"{text} ({default})")
+
+
+def add_int_options(parser: argparse.ArgumentParser, **defaults: int) -> None:
+    """``--name`` options taking a whole number, one per keyword (``record_size``:
+    ``--record-size``), with the keyword's value as default."""
+    for name, default in defaults.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=int, default=default)
+
+
 def add_broker_arguments(parser: argparse.ArgumentParser) -> None:
     """``--set KEY=VALUE`` (broker config, repeatable) and ``--timeout`` (per measurement)."""
     parser.add_argument(
@@ -549,6 +568,29 @@ class RunInfo(NamedTuple):
                 results=results,
             )
 
+    def save_with_ratios(
+        self,
+        args: argparse.Namespace,
+        console: Console,
+        results: dict[str, Any],
+        ratios: Sequence[Ratio],
+    ) -> None:
+        """Print the table of ``ratios``; write the results file with them last."""
+        console.print(ratio_table(ratios))
+        results["ratios"] = ratios_json(ratios)
+        self.save(args, console, results)
+
+    def finish(
+        self,
+        args: argparse.Namespace,
+        console: Console,
+        run_seconds: float,
+        results: dict[str, Any],
+    ) -> None:
+        """Print how long the run took; write the results file with ``run_seconds`` first."""
+        console.print(f"run took {run_seconds:.0f} s")
+        self.save(args, console, {"run_seconds": run_seconds, **results})
+
 
 def begin(
     parser: argparse.ArgumentParser,
@@ -601,6 +643,27 @@ def write_json(
     console.print(f"results written to {path}")
 
 
+def warn_if_disturbed(console: Console, cases: Sequence[SampledCase]) -> None:
+    """A warning when others used more than ``OTHER_CORES_WARN`` cores in a kept sample."""
+    disturbed = max((s.other_cores for c in cases for s in c.kept()), default=0)
+    if disturbed > OTHER_CORES_WARN:
+        console.print(
+            f"[yellow]warning: other processes used up to {disturbed:.2f} cores during a "
+            "measurement: the figures are disturbed; rerun on a quiet machine[/]"
+        )
+
+
+def case_json(case: Any, **fields: Any) -> dict[str, Any]:
+    """A case in the results file: its key, label and detail, ``fields``, then its samples."""
+    return {
+        "key": case.key,
+        "label": case.label,
+        "detail": case.detail,
+        **fields,
+        "samples": [asdict(s) for s in case.samples],
+    }
+
+
 def main_guard(main: Callable[[], int], console: Console) -> None:
     """Run ``main`` as a script: a failed check exits 1, Ctrl-C 130."""
     try:
@@ -613,6 +676,21 @@ def main_guard(main: Callable[[], int], console: Console) -> None:
 
 
 # -- brokers ------------------------------------------------------------------------------------
+
+
+def start_broker(
+    stack: contextlib.ExitStack, console: Console, config: dict[str, str]
+) -> tuple[LocalBroker, int | None]:
+    """The run's sharetxn broker on ``HOST`` until ``stack`` closes, and its pid (counted in
+    ``BROKER_PIDS``)."""
+    from coordinator.launcher import LocalBroker  # noqa: PLC0415 - keeps --help fast
+
+    console.print("starting the broker on 127.0.0.1 ...")
+    broker = stack.enter_context(LocalBroker(host=HOST, config=config))
+    pid = broker.process.pid if broker.process else None
+    if pid is not None:
+        BROKER_PIDS.add(pid)
+    return broker, pid
 
 
 def quiet_logger(name: str = "bench.rdkafka") -> logging.Logger:

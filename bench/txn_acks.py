@@ -64,11 +64,11 @@ import statistics
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import share  # bench/share.py: writing the input topic
+import delivery  # bench/delivery.py: writing the input topic
 import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
 from confluent_kafka import Consumer, KafkaError
 from confluent_kafka import TopicPartition as CkTopicPartition
@@ -613,18 +613,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="1,100,1000",
         help="records per transaction (and per commit_sync), comma-separated (1,100,1000)",
     )
-    parser.add_argument(
-        "--records",
-        type=int,
-        default=15_000,
-        help="records per measurement for K > 1, rounded up to whole units (15000)",
-    )
-    parser.add_argument(
-        "--records-k1", type=int, default=500, help="records per measurement for K = 1 (500)"
-    )
-    parser.add_argument("--record-size", type=int, default=1024, help="value bytes (1024)")
-    parser.add_argument(
-        "--partitions", type=int, default=1, help="input and output topic partitions (1)"
+    toolkit.add_number_options(
+        parser,
+        [
+            ("--records", 15_000, "records per measurement for K > 1, rounded up to whole units"),
+            ("--records-k1", 500, "records per measurement for K = 1"),
+            ("--record-size", 1024, "value bytes"),
+            ("--partitions", 1, "input and output topic partitions"),
+        ],
     )
     parser.add_argument(
         "--input-batch",
@@ -709,8 +705,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     toolkit.install_sigterm()
-    from coordinator.launcher import LocalBroker  # noqa: PLC0415 - keeps --help fast
-
     broker_config = toolkit.broker_config(args)
     value = os.urandom(args.record_size)
     run = toolkit.announce(console, "txn_acks.py", argv)
@@ -720,17 +714,13 @@ def main(argv: list[str] | None = None) -> int:
     needed = _round_up(needed + max(c.max_poll_records for c in cases), args.input_batch)
     run_started = time.perf_counter()
     with contextlib.ExitStack() as stack:
-        console.print("starting the broker on 127.0.0.1 ...")
-        broker = stack.enter_context(LocalBroker(host=toolkit.HOST, config=broker_config))
-        pid = broker.process.pid if broker.process else None
-        if pid is not None:
-            toolkit.BROKER_PIDS.add(pid)
+        broker, pid = toolkit.start_broker(stack, console, broker_config)
         bootstrap = broker.bootstrap_servers
         console.print(
             f"writing {needed * args.partitions:,} x {args.record_size} B records "
             f"in batches of {args.input_batch} ..."
         )
-        topic = share.produce_topic(
+        topic = delivery.produce_topic(
             bootstrap,
             f"bench-txnacks-in-{uuid.uuid4().hex[:8]}",
             args.partitions,
@@ -780,56 +770,38 @@ def main(argv: list[str] | None = None) -> int:
             f"[yellow]warning: {split} polls came while a unit was half read (polls not aligned "
             "with K); in explicit mode their acknowledgements rode on a ShareFetch[/]"
         )
-    disturbed = max((s.other_cores for c in cases for s in c.kept()), default=0)
-    if disturbed > toolkit.OTHER_CORES_WARN:
-        console.print(
-            f"[yellow]warning: other processes used up to {disturbed:.2f} cores during a "
-            "measurement: the figures are disturbed; rerun on a quiet machine[/]"
-        )
+    toolkit.warn_if_disturbed(console, cases)
     console.print(
         "[dim]checks passed: the input topic holds exactly the records produced; every record "
         "had delivery count 1; every transaction and commit_sync succeeded; a read_committed "
         "confluent-kafka Consumer saw every output exactly once and nothing else; the share "
         "groups' start offsets moved past exactly the records processed[/]"
     )
-    console.print(f"run took {run_seconds:.0f} s")
-    write_json(args, run, run_seconds, cases, rows)
-    return 0
-
-
-def write_json(
-    args: argparse.Namespace,
-    run: toolkit.RunInfo,
-    run_seconds: float,
-    cases: list[Case],
-    rows: list[tuple[int, str, float, float, float]],
-) -> None:
-    def case_json(case: Case) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "key": case.key,
-            "label": case.label,
-            "detail": case.detail,
-            "txn_size": case.txn_size,
-            "records": case.records,
-            "max_poll_records": case.max_poll_records,
-            "samples": [asdict(s) for s in case.samples],
-        }
-        if case.samples:
-            data["latency"] = latency_summary(case)
-            if case.kind != "fsync":
-                data["median_records_per_s"] = case.median()
-        return data
-
-    run.save(
+    run.finish(
         args,
         console,
+        run_seconds,
         {
-            "run_seconds": run_seconds,
-            "cases": [case_json(c) for c in cases],
+            "cases": [_case_json(c) for c in cases],
             "ratios": [{"txn_size": row[0], **toolkit.ratios_json([row[1:]])[0]} for row in rows],
             "goal": {"txn_size": GOAL_TXN_SIZE, "min_ratio": GOAL_RATIO},
         },
     )
+    return 0
+
+
+def _case_json(case: Case) -> dict[str, Any]:
+    data = toolkit.case_json(
+        case,
+        txn_size=case.txn_size,
+        records=case.records,
+        max_poll_records=case.max_poll_records,
+    )
+    if case.samples:
+        data["latency"] = latency_summary(case)
+        if case.kind != "fsync":
+            data["median_records_per_s"] = case.median()
+    return data
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Self
 
 KAFKA_VERSION = "4.4.0"
@@ -281,12 +280,7 @@ class KafkaNode:
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def log_tail(self, lines: int = 40) -> str:

@@ -60,7 +60,7 @@ from typing import Any
 
 from chaos.group_checker import NAMES as GROUP_NAMES
 from chaos.group_checker import check_groups
-from chaos.history import BROKER, FINAL, NEMESIS, READER, Entry, pairs
+from chaos.history import BROKER, FINAL, NEMESIS, READER, Entry, pairs, parse_output
 from chaos.table_checker import NAMES as TABLE_NAMES
 from chaos.table_checker import check_table
 
@@ -214,17 +214,6 @@ class _Txn:
             if done is not None and done.type == "fail":
                 out.update(inv.value["values"])
         return out
-
-
-def parse_output(value: str) -> tuple[str, int, int, str] | None:
-    """``i17@2:5|w1.3.7`` -> (input value, input partition, input offset, txn tag)."""
-    try:
-        head, tag = value.rsplit("|", 1)
-        input_value, where = head.split("@", 1)
-        partition, offset = where.split(":", 1)
-        return input_value, int(partition), int(offset), tag
-    except ValueError:
-        return None
 
 
 class _Report:

@@ -190,14 +190,14 @@ def _report_option(parser: argparse.ArgumentParser) -> None:
 def _write_report(
     directory: Path, invocation: str, summaries: list[SeedSummary], results: list[RunResult]
 ) -> Path:
-    from chaos.report import detail_of, row_of, write_report  # noqa: PLC0415
+    from chaos.report import detail_of, write_report  # noqa: PLC0415
 
     commands = {s.seed: s.command for s in summaries}
     return write_report(
         directory,
         title=" ".join(invocation.split()[:4]),
         invocation=invocation,
-        rows=[row_of(s) for s in summaries],
+        rows=summaries,
         details=[detail_of(r, commands[r.seed]) for r in results],
     )
 
@@ -405,6 +405,16 @@ def _mutants(args: argparse.Namespace) -> int:
 
 
 def _real(args: argparse.Namespace) -> int:
+    # What every real-process workload takes from the command line.
+    common: dict[str, Any] = {
+        "duration_s": args.duration,
+        "seed": args.seed,
+        "records": args.records,
+        "drain_timeout_s": args.drain_timeout,
+        "run_dir": args.dir,
+        "keep": args.keep,
+        "as_json": args.json,
+    }
     if args.workload == "recovery":
         from chaos.real_recovery import main as recovery_main  # noqa: PLC0415
 
@@ -412,41 +422,17 @@ def _real(args: argparse.Namespace) -> int:
             target=args.target,
             kafka_2pc=args.kafka_2pc == "on",
             prepare_mode=args.prepare_mode,
-            duration_s=args.duration,
-            seed=args.seed,
-            records=args.records,
             transaction_timeout_ms=args.transaction_timeout_ms,
-            drain_timeout_s=args.drain_timeout,
-            run_dir=args.dir,
-            keep=args.keep,
-            as_json=args.json,
             kafka_jars=args.kafka_jars,
+            **common,
         )
     if args.workload == "sink":
         from chaos.real_sink import main as sink_main  # noqa: PLC0415
 
-        return sink_main(
-            duration_s=args.duration,
-            seed=args.seed,
-            workers=args.clients,
-            records=args.records,
-            as_json=args.json,
-            drain_timeout_s=args.drain_timeout,
-            run_dir=args.dir,
-            keep=args.keep,
-        )
+        return sink_main(workers=args.clients, **common)
     from chaos.real import main  # noqa: PLC0415
 
-    return main(
-        duration_s=args.duration,
-        seed=args.seed,
-        clients=args.clients,
-        records=args.records,
-        keep=args.keep,
-        as_json=args.json,
-        drain_timeout_s=args.drain_timeout,
-        run_dir=args.dir,
-    )
+    return main(clients=args.clients, **common)
 
 
 def _bugs() -> int:

@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from chaos.history import BROKER, FINAL, NEMESIS, Entry, pairs
+from chaos.history import BROKER, FINAL, NEMESIS, Entry, pairs, parse_output
 
 NAMES: dict[str, str] = {
     "C1": "consumer group: committed and re-processed",
@@ -33,16 +33,6 @@ NAMES: dict[str, str] = {
 
 Key = tuple[int, int]  # (input partition, offset)
 Report = Callable[[str, str, Iterable[int]], None]
-
-
-def _parse_output(value: str) -> tuple[str, int, int, str] | None:
-    try:
-        head, tag = value.rsplit("|", 1)
-        input_value, where = head.split("@", 1)
-        partition, offset = where.split(":", 1)
-        return input_value, int(partition), int(offset), tag
-    except ValueError:
-        return None
 
 
 def check_groups(entries: Sequence[Entry], report: Report) -> None:
@@ -84,7 +74,7 @@ def _visible(output: Entry, inputs: dict[Key, str], report: Report) -> dict[Key,
     visible: dict[Key, list[str]] = defaultdict(list)
     for partition, records in sorted(output.value["committed"].items()):
         for _offset, value in records:
-            parsed = _parse_output(value)
+            parsed = parse_output(value)
             if parsed is None:
                 report("I14", f"malformed group output value {value!r}", [output.index])
                 continue

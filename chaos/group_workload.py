@@ -76,45 +76,30 @@ class GroupWorker(Worker):
 
     # -- heartbeat task ---------------------------------------------------------------------------
 
-    def heartbeat(self) -> Gen:
-        env = self.env
-        cfg = env.config
-        full = True
-        while env.phase != DONE:
-            joining = self.member_epoch == 0
-            request = GroupHeartbeat(
-                cfg.consumer_group,
-                self.member,
-                self.member_epoch,
-                (cfg.input_topic,) if joining or full else None,
-                tuple(sorted(self.owned)),
-            )
-            op = env.invoke(self.proc, "group-join", {"member": self.member}) if joining else -1
-            response = yield from self._call(request)
-            full = response is TIMEOUT or response.error is not E.NONE
-            if response is TIMEOUT:
-                if op >= 0:
-                    env.done(op, "info", {"error": "timeout"})
-            elif response.error is E.NONE:
-                assert isinstance(response, GroupAnswer)
-                self.member_epoch = int(response.fields["member_epoch"])
-                interval = int(response.fields.get("heartbeat_interval_ms") or 0)
-                if interval > 0:
-                    self.heartbeat_ms = interval
-                assignment = response.fields.get("assignment")
-                if assignment is not None:
-                    self._reconcile({(str(t), int(p)) for t, p in assignment})
-                if op >= 0:
-                    env.done(op, "ok", {"epoch": self.member_epoch, "assignment": assignment})
-            else:
-                if op >= 0:
-                    env.done(op, "fail", {"error": _err(response)})
-                if response.error in GROUP_MEMBER_LOST:
-                    if not env.is_current(self.proc):
-                        raise ProcessExit(f"zombie fenced by the group ({_err(response)})")
-                    self._lose_partitions()
-            wait = self.heartbeat_ms if self.member_epoch > 0 and not self.revoked else 100
-            yield Sleep(wait)
+    heartbeat_answer = GroupAnswer
+    join_op = "group-join"
+
+    def _heartbeat_request(self, full: bool) -> Any:
+        cfg = self.env.config
+        return GroupHeartbeat(
+            cfg.consumer_group,
+            self.member,
+            self.member_epoch,
+            (cfg.input_topic,) if full else None,
+            tuple(sorted(self.owned)),
+        )
+
+    def _assigned(self, assignment: Any) -> None:
+        self._reconcile({(str(t), int(p)) for t, p in assignment})
+
+    def _heartbeat_failed(self, response: Any) -> None:
+        if response.error in GROUP_MEMBER_LOST:
+            if not self.env.is_current(self.proc):
+                raise ProcessExit(f"zombie fenced by the group ({_err(response)})")
+            self._lose_partitions()
+
+    def _heartbeat_wait(self) -> int:
+        return self.heartbeat_ms if self.member_epoch > 0 and not self.revoked else 100
 
     def _reconcile(self, target: set[Partition]) -> None:
         """Take new partitions now; give revoked ones up unless a transaction uses them."""
@@ -144,8 +129,7 @@ class GroupWorker(Worker):
         cfg = env.config
         while env.phase != DONE:
             if self.pid < 0:
-                if not (yield from self._init()):
-                    yield Sleep(self.rng.randint(50, 300))
+                yield from self._init_or_pause()
                 continue
             if self.member_epoch <= 0 or not self.owned:
                 yield Sleep(100)

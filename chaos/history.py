@@ -152,3 +152,15 @@ def pairs(entries: Iterable[Entry]) -> Iterator[tuple[Entry, Entry | None]]:
             completions[entry.op] = entry
     for invoke in invokes:
         yield invoke, completions.get(invoke.op)
+
+
+def parse_output(value: str) -> tuple[str, int, int, str] | None:
+    """An output value ``i17@2:5|w1.3.7`` -> (input value, input partition, input offset, txn
+    tag); None if it is not one."""
+    try:
+        head, tag = value.rsplit("|", 1)
+        input_value, where = head.split("@", 1)
+        partition, offset = where.split(":", 1)
+        return input_value, int(partition), int(offset), tag
+    except ValueError:
+        return None

@@ -6,13 +6,16 @@ The simulator's oracle (used with faults off, or between events): a read_committ
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from coordinator.broker import BrokerCore
-from producer.records import decode_records
+from producer.records import DecodedRecord, decode_records
 from txn.batch import ControlType, control_type_of, iter_batches
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
+
+T = TypeVar("T")
 
 # -- reading like a consumer -----------------------------------------------------------------------
 
@@ -41,20 +44,31 @@ class CommittedReader:
             if position >= part.last_stable_offset:
                 self._position[p] = position
                 continue
-            records, self._position[p] = _read_committed_from(core, tp, position, self._aborted[p])
+            records, self._position[p] = read_committed_from(
+                core, tp, position, self._aborted[p], _offset_value
+            )
             if records:
                 out.append((p, [[o, v] for o, v in records]))
         return out
 
 
-def _read_committed_from(
-    core: BrokerCore, tp: TopicPartition, offset: int, aborted_producers: set[int]
-) -> tuple[list[tuple[int, str]], int]:
-    """Records from ``offset`` up to the LSO, aborted transactions dropped (Kafka's algorithm);
-    ``aborted_producers`` carries the consumer's state between calls.  Returns the records and
-    the next position."""
-    out: list[tuple[int, str]] = []
-    while True:
+def _offset_value(record: DecodedRecord) -> tuple[int, str]:
+    return record.offset, (record.value or b"").decode()
+
+
+def read_committed_from(
+    core: BrokerCore,
+    tp: TopicPartition,
+    offset: int,
+    aborted_producers: set[int],
+    entry: Callable[[DecodedRecord], T],
+    end: int | None = None,
+) -> tuple[list[T], int]:
+    """``entry`` of each record from ``offset`` up to the LSO (or ``end``), aborted transactions
+    dropped (Kafka's algorithm); ``aborted_producers`` carries the consumer's state between
+    calls.  Returns the entries and the next position."""
+    out: list[T] = []
+    while end is None or offset < end:
         data = core.fetch(tp, offset, 1 << 20, read_committed=True)
         if data.error is not ErrorCode.NONE or not data.records:
             break
@@ -70,9 +84,7 @@ def _read_committed_from(
             if header.is_transactional and header.producer_id in aborted_producers:
                 continue
             raw = data.records[pos : pos + header.size]
-            out.extend(
-                (r.offset, (r.value or b"").decode()) for r in decode_records(raw, check_crc=True)
-            )
+            out.extend(entry(r) for r in decode_records(raw, check_crc=True))
     return out, offset
 
 
@@ -109,7 +121,7 @@ def read_committed(core: BrokerCore, tp: TopicPartition) -> list[tuple[int, str]
     part = core.partition(tp.topic, tp.partition)
     if part is None:
         return []
-    return _read_committed_from(core, tp, part.log_start_offset, set())[0]
+    return read_committed_from(core, tp, part.log_start_offset, set(), _offset_value)[0]
 
 
 def batch_summary(core: BrokerCore, tp: TopicPartition) -> list[list[Any]]:

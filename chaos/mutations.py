@@ -60,7 +60,6 @@ from coordinator.group.consumer_protocol import ConsumerProtocolGroup
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.group.results import FetchedOffset
 from coordinator.log import cleaner, compaction
-from coordinator.log.cleaner import CleanerPolicy
 from coordinator.partition import Partition
 from coordinator.producer_state import ProducerStateManager, SequenceCheck
 from coordinator.share.inflight import Run
@@ -68,14 +67,18 @@ from coordinator.share.manager import ShareManager
 from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.share_partition import AckBatch, PendingPlan, SharePartition
 from coordinator.txn_coordinator import TransactionCoordinator
-from txn.batch import BatchHeader, ControlType, parse_header
+from txn.batch import BatchHeader, parse_header
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 from txn.metadata import TransactionMetadata, TxnTransitMetadata
 from txn.share_state import RecordState
 
+# ``patched(manager, apply, commit)`` stands for a marker's ``complete_transaction``; ``apply(c)``
+# runs the original with the marker's arguments and ``commit=c``.
+CompleteTransactionPatch = Callable[[ShareManager, Callable[[bool], ErrorCode], bool], ErrorCode]
 
-def _abort_applies_acks(stack: ExitStack) -> None:
+
+def _patch_complete_transaction(stack: ExitStack, patched: CompleteTransactionPatch) -> None:
     original = ShareManager.complete_transaction
 
     def complete_transaction(
@@ -86,9 +89,23 @@ def _abort_applies_acks(stack: ExitStack) -> None:
         commit: bool,
         coordinator_epoch: int,
     ) -> ErrorCode:
-        return original(self, partition, producer_id, producer_epoch, True, coordinator_epoch)
+        def apply(as_commit: bool) -> ErrorCode:
+            return original(
+                self, partition, producer_id, producer_epoch, as_commit, coordinator_epoch
+            )
+
+        return patched(self, apply, commit)
 
     replace(stack, ShareManager, "complete_transaction", complete_transaction)
+
+
+def _abort_applies_acks(stack: ExitStack) -> None:
+    def as_commit(
+        manager: ShareManager, apply: Callable[[bool], ErrorCode], commit: bool
+    ) -> ErrorCode:
+        return apply(True)
+
+    _patch_complete_transaction(stack, as_commit)
 
 
 def _skip_ack_fencing(stack: ExitStack) -> None:
@@ -143,8 +160,11 @@ def _runs(sp: SharePartition) -> Any:
     return sp._runs  # noqa: SLF001
 
 
-def _on_abort_revert(stack: ExitStack, change: Callable[[Run], None]) -> None:
-    """Apply ``change`` to every run an ABORT marker is about to revert."""
+def _before_complete_pending(
+    stack: ExitStack, epoch_for: Callable[[SharePartition, int, int, bool], int]
+) -> None:
+    """Run ``epoch_for(partition, producer_id, producer_epoch, commit)`` before every
+    ``SharePartition.complete_pending``; the epoch it returns is the one passed on."""
     original = SharePartition.complete_pending
 
     def complete_pending(
@@ -155,8 +175,18 @@ def _on_abort_revert(stack: ExitStack, change: Callable[[Run], None]) -> None:
         *,
         persist: bool = True,
     ) -> ErrorCode:
+        producer_epoch = epoch_for(self, producer_id, producer_epoch, commit)
+        return original(self, producer_id, producer_epoch, commit, persist=persist)
+
+    replace(stack, SharePartition, "complete_pending", complete_pending)
+
+
+def _on_abort_revert(stack: ExitStack, change: Callable[[Run], None]) -> None:
+    """Apply ``change`` to every run an ABORT marker is about to revert."""
+
+    def revert(sp: SharePartition, producer_id: int, producer_epoch: int, commit: bool) -> int:
         if not commit:
-            for run in _runs(self):
+            for run in _runs(sp):
                 pending = run.pending
                 if (
                     pending is not None
@@ -164,9 +194,9 @@ def _on_abort_revert(stack: ExitStack, change: Callable[[Run], None]) -> None:
                     and pending.producer_epoch <= producer_epoch
                 ):
                     change(run)
-        return original(self, producer_id, producer_epoch, commit, persist=persist)
+        return producer_epoch
 
-    replace(stack, SharePartition, "complete_pending", complete_pending)
+    _before_complete_pending(stack, revert)
 
 
 def _abort_resets_delivery(stack: ExitStack) -> None:
@@ -228,17 +258,12 @@ def _stale_marker_applies(stack: ExitStack) -> None:
     write_marker = Partition.write_marker
 
     def partition_write_marker(
-        self: Partition,
-        producer_id: int,
-        producer_epoch: int,
-        coordinator_epoch: int,
-        result: ControlType,
-        now_ms: int,
+        self: Partition, producer_id: int, producer_epoch: int, *marker: Any
     ) -> ErrorCode:
         entry = self.producers.get(producer_id)
         if entry is not None and producer_epoch < entry.epoch:
             producer_epoch = entry.epoch  # no epoch check: the old marker ends the open txn
-        return write_marker(self, producer_id, producer_epoch, coordinator_epoch, result, now_ms)
+        return write_marker(self, producer_id, producer_epoch, *marker)
 
     apply_marker = ShareCoordinator._apply_marker  # noqa: SLF001
 
@@ -250,25 +275,18 @@ def _stale_marker_applies(stack: ExitStack) -> None:
             producer_epoch = max(producer_epoch, pending.producer_epoch)
         return apply_marker(self, part, producer_id, producer_epoch, commit)
 
-    complete_pending = SharePartition.complete_pending
-
-    def sp_complete_pending(
-        self: SharePartition,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        *,
-        persist: bool = True,
-    ) -> ErrorCode:
-        for run in _runs(self):
+    def newest_pending_epoch(
+        sp: SharePartition, producer_id: int, producer_epoch: int, commit: bool
+    ) -> int:
+        for run in _runs(sp):
             pending = run.pending
             if pending is not None and pending.producer_id == producer_id:
                 producer_epoch = max(producer_epoch, pending.producer_epoch)
-        return complete_pending(self, producer_id, producer_epoch, commit, persist=persist)
+        return producer_epoch
 
     replace(stack, Partition, "write_marker", partition_write_marker)
     replace(stack, ShareCoordinator, "_apply_marker", _apply_marker)
-    replace(stack, SharePartition, "complete_pending", sp_complete_pending)
+    _before_complete_pending(stack, newest_pending_epoch)
 
 
 def _skip_produce_fencing(stack: ExitStack) -> None:
@@ -301,24 +319,17 @@ MARKER_APPLY_DELAY_MS = 100
 
 
 def _marker_acked_before_applied(stack: ExitStack) -> None:
-    original = ShareManager.complete_transaction
-
-    def complete_transaction(
-        self: ShareManager,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
+    def answer_first(
+        manager: ShareManager, apply: Callable[[bool], ErrorCode], commit: bool
     ) -> ErrorCode:
         def later() -> None:
-            original(self, partition, producer_id, producer_epoch, commit, coordinator_epoch)
+            apply(commit)
 
         # Answered at once; written and applied by a background task a moment later.
-        self.clock.schedule(MARKER_APPLY_DELAY_MS, later)
+        manager.clock.schedule(MARKER_APPLY_DELAY_MS, later)
         return ErrorCode.NONE
 
-    replace(stack, ShareManager, "complete_transaction", complete_transaction)
+    _patch_complete_transaction(stack, answer_first)
 
 
 def _ack_below_spso_ignored(stack: ExitStack) -> None:
@@ -402,13 +413,8 @@ def _skip_group_fencing(stack: ExitStack) -> None:
 def _cleaner_drops_latest(stack: ExitStack) -> None:
     original = cleaner.clean_with_horizon
 
-    def clean_with_horizon(
-        batches: Sequence[tuple[BatchHeader, bytes]],
-        is_aborted: Callable[[BatchHeader], bool],
-        now_ms: int,
-        policy: CleanerPolicy,
-    ) -> tuple[list[bytes], int]:
-        kept, due = original(batches, is_aborted, now_ms, policy)
+    def clean_with_horizon(*args: Any) -> tuple[list[bytes], int]:
+        kept, due = original(*args)
         for index in range(len(kept) - 1, -1, -1):
             if not parse_header(kept[index]).is_control:
                 del kept[index]

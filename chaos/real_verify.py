@@ -24,7 +24,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from chaos.checker import Violation, parse_output
+from chaos.checker import Violation
+from chaos.history import parse_output
 from producer.admin import Admin
 from txn.ids import TopicPartition as Tp
 

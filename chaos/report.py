@@ -53,29 +53,12 @@ class SeedDetail:
     stats: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class SeedRow:
-    """One line of the per-seed table."""
-
-    seed: int
-    ok: bool
-    ops: int
-    entries: int
-    virtual_ms: int
-    wall_s: float
-    broker_crashes: int
-    client_crashes: int
-    quiescent: bool
-    invariants: tuple[str, ...]
-    command: str
-
-
 def write_report(
     directory: Path,
     *,
     title: str,
     invocation: str,
-    rows: Sequence[SeedRow],
+    rows: Sequence[SeedSummary],
     details: Sequence[SeedDetail],
 ) -> Path:
     """Write ``directory/index.html`` and return its path."""
@@ -86,10 +69,10 @@ def write_report(
 
 
 def render(
-    *, title: str, invocation: str, rows: Sequence[SeedRow], details: Sequence[SeedDetail]
+    *, title: str, invocation: str, rows: Sequence[SeedSummary], details: Sequence[SeedDetail]
 ) -> str:
     failing = [r for r in rows if not r.ok]
-    ops = sum(r.ops for r in rows)
+    ops = sum(r.invoked for r in rows)
     wall = sum(r.wall_s for r in rows)
     virtual_s = sum(r.virtual_ms for r in rows) / 1000
     verdict = (
@@ -128,7 +111,7 @@ def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _seed_table(rows: Sequence[SeedRow]) -> str:
+def _seed_table(rows: Sequence[SeedSummary]) -> str:
     out = [
         "<table><tr><th>seed</th><th>outcome</th><th>operations</th><th>history entries</th>"
         "<th>simulated s</th><th>wall s</th><th>broker crashes</th><th>client crashes</th>"
@@ -141,7 +124,7 @@ def _seed_table(rows: Sequence[SeedRow]) -> str:
             else f'<a class="bad" href="#seed-{r.seed}">{_e(", ".join(r.invariants))}</a>'
         )
         out.append(
-            f"<tr><td>{r.seed}</td><td>{outcome}</td><td>{r.ops:,}</td><td>{r.entries:,}</td>"
+            f"<tr><td>{r.seed}</td><td>{outcome}</td><td>{r.invoked:,}</td><td>{r.entries:,}</td>"
             f"<td>{r.virtual_ms / 1000:,.1f}</td><td>{r.wall_s:.2f}</td>"
             f"<td>{r.broker_crashes}</td><td>{r.client_crashes}</td>"
             f"<td>{'quiescent' if r.quiescent else 'NOT quiescent'}</td>"
@@ -375,22 +358,6 @@ broke, and the entries involved as <code>#index t=virtual-ms process type operat
 The fault rates are the seed's swarm draw: a rate of 0 means that fault was off.</p>
 </details>
 """
-
-
-def row_of(summary: SeedSummary) -> SeedRow:
-    return SeedRow(
-        seed=summary.seed,
-        ok=summary.ok,
-        ops=summary.invoked,
-        entries=summary.entries,
-        virtual_ms=summary.virtual_ms,
-        wall_s=summary.wall_s,
-        broker_crashes=summary.broker_crashes,
-        client_crashes=summary.client_crashes,
-        quiescent=summary.quiescent,
-        invariants=tuple(sorted({str(v["invariant"]) for v in summary.violations})),
-        command=summary.command,
-    )
 
 
 def detail_of(result: RunResult, command: str) -> SeedDetail:

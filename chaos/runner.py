@@ -669,6 +669,11 @@ class SeedSummary:
     def ok(self) -> bool:
         return not self.violations
 
+    @property
+    def invariants(self) -> tuple[str, ...]:
+        """The invariants violated, sorted."""
+        return tuple(sorted({str(v["invariant"]) for v in self.violations}))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "seed": self.seed,

@@ -20,13 +20,11 @@ import random
 from typing import Any
 
 from chaos.history import FINAL, History
-from chaos.sim_broker import Answer, InitPid, Produce
-from chaos.sim_client import Call, Proc, Sleep
-from chaos.workload import Gen, WorkloadEnv
+from chaos.log_reads import read_committed_from
+from chaos.sim_client import Proc, Sleep
+from chaos.workload import Gen, IdempotentWriter, WorkloadEnv
 from coordinator.broker import BrokerCore
-from producer.records import decode_records
-from txn.batch import ControlType, build_batch, control_type_of, iter_batches
-from txn.errors import ErrorCode
+from producer.records import DecodedRecord
 from txn.ids import TopicPartition
 
 TABLE_TOPIC = "table"
@@ -61,30 +59,18 @@ COMPACTION_BROKER = {
 }
 
 
-class TableWriter:
+class TableWriter(IdempotentWriter):
     """Writes versions of ``TABLE_KEYS`` keys (one in ten a tombstone), idempotently."""
 
     def __init__(self, env: WorkloadEnv, proc: Proc, rng: random.Random) -> None:
-        self.env = env
-        self.proc = proc
-        self.rng = rng
-        self.pid = -1
-        self.epoch = -1
-        self.seq = 0
+        super().__init__(env, proc, rng)
         self.done = False
 
     def run(self) -> Gen:
-        cfg = self.env.config
         written = 0
         while written < TABLE_WRITES:
             if self.pid < 0:
-                response = yield Call(InitPid(None, cfg.txn_timeout_ms), cfg.request_timeout_ms)
-                if isinstance(response, Answer) and response.error is ErrorCode.NONE:
-                    self.pid = int(response.fields["pid"])
-                    self.epoch = int(response.fields["epoch"])
-                    self.seq = 0
-                else:
-                    yield Sleep(200)
+                yield from self._init_pid()
                 continue
             records: list[list[Any]] = []
             for _ in range(self.rng.randint(1, 3)):
@@ -92,33 +78,24 @@ class TableWriter:
                 value = None if self.rng.random() < 0.1 else f"v{written}.{len(records)}"
                 records.append([key, value])
             written += 1
-            yield from self._send(records)
+            yield from self._produce(
+                TABLE_TOPIC,
+                0,
+                [(k.encode(), None if v is None else v.encode()) for k, v in records],
+                "table-write",
+                {"records": records},
+            )
             yield Sleep(self.rng.randint(50, 600))
         self.done = True
 
-    def _send(self, records: list[list[Any]]) -> Gen:
-        env = self.env
-        cfg = env.config
-        batch = build_batch(
-            [(k.encode(), None if v is None else v.encode()) for k, v in records],
-            timestamp_ms=env.loop.now_ms(),
-            producer_id=self.pid,
-            producer_epoch=self.epoch,
-            base_sequence=self.seq,
-        )
-        op = env.invoke(self.proc, "table-write", {"records": records})
-        request = Produce(TABLE_TOPIC, 0, batch, None)
-        while True:
-            response = yield Call(request, cfg.request_timeout_ms)
-            if isinstance(response, Answer) and response.error is ErrorCode.NONE:
-                self.seq += len(records)
-                env.done(op, "ok", {"offset": response.fields["offset"]})
-                return
-            if isinstance(response, Answer):
-                env.done(op, "info", {"error": response.error.name})
-                self.pid = -1
-                return
-            yield Sleep(100)  # timeout: resend the very same batch
+
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode()
+
+
+def _table_entry(record: DecodedRecord) -> list[Any]:
+    """[offset, key, value] of a table record (a tombstone's value is None)."""
+    return [record.offset, _text(record.key), _text(record.value)]
 
 
 def table_final_read(core: BrokerCore, history: History, now: int) -> None:
@@ -127,29 +104,9 @@ def table_final_read(core: BrokerCore, history: History, now: int) -> None:
     part = core.partition(TABLE_TOPIC, 0)
     if part is None:
         return
-    records: list[list[Any]] = []
-    offset = part.log_start_offset
-    aborted: set[int] = set()
-    while offset < part.last_stable_offset:
-        data = core.fetch(tp, offset, 1 << 20, read_committed=True)
-        if data.error is not ErrorCode.NONE or not data.records:
-            break
-        pending = sorted(data.aborted or (), key=lambda a: a.first_offset)
-        for pos, header in iter_batches(data.records):
-            offset = header.last_offset + 1
-            while pending and pending[0].first_offset <= header.base_offset:
-                aborted.add(pending.pop(0).producer_id)
-            if header.is_control:
-                if control_type_of(data.records, pos, header) is ControlType.ABORT:
-                    aborted.discard(header.producer_id)
-                continue
-            if header.is_transactional and header.producer_id in aborted:
-                continue
-            raw = data.records[pos : pos + header.size]
-            for r in decode_records(raw, check_crc=True):
-                key = None if r.key is None else r.key.decode()
-                value = None if r.value is None else r.value.decode()
-                records.append([r.offset, key, value])
+    records, _next = read_committed_from(
+        core, tp, part.log_start_offset, set(), _table_entry, end=part.last_stable_offset
+    )
     history.event(
         now,
         FINAL,

@@ -206,8 +206,9 @@ def _ranges(offsets: Iterable[tuple[int, int]]) -> list[tuple[int, int, int]]:
 # -- the feeder -----------------------------------------------------------------------------------
 
 
-class Feeder:
-    """Writes the unique input values with an idempotent producer."""
+class IdempotentWriter:
+    """A simulated idempotent producer: a producer id from InitProducerId, and each batch resent
+    with the same sequence number until the broker answers."""
 
     def __init__(self, env: WorkloadEnv, proc: Proc, rng: random.Random) -> None:
         self.env = env
@@ -217,44 +218,42 @@ class Feeder:
         self.epoch = -1
         self.seqs: dict[int, int] = {}
 
-    def run(self) -> Gen:
-        env = self.env
-        cfg = env.config
-        while env.fed < cfg.inputs:
-            if self.pid < 0:
-                response = yield Call(InitPid(None, cfg.txn_timeout_ms), cfg.request_timeout_ms)
-                if isinstance(response, Answer) and response.error is E.NONE:
-                    self.pid = int(response.fields["pid"])
-                    self.epoch = int(response.fields["epoch"])
-                    self.seqs.clear()
-                else:
-                    yield Sleep(200)
-                continue
-            count = min(self.rng.randint(1, cfg.feed_batch_max), cfg.inputs - env.fed)
-            values = [f"i{env.fed + k}" for k in range(count)]
-            env.fed += count
-            partition = self.rng.randrange(cfg.input_partitions)
-            yield from self._send(partition, values)
-            yield Sleep(self.rng.randint(1, 2 * cfg.feed_interval_ms))
-        env.feeder_done = True
+    def _init_pid(self) -> Gen:
+        """One InitProducerId attempt (then a pause if it failed); sequences start over."""
+        cfg = self.env.config
+        response = yield Call(InitPid(None, cfg.txn_timeout_ms), cfg.request_timeout_ms)
+        if isinstance(response, Answer) and response.error is E.NONE:
+            self.pid = int(response.fields["pid"])
+            self.epoch = int(response.fields["epoch"])
+            self.seqs.clear()
+        else:
+            yield Sleep(200)
 
-    def _send(self, partition: int, values: list[str]) -> Gen:
+    def _produce(
+        self,
+        topic: str,
+        partition: int,
+        records: list[tuple[bytes | None, bytes | None]],
+        f: str,
+        value: dict[str, Any],
+    ) -> Gen:
+        """Write ``records`` as one batch: the operation ``f`` (``value``) of the history."""
         env = self.env
         cfg = env.config
         seq = self.seqs.get(partition, 0)
         batch = build_batch(
-            [(None, v.encode()) for v in values],
+            records,
             timestamp_ms=env.loop.now_ms(),
             producer_id=self.pid,
             producer_epoch=self.epoch,
             base_sequence=seq,
         )
-        op = env.invoke(self.proc, "feed", {"partition": partition, "values": values})
-        request = Produce(cfg.input_topic, partition, batch, None)
+        op = env.invoke(self.proc, f, value)
+        request = Produce(topic, partition, batch, None)
         while True:
             response = yield Call(request, cfg.request_timeout_ms)
             if isinstance(response, Answer) and response.error is E.NONE:
-                self.seqs[partition] = seq + len(values)
+                self.seqs[partition] = seq + len(records)
                 env.done(op, "ok", {"offset": response.fields["offset"]})
                 return
             if isinstance(response, Answer) and response.error is not E.NONE:
@@ -264,6 +263,31 @@ class Feeder:
                 self.pid = -1
                 return
             yield Sleep(100)  # timeout: resend the very same batch
+
+
+class Feeder(IdempotentWriter):
+    """Writes the unique input values with an idempotent producer."""
+
+    def run(self) -> Gen:
+        env = self.env
+        cfg = env.config
+        while env.fed < cfg.inputs:
+            if self.pid < 0:
+                yield from self._init_pid()
+                continue
+            count = min(self.rng.randint(1, cfg.feed_batch_max), cfg.inputs - env.fed)
+            values = [f"i{env.fed + k}" for k in range(count)]
+            env.fed += count
+            partition = self.rng.randrange(cfg.input_partitions)
+            yield from self._produce(
+                cfg.input_topic,
+                partition,
+                [(None, v.encode()) for v in values],
+                "feed",
+                {"partition": partition, "values": values},
+            )
+            yield Sleep(self.rng.randint(1, 2 * cfg.feed_interval_ms))
+        env.feeder_done = True
 
 
 # -- the workers ----------------------------------------------------------------------------------
@@ -335,19 +359,16 @@ class Worker:
 
     # -- heartbeat task ---------------------------------------------------------------------------
 
+    heartbeat_answer: type[Any] = Answer  # what a successful heartbeat answers
+    join_op = "join"  # the history's name of a heartbeat that joins
+
     def heartbeat(self) -> Gen:
         env = self.env
-        cfg = env.config
         full = True  # a full request (subscription included) makes the broker send the assignment
         while env.phase != DONE:
             joining = self.member_epoch == 0
-            request = Heartbeat(
-                cfg.group,
-                self.member,
-                self.member_epoch,
-                (cfg.input_topic,) if joining or full else None,
-            )
-            op = env.invoke(self.proc, "join", {"member": self.member}) if joining else -1
+            request = self._heartbeat_request(joining or full)
+            op = env.invoke(self.proc, self.join_op, {"member": self.member}) if joining else -1
             response = yield from self._call(request)
             # As Kafka's membership manager: after a lost answer or an error the next heartbeat
             # is a full request, so an assignment sent in a lost response is sent again.
@@ -356,22 +377,38 @@ class Worker:
                 if op >= 0:
                     env.done(op, "info", {"error": "timeout"})
             elif response.error is E.NONE:
+                assert isinstance(response, self.heartbeat_answer)
                 self.member_epoch = int(response.fields["member_epoch"])
                 interval = int(response.fields.get("heartbeat_interval_ms") or 0)
                 if interval > 0:
                     self.heartbeat_ms = interval
                 assignment = response.fields.get("assignment")
                 if assignment is not None:
-                    self.assignment = [(str(t), int(p)) for t, p in assignment]
+                    self._assigned(assignment)
                 if op >= 0:
                     env.done(op, "ok", {"epoch": self.member_epoch, "assignment": assignment})
             else:
                 if op >= 0:
                     env.done(op, "fail", {"error": _err(response)})
-                if response.error in MEMBER_LOST:
-                    self.member_epoch = 0
-                    self.assignment = []
-            yield Sleep(self.heartbeat_ms if self.member_epoch > 0 else 200)
+                self._heartbeat_failed(response)
+            yield Sleep(self._heartbeat_wait())
+
+    def _heartbeat_request(self, full: bool) -> Any:
+        cfg = self.env.config
+        return Heartbeat(
+            cfg.group, self.member, self.member_epoch, (cfg.input_topic,) if full else None
+        )
+
+    def _assigned(self, assignment: Any) -> None:
+        self.assignment = [(str(t), int(p)) for t, p in assignment]
+
+    def _heartbeat_failed(self, response: Any) -> None:
+        if response.error in MEMBER_LOST:
+            self.member_epoch = 0
+            self.assignment = []
+
+    def _heartbeat_wait(self) -> int:
+        return self.heartbeat_ms if self.member_epoch > 0 else 200
 
     # -- main task --------------------------------------------------------------------------------
 
@@ -381,8 +418,7 @@ class Worker:
         cfg = env.config
         while env.phase != DONE:
             if self.pid < 0:
-                if not (yield from self._init()):
-                    yield Sleep(self.rng.randint(50, 300))
+                yield from self._init_or_pause()
                 continue
             current = env.is_current(self.proc)  # a zombie leaves the bookkeeping alone
             dirty = [tid for tid, lease in sorted(shared.leases.items()) if lease.dirty]
@@ -404,6 +440,11 @@ class Worker:
             if not env.draining and self.rng.random() < cfg.twopc_p:
                 twopc_tid = self._take_lease()
             yield from self._transact(records, twopc_tid)
+
+    def _init_or_pause(self) -> Gen:
+        """One attempt to get a producer id, then a pause if it failed."""
+        if not (yield from self._init()):
+            yield Sleep(self.rng.randint(50, 300))
 
     def _init(self) -> Gen:
         env = self.env

@@ -42,6 +42,8 @@ from typing import Any
 import produce  # bench/produce.py, next to this file
 import toolkit  # bench/toolkit.py: the shared measurement plumbing
 
+from coordinator.launcher import broker_command
+
 READY = "sharetxn broker ready on "
 
 
@@ -152,18 +154,7 @@ def run_pyspy(args: argparse.Namespace, data_dir: str) -> None:
     if spy is None:
         print("py-spy is not installed: pip install py-spy")
         return
-    cmd = [
-        sys.executable,
-        "-m",
-        "coordinator.cli",
-        "broker",
-        "--data-dir",
-        data_dir,
-        "--listen",
-        f"{toolkit.HOST}:0",
-    ]
-    for assignment in args.set:
-        cmd += ["--set", assignment]
+    cmd = broker_command(data_dir, f"{toolkit.HOST}:0", args.set)
     proc, bootstrap = _start_child(cmd)
     toolkit.BROKER_PIDS.add(proc.pid)  # its CPU is the load's, not other processes'
     raw = Path(data_dir) / "pyspy.txt"

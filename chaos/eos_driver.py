@@ -57,7 +57,7 @@ from producer.admin import Admin
 from producer.prepared_txn import StoredTxnStatus, classify
 from producer.spark.checkpoint import Checkpoint
 from producer.spark.errors import ResolveError
-from producer.spark.resolve import Connection, commit_decided, recover
+from producer.spark.resolve import Connection, commit_decided, fenced_transaction, recover
 from producer.spark.write_task import WriteTask
 from producer.transactional_producer import TransactionalProducer
 from producer.txn_manager import PreparedTransactionAbortedError
@@ -352,20 +352,11 @@ class Driver:
 
     def _verify(self, transactions: list[IntentTransaction], batch: int) -> None:
         """Every prepared transaction must still be open with its recorded ids (the sink's)."""
-        found = {
-            d.transactional_id: d
-            for d in self.admin.describe_transactions([t.transactional_id for t in transactions])
-        }
-        for t in transactions:
-            d = found.get(t.transactional_id)
-            if (
-                d is None
-                or d.state != "Ongoing"
-                or (d.producer_id, d.producer_epoch) != (t.producer_id, t.epoch)
-            ):
-                now = "missing" if d is None else f"{d.state} ({d.producer_id}, {d.producer_epoch})"
-                msg = f"batch {batch}: prepared transaction {t.transactional_id} is now {now}"
-                raise BatchFencedError(msg)
+        fenced = fenced_transaction(self.admin, transactions)
+        if fenced is not None:
+            t, now = fenced
+            msg = f"batch {batch}: prepared transaction {t.transactional_id} is now {now}"
+            raise BatchFencedError(msg)
 
     def _abort_quietly(self, transactions: list[IntentTransaction]) -> None:
         for t in transactions:

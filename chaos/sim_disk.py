@@ -22,19 +22,20 @@ atomically, so it is durable at once, as in ``FileLog``; so is ``truncate_to``.
 
 from __future__ import annotations
 
-import bisect
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from coordinator.log.memory_log import (
     FlushPolicy,
-    assign_offset,
     batches_from,
     check_config,
     check_partition,
+    cut_batches_from,
+    drop_batches_below,
     out_of_range,
     read_whole_batches,
+    store_batch,
     validate_batch,
 )
 from coordinator.log.segments import ListSegments
@@ -127,14 +128,7 @@ class SimLog:
         self._check_open()
         header = validate_batch(batch)
         self._disk.fault(APPEND_BEFORE, self._name)
-        data = self._data
-        header = header._replace(base_offset=data.end)
-        data.segments.before_append(header, now_ms, self._config)
-        data.bases.append(header.base_offset)
-        data.headers.append(header)
-        data.blobs.append(bytes(assign_offset(batch, header.base_offset)))
-        data.end = header.last_offset + 1
-        data.segments.after_append(header, now_ms)
+        header = store_batch(self._data, header, batch, now_ms, self._config)
         self._disk.stats.appends += 1
         self._disk.fault(APPEND_AFTER, self._name)
         if self._policy.record_append(header.records_count, now_ms):
@@ -173,10 +167,7 @@ class SimLog:
         data = self._data
         if offset >= data.end:
             return
-        cut = 0 if offset < data.start else bisect.bisect_left(data.bases, offset)
-        del data.bases[cut:], data.headers[cut:], data.blobs[cut:]
-        data.end = data.headers[-1].last_offset + 1 if data.headers else offset
-        data.start = min(data.start, data.end)
+        cut_batches_from(data, offset)
         data.synced = min(data.synced, len(data.blobs))
         data.segments.resync(data.bases, data.headers, data.end)
         self._policy.reset()
@@ -188,13 +179,8 @@ class SimLog:
             return
         if offset > data.end:
             raise out_of_range(offset, data.start, data.end)
-        data.start = offset
-        drop = 0
-        while drop < len(data.headers) and data.headers[drop].last_offset < offset:
-            drop += 1
-        del data.bases[:drop], data.headers[:drop], data.blobs[:drop]
+        drop = drop_batches_below(data, offset)
         data.synced = max(0, data.synced - drop)
-        data.segments.drop_below(offset, data.end)
 
     def segments(self) -> list[SegmentInfo]:
         self._check_open()

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 from coordinator.broker import BrokerCore
@@ -135,6 +136,15 @@ def _shown(key: str, value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+
+def broker_command(data_dir: str | Path, listen: str, settings: Iterable[str] = ()) -> list[str]:
+    """``sharetxn broker`` in a child of this interpreter; ``settings`` are ``key=value``."""
+    cmd = [sys.executable, "-m", "coordinator.cli", "broker"]
+    cmd += ["--data-dir", str(data_dir), "--listen", listen]
+    for assignment in settings:
+        cmd += ["--set", assignment]
+    return cmd
+
 class LocalBroker:
     """A broker in a child process, for tests, the demo and Spark.
 
@@ -178,18 +188,8 @@ class LocalBroker:
         return f"{host or self.host}:{port}"
 
     def start(self) -> LocalBroker:
-        cmd = [
-            sys.executable,
-            "-m",
-            "coordinator.cli",
-            "broker",
-            "--data-dir",
-            str(self.data_dir),
-            "--listen",
-            f"{self.host}:{self.port}",
-        ]
-        for key, value in self.config.items():
-            cmd += ["--set", f"{key}={value}"]
+        settings = [f"{key}={value}" for key, value in self.config.items()]
+        cmd = broker_command(self.data_dir, f"{self.host}:{self.port}", settings)
         cmd += self.extra_args
         self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             cmd,

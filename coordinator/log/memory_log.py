@@ -185,6 +185,44 @@ class BatchList(Protocol):
     blobs: list[bytes]
     start: int
     end: int
+    segments: ListSegments
+
+
+def store_batch(
+    data: BatchList,
+    header: BatchHeader,
+    batch: bytes | bytearray | memoryview,
+    now_ms: int,
+    config: LogConfig,
+) -> BatchHeader:
+    """Append a validated batch at the end of ``data``; its header with the offset assigned."""
+    header = header._replace(base_offset=data.end)
+    data.segments.before_append(header, now_ms, config)
+    data.bases.append(header.base_offset)
+    data.headers.append(header)
+    data.blobs.append(bytes(assign_offset(batch, header.base_offset)))
+    data.end = header.last_offset + 1
+    data.segments.after_append(header, now_ms)
+    return header
+
+
+def cut_batches_from(data: BatchList, offset: int) -> None:
+    """Drop the batches at or above ``offset`` (all of them below the start offset)."""
+    cut = 0 if offset < data.start else bisect.bisect_left(data.bases, offset)
+    del data.bases[cut:], data.headers[cut:], data.blobs[cut:]
+    data.end = data.headers[-1].last_offset + 1 if data.headers else offset
+    data.start = min(data.start, data.end)
+
+
+def drop_batches_below(data: BatchList, offset: int) -> int:
+    """Move the start offset up to ``offset``; drop the batches wholly below it (how many)."""
+    data.start = offset
+    drop = 0
+    while drop < len(data.headers) and data.headers[drop].last_offset < offset:
+        drop += 1
+    del data.bases[:drop], data.headers[:drop], data.blobs[:drop]
+    data.segments.drop_below(offset, data.end)
+    return drop
 
 
 def read_whole_batches(data: BatchList, offset: int, max_bytes: int) -> bytes:
@@ -254,15 +292,7 @@ class MemoryLog(LogBase):
     def append(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
         """Validate, assign the next offset, store; applies the message flush rule."""
         self._check_open()
-        header = validate_batch(batch)
-        data = self._data
-        header = header._replace(base_offset=data.end)
-        data.segments.before_append(header, now_ms, self._config)
-        data.bases.append(header.base_offset)
-        data.headers.append(header)
-        data.blobs.append(bytes(assign_offset(batch, header.base_offset)))
-        data.end = header.last_offset + 1
-        data.segments.after_append(header, now_ms)
+        header = store_batch(self._data, validate_batch(batch), batch, now_ms, self._config)
         if self._policy.record_append(header.records_count, now_ms):
             self.flush()
         return header
@@ -291,10 +321,7 @@ class MemoryLog(LogBase):
         data = self._data
         if not self._truncates(offset, data.end):
             return
-        cut = 0 if offset < data.start else bisect.bisect_left(data.bases, offset)
-        del data.bases[cut:], data.headers[cut:], data.blobs[cut:]
-        data.end = data.headers[-1].last_offset + 1 if data.headers else offset
-        data.start = min(data.start, data.end)
+        cut_batches_from(data, offset)
         if not data.headers:
             data.segments = ListSegments()
         data.segments.resync(data.bases, data.headers, data.end)
@@ -305,12 +332,7 @@ class MemoryLog(LogBase):
         data = self._data
         if not self._advances(offset, data.start, data.end):
             return
-        data.start = offset
-        drop = 0
-        while drop < len(data.headers) and data.headers[drop].last_offset < offset:
-            drop += 1
-        del data.bases[:drop], data.headers[:drop], data.blobs[:drop]
-        data.segments.drop_below(offset, data.end)
+        drop_batches_below(data, offset)
 
     def segments(self) -> list[SegmentInfo]:
         self._check_open()

@@ -38,6 +38,7 @@ __all__ = [
     "CoordinatorRuntime",
     "CoordinatorShard",
     "LoadedRecord",
+    "answer_each",
     "append_error_code",
 ]
 
@@ -91,6 +92,19 @@ class CoordinatorShard:
 
     def replay_marker(self, partition: int, header: BatchHeader, commit: bool) -> None:
         """A COMMIT/ABORT marker on load (most logs have none to act on)."""
+
+
+def answer_each(
+    ids: Iterable[str],
+    available: ErrorCode,
+    unavailable: Callable[[str, ErrorCode], R],
+    answer: Callable[[str], R],
+) -> list[R]:
+    """One answer per id, in order: ``answer(id)`` while the coordinator is ``available``
+    (NONE), else ``unavailable(id, error)`` for every id."""
+    if available is not ErrorCode.NONE:
+        return [unavailable(one, available) for one in ids]
+    return [answer(one) for one in ids]
 
 
 class CoordinatorRuntime:

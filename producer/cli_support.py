@@ -33,6 +33,8 @@ __all__ = [
     "UsageExitParser",
     "add_command_options",
     "add_connection_options",
+    "add_execute_options",
+    "add_reset_target_options",
     "client_config",
     "delete_groups_action",
     "emit",
@@ -46,6 +48,7 @@ __all__ = [
     "read_properties",
     "report_error",
     "reset_offsets_action",
+    "reset_target",
     "run_admin",
     "run_admin_action",
     "topic_partitions",
@@ -267,6 +270,50 @@ def offset_bounds(admin: Admin, specs: Iterable[str]) -> Iterator[tuple[TopicPar
     for spec in specs:
         for tp in topic_partitions(admin, spec):
             yield tp, admin.list_offsets(tp, -2), admin.list_offsets(tp, -1)
+
+
+def add_reset_target_options(
+    parser: argparse.ArgumentParser, *, from_committed: bool = False
+) -> None:
+    """Where --reset-offsets moves a partition; ``from_committed`` adds the targets relative
+    to the committed offset (--to-current, --shift-by N)."""
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--to-earliest", action="store_true", help="the log start offset")
+    target.add_argument("--to-latest", action="store_true", help="the log end offset")
+    if from_committed:
+        target.add_argument("--to-current", action="store_true", help="the committed offset")
+    target.add_argument("--to-offset", type=int, metavar="N", help="an offset (clamped)")
+    if from_committed:
+        target.add_argument("--shift-by", type=int, metavar="N", help="move by N (clamped)")
+
+
+def reset_target(
+    args: argparse.Namespace, earliest: int, latest: int, committed: int | None = None
+) -> int:
+    """The offset the --reset-offsets target picks for a partition with log start ``earliest``
+    and log end ``latest`` (``committed``: the group's offset there, if it has one).
+
+    Kafka clamps the result to the partition's log.
+    """
+    current = latest if committed is None else committed
+    if args.to_earliest:
+        wanted = earliest
+    elif args.to_latest:
+        wanted = latest
+    elif getattr(args, "to_current", False):
+        wanted = current
+    elif args.to_offset is not None:
+        wanted = int(args.to_offset)
+    else:
+        wanted = current + int(args.shift_by)
+    return min(max(wanted, earliest), latest)
+
+
+def add_execute_options(parser: argparse.ArgumentParser, dry_run_help: str) -> None:
+    """--execute | --dry-run: a changing action only prints its plan unless --execute."""
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--execute", action="store_true", help="act (default: print the plan)")
+    mode.add_argument("--dry-run", action="store_true", help=dry_run_help)
 
 
 def plan_note(args: argparse.Namespace) -> str:

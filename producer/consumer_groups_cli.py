@@ -23,12 +23,15 @@ from producer.cli_support import (
     CliError,
     ExitCode,
     add_command_options,
+    add_execute_options,
+    add_reset_target_options,
     delete_groups_action,
     emit,
     emit_json,
     offset_bounds,
     plan_note,
     reset_offsets_action,
+    reset_target,
     run_admin_action,
     topic_partitions,
 )
@@ -68,15 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     view.add_argument("--members", action="store_true", help="members and their partitions")
     view.add_argument("--offsets", action="store_true", help="offsets and lag (default)")
     view.add_argument("--state", action="store_true", help="state, assignor, member count")
-    target = parser.add_mutually_exclusive_group()
-    target.add_argument("--to-earliest", action="store_true", help="the log start offset")
-    target.add_argument("--to-latest", action="store_true", help="the log end offset")
-    target.add_argument("--to-current", action="store_true", help="the committed offset")
-    target.add_argument("--to-offset", type=int, metavar="N", help="an offset (clamped)")
-    target.add_argument("--shift-by", type=int, metavar="N", help="move by N (clamped)")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--execute", action="store_true", help="act (default: print the plan)")
-    mode.add_argument("--dry-run", action="store_true", help="print the plan (the default)")
+    add_reset_target_options(parser, from_committed=True)
+    add_execute_options(parser, "print the plan (the default)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -199,17 +195,7 @@ def _reset(admin: Admin, args: argparse.Namespace, console: Console, group: str)
     committed = admin.list_consumer_group_offsets(group)
     plan: dict[TopicPartition, int] = {}
     for tp, earliest, latest in offset_bounds(admin, args.topic):
-        if args.to_earliest:
-            wanted = earliest
-        elif args.to_latest:
-            wanted = latest
-        elif args.to_current:
-            wanted = committed.get(tp, latest)
-        elif args.to_offset is not None:
-            wanted = int(args.to_offset)
-        else:
-            wanted = committed.get(tp, latest) + int(args.shift_by)
-        plan[tp] = min(max(wanted, earliest), latest)  # Kafka clamps to the log
+        plan[tp] = reset_target(args, earliest, latest, committed.get(tp))
     return reset_offsets_action(
         admin.alter_consumer_group_offsets, args, console, group, plan, "offset"
     )

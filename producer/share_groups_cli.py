@@ -27,15 +27,17 @@ from producer.cli_support import (
     ExitCode,
     UsageExitParser,
     add_command_options,
+    add_execute_options,
+    add_reset_target_options,
     delete_groups_action,
     emit,
     offset_bounds,
     plan_note,
     reset_offsets_action,
+    reset_target,
     run_admin_action,
 )
 from txn.errors import ErrorCode
-from txn.ids import TopicPartition
 
 EXAMPLES = f"""examples:
   sharetxn share-groups --list
@@ -77,15 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     view.add_argument("--members", action="store_true", help="members and their assignments")
     view.add_argument("--offsets", action="store_true", help="start offsets and lag (default)")
     view.add_argument("--state", action="store_true", help="group state and epochs")
-    target = parser.add_mutually_exclusive_group()
-    target.add_argument("--to-earliest", action="store_true", help="the log start offset")
-    target.add_argument("--to-latest", action="store_true", help="the log end offset")
-    target.add_argument("--to-offset", type=int, metavar="N", help="an offset (clamped)")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--execute", action="store_true", help="act (default: print the plan)")
-    mode.add_argument(
-        "--dry-run", action="store_true", help="print the plan, change nothing (the default)"
-    )
+    add_reset_target_options(parser)
+    add_execute_options(parser, "print the plan, change nothing (the default)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -142,14 +137,10 @@ def _dispatch(admin: Admin, args: argparse.Namespace, console: Console) -> int:
 
 
 def _reset_offsets(admin: Admin, args: argparse.Namespace, console: Console, group: str) -> int:
-    offsets: dict[TopicPartition, int] = {}
-    for tp, earliest, latest in offset_bounds(admin, args.topic):
-        if args.to_earliest:
-            offsets[tp] = earliest
-        elif args.to_latest:
-            offsets[tp] = latest
-        else:  # Kafka clamps a requested offset to the partition's log
-            offsets[tp] = min(max(int(args.to_offset), earliest), latest)
+    offsets = {
+        tp: reset_target(args, earliest, latest)
+        for tp, earliest, latest in offset_bounds(admin, args.topic)
+    }
     return reset_offsets_action(
         admin.alter_share_group_offsets, args, console, group, offsets, "start_offset"
     )

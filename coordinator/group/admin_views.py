@@ -19,6 +19,8 @@ from coordinator.group.results import (
     GroupListing,
     MemberDescription,
 )
+from coordinator.shard_runtime import answer_each
+from coordinator.share.group_model import ListFilter
 from txn.errors import ErrorCode
 
 log = logging.getLogger("sharetxn.groups")
@@ -36,61 +38,58 @@ class GroupAdmin(CoordinatorPart):
         def delete_consumer_group(self, group_id: str) -> ErrorCode: ...
 
     def describe(self, group_ids: Iterable[str]) -> list[GroupDescription]:
-        out: list[GroupDescription] = []
-        available = self.availability()
-        for group_id in group_ids:
-            group = self._groups.get(group_id)
-            if available is not ErrorCode.NONE:
-                out.append(GroupDescription(group_id, available, "", "", ""))
-            elif group is None and group_id in self._consumer_groups:
-                out.append(self.describe_as_classic(group_id))
-            elif group is None:
-                out.append(GroupDescription(group_id, ErrorCode.NONE, _S.DEAD.value, "", ""))
-            else:
-                stable = group.state is _S.STABLE
-                out.append(
-                    GroupDescription(
-                        group_id,
-                        ErrorCode.NONE,
-                        group.state.value,
-                        group.protocol_type or "",
-                        (group.protocol or "") if stable else "",
-                        tuple(
-                            MemberDescription(
-                                m.member_id,
-                                m.group_instance_id,
-                                m.client_id,
-                                m.client_host,
-                                m.metadata(group.protocol) if stable else b"",
-                                m.assignment if stable else b"",
-                            )
-                            for m in group.members.values()
-                        ),
-                    )
+        return answer_each(
+            group_ids,
+            self.availability(),
+            lambda group_id, error: GroupDescription(group_id, error, "", "", ""),
+            self._describe_group,
+        )
+
+    def _describe_group(self, group_id: str) -> GroupDescription:
+        group = self._groups.get(group_id)
+        if group is None and group_id in self._consumer_groups:
+            return self.describe_as_classic(group_id)
+        if group is None:
+            return GroupDescription(group_id, ErrorCode.NONE, _S.DEAD.value, "", "")
+        stable = group.state is _S.STABLE
+        return GroupDescription(
+            group_id,
+            ErrorCode.NONE,
+            group.state.value,
+            group.protocol_type or "",
+            (group.protocol or "") if stable else "",
+            tuple(
+                MemberDescription(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.metadata(group.protocol) if stable else b"",
+                    m.assignment if stable else b"",
                 )
-        return out
+                for m in group.members.values()
+            ),
+        )
 
     def list_groups(
         self, states: Iterable[str] = (), types: Iterable[str] = ()
     ) -> list[GroupListing]:
         if self.availability() is not ErrorCode.NONE:
             return []
-        wanted_types = {t.lower() for t in types}
-        wanted_states = {s.lower() for s in states}
+        wanted = ListFilter.of(states, types)
         listings = []
-        if not wanted_types or GROUP_TYPE in wanted_types:
+        if wanted.wants_type(GROUP_TYPE):
             listings += [
                 GroupListing(g.group_id, g.state.value, g.protocol_type or "")
                 for g in self._groups.values()
             ]
-        if not wanted_types or CONSUMER_GROUP_TYPE in wanted_types:
+        if wanted.wants_type(CONSUMER_GROUP_TYPE):
             listings += [
                 GroupListing(g.group_id, g.state, CONSUMER_GROUP_TYPE, CONSUMER_GROUP_TYPE)
                 for g in self._consumer_groups.values()
             ]
         return sorted(
-            (g for g in listings if not wanted_states or g.state.lower() in wanted_states),
-            key=lambda g: g.group_id,
+            (g for g in listings if wanted.wants_state(g.state)), key=lambda g: g.group_id
         )
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:

@@ -45,6 +45,7 @@ from coordinator.shard_runtime import (
     CoordinatorRuntime,
     CoordinatorShard,
     LoadedRecord,
+    answer_each,
     append_error_code,
 )
 from coordinator.share.assignor import SimpleAssignor
@@ -56,6 +57,7 @@ from coordinator.share.group_model import (
     LEAVE_GROUP_MEMBER_EPOCH,
     GroupListing,
     HeartbeatResult,
+    ListFilter,
     ShareGroupDescription,
     ShareGroupMemberDescription,
     ShareGroupView,
@@ -581,23 +583,14 @@ class ShareGroupCoordinator(CoordinatorShard):
 
     def describe(self, group_ids: Iterable[str]) -> list[ShareGroupDescription]:
         """ShareGroupDescribe v1, one entry per requested id (unknown: GROUP_ID_NOT_FOUND)."""
-        out: list[ShareGroupDescription] = []
-        available = self.availability()
-        for group_id in group_ids:
-            group = self._groups.get(group_id)
-            if available is not ErrorCode.NONE:
-                out.append(ShareGroupDescription(group_id, available))
-            elif group is None:
-                out.append(
-                    ShareGroupDescription(
-                        group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
-                    )
-                )
-            else:
-                out.append(self._describe(group))
-        return out
+        return answer_each(group_ids, self.availability(), ShareGroupDescription, self._describe)
 
-    def _describe(self, group: _Group) -> ShareGroupDescription:
+    def _describe(self, group_id: str) -> ShareGroupDescription:
+        group = self._groups.get(group_id)
+        if group is None:
+            return ShareGroupDescription(
+                group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
+            )
         members = tuple(
             ShareGroupMemberDescription(
                 member_id=m.member_id,
@@ -634,16 +627,13 @@ class ShareGroupCoordinator(CoordinatorShard):
         self, states: Iterable[str] = (), types: Iterable[str] = ()
     ) -> list[GroupListing]:
         """ListGroups' share groups; empty filters match everything (case-insensitive)."""
-        if self.availability() is not ErrorCode.NONE:
+        wanted = ListFilter.of(states, types)
+        if self.availability() is not ErrorCode.NONE or not wanted.wants_type(GROUP_TYPE):
             return []
-        wanted_types = {t.lower() for t in types}
-        if wanted_types and GROUP_TYPE not in wanted_types:
-            return []
-        wanted_states = {s.lower() for s in states}
         return [
             GroupListing(g.group_id, g.state, GROUP_TYPE)
             for g in sorted(self._groups.values(), key=lambda g: g.group_id)
-            if not wanted_states or g.state.lower() in wanted_states
+            if wanted.wants_state(g.state)
         ]
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:

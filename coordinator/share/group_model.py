@@ -106,6 +106,25 @@ class GroupListing(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class ListFilter:
+    """ListGroups' state and type filters (any coordinator's): an empty filter matches
+    everything, and names match case-insensitively."""
+
+    states: frozenset[str]
+    types: frozenset[str]
+
+    @classmethod
+    def of(cls, states: Iterable[str], types: Iterable[str]) -> ListFilter:
+        return cls(frozenset(s.lower() for s in states), frozenset(t.lower() for t in types))
+
+    def wants_type(self, group_type: str) -> bool:
+        return not self.types or group_type in self.types
+
+    def wants_state(self, state: str) -> bool:
+        return not self.states or state.lower() in self.states
+
+
+@dataclass(frozen=True, slots=True)
 class ShareMemberView:
     member_id: str
     rack_id: str | None

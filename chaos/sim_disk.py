@@ -23,23 +23,21 @@ atomically, so it is durable at once, as in ``FileLog``; so is ``truncate_to``.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coordinator.log.memory_log import (
+    BatchListLog,
     FlushPolicy,
-    batches_from,
     check_config,
     check_partition,
     cut_batches_from,
     drop_batches_below,
-    out_of_range,
-    read_whole_batches,
     store_batch,
     validate_batch,
 )
 from coordinator.log.segments import ListSegments
-from coordinator.log.storage import LogConfig, SegmentInfo
+from coordinator.log.storage import LogConfig
 from txn.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, parse_header
 from txn.errors import ClosedError
 
@@ -92,8 +90,10 @@ class DiskStats:
     io_errors: int = 0
 
 
-class SimLog:
+class SimLog(BatchListLog):
     """A ``PartitionLog`` on the simulated disk."""
+
+    _data: _LogData
 
     def __init__(self, disk: SimDisk, name: str, data: _LogData, config: LogConfig) -> None:
         check_config(config)
@@ -107,18 +107,6 @@ class SimLog:
     @property
     def name(self) -> str:
         return self._name
-
-    @property
-    def log_start_offset(self) -> int:
-        return self._data.start
-
-    @property
-    def log_end_offset(self) -> int:
-        return self._data.end
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     @property
     def unsynced_batches(self) -> int:
@@ -135,14 +123,6 @@ class SimLog:
             self.flush()
         return header
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
-        self._check_open()
-        return read_whole_batches(self._data, offset, max_bytes)
-
-    def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
-        self._check_open()
-        return batches_from(self._data, start_offset)
-
     def flush(self) -> None:
         self._check_open()
         data = self._data
@@ -155,17 +135,9 @@ class SimLog:
         self._policy.reset()
         self._disk.fault(FLUSH_AFTER, self._name)
 
-    def maybe_flush(self, now_ms: int) -> None:
-        self._check_open()
-        if self._policy.time_due(now_ms):
-            self.flush()
-
     def truncate_to(self, offset: int) -> None:
-        self._check_open()
-        if offset < 0:
-            raise ValueError(f"cannot truncate to negative offset {offset}")
         data = self._data
-        if offset >= data.end:
+        if not self._truncates(offset, data.end):
             return
         cut_batches_from(data, offset)
         data.synced = min(data.synced, len(data.blobs))
@@ -173,31 +145,11 @@ class SimLog:
         self._policy.reset()
 
     def advance_start_offset(self, offset: int) -> None:
-        self._check_open()
         data = self._data
-        if offset <= data.start:
+        if not self._advances(offset, data.start, data.end):
             return
-        if offset > data.end:
-            raise out_of_range(offset, data.start, data.end)
         drop = drop_batches_below(data, offset)
         data.synced = max(0, data.synced - drop)
-
-    def segments(self) -> list[SegmentInfo]:
-        self._check_open()
-        data = self._data
-        return data.segments.view(data.bases, data.headers, data.start, data.end)
-
-    def reconfigure(self, config: LogConfig) -> None:
-        check_config(config)
-        self._config = config
-        self._policy.config = config
-
-    def purge_deleted(self) -> int:
-        return 0
-
-    @property
-    def cleaned_offset(self) -> int:
-        return self._data.cleaned_offset
 
     def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
         """Durable at once, like truncate_to (the swap is atomic on a real disk)."""
@@ -206,9 +158,6 @@ class SimLog:
         delta = data.segments.replace(data, contents)
         data.synced = max(0, min(len(data.blobs), data.synced + delta))
         data.cleaned_offset = cleaned_offset
-
-    def close(self) -> None:
-        self._closed = True
 
     def _check_open(self) -> None:
         if self._closed:

@@ -186,6 +186,7 @@ class BatchList(Protocol):
     start: int
     end: int
     segments: ListSegments
+    cleaned_offset: int
 
 
 def store_batch(
@@ -251,6 +252,46 @@ def batches_from(data: BatchList, start_offset: int) -> Iterator[tuple[BatchHead
     return iter(list(zip(data.headers[index:], data.blobs[index:], strict=True)))
 
 
+class BatchListLog(LogBase):
+    """A partition log over a ``BatchList`` (the memory log and the simulated disk's log):
+    the reads, the segments' view and the offsets."""
+
+    _data: BatchList
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._data.start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._data.end
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one containing ``offset``; the first regardless of size."""
+        self._check_open()
+        return read_whole_batches(self._data, offset, max_bytes)
+
+    def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
+        """Batches with last offset >= max(start_offset, log_start_offset), as of this call."""
+        self._check_open()
+        return batches_from(self._data, start_offset)
+
+    def segments(self) -> list[SegmentInfo]:
+        self._check_open()
+        data = self._data
+        return data.segments.view(data.bases, data.headers, data.start, data.end)
+
+    def purge_deleted(self) -> int:
+        return 0
+
+    @property
+    def cleaned_offset(self) -> int:
+        return self._data.cleaned_offset
+
+    def close(self) -> None:
+        self._closed = True
+
+
 @dataclass
 class _MemoryData:
     """What survives closing and reopening a memory log (the 'disk')."""
@@ -264,7 +305,7 @@ class _MemoryData:
     cleaned_offset: int = 0
 
 
-class MemoryLog(LogBase):
+class MemoryLog(BatchListLog):
     """A ``PartitionLog`` whose batches are Python lists.
 
     Segment boundaries follow FileLog's roll rules (``ListSegments``) so retention
@@ -281,14 +322,6 @@ class MemoryLog(LogBase):
         self._closed = False
         self.flush_count = 0
 
-    @property
-    def log_start_offset(self) -> int:
-        return self._data.start
-
-    @property
-    def log_end_offset(self) -> int:
-        return self._data.end
-
     def append(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
         """Validate, assign the next offset, store; applies the message flush rule."""
         self._check_open()
@@ -296,16 +329,6 @@ class MemoryLog(LogBase):
         if self._policy.record_append(header.records_count, now_ms):
             self.flush()
         return header
-
-    def read(self, offset: int, max_bytes: int) -> bytes:
-        """Whole batches from the one containing ``offset``; the first regardless of size."""
-        self._check_open()
-        return read_whole_batches(self._data, offset, max_bytes)
-
-    def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
-        """Batches with last offset >= max(start_offset, log_start_offset), as of this call."""
-        self._check_open()
-        return batches_from(self._data, start_offset)
 
     def flush(self) -> None:
         self._check_open()
@@ -334,25 +357,10 @@ class MemoryLog(LogBase):
             return
         drop_batches_below(data, offset)
 
-    def segments(self) -> list[SegmentInfo]:
-        self._check_open()
-        data = self._data
-        return data.segments.view(data.bases, data.headers, data.start, data.end)
-
-    def purge_deleted(self) -> int:
-        return 0
-
-    @property
-    def cleaned_offset(self) -> int:
-        return self._data.cleaned_offset
-
     def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
         self._check_open()
         self._data.segments.replace(self._data, contents)
         self._data.cleaned_offset = cleaned_offset
-
-    def close(self) -> None:
-        self._closed = True
 
     def _check_open(self) -> None:
         if self._closed:

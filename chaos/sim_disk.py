@@ -24,19 +24,19 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from coordinator.log.memory_log import (
     BatchListLog,
     FlushPolicy,
+    MemoryData,
+    StorageBase,
     check_config,
-    check_partition,
     cut_batches_from,
     drop_batches_below,
     store_batch,
     validate_batch,
 )
-from coordinator.log.segments import ListSegments
 from coordinator.log.storage import LogConfig
 from txn.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, parse_header
 from txn.errors import ClosedError
@@ -62,20 +62,13 @@ FaultHook = Callable[[str, str], None]
 
 
 @dataclass
-class _LogData:
-    """One log on the simulated disk."""
+class _LogData(MemoryData):
+    """One log on the simulated disk: a memory log's batches, and which of them are durable."""
 
-    bases: list[int] = field(default_factory=list)
-    headers: list[BatchHeader] = field(default_factory=list)
-    blobs: list[bytes] = field(default_factory=list)
-    start: int = 0
-    end: int = 0
     synced: int = 0  # batches [0, synced) are durable
     # After a crash: the surviving bytes of the unsynced tail, recovered (parsed and truncated)
     # on next open; the durable batches [0, synced) are whole and intact and stay as they are.
     image: bytes | None = None
-    segments: ListSegments = field(default_factory=ListSegments)
-    cleaned_offset: int = 0
 
 
 @dataclass
@@ -199,14 +192,13 @@ def _recover(data: _LogData, image: bytes) -> int:
     return dropped
 
 
-class SimDisk:
+class SimDisk(StorageBase[SimLog]):
     """A ``Storage`` whose unsynced bytes a simulated crash loses or tears."""
 
     def __init__(self, rng: random.Random, default_config: LogConfig | None = None) -> None:
+        super().__init__(default_config)
         self._rng = rng
-        self._default_config = default_config or LogConfig()
         self._logs: dict[tuple[str, int], _LogData] = {}
-        self._open: dict[tuple[str, int], SimLog] = {}
         self.stats = DiskStats()
         # Set by the simulator; None means no faults.
         self.hook: FaultHook | None = None
@@ -215,33 +207,19 @@ class SimDisk:
 
     # -- Storage --------------------------------------------------------------------------------
 
-    def open_log(self, topic: str, partition: int, config: LogConfig | None = None) -> SimLog:
-        check_partition(topic, partition)
-        key = (topic, partition)
-        log = self._open.get(key)
-        if log is not None and not log.closed:
-            return log
-        data = self._logs.setdefault(key, _LogData())
+    def _new_log(self, topic: str, partition: int, config: LogConfig) -> SimLog:
+        data = self._logs.setdefault((topic, partition), _LogData())
         if data.image is not None and _recover(data, data.image) > 0:
             self.stats.recovered_truncations += 1
-        log = SimLog(self, f"{topic}-{partition}", data, config or self._default_config)
-        self._open[key] = log
-        return log
+        return SimLog(self, f"{topic}-{partition}", data, config)
 
     def list_logs(self) -> list[tuple[str, int]]:
         return sorted(self._logs)
 
     def delete_log(self, topic: str, partition: int) -> None:
         key = (topic, partition)
-        log = self._open.pop(key, None)
-        if log is not None:
-            log.close()
+        self._close_log(key)
         self._logs.pop(key, None)
-
-    def close(self) -> None:
-        for log in self._open.values():
-            log.close()
-        self._open.clear()
 
     # -- faults ---------------------------------------------------------------------------------
 
@@ -253,9 +231,7 @@ class SimDisk:
     def crash(self) -> None:
         """Power loss: unsynced bytes are lost, partly kept, or torn; every open log closes."""
         self.stats.crashes += 1
-        for log in self._open.values():
-            log.close()
-        self._open.clear()
+        self.close()
         for key in sorted(self._logs):
             data = self._logs[key]
             unsynced = b"".join(data.blobs[data.synced :])

@@ -141,6 +141,9 @@ class LogBase(ABC):
     @abstractmethod
     def _check_open(self) -> None: ...
 
+    @abstractmethod
+    def close(self) -> None: ...
+
     @property
     def closed(self) -> bool:
         return self._closed
@@ -293,7 +296,7 @@ class BatchListLog(LogBase):
 
 
 @dataclass
-class _MemoryData:
+class MemoryData:
     """What survives closing and reopening a memory log (the 'disk')."""
 
     bases: list[int] = field(default_factory=list)
@@ -314,10 +317,10 @@ class MemoryLog(BatchListLog):
     only counts (``flush_count``) so tests can observe the flush policy.
     """
 
-    def __init__(self, config: LogConfig | None = None, *, _data: _MemoryData | None = None):
+    def __init__(self, config: LogConfig | None = None, *, _data: MemoryData | None = None):
         self._config = config or LogConfig()
         check_config(self._config)
-        self._data = _data if _data is not None else _MemoryData()
+        self._data = _data if _data is not None else MemoryData()
         self._policy = FlushPolicy(self._config)
         self._closed = False
         self.flush_count = 0
@@ -392,16 +395,27 @@ class StorageBase(ABC, Generic[L]):
     @abstractmethod
     def _new_log(self, topic: str, partition: int, config: LogConfig) -> L: ...
 
+    def _close_log(self, key: tuple[str, int]) -> None:
+        """Forget the open log of ``key``, closing it (``delete_log``'s first step)."""
+        log = self._open.pop(key, None)
+        if log is not None:
+            log.close()
+
+    def close(self) -> None:
+        for log in self._open.values():
+            log.close()
+        self._open.clear()
+
 
 class MemoryStorage(StorageBase[MemoryLog]):
     """A ``Storage`` of memory logs; closing and reopening a log keeps its batches."""
 
     def __init__(self, default_config: LogConfig | None = None) -> None:
         super().__init__(default_config)
-        self._data: dict[tuple[str, int], _MemoryData] = {}
+        self._data: dict[tuple[str, int], MemoryData] = {}
 
     def _new_log(self, topic: str, partition: int, config: LogConfig) -> MemoryLog:
-        data = self._data.setdefault((topic, partition), _MemoryData())
+        data = self._data.setdefault((topic, partition), MemoryData())
         return MemoryLog(config, _data=data)
 
     def list_logs(self) -> list[tuple[str, int]]:
@@ -409,12 +423,5 @@ class MemoryStorage(StorageBase[MemoryLog]):
 
     def delete_log(self, topic: str, partition: int) -> None:
         key = (topic, partition)
-        log = self._open.pop(key, None)
-        if log is not None:
-            log.close()
+        self._close_log(key)
         self._data.pop(key, None)
-
-    def close(self) -> None:
-        for log in self._open.values():
-            log.close()
-        self._open.clear()

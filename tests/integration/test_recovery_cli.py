@@ -69,10 +69,8 @@ def cli(capsys: pytest.CaptureFixture[str], b: str, *argv: str) -> tuple[int, An
     return code, json.loads(captured.out or captured.err)  # errors are JSON on stderr
 
 
-def prepare_in_process(
-    b: str, tid: str, consumer: ShareConsumer, records: list[Record], topic_out: str
-) -> PreparedTxnState:
-    """Outputs + the acks of ``records`` in a prepared 2PC transaction, left to the coordinator."""
+def two_phase_producer(b: str, tid: str) -> TransactionalProducer:
+    """A 2PC transactional producer for ``tid`` with its first transaction begun."""
     p = TransactionalProducer(
         {
             "bootstrap.servers": b,
@@ -82,6 +80,24 @@ def prepare_in_process(
     )
     p.init_transactions()
     p.begin_transaction()
+    return p
+
+
+def txn_ids(tid: str, producer_id: int, epoch: int) -> list[str]:
+    """The ``--transactional-id --producer-id --epoch`` options naming one transaction."""
+    return ["--transactional-id", tid, "--producer-id", str(producer_id), "--epoch", str(epoch)]
+
+
+def find_hanging(capsys: pytest.CaptureFixture[str], b: str, *scope: str) -> tuple[int, Any]:
+    """``txn find-hanging SCOPE`` flagging every open transaction by age (timeout 0)."""
+    return cli(capsys, b, "txn", "find-hanging", *scope, "--max-transaction-timeout", "0", *FAST)
+
+
+def prepare_in_process(
+    b: str, tid: str, consumer: ShareConsumer, records: list[Record], topic_out: str
+) -> PreparedTxnState:
+    """Outputs + the acks of ``records`` in a prepared 2PC transaction, left to the coordinator."""
+    p = two_phase_producer(b, tid)
     for r in records:
         p.send(topic_out, f"{tid}:{(r.value or b'').decode()}".encode(), key=r.key)
         consumer.acknowledge(r)
@@ -144,19 +160,14 @@ def test_killed_prepared_transaction_is_listed_described_and_committed(
     assert kinds == {"data partition", "share-state partition"}
     assert all(not p["flag"] for p in desc["participants"])
 
-    code, hanging = cli(
-        capsys, b, "txn", "find-hanging", "--all-topics", "--max-transaction-timeout", "0", *FAST
-    )
+    code, hanging = find_hanging(capsys, b, "--all-topics")
     assert code == 1
     assert [(h["kind"], h["transactional_id"]) for h in hanging["hanging"]] == [
         ("prepared-2pc", tid)
     ]
 
-    commit = [
-        "txn", "commit", "--transactional-id", tid,
-        "--producer-id", str(state.producer_id), "--epoch", str(state.epoch),
-        "--audit-log", str(audit), *FAST,
-    ]  # fmt: skip
+    commit = ["txn", "commit", *txn_ids(tid, state.producer_id, state.epoch)]
+    commit += ["--audit-log", str(audit), *FAST]
     code, plan = cli(capsys, b, *commit)  # no evidence: refused
     assert code == 3 and plan["plan"][0]["action"] == "refuse"
     code, plan = cli(capsys, b, *commit, "--prepared-state", str(state))  # dry run
@@ -182,9 +193,7 @@ def test_killed_prepared_transaction_is_listed_described_and_committed(
     assert end["outcome"] == "applied" and end["before"]["state"] == "Ongoing"
     assert end["after"]["state"] != "Ongoing" and end["operator"] and end["tool_version"]
 
-    code, hanging = cli(
-        capsys, b, "txn", "find-hanging", "--all-topics", "--max-transaction-timeout", "0", *FAST
-    )
+    code, hanging = find_hanging(capsys, b, "--all-topics")
     assert (code, hanging["hanging"]) == (0, [])
 
 
@@ -196,14 +205,7 @@ def test_killed_prepared_transaction_aborted_and_records_redelivered(
     tid = f"rec-abort-{uuid.uuid4().hex[:6]}"
     state = prepared_by_killed_process(b, group, topic_in, topic_out, tid, 6)
     audit = tmp_path / "audit.jsonl"
-    ids = [
-        "--transactional-id",
-        tid,
-        "--producer-id",
-        str(state.producer_id),
-        "--epoch",
-        str(state.epoch),
-    ]
+    ids = txn_ids(tid, state.producer_id, state.epoch)
     code, _ = cli(capsys, b, "txn", "abort", *ids, "--audit-log", str(audit), *FAST)
     assert code == 1 and state_of(b, tid) == "Ongoing"  # dry run
     code, done = cli(capsys, b, "txn", "abort", *ids, "--audit-log", str(audit), "--apply", *FAST)
@@ -235,14 +237,7 @@ def test_stale_plan_is_raced_and_force_terminate(
     tid = f"rec-race-{uuid.uuid4().hex[:6]}"
     state = prepare_in_process(b, tid, c, records, topic_out)
     audit = tmp_path / "audit.jsonl"
-    ids = [
-        "--transactional-id",
-        tid,
-        "--producer-id",
-        str(state.producer_id),
-        "--epoch",
-        str(state.epoch),
-    ]
+    ids = txn_ids(tid, state.producer_id, state.epoch)
     fired: list[bool] = []
     inner: list[int] = []
 
@@ -413,16 +408,7 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
         c.acknowledge(records[1])
         healthy.send_share_acks_to_transaction(c.acknowledgements(), c.group_metadata())
         healthy.flush()
-        code, found = cli(
-            capsys,
-            b,
-            "txn",
-            "find-hanging",
-            "--all-topics",
-            "--max-transaction-timeout",
-            "0",
-            *FAST,
-        )
+        code, found = find_hanging(capsys, b, "--all-topics")
         assert (code, found["hanging"]) == (0, [])
         healthy.commit_transaction()
         healthy.close()
@@ -434,16 +420,7 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
         broker.stop()
         shutil.rmtree(data / "__transaction_state-0")
         broker.start()
-        code, found = cli(
-            capsys,
-            b,
-            "txn",
-            "find-hanging",
-            "--all-topics",
-            "--max-transaction-timeout",
-            "0",
-            *FAST,
-        )
+        code, found = find_hanging(capsys, b, "--all-topics")
         assert code == 1
         got = {(h["kind"], h["producer_id"], h["coordinator_state"]) for h in found["hanging"]}
         assert got == {
@@ -452,17 +429,7 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
         }
         acks = next(h for h in found["hanging"] if h["kind"] == "pending-share-acks")
         assert acks["pending_records"] == 4 and group in acks["where"]
-        code, found = cli(
-            capsys,
-            b,
-            "txn",
-            "find-hanging",
-            "--topic",
-            topic_out,
-            "--max-transaction-timeout",
-            "0",
-            *FAST,
-        )
+        code, found = find_hanging(capsys, b, "--topic", topic_out)
         assert code == 1 and {h["kind"] for h in found["hanging"]} == {"open-transaction"}
         code, producers = cli(
             capsys, b, "txn", "describe-producers", "--topic", topic_out, "--partition", "0"
@@ -497,7 +464,7 @@ def test_prepare_commit_is_evidence_and_is_never_aborted(
         pid, epoch = p.producer_id_and_epoch
         assert state_of(b, "decided") == "PrepareCommit"
         audit = tmp_path / "audit.jsonl"
-        ids = ["--transactional-id", "decided", "--producer-id", str(pid), "--epoch", str(epoch)]
+        ids = txn_ids("decided", pid, epoch)
         opts = ["--audit-log", str(audit), "--wait-timeout", "1", *FAST]
         code, refused = cli(capsys, b, "txn", "abort", *ids, *opts, "--apply")
         assert code == 3 and "durable commit decision" in refused["results"][0]["detail"]
@@ -522,19 +489,18 @@ def test_prepare_commit_is_evidence_and_is_never_aborted(
 
 def prepared_2pc(b: str, tid: str, topic_out: str) -> PreparedTxnState:
     """A prepared 2PC transaction (one output record, no share acks) left to the coordinator."""
-    p = TransactionalProducer(
-        {
-            "bootstrap.servers": b,
-            "transactional.id": tid,
-            "transaction.two.phase.commit.enable": True,
-        }
-    )
-    p.init_transactions()
-    p.begin_transaction()
+    p = two_phase_producer(b, tid)
     p.send(topic_out, b"prepared")
     state = p.prepare_transaction()
     p.close()
     return state
+
+
+def prepared_2pc_in_new_topic(b: str, tid_prefix: str) -> tuple[str, str, PreparedTxnState]:
+    """(transactional id, output topic, state) of a new :func:`prepared_2pc` transaction."""
+    _, topic_out, _ = setup(b, 0)
+    tid = f"{tid_prefix}-{uuid.uuid4().hex[:6]}"
+    return tid, topic_out, prepared_2pc(b, tid, topic_out)
 
 
 def test_ageing_warnings_at_80_percent_and_for_old_prepared_2pc(
@@ -630,9 +596,7 @@ def test_unconfirmed_commit_is_heuristic_listed_and_forgotten(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     b = kbroker.bootstrap_servers
-    _, topic_out, _ = setup(b, 0)
-    tid = f"heur-{uuid.uuid4().hex[:6]}"
-    state = prepared_2pc(b, tid, topic_out)
+    tid, topic_out, state = prepared_2pc_in_new_topic(b, "heur")
     audit = tmp_path / "audit.jsonl"
     real_commit = TransactionalProducer.commit_transaction
 
@@ -644,8 +608,7 @@ def test_unconfirmed_commit_is_heuristic_listed_and_forgotten(
 
     monkeypatch.setattr(TransactionalProducer, "commit_transaction", commit_then_lose_the_response)
     code, done = cli(
-        capsys, b, "txn", "commit", "--transactional-id", tid,
-        "--producer-id", str(state.producer_id), "--epoch", str(state.epoch),
+        capsys, b, "txn", "commit", *txn_ids(tid, state.producer_id, state.epoch),
         "--prepared-state", str(state), "--audit-log", str(audit), "--apply", *FAST,
     )  # fmt: skip
     monkeypatch.setattr(TransactionalProducer, "commit_transaction", real_commit)
@@ -682,14 +645,10 @@ def test_apply_needs_an_operator(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     b = kbroker.bootstrap_servers
-    _, topic_out, _ = setup(b, 0)
-    tid = f"op-{uuid.uuid4().hex[:6]}"
-    state = prepared_2pc(b, tid, topic_out)
+    tid, _, state = prepared_2pc_in_new_topic(b, "op")
     audit = tmp_path / "audit.jsonl"
-    abort = [
-        "txn", "abort", "--transactional-id", tid, "--producer-id", str(state.producer_id),
-        "--epoch", str(state.epoch), "--audit-log", str(audit), *FAST,
-    ]  # fmt: skip
+    abort = ["txn", "abort", *txn_ids(tid, state.producer_id, state.epoch)]
+    abort += ["--audit-log", str(audit), *FAST]
     monkeypatch.delenv("USER")
     code, _ = cli(capsys, b, *abort)  # a dry run needs no operator
     assert code == 1

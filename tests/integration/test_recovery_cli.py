@@ -56,6 +56,12 @@ def kbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
         yield b
 
 
+@pytest.fixture
+def audit(tmp_path: Path) -> Path:
+    """The test's ``--audit-log`` (not written yet)."""
+    return tmp_path / "audit.jsonl"
+
+
 @pytest.fixture(autouse=True)
 def _operator(monkeypatch: pytest.MonkeyPatch) -> None:
     """--apply needs an operator name (``--operator`` or ``$USER``)."""
@@ -119,6 +125,23 @@ def redelivered(b: str, group: str, topic_in: str, want: int, timeout_s: float) 
     return sorted(r.offset for r in got)
 
 
+def killed_prepared(
+    b: str, tid_prefix: str, n: int
+) -> tuple[str, str, str, str, PreparedTxnState]:
+    """(topic_in, topic_out, group, tid, state): N new records consumed, their outputs and acks
+    left in a 2PC transaction by a process SIGKILLed after ``prepare_transaction``."""
+    topic_in, topic_out, group = setup(b, n)
+    tid = f"{tid_prefix}-{uuid.uuid4().hex[:6]}"
+    state = prepared_by_killed_process(b, group, topic_in, topic_out, tid, n)
+    return topic_in, topic_out, group, tid, state
+
+
+def force_terminate(tid: str, audit: Path) -> list[str]:
+    """``sharetxn txn force-terminate`` of ``tid``, applied, logged to ``audit``."""
+    applied = ["--audit-log", str(audit), "--apply", *FAST]
+    return ["txn", "force-terminate", "--transactional-id", tid, *applied]
+
+
 def state_of(b: str, tid: str) -> str:
     with Admin(b) as admin:
         return admin.describe_transactions([tid])[0].state
@@ -132,13 +155,10 @@ def events(path: Path) -> list[str]:
 
 
 def test_killed_prepared_transaction_is_listed_described_and_committed(
-    kbroker: LocalBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    kbroker: LocalBroker, audit: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     b = kbroker.bootstrap_servers
-    topic_in, topic_out, group = setup(b, 8)
-    tid = f"rec-commit-{uuid.uuid4().hex[:6]}"
-    state = prepared_by_killed_process(b, group, topic_in, topic_out, tid, 8)
-    audit = tmp_path / "audit.jsonl"
+    topic_in, topic_out, group, tid, state = killed_prepared(b, "rec-commit", 8)
 
     code, listing = cli(capsys, b, "txn", "list", "--prefix", tid, *FAST)
     assert code == 1
@@ -198,13 +218,10 @@ def test_killed_prepared_transaction_is_listed_described_and_committed(
 
 
 def test_killed_prepared_transaction_aborted_and_records_redelivered(
-    kbroker: LocalBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    kbroker: LocalBroker, audit: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     b = kbroker.bootstrap_servers
-    topic_in, topic_out, group = setup(b, 6)
-    tid = f"rec-abort-{uuid.uuid4().hex[:6]}"
-    state = prepared_by_killed_process(b, group, topic_in, topic_out, tid, 6)
-    audit = tmp_path / "audit.jsonl"
+    topic_in, topic_out, group, tid, state = killed_prepared(b, "rec-abort", 6)
     ids = txn_ids(tid, state.producer_id, state.epoch)
     code, _ = cli(capsys, b, "txn", "abort", *ids, "--audit-log", str(audit), *FAST)
     assert code == 1 and state_of(b, tid) == "Ongoing"  # dry run
@@ -227,6 +244,7 @@ def test_killed_prepared_transaction_aborted_and_records_redelivered(
 def test_stale_plan_is_raced_and_force_terminate(
     kbroker: LocalBroker,
     tmp_path: Path,
+    audit: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -236,7 +254,6 @@ def test_stale_plan_is_raced_and_force_terminate(
     assert len(records) == 4
     tid = f"rec-race-{uuid.uuid4().hex[:6]}"
     state = prepare_in_process(b, tid, c, records, topic_out)
-    audit = tmp_path / "audit.jsonl"
     ids = txn_ids(tid, state.producer_id, state.epoch)
     fired: list[bool] = []
     inner: list[int] = []
@@ -247,20 +264,7 @@ def test_stale_plan_is_raced_and_force_terminate(
         if fired:
             return  # the other operator's own run passes through
         fired.append(True)
-        code = sharetxn(
-            [
-                "txn",
-                "force-terminate",
-                "--transactional-id",
-                tid,
-                "--bootstrap-server",
-                b,
-                "--audit-log",
-                str(tmp_path / "other.jsonl"),
-                "--apply",
-                *FAST,
-            ]
-        )
+        code = sharetxn([*force_terminate(tid, tmp_path / "other.jsonl"), "--bootstrap-server", b])
         inner.append(code)
         capsys.readouterr()
 
@@ -293,18 +297,7 @@ def test_stale_plan_is_raced_and_force_terminate(
     assert redelivered(b, group, topic_in, 4, timeout_s=15) == list(range(4))
     assert [e["event"] for e in read_audit_log(tmp_path / "other.jsonl")] == ["begin", "end"]
     # nothing open any more: force-terminate is a no-op
-    code, noop = cli(
-        capsys,
-        b,
-        "txn",
-        "force-terminate",
-        "--transactional-id",
-        tid,
-        "--audit-log",
-        str(audit),
-        "--apply",
-        *FAST,
-    )
+    code, noop = cli(capsys, b, *force_terminate(tid, audit))
     assert code == 0 and noop["results"][0]["outcome"] == "noop"
     assert events(audit) == ["raced", "noop"]
 
@@ -313,7 +306,7 @@ def test_stale_plan_is_raced_and_force_terminate(
 
 
 def test_recover_spark_checkpoint_both_directions_and_orphans(
-    kbroker: LocalBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    kbroker: LocalBroker, tmp_path: Path, audit: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     b = kbroker.bootstrap_servers
     topic_in, topic_out, group = setup(b, 9)
@@ -343,7 +336,6 @@ def test_recover_spark_checkpoint_both_directions_and_orphans(
             ),
         )
     (chk / "commits" / "1").write_text('v1\n{"nextBatchWatermarkMs":0}\n')  # batch 1 decided
-    audit = tmp_path / "audit.jsonl"
     recover = [
         "recover",
         "--checkpoint",
@@ -446,7 +438,7 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
 
 
 def test_prepare_commit_is_evidence_and_is_never_aborted(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, audit: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A broker whose markers are lost keeps a transaction in PrepareCommit."""
     with markerless_broker(tmp_path / "d", _free_port()) as b:
@@ -463,7 +455,6 @@ def test_prepare_commit_is_evidence_and_is_never_aborted(
         p.commit_transaction(timeout_s=10)  # PREPARE_COMMIT is durable, the markers are lost
         pid, epoch = p.producer_id_and_epoch
         assert state_of(b, "decided") == "PrepareCommit"
-        audit = tmp_path / "audit.jsonl"
         ids = txn_ids("decided", pid, epoch)
         opts = ["--audit-log", str(audit), "--wait-timeout", "1", *FAST]
         code, refused = cli(capsys, b, "txn", "abort", *ids, *opts, "--apply")
@@ -591,13 +582,12 @@ def test_find_hanging_needs_a_scope_and_batches_describe_producers(
 
 def test_unconfirmed_commit_is_heuristic_listed_and_forgotten(
     kbroker: LocalBroker,
-    tmp_path: Path,
+    audit: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     b = kbroker.bootstrap_servers
     tid, topic_out, state = prepared_2pc_in_new_topic(b, "heur")
-    audit = tmp_path / "audit.jsonl"
     real_commit = TransactionalProducer.commit_transaction
 
     def commit_then_lose_the_response(
@@ -641,12 +631,12 @@ def test_unconfirmed_commit_is_heuristic_listed_and_forgotten(
 def test_apply_needs_an_operator(
     kbroker: LocalBroker,
     tmp_path: Path,
+    audit: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     b = kbroker.bootstrap_servers
     tid, _, state = prepared_2pc_in_new_topic(b, "op")
-    audit = tmp_path / "audit.jsonl"
     abort = ["txn", "abort", *txn_ids(tid, state.producer_id, state.epoch)]
     abort += ["--audit-log", str(audit), *FAST]
     monkeypatch.delenv("USER")

@@ -88,6 +88,14 @@ def txn_config(bootstrap: str, tid: str, **extra: Any) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, "transactional.id": tid, **extra}
 
 
+def begun_producer(bootstrap: str, tid: str) -> TransactionalProducer:
+    """A producer of ``tid`` after ``init_transactions``, its first transaction begun."""
+    producer = TransactionalProducer(txn_config(bootstrap, tid))
+    producer.init_transactions()
+    producer.begin_transaction()
+    return producer
+
+
 # -- idempotent -----------------------------------------------------------------------------
 
 
@@ -147,10 +155,8 @@ def test_commit_abort_and_open_transactions_have_exact_read_committed_counts(
 ) -> None:
     bootstrap = txn_broker.bootstrap_servers
     topic = new_topic(bootstrap)
-    producer = TransactionalProducer(txn_config(bootstrap, f"cao-{uuid.uuid4().hex[:6]}"))
+    producer = begun_producer(bootstrap, f"cao-{uuid.uuid4().hex[:6]}")
     try:
-        producer.init_transactions()
-        producer.begin_transaction()
         committed = [producer.send(topic, f"c{i}") for i in range(300)]
         producer.commit_transaction()
         assert all(f.result(0).offset >= 0 for f in committed)
@@ -202,10 +208,8 @@ def test_commit_abort_and_open_transactions_have_exact_read_committed_counts(
 def test_threads_share_one_transaction(txn_broker: LocalBroker) -> None:
     bootstrap = txn_broker.bootstrap_servers
     topic = new_topic(bootstrap)
-    producer = TransactionalProducer(txn_config(bootstrap, f"threads-{uuid.uuid4().hex[:6]}"))
+    producer = begun_producer(bootstrap, f"threads-{uuid.uuid4().hex[:6]}")
     try:
-        producer.init_transactions()
-        producer.begin_transaction()
 
         def work(n: int) -> None:
             for i in range(500):
@@ -249,9 +253,7 @@ def test_zombie_is_fenced_and_its_open_transaction_never_visible(txn_broker: Loc
     bootstrap = txn_broker.bootstrap_servers
     topic = new_topic(bootstrap)
     tid = f"zombie-{uuid.uuid4().hex[:6]}"
-    zombie = TransactionalProducer(txn_config(bootstrap, tid))
-    zombie.init_transactions()
-    zombie.begin_transaction()
+    zombie = begun_producer(bootstrap, tid)
     for i in range(50):
         zombie.send(topic, f"z{i}", partition=i % 2)
     zombie.flush(30)
@@ -285,9 +287,7 @@ def test_fenced_producer_commit_raises_producer_fenced(txn_broker: LocalBroker) 
     bootstrap = txn_broker.bootstrap_servers
     topic = new_topic(bootstrap, 1)
     tid = f"fence-{uuid.uuid4().hex[:6]}"
-    first = TransactionalProducer(txn_config(bootstrap, tid))
-    first.init_transactions()
-    first.begin_transaction()
+    first = begun_producer(bootstrap, tid)
     first.send(topic, b"never")
     first.flush(30)
     with TransactionalProducer(txn_config(bootstrap, tid)) as second:

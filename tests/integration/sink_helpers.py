@@ -81,6 +81,31 @@ def sink_config(bootstrap: str, name: str, topic: str, **extra: str) -> dict[str
     }
 
 
+def eos_topics(bootstrap: str, partitions: int, target_partitions: int) -> tuple[str, str, str]:
+    """(topic, connector name, target topic): new input and output topics for a copying sink."""
+    topic, name = new_names("eos")
+    target = f"{topic}-out"
+    create_topics(bootstrap, (topic, partitions), (target, target_partitions))
+    return topic, name, target
+
+
+def eos_sink_config(
+    bootstrap: str, name: str, topic: str, target: str, **extra: str
+) -> dict[str, str]:
+    """A ``KafkaTopicSink`` connector copying ``topic`` to ``target`` exactly once."""
+    return sink_config(
+        bootstrap,
+        name,
+        topic,
+        **{
+            "connector.class": "producer.sink.KafkaTopicSink",
+            "target.topic": target,
+            "share.delivery.semantics": "exactly-once",
+            **extra,
+        },
+    )
+
+
 def wait_for(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():

@@ -28,6 +28,22 @@ def configs(b: str, entity_type: str, name: str, *action: str) -> tuple[str, ...
     return ("configs", *entity, *action, "--bootstrap-server", b)
 
 
+def topics(b: str, *args: str) -> tuple[str, ...]:
+    """The arguments of ``sharetxn topics ARGS`` against the broker at ``b``."""
+    return ("topics", *args, "--bootstrap-server", b)
+
+
+def alter(b: str, entity_type: str, name: str, *changes: str) -> subprocess.CompletedProcess[str]:
+    """``sharetxn configs --alter CHANGES`` on one entity."""
+    return sharetxn(*configs(b, entity_type, name, "--alter", *changes))
+
+
+def described(b: str, entity_type: str, name: str) -> dict[str, str]:
+    """The configs ``sharetxn configs --describe --json`` shows for one entity, by name."""
+    shown = ok_json(*configs(b, entity_type, name, "--describe"))
+    return {c["name"]: c["value"] for c in shown["configs"]}
+
+
 def ok_json(*args: str) -> Any:
     done = sharetxn(*args, "--json")
     assert done.returncode == 0, done.stderr
@@ -36,18 +52,8 @@ def ok_json(*args: str) -> Any:
 
 def test_topics_lifecycle(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    created = ok_json(
-        "topics",
-        "--create",
-        "--topic",
-        "orders",
-        "--partitions",
-        "3",
-        "--config",
-        "cleanup.policy=delete",
-        "--bootstrap-server",
-        b,
-    )
+    create = ("--create", "--topic", "orders", "--partitions", "3")
+    created = ok_json(*topics(b, *create, "--config", "cleanup.policy=delete"))
     assert created["result"] == "NONE"
     again = sharetxn("topics", "--create", "--topic", "orders", "--bootstrap-server", b)
     assert again.returncode == ExitCode.FAILED
@@ -98,20 +104,16 @@ def test_topics_lifecycle(broker: LocalBroker) -> None:
 
 def test_group_configs(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    done = sharetxn(
-        *configs(
-            b,
-            "groups",
-            "g1",
-            "--alter",
-            "--add-config",
-            "share.auto.offset.reset=earliest,share.record.lock.duration.ms=15000",
-        )
+    done = alter(
+        b,
+        "groups",
+        "g1",
+        "--add-config",
+        "share.auto.offset.reset=earliest,share.record.lock.duration.ms=15000",
     )
     assert done.returncode == 0, done.stderr
     assert "Completed updating config for group g1." in done.stdout
-    shown = ok_json(*configs(b, "groups", "g1", "--describe"))
-    assert {c["name"]: c["value"] for c in shown["configs"]} == {
+    assert described(b, "groups", "g1") == {
         "share.auto.offset.reset": "earliest",
         "share.record.lock.duration.ms": "15000",
     }
@@ -121,12 +123,9 @@ def test_group_configs(broker: LocalBroker) -> None:
     )
     assert bad.returncode == ExitCode.FAILED
     assert json.loads(bad.stderr)["exit_code"] == ExitCode.FAILED
-    removed = sharetxn(
-        *configs(b, "groups", "g1", "--alter", "--delete-config", "share.auto.offset.reset")
-    )
+    removed = alter(b, "groups", "g1", "--delete-config", "share.auto.offset.reset")
     assert removed.returncode == 0, removed.stderr
-    shown = ok_json(*configs(b, "groups", "g1", "--describe"))
-    assert [c["name"] for c in shown["configs"]] == ["share.record.lock.duration.ms"]
+    assert list(described(b, "groups", "g1")) == ["share.record.lock.duration.ms"]
     everything = ok_json(*configs(b, "brokers", "1", "--describe", "--all"))
     assert any(c["name"] == "transaction.max.timeout.ms" for c in everything["configs"])
 
@@ -134,25 +133,11 @@ def test_group_configs(broker: LocalBroker) -> None:
 def test_command_config_file(broker: LocalBroker, tmp_path: Path) -> None:
     props = tmp_path / "client.properties"
     props.write_text("# client settings\nclient.id = from-file\nrequest.timeout.ms=20000\n")
-    listed = sharetxn(
-        "topics",
-        "--list",
-        "--command-config",
-        str(props),
-        "--bootstrap-server",
-        broker.bootstrap_servers,
-    )
+    listed = sharetxn(*topics(broker.bootstrap_servers, "--list", "--command-config", str(props)))
     assert listed.returncode == 0, listed.stderr
     broken = tmp_path / "broken.properties"
     broken.write_text("no separator here\n")
-    bad = sharetxn(
-        "topics",
-        "--list",
-        "--command-config",
-        str(broken),
-        "--bootstrap-server",
-        broker.bootstrap_servers,
-    )
+    bad = sharetxn(*topics(broker.bootstrap_servers, "--list", "--command-config", str(broken)))
     assert bad.returncode == ExitCode.USAGE and "expected key=value" in bad.stderr
 
 
@@ -182,32 +167,12 @@ def test_shared_conventions() -> None:
 
 def test_share_group_reset_plans_unless_execute(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    ok_json("topics", "--create", "--topic", "t", "--partitions", "1", "--bootstrap-server", b)
-    plan = sharetxn(
-        "share-groups",
-        "--reset-offsets",
-        "--group",
-        "g",
-        "--topic",
-        "t",
-        "--to-latest",
-        "--bootstrap-server",
-        b,
-    )
+    ok_json(*topics(b, "--create", "--topic", "t", "--partitions", "1"))
+    reset = ("share-groups", "--reset-offsets", "--group", "g", "--topic", "t", "--to-latest")
+    plan = sharetxn(*reset, "--bootstrap-server", b)
     assert plan.returncode == 0 and "--execute" in plan.stdout
     assert ok_json("share-groups", "--list", "--bootstrap-server", b) == []
-    done = ok_json(
-        "share-groups",
-        "--reset-offsets",
-        "--group",
-        "g",
-        "--topic",
-        "t",
-        "--to-latest",
-        "--execute",
-        "--bootstrap-server",
-        b,
-    )
+    done = ok_json(*reset, "--execute", "--bootstrap-server", b)
     assert done == [
         {"group": "g", "new_start_offset": 0, "partition": 0, "result": "NONE", "topic": "t"}
     ]
@@ -243,60 +208,29 @@ def test_ctrl_c_during_retries_exits_130_with_one_line() -> None:
 
 def test_topic_configs(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    ok_json(
-        "topics",
-        "--create",
-        "--topic",
-        "tc",
-        "--config",
-        "retention.ms=1000",
-        "--bootstrap-server",
+    ok_json(*topics(b, "--create", "--topic", "tc", "--config", "retention.ms=1000"))
+    done = alter(
         b,
-    )
-    done = sharetxn(
-        *configs(
-            b,
-            "topics",
-            "tc",
-            "--alter",
-            "--add-config",
-            "retention.ms=5000,cleanup.policy=[compact,delete]",
-            "--delete-config",
-            "nothing.set",
-        )
+        "topics",
+        "tc",
+        "--add-config",
+        "retention.ms=5000,cleanup.policy=[compact,delete]",
+        "--delete-config",
+        "nothing.set",
     )
     assert (
         done.returncode == ExitCode.FAILED
         and "Unknown topic config name: nothing.set" in done.stderr
     )
-    done = sharetxn(
-        *configs(
-            b,
-            "topics",
-            "tc",
-            "--alter",
-            "--add-config",
-            "retention.ms=5000,cleanup.policy=[compact,delete]",
-        )
+    done = alter(
+        b, "topics", "tc", "--add-config", "retention.ms=5000,cleanup.policy=[compact,delete]"
     )
     assert done.returncode == 0, done.stderr
-    shown = ok_json(*configs(b, "topics", "tc", "--describe"))
-    assert {c["name"]: c["value"] for c in shown["configs"]} == {
+    assert described(b, "topics", "tc") == {
         "retention.ms": "5000",
         "cleanup.policy": "compact,delete",
     }
-    bad = sharetxn(
-        "topics",
-        "--create",
-        "--topic",
-        "tc2",
-        "--config",
-        "retention.msec=1",
-        "--bootstrap-server",
-        b,
-    )
+    bad = sharetxn(*topics(b, "--create", "--topic", "tc2", "--config", "retention.msec=1"))
     assert bad.returncode == ExitCode.FAILED and "Unknown topic config name" in bad.stderr
-    broker_alter = sharetxn(
-        *configs(b, "brokers", "1", "--alter", "--add-config", "num.partitions=3")
-    )
+    broker_alter = alter(b, "brokers", "1", "--add-config", "num.partitions=3")
     assert broker_alter.returncode == ExitCode.FAILED and "--set" in broker_alter.stderr

@@ -47,6 +47,52 @@ def partitions(draw: st.DrawFn) -> list[dict[str, Any]]:
     ]
 
 
+def member_fields(
+    group: str,
+    member: str,
+    generation: int,
+    instance: str | None = None,
+    generation_key: str = "generation_id",
+) -> dict[str, Any]:
+    """Who a classic-group request comes from: group, generation, member and instance ids."""
+    return {
+        "group_id": group,
+        generation_key: generation,
+        "member_id": member,
+        "group_instance_id": instance,
+    }
+
+
+def join_body(
+    group: str,
+    member: str,
+    timeouts: tuple[int, int],
+    instance: str | None,
+    protocol_type: str,
+    protocols: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A JoinGroup v9 body; ``timeouts``: (session, rebalance) in ms."""
+    session_timeout, rebalance_timeout = timeouts
+    return {
+        "group_id": group,
+        "session_timeout": session_timeout,
+        "rebalance_timeout": rebalance_timeout,
+        "member_id": member,
+        "group_instance_id": instance,
+        "protocol_type": protocol_type,
+        "protocols": protocols,
+        "reason": None,
+    }
+
+
+def commit_body(
+    group: str, member: str, generation: int, topics: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """An OffsetCommit v9 body."""
+    epoch_key = "generation_id_or_member_epoch"
+    return {**member_fields(group, member, generation, generation_key=epoch_key), "topics": topics}
+
+
 @st.composite
 def requests(draw: st.DrawFn) -> tuple[int, int, dict[str, Any]]:
     kind = draw(
@@ -68,48 +114,26 @@ def requests(draw: st.DrawFn) -> tuple[int, int, dict[str, Any]]:
     group = draw(ids)
     member = draw(ids)
     if kind == "join":
-        return (
-            11,
-            9,
-            {
-                "group_id": group,
-                "session_timeout": draw(st.integers(1, 2000)),
-                "rebalance_timeout": draw(st.integers(1, 500)),
-                "member_id": member,
-                "group_instance_id": draw(st.one_of(st.none(), ids)),
-                "protocol_type": draw(st.sampled_from(["consumer", "", "connect"])),
-                "protocols": [
-                    {"name": draw(ids), "metadata": draw(blobs)}
-                    for _ in range(draw(st.integers(0, 3)))
-                ],
-                "reason": None,
-            },
-        )
+        timeouts = (draw(st.integers(1, 2000)), draw(st.integers(1, 500)))
+        instance = draw(st.one_of(st.none(), ids))
+        protocol_type = draw(st.sampled_from(["consumer", "", "connect"]))
+        protocols = [
+            {"name": draw(ids), "metadata": draw(blobs)} for _ in range(draw(st.integers(0, 3)))
+        ]
+        return 11, 9, join_body(group, member, timeouts, instance, protocol_type, protocols)
     if kind == "sync":
         return (
             14,
             5,
             {
-                "group_id": group,
-                "generation_id": draw(ints),
-                "member_id": member,
-                "group_instance_id": None,
+                **member_fields(group, member, draw(ints)),
                 "protocol_type": None,
                 "protocol_name": None,
                 "assignments": [{"member_id": draw(ids), "assignment": draw(blobs)}],
             },
         )
     if kind == "heartbeat":
-        return (
-            12,
-            4,
-            {
-                "group_id": group,
-                "generation_id": draw(ints),
-                "member_id": member,
-                "group_instance_id": draw(st.one_of(st.none(), ids)),
-            },
-        )
+        return 12, 4, member_fields(group, member, draw(ints), draw(st.one_of(st.none(), ids)))
     if kind == "leave":
         return (
             13,
@@ -127,17 +151,7 @@ def requests(draw: st.DrawFn) -> tuple[int, int, dict[str, Any]]:
             },
         )
     if kind == "commit":
-        return (
-            8,
-            9,
-            {
-                "group_id": group,
-                "generation_id_or_member_epoch": draw(ints),
-                "member_id": member,
-                "group_instance_id": None,
-                "topics": partitions(draw),
-            },
-        )
+        return 8, 9, commit_body(group, member, draw(ints), partitions(draw))
     if kind == "txn-commit":
         return (
             28,
@@ -147,9 +161,7 @@ def requests(draw: st.DrawFn) -> tuple[int, int, dict[str, Any]]:
                 "group_id": group,
                 "producer_id": draw(st.integers(-1, 2**40)),
                 "producer_epoch": draw(st.integers(-1, 32767)),
-                "generation_id": draw(ints),
-                "member_id": member,
-                "group_instance_id": None,
+                **member_fields(group, member, draw(ints)),
                 "topics": partitions(draw),
             },
         )
@@ -228,44 +240,18 @@ def test_many_members_and_large_metadata_stay_bounded(group_broker: LocalBroker)
     client = WireClient(group_broker.bootstrap_servers, timeout_s=10)
     try:
         for _ in range(50):
-            resp = client.request(
-                11,
-                9,
-                {
-                    "group_id": group,
-                    "session_timeout": 1000,
-                    "rebalance_timeout": 1000,
-                    "member_id": "",
-                    "group_instance_id": None,
-                    "protocol_type": "consumer",
-                    "protocols": [{"name": "range", "metadata": b"\x00" * 100_000}],
-                    "reason": None,
-                },
-            )
+            protocols = [{"name": "range", "metadata": b"\x00" * 100_000}]
+            join = join_body(group, "", (1000, 1000), None, "consumer", protocols)
+            resp = client.request(11, 9, join)
             assert int(resp.error_code) == 79  # MEMBER_ID_REQUIRED: pending, not yet a member
-        resp = client.request(
-            8,
-            9,
-            {
-                "group_id": group,
-                "generation_id_or_member_epoch": -1,
-                "member_id": "",
-                "group_instance_id": None,
-                "topics": [
-                    {
-                        "name": "t",
-                        "partitions": [
-                            {
-                                "partition_index": 0,
-                                "committed_offset": 1,
-                                "committed_leader_epoch": -1,
-                                "committed_metadata": "m" * 5000,
-                            }
-                        ],
-                    }
-                ],
-            },
-        )
+        big = {
+            "partition_index": 0,
+            "committed_offset": 1,
+            "committed_leader_epoch": -1,
+            "committed_metadata": "m" * 5000,
+        }
+        topics = [{"name": "t", "partitions": [big]}]
+        resp = client.request(8, 9, commit_body(group, "", -1, topics))
         assert int(resp.topics[0].partitions[0].error_code) == 12  # OFFSET_METADATA_TOO_LARGE
     finally:
         client.close()

@@ -79,9 +79,14 @@ def poll_n(consumer: ShareConsumer, n: int, timeout_s: float = 20) -> list[Any]:
     return out
 
 
-def copy_in_txn(p: TransactionalProducer, c: ShareConsumer, topic_out: str, n: int) -> list[Any]:
+def begin_and_poll(p: TransactionalProducer, c: ShareConsumer, n: int) -> list[Any]:
+    """Begin a transaction of ``p``, then poll ``n`` records of ``c`` (fewer on timeout)."""
     p.begin_transaction()
-    records = poll_n(c, n)
+    return poll_n(c, n)
+
+
+def copy_in_txn(p: TransactionalProducer, c: ShareConsumer, topic_out: str, n: int) -> list[Any]:
+    records = begin_and_poll(p, c, n)
     for r in records:
         p.send(topic_out, (r.value or b"").upper(), key=r.key)
         c.acknowledge(r)
@@ -125,8 +130,7 @@ def test_bulk_copy_send_many_and_acknowledge_delivered(kbroker: LocalBroker) -> 
     b = kbroker.bootstrap_servers
     topic_in, topic_out, group, c = subscribed_setup(b, 30)
     p = producer(b, "ctp-bulk")
-    p.begin_transaction()
-    records = poll_n(c, 30)
+    records = begin_and_poll(p, c, 30)
     assert c.acknowledge_delivered() == len(records) == 30
     assert c.acknowledge_delivered() == 0  # nothing left of that poll
     sent = p.send_many(topic_out, ((r.key, (r.value or b"").upper()) for r in records))
@@ -181,8 +185,7 @@ def test_zombie_is_fenced_and_its_pending_acks_discarded(kbroker: LocalBroker) -
     b = kbroker.bootstrap_servers
     topic_in, topic_out, group, c = subscribed_setup(b, 6)
     zombie = producer(b, "same-tid")
-    zombie.begin_transaction()
-    records = poll_n(c, 6)
+    records = begin_and_poll(zombie, c, 6)
     for r in records[:3]:
         zombie.send(topic_out, b"zombie")
         c.acknowledge(r)

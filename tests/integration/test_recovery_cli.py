@@ -56,6 +56,12 @@ def kbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
         yield b
 
 
+@pytest.fixture
+def audit(tmp_path: Path) -> Path:
+    """The test's ``--audit-log`` (not written yet)."""
+    return tmp_path / "audit.jsonl"
+
+
 @pytest.fixture(autouse=True)
 def _operator(monkeypatch: pytest.MonkeyPatch) -> None:
     """--apply needs an operator name (``--operator`` or ``$USER``)."""
@@ -69,10 +75,8 @@ def cli(capsys: pytest.CaptureFixture[str], b: str, *argv: str) -> tuple[int, An
     return code, json.loads(captured.out or captured.err)  # errors are JSON on stderr
 
 
-def prepare_in_process(
-    b: str, tid: str, consumer: ShareConsumer, records: list[Record], topic_out: str
-) -> PreparedTxnState:
-    """Outputs + the acks of ``records`` in a prepared 2PC transaction, left to the coordinator."""
+def two_phase_producer(b: str, tid: str) -> TransactionalProducer:
+    """A 2PC transactional producer for ``tid`` with its first transaction begun."""
     p = TransactionalProducer(
         {
             "bootstrap.servers": b,
@@ -82,6 +86,24 @@ def prepare_in_process(
     )
     p.init_transactions()
     p.begin_transaction()
+    return p
+
+
+def txn_ids(tid: str, producer_id: int, epoch: int) -> list[str]:
+    """The ``--transactional-id --producer-id --epoch`` options naming one transaction."""
+    return ["--transactional-id", tid, "--producer-id", str(producer_id), "--epoch", str(epoch)]
+
+
+def find_hanging(capsys: pytest.CaptureFixture[str], b: str, *scope: str) -> tuple[int, Any]:
+    """``txn find-hanging SCOPE`` flagging every open transaction by age (timeout 0)."""
+    return cli(capsys, b, "txn", "find-hanging", *scope, "--max-transaction-timeout", "0", *FAST)
+
+
+def prepare_in_process(
+    b: str, tid: str, consumer: ShareConsumer, records: list[Record], topic_out: str
+) -> PreparedTxnState:
+    """Outputs + the acks of ``records`` in a prepared 2PC transaction, left to the coordinator."""
+    p = two_phase_producer(b, tid)
     for r in records:
         p.send(topic_out, f"{tid}:{(r.value or b'').decode()}".encode(), key=r.key)
         consumer.acknowledge(r)
@@ -103,6 +125,23 @@ def redelivered(b: str, group: str, topic_in: str, want: int, timeout_s: float) 
     return sorted(r.offset for r in got)
 
 
+def killed_prepared(
+    b: str, tid_prefix: str, n: int
+) -> tuple[str, str, str, str, PreparedTxnState]:
+    """(topic_in, topic_out, group, tid, state): N new records consumed, their outputs and acks
+    left in a 2PC transaction by a process SIGKILLed after ``prepare_transaction``."""
+    topic_in, topic_out, group = setup(b, n)
+    tid = f"{tid_prefix}-{uuid.uuid4().hex[:6]}"
+    state = prepared_by_killed_process(b, group, topic_in, topic_out, tid, n)
+    return topic_in, topic_out, group, tid, state
+
+
+def force_terminate(tid: str, audit: Path) -> list[str]:
+    """``sharetxn txn force-terminate`` of ``tid``, applied, logged to ``audit``."""
+    applied = ["--audit-log", str(audit), "--apply", *FAST]
+    return ["txn", "force-terminate", "--transactional-id", tid, *applied]
+
+
 def state_of(b: str, tid: str) -> str:
     with Admin(b) as admin:
         return admin.describe_transactions([tid])[0].state
@@ -116,13 +155,10 @@ def events(path: Path) -> list[str]:
 
 
 def test_killed_prepared_transaction_is_listed_described_and_committed(
-    kbroker: LocalBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    kbroker: LocalBroker, audit: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     b = kbroker.bootstrap_servers
-    topic_in, topic_out, group = setup(b, 8)
-    tid = f"rec-commit-{uuid.uuid4().hex[:6]}"
-    state = prepared_by_killed_process(b, group, topic_in, topic_out, tid, 8)
-    audit = tmp_path / "audit.jsonl"
+    topic_in, topic_out, group, tid, state = killed_prepared(b, "rec-commit", 8)
 
     code, listing = cli(capsys, b, "txn", "list", "--prefix", tid, *FAST)
     assert code == 1
@@ -144,19 +180,14 @@ def test_killed_prepared_transaction_is_listed_described_and_committed(
     assert kinds == {"data partition", "share-state partition"}
     assert all(not p["flag"] for p in desc["participants"])
 
-    code, hanging = cli(
-        capsys, b, "txn", "find-hanging", "--all-topics", "--max-transaction-timeout", "0", *FAST
-    )
+    code, hanging = find_hanging(capsys, b, "--all-topics")
     assert code == 1
     assert [(h["kind"], h["transactional_id"]) for h in hanging["hanging"]] == [
         ("prepared-2pc", tid)
     ]
 
-    commit = [
-        "txn", "commit", "--transactional-id", tid,
-        "--producer-id", str(state.producer_id), "--epoch", str(state.epoch),
-        "--audit-log", str(audit), *FAST,
-    ]  # fmt: skip
+    commit = ["txn", "commit", *txn_ids(tid, state.producer_id, state.epoch)]
+    commit += ["--audit-log", str(audit), *FAST]
     code, plan = cli(capsys, b, *commit)  # no evidence: refused
     assert code == 3 and plan["plan"][0]["action"] == "refuse"
     code, plan = cli(capsys, b, *commit, "--prepared-state", str(state))  # dry run
@@ -182,28 +213,16 @@ def test_killed_prepared_transaction_is_listed_described_and_committed(
     assert end["outcome"] == "applied" and end["before"]["state"] == "Ongoing"
     assert end["after"]["state"] != "Ongoing" and end["operator"] and end["tool_version"]
 
-    code, hanging = cli(
-        capsys, b, "txn", "find-hanging", "--all-topics", "--max-transaction-timeout", "0", *FAST
-    )
+    code, hanging = find_hanging(capsys, b, "--all-topics")
     assert (code, hanging["hanging"]) == (0, [])
 
 
 def test_killed_prepared_transaction_aborted_and_records_redelivered(
-    kbroker: LocalBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    kbroker: LocalBroker, audit: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     b = kbroker.bootstrap_servers
-    topic_in, topic_out, group = setup(b, 6)
-    tid = f"rec-abort-{uuid.uuid4().hex[:6]}"
-    state = prepared_by_killed_process(b, group, topic_in, topic_out, tid, 6)
-    audit = tmp_path / "audit.jsonl"
-    ids = [
-        "--transactional-id",
-        tid,
-        "--producer-id",
-        str(state.producer_id),
-        "--epoch",
-        str(state.epoch),
-    ]
+    topic_in, topic_out, group, tid, state = killed_prepared(b, "rec-abort", 6)
+    ids = txn_ids(tid, state.producer_id, state.epoch)
     code, _ = cli(capsys, b, "txn", "abort", *ids, "--audit-log", str(audit), *FAST)
     assert code == 1 and state_of(b, tid) == "Ongoing"  # dry run
     code, done = cli(capsys, b, "txn", "abort", *ids, "--audit-log", str(audit), "--apply", *FAST)
@@ -225,6 +244,7 @@ def test_killed_prepared_transaction_aborted_and_records_redelivered(
 def test_stale_plan_is_raced_and_force_terminate(
     kbroker: LocalBroker,
     tmp_path: Path,
+    audit: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -234,15 +254,7 @@ def test_stale_plan_is_raced_and_force_terminate(
     assert len(records) == 4
     tid = f"rec-race-{uuid.uuid4().hex[:6]}"
     state = prepare_in_process(b, tid, c, records, topic_out)
-    audit = tmp_path / "audit.jsonl"
-    ids = [
-        "--transactional-id",
-        tid,
-        "--producer-id",
-        str(state.producer_id),
-        "--epoch",
-        str(state.epoch),
-    ]
+    ids = txn_ids(tid, state.producer_id, state.epoch)
     fired: list[bool] = []
     inner: list[int] = []
 
@@ -252,20 +264,7 @@ def test_stale_plan_is_raced_and_force_terminate(
         if fired:
             return  # the other operator's own run passes through
         fired.append(True)
-        code = sharetxn(
-            [
-                "txn",
-                "force-terminate",
-                "--transactional-id",
-                tid,
-                "--bootstrap-server",
-                b,
-                "--audit-log",
-                str(tmp_path / "other.jsonl"),
-                "--apply",
-                *FAST,
-            ]
-        )
+        code = sharetxn([*force_terminate(tid, tmp_path / "other.jsonl"), "--bootstrap-server", b])
         inner.append(code)
         capsys.readouterr()
 
@@ -298,18 +297,7 @@ def test_stale_plan_is_raced_and_force_terminate(
     assert redelivered(b, group, topic_in, 4, timeout_s=15) == list(range(4))
     assert [e["event"] for e in read_audit_log(tmp_path / "other.jsonl")] == ["begin", "end"]
     # nothing open any more: force-terminate is a no-op
-    code, noop = cli(
-        capsys,
-        b,
-        "txn",
-        "force-terminate",
-        "--transactional-id",
-        tid,
-        "--audit-log",
-        str(audit),
-        "--apply",
-        *FAST,
-    )
+    code, noop = cli(capsys, b, *force_terminate(tid, audit))
     assert code == 0 and noop["results"][0]["outcome"] == "noop"
     assert events(audit) == ["raced", "noop"]
 
@@ -318,7 +306,7 @@ def test_stale_plan_is_raced_and_force_terminate(
 
 
 def test_recover_spark_checkpoint_both_directions_and_orphans(
-    kbroker: LocalBroker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    kbroker: LocalBroker, tmp_path: Path, audit: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     b = kbroker.bootstrap_servers
     topic_in, topic_out, group = setup(b, 9)
@@ -348,7 +336,6 @@ def test_recover_spark_checkpoint_both_directions_and_orphans(
             ),
         )
     (chk / "commits" / "1").write_text('v1\n{"nextBatchWatermarkMs":0}\n')  # batch 1 decided
-    audit = tmp_path / "audit.jsonl"
     recover = [
         "recover",
         "--checkpoint",
@@ -413,16 +400,7 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
         c.acknowledge(records[1])
         healthy.send_share_acks_to_transaction(c.acknowledgements(), c.group_metadata())
         healthy.flush()
-        code, found = cli(
-            capsys,
-            b,
-            "txn",
-            "find-hanging",
-            "--all-topics",
-            "--max-transaction-timeout",
-            "0",
-            *FAST,
-        )
+        code, found = find_hanging(capsys, b, "--all-topics")
         assert (code, found["hanging"]) == (0, [])
         healthy.commit_transaction()
         healthy.close()
@@ -434,16 +412,7 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
         broker.stop()
         shutil.rmtree(data / "__transaction_state-0")
         broker.start()
-        code, found = cli(
-            capsys,
-            b,
-            "txn",
-            "find-hanging",
-            "--all-topics",
-            "--max-transaction-timeout",
-            "0",
-            *FAST,
-        )
+        code, found = find_hanging(capsys, b, "--all-topics")
         assert code == 1
         got = {(h["kind"], h["producer_id"], h["coordinator_state"]) for h in found["hanging"]}
         assert got == {
@@ -452,17 +421,7 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
         }
         acks = next(h for h in found["hanging"] if h["kind"] == "pending-share-acks")
         assert acks["pending_records"] == 4 and group in acks["where"]
-        code, found = cli(
-            capsys,
-            b,
-            "txn",
-            "find-hanging",
-            "--topic",
-            topic_out,
-            "--max-transaction-timeout",
-            "0",
-            *FAST,
-        )
+        code, found = find_hanging(capsys, b, "--topic", topic_out)
         assert code == 1 and {h["kind"] for h in found["hanging"]} == {"open-transaction"}
         code, producers = cli(
             capsys, b, "txn", "describe-producers", "--topic", topic_out, "--partition", "0"
@@ -479,7 +438,7 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
 
 
 def test_prepare_commit_is_evidence_and_is_never_aborted(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, audit: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A broker whose markers are lost keeps a transaction in PrepareCommit."""
     with markerless_broker(tmp_path / "d", _free_port()) as b:
@@ -496,8 +455,7 @@ def test_prepare_commit_is_evidence_and_is_never_aborted(
         p.commit_transaction(timeout_s=10)  # PREPARE_COMMIT is durable, the markers are lost
         pid, epoch = p.producer_id_and_epoch
         assert state_of(b, "decided") == "PrepareCommit"
-        audit = tmp_path / "audit.jsonl"
-        ids = ["--transactional-id", "decided", "--producer-id", str(pid), "--epoch", str(epoch)]
+        ids = txn_ids("decided", pid, epoch)
         opts = ["--audit-log", str(audit), "--wait-timeout", "1", *FAST]
         code, refused = cli(capsys, b, "txn", "abort", *ids, *opts, "--apply")
         assert code == 3 and "durable commit decision" in refused["results"][0]["detail"]
@@ -522,19 +480,18 @@ def test_prepare_commit_is_evidence_and_is_never_aborted(
 
 def prepared_2pc(b: str, tid: str, topic_out: str) -> PreparedTxnState:
     """A prepared 2PC transaction (one output record, no share acks) left to the coordinator."""
-    p = TransactionalProducer(
-        {
-            "bootstrap.servers": b,
-            "transactional.id": tid,
-            "transaction.two.phase.commit.enable": True,
-        }
-    )
-    p.init_transactions()
-    p.begin_transaction()
+    p = two_phase_producer(b, tid)
     p.send(topic_out, b"prepared")
     state = p.prepare_transaction()
     p.close()
     return state
+
+
+def prepared_2pc_in_new_topic(b: str, tid_prefix: str) -> tuple[str, str, PreparedTxnState]:
+    """(transactional id, output topic, state) of a new :func:`prepared_2pc` transaction."""
+    _, topic_out, _ = setup(b, 0)
+    tid = f"{tid_prefix}-{uuid.uuid4().hex[:6]}"
+    return tid, topic_out, prepared_2pc(b, tid, topic_out)
 
 
 def test_ageing_warnings_at_80_percent_and_for_old_prepared_2pc(
@@ -625,15 +582,12 @@ def test_find_hanging_needs_a_scope_and_batches_describe_producers(
 
 def test_unconfirmed_commit_is_heuristic_listed_and_forgotten(
     kbroker: LocalBroker,
-    tmp_path: Path,
+    audit: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     b = kbroker.bootstrap_servers
-    _, topic_out, _ = setup(b, 0)
-    tid = f"heur-{uuid.uuid4().hex[:6]}"
-    state = prepared_2pc(b, tid, topic_out)
-    audit = tmp_path / "audit.jsonl"
+    tid, topic_out, state = prepared_2pc_in_new_topic(b, "heur")
     real_commit = TransactionalProducer.commit_transaction
 
     def commit_then_lose_the_response(
@@ -644,8 +598,7 @@ def test_unconfirmed_commit_is_heuristic_listed_and_forgotten(
 
     monkeypatch.setattr(TransactionalProducer, "commit_transaction", commit_then_lose_the_response)
     code, done = cli(
-        capsys, b, "txn", "commit", "--transactional-id", tid,
-        "--producer-id", str(state.producer_id), "--epoch", str(state.epoch),
+        capsys, b, "txn", "commit", *txn_ids(tid, state.producer_id, state.epoch),
         "--prepared-state", str(state), "--audit-log", str(audit), "--apply", *FAST,
     )  # fmt: skip
     monkeypatch.setattr(TransactionalProducer, "commit_transaction", real_commit)
@@ -678,18 +631,14 @@ def test_unconfirmed_commit_is_heuristic_listed_and_forgotten(
 def test_apply_needs_an_operator(
     kbroker: LocalBroker,
     tmp_path: Path,
+    audit: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     b = kbroker.bootstrap_servers
-    _, topic_out, _ = setup(b, 0)
-    tid = f"op-{uuid.uuid4().hex[:6]}"
-    state = prepared_2pc(b, tid, topic_out)
-    audit = tmp_path / "audit.jsonl"
-    abort = [
-        "txn", "abort", "--transactional-id", tid, "--producer-id", str(state.producer_id),
-        "--epoch", str(state.epoch), "--audit-log", str(audit), *FAST,
-    ]  # fmt: skip
+    tid, _, state = prepared_2pc_in_new_topic(b, "op")
+    abort = ["txn", "abort", *txn_ids(tid, state.producer_id, state.epoch)]
+    abort += ["--audit-log", str(audit), *FAST]
     monkeypatch.delenv("USER")
     code, _ = cli(capsys, b, *abort)  # a dry run needs no operator
     assert code == 1

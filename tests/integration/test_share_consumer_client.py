@@ -64,6 +64,14 @@ def setup_topic(
     return topic
 
 
+def group_and_topic(
+    bootstrap: str, partitions: int, records: int, **kwargs: Any
+) -> tuple[str, str]:
+    """A new group, and a new topic of ``records`` records that it reads (see ``setup_topic``)."""
+    group = new_group()
+    return group, setup_topic(bootstrap, partitions, records, group, **kwargs)
+
+
 def produce(
     bootstrap: str,
     topic: str,
@@ -113,6 +121,13 @@ def poll_until(
             for r in batch:
                 c.acknowledge(r, ack)
         got.extend(batch)
+    return got
+
+
+def poll_exactly(c: ShareConsumer, want: int) -> list[Record]:
+    """``poll_until`` ``want`` records, and all of them came."""
+    got = poll_until(c, want)
+    assert len(got) == want
     return got
 
 
@@ -174,8 +189,7 @@ def test_member_id_and_ack_ranges() -> None:
 
 def test_implicit_mode_consumes_everything_once(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    group = new_group()
-    topic = setup_topic(b, 2, 50, group)
+    group, topic = group_and_topic(b, 2, 50)
     with subscribed(b, group, topic) as c:
         got = poll_until(c, 50)
         assert c.poll(1.0) == []  # the previous poll's records are accepted by this one
@@ -197,8 +211,7 @@ def test_implicit_mode_consumes_everything_once(broker: LocalBroker) -> None:
 
 def test_implicit_commit_sync_then_close_leaves_nothing(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    group = new_group()
-    topic = setup_topic(b, 1, 10, group)
+    group, topic = group_and_topic(b, 1, 10)
     with subscribed(b, group, topic) as c:
         assert len(poll_until(c, 10)) == 10
         results = c.commit_sync()
@@ -214,8 +227,7 @@ def test_implicit_commit_sync_then_close_leaves_nothing(broker: LocalBroker) -> 
 
 def test_explicit_accept_release_reject(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    group = new_group()
-    topic = setup_topic(b, 1, 10, group)
+    group, topic = group_and_topic(b, 1, 10)
     with subscribed(b, group, topic, "explicit") as c:
         first = poll_until(c, 10)
         assert [r.offset for r in first] == list(range(10))
@@ -234,14 +246,12 @@ def test_explicit_accept_release_reject(broker: LocalBroker) -> None:
 
 def test_explicit_misuse_raises(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    group = new_group()
-    topic = setup_topic(b, 1, 3, group)
+    group, topic = group_and_topic(b, 1, 3)
     with consumer(b, group, "explicit") as c:
         with pytest.raises(IllegalStateError, match="not subscribed"):
             c.poll(0)
         c.subscribe([topic])
-        got = poll_until(c, 3)
-        assert len(got) == 3
+        got = poll_exactly(c, 3)
         c.acknowledge(got[0])
         with pytest.raises(IllegalStateError, match="All records must be acknowledged"):
             c.poll(0)
@@ -352,8 +362,7 @@ def test_interop_with_stock_share_consumer(broker: LocalBroker) -> None:
 
 def test_acks_for_a_revoked_partition_go_by_share_acknowledge(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    group = new_group()
-    topic = setup_topic(b, 2, 20, group)
+    group, topic = group_and_topic(b, 2, 20)
     a = subscribed(b, group, topic, "explicit")
     first = poll_until(a, 20)
     assert {r.partition for r in first} == {0, 1}
@@ -398,11 +407,9 @@ def test_acks_for_a_revoked_partition_go_by_share_acknowledge(broker: LocalBroke
 
 def test_transactional_mode_records_acks_and_keeps_records_acquired(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    group = new_group()
-    topic = setup_topic(b, 2, 20, group, **LONG_LOCK)
+    group, topic = group_and_topic(b, 2, 20, **LONG_LOCK)
     c = subscribed(b, group, topic, "transactional")
-    got = poll_until(c, 20)
-    assert len(got) == 20
+    got = poll_exactly(c, 20)
     with pytest.raises(IllegalStateError, match="transactional"):
         c.commit_sync()
     with pytest.raises(IllegalStateError, match="transactional acknowledgement mode"):
@@ -442,8 +449,7 @@ def test_transactional_mode_never_piggybacks_recorded_acks_on_a_fetch(
 ) -> None:
     """Polling again before send_share_acks_to_transaction must not send the acks."""
     b = broker.bootstrap_servers
-    group = new_group()
-    topic = setup_topic(b, 1, 10, group, **LONG_LOCK)
+    group, topic = group_and_topic(b, 1, 10, **LONG_LOCK)
     c = subscribed(b, group, topic, "transactional")
     got = poll_until(c, 10)
     for r in got:
@@ -461,11 +467,9 @@ def test_transactional_mode_never_piggybacks_recorded_acks_on_a_fetch(
 
 def test_close_releases_acquired_records(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    group = new_group()
-    topic = setup_topic(b, 1, 10, group, **LONG_LOCK)
+    group, topic = group_and_topic(b, 1, 10, **LONG_LOCK)
     first = subscribed(b, group, topic, "explicit")
-    got = poll_until(first, 10)
-    assert len(got) == 10
+    got = poll_exactly(first, 10)
     for r in got[:4]:
         first.acknowledge(r)
     start = time.monotonic()
@@ -482,8 +486,7 @@ def test_close_releases_acquired_records(broker: LocalBroker) -> None:
 
 def test_unsubscribe_releases_and_resubscribe_rejoins(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    group = new_group()
-    topic = setup_topic(b, 1, 6, group, **LONG_LOCK)
+    group, topic = group_and_topic(b, 1, 6, **LONG_LOCK)
     with subscribed(b, group, topic, "explicit") as c:
         got = poll_until(c, 6)
         for r in got[:2]:
@@ -503,11 +506,9 @@ def test_unsubscribe_releases_and_resubscribe_rejoins(broker: LocalBroker) -> No
 
 def test_lost_session_fails_pending_acks_and_recovers(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    group = new_group()
-    topic = setup_topic(b, 1, 5, group)
+    group, topic = group_and_topic(b, 1, 5)
     with subscribed(b, group, topic, "explicit") as c:
-        got = poll_until(c, 5)
-        assert len(got) == 5
+        got = poll_exactly(c, 5)
         # Drop the fetch connection: the broker closes the session and releases the records.
         for conn in list(c._client._conns.values()):
             conn.close()
@@ -525,8 +526,7 @@ def test_lost_session_fails_pending_acks_and_recovers(broker: LocalBroker) -> No
 
 def test_concurrent_use_raises_and_close_from_another_thread(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    group = new_group()
-    topic = setup_topic(b, 1, 0, group)
+    group, topic = group_and_topic(b, 1, 0)
     c = subscribed(b, group, topic)
     polled: list[list[Record]] = []
     started = threading.Event()
@@ -557,9 +557,8 @@ def test_concurrent_use_raises_and_close_from_another_thread(broker: LocalBroker
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
 def test_compressed_batches(broker: LocalBroker, codec: str) -> None:
     b = broker.bootstrap_servers
-    group = new_group()
-    topic = setup_topic(
-        b, 1, 200, group, producer_config={"compression.type": codec, "linger.ms": 50}
+    group, topic = group_and_topic(
+        b, 1, 200, producer_config={"compression.type": codec, "linger.ms": 50}
     )
     with subscribed(b, group, topic) as c:
         got = poll_until(c, 200)
@@ -569,8 +568,7 @@ def test_compressed_batches(broker: LocalBroker, codec: str) -> None:
 
 def test_transactional_producer_markers_are_skipped(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
-    group = new_group()
-    topic = setup_topic(b, 1, 0, group)
+    group, topic = group_and_topic(b, 1, 0)
     producer = Producer({"bootstrap.servers": b, "transactional.id": f"tx-{uuid.uuid4().hex[:6]}"})
     producer.init_transactions(10)
     for batch in range(3):

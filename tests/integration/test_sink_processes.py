@@ -18,7 +18,8 @@ from coordinator.launcher import LocalBroker
 from producer.sink import SinkWorker
 from tests.integration.sink_helpers import (
     BROKER_CONFIG,
-    create_topics,
+    eos_sink_config,
+    eos_topics,
     fast_group,
     input_topic,
     lines,
@@ -203,21 +204,17 @@ def test_exactly_once_survives_kill_9_between_put_and_commit(
     pbroker: LocalBroker, tmp_path: Path, workers: list[Worker]
 ) -> None:
     bs = pbroker.bootstrap_servers
-    topic, name = new_names("eos")
-    target = f"{topic}-out"
-    create_topics(bs, (topic, 3), (target, 3))
+    topic, name, target = eos_topics(bs, 3, 3)
     fast_group(bs, f"connect-{name}")
     values = [f"v{i}" for i in range(200)]
     produce(bs, topic, values)
     marker = tmp_path / "before-commit"
-    config = sink_config(
+    config = eos_sink_config(
         bs,
         name,
         topic,
+        target,
         **{
-            "connector.class": "producer.sink.KafkaTopicSink",
-            "target.topic": target,
-            "share.delivery.semantics": "exactly-once",
             "producer.override.transaction.timeout.ms": "3000",
             "consumer.override.max.poll.records": "50",
         },

@@ -17,6 +17,8 @@ from producer.sink.dlq import HEADER_PREFIX
 from tests.integration.sink_helpers import (
     BROKER_CONFIG,
     create_topics,
+    eos_sink_config,
+    eos_topics,
     input_topic,
     lines,
     new_names,
@@ -135,22 +137,11 @@ def test_rejected_records_reach_the_dead_letter_queue_with_error_headers(
 
 def test_exactly_once_copies_through_a_transform(sbroker: LocalBroker) -> None:
     bs = sbroker.bootstrap_servers
-    topic, name = new_names("eos")
-    target = f"{topic}-out"
-    create_topics(bs, (topic, 3), (target, 2))
+    topic, name, target = eos_topics(bs, 3, 2)
     values = [f"drop{i}" if i % 10 == 0 else f"v{i}" for i in range(100)]
     produce(bs, topic, values)
-    config = sink_config(
-        bs,
-        name,
-        topic,
-        **{
-            "connector.class": "producer.sink.KafkaTopicSink",
-            "target.topic": target,
-            "transform": f"{TASKS}.shout",
-            "share.delivery.semantics": "exactly-once",
-            "tasks.max": "2",
-        },
+    config = eos_sink_config(
+        bs, name, topic, target, **{"transform": f"{TASKS}.shout", "tasks.max": "2"}
     )
     with SinkWorker(config) as worker:
         wait_for(lambda: worker.stats.snapshot().acknowledged >= 100, 20, "100 acknowledgements")

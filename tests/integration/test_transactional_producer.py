@@ -16,6 +16,8 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,14 @@ def txn_config(bootstrap: str, tid: str, **extra: Any) -> dict[str, Any]:
     return {"bootstrap.servers": bootstrap, "transactional.id": tid, **extra}
 
 
+def begun_producer(bootstrap: str, tid: str) -> TransactionalProducer:
+    """A producer of ``tid`` after ``init_transactions``, its first transaction begun."""
+    producer = TransactionalProducer(txn_config(bootstrap, tid))
+    producer.init_transactions()
+    producer.begin_transaction()
+    return producer
+
+
 # -- idempotent -----------------------------------------------------------------------------
 
 
@@ -145,10 +155,8 @@ def test_commit_abort_and_open_transactions_have_exact_read_committed_counts(
 ) -> None:
     bootstrap = txn_broker.bootstrap_servers
     topic = new_topic(bootstrap)
-    producer = TransactionalProducer(txn_config(bootstrap, f"cao-{uuid.uuid4().hex[:6]}"))
+    producer = begun_producer(bootstrap, f"cao-{uuid.uuid4().hex[:6]}")
     try:
-        producer.init_transactions()
-        producer.begin_transaction()
         committed = [producer.send(topic, f"c{i}") for i in range(300)]
         producer.commit_transaction()
         assert all(f.result(0).offset >= 0 for f in committed)
@@ -200,10 +208,8 @@ def test_commit_abort_and_open_transactions_have_exact_read_committed_counts(
 def test_threads_share_one_transaction(txn_broker: LocalBroker) -> None:
     bootstrap = txn_broker.bootstrap_servers
     topic = new_topic(bootstrap)
-    producer = TransactionalProducer(txn_config(bootstrap, f"threads-{uuid.uuid4().hex[:6]}"))
+    producer = begun_producer(bootstrap, f"threads-{uuid.uuid4().hex[:6]}")
     try:
-        producer.init_transactions()
-        producer.begin_transaction()
 
         def work(n: int) -> None:
             for i in range(500):
@@ -247,9 +253,7 @@ def test_zombie_is_fenced_and_its_open_transaction_never_visible(txn_broker: Loc
     bootstrap = txn_broker.bootstrap_servers
     topic = new_topic(bootstrap)
     tid = f"zombie-{uuid.uuid4().hex[:6]}"
-    zombie = TransactionalProducer(txn_config(bootstrap, tid))
-    zombie.init_transactions()
-    zombie.begin_transaction()
+    zombie = begun_producer(bootstrap, tid)
     for i in range(50):
         zombie.send(topic, f"z{i}", partition=i % 2)
     zombie.flush(30)
@@ -283,9 +287,7 @@ def test_fenced_producer_commit_raises_producer_fenced(txn_broker: LocalBroker) 
     bootstrap = txn_broker.bootstrap_servers
     topic = new_topic(bootstrap, 1)
     tid = f"fence-{uuid.uuid4().hex[:6]}"
-    first = TransactionalProducer(txn_config(bootstrap, tid))
-    first.init_transactions()
-    first.begin_transaction()
+    first = begun_producer(bootstrap, tid)
     first.send(topic, b"never")
     first.flush(30)
     with TransactionalProducer(txn_config(bootstrap, tid)) as second:
@@ -630,14 +632,58 @@ def assert_nothing_delivered(bootstrap: str, group: str, topic: str) -> None:
         fresh.close()
 
 
-def test_consume_transform_produce_commit_acknowledges_inputs(share_broker: LocalBroker) -> None:
-    bootstrap = share_broker.bootstrap_servers
-    group, source = share_input(bootstrap, 30)
-    sink = new_topic(bootstrap, 2)
+@dataclass
+class Pipeline:
+    """A share consumer reading ``source`` and a transactional producer writing to ``sink``."""
+
+    bootstrap: str
+    group: str
+    source: str
+    sink: str
+    tid: str
+    consumer: ShareConsumer
+    producer: TransactionalProducer
+
+    def assert_inputs_acknowledged(self) -> None:
+        """The consumer leaves; a new member of its group gets no record."""
+        self.consumer.close()
+        assert_nothing_delivered(self.bootstrap, self.group, self.source)
+
+    def forward(self, want: int) -> list[Record]:
+        """Begin a transaction with ``want`` accepted records copied to the sink and their
+        acknowledgements; the records."""
+        self.producer.begin_transaction()
+        records = poll_and_accept(self.consumer, want)
+        for r in records:
+            self.producer.send(self.sink, r.value)
+        send_acks(self.producer, self.consumer)
+        return records
+
+
+@contextmanager
+def pipeline(
+    broker: LocalBroker, records: int, partitions: int, tid_prefix: str, **config: Any
+) -> Iterator[Pipeline]:
+    """A new share group reading ``records`` records, and a producer after init_transactions;
+    the source and the sink have ``partitions`` partitions each.  Both clients close on exit.
+    """
+    bootstrap = broker.bootstrap_servers
+    group, source = share_input(bootstrap, records, partitions)
+    sink = new_topic(bootstrap, partitions)
+    tid = f"{tid_prefix}-{uuid.uuid4().hex[:6]}"
     consumer = share_consumer(bootstrap, group, source)
-    producer = TransactionalProducer(txn_config(bootstrap, f"ctp-{uuid.uuid4().hex[:6]}"))
+    producer = TransactionalProducer(txn_config(bootstrap, tid, **config))
     try:
         producer.init_transactions()
+        yield Pipeline(bootstrap, group, source, sink, tid, consumer, producer)
+    finally:
+        consumer.close()
+        producer.close()
+
+
+def test_consume_transform_produce_commit_acknowledges_inputs(share_broker: LocalBroker) -> None:
+    with pipeline(share_broker, 30, 2, "ctp") as p:
+        bootstrap, sink, consumer, producer = p.bootstrap, p.sink, p.consumer, p.producer
         with producer.transaction():
             records = poll_and_accept(consumer, 30)
             assert len(records) == 30
@@ -649,26 +695,13 @@ def test_consume_transform_produce_commit_acknowledges_inputs(share_broker: Loca
         # The inputs are acknowledged: not redelivered, even to a new member after the
         # first one left (its session close would have released anything still acquired).
         assert consumer.poll(2.0) == []
-        consumer.close()
-        assert_nothing_delivered(bootstrap, group, source)
-    finally:
-        consumer.close()
-        producer.close()
+        p.assert_inputs_acknowledged()
 
 
 def test_aborted_transaction_redelivers_inputs_and_hides_outputs(share_broker: LocalBroker) -> None:
-    bootstrap = share_broker.bootstrap_servers
-    group, source = share_input(bootstrap, 12)
-    sink = new_topic(bootstrap, 2)
-    consumer = share_consumer(bootstrap, group, source)
-    producer = TransactionalProducer(txn_config(bootstrap, f"abort-{uuid.uuid4().hex[:6]}"))
-    try:
-        producer.init_transactions()
-        producer.begin_transaction()
-        first = poll_and_accept(consumer, 12)
-        for r in first:
-            producer.send(sink, r.value)
-        send_acks(producer, consumer)
+    with pipeline(share_broker, 12, 2, "abort") as p:
+        bootstrap, sink, consumer, producer = p.bootstrap, p.sink, p.consumer, p.producer
+        first = p.forward(12)
         producer.flush(30)
         producer.abort_transaction()
         again = poll_and_accept(consumer, 12)
@@ -681,22 +714,14 @@ def test_aborted_transaction_redelivers_inputs_and_hides_outputs(share_broker: L
         # The redelivered records can be acknowledged in the next transaction.
         with producer.transaction():
             send_acks(producer, consumer)
-        consumer.close()
-        assert_nothing_delivered(bootstrap, group, source)
-    finally:
-        consumer.close()
-        producer.close()
+        p.assert_inputs_acknowledged()
 
 
 def test_acks_for_records_of_another_member_make_the_transaction_abortable(
     share_broker: LocalBroker,
 ) -> None:
-    bootstrap = share_broker.bootstrap_servers
-    group, source = share_input(bootstrap, 4, 1)
-    consumer = share_consumer(bootstrap, group, source)
-    producer = TransactionalProducer(txn_config(bootstrap, f"owner-{uuid.uuid4().hex[:6]}"))
-    try:
-        producer.init_transactions()
+    with pipeline(share_broker, 4, 1, "owner") as p:
+        consumer, producer = p.consumer, p.producer
         producer.begin_transaction()
         assert len(poll_and_accept(consumer, 4)) == 4
         acks = consumer.acknowledgements()
@@ -704,7 +729,7 @@ def test_acks_for_records_of_another_member_make_the_transaction_abortable(
         impostor = ShareGroupMetadata(meta.group_id, "not-the-owner-member-x", meta.member_epoch)
         with pytest.raises(InvalidRecordStateError) as info:
             producer.send_share_acks_to_transaction(acks, impostor)
-        assert info.value.group_id == group
+        assert info.value.group_id == p.group
         assert producer.transaction_state is TxnState.ABORTABLE_ERROR
         with pytest.raises(InvalidRecordStateError):
             producer.commit_transaction()
@@ -712,70 +737,44 @@ def test_acks_for_records_of_another_member_make_the_transaction_abortable(
         # Nothing changed: the owner can still acknowledge them in a new transaction.
         with producer.transaction():
             producer.send_share_acks_to_transaction(acks, meta)
-        consumer.close()
-        assert_nothing_delivered(bootstrap, group, source)
-    finally:
-        consumer.close()
-        producer.close()
+        p.assert_inputs_acknowledged()
 
 
 def test_zombie_with_pending_acks_is_fenced_and_its_acks_discarded(
     share_broker: LocalBroker,
 ) -> None:
-    bootstrap = share_broker.bootstrap_servers
-    group, source = share_input(bootstrap, 6, 1)
-    sink = new_topic(bootstrap, 1)
-    tid = f"zacks-{uuid.uuid4().hex[:6]}"
-    consumer = share_consumer(bootstrap, group, source)
-    zombie = TransactionalProducer(txn_config(bootstrap, tid))
-    try:
-        zombie.init_transactions()
-        zombie.begin_transaction()
-        records = poll_and_accept(consumer, 6)
-        for r in records:
-            zombie.send(sink, r.value)
-        send_acks(zombie, consumer)
+    with pipeline(share_broker, 6, 1, "zacks") as p:
+        bootstrap, sink, consumer, zombie = p.bootstrap, p.sink, p.consumer, p.producer
+        p.forward(6)
         zombie.flush(30)
-        with TransactionalProducer(txn_config(bootstrap, tid)) as successor:
+        with TransactionalProducer(txn_config(bootstrap, p.tid)) as successor:
             successor.init_transactions()  # fences the zombie and aborts its transaction
         with pytest.raises(ProducerFencedError):
             zombie.commit_transaction()
         again = poll_and_accept(consumer, 6)
         assert {r.delivery_count for r in again} == {2}
         assert values(consume(bootstrap, sink, "read_committed", 0, 1)) == []
-    finally:
-        consumer.close()
-        zombie.close()
 
 
 def test_prepared_share_acks_survive_the_consumer_and_commit_after_resume(
     share_broker: LocalBroker,
 ) -> None:
-    bootstrap = share_broker.bootstrap_servers
-    group, source = share_input(bootstrap, 8)
-    sink = new_topic(bootstrap, 2)
-    tid = f"2pc-acks-{uuid.uuid4().hex[:6]}"
-    consumer = share_consumer(bootstrap, group, source)
-    producer = TransactionalProducer(
-        txn_config(bootstrap, tid, **{"transaction.two.phase.commit.enable": True})
-    )
-    producer.init_transactions()
-    producer.begin_transaction()
-    for r in poll_and_accept(consumer, 8):
-        producer.send(sink, r.value)
-    send_acks(producer, consumer)
-    state = producer.prepare_transaction()
-    producer.close()  # a prepared transaction is left for its coordinator
-    consumer.close()  # TX_PENDING records are not released by the session close
-    other = share_consumer(bootstrap, group, source)
-    try:
-        assert poll_and_accept(other, 1, timeout_s=4) == []
-        with TransactionalProducer.resume(
-            tid, state.producer_id, state.epoch, {"bootstrap.servers": bootstrap}
-        ) as resumed:
-            resumed.commit_transaction()
-        assert len(values(consume(bootstrap, sink, "read_committed", 8, 2))) == 8
-        other.close()
-        assert_nothing_delivered(bootstrap, group, source)
-    finally:
-        other.close()
+    two_phase = {"transaction.two.phase.commit.enable": True}
+    with pipeline(share_broker, 8, 2, "2pc-acks", **two_phase) as p:
+        bootstrap, sink, consumer, producer = p.bootstrap, p.sink, p.consumer, p.producer
+        p.forward(8)
+        state = producer.prepare_transaction()
+        producer.close()  # a prepared transaction is left for its coordinator
+        consumer.close()  # TX_PENDING records are not released by the session close
+        other = share_consumer(p.bootstrap, p.group, p.source)
+        try:
+            assert poll_and_accept(other, 1, timeout_s=4) == []
+            with TransactionalProducer.resume(
+                p.tid, state.producer_id, state.epoch, {"bootstrap.servers": bootstrap}
+            ) as resumed:
+                resumed.commit_transaction()
+            assert len(values(consume(bootstrap, sink, "read_committed", 8, 2))) == 8
+            other.close()
+            assert_nothing_delivered(p.bootstrap, p.group, p.source)
+        finally:
+            other.close()

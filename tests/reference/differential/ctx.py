@@ -29,6 +29,11 @@ def client_uuid() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
+def member_fields(group: str, member_id: str, epoch: int) -> dict[str, Any]:
+    """The fields a KIP-848 or KIP-932 heartbeat opens with: who is heartbeating, at what epoch."""
+    return {"group_id": group, "member_id": member_id, "member_epoch": epoch}
+
+
 def _retrying_not_leader(attempt: Callable[[], Any]) -> Any:
     """``attempt()`` (a plain partition answer) again while it is NOT_LEADER_OR_FOLLOWER, 5 s."""
     deadline = time.monotonic() + 5
@@ -74,6 +79,11 @@ class Ctx:
     def close(self) -> None:
         for w in self._wires:
             w.close()
+
+    def describe_group(self, api_key: int, group: str) -> Any:
+        """The described group of a ConsumerGroupDescribe or ShareGroupDescribe (``api_key``)."""
+        resp = self.call(api_key, {"group_ids": [group], "include_authorized_operations": False})
+        return resp.groups[0]
 
     # -- topics --------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tests.reference.differential.ctx import Ctx, client_uuid
+from tests.reference.differential.ctx import Ctx, client_uuid, member_fields
 from tests.reference.differential.framework import scenario
 from tests.reference.differential.wire import plain
 
@@ -25,9 +25,7 @@ class Member:
         resp = self.ctx.call(
             68,
             {
-                "group_id": self.group,
-                "member_id": self.member_id,
-                "member_epoch": self.epoch if epoch is None else epoch,
+                **member_fields(self.group, self.member_id, self.epoch if epoch is None else epoch),
                 "instance_id": None,
                 "rack_id": None,
                 "rebalance_timeout": 30000,
@@ -65,6 +63,15 @@ def _group(ctx: Ctx) -> str:
     g = ctx.name("cg")
     ctx.find_coordinator(g, 0)
     return g
+
+
+def _joined(ctx: Ctx) -> tuple[str, str, Member]:
+    """(topic, group, member): a member of a new group that owns the new topic's partition."""
+    t = ctx.create_topic("c")
+    g = _group(ctx)
+    m = Member(ctx, g, [t])
+    m.join(1)
+    return t, g, m
 
 
 def _commit(ctx: Ctx, g: str, t: str, offset: int, epoch: int = -1, member: str = "") -> Any:
@@ -112,8 +119,7 @@ def _fetch_offsets(ctx: Ctx, g: str, t: str, partitions: list[int] | None = None
 
 
 def _describe(ctx: Ctx, g: str) -> Any:
-    resp = ctx.call(69, {"group_ids": [g], "include_authorized_operations": False})
-    d = resp.groups[0]
+    d = ctx.describe_group(69, g)
     return {
         "error": plain(d.error_code, "error_code"),
         "state": d.group_state,
@@ -167,10 +173,7 @@ def two_members_share_partitions(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def heartbeat_errors(ctx: Ctx) -> Any:
-    t = ctx.create_topic("c")
-    g = _group(ctx)
-    m = Member(ctx, g, [t])
-    m.join(1)
+    t, g, m = _joined(ctx)
     stranger = Member(ctx, g, [t])
 
     def err(resp: Any) -> Any:
@@ -188,10 +191,7 @@ def heartbeat_errors(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def leave_and_rejoin(ctx: Ctx) -> Any:
-    t = ctx.create_topic("c")
-    g = _group(ctx)
-    m = Member(ctx, g, [t])
-    m.join(1)
+    _, g, m = _joined(ctx)
     left = m.heartbeat(epoch=-1)
     after_leave = _describe(ctx, g)
     m.epoch = 0
@@ -216,10 +216,7 @@ def simple_commit_and_fetch(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def member_epoch_fences_commits(ctx: Ctx) -> Any:
-    t = ctx.create_topic("c")
-    g = _group(ctx)
-    m = Member(ctx, g, [t])
-    m.join(1)
+    t, g, m = _joined(ctx)
     return {
         "right_epoch": _commit(ctx, g, t, 3, m.epoch, m.member_id),
         "stale_epoch": _commit(ctx, g, t, 4, m.epoch - 1, m.member_id),
@@ -247,10 +244,7 @@ def offset_delete(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def delete_groups(ctx: Ctx) -> Any:
-    t = ctx.create_topic("c")
-    g = _group(ctx)
-    m = Member(ctx, g, [t])
-    m.join(1)
+    _, g, m = _joined(ctx)
 
     def delete() -> Any:
         return plain(ctx.call(42, {"groups_names": [g]}).results[0].error_code, "error_code")
@@ -262,9 +256,7 @@ def delete_groups(ctx: Ctx) -> Any:
 
 @scenario(AREA)
 def list_groups_consumer(ctx: Ctx) -> Any:
-    t = ctx.create_topic("c")
-    g = _group(ctx)
-    Member(ctx, g, [t]).join(1)
+    _, g, _ = _joined(ctx)
     resp = ctx.call(16, {"states_filter": [], "types_filter": ["consumer"]})
     return [plain(x) for x in resp.groups if x.group_id == g]
 
@@ -285,6 +277,23 @@ def _join_classic(ctx: Ctx, g: str, member_id: str = "") -> Any:
     )
 
 
+def _sync_classic(
+    ctx: Ctx, g: str, generation: int, member: str, assignments: list[dict[str, Any]]
+) -> Any:
+    return ctx.call(
+        14,
+        {
+            "group_id": g,
+            "generation_id": generation,
+            "member_id": member,
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocol_name": "range",
+            "assignments": assignments,
+        },
+    )
+
+
 @scenario(AREA)
 def classic_join_sync_heartbeat_leave(ctx: Ctx) -> Any:
     g = _group(ctx)
@@ -292,18 +301,7 @@ def classic_join_sync_heartbeat_leave(ctx: Ctx) -> Any:
     member = str(first.member_id)
     joined = _join_classic(ctx, g, member)
     gen = int(joined.generation_id)
-    sync = ctx.call(
-        14,
-        {
-            "group_id": g,
-            "generation_id": gen,
-            "member_id": member,
-            "group_instance_id": None,
-            "protocol_type": "consumer",
-            "protocol_name": "range",
-            "assignments": [{"member_id": member, "assignment": b""}],
-        },
-    )
+    sync = _sync_classic(ctx, g, gen, member, [{"member_id": member, "assignment": b""}])
     hb = ctx.call(12, {"group_id": g, "generation_id": gen, "member_id": member})
     hb_bad = ctx.call(12, {"group_id": g, "generation_id": gen + 5, "member_id": member})
     leave = ctx.call(
@@ -329,18 +327,7 @@ def classic_errors(ctx: Ctx) -> Any:
     g = _group(ctx)
     unknown = _join_classic(ctx, g, "nobody")
     hb = ctx.call(12, {"group_id": g, "generation_id": 1, "member_id": "nobody"})
-    sync = ctx.call(
-        14,
-        {
-            "group_id": g,
-            "generation_id": 1,
-            "member_id": "nobody",
-            "group_instance_id": None,
-            "protocol_type": "consumer",
-            "protocol_name": "range",
-            "assignments": [],
-        },
-    )
+    sync = _sync_classic(ctx, g, 1, "nobody", [])
     return {
         "join_unknown_member": plain(unknown.error_code, "error_code"),
         "heartbeat_unknown": plain(hb.error_code, "error_code"),

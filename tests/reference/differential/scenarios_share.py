@@ -35,15 +35,24 @@ def _setup(
     return t, g, m
 
 
+def _joined(
+    ctx: Ctx, t: str, configs: dict[str, str | None] | None = None
+) -> tuple[str, ShareMember]:
+    """A new share group (set to ``configs`` if given) and its member reading ``t``, joined."""
+    g = share_group(ctx)
+    if configs is not None:
+        ctx.group_config(g, configs)
+    m = ShareMember(ctx, g, [t])
+    m.join()
+    return g, m
+
+
 def _two_acquired(ctx: Ctx, lock_ms: str | None = None) -> tuple[str, str, ShareMember, Any]:
     """Records "a" and "b", acquired by a member (under ``lock_ms`` record locks if given)."""
     t = ctx.create_topic("s")
     ctx.produce(t, ["a", "b"])
-    g = share_group(ctx)
-    if lock_ms is not None:
-        ctx.group_config(g, {"share.record.lock.duration.ms": lock_ms})
-    m = ShareMember(ctx, g, [t])
-    m.join()
+    locks = None if lock_ms is None else {"share.record.lock.duration.ms": lock_ms}
+    g, m = _joined(ctx, t, locks)
     return t, g, m, m.fetch_until(2)
 
 
@@ -71,18 +80,21 @@ def fetch_acquires_and_delivers(ctx: Ctx) -> Any:
     return {"acquired": got, "again": m.fetch(max_wait_ms=100)}
 
 
+def _accepted_offsets(ctx: Ctx, last: int) -> Any:
+    """Five records fetched, offsets 0..``last`` accepted: the answer and the start offset."""
+    t, g, m = _fetched(ctx)
+    ack = m.acknowledge(_acks(t, 0, last, ACCEPT))
+    return {"ack": ack, "offsets": describe_offsets(ctx, g)}
+
+
 @scenario(AREA)
 def accept_moves_start_offset(ctx: Ctx) -> Any:
-    t, g, m = _fetched(ctx)
-    ack = m.acknowledge(_acks(t, 0, 4, ACCEPT))
-    return {"ack": ack, "offsets": describe_offsets(ctx, g)}
+    return _accepted_offsets(ctx, 4)
 
 
 @scenario(AREA)
 def accept_part_moves_start_offset(ctx: Ctx) -> Any:
-    t, g, m = _fetched(ctx)
-    ack = m.acknowledge(_acks(t, 0, 1, ACCEPT))
-    return {"ack": ack, "offsets": describe_offsets(ctx, g)}
+    return _accepted_offsets(ctx, 1)
 
 
 @scenario(AREA)
@@ -435,6 +447,9 @@ def group_config_invalid_values(ctx: Ctx) -> Any:
     }
 
 
+READ_COMMITTED: dict[str, str | None] = {"share.isolation.level": "read_committed"}
+
+
 def _txn_records(ctx: Ctx, t: str, commit: bool | None) -> None:
     tid = ctx.name("tx") + ("c" if commit else "a" if commit is False else "o")
     _, pid, epoch = ctx.init_pid(tid)
@@ -444,41 +459,34 @@ def _txn_records(ctx: Ctx, t: str, commit: bool | None) -> None:
         ctx.end_txn(tid, pid, epoch, commit)
 
 
-@scenario(AREA)
-def isolation_read_committed(ctx: Ctx) -> Any:
+def _plain_then_txns(ctx: Ctx, *commits: bool | None) -> str:
+    """A new topic: one plain record, then a :func:`_txn_records` transaction per commit."""
     t = ctx.create_topic("s")
     ctx.produce(t, ["plain"])
-    _txn_records(ctx, t, False)
-    _txn_records(ctx, t, True)
+    for commit in commits:
+        _txn_records(ctx, t, commit)
+    return t
+
+
+@scenario(AREA)
+def isolation_read_committed(ctx: Ctx) -> Any:
+    t = _plain_then_txns(ctx, False, True)
     ctx.wait_lso(t, 7)
-    g = share_group(ctx)
-    ctx.group_config(g, {"share.isolation.level": "read_committed"})
-    m = ShareMember(ctx, g, [t])
-    m.join()
+    _, m = _joined(ctx, t, READ_COMMITTED)
     return {"acquired": m.fetch_until(3)}
 
 
 @scenario(AREA)
 def isolation_read_committed_open_txn(ctx: Ctx) -> Any:
-    t = ctx.create_topic("s")
-    ctx.produce(t, ["plain"])
-    _txn_records(ctx, t, None)
-    g = share_group(ctx)
-    ctx.group_config(g, {"share.isolation.level": "read_committed"})
-    m = ShareMember(ctx, g, [t])
-    m.join()
+    t = _plain_then_txns(ctx, None)
+    _, m = _joined(ctx, t, READ_COMMITTED)
     return {"acquired": m.fetch_until(1), "more": m.fetch(max_wait_ms=300)}
 
 
 @scenario(AREA)
 def isolation_read_uncommitted(ctx: Ctx) -> Any:
-    t = ctx.create_topic("s")
-    ctx.produce(t, ["plain"])
-    _txn_records(ctx, t, False)
-    _txn_records(ctx, t, None)
-    g = share_group(ctx)
-    m = ShareMember(ctx, g, [t])
-    m.join()
+    t = _plain_then_txns(ctx, False, None)
+    _, m = _joined(ctx, t)
     return {"acquired": m.fetch_until(5)}
 
 

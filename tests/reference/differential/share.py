@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tests.reference.differential.ctx import Ctx, client_uuid
+from tests.reference.differential.ctx import Ctx, client_uuid, member_fields
 from tests.reference.differential.wire import Wire, plain
 
 ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
@@ -33,9 +33,7 @@ class ShareMember:
         resp = self.wire.call(
             76,
             {
-                "group_id": self.group,
-                "member_id": self.member_id,
-                "member_epoch": self.epoch if epoch is None else epoch,
+                **member_fields(self.group, self.member_id, self.epoch if epoch is None else epoch),
                 "rack_id": None,
                 "subscribed_topic_names": self.topics if topics is None else list(topics),
             },
@@ -259,8 +257,7 @@ def describe_offsets(ctx: Ctx, group: str, topics: Sequence[str] | None = None) 
 
 
 def describe_group(ctx: Ctx, group: str) -> Any:
-    resp = ctx.call(77, {"group_ids": [group], "include_authorized_operations": False})
-    g = resp.groups[0]
+    g = ctx.describe_group(77, group)
     return {
         "error_code": plain(g.error_code, "error_code"),
         "group_state": g.group_state,

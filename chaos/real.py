@@ -59,7 +59,7 @@ from typing import IO, Any
 
 from chaos.checker import AUDIT, RECOVERY_TOOL, Violation, check
 from chaos.history import COMPLETIONS, FINAL, NEMESIS, Entry, History
-from chaos.real_run import RunOptions, RunResult, choose_seed, keep_or_remove, require_positive
+from chaos.real_run import RunOptions, RunResult, keep_or_remove, require_positive
 from chaos.real_verify import (
     DIRECT_NAMES,
     FinalState,
@@ -833,16 +833,7 @@ def summary_table(result: RealResult) -> Any:
     return table
 
 
-def main(
-    duration_s: float,
-    seed: int | None,
-    clients: int,
-    records: int,
-    keep: bool,
-    as_json: bool,
-    drain_timeout_s: float,
-    run_dir: Path | None,
-) -> int:
+def main(options: RealOptions, *, as_json: bool) -> int:
     """``sharetxn chaos real``: returns the exit code (0 only without violations)."""
     from rich.console import Console  # noqa: PLC0415
     from rich.progress import (  # noqa: PLC0415
@@ -853,30 +844,21 @@ def main(
         TimeElapsedColumn,
     )
 
+    o = options
     require_positive(
         {
-            "--duration": duration_s,
-            "--clients": clients,
-            "--records": records,
-            "--drain-timeout": drain_timeout_s,
+            "--duration": o.duration_s,
+            "--clients": o.clients,
+            "--records": o.records,
+            "--drain-timeout": o.drain_timeout_s,
         }
-    )
-    seed = choose_seed(seed)
-    options = RealOptions(
-        duration_s=duration_s,
-        seed=seed,
-        clients=clients,
-        records=records,
-        drain_timeout_s=drain_timeout_s,
-        keep=keep,
-        run_dir=run_dir,
     )
     err = Console(stderr=True)
     run = RealRun(options)
     if not as_json:
         err.print(
-            f"[bold]sharetxn chaos real[/] seed={seed} duration={duration_s:g}s "
-            f"clients={clients} records={records}"
+            f"[bold]sharetxn chaos real[/] seed={o.seed} duration={o.duration_s:g}s "
+            f"clients={o.clients} records={o.records}"
         )
     with Progress(
         TextColumn("[bold]{task.fields[phase]:>6}[/]"),
@@ -908,5 +890,5 @@ def main(
         if result.ok:
             out.print("[green]no invariant violated[/]")
         else:
-            out.print(f"[red]{len(result.violations)} violation(s)[/] (seed {seed})")
+            out.print(f"[red]{len(result.violations)} violation(s)[/] (seed {o.seed})")
     return 0 if result.ok else 1

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from chaos.eos_driver import EXIT_TYPED_FAILURE, POINTS, DriverSettings, parse_offsets
-from chaos.real_run import RunOptions, RunResult, choose_seed, keep_or_remove, require_positive
+from chaos.real_run import RunOptions, RunResult, keep_or_remove, require_positive
 from chaos.real_verify import IDLE_STATES, FinalState, direct_checks, read_topic, trickle_input
 from producer.admin import Admin, TopicSpec
 from producer.spark.checkpoint import Checkpoint
@@ -545,47 +545,21 @@ class RecoveryChaosRun:
         (self.dir / "events.log").write_text("\n".join(self.events) + "\n")
 
 
-def main(
-    *,
-    target: str,
-    kafka_2pc: bool,
-    prepare_mode: str,
-    duration_s: float,
-    seed: int | None,
-    records: int,
-    transaction_timeout_ms: int,
-    drain_timeout_s: float,
-    run_dir: Path | None,
-    keep: bool,
-    as_json: bool,
-    kafka_jars: Path | None = None,
-) -> int:
+def main(options: RecoveryChaosOptions, *, as_json: bool) -> int:
     require_positive(
         {
-            "--duration": duration_s,
-            "--records": records,
-            "--drain-timeout": drain_timeout_s,
-            "--transaction-timeout-ms": transaction_timeout_ms,
+            "--duration": options.duration_s,
+            "--records": options.records,
+            "--drain-timeout": options.drain_timeout_s,
+            "--transaction-timeout-ms": options.transaction_timeout_ms,
         }
     )
-    chosen = choose_seed(seed)
-    options = RecoveryChaosOptions(
-        target=target,
-        kafka_2pc=kafka_2pc,
-        prepare_mode=prepare_mode,
-        duration_s=duration_s,
-        seed=chosen,
-        records=records,
-        transaction_timeout_ms=transaction_timeout_ms,
-        drain_timeout_s=drain_timeout_s,
-        run_dir=run_dir,
-        keep=keep,
-        kafka_jars=kafka_jars,
-    )
     if not as_json:
-        print(f"chaos real --workload recovery: seed {chosen}; replay: {options.replay()}")
+        print(f"chaos real --workload recovery: seed {options.seed}; replay: {options.replay()}")
     result = RecoveryChaosRun(options).run()
-    kept = keep_or_remove(result.run_dir, keep=keep or run_dir is not None, ok=result.ok)
+    kept = keep_or_remove(
+        result.run_dir, keep=options.keep or options.run_dir is not None, ok=result.ok
+    )
     if as_json:
         print(json.dumps(result.as_dict(), indent=2))
         return 0 if result.ok else 1
@@ -608,7 +582,7 @@ def main(
     for v in result.violations:
         print(f"VIOLATION {v}")
     print(
-        ("ok" if result.ok else f"VIOLATED (seed {chosen}); replay: {options.replay()}")
+        ("ok" if result.ok else f"VIOLATED (seed {options.seed}); replay: {options.replay()}")
         + (f"; run directory: {result.run_dir}" if kept else "")
     )
     return 0 if result.ok else 1

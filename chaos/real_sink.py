@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from chaos.real import BROKER_CONFIG  # the copy workload's short timeouts
-from chaos.real_run import RunOptions, RunResult, choose_seed, keep_or_remove
+from chaos.real_run import RunOptions, RunResult, keep_or_remove
 from chaos.real_verify import direct_checks, quiescent, read_final, read_state, trickle_input
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
@@ -311,31 +311,16 @@ class SinkChaosRun:
             self.result.violations.append("the drain did not reach a quiescent state")
 
 
-def main(
-    *,
-    duration_s: float,
-    seed: int | None,
-    workers: int,
-    records: int,
-    as_json: bool,
-    drain_timeout_s: float,
-    run_dir: Path | None,
-    keep: bool = False,
-) -> int:
-    chosen = choose_seed(seed)
-    options = SinkChaosOptions(
-        duration_s=duration_s,
-        seed=chosen,
-        workers=workers,
-        records=records,
-        drain_timeout_s=drain_timeout_s,
-        run_dir=run_dir,
-        keep=keep,
-    )
+def main(options: SinkChaosOptions, *, as_json: bool) -> int:
     if not as_json:
-        print(f"chaos real --workload sink: seed {chosen}, {workers} workers, {records} records")
+        print(
+            f"chaos real --workload sink: seed {options.seed}, {options.workers} workers, "
+            f"{options.records} records"
+        )
     result = SinkChaosRun(options).run()
-    kept = keep_or_remove(result.run_dir, keep=keep or run_dir is not None, ok=result.ok)
+    kept = keep_or_remove(
+        result.run_dir, keep=options.keep or options.run_dir is not None, ok=result.ok
+    )
     if as_json:
         print(json.dumps(result.as_dict(), indent=2))
     else:

@@ -405,20 +405,22 @@ def _mutants(args: argparse.Namespace) -> int:
 
 
 def _real(args: argparse.Namespace) -> int:
+    from chaos.real_run import choose_seed  # noqa: PLC0415
+
     # What every real-process workload takes from the command line.
     common: dict[str, Any] = {
         "duration_s": args.duration,
-        "seed": args.seed,
+        "seed": choose_seed(args.seed),
         "records": args.records,
         "drain_timeout_s": args.drain_timeout,
         "run_dir": args.dir,
         "keep": args.keep,
-        "as_json": args.json,
     }
     if args.workload == "recovery":
+        from chaos.real_recovery import RecoveryChaosOptions  # noqa: PLC0415
         from chaos.real_recovery import main as recovery_main  # noqa: PLC0415
 
-        return recovery_main(
+        options = RecoveryChaosOptions(
             target=args.target,
             kafka_2pc=args.kafka_2pc == "on",
             prepare_mode=args.prepare_mode,
@@ -426,13 +428,15 @@ def _real(args: argparse.Namespace) -> int:
             kafka_jars=args.kafka_jars,
             **common,
         )
+        return recovery_main(options, as_json=args.json)
     if args.workload == "sink":
+        from chaos.real_sink import SinkChaosOptions  # noqa: PLC0415
         from chaos.real_sink import main as sink_main  # noqa: PLC0415
 
-        return sink_main(workers=args.clients, **common)
-    from chaos.real import main  # noqa: PLC0415
+        return sink_main(SinkChaosOptions(workers=args.clients, **common), as_json=args.json)
+    from chaos.real import RealOptions, main  # noqa: PLC0415
 
-    return main(clients=args.clients, **common)
+    return main(RealOptions(clients=args.clients, **common), as_json=args.json)
 
 
 def _bugs() -> int:

@@ -46,7 +46,6 @@ import json
 import logging
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -60,6 +59,7 @@ from typing import IO, Any
 
 from chaos.checker import AUDIT, RECOVERY_TOOL, Violation, check
 from chaos.history import COMPLETIONS, FINAL, NEMESIS, Entry, History
+from chaos.real_run import RunOptions, RunResult, keep_or_remove, require_positive
 from chaos.real_verify import (
     DIRECT_NAMES,
     FinalState,
@@ -110,22 +110,12 @@ GROUP_CONFIG = {
 
 
 @dataclass(frozen=True)
-class RealOptions:
-    duration_s: float = 60.0
-    seed: int = 1
+class RealOptions(RunOptions):
     clients: int = 3
-    records: int = 2000
-    partitions: int = 3
-    drain_timeout_s: float = 60.0
-    keep: bool = False
-    run_dir: Path | None = None
 
 
 @dataclass
-class RealResult:
-    options: RealOptions
-    run_dir: Path
-    faults: Counter[str] = field(default_factory=Counter)
+class RealResult(RunResult[RealOptions]):
     ops: int = 0
     commits: int = 0
     aborts: int = 0
@@ -134,9 +124,6 @@ class RealResult:
     zombie_exits: int = 0
     operator_exits: Counter[str] = field(default_factory=Counter)  # the tool's exit codes
     client_crashes: int = 0
-    outputs: int = 0
-    duplicates: int = 0
-    lost: int = 0
     quiescent: bool = False
     violations: list[Violation] = field(default_factory=list)
     described: list[str] = field(default_factory=list)
@@ -713,9 +700,7 @@ class RealRun:
             self.broker.stop()
             (self.dir / "broker.log").write_text("\n".join(self.broker.output) + "\n")
             r.seconds["total"] = time.monotonic() - started
-            r.kept = self.o.keep or not r.ok
-            if not r.kept:
-                shutil.rmtree(self.dir, ignore_errors=True)
+            r.kept = keep_or_remove(self.dir, keep=self.o.keep, ok=r.ok)
         return r
 
     def _judge(self, final: FinalState) -> None:
@@ -848,16 +833,7 @@ def summary_table(result: RealResult) -> Any:
     return table
 
 
-def main(
-    duration_s: float,
-    seed: int | None,
-    clients: int,
-    records: int,
-    keep: bool,
-    as_json: bool,
-    drain_timeout_s: float,
-    run_dir: Path | None,
-) -> int:
+def main(options: RealOptions, *, as_json: bool) -> int:
     """``sharetxn chaos real``: returns the exit code (0 only without violations)."""
     from rich.console import Console  # noqa: PLC0415
     from rich.progress import (  # noqa: PLC0415
@@ -868,25 +844,21 @@ def main(
         TimeElapsedColumn,
     )
 
-    if duration_s <= 0 or clients <= 0 or records <= 0 or drain_timeout_s <= 0:
-        msg = "--duration, --clients, --records and --drain-timeout must be positive"
-        raise ValueError(msg)
-    seed = seed if seed is not None else random.SystemRandom().randrange(1, 2**31)
-    options = RealOptions(
-        duration_s=duration_s,
-        seed=seed,
-        clients=clients,
-        records=records,
-        drain_timeout_s=drain_timeout_s,
-        keep=keep,
-        run_dir=run_dir,
+    o = options
+    require_positive(
+        {
+            "--duration": o.duration_s,
+            "--clients": o.clients,
+            "--records": o.records,
+            "--drain-timeout": o.drain_timeout_s,
+        }
     )
     err = Console(stderr=True)
     run = RealRun(options)
     if not as_json:
         err.print(
-            f"[bold]sharetxn chaos real[/] seed={seed} duration={duration_s:g}s "
-            f"clients={clients} records={records}"
+            f"[bold]sharetxn chaos real[/] seed={o.seed} duration={o.duration_s:g}s "
+            f"clients={o.clients} records={o.records}"
         )
     with Progress(
         TextColumn("[bold]{task.fields[phase]:>6}[/]"),
@@ -918,5 +890,5 @@ def main(
         if result.ok:
             out.print("[green]no invariant violated[/]")
         else:
-            out.print(f"[red]{len(result.violations)} violation(s)[/] (seed {seed})")
+            out.print(f"[red]{len(result.violations)} violation(s)[/] (seed {o.seed})")
     return 0 if result.ok else 1

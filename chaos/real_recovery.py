@@ -35,7 +35,6 @@ import json
 import logging
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
@@ -48,6 +47,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from chaos.eos_driver import EXIT_TYPED_FAILURE, POINTS, DriverSettings, parse_offsets
+from chaos.real_run import RunOptions, RunResult, keep_or_remove, require_positive
 from chaos.real_verify import IDLE_STATES, FinalState, direct_checks, read_topic, trickle_input
 from producer.admin import Admin, TopicSpec
 from producer.spark.checkpoint import Checkpoint
@@ -77,20 +77,16 @@ SHARETXN_CONFIG = {"transaction.abort.timed.out.transaction.cleanup.interval.ms"
 
 
 @dataclass(frozen=True)
-class RecoveryChaosOptions:
+class RecoveryChaosOptions(RunOptions):
     target: str = "kafka"
     kafka_2pc: bool = True
     prepare_mode: str = "auto"
     duration_s: float = 40.0
-    seed: int = 1
     records: int = 600
-    partitions: int = 3
     writers: int = 3
     max_per_partition: int = 30
     transaction_timeout_ms: int = 60000
     drain_timeout_s: float = 90.0
-    run_dir: Path | None = None
-    keep: bool = False
     kafka_jars: Path | None = None
 
     def replay(self) -> str:
@@ -108,18 +104,12 @@ class RecoveryChaosOptions:
 
 
 @dataclass
-class RecoveryChaosResult:
-    options: RecoveryChaosOptions
-    run_dir: Path
-    faults: Counter[str] = field(default_factory=Counter)
+class RecoveryChaosResult(RunResult[RecoveryChaosOptions]):
     kill_points: Counter[str] = field(default_factory=Counter)
     driver_starts: int = 0
     driver_crashes: int = 0
     batches: int = 0
     recovered: Counter[str] = field(default_factory=Counter)  # start-up recoveries' work
-    outputs: int = 0
-    duplicates: int = 0
-    lost: int = 0
     drained: bool = False
     typed_failure: dict[str, Any] | None = None
     violations: list[str] = field(default_factory=list)
@@ -555,44 +545,21 @@ class RecoveryChaosRun:
         (self.dir / "events.log").write_text("\n".join(self.events) + "\n")
 
 
-def main(
-    *,
-    target: str,
-    kafka_2pc: bool,
-    prepare_mode: str,
-    duration_s: float,
-    seed: int | None,
-    records: int,
-    transaction_timeout_ms: int,
-    drain_timeout_s: float,
-    run_dir: Path | None,
-    keep: bool,
-    as_json: bool,
-    kafka_jars: Path | None = None,
-) -> int:
-    if duration_s <= 0 or records <= 0 or drain_timeout_s <= 0 or transaction_timeout_ms <= 0:
-        msg = "--duration, --records, --drain-timeout and --transaction-timeout-ms must be positive"
-        raise ValueError(msg)
-    chosen = seed if seed is not None else random.SystemRandom().randrange(1, 2**31)
-    options = RecoveryChaosOptions(
-        target=target,
-        kafka_2pc=kafka_2pc,
-        prepare_mode=prepare_mode,
-        duration_s=duration_s,
-        seed=chosen,
-        records=records,
-        transaction_timeout_ms=transaction_timeout_ms,
-        drain_timeout_s=drain_timeout_s,
-        run_dir=run_dir,
-        keep=keep,
-        kafka_jars=kafka_jars,
+def main(options: RecoveryChaosOptions, *, as_json: bool) -> int:
+    require_positive(
+        {
+            "--duration": options.duration_s,
+            "--records": options.records,
+            "--drain-timeout": options.drain_timeout_s,
+            "--transaction-timeout-ms": options.transaction_timeout_ms,
+        }
     )
     if not as_json:
-        print(f"chaos real --workload recovery: seed {chosen}; replay: {options.replay()}")
+        print(f"chaos real --workload recovery: seed {options.seed}; replay: {options.replay()}")
     result = RecoveryChaosRun(options).run()
-    kept = not result.ok or keep or run_dir is not None
-    if not kept:
-        shutil.rmtree(result.run_dir, ignore_errors=True)
+    kept = keep_or_remove(
+        result.run_dir, keep=options.keep or options.run_dir is not None, ok=result.ok
+    )
     if as_json:
         print(json.dumps(result.as_dict(), indent=2))
         return 0 if result.ok else 1
@@ -615,7 +582,7 @@ def main(
     for v in result.violations:
         print(f"VIOLATION {v}")
     print(
-        ("ok" if result.ok else f"VIOLATED (seed {chosen}); replay: {options.replay()}")
+        ("ok" if result.ok else f"VIOLATED (seed {options.seed}); replay: {options.replay()}")
         + (f"; run directory: {result.run_dir}" if kept else "")
     )
     return 0 if result.ok else 1

@@ -29,19 +29,18 @@ import json
 import logging
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from chaos.real import BROKER_CONFIG  # the copy workload's short timeouts
+from chaos.real_run import RunOptions, RunResult, keep_or_remove
 from chaos.real_verify import direct_checks, quiescent, read_final, read_state, trickle_input
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
@@ -61,26 +60,14 @@ GROUP_CONFIG = {
 
 
 @dataclass(frozen=True)
-class SinkChaosOptions:
-    duration_s: float = 60.0
-    seed: int = 1
+class SinkChaosOptions(RunOptions):
     workers: int = 3
-    records: int = 2000
-    partitions: int = 3
-    drain_timeout_s: float = 60.0
-    run_dir: Path | None = None
 
 
 @dataclass
-class SinkChaosResult:
-    options: SinkChaosOptions
-    run_dir: Path
-    faults: Counter[str] = field(default_factory=Counter)
+class SinkChaosResult(RunResult[SinkChaosOptions]):
     worker_crashes: int = 0
     unclean_exits: int = 0
-    outputs: int = 0
-    duplicates: int = 0
-    lost: int = 0
     quiescent: bool = False
     violations: list[str] = field(default_factory=list)
 
@@ -324,31 +311,16 @@ class SinkChaosRun:
             self.result.violations.append("the drain did not reach a quiescent state")
 
 
-def main(
-    *,
-    duration_s: float,
-    seed: int | None,
-    workers: int,
-    records: int,
-    as_json: bool,
-    drain_timeout_s: float,
-    run_dir: Path | None,
-    keep: bool = False,
-) -> int:
-    chosen = seed if seed is not None else random.SystemRandom().randrange(1, 2**31)
-    options = SinkChaosOptions(
-        duration_s=duration_s,
-        seed=chosen,
-        workers=workers,
-        records=records,
-        drain_timeout_s=drain_timeout_s,
-        run_dir=run_dir,
-    )
+def main(options: SinkChaosOptions, *, as_json: bool) -> int:
     if not as_json:
-        print(f"chaos real --workload sink: seed {chosen}, {workers} workers, {records} records")
+        print(
+            f"chaos real --workload sink: seed {options.seed}, {options.workers} workers, "
+            f"{options.records} records"
+        )
     result = SinkChaosRun(options).run()
-    if result.ok and not keep and run_dir is None:
-        shutil.rmtree(result.run_dir, ignore_errors=True)
+    kept = keep_or_remove(
+        result.run_dir, keep=options.keep or options.run_dir is not None, ok=result.ok
+    )
     if as_json:
         print(json.dumps(result.as_dict(), indent=2))
     else:
@@ -360,7 +332,6 @@ def main(
         )
         for v in result.violations:
             print(f"VIOLATION {v}")
-        kept = not result.ok or keep or run_dir is not None
         print(
             f"{'ok' if result.ok else 'VIOLATED'}"
             + (f"; run directory: {result.run_dir}" if kept else "")

@@ -29,11 +29,9 @@ from dataclasses import dataclass
 from coordinator.log.memory_log import (
     BatchListLog,
     FlushPolicy,
+    KeptStorage,
     MemoryData,
-    StorageBase,
     check_config,
-    cut_batches_from,
-    drop_batches_below,
     store_batch,
     validate_batch,
 )
@@ -128,21 +126,13 @@ class SimLog(BatchListLog):
         self._policy.reset()
         self._disk.fault(FLUSH_AFTER, self._name)
 
-    def truncate_to(self, offset: int) -> None:
+    def _after_cut(self) -> None:
         data = self._data
-        if not self._truncates(offset, data.end):
-            return
-        cut_batches_from(data, offset)
         data.synced = min(data.synced, len(data.blobs))
-        data.segments.resync(data.bases, data.headers, data.end)
-        self._policy.reset()
 
-    def advance_start_offset(self, offset: int) -> None:
+    def _after_drop(self, dropped: int) -> None:
         data = self._data
-        if not self._advances(offset, data.start, data.end):
-            return
-        drop = drop_batches_below(data, offset)
-        data.synced = max(0, data.synced - drop)
+        data.synced = max(0, data.synced - dropped)
 
     def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
         """Durable at once, like truncate_to (the swap is atomic on a real disk)."""
@@ -192,13 +182,12 @@ def _recover(data: _LogData, image: bytes) -> int:
     return dropped
 
 
-class SimDisk(StorageBase[SimLog]):
+class SimDisk(KeptStorage[SimLog, _LogData]):
     """A ``Storage`` whose unsynced bytes a simulated crash loses or tears."""
 
     def __init__(self, rng: random.Random, default_config: LogConfig | None = None) -> None:
         super().__init__(default_config)
         self._rng = rng
-        self._logs: dict[tuple[str, int], _LogData] = {}
         self.stats = DiskStats()
         # Set by the simulator; None means no faults.
         self.hook: FaultHook | None = None
@@ -208,18 +197,10 @@ class SimDisk(StorageBase[SimLog]):
     # -- Storage --------------------------------------------------------------------------------
 
     def _new_log(self, topic: str, partition: int, config: LogConfig) -> SimLog:
-        data = self._logs.setdefault((topic, partition), _LogData())
+        data = self._data.setdefault((topic, partition), _LogData())
         if data.image is not None and _recover(data, data.image) > 0:
             self.stats.recovered_truncations += 1
         return SimLog(self, f"{topic}-{partition}", data, config)
-
-    def list_logs(self) -> list[tuple[str, int]]:
-        return sorted(self._logs)
-
-    def delete_log(self, topic: str, partition: int) -> None:
-        key = (topic, partition)
-        self._close_log(key)
-        self._logs.pop(key, None)
 
     # -- faults ---------------------------------------------------------------------------------
 
@@ -232,8 +213,8 @@ class SimDisk(StorageBase[SimLog]):
         """Power loss: unsynced bytes are lost, partly kept, or torn; every open log closes."""
         self.stats.crashes += 1
         self.close()
-        for key in sorted(self._logs):
-            data = self._logs[key]
+        for key in sorted(self._data):
+            data = self._data[key]
             unsynced = b"".join(data.blobs[data.synced :])
             kept = b""
             if unsynced:
@@ -250,12 +231,12 @@ class SimDisk(StorageBase[SimLog]):
         """Log name -> batches not yet synced (for tests)."""
         return {
             f"{t}-{p}": len(d.blobs) - d.synced
-            for (t, p), d in sorted(self._logs.items())
+            for (t, p), d in sorted(self._data.items())
             if len(d.blobs) > d.synced
         }
 
     def batch_count(self, topic: str, partition: int) -> int:
-        data = self._logs.get((topic, partition))
+        data = self._data.get((topic, partition))
         return 0 if data is None else len(data.blobs)
 
 

@@ -294,6 +294,33 @@ class BatchListLog(LogBase):
     def close(self) -> None:
         self._closed = True
 
+    def truncate_to(self, offset: int) -> None:
+        """Drop batches with base offset >= ``offset``.
+
+        Below the log start offset the whole log goes and restarts empty at
+        ``offset`` (Kafka's truncateFullyAndStartAt).
+        """
+        data = self._data
+        if not self._truncates(offset, data.end):
+            return
+        cut_batches_from(data, offset)
+        self._after_cut()
+        data.segments.resync(data.bases, data.headers, data.end)
+        self._policy.reset()
+
+    def advance_start_offset(self, offset: int) -> None:
+        """Raise the start offset (never lower it); beyond the end is out of range."""
+        data = self._data
+        if not self._advances(offset, data.start, data.end):
+            return
+        self._after_drop(drop_batches_below(data, offset))
+
+    def _after_cut(self) -> None:
+        """``truncate_to``'s step between dropping the batches and resyncing the segments."""
+
+    def _after_drop(self, dropped: int) -> None:
+        """``advance_start_offset``'s last step, given how many batches went."""
+
 
 @dataclass
 class MemoryData:
@@ -338,27 +365,9 @@ class MemoryLog(BatchListLog):
         self.flush_count += 1
         self._policy.reset()
 
-    def truncate_to(self, offset: int) -> None:
-        """Drop batches with base offset >= ``offset``.
-
-        Below the log start offset the whole log goes and restarts empty at
-        ``offset`` (Kafka's truncateFullyAndStartAt).
-        """
-        data = self._data
-        if not self._truncates(offset, data.end):
-            return
-        cut_batches_from(data, offset)
-        if not data.headers:
-            data.segments = ListSegments()
-        data.segments.resync(data.bases, data.headers, data.end)
-        self._policy.reset()
-
-    def advance_start_offset(self, offset: int) -> None:
-        """Raise the start offset (never lower it); beyond the end is out of range."""
-        data = self._data
-        if not self._advances(offset, data.start, data.end):
-            return
-        drop_batches_below(data, offset)
+    def _after_cut(self) -> None:
+        if not self._data.headers:
+            self._data.segments = ListSegments()
 
     def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
         self._check_open()
@@ -407,16 +416,15 @@ class StorageBase(ABC, Generic[L]):
         self._open.clear()
 
 
-class MemoryStorage(StorageBase[MemoryLog]):
-    """A ``Storage`` of memory logs; closing and reopening a log keeps its batches."""
+D = TypeVar("D")
 
-    def __init__(self, default_config: LogConfig | None = None) -> None:
+
+class KeptStorage(StorageBase[L], Generic[L, D]):
+    """A storage whose logs' contents (``D``) stay in memory across closing and reopening."""
+
+    def __init__(self, default_config: LogConfig | None) -> None:
         super().__init__(default_config)
-        self._data: dict[tuple[str, int], MemoryData] = {}
-
-    def _new_log(self, topic: str, partition: int, config: LogConfig) -> MemoryLog:
-        data = self._data.setdefault((topic, partition), MemoryData())
-        return MemoryLog(config, _data=data)
+        self._data: dict[tuple[str, int], D] = {}
 
     def list_logs(self) -> list[tuple[str, int]]:
         return sorted(self._data)
@@ -425,3 +433,14 @@ class MemoryStorage(StorageBase[MemoryLog]):
         key = (topic, partition)
         self._close_log(key)
         self._data.pop(key, None)
+
+
+class MemoryStorage(KeptStorage[MemoryLog, MemoryData]):
+    """A ``Storage`` of memory logs; closing and reopening a log keeps its batches."""
+
+    def __init__(self, default_config: LogConfig | None = None) -> None:
+        super().__init__(default_config)
+
+    def _new_log(self, topic: str, partition: int, config: LogConfig) -> MemoryLog:
+        data = self._data.setdefault((topic, partition), MemoryData())
+        return MemoryLog(config, _data=data)

@@ -42,7 +42,7 @@ def test_driver_and_kafka_killed_9_lose_and_duplicate_nothing(tmp_path: Path) ->
     )
     result = RecoveryChaosRun(options).run()
     summary = result.as_dict()
-    assert result.ok, summary
+    assert result.ok, f"violations: {result.violations}; {summary}"
     assert (result.outputs, result.duplicates, result.lost) == (500, 0, 0), summary
     assert result.faults["broker-kill"] >= 1, summary
     kills = result.faults["driver-kill"] + sum(result.kill_points.values())

@@ -27,8 +27,10 @@ from producer.txn_manager import (
 )
 from recovery.audit import AuditLog
 from recovery.model import TxnSnapshot
+from recovery.outcome import ended_as, marker_starts
 from recovery.plan import Action, Step
 from recovery.scan import Scanner
+from txn.batch import ControlType
 from txn.errors import (
     InvalidProducerEpochError,
     InvalidProducerIdMappingError,
@@ -176,7 +178,7 @@ class Executor:
             {"step": step.to_json(), "before": before.to_json(), "reason": step.reason},
         )
         try:
-            outcome, detail = self._act(step)
+            outcome, detail = self._act(step, before)
         except OutcomeUnconfirmedError as exc:
             return self._heuristic(step, before, exc)
         except PreparedTransactionAbortedError as exc:
@@ -216,7 +218,7 @@ class Executor:
 
     # -- acting -------------------------------------------------------------------------------
 
-    def _act(self, step: Step) -> tuple[Outcome, str]:
+    def _act(self, step: Step, before: TxnSnapshot) -> tuple[Outcome, str]:
         tid = step.transactional_id
         timeout_s = self.wait_timeout_s
         if step.action in (Action.COMMIT, Action.ABORT):
@@ -239,14 +241,32 @@ class Executor:
             verb = "committed" if step.action is Action.COMMIT else "aborted"
             return Outcome.APPLIED, f"{verb} pid={step.producer_id} epoch={step.producer_epoch}"
         if step.action is Action.FORCE_TERMINATE:
-            fencer = TransactionalProducer({**self.client_config, "transactional.id": tid})
-            try:
-                fencer.init_transactions(timeout_s=timeout_s)
-                pid, epoch = fencer.producer_id_and_epoch
-            finally:
-                fencer.close(timeout_s=5)
-            return Outcome.APPLIED, f"fenced and aborted; the id is now pid={pid} epoch={epoch}"
+            return self._fence(before)
         return Outcome.NOOP, "waiting for the coordinator"
+
+    def _fence(self, before: TxnSnapshot) -> tuple[Outcome, str]:
+        """Fence the id (InitProducerId), then read back how the transaction ended.
+
+        The client may commit between the compare-and-set and the fence; the coordinator then
+        completes that commit and only bumps the epoch, so the outcome is read from the
+        transaction's markers (``recovery.outcome``) instead of assumed.
+        """
+        admin = self.scanner.admin
+        starts = marker_starts(admin, before)
+        tid = before.transactional_id
+        fencer = TransactionalProducer({**self.client_config, "transactional.id": tid})
+        try:
+            fencer.init_transactions(timeout_s=self.wait_timeout_s)
+            pid, epoch = fencer.producer_id_and_epoch
+        finally:
+            fencer.close(timeout_s=5)
+        now = f"the id is now pid={pid} epoch={epoch}"
+        ended = ended_as(admin, starts, before.producer_id, timeout_s=self.wait_timeout_s)
+        if ended is ControlType.COMMIT:
+            return Outcome.RACED, f"committed by its client before the fence; {now}"
+        if ended is None:
+            return Outcome.APPLIED, f"fenced (no marker found to confirm the abort); {now}"
+        return Outcome.APPLIED, f"fenced and aborted; {now}"
 
     def _settled(self, transactional_id: str) -> TxnSnapshot:
         """Describe until the coordinator left Prepare* (markers delivered) or the timeout."""

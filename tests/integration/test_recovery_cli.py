@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import recovery.execute
 from coordinator.cli import main as sharetxn
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
@@ -27,6 +28,7 @@ from producer.transactional_producer import TransactionalProducer
 from producer.types import PreparedTxnState, Record
 from recovery.audit import read_audit_log
 from recovery.execute import Executor
+from recovery.model import TxnSnapshot
 from recovery.plan import Step
 from recovery.scan import RateLimiter, Scanner
 from recovery.spark_checkpoint import Intent, IntentTransaction, transactional_id, write_intent
@@ -295,11 +297,47 @@ def test_stale_plan_is_raced_and_force_terminate(
     assert read_all(b, topic_out, 1, "read_committed") == []
     c.close()
     assert redelivered(b, group, topic_in, 4, timeout_s=15) == list(range(4))
-    assert [e["event"] for e in read_audit_log(tmp_path / "other.jsonl")] == ["begin", "end"]
+    other = read_audit_log(tmp_path / "other.jsonl")
+    assert [e["event"] for e in other] == ["begin", "end"]
+    assert other[-1]["detail"].startswith("fenced and aborted")
     # nothing open any more: force-terminate is a no-op
     code, noop = cli(capsys, b, *force_terminate(tid, audit))
     assert code == 0 and noop["results"][0]["outcome"] == "noop"
     assert events(audit) == ["raced", "noop"]
+
+
+def test_force_terminate_reads_back_a_commit_that_won_the_race(
+    kbroker: LocalBroker,
+    audit: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    b = kbroker.bootstrap_servers
+    _topic_in, topic_out, _group = setup(b, 0)
+    tid = f"rec-won-{uuid.uuid4().hex[:6]}"
+    client = TransactionalProducer({"bootstrap.servers": b, "transactional.id": tid})
+    client.init_transactions()
+    client.begin_transaction()
+    client.send(topic_out, b"won")
+    client.flush()
+    real_starts = recovery.execute.marker_starts
+
+    def client_commits_meanwhile(admin: Admin, before: TxnSnapshot) -> dict[TopicPartition, int]:
+        # The tool's compare-and-set saw the transaction Ongoing; the client's commit lands
+        # before the fence, so the fence aborts nothing.
+        starts = real_starts(admin, before)
+        client.commit_transaction()
+        return starts
+
+    monkeypatch.setattr(recovery.execute, "marker_starts", client_commits_meanwhile)
+    code, out = cli(capsys, b, *force_terminate(tid, audit))
+    client.close()
+    (result,) = out["results"]
+    assert (code, result["outcome"]) == (4, "raced")
+    assert "committed by its client before the fence" in result["detail"]
+    end = read_audit_log(audit)[-1]
+    assert (end["event"], end["outcome"]) == ("end", "raced")
+    assert read_all(b, topic_out, 1, "read_committed") == [b"won"]
 
 
 # -- sharetxn recover -------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pytest
 from confluent_kafka import Consumer
@@ -305,16 +306,35 @@ def test_share_consumer_implicit(reference_kafka: ReferenceKafka, admin: Admin) 
     assert lags == {(0, 0), (1, 0)}
 
 
+T = TypeVar("T")
+
+
+def _once_applied(read: Callable[[], T], applied: Callable[[T], bool], timeout_s: float = 30) -> T:
+    """Kafka's brokers learn a change from the metadata log after the controller has answered
+    it: a read right after a create or alter may still show the old state."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = read()
+        if applied(value) or time.monotonic() >= deadline:
+            return value
+        time.sleep(0.1)
+
+
 def test_admin_topics_configs_and_share_group_offsets(
     reference_kafka: ReferenceKafka, admin: Admin
 ) -> None:
     topic = _topic(admin)
     assert admin.create_partitions({topic: 3})[topic].error == ErrorCode.NONE
-    [described] = admin.describe_topics([topic])
+    [described] = _once_applied(
+        lambda: admin.describe_topics([topic]), lambda d: len(d[0].leaders) == 3
+    )
     assert sorted(described.leaders) == [0, 1, 2]
     altered = admin.incremental_alter_configs(TOPIC_CONFIG, topic, {"retention.ms": "3600000"})
     assert altered.error == ErrorCode.NONE
-    entries = {e.name: e for e in admin.describe_config_entries(TOPIC_CONFIG, topic)}
+    entries = _once_applied(
+        lambda: {e.name: e for e in admin.describe_config_entries(TOPIC_CONFIG, topic)},
+        lambda e: e["retention.ms"].value == "3600000",
+    )
     assert entries["retention.ms"].value == "3600000"
     assert entries["retention.ms"].explicit
 

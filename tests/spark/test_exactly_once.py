@@ -98,40 +98,52 @@ def test_ten_thousand_records_exactly_once_without_faults(
     assert committed > 0 and aborted == 0
 
 
-@pytest.mark.parametrize(
-    ("fault", "redelivered"),
-    [
-        ("kill-after-read-prepare", True),  # aborted on restart: the batch reads again
-        ("kill-after-intent", True),  # intent without commits/N: aborted, re-run
-        ("kill-before-commit", False),  # commits/N exists: recovery commits it
-    ],
+# One query lifetime killed at the three points of a batch's life, then run to its end. Each
+# start recovers what the previous run left: batches of 600 records (3 partitions, 200 each).
+KILLS = (
+    "kill-before-commit:1",  # commits/1 exists: the next start commits batch 1
+    "kill-after-read-prepare:2",  # reads prepared, no intent: aborted, the batch reads again
+    "kill-after-intent:3",  # intent without commits/3: aborted, the batch runs again
 )
-def test_driver_sigkill_then_restart_is_exactly_once(
-    broker: LocalBroker, tmp_path: Path, fault: str, redelivered: bool
+
+
+def test_driver_killed_at_three_points_then_restarted_is_exactly_once(
+    broker: LocalBroker, tmp_path: Path
 ) -> None:
     records = 3_000
     prepare_input(broker.bootstrap_servers, records)
-    code = run_driver(broker, tmp_path, "killed", per_task=400, env=fault_env(f"{fault}:1"))
-    assert code == -9, f"the driver was not killed at {fault}:\n{log_of(tmp_path, 'killed')}"
-    view = read_checkpoint(tmp_path / "checkpoint")
-    assert 0 in view.resolved and 1 not in view.resolved
-    if fault == "kill-before-commit":
-        assert 1 in view.commits and 1 in view.intents
-    elif fault == "kill-after-intent":
-        assert 1 in view.intents and 1 not in view.commits
-        # The operator's tool sees the same decision as the query's own recovery.
-        plan = recover_plan(broker, tmp_path / "checkpoint")
-        assert {s["action"] for s in plan if s["batch"] == 1} == {"abort", "mark-resolved"}
-    else:
-        assert 1 not in view.intents
+    checkpoint = tmp_path / "checkpoint"
+    redeliveries: list[int] = []  # seen by a read_committed consumer after each killed run
+    for n, fault in enumerate(KILLS):
+        name = f"killed-{n}"
+        code = run_driver(broker, tmp_path, name, per_task=200, env=fault_env(fault))
+        assert code == -9, f"the driver was not killed at {fault}:\n{log_of(tmp_path, name)}"
+        point, _, at = fault.rpartition(":")
+        batch = int(at)
+        view = read_checkpoint(checkpoint)
+        assert batch - 1 in view.resolved and batch not in view.resolved, fault
+        if point == "kill-before-commit":
+            assert batch in view.commits and batch in view.intents
+        elif point == "kill-after-intent":
+            assert batch in view.intents and batch not in view.commits
+            # The operator's tool sees the same decision as the query's own recovery.
+            plan = recover_plan(broker, checkpoint)
+            assert {s["action"] for s in plan if s["batch"] == batch} == {"abort", "mark-resolved"}
+        else:
+            assert batch not in view.intents
+        redeliveries.append(verify(broker.bootstrap_servers, records).redeliveries)
 
-    code = run_driver(broker, tmp_path, "restarted", per_task=400)
+    code = run_driver(broker, tmp_path, "restarted", per_task=200)
     assert code == 0, log_of(tmp_path, "restarted")
     assert_exactly_once(broker, records, tmp_path)
-    verdict = verify(broker.bootstrap_servers, records)
-    assert (verdict.redeliveries > 0) is redelivered, verdict
-    _committed, aborted = transaction_counts(tmp_path / "checkpoint")
-    assert (aborted > 0) is redelivered
+    final = verify(broker.bootstrap_servers, records).redeliveries
+    # Batch 1 (killed before its commit) was committed by the next start, nothing read twice;
+    # batch 2 (killed after its read prepare) and batch 3 (killed after its intent) read again.
+    assert redeliveries[1] == 0, redeliveries
+    assert redeliveries[2] > redeliveries[1], redeliveries
+    assert final > redeliveries[2], (redeliveries, final)
+    _committed, aborted = transaction_counts(checkpoint)
+    assert aborted > 0
 
 
 def test_a_retried_read_task_fences_its_first_attempt(broker: LocalBroker, tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from coordinator.log.storage import PartitionLog
 from coordinator.partition import Partition
+from coordinator.shard_runtime import ControlMarker
 from coordinator.share.group_config import ShareGroupConfig
 from coordinator.share.group_coordinator import ShareGroupCoordinator
 from coordinator.share.group_model import HeartbeatResult
@@ -500,7 +501,7 @@ class ShareManager:
         """
         started = self.clock.now_ms()
         outcome = self.persister.complete_transaction(
-            partition, producer_id, producer_epoch, commit, coordinator_epoch
+            partition, ControlMarker(commit, producer_id, producer_epoch, coordinator_epoch)
         )
         if outcome.error is not ErrorCode.NONE:
             return outcome.error

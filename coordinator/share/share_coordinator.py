@@ -643,14 +643,7 @@ class ShareCoordinator(CoordinatorShard):
             ),
         )
 
-    def complete_transaction(
-        self,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-    ) -> MarkerOutcome:
+    def complete_transaction(self, partition: int, marker: ControlMarker) -> MarkerOutcome:
         """WriteTxnMarkers for one state partition: append the marker, then apply or discard.
 
         Idempotent: a marker for a producer with nothing staged (or staged by a newer epoch)
@@ -668,9 +661,11 @@ class ShareCoordinator(CoordinatorShard):
                 (),
                 ErrorCode.NONE,
                 apply=lambda _offset: keys.extend(
-                    self._apply_marker(part, producer_id, producer_epoch, commit)
+                    self._apply_marker(
+                        part, marker.producer_id, marker.producer_epoch, marker.commit
+                    )
                 ),
-                marker=ControlMarker(commit, producer_id, producer_epoch, coordinator_epoch),
+                marker=marker,
             ),
         )
         if appended is not ErrorCode.NONE:
@@ -679,7 +674,7 @@ class ShareCoordinator(CoordinatorShard):
                 if appended is ErrorCode.NOT_COORDINATOR
                 else appended
             )
-        if commit:
+        if marker.commit:
             for key in keys:
                 # Best effort: a failed snapshot keeps the pruning floor, so nothing is lost.
                 self._snapshot_key(part, key)

@@ -19,6 +19,7 @@ from coordinator.protocol.responses import (
     api,
     by_topic,
     handler_table,
+    heartbeat_response,
     millis,
     undescribed_group,
 )
@@ -225,22 +226,8 @@ class GroupHandlers:
             client_id=req.client_id or "",
             client_host=f"/{req.client_host}" if req.client_host else "",
         )
-        assignment = None
-        if result.assignment is not None:
-            assignment = {
-                "topic_partitions": [
-                    {"topic_id": t, "partitions": sorted(ps)}
-                    for t, ps in sorted(result.assignment.items())
-                ]
-            }
-        return {
-            "error_code": result.error,
-            "error_message": result.error_message,
-            "member_id": result.member_id,
-            "member_epoch": result.member_epoch,
-            "heartbeat_interval": result.heartbeat_interval_ms,
-            "assignment": assignment,
-        }
+        assignment = None if result.assignment is None else sorted(result.assignment.items())
+        return heartbeat_response(result, assignment)
 
     @api(69)
     async def consumer_group_describe(self, req: DecodedRequest) -> dict[str, Any]:

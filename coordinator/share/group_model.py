@@ -56,6 +56,20 @@ AssignmentList = list[tuple[uuid.UUID, list[int]]]
 
 
 @dataclass(frozen=True, slots=True)
+class HeartbeatRequest:
+    """ShareGroupHeartbeat's request fields; ``rack_id``, ``subscribed_topic_names``,
+    ``client_id`` and ``client_host`` left None keep the member's previous values."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None
+    subscribed_topic_names: list[str] | None
+    client_id: str | None = None
+    client_host: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class HeartbeatResult:
     """ShareGroupHeartbeat's response fields; ``assignment`` is None when it is not sent."""
 
@@ -250,24 +264,18 @@ def _flatten(sets: Mapping[uuid.UUID, frozenset[int]]) -> list[tuple[uuid.UUID, 
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def _invalid_heartbeat(
-    group_id: str,
-    member_id: str,
-    member_epoch: int,
-    rack_id: str | None,
-    subscribed_topic_names: list[str] | None,
-) -> str | None:
+def _invalid_heartbeat(request: HeartbeatRequest) -> str | None:
     """Kafka's request checks (GroupCoordinatorService), in its order; None if valid."""
-    if not member_id or not member_id.strip():
+    if not request.member_id or not request.member_id.strip():
         return "MemberId can't be empty."
-    if not group_id or not group_id.strip():
+    if not request.group_id or not request.group_id.strip():
         return "GroupId can't be empty."
-    if rack_id is not None and not rack_id.strip():
+    if request.rack_id is not None and not request.rack_id.strip():
         return "RackId can't be empty."
-    if member_epoch == JOIN_GROUP_MEMBER_EPOCH:
-        if not subscribed_topic_names:
+    if request.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
+        if not request.subscribed_topic_names:
             return "SubscribedTopicNames must be set in first request."
-    elif member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
+    elif request.member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
         return "MemberEpoch is invalid."
     return None
 

@@ -13,8 +13,7 @@ from txn.ids import TopicPartition
 if TYPE_CHECKING:
     import uuid
 
-    from coordinator.group.consumer_protocol import ConsumerHeartbeatResult
-    from coordinator.share.group_model import HeartbeatResult
+    from coordinator.share.group_model import GroupHeartbeatResult
 
 Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
 #: Wait until a log append or ``deadline_ms`` on the broker's Clock, whichever comes first.
@@ -62,7 +61,7 @@ def undescribed_group(group_id: str, error: ErrorCode, message: str | None) -> d
 
 
 def heartbeat_response(
-    result: ConsumerHeartbeatResult | HeartbeatResult,
+    result: GroupHeartbeatResult[Any],
     assignment: Iterable[tuple[uuid.UUID, Iterable[int]]] | None,
 ) -> dict[str, Any]:
     """A Consumer/ShareGroupHeartbeat response; ``assignment`` as (topic id, partitions) pairs,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from coordinator.share.assignor import Assignment, TopicIdPartition
 from coordinator.share.group_records import (
@@ -24,6 +24,8 @@ STATE_EMPTY = "Empty"
 STATE_STABLE = "Stable"
 STATE_DEAD = "Dead"
 GROUP_TYPE = "share"
+
+A = TypeVar("A")
 
 
 # --- the topic seam ---------------------------------------------------------------------------
@@ -70,15 +72,21 @@ class HeartbeatRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatResult:
-    """ShareGroupHeartbeat's response fields; ``assignment`` is None when it is not sent."""
+class GroupHeartbeatResult(Generic[A]):
+    """Consumer/ShareGroupHeartbeat's response fields; ``assignment`` is None when it is not
+    sent."""
 
     error: ErrorCode
     error_message: str | None = None
     member_id: str | None = None
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
-    assignment: AssignmentList | None = None
+    assignment: A | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult(GroupHeartbeatResult[AssignmentList]):
+    """ShareGroupHeartbeat's response fields."""
 
 
 @dataclass(frozen=True, slots=True)

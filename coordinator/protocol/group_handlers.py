@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from coordinator.broker import BrokerCore
+from coordinator.group.offset_commands import Committer, OffsetMap
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
 from coordinator.protocol.responses import (
     OPERATIONS_NOT_REQUESTED,
@@ -31,8 +32,6 @@ log = logging.getLogger("sharetxn.groups")
 
 Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
 R = TypeVar("R")
-
-OffsetMap = dict[TopicPartition, tuple[int, int, str | None]]
 
 
 def _offsets(topics: Any) -> OffsetMap:
@@ -291,13 +290,13 @@ class GroupHandlers:
         b = req.body
         offsets = _offsets(b.topics)
         groups = self.core.groups
-        results, token = groups.commit_offsets_deferred(
+        committer = Committer(
             b.group_id,
             int(field(b, "generation_id_or_member_epoch", "generation_id", default=-1)),
             field(b, "member_id", default="") or "",
             field(b, "group_instance_id"),
-            offsets,
         )
+        results, token = groups.commit_offsets_deferred(committer, offsets)
         if token is not None:
             # The fsync runs off the event loop (other connections go on meanwhile); the
             # offsets are applied, and answered, once it covered them.

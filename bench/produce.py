@@ -68,7 +68,7 @@ console = toolkit.make_console(110)
 
 
 @dataclass
-class Sample(toolkit.Disturbable):
+class Sample(toolkit.Counted):
     """One measurement: ``records`` produced and acknowledged in ``seconds``."""
 
     records: int
@@ -79,10 +79,6 @@ class Sample(toolkit.Disturbable):
     # process): other work on a 2-core machine disturbs the figures.
     other_cpu_s: float
     transactions: int = 0
-
-    @property
-    def rate(self) -> float:
-        return self.records / self.seconds
 
     @classmethod
     def of(

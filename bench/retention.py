@@ -36,6 +36,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.broker import BrokerCore
+from coordinator.group.offset_commands import Committer
 from coordinator.launcher import LocalBroker
 from coordinator.log.file_log import FileStorage
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
@@ -159,7 +160,9 @@ def _write_internal_history(data: Path, rounds: int, compact: bool) -> None:
     for round_ in range(rounds):
         offsets = {TopicPartition("in", p): (round_, -1, None) for p in range(PARTITIONS)}
         for g in range(LIVE_GROUPS):
-            for error in core.groups.commit_offsets(f"g{g}", -1, "", None, offsets).values():
+            for error in core.groups.commit_offsets(
+                Committer(f"g{g}", -1, "", None), offsets
+            ).values():
                 _check(error)
         for t in range(LIVE_TXN_IDS):
             tid = f"t{t}"

@@ -95,7 +95,7 @@ Tick = Callable[[int], None]
 
 
 @dataclass
-class ReadSample(toolkit.Disturbable):
+class ReadSample(toolkit.Counted):
     """One consumption: ``records`` (``value_bytes`` of values) read in ``seconds``."""
 
     records: int
@@ -107,10 +107,6 @@ class ReadSample(toolkit.Disturbable):
     broker_cpu_s: float
     client_cpu_s: float
     other_cpu_s: float
-
-    @property
-    def rate(self) -> float:
-        return self.records / self.seconds
 
     @property
     def steady_rate(self) -> float:

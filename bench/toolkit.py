@@ -163,6 +163,16 @@ class Disturbable:
         return self.other_cores > OTHER_CORES_WARN
 
 
+class Counted(Disturbable):
+    """Mixin of a sample of ``records`` in ``seconds``: its rate."""
+
+    records: int
+
+    @property
+    def rate(self) -> float:
+        return self.records / self.seconds
+
+
 class Sample(Protocol):
     @property
     def other_cores(self) -> float: ...

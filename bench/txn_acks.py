@@ -89,7 +89,7 @@ Tick = Callable[[int], None]
 
 
 @dataclass
-class Sample(toolkit.Disturbable):
+class Sample(toolkit.Counted):
     """One consume-transform-produce measurement, or one series of fsyncs (kind "fsync").
 
     Per unit of K records: ``ack_s`` is ``send_share_acks_to_transaction`` (txn) or
@@ -107,10 +107,6 @@ class Sample(toolkit.Disturbable):
     broker_cpu_s: float
     client_cpu_s: float
     other_cpu_s: float
-
-    @property
-    def rate(self) -> float:
-        return self.records / self.seconds
 
 
 @dataclass

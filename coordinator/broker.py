@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 from coordinator.group.coordinator import ConsumerGroupCoordinator
+from coordinator.group.offset_commands import Committer
 from coordinator.log.cleaner_passes import CleanerExecutor, CleanTarget, LogCleaner
 from coordinator.log.compaction import CleanResult, transactions_of
 from coordinator.log.storage import LogConfig, PartitionLog, Storage
@@ -389,15 +390,8 @@ class BrokerCore:
             if verdict in (ErrorCode.TRANSACTION_ABORTABLE, ErrorCode.INVALID_PRODUCER_ID_MAPPING):
                 verdict = ErrorCode.INVALID_TXN_STATE
             return dict.fromkeys(offsets, verdict)
-        return self.groups.txn_commit_offsets(
-            producer_id,
-            producer_epoch,
-            group_id,
-            generation,
-            member_id,
-            group_instance_id,
-            offsets,
-        )
+        committer = Committer(group_id, generation, member_id, group_instance_id)
+        return self.groups.txn_commit_offsets(producer_id, producer_epoch, committer, offsets)
 
     def _on_share_event(self, group_id: str, kind: str, count: int) -> None:
         for listener in self._share_event_listeners:

@@ -14,7 +14,7 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ __all__ = [
     "CliError",
     "ExitCode",
     "UsageExitParser",
+    "add_actions",
     "add_command_options",
     "add_connection_options",
     "add_execute_options",
@@ -99,6 +100,14 @@ def add_command_options(parser: argparse.ArgumentParser, examples: str) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = examples
     add_connection_options(parser)
+
+
+def add_actions(parser: argparse.ArgumentParser, actions: Mapping[str, str]) -> None:
+    """The command's actions, exactly one of them required: a flag per ``{action: help}``
+    entry (``reset_offsets``: ``--reset-offsets``)."""
+    group = parser.add_mutually_exclusive_group(required=True)
+    for name, text in actions.items():
+        group.add_argument("--" + name.replace("_", "-"), action="store_true", help=text)
 
 
 def read_properties(path: Path) -> dict[str, str]:

@@ -23,6 +23,7 @@ from producer.cli_support import (
     EXIT_CODES_HELP,
     CliError,
     ExitCode,
+    add_actions,
     add_command_options,
     emit_json,
     guarded,
@@ -52,9 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--entity-default", action="store_true", help="brokers: the cluster-wide defaults"
     )
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--describe", action="store_true", help="show configs")
-    action.add_argument("--alter", action="store_true", help="set or delete configs")
+    add_actions(parser, {"describe": "show configs", "alter": "set or delete configs"})
     parser.add_argument("--all", action="store_true", help="--describe: defaults too")
     parser.add_argument(
         "--add-config", action="append", default=[], metavar="K=V[,K=V...]", help="set configs"

@@ -22,6 +22,7 @@ from producer.cli_support import (
     EXIT_CODES_HELP,
     CliError,
     ExitCode,
+    add_actions,
     add_command_options,
     add_execute_options,
     add_reset_target_options,
@@ -50,18 +51,18 @@ EXAMPLES = f"""examples:
 {EXIT_CODES_HELP}"""
 
 
+ACTIONS = {
+    "list": "list consumer groups",
+    "describe": "describe consumer groups",
+    "reset_offsets": "reset committed offsets (group inactive)",
+    "delete_offsets": "delete committed offsets (KIP-496)",
+    "delete": "delete empty groups",
+}
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_command_options(parser, EXAMPLES)
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--list", action="store_true", help="list consumer groups")
-    action.add_argument("--describe", action="store_true", help="describe consumer groups")
-    action.add_argument(
-        "--reset-offsets", action="store_true", help="reset committed offsets (group inactive)"
-    )
-    action.add_argument(
-        "--delete-offsets", action="store_true", help="delete committed offsets (KIP-496)"
-    )
-    action.add_argument("--delete", action="store_true", help="delete empty groups")
+    add_actions(parser, ACTIONS)
     parser.add_argument("--group", action="append", metavar="GROUP", help="group id")
     parser.add_argument("--all-groups", action="store_true", help="--describe: every group")
     parser.add_argument(

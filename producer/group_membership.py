@@ -118,16 +118,6 @@ class GroupMembership(HeartbeatThread):
     def _thread_name(self) -> str:
         return f"group-heartbeat-{self.group_id}"
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                wait_ms = self._beat()
-            except Exception:  # never let the heartbeat thread die silently
-                log.exception("consumer group %s: heartbeat failed", self.group_id)
-                wait_ms = self._backoff.next_ms()
-            self._wakeup.wait(wait_ms / 1000)
-            self._wakeup.clear()
-
     def _beat(self) -> int:
         with self._send_lock:
             with self._lock:

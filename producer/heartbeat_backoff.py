@@ -32,6 +32,11 @@ class HeartbeatBackoff:
         self._failures += 1
         return min(self._low * int(2 ** min(self._failures - 1, 10)), self._high)
 
+    def crashed(self) -> int:
+        """A heartbeat raised: log it with its traceback; the wait before the next attempt."""
+        self._log.exception("%s: heartbeat failed", self._what)
+        return self.next_ms()
+
     def unreachable(self, exc: Exception) -> None:
         now = time.monotonic()
         if self._since is None:

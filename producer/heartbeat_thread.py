@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import threading
 
+from producer.heartbeat_backoff import HeartbeatBackoff
+
 
 class HeartbeatThread:
-    """Starts ``_run`` once on a daemon thread; ``_stop`` ends it, ``_wakeup`` cuts a wait short."""
+    """Runs ``_beat`` on a daemon thread, started once, until ``_stop``: each beat returns the
+    milliseconds to wait before the next one, and ``_wakeup`` cuts a wait short."""
+
+    _backoff: HeartbeatBackoff
 
     def __init__(self) -> None:
         self._stop = threading.Event()
@@ -21,5 +26,14 @@ class HeartbeatThread:
     def _thread_name(self) -> str:
         raise NotImplementedError
 
-    def _run(self) -> None:
+    def _beat(self) -> int:
         raise NotImplementedError
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                wait_ms = self._beat()
+            except Exception:  # never let the heartbeat thread die silently
+                wait_ms = self._backoff.crashed()
+            if self._wakeup.wait(wait_ms / 1000):
+                self._wakeup.clear()

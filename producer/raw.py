@@ -8,56 +8,32 @@ arrays, tagged fields).
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from producer.types import TransactionDescription
+from txn.codec import Reader
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
+class _Reader(Reader):
+    """The response field by field; one that ends early raises ValueError."""
 
-    def _take(self, fmt: str) -> Any:
-        value = struct.unpack_from(fmt, self.data, self.pos)[0]
-        self.pos += struct.calcsize(fmt)
-        return value
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data, ValueError)
 
     def int16(self) -> int:
-        return int(self._take(">h"))
+        return self.take(">h")
 
     def int32(self) -> int:
-        return int(self._take(">i"))
+        return self.take(">i")
 
     def int64(self) -> int:
-        return int(self._take(">q"))
-
-    def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            byte = self.data[self.pos]
-            self.pos += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
+        return self.take(">q")
 
     def compact_string(self) -> str | None:
         n = self.uvarint() - 1
-        if n < 0:
-            return None
-        text = self.data[self.pos : self.pos + n].decode()
-        self.pos += n
-        return text
-
-    def skip_tags(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            size = self.uvarint()
-            self.pos += size
+        return None if n < 0 else self.text(n)
 
 
 def describe_transactions_raw(
@@ -81,7 +57,7 @@ def describe_transactions_raw(
         topic = r.compact_string() or ""
         for _ in range(r.uvarint() - 1):
             partitions.append(TopicPartition(topic, r.int32()))
-        r.skip_tags()
+        r.skip_tagged_fields()
 
     return TransactionDescription(
         tid, error, state, producer_id, epoch, timeout_ms, start_ms, tuple(partitions)

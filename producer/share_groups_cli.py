@@ -26,6 +26,7 @@ from producer.cli_support import (
     CliError,
     ExitCode,
     UsageExitParser,
+    add_actions,
     add_command_options,
     add_execute_options,
     add_reset_target_options,
@@ -49,25 +50,18 @@ EXAMPLES = f"""examples:
 
 {EXIT_CODES_HELP}"""
 
-ACTIONS = ("list", "describe", "reset_offsets", "delete_offsets", "delete")
+ACTIONS = {
+    "list": "list share groups and their state",
+    "describe": "describe share groups",
+    "reset_offsets": "move share-partition start offsets (group must be empty)",
+    "delete_offsets": "delete the share state of topics (group must be empty)",
+    "delete": "delete empty share groups",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_command_options(parser, EXAMPLES)
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--list", action="store_true", help="list share groups and their state")
-    action.add_argument("--describe", action="store_true", help="describe share groups")
-    action.add_argument(
-        "--reset-offsets",
-        action="store_true",
-        help="move share-partition start offsets (group must be empty)",
-    )
-    action.add_argument(
-        "--delete-offsets",
-        action="store_true",
-        help="delete the share state of topics (group must be empty)",
-    )
-    action.add_argument("--delete", action="store_true", help="delete empty share groups")
+    add_actions(parser, ACTIONS)
     parser.add_argument("--group", action="append", metavar="GROUP", help="group id")
     parser.add_argument(
         "--topic",

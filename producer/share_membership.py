@@ -154,16 +154,6 @@ class Membership(HeartbeatThread):
     def _thread_name(self) -> str:
         return f"sharetxn-heartbeat-{self.member_id}"
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                delay_ms = self._beat()
-            except Exception:  # never let the heartbeat thread die silently
-                log.exception("share group %s: heartbeat failed", self.group_id)
-                delay_ms = self._backoff_ms()
-            if self._wakeup.wait(delay_ms / 1000):
-                self._wakeup.clear()
-
     def _warn_unreachable(self, exc: Exception) -> None:
         self._backoff.unreachable(exc)
 

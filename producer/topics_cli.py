@@ -23,6 +23,7 @@ from producer.cli_support import (
     EXIT_CODES_HELP,
     CliError,
     ExitCode,
+    add_actions,
     add_command_options,
     emit,
     emit_json,
@@ -41,17 +42,18 @@ EXAMPLES = f"""examples:
 
 {EXIT_CODES_HELP}"""
 
-ACTIONS = ("create", "list", "describe", "alter", "delete")
+ACTIONS = {
+    "create": "create a topic",
+    "list": "list topic names",
+    "describe": "partitions, offsets, configs",
+    "alter": "add partitions to a topic",
+    "delete": "delete topics",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_command_options(parser, EXAMPLES)
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--create", action="store_true", help="create a topic")
-    action.add_argument("--list", action="store_true", help="list topic names")
-    action.add_argument("--describe", action="store_true", help="partitions, offsets, configs")
-    action.add_argument("--alter", action="store_true", help="add partitions to a topic")
-    action.add_argument("--delete", action="store_true", help="delete topics")
+    add_actions(parser, ACTIONS)
     parser.add_argument(
         "--topic", help="topic name; a regular expression except with --create", metavar="TOPIC"
     )

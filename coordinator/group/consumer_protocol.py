@@ -43,6 +43,7 @@ from coordinator.group.consumer_records import (
 from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import OffsetKey
 from coordinator.group.results import GroupDescription, MemberDescription
+from coordinator.share.group_model import GroupHeartbeatResult
 from txn.errors import ErrorCode
 
 log = logging.getLogger("sharetxn.groups")
@@ -100,13 +101,8 @@ class ConsumerProtocolGroup:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerHeartbeatResult:
-    error: ErrorCode
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: Partitions | None = None  # None: unchanged, not sent
+class ConsumerHeartbeatResult(GroupHeartbeatResult[Partitions]):
+    """ConsumerGroupHeartbeat's response fields (``assignment`` None: unchanged, not sent)."""
 
 
 def _minus(a: Partitions, b: Partitions) -> Partitions:

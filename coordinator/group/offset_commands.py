@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from coordinator.group.classic import ClassicGroup, ClassicState
 from coordinator.group.consumer_protocol import ConsumerProtocolGroup
@@ -25,6 +26,18 @@ from txn.ids import TopicPartition
 _S = ClassicState
 log = logging.getLogger("sharetxn.groups")
 OffsetMap = dict[TopicPartition, tuple[int, int, str | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Committer:
+    """Who commits offsets (OffsetCommit, TxnOffsetCommit): the group and, for a member, its
+    generation (or member epoch), member id and instance id; generation -1 and member id ""
+    commit without a member (manual assignment, admin tools)."""
+
+    group_id: str
+    generation: int
+    member_id: str
+    group_instance_id: str | None
 
 
 class OffsetCommands(CoordinatorPart):
@@ -78,28 +91,17 @@ class OffsetCommands(CoordinatorPart):
         self._deferred = [(base, recs) for base, recs in self._deferred if base > token]
 
     def commit_offsets_deferred(
-        self,
-        group_id: str,
-        generation: int,
-        member_id: str,
-        group_instance_id: str | None,
-        offsets: dict[TopicPartition, tuple[int, int, str | None]],
+        self, committer: Committer, offsets: OffsetMap
     ) -> tuple[dict[TopicPartition, ErrorCode], int | None]:
         """OffsetCommit appended but applied only once ``durable(token)`` says it is durable.
 
         Returns the results and the token (None: nothing to wait for, e.g. an error).
         """
-        return self._commit_offsets(
-            group_id, generation, member_id, group_instance_id, offsets, True
-        )
+        return self._commit_offsets(committer, offsets, True)
 
-    def _validate_commit(
-        self,
-        group_id: str,
-        generation: int,
-        member_id: str,
-        group_instance_id: str | None,
-    ) -> ErrorCode:
+    def _validate_commit(self, committer: Committer) -> ErrorCode:
+        group_id, generation = committer.group_id, committer.generation
+        member_id, group_instance_id = committer.member_id, committer.group_instance_id
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
         if not group_id:
@@ -127,33 +129,21 @@ class OffsetCommands(CoordinatorPart):
         return ErrorCode.NONE
 
     def commit_offsets(
-        self,
-        group_id: str,
-        generation: int,
-        member_id: str,
-        group_instance_id: str | None,
-        offsets: dict[TopicPartition, tuple[int, int, str | None]],
+        self, committer: Committer, offsets: OffsetMap
     ) -> dict[TopicPartition, ErrorCode]:
         """OffsetCommit: (offset, leader epoch, metadata) per partition."""
-        results, _token = self._commit_offsets(
-            group_id, generation, member_id, group_instance_id, offsets, False
-        )
+        results, _token = self._commit_offsets(committer, offsets, False)
         return results
 
     def _commit_offsets(
-        self,
-        group_id: str,
-        generation: int,
-        member_id: str,
-        group_instance_id: str | None,
-        offsets: OffsetMap,
-        defer: bool,
+        self, committer: Committer, offsets: OffsetMap, defer: bool
     ) -> tuple[dict[TopicPartition, ErrorCode], int | None]:
-        error = self._validate_commit(group_id, generation, member_id, group_instance_id)
+        error = self._validate_commit(committer)
         if error is ErrorCode.NONE:
             error = self._check_metadata(offsets)
         if error is not ErrorCode.NONE or not offsets:
             return dict.fromkeys(offsets, error), None
+        group_id, member_id = committer.group_id, committer.member_id
         group = self._groups.get(group_id)
         if group is not None and member_id in group.members:
             self._arm_session(group, group.members[member_id], self._clock.now_ms())
@@ -172,9 +162,7 @@ class OffsetCommands(CoordinatorPart):
             for tp, (off, epoch, meta) in offsets.items()
         ]
 
-    def _check_metadata(
-        self, offsets: dict[TopicPartition, tuple[int, int, str | None]]
-    ) -> ErrorCode:
+    def _check_metadata(self, offsets: OffsetMap) -> ErrorCode:
         limit = self._config.get_int("offset.metadata.max.bytes")
         for _off, _epoch, meta in offsets.values():
             if meta is not None and len(meta.encode()) > limit:
@@ -185,11 +173,8 @@ class OffsetCommands(CoordinatorPart):
         self,
         producer_id: int,
         producer_epoch: int,
-        group_id: str,
-        generation: int,
-        member_id: str,
-        group_instance_id: str | None,
-        offsets: dict[TopicPartition, tuple[int, int, str | None]],
+        committer: Committer,
+        offsets: OffsetMap,
     ) -> dict[TopicPartition, ErrorCode]:
         """TxnOffsetCommit: stage offsets under the producer until its transaction's marker.
 
@@ -197,8 +182,9 @@ class OffsetCommands(CoordinatorPart):
         """
         if (error := self.availability()) is not ErrorCode.NONE:
             return dict.fromkeys(offsets, error)
-        if member_id or generation >= 0:
-            error = self._validate_commit(group_id, generation, member_id, group_instance_id)
+        group_id = committer.group_id
+        if committer.member_id or committer.generation >= 0:
+            error = self._validate_commit(committer)
         elif self._is_share_group(group_id):
             error = ErrorCode.GROUP_ID_NOT_FOUND
         if error is ErrorCode.NONE:

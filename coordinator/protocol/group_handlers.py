@@ -13,12 +13,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from coordinator.broker import BrokerCore
+from coordinator.group.offset_commands import Committer, OffsetMap
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
 from coordinator.protocol.responses import (
     OPERATIONS_NOT_REQUESTED,
     api,
     by_topic,
     handler_table,
+    heartbeat_response,
     millis,
     undescribed_group,
 )
@@ -30,8 +32,6 @@ log = logging.getLogger("sharetxn.groups")
 
 Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
 R = TypeVar("R")
-
-OffsetMap = dict[TopicPartition, tuple[int, int, str | None]]
 
 
 def _offsets(topics: Any) -> OffsetMap:
@@ -225,22 +225,8 @@ class GroupHandlers:
             client_id=req.client_id or "",
             client_host=f"/{req.client_host}" if req.client_host else "",
         )
-        assignment = None
-        if result.assignment is not None:
-            assignment = {
-                "topic_partitions": [
-                    {"topic_id": t, "partitions": sorted(ps)}
-                    for t, ps in sorted(result.assignment.items())
-                ]
-            }
-        return {
-            "error_code": result.error,
-            "error_message": result.error_message,
-            "member_id": result.member_id,
-            "member_epoch": result.member_epoch,
-            "heartbeat_interval": result.heartbeat_interval_ms,
-            "assignment": assignment,
-        }
+        assignment = None if result.assignment is None else sorted(result.assignment.items())
+        return heartbeat_response(result, assignment)
 
     @api(69)
     async def consumer_group_describe(self, req: DecodedRequest) -> dict[str, Any]:
@@ -304,13 +290,13 @@ class GroupHandlers:
         b = req.body
         offsets = _offsets(b.topics)
         groups = self.core.groups
-        results, token = groups.commit_offsets_deferred(
+        committer = Committer(
             b.group_id,
             int(field(b, "generation_id_or_member_epoch", "generation_id", default=-1)),
             field(b, "member_id", default="") or "",
             field(b, "group_instance_id"),
-            offsets,
         )
+        results, token = groups.commit_offsets_deferred(committer, offsets)
         if token is not None:
             # The fsync runs off the event loop (other connections go on meanwhile); the
             # offsets are applied, and answered, once it covered them.

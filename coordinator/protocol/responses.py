@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import datetime
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from coordinator.protocol.wire import DecodedRequest
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
+
+if TYPE_CHECKING:
+    import uuid
+
+    from coordinator.share.group_model import GroupHeartbeatResult
 
 Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
 #: Wait until a log append or ``deadline_ms`` on the broker's Clock, whichever comes first.
@@ -52,6 +57,29 @@ def undescribed_group(group_id: str, error: ErrorCode, message: str | None) -> d
         "group_state": "",
         "members": [],
         "authorized_operations": OPERATIONS_NOT_REQUESTED,
+    }
+
+
+def heartbeat_response(
+    result: GroupHeartbeatResult[Any],
+    assignment: Iterable[tuple[uuid.UUID, Iterable[int]]] | None,
+) -> dict[str, Any]:
+    """A Consumer/ShareGroupHeartbeat response; ``assignment`` as (topic id, partitions) pairs,
+    None when it is not sent."""
+    return {
+        "error_code": result.error,
+        "error_message": result.error_message,
+        "member_id": result.member_id,
+        "member_epoch": result.member_epoch,
+        "heartbeat_interval": result.heartbeat_interval_ms,
+        "assignment": None
+        if assignment is None
+        else {
+            "topic_partitions": [
+                {"topic_id": topic_id, "partitions": sorted(partitions)}
+                for topic_id, partitions in assignment
+            ]
+        },
     }
 
 

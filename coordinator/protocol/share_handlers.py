@@ -21,10 +21,12 @@ from coordinator.protocol.responses import (
     WaitForAppend,
     api,
     handler_table,
+    heartbeat_response,
     millis,
     undescribed_group,
 )
 from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.share.group_model import ShareGroupDescription, ShareGroupMemberDescription
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
 from coordinator.share.persister import ShareStateKey
 from coordinator.share.sessions import INITIAL_EPOCH, TopicIdPartition
@@ -39,6 +41,39 @@ RESOURCE_GROUP = 32
 OP_SET = 0
 OP_DELETE = 1
 _SHARE_FETCH_POLL_MS = 50
+
+
+def _described_group(d: ShareGroupDescription) -> dict[str, Any]:
+    """A ShareGroupDescribe entry."""
+    if d.error is not ErrorCode.NONE:
+        return undescribed_group(d.group_id, d.error, d.error_message)
+    return {
+        "error_code": d.error,
+        "error_message": d.error_message,
+        "group_id": d.group_id,
+        "group_state": d.group_state,
+        "group_epoch": d.group_epoch,
+        "assignment_epoch": d.assignment_epoch,
+        "assignor_name": d.assignor_name,
+        "members": [_described_member(m) for m in d.members],
+        "authorized_operations": OPERATIONS_NOT_REQUESTED,
+    }
+
+
+def _described_member(m: ShareGroupMemberDescription) -> dict[str, Any]:
+    topic_partitions = [
+        {"topic_id": tp.topic_id, "topic_name": tp.topic_name, "partitions": list(tp.partitions)}
+        for tp in m.assignment
+    ]
+    return {
+        "member_id": m.member_id,
+        "rack_id": m.rack_id,
+        "member_epoch": m.member_epoch,
+        "client_id": m.client_id,
+        "client_host": m.client_host,
+        "subscribed_topic_names": list(m.subscribed_topic_names),
+        "assignment": {"topic_partitions": topic_partitions},
+    }
 
 
 def _acks_of(topics: Any) -> list[PartitionAcks]:
@@ -88,64 +123,12 @@ class ShareHandlers:
             client_id=req.client_id or "",
             client_host=req.client_host,
         )
-        assignment = None
-        if result.assignment is not None:
-            assignment = {
-                "topic_partitions": [
-                    {"topic_id": tid, "partitions": sorted(parts)}
-                    for tid, parts in result.assignment
-                ]
-            }
-        return {
-            "error_code": result.error,
-            "error_message": result.error_message,
-            "member_id": result.member_id,
-            "member_epoch": result.member_epoch,
-            "heartbeat_interval": result.heartbeat_interval_ms,
-            "assignment": assignment,
-        }
+        return heartbeat_response(result, result.assignment)
 
     @api(77)
     async def share_group_describe(self, req: DecodedRequest) -> dict[str, Any]:
-        groups: list[dict[str, Any]] = []
-        for d in self.share.groups.describe(list(req.body.group_ids)):
-            if d.error is not ErrorCode.NONE:
-                groups.append(undescribed_group(d.group_id, d.error, d.error_message))
-                continue
-            groups.append(
-                {
-                    "error_code": d.error,
-                    "error_message": d.error_message,
-                    "group_id": d.group_id,
-                    "group_state": d.group_state,
-                    "group_epoch": d.group_epoch,
-                    "assignment_epoch": d.assignment_epoch,
-                    "assignor_name": d.assignor_name,
-                    "members": [
-                        {
-                            "member_id": m.member_id,
-                            "rack_id": m.rack_id,
-                            "member_epoch": m.member_epoch,
-                            "client_id": m.client_id,
-                            "client_host": m.client_host,
-                            "subscribed_topic_names": list(m.subscribed_topic_names),
-                            "assignment": {
-                                "topic_partitions": [
-                                    {
-                                        "topic_id": tp.topic_id,
-                                        "topic_name": tp.topic_name,
-                                        "partitions": list(tp.partitions),
-                                    }
-                                    for tp in m.assignment
-                                ]
-                            },
-                        }
-                        for m in d.members
-                    ],
-                    "authorized_operations": OPERATIONS_NOT_REQUESTED,
-                }
-            )
-        return {"groups": groups}
+        descriptions = self.share.groups.describe(list(req.body.group_ids))
+        return {"groups": [_described_group(d) for d in descriptions]}
 
     @api(16)
     async def list_groups(self, req: DecodedRequest) -> dict[str, Any]:

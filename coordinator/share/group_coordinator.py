@@ -56,6 +56,7 @@ from coordinator.share.group_model import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     GroupListing,
+    HeartbeatRequest,
     HeartbeatResult,
     ListFilter,
     ShareGroupDescription,
@@ -169,28 +170,17 @@ class ShareGroupCoordinator(CoordinatorShard):
 
     # --- ShareGroupHeartbeat ------------------------------------------------------------------
 
-    def heartbeat(
-        self,
-        group_id: str,
-        member_id: str,
-        member_epoch: int,
-        rack_id: str | None,
-        subscribed_topic_names: list[str] | None,
-        *,
-        client_id: str | None = None,
-        client_host: str | None = None,
-    ) -> HeartbeatResult:
+    def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
         """ShareGroupHeartbeat v1: join (epoch 0), heartbeat, or leave (epoch -1).
 
-        ``rack_id``, ``subscribed_topic_names``, ``client_id`` and ``client_host`` left None
-        keep the member's previous values (the broker passes the request context's client id
-        and address on every heartbeat, as Kafka does).
+        The broker passes the request context's client id and address on every heartbeat, as
+        Kafka does.
         """
+        group_id, member_id = request.group_id, request.member_id
+        member_epoch = request.member_epoch
         if (error := self.availability()) is not ErrorCode.NONE:
             return HeartbeatResult(error)
-        invalid = _invalid_heartbeat(
-            group_id, member_id, member_epoch, rack_id, subscribed_topic_names
-        )
+        invalid = _invalid_heartbeat(request)
         if invalid is not None:
             return HeartbeatResult(ErrorCode.INVALID_REQUEST, invalid)
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
@@ -221,16 +211,19 @@ class ShareGroupCoordinator(CoordinatorShard):
             return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH, fenced)
 
         base = old if old is not None else _Member(member_id)
+        subscribed_topic_names = request.subscribed_topic_names
         updated = dataclasses.replace(
             base,
-            rack_id=rack_id if rack_id is not None else base.rack_id,
+            rack_id=request.rack_id if request.rack_id is not None else base.rack_id,
             subscribed=(
                 tuple(sorted(set(subscribed_topic_names)))
                 if subscribed_topic_names is not None
                 else base.subscribed
             ),
-            client_id=client_id if client_id is not None else base.client_id,
-            client_host=client_host if client_host is not None else base.client_host,
+            client_id=request.client_id if request.client_id is not None else base.client_id,
+            client_host=(
+                request.client_host if request.client_host is not None else base.client_host
+            ),
         )
         subscription_changed = updated.subscribed != base.subscribed
         members[member_id] = updated

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from coordinator.share.assignor import Assignment, TopicIdPartition
 from coordinator.share.group_records import (
@@ -24,6 +24,8 @@ STATE_EMPTY = "Empty"
 STATE_STABLE = "Stable"
 STATE_DEAD = "Dead"
 GROUP_TYPE = "share"
+
+A = TypeVar("A")
 
 
 # --- the topic seam ---------------------------------------------------------------------------
@@ -56,15 +58,35 @@ AssignmentList = list[tuple[uuid.UUID, list[int]]]
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatResult:
-    """ShareGroupHeartbeat's response fields; ``assignment`` is None when it is not sent."""
+class HeartbeatRequest:
+    """ShareGroupHeartbeat's request fields; ``rack_id``, ``subscribed_topic_names``,
+    ``client_id`` and ``client_host`` left None keep the member's previous values."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None
+    subscribed_topic_names: list[str] | None
+    client_id: str | None = None
+    client_host: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupHeartbeatResult(Generic[A]):
+    """Consumer/ShareGroupHeartbeat's response fields; ``assignment`` is None when it is not
+    sent."""
 
     error: ErrorCode
     error_message: str | None = None
     member_id: str | None = None
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
-    assignment: AssignmentList | None = None
+    assignment: A | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult(GroupHeartbeatResult[AssignmentList]):
+    """ShareGroupHeartbeat's response fields."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,24 +272,18 @@ def _flatten(sets: Mapping[uuid.UUID, frozenset[int]]) -> list[tuple[uuid.UUID, 
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def _invalid_heartbeat(
-    group_id: str,
-    member_id: str,
-    member_epoch: int,
-    rack_id: str | None,
-    subscribed_topic_names: list[str] | None,
-) -> str | None:
+def _invalid_heartbeat(request: HeartbeatRequest) -> str | None:
     """Kafka's request checks (GroupCoordinatorService), in its order; None if valid."""
-    if not member_id or not member_id.strip():
+    if not request.member_id or not request.member_id.strip():
         return "MemberId can't be empty."
-    if not group_id or not group_id.strip():
+    if not request.group_id or not request.group_id.strip():
         return "GroupId can't be empty."
-    if rack_id is not None and not rack_id.strip():
+    if request.rack_id is not None and not request.rack_id.strip():
         return "RackId can't be empty."
-    if member_epoch == JOIN_GROUP_MEMBER_EPOCH:
-        if not subscribed_topic_names:
+    if request.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
+        if not request.subscribed_topic_names:
             return "SubscribedTopicNames must be set in first request."
-    elif member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
+    elif request.member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
         return "MemberEpoch is invalid."
     return None
 

@@ -20,13 +20,14 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from coordinator.log.storage import PartitionLog
 from coordinator.partition import Partition
+from coordinator.shard_runtime import ControlMarker
 from coordinator.share.group_config import ShareGroupConfig
 from coordinator.share.group_coordinator import ShareGroupCoordinator
-from coordinator.share.group_model import HeartbeatResult
+from coordinator.share.group_model import HeartbeatRequest, HeartbeatResult
 from coordinator.share.persister import ShareStateKey
 from coordinator.share.sessions import (
     FINAL_EPOCH,
@@ -173,29 +174,29 @@ class ShareManager:
         # leave (ShareAcknowledge at epoch -1, carrying its last acknowledgements), so its
         # records must stay acquired until then; only an expired member is released here.
         self._leaving = (group_id, member_id) if member_epoch == -1 else None
+        request = HeartbeatRequest(
+            group_id,
+            member_id,
+            member_epoch,
+            rack_id,
+            subscribed_topic_names,
+            client_id=client_id,
+            client_host=client_host,
+        )
         try:
-            result = self.groups.heartbeat(
-                group_id,
-                member_id,
-                member_epoch,
-                rack_id,
-                subscribed_topic_names,
-                client_id=client_id,
-                client_host=client_host,
-            )
+            result = self.groups.heartbeat(request)
         finally:
             self._leaving = None
         if self.do_state_work(group_id) and result.error is ErrorCode.NONE and member_epoch >= 0:
             # Initializing share state made partitions assignable: answer with the new
             # assignment now rather than one heartbeat interval later.
             again = self.groups.heartbeat(
-                group_id,
-                result.member_id or member_id,
-                result.member_epoch,
-                rack_id,
-                None,
-                client_id=client_id,
-                client_host=client_host,
+                replace(
+                    request,
+                    member_id=result.member_id or member_id,
+                    member_epoch=result.member_epoch,
+                    subscribed_topic_names=None,
+                )
             )
             if again.error is ErrorCode.NONE:
                 return again
@@ -500,7 +501,7 @@ class ShareManager:
         """
         started = self.clock.now_ms()
         outcome = self.persister.complete_transaction(
-            partition, producer_id, producer_epoch, commit, coordinator_epoch
+            partition, ControlMarker(commit, producer_id, producer_epoch, coordinator_epoch)
         )
         if outcome.error is not ErrorCode.NONE:
             return outcome.error

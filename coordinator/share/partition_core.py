@@ -34,7 +34,12 @@ from coordinator.share.partition_model import (
     log,
     map_persister_error,
 )
-from coordinator.share.persister import Persister, PersisterStateBatch, ShareStateKey
+from coordinator.share.persister import (
+    Persister,
+    PersisterStateBatch,
+    ShareStateKey,
+    StateWrite,
+)
 from coordinator.share.state_combiner import subtract_ranges
 from txn.clock import Clock
 from txn.errors import ErrorCode
@@ -199,7 +204,7 @@ class SharePartitionCore:
             # Pin the position auto.offset.reset chose, so a restart does not jump to a later
             # "latest" and skip what was produced in between.
             error = self._persister.write_state(
-                self.key, result.state_epoch, self._config.leader_epoch, start, []
+                self.key, StateWrite(result.state_epoch, self._config.leader_epoch, start, [])
             )
             if error is not ErrorCode.NONE:
                 return map_persister_error(error, initializing=True)
@@ -307,7 +312,8 @@ class SharePartitionCore:
         self._write_depth += 1
         try:
             error = self._persister.write_state(
-                self.key, self._state_epoch, self._config.leader_epoch, start_field, batches
+                self.key,
+                StateWrite(self._state_epoch, self._config.leader_epoch, start_field, batches),
             )
         finally:
             self._write_depth -= 1

@@ -11,6 +11,7 @@ ReadShareGroupStateSummary RPCs, one key (group, topic id, partition) each.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -31,6 +32,16 @@ class PersisterStateBatch:
     last_offset: int
     delivery_state: int
     delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class StateWrite:
+    """What a WriteShareGroupState carries for one key (start offset -1 = unchanged)."""
+
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    batches: Sequence[PersisterStateBatch]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,14 +74,7 @@ class Persister(Protocol):
         """ReadShareGroupState."""
         ...
 
-    def write_state(
-        self,
-        key: ShareStateKey,
-        state_epoch: int,
-        leader_epoch: int,
-        start_offset: int,
-        batches: list[PersisterStateBatch],
-    ) -> ErrorCode:
+    def write_state(self, key: ShareStateKey, write: StateWrite) -> ErrorCode:
         """WriteShareGroupState: durable before it returns NONE."""
         ...
 

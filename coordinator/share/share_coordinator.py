@@ -55,6 +55,7 @@ from coordinator.share.persister import (
     ReadStateResult,
     ShareStateKey,
     StateSummary,
+    StateWrite,
 )
 from coordinator.share.state_combiner import NO_START_OFFSET, combine, overlay
 from coordinator.share.state_partitions import (
@@ -267,14 +268,7 @@ class ShareCoordinator(CoordinatorShard):
             return ReadStateResult(error)
         return result
 
-    def write_state(
-        self,
-        key: ShareStateKey,
-        state_epoch: int,
-        leader_epoch: int,
-        start_offset: int,
-        batches: list[PersisterStateBatch],
-    ) -> ErrorCode:
+    def write_state(self, key: ShareStateKey, write: StateWrite) -> ErrorCode:
         """WriteShareGroupState: durable before it returns NONE.
 
         Checks in Kafka's order: a bad key or malformed request (INVALID_REQUEST), an
@@ -286,19 +280,19 @@ class ShareCoordinator(CoordinatorShard):
         """
         if (error := self._check_key(key)) is not None:
             return error
-        if not self._valid_write(state_epoch, leader_epoch, start_offset, batches):
+        if not self._valid_write(write):
             return ErrorCode.INVALID_REQUEST
         part = self._partition(key)
         entry = part.states.get(key)
         if entry is None:
             return ErrorCode.INVALID_REQUEST
-        if leader_epoch != NO_EPOCH and entry.fence_leader_epoch > leader_epoch:
+        if write.leader_epoch != NO_EPOCH and entry.fence_leader_epoch > write.leader_epoch:
             return ErrorCode.FENCED_LEADER_EPOCH
-        if state_epoch != NO_EPOCH and entry.fence_state_epoch > state_epoch:
+        if write.state_epoch != NO_EPOCH and entry.fence_state_epoch > write.state_epoch:
             return ErrorCode.FENCED_STATE_EPOCH
         if not self._known_topic(key):
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        value = self._next_record(entry, start_offset, batches, entry.leader_epoch)
+        value = self._next_record(entry, write.start_offset, write.batches, entry.leader_epoch)
         return self._write(part, key, value)
 
     def delete_state(self, key: ShareStateKey) -> ErrorCode:
@@ -434,21 +428,16 @@ class ShareCoordinator(CoordinatorShard):
         return None
 
     @staticmethod
-    def _valid_write(
-        state_epoch: int,
-        leader_epoch: int,
-        start_offset: int,
-        batches: Sequence[PersisterStateBatch],
-    ) -> bool:
-        if not (_in_range(state_epoch, _INT32) and _in_range(leader_epoch, _INT32)):
+    def _valid_write(write: StateWrite) -> bool:
+        if not (_in_range(write.state_epoch, _INT32) and _in_range(write.leader_epoch, _INT32)):
             return False
-        if not -1 <= start_offset <= _INT64_MAX:
+        if not -1 <= write.start_offset <= _INT64_MAX:
             return False
         return all(
             0 <= b.first_offset <= b.last_offset <= _INT64_MAX
             and _in_range(b.delivery_state, _INT8)
             and _in_range(b.delivery_count, _INT16)
-            for b in batches
+            for b in write.batches
         )
 
     def _known_topic(self, key: ShareStateKey) -> bool:
@@ -654,14 +643,7 @@ class ShareCoordinator(CoordinatorShard):
             ),
         )
 
-    def complete_transaction(
-        self,
-        partition: int,
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-    ) -> MarkerOutcome:
+    def complete_transaction(self, partition: int, marker: ControlMarker) -> MarkerOutcome:
         """WriteTxnMarkers for one state partition: append the marker, then apply or discard.
 
         Idempotent: a marker for a producer with nothing staged (or staged by a newer epoch)
@@ -679,9 +661,11 @@ class ShareCoordinator(CoordinatorShard):
                 (),
                 ErrorCode.NONE,
                 apply=lambda _offset: keys.extend(
-                    self._apply_marker(part, producer_id, producer_epoch, commit)
+                    self._apply_marker(
+                        part, marker.producer_id, marker.producer_epoch, marker.commit
+                    )
                 ),
-                marker=ControlMarker(commit, producer_id, producer_epoch, coordinator_epoch),
+                marker=marker,
             ),
         )
         if appended is not ErrorCode.NONE:
@@ -690,7 +674,7 @@ class ShareCoordinator(CoordinatorShard):
                 if appended is ErrorCode.NOT_COORDINATOR
                 else appended
             )
-        if commit:
+        if marker.commit:
             for key in keys:
                 # Best effort: a failed snapshot keeps the pruning floor, so nothing is lost.
                 self._snapshot_key(part, key)

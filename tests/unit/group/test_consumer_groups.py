@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from coordinator.group.coordinator import ConsumerGroupCoordinator
+from coordinator.group.offset_commands import Committer
 from coordinator.group.results import (
     JoinRequest,
     JoinResult,
@@ -214,21 +215,25 @@ def test_join_errors() -> None:
 def test_offset_commit_fencing_and_fetch() -> None:
     b = Bench()
     leader, _follower, gen = stable_pair(b)
-    ok = b.coord.commit_offsets(G, gen, leader, None, {T0: (10, 3, "m")})
+    ok = b.coord.commit_offsets(Committer(G, gen, leader, None), {T0: (10, 3, "m")})
     assert ok == {T0: E.NONE}
-    assert b.coord.commit_offsets(G, gen - 1, leader, None, {T0: (11, 3, "")}) == {
+    assert b.coord.commit_offsets(Committer(G, gen - 1, leader, None), {T0: (11, 3, "")}) == {
         T0: E.ILLEGAL_GENERATION
     }
-    assert b.coord.commit_offsets(G, gen, "nobody", None, {T0: (11, 3, "")}) == {
+    assert b.coord.commit_offsets(Committer(G, gen, "nobody", None), {T0: (11, 3, "")}) == {
         T0: E.UNKNOWN_MEMBER_ID
     }
-    assert b.coord.commit_offsets(G, -1, "", None, {T0: (11, 3, "")}) == {T0: E.UNKNOWN_MEMBER_ID}
+    assert b.coord.commit_offsets(Committer(G, -1, "", None), {T0: (11, 3, "")}) == {
+        T0: E.UNKNOWN_MEMBER_ID
+    }
     error, fetched = b.coord.fetch_offsets(G, [T0, T1], require_stable=False)
     assert error is E.NONE
     assert (fetched[T0].offset, fetched[T0].leader_epoch, fetched[T0].metadata) == (10, 3, "m")
     assert fetched[T1].offset == -1
     # manual assignment (generation -1) commits to a new group
-    assert b.coord.commit_offsets("simple", -1, "", None, {T0: (5, -1, None)}) == {T0: E.NONE}
+    assert b.coord.commit_offsets(Committer("simple", -1, "", None), {T0: (5, -1, None)}) == {
+        T0: E.NONE
+    }
     assert b.coord.describe(["simple"])[0].state == "Empty"
     assert ("g1", "offset-commits", 1) in b.events
 
@@ -236,7 +241,7 @@ def test_offset_commit_fencing_and_fetch() -> None:
 def test_offset_delete_refuses_subscribed_topics_kip_496() -> None:
     b = Bench()
     leader, _follower, gen = stable_pair(b)
-    b.coord.commit_offsets(G, gen, leader, None, {T0: (10, -1, ""), OTHER: (4, -1, "")})
+    b.coord.commit_offsets(Committer(G, gen, leader, None), {T0: (10, -1, ""), OTHER: (4, -1, "")})
     error, results = b.coord.delete_offsets(G, [T0, OTHER])
     assert error is E.NONE
     assert results == {T0: E.GROUP_SUBSCRIBED_TO_TOPIC, OTHER: E.NONE}
@@ -248,7 +253,9 @@ def test_offset_delete_refuses_subscribed_topics_kip_496() -> None:
 
 def test_transactional_offsets_wait_for_the_marker() -> None:
     b = Bench()
-    assert b.coord.txn_commit_offsets(7, 0, G, -1, "", None, {T0: (20, -1, "")}) == {T0: E.NONE}
+    assert b.coord.txn_commit_offsets(7, 0, Committer(G, -1, "", None), {T0: (20, -1, "")}) == {
+        T0: E.NONE
+    }
     _e, fetched = b.coord.fetch_offsets(G, [T0], require_stable=True)
     assert fetched[T0].error is E.UNSTABLE_OFFSET_COMMIT
     _e, fetched = b.coord.fetch_offsets(G, [T0], require_stable=False)
@@ -257,12 +264,12 @@ def test_transactional_offsets_wait_for_the_marker() -> None:
     _e, fetched = b.coord.fetch_offsets(G, [T0], require_stable=True)
     assert fetched[T0].offset == 20
     # an abort discards; a marker of an older epoch does not touch a newer transaction
-    b.coord.txn_commit_offsets(7, 1, G, -1, "", None, {T0: (30, -1, "")})
+    b.coord.txn_commit_offsets(7, 1, Committer(G, -1, "", None), {T0: (30, -1, "")})
     assert (
         b.coord.complete_transaction(7, 0, commit=True, coordinator_epoch=0)
         is E.INVALID_PRODUCER_EPOCH
     )
-    assert b.coord.txn_commit_offsets(7, 0, G, -1, "", None, {T0: (31, -1, "")}) == {
+    assert b.coord.txn_commit_offsets(7, 0, Committer(G, -1, "", None), {T0: (31, -1, "")}) == {
         T0: E.PRODUCER_FENCED
     }
     b.coord.complete_transaction(7, 1, commit=False, coordinator_epoch=0)
@@ -273,8 +280,8 @@ def test_transactional_offsets_wait_for_the_marker() -> None:
 
 def test_a_later_plain_commit_wins_over_an_earlier_transactional_one() -> None:
     b = Bench()
-    b.coord.txn_commit_offsets(9, 0, G, -1, "", None, {T0: (50, -1, "")})
-    b.coord.commit_offsets(G, -1, "", None, {T0: (60, -1, "")})
+    b.coord.txn_commit_offsets(9, 0, Committer(G, -1, "", None), {T0: (50, -1, "")})
+    b.coord.commit_offsets(Committer(G, -1, "", None), {T0: (60, -1, "")})
     b.coord.complete_transaction(9, 0, commit=True, coordinator_epoch=0)
     assert b.coord.fetch_offsets(G, [T0], require_stable=False)[1][T0].offset == 60
 
@@ -282,9 +289,9 @@ def test_a_later_plain_commit_wins_over_an_earlier_transactional_one() -> None:
 def test_replay_restores_groups_offsets_and_pending_transactions() -> None:
     b = Bench()
     leader, follower, gen = stable_pair(b)
-    b.coord.commit_offsets(G, gen, leader, None, {T0: (10, 1, "x")})
-    b.coord.txn_commit_offsets(5, 2, G, -1, "", None, {T1: (7, -1, "")})
-    b.coord.txn_commit_offsets(6, 0, G, -1, "", None, {OTHER: (3, -1, "")})
+    b.coord.commit_offsets(Committer(G, gen, leader, None), {T0: (10, 1, "x")})
+    b.coord.txn_commit_offsets(5, 2, Committer(G, -1, "", None), {T1: (7, -1, "")})
+    b.coord.txn_commit_offsets(6, 0, Committer(G, -1, "", None), {OTHER: (3, -1, "")})
     b.coord.complete_transaction(6, 0, commit=True, coordinator_epoch=0)
     b.restart()
     (desc,) = b.coord.describe([G])
@@ -314,7 +321,7 @@ def test_offsets_of_an_empty_group_expire_kip_211() -> None:
         }
     )
     leader, follower, gen = stable_pair(b)
-    b.coord.commit_offsets(G, gen, leader, None, {T0: (10, -1, "")})
+    b.coord.commit_offsets(Committer(G, gen, leader, None), {T0: (10, -1, "")})
     for _ in range(20):  # a group with members keeps its offsets past the retention
         b.clock.advance(6_000)
         b.coord.heartbeat(G, gen, leader, None)
@@ -327,7 +334,7 @@ def test_offsets_of_an_empty_group_expire_kip_211() -> None:
             "offsets.retention.check.interval.ms": "1000",
         }
     )
-    b2.coord.commit_offsets("simple", -1, "", None, {T0: (1, -1, "")})
+    b2.coord.commit_offsets(Committer("simple", -1, "", None), {T0: (1, -1, "")})
     b2.clock.advance(59_000)
     assert b2.coord.fetch_offsets("simple", None, False)[1][T0].offset == 1
     b2.clock.advance(2_000)
@@ -343,7 +350,7 @@ def test_delete_groups() -> None:
         G: E.NON_EMPTY_GROUP,
         "nope": E.GROUP_ID_NOT_FOUND,
     }
-    b.coord.commit_offsets(G, gen, leader, None, {T0: (1, -1, "")})
+    b.coord.commit_offsets(Committer(G, gen, leader, None), {T0: (1, -1, "")})
     b.coord.leave(G, [(leader, None), (follower, None)])
     assert b.coord.delete_groups([G]) == {G: E.NONE}
     b.restart()
@@ -374,8 +381,10 @@ def test_deferred_commits_are_applied_once_durable_in_log_order() -> None:
     def committed(tp: TopicPartition) -> int:
         return b.coord.fetch_offsets("d", [tp], require_stable=False)[1][tp].offset
 
-    first, token1 = b.coord.commit_offsets_deferred("d", -1, "", None, {T0: (5, -1, "")})
-    second, token2 = b.coord.commit_offsets_deferred("d", -1, "", None, {T0: (7, -1, "")})
+    first, token1 = b.coord.commit_offsets_deferred(Committer("d", -1, "", None), {T0: (5, -1, "")})
+    second, token2 = b.coord.commit_offsets_deferred(
+        Committer("d", -1, "", None), {T0: (7, -1, "")}
+    )
     assert first == second == {T0: E.NONE}
     assert token1 is not None and token2 is not None and token1 < token2
     assert committed(T0) == -1  # appended, not yet known durable
@@ -386,11 +395,11 @@ def test_deferred_commits_are_applied_once_durable_in_log_order() -> None:
     b.coord.durable(token1)  # a late completion of the first changes nothing
     assert committed(T0) == 7
     # a synchronous write applies what is deferred first (its flush made it durable)
-    _r, _token3 = b.coord.commit_offsets_deferred("d", -1, "", None, {T0: (9, -1, "")})
-    assert b.coord.commit_offsets("d", -1, "", None, {T1: (1, -1, "")}) == {T1: E.NONE}
+    _r, _token3 = b.coord.commit_offsets_deferred(Committer("d", -1, "", None), {T0: (9, -1, "")})
+    assert b.coord.commit_offsets(Committer("d", -1, "", None), {T1: (1, -1, "")}) == {T1: E.NONE}
     assert (committed(T0), committed(T1)) == (9, 1)
     # a failed sync drops the commit: not applied (the client got an error)
-    _r, token4 = b.coord.commit_offsets_deferred("d", -1, "", None, {T0: (11, -1, "")})
+    _r, token4 = b.coord.commit_offsets_deferred(Committer("d", -1, "", None), {T0: (11, -1, "")})
     assert token4 is not None
     b.coord.deferred_failed(token4)
     b.coord.durable(token4)
@@ -403,6 +412,8 @@ def test_deferred_commits_are_applied_once_durable_in_log_order() -> None:
 def test_deferred_commit_errors_have_no_token() -> None:
     b = Bench()
     leader, _follower, gen = stable_pair(b)
-    results, token = b.coord.commit_offsets_deferred(G, gen + 5, leader, None, {T0: (1, -1, "")})
+    results, token = b.coord.commit_offsets_deferred(
+        Committer(G, gen + 5, leader, None), {T0: (1, -1, "")}
+    )
     assert results == {T0: E.ILLEGAL_GENERATION}
     assert token is None

@@ -13,6 +13,7 @@ from coordinator.group.consumer_protocol import (
     assign,
 )
 from coordinator.group.coordinator import ConsumerGroupCoordinator
+from coordinator.group.offset_commands import Committer
 from tests.unit.group.orders_bench import OrdersBench
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
@@ -113,19 +114,25 @@ def test_offset_commits_are_fenced_by_member_epoch() -> None:
     b = Bench()
     r = b.beat("m1", 0)
     tp = TopicPartition("orders", 0)
-    assert b.coord.commit_offsets(G, r.member_epoch, "m1", None, {tp: (5, -1, "")}) == {tp: E.NONE}
-    assert b.coord.commit_offsets(G, 0, "m1", None, {tp: (6, -1, "")}) == {tp: E.STALE_MEMBER_EPOCH}
-    assert b.coord.commit_offsets(G, 9, "m1", None, {tp: (6, -1, "")}) == {
+    assert b.coord.commit_offsets(Committer(G, r.member_epoch, "m1", None), {tp: (5, -1, "")}) == {
+        tp: E.NONE
+    }
+    assert b.coord.commit_offsets(Committer(G, 0, "m1", None), {tp: (6, -1, "")}) == {
+        tp: E.STALE_MEMBER_EPOCH
+    }
+    assert b.coord.commit_offsets(Committer(G, 9, "m1", None), {tp: (6, -1, "")}) == {
         tp: E.FENCED_MEMBER_EPOCH
     }
-    assert b.coord.commit_offsets(G, 1, "zz", None, {tp: (6, -1, "")}) == {tp: E.UNKNOWN_MEMBER_ID}
+    assert b.coord.commit_offsets(Committer(G, 1, "zz", None), {tp: (6, -1, "")}) == {
+        tp: E.UNKNOWN_MEMBER_ID
+    }
     error, results = b.coord.delete_offsets(G, [tp])
     assert (error, results) == (E.NONE, {tp: E.GROUP_SUBSCRIBED_TO_TOPIC})
 
 
 def test_classic_and_consumer_protocols_share_the_group_id() -> None:
     b = Bench()
-    b.coord.commit_offsets(G, -1, "", None, {TopicPartition("orders", 0): (1, -1, "")})
+    b.coord.commit_offsets(Committer(G, -1, "", None), {TopicPartition("orders", 0): (1, -1, "")})
     r = b.beat("m1", 0)  # an empty classic group becomes a consumer group, offsets kept
     assert r.error is E.NONE
     assert b.coord.fetch_offsets(G, None, False)[1][TopicPartition("orders", 0)].offset == 1

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from coordinator.group.consumer_protocol import ConsumerHeartbeatResult, Partitions
 from coordinator.group.embedded import encode_assignment, parse_assignment, parse_subscription
+from coordinator.group.offset_commands import Committer
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
 from tests.unit.group.orders_bench import OrdersBench
 from txn.errors import ErrorCode
@@ -139,10 +140,12 @@ def test_a_classic_member_joins_a_consumer_group_and_shares_the_partitions() -> 
     assert b.coord.heartbeat(G, 1, joined.member_id, None) is E.ILLEGAL_GENERATION
     # commits of a classic member are fenced by its generation (its member epoch)
     tp = {_tp(): (5, -1, "")}
-    assert b.coord.commit_offsets(G, again.generation, joined.member_id, None, tp) == {
+    assert b.coord.commit_offsets(Committer(G, again.generation, joined.member_id, None), tp) == {
         _tp(): E.NONE
     }
-    assert b.coord.commit_offsets(G, 1, joined.member_id, None, tp) == {_tp(): E.ILLEGAL_GENERATION}
+    assert b.coord.commit_offsets(Committer(G, 1, joined.member_id, None), tp) == {
+        _tp(): E.ILLEGAL_GENERATION
+    }
 
 
 def _tp():  # type: ignore[no-untyped-def]

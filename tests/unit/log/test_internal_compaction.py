@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 
 from coordinator.broker import BrokerCore
+from coordinator.group.offset_commands import Committer
 from coordinator.log.memory_log import MemoryStorage
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
 from coordinator.share.sessions import TopicIdPartition
@@ -77,9 +78,9 @@ def grow_history(core: BrokerCore, rounds: int) -> None:
     for round_ in range(rounds):
         for g in range(3):  # plain offset commits of the same groups, again and again
             offsets = {TopicPartition("in", p): (round_ + p, -1, None) for p in range(2)}
-            assert set(core.groups.commit_offsets(f"g{g}", -1, "", None, offsets).values()) == {
-                ErrorCode.NONE
-            }
+            assert set(
+                core.groups.commit_offsets(Committer(f"g{g}", -1, "", None), offsets).values()
+            ) == {ErrorCode.NONE}
         for t in range(3):  # the same transactional ids, committed and aborted
             txn_round(core, f"t{t}", round_, commit=(round_ + t) % 3 != 0)
         # A share member joins, acknowledges, leaves (member records and their tombstones).

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from coordinator.log.memory_log import MemoryStorage
 from coordinator.log.storage import PartitionLog
-from coordinator.share.persister import PersisterStateBatch, ShareStateKey
+from coordinator.share.persister import PersisterStateBatch, ShareStateKey, StateWrite
 from coordinator.share.share_coordinator import ShareCoordinator
 from tests.unit.failover import FailoverBench
 from tests.unit.faulty_log import FaultyLog
@@ -107,7 +107,10 @@ class Bench(FailoverBench[ShareCoordinator]):
     def ack_each(self, offsets: range, key: ShareStateKey = KEY) -> None:
         """One update per offset, each acknowledging that offset (delivery count 1)."""
         for i in offsets:
-            assert self.coordinator.write_state(key, 0, 0, -1, [b(i, i, ACKED, 1)]) is E.NONE
+            assert (
+                self.coordinator.write_state(key, StateWrite(0, 0, -1, [b(i, i, ACKED, 1)]))
+                is E.NONE
+            )
 
 
 def snapshot_epochs(bench: Bench, key: ShareStateKey = KEY) -> list[tuple[str, int]]:
@@ -129,11 +132,13 @@ def run_workload(bench: Bench) -> list[ShareStateKey]:
         assert c.read_state(key, 1).error is E.NONE
         for step in range(n % 5):
             first = n * 10 + step * 2
-            assert c.write_state(key, 1, 1, -1, [b(first, first + 1, ACKED, 1)]) is E.NONE
+            assert (
+                c.write_state(key, StateWrite(1, 1, -1, [b(first, first + 1, ACKED, 1)])) is E.NONE
+            )
             bench.clock.advance(10)
         if n % 4 == 3:
             assert c.write_state(
-                key, 1, 1, n * 10 + 3, [b(n * 10 + 8, n * 10 + 9, AVAILABLE, 2)]
+                key, StateWrite(1, 1, n * 10 + 3, [b(n * 10 + 8, n * 10 + 9, AVAILABLE, 2)])
             ) is (E.NONE)
         if n % 6 == 5:
             assert c.delete_state(key) is E.NONE

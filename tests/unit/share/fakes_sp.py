@@ -21,6 +21,7 @@ from coordinator.share.persister import (
     ReadStateResult,
     ShareStateKey,
     StateSummary,
+    StateWrite,
 )
 from coordinator.share.share_partition import (
     AckBatch,
@@ -113,25 +114,14 @@ class FakePersister:
         batches = self.raw_batches if self.raw_batches is not None else self.persisted()
         return ReadStateResult(ErrorCode.NONE, self.state_epoch, self.start_offset, tuple(batches))
 
-    def write_state(
-        self,
-        key: ShareStateKey,
-        state_epoch: int,
-        leader_epoch: int,
-        start_offset: int,
-        batches: list[PersisterStateBatch],
-    ) -> ErrorCode:
+    def write_state(self, key: ShareStateKey, write: StateWrite) -> ErrorCode:
         assert key == KEY
+        batches = [
+            (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
+            for b in write.batches
+        ]
         self.writes.append(
-            WriteCall(
-                state_epoch,
-                leader_epoch,
-                start_offset,
-                tuple(
-                    (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
-                    for b in batches
-                ),
-            )
+            WriteCall(write.state_epoch, write.leader_epoch, write.start_offset, tuple(batches))
         )
         if self.on_write is not None:
             hook, self.on_write = self.on_write, None
@@ -140,10 +130,7 @@ class FakePersister:
             return self.write_errors.pop(0)
         if self.write_error is not ErrorCode.NONE:
             return self.write_error
-        self.merge(
-            start_offset,
-            [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in batches],
-        )
+        self.merge(write.start_offset, batches)
         return ErrorCode.NONE
 
     def delete_state(self, key: ShareStateKey) -> ErrorCode:

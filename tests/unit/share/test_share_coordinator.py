@@ -18,6 +18,7 @@ from coordinator.share.persister import (
     ReadStateResult,
     ShareStateKey,
     StateSummary,
+    StateWrite,
 )
 from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.state_partitions import (
@@ -133,7 +134,7 @@ def test_not_loaded_then_closed() -> None:
     assert coordinator.initialize_state(KEY, 0, -1) is E.NONE
     coordinator.close()
     assert coordinator.availability() is E.COORDINATOR_NOT_AVAILABLE
-    assert coordinator.write_state(KEY, 0, 0, -1, []) is E.COORDINATOR_NOT_AVAILABLE
+    assert coordinator.write_state(KEY, StateWrite(0, 0, -1, [])) is E.COORDINATOR_NOT_AVAILABLE
     assert coordinator.delete_state(KEY) is E.COORDINATOR_NOT_AVAILABLE
     assert coordinator.read_state_summary(KEY, 0).error is E.COORDINATOR_NOT_AVAILABLE
     assert coordinator.prune() == {}
@@ -151,7 +152,7 @@ def test_invalid_keys(bench: Bench, key: ShareStateKey) -> None:
     c = bench.coordinator
     assert c.initialize_state(key, 0, -1) is E.INVALID_REQUEST
     assert c.read_state(key, 0).error is E.INVALID_REQUEST
-    assert c.write_state(key, 0, 0, -1, []) is E.INVALID_REQUEST
+    assert c.write_state(key, StateWrite(0, 0, -1, [])) is E.INVALID_REQUEST
     assert c.delete_state(key) is E.INVALID_REQUEST
     assert c.read_state_summary(key, 0).error is E.INVALID_REQUEST
     assert bench.total_records() == 0
@@ -178,9 +179,9 @@ def test_malformed_writes_are_invalid(
 ) -> None:
     bench.init()
     before = bench.total_records()
-    assert bench.coordinator.write_state(KEY, state_epoch, leader_epoch, start, batches) is (
-        E.INVALID_REQUEST
-    )
+    assert bench.coordinator.write_state(
+        KEY, StateWrite(state_epoch, leader_epoch, start, batches)
+    ) is (E.INVALID_REQUEST)
     assert bench.total_records() == before
 
 
@@ -194,7 +195,7 @@ def test_initialize_rejects_bad_values(bench: Bench) -> None:
 
 
 def test_write_fails_on_uninitialized_partition(bench: Bench) -> None:
-    error = bench.coordinator.write_state(KEY, 0, 0, 0, [b(0, 10, AVAILABLE, 1)])
+    error = bench.coordinator.write_state(KEY, StateWrite(0, 0, 0, [b(0, 10, AVAILABLE, 1)]))
     assert error is E.INVALID_REQUEST
     assert bench.total_records() == 0
     assert bench.coordinator.state(KEY) is None
@@ -215,7 +216,7 @@ def test_write_state_fenced_leader_epoch(bench: Bench) -> None:
     bench.init()
     assert bench.coordinator.read_state(KEY, 1).error is E.NONE  # records leader epoch 1
     before = bench.total_records()
-    assert bench.coordinator.write_state(KEY, 0, 0, 0, [b(0, 10, AVAILABLE, 1)]) is (
+    assert bench.coordinator.write_state(KEY, StateWrite(0, 0, 0, [b(0, 10, AVAILABLE, 1)])) is (
         E.FENCED_LEADER_EPOCH
     )
     assert bench.total_records() == before
@@ -223,7 +224,7 @@ def test_write_state_fenced_leader_epoch(bench: Bench) -> None:
 
 def test_write_state_fenced_state_epoch(bench: Bench) -> None:
     bench.init(state_epoch=1)
-    assert bench.coordinator.write_state(KEY, 0, 0, 0, [b(0, 10, AVAILABLE, 1)]) is (
+    assert bench.coordinator.write_state(KEY, StateWrite(0, 0, 0, [b(0, 10, AVAILABLE, 1)])) is (
         E.FENCED_STATE_EPOCH
     )
     assert bench.coordinator.state(KEY) == ShareStateView(1, 0, -1, (), 0)
@@ -240,14 +241,14 @@ def test_read_state_fenced_leader_epoch(bench: Bench) -> None:
 def test_writes_with_epoch_minus_one_skip_the_fencing(bench: Bench) -> None:
     bench.init(state_epoch=3)
     assert bench.coordinator.read_state(KEY, 4).error is E.NONE
-    assert bench.coordinator.write_state(KEY, -1, -1, 5, [b(5, 6, ACKED, 1)]) is E.NONE
+    assert bench.coordinator.write_state(KEY, StateWrite(-1, -1, 5, [b(5, 6, ACKED, 1)])) is E.NONE
     assert bench.coordinator.state(KEY) == ShareStateView(3, 4, 5, (b(5, 6, ACKED, 1),), 0)
 
 
 def test_check_order_uninitialized_before_unknown_topic() -> None:
     bench = Bench(options={"topic_exists": lambda topic, partition: topic == TOPIC})
     unknown = ShareStateKey("group-1", OTHER_TOPIC, 0)
-    assert bench.coordinator.write_state(unknown, 0, 0, 0, []) is E.INVALID_REQUEST
+    assert bench.coordinator.write_state(unknown, StateWrite(0, 0, 0, [])) is E.INVALID_REQUEST
     assert bench.coordinator.initialize_state(unknown, 0, 0) is E.UNKNOWN_TOPIC_OR_PARTITION
     assert bench.coordinator.read_state_summary(unknown, 0).error is (E.UNKNOWN_TOPIC_OR_PARTITION)
     assert bench.coordinator.delete_state(unknown) is E.UNKNOWN_TOPIC_OR_PARTITION
@@ -259,9 +260,11 @@ def test_check_order_fencing_before_unknown_topic() -> None:
     bench.init(state_epoch=2)
     bench.coordinator.read_state(KEY, 3)
     known.clear()  # the topic is deleted
-    assert bench.coordinator.write_state(KEY, 1, 2, 0, []) is E.FENCED_LEADER_EPOCH
-    assert bench.coordinator.write_state(KEY, 1, 3, 0, []) is E.FENCED_STATE_EPOCH
-    assert bench.coordinator.write_state(KEY, 2, 3, 0, []) is E.UNKNOWN_TOPIC_OR_PARTITION
+    assert bench.coordinator.write_state(KEY, StateWrite(1, 2, 0, [])) is E.FENCED_LEADER_EPOCH
+    assert bench.coordinator.write_state(KEY, StateWrite(1, 3, 0, [])) is E.FENCED_STATE_EPOCH
+    assert (
+        bench.coordinator.write_state(KEY, StateWrite(2, 3, 0, [])) is E.UNKNOWN_TOPIC_OR_PARTITION
+    )
     assert bench.coordinator.read_state(KEY, 3).error is E.UNKNOWN_TOPIC_OR_PARTITION
 
 
@@ -281,7 +284,7 @@ def test_initialize_writes_a_fresh_snapshot(bench: Bench) -> None:
 
 def test_reinitialize_replaces_without_merge(bench: Bench) -> None:
     bench.init(state_epoch=1, start=0)
-    assert bench.coordinator.write_state(KEY, 1, 0, 0, [b(0, 9, ACKED, 1)]) is E.NONE
+    assert bench.coordinator.write_state(KEY, StateWrite(1, 0, 0, [b(0, 9, ACKED, 1)])) is E.NONE
     assert bench.coordinator.initialize_state(KEY, 2, 50) is E.NONE  # AlterShareGroupOffsets
     assert bench.coordinator.state(KEY) == ShareStateView(2, 0, 50, (), 1)
     assert bench.coordinator.initialize_state(KEY, 1, 0) is E.FENCED_STATE_EPOCH
@@ -295,8 +298,8 @@ def test_reinitialize_replaces_without_merge(bench: Bench) -> None:
 def test_subsequent_writes_are_updates_with_the_same_snapshot_epoch(bench: Bench) -> None:
     bench.init()
     c = bench.coordinator
-    assert c.write_state(KEY, 0, 0, 0, [b(0, 10, AVAILABLE, 1)]) is E.NONE
-    assert c.write_state(KEY, 0, 0, 0, [b(11, 20, AVAILABLE, 1)]) is E.NONE
+    assert c.write_state(KEY, StateWrite(0, 0, 0, [b(0, 10, AVAILABLE, 1)])) is E.NONE
+    assert c.write_state(KEY, StateWrite(0, 0, 0, [b(11, 20, AVAILABLE, 1)])) is E.NONE
     _, *updates = bench.records(KEY)
     assert [(rk.record_type, v) for _, rk, v in updates] == [
         (ShareRecordType.SHARE_UPDATE, ShareUpdateValue(0, 0, 0, (StateBatch(0, 10, 0, 1),))),
@@ -309,9 +312,9 @@ def test_subsequent_writes_are_updates_with_the_same_snapshot_epoch(bench: Bench
 def test_update_with_start_minus_one_keeps_the_start(bench: Bench) -> None:
     bench.init(start=100)
     c = bench.coordinator
-    assert c.write_state(KEY, 0, 0, -1, [b(100, 104, ACKED, 1)]) is E.NONE
+    assert c.write_state(KEY, StateWrite(0, 0, -1, [b(100, 104, ACKED, 1)])) is E.NONE
     assert c.state(KEY) == ShareStateView(0, 0, 100, (b(100, 104, ACKED, 1),), 0)
-    assert c.write_state(KEY, 0, 0, 103, [b(110, 110, AVAILABLE, 1)]) is E.NONE
+    assert c.write_state(KEY, StateWrite(0, 0, 103, [b(110, 110, AVAILABLE, 1)])) is E.NONE
     assert c.state(KEY) == ShareStateView(
         0, 0, 103, (b(103, 104, ACKED, 1), b(110, 110, AVAILABLE, 1)), 0
     )
@@ -320,7 +323,7 @@ def test_update_with_start_minus_one_keeps_the_start(bench: Bench) -> None:
 def test_update_batches_are_merged_and_pruned_before_writing(bench: Bench) -> None:
     bench.init()
     batches = [b(5, 9, AVAILABLE, 1), b(0, 6, AVAILABLE, 1), b(8, 8, ACKED, 2)]
-    assert bench.coordinator.write_state(KEY, 0, 0, 2, batches) is E.NONE
+    assert bench.coordinator.write_state(KEY, StateWrite(0, 0, 2, batches)) is E.NONE
     _, _, value = bench.records(KEY)[-1]
     assert value == ShareUpdateValue(
         0, 0, 2, (StateBatch(2, 7, 0, 1), StateBatch(8, 8, 2, 2), StateBatch(9, 9, 0, 1))
@@ -330,8 +333,8 @@ def test_update_batches_are_merged_and_pruned_before_writing(bench: Bench) -> No
 def test_higher_delivery_count_survives_a_lower_update(bench: Bench) -> None:
     bench.init(start=0)
     c = bench.coordinator
-    assert c.write_state(KEY, 0, 0, -1, [b(0, 9, ACKED, 2)]) is E.NONE
-    assert c.write_state(KEY, 0, 0, -1, [b(0, 9, AVAILABLE, 1)]) is E.NONE
+    assert c.write_state(KEY, StateWrite(0, 0, -1, [b(0, 9, ACKED, 2)])) is E.NONE
+    assert c.write_state(KEY, StateWrite(0, 0, -1, [b(0, 9, AVAILABLE, 1)])) is E.NONE
     view = c.state(KEY)
     assert view is not None
     assert view.batches == (b(0, 9, ACKED, 2),)
@@ -350,11 +353,11 @@ def test_kip932_worked_example_persisted(bench: Bench) -> None:
         (-1, [b(110, 110, ACKED, 2)]),
     ]
     for start, batches in writes:
-        assert c.write_state(KEY, 0, 0, start, batches) is E.NONE
+        assert c.write_state(KEY, StateWrite(0, 0, start, batches)) is E.NONE
     expected = (b(110, 110, ACKED, 2), b(111, 112, AVAILABLE, 1), b(113, 119, ACKED, 1))
     assert c.read_state(KEY, 0) == ReadStateResult(E.NONE, 0, 110, expected)
     assert bench.restart().read_state(KEY, 0) == ReadStateResult(E.NONE, 0, 110, expected)
-    assert bench.coordinator.write_state(KEY, 0, 0, 120, []) is E.NONE
+    assert bench.coordinator.write_state(KEY, StateWrite(0, 0, 120, [])) is E.NONE
     assert bench.coordinator.read_state(KEY, 0) == ReadStateResult(E.NONE, 0, 120, ())
 
 
@@ -367,11 +370,11 @@ def test_non_sequential_batch_updates() -> None:
     c = bench.coordinator
     bench.init()  # snapshot epoch 0
     assert c.read_state(KEY, 1).error is E.NONE  # a new leader: snapshot epoch 1
-    assert c.write_state(KEY, 0, 1, 0, [b(0, 10, AVAILABLE, 1)]) is E.NONE  # epoch 2
+    assert c.write_state(KEY, StateWrite(0, 1, 0, [b(0, 10, AVAILABLE, 1)])) is E.NONE  # epoch 2
     initial = [b(100, 109, ACQUIRED, 1), b(110, 119, ACQUIRED, 2), b(120, 129, ACQUIRED, 0)]
-    assert c.write_state(KEY, 0, 1, 100, initial) is E.NONE  # epoch 3
-    assert c.write_state(KEY, 0, 1, -1, [b(100, 109, ACKED, 1)]) is E.NONE  # epoch 4
-    assert c.write_state(KEY, 0, 1, 110, [b(120, 129, ACKED, 1)]) is E.NONE  # epoch 5
+    assert c.write_state(KEY, StateWrite(0, 1, 100, initial)) is E.NONE  # epoch 3
+    assert c.write_state(KEY, StateWrite(0, 1, -1, [b(100, 109, ACKED, 1)])) is E.NONE  # epoch 4
+    assert c.write_state(KEY, StateWrite(0, 1, 110, [b(120, 129, ACKED, 1)])) is E.NONE  # epoch 5
     assert snapshot_epochs(bench) == [("S", 0), ("S", 1), ("S", 2), ("S", 3), ("S", 4), ("S", 5)]
     _, _, last = bench.records(KEY)[-1]
     assert isinstance(last, ShareSnapshotValue)
@@ -412,8 +415,11 @@ def test_snapshot_carries_a_new_start_and_merged_batches() -> None:
     bench = Bench(per_snapshot=1)
     bench.init(start=0)
     c = bench.coordinator
-    assert c.write_state(KEY, 0, 0, -1, [b(0, 4, ACKED, 1), b(5, 9, AVAILABLE, 1)]) is E.NONE
-    assert c.write_state(KEY, 0, 0, 3, [b(5, 6, ARCHIVED, 2)]) is E.NONE
+    assert (
+        c.write_state(KEY, StateWrite(0, 0, -1, [b(0, 4, ACKED, 1), b(5, 9, AVAILABLE, 1)]))
+        is E.NONE
+    )
+    assert c.write_state(KEY, StateWrite(0, 0, 3, [b(5, 6, ARCHIVED, 2)])) is E.NONE
     _, _, value = bench.records(KEY)[-1]
     assert value == ShareSnapshotValue(
         1,
@@ -432,7 +438,7 @@ def test_snapshot_carries_a_new_start_and_merged_batches() -> None:
 def test_read_with_a_higher_leader_epoch_records_it(bench: Bench) -> None:
     bench.init(start=5)
     c = bench.coordinator
-    assert c.write_state(KEY, 0, 0, -1, [b(5, 6, ACKED, 1)]) is E.NONE
+    assert c.write_state(KEY, StateWrite(0, 0, -1, [b(5, 6, ACKED, 1)])) is E.NONE
     before = bench.total_records()
     result = c.read_state(KEY, 2)
     assert result == ReadStateResult(E.NONE, 0, 5, (b(5, 6, ACKED, 1),))
@@ -447,8 +453,8 @@ def test_read_with_a_higher_leader_epoch_records_it(bench: Bench) -> None:
     assert c.read_state(KEY, 2).error is E.NONE
     assert bench.total_records() == before + 1
     # A write with the old leader epoch is now fenced; the new one is accepted and keeps it.
-    assert c.write_state(KEY, 0, 1, -1, []) is E.FENCED_LEADER_EPOCH
-    assert c.write_state(KEY, 0, 2, -1, [b(7, 7, ACKED, 1)]) is E.NONE
+    assert c.write_state(KEY, StateWrite(0, 1, -1, [])) is E.FENCED_LEADER_EPOCH
+    assert c.write_state(KEY, StateWrite(0, 2, -1, [b(7, 7, ACKED, 1)])) is E.NONE
     assert bench.restart().read_state(KEY, 2) == ReadStateResult(E.NONE, 0, 5, (b(5, 7, ACKED, 1),))
     assert bench.coordinator.read_state(KEY, 1).error is E.FENCED_LEADER_EPOCH
 
@@ -478,7 +484,7 @@ def test_leader_bump_is_a_snapshot_when_one_is_due() -> None:
 
 def test_delete_writes_a_tombstone(bench: Bench) -> None:
     bench.init(start=0)
-    assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(0, 1, ACKED, 1)]) is E.NONE
+    assert bench.coordinator.write_state(KEY, StateWrite(0, 0, -1, [b(0, 1, ACKED, 1)])) is E.NONE
     assert bench.coordinator.delete_state(KEY) is E.NONE
     offset, record_key, value = bench.records(KEY)[-1]
     assert record_key == ShareRecordKey(ShareRecordType.SHARE_SNAPSHOT, *KEY)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from coordinator.share.persister import ReadStateResult, ShareStateKey
+from coordinator.share.persister import ReadStateResult, ShareStateKey, StateWrite
 from coordinator.share.state_partitions import ShareStateView
 from tests.unit.share.coordinator_bench import (
     ACKED,
@@ -58,7 +58,7 @@ def test_restart_continues_writing_where_it_left_off() -> None:
     bench.ack_each(range(3))
     expected_log = snapshot_epochs(bench)
     bench.restart()
-    assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(3, 3, ACKED, 1)]) is E.NONE
+    assert bench.coordinator.write_state(KEY, StateWrite(0, 0, -1, [b(3, 3, ACKED, 1)])) is E.NONE
     assert snapshot_epochs(bench) == [*expected_log, ("U", 1)]
 
 
@@ -104,7 +104,7 @@ def test_prune_advances_to_the_oldest_needed_snapshot() -> None:
     bench.init(start=0)  # offset 0
     bench.init(other, start=0)  # offset 1
     bench.ack_each(range(3))  # KEY: updates at 2, 3, snapshot at 4
-    assert c.write_state(other, 0, 0, -1, [b(0, 0, ACKED, 1)]) is E.NONE  # update at 5
+    assert c.write_state(other, StateWrite(0, 0, -1, [b(0, 0, ACKED, 1)])) is E.NONE  # update at 5
     log = bench.logs[0]
     assert c.prune() == {0: 1}  # `other` still needs its snapshot at 1
     assert log.log_start_offset == 1
@@ -133,7 +133,7 @@ def test_prune_after_deletes_and_restart() -> None:
     c = bench.coordinator
     bench.init(start=0)  # 0
     bench.init(other, start=5)  # 1
-    assert c.write_state(other, 0, 0, -1, [b(5, 5, ACKED, 1)]) is E.NONE  # 2
+    assert c.write_state(other, StateWrite(0, 0, -1, [b(5, 5, ACKED, 1)])) is E.NONE  # 2
     assert c.delete_state(KEY) is E.NONE  # 3 (tombstone)
     assert c.prune() == {0: 1}
     restarted = bench.restart()
@@ -159,11 +159,13 @@ def test_prune_runs_on_the_clock() -> None:
     assert log.log_start_offset == 0
     bench.clock.advance(1)
     assert log.log_start_offset == 3  # the latest snapshot
-    assert bench.coordinator.write_state(KEY, 0, 0, -1, [b(3, 3, ACKED, 1)]) is E.NONE
+    assert bench.coordinator.write_state(KEY, StateWrite(0, 0, -1, [b(3, 3, ACKED, 1)])) is E.NONE
     bench.clock.advance(PRUNE_MS)  # the job reschedules itself
     assert log.log_start_offset == 4
     bench.coordinator.close()
-    assert bench.coordinator.write_state(KEY, 0, 0, -1, []) is E.COORDINATOR_NOT_AVAILABLE
+    assert (
+        bench.coordinator.write_state(KEY, StateWrite(0, 0, -1, [])) is E.COORDINATOR_NOT_AVAILABLE
+    )
     bench.clock.advance(PRUNE_MS * 3)  # no job after close
     assert log.log_start_offset == 4
 
@@ -179,7 +181,7 @@ def test_cold_partitions_are_resnapshotted_once() -> None:
     bench.init(idle, start=0)  # 0
     bench.init(start=0)  # 1
     bench.clock.advance(interval - 1)
-    assert c.write_state(KEY, 0, 0, -1, [b(0, 0, ACKED, 1)]) is E.NONE  # 2: KEY is busy
+    assert c.write_state(KEY, StateWrite(0, 0, -1, [b(0, 0, ACKED, 1)])) is E.NONE  # 2: KEY is busy
     assert c.prune() == {}  # the idle key's snapshot at 0 holds the log back
     bench.clock.advance(1)  # the job: both snapshots are `interval` old
     idle_view = c.state(idle)
@@ -218,11 +220,11 @@ def test_cold_snapshots_can_be_disabled() -> None:
 def test_append_failure_changes_nothing(bench: Bench, exc: Exception, expected: ErrorCode) -> None:
     bench.init(start=0)
     c = bench.coordinator
-    assert c.write_state(KEY, 0, 0, -1, [b(0, 1, ACKED, 1)]) is E.NONE
+    assert c.write_state(KEY, StateWrite(0, 0, -1, [b(0, 1, ACKED, 1)])) is E.NONE
     before = (c.state(KEY), bench.total_records())
     log = bench.log_of(KEY)
     operations: list[Callable[[], object]] = [
-        lambda: c.write_state(KEY, 0, 0, 5, [b(5, 6, ACKED, 1)]),
+        lambda: c.write_state(KEY, StateWrite(0, 0, 5, [b(5, 6, ACKED, 1)])),
         lambda: c.initialize_state(KEY, 1, 50),
         lambda: c.delete_state(KEY),
     ]
@@ -233,7 +235,7 @@ def test_append_failure_changes_nothing(bench: Bench, exc: Exception, expected: 
     log.fail_next(exc)
     assert c.read_state(KEY, 3) == ReadStateResult(expected)  # the leader bump failed
     assert (c.state(KEY), bench.total_records()) == before
-    assert c.write_state(KEY, 0, 2, -1, []) is E.NONE  # epoch 3 was not recorded
+    assert c.write_state(KEY, StateWrite(0, 2, -1, [])) is E.NONE  # epoch 3 was not recorded
     assert bench.restart().state(KEY) == before[0]
 
 
@@ -242,10 +244,10 @@ def test_flush_failure_removes_the_record(bench: Bench) -> None:
     c = bench.coordinator
     log = bench.log_of(KEY)
     log.flush_failures.append(OSError("fsync failed"))
-    assert c.write_state(KEY, 0, 0, -1, [b(0, 1, ACKED, 1)]) is E.NOT_COORDINATOR
+    assert c.write_state(KEY, StateWrite(0, 0, -1, [b(0, 1, ACKED, 1)])) is E.NOT_COORDINATOR
     assert c.state(KEY) == ShareStateView(0, 0, 0, (), 0)
     assert log.log_end_offset == 1
-    assert c.write_state(KEY, 0, 0, -1, [b(0, 0, ARCHIVED, 1)]) is E.NONE
+    assert c.write_state(KEY, StateWrite(0, 0, -1, [b(0, 0, ARCHIVED, 1)])) is E.NONE
     expected = ShareStateView(0, 0, 0, (b(0, 0, ARCHIVED, 1),), 0)
     assert c.state(KEY) == expected
     assert bench.restart().state(KEY) == expected

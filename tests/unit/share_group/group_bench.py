@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from coordinator.log.memory_log import MemoryLog
 from coordinator.share.group_config import ShareGroupConfig
 from coordinator.share.group_coordinator import ShareGroupCoordinator
-from coordinator.share.group_model import HeartbeatResult
+from coordinator.share.group_model import HeartbeatRequest, HeartbeatResult
 from coordinator.topics import TopicRegistry
 from tests.unit.failover import FailoverBench
 from tests.unit.faulty_log import FaultyLog
@@ -83,12 +83,12 @@ class Bench(FailoverBench[ShareGroupCoordinator]):
     # --- members ----------------------------------------------------------------------------
 
     def join(self, member_id: str, topics: list[str], group_id: str = GROUP) -> HeartbeatResult:
-        result = self.coordinator.heartbeat(group_id, member_id, 0, None, topics)
+        result = self.coordinator.heartbeat(HeartbeatRequest(group_id, member_id, 0, None, topics))
         assert result.error is E.NONE, result
         return result
 
     def beat(self, member_id: str, epoch: int, group_id: str = GROUP) -> HeartbeatResult:
-        return self.coordinator.heartbeat(group_id, member_id, epoch, None, None)
+        return self.coordinator.heartbeat(HeartbeatRequest(group_id, member_id, epoch, None, None))
 
     def epoch_of(self, member_id: str, group_id: str = GROUP) -> int:
         view = self.coordinator.group(group_id)

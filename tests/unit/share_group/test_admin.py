@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.share.group_config import BROKER_BOUND_DEFAULTS, ShareGroupConfig
+from coordinator.share.group_model import HeartbeatRequest
 from tests.unit.share_group.group_bench import GROUP, Bench, E
 
 # --- describe / list --------------------------------------------------------------------------
@@ -13,7 +14,9 @@ from tests.unit.share_group.group_bench import GROUP, Bench, E
 def test_describe_a_stable_group(bench: Bench) -> None:
     foo = bench.topic_id("foo")
     bench.join("m1", ["foo"])
-    bench.coordinator.heartbeat(GROUP, "m1", 1, "r1", None, client_id="cid", client_host="/1.2.3.4")
+    bench.coordinator.heartbeat(
+        HeartbeatRequest(GROUP, "m1", 1, "r1", None, client_id="cid", client_host="/1.2.3.4")
+    )
     bench.initialize_all()
     bench.settle()
     (desc,) = bench.coordinator.describe([GROUP])
@@ -42,7 +45,7 @@ def test_describe_unknown_group_is_dead(bench: Bench) -> None:
 def test_list_groups_filters_by_state_and_type(bench: Bench) -> None:
     bench.join("m1", ["foo"], group_id="busy")
     bench.join("m2", ["foo"], group_id="idle")
-    bench.coordinator.heartbeat("idle", "m2", -1, None, None)
+    bench.coordinator.heartbeat(HeartbeatRequest("idle", "m2", -1, None, None))
     listing = bench.coordinator.list_groups()
     assert [(g.group_id, g.group_state, g.group_type) for g in listing] == [
         ("busy", "Stable", "share"),
@@ -59,7 +62,7 @@ def test_list_groups_filters_by_state_and_type(bench: Bench) -> None:
 def test_delete_groups(bench: Bench) -> None:
     bench.join("m1", ["foo"], group_id="busy")
     bench.join("m2", ["foo"], group_id="idle")
-    bench.coordinator.heartbeat("idle", "m2", -1, None, None)
+    bench.coordinator.heartbeat(HeartbeatRequest("idle", "m2", -1, None, None))
     result = bench.coordinator.delete_groups(["busy", "idle", "nope"])
     assert result == {
         "busy": E.NON_EMPTY_GROUP,
@@ -73,7 +76,7 @@ def test_delete_groups(bench: Bench) -> None:
 
 def test_deleted_group_can_be_created_again_from_epoch_one(bench: Bench) -> None:
     bench.join("m1", ["foo"])
-    bench.coordinator.heartbeat(GROUP, "m1", -1, None, None)
+    bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m1", -1, None, None))
     bench.coordinator.delete_groups([GROUP])
     assert bench.join("m1", ["foo"]).member_epoch == 1
 
@@ -238,6 +241,6 @@ def test_broker_bounds_come_from_the_broker_config() -> None:
 def test_configs_survive_group_deletion(bench: Bench) -> None:
     bench.coordinator.alter_group_configs(GROUP, {"share.isolation.level": "read_committed"})
     bench.join("m1", ["foo"])
-    bench.coordinator.heartbeat(GROUP, "m1", -1, None, None)
+    bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m1", -1, None, None))
     bench.coordinator.delete_groups([GROUP])
     assert bench.coordinator.group_config(GROUP).read_committed

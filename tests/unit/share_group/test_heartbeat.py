@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coordinator.share.group_coordinator import ShareGroupCoordinator
-from coordinator.share.group_model import HeartbeatResult
+from coordinator.share.group_model import HeartbeatRequest, HeartbeatResult
 from tests.unit.share_group.group_bench import GROUP, Bench, E
 from txn.errors import KafkaStorageError
 
@@ -42,17 +42,17 @@ def test_invalid_requests_are_rejected(
     topics: list[str] | None,
     message: str,
 ) -> None:
-    result = bench.coordinator.heartbeat(group_id, member_id, epoch, rack, topics)
+    result = bench.coordinator.heartbeat(HeartbeatRequest(group_id, member_id, epoch, rack, topics))
     assert (result.error, result.error_message) == (E.INVALID_REQUEST, message)
     assert bench.coordinator.group(GROUP) is None
 
 
 def test_requests_before_load_and_after_close_are_refused(bench: Bench) -> None:
     unloaded = ShareGroupCoordinator(bench.clock, bench.log, bench.config, bench.topics)
-    result = unloaded.heartbeat(GROUP, "m1", 0, None, ["foo"])
+    result = unloaded.heartbeat(HeartbeatRequest(GROUP, "m1", 0, None, ["foo"]))
     assert result.error is E.COORDINATOR_LOAD_IN_PROGRESS
     bench.coordinator.close()
-    result = bench.coordinator.heartbeat(GROUP, "m1", 0, None, ["foo"])
+    result = bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m1", 0, None, ["foo"]))
     assert result.error is E.COORDINATOR_NOT_AVAILABLE
 
 
@@ -87,7 +87,9 @@ def test_assignment_is_sent_only_when_it_changed_or_on_full_requests(bench: Benc
     assert first.assignment is not None
     quiet = bench.beat("m1", first.member_epoch)
     assert (quiet.error, quiet.assignment) == (E.NONE, None)
-    full = bench.coordinator.heartbeat(GROUP, "m1", first.member_epoch, None, ["foo"])
+    full = bench.coordinator.heartbeat(
+        HeartbeatRequest(GROUP, "m1", first.member_epoch, None, ["foo"])
+    )
     assert full.assignment == first.assignment
 
 
@@ -105,7 +107,7 @@ def test_second_member_shares_the_partitions(bench: Bench) -> None:
 
 def test_lost_join_response_is_retried_with_epoch_zero(bench: Bench) -> None:
     bench.join("m1", ["foo"])
-    again = bench.coordinator.heartbeat(GROUP, "m1", 0, None, ["foo"])
+    again = bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m1", 0, None, ["foo"]))
     assert (again.error, again.member_epoch) == (E.NONE, 1)
     view = bench.coordinator.group(GROUP)
     assert view is not None and view.group_epoch == 1  # no new member, no bump
@@ -123,7 +125,7 @@ def test_previous_epoch_is_accepted_after_a_lost_response(bench: Bench) -> None:
 def test_rack_and_client_changes_do_not_bump_the_epoch(bench: Bench) -> None:
     bench.join("m1", ["foo"])
     result = bench.coordinator.heartbeat(
-        GROUP, "m1", 1, "rack-a", None, client_id="cli", client_host="/10.0.0.1"
+        HeartbeatRequest(GROUP, "m1", 1, "rack-a", None, client_id="cli", client_host="/10.0.0.1")
     )
     assert result.error is E.NONE
     view = bench.coordinator.group(GROUP)
@@ -137,7 +139,9 @@ def test_subscription_change_bumps_the_epoch_and_filters_the_assignment(bench: B
     bench.initialize_all()
     result = bench.beat("m1", 1)
     assert {t for t, _ in result.assignment or []} == {bench.topic_id("foo"), bench.topic_id("bar")}
-    narrowed = bench.coordinator.heartbeat(GROUP, "m1", result.member_epoch, None, ["bar"])
+    narrowed = bench.coordinator.heartbeat(
+        HeartbeatRequest(GROUP, "m1", result.member_epoch, None, ["bar"])
+    )
     assert narrowed.member_epoch == result.member_epoch + 1
     assert narrowed.assignment == [(bench.topic_id("bar"), [0, 1])]
 
@@ -167,7 +171,7 @@ def test_group_max_size_rejects_a_new_member() -> None:
     bench = Bench(overrides={"group.share.max.size": 1})
     bench.create_topic("foo", 1)
     bench.join("m1", ["foo"])
-    result = bench.coordinator.heartbeat(GROUP, "m2", 0, None, ["foo"])
+    result = bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m2", 0, None, ["foo"]))
     assert result.error is E.GROUP_MAX_SIZE_REACHED
     # The existing member still heartbeats.
     assert bench.beat("m1", 1).error is E.NONE
@@ -199,7 +203,7 @@ def test_epoch_behind_the_previous_one_is_fenced(bench: Bench) -> None:
 
 def test_rejoin_with_epoch_zero_after_moving_on_is_fenced(bench: Bench) -> None:
     m1_at_epoch_two(bench)
-    result = bench.coordinator.heartbeat(GROUP, "m1", 0, None, ["foo"])
+    result = bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m1", 0, None, ["foo"]))
     assert result.error is E.FENCED_MEMBER_EPOCH
 
 
@@ -209,7 +213,7 @@ def test_rejoin_with_epoch_zero_after_moving_on_is_fenced(bench: Bench) -> None:
 def test_leave_removes_the_member_and_bumps_the_epoch(bench: Bench) -> None:
     bench.join("m1", ["foo"])
     bench.join("m2", ["foo"])
-    result = bench.coordinator.heartbeat(GROUP, "m2", -1, None, None)
+    result = bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m2", -1, None, None))
     assert (result.error, result.member_id, result.member_epoch) == (E.NONE, "m2", -1)
     view = bench.coordinator.group(GROUP)
     assert view is not None
@@ -220,7 +224,7 @@ def test_leave_removes_the_member_and_bumps_the_epoch(bench: Bench) -> None:
 
 def test_last_member_leaving_empties_the_group(bench: Bench) -> None:
     bench.join("m1", ["foo"])
-    bench.coordinator.heartbeat(GROUP, "m1", -1, None, None)
+    bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m1", -1, None, None))
     view = bench.coordinator.group(GROUP)
     assert view is not None
     assert (view.state, view.members) == ("Empty", {})
@@ -228,15 +232,21 @@ def test_last_member_leaving_empties_the_group(bench: Bench) -> None:
 
 
 def test_leave_of_unknown_group_or_member(bench: Bench) -> None:
-    assert bench.coordinator.heartbeat(GROUP, "m1", -1, None, None).error is E.GROUP_ID_NOT_FOUND
+    assert (
+        bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m1", -1, None, None)).error
+        is E.GROUP_ID_NOT_FOUND
+    )
     bench.join("m1", ["foo"])
-    assert bench.coordinator.heartbeat(GROUP, "m9", -1, None, None).error is E.UNKNOWN_MEMBER_ID
+    assert (
+        bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m9", -1, None, None)).error
+        is E.UNKNOWN_MEMBER_ID
+    )
 
 
 def test_failed_append_changes_nothing(bench: Bench) -> None:
     bench.join("m1", ["foo"])
     bench.log.fail_next(KafkaStorageError("disk gone"))
-    result = bench.coordinator.heartbeat(GROUP, "m2", 0, None, ["foo"])
+    result = bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m2", 0, None, ["foo"]))
     assert result.error is E.NOT_COORDINATOR
     view = bench.coordinator.group(GROUP)
     assert view is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coordinator.share.group_model import HeartbeatRequest
 from tests.unit.share_group.group_bench import GROUP, Bench, E
 
 
@@ -46,7 +47,7 @@ def test_mark_initialized_for_an_unknown_group(bench: Bench) -> None:
 
 def test_initialization_of_an_empty_group_does_not_bump(bench: Bench) -> None:
     bench.join("m1", ["foo"])
-    bench.coordinator.heartbeat(GROUP, "m1", -1, None, None)
+    bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m1", -1, None, None))
     before = bench.coordinator.group(GROUP)
     bench.initialize_all()
     after = bench.coordinator.group(GROUP)
@@ -116,7 +117,7 @@ def test_delete_group_moves_everything_to_deleting(bench: Bench) -> None:
     bench.create_topic("bar", 1)
     bench.join("m1", ["foo", "bar"])
     bench.coordinator.mark_initialized(GROUP, foo, [0, 1])  # bar stays initializing
-    bench.coordinator.heartbeat(GROUP, "m1", -1, None, None)
+    bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m1", -1, None, None))
     assert bench.coordinator.delete_groups([GROUP]) == {GROUP: E.NONE}
     assert bench.coordinator.group(GROUP) is None
     pending = bench.coordinator.partitions_to_delete(GROUP)
@@ -130,7 +131,7 @@ def test_new_group_waits_for_the_old_state_to_be_deleted(bench: Bench) -> None:
     foo = bench.topic_id("foo")
     bench.join("m1", ["foo"])
     bench.initialize_all()
-    bench.coordinator.heartbeat(GROUP, "m1", -1, None, None)
+    bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m1", -1, None, None))
     bench.coordinator.delete_groups([GROUP])
     bench.join("m2", ["foo"])  # the same group id, created again
     assert bench.coordinator.partitions_to_initialize(GROUP) == []  # still being deleted

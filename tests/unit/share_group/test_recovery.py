@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from coordinator.share.group_coordinator import ShareGroupCoordinator
+from coordinator.share.group_model import HeartbeatRequest
 from tests.unit.share_group.group_bench import GROUP, Bench, E
 from txn.batch import build_batch
 
@@ -14,11 +15,13 @@ def busy_bench() -> Bench:
     bench.join("m1", ["foo"])
     bench.initialize_all()
     bench.join("m2", ["foo", "bar"])
-    bench.coordinator.heartbeat(GROUP, "m2", 3, "rack-b", None, client_id="c2", client_host="/h2")
+    bench.coordinator.heartbeat(
+        HeartbeatRequest(GROUP, "m2", 3, "rack-b", None, client_id="c2", client_host="/h2")
+    )
     bench.initialize_all()
     bench.settle()
     bench.join("m3", ["foo"], group_id="other")
-    bench.coordinator.heartbeat("other", "m3", -1, None, None)
+    bench.coordinator.heartbeat(HeartbeatRequest("other", "m3", -1, None, None))
     bench.coordinator.alter_group_configs(GROUP, {"share.isolation.level": "read_committed"})
     return bench
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coordinator.share.group_model import HeartbeatRequest
 from tests.unit.share_group.group_bench import GROUP, Bench, E
 from txn.errors import KafkaStorageError
 
@@ -42,7 +43,7 @@ def test_expired_member_must_rejoin(bench: Bench) -> None:
 
 def test_leave_cancels_the_timer(bench: Bench) -> None:
     bench.join("m1", ["foo"])
-    bench.coordinator.heartbeat(GROUP, "m1", -1, None, None)
+    bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m1", -1, None, None))
     bench.clock.advance(10 * SESSION_MS)
     assert bench.removed == [(GROUP, "m1")]  # from the leave, not a second time
     view = bench.coordinator.group(GROUP)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
-
-import os
 
 import pytest
 

@@ -239,7 +239,9 @@ def test_elastic_scale_up_from_one_to_three_workers(
     outs = [tmp_path / f"w{i}.txt" for i in range(3)]
 
     def config(i: int) -> dict[str, str]:
-        settings = {"put.sleep.ms": "100", **LONG_LOCK}
+        # The first worker alone needs ~15 s for the rest: the others start well within that,
+        # even on a loaded machine, and each gets records of its own.
+        settings = {"put.sleep.ms": "400" if i == 0 else "100", **LONG_LOCK}
         return pausing_sink(bs, name, topic, outs[i], "", "10", settings)
 
     workers.append(Worker(config(0), tmp_path / "w0.properties"))

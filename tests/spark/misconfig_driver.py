@@ -1,9 +1,10 @@
 """A Spark driver that tries each misconfiguration and prints what the user would see.
 
-    python misconfig_driver.py BOOTSTRAP TOPIC WORKDIR [--speculation]
+    python misconfig_driver.py BOOTSTRAP TOPIC WORKDIR
 
 Prints one JSON object: case -> {"error": first line of the error, "seconds": how long
-until it was raised}.  Run by test_misconfiguration.py in a subprocess (one JVM).
+until it was raised}.  Run by test_misconfiguration.py in a subprocess (one JVM; the last case,
+speculation, in a second SparkContext).
 """
 
 from __future__ import annotations
@@ -20,9 +21,7 @@ from producer.spark.job import spark_session
 
 def main() -> None:
     bootstrap, topic, workdir = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-    speculation = "--speculation" in sys.argv
-    conf = {"spark.speculation": "true"} if speculation else {}
-    spark = spark_session("local[2]", conf=conf)
+    spark = spark_session("local[2]")
     register(spark)
     results: dict[str, dict[str, object]] = {}
 
@@ -70,57 +69,59 @@ def main() -> None:
         finally:
             query.stop()
 
-    if speculation:
-        attempt("speculation", lambda: run_query("speculation", "g-spec", topic))
-    else:
-        attempt(
-            "no_checkpoint",
-            lambda: reader(group_id="g", subscribe=topic).load(),
-        )
-        attempt("unknown_group", lambda: run_query("unknown_group", "no-such-group", topic))
-        attempt("unknown_topic", lambda: run_query("unknown_topic", "g", "no-such-topic"))
-        # A group created at "latest" on a topic with records: the first batch is empty.
-        attempt("empty_batch", lambda: run_query("empty", "g-latest", topic, starting="latest"))
-        # Configure once: the source and the query take the checkpoint and the prefix from
-        # ExactlyOnce; a different one is refused before the query starts.
-        eos = ExactlyOnce(bootstrap, str(workdir / "once"), "once")
-        attempt(
-            "read_stream_prefix",
-            lambda: eos.read_stream(
-                spark, subscribe=topic, group_id="g", **{"transactional.id.prefix": "other"}
-            ),
-        )
-        attempt(
-            "read_stream_checkpoint",
-            lambda: eos.read_stream(
-                spark, subscribe=topic, group_id="g", checkpointLocation=str(workdir / "x")
-            ),
-        )
-        attempt(
-            "write_stream_checkpoint",
-            lambda: eos.write_stream(
-                eos.read_stream(spark, subscribe=topic, group_id="g"),
-                lambda d, n: None,
-                options={"checkpointLocation": str(workdir / "elsewhere")},
-            ),
-        )
-        # The kafka-share source with its receipt columns dropped: refused by write_stream
-        # (from the plan) and, in the option form, by the first batch (from offsets/N).
-        attempt(
-            "write_stream_dropped_receipts",
-            lambda: eos.write_stream(
-                eos.read_stream(spark, subscribe=topic, group_id="g").select("key", "value"),
-                lambda d, n: None,
-            ),
-        )
-        attempt(
-            "batch_dropped_receipts",
-            lambda: run_query("dropped", "g", topic, drop_receipts=True),
-        )
-        attempt(
-            "sink_checkpoint_mismatch",
-            lambda: run_query("mismatch", "g", topic, sink_checkpoint=str(workdir / "elsewhere")),
-        )
+    attempt(
+        "no_checkpoint",
+        lambda: reader(group_id="g", subscribe=topic).load(),
+    )
+    attempt("unknown_group", lambda: run_query("unknown_group", "no-such-group", topic))
+    attempt("unknown_topic", lambda: run_query("unknown_topic", "g", "no-such-topic"))
+    # A group created at "latest" on a topic with records: the first batch is empty.
+    attempt("empty_batch", lambda: run_query("empty", "g-latest", topic, starting="latest"))
+    # Configure once: the source and the query take the checkpoint and the prefix from
+    # ExactlyOnce; a different one is refused before the query starts.
+    eos = ExactlyOnce(bootstrap, str(workdir / "once"), "once")
+    attempt(
+        "read_stream_prefix",
+        lambda: eos.read_stream(
+            spark, subscribe=topic, group_id="g", **{"transactional.id.prefix": "other"}
+        ),
+    )
+    attempt(
+        "read_stream_checkpoint",
+        lambda: eos.read_stream(
+            spark, subscribe=topic, group_id="g", checkpointLocation=str(workdir / "x")
+        ),
+    )
+    attempt(
+        "write_stream_checkpoint",
+        lambda: eos.write_stream(
+            eos.read_stream(spark, subscribe=topic, group_id="g"),
+            lambda d, n: None,
+            options={"checkpointLocation": str(workdir / "elsewhere")},
+        ),
+    )
+    # The kafka-share source with its receipt columns dropped: refused by write_stream
+    # (from the plan) and, in the option form, by the first batch (from offsets/N).
+    attempt(
+        "write_stream_dropped_receipts",
+        lambda: eos.write_stream(
+            eos.read_stream(spark, subscribe=topic, group_id="g").select("key", "value"),
+            lambda d, n: None,
+        ),
+    )
+    attempt(
+        "batch_dropped_receipts",
+        lambda: run_query("dropped", "g", topic, drop_receipts=True),
+    )
+    attempt(
+        "sink_checkpoint_mismatch",
+        lambda: run_query("mismatch", "g", topic, sink_checkpoint=str(workdir / "elsewhere")),
+    )
+    spark.stop()
+    # A second session in the same driver, with speculation on (a SparkContext setting).
+    spark = spark_session("local[2]", conf={"spark.speculation": "true"})
+    register(spark)
+    attempt("speculation", lambda: run_query("speculation", "g-spec", topic))
     spark.stop()
     print("RESULTS " + json.dumps(results), flush=True)
 

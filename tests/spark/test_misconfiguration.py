@@ -39,18 +39,25 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
         yield running
 
 
-def run_driver(broker: LocalBroker, tmp_path: Path, *extra: str) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("misconfig-queries")
+
+
+@pytest.fixture(scope="module")
+def results(broker: LocalBroker, workdir: Path) -> dict[str, Any]:
+    """Every misconfigured query's outcome, from one driver (one JVM for all the cases)."""
     done = subprocess.run(
-        [sys.executable, str(DRIVER), broker.bootstrap_servers, "in", str(tmp_path), *extra],
+        [sys.executable, str(DRIVER), broker.bootstrap_servers, "in", str(workdir)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=400,
         check=False,
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULTS ")]
     assert lines, done.stdout[-3000:] + done.stderr[-3000:]
-    results: dict[str, Any] = json.loads(lines[-1].removeprefix("RESULTS "))
-    return results
+    found: dict[str, Any] = json.loads(lines[-1].removeprefix("RESULTS "))
+    return found
 
 
 def test_option_errors_name_the_option() -> None:
@@ -89,8 +96,7 @@ def test_option_errors_name_the_option() -> None:
     assert SourceOptions.parse(alo).at_least_once
 
 
-def test_misconfigured_queries_fail_fast(broker: LocalBroker, tmp_path: Path) -> None:
-    results = run_driver(broker, tmp_path)
+def test_misconfigured_queries_fail_fast(results: dict[str, Any], workdir: Path) -> None:
     no_checkpoint = results["no_checkpoint"]["error"]
     assert no_checkpoint and "checkpointLocation' is required" in no_checkpoint
     unknown_group = results["unknown_group"]["error"]
@@ -112,19 +118,18 @@ def test_misconfigured_queries_fail_fast(broker: LocalBroker, tmp_path: Path) ->
     ):
         error = results[case]["error"]
         assert error and option in error and "set it once, on ExactlyOnce" in error, error
-    assert not (tmp_path / "once" / "offsets").exists()  # refused before any query started
+    assert not (workdir / "once" / "offsets").exists()  # refused before any query started
     for case in ("unknown_group", "unknown_topic"):
         # Failed at start: Spark never planned a batch.
-        assert not (tmp_path / case / "offsets" / "0").exists(), case
+        assert not (workdir / case / "offsets" / "0").exists(), case
 
 
 def test_speculation_is_refused_before_the_query_starts(
-    broker: LocalBroker, tmp_path: Path
+    results: dict[str, Any], workdir: Path
 ) -> None:
-    results = run_driver(broker, tmp_path, "--speculation")
     error = results["speculation"]["error"]
     assert error and "spark.speculation is on" in error
-    assert not (tmp_path / "speculation" / "offsets").exists()  # refused before any batch
+    assert not (workdir / "speculation" / "offsets").exists()  # refused before any batch
 
 
 def test_spark_connect_is_refused_with_the_reason() -> None:

@@ -16,15 +16,12 @@ from collections.abc import Mapping
 
 from producer.admin import Admin
 from producer.client import check_error
+from producer.group_consumer import FETCH, FETCH_NAMES_MAX_VERSION, LATEST, READ_UNCOMMITTED
 from producer.records import split_batches
 from recovery.model import TxnSnapshot
 from txn.batch import ControlType, control_type_of
 from txn.ids import TopicPartition
 
-FETCH = 1
-FETCH_NAMES_MAX_VERSION = 12  # topic names; v13+ uses topic ids
-READ_UNCOMMITTED = 0
-LATEST = -1
 _FETCH_MAX_BYTES = 1 << 20
 
 

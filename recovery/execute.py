@@ -261,7 +261,10 @@ class Executor:
         finally:
             fencer.close(timeout_s=5)
         now = f"the id is now pid={pid} epoch={epoch}"
-        ended = ended_as(admin, starts, before.producer_id, timeout_s=self.wait_timeout_s)
+        try:
+            ended = ended_as(admin, starts, before.producer_id, timeout_s=self.wait_timeout_s)
+        except SharetxnError as exc:  # the fence acted: only its confirmation failed
+            return Outcome.APPLIED, f"fenced (the outcome could not be read back: {exc}); {now}"
         if ended is ControlType.COMMIT:
             return Outcome.RACED, f"committed by its client before the fence; {now}"
         if ended is None:

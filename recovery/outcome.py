@@ -11,13 +11,14 @@ batch the coordinator wrote there for that producer id: COMMIT or ABORT.
 from __future__ import annotations
 
 import functools
+import struct
 import time
 from collections.abc import Mapping
 
 from producer.admin import Admin
 from producer.client import check_error
 from producer.group_consumer import FETCH, FETCH_NAMES_MAX_VERSION, LATEST, READ_UNCOMMITTED
-from producer.records import split_batches
+from producer.records import CorruptRecordError, split_batches
 from recovery.model import TxnSnapshot
 from txn.batch import ControlType, control_type_of
 from txn.ids import TopicPartition
@@ -79,16 +80,24 @@ def _first_marker(
         resp = client.call(
             functools.partial(client.send, node, FETCH, body, max_version=FETCH_NAMES_MAX_VERSION)
         )
-        [part] = [p for t in resp.responses for p in t.partitions]
-        check_error(part.error_code, topic=tp.topic, partition=tp.partition)
-        raw = bytes(part.records or b"")
+        parts = [p for t in resp.responses for p in t.partitions]
+        if len(parts) != 1:
+            msg = f"Fetch of {tp.topic}-{tp.partition} answered {len(parts)} partitions"
+            raise CorruptRecordError(msg)
+        check_error(parts[0].error_code, topic=tp.topic, partition=tp.partition)
+        raw = bytes(parts[0].records or b"")
         batches = split_batches(raw)
         for pos, header in batches:
             if header.is_control and header.producer_id == producer_id:
-                return control_type_of(raw, pos, header)
-        if not batches or batches[-1][1].last_offset + 1 >= int(part.high_watermark):
-            return None
-        offset = batches[-1][1].last_offset + 1
+                try:
+                    return control_type_of(raw, pos, header)
+                except (IndexError, ValueError, struct.error) as exc:
+                    msg = f"unreadable marker at {tp.topic}-{tp.partition}@{header.base_offset}"
+                    raise CorruptRecordError(msg) from exc
+        after = batches[-1][1].last_offset + 1 if batches else offset
+        if after <= offset or after >= int(parts[0].high_watermark):
+            return None  # read to the end (or a leader that does not advance: nothing more)
+        offset = after
 
 
 def _fetch_body(tp: TopicPartition, offset: int) -> dict[str, object]:

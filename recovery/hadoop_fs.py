@@ -19,11 +19,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from py4j.java_gateway import JavaPackage  # type: ignore[import-untyped]
 from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 
 from recovery.checkpoint_fs import default_lock_key
 
-_CFM = "org.apache.spark.sql.execution.streaming.CheckpointFileManager"
+# Spark 4.1 moved the manager into a ``checkpointing`` subpackage; older releases have it
+# one level up.  The first name that resolves to a class is the one in use.
+_CFM_NAMES = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager",
+    "org.apache.spark.sql.execution.streaming.CheckpointFileManager",
+)
 
 
 def _is_not_found(exc: Py4JJavaError) -> bool:
@@ -39,7 +45,7 @@ class HadoopFS:
         self._conf = hadoop_conf
         #: the root as Spark resolves a checkpointLocation (scheme and authority added)
         self.root = self.qualify(root)
-        self._manager = self._jvm_class(_CFM).create(
+        self._manager = self._manager_class().create(
             jvm.org.apache.hadoop.fs.Path(self.root), hadoop_conf
         )
 
@@ -60,6 +66,15 @@ class HadoopFS:
         for part in name.split("."):
             target = getattr(target, part)
         return target
+
+    def _manager_class(self) -> Any:
+        """Spark's ``CheckpointFileManager`` companion, wherever this Spark release keeps it."""
+        for name in _CFM_NAMES:
+            found = self._jvm_class(name)
+            if not isinstance(found, JavaPackage):  # py4j's stand-in for an unknown name
+                return found
+        msg = f"this Spark has no CheckpointFileManager (looked for {', '.join(_CFM_NAMES)})"
+        raise RuntimeError(msg)
 
     def _path(self, path: str) -> Any:
         return self._jvm.org.apache.hadoop.fs.Path(path)

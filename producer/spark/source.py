@@ -16,6 +16,8 @@ are null.
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -448,9 +450,16 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     yield to_arrow(records, task.batch, state.transactional_id, state.producer_id, state.epoch)
 
 
+@functools.cache
 def arrow_schema() -> pa.Schema:
-    """``SCHEMA`` as Spark converts it to Arrow (what ``read`` must yield)."""
-    return _ARROW_SCHEMA
+    """``SCHEMA`` as Spark converts it to Arrow (what ``read`` must yield).
+
+    Spark reads a Python data source's Arrow batches with timestamps in UTC; PySpark 4.3
+    requires the time zone to be named, older releases take no such argument.
+    """
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(_struct(), timezone="UTC")
+    return to_arrow_schema(_struct())
 
 
 def _struct() -> StructType:
@@ -472,9 +481,6 @@ def _struct() -> StructType:
             StructField("receipt_producer_epoch", IntegerType()),
         ]
     )
-
-
-_ARROW_SCHEMA: pa.Schema = to_arrow_schema(_struct())
 
 
 def to_arrow(

@@ -41,9 +41,9 @@ _OPEN = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 
 def spark_kafka_jars() -> str:
     """``spark.jars`` for Spark's Kafka connector, resolved into the cache on first use."""
-    from bench.spark_kafka_jars import spark_jars  # noqa: PLC0415 - resolves with mvn
+    from producer.spark.kafka_connector import kafka_jars  # noqa: PLC0415 - resolves with mvn
 
-    return spark_jars()
+    return kafka_jars()
 
 
 def _end_offsets(admin: Admin, topic: str) -> dict[str, int]:
@@ -230,7 +230,15 @@ def run_killed_three_times(bootstrap: str, tmp_path: Path, records: int = 400) -
             assert {s["action"] for s in plan["plan"] if s["batch"] == batch} >= {"commit"}, plan
 
     code, done = _cli(
-        bootstrap, "recover", "--checkpoint", str(checkpoint), "--apply", "--operator", "test"
+        bootstrap,
+        "recover",
+        "--checkpoint",
+        str(checkpoint),
+        "--apply",
+        "--operator",
+        "test",
+        "--audit-log",
+        str(tmp_path / "audit.jsonl"),
     )
     assert code == 2, done  # 2: acted
     assert {r["outcome"] for r in done["results"]} == {"applied"}, done

@@ -14,7 +14,6 @@ builds the reference harness on it.
 from __future__ import annotations
 
 import base64
-import os
 import shutil
 import signal
 import socket
@@ -25,6 +24,8 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Self
+
+from producer.spark.maven import cache_root
 
 KAFKA_VERSION = "4.4.0"
 
@@ -83,11 +84,6 @@ class KafkaNodeError(RuntimeError):
 
 def java_available() -> bool:
     return shutil.which("java") is not None
-
-
-def cache_root() -> Path:
-    env = os.environ.get("SHARETXN_KAFKA_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "sharetxn"
 
 
 def jars_dir(version: str = KAFKA_VERSION) -> Path:

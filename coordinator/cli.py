@@ -64,6 +64,11 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
         "the exactly-once Spark pipeline on an embedded broker: SIGKILL the driver midway, "
         "restart, verify exactly-once (needs the spark extra)",
     ),
+    "spark-kafka-jars": (
+        "producer.spark.kafka_connector",
+        "print the spark.jars of Spark's own Kafka connector for the installed PySpark "
+        "(resolved once with mvn), or its Maven coordinate",
+    ),
     "copy-demo": (
         "chaos.demo",
         "copy records between topics in transactions, kill -9 the broker midway, "

@@ -257,7 +257,8 @@ class ShareStreamReader(DataSourceStreamReader):
             return ticket(-1)
         return self.ckpt.planned_ticket(batch) or ticket(batch)
 
-    def latestOffset(self) -> dict[str, int]:
+    # PySpark 4.3 added latestOffset(start, limit); it still calls this older form.
+    def latestOffset(self) -> dict[str, int]:  # type: ignore[override,unused-ignore]
         self._start()
         last = self.ckpt.last_planned_batch()
         # "No new data" must repeat exactly what Spark stored for the last batch (after a

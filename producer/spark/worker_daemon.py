@@ -74,7 +74,7 @@ def main() -> None:
     preload()
     import pyspark.daemon  # noqa: PLC0415 - reads sys.argv (the worker module) on import
 
-    pyspark.daemon.manager()  # type: ignore[no-untyped-call]
+    pyspark.daemon.manager()  # type: ignore[no-untyped-call,unused-ignore]
 
 
 if __name__ == "__main__":

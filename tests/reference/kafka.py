@@ -21,14 +21,11 @@ For people::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,6 +46,7 @@ from chaos.apache_kafka import (
     wait_ready,
 )
 from chaos.apache_kafka import java as _java
+from producer.spark.maven import resolve_with_mvn
 
 __all__ = [
     "DEFAULT_SETTINGS",
@@ -73,40 +71,6 @@ __all__ = [
 POM = Path(__file__).with_name("pom.xml")
 
 ReferenceError = KafkaNodeError  # the reference Kafka could not be resolved or started
-
-
-def resolve_with_mvn(
-    pom: Path,
-    target: Path,
-    what: str,
-    *,
-    properties: dict[str, str] | None = None,
-    extra: tuple[str, ...] = (),
-    error: type[Exception] = RuntimeError,
-    timeout_s: int = 900,
-) -> Path:
-    """``target``, holding ``pom``'s dependencies copied by mvn on first use (the cache of
-    Java artifacts the tests and benchmarks share; another process may resolve at once)."""
-    if (target / ".complete").exists():
-        return target
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise error(f"mvn is needed once to resolve {what} into {target}")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        cmd = [mvn, "-q", "-B", "-f", str(pom)]
-        cmd += [f"-D{k}={v}" for k, v in (properties or {}).items()]
-        cmd += ["dependency:copy-dependencies", *extra, f"-DoutputDirectory={staging}"]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
-        if done.returncode != 0:
-            raise error(f"mvn could not resolve {what}:\n{done.stdout}{done.stderr}")
-        (staging / ".complete").write_text(what + "\n")
-        with contextlib.suppress(OSError):
-            staging.rename(target)  # another process may have won the race: keep theirs
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
 
 
 def ensure_jars(version: str = KAFKA_VERSION) -> Path:

@@ -36,8 +36,6 @@ from txn.limits import INT32_MAX
 
 pytestmark = pytest.mark.reference
 
-PACKAGES = '.config("spark.jars.packages", "org.apache.spark:spark-sql-kafka-0-10_2.13:4.0.1")'
-
 
 @pytest.mark.spark
 @pytest.mark.timeout(900)
@@ -94,16 +92,14 @@ def test_the_guide_example_on_kafka_with_kip939(kafka_2pc: ReferenceKafka, tmp_p
     from confluent_kafka import Producer  # noqa: PLC0415
 
     from producer.spark.demo import read_committed  # noqa: PLC0415
-    from tests.spark.kafka_source_job import spark_kafka_jars  # noqa: PLC0415
 
     bootstrap = kafka_2pc.bootstrap_servers
     code = guide_example("kafka")
-    for placeholder in ('"127.0.0.1:9092"', "/var/lib/pipelines/clicks-upper", PACKAGES):
+    for placeholder in ('"127.0.0.1:9092"', "/var/lib/pipelines/clicks-upper", "kafka_jars()"):
         assert placeholder in code, placeholder
     code = (
         code.replace('"127.0.0.1:9092"', repr(bootstrap))
         .replace("/var/lib/pipelines/clicks-upper", str(tmp_path / "chk"))
-        .replace(PACKAGES, f".config({'spark.jars'!r}, {spark_kafka_jars()!r})")
     )
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([TopicSpec("clicks", 2, 1), TopicSpec("clicks-upper", 2, 1)])

@@ -20,8 +20,20 @@ from pathlib import Path
 
 from tests.reference.kafka import cache_root, resolve_with_mvn
 
-HADOOP_VERSION = "3.4.1"  # PySpark 4.0.1's hadoop-client-api
 POM = Path(__file__).parent / "s3" / "pom.xml"
+#: The AWS SDK v2 bundle each Hadoop release was built against (its hadoop-project pom).
+AWS_SDK_OF_HADOOP = {"3.4.1": "2.24.6", "3.4.2": "2.29.52", "3.5.0": "2.35.4"}
+
+
+def hadoop_version() -> str:
+    """The Hadoop release the installed PySpark bundles (its ``hadoop-client-api`` jar)."""
+    import pyspark  # noqa: PLC0415 - the Spark tests' optional dependency
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    for jar in jars.glob("hadoop-client-api-*.jar"):
+        return jar.name.removeprefix("hadoop-client-api-").removesuffix(".jar")
+    msg = f"no hadoop-client-api jar in {jars}"
+    raise S3Error(msg)
 ACCESS_KEY = "sharetxn-test"
 SECRET_KEY = "sharetxn-test-secret"
 BUCKET = "sharetxn-checkpoints"
@@ -32,12 +44,22 @@ class S3Error(RuntimeError):
 
 
 def jars_dir() -> Path:
-    return cache_root() / f"spark-s3a-{HADOOP_VERSION}"
+    return cache_root() / f"spark-s3a-{hadoop_version()}"
 
 
 def ensure_jars() -> Path:
     """The directory holding hadoop-aws and the AWS SDK bundle, resolved by mvn once."""
-    return resolve_with_mvn(POM, jars_dir(), f"hadoop-aws {HADOOP_VERSION}", error=S3Error)
+    hadoop = hadoop_version()
+    if hadoop not in AWS_SDK_OF_HADOOP:
+        msg = f"Hadoop {hadoop} (from PySpark): add its AWS SDK version to AWS_SDK_OF_HADOOP"
+        raise S3Error(msg)
+    return resolve_with_mvn(
+        POM,
+        jars_dir(),
+        f"hadoop-aws {hadoop}",
+        properties={"hadoop.version": hadoop, "aws.sdk.version": AWS_SDK_OF_HADOOP[hadoop]},
+        error=S3Error,
+    )
 
 
 def _free_port() -> int:

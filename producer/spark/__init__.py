@@ -39,7 +39,8 @@ __all__ = [
 
 
 def check_pyspark() -> str:
-    """The installed PySpark version; raises a clear error when it is missing or too old."""
+    """The installed PySpark version; raises a clear error when it is missing or too old,
+    or when no Java runtime can be found for it (``producer.spark.java``)."""
     try:
         import pyspark  # noqa: PLC0415 - optional dependency
     except ImportError:
@@ -51,6 +52,9 @@ def check_pyspark() -> str:
         wanted = ".".join(map(str, MIN_PYSPARK))
         msg = f"PySpark {version} is too old: the kafka-share source needs {wanted} or later"
         raise SparkConfigError(msg)
+    from producer.spark.java import ensure_java  # noqa: PLC0415
+
+    ensure_java()
     return version
 
 

@@ -49,6 +49,9 @@ BROKER_CONFIG = {"group.share.partition.max.record.locks": "10000"}
 # few, large batches amortise Spark's per-batch cost (docs/spark.md, "Tuning").
 DEMO_RECORDS_PER_TASK = 30_000
 DEMO_READ_TASKS = 1
+#: With the kill on: at least this many batches; the driver is killed in batch 1.
+KILL_BATCHES = 3
+KILLED_BATCH = 1
 _OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 
 
@@ -364,8 +367,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     console = Console()
-    if args.records < 1:
-        console.print("[red]--records must be at least 1[/]")
+    if args.records < (KILL_BATCHES if args.crash else 1):
+        least = f"{KILL_BATCHES} with the driver kill (or --no-crash)" if args.crash else "1"
+        console.print(f"[red]--records must be at least {least}[/]")
         return 64
     from producer.spark import check_pyspark  # noqa: PLC0415 - clear message without pyspark
 
@@ -374,15 +378,17 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         console.print(f"[red]{exc}[/]")
         return 69
+    per_task = batch_size(args.records, args.records_per_task, args.read_tasks, args.crash)
     console.print(
         f"[bold]sharetxn demo[/]: {args.records:,} records, PySpark {version}, "
-        f"driver kill {'on' if args.crash else 'off'}"
+        f"driver kill {'on' if args.crash else 'off'}, "
+        f"{per_task * args.read_tasks:,} records a batch"
     )
     result = run_demo(
         records=args.records,
         crash=args.crash,
         keep=args.keep,
-        records_per_task=args.records_per_task,
+        records_per_task=per_task,
         read_tasks=args.read_tasks,
         console=console,
     )
@@ -397,6 +403,17 @@ def run(args: argparse.Namespace) -> int:
         return 0
     console.print("[bold red]exactly-once violated[/]")
     return 1
+
+
+def batch_size(records: int, per_task: int, read_tasks: int, crash: bool) -> int:
+    """Records per read task: the asked size, smaller when the kill needs more batches.
+
+    The kill lands in the second batch and the restart has a third to run, so a demo with
+    the kill on has at least ``KILL_BATCHES`` batches, whatever ``--records``.
+    """
+    if not crash:
+        return per_task
+    return max(1, min(per_task, -(-records // (KILL_BATCHES * max(1, read_tasks)))))
 
 
 def summary_table(result: DemoResult) -> Table:
@@ -481,14 +498,17 @@ def run_demo(
         with progress, Admin(bootstrap) as admin:
             task = progress.add_task("acknowledged", total=records, note="starting Spark")
             pipeline_started = time.monotonic()
+            # The first driver holds batch 1 once it is prepared: the kill lands while the
+            # batch is in doubt, however small the batches are.
             driver = DriverProcess(
                 bootstrap,
                 checkpoint,
                 work / "driver-1.log",
                 records_per_partition=records_per_task,
                 read_tasks=read_tasks,
+                extra_args=("--hold-batch", str(KILLED_BATCH)) if crash else (),
             )
-            crash_at = records // 3 if crash else None
+            crash_at = 0 if crash else None
             while True:
                 done = acknowledged(admin)
                 batches = len(read_checkpoint(checkpoint).commits) if checkpoint.exists() else 0
@@ -501,7 +521,7 @@ def run_demo(
                     break
                 if crash_at is not None and done >= crash_at:
                     batch = in_doubt_batch(checkpoint, admin)
-                    if batch is not None:
+                    if batch is not None and batch >= KILLED_BATCH:
                         driver.kill()
                         kills += 1
                         killed_batch = batch

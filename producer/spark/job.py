@@ -46,6 +46,10 @@ class JobConfig:
     num_partitions: int | None = None
     trigger_interval: str = "500 milliseconds"
     starting_offsets: str | None = "earliest"
+    #: ``sharetxn demo``: hold this batch after its writes are prepared, for ``hold_s``
+    #: seconds, so that the demo's driver kill lands while the batch is in doubt.
+    hold_batch: int | None = None
+    hold_s: float = 60.0
 
 
 def spark_session(
@@ -126,6 +130,9 @@ def start(
 
     def write_batch(df: DataFrame, batch_id: int) -> None:
         eos.write(transform(df), cfg.output_topic, key_col="key", value_col="value")
+        if batch_id == cfg.hold_batch:
+            print(f"holding batch {batch_id}: prepared, not committed", flush=True)
+            time.sleep(cfg.hold_s)
 
     query = eos.write_stream(
         read_stream(spark, cfg, eos),
@@ -197,6 +204,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default=os.environ.get("SHARETXN_SPARK_MASTER", DEFAULT_MASTER))
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument(
+        "--hold-batch",
+        type=int,
+        default=None,
+        metavar="N",
+        help="hold batch N once its writes are prepared (sharetxn demo kills the driver then)",
+    )
+    parser.add_argument(
         "--conf",
         action="append",
         default=[],
@@ -218,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         prefix=args.prefix,
         max_records_per_partition=args.max_records,
         num_partitions=args.num_partitions,
+        hold_batch=args.hold_batch,
     )
     spark = spark_session(args.master, conf=conf)
     try:

@@ -23,6 +23,8 @@ from tests.reference.kafka import cache_root, resolve_with_mvn
 POM = Path(__file__).parent / "s3" / "pom.xml"
 #: The AWS SDK v2 bundle each Hadoop release was built against (its hadoop-project pom).
 AWS_SDK_OF_HADOOP = {"3.4.1": "2.24.6", "3.4.2": "2.29.52", "3.5.0": "2.35.4"}
+#: The S3 analytics accelerator that Hadoop 3.5's s3a loads (none before 3.5).
+ANALYTICS_OF_HADOOP = {"3.5.0": "1.3.1"}
 
 
 def hadoop_version() -> str:
@@ -57,7 +59,15 @@ def ensure_jars() -> Path:
         POM,
         jars_dir(),
         f"hadoop-aws {hadoop}",
-        properties={"hadoop.version": hadoop, "aws.sdk.version": AWS_SDK_OF_HADOOP[hadoop]},
+        properties={
+            "hadoop.version": hadoop,
+            "aws.sdk.version": AWS_SDK_OF_HADOOP[hadoop],
+            **(
+                {"analytics.version": ANALYTICS_OF_HADOOP[hadoop]}
+                if hadoop in ANALYTICS_OF_HADOOP
+                else {}
+            ),
+        },
         error=S3Error,
     )
 

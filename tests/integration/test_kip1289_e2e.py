@@ -36,7 +36,7 @@ BROKER_CONFIG = {
 }
 
 
-def setup(bootstrap: str, records: int, **group_configs: str) -> tuple[str, str, str]:
+def prepare_share_group(bootstrap: str, records: int, **group_configs: str) -> tuple[str, str, str]:
     suffix = uuid.uuid4().hex[:6]
     topic_in, topic_out, group = f"in-{suffix}", f"out-{suffix}", f"g-{suffix}"
     with Admin(bootstrap) as admin:
@@ -59,7 +59,7 @@ def subscribed_setup(
     bootstrap: str, records: int, **group_configs: str
 ) -> tuple[str, str, str, ShareConsumer]:
     """``setup``, and a transactional share consumer of the group subscribed to the input."""
-    topic_in, topic_out, group = setup(bootstrap, records, **group_configs)
+    topic_in, topic_out, group = prepare_share_group(bootstrap, records, **group_configs)
     c = share_consumer(bootstrap, group)
     c.subscribe([topic_in])
     return topic_in, topic_out, group, c
@@ -166,7 +166,7 @@ def test_aborted_copy_is_invisible_and_inputs_return_then_archive(kbroker: Local
 
 def test_killed_producer_times_out_and_inputs_return(kbroker: LocalBroker) -> None:
     b = kbroker.bootstrap_servers
-    topic_in, topic_out, group = setup(b, 10)
+    topic_in, topic_out, group = prepare_share_group(b, 10)
     with worker_process("hang", b, group, topic_in, topic_out, "hang-tid", "10") as output:
         wait_ready(output)
     # its transaction (timeout 3 s) is aborted by the broker; the inputs come back
@@ -369,7 +369,7 @@ def test_broker_killed_after_prepare_commit_completes_on_restart(tmp_path: Path)
 @pytest.mark.parametrize("commit", [True, False])
 def test_two_phase_commit_resumed_in_another_process(kbroker: LocalBroker, commit: bool) -> None:
     b = kbroker.bootstrap_servers
-    topic_in, topic_out, group = setup(b, 8)
+    topic_in, topic_out, group = prepare_share_group(b, 8)
     state = prepared_by_killed_process(b, group, topic_in, topic_out, "twopc", 8)
     time.sleep(4)  # longer than transaction.timeout.ms: a 2PC transaction is never timed out
     resumed = TransactionalProducer.resume(

@@ -20,7 +20,7 @@ GROUP = "bad-acks"
 
 
 @pytest.fixture
-def setup(broker: LocalBroker) -> Iterator[tuple[WireClient, uuid.UUID]]:
+def wire_and_topic(broker: LocalBroker) -> Iterator[tuple[WireClient, uuid.UUID]]:
     b = broker.bootstrap_servers
     with Admin(b) as admin:
         admin.create_topics([TopicSpec("bad", 1)])
@@ -110,8 +110,8 @@ def ack(
     return int(resp.error_code), int(part)
 
 
-def test_bad_acknowledgements_change_nothing(setup: tuple[WireClient, uuid.UUID]) -> None:
-    client, topic_id = setup
+def test_bad_acknowledgements_change_nothing(wire_and_topic: tuple[WireClient, uuid.UUID]) -> None:
+    client, topic_id = wire_and_topic
     first = fetch(client, topic_id, "member-a", 0)
     acquired = first.responses[0].partitions[0].acquired_records
     assert [(int(r.first_offset), int(r.last_offset)) for r in acquired] == [(0, 9)]

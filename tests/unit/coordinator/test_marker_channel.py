@@ -27,7 +27,7 @@ class Completions:
         return lambda: self.done.append(name)
 
 
-def setup(
+def new_channel(
     channel_type: type[MarkerChannel] = MarkerChannel,
 ) -> tuple[ManualClock, FakeMarkerHandler, MarkerChannel, Completions]:
     clock = ManualClock()
@@ -37,7 +37,7 @@ def setup(
 
 
 def test_delivery_is_asynchronous_and_completes() -> None:
-    clock, handler, channel, completions = setup()
+    clock, handler, channel, completions = new_channel()
     channel.send(marker(), completions.callback("t"))
     assert handler.received == [] and channel.pending() == {"t": (TP2, TP0, TP1)}
     clock.run_due()
@@ -46,7 +46,7 @@ def test_delivery_is_asynchronous_and_completes() -> None:
 
 
 def test_retriable_errors_retry_only_those_partitions_after_backoff() -> None:
-    clock, handler, channel, completions = setup()
+    clock, handler, channel, completions = new_channel()
     handler.script = {TP1: [E.NOT_LEADER_OR_FOLLOWER], TP2: [E.KAFKA_STORAGE_ERROR]}
     channel.send(marker(), completions.callback("t"))
     clock.run_due()
@@ -59,7 +59,7 @@ def test_retriable_errors_retry_only_those_partitions_after_backoff() -> None:
 
 
 def test_unsupported_counts_as_done() -> None:
-    clock, handler, channel, completions = setup()
+    clock, handler, channel, completions = new_channel()
     handler.script = {TP0: [E.UNSUPPORTED_FOR_MESSAGE_FORMAT], TP1: [E.UNSUPPORTED_VERSION]}
     channel.send(marker(), completions.callback("t"))
     clock.run_due()
@@ -68,7 +68,7 @@ def test_unsupported_counts_as_done() -> None:
 
 def test_fenced_errors_stop_the_transaction() -> None:
     for error in (E.INVALID_PRODUCER_EPOCH, E.TRANSACTION_COORDINATOR_FENCED):
-        clock, handler, channel, completions = setup()
+        clock, handler, channel, completions = new_channel()
         handler.script = {TP1: [error], TP2: [E.NOT_LEADER_OR_FOLLOWER]}
         channel.send(marker(), completions.callback("t"))
         clock.advance(10 * BACKOFF)
@@ -111,7 +111,7 @@ class Dropping(MarkerChannel):
 
 
 def test_dropped_delivery_times_out_and_duplicates_are_ignored() -> None:
-    clock, handler, channel, completions = setup(Dropping)
+    clock, handler, channel, completions = new_channel(Dropping)
     channel.send(marker(), completions.callback("t"))
     clock.run_due()
     assert handler.received == []
@@ -134,7 +134,7 @@ class Delaying(MarkerChannel):
 
 
 def test_late_answer_after_timeout_is_ignored() -> None:
-    clock, _handler, channel, completions = setup(Delaying)
+    clock, _handler, channel, completions = new_channel(Delaying)
     assert isinstance(channel, Delaying)
     channel.send(marker(), completions.callback("t"))
     clock.run_due()
@@ -147,7 +147,7 @@ def test_late_answer_after_timeout_is_ignored() -> None:
 
 
 def test_reordered_transactions_complete_independently() -> None:
-    clock, _handler, channel, completions = setup(Delaying)
+    clock, _handler, channel, completions = new_channel(Delaying)
     assert isinstance(channel, Delaying)
     channel.send(marker("a", (TP0,)), completions.callback("a"))
     channel.send(marker("b", (TP1,)), completions.callback("b"))
@@ -158,7 +158,7 @@ def test_reordered_transactions_complete_independently() -> None:
 
 
 def test_newer_marker_replaces_older_by_value() -> None:
-    clock, _handler, channel, completions = setup(Delaying)
+    clock, _handler, channel, completions = new_channel(Delaying)
     assert isinstance(channel, Delaying)
     channel.send(marker("t", (TP0,)), completions.callback("old"))
     clock.run_due()
@@ -171,7 +171,7 @@ def test_newer_marker_replaces_older_by_value() -> None:
 
 
 def test_no_partitions_completes_on_the_next_tick() -> None:
-    clock, handler, channel, completions = setup()
+    clock, handler, channel, completions = new_channel()
     channel.send(marker(partitions=()), completions.callback("t"))
     assert completions.done == []
     clock.run_due()
@@ -179,7 +179,7 @@ def test_no_partitions_completes_on_the_next_tick() -> None:
 
 
 def test_cancel_and_close_drop_deliveries() -> None:
-    clock, handler, channel, completions = setup()
+    clock, handler, channel, completions = new_channel()
     channel.send(marker("a"), completions.callback("a"))
     channel.send(marker("b"), completions.callback("b"))
     channel.cancel("a")

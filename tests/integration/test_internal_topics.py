@@ -24,6 +24,7 @@ from producer.connection import BrokerConnection
 from producer.security import ClientSecurity
 from tests.integration.test_security_acls import ADMIN
 from tests.integration.test_security_acls import CONFIG as SASL_CONFIG
+from tests.unit.coordinator.test_reserved_topics import append_legacy_topic_record
 from txn.batch import build_batch
 from txn.errors import ErrorCode
 from txn.ids import KAFKA_INTERNAL_TOPICS, PRIVATE_TOPICS, RESERVED_TOPICS
@@ -327,18 +328,13 @@ def test_data_dir_with_a_client_created_internal_topic(tmp_path: Path) -> None:
 
 def _append_legacy_topic_record(data: Path, name: str) -> None:
     """Append the ``"type": "topic"`` record an older version wrote on auto-creation."""
-    import random  # noqa: PLC0415
-
     from coordinator.log.file_log import FileStorage  # noqa: PLC0415
     from coordinator.log.storage import LogConfig  # noqa: PLC0415
-    from coordinator.topics import TopicRegistry  # noqa: PLC0415
 
     storage = FileStorage(data, LogConfig())
     try:
-        registry = TopicRegistry(
-            storage.open_log("__cluster_metadata", 0, LogConfig()), random.Random()
-        )
-        registry.create(name, 1, int(time.time() * 1000))
+        log = storage.open_log("__cluster_metadata", 0, LogConfig())
+        append_legacy_topic_record(log, name, 1, int(time.time() * 1000))
     finally:
         storage.close()
 

@@ -6,20 +6,22 @@ the reference harness (tests/reference/differential/scenarios_internal.py).
 
 from __future__ import annotations
 
+import json
 import random
+import uuid
 
 import pytest
 
 from coordinator.broker import BrokerCore
 from coordinator.log.data_dir import DataDirError
 from coordinator.log.memory_log import MemoryStorage
-from coordinator.log.storage import LogConfig
+from coordinator.log.storage import LogConfig, PartitionLog
 from coordinator.reserved_topics import FORGET_CONFIG
 from coordinator.topics import TopicRegistry
 from txn.batch import build_batch
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
-from txn.errors import ErrorCode
+from txn.errors import ErrorCode, InvalidTopicError
 from txn.ids import (
     CLUSTER_METADATA_TOPIC,
     GROUP_METADATA_TOPIC,
@@ -113,10 +115,34 @@ def test_produce_and_delete_records_refused_and_nothing_written() -> None:
 
 def _legacy_topic(storage: MemoryStorage, name: str, partitions: int = 2) -> None:
     """What an older sharetxn wrote when Metadata auto-created ``name``."""
-    registry = TopicRegistry(
-        storage.open_log(CLUSTER_METADATA_TOPIC, 0, LogConfig()), random.Random(1)
+    append_legacy_topic_record(
+        storage.open_log(CLUSTER_METADATA_TOPIC, 0, LogConfig()), name, partitions, T0
     )
-    registry.create(name, partitions, T0)
+
+
+def append_legacy_topic_record(log: PartitionLog, name: str, partitions: int, now: int) -> None:
+    """The ``"type": "topic"`` record (not internal) that auto-creation appended."""
+    record = {
+        "type": "topic",
+        "name": name,
+        "id": str(uuid.uuid4()),
+        "partitions": partitions,
+        "configs": {},
+        "internal": False,
+    }
+    value = json.dumps(record, sort_keys=True).encode()
+    log.append(build_batch([(None, value)], timestamp_ms=now), now)
+    log.flush()
+
+
+def test_registry_refuses_reserved_names() -> None:
+    registry = TopicRegistry(
+        MemoryStorage().open_log(CLUSTER_METADATA_TOPIC, 0, LogConfig()), random.Random(1)
+    )
+    for name in sorted(RESERVED_TOPICS):
+        with pytest.raises(InvalidTopicError):
+            registry.create(name, 1, T0)
+    assert registry.all() == []
 
 
 def test_data_dir_with_client_created_internal_topic_is_refused() -> None:

@@ -23,6 +23,16 @@ from coordinator.log_settings import TopicLogSettings, topic_log_settings
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.partition import AppendResult, FetchData, Partition
 from coordinator.producer_ids import ProducerIdManager
+from coordinator.reserved_topics import (
+    FORGET_CONFIG,
+    alter_configs_refusal,
+    client_created,
+    create_refusal,
+    delete_refusal,
+    partitions_refusal,
+    refuse_client_created,
+    write_refusal,
+)
 from coordinator.share.manager import ShareManager
 from coordinator.topics import TopicInfo, TopicRegistry
 from coordinator.txn_coordinator import TransactionCoordinator
@@ -32,6 +42,9 @@ from txn.config import BrokerConfig
 from txn.errors import ErrorCode, KafkaProtocolError
 from txn.ids import (
     CLUSTER_METADATA_TOPIC,
+    GROUP_METADATA_TOPIC,
+    PRODUCER_IDS_TOPIC,
+    RESERVED_TOPICS,
     SHARE_GROUP_STATE_TOPIC,
     TRANSACTION_STATE_TOPIC,
     TopicPartition,
@@ -40,13 +53,8 @@ from txn.limits import LONG_MAX
 
 log = logging.getLogger("sharetxn.broker")
 
-PRODUCER_IDS_TOPIC = "__producer_ids"
-GROUP_METADATA_TOPIC = "__consumer_offsets"
 # Partition 0 of __consumer_offsets holds share groups, partition 1 consumer groups.
 CONSUMER_GROUPS_PARTITION = 1
-HIDDEN_TOPICS = frozenset(
-    {CLUSTER_METADATA_TOPIC, PRODUCER_IDS_TOPIC, GROUP_METADATA_TOPIC, SHARE_GROUP_STATE_TOPIC}
-)
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
@@ -107,6 +115,7 @@ class BrokerCore:
         self.topics = TopicRegistry(
             storage.open_log(CLUSTER_METADATA_TOPIC, 0, self._internal_log_config), self.rng
         )
+        self._refuse_client_created_internal_topics()
         self.partitions: dict[TopicPartition, Partition] = {}
         # Cumulative log-cleanup figures (metrics): bytes and segments retention deleted.
         self.retention_bytes_deleted = 0
@@ -168,11 +177,33 @@ class BrokerCore:
 
     # -- plumbing -------------------------------------------------------------------------------
 
+    def _refuse_client_created_internal_topics(self) -> None:
+        """A topic a client created under a reserved name (older versions let Metadata
+        auto-create one) shares its files with a coordinator's log: refuse to start, or
+        forget the topic's record when the operator asked for it."""
+        bad = client_created(self.topics.all())
+        if not bad:
+            return
+        if not self.config.get_bool(FORGET_CONFIG):
+            raise refuse_client_created(bad, self.log_dir)
+        for info in bad:
+            self.topics.delete(info.name, self.clock.now_ms())
+            log.warning(
+                "forgot the client-created topic %s (id %s, %s=true); the coordinator logs"
+                " %s are kept as they are",
+                info.name,
+                info.topic_id,
+                FORGET_CONFIG,
+                ", ".join(f"{info.name}-{i}" for i in range(info.num_partitions)),
+            )
+
     def log_settings(self, info: TopicInfo) -> TopicLogSettings:
         """The topic's effective log settings (its configs over the broker's defaults)."""
         return topic_log_settings(self._log_config, self.config, info.configs)
 
     def _open_partitions(self, info: TopicInfo) -> None:
+        if info.name in RESERVED_TOPICS:
+            return  # the coordinators' own logs, never a client's partitions
         settings = self.log_settings(info)
         for index in range(info.num_partitions):
             tp = TopicPartition(info.name, index)
@@ -208,7 +239,7 @@ class BrokerCore:
         settings, over a snapshot of the partitions."""
         for tp, partition in list(self.partitions.items()):
             info = self.topics.get(tp.topic)
-            if info is None or info.internal or tp.topic in HIDDEN_TOPICS:
+            if info is None or info.internal or tp.topic in RESERVED_TOPICS:
                 continue
             yield tp, partition, self.log_settings(info)
 
@@ -428,7 +459,7 @@ class BrokerCore:
     # -- topics ---------------------------------------------------------------------------------
 
     def visible_topics(self) -> list[TopicInfo]:
-        return [t for t in self.topics.all() if t.name not in HIDDEN_TOPICS]
+        return [t for t in self.topics.all() if t.name not in RESERVED_TOPICS]
 
     def gauges(self) -> dict[str, int]:
         """Point-in-time figures for the metrics exporter (plain reads, any thread)."""
@@ -444,7 +475,11 @@ class BrokerCore:
         }
 
     def ensure_topic(self, name: str) -> TopicInfo | None:
-        """The topic, auto-creating it if ``auto.create.topics.enable`` (Metadata semantics)."""
+        """The topic, auto-creating it if ``auto.create.topics.enable`` (Metadata semantics).
+
+        A reserved name (the broker's own logs) is never a client's topic: None."""
+        if name in RESERVED_TOPICS:
+            return None
         info = self.topics.get(name)
         if info is None and self.config.get_bool("auto.create.topics.enable"):
             try:
@@ -467,6 +502,8 @@ class BrokerCore:
         *,
         validate_only: bool = False,
     ) -> TopicResult:
+        if (refusal := create_refusal(name)) is not None:
+            return TopicResult(name, *refusal)
         if num_partitions == -1:
             num_partitions = self.config.get_int("num.partitions")
         if replication_factor not in (-1, 1):
@@ -474,10 +511,6 @@ class BrokerCore:
                 name,
                 ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"replication factor {replication_factor} is larger than the 1 available broker",
-            )
-        if name in HIDDEN_TOPICS or name == TRANSACTION_STATE_TOPIC:
-            return TopicResult(
-                name, ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name!r} is an internal topic"
             )
         try:
             info = self.topics.create(
@@ -498,10 +531,8 @@ class BrokerCore:
         return TopicResult(name, ErrorCode.NONE, None, str(info.topic_id), info.num_partitions)
 
     def delete_topic(self, name: str) -> TopicResult:
-        if name in HIDDEN_TOPICS or name == TRANSACTION_STATE_TOPIC:
-            return TopicResult(
-                name, ErrorCode.INVALID_TOPIC_EXCEPTION, f"{name!r} is an internal topic"
-            )
+        if (refusal := delete_refusal(name)) is not None:
+            return TopicResult(name, *refusal)
         try:
             info = self.topics.delete(name, self.clock.now_ms())
         except KafkaProtocolError as exc:
@@ -523,8 +554,8 @@ class BrokerCore:
         validate_only: bool = False,
     ) -> tuple[ErrorCode, str | None]:
         """IncrementalAlterConfigs on a topic (SET and DELETE)."""
-        if name in HIDDEN_TOPICS or name == TRANSACTION_STATE_TOPIC:
-            return ErrorCode.INVALID_REQUEST, f"the configs of {name!r} cannot be altered"
+        if (refusal := alter_configs_refusal(name)) is not None:
+            return refusal
         try:
             info = self.topics.alter_configs(
                 name, set_configs, delete_configs, self.clock.now_ms(), validate_only=validate_only
@@ -544,6 +575,8 @@ class BrokerCore:
     def create_partitions(
         self, name: str, count: int, *, validate_only: bool = False
     ) -> TopicResult:
+        if (refusal := partitions_refusal(name)) is not None:
+            return TopicResult(name, *refusal)
         try:
             self.topics.add_partitions(
                 name, count, self.clock.now_ms(), validate_only=validate_only
@@ -563,6 +596,9 @@ class BrokerCore:
     def produce(
         self, tp: TopicPartition, records: bytes, transactional_id: str | None
     ) -> AppendResult:
+        if (refused := write_refusal(tp.topic)) is not None:
+            # Kafka: "Cannot append to internal topic", to every user (its message not sent).
+            return AppendResult(refused)
         partition = self.partitions.get(tp)
         if partition is None:
             return AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=f"unknown {tp}")
@@ -615,6 +651,8 @@ class BrokerCore:
         return ErrorCode.NONE, offset, ts
 
     def delete_records(self, tp: TopicPartition, offset: int) -> tuple[ErrorCode, int]:
+        if (refused := write_refusal(tp.topic)) is not None:
+            return refused, -1  # Kafka: "Cannot delete records of internal topic"
         partition = self.partitions.get(tp)
         info = self.topics.get(tp.topic)
         if partition is None or info is None:

@@ -21,6 +21,7 @@ from txn.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
+from txn.ids import RESERVED_TOPICS
 from txn.topic_configs import invalid_topic_config_value, unknown_topic_configs
 from txn.topic_names import topic_name_error
 
@@ -99,6 +100,8 @@ class TopicRegistry:
     ) -> TopicInfo:
         if not internal:
             validate_topic_name(name)
+            if name in RESERVED_TOPICS:  # the broker's own logs (coordinator.reserved_topics)
+                raise InvalidTopicError(f"{name!r} is the name of one of the broker's own logs")
         if name in self._by_name:
             raise TopicAlreadyExistsError(f"topic {name!r} already exists")
         if num_partitions < 1:

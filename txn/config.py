@@ -33,6 +33,14 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     # --- logs -------------------------------------------------------------------------------
     ConfigDef("num.partitions", "int", 1, "Default partition count of auto-created topics."),
     ConfigDef("auto.create.topics.enable", "bool", True, "Create a topic on first metadata use."),
+    # sharetxn's own: a data directory where an older version let a client create a topic
+    # named like one of the broker's logs is refused at start unless this is set (once).
+    ConfigDef(
+        "sharetxn.forget.client.created.internal.topics",
+        "bool",
+        False,
+        "Forget client-created topics named like an internal log (docs/security.md).",
+    ),
     ConfigDef("log.segment.bytes", "int", 1024 * 1024 * 1024, "Maximum size of one segment."),
     ConfigDef("log.index.interval.bytes", "int", 4096, "Bytes between offset-index entries."),
     # Kafka's default is Long.MAX (rely on replication); a single node has no replicas, so

@@ -15,12 +15,30 @@ KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 KEY_TYPE_SHARE = 2
 
+GROUP_METADATA_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 SHARE_GROUP_STATE_TOPIC = "__share_group_state"
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
-INTERNAL_TOPICS = frozenset(
-    {TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC, CLUSTER_METADATA_TOPIC}
+PRODUCER_IDS_TOPIC = "__producer_ids"
+
+# The reserved topic names: the broker's own logs, kept in the data directory under these
+# topic-partition names.  No client creates, writes, deletes, re-partitions or re-configures
+# a topic of these names; a client changes a coordinator's state only through its APIs.
+#: Apache Kafka's internal topics (its ``Topic.INTERNAL_TOPICS``): Metadata calls them
+#: internal, Produce and DeleteRecords answer INVALID_TOPIC_EXCEPTION, CreateTopics
+#: TOPIC_ALREADY_EXISTS.
+KAFKA_INTERNAL_TOPICS = frozenset(
+    {GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC}
 )
+#: sharetxn's private logs, which no client sees (as Kafka's ``__cluster_metadata``):
+#: CreateTopics answers INVALID_REQUEST, every other API UNKNOWN_TOPIC_OR_PARTITION.
+PRIVATE_TOPICS = frozenset({CLUSTER_METADATA_TOPIC, PRODUCER_IDS_TOPIC})
+RESERVED_TOPICS = KAFKA_INTERNAL_TOPICS | PRIVATE_TOPICS
+
+
+def is_reserved_topic(name: str | None) -> bool:
+    """Whether ``name`` is one of the broker's own logs (never a client's topic)."""
+    return name in RESERVED_TOPICS
 
 
 class TopicPartition(NamedTuple):

@@ -28,10 +28,10 @@ from coordinator.topics import TopicInfo
 from txn.config import CONFIG_DEFS
 from txn.errors import ErrorCode
 from txn.ids import (
+    KAFKA_INTERNAL_TOPICS,
     KEY_TYPE_GROUP,
     KEY_TYPE_SHARE,
     KEY_TYPE_TRANSACTION,
-    TRANSACTION_STATE_TOPIC,
     TopicPartition,
 )
 from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
@@ -108,6 +108,9 @@ class ClusterHandlers:
                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         "name": name,
                         "topic_id": uuid.UUID(int=0),
+                        # Kafka's internal topics are never auto-created here (they are the
+                        # coordinators' logs, not listed: docs/conformance.md).
+                        "is_internal": name in KAFKA_INTERNAL_TOPICS,
                         "partitions": [],
                     }
                 )
@@ -117,7 +120,7 @@ class ClusterHandlers:
                     "error_code": ErrorCode.NONE,
                     "name": info.name,
                     "topic_id": info.topic_id,
-                    "is_internal": info.internal or info.name == TRANSACTION_STATE_TOPIC,
+                    "is_internal": info.internal,
                     "partitions": [
                         {
                             "error_code": ErrorCode.NONE,

@@ -3,6 +3,7 @@ DescribeTransactions, DescribeProducers."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from coordinator.broker import BrokerCore
@@ -16,7 +17,7 @@ from coordinator.protocol.responses import (
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.txn_results import ProducerResult
 from txn.errors import ErrorCode
-from txn.ids import TopicPartition
+from txn.ids import KAFKA_INTERNAL_TOPICS, TopicPartition
 from txn.state import TransactionState
 
 
@@ -65,17 +66,13 @@ class TxnHandlers:
                 for t in body.v3_and_below_topics
                 for p in t.partitions
             ]
-            unknown = {tp for tp in partitions if not self._partition_exists(tp)}
-            if unknown:
-                # As Kafka: nothing is added when one partition is unknown.
+            refused = _refused_partitions(partitions, self._partition_exists)
+            if refused:
+                # As Kafka: nothing is added when one partition is refused.
                 return {
                     "results_by_topic_v3_and_below": partition_errors_by_topic(
                         {
-                            tp: (
-                                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                                if tp in unknown
-                                else ErrorCode.OPERATION_NOT_ATTEMPTED
-                            )
+                            tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED)
                             for tp in partitions
                         }
                     )
@@ -95,6 +92,20 @@ class TxnHandlers:
         per_txn: list[dict[str, Any]] = []
         for txn in body.transactions:
             partitions = [TopicPartition(t.name, int(p)) for t in txn.topics for p in t.partitions]
+            internal = _refused_partitions(partitions, lambda _tp: True)
+            if internal:
+                per_txn.append(
+                    {
+                        "transactional_id": txn.transactional_id,
+                        "topic_results": partition_errors_by_topic(
+                            {
+                                tp: internal.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED)
+                                for tp in partitions
+                            }
+                        ),
+                    }
+                )
+                continue
             call = (
                 coordinator.verify_partitions
                 if txn.verify_only
@@ -195,3 +206,18 @@ class TxnHandlers:
                 )
             topics.append({"name": topic.name, "partitions": parts})
         return {"topics": topics}
+
+
+def _refused_partitions(
+    partitions: list[TopicPartition], exists: Callable[[TopicPartition], bool]
+) -> dict[TopicPartition, ErrorCode]:
+    """AddPartitionsToTxn's refusals, as Kafka: a partition of an internal topic is
+    TOPIC_AUTHORIZATION_FAILED (only the coordinators add their own partitions, for every
+    user), an unknown one UNKNOWN_TOPIC_OR_PARTITION."""
+    refused: dict[TopicPartition, ErrorCode] = {}
+    for tp in partitions:
+        if tp.topic in KAFKA_INTERNAL_TOPICS:
+            refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif not exists(tp):
+            refused[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return refused

@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "coordinator.partition",
         "coordinator.producer_state",
         "coordinator.topics",
+        "coordinator.reserved_topics",
         "coordinator.log_settings",
         "coordinator.producer_ids",
         "coordinator.marker_channel",

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from coordinator.launcher import LocalBroker
 from tests.reference.differential import (  # noqa: F401 - registers the scenarios
     scenarios_groups,
+    scenarios_internal,
     scenarios_malformed,
     scenarios_produce,
     scenarios_share,
@@ -33,7 +34,10 @@ _MARKERS = "share acquisition: Kafka acquires the offsets of transaction markers
 _TOPIC_CONFIGS = "topic configs: values are not validated or enforced"
 _PRODUCE = "produce: idempotence edge cases"
 _GROUPS = "consumer groups: validation of heartbeats and commits"
+_INTERNAL = "internal topics: the coordinators' logs are not listed or changed by clients"
 KNOWN_DIFFERENCES: dict[str, str] = {
+    "internal-topics/metadata_of_internal_topic": _INTERNAL,
+    "internal-topics/change_internal_topic_validate_only": _INTERNAL,
     "consumer-groups/heartbeat_errors": _GROUPS,
     "consumer-groups/heartbeat_join_assigns_all": _EPOCHS,
     "consumer-groups/leave_and_rejoin": _EPOCHS,

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from coordinator.launcher import LocalBroker
+
+# Tests write nothing into the checkout: hypothesis keeps no example database, and its
+# caches go to the temporary directory instead of ./.hypothesis.
+settings.register_profile("sharetxn", database=None)
+settings.load_profile("sharetxn")
+set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "sharetxn-hypothesis"))
 
 # Every JVM the tests start (Spark drivers and executors, the Apache Kafka reference broker,
 # Kafka's tools and Java clients) lives for seconds to minutes on two cores: C1-only JIT and the

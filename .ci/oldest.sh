@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The Spark and client tests again on the oldest releases every declared range admits
+# (uv's lowest-direct resolution of pyproject.toml), in a venv of their own.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv="${SHARETXN_OLDEST_VENV:-$(mktemp -d)/oldest}"
+python3 -m pip install --quiet uv
+python3 -m uv venv --quiet -p "$(command -v python3)" "$venv"
+VIRTUAL_ENV="$venv" python3 -m uv pip install --quiet --resolution lowest-direct -e '.[dev,spark]'
+"$venv/bin/python" - <<'PY'
+import importlib.metadata as md
+print("oldest:", ", ".join(f"{n} {md.version(n)}" for n in (
+    "pyspark", "pyarrow", "pandas", "confluent-kafka", "opentelemetry-sdk", "rich", "pytest")))
+PY
+"$venv/bin/python" -m tests.spark.s3store fetch >/dev/null
+"$venv/bin/python" -m coordinator.cli spark-kafka-jars >/dev/null
+set +e
+"$venv/bin/python" -m pytest -q -p no:cacheprovider \
+  tests/unit tests/spark tests/interop \
+  tests/integration/test_transactional_producer.py \
+  tests/integration/test_share_consumer_client.py \
+  tests/integration/test_admin_client.py \
+  tests/integration/test_group_consumer.py \
+  tests/integration/test_client_guide.py
+status=$?
+set -e
+[ "$status" -ne 5 ] || { echo "pytest collected no tests" >&2; exit 1; }
+exit "$status"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs on a fresh Debian machine, then the project itself:
+#   - kcat (the interop tests), a JDK with javac (PySpark, Apache Kafka and its Java
+#     clients for the reference tests), Maven (resolves Java artifacts), with apt-get when
+#     they are missing (root, or sudo);
+#   - sharetxn with its dev and spark extras, in the current Python environment;
+#   - the Maven artifacts, once, into ~/.cache/sharetxn ($SHARETXN_KAFKA_CACHE): Apache
+#     Kafka 4.4's jars, the s3a file system of PySpark's Hadoop, Spark's Kafka connector.
+# Used by dev/test.sh (the README's test command) and by CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
+command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || need+=(maven)
+if [ "${#need[@]}" -gt 0 ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "dev/setup.sh: install ${need[*]} (this is not a Debian machine)" >&2
+    exit 1
+  fi
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  echo "dev/setup.sh: apt-get install ${need[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+for tool in kcat java javac mvn; do
+  command -v "$tool" >/dev/null || { echo "dev/setup.sh: $tool could not be installed" >&2; exit 1; }
+done
+
+python3 -m pip install --quiet --upgrade pip
+python3 -m pip install --quiet -e '.[dev,spark]'
+
+python3 -m tests.reference.kafka fetch >/dev/null
+python3 -m tests.spark.s3store fetch >/dev/null
+python3 -m coordinator.cli spark-kafka-jars >/dev/null

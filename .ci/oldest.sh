@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${SHARETXN_OLDEST_VENV:-$(mktemp -d)/oldest}"
 python3 -m pip install --quiet uv
-python3 -m uv venv --quiet -p "$(command -v python3)" "$venv"
+python3 -m uv venv --quiet --clear -p "$(command -v python3)" "$venv"
 VIRTUAL_ENV="$venv" python3 -m uv pip install --quiet --resolution lowest-direct -e '.[dev,spark]'
 "$venv/bin/python" - <<'PY'
 import importlib.metadata as md

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 venv="${SHARETXN_OLDEST_VENV:-$(mktemp -d)/oldest}"
 python3 -m pip install --quiet uv
 python3 -m uv venv --quiet --clear -p "$(command -v python3)" "$venv"
-VIRTUAL_ENV="$venv" python3 -m uv pip install --quiet --resolution lowest-direct -e '.[dev,spark]'
+python3 -m uv pip install --quiet --python "$venv/bin/python" --resolution lowest-direct -e '.[dev,spark]'
 "$venv/bin/python" - <<'PY'
 import importlib.metadata as md
 print("oldest:", ", ".join(f"{n} {md.version(n)}" for n in (

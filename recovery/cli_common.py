@@ -20,6 +20,7 @@ from producer.cli_support import (
     add_connection_options,
     client_config,
     emit_json,
+    exception_exit_code,
     make_console,
     print_rows,
     report_error,
@@ -210,8 +211,11 @@ def run_guarded(args: argparse.Namespace, body: Callable[[Admin, Console], int])
         _error(args, console, str(exc), exc.exit_code)
         return int(exc.exit_code)
     except KafkaProtocolError as exc:
-        _error(args, console, f"{type(exc).__name__}: {exc}", ExitCode.UNAVAILABLE)
-        return int(ExitCode.UNAVAILABLE)
+        # An unknown topic, partition, group or id: NOT_FOUND; anything else: UNAVAILABLE.
+        code = exception_exit_code(exc)
+        code = ExitCode.NOT_FOUND if code is ExitCode.NOT_FOUND else ExitCode.UNAVAILABLE
+        _error(args, console, f"{type(exc).__name__}: {exc}", code)
+        return int(code)
     except CliError as exc:  # e.g. a malformed --bootstrap-server or --command-config
         _error(args, console, str(exc), exc.exit_code)
         return int(exc.exit_code)

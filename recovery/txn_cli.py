@@ -36,6 +36,7 @@ from recovery.hanging import confirmed, find_hanging
 from recovery.model import (
     OPEN_STATES,
     STATE_NAMES,
+    NotFoundError,
     RefusedError,
     TxnSnapshot,
     UsageError,
@@ -421,6 +422,7 @@ def _warning(pair: ScanPair, old: str | None) -> str | None:
 def _describe(admin: Admin, args: argparse.Namespace, console: Console) -> int:
     scanner = Scanner(admin, sleep=common.scan_sleep)
     snap = scanner.snapshot(args.transactional_id)
+    _require_known(snap)
     pending = scanner.pending_acks([snap.producer_id]) if snap.known else {}
     acks = pending.get(snap.producer_id)
     participants = _participants(scanner, snap, acks)
@@ -496,6 +498,14 @@ def _describe(admin: Admin, args: argparse.Namespace, console: Console) -> int:
     return int(code)
 
 
+def _require_known(snap: TxnSnapshot) -> None:
+    """An id the coordinator does not know is not found (kafka-transactions.sh's
+    TransactionalIdNotFoundException), for every action naming it."""
+    if not snap.known:
+        msg = f"transactional id {snap.transactional_id!r} not found (unknown to the coordinator)"
+        raise NotFoundError(msg)
+
+
 def _participants(
     scanner: Scanner, snap: TxnSnapshot, acks: SharePendingAcks | None
 ) -> list[dict[str, Any]]:
@@ -566,7 +576,7 @@ def _describe_producers(admin: Admin, args: argparse.Namespace, console: Console
     tp = TopicPartition(args.topic, args.partition)
     if args.partition not in scanner.partitions(args.topic):
         msg = f"topic {args.topic!r} has no partition {args.partition}"
-        raise UsageError(msg)
+        raise NotFoundError(msg)
     producers = scanner.producers(tp)
     by_pid = {t.producer_id: t for t in scanner.listings()}
     rows = []
@@ -695,6 +705,7 @@ def _resolve(admin: Admin, args: argparse.Namespace, console: Console) -> int:
     scanner = Scanner(admin, sleep=common.scan_sleep)
     tid = args.transactional_id
     first = scanner.snapshot(tid)
+    _require_known(first)
     pair = scanner.two_scans({tid: first}, args.scan_interval)[tid]
     pid = pair.second.producer_id
     acks = scanner.pending_acks([pid]).get(pid) if pair.second.known else None

@@ -84,7 +84,7 @@ EXAMPLES = """examples:
   sharetxn share-groups --describe --group orders --bootstrap-server 127.0.0.1:9092
   sharetxn sink run orders-to-file.properties
   sharetxn txn list --state Ongoing --older-than 15m
-  sharetxn recover --checkpoint /chk/orders-query --apply
+  sharetxn recover --checkpoint /chk/orders-query --execute
 """
 
 

@@ -11,7 +11,7 @@
 
 KIP-664's commands plus the KIP-1289 view (pending share acknowledgements per share
 partition) and KIP-939's commit/abort/force-terminate of prepared transactions.  Commit,
-abort and force-terminate are dry runs unless ``--apply`` is given; see docs/recovery.md.
+abort and force-terminate are dry runs unless ``--execute`` is given; see docs/recovery.md.
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ EXAMPLES = """examples:
   sharetxn txn describe --transactional-id spark-q1-r-0-3
   sharetxn txn find-hanging --all-topics --max-transaction-timeout 15
   sharetxn txn commit --transactional-id job-7 --producer-id 4001 --epoch 3 \\
-      --prepared-state '{"transactional_id": "job-7", "producer_id": 4001, "epoch": 3}' --apply
-  sharetxn txn abort --transactional-id job-7 --producer-id 4001 --epoch 3 --apply
+      --prepared-state '{"transactional_id": "job-7", "producer_id": 4001, "epoch": 3}' --execute
+  sharetxn txn abort --transactional-id job-7 --producer-id 4001 --epoch 3 --execute
 """
 
 _SUB_EXAMPLES = {
@@ -85,17 +85,17 @@ _SUB_EXAMPLES = {
       --prepared-state "$(cat job-7.prepared.json)"
   # act; the audit log records it
   sharetxn txn commit --transactional-id job-7 --producer-id 4001 --epoch 3 \\
-      --prepared-state "$(cat job-7.prepared.json)" --apply --audit-log /var/log/sharetxn.jsonl
+      --prepared-state "$(cat job-7.prepared.json)" --execute --audit-log /var/log/sharetxn.jsonl
   # a transaction in PrepareCommit needs no evidence: the tool waits for the coordinator
-  sharetxn txn commit --transactional-id job-7 --producer-id 4001 --epoch 3 --apply
+  sharetxn txn commit --transactional-id job-7 --producer-id 4001 --epoch 3 --execute
 """,
     "abort": """examples:
   sharetxn txn abort --transactional-id job-7 --producer-id 4001 --epoch 3
-  sharetxn txn abort --transactional-id job-7 --producer-id 4001 --epoch 3 --apply
+  sharetxn txn abort --transactional-id job-7 --producer-id 4001 --epoch 3 --execute
 """,
     "force-terminate": """examples:
   sharetxn txn force-terminate --transactional-id job-7
-  sharetxn txn force-terminate --transactional-id job-7 --producer-id 4001 --epoch 3 --apply
+  sharetxn txn force-terminate --transactional-id job-7 --producer-id 4001 --epoch 3 --execute
 """,
     "forget": """examples:
   # after checking job-7's outputs with a read_committed consumer

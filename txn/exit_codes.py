@@ -20,7 +20,7 @@ from typing import NoReturn
 class ExitCode(IntEnum):
     OK = 0  # done; for the recovery tool: nothing to do
     FAILED = 1  # the broker refused at least one item; for the recovery tool: something found
-    ACTED = 2  # the recovery tool changed something (--apply)
+    ACTED = 2  # the recovery tool changed something (--execute)
     REFUSED = 3  # a safety rule forbids the action
     RACED = 4  # the state changed between plan and action
     USAGE = 64  # bad arguments or input
@@ -35,7 +35,7 @@ class ExitCode(IntEnum):
 
 EXIT_CODES_HELP = """exit codes (every sharetxn command):
   0  done (nothing to do)     1  an item failed, or something was found
-  2  acted (--apply)          3  refused by a safety rule
+  2  acted (--execute)        3  refused by a safety rule
   4  raced (state changed)    64 usage error
   66 not found (topic, partition, group, transactional id)
   69 cluster unreachable      130 interrupted (Ctrl-C)

@@ -165,12 +165,12 @@ def _delete_offsets(admin: Admin, args: argparse.Namespace, console: Console, gr
 
 
 def _reset_offsets(admin: Admin, args: argparse.Namespace, console: Console, group: str) -> int:
-    if not args.execute:
-        _existing_group(admin, group, may_be_new=True)  # a new group is created, as in Kafka
     offsets = {
         tp: reset_target(args, earliest, latest)
         for tp, earliest, latest in offset_bounds(admin, args.topic)
     }
+    if not args.execute:
+        _existing_group(admin, group, may_be_new=True)  # a new group is created, as in Kafka
     return reset_offsets_action(
         admin.alter_share_group_offsets, args, console, group, offsets, "start_offset"
     )

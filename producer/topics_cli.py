@@ -160,6 +160,10 @@ def _create(admin: Admin, console: Console, args: argparse.Namespace) -> int:
                 "dry_run": args.dry_run,
             }
         )
+        if not ok:  # the failure on stderr too
+            report_error(
+                args, f"cannot create topic {args.topic!r}: {result.describe()}", ExitCode.FAILED
+            )
     elif result.error is ErrorCode.NONE:
         verb = "would be created (dry run)" if args.dry_run else "created"
         console.print(f"Topic {args.topic} {verb}.")

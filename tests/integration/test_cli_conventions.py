@@ -161,6 +161,9 @@ def test_per_item_failures_on_stderr(cluster: str) -> None:
     shrink = sharetxn(cluster, "topics", "--alter", "--topic", "orders", "--partitions", "2")
     assert shrink.returncode == ExitCode.FAILED
     assert "INVALID_PARTITIONS" in shrink.stdout and "INVALID_PARTITIONS" in shrink.stderr
+    code, result, errors = as_json(cluster, "topics", "--create", "--topic", "orders")
+    assert code == ExitCode.FAILED and result["result"] == "TOPIC_ALREADY_EXISTS"
+    assert "TOPIC_ALREADY_EXISTS" in errors[0]["error"]
     code, rows, errors = as_json(cluster, "consumer-groups", "--delete", "--group", "nosuch")
     assert code == NOT_FOUND and rows[0]["would_delete"] is False
     assert errors == [{"error": "group nosuch: GROUP_ID_NOT_FOUND", "exit_code": NOT_FOUND}]

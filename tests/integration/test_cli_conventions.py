@@ -149,6 +149,12 @@ def test_delete_offsets_plan_reports_what_execute_would(cluster: str) -> None:
     assert "The group id does not exist" in done.stderr
     assert "would delete" not in plan.stdout
 
+    # as on Kafka 4.4: DeleteShareGroupOffsets of an unknown group is GROUP_ID_NOT_FOUND
+    delete = ("share-groups", "--delete-offsets", "--group", "nosuch", "--topic", "orders")
+    plan, done = sharetxn(cluster, *delete), sharetxn(cluster, *delete, "--execute")
+    assert plan.returncode == done.returncode == NOT_FOUND, (plan.stderr, done.stderr)
+    assert "Group nosuch not found" in plan.stderr and "Group nosuch not found" in done.stderr
+
     for group_tool in ("consumer-groups", "share-groups"):
         gone = (group_tool, "--delete", "--group", "nosuch")
         plan, done = sharetxn(cluster, *gone), sharetxn(cluster, *gone, "--execute")

@@ -89,7 +89,7 @@ EXAMPLES = """examples:
   sharetxn share-groups --describe --group orders --bootstrap-server 127.0.0.1:9092
   sharetxn sink run orders-to-file.properties
   sharetxn txn list --state Ongoing --older-than 15m
-  sharetxn recover --checkpoint /chk/orders-query --apply
+  sharetxn recover --checkpoint /chk/orders-query --execute
 """
 
 
@@ -119,7 +119,6 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="log at DEBUG level, tracebacks on errors"
     )
-    parser.add_argument("--version", action="version", version=f"sharetxn {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     broker = sub.add_parser(
         "broker",
@@ -186,7 +185,20 @@ def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:
             importlib.import_module(module).add_arguments(sp)
+    _add_version(parser, f"sharetxn {_version()}")
     return parser
+
+
+def _add_version(parser: argparse.ArgumentParser, version: str) -> None:
+    """``--version`` on ``parser`` and on every command and action below it, as Kafka's
+    tools take it after their name (``sharetxn topics --version``)."""
+    # argparse has no public way to walk a parser's sub-commands
+    if "--version" not in parser._option_string_actions:  # noqa: SLF001
+        parser.add_argument("--version", action="version", version=version)
+    for action in parser._actions:  # noqa: SLF001
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            for child in action.choices.values():
+                _add_version(child, version)
 
 
 def _chosen_command(argv: Sequence[str]) -> str | None:

@@ -4,7 +4,8 @@
 - ``--bootstrap-server`` and ``--command-config FILE`` (a Kafka-tools properties file with
   client configs, as ``kafka-topics.sh --command-config``) on every command;
 - ``--json`` prints JSON, errors included (``{"error": ..., "exit_code": ...}``);
-- errors go to stderr; usage errors exit 64; one exit-code table (``txn.exit_codes``);
+- errors go to stderr, per-item failures of a table too; usage errors exit 64, an unknown
+  topic, partition, group or transactional id 66; one exit-code table (``txn.exit_codes``);
 - no traceback for a user error unless ``-v``.
 """
 
@@ -22,7 +23,13 @@ from rich.console import Console
 from rich.table import Table
 
 from producer.admin import Admin
-from txn.errors import ErrorCode, InvalidConfigError, KafkaProtocolError, RetriableError
+from txn.errors import (
+    ErrorCode,
+    InvalidConfigError,
+    KafkaProtocolError,
+    RetriableError,
+    UnknownTopicOrPartitionError,
+)
 from txn.exit_codes import EXIT_CODES_HELP, ExitCode, UsageExitParser
 from txn.ids import TopicPartition
 
@@ -40,7 +47,11 @@ __all__ = [
     "delete_groups_action",
     "emit",
     "emit_json",
+    "error_exit_code",
+    "exception_exit_code",
     "guarded",
+    "items_exit_code",
+    "known_partitions",
     "make_console",
     "offset_bounds",
     "offsets_result",
@@ -48,6 +59,7 @@ __all__ = [
     "print_rows",
     "read_properties",
     "report_error",
+    "report_failures",
     "reset_offsets_action",
     "reset_target",
     "run_admin",
@@ -58,6 +70,43 @@ __all__ = [
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 log = logging.getLogger(__name__)
+
+
+NOT_FOUND_ERRORS = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
+    }
+)
+"""The broker's answers that mean "no such topic, partition, group or transactional id"."""
+
+
+def error_exit_code(error: ErrorCode) -> ExitCode:
+    """The exit code of one item the broker refused with ``error`` (NONE: OK)."""
+    if error is ErrorCode.NONE:
+        return ExitCode.OK
+    return ExitCode.NOT_FOUND if error in NOT_FOUND_ERRORS else ExitCode.FAILED
+
+
+def items_exit_code(errors: Iterable[ErrorCode]) -> ExitCode:
+    """The exit code of a command over items: OK if none failed, NOT_FOUND if every failure
+    was an unknown topic, partition, group or transactional id, else FAILED."""
+    codes = {error_exit_code(e) for e in errors} - {ExitCode.OK}
+    if not codes:
+        return ExitCode.OK
+    return ExitCode.NOT_FOUND if codes == {ExitCode.NOT_FOUND} else ExitCode.FAILED
+
+
+def exception_exit_code(exc: KafkaProtocolError) -> ExitCode:
+    """A broker error still failing after the retries: NOT_FOUND for an unknown topic,
+    partition, group or transactional id; UNAVAILABLE for the network, timeouts and no
+    coordinator; FAILED for any other answer to the request."""
+    if exc.code in NOT_FOUND_ERRORS:
+        return ExitCode.NOT_FOUND
+    unreachable = isinstance(exc, RetriableError | InvalidConfigError)
+    return ExitCode.UNAVAILABLE if unreachable else ExitCode.FAILED
 
 
 class CliError(Exception):
@@ -174,6 +223,13 @@ def report_error(args: argparse.Namespace, message: str, code: ExitCode) -> None
         Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/] {message}")
 
 
+def report_failures(args: argparse.Namespace, failures: Iterable[tuple[str, ErrorCode]]) -> None:
+    """Each failed item of a table, ``(what, error)``, also as one line on stderr."""
+    for what, error in failures:
+        if error is not ErrorCode.NONE:
+            report_error(args, f"{what}: {error.name}", error_exit_code(error))
+
+
 def guarded(args: argparse.Namespace, body: Callable[[], int]) -> int:
     """Run ``body``; a user-facing failure becomes one line on stderr and its exit code."""
     try:
@@ -181,11 +237,7 @@ def guarded(args: argparse.Namespace, body: Callable[[], int]) -> int:
     except CliError as exc:
         return _fail(args, str(exc), exc.exit_code)
     except KafkaProtocolError as exc:
-        # Still failing after the retries (network, timeouts, no coordinator): unavailable.
-        # Anything else is the broker's answer to this request: the command failed.
-        unreachable = isinstance(exc, RetriableError | InvalidConfigError)
-        code = ExitCode.UNAVAILABLE if unreachable else ExitCode.FAILED
-        return _fail(args, f"{type(exc).__name__}: {exc}", code)
+        return _fail(args, f"{type(exc).__name__}: {exc}", exception_exit_code(exc))
     except KeyboardInterrupt:
         return _fail(args, "interrupted", ExitCode.INTERRUPTED)
 
@@ -263,15 +315,38 @@ def emit(
 
 
 def topic_partitions(admin: Admin, spec: str) -> list[TopicPartition]:
-    """``TOPIC`` (every partition) or ``TOPIC:P[,P...]``, as Kafka's group tools take --topic."""
+    """``TOPIC`` (every partition) or ``TOPIC:P[,P...]``, as Kafka's group tools take --topic.
+
+    An unknown topic or partition fails at once (NOT_FOUND), from one metadata answer.
+    """
     topic, _, parts = spec.partition(":")
+    wanted: list[int] | None = None
     if parts:
         try:
-            return [TopicPartition(topic, int(p)) for p in parts.split(",")]
+            wanted = [int(p) for p in parts.split(",")]
         except ValueError:
             msg = f"--topic: expected TOPIC or TOPIC:P[,P...], got {spec!r}"
             raise CliError(msg, ExitCode.USAGE) from None
-    return [TopicPartition(topic, p) for p in admin.client.topic(topic).partitions]
+    existing = known_partitions(admin, topic)
+    if wanted is None:
+        return [TopicPartition(topic, p) for p in existing]
+    missing = [p for p in wanted if p not in existing]
+    if missing:
+        msg = (
+            f"Topic '{topic}' has no partition {', '.join(map(str, missing))} "
+            f"(it has {len(existing)}: 0-{len(existing) - 1})"
+        )
+        raise CliError(msg, ExitCode.NOT_FOUND)
+    return [TopicPartition(topic, p) for p in wanted]
+
+
+def known_partitions(admin: Admin, topic: str) -> list[int]:
+    """The partitions of ``topic`` in a fresh metadata answer; NOT_FOUND if it has none."""
+    admin.client.forget_topics([topic])
+    try:
+        return sorted(admin.client.topic(topic).partitions)
+    except UnknownTopicOrPartitionError:
+        raise CliError(f"Topic '{topic}' does not exist", ExitCode.NOT_FOUND) from None
 
 
 def offset_bounds(admin: Admin, specs: Iterable[str]) -> Iterator[tuple[TopicPartition, int, int]]:
@@ -336,18 +411,36 @@ def delete_groups_action(
     described: list[tuple[str, str, int]],
     kind: str,
 ) -> int:
-    """``--delete --group G...``: the plan from (group, state, members), or DeleteGroups."""
+    """``--delete --group G...``: the plan from (group, state, members), or DeleteGroups.
+
+    The plan reports what DeleteGroups would answer: an unknown (Dead) group is not found,
+    a group with members is not empty.
+    """
     if not args.execute:
+        expected = {g: _expected_delete_error(state, members) for g, state, members in described}
         rows: list[dict[str, Any]] = [
-            {"group": g, "state": state, "members": members, "would_delete": state == "Empty"}
+            {
+                "group": g,
+                "state": state,
+                "members": members,
+                "would_delete": expected[g] is ErrorCode.NONE,
+            }
             for g, state, members in described
         ]
         emit(args, console, rows, f"delete{plan_note(args)}")
-        return ExitCode.OK
+        report_failures(args, ((f"group {g}", e) for g, e in expected.items()))
+        return items_exit_code(expected.values())
     removed = admin.delete_groups([g for g, _state, _members in described])
     rows = [{"group": g, "result": e.name} for g, e in removed.items()]
     emit(args, console, rows, f"deleted {kind} groups")
-    return ExitCode.OK if all(e is ErrorCode.NONE for e in removed.values()) else ExitCode.FAILED
+    report_failures(args, ((f"group {g}", e) for g, e in removed.items()))
+    return items_exit_code(removed.values())
+
+
+def _expected_delete_error(state: str, members: int) -> ErrorCode:
+    if state == "Dead":
+        return ErrorCode.GROUP_ID_NOT_FOUND
+    return ErrorCode.NON_EMPTY_GROUP if members or state != "Empty" else ErrorCode.NONE
 
 
 def offsets_result(
@@ -363,7 +456,8 @@ def offsets_result(
             TopicPartition(row["topic"], row["partition"]), ErrorCode.NONE
         ).name
     emit(args, console, rows, title)
-    return ExitCode.OK if all(e is ErrorCode.NONE for e in results.values()) else ExitCode.FAILED
+    report_failures(args, ((str(tp), e) for tp, e in sorted(results.items())))
+    return items_exit_code(results.values())
 
 
 def reset_offsets_action(

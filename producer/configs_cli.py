@@ -27,10 +27,9 @@ from producer.cli_support import (
     add_command_options,
     emit_json,
     guarded,
-    print_rows,
     run_admin,
 )
-from txn.errors import ErrorCode
+from txn.errors import ErrorCode, UnknownTopicOrPartitionError
 
 EXAMPLES = f"""examples:
   sharetxn configs --entity-type topics --entity-name orders --describe
@@ -123,22 +122,40 @@ def _act(admin: Admin, console: Console, args: argparse.Namespace, name: str) ->
     resource = ENTITY_TYPES[args.entity_type]
     label = f"{_SINGULAR[args.entity_type]} {name or '<default>'}"
     if args.describe:
-        entries = admin.describe_config_entries(resource, name)
-        shown = [e for e in entries if args.all or e.explicit]
-        rows: list[dict[str, object]] = [
-            {
-                "name": e.name,
-                "value": "(sensitive)" if e.sensitive else e.value,
-                "source": e.source,
-                "read_only": e.read_only,
-            }
-            for e in sorted(shown, key=lambda e: e.name)
-        ]
+        try:
+            entries = admin.describe_config_entries(resource, name)
+        except UnknownTopicOrPartitionError:
+            msg = f"The {_SINGULAR[args.entity_type]} '{name}' doesn't exist"
+            raise CliError(msg, ExitCode.NOT_FOUND) from None
+        shown = sorted((e for e in entries if args.all or e.explicit), key=lambda e: e.name)
         if args.json:
+            rows: list[dict[str, object]] = [
+                {
+                    "name": e.name,
+                    "value": "(sensitive)" if e.sensitive else e.value,
+                    "source": e.source,
+                    "read_only": e.read_only,
+                }
+                for e in shown
+            ]
             emit_json({"entity": label, "configs": rows})
+            return ExitCode.OK
+        # kafka-configs.sh's form: a header line, then one indented line per config
+        kind = "All" if args.all else "Dynamic"
+        if name:
+            console.print(f"{kind} configs for {label} are:", markup=False, soft_wrap=True)
         else:
-            kind = "All" if args.all else "Dynamic"
-            print_rows(console, rows, f"{kind} configs for {label} are:")
+            console.print(
+                f"{'All' if args.all else 'Default'} configs for brokers in the cluster are:"
+            )
+        for e in shown:
+            value = "null" if e.sensitive else e.value
+            console.print(
+                f"  {e.name}={value} sensitive={str(e.sensitive).lower()} "
+                f"synonyms={{{e.source}:{e.name}={value}}}",
+                markup=False,
+                soft_wrap=True,
+            )
         return ExitCode.OK
     set_configs = parse_add_config(args.add_config)
     delete = [k for item in args.delete_config for k in _split_top_level(item)]

@@ -29,14 +29,18 @@ from producer.cli_support import (
     delete_groups_action,
     emit,
     emit_json,
+    error_exit_code,
+    items_exit_code,
     offset_bounds,
     plan_note,
+    report_error,
+    report_failures,
     reset_offsets_action,
     reset_target,
     run_admin_action,
     topic_partitions,
 )
-from txn.errors import ErrorCode, UnknownTopicOrPartitionError
+from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
 EXAMPLES = f"""examples:
@@ -133,9 +137,9 @@ def _dispatch(admin: Admin, args: argparse.Namespace, console: Console) -> int:
 def _describe(admin: Admin, args: argparse.Namespace, console: Console, group: str) -> int:
     (desc,) = admin.describe_consumer_groups([group])
     if desc.error is not ErrorCode.NONE:
-        raise CliError(f"{desc.error.name}: group {group}")
+        raise CliError(f"{desc.error.name}: group {group}", error_exit_code(desc.error))
     if desc.state == "Dead":
-        raise CliError(f"Consumer group '{group}' does not exist.")
+        raise CliError(f"Consumer group '{group}' does not exist.", ExitCode.NOT_FOUND)
     if args.members:
         rows: list[dict[str, Any]] = [
             {
@@ -203,42 +207,88 @@ def _reset(admin: Admin, args: argparse.Namespace, console: Console, group: str)
 
 
 def _delete_offsets(admin: Admin, args: argparse.Namespace, console: Console, group: str) -> int:
+    """KIP-496 OffsetDelete; the plan (without --execute) checks what --execute would meet:
+    an unknown group, unknown topics or partitions, topics the group is subscribed to."""
     partitions: list[TopicPartition] = []
     unknown: list[dict[str, Any]] = []
     for spec in args.topic:
+        topic, _, parts = spec.partition(":")
         try:
             partitions += topic_partitions(admin, spec)
-        except UnknownTopicOrPartitionError:
-            # The seed's form for a topic given without partitions that does not exist.
+        except CliError as exc:
+            if exc.exit_code is not ExitCode.NOT_FOUND:
+                raise
+            # The seed's form for a topic that does not exist ("Not Provided" without P).
             unknown.append(
                 {
-                    "topic": spec,
-                    "partition": "Not Provided",
+                    "topic": topic,
+                    "partition": parts or "Not Provided",
                     "status": f"Error: {_message(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)}",
                 }
             )
+            report_error(args, str(exc), ExitCode.NOT_FOUND)
     if not args.execute:
-        rows: list[dict[str, Any]] = [
-            {"topic": tp.topic, "partition": tp.partition, "status": "would delete"}
-            for tp in partitions
-        ]
-        emit(args, console, rows, f"{group}: delete offsets{plan_note(args)}")
-        return ExitCode.OK
+        return _plan_delete_offsets(admin, args, console, group, partitions, unknown)
     error, results = admin.delete_consumer_group_offsets(group, partitions)
     if error is not ErrorCode.NONE:
         # The seed's group-level form: "Error: Deletion of offsets failed due to: <message>"
-        raise CliError(f"Deletion of offsets failed due to: {_message(error)}")
-    rows = [
+        raise CliError(
+            f"Deletion of offsets failed due to: {_message(error)}", error_exit_code(error)
+        )
+    return _offsets_deleted(args, console, group, unknown, results, "offsets deleted")
+
+
+def _plan_delete_offsets(
+    admin: Admin,
+    args: argparse.Namespace,
+    console: Console,
+    group: str,
+    partitions: list[TopicPartition],
+    unknown: list[dict[str, Any]],
+) -> int:
+    (desc,) = admin.describe_consumer_groups([group])
+    error = desc.error
+    if error is ErrorCode.NONE and desc.state == "Dead":
+        error = ErrorCode.GROUP_ID_NOT_FOUND
+    if error is not ErrorCode.NONE:
+        raise CliError(
+            f"Deletion of offsets failed due to: {_message(error)}", error_exit_code(error)
+        )
+    active = desc.state not in ("Empty", "Dead")
+    assigned = {tp.topic for m in desc.members for tp in m.assignment}
+    expected = {
+        tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+        if active and tp.topic in assigned
+        else ErrorCode.NONE
+        for tp in partitions
+    }
+    title = f"delete offsets{plan_note(args)}"
+    return _offsets_deleted(args, console, group, unknown, expected, title, plan=True)
+
+
+def _offsets_deleted(
+    args: argparse.Namespace,
+    console: Console,
+    group: str,
+    unknown: list[dict[str, Any]],
+    results: dict[TopicPartition, ErrorCode],
+    title: str,
+    *,
+    plan: bool = False,
+) -> int:
+    done = "would delete" if plan else "Successful"
+    rows: list[dict[str, Any]] = [
         {
             "topic": tp.topic,
             "partition": tp.partition,
-            "status": "Successful" if e is ErrorCode.NONE else f"Error: {_message(e)}",
+            "status": done if e is ErrorCode.NONE else f"Error: {_message(e)}",
         }
         for tp, e in sorted(results.items())
     ]
-    emit(args, console, unknown + rows, f"{group}: offsets deleted")
-    failed = unknown or any(e is not ErrorCode.NONE for e in results.values())
-    return ExitCode.FAILED if failed else ExitCode.OK
+    emit(args, console, unknown + rows, f"{group}: {title}")
+    report_failures(args, ((f"group {group}: {tp}", e) for tp, e in sorted(results.items())))
+    codes = list(results.values()) + [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION] * len(unknown)
+    return items_exit_code(codes)
 
 
 _MESSAGES = {

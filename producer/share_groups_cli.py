@@ -32,8 +32,12 @@ from producer.cli_support import (
     add_reset_target_options,
     delete_groups_action,
     emit,
+    error_exit_code,
+    items_exit_code,
+    known_partitions,
     offset_bounds,
     plan_note,
+    report_failures,
     reset_offsets_action,
     reset_target,
     run_admin_action,
@@ -110,24 +114,54 @@ def _dispatch(admin: Admin, args: argparse.Namespace, console: Console) -> int:
     if args.reset_offsets:
         return _reset_offsets(admin, args, console, args.group[0])
     if args.delete_offsets:
-        group = args.group[0]
-        if not args.execute:
-            rows: list[dict[str, Any]] = [
-                {"group": group, "topic": t, "action": "would delete share state"}
-                for t in args.topic
-            ]
-            emit(args, console, rows, f"{group}: delete offsets{plan_note(args)}")
-            return ExitCode.OK
-        deleted = admin.delete_share_group_offsets(group, list(args.topic))
-        rows = [{"topic": t, "result": e.name} for t, e in deleted.items()]
-        emit(args, console, rows, f"{group}: share state deleted")
-        return (
-            ExitCode.OK if all(e is ErrorCode.NONE for e in deleted.values()) else ExitCode.FAILED
-        )
+        return _delete_offsets(admin, args, console, args.group[0])
     described = [
-        (d.group_id, d.state, len(d.members)) for d in admin.describe_share_groups(list(args.group))
+        (d.group_id, "Dead" if d.error is ErrorCode.GROUP_ID_NOT_FOUND else d.state, len(d.members))
+        for d in admin.describe_share_groups(list(args.group))
     ]
     return delete_groups_action(admin, args, console, described, "share")
+
+
+def _existing_group(admin: Admin, group: str, *, may_be_new: bool = False) -> None:
+    """What AlterShareGroupOffsets and DeleteShareGroupOffsets check first, for a plan: the
+    group has no members, and (unless ``may_be_new``: a reset creates it) it exists."""
+    (desc,) = admin.describe_share_groups([group])
+    if desc.error is ErrorCode.GROUP_ID_NOT_FOUND and may_be_new:
+        return
+    if desc.error is not ErrorCode.NONE:
+        msg = f"{desc.error.name}: {desc.error_message or group}"
+        raise CliError(msg, error_exit_code(desc.error))
+    if desc.members:
+        msg = f"NonEmptyGroupError: share group {group} is not empty ({len(desc.members)} members)"
+        raise CliError(msg)
+
+
+def _delete_offsets(admin: Admin, args: argparse.Namespace, console: Console, group: str) -> int:
+    topics = [spec.partition(":")[0] for spec in args.topic]
+    if not args.execute:
+        _existing_group(admin, group)
+        expected: dict[str, ErrorCode] = {}
+        for t in topics:
+            try:
+                known_partitions(admin, t)
+                expected[t] = ErrorCode.NONE
+            except CliError:
+                expected[t] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        rows: list[dict[str, Any]] = [
+            {
+                "group": group,
+                "topic": t,
+                "action": "would delete share state" if e is ErrorCode.NONE else e.name,
+            }
+            for t, e in expected.items()
+        ]
+        emit(args, console, rows, f"{group}: delete offsets{plan_note(args)}")
+    else:
+        expected = admin.delete_share_group_offsets(group, topics)
+        rows = [{"topic": t, "result": e.name} for t, e in expected.items()]
+        emit(args, console, rows, f"{group}: share state deleted")
+    report_failures(args, ((f"group {group}: topic {t}", e) for t, e in expected.items()))
+    return items_exit_code(expected.values())
 
 
 def _reset_offsets(admin: Admin, args: argparse.Namespace, console: Console, group: str) -> int:
@@ -135,6 +169,8 @@ def _reset_offsets(admin: Admin, args: argparse.Namespace, console: Console, gro
         tp: reset_target(args, earliest, latest)
         for tp, earliest, latest in offset_bounds(admin, args.topic)
     }
+    if not args.execute:
+        _existing_group(admin, group, may_be_new=True)  # a new group is created, as in Kafka
     return reset_offsets_action(
         admin.alter_share_group_offsets, args, console, group, offsets, "start_offset"
     )
@@ -144,7 +180,7 @@ def _describe(admin: Admin, args: argparse.Namespace, console: Console, group: s
     (desc,) = admin.describe_share_groups([group])
     if desc.error is not ErrorCode.NONE:
         msg = f"{desc.error.name}: {desc.error_message or group}"
-        raise CliError(msg)
+        raise CliError(msg, error_exit_code(desc.error))
     if args.members:
         rows = [
             {

@@ -27,7 +27,10 @@ from producer.cli_support import (
     add_command_options,
     emit,
     emit_json,
+    error_exit_code,
     guarded,
+    items_exit_code,
+    report_error,
     run_admin,
 )
 from txn.errors import ErrorCode
@@ -157,6 +160,10 @@ def _create(admin: Admin, console: Console, args: argparse.Namespace) -> int:
                 "dry_run": args.dry_run,
             }
         )
+        if not ok:  # the failure on stderr too
+            report_error(
+                args, f"cannot create topic {args.topic!r}: {result.describe()}", ExitCode.FAILED
+            )
     elif result.error is ErrorCode.NONE:
         verb = "would be created (dry run)" if args.dry_run else "created"
         console.print(f"Topic {args.topic} {verb}.")
@@ -178,7 +185,7 @@ def _list(admin: Admin, console: Console, args: argparse.Namespace) -> int:
 def _describe(admin: Admin, console: Console, args: argparse.Namespace) -> int:
     names = _matching(admin, args.topic, exclude_internal=args.exclude_internal)
     if args.topic is not None and not names:
-        raise CliError(f"Topic '{args.topic}' does not exist as expected")
+        raise CliError(f"Topic '{args.topic}' does not exist as expected", ExitCode.NOT_FOUND)
     descriptions = [d for d in admin.describe_topics(names) if d.error is ErrorCode.NONE]
     out: list[dict[str, Any]] = []
     sizes = admin.describe_log_dirs(
@@ -232,7 +239,7 @@ def _existing(admin: Admin, args: argparse.Namespace) -> list[str]:
     """The topics --topic matches (internal ones aside); none is an error unless --if-exists."""
     names = _matching(admin, args.topic, exclude_internal=True)
     if not names and not args.if_exists:
-        raise CliError(f"Topic '{args.topic}' does not exist as expected")
+        raise CliError(f"Topic '{args.topic}' does not exist as expected", ExitCode.NOT_FOUND)
     return names
 
 
@@ -261,5 +268,7 @@ def _report(args: argparse.Namespace, console: Console, results: Any, title: str
         for name, r in sorted(results.items())
     ]
     emit(args, console, rows, title)
-    failed = any(r.error is not ErrorCode.NONE for r in results.values())
-    return ExitCode.FAILED if failed else ExitCode.OK
+    for name, r in sorted(results.items()):
+        if r.error is not ErrorCode.NONE:
+            report_error(args, f"topic {name}: {r.describe()}", error_exit_code(r.error))
+    return items_exit_code(r.error for r in results.values())

@@ -20,6 +20,7 @@ from producer.cli_support import (
     add_connection_options,
     client_config,
     emit_json,
+    exception_exit_code,
     make_console,
     print_rows,
     report_error,
@@ -38,14 +39,14 @@ DEFAULT_WAIT_TIMEOUT_S = 30.0
 
 SAFETY_NOTE = (
     "Dry run by default: prints the plan (preconditions and effects) and changes nothing; "
-    "--apply acts, re-checking (state, producer id, epoch) immediately before each action."
+    "--execute acts, re-checking (state, producer id, epoch) immediately before each action."
 )
 
 EXIT_CODES_HELP = """exit codes:
   0  nothing to do          1  found (in doubt, hanging, or a dry run with actions)
-  2  acted (--apply)        3  refused by a safety rule
+  2  acted (--execute)      3  refused by a safety rule
   4  raced (state changed)  64 usage error           69 cluster unreachable or failed
-  130 interrupted (Ctrl-C)
+  66 not found (transactional id, topic, partition)  130 interrupted (Ctrl-C)
 """
 
 __all__ = [
@@ -72,15 +73,19 @@ def add_scan_interval(parser: argparse.ArgumentParser) -> None:
 
 
 def add_apply_options(parser: argparse.ArgumentParser) -> None:
-    """--apply, --audit-log, --operator, --scan-interval, --wait-timeout."""
+    """--execute (alias --apply), --audit-log, --operator, --scan-interval, --wait-timeout."""
     parser.add_argument(
-        "--apply", action="store_true", help="act; without it only the plan is printed"
+        "--execute",
+        "--apply",
+        dest="apply",
+        action="store_true",
+        help="act; without it only the plan is printed (--apply: an alias)",
     )
     add_audit_log(parser, "append-only JSONL audit log")
     parser.add_argument(
         "--operator",
         default=None,
-        help="who is acting, for the audit log (default $USER); --apply refuses without one",
+        help="who is acting, for the audit log (default $USER); --execute refuses without one",
     )
     add_scan_interval(parser)
     parser.add_argument(
@@ -167,7 +172,7 @@ def audit_log(args: argparse.Namespace, command: str) -> AuditLog:
 
 
 def executor(args: argparse.Namespace, scanner: Scanner, audit: AuditLog) -> Executor:
-    """The executor of --apply: acting steps, each re-checked first, recorded in ``audit``."""
+    """The executor of --execute: acting steps, each re-checked first, recorded in ``audit``."""
     return Executor(
         scanner,
         args.bootstrap_server,
@@ -210,8 +215,11 @@ def run_guarded(args: argparse.Namespace, body: Callable[[Admin, Console], int])
         _error(args, console, str(exc), exc.exit_code)
         return int(exc.exit_code)
     except KafkaProtocolError as exc:
-        _error(args, console, f"{type(exc).__name__}: {exc}", ExitCode.UNAVAILABLE)
-        return int(ExitCode.UNAVAILABLE)
+        # An unknown topic, partition, group or id: NOT_FOUND; anything else: UNAVAILABLE.
+        code = exception_exit_code(exc)
+        code = ExitCode.NOT_FOUND if code is ExitCode.NOT_FOUND else ExitCode.UNAVAILABLE
+        _error(args, console, f"{type(exc).__name__}: {exc}", code)
+        return int(code)
     except CliError as exc:  # e.g. a malformed --bootstrap-server or --command-config
         _error(args, console, str(exc), exc.exit_code)
         return int(exc.exit_code)
@@ -272,7 +280,7 @@ def report_dry_run(
     else:
         print_plan(console, steps, f"{title}: plan (dry run, nothing changed)")
         if code is ExitCode.FOUND:
-            console.print("re-run with --apply to act")
+            console.print("re-run with --execute to act")
     return int(code)
 
 
@@ -284,7 +292,7 @@ def report_results(
     results: Sequence[StepResult],
     audit: AuditLog,
 ) -> int:
-    """Show what --apply did (``header`` leads the --json object); its exit code."""
+    """Show what --execute did (``header`` leads the --json object); its exit code."""
     code = results_exit_code(results)
     if args.json:
         emit_json(

@@ -98,7 +98,7 @@ class StepResult:
 
 
 def results_exit_code(results: Iterable[StepResult]) -> ExitCode:
-    """The exit code of an ``--apply`` run: the most urgent outcome decides."""
+    """The exit code of an ``--execute`` run: the most urgent outcome decides."""
     outcomes = {r.outcome for r in results}
     for outcome, code in _EXIT_BY_OUTCOME:
         if outcome in outcomes:

@@ -34,6 +34,12 @@ class UsageError(RecoveryError):
     exit_code = ExitCode.USAGE
 
 
+class NotFoundError(RecoveryError):
+    """The cluster has no such transactional id, topic or partition."""
+
+    exit_code = ExitCode.NOT_FOUND
+
+
 class RefusedError(RecoveryError):
     """A safety rule refuses the whole command (no operator, no --i-understand, ...)."""
 

@@ -1,7 +1,7 @@
 """``sharetxn recover``: resolve one Spark query's prepared transactions from its checkpoint.
 
     sharetxn recover --checkpoint DIR|URI [--state-dir DIR|URI] [--query-id ID]
-                     [--transactional-id-prefix P] [--bootstrap-server HOST:PORT] [--apply]
+                     [--transactional-id-prefix P] [--bootstrap-server HOST:PORT] [--execute]
                      [--spark-conf KEY=VALUE ...]
 
 Applies the decision rule of DESIGN §6 (``recovery.spark_checkpoint``): commit the
@@ -41,7 +41,7 @@ EXAMPLES = """examples:
       --spark-conf spark.hadoop.fs.s3a.endpoint=https://s3.example.com
   # do it, with the intents kept outside the checkpoint
   sharetxn recover --checkpoint /chk/orders-query --state-dir /eos/orders-query \\
-      --transactional-id-prefix orders --apply --audit-log /var/log/sharetxn.jsonl
+      --transactional-id-prefix orders --execute --audit-log /var/log/sharetxn.jsonl
 
 checkpoint layout (DESIGN §6, docs/design.md):
   DIR/metadata        {"id": "<queryId>"} (Spark's)

@@ -18,7 +18,7 @@ from typing import Any
 
 from producer.admin import Admin, ProducerState, SharePendingAcks, TransactionListing
 from producer.client import check_error
-from recovery.model import TxnSnapshot, UsageError
+from recovery.model import NotFoundError, TxnSnapshot
 from txn.errors import (
     ErrorCode,
     UnknownTopicOrPartitionError,
@@ -212,9 +212,9 @@ class Scanner:
         return list(self.admin.list_topics())
 
     def partitions(self, topic: str) -> list[int]:
-        """The topic's partitions; an unknown topic is the operator's mistake (UsageError)."""
+        """The topic's partitions; an unknown topic is not found (NotFoundError)."""
         try:
             return self.admin.client.topic(topic).partitions
         except UnknownTopicOrPartitionError:
             msg = f"unknown topic {topic!r}"
-            raise UsageError(msg) from None
+            raise NotFoundError(msg) from None

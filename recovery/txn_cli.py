@@ -11,7 +11,7 @@
 
 KIP-664's commands plus the KIP-1289 view (pending share acknowledgements per share
 partition) and KIP-939's commit/abort/force-terminate of prepared transactions.  Commit,
-abort and force-terminate are dry runs unless ``--apply`` is given; see docs/recovery.md.
+abort and force-terminate are dry runs unless ``--execute`` is given; see docs/recovery.md.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from recovery.hanging import confirmed, find_hanging
 from recovery.model import (
     OPEN_STATES,
     STATE_NAMES,
+    NotFoundError,
     RefusedError,
     TxnSnapshot,
     UsageError,
@@ -56,8 +57,8 @@ EXAMPLES = """examples:
   sharetxn txn describe --transactional-id spark-q1-r-0-3
   sharetxn txn find-hanging --all-topics --max-transaction-timeout 15
   sharetxn txn commit --transactional-id job-7 --producer-id 4001 --epoch 3 \\
-      --prepared-state '{"transactional_id": "job-7", "producer_id": 4001, "epoch": 3}' --apply
-  sharetxn txn abort --transactional-id job-7 --producer-id 4001 --epoch 3 --apply
+      --prepared-state '{"transactional_id": "job-7", "producer_id": 4001, "epoch": 3}' --execute
+  sharetxn txn abort --transactional-id job-7 --producer-id 4001 --epoch 3 --execute
 """
 
 _SUB_EXAMPLES = {
@@ -84,17 +85,17 @@ _SUB_EXAMPLES = {
       --prepared-state "$(cat job-7.prepared.json)"
   # act; the audit log records it
   sharetxn txn commit --transactional-id job-7 --producer-id 4001 --epoch 3 \\
-      --prepared-state "$(cat job-7.prepared.json)" --apply --audit-log /var/log/sharetxn.jsonl
+      --prepared-state "$(cat job-7.prepared.json)" --execute --audit-log /var/log/sharetxn.jsonl
   # a transaction in PrepareCommit needs no evidence: the tool waits for the coordinator
-  sharetxn txn commit --transactional-id job-7 --producer-id 4001 --epoch 3 --apply
+  sharetxn txn commit --transactional-id job-7 --producer-id 4001 --epoch 3 --execute
 """,
     "abort": """examples:
   sharetxn txn abort --transactional-id job-7 --producer-id 4001 --epoch 3
-  sharetxn txn abort --transactional-id job-7 --producer-id 4001 --epoch 3 --apply
+  sharetxn txn abort --transactional-id job-7 --producer-id 4001 --epoch 3 --execute
 """,
     "force-terminate": """examples:
   sharetxn txn force-terminate --transactional-id job-7
-  sharetxn txn force-terminate --transactional-id job-7 --producer-id 4001 --epoch 3 --apply
+  sharetxn txn force-terminate --transactional-id job-7 --producer-id 4001 --epoch 3 --execute
 """,
     "forget": """examples:
   # after checking job-7's outputs with a read_committed consumer
@@ -421,6 +422,7 @@ def _warning(pair: ScanPair, old: str | None) -> str | None:
 def _describe(admin: Admin, args: argparse.Namespace, console: Console) -> int:
     scanner = Scanner(admin, sleep=common.scan_sleep)
     snap = scanner.snapshot(args.transactional_id)
+    _require_known(snap)
     pending = scanner.pending_acks([snap.producer_id]) if snap.known else {}
     acks = pending.get(snap.producer_id)
     participants = _participants(scanner, snap, acks)
@@ -496,6 +498,14 @@ def _describe(admin: Admin, args: argparse.Namespace, console: Console) -> int:
     return int(code)
 
 
+def _require_known(snap: TxnSnapshot) -> None:
+    """An id the coordinator does not know is not found (kafka-transactions.sh's
+    TransactionalIdNotFoundException), for every action naming it."""
+    if not snap.known:
+        msg = f"transactional id {snap.transactional_id!r} not found (unknown to the coordinator)"
+        raise NotFoundError(msg)
+
+
 def _participants(
     scanner: Scanner, snap: TxnSnapshot, acks: SharePendingAcks | None
 ) -> list[dict[str, Any]]:
@@ -566,7 +576,7 @@ def _describe_producers(admin: Admin, args: argparse.Namespace, console: Console
     tp = TopicPartition(args.topic, args.partition)
     if args.partition not in scanner.partitions(args.topic):
         msg = f"topic {args.topic!r} has no partition {args.partition}"
-        raise UsageError(msg)
+        raise NotFoundError(msg)
     producers = scanner.producers(tp)
     by_pid = {t.producer_id: t for t in scanner.listings()}
     rows = []
@@ -695,6 +705,7 @@ def _resolve(admin: Admin, args: argparse.Namespace, console: Console) -> int:
     scanner = Scanner(admin, sleep=common.scan_sleep)
     tid = args.transactional_id
     first = scanner.snapshot(tid)
+    _require_known(first)
     pair = scanner.two_scans({tid: first}, args.scan_interval)[tid]
     pid = pair.second.producer_id
     acks = scanner.pending_acks([pid]).get(pid) if pair.second.known else None

@@ -1,9 +1,11 @@
 """The exit codes of every ``sharetxn`` command: one table for all of them.
 
 Admin commands (``topics``, ``configs``, ``share-groups``, ``consumer-groups``) use 0, 1,
-64, 69 and 130; the recovery tool (``txn``, ``recover``) also uses 1 for "found", 2, 3
-and 4.  64 and 69 are the BSD ``sysexits`` numbers (EX_USAGE, EX_UNAVAILABLE); 130 is
-the shell's code for a command stopped by Ctrl-C (128 + SIGINT).
+64, 66, 69 and 130; the recovery tool (``txn``, ``recover``) also uses 1 for "found", 2, 3
+and 4.  64, 66 and 69 are the BSD ``sysexits`` numbers (EX_USAGE, EX_NOINPUT,
+EX_UNAVAILABLE); 130 is the shell's code for a command stopped by Ctrl-C (128 + SIGINT).
+Every command answers 66 for a topic, partition, group or transactional id the cluster
+does not have, and 69 only when the cluster cannot be reached.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from typing import NoReturn
 class ExitCode(IntEnum):
     OK = 0  # done; for the recovery tool: nothing to do
     FAILED = 1  # the broker refused at least one item; for the recovery tool: something found
-    ACTED = 2  # the recovery tool changed something (--apply)
+    ACTED = 2  # the recovery tool changed something (--execute)
     REFUSED = 3  # a safety rule forbids the action
     RACED = 4  # the state changed between plan and action
     USAGE = 64  # bad arguments or input
+    NOT_FOUND = 66  # an unknown topic, partition, group or transactional id
     UNAVAILABLE = 69  # the cluster could not be reached or failed a whole request
     INTERRUPTED = 130  # Ctrl-C
 
@@ -32,8 +35,9 @@ class ExitCode(IntEnum):
 
 EXIT_CODES_HELP = """exit codes (every sharetxn command):
   0  done (nothing to do)     1  an item failed, or something was found
-  2  acted (--apply)          3  refused by a safety rule
+  2  acted (--execute)        3  refused by a safety rule
   4  raced (state changed)    64 usage error
+  66 not found (topic, partition, group, transactional id)
   69 cluster unreachable      130 interrupted (Ctrl-C)
 """
 

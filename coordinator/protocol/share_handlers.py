@@ -517,6 +517,15 @@ class ShareHandlers:
         group_id = b.group_id
         if (refused := self._refuse_non_empty(group_id)) is not None:
             return refused
+        if self.share.groups.group(group_id) is None and self.share.groups.is_foreign_group(
+            group_id
+        ):
+            # An unknown id creates a share group (as in Kafka); a consumer group's id cannot.
+            return {
+                "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+                "error_message": f"Group {group_id} is not a share group.",
+                "responses": [],
+            }
         view = self.share.groups.group(group_id)
         state_epoch = (view.group_epoch if view is not None else 0) + 1
         responses = []
@@ -560,6 +569,12 @@ class ShareHandlers:
         group_id = b.group_id
         if (refused := self._refuse_non_empty(group_id)) is not None:
             return refused
+        if self.share.groups.group(group_id) is None:  # as Kafka: nothing to delete from
+            return {
+                "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
+                "error_message": f"Group {group_id} not found.",
+                "responses": [],
+            }
         responses = []
         for t in b.topics:
             info = self.core.topics.get(t.topic_name)

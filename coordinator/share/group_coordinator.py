@@ -479,7 +479,11 @@ class ShareGroupCoordinator(CoordinatorShard):
     def mark_offsets_reset(
         self, group_id: str, topic_id: uuid.UUID, partitions: Iterable[int]
     ) -> ErrorCode:
-        """AlterShareGroupOffsets wrote fresh state: the partitions count as initialized."""
+        """AlterShareGroupOffsets wrote fresh state: the partitions count as initialized.
+
+        A group that does not exist yet is created (empty, epoch 1), as Kafka's
+        AlterShareGroupOffsets creates it.
+        """
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
         state = self._partition_states.get(group_id) or _PartitionState()
@@ -492,6 +496,10 @@ class ShareGroupCoordinator(CoordinatorShard):
         )
         _remove(new_state.deleting, topic_id, parts & new_state.deleting.get(topic_id, frozenset()))
         _add(new_state.initialized, topic_id, parts)
+        group = self._groups.get(group_id)
+        if group is None:
+            plan = self._plan(group_id, None, {}, force_bump=True, partition_state=new_state)
+            return self._write(plan.records)
         if new_state.same_sets(state) and group_id in self._partition_states:
             return ErrorCode.NONE
         return self._replan(group_id, new_state)

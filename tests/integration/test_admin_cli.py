@@ -85,6 +85,7 @@ def test_topics_lifecycle(broker: LocalBroker) -> None:
         "topics", "--alter", "--topic", "orders", "--partitions", "2", "--bootstrap-server", b
     )
     assert shrink.returncode == ExitCode.FAILED and "INVALID_PARTITIONS" in shrink.stdout
+    assert "topic orders: INVALID_PARTITIONS" in shrink.stderr  # each failure on stderr too
 
     illegal = sharetxn("topics", "--create", "--topic", "bad name", "--bootstrap-server", b)
     assert illegal.returncode == ExitCode.FAILED and "illegal" in illegal.stderr
@@ -92,7 +93,7 @@ def test_topics_lifecycle(broker: LocalBroker) -> None:
     deleted = ok_json("topics", "--delete", "--topic", "ord.*", "--bootstrap-server", b)
     assert deleted == [{"message": "", "result": "NONE", "topic": "orders"}]
     missing = sharetxn("topics", "--delete", "--topic", "orders", "--bootstrap-server", b)
-    assert missing.returncode == ExitCode.FAILED
+    assert missing.returncode == ExitCode.NOT_FOUND
     assert "does not exist" in missing.stderr
     assert (
         sharetxn(
@@ -175,6 +176,10 @@ def test_share_group_reset_plans_unless_execute(broker: LocalBroker) -> None:
     done = ok_json(*reset, "--execute", "--bootstrap-server", b)
     assert done == [
         {"group": "g", "new_start_offset": 0, "partition": 0, "result": "NONE", "topic": "t"}
+    ]
+    # as in Kafka 4.4, resetting a new group creates it
+    assert ok_json("share-groups", "--list", "--bootstrap-server", b) == [
+        {"group": "g", "state": "Empty"}
     ]
 
 

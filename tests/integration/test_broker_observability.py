@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import threading
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import ClassVar
@@ -37,6 +38,14 @@ def scrape(url: str) -> dict[str, float]:
     return out
 
 
+def http_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
 def test_metrics_endpoint_and_logs(tmp_path: Path) -> None:
     with LocalBroker(data_dir=tmp_path / "d", extra_args=["--metrics-port", "0"]) as broker:
         (line,) = [x for x in broker.output if x.startswith("sharetxn broker metrics on ")]
@@ -52,15 +61,22 @@ def test_metrics_endpoint_and_logs(tmp_path: Path) -> None:
         with Admin(broker.bootstrap_servers) as admin:
             admin.alter_consumer_group_offsets("watchers", {TopicPartition("watched", 0): 4})
         figures = scrape(url)
-        assert figures['offset_commits_total{group_id="watchers"}'] == 1
-        assert figures['request_total{request="Produce"}'] >= 1
-        assert figures['request_total{request="EndTxn"}'] == 1
-        assert figures["bytes_in_bytes_total"] > 100 and figures["bytes_out_bytes_total"] > 100
-        assert figures["partition_count"] >= 1
-        assert figures["transactions_open"] == 0
-        assert figures['request_total{request="ApiVersions"}'] >= 1
-        assert figures["connection_count"] >= 1
-        assert any(k.startswith("request_time_milliseconds_count") for k in figures)
+        assert figures['sharetxn_offset_commits_total{group_id="watchers"}'] == 1
+        assert figures['sharetxn_request_total{request="Produce"}'] >= 1
+        assert figures['sharetxn_request_total{request="EndTxn"}'] == 1
+        assert figures["sharetxn_bytes_in_bytes_total"] > 100
+        assert figures["sharetxn_bytes_out_bytes_total"] > 100
+        assert figures["sharetxn_partition_count"] >= 1
+        assert figures["sharetxn_transactions_open"] == 0
+        assert figures['sharetxn_request_total{request="ApiVersions"}'] >= 1
+        assert figures["sharetxn_connection_count"] >= 1
+        assert any(k.startswith("sharetxn_request_time_milliseconds_count") for k in figures)
+        # every broker metric carries the prefix (the process and target_info series aside)
+        ours = [k for k in figures if not k.startswith(("python_", "process_", "target_info"))]
+        assert ours and all(k.startswith("sharetxn_") for k in ours)
+        assert http_status(url.removesuffix("/metrics") + "/") == 200  # a hint to /metrics
+        for path in ("/metric", "/metrics/x", "/favicon.ico", "/anything"):
+            assert http_status(url.removesuffix("/metrics") + path) == 404, path
         log = "\n".join(broker.output)
     assert "sharetxn broker starting in" in log and "transaction.max.timeout.ms = " in log
     assert "auto-created topic watched with 1 partition(s)" in log

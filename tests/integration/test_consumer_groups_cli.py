@@ -91,7 +91,7 @@ def test_consumer_groups_cli(tmp_path: Path) -> None:
             "missing",
             "--execute",
         )
-        assert code == ExitCode.FAILED
+        assert code == ExitCode.NOT_FOUND  # the one failure: an unknown topic
         assert rows == [
             {
                 "partition": "Not Provided",
@@ -126,4 +126,4 @@ def test_consumer_groups_cli(tmp_path: Path) -> None:
         code, done, _ = cg(b, "--delete", "--group", "readers", "--execute")
         assert code == 0 and done == [{"group": "readers", "result": "NONE"}]
         code, _, err = cg(b, "--describe", "--group", "readers")
-        assert code == ExitCode.FAILED and "does not exist" in err
+        assert code == ExitCode.NOT_FOUND and "does not exist" in err

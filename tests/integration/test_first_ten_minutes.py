@@ -81,5 +81,9 @@ def test_first_ten_minutes(tmp_path: Path) -> None:
     assert "read 100 records" in outputs["share-consumer"]
     assert "copied 100 records exactly once" in outputs["exactly-once"]
     assert outputs["read-copy"].strip() == "100"
+    assert "Dynamic configs for group first-share are:\n" in outputs["share-group"]
+    assert "  share.auto.offset.reset=earliest sensitive=false" in outputs["share-group"]
     acknowledged = [x for x in outputs["metrics"].splitlines() if 'group_id="first-share"' in x]
-    assert acknowledged and float(acknowledged[0].rsplit(" ", 1)[1]) == 100
+    assert acknowledged and acknowledged[0].startswith("sharetxn_share_group_records_acknowledged")
+    assert float(acknowledged[0].rsplit(" ", 1)[1]) == 100
+    assert outputs["not-found"].splitlines() == ["exit code 66"] * 4  # errors: on stderr

@@ -469,7 +469,7 @@ def test_find_hanging_reports_a_hung_transaction_and_nothing_for_healthy_traffic
         code, error = cli(
             capsys, b, "txn", "describe-producers", "--topic", "nope", "--partition", "0"
         )
-        assert code == 64 and "unknown topic" in error["error"]
+        assert code == 66 and "unknown topic" in error["error"]
 
 
 # -- a durable commit decision ----------------------------------------------------------------

@@ -219,6 +219,31 @@ def test_console_share_consumer_and_share_groups(sharetxn: str) -> None:
     _reset_then_delete("kafka-share-groups", sharetxn, group, topic)
 
 
+def test_kafka_share_groups_reset_creates_a_new_group(sharetxn: str) -> None:
+    """As on Apache Kafka 4.4: ``--reset-offsets --execute`` on a group that does not exist
+    creates it (AlterShareGroupOffsets), empty, at the new start offsets."""
+    topic = _topic_holding(sharetxn, "x\ny\n")
+    group = _name("new-share")
+    share_groups = ("kafka-share-groups", "--bootstrap-server", sharetxn)
+    assert group not in tool(*share_groups, "--list").split()
+    reset = _rows(
+        tool(
+            *share_groups,
+            "--reset-offsets",
+            "--to-latest",
+            "--group",
+            group,
+            "--topic",
+            topic,
+            "--execute",
+        )
+    )
+    assert [group, topic, "0", "2"] in reset
+    assert group in tool(*share_groups, "--list").split()
+    described = _rows(tool(*share_groups, "--describe", "--group", group))
+    assert [group, topic, "0", "2", "0"] in described
+
+
 def test_producer_perf_test_and_kafka_transactions(sharetxn: str) -> None:
     topic = _topic(sharetxn)
     tid = _name("perf")

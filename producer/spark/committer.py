@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import bisect
 import logging
-import os
 import threading
 import time
 from collections import deque
@@ -32,7 +31,7 @@ from opentelemetry import metrics
 
 from producer.spark.checkpoint import Checkpoint
 from producer.spark.errors import DecidedBatchAbortedError, ResolveError
-from recovery.checkpoint_fs import LOCAL
+from recovery.checkpoint_fs import is_local, local_path
 from recovery.spark_checkpoint import INTENTS_DIR, RESOLVED_DIR
 
 log = logging.getLogger(__name__)
@@ -164,6 +163,7 @@ class Committer:
         self.failure_timeout_s = failure_timeout_s
         self._clock = clock
         self.lag = lag if lag is not None else CommitLag()
+        self._local = is_local(checkpoint.location)  # commits/N's mtime is its time
         self._primed = False  # the first poll measures nothing resolved before it
         self.error: BaseException | None = None
         self._seen: dict[int, float] = {}  # decided, unresolved batch -> when commits/N was
@@ -271,11 +271,11 @@ class Committer:
         return sorted(resolved)
 
     def _mtime(self, *names: str) -> float | None:
-        if self.checkpoint.fs is not LOCAL:
+        if not self._local:
             return None  # a remote store: when this committer saw the file
         try:
-            return os.stat(self.checkpoint.path(*names)).st_mtime
-        except OSError:
+            return local_path(self.checkpoint.path(*names)).stat().st_mtime
+        except (OSError, ValueError):
             return None
 
     def _decided_at(self, batch: int, now: float) -> float:

@@ -1,6 +1,7 @@
 """A query run as docs/spark.md shows it, then left idle: ``write_stream`` + ``awaitTermination``.
 
-``python -m tests.spark.idle_query_driver BOOTSTRAP CHECKPOINT SOURCE INPUT OUTPUT``: SOURCE
+``python -m tests.spark.idle_query_driver BOOTSTRAP CHECKPOINT SOURCE INPUT OUTPUT
+[PRODUCER_CONFIG_JSON]``: SOURCE
 is ``file`` (INPUT: a directory of text files, one file per batch) or ``kafka-share``
 (INPUT: a topic, 400 records per batch).  Every input line or record value is written to
 OUTPUT through ``ExactlyOnce``.  The driver never calls ``commit_decided``,
@@ -28,11 +29,14 @@ PER_BATCH = 400
 
 
 def main(argv: list[str]) -> int:
-    bootstrap, checkpoint, source, source_input, output = argv
+    bootstrap, checkpoint, source, source_input, output = argv[:5]
+    producer_config = json.loads(argv[5]) if len(argv) > 5 else {}
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("producer.spark").setLevel(logging.INFO)
     spark = spark_session()
-    eos = ExactlyOnce(bootstrap, checkpoint, transactional_id_prefix=PREFIX)
+    eos = ExactlyOnce(
+        bootstrap, checkpoint, transactional_id_prefix=PREFIX, producer_config=producer_config
+    )
     if source == "file":
         stream = (
             spark.readStream.format("text").option("maxFilesPerTrigger", "1").load(source_input)

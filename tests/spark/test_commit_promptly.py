@@ -52,7 +52,7 @@ class _Driver(DriverProcess):
 
 
 @contextlib.contextmanager
-def _run(args: list[str], log: Path) -> Iterator[_Driver]:
+def run_driver(args: list[str], log: Path) -> Iterator[_Driver]:
     driver = _Driver(args, log)
     try:
         yield driver
@@ -94,8 +94,8 @@ def _await_last_decision(driver: _Driver, checkpoint: Path, batches: int | None)
         time.sleep(0.2)
 
 
-def _assert_visible_while_running(
-    broker: LocalBroker,
+def assert_visible_while_running(
+    bootstrap: str,
     driver: _Driver,
     checkpoint: Path,
     expected: list[str],
@@ -106,7 +106,7 @@ def _assert_visible_while_running(
     got: list[str] = []
     while time.time() < decided_at + VISIBLE_WITHIN_S:
         messages = read_messages(
-            broker.bootstrap_servers,
+            bootstrap,
             OUTPUT,
             2,
             "read_committed",
@@ -146,15 +146,15 @@ def _last_lag(log: Path, batches: int) -> dict[str, float]:
         time.sleep(0.5)
 
 
-def _output_topic(broker: LocalBroker) -> None:
-    with Admin(broker.bootstrap_servers) as admin:
+def output_topic(bootstrap: str) -> None:
+    with Admin(bootstrap) as admin:
         admin.create_topics([TopicSpec(OUTPUT, 2)])
 
 
 def test_behind_a_file_source_the_last_batch_is_visible_while_the_query_idles(
     broker: LocalBroker, tmp_path: Path
 ) -> None:
-    _output_topic(broker)
+    output_topic(broker.bootstrap_servers)
     source = tmp_path / "in"
     source.mkdir()
     expected = [f"line-{f}-{i}" for f in range(BATCHES) for i in range(PER_BATCH)]
@@ -163,14 +163,16 @@ def test_behind_a_file_source_the_last_batch_is_visible_while_the_query_idles(
         (source / f"part-{f}.txt").write_text("\n".join(lines) + "\n")
     checkpoint = tmp_path / "checkpoint"
     args = [broker.bootstrap_servers, str(checkpoint), "file", str(source), OUTPUT]
-    with _run(args, tmp_path / "driver.log") as driver:
-        _assert_visible_while_running(broker, driver, checkpoint, expected, BATCHES)
+    with run_driver(args, tmp_path / "driver.log") as driver:
+        assert_visible_while_running(
+            broker.bootstrap_servers, driver, checkpoint, expected, BATCHES
+        )
 
 
 def test_behind_kafka_share_the_last_batch_is_visible_while_the_query_idles(
     broker: LocalBroker, tmp_path: Path
 ) -> None:
-    _output_topic(broker)
+    output_topic(broker.bootstrap_servers)
     with Admin(broker.bootstrap_servers) as admin:
         admin.create_topics([TopicSpec("idle-in", 1)])
     expected = [f"record-{i}" for i in range(BATCHES * PER_BATCH)]
@@ -181,5 +183,5 @@ def test_behind_kafka_share_the_last_batch_is_visible_while_the_query_idles(
             producer.flush()  # a record batch per PER_BATCH records: several Spark batches
     checkpoint = tmp_path / "checkpoint"
     args = [broker.bootstrap_servers, str(checkpoint), "kafka-share", "idle-in", OUTPUT]
-    with _run(args, tmp_path / "driver.log") as driver:
-        _assert_visible_while_running(broker, driver, checkpoint, expected)
+    with run_driver(args, tmp_path / "driver.log") as driver:
+        assert_visible_while_running(broker.bootstrap_servers, driver, checkpoint, expected)

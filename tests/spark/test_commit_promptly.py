@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -40,7 +41,7 @@ QUIET_S = 3.0
 class _Driver(DriverProcess):
     """The idle-query driver in its own process group (killed with its JVM at the end)."""
 
-    def __init__(self, args: list[str], log_path: Path) -> None:
+    def __init__(self, args: list[str], log_path: Path, env: dict[str, str] | None) -> None:
         self.log_path = log_path
         self._log = log_path.open("ab")
         self.process = subprocess.Popen(
@@ -48,12 +49,13 @@ class _Driver(DriverProcess):
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env={**os.environ, **(env or {})},
         )
 
 
 @contextlib.contextmanager
-def run_driver(args: list[str], log: Path) -> Iterator[_Driver]:
-    driver = _Driver(args, log)
+def run_driver(args: list[str], log: Path, env: dict[str, str] | None = None) -> Iterator[_Driver]:
+    driver = _Driver(args, log, env)
     try:
         yield driver
     finally:

@@ -291,7 +291,13 @@ class KafkaServer:
             return False
         if body is None or body is True:
             return None
-        return encode_response(key, version, correlation_id, body)
+        try:
+            return encode_response(key, version, correlation_id, body)
+        except Exception:
+            # A response that cannot be encoded (a field left None) is a broker bug: answered
+            # like a failed handler, the connection kept where the response has an error code.
+            log.exception("response to api %d v%d could not be encoded", key, version)
+            return self._error_frame(key, version, correlation_id, ErrorCode.UNKNOWN_SERVER_ERROR)
 
     def _api_versions_v0(self, correlation_id: int, error: ErrorCode) -> bytes:
         keys = [

@@ -6,6 +6,7 @@ the Selector's idle expiry) and checks the broker does the same.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import time
@@ -64,10 +65,8 @@ def _closed_within(sock: socket.socket, seconds: float) -> bool:
 
 def _send_quietly(sock: socket.socket, data: bytes) -> None:
     """Send what the broker will take; it may close the connection at any point."""
-    try:
+    with contextlib.suppress(OSError):
         sock.sendall(data)
-    except OSError:
-        pass
 
 
 def _authenticated_client_works(bootstrap: str) -> None:

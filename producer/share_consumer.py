@@ -54,7 +54,6 @@ from producer.share_inflight import (
     Outgoing,
     PendingAck,
     Session,
-    TopicIdPartition,
     ack_ranges,
     decode_acquired,
     fetch_topics,
@@ -78,7 +77,7 @@ from txn.errors import (
     SharetxnError,
     error_for_code,
 )
-from txn.ids import TopicPartition
+from txn.ids import TopicIdPartition, TopicPartition
 from txn.kip1289_schema import ADD_SHARE_ACKS_TO_TXN, TXN_SHARE_ACKNOWLEDGE
 
 __all__ = [

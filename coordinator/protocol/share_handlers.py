@@ -29,10 +29,10 @@ from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.share.group_model import ShareGroupDescription, ShareGroupMemberDescription
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
 from coordinator.share.persister import ShareStateKey
-from coordinator.share.sessions import INITIAL_EPOCH, TopicIdPartition
+from coordinator.share.sessions import INITIAL_EPOCH
 from coordinator.share.share_partition import AckBatch
 from txn.errors import ErrorCode
-from txn.ids import TopicPartition
+from txn.ids import TopicIdPartition, TopicPartition
 from txn.limits import INT32_MAX, SHARE_FETCH_MAX_RECORDS
 
 RESOURCE_TOPIC = 2

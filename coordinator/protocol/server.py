@@ -39,11 +39,10 @@ from coordinator.security.listeners import (
     advertised_endpoint,
 )
 from coordinator.security.store import MemorySecurityStorage, SecurityMetadata
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 
 log = logging.getLogger("sharetxn.server")
-
-API_VERSIONS_KEY = 18
 
 
 class KafkaServer:
@@ -246,7 +245,7 @@ class KafkaServer:
     ) -> bytes | bool | None:
         """The encoded response, None for no response (acks=0), False to close."""
         key, version, correlation_id = peek_header(frame)
-        if key == API_VERSIONS_KEY and not is_supported(key, version):
+        if key == ApiKey.API_VERSIONS and not is_supported(key, version):
             # Clients retry ApiVersions at v0 after this answer, as KIP-511 specifies.
             return self._api_versions_v0(correlation_id, ErrorCode.UNSUPPORTED_VERSION)
         if not is_supported(key, version):
@@ -288,7 +287,7 @@ class KafkaServer:
             for k, (_n, lo, hi) in sorted(SUPPORTED.items())
         ]
         return encode_response(
-            API_VERSIONS_KEY, 0, correlation_id, {"error_code": error, "api_keys": keys}
+            ApiKey.API_VERSIONS, 0, correlation_id, {"error_code": error, "api_keys": keys}
         )
 
     def _error_frame(

@@ -312,7 +312,7 @@ class KafkaClient:
             for t in resp.topics:
                 if t.name is not None and int(t.error_code) == ErrorCode.INVALID_TOPIC_EXCEPTION:
                     self._invalid_topics.add(t.name)
-                if int(t.error_code) != 0 or t.name is None:
+                if int(t.error_code) != ErrorCode.NONE or t.name is None:
                     continue
                 meta = TopicMetadata(t.name, getattr(t, "topic_id", None) or uuid.UUID(int=0))
                 for p in t.partitions:

@@ -20,7 +20,13 @@ from kio.serial import entity_reader, entity_writer
 
 from producer.security import ClientSecurity
 from txn.api_keys import KIP1289_APIS, ApiKey
-from txn.errors import ClosedError, Kip1289NotSupportedError, NetworkError, UnsupportedVersionError
+from txn.errors import (
+    ClosedError,
+    ErrorCode,
+    Kip1289NotSupportedError,
+    NetworkError,
+    UnsupportedVersionError,
+)
 from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
 from txn.kip1289_schema import load_request as load_request_schema
 from txn.kip1289_schema import load_response as load_response_schema
@@ -93,7 +99,7 @@ class BrokerConnection:
                         "client_software_version": CLIENT_SOFTWARE_VERSION,
                     },
                 )
-                if int(resp.error_code) == 0:
+                if int(resp.error_code) == ErrorCode.NONE:
                     self.versions = {
                         int(k.api_key): (int(k.min_version), int(k.max_version))
                         for k in resp.api_keys

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from txn.api_keys import ApiKey
-from txn.errors import InvalidConfigError, SaslAuthenticationFailedError, error_for_code
+from txn.errors import ErrorCode, InvalidConfigError, SaslAuthenticationFailedError, error_for_code
 
 SECURITY_DEFAULTS: Final[dict[str, Any]] = {
     "security.protocol": "plaintext",
@@ -144,7 +144,7 @@ class ClientSecurity:
         if not self.uses_sasl:
             return
         hs = exchange(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": self.mechanism})
-        if int(hs.error_code) != 0:
+        if int(hs.error_code) != ErrorCode.NONE:
             msg = (
                 f"{address} does not accept SASL mechanism {self.mechanism} "
                 f"(enabled: {', '.join(hs.mechanisms) or 'none'})"
@@ -159,7 +159,7 @@ class ClientSecurity:
         token: bytes | None = client.first()
         while token is not None:
             resp = exchange(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
-            if int(resp.error_code) != 0:
+            if int(resp.error_code) != ErrorCode.NONE:
                 reason = resp.error_message or "authentication failed"
                 msg = f"SASL {self.mechanism} authentication of {self.username!r} failed: {reason}"
                 raise error_for_code(int(resp.error_code))(msg, broker=address)

@@ -432,12 +432,12 @@ class ShareConsumer:
         elif self._results.get(tp) is None:
             self._results[tp] = None
 
-    def _record_ack_result(self, tp: TopicPartition, code: int, message: str | None) -> None:
-        """One partition's acknowledgement outcome: applied (code 0) or the error of ``code``."""
+    def _record_ack_result(self, tp: TopicPartition, error_code: int, message: str | None) -> None:
+        """One partition's acknowledgement outcome: applied (NONE) or the error it names."""
         error = (
             None
-            if code == 0
-            else error_for_code(code)(message, topic=tp.topic, partition=tp.partition)
+            if error_code == ErrorCode.NONE
+            else error_for_code(error_code)(message, topic=tp.topic, partition=tp.partition)
         )
         self._record_result(tp, error)
 
@@ -678,7 +678,7 @@ class ShareConsumer:
                     self._record_ack_result(
                         tp, int(p.acknowledge_error_code), p.acknowledge_error_message
                     )
-                if int(p.error_code) != 0:
+                if int(p.error_code) != ErrorCode.NONE:
                     stale, problem = partition_error(tp, int(p.error_code), p.error_message)
                     self._metadata_stale |= stale
                     if problem is not None:

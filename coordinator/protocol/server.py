@@ -258,7 +258,7 @@ class KafkaServer:
             )
         except FrameError as exc:
             log.info("bad frame: %s", exc)
-            return self._error_frame(key, version, correlation_id, ErrorCode(exc.error_code))
+            return self._error_frame(key, version, correlation_id, exc.error_code)
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "connection %d: %s v%d (correlation id %d, %d bytes)",

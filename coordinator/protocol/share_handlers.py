@@ -257,7 +257,7 @@ class ShareHandlers:
             if (
                 not full
                 and entry.error is ErrorCode.NONE
-                and int(entry.ack_error) == 0
+                and int(entry.ack_error) == ErrorCode.NONE
                 and not entry.acked
                 and (result is None or not result.acquired)
             ):

@@ -40,13 +40,12 @@ from coordinator.group.offset_commands import Committer
 from coordinator.launcher import LocalBroker
 from coordinator.log.file_log import FileStorage
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
-from coordinator.share.sessions import TopicIdPartition
 from coordinator.share.share_partition import AckBatch
 from txn.batch import build_batch
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
-from txn.ids import TopicPartition
+from txn.ids import TopicIdPartition, TopicPartition
 
 TOPIC = "table"
 console = toolkit.make_console(100)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Self
 
 from producer.spark.maven import cache_root
+from txn.api_keys import ApiKey
 
 KAFKA_VERSION = "4.4.0"
 
@@ -295,8 +296,10 @@ def probe(bootstrap: str, timeout_s: float = 2.0) -> int:
     conn = BrokerConnection(host, int(port), client_id="reference-probe", timeout_s=timeout_s)
     try:
         conn.connect()
-        version = conn.pick_version(3, 12, 1)
-        resp = conn.request(3, version, {"topics": [], "allow_auto_topic_creation": False})
+        version = conn.pick_version(ApiKey.METADATA, 12, 1)
+        resp = conn.request(
+            ApiKey.METADATA, version, {"topics": [], "allow_auto_topic_creation": False}
+        )
         return len(resp.brokers)
     except Exception:  # not ready yet, whatever the reason
         return 0

@@ -57,9 +57,8 @@ from chaos.table_workload import (
     table_final_read,
 )
 from chaos.workload import DONE, DRAIN, Feeder, Worker, WorkloadConfig, WorkloadEnv
-from coordinator.share.sessions import TopicIdPartition
 from txn.config import BrokerConfig
-from txn.ids import TopicPartition
+from txn.ids import TopicIdPartition, TopicPartition
 
 DRAIN_LIMIT_MS = 300_000
 QUIESCENCE_CHECK_MS = 250

@@ -36,7 +36,6 @@ from chaos.sim_net import NO_MARKER_FAULTS, FaultyMarkerChannel, MarkerFaults
 from coordinator.broker import BrokerCore
 from coordinator.marker_channel import MarkerHandler, TxnMarker
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
-from coordinator.share.sessions import TopicIdPartition
 from coordinator.share.share_partition import AckBatch
 from txn.batch import ControlType
 from txn.clock import Clock
@@ -47,6 +46,7 @@ from txn.ids import (
     NO_PRODUCER_ID,
     SHARE_GROUP_STATE_TOPIC,
     TRANSACTION_STATE_TOPIC,
+    TopicIdPartition,
     TopicPartition,
 )
 from txn.state import TransactionState

@@ -18,6 +18,7 @@ from producer.group_admin import ConsumerGroupAdmin
 from producer.raw import describe_transactions_raw
 from producer.security import ClientSecurity
 from producer.types import TransactionDescription
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, raise_for_code
 from txn.ids import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, TopicPartition
 
@@ -224,7 +225,7 @@ class Admin(ConsumerGroupAdmin):
         return self._create_topics(self._create_topics_body(topics, validate_only))
 
     def _create_topics(self, body: dict[str, Any]) -> dict[str, ItemResult]:
-        resp = self.client.call(lambda: self.client.send(None, 19, body))
+        resp = self.client.call(lambda: self.client.send(None, ApiKey.CREATE_TOPICS, body))
         return {t.name: _item(t) for t in resp.topics}
 
     def delete_topics(self, names: list[str]) -> dict[str, ItemResult]:
@@ -233,7 +234,7 @@ class Admin(ConsumerGroupAdmin):
             "topics": [{"name": n} for n in names],
             "timeout": self.client.request_timeout_ms,
         }
-        resp = self.client.call(lambda: self.client.send(None, 20, body))
+        resp = self.client.call(lambda: self.client.send(None, ApiKey.DELETE_TOPICS, body))
         self.client.forget_topics(names)
         return {r.name: _item(r) for r in resp.responses}
 
@@ -249,7 +250,7 @@ class Admin(ConsumerGroupAdmin):
             "timeout": self.client.request_timeout_ms,
             "validate_only": validate_only,
         }
-        resp = self.client.call(lambda: self.client.send(None, 37, body))
+        resp = self.client.call(lambda: self.client.send(None, ApiKey.CREATE_PARTITIONS, body))
         return {r.name: _item(r) for r in resp.results}
 
     def describe_topics(self, names: list[str] | None = None) -> list[TopicDescription]:
@@ -257,7 +258,7 @@ class Admin(ConsumerGroupAdmin):
         resp = self.client.call(
             lambda: self.client.send(
                 None,
-                3,
+                ApiKey.METADATA,
                 {
                     "topics": None if names is None else [{"name": n} for n in names],
                     "allow_auto_topic_creation": False,
@@ -311,7 +312,9 @@ class Admin(ConsumerGroupAdmin):
             ],
         }
         node = self.client.call(lambda: self.client.leader_for(tp))
-        resp = self.client.call(lambda: self.client.send(node, 2, body, min_version=1))
+        resp = self.client.call(
+            lambda: self.client.send(node, ApiKey.LIST_OFFSETS, body, min_version=1)
+        )
         part = resp.topics[0].partitions[0]
         check_error(part.error_code, topic=tp.topic, partition=tp.partition)
         return int(part.offset)
@@ -328,7 +331,9 @@ class Admin(ConsumerGroupAdmin):
             if partitions is None
             else [{"topic": t, "partitions": ps} for t, ps in sorted(topics.items())]
         }
-        resp = self.client.call(lambda: self.client.send(None, 35, body, min_version=1))
+        resp = self.client.call(
+            lambda: self.client.send(None, ApiKey.DESCRIBE_LOG_DIRS, body, min_version=1)
+        )
         check_error(resp.error_code)
         sizes: dict[TopicPartition, int] = {}
         for result in resp.results:
@@ -354,7 +359,7 @@ class Admin(ConsumerGroupAdmin):
         }
 
         def attempt() -> Any:
-            resp = self.client.send(None, 66, body)
+            resp = self.client.send(None, ApiKey.LIST_TRANSACTIONS, body)
             # COORDINATOR_LOAD_IN_PROGRESS while the transaction log loads (after a restart,
             # when recovery lists transactions) is retriable: asked again.
             check_error(resp.error_code)
@@ -380,7 +385,7 @@ class Admin(ConsumerGroupAdmin):
     def _describe_transaction(self, tid: str) -> TransactionDescription:
         node = self.client.coordinator_for(KEY_TYPE_TRANSACTION, tid)
         conn = self.client._connection(node)  # noqa: SLF001 - raw read below
-        version = conn.pick_version(65, 0)
+        version = conn.pick_version(ApiKey.DESCRIBE_TRANSACTIONS, 0)
         desc = _describe_transaction_raw(conn, version, tid)
         if desc.error in _COORDINATOR_MOVED:
             raise_for_code(desc.error, transactional_id=tid)  # retriable: asked again
@@ -389,7 +394,7 @@ class Admin(ConsumerGroupAdmin):
     def describe_producers(self, tp: TopicPartition) -> list[ProducerState]:
         body = {"topics": [{"name": tp.topic, "partition_indexes": [tp.partition]}]}
         node = self.client.call(lambda: self.client.leader_for(tp))
-        resp = self.client.call(lambda: self.client.send(node, 61, body))
+        resp = self.client.call(lambda: self.client.send(node, ApiKey.DESCRIBE_PRODUCERS, body))
         part = resp.topics[0].partitions[0]
         check_error(part.error_code, part.error_message, topic=tp.topic, partition=tp.partition)
         return [ProducerState.from_wire(p) for p in part.active_producers]
@@ -397,7 +402,7 @@ class Admin(ConsumerGroupAdmin):
     def describe_share_pending_acks(
         self, producer_ids: list[int] | None = None
     ) -> list[SharePendingAcks]:
-        """KIP-1289 view: staged share acknowledgements per producer id (sharetxn API 95).
+        """KIP-1289 view: staged share acknowledgements per producer id (sharetxn admin API).
 
         Asks every broker (each hosts the share coordinators of its ``__share_group_state``
         partitions) and merges the answers; ``producer_ids`` None or empty means all.
@@ -407,7 +412,9 @@ class Admin(ConsumerGroupAdmin):
         nodes: list[int | None] = list(sorted(self.client.brokers)) or [None]
         merged: dict[int, tuple[int, list[SharePendingAckEntry]]] = {}
         for node in nodes:
-            resp = self.client.call(functools.partial(self.client.send, node, 95, body))
+            resp = self.client.call(
+                functools.partial(self.client.send, node, ApiKey.DESCRIBE_SHARE_PENDING_ACKS, body)
+            )
             check_error(resp.error_code)
             for p in resp.producers:
                 epoch, entries = merged.get(int(p.producer_id), (-1, []))
@@ -437,7 +444,7 @@ class Admin(ConsumerGroupAdmin):
         self, types: list[str] | None = None, states: list[str] | None = None
     ) -> list[GroupListing]:
         body = {"states_filter": states or [], "types_filter": types or []}
-        resp = self.client.call(lambda: self.client.send(None, 16, body))
+        resp = self.client.call(lambda: self.client.send(None, ApiKey.LIST_GROUPS, body))
         check_error(resp.error_code)
         return [
             GroupListing(
@@ -453,7 +460,9 @@ class Admin(ConsumerGroupAdmin):
                 functools.partial(self.client.coordinator_for, KEY_TYPE_GROUP, gid)
             )
             resp = self.client.call(
-                functools.partial(self.client.send, node, 77, {"group_ids": [gid]})
+                functools.partial(
+                    self.client.send, node, ApiKey.SHARE_GROUP_DESCRIBE, {"group_ids": [gid]}
+                )
             )
             for g in resp.groups:
                 members = tuple(
@@ -496,7 +505,9 @@ class Admin(ConsumerGroupAdmin):
                 {"topic_name": t, "partitions": self.client.topic(t).partitions} for t in topics
             ]
         body = {"groups": [{"group_id": group_id, "topics": topic_filter}]}
-        resp = self.client.call(lambda: self.client.send(node, 90, body))
+        resp = self.client.call(
+            lambda: self.client.send(node, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, body)
+        )
         group = resp.groups[0]
         check_error(
             getattr(group, "error_code", 0),
@@ -528,7 +539,9 @@ class Admin(ConsumerGroupAdmin):
             "topics": [{"topic_name": t, "partitions": ps} for t, ps in by_topic.items()],
         }
         node = self.client.call(lambda: self.client.coordinator_for(KEY_TYPE_GROUP, group_id))
-        resp = self.client.call(lambda: self.client.send(node, 91, body))
+        resp = self.client.call(
+            lambda: self.client.send(node, ApiKey.ALTER_SHARE_GROUP_OFFSETS, body)
+        )
         check_error(resp.error_code, resp.error_message, group_id=group_id)
         return {
             TopicPartition(t.topic_name, int(p.partition_index)): ErrorCode(int(p.error_code))
@@ -539,7 +552,9 @@ class Admin(ConsumerGroupAdmin):
     def delete_share_group_offsets(self, group_id: str, topics: list[str]) -> dict[str, ErrorCode]:
         body = {"group_id": group_id, "topics": [{"topic_name": t} for t in topics]}
         node = self.client.call(lambda: self.client.coordinator_for(KEY_TYPE_GROUP, group_id))
-        resp = self.client.call(lambda: self.client.send(node, 92, body))
+        resp = self.client.call(
+            lambda: self.client.send(node, ApiKey.DELETE_SHARE_GROUP_OFFSETS, body)
+        )
         check_error(resp.error_code, resp.error_message, group_id=group_id)
         return {t.topic_name: ErrorCode(int(t.error_code)) for t in resp.responses}
 
@@ -550,7 +565,9 @@ class Admin(ConsumerGroupAdmin):
                 functools.partial(self.client.coordinator_for, KEY_TYPE_GROUP, gid)
             )
             resp = self.client.call(
-                functools.partial(self.client.send, node, 42, {"groups_names": [gid]})
+                functools.partial(
+                    self.client.send, node, ApiKey.DELETE_GROUPS, {"groups_names": [gid]}
+                )
             )
             for r in resp.results:
                 out[r.group_id] = ErrorCode(int(r.error_code))
@@ -598,7 +615,9 @@ class Admin(ConsumerGroupAdmin):
         node: int | None = None
         if resource_type == RESOURCE_GROUP:
             node = self.client.call(lambda: self.client.coordinator_for(KEY_TYPE_GROUP, name))
-        resp = self.client.call(lambda: self.client.send(node, 44, body))
+        resp = self.client.call(
+            lambda: self.client.send(node, ApiKey.INCREMENTAL_ALTER_CONFIGS, body)
+        )
         return _item(resp.responses[0])
 
     def describe_configs(
@@ -620,7 +639,7 @@ class Admin(ConsumerGroupAdmin):
             "include_synonyms": False,
             "include_documentation": False,
         }
-        resp = self.client.call(lambda: self.client.send(None, 32, body))
+        resp = self.client.call(lambda: self.client.send(None, ApiKey.DESCRIBE_CONFIGS, body))
         r = resp.results[0]
         check_error(r.error_code, r.error_message, resource=name)
         return [

@@ -31,6 +31,7 @@ from tenacity import (
 from producer.client_defaults import REQUEST_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS
 from producer.connection import BrokerConnection
 from producer.security import ClientSecurity
+from txn.api_keys import ApiKey
 from txn.errors import (
     ErrorCode,
     InvalidConfigError,
@@ -50,40 +51,40 @@ log = logging.getLogger(__name__)
 
 # Highest versions this client's request builders understand.
 CLIENT_MAX_VERSIONS: dict[int, int] = {
-    0: 10,  # Produce
-    1: 16,  # Fetch
-    2: 7,  # ListOffsets
-    3: 12,  # Metadata
-    8: 9,  # OffsetCommit
-    9: 7,  # OffsetFetch (one group, require_stable)
-    10: 4,  # FindCoordinator (batched keys from v4)
-    15: 5,  # DescribeGroups
-    16: 5,  # ListGroups
-    19: 7,  # CreateTopics
-    20: 6,  # DeleteTopics
-    22: 6,  # InitProducerId
-    24: 3,  # AddPartitionsToTxn (client form)
-    25: 3,  # AddOffsetsToTxn
-    26: 4,  # EndTxn (TV0/1 from clients)
-    28: 3,  # TxnOffsetCommit (KIP-447 generation fencing)
-    32: 4,  # DescribeConfigs
-    35: 4,  # DescribeLogDirs
-    42: 2,  # DeleteGroups
-    44: 1,  # IncrementalAlterConfigs
-    47: 0,  # OffsetDelete (KIP-496)
-    61: 0,  # DescribeProducers
-    65: 0,  # DescribeTransactions
-    66: 1,  # ListTransactions
-    76: 1,  # ShareGroupHeartbeat
-    77: 1,  # ShareGroupDescribe
-    78: 1,  # ShareFetch
-    79: 1,  # ShareAcknowledge
-    90: 1,  # DescribeShareGroupOffsets
-    91: 0,  # AlterShareGroupOffsets
-    92: 0,  # DeleteShareGroupOffsets
-    93: 0,  # TxnShareAcknowledge (KIP-1289)
-    94: 0,  # AddShareAcksToTxn (KIP-1289)
-    95: 0,  # DescribeSharePendingAcks (sharetxn admin API)
+    ApiKey.PRODUCE: 10,
+    ApiKey.FETCH: 16,
+    ApiKey.LIST_OFFSETS: 7,
+    ApiKey.METADATA: 12,
+    ApiKey.OFFSET_COMMIT: 9,
+    ApiKey.OFFSET_FETCH: 7,  # one group, require_stable
+    ApiKey.FIND_COORDINATOR: 4,  # batched keys from v4
+    ApiKey.DESCRIBE_GROUPS: 5,
+    ApiKey.LIST_GROUPS: 5,
+    ApiKey.CREATE_TOPICS: 7,
+    ApiKey.DELETE_TOPICS: 6,
+    ApiKey.INIT_PRODUCER_ID: 6,
+    ApiKey.ADD_PARTITIONS_TO_TXN: 3,  # client form
+    ApiKey.ADD_OFFSETS_TO_TXN: 3,
+    ApiKey.END_TXN: 4,  # TV0/1 from clients
+    ApiKey.TXN_OFFSET_COMMIT: 3,  # KIP-447 generation fencing
+    ApiKey.DESCRIBE_CONFIGS: 4,
+    ApiKey.DESCRIBE_LOG_DIRS: 4,
+    ApiKey.DELETE_GROUPS: 2,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
+    ApiKey.OFFSET_DELETE: 0,  # KIP-496
+    ApiKey.DESCRIBE_PRODUCERS: 0,
+    ApiKey.DESCRIBE_TRANSACTIONS: 0,
+    ApiKey.LIST_TRANSACTIONS: 1,
+    ApiKey.SHARE_GROUP_HEARTBEAT: 1,
+    ApiKey.SHARE_GROUP_DESCRIBE: 1,
+    ApiKey.SHARE_FETCH: 1,
+    ApiKey.SHARE_ACKNOWLEDGE: 1,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: 1,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: 0,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: 0,
+    ApiKey.TXN_SHARE_ACKNOWLEDGE: 0,  # KIP-1289
+    ApiKey.ADD_SHARE_ACKS_TO_TXN: 0,  # KIP-1289
+    ApiKey.DESCRIBE_SHARE_PENDING_ACKS: 0,  # sharetxn admin API
 }
 
 
@@ -236,7 +237,7 @@ class KafkaClient:
     def send(
         self,
         node_id: int | None,
-        api_key: int,
+        api_key: ApiKey,
         body: Mapping[str, Any],
         *,
         min_version: int = 0,
@@ -257,11 +258,11 @@ class KafkaClient:
                 self._conns.pop(node_id if node_id is not None else -999, None)
             raise
 
-    def require_kip1289(self, api_key: int, node_id: int | None = None) -> None:
+    def require_kip1289(self, api_key: ApiKey, node_id: int | None = None) -> None:
         """Raise ``Kip1289NotSupportedError`` unless the broker serves this KIP-1289 API."""
         self._connection(node_id).require_kip1289(api_key)
 
-    def version_for(self, node_id: int | None, api_key: int) -> int:
+    def version_for(self, node_id: int | None, api_key: ApiKey) -> int:
         conn = self._connection(node_id)
         return conn.pick_version(api_key, CLIENT_MAX_VERSIONS.get(api_key, 0))
 
@@ -302,7 +303,7 @@ class KafkaClient:
             "topics": None if topics is None else [{"name": t} for t in topics],
             "allow_auto_topic_creation": auto_create,
         }
-        resp = self.send(None, 3, body, min_version=1)
+        resp = self.send(None, ApiKey.METADATA, body, min_version=1)
         with self._lock:
             self.brokers = {
                 int(b.node_id): BrokerInfo(int(b.node_id), b.host, int(b.port))
@@ -311,7 +312,7 @@ class KafkaClient:
             for t in resp.topics:
                 if t.name is not None and int(t.error_code) == ErrorCode.INVALID_TOPIC_EXCEPTION:
                     self._invalid_topics.add(t.name)
-                if int(t.error_code) != 0 or t.name is None:
+                if int(t.error_code) != ErrorCode.NONE or t.name is None:
                     continue
                 meta = TopicMetadata(t.name, getattr(t, "topic_id", None) or uuid.UUID(int=0))
                 for p in t.partitions:
@@ -364,14 +365,16 @@ class KafkaClient:
             cached = self._coordinators.get((key_type, key))
         if cached is not None:
             return cached
-        version = self.version_for(None, 10)
+        version = self.version_for(None, ApiKey.FIND_COORDINATOR)
         if version >= 4:
-            resp = self.send(None, 10, {"key_type": key_type, "coordinator_keys": [key]})
+            resp = self.send(
+                None, ApiKey.FIND_COORDINATOR, {"key_type": key_type, "coordinator_keys": [key]}
+            )
             entry = resp.coordinators[0]
             check_error(entry.error_code, entry.error_message, key=key)
             node, host, port = int(entry.node_id), entry.host, int(entry.port)
         else:
-            resp = self.send(None, 10, {"key": key, "key_type": key_type})
+            resp = self.send(None, ApiKey.FIND_COORDINATOR, {"key": key, "key_type": key_type})
             check_error(resp.error_code, getattr(resp, "error_message", None), key=key)
             node, host, port = int(resp.node_id), resp.host, int(resp.port)
         with self._lock:

@@ -19,14 +19,20 @@ from typing import Any, TypeVar
 from kio.serial import entity_reader, entity_writer
 
 from producer.security import ClientSecurity
-from txn.errors import ClosedError, Kip1289NotSupportedError, NetworkError, UnsupportedVersionError
-from txn.kip1289_schema import KIP1289_APIS, KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
+from txn.api_keys import KIP1289_APIS, ApiKey
+from txn.errors import (
+    ClosedError,
+    ErrorCode,
+    Kip1289NotSupportedError,
+    NetworkError,
+    UnsupportedVersionError,
+)
+from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
 from txn.kip1289_schema import load_request as load_request_schema
 from txn.kip1289_schema import load_response as load_response_schema
 from txn.wire_guard import WireBoundsError, check_entity
 from txn.wire_render import render
 
-API_VERSIONS = 18
 CLIENT_SOFTWARE_VERSION = "0.1.0"
 
 _T = TypeVar("_T")
@@ -86,14 +92,14 @@ class BrokerConnection:
                 # KIP-511: Apache Kafka answers INVALID_REQUEST to an empty software version
                 # (the client would then fall back to v0 and learn no feature levels).
                 resp = self._roundtrip(
-                    API_VERSIONS,
+                    ApiKey.API_VERSIONS,
                     3,
                     {
                         "client_software_name": "sharetxn",
                         "client_software_version": CLIENT_SOFTWARE_VERSION,
                     },
                 )
-                if int(resp.error_code) == 0:
+                if int(resp.error_code) == ErrorCode.NONE:
                     self.versions = {
                         int(k.api_key): (int(k.min_version), int(k.max_version))
                         for k in resp.api_keys
@@ -102,7 +108,7 @@ class BrokerConnection:
                         str(f.name): int(f.max_version_level) for f in resp.finalized_features
                     }
                 else:
-                    resp = self._roundtrip(API_VERSIONS, 0, {})
+                    resp = self._roundtrip(ApiKey.API_VERSIONS, 0, {})
                     self.versions = {
                         int(k.api_key): (int(k.min_version), int(k.max_version))
                         for k in resp.api_keys
@@ -118,7 +124,7 @@ class BrokerConnection:
                 self._close_locked()
                 raise
 
-    def pick_version(self, api_key: int, client_max: int, client_min: int = 0) -> int:
+    def pick_version(self, api_key: ApiKey, client_max: int, client_min: int = 0) -> int:
         """The highest version both sides support."""
         if not self.versions:
             self.connect()
@@ -128,18 +134,19 @@ class BrokerConnection:
         if span is None or span[1] < client_min or span[0] > client_max:
             wanted = f"v{client_min}-v{client_max}"
             msg = f"broker {self.address} does not support API {api_key} in {wanted}"
-            raise UnsupportedVersionError(msg, api_key=api_key)
+            raise UnsupportedVersionError(msg, api_key=int(api_key))
         return min(span[1], client_max)
 
-    def require_kip1289(self, api_key: int) -> None:
+    def require_kip1289(self, api_key: ApiKey) -> None:
         """Fail fast unless the broker serves the KIP-1289 API ``api_key`` (sharetxn's keys).
 
-        The keys alone prove nothing (Apache Kafka 4.4 serves other APIs under 93 and 94):
-        the broker must also finalize the ``share.transaction.version`` feature.
+        The keys alone prove nothing (Apache Kafka 4.4 serves other APIs under two of them,
+        see ``txn.api_keys``): the broker must also finalize the ``share.transaction.version``
+        feature.
         """
         if not self.versions:
             self.connect()
-        name = KIP1289_APIS.get(api_key, f"API {api_key}")
+        name = ApiKey(api_key).api_name if api_key in KIP1289_APIS else f"API {api_key}"
         if self.features.get(KIP1289_FEATURE, 0) >= KIP1289_FEATURE_LEVEL and (
             api_key in self.versions
         ):
@@ -150,13 +157,13 @@ class BrokerConnection:
             f"advertise the {KIP1289_FEATURE} feature; acknowledge with "
             "share.acknowledgement.mode=explicit or implicit instead"
         )
-        raise Kip1289NotSupportedError(msg, api=name, api_key=api_key, broker=self.address)
+        raise Kip1289NotSupportedError(msg, api=name, api_key=int(api_key), broker=self.address)
 
-    def request(self, api_key: int, version: int, body: Mapping[str, Any]) -> Any:
+    def request(self, api_key: ApiKey, version: int, body: Mapping[str, Any]) -> Any:
         """Send one request and wait for its response (a kio entity)."""
         return self._on_open_socket(lambda: self._roundtrip(api_key, version, body))
 
-    def request_raw(self, api_key: int, version: int, body: Mapping[str, Any]) -> bytes:
+    def request_raw(self, api_key: ApiKey, version: int, body: Mapping[str, Any]) -> bytes:
         """Send one request; return the response body bytes after the response header."""
         payload, offset = self._on_open_socket(lambda: self._exchange(api_key, version, body))
         return payload[offset:]
@@ -175,13 +182,15 @@ class BrokerConnection:
                 msg = f"request to {self.address} failed: {exc}"
                 raise NetworkError(msg) from exc
 
-    def _roundtrip(self, api_key: int, version: int, body: Mapping[str, Any]) -> Any:
+    def _roundtrip(self, api_key: ApiKey, version: int, body: Mapping[str, Any]) -> Any:
         payload, offset = self._exchange(api_key, version, body)
         resp_cls = load_response_schema(api_key, version)
         value, _ = entity_reader(resp_cls)(payload, offset)
         return value
 
-    def _exchange(self, api_key: int, version: int, body: Mapping[str, Any]) -> tuple[bytes, int]:
+    def _exchange(
+        self, api_key: ApiKey, version: int, body: Mapping[str, Any]
+    ) -> tuple[bytes, int]:
         assert self._sock is not None
         self._correlation += 1
         correlation = self._correlation

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from producer.client import KafkaClient, check_error
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 from txn.ids import KEY_TYPE_GROUP, TopicPartition
-
-OFFSET_COMMIT, OFFSET_FETCH, DESCRIBE_GROUPS, OFFSET_DELETE = 8, 9, 15, 47
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +72,7 @@ class ConsumerGroupAdmin:
     def _group_node(self, group_id: str) -> int:
         return self.client.call(lambda: self.client.coordinator_for(KEY_TYPE_GROUP, group_id))
 
-    def _group_call(self, group_id: str, api_key: int, body: dict[str, Any]) -> Any:
+    def _group_call(self, group_id: str, api_key: ApiKey, body: dict[str, Any]) -> Any:
         return self.client.call(lambda: self.client.send(self._group_node(group_id), api_key, body))
 
     def describe_consumer_groups(self, group_ids: list[str]) -> list[ConsumerGroupDescription]:
@@ -81,7 +80,7 @@ class ConsumerGroupAdmin:
         for group_id in group_ids:
             resp = self._group_call(
                 group_id,
-                DESCRIBE_GROUPS,
+                ApiKey.DESCRIBE_GROUPS,
                 {"groups": [group_id], "include_authorized_operations": False},
             )
             for g in resp.groups:
@@ -121,7 +120,7 @@ class ConsumerGroupAdmin:
                 grouped.setdefault(tp.topic, []).append(tp.partition)
             topics = [{"name": t, "partition_indexes": ps} for t, ps in grouped.items()]
         body = {"group_id": group_id, "topics": topics, "require_stable": require_stable}
-        resp = self._group_call(group_id, OFFSET_FETCH, body)
+        resp = self._group_call(group_id, ApiKey.OFFSET_FETCH, body)
         check_error(getattr(resp, "error_code", 0), group_id=group_id)
         out: dict[TopicPartition, int] = {}
         for t in resp.topics:
@@ -150,7 +149,7 @@ class ConsumerGroupAdmin:
                 },
             ),
         }
-        resp = self._group_call(group_id, OFFSET_COMMIT, body)
+        resp = self._group_call(group_id, ApiKey.OFFSET_COMMIT, body)
         return {
             TopicPartition(t.name, int(p.partition_index)): ErrorCode(int(p.error_code))
             for t in resp.topics
@@ -165,7 +164,7 @@ class ConsumerGroupAdmin:
             "group_id": group_id,
             "topics": _topics(dict.fromkeys(partitions, 0), lambda _v: {}),
         }
-        resp = self._group_call(group_id, OFFSET_DELETE, body)
+        resp = self._group_call(group_id, ApiKey.OFFSET_DELETE, body)
         return ErrorCode(int(resp.error_code)), {
             TopicPartition(t.name, int(p.partition_index)): ErrorCode(int(p.error_code))
             for t in resp.topics

@@ -46,6 +46,7 @@ from producer.group_membership import GroupMembership
 from producer.records import decode_batch, split_batches
 from producer.security import SECURITY_KEYS, ClientSecurity
 from producer.types import ConsumerGroupMetadata, Record
+from txn.api_keys import ApiKey
 from txn.batch import ControlType, control_type_of
 from txn.errors import (
     ErrorCode,
@@ -60,7 +61,6 @@ from txn.ids import KEY_TYPE_GROUP, TopicPartition
 
 log = logging.getLogger("sharetxn.group_consumer")
 
-FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 1, 2, 8, 9
 FETCH_NAMES_MAX_VERSION = 12  # Fetch with topic names (v13+ uses topic ids)
 EARLIEST, LATEST = -2, -1
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
@@ -334,7 +334,9 @@ class GroupConsumer:
                 "rack_id": "",
             }
             try:
-                resp = self._client.send(node, FETCH, body, max_version=FETCH_NAMES_MAX_VERSION)
+                resp = self._client.send(
+                    node, ApiKey.FETCH, body, max_version=FETCH_NAMES_MAX_VERSION
+                )
             except RetriableError as exc:
                 log.debug("consumer group %s: Fetch from %d: %s", self.group_id, node, exc)
                 self._client.refresh_metadata()
@@ -436,7 +438,7 @@ class GroupConsumer:
                 "name",
             ),
         }
-        resp = self._group_call(OFFSET_COMMIT, body)
+        resp = self._group_call(ApiKey.OFFSET_COMMIT, body)
         for topic in resp.topics:
             for part in topic.partitions:
                 check_error(int(part.error_code), group_id=self.group_id, topic=topic.name)
@@ -476,7 +478,7 @@ class GroupConsumer:
             ),
             "require_stable": stable,
         }
-        resp = self._group_call(OFFSET_FETCH, body)
+        resp = self._group_call(ApiKey.OFFSET_FETCH, body)
         check_error(int(getattr(resp, "error_code", 0)), group_id=self.group_id)
         out: dict[TopicPartition, int] = {}
         for topic in resp.topics:
@@ -511,14 +513,14 @@ class GroupConsumer:
                     "name",
                 ),
             }
-            resp = self._client.call(partial(self._client.send, node, LIST_OFFSETS, body))
+            resp = self._client.call(partial(self._client.send, node, ApiKey.LIST_OFFSETS, body))
             for topic in resp.topics:
                 for part in topic.partitions:
                     check_error(int(part.error_code), topic=topic.name)
                     out[TopicPartition(topic.name, int(part.partition_index))] = int(part.offset)
         return out
 
-    def _group_call(self, api_key: int, body: Mapping[str, Any]) -> Any:
+    def _group_call(self, api_key: ApiKey, body: Mapping[str, Any]) -> Any:
         def once() -> Any:
             node = self._client.coordinator_for(KEY_TYPE_GROUP, self.group_id)
             try:

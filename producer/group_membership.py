@@ -18,6 +18,7 @@ from collections.abc import Callable
 from producer.client import KafkaClient
 from producer.heartbeat_backoff import HeartbeatBackoff
 from producer.heartbeat_thread import HeartbeatThread
+from txn.api_keys import ApiKey
 from txn.errors import (
     ErrorCode,
     KafkaProtocolError,
@@ -28,7 +29,6 @@ from txn.ids import KEY_TYPE_GROUP, TopicPartition
 
 log = logging.getLogger("sharetxn.group_consumer")
 
-CONSUMER_GROUP_HEARTBEAT = 68
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 
@@ -139,7 +139,7 @@ class GroupMembership(HeartbeatThread):
             }
             try:
                 node = self._client.coordinator_for(KEY_TYPE_GROUP, self.group_id)
-                resp = self._client.send(node, CONSUMER_GROUP_HEARTBEAT, body)
+                resp = self._client.send(node, ApiKey.CONSUMER_GROUP_HEARTBEAT, body)
             except RetriableError as exc:
                 self._client.forget_coordinator(KEY_TYPE_GROUP, self.group_id)
                 self._backoff.unreachable(exc)
@@ -241,7 +241,7 @@ class GroupMembership(HeartbeatThread):
         body = {"group_id": self.group_id, "member_id": self.member_id, "member_epoch": LEAVE_EPOCH}
         try:
             node = self._client.coordinator_for(KEY_TYPE_GROUP, self.group_id)
-            self._client.send(node, CONSUMER_GROUP_HEARTBEAT, body)
+            self._client.send(node, ApiKey.CONSUMER_GROUP_HEARTBEAT, body)
         except KafkaProtocolError as exc:
             log.info("consumer group %s: leaving failed (%s)", self.group_id, exc)
 

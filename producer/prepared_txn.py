@@ -38,6 +38,7 @@ from producer.txn_manager import (
     TwoPhaseCommitUnavailableError,
 )
 from producer.types import TransactionDescription
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, raise_for_code
 from txn.ids import KEY_TYPE_TRANSACTION, NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
@@ -64,8 +65,6 @@ __all__ = [
 
 log = logging.getLogger("sharetxn.producer")
 
-API_INIT_PRODUCER_ID: Final = 22
-API_DESCRIBE_TRANSACTIONS: Final = 65
 INIT_PRODUCER_ID_2PC_VERSION: Final = 6
 
 PREPARE_MODES: Final = ("auto", "enable2pc", "timeout")
@@ -173,7 +172,7 @@ def _coordinator_connection(client: Any, transactional_id: str) -> Any:
 
 
 def coordinator_api_span(
-    client: Any, transactional_id: str, api_key: int
+    client: Any, transactional_id: str, api_key: ApiKey
 ) -> tuple[int, int] | None:
     """The (min, max) versions of ``api_key`` the id's coordinator serves; None if unknown.
 
@@ -204,7 +203,7 @@ def describe_transaction(
     def attempt() -> TransactionDescription:
         node = client.coordinator_for(KEY_TYPE_TRANSACTION, transactional_id)
         conn = _connection(client, node)
-        version = conn.pick_version(API_DESCRIBE_TRANSACTIONS, 0)
+        version = conn.pick_version(ApiKey.DESCRIBE_TRANSACTIONS, 0)
         desc = describe_transactions_raw(conn, version, transactional_id)
         if desc.error in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
             client.forget_coordinator(KEY_TYPE_TRANSACTION, transactional_id)
@@ -272,7 +271,7 @@ def decide_enable2pc(cfg: ProducerConfig, client: Any) -> bool:
     if cfg.prepare_mode == "timeout":
         return False
     assert cfg.transactional_id is not None
-    span = coordinator_api_span(client, cfg.transactional_id, API_INIT_PRODUCER_ID)
+    span = coordinator_api_span(client, cfg.transactional_id, ApiKey.INIT_PRODUCER_ID)
     served = span is None or span[1] >= INIT_PRODUCER_ID_2PC_VERSION
     if not served and cfg.prepare_mode == "enable2pc":
         raise TwoPhaseCommitUnavailableError(
@@ -293,7 +292,7 @@ def keeps_prepared(cfg: ProducerConfig, client: Any) -> bool:
     if cfg.resume_mode != "auto":
         return cfg.resume_mode == "keep-prepared"
     assert cfg.transactional_id is not None
-    span = coordinator_api_span(client, cfg.transactional_id, API_INIT_PRODUCER_ID)
+    span = coordinator_api_span(client, cfg.transactional_id, ApiKey.INIT_PRODUCER_ID)
     return span is None or span[1] >= INIT_PRODUCER_ID_2PC_VERSION
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from producer.types import TransactionDescription
+from txn.api_keys import ApiKey
 from txn.codec import Reader
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
@@ -40,7 +41,9 @@ def describe_transactions_raw(
     conn: Any, version: int, transactional_id: str
 ) -> TransactionDescription:
 
-    body = conn.request_raw(65, version, {"transactional_ids": [transactional_id]})
+    body = conn.request_raw(
+        ApiKey.DESCRIBE_TRANSACTIONS, version, {"transactional_ids": [transactional_id]}
+    )
     r = _Reader(body)
     r.int32()  # throttle
     count = r.uvarint() - 1

@@ -21,10 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from txn.errors import InvalidConfigError, SaslAuthenticationFailedError, error_for_code
-
-SASL_HANDSHAKE: Final = 17
-SASL_AUTHENTICATE: Final = 36
+from txn.api_keys import ApiKey
+from txn.errors import ErrorCode, InvalidConfigError, SaslAuthenticationFailedError, error_for_code
 
 SECURITY_DEFAULTS: Final[dict[str, Any]] = {
     "security.protocol": "plaintext",
@@ -53,7 +51,7 @@ _PROTOCOLS: Final = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
 _MECHANISMS: Final = {"PLAIN": None, "SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 
 #: ``exchange(api_key, version, body) -> response`` on an open connection.
-Exchange = Callable[[int, int, Mapping[str, Any]], Any]
+Exchange = Callable[[ApiKey, int, Mapping[str, Any]], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +143,8 @@ class ClientSecurity:
         """SaslHandshake v1 then SaslAuthenticate rounds (KIP-152)."""
         if not self.uses_sasl:
             return
-        hs = exchange(SASL_HANDSHAKE, 1, {"mechanism": self.mechanism})
-        if int(hs.error_code) != 0:
+        hs = exchange(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": self.mechanism})
+        if int(hs.error_code) != ErrorCode.NONE:
             msg = (
                 f"{address} does not accept SASL mechanism {self.mechanism} "
                 f"(enabled: {', '.join(hs.mechanisms) or 'none'})"
@@ -160,8 +158,8 @@ class ClientSecurity:
         )
         token: bytes | None = client.first()
         while token is not None:
-            resp = exchange(SASL_AUTHENTICATE, 2, {"auth_bytes": token})
-            if int(resp.error_code) != 0:
+            resp = exchange(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+            if int(resp.error_code) != ErrorCode.NONE:
                 reason = resp.error_message or "authentication failed"
                 msg = f"SASL {self.mechanism} authentication of {self.username!r} failed: {reason}"
                 raise error_for_code(int(resp.error_code))(msg, broker=address)

@@ -30,6 +30,7 @@ from typing import Any, Protocol, TypeVar
 
 from producer.accumulator import ProducerBatch, RecordAccumulator
 from producer.txn_manager import FATAL_CODES, TransactionManager, TxnState
+from txn.api_keys import ApiKey
 from txn.batch import NO_SEQUENCE, build_batch
 from txn.errors import (
     ErrorCode,
@@ -49,9 +50,6 @@ log = logging.getLogger("sharetxn.producer")
 
 T = TypeVar("T")
 
-API_PRODUCE = 0
-API_INIT_PRODUCER_ID = 22
-API_ADD_PARTITIONS_TO_TXN = 24
 KEY_TYPE_TRANSACTION = 1
 
 # Codes of AddPartitionsToTxn that end the producer, beyond FATAL_CODES (as Java's handler).
@@ -67,7 +65,7 @@ class ProducerClient(Protocol):
     """What the producer needs of ``producer.client.KafkaClient`` (tests pass a fake)."""
 
     def send(
-        self, node_id: int | None, api_key: int, body: Mapping[str, Any], *, min_version: int = 0
+        self, node_id: int | None, api_key: ApiKey, body: Mapping[str, Any], *, min_version: int = 0
     ) -> Any: ...
 
     def call(self, fn: Callable[[], T], *, timeout_ms: int | None = None) -> T: ...
@@ -78,7 +76,7 @@ class ProducerClient(Protocol):
 
     def forget_coordinator(self, key_type: int, key: str) -> None: ...
 
-    def require_kip1289(self, api_key: int, node_id: int | None = None) -> None: ...
+    def require_kip1289(self, api_key: ApiKey, node_id: int | None = None) -> None: ...
 
     def topic(self, name: str, *, auto_create: bool = False) -> Any: ...
 
@@ -240,7 +238,7 @@ class Sender:
         if self.txn.state is TxnState.UNINITIALIZED or self.txn.state is TxnState.READY:
             self.txn.transition(TxnState.INITIALIZING)
         try:
-            resp = self.client.send(None, API_INIT_PRODUCER_ID, body)
+            resp = self.client.send(None, ApiKey.INIT_PRODUCER_ID, body)
             code = int(resp.error_code)
             if code != ErrorCode.NONE:
                 raise error_for_code(code)(None, api="InitProducerId")
@@ -273,7 +271,7 @@ class Sender:
         ids = {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch}
         try:
             node = self.client.coordinator_for(KEY_TYPE_TRANSACTION, tid)
-            resp = self.client.send(node, API_ADD_PARTITIONS_TO_TXN, body)
+            resp = self.client.send(node, ApiKey.ADD_PARTITIONS_TO_TXN, body)
         except RetriableError as exc:
             self.client.forget_coordinator(KEY_TYPE_TRANSACTION, tid)
             log.info("AddPartitionsToTxn failed (%s); retrying", exc)
@@ -362,7 +360,7 @@ class Sender:
             "topic_data": [{"name": t, "partition_data": ps} for t, ps in topics.items()],
         }
         try:
-            resp = self.client.send(leader, API_PRODUCE, body, min_version=3)
+            resp = self.client.send(leader, ApiKey.PRODUCE, body, min_version=3)
         except (RetriableError, OSError) as exc:
             error = exc if isinstance(exc, RetriableError) else NetworkError(str(exc))
             for batch in batches:

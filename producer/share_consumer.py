@@ -54,7 +54,6 @@ from producer.share_inflight import (
     Outgoing,
     PendingAck,
     Session,
-    TopicIdPartition,
     ack_ranges,
     decode_acquired,
     fetch_topics,
@@ -70,6 +69,7 @@ from producer.types import (
     ShareAcknowledgements,
     ShareGroupMetadata,
 )
+from txn.api_keys import ApiKey
 from txn.errors import (
     ClosedError,
     ErrorCode,
@@ -78,8 +78,7 @@ from txn.errors import (
     SharetxnError,
     error_for_code,
 )
-from txn.ids import TopicPartition
-from txn.kip1289_schema import ADD_SHARE_ACKS_TO_TXN, TXN_SHARE_ACKNOWLEDGE
+from txn.ids import TopicIdPartition, TopicPartition
 
 __all__ = [
     "DEFAULTS",
@@ -93,10 +92,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-SHARE_FETCH: Final = 78
-SHARE_ACKNOWLEDGE: Final = 79
 
 
 _SESSION_ERRORS: Final = frozenset(
@@ -278,8 +273,8 @@ class ShareConsumer:
         if self._kip1289_checked:
             return True
         try:
-            self._client.require_kip1289(TXN_SHARE_ACKNOWLEDGE)
-            self._client.require_kip1289(ADD_SHARE_ACKS_TO_TXN)
+            self._client.require_kip1289(ApiKey.TXN_SHARE_ACKNOWLEDGE)
+            self._client.require_kip1289(ApiKey.ADD_SHARE_ACKS_TO_TXN)
         except RetriableError:
             return False
         self._kip1289_checked = True
@@ -437,12 +432,12 @@ class ShareConsumer:
         elif self._results.get(tp) is None:
             self._results[tp] = None
 
-    def _record_ack_result(self, tp: TopicPartition, code: int, message: str | None) -> None:
-        """One partition's acknowledgement outcome: applied (code 0) or the error of ``code``."""
+    def _record_ack_result(self, tp: TopicPartition, error_code: int, message: str | None) -> None:
+        """One partition's acknowledgement outcome: applied (NONE) or the error it names."""
         error = (
             None
-            if code == 0
-            else error_for_code(code)(message, topic=tp.topic, partition=tp.partition)
+            if error_code == ErrorCode.NONE
+            else error_for_code(error_code)(message, topic=tp.topic, partition=tp.partition)
         )
         self._record_result(tp, error)
 
@@ -556,7 +551,7 @@ class ShareConsumer:
                     side.append(self._ack_request(session, stray, final=False))
         if side:
             for ack_req, resp in zip(
-                side, self._exchange_all(side, SHARE_ACKNOWLEDGE), strict=True
+                side, self._exchange_all(side, ApiKey.SHARE_ACKNOWLEDGE), strict=True
             ):
                 self._on_acknowledge_response(ack_req, resp, final=False)
         remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
@@ -569,7 +564,7 @@ class ShareConsumer:
                 outgoing.append(fetch)
         if not outgoing:
             return [], False
-        responses = self._exchange_all(outgoing, SHARE_FETCH)
+        responses = self._exchange_all(outgoing, ApiKey.SHARE_FETCH)
         records: list[Record] = []
         backoff = False
         for out, resp in zip(outgoing, responses, strict=True):
@@ -622,7 +617,7 @@ class ShareConsumer:
         }
         return Outgoing(session, body, set(want), acks)
 
-    def _exchange_all(self, outgoing: list[Outgoing], api_key: int) -> list[Any]:
+    def _exchange_all(self, outgoing: list[Outgoing], api_key: ApiKey) -> list[Any]:
         """Send one request per node (concurrently when there are several); exceptions returned."""
 
         def one(out: Outgoing) -> Any:
@@ -683,7 +678,7 @@ class ShareConsumer:
                     self._record_ack_result(
                         tp, int(p.acknowledge_error_code), p.acknowledge_error_message
                     )
-                if int(p.error_code) != 0:
+                if int(p.error_code) != ErrorCode.NONE:
                     stale, problem = partition_error(tp, int(p.error_code), p.error_message)
                     self._metadata_stale |= stale
                     if problem is not None:
@@ -740,7 +735,7 @@ class ShareConsumer:
                 self._fail_acks(out.acks, error)
             return
         for out, resp in zip(
-            outgoing, self._exchange_all(outgoing, SHARE_ACKNOWLEDGE), strict=True
+            outgoing, self._exchange_all(outgoing, ApiKey.SHARE_ACKNOWLEDGE), strict=True
         ):
             self._on_acknowledge_response(out, resp, final=final)
 

@@ -11,7 +11,7 @@ from typing import Any, Final, NamedTuple
 from producer.records import CorruptRecordError, RecordDecodeError, decode_batch, split_batches
 from producer.types import AcknowledgeType, Record, ShareAckBatch
 from txn.errors import ErrorCode, error_for_code
-from txn.ids import TopicPartition
+from txn.ids import TopicIdPartition, TopicPartition
 from txn.limits import next_share_session_epoch
 
 __all__ = [
@@ -50,11 +50,6 @@ log = logging.getLogger("producer.share_consumer")
 
 INITIAL_EPOCH: Final = 0
 FINAL_EPOCH: Final = -1
-
-
-class TopicIdPartition(NamedTuple):
-    topic_id: uuid.UUID
-    partition: int
 
 
 class Delivery(NamedTuple):

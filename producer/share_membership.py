@@ -12,6 +12,7 @@ from producer.heartbeat_backoff import HeartbeatBackoff
 from producer.heartbeat_thread import HeartbeatThread
 from producer.share_consumer_config import ShareConsumerConfig
 from producer.types import ShareGroupMetadata
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, KafkaProtocolError, RetriableError, SharetxnError, error_for_code
 from txn.ids import KEY_TYPE_GROUP, TopicPartition
 
@@ -19,7 +20,6 @@ __all__ = ["COORDINATOR_ERRORS", "Membership", "ms_of"]
 
 log = logging.getLogger("producer.share_consumer")
 
-SHARE_GROUP_HEARTBEAT: Final = 76
 JOIN_EPOCH: Final = 0
 LEAVE_GROUP_EPOCH: Final = -1
 
@@ -118,7 +118,9 @@ class Membership(HeartbeatThread):
                 }
                 try:
                     node = self._client.coordinator_for(KEY_TYPE_GROUP, self.group_id)
-                    resp = self._client.send(node, SHARE_GROUP_HEARTBEAT, body, min_version=1)
+                    resp = self._client.send(
+                        node, ApiKey.SHARE_GROUP_HEARTBEAT, body, min_version=1
+                    )
                     code = ErrorCode(int(resp.error_code))
                     if code not in (ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID):
                         log.warning("leaving share group %s: %s", self.group_id, code.name)
@@ -177,7 +179,7 @@ class Membership(HeartbeatThread):
             }
             try:
                 node = self._client.coordinator_for(KEY_TYPE_GROUP, self.group_id)
-                resp = self._client.send(node, SHARE_GROUP_HEARTBEAT, body, min_version=1)
+                resp = self._client.send(node, ApiKey.SHARE_GROUP_HEARTBEAT, body, min_version=1)
             except RetriableError as exc:
                 self._client.forget_coordinator(KEY_TYPE_GROUP, self.group_id)
                 self._warn_unreachable(exc)

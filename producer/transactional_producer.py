@@ -27,7 +27,6 @@ from typing import Any, Self
 
 from producer.accumulator import RecordMetadata
 from producer.prepared_txn import (
-    API_INIT_PRODUCER_ID,
     classify,
     decide_enable2pc,
     describe_transaction,
@@ -42,9 +41,6 @@ from producer.producer_config import ProducerConfig
 from producer.producer_core import ProducerCore
 from producer.sender import fenced_or_typed
 from producer.txn_group_requests import (
-    API_ADD_OFFSETS_TO_TXN,
-    API_ADD_SHARE_ACKS_TO_TXN,
-    API_TXN_SHARE_ACKNOWLEDGE,
     remaining_ms,
     txn_offset_commit,
     txn_share_acknowledge,
@@ -69,6 +65,7 @@ from producer.types import (
     ShareAcknowledgements,
     ShareGroupMetadata,
 )
+from txn.api_keys import ApiKey
 from txn.errors import (
     ErrorCode,
     KafkaProtocolError,
@@ -103,7 +100,6 @@ __all__ = [
 
 log = logging.getLogger("sharetxn.producer")
 
-API_END_TXN = 26
 
 # Errors of coordinator requests after which the producer can only be closed (as Java's
 # AddPartitionsToTxn/EndTxn handlers: a bad transaction state or id mapping is not abortable).
@@ -207,7 +203,7 @@ class TransactionalProducer(ProducerCore):
         )
         try:
             return self._coordinator_request(
-                API_INIT_PRODUCER_ID, body, deadline, min_version=min_version
+                ApiKey.INIT_PRODUCER_ID, body, deadline, min_version=min_version
             )
         except TransactionalIdAuthorizationFailedError as exc:
             # KIP-939: a broker without transaction.two.phase.commit.enable (or a principal
@@ -277,15 +273,15 @@ class TransactionalProducer(ProducerCore):
         with self._lock:
             self._check_allowed(Operation.SEND_SHARE_ACKS)
             # KIP-1289 "clients fail fast": nothing is sent and the transaction is unchanged.
-            self._client.require_kip1289(API_ADD_SHARE_ACKS_TO_TXN)
-            self._client.require_kip1289(API_TXN_SHARE_ACKNOWLEDGE)
+            self._client.require_kip1289(ApiKey.ADD_SHARE_ACKS_TO_TXN)
+            self._client.require_kip1289(ApiKey.TXN_SHARE_ACKNOWLEDGE)
             if not batches:
                 return
             topics: dict[str, list[int]] = {}
             for tp in sorted(batches):
                 topics.setdefault(tp.topic, []).append(tp.partition)
             tid = self._add_group_to_txn(
-                API_ADD_SHARE_ACKS_TO_TXN,
+                ApiKey.ADD_SHARE_ACKS_TO_TXN,
                 group_metadata.group_id,
                 deadline,
                 topics=[{"name": t, "partitions": ps} for t, ps in topics.items()],
@@ -331,7 +327,7 @@ class TransactionalProducer(ProducerCore):
             self._check_allowed(Operation.SEND_OFFSETS)
             if not offsets:
                 return
-            tid = self._add_group_to_txn(API_ADD_OFFSETS_TO_TXN, meta.group_id, deadline)
+            tid = self._add_group_to_txn(ApiKey.ADD_OFFSETS_TO_TXN, meta.group_id, deadline)
             pid, epoch = self._txn.producer_id_and_epoch
             try:
                 txn_offset_commit(self._client, dict(offsets), meta, tid, pid, epoch, deadline)
@@ -340,7 +336,7 @@ class TransactionalProducer(ProducerCore):
                 raise
 
     def _add_group_to_txn(
-        self, api_key: int, group_id: str, deadline: float, **extra: Any
+        self, api_key: ApiKey, group_id: str, deadline: float, **extra: Any
     ) -> str | None:
         """AddOffsetsToTxn / AddShareAcksToTxn: the coordinator adds the group's partition.
 
@@ -730,11 +726,11 @@ class TransactionalProducer(ProducerCore):
             "producer_epoch": epoch,
             "committed": commit,
         }
-        self._coordinator_request(API_END_TXN, body, deadline)
+        self._coordinator_request(ApiKey.END_TXN, body, deadline)
 
     def _coordinator_request(
         self,
-        api_key: int,
+        api_key: ApiKey,
         body: Mapping[str, Any],
         deadline: float,
         *,
@@ -751,14 +747,14 @@ class TransactionalProducer(ProducerCore):
             try:
                 resp = self._client.send(node, api_key, body, min_version=min_version)
             except (NetworkError, RequestTimedOutError):
-                if api_key == API_END_TXN:
+                if api_key == ApiKey.END_TXN:
                     self._txn.request_epoch_bump()  # this copy may still land (see above)
                 raise
             code = int(resp.error_code)
             if code != ErrorCode.NONE:
                 if code in (ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE):
                     self._client.forget_coordinator(KEY_TYPE_TRANSACTION, tid)
-                raise fenced_or_typed(code, None, api_key=api_key, **ids)
+                raise fenced_or_typed(code, None, api_key=int(api_key), **ids)
             return resp
 
         return self._client.call(attempt, timeout_ms=remaining_ms(deadline))

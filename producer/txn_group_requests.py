@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any, Final
+from typing import Any
 
 from producer.sender import ProducerClient, fenced_or_typed
 from producer.txn_manager import ABORTABLE_CODES, FATAL_CODES, TransactionManager
 from producer.types import ConsumerGroupMetadata, ShareAckBatch, ShareGroupMetadata
+from txn.api_keys import ApiKey
 from txn.errors import (
     ErrorCode,
     KafkaProtocolError,
@@ -25,19 +26,10 @@ from txn.errors import (
 from txn.ids import KEY_TYPE_GROUP, TopicPartition
 
 __all__ = [
-    "API_ADD_OFFSETS_TO_TXN",
-    "API_ADD_SHARE_ACKS_TO_TXN",
-    "API_TXN_OFFSET_COMMIT",
-    "API_TXN_SHARE_ACKNOWLEDGE",
     "remaining_ms",
     "txn_offset_commit",
     "txn_share_acknowledge",
 ]
-
-API_ADD_OFFSETS_TO_TXN: Final = 25
-API_TXN_OFFSET_COMMIT: Final = 28
-API_TXN_SHARE_ACKNOWLEDGE: Final = 93
-API_ADD_SHARE_ACKS_TO_TXN: Final = 94
 
 
 def remaining_ms(deadline: float) -> int:
@@ -76,7 +68,7 @@ def txn_offset_commit(
 
     def attempt() -> None:
         node = client.coordinator_for(KEY_TYPE_GROUP, meta.group_id)
-        resp = client.send(node, API_TXN_OFFSET_COMMIT, body)
+        resp = client.send(node, ApiKey.TXN_OFFSET_COMMIT, body)
         for t in resp.topics:
             for p in t.partitions:
                 code = int(p.error_code)
@@ -149,7 +141,7 @@ def txn_share_acknowledge(
                 ],
             }
             try:
-                resp = client.send(leader, API_TXN_SHARE_ACKNOWLEDGE, body)
+                resp = client.send(leader, ApiKey.TXN_SHARE_ACKNOWLEDGE, body)
             except (NetworkError, RequestTimedOutError):
                 # Unanswered: it may still stage these acks later, possibly in the next
                 # transaction of this epoch; the transaction ends with an epoch bump.

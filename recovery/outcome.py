@@ -17,9 +17,10 @@ from collections.abc import Mapping
 
 from producer.admin import Admin
 from producer.client import check_error
-from producer.group_consumer import FETCH, FETCH_NAMES_MAX_VERSION, LATEST, READ_UNCOMMITTED
+from producer.group_consumer import FETCH_NAMES_MAX_VERSION, LATEST, READ_UNCOMMITTED
 from producer.records import CorruptRecordError, split_batches
 from recovery.model import TxnSnapshot
+from txn.api_keys import ApiKey
 from txn.batch import ControlType, control_type_of
 from txn.ids import TopicPartition
 
@@ -78,7 +79,9 @@ def _first_marker(
     while True:
         body = _fetch_body(tp, offset)
         resp = client.call(
-            functools.partial(client.send, node, FETCH, body, max_version=FETCH_NAMES_MAX_VERSION)
+            functools.partial(
+                client.send, node, ApiKey.FETCH, body, max_version=FETCH_NAMES_MAX_VERSION
+            )
         )
         parts = [p for t in resp.responses for p in t.partitions]
         if len(parts) != 1:

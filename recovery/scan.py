@@ -19,6 +19,7 @@ from typing import Any
 from producer.admin import Admin, ProducerState, SharePendingAcks, TransactionListing
 from producer.client import check_error
 from recovery.model import NotFoundError, TxnSnapshot
+from txn.api_keys import ApiKey
 from txn.errors import (
     ErrorCode,
     UnknownTopicOrPartitionError,
@@ -27,7 +28,6 @@ from txn.errors import (
 )
 from txn.ids import TopicPartition
 
-DESCRIBE_PRODUCERS = 61
 MAX_PARTITIONS_PER_REQUEST = 500
 """Partitions per DescribeProducers request in a batched scan (kafka-transactions.sh's 500)."""
 DEFAULT_MAX_REQUESTS_PER_SECOND = 20.0
@@ -179,7 +179,7 @@ class Scanner:
         body = {
             "topics": [{"name": t, "partition_indexes": ps} for t, ps in sorted(topics.items())]
         }
-        resp: Any = client.call(lambda: client.send(leader, DESCRIBE_PRODUCERS, body))
+        resp: Any = client.call(lambda: client.send(leader, ApiKey.DESCRIBE_PRODUCERS, body))
         out: dict[TopicPartition, list[ProducerState]] = {}
         for topic in resp.topics:
             for part in topic.partitions:

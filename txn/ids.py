@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import NamedTuple, NewType
 
 ProducerId = NewType("ProducerId", int)
@@ -49,3 +50,10 @@ class TopicPartition(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+class TopicIdPartition(NamedTuple):
+    """A (topic id, partition index) pair: a partition as share groups address it."""
+
+    topic_id: uuid.UUID
+    partition: int

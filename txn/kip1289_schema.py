@@ -7,11 +7,11 @@ version 0.  ``load_request`` and ``load_response`` look these up before falling
 back to kio's index, so the broker and the client decode and encode them like
 any other API.
 
-* AddShareAcksToTxn = 94: adds the ``__share_group_state`` partition of each
+* AddShareAcksToTxn: adds the ``__share_group_state`` partition of each
   (group, topic-partition) to the ongoing transaction.
-* TxnShareAcknowledge = 93: writes acknowledgements as pending in the
+* TxnShareAcknowledge: writes acknowledgements as pending in the
   transaction; tagged field 0 ``MemberId`` (nullable) is our extension.
-* DescribeSharePendingAcks = 95 (sharetxn admin API, not in any KIP): the
+* DescribeSharePendingAcks (sharetxn admin API, not in any KIP): the
   share coordinator's staged transactional acknowledgements per producer, for
   the recovery tool (``sharetxn txn describe``/``find-hanging``).
 """
@@ -28,27 +28,20 @@ from kio.schema.response_header.v1.header import ResponseHeader
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
-ADD_SHARE_ACKS_TO_TXN = 94
-TXN_SHARE_ACKNOWLEDGE = 93
-DESCRIBE_SHARE_PENDING_ACKS = 95
+from txn.api_keys import ApiKey
 
-#: The APIs above are sharetxn's (Apache Kafka 4.4 serves 93 as
-#: StreamsGroupTopologyDescriptionUpdate and 94 as UnregisterController), so a client tells a
-#: KIP-1289 cluster by this finalized feature in ApiVersions, not by the keys alone.
+#: These APIs' keys are sharetxn's (``txn.api_keys``: Apache Kafka 4.4 serves other requests
+#: under two of them), so a client tells a KIP-1289 cluster by this finalized feature in
+#: ApiVersions, not by the keys alone.
 KIP1289_FEATURE = "share.transaction.version"
 KIP1289_FEATURE_LEVEL = 1
-KIP1289_APIS: dict[int, str] = {
-    TXN_SHARE_ACKNOWLEDGE: "TxnShareAcknowledge",
-    ADD_SHARE_ACKS_TO_TXN: "AddShareAcksToTxn",
-    DESCRIBE_SHARE_PENDING_ACKS: "DescribeSharePendingAcks",
-}
 
 
 _T = TypeVar("_T")
 
 
 def _entity(
-    kind: EntityType, api_key: int, header: type[RequestHeader] | type[ResponseHeader]
+    kind: EntityType, api_key: ApiKey, header: type[RequestHeader] | type[ResponseHeader]
 ) -> Callable[[type[_T]], type[_T]]:
     """Give a class the attributes kio's generated entities carry (all ours are v0, flexible)."""
 
@@ -66,18 +59,18 @@ def _entity(
     return mark
 
 
-# --- AddShareAcksToTxn (94) v0 -----------------------------------------------------------------
+# --- AddShareAcksToTxn v0 ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-@_entity(EntityType.nested, ADD_SHARE_ACKS_TO_TXN, RequestHeader)
+@_entity(EntityType.nested, ApiKey.ADD_SHARE_ACKS_TO_TXN, RequestHeader)
 class AddShareAcksToTxnTopic:
     name: str = field(metadata={"kafka_type": "string"})
     partitions: tuple[i32, ...] = field(metadata={"kafka_type": "int32"}, default=())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-@_entity(EntityType.request, ADD_SHARE_ACKS_TO_TXN, RequestHeader)
+@_entity(EntityType.request, ApiKey.ADD_SHARE_ACKS_TO_TXN, RequestHeader)
 class AddShareAcksToTxnRequest:
     transactional_id: str = field(metadata={"kafka_type": "string"})
     producer_id: i64 = field(metadata={"kafka_type": "int64"})
@@ -87,17 +80,17 @@ class AddShareAcksToTxnRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-@_entity(EntityType.response, ADD_SHARE_ACKS_TO_TXN, ResponseHeader)
+@_entity(EntityType.response, ApiKey.ADD_SHARE_ACKS_TO_TXN, ResponseHeader)
 class AddShareAcksToTxnResponse:
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
 
 
-# --- TxnShareAcknowledge (93) v0 ---------------------------------------------------------------
+# --- TxnShareAcknowledge v0 --------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-@_entity(EntityType.nested, TXN_SHARE_ACKNOWLEDGE, RequestHeader)
+@_entity(EntityType.nested, ApiKey.TXN_SHARE_ACKNOWLEDGE, RequestHeader)
 class TxnAcknowledgementBatch:
     first_offset: i64 = field(metadata={"kafka_type": "int64"})
     last_offset: i64 = field(metadata={"kafka_type": "int64"})
@@ -105,21 +98,21 @@ class TxnAcknowledgementBatch:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-@_entity(EntityType.nested, TXN_SHARE_ACKNOWLEDGE, RequestHeader)
+@_entity(EntityType.nested, ApiKey.TXN_SHARE_ACKNOWLEDGE, RequestHeader)
 class TxnShareAcknowledgePartition:
     partition: i32 = field(metadata={"kafka_type": "int32"})
     acknowledgement_batches: tuple[TxnAcknowledgementBatch, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-@_entity(EntityType.nested, TXN_SHARE_ACKNOWLEDGE, RequestHeader)
+@_entity(EntityType.nested, ApiKey.TXN_SHARE_ACKNOWLEDGE, RequestHeader)
 class TxnShareAcknowledgeTopic:
     topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
     partitions: tuple[TxnShareAcknowledgePartition, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-@_entity(EntityType.request, TXN_SHARE_ACKNOWLEDGE, RequestHeader)
+@_entity(EntityType.request, ApiKey.TXN_SHARE_ACKNOWLEDGE, RequestHeader)
 class TxnShareAcknowledgeRequest:
     group_id: str = field(metadata={"kafka_type": "string"})
     transactional_id: str = field(metadata={"kafka_type": "string"})
@@ -130,7 +123,7 @@ class TxnShareAcknowledgeRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-@_entity(EntityType.nested, TXN_SHARE_ACKNOWLEDGE, ResponseHeader)
+@_entity(EntityType.nested, ApiKey.TXN_SHARE_ACKNOWLEDGE, ResponseHeader)
 class TxnShareAcknowledgePartitionResponse:
     partition: i32 = field(metadata={"kafka_type": "int32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
@@ -138,31 +131,31 @@ class TxnShareAcknowledgePartitionResponse:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-@_entity(EntityType.nested, TXN_SHARE_ACKNOWLEDGE, ResponseHeader)
+@_entity(EntityType.nested, ApiKey.TXN_SHARE_ACKNOWLEDGE, ResponseHeader)
 class TxnShareAcknowledgeTopicResponse:
     topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
     partitions: tuple[TxnShareAcknowledgePartitionResponse, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-@_entity(EntityType.response, TXN_SHARE_ACKNOWLEDGE, ResponseHeader)
+@_entity(EntityType.response, ApiKey.TXN_SHARE_ACKNOWLEDGE, ResponseHeader)
 class TxnShareAcknowledgeResponse:
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     topics: tuple[TxnShareAcknowledgeTopicResponse, ...]
 
 
-# --- DescribeSharePendingAcks (95) v0: sharetxn admin API ------------------------------------
+# --- DescribeSharePendingAcks v0: sharetxn admin API -----------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-@_entity(EntityType.request, DESCRIBE_SHARE_PENDING_ACKS, RequestHeader)
+@_entity(EntityType.request, ApiKey.DESCRIBE_SHARE_PENDING_ACKS, RequestHeader)
 class DescribeSharePendingAcksRequest:
     producer_ids: tuple[i64, ...] = field(metadata={"kafka_type": "int64"}, default=())
     """The producers to describe; empty: every producer with staged acknowledgements."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-@_entity(EntityType.nested, DESCRIBE_SHARE_PENDING_ACKS, ResponseHeader)
+@_entity(EntityType.nested, ApiKey.DESCRIBE_SHARE_PENDING_ACKS, ResponseHeader)
 class SharePendingAckEntry:
     group_id: str = field(metadata={"kafka_type": "string"})
     topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
@@ -174,7 +167,7 @@ class SharePendingAckEntry:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-@_entity(EntityType.nested, DESCRIBE_SHARE_PENDING_ACKS, ResponseHeader)
+@_entity(EntityType.nested, ApiKey.DESCRIBE_SHARE_PENDING_ACKS, ResponseHeader)
 class SharePendingAckProducer:
     producer_id: i64 = field(metadata={"kafka_type": "int64"})
     producer_epoch: i16 = field(metadata={"kafka_type": "int16"})
@@ -182,7 +175,7 @@ class SharePendingAckProducer:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-@_entity(EntityType.response, DESCRIBE_SHARE_PENDING_ACKS, ResponseHeader)
+@_entity(EntityType.response, ApiKey.DESCRIBE_SHARE_PENDING_ACKS, ResponseHeader)
 class DescribeSharePendingAcksResponse:
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
@@ -190,14 +183,14 @@ class DescribeSharePendingAcksResponse:
 
 
 _REQUESTS: dict[tuple[int, int], type] = {
-    (ADD_SHARE_ACKS_TO_TXN, 0): AddShareAcksToTxnRequest,
-    (TXN_SHARE_ACKNOWLEDGE, 0): TxnShareAcknowledgeRequest,
-    (DESCRIBE_SHARE_PENDING_ACKS, 0): DescribeSharePendingAcksRequest,
+    (ApiKey.ADD_SHARE_ACKS_TO_TXN, 0): AddShareAcksToTxnRequest,
+    (ApiKey.TXN_SHARE_ACKNOWLEDGE, 0): TxnShareAcknowledgeRequest,
+    (ApiKey.DESCRIBE_SHARE_PENDING_ACKS, 0): DescribeSharePendingAcksRequest,
 }
 _RESPONSES: dict[tuple[int, int], type] = {
-    (ADD_SHARE_ACKS_TO_TXN, 0): AddShareAcksToTxnResponse,
-    (TXN_SHARE_ACKNOWLEDGE, 0): TxnShareAcknowledgeResponse,
-    (DESCRIBE_SHARE_PENDING_ACKS, 0): DescribeSharePendingAcksResponse,
+    (ApiKey.ADD_SHARE_ACKS_TO_TXN, 0): AddShareAcksToTxnResponse,
+    (ApiKey.TXN_SHARE_ACKNOWLEDGE, 0): TxnShareAcknowledgeResponse,
+    (ApiKey.DESCRIBE_SHARE_PENDING_ACKS, 0): DescribeSharePendingAcksResponse,
 }
 
 

@@ -34,6 +34,7 @@ from coordinator.security.scram import (
     credential_from_salted,
 )
 from coordinator.security.store import SecurityMetadata
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ class SecurityAdminHandlers:
 
     # -- ACLs -----------------------------------------------------------------------------------
 
-    @api(30)
+    @api(ApiKey.CREATE_ACLS)
     async def create_acls(self, session: Session, req: DecodedRequest) -> dict[str, Any]:
         creations = list(req.body.creations)
         authorizer = self._authorizer()
@@ -118,7 +119,7 @@ class SecurityAdminHandlers:
             _enum(AclPermissionType, f.permission_type),
         )
 
-    @api(29)
+    @api(ApiKey.DESCRIBE_ACLS)
     async def describe_acls(self, session: Session, req: DecodedRequest) -> dict[str, Any]:
         authorizer = self._authorizer()
         if authorizer is None:
@@ -151,7 +152,7 @@ class SecurityAdminHandlers:
             ],
         }
 
-    @api(31)
+    @api(ApiKey.DELETE_ACLS)
     async def delete_acls(self, session: Session, req: DecodedRequest) -> dict[str, Any]:
         filters = list(req.body.filters)
         authorizer = self._authorizer()
@@ -196,7 +197,7 @@ class SecurityAdminHandlers:
 
     # -- SCRAM credentials ----------------------------------------------------------------------
 
-    @api(50)
+    @api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
     async def describe_user_scram_credentials(
         self, session: Session, req: DecodedRequest
     ) -> dict[str, Any]:
@@ -239,7 +240,7 @@ class SecurityAdminHandlers:
                 )
         return {"error_code": ErrorCode.NONE, "results": results}
 
-    @api(51)
+    @api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
     async def alter_user_scram_credentials(
         self, session: Session, req: DecodedRequest
     ) -> dict[str, Any]:

@@ -32,55 +32,57 @@ from coordinator.protocol.acl_rules import (
     produce_rule,
 )
 from coordinator.protocol.wire import DecodedRequest
+from txn.api_keys import ApiKey
 
 Rule = Callable[[RequestContext, DecodedRequest, Handler], Awaitable[Response]]
 
 RULES: Final[dict[int, Any]] = {
-    0: produce_rule,
-    1: fetch_rule,
-    2: list_offsets_rule,
-    3: metadata_rule,
-    8: g.offset_commit_rule,
-    9: g.offset_fetch_rule,
-    10: g.find_coordinator_rule,
-    11: group_rule(OP.READ),  # JoinGroup
-    12: group_rule(OP.READ),  # Heartbeat
-    13: group_rule(OP.READ),  # LeaveGroup
-    14: group_rule(OP.READ),  # SyncGroup
-    15: g.describe_groups_rule,
-    16: g.list_groups_rule,
-    18: open_rule,  # ApiVersions
-    19: create_topics_rule,
-    20: delete_topics_rule,
-    21: delete_records_rule,
-    22: init_producer_id_rule,
-    24: g.add_partitions_to_txn_rule,
-    25: add_offsets_to_txn_rule,
-    26: end_txn_rule,
-    28: g.txn_offset_commit_rule,
-    32: configs_rule(OP.DESCRIBE_CONFIGS, "results"),
-    35: cluster_rule(OP.DESCRIBE),  # DescribeLogDirs
-    37: create_partitions_rule,
-    42: g.delete_groups_rule,
-    33: configs_rule(OP.ALTER_CONFIGS, "responses"),
-    44: configs_rule(OP.ALTER_CONFIGS, "responses"),
-    47: g.offset_delete_rule,
-    60: open_rule,  # DescribeCluster
-    61: describe_producers_rule,
-    65: g.describe_transactions_rule,
-    66: g.list_transactions_rule,
-    68: membership_rule,  # ConsumerGroupHeartbeat
-    69: g.consumer_group_describe_rule,
-    76: membership_rule,  # ShareGroupHeartbeat
-    77: g.share_group_describe_rule,
-    78: g.share_fetch_rule,
-    79: g.share_acknowledge_rule,
-    90: g.describe_share_group_offsets_rule,
-    91: g.alter_share_group_offsets_rule,
-    92: g.delete_share_group_offsets_rule,
-    93: g.txn_share_acknowledge_rule,  # KIP-1289, as TxnOffsetCommit
-    94: add_share_acks_to_txn_rule,  # KIP-1289, as AddOffsetsToTxn + READ on topics
-    95: cluster_rule(OP.DESCRIBE),  # DescribeSharePendingAcks (sharetxn admin API)
+    ApiKey.PRODUCE: produce_rule,
+    ApiKey.FETCH: fetch_rule,
+    ApiKey.LIST_OFFSETS: list_offsets_rule,
+    ApiKey.METADATA: metadata_rule,
+    ApiKey.OFFSET_COMMIT: g.offset_commit_rule,
+    ApiKey.OFFSET_FETCH: g.offset_fetch_rule,
+    ApiKey.FIND_COORDINATOR: g.find_coordinator_rule,
+    ApiKey.JOIN_GROUP: group_rule(OP.READ),
+    ApiKey.HEARTBEAT: group_rule(OP.READ),
+    ApiKey.LEAVE_GROUP: group_rule(OP.READ),
+    ApiKey.SYNC_GROUP: group_rule(OP.READ),
+    ApiKey.DESCRIBE_GROUPS: g.describe_groups_rule,
+    ApiKey.LIST_GROUPS: g.list_groups_rule,
+    ApiKey.API_VERSIONS: open_rule,
+    ApiKey.CREATE_TOPICS: create_topics_rule,
+    ApiKey.DELETE_TOPICS: delete_topics_rule,
+    ApiKey.DELETE_RECORDS: delete_records_rule,
+    ApiKey.INIT_PRODUCER_ID: init_producer_id_rule,
+    ApiKey.ADD_PARTITIONS_TO_TXN: g.add_partitions_to_txn_rule,
+    ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn_rule,
+    ApiKey.END_TXN: end_txn_rule,
+    ApiKey.TXN_OFFSET_COMMIT: g.txn_offset_commit_rule,
+    ApiKey.DESCRIBE_CONFIGS: configs_rule(OP.DESCRIBE_CONFIGS, "results"),
+    ApiKey.DESCRIBE_LOG_DIRS: cluster_rule(OP.DESCRIBE),
+    ApiKey.CREATE_PARTITIONS: create_partitions_rule,
+    ApiKey.DELETE_GROUPS: g.delete_groups_rule,
+    ApiKey.ALTER_CONFIGS: configs_rule(OP.ALTER_CONFIGS, "responses"),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs_rule(OP.ALTER_CONFIGS, "responses"),
+    ApiKey.OFFSET_DELETE: g.offset_delete_rule,
+    ApiKey.DESCRIBE_CLUSTER: open_rule,
+    ApiKey.DESCRIBE_PRODUCERS: describe_producers_rule,
+    ApiKey.DESCRIBE_TRANSACTIONS: g.describe_transactions_rule,
+    ApiKey.LIST_TRANSACTIONS: g.list_transactions_rule,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: membership_rule,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: g.consumer_group_describe_rule,
+    ApiKey.SHARE_GROUP_HEARTBEAT: membership_rule,
+    ApiKey.SHARE_GROUP_DESCRIBE: g.share_group_describe_rule,
+    ApiKey.SHARE_FETCH: g.share_fetch_rule,
+    ApiKey.SHARE_ACKNOWLEDGE: g.share_acknowledge_rule,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: g.describe_share_group_offsets_rule,
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: g.alter_share_group_offsets_rule,
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: g.delete_share_group_offsets_rule,
+    ApiKey.TXN_SHARE_ACKNOWLEDGE: g.txn_share_acknowledge_rule,  # KIP-1289, as TxnOffsetCommit
+    # KIP-1289, as AddOffsetsToTxn + READ on topics
+    ApiKey.ADD_SHARE_ACKS_TO_TXN: add_share_acks_to_txn_rule,
+    ApiKey.DESCRIBE_SHARE_PENDING_ACKS: cluster_rule(OP.DESCRIBE),  # sharetxn admin API
 }
 
 

@@ -25,6 +25,7 @@ from coordinator.protocol.share_handlers import (
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.security.listeners import CURRENT_ENDPOINT
 from coordinator.topics import TopicInfo
+from txn.api_keys import ApiKey
 from txn.config import CONFIG_DEFS
 from txn.errors import ErrorCode
 from txn.ids import (
@@ -56,7 +57,7 @@ class ClusterHandlers:
         host, port = self.endpoint()
         return {"node_id": self.core.node_id, "host": host, "port": port, "rack": None}
 
-    @api(18)
+    @api(ApiKey.API_VERSIONS)
     async def api_versions(self, req: DecodedRequest) -> dict[str, Any]:
         keys = [
             {"api_key": key, "min_version": lo, "max_version": hi}
@@ -75,7 +76,7 @@ class ClusterHandlers:
             ]
         return answer
 
-    @api(3)
+    @api(ApiKey.METADATA)
     async def metadata(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         requested = body.topics
@@ -143,7 +144,7 @@ class ClusterHandlers:
             "topics": topics,
         }
 
-    @api(60)
+    @api(ApiKey.DESCRIBE_CLUSTER)
     async def describe_cluster(self, req: DecodedRequest) -> dict[str, Any]:
         host, port = self.endpoint()
         return {
@@ -155,7 +156,7 @@ class ClusterHandlers:
             "cluster_authorized_operations": OPERATIONS_NOT_REQUESTED,
         }
 
-    @api(10)
+    @api(ApiKey.FIND_COORDINATOR)
     async def find_coordinator(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         key_type = int(field(body, "key_type", default=0))
@@ -194,7 +195,7 @@ class ClusterHandlers:
             "port": first.get("port", -1),
         }
 
-    @api(32)
+    @api(ApiKey.DESCRIBE_CONFIGS)
     async def describe_configs(self, req: DecodedRequest) -> dict[str, Any]:
         results: list[dict[str, Any]] = []
         for resource in req.body.resources:
@@ -246,7 +247,7 @@ class ClusterHandlers:
             )
         return {"results": results}
 
-    @api(35)
+    @api(ApiKey.DESCRIBE_LOG_DIRS)
     async def describe_log_dirs(self, req: DecodedRequest) -> dict[str, Any]:
         """One log directory (the data dir) with the size of each partition's segments."""
         wanted = req.body.topics

@@ -14,6 +14,7 @@ from coordinator.protocol.responses import (
     millis,
 )
 from coordinator.protocol.wire import DecodedRequest, field
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 from txn.limits import INT32_MAX
@@ -25,7 +26,7 @@ class DataHandlers:
         self._wait_for_append = wait_for_append
         self.table: dict[int, Handler] = handler_table(self)
 
-    @api(0)
+    @api(ApiKey.PRODUCE)
     async def produce(self, req: DecodedRequest) -> dict[str, Any] | None:
         body = req.body
         transactional_id = field(body, "transactional_id")
@@ -157,7 +158,7 @@ class DataHandlers:
             responses.append(entry)
         return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}, total
 
-    @api(1)
+    @api(ApiKey.FETCH)
     async def fetch(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         clock = self.core.clock
@@ -173,7 +174,7 @@ class DataHandlers:
                 return response
             await self._wait_for_append(deadline_ms)
 
-    @api(2)
+    @api(ApiKey.LIST_OFFSETS)
     async def list_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         read_committed = int(field(body, "isolation_level", default=0)) == 1

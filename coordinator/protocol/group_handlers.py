@@ -25,6 +25,7 @@ from coordinator.protocol.responses import (
     undescribed_group,
 )
 from coordinator.protocol.wire import DecodedRequest, field
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, KafkaStorageError
 from txn.ids import TopicPartition
 
@@ -67,7 +68,7 @@ class GroupHandlers:
 
     # -- membership -----------------------------------------------------------------------------
 
-    @api(11)
+    @api(ApiKey.JOIN_GROUP)
     async def join_group(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         session = millis(b.session_timeout)
@@ -102,7 +103,7 @@ class GroupHandlers:
             ],
         }
 
-    @api(14)
+    @api(ApiKey.SYNC_GROUP)
     async def sync_group(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         assignments = {a.member_id: bytes(a.assignment) for a in b.assignments}
@@ -125,7 +126,7 @@ class GroupHandlers:
             "assignment": result.assignment,
         }
 
-    @api(12)
+    @api(ApiKey.HEARTBEAT)
     async def heartbeat(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         error = self.core.groups.heartbeat(
@@ -133,7 +134,7 @@ class GroupHandlers:
         )
         return {"error_code": error}
 
-    @api(13)
+    @api(ApiKey.LEAVE_GROUP)
     async def leave_group(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         members = field(b, "members")
@@ -151,7 +152,7 @@ class GroupHandlers:
             ],
         }
 
-    @api(15)
+    @api(ApiKey.DESCRIBE_GROUPS)
     async def describe_groups(self, req: DecodedRequest) -> dict[str, Any]:
         groups = []
         for d in self.core.groups.describe(list(req.body.groups)):
@@ -196,7 +197,7 @@ class GroupHandlers:
 
     # -- the consumer group protocol (KIP-848) -------------------------------------------------
 
-    @api(68)
+    @api(ApiKey.CONSUMER_GROUP_HEARTBEAT)
     async def consumer_group_heartbeat(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         owned = None
@@ -228,7 +229,7 @@ class GroupHandlers:
         assignment = None if result.assignment is None else sorted(result.assignment.items())
         return heartbeat_response(result, assignment)
 
-    @api(69)
+    @api(ApiKey.CONSUMER_GROUP_DESCRIBE)
     async def consumer_group_describe(self, req: DecodedRequest) -> dict[str, Any]:
         groups: list[dict[str, Any]] = []
         for group_id, error, group in self.core.groups.describe_consumer_protocol(
@@ -285,7 +286,7 @@ class GroupHandlers:
 
     # -- offsets --------------------------------------------------------------------------------
 
-    @api(8)
+    @api(ApiKey.OFFSET_COMMIT)
     async def offset_commit(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         offsets = _offsets(b.topics)
@@ -311,7 +312,7 @@ class GroupHandlers:
                 groups.durable(token)
         return {"topics": by_topic(results, lambda e: {"error_code": e})}
 
-    @api(9)
+    @api(ApiKey.OFFSET_FETCH)
     async def offset_fetch(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         require_stable = bool(field(b, "require_stable", default=False))
@@ -347,7 +348,7 @@ class GroupHandlers:
             return {"error_code": answers[0]["error_code"], "topics": answers[0]["topics"]}
         return {"groups": answers}
 
-    @api(47)
+    @api(ApiKey.OFFSET_DELETE)
     async def offset_delete(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         partitions = [
@@ -363,7 +364,7 @@ class GroupHandlers:
 
     # -- transactional offsets (KIP-98, KIP-447) ------------------------------------------------
 
-    @api(25)
+    @api(ApiKey.ADD_OFFSETS_TO_TXN)
     async def add_offsets_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         if not b.group_id:
@@ -373,7 +374,7 @@ class GroupHandlers:
         )
         return {"error_code": error}
 
-    @api(28)
+    @api(ApiKey.TXN_OFFSET_COMMIT)
     async def txn_offset_commit(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         results = self.core.txn_offset_commit(

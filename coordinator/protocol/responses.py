@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from coordinator.protocol.wire import DecodedRequest
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
@@ -23,7 +24,7 @@ M = TypeVar("M", bound=Callable[..., Any])
 _API_KEY = "api_key"
 
 
-def api(key: int) -> Callable[[M], M]:
+def api(key: ApiKey) -> Callable[[M], M]:
     """Mark a handler method as the handler of the API ``key`` (see ``handler_table``)."""
 
     def mark(method: M) -> M:

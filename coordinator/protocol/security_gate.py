@@ -29,14 +29,12 @@ from coordinator.security.sasl import SUPPORTED_MECHANISMS, SaslServer, new_serv
 from coordinator.security.scram import SaslAuthenticationFailedError, ScramMechanism
 from coordinator.security.store import SecurityMetadata
 from coordinator.security.tls import ANONYMOUS, principal_of
+from txn.api_keys import ApiKey
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode, InvalidConfigError
 
 log = logging.getLogger("sharetxn.security")
 
-API_VERSIONS: Final = 18
-SASL_HANDSHAKE: Final = 17
-SASL_AUTHENTICATE: Final = 36
 
 #: Kafka's accepted ``authorizer.class.name`` values (both mean the ACL authorizer here).
 AUTHORIZER_CLASSES: Final = frozenset(
@@ -146,7 +144,7 @@ class SecurityGate:
         if session.authenticated:
             return None
         if session.sasl is None:
-            if key in (API_VERSIONS, SASL_HANDSHAKE):
+            if key in (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE):
                 return None
             log.info(
                 "closing connection from %s on %s: request %d before SASL authentication",
@@ -155,7 +153,7 @@ class SecurityGate:
                 key,
             )
             return CLOSE
-        if key == SASL_AUTHENTICATE:
+        if key == ApiKey.SASL_AUTHENTICATE:
             return None
         log.info(
             "closing connection from %s on %s: request %d during SASL authentication",
@@ -169,11 +167,11 @@ class SecurityGate:
         self, session: Session, req: DecodedRequest, handler: Handler | None
     ) -> dict[str, Any] | bool | None:
         key = req.api_key
-        if key == SASL_HANDSHAKE:
+        if key == ApiKey.SASL_HANDSHAKE:
             return self._handshake(session, req)
-        if key == SASL_AUTHENTICATE:
+        if key == ApiKey.SASL_AUTHENTICATE:
             return self._authenticate(session, req)
-        if not session.authenticated and key != API_VERSIONS:
+        if not session.authenticated and key != ApiKey.API_VERSIONS:
             log.info(
                 "closing connection from %s on %s: request %d before SASL authentication",
                 session.client_host,
@@ -186,7 +184,7 @@ class SecurityGate:
             return await own(session, req)
         if handler is None:
             return CLOSE
-        if self.authorizer is None or key == API_VERSIONS:
+        if self.authorizer is None or key == ApiKey.API_VERSIONS:
             return await handler(req)
         ctx = RequestContext(self.authorizer, session.principal, session.client_host)
         if self.topics is not None:

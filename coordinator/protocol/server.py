@@ -44,11 +44,10 @@ from coordinator.security.listeners import (
     advertised_endpoint,
 )
 from coordinator.security.store import MemorySecurityStorage, SecurityMetadata
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 
 log = logging.getLogger("sharetxn.server")
-
-API_VERSIONS_KEY = 18
 
 
 class KafkaServer:
@@ -257,7 +256,7 @@ class KafkaServer:
             if isinstance(verdict, ErrorCode):
                 session.close_after_response = True
                 return self._error_frame(key, version, correlation_id, verdict)
-        if key == API_VERSIONS_KEY and not is_supported(key, version):
+        if key == ApiKey.API_VERSIONS and not is_supported(key, version):
             # Clients retry ApiVersions at v0 after this answer, as KIP-511 specifies.
             return self._api_versions_v0(correlation_id, ErrorCode.UNSUPPORTED_VERSION)
         if not is_supported(key, version):
@@ -272,7 +271,7 @@ class KafkaServer:
             log.info("bad frame: %s", exc)
             if not session.authenticated:
                 return False  # as Kafka's SaslServerAuthenticator (InvalidRequestException)
-            return self._error_frame(key, version, correlation_id, ErrorCode(exc.error_code))
+            return self._error_frame(key, version, correlation_id, exc.error_code)
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "connection %d: %s v%d (correlation id %d, %d bytes)",
@@ -305,7 +304,7 @@ class KafkaServer:
             for k, (_n, lo, hi) in sorted(SUPPORTED.items())
         ]
         return encode_response(
-            API_VERSIONS_KEY, 0, correlation_id, {"error_code": error, "api_keys": keys}
+            ApiKey.API_VERSIONS, 0, correlation_id, {"error_code": error, "api_keys": keys}
         )
 
     def _error_frame(

@@ -29,10 +29,11 @@ from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.share.group_model import ShareGroupDescription, ShareGroupMemberDescription
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
 from coordinator.share.persister import ShareStateKey
-from coordinator.share.sessions import INITIAL_EPOCH, TopicIdPartition
+from coordinator.share.sessions import INITIAL_EPOCH
 from coordinator.share.share_partition import AckBatch
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
-from txn.ids import TopicPartition
+from txn.ids import TopicIdPartition, TopicPartition
 from txn.limits import INT32_MAX, SHARE_FETCH_MAX_RECORDS
 
 RESOURCE_TOPIC = 2
@@ -110,7 +111,7 @@ class ShareHandlers:
 
     # -- membership -----------------------------------------------------------------------------
 
-    @api(76)
+    @api(ApiKey.SHARE_GROUP_HEARTBEAT)
     async def share_group_heartbeat(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         subscribed = None if b.subscribed_topic_names is None else list(b.subscribed_topic_names)
@@ -125,12 +126,12 @@ class ShareHandlers:
         )
         return heartbeat_response(result, result.assignment)
 
-    @api(77)
+    @api(ApiKey.SHARE_GROUP_DESCRIBE)
     async def share_group_describe(self, req: DecodedRequest) -> dict[str, Any]:
         descriptions = self.share.groups.describe(list(req.body.group_ids))
         return {"groups": [_described_group(d) for d in descriptions]}
 
-    @api(16)
+    @api(ApiKey.LIST_GROUPS)
     async def list_groups(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         states = list(field(b, "states_filter", default=()) or ())
@@ -156,7 +157,7 @@ class ShareHandlers:
         listings.sort(key=lambda g: str(g["group_id"]))
         return {"error_code": ErrorCode.NONE, "groups": listings}
 
-    @api(42)
+    @api(ApiKey.DELETE_GROUPS)
     async def delete_groups(self, req: DecodedRequest) -> dict[str, Any]:
         names = list(req.body.groups_names)
         consumer = [n for n in names if self.core.groups.has_group(n)]
@@ -179,7 +180,7 @@ class ShareHandlers:
         lock_ms = self.share.partition_config(group_id).record_lock_duration_ms if group_id else 0
         return group_id, member_id, epoch, lock_ms
 
-    @api(78)
+    @api(ApiKey.SHARE_FETCH)
     async def share_fetch(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         group_id, member_id, epoch, lock_ms = self._session_of(b)
@@ -256,7 +257,7 @@ class ShareHandlers:
             if (
                 not full
                 and entry.error is ErrorCode.NONE
-                and int(entry.ack_error) == 0
+                and int(entry.ack_error) == ErrorCode.NONE
                 and not entry.acked
                 and (result is None or not result.acquired)
             ):
@@ -288,7 +289,7 @@ class ShareHandlers:
             "node_endpoints": [self._endpoint()],
         }
 
-    @api(79)
+    @api(ApiKey.SHARE_ACKNOWLEDGE)
     async def share_acknowledge(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         group_id, member_id, epoch, lock_ms = self._session_of(b)
@@ -339,7 +340,7 @@ class ShareHandlers:
 
     # -- KIP-1289 -------------------------------------------------------------------------------
 
-    @api(94)
+    @api(ApiKey.ADD_SHARE_ACKS_TO_TXN)
     async def add_share_acks_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
         """AddShareAcksToTxn: add each (group, topic partition)'s share-state partition."""
         b = req.body
@@ -362,7 +363,7 @@ class ShareHandlers:
         errors = [e for e in results.values() if e is not ErrorCode.NONE]
         return {"error_code": errors[0] if errors else ErrorCode.NONE}
 
-    @api(93)
+    @api(ApiKey.TXN_SHARE_ACKNOWLEDGE)
     async def txn_share_acknowledge(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         acks: list[PartitionAcks] = []
@@ -401,9 +402,9 @@ class ShareHandlers:
             )
         return {"topics": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()]}
 
-    @api(95)
+    @api(ApiKey.DESCRIBE_SHARE_PENDING_ACKS)
     async def describe_share_pending_acks(self, req: DecodedRequest) -> dict[str, Any]:
-        """DescribeSharePendingAcks (sharetxn admin API 95): staged acks per producer.
+        """DescribeSharePendingAcks (sharetxn admin API): staged acks per producer.
 
         Read from the share coordinator's staged transactional updates: per producer id, each
         share partition with pending acknowledgements, their count and offset range.
@@ -445,7 +446,7 @@ class ShareHandlers:
 
     # -- share-group offsets (admin) ------------------------------------------------------------
 
-    @api(90)
+    @api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
     async def describe_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         groups = []
         for g in req.body.groups:
@@ -521,7 +522,7 @@ class ShareHandlers:
             "responses": [],
         }
 
-    @api(91)
+    @api(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
     async def alter_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         group_id = b.group_id
@@ -573,7 +574,7 @@ class ShareHandlers:
             )
         return {"error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
 
-    @api(92)
+    @api(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
     async def delete_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         group_id = b.group_id
@@ -612,7 +613,7 @@ class ShareHandlers:
 
     # -- group configs --------------------------------------------------------------------------
 
-    @api(44)
+    @api(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     async def incremental_alter_configs(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         responses = []

@@ -9,6 +9,7 @@ from typing import Any
 from coordinator.broker import BrokerCore
 from coordinator.protocol.responses import Handler, api, handler_table
 from coordinator.protocol.wire import DecodedRequest, field
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
@@ -21,7 +22,7 @@ class TopicHandlers:
         self.core = core
         self.table: dict[int, Handler] = handler_table(self)
 
-    @api(19)
+    @api(ApiKey.CREATE_TOPICS)
     async def create_topics(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         validate_only = bool(field(body, "validate_only", default=False))
@@ -48,7 +49,7 @@ class TopicHandlers:
             )
         return {"topics": out}
 
-    @api(33)
+    @api(ApiKey.ALTER_CONFIGS)
     async def alter_configs(self, req: DecodedRequest) -> dict[str, Any]:
         """Kafka's legacy AlterConfigs: a topic's configs become exactly the ones given."""
         body = req.body
@@ -80,7 +81,7 @@ class TopicHandlers:
             )
         return {"responses": responses}
 
-    @api(20)
+    @api(ApiKey.DELETE_TOPICS)
     async def delete_topics(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         names: list[tuple[str | None, uuid.UUID | None]] = []
@@ -110,7 +111,7 @@ class TopicHandlers:
             )
         return {"responses": out}
 
-    @api(37)
+    @api(ApiKey.CREATE_PARTITIONS)
     async def create_partitions(self, req: DecodedRequest) -> dict[str, Any]:
         validate_only = bool(field(req.body, "validate_only", default=False))
         results: list[dict[str, Any]] = []
@@ -123,7 +124,7 @@ class TopicHandlers:
             )
         return {"results": results}
 
-    @api(21)
+    @api(ApiKey.DELETE_RECORDS)
     async def delete_records(self, req: DecodedRequest) -> dict[str, Any]:
         topics: list[dict[str, Any]] = []
         for topic in req.body.topics:

@@ -16,6 +16,7 @@ from coordinator.protocol.responses import (
 )
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.txn_results import ProducerResult
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 from txn.ids import KAFKA_INTERNAL_TOPICS, TopicPartition
 from txn.state import TransactionState
@@ -39,7 +40,7 @@ class TxnHandlers:
         self.core = core
         self.table: dict[int, Handler] = handler_table(self)
 
-    @api(22)
+    @api(ApiKey.INIT_PRODUCER_ID)
     async def init_producer_id(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         result = self.core.txn_coordinator.init_producer_id(
@@ -56,7 +57,7 @@ class TxnHandlers:
             "ongoing_txn_producer_epoch": result.ongoing_txn_producer_epoch,
         }
 
-    @api(24)
+    @api(ApiKey.ADD_PARTITIONS_TO_TXN)
     async def add_partitions_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         coordinator = self.core.txn_coordinator
@@ -126,7 +127,7 @@ class TxnHandlers:
         info = self.core.topics.get(tp.topic)
         return info is not None and 0 <= tp.partition < info.num_partitions
 
-    @api(26)
+    @api(ApiKey.END_TXN)
     async def end_txn(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         result = self.core.txn_coordinator.end_txn(
@@ -138,7 +139,7 @@ class TxnHandlers:
         )
         return _producer_answer(result, fenced_unknown=req.api_version < 2)
 
-    @api(66)
+    @api(ApiKey.LIST_TRANSACTIONS)
     async def list_transactions(self, req: DecodedRequest) -> dict[str, Any]:
         body = req.body
         listings = self.core.txn_coordinator.list_transactions(
@@ -161,7 +162,7 @@ class TxnHandlers:
             ],
         }
 
-    @api(65)
+    @api(ApiKey.DESCRIBE_TRANSACTIONS)
     async def describe_transactions(self, req: DecodedRequest) -> dict[str, Any]:
         descriptions = self.core.txn_coordinator.describe_transactions(
             list(req.body.transactional_ids)
@@ -187,7 +188,7 @@ class TxnHandlers:
             )
         return {"transaction_states": states}
 
-    @api(61)
+    @api(ApiKey.DESCRIBE_PRODUCERS)
     async def describe_producers(self, req: DecodedRequest) -> dict[str, Any]:
         topics: list[dict[str, Any]] = []
         for topic in req.body.topics:

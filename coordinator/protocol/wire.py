@@ -17,6 +17,7 @@ from typing import Any
 
 from kio.serial import entity_reader, entity_writer
 
+from txn.errors import ErrorCode
 from txn.kip1289_schema import load_request as load_request_schema
 from txn.kip1289_schema import load_response as load_response_schema
 from txn.wire_guard import check_entity, check_request_header
@@ -30,7 +31,7 @@ class FrameError(Exception):
 
     def __init__(
         self,
-        error_code: int,
+        error_code: ErrorCode,
         message: str,
         api_key: int = -1,
         api_version: int = -1,
@@ -57,7 +58,7 @@ class DecodedRequest:
 def peek_header(frame: bytes) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id) of a frame, or FrameError if too short."""
     if len(frame) < _PEEK.size:
-        raise FrameError(42, "frame shorter than a request header")
+        raise FrameError(ErrorCode.INVALID_REQUEST, "frame shorter than a request header")
     key, version, correlation_id = _PEEK.unpack_from(frame, 0)
     return int(key), int(version), int(correlation_id)
 
@@ -69,7 +70,11 @@ def decode_request(frame: bytes) -> DecodedRequest:
         cls = load_request_schema(api_key, api_version)
     except Exception as exc:
         raise FrameError(
-            35, f"unsupported API {api_key} v{api_version}", api_key, api_version, correlation_id
+            ErrorCode.UNSUPPORTED_VERSION,
+            f"unsupported API {api_key} v{api_version}",
+            api_key,
+            api_version,
+            correlation_id,
         ) from exc
     try:
         # Every length bounded by the frame first: the native reader allocates what a
@@ -80,7 +85,7 @@ def decode_request(frame: bytes) -> DecodedRequest:
         body, _size = entity_reader(cls)(frame, header_size)
     except Exception as exc:
         raise FrameError(
-            2,
+            ErrorCode.CORRUPT_MESSAGE,
             f"malformed {cls.__name__} v{api_version}: {exc}",
             api_key,
             api_version,

@@ -25,15 +25,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
 
-
-class TopicIdPartition(NamedTuple):
-    """A partition addressed the way share groups address it: by topic id."""
-
-    topic_id: uuid.UUID
-    partition: int
-
+from txn.ids import TopicIdPartition
 
 Assignment = frozenset[TopicIdPartition]
 

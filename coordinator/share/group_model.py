@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
-from coordinator.share.assignor import Assignment, TopicIdPartition
+from coordinator.share.assignor import Assignment
 from coordinator.share.group_records import (
     CurrentAssignmentRecord,
     GroupRecord,
@@ -16,6 +16,7 @@ from coordinator.share.group_records import (
     PartitionStateRecord,
 )
 from txn.errors import ErrorCode
+from txn.ids import TopicIdPartition
 
 JOIN_GROUP_MEMBER_EPOCH = 0
 LEAVE_GROUP_MEMBER_EPOCH = -1

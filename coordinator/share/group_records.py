@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from coordinator.share.assignor import TopicIdPartition
+from txn.ids import TopicIdPartition
 
 VERSION = 0
 

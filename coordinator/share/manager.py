@@ -34,7 +34,6 @@ from coordinator.share.sessions import (
     INITIAL_EPOCH,
     ShareSession,
     ShareSessionCache,
-    TopicIdPartition,
 )
 from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.share_partition import (
@@ -49,7 +48,7 @@ from coordinator.topics import TopicRegistry
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
-from txn.ids import SHARE_GROUP_STATE_TOPIC, TopicPartition
+from txn.ids import SHARE_GROUP_STATE_TOPIC, TopicIdPartition, TopicPartition
 
 log = logging.getLogger("sharetxn.share")
 

@@ -9,20 +9,14 @@ connection closes.  ``group.share.max.share.sessions`` bounds the cache.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from txn.errors import ErrorCode
+from txn.ids import TopicIdPartition
 from txn.limits import next_share_session_epoch
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
-
-
-class TopicIdPartition(NamedTuple):
-    topic_id: uuid.UUID
-    partition: int
 
 
 @dataclass(slots=True)

@@ -18,16 +18,18 @@ from producer.connection import BrokerConnection
 from producer.security import ClientSecurity
 from producer.spark.errors import SparkConfigError
 from producer.spark.options import AT_LEAST_ONCE, SourceOptions
+from txn.api_keys import ApiKey
 from txn.errors import NetworkError
 from txn.kip1289_schema import (
-    ADD_SHARE_ACKS_TO_TXN,
     KIP1289_FEATURE,
     KIP1289_FEATURE_LEVEL,
-    TXN_SHARE_ACKNOWLEDGE,
 )
 
 #: The KIP-932 APIs a share consumer needs.
-SHARE_APIS: dict[int, str] = {76: "ShareGroupHeartbeat", 78: "ShareFetch", 79: "ShareAcknowledge"}
+SHARE_APIS: dict[int, str] = {
+    key: key.api_name
+    for key in (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE)
+}
 SHARE_FEATURE = "share.version"
 DOCS = 'docs/spark.md, "Share groups without KIP-1289"'
 
@@ -72,7 +74,7 @@ def support_of(
     address: str, versions: Mapping[int, tuple[int, int]], features: Mapping[str, int]
 ) -> ClusterSupport:
     kip1289 = features.get(KIP1289_FEATURE, 0) >= KIP1289_FEATURE_LEVEL and all(
-        key in versions for key in (TXN_SHARE_ACKNOWLEDGE, ADD_SHARE_ACKS_TO_TXN)
+        key in versions for key in (ApiKey.TXN_SHARE_ACKNOWLEDGE, ApiKey.ADD_SHARE_ACKS_TO_TXN)
     )
     missing = [name for key, name in SHARE_APIS.items() if key not in versions]
     off: str | None = None
@@ -98,8 +100,8 @@ def refuse_unsupported(opts: SourceOptions, support: ClusterSupport) -> None:
         return
     msg = (
         f"kafka-share: the cluster at {support.address} does not support KIP-1289: it lacks "
-        f"TxnShareAcknowledge (API {TXN_SHARE_ACKNOWLEDGE}, feature {KIP1289_FEATURE}), so "
-        "share-group acknowledgements cannot join a transaction and this source cannot be "
+        f"TxnShareAcknowledge (API {ApiKey.TXN_SHARE_ACKNOWLEDGE}, feature {KIP1289_FEATURE}), "
+        "so share-group acknowledgements cannot join a transaction and this source cannot be "
         "exactly once there (no Apache Kafka release has KIP-1289). Options: (1) run "
         "against a broker with KIP-1289 (sharetxn); (2) opt in to at least once with "
         f'.option("deliverySemantics", "{AT_LEAST_ONCE}"): records are acknowledged '

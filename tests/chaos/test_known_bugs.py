@@ -14,13 +14,12 @@ import pytest
 from coordinator.broker import BrokerCore
 from coordinator.log.memory_log import MemoryStorage
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
-from coordinator.share.sessions import TopicIdPartition
 from coordinator.share.share_partition import AckBatch
 from txn.batch import build_batch
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
-from txn.ids import TopicPartition
+from txn.ids import TopicIdPartition, TopicPartition
 
 pytestmark = pytest.mark.chaos
 

@@ -12,13 +12,12 @@ from chaos.sim_loop import SimLoop
 from coordinator.broker import BrokerCore
 from coordinator.log.storage import LogConfig
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
-from coordinator.share.sessions import TopicIdPartition
 from coordinator.share.share_partition import AckBatch
 from txn.batch import build_batch
 from txn.clock import Timer
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
-from txn.ids import TopicPartition
+from txn.ids import TopicIdPartition, TopicPartition
 from txn.share_state import RecordState
 
 pytestmark = pytest.mark.chaos

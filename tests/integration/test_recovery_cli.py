@@ -38,8 +38,8 @@ from tests.integration.test_kip1289_e2e import (
     markerless_broker,
     offsets,
     poll_n,
+    prepare_share_group,
     prepared_by_killed_process,
-    setup,
     share_consumer,
     subscribed_setup,
 )
@@ -132,7 +132,7 @@ def killed_prepared(
 ) -> tuple[str, str, str, str, PreparedTxnState]:
     """(topic_in, topic_out, group, tid, state): N new records consumed, their outputs and acks
     left in a 2PC transaction by a process SIGKILLed after ``prepare_transaction``."""
-    topic_in, topic_out, group = setup(b, n)
+    topic_in, topic_out, group = prepare_share_group(b, n)
     tid = f"{tid_prefix}-{uuid.uuid4().hex[:6]}"
     state = prepared_by_killed_process(b, group, topic_in, topic_out, tid, n)
     return topic_in, topic_out, group, tid, state
@@ -313,7 +313,7 @@ def test_force_terminate_reads_back_a_commit_that_won_the_race(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     b = kbroker.bootstrap_servers
-    _topic_in, topic_out, _group = setup(b, 0)
+    _topic_in, topic_out, _group = prepare_share_group(b, 0)
     tid = f"rec-won-{uuid.uuid4().hex[:6]}"
     client = TransactionalProducer({"bootstrap.servers": b, "transactional.id": tid})
     client.init_transactions()
@@ -347,7 +347,7 @@ def test_recover_spark_checkpoint_both_directions_and_orphans(
     kbroker: LocalBroker, tmp_path: Path, audit: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     b = kbroker.bootstrap_servers
-    topic_in, topic_out, group = setup(b, 9)
+    topic_in, topic_out, group = prepare_share_group(b, 9)
     qid = str(uuid.uuid4())
     prefix = f"q{uuid.uuid4().hex[:4]}"
     chk = tmp_path / "checkpoint"
@@ -527,7 +527,7 @@ def prepared_2pc(b: str, tid: str, topic_out: str) -> PreparedTxnState:
 
 def prepared_2pc_in_new_topic(b: str, tid_prefix: str) -> tuple[str, str, PreparedTxnState]:
     """(transactional id, output topic, state) of a new :func:`prepared_2pc` transaction."""
-    _, topic_out, _ = setup(b, 0)
+    _, topic_out, _ = prepare_share_group(b, 0)
     tid = f"{tid_prefix}-{uuid.uuid4().hex[:6]}"
     return tid, topic_out, prepared_2pc(b, tid, topic_out)
 
@@ -536,7 +536,7 @@ def test_ageing_warnings_at_80_percent_and_for_old_prepared_2pc(
     kbroker: LocalBroker, capsys: pytest.CaptureFixture[str]
 ) -> None:
     b = kbroker.bootstrap_servers
-    _, topic_out, _ = setup(b, 0)
+    _, topic_out, _ = prepare_share_group(b, 0)
     tag = uuid.uuid4().hex[:6]
     timed, prepared = f"age-timed-{tag}", f"age-2pc-{tag}"
     p = TransactionalProducer(

@@ -7,13 +7,12 @@ import random
 from coordinator.broker import BrokerCore
 from coordinator.log.memory_log import MemoryStorage
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
-from coordinator.share.sessions import TopicIdPartition
 from coordinator.share.share_partition import AckBatch, SharePartition
 from txn.batch import build_batch
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
-from txn.ids import TopicPartition
+from txn.ids import TopicIdPartition, TopicPartition
 from txn.share_state import RecordState
 
 CONFIG = BrokerConfig(

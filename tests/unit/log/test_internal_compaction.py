@@ -17,13 +17,17 @@ from coordinator.broker import BrokerCore
 from coordinator.group.offset_commands import Committer
 from coordinator.log.memory_log import MemoryStorage
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
-from coordinator.share.sessions import TopicIdPartition
 from coordinator.share.share_partition import AckBatch
 from txn.batch import build_batch
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
-from txn.ids import SHARE_GROUP_STATE_TOPIC, TRANSACTION_STATE_TOPIC, TopicPartition
+from txn.ids import (
+    SHARE_GROUP_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    TopicIdPartition,
+    TopicPartition,
+)
 from txn.txn_log import read_records
 
 T0 = 1_700_000_000_000

@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.share.assignor import Assignment, SimpleAssignor, TopicIdPartition
+from coordinator.share.assignor import Assignment, SimpleAssignor
+from txn.ids import TopicIdPartition
 
 T1 = uuid.UUID(int=1)
 T2 = uuid.UUID(int=2)

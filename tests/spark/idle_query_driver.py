@@ -2,8 +2,9 @@
 
 ``python -m tests.spark.idle_query_driver BOOTSTRAP CHECKPOINT SOURCE INPUT OUTPUT
 [PRODUCER_CONFIG_JSON]``: SOURCE
-is ``file`` (INPUT: a directory of text files, one file per batch) or ``kafka-share``
-(INPUT: a topic, 400 records per batch).  Every input line or record value is written to
+is ``file`` (INPUT: a directory of text files, one file per batch), ``kafka-share``
+(INPUT: a topic, 400 records per batch) or ``kafka`` (Spark's own Kafka source, INPUT: a
+topic, ``maxOffsetsPerTrigger`` 400).  Every input line or record value is written to
 OUTPUT through ``ExactlyOnce``.  The driver never calls ``commit_decided``,
 ``await_termination`` or ``close``: only the sink's own commit phase can make the outputs
 visible.  Once a second it prints ``commit-lag {json}`` (``ExactlyOnce.commit_lag``); it
@@ -33,13 +34,27 @@ def main(argv: list[str]) -> int:
     producer_config = json.loads(argv[5]) if len(argv) > 5 else {}
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("producer.spark").setLevel(logging.INFO)
-    spark = spark_session()
+    if source == "kafka":
+        from producer.spark.kafka_connector import kafka_jars  # noqa: PLC0415
+
+        spark = spark_session(conf={"spark.jars": kafka_jars()})
+    else:
+        spark = spark_session()
     eos = ExactlyOnce(
         bootstrap, checkpoint, transactional_id_prefix=PREFIX, producer_config=producer_config
     )
     if source == "file":
         stream = (
             spark.readStream.format("text").option("maxFilesPerTrigger", "1").load(source_input)
+        )
+    elif source == "kafka":
+        stream = (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", source_input)
+            .option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", str(PER_BATCH))
+            .load()
         )
     else:
         stream = eos.read_stream(

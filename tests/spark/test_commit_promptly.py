@@ -187,3 +187,24 @@ def test_behind_kafka_share_the_last_batch_is_visible_while_the_query_idles(
     args = [broker.bootstrap_servers, str(checkpoint), "kafka-share", "idle-in", OUTPUT]
     with run_driver(args, tmp_path / "driver.log") as driver:
         assert_visible_while_running(broker.bootstrap_servers, driver, checkpoint, expected)
+
+
+def test_behind_spark_kafka_source_the_last_batch_is_visible_while_the_query_idles(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    """Spark's ``format("kafka")`` stops planning batches once the topic is read: only the
+    sink's committer can make the last batch visible."""
+    output_topic(broker.bootstrap_servers)
+    with Admin(broker.bootstrap_servers) as admin:
+        admin.create_topics([TopicSpec("idle-kafka-in", 1)])
+    expected = [f"kafka-record-{i}" for i in range(BATCHES * PER_BATCH)]
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for value in expected:
+        producer.produce("idle-kafka-in", value.encode())
+    producer.flush()
+    checkpoint = tmp_path / "checkpoint"
+    args = [broker.bootstrap_servers, str(checkpoint), "kafka", "idle-kafka-in", OUTPUT]
+    with run_driver(args, tmp_path / "driver.log") as driver:
+        assert_visible_while_running(
+            broker.bootstrap_servers, driver, checkpoint, expected, BATCHES
+        )

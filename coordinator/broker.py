@@ -607,6 +607,7 @@ class BrokerCore:
             self.clock.now_ms(),
             transactional_id=transactional_id,
             verifier=self._verify_txn_partition,
+            txn_producer=self.txn_coordinator.is_transactional_producer,
         )
         if result.error is ErrorCode.NONE:
             self._notify(tp)

@@ -128,8 +128,10 @@ class BrokerCore:
         self._share_event_listeners: list[Callable[[str, str, int], None]] = []
         for info in self.topics.all():
             self._open_partitions(info)
+        # Scrambled: a producer id cannot be guessed from another one (docs/security.md).
         self.producer_ids = ProducerIdManager(
-            storage.open_log(PRODUCER_IDS_TOPIC, 0, self._internal_log_config)
+            storage.open_log(PRODUCER_IDS_TOPIC, 0, self._internal_log_config),
+            scramble_rng=self.rng,
         )
         self.marker_channel = MarkerChannel(clock, self)
         txn_log = storage.open_log(

@@ -381,3 +381,51 @@ def test_the_file_limit_caps_the_partitions_a_broker_accepts(tmp_path: Path) -> 
         proc.wait(30)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+def test_kip1289_requests_are_bound_to_the_transactional_id(shared_broker: LocalBroker) -> None:
+    client = WireClient(shared_broker.bootstrap_servers)
+    try:
+        created = create_topics(client, [("share-input", 1)])[0]
+        assert int(created.error_code) == 0
+        pid, epoch = init_producer(client, "acks-victim")
+        init_producer(client, "acks-attacker")
+        added = client.request(
+            94,
+            0,
+            {
+                "transactional_id": "acks-attacker",
+                "producer_id": pid,
+                "producer_epoch": epoch,
+                "group_id": "share-group",
+                "topics": [{"name": "share-input", "partitions": [0]}],
+            },
+        )
+        assert int(added.error_code) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        acked = client.request(
+            93,
+            0,
+            {
+                "group_id": "share-group",
+                "transactional_id": "acks-attacker",
+                "producer_id": pid,
+                "producer_epoch": epoch,
+                "member_id": "m",
+                "topics": [
+                    {
+                        "topic_id": created.topic_id,
+                        "partitions": [
+                            {
+                                "partition": 0,
+                                "acknowledgement_batches": [
+                                    {"first_offset": 0, "last_offset": 0, "acknowledge_type": 1}
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
+        assert int(acked.topics[0].partitions[0].error_code) == ErrorCode.INVALID_TXN_STATE
+    finally:
+        client.close()

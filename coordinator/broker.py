@@ -448,7 +448,8 @@ class BrokerCore:
             transactional_id, producer_id, producer_epoch, [tp]
         ).get(tp, ErrorCode.INVALID_TXN_STATE)
         if verdict is not ErrorCode.NONE:
-            if verdict in (ErrorCode.TRANSACTION_ABORTABLE, ErrorCode.INVALID_PRODUCER_ID_MAPPING):
+            # Another transactional id's producer id stays INVALID_PRODUCER_ID_MAPPING (Kafka 4.4).
+            if verdict is ErrorCode.TRANSACTION_ABORTABLE:
                 verdict = ErrorCode.INVALID_TXN_STATE
             return dict.fromkeys(offsets, verdict)
         committer = Committer(group_id, generation, member_id, group_instance_id)

@@ -251,27 +251,17 @@ class Partition:
         entry = self.producers.get(header.producer_id)
         open_txn = entry is not None and entry.current_txn_first_offset is not None
         pid = header.producer_id
+        # Kafka 4.4 answers these refusals without an error message.
         if not header.is_transactional:
             if open_txn:
-                # Kafka's ProducerAppendInfo: a non-transactional write while one is open.
-                return AppendResult(
-                    ErrorCode.INVALID_TXN_STATE,
-                    error_message=f"Expected transactional write from producer {pid} at offset "
-                    f"{self.log.log_end_offset} in partition {self.tp}",
-                )
+                # Kafka's ProducerAppendInfo: "Expected transactional write from producer ..."
+                return AppendResult(ErrorCode.INVALID_TXN_STATE)
             if txn_producer is not None and txn_producer(pid):
-                return AppendResult(
-                    ErrorCode.INVALID_TXN_STATE,
-                    error_message=f"Producer id {pid} belongs to a transactional id: "
-                    f"expected a transactional write in partition {self.tp}",
-                )
+                return AppendResult(ErrorCode.INVALID_TXN_STATE)  # sharetxn: on any partition
             return None
         if transactional_id is None:
             # Kafka answers the whole request so (KafkaApis.handleProduceRequest).
-            return AppendResult(
-                ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                error_message="Transactional Id authorization failed.",
-            )
+            return AppendResult(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         if verifier is None:
             return None
         verdict = verifier(transactional_id, pid, header.producer_epoch, self.tp)

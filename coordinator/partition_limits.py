@@ -8,10 +8,15 @@ here:
 * ``ReplicationControlManager.MAX_PARTITIONS_PER_BATCH``: CreateTopics asking for more than
   10,000 partitions in total (``num_partitions`` -1 counts the default) is answered
   POLICY_VIOLATION "Excessively large number of partitions per request." on every topic;
-* ``QuorumController.MAX_RECORDS_PER_USER_OP``: a request whose metadata records (a topic
+* ``QuorumController.MAX_RECORDS_PER_USER_OP``: CreateTopics whose metadata records (a topic
   record, one per partition, one per config) exceed 10,000 fails its ``BoundedList`` and is
   answered POLICY_VIOLATION "Unable to perform excessively large batch operation." on every
-  topic (CreatePartitions to 32,767 partitions is refused so).
+  topic (one topic of exactly 10,000 partitions is refused so);
+* CreatePartitions adding more than 10,000 partitions over all its topics is answered
+  POLICY_VIOLATION "Excessively large number of additional partitions per request." on every
+  topic, unknown ones included (CreatePartitions to 32,767 is refused so).
+
+Messages and boundaries as Apache Kafka 4.4 answered them (the reference harness).
 
 sharetxn adds a limit on all client partitions together (``sharetxn.max.partitions``,
 lowered by the launcher to what the open-file limit holds), answered POLICY_VIOLATION for the
@@ -29,6 +34,7 @@ MAX_PARTITIONS_PER_BATCH: Final = 10_000
 MAX_RECORDS_PER_USER_OP: Final = 10_000
 EXCESSIVE_PARTITIONS: Final = "Excessively large number of partitions per request."
 EXCESSIVE_BATCH: Final = "Unable to perform excessively large batch operation."
+EXCESSIVE_ADDITIONAL: Final = "Excessively large number of additional partitions per request."
 #: Open files a partition needs at least (its active segment and that segment's index).
 FILES_PER_PARTITION: Final = 2
 #: Open files kept for everything else: connections, the internal logs, the cleaner.
@@ -61,10 +67,10 @@ def create_topics_refusal(
 
 
 def create_partitions_refusal(added: Iterable[int]) -> Refusal | None:
-    """Kafka's refusal of a whole CreatePartitions request, given the partitions each topic
-    would add (one PartitionRecord each)."""
-    if sum(max(count, 0) for count in added) > MAX_RECORDS_PER_USER_OP:
-        return ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH
+    """Kafka's refusal of a whole CreatePartitions request, given the partitions each existing
+    topic would add."""
+    if sum(max(count, 0) for count in added) > MAX_PARTITIONS_PER_BATCH:
+        return ErrorCode.POLICY_VIOLATION, EXCESSIVE_ADDITIONAL
     return None
 
 

@@ -222,7 +222,6 @@ def _refuse_all(body: Any, error: ErrorCode) -> dict[str, Any] | None:
     """ProduceRequest.getErrorResponse: every partition answers ``error`` (acks=0: nothing)."""
     if int(body.acks) == 0:
         return None
-    message = "Transactional Id authorization failed."
     return {
         "responses": [
             {
@@ -234,7 +233,7 @@ def _refuse_all(body: Any, error: ErrorCode) -> dict[str, Any] | None:
                         "base_offset": -1,
                         "log_append_time": -1,
                         "log_start_offset": -1,
-                        "error_message": message,
+                        "error_message": None,  # as Kafka 4.4 answers
                         "record_errors": [],
                     }
                     for pdata in topic.partition_data

@@ -137,8 +137,9 @@ def test_records_cannot_be_injected_into_another_users_transaction(
         # TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request).
         error, message = produce(client, topic, None, pid, epoch, 1, transactional=True)
         assert error == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        assert message == "Transactional Id authorization failed."
-        # The attacker's own transactional id naming the victim's producer id.
+        assert message is None  # as Kafka 4.4 answers
+        # The attacker's own transactional id naming the victim's producer id (Kafka 4.4 accepts
+        # it once the victim's transaction is open on the partition; sharetxn verifies it).
         own_pid, _own_epoch = init_producer(client, "attacker")
         assert own_pid != pid
         error, _ = produce(client, topic, "attacker", pid, epoch, 1, transactional=True)
@@ -147,10 +148,9 @@ def test_records_cannot_be_injected_into_another_users_transaction(
         # INVALID_TXN_STATE, "Expected transactional write from producer ...").
         error, message = produce(client, topic, None, pid, epoch, 1, transactional=False)
         assert error == ErrorCode.INVALID_TXN_STATE
-        assert message is not None and message.startswith(
-            f"Expected transactional write from producer {pid} at offset"
-        )
-        # ... and on a partition the transaction has not touched: the id is not idempotent's.
+        assert message is None
+        # ... and on a partition the transaction has not touched: the id is not idempotent's
+        # (sharetxn; Kafka 4.4 accepts it).
         error, _ = produce(client, topic, None, pid, epoch, 0, transactional=False, partition=1)
         assert error == ErrorCode.INVALID_TXN_STATE
 
@@ -235,7 +235,8 @@ def test_txn_offset_commit_is_bound_to_the_transactional_id(shared_broker: Local
                 ],
             },
         )
-        assert int(resp.topics[0].partitions[0].error_code) != 0
+        # Kafka 4.4 answers INVALID_PRODUCER_ID_MAPPING (reference harness)
+        assert int(resp.topics[0].partitions[0].error_code) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
     finally:
         client.close()
 
@@ -269,7 +270,7 @@ def test_excessive_partitions_are_refused_and_the_broker_restarts(tmp_path: Path
             )
             assert (int(resp.results[0].error_code), resp.results[0].error_message) == (
                 ErrorCode.POLICY_VIOLATION,
-                "Unable to perform excessively large batch operation.",
+                "Excessively large number of additional partitions per request.",
             )
         finally:
             client.close()

@@ -13,6 +13,7 @@ from coordinator.broker import BrokerCore
 from coordinator.log.memory_log import MemoryStorage
 from coordinator.log.storage import LogConfig, PartitionLog
 from coordinator.partition_limits import (
+    EXCESSIVE_ADDITIONAL,
     EXCESSIVE_BATCH,
     EXCESSIVE_PARTITIONS,
     create_partitions_refusal,
@@ -63,8 +64,10 @@ def test_kafka_request_limits() -> None:
         EXCESSIVE_PARTITIONS,
     )
     assert create_topics_refusal([(0, 0), (-7, 0)], 1) is None
-    assert create_partitions_refusal([32_766]) == (ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH)
-    assert create_partitions_refusal([5_000, 5_000]) is None
+    # Kafka 4.4: 4,999 + 5,001 added is accepted, 4,999 + 5,002 refused
+    assert create_partitions_refusal([32_766]) == (ErrorCode.POLICY_VIOLATION, EXCESSIVE_ADDITIONAL)
+    assert create_partitions_refusal([4_999, 5_001]) is None
+    assert create_partitions_refusal([4_999, 5_002]) is not None
     assert total_partitions_refusal(8, 2, 10) is None
     assert total_partitions_refusal(8, 3, 10) is not None
     assert partitions_for_open_files(1024) == 0

@@ -31,7 +31,7 @@ class DataHandlers:
         body = req.body
         transactional_id = field(body, "transactional_id")
         acks_ok = int(body.acks) in (-1, 0, 1)
-        if transactional_id is None and _has_transactional_records(body):
+        if transactional_id is None and has_transactional_records(body):
             # Kafka refuses the whole request before anything else (handleProduceRequest).
             return _refuse_all(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         responses: list[dict[str, Any]] = []
@@ -203,7 +203,7 @@ class DataHandlers:
         return {"topics": topics}
 
 
-def _has_transactional_records(body: Any) -> bool:
+def has_transactional_records(body: Any) -> bool:
     """Kafka's RequestUtils.hasTransactionalRecords: any batch of the request transactional."""
     for topic in body.topic_data:
         for pdata in topic.partition_data:

@@ -221,7 +221,7 @@ class BrokerCore:
                 partition = Partition(
                     tp,
                     self.storage.open_log(info.name, index, settings.log),
-                    self.config.get_int("message.max.bytes"),
+                    settings.max_message_bytes,
                 )
                 partition.compacted = settings.compact and not info.internal
                 opened[tp] = partition
@@ -608,6 +608,7 @@ class BrokerCore:
                 if partition is not None:
                     partition.log.reconfigure(settings.log)
                     partition.compacted = settings.compact
+                    partition.max_batch_bytes = settings.max_message_bytes
         return ErrorCode.NONE, None
 
     def create_partitions(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from coordinator.log.cleaner import CleanerPolicy
 from coordinator.log.segments import RetentionPolicy
 from coordinator.log.storage import LogConfig
+from txn.compression import decompressed_limit
 from txn.config import BrokerConfig
 from txn.topic_configs import cleanup_policy
 
@@ -27,6 +28,8 @@ class TopicLogSettings:
     compact: bool
     file_delete_delay_ms: int
     cleaner: CleanerPolicy
+    #: max.message.bytes (topic) or message.max.bytes (broker): the largest batch accepted
+    max_message_bytes: int = 1048588
 
     @property
     def cleanup_policy(self) -> str:
@@ -70,6 +73,7 @@ def topic_log_settings(
         flush_interval_messages=base.flush_interval_messages,
         flush_interval_ms=base.flush_interval_ms,
     )
+    max_message_bytes = number("max.message.bytes", broker.get_int("message.max.bytes"))
     retention = RetentionPolicy(
         retention_ms=number("retention.ms", broker_retention_ms(broker)),
         retention_bytes=number("retention.bytes", broker.get_int("log.retention.bytes")),
@@ -97,7 +101,9 @@ def topic_log_settings(
             max_compaction_lag_ms=number(
                 "max.compaction.lag.ms", broker.get_int("log.cleaner.max.compaction.lag.ms")
             ),
+            max_decompressed_bytes=decompressed_limit(max_message_bytes),
         ),
+        max_message_bytes=max_message_bytes,
     )
 
 

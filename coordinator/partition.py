@@ -31,9 +31,10 @@ from txn.batch import (
     iter_batches,
     parse_header,
 )
+from txn.compression import decompressed_limit
 from txn.errors import ErrorCode, KafkaProtocolError
 from txn.ids import TopicPartition
-from txn.record_keys import keyless_records
+from txn.record_keys import InflatedBatchError, keyless_records
 
 log = logging.getLogger("sharetxn.partition")
 
@@ -185,7 +186,9 @@ class Partition:
     def _refuse_keyless(self, raw: bytes, header: BatchHeader) -> AppendResult | None:
         """INVALID_RECORD with Kafka's per-record errors if a record of ``raw`` has no key."""
         try:
-            keyless = keyless_records(raw, header)
+            keyless = keyless_records(raw, header, decompressed_limit(self.max_batch_bytes))
+        except InflatedBatchError as exc:  # a decompression bomb: refused as too large
+            return AppendResult(ErrorCode.MESSAGE_TOO_LARGE, error_message=str(exc))
         except BatchFormatError as exc:
             return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(exc))
         if not keyless:

@@ -30,11 +30,22 @@ __all__ = [
     "CODEC_NAMES",
     "Codec",
     "CorruptCompressedDataError",
+    "DecompressedTooLargeError",
     "UnsupportedCompressionError",
     "codec_by_name",
     "compress",
     "decompress",
+    "decompressed_limit",
 ]
+
+#: How many times its limit (``max.message.bytes``) a batch's records may take once
+#: decompressed: the broker refuses a batch that inflates beyond that (a decompression
+#: bomb) without holding more than the limit.  Kafka bounds the compressed batch only.
+MAX_INFLATION = 64
+#: The first output buffer of a bounded decompression: this many times the input (grown
+#: fourfold while the data needs more, up to the limit).
+_FIRST_GUESS = 8
+_OVERFLOW = "failed to write whole buffer"  # cramjam's error when the output buffer is full
 
 
 class Codec(IntEnum):
@@ -56,6 +67,22 @@ class CorruptCompressedDataError(SharetxnError):
     """Bytes that do not decompress with the codec the batch names."""
 
 
+class DecompressedTooLargeError(SharetxnError):
+    """Records that would take more than the allowed bytes once decompressed."""
+
+
+def decompressed_limit(max_message_bytes: int) -> int:
+    """The most bytes a batch's records may take decompressed, for a ``max.message.bytes``."""
+    return max(max_message_bytes, 1) * MAX_INFLATION
+
+
+def _too_large(codec: str, max_bytes: int) -> DecompressedTooLargeError:
+    return DecompressedTooLargeError(
+        f"{codec} records decompress to more than {max_bytes} bytes"
+        f" ({MAX_INFLATION} x max.message.bytes)"
+    )
+
+
 def codec_by_name(name: str) -> Codec:
     """``compression.type`` values: none, gzip, snappy, lz4, zstd."""
     try:
@@ -69,9 +96,15 @@ _SNAPPY_JAVA_MAGIC = b"\x82SNAPPY\x00"
 _SNAPPY_JAVA_HEADER = len(_SNAPPY_JAVA_MAGIC) + 8  # magic, version, compatible version
 
 
-def _snappy_decompress(data: bytes) -> bytes:
+def _snappy_block(data: bytes, room: int | None) -> bytes:
+    if room is not None and int(cramjam.snappy.decompress_raw_len(data)) > room:
+        raise _too_large("snappy", room)  # the block's header states its length
+    return bytes(cramjam.snappy.decompress_raw(data))
+
+
+def _snappy_decompress(data: bytes, max_bytes: int | None = None) -> bytes:
     if not data.startswith(_SNAPPY_JAVA_MAGIC):
-        return bytes(cramjam.snappy.decompress_raw(data))
+        return _snappy_block(data, max_bytes)
     out = bytearray()
     pos = _SNAPPY_JAVA_HEADER
     while pos < len(data):
@@ -83,9 +116,46 @@ def _snappy_decompress(data: bytes) -> bytes:
         if size < 0 or pos + size > len(data):
             msg = f"snappy-java block of {size} bytes runs past the data"
             raise CorruptCompressedDataError(msg)
-        out += bytes(cramjam.snappy.decompress_raw(data[pos : pos + size]))
+        room = None if max_bytes is None else max_bytes - len(out)
+        out += _snappy_block(data[pos : pos + size], room)
         pos += size
     return bytes(out)
+
+
+_DECOMPRESS_INTO: dict[Codec, Callable[[bytes, bytearray], int]] = {
+    Codec.GZIP: cramjam.gzip.decompress_into,
+    Codec.LZ4: cramjam.lz4.decompress_into,
+    Codec.ZSTD: cramjam.zstd.decompress_into,
+}
+
+
+def _bounded(codec: Codec, data: bytes, max_bytes: int) -> bytes:
+    """Decompress into buffers of bounded size: never more than ``max_bytes`` (+1) held.
+
+    cramjam stops with an error when the output buffer is full; the buffer grows fourfold
+    and decompression starts over, until the data fits or the buffer passed ``max_bytes``.
+    """
+    if codec is Codec.NONE:
+        if len(data) > max_bytes:
+            raise _too_large("uncompressed", max_bytes)
+        return data
+    if codec is Codec.SNAPPY:
+        return _snappy_decompress(data, max_bytes)
+    size = min(max_bytes + 1, max(1 << 16, _FIRST_GUESS * len(data)))
+    while True:
+        out = bytearray(size)
+        try:
+            n = _DECOMPRESS_INTO[codec](data, out)
+        except cramjam.DecompressionError as exc:
+            if _OVERFLOW not in str(exc):
+                raise
+            if size > max_bytes:
+                raise _too_large(codec.name.lower(), max_bytes) from None
+            size = min(max_bytes + 1, size * 4)
+            continue
+        if n > max_bytes:
+            raise _too_large(codec.name.lower(), max_bytes)
+        return bytes(memoryview(out)[:n])
 
 
 _DECOMPRESS: dict[Codec, Callable[[bytes], bytes]] = {
@@ -113,12 +183,18 @@ def _codec(codec: int) -> Codec:
         raise UnsupportedCompressionError(msg) from None
 
 
-def decompress(codec: int, data: bytes) -> bytes:
-    """The records section of a batch compressed with ``codec``."""
+def decompress(codec: int, data: bytes, max_bytes: int | None = None) -> bytes:
+    """The records section of a batch compressed with ``codec``.
+
+    With ``max_bytes``, DecompressedTooLargeError as soon as the output would exceed it
+    (the memory held stays within about that bound, whatever the data claims).
+    """
     chosen = _codec(codec)
     try:
+        if max_bytes is not None:
+            return _bounded(chosen, data, max_bytes)
         return _DECOMPRESS[chosen](data)
-    except CorruptCompressedDataError:
+    except (CorruptCompressedDataError, DecompressedTooLargeError):
         raise
     except Exception as exc:  # cramjam raises its own DecompressionError for bad input
         msg = f"{chosen.name.lower()} data is corrupt: {exc}"

@@ -88,6 +88,24 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "Connections the broker accepts at once; more are closed at once.",
     ),
     ConfigDef(
+        "max.connections.per.ip",
+        "int",
+        INT32_MAX,
+        "Connections accepted at once from one address; more are closed at once.",
+    ),
+    ConfigDef(
+        "max.connections.per.ip.overrides",
+        "str",
+        "",
+        "Per-address (or host name) max.connections.per.ip: 'host:count,10.0.0.1:200'.",
+    ),
+    ConfigDef(
+        "sasl.server.max.receive.size",
+        "int",
+        524288,
+        "Largest frame a SASL listener reads before the client has authenticated.",
+    ),
+    ConfigDef(
         "connections.max.idle.ms",
         "int",
         600000,
@@ -272,6 +290,7 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "message.max.bytes": (0, None),
     "socket.request.max.bytes": (1, None),
     "max.connections": (0, None),
+    "max.connections.per.ip": (0, None),
     "connections.max.idle.ms": (-1, None),
     "transaction.max.timeout.ms": (1, None),
     "transactional.id.expiration.ms": (1, None),
@@ -336,6 +355,27 @@ def range_error(name: str, value: object) -> str | None:
     return None
 
 
+def per_ip_overrides(text: str) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: ``host:count,...`` as Kafka parses it."""
+    out: dict[str, int] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        try:
+            value = int(count)
+        except ValueError:
+            value = -1
+        if not sep or not host or value < 0:
+            msg = (
+                f"Invalid value {text!r} for configuration max.connections.per.ip.overrides:"
+                f" expected host:count entries, got {item!r}"
+            )
+            raise InvalidConfigError(msg)
+        out[host] = value
+    return out
+
+
 class BrokerConfig(Mapping[str, Any]):
     """Typed broker settings; ``BrokerConfig({"log.flush.interval.messages": "100"})``."""
 
@@ -394,6 +434,12 @@ class BrokerConfig(Mapping[str, Any]):
             message = range_error(name, value)
             if message is not None:
                 raise InvalidConfigError(message)
+        per_ip_overrides(self.get_str("max.connections.per.ip.overrides"))
+        if self.get_int("max.connections.per.ip") == 0 and not self.get_str(
+            "max.connections.per.ip.overrides"
+        ):
+            msg = "max.connections.per.ip.overrides must be set when max.connections.per.ip is 0"
+            raise InvalidConfigError(msg)
         for low, high in ORDERED:
             a, b = self._values.get(low), self._values.get(high)
             if isinstance(a, int) and isinstance(b, int) and a > b:

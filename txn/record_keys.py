@@ -5,7 +5,9 @@ Records are never re-encoded: a rewritten batch is the retained records' bytes a
 under the original header with a new record count, length, max timestamp and CRC (and the
 original compression).  The base offset, last offset delta, producer id, epoch and base
 sequence stay, as in Kafka's ``MemoryRecords.filterTo``.  Anything malformed raises
-``BatchFormatError``.
+``BatchFormatError``; records that would decompress to more than the bound the caller
+gives (``txn.compression.decompressed_limit``) raise ``InflatedBatchError`` instead, before
+that much memory is taken.
 """
 
 from __future__ import annotations
@@ -25,11 +27,15 @@ from txn.batch import (
     BatchHeader,
 )
 from txn.codec import Reader
-from txn.compression import compress, decompress
+from txn.compression import DecompressedTooLargeError, compress, decompress
 from txn.errors import SharetxnError
 
 _AFTER_CRC = struct.Struct(">hiqqqhii")
 _LENGTH_AND_PREFIX = struct.Struct(">qiib")  # base offset, batch length, leader epoch, magic
+
+
+class InflatedBatchError(BatchFormatError):
+    """A compressed batch whose records exceed the decompression bound (Kafka: too large)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,20 +47,27 @@ class RecordView:
     raw: bytes  # the whole record: its length varint and body
 
 
-def _section(batch: bytes | bytearray | memoryview, header: BatchHeader) -> bytes:
+def _section(
+    batch: bytes | bytearray | memoryview, header: BatchHeader, max_bytes: int | None
+) -> bytes:
     section = bytes(memoryview(batch)[HEADER_SIZE : header.size])
     codec = header.attributes & ATTR_COMPRESSION_MASK
     if codec:
         try:
-            section = decompress(codec, section)
+            section = decompress(codec, section, max_bytes)
+        except DecompressedTooLargeError as exc:
+            raise InflatedBatchError(str(exc)) from exc
         except SharetxnError as exc:
             raise BatchFormatError(str(exc)) from exc
     return section
 
 
-def records_of(batch: bytes | bytearray | memoryview, header: BatchHeader) -> Iterator[RecordView]:
-    """The records of one batch (``batch`` starts at the batch)."""
-    section = _section(batch, header)
+def records_of(
+    batch: bytes | bytearray | memoryview, header: BatchHeader, max_bytes: int | None = None
+) -> Iterator[RecordView]:
+    """The records of one batch (``batch`` starts at the batch), decompressed within
+    ``max_bytes`` when given."""
+    section = _section(batch, header, max_bytes)
     reader = Reader(section, BatchFormatError)
     for index in range(header.records_count):
         begin = reader.pos
@@ -79,9 +92,12 @@ def records_of(batch: bytes | bytearray | memoryview, header: BatchHeader) -> It
         )
 
 
-def keyless_records(batch: bytes | bytearray | memoryview, header: BatchHeader) -> list[int]:
+def keyless_records(
+    batch: bytes | bytearray | memoryview, header: BatchHeader, max_bytes: int | None = None
+) -> list[int]:
     """Indexes (within the batch) of the records whose key is null."""
-    return [i for i, record in enumerate(records_of(batch, header)) if record.key is None]
+    records = records_of(batch, header, max_bytes)
+    return [i for i, record in enumerate(records) if record.key is None]
 
 
 def rebuild_batch(

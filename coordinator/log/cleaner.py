@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from coordinator.log.storage import SegmentInfo
 from txn.batch import BatchHeader
 from txn.limits import LONG_MAX
-from txn.record_keys import RecordView, rebuild_batch, records_of
+from txn.record_keys import InflatedBatchError, RecordView, rebuild_batch, records_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,8 @@ class CleanerPolicy:
     min_cleanable_dirty_ratio: float = 0.5
     min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
+    #: A batch whose records would decompress to more is kept whole, unread (a bomb).
+    max_decompressed_bytes: int | None = None
 
 
 def cleanable_segments(
@@ -98,11 +100,16 @@ def clean_with_horizon(
     (``LONG_MAX`` if none): a pass is due then even if nothing new was written."""
     latest: dict[bytes, int] = {}
     decoded: list[list[RecordView] | None] = []
+    unread: set[int] = set()  # batches over max_decompressed_bytes: kept as they are
     for header, raw in batches:
         if header.is_control or (header.is_transactional and is_aborted(header)):
             decoded.append(None)
             continue
-        found = list(records_of(raw, header))
+        try:
+            found = list(records_of(raw, header, policy.max_decompressed_bytes))
+        except InflatedBatchError:
+            unread.add(len(decoded))
+            found = []
         decoded.append(found)
         for record in found:
             if record.key is not None:
@@ -112,7 +119,10 @@ def clean_with_horizon(
     retention = policy.delete_retention_ms
     horizon = now_ms - retention
     due = LONG_MAX
-    for (header, raw), records in zip(batches, decoded, strict=True):
+    for index, ((header, raw), records) in enumerate(zip(batches, decoded, strict=True)):
+        if index in unread:
+            out.append(raw)
+            continue
         if header.is_control:
             if txn_has_data.pop(header.producer_id, False):
                 out.append(raw)

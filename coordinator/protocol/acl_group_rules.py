@@ -415,7 +415,8 @@ def share_offsets_rule(group_op: Any, topic_op: Any, with_partitions: bool) -> C
 
 
 alter_share_group_offsets_rule = share_offsets_rule(OP.READ, OP.READ, with_partitions=True)
-delete_share_group_offsets_rule = share_offsets_rule(OP.READ, OP.READ, with_partitions=False)
+# Kafka 4.4 requires DELETE on the group to delete its offsets (READ on the topics).
+delete_share_group_offsets_rule = share_offsets_rule(OP.DELETE, OP.READ, with_partitions=False)
 
 
 async def describe_share_group_offsets_rule(

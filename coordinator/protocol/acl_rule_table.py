@@ -62,6 +62,7 @@ RULES: Final[dict[int, Any]] = {
     35: cluster_rule(OP.DESCRIBE),  # DescribeLogDirs
     37: create_partitions_rule,
     42: g.delete_groups_rule,
+    33: configs_rule(OP.ALTER_CONFIGS, "responses"),
     44: configs_rule(OP.ALTER_CONFIGS, "responses"),
     47: g.offset_delete_rule,
     60: open_rule,  # DescribeCluster

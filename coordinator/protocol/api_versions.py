@@ -28,6 +28,7 @@ SUPPORTED: Final[dict[int, tuple[str, int, int]]] = {
     24: ("AddPartitionsToTxn", 0, 5),
     26: ("EndTxn", 0, 5),
     32: ("DescribeConfigs", 1, 4),
+    33: ("AlterConfigs", 0, 2),
     35: ("DescribeLogDirs", 1, 4),
     37: ("CreatePartitions", 0, 3),
     60: ("DescribeCluster", 0, 1),

@@ -135,6 +135,36 @@ class SecurityGate:
             authenticated=not listener.protocol.uses_sasl,
         )
 
+    def before_authentication(self, session: Session, key: int) -> ErrorCode | bool | None:
+        """What an unauthenticated SASL connection's request ``key`` gets, from its header alone.
+
+        None: decode and serve it; CLOSE; or an error to answer before closing.  As Kafka's
+        SaslServerAuthenticator: before SaslHandshake only ApiVersions and SaslHandshake
+        (anything else closes the connection unanswered); after it only SaslAuthenticate
+        (anything else is answered ILLEGAL_SASL_STATE, then the connection is closed).
+        """
+        if session.authenticated:
+            return None
+        if session.sasl is None:
+            if key in (API_VERSIONS, SASL_HANDSHAKE):
+                return None
+            log.info(
+                "closing connection from %s on %s: request %d before SASL authentication",
+                session.client_host,
+                session.listener.name,
+                key,
+            )
+            return CLOSE
+        if key == SASL_AUTHENTICATE:
+            return None
+        log.info(
+            "closing connection from %s on %s: request %d during SASL authentication",
+            session.client_host,
+            session.listener.name,
+            key,
+        )
+        return ErrorCode.ILLEGAL_SASL_STATE
+
     async def handle(
         self, session: Session, req: DecodedRequest, handler: Handler | None
     ) -> dict[str, Any] | bool | None:

@@ -15,7 +15,6 @@ import dataclasses
 import functools
 import logging
 import ssl
-import struct
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +30,12 @@ from coordinator.protocol.wire import (
     encode_response,
     peek_header,
     response_class,
+)
+from coordinator.security.limits import (
+    ConnectionIdle,
+    ConnectionQuotas,
+    FrameRefused,
+    read_frame,
 )
 from coordinator.security.listeners import (
     CURRENT_ENDPOINT,
@@ -80,7 +85,8 @@ class KafkaServer:
         self._connections: set[asyncio.Task[None]] = set()
         self._next_connection_id = 0
         self.max_request_bytes = core.config.get_int("socket.request.max.bytes")
-        self.max_connections = core.config.get_int("max.connections")
+        self.max_sasl_receive_bytes = core.config.get_int("sasl.server.max.receive.size")
+        self.quotas = ConnectionQuotas.from_config(core.config)
         idle_ms = core.config.get_int("connections.max.idle.ms")
         self.idle_timeout_s = None if idle_ms < 0 else idle_ms / 1000
         # Called after every answered request: (API name, milliseconds, bytes in, bytes out).
@@ -159,19 +165,17 @@ class KafkaServer:
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
-        if len(self._connections) >= self.max_connections:
-            log.warning(
-                "closing a new connection from %s: max.connections (%d) reached",
-                writer.get_extra_info("peername"),
-                self.max_connections,
-            )
+        peer = writer.get_extra_info("peername")
+        host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        refused = self.quotas.acquire(host)
+        if refused is not None:
+            # As Kafka's ConnectionQuotas: closed at once, nothing read or answered.
+            log.warning("Rejected connection from %s: %s", host, refused)
             writer.close()
             return
         self._connections.add(task)
         self._next_connection_id += 1
         connection_id = self._next_connection_id
-        peer = writer.get_extra_info("peername")
-        host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
         log.debug("connection %d from %s opened", connection_id, peer)
         try:
             await self._connection_loop(reader, writer, connection_id, host, session)
@@ -184,6 +188,7 @@ class KafkaServer:
         finally:
             log.debug("connection %d from %s closed", connection_id, peer)
             self._connections.discard(task)
+            self.quotas.release(host)
             # Share sessions live as long as their connection (Kafka releases their records).
             self.core.share.on_connection_closed(connection_id)
             writer.close()
@@ -201,27 +206,23 @@ class KafkaServer:
         if session is None:
             session = self.gate.open_session(self.listeners[0], client_host, None)
         while True:
+            # Before SASL authentication only small frames (Kafka's SaslServerAuthenticator).
+            limit, limit_name = (
+                (self.max_request_bytes, "socket.request.max.bytes")
+                if session.authenticated
+                else (self.max_sasl_receive_bytes, "sasl.server.max.receive.size")
+            )
             try:
-                size_bytes = await asyncio.wait_for(reader.readexactly(4), self.idle_timeout_s)
-            except TimeoutError:
+                frame = await read_frame(reader, limit, self.idle_timeout_s, limit_name=limit_name)
+            except ConnectionIdle:
                 log.debug("connection %d idle for connections.max.idle.ms: closed", connection_id)
                 return
-            (size,) = struct.unpack(">i", size_bytes)
-            if size < 8:
-                log.warning("closing connection: frame of %d bytes is too short", size)
+            except FrameRefused as exc:
+                # As Kafka (InvalidReceiveException): closed without reading the frame, so
+                # one connection never buffers more than the limit.
+                log.warning("closing connection %d from %s: %s", connection_id, client_host, exc)
                 return
-            if size > self.max_request_bytes:
-                # As Kafka (InvalidReceiveException): the connection is closed without reading
-                # the frame, so one connection never buffers more than the limit.
-                log.warning(
-                    "closing connection %d: frame of %d bytes exceeds socket.request.max.bytes"
-                    " (%d)",
-                    connection_id,
-                    size,
-                    self.max_request_bytes,
-                )
-                return
-            frame = await reader.readexactly(size)
+            size = len(frame)
             started = time.perf_counter()
             response = await self._handle_frame(frame, connection_id, client_host, session)
             if self.request_observer is not None:
@@ -246,6 +247,16 @@ class KafkaServer:
     ) -> bytes | bool | None:
         """The encoded response, None for no response (acks=0), False to close."""
         key, version, correlation_id = peek_header(frame)
+        if session is None:
+            session = self.gate.open_session(self.listeners[0], client_host, None)
+        if not session.authenticated:
+            # Checked on the header alone: no request body is decoded before authentication.
+            verdict = self.gate.before_authentication(session, key)
+            if verdict is CLOSE:
+                return False
+            if isinstance(verdict, ErrorCode):
+                session.close_after_response = True
+                return self._error_frame(key, version, correlation_id, verdict)
         if key == API_VERSIONS_KEY and not is_supported(key, version):
             # Clients retry ApiVersions at v0 after this answer, as KIP-511 specifies.
             return self._api_versions_v0(correlation_id, ErrorCode.UNSUPPORTED_VERSION)
@@ -259,6 +270,8 @@ class KafkaServer:
             )
         except FrameError as exc:
             log.info("bad frame: %s", exc)
+            if not session.authenticated:
+                return False  # as Kafka's SaslServerAuthenticator (InvalidRequestException)
             return self._error_frame(key, version, correlation_id, ErrorCode(exc.error_code))
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
@@ -269,8 +282,6 @@ class KafkaServer:
                 correlation_id,
                 len(frame),
             )
-        if session is None:
-            session = self.gate.open_session(self.listeners[0], client_host, None)
         try:
             body = await self.gate.handle(session, request, self.handlers.table.get(key))
         except Exception:
@@ -280,7 +291,13 @@ class KafkaServer:
             return False
         if body is None or body is True:
             return None
-        return encode_response(key, version, correlation_id, body)
+        try:
+            return encode_response(key, version, correlation_id, body)
+        except Exception:
+            # A response that cannot be encoded (a field left None) is a broker bug: answered
+            # like a failed handler, the connection kept where the response has an error code.
+            log.exception("response to api %d v%d could not be encoded", key, version)
+            return self._error_frame(key, version, correlation_id, ErrorCode.UNKNOWN_SERVER_ERROR)
 
     def _api_versions_v0(self, correlation_id: int, error: ErrorCode) -> bytes:
         keys = [

@@ -366,7 +366,18 @@ class ShareHandlers:
     async def txn_share_acknowledge(self, req: DecodedRequest) -> dict[str, Any]:
         b = req.body
         acks: list[PartitionAcks] = []
+        by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
         for topic in b.topics:
+            if topic.topic_id is None:  # the zero id names no topic (Kafka: UNKNOWN_TOPIC_ID)
+                by_topic.setdefault(uuid.UUID(int=0), []).extend(
+                    {
+                        "partition": int(p.partition),
+                        "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
+                        "error_message": None,
+                    }
+                    for p in topic.partitions
+                )
+                continue
             for p in topic.partitions:
                 batches = [
                     AckBatch(int(x.first_offset), int(x.last_offset), [int(x.acknowledge_type)])
@@ -384,7 +395,6 @@ class ShareHandlers:
             acks,
             self.core.txn_coordinator.verify_partitions,
         )
-        by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
         for tip, error in results.items():
             by_topic.setdefault(tip.topic_id, []).append(
                 {"partition": tip.partition, "error_code": error, "error_message": None}

@@ -1,4 +1,5 @@
-"""Topic administration APIs: CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords."""
+"""Topic administration APIs: CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords,
+and the legacy AlterConfigs (topics only: broker configs are static)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from coordinator.protocol.responses import Handler, api, handler_table
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
+
+_TOPIC_RESOURCE = 2
+_BROKER_RESOURCE = 4
 
 
 class TopicHandlers:
@@ -53,6 +57,38 @@ class TopicHandlers:
                 }
             )
         return {"topics": out}
+
+    @api(33)
+    async def alter_configs(self, req: DecodedRequest) -> dict[str, Any]:
+        """Kafka's legacy AlterConfigs: a topic's configs become exactly the ones given."""
+        body = req.body
+        responses: list[dict[str, Any]] = []
+        for r in body.resources:
+            rtype, name = int(r.resource_type), str(r.resource_name)
+            error, message = ErrorCode.INVALID_REQUEST, None
+            if rtype == _TOPIC_RESOURCE:
+                info = self.core.topics.get(name)
+                wanted = {c.name: c.value or "" for c in r.configs}
+                stale = [k for k in (info.configs if info else {}) if k not in wanted]
+                error, message = self.core.alter_topic_configs(
+                    name, wanted, stale, validate_only=bool(body.validate_only)
+                )
+            elif rtype == _BROKER_RESOURCE:
+                message = (
+                    "broker configs are static: set them when the broker starts "
+                    "(sharetxn broker --set KEY=VALUE)"
+                )
+            else:
+                message = f"AlterConfigs does not alter resource type {rtype}"
+            responses.append(
+                {
+                    "error_code": error,
+                    "error_message": message,
+                    "resource_type": rtype,
+                    "resource_name": name,
+                }
+            )
+        return {"responses": responses}
 
     @api(20)
     async def delete_topics(self, req: DecodedRequest) -> dict[str, Any]:

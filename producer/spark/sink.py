@@ -11,8 +11,9 @@
 ``wrap`` persists the input batch, collects every read receipt from the *input* rows,
 runs the function (whose ``write`` calls prepare one transaction per Spark partition),
 checks that every prepared transaction is still the one recorded, and writes
-``intents/N.json`` before returning.  Spark then writes ``commits/N``; the progress
-listener, the source's ``commit`` and query stop commit the batch.
+``intents/N.json`` before returning.  Spark then writes ``commits/N``; the driver's
+committer (``producer/spark/committer.py``: a daemon thread polling the checkpoint, woken
+by the progress listener) commits the batch within seconds, also when no batch follows.
 
 Behind any other source (Spark's ``format("kafka")``, a file source) a batch has no read
 transactions, only the write transactions: the same intent, the same commit after
@@ -45,8 +46,14 @@ from pyspark.sql.streaming.query import StreamingQuery
 from producer.admin import Admin
 from producer.security import SECURITY_KEYS
 from producer.spark.checkpoint import Checkpoint
+from producer.spark.committer import (
+    DEFAULT_FAILURE_TIMEOUT_S,
+    DEFAULT_POLL_S,
+    CommitLag,
+    Committer,
+)
 from producer.spark.connect import refuse_connect
-from producer.spark.errors import BatchFencedError, ResolveError, SparkConfigError
+from producer.spark.errors import BatchFencedError, SparkConfigError
 from producer.spark.options import DEFAULT_PREFIX, FIXED_OPTIONS, check_prefix
 from producer.spark.resolve import Connection, commit_decided, fenced_transaction, recover
 from producer.spark.source import RECEIPT_COLUMNS
@@ -67,6 +74,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BatchFunction = Callable[[DataFrame, int], None]
+
 
 @dataclasses.dataclass
 class _Batch:
@@ -94,6 +102,8 @@ class ExactlyOnce:
         transactional_id_prefix: str = DEFAULT_PREFIX,
         *,
         producer_config: Mapping[str, Any] | None = None,
+        commit_poll_s: float = DEFAULT_POLL_S,
+        commit_failure_timeout_s: float = DEFAULT_FAILURE_TIMEOUT_S,
     ) -> None:
         security = {k: v for k, v in (producer_config or {}).items() if k in SECURITY_KEYS}
         self.conn = Connection(bootstrap_servers, security)  # security options for every client
@@ -111,6 +121,15 @@ class ExactlyOnce:
                 raise SparkConfigError(msg)
         self._current = threading.local()
         self._listener: _CommitListener | None = None
+        self._session: SparkSession | None = None  # the session that starts the query
+        self._query: StreamingQuery | None = None
+        self._committer: Committer | None = None
+        self._commit_lag = CommitLag()
+        if commit_poll_s <= 0 or commit_failure_timeout_s <= 0:
+            msg = "commit_poll_s and commit_failure_timeout_s must be positive"
+            raise SparkConfigError(msg)
+        self.commit_poll_s = commit_poll_s
+        self.commit_failure_timeout_s = commit_failure_timeout_s
         self._recovered: set[str] = set()  # query ids whose start-up recovery ran here
         self.batches_committed = 0
         self.last_timings: dict[str, float] = {}
@@ -255,7 +274,7 @@ class ExactlyOnce:
             # transactions a crashed run of this query left prepared; do it before start.
             self._recovered.clear()
             self._recover_at_start(checkpoint)
-        writer = df.writeStream.foreachBatch(self.wrap(fn))
+        writer = df.writeStream.foreachBatch(self._wrap(fn, df.sparkSession))
         for key, value in (options or {}).items():
             if key.lower() != "checkpointlocation":
                 writer = writer.option(key, value)
@@ -264,13 +283,21 @@ class ExactlyOnce:
             writer = writer.queryName(query_name)
         if trigger:
             writer = writer.trigger(**trigger)
-        return writer.start()
+        query = _ExactlyOnceQuery(writer.start()._jsq, self)  # noqa: SLF001
+        self._query = query
+        return query
 
     # -- the foreachBatch wrapper ----------------------------------------------------------
 
     def wrap(self, fn: BatchFunction) -> BatchFunction:
-        """The function to pass to ``foreachBatch``: ``fn(df, batch_id)`` inside 2PC."""
-        active = SparkSession.getActiveSession()
+        """The function to pass to ``foreachBatch``: ``fn(df, batch_id)`` inside 2PC.
+
+        Starts the committer (and the progress listener, on the active session), which
+        commits every batch Spark decides within seconds.
+        """
+        return self._wrap(fn, SparkSession.getActiveSession())
+
+    def _wrap(self, fn: BatchFunction, active: SparkSession | None) -> BatchFunction:
         if active is not None:
             self._check_session(active)  # fail before the query starts
             checkpoint = self.open_checkpoint(active)
@@ -280,6 +307,12 @@ class ExactlyOnce:
                 # only at the first batch (there may be no new input for a while).
                 self._recovered.clear()
                 self._recover_at_start(checkpoint)
+            self._session = active
+            self._query = None  # a new query (write_stream sets it once started)
+            self._install_listener(active)
+            if self._committer is not None and not self._committer.running:
+                self._committer = None  # a new query: a new committer (and no old error)
+            self._start_committer(checkpoint)
 
         def run(df: DataFrame, batch_id: int) -> None:
             self._run_batch(fn, df, batch_id)
@@ -291,7 +324,7 @@ class ExactlyOnce:
     def _run_batch(self, fn: BatchFunction, df: DataFrame, batch_id: int) -> None:
         spark = df.sparkSession
         self._check_session(spark)
-        self._install_listener(spark)
+        self._raise_commit_error()
         checkpoint = self.open_checkpoint(spark)
         if not checkpoint.is_planned(batch_id):
             msg = (
@@ -310,6 +343,7 @@ class ExactlyOnce:
             )
             raise SparkConfigError(msg)
         query_id = checkpoint.query_id()
+        self._start_committer(checkpoint, query_id)
         if not share_source:
             self._recover_at_start(checkpoint, query_id)
         self.commit_decided()
@@ -507,7 +541,78 @@ class ExactlyOnce:
         self.batches_committed += len(done)
         return done
 
+    @property
+    def commit_lag(self) -> CommitLag:
+        """Seconds from ``commits/N`` to batch N committed (``p50``, ``p99``, ``by_batch``)."""
+        return self._commit_lag
+
+    @property
+    def commit_error(self) -> BaseException | None:
+        """Why the committer gave up (and stopped the query), or None."""
+        return self._committer.error if self._committer is not None else None
+
+    def _raise_commit_error(self) -> None:
+        error = self.commit_error
+        if error is not None:
+            raise error
+
+    def _start_committer(self, checkpoint: Checkpoint, query_id: str | None = None) -> None:
+        """The committer of this checkpoint runs (started again for a new query)."""
+        if query_id is not None and self._query is None:
+            self._query = self._find_query(query_id)
+        committer = self._committer
+        if committer is not None and (committer.running or committer.error is not None):
+            return
+        self._committer = Committer(
+            checkpoint,
+            self.commit_decided,
+            on_fatal=self._commit_failed,
+            alive=self._query_active,
+            query_id=self._query_id,
+            poll_s=self.commit_poll_s,
+            failure_timeout_s=self.commit_failure_timeout_s,
+            lag=self._commit_lag,
+        )
+        self._committer.start()
+
+    def _find_query(self, query_id: str) -> StreamingQuery | None:
+        """The running query of ``foreachBatch(eos.wrap(fn))``, through the starting session."""
+        if self._session is None:
+            return None
+        try:
+            return next((q for q in self._session.streams.active if q.id == query_id), None)
+        except Exception:  # the session is going away
+            return None
+
+    def _query_active(self) -> bool:
+        query = self._query
+        return query is None or bool(query.isActive)
+
+    def _query_id(self) -> str | None:
+        query = self._query
+        try:
+            return str(query.id) if query is not None else None
+        except Exception:
+            return None
+
+    def _commit_failed(self, error: BaseException) -> None:
+        """The committer gave up: stop the query; its ``awaitTermination`` raises ``error``."""
+        query = self._query
+        if query is None and self._checkpoint is not None:
+            try:
+                query = self._find_query(self._checkpoint.query_id())
+            except Exception:
+                query = None
+        if query is not None:
+            log.error("stopping query %s: %s", query.id, error)
+            query.stop()
+
     def _install_listener(self, spark: SparkSession) -> None:
+        """The progress listener, on the session that starts the query.
+
+        Spark delivers a query's events only to the listeners of the session that started
+        it, not to those of the clone a batch runs in (``df.sparkSession``).
+        """
         if self._listener is None:
             self._listener = _CommitListener(self)
             spark.streams.addListener(self._listener)
@@ -515,10 +620,10 @@ class ExactlyOnce:
     def await_termination(self, query: StreamingQuery, timeout_s: float | None = None) -> bool:
         """``query.awaitTermination`` that then commits the last decided batch.
 
-        Spark calls the source's ``commit`` lazily, so the last batch of a query that
-        stops (``Trigger.AvailableNow``, ``once``, ``query.stop()``) is committed by the
-        progress listener, asynchronously; use this (or ``close``) before exiting.
-        Returns whether the query terminated.
+        The committer commits every decided batch within seconds while the driver runs;
+        this (or ``close``) also commits it before a driver exits right after the query
+        stopped.  Raises the committer's error if it stopped the query.  Returns whether
+        the query terminated.
         """
         if timeout_s is None:
             query.awaitTermination()
@@ -526,18 +631,37 @@ class ExactlyOnce:
         else:
             done = bool(query.awaitTermination(max(1, round(timeout_s))))
         if done:
+            self._raise_commit_error()
             self.commit_decided()
         return done
 
     def close(self, spark: SparkSession | None = None) -> None:
-        """Commit what is decided and remove the progress listener."""
+        """Commit what is decided, stop the committer and remove the progress listener."""
+        if self._committer is not None:
+            self._committer.stop()
         self.commit_decided()
-        if self._listener is not None and spark is not None:
-            spark.streams.removeListener(self._listener)
+        if self._listener is not None:
+            session = spark or self._session
+            if session is not None:
+                session.streams.removeListener(self._listener)
             self._listener = None
         if self._server is not None:
             self._server.close()
             self._server = None
+
+
+class _ExactlyOnceQuery(StreamingQuery):
+    """The query of ``write_stream``: ``awaitTermination`` raises the committer's error."""
+
+    def __init__(self, jsq: Any, sink: ExactlyOnce) -> None:
+        super().__init__(jsq)
+        self._sink = sink
+
+    def awaitTermination(self, timeout: int | None = None) -> bool | None:
+        done = super().awaitTermination(timeout)
+        if done is not False:
+            self._sink._raise_commit_error()  # noqa: SLF001
+        return done
 
 
 def _reads_kafka_share(df: DataFrame) -> bool:
@@ -552,27 +676,30 @@ def _reads_kafka_share(df: DataFrame) -> bool:
 
 
 class _CommitListener(StreamingQueryListener):
-    """Commits a batch as soon as Spark reports its progress (after ``commits/N``)."""
+    """Wakes the committer when Spark reports a batch's progress (after ``commits/N``).
+
+    The committer does the work (and polls on its own): a listener thread that blocks or
+    fails would not be noticed by anyone.
+    """
 
     def __init__(self, sink: ExactlyOnce) -> None:
         self.sink = sink
 
-    def _commit(self) -> None:
-        try:
-            self.sink.commit_decided()
-        except ResolveError as exc:  # a decided batch cannot be completed as decided
-            log.error("committing a decided batch failed: %s", exc)
-        except Exception as exc:  # the next commit point retries
-            log.warning("committing decided batches failed, will retry: %s", exc)
+    def _wake(self) -> None:
+        committer = self.sink._committer  # noqa: SLF001
+        if committer is not None:
+            committer.wake()
 
     def onQueryStarted(self, event: QueryStartedEvent) -> None:
         pass
 
     def onQueryProgress(self, event: QueryProgressEvent) -> None:
-        self._commit()
+        self._wake()
 
     def onQueryIdle(self, event: QueryIdleEvent) -> None:
-        pass
+        self._wake()
 
     def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:
-        self._commit()
+        committer = self.sink._committer  # noqa: SLF001
+        if committer is not None:
+            committer.tick()  # the last decided batch, before a driver exits

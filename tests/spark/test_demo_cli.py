@@ -32,6 +32,8 @@ def test_sharetxn_demo_kills_the_driver_and_stays_exactly_once() -> None:
     assert int(redeliveries.split()[-2]) > 0, redeliveries
     assert "exactly once: every input is in the output once" in out
     assert any(r.split()[1:2] == ["records/s"] for r in out.splitlines()), out[-3000:]
+    lag = next(r for r in out.splitlines() if "commit lag p50 / p99" in r)
+    assert "batches)" in lag, lag  # every committed batch measured from its commits/N
     for line in ("duplicates", "lost", "unacknowledged inputs", "open transactions"):
         row = next(r for r in out.splitlines() if line in r)
         assert row.split()[-2] == "0", row

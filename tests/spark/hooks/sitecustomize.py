@@ -12,6 +12,8 @@ inherit both, so the hook runs wherever the point is reached:
 - ``kill-before-commit``: the first commit point that finds ``commits/N`` but no
   ``resolved/N`` (the commit phase's write-ahead of N): the batch is decided, nothing is
   committed.
+- ``delay-commit``: the first commit phase of batch N (in the driver) waits
+  ``$SHARETXN_TEST_DELAY_S`` seconds before its write-ahead.
 - ``fail-read-once``: the first attempt of read task 0 raises after preparing its
   transaction; Spark retries the task.
 - ``hold-read-after-prepare``: the first read task of the batch whose first attempt acquired
@@ -52,6 +54,23 @@ def _install(point: str, batch: int) -> None:
             return original(checkpoint, decided, *args, **kwargs)
 
         resolve._write_ahead = write_ahead
+    elif point == "delay-commit":
+        import time
+
+        import producer.spark.resolve as resolve
+
+        original_ahead = resolve._write_ahead
+        delayed: list[int] = []
+
+        # The first commit phase of the batch waits $SHARETXN_TEST_DELAY_S first (as a
+        # stalled driver would), e.g. past a timeout-bounded prepare's transaction timeout.
+        def delayed_write_ahead(checkpoint, decided, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if decided == batch and not delayed:
+                delayed.append(decided)
+                time.sleep(float(os.environ.get("SHARETXN_TEST_DELAY_S", "25")))
+            return original_ahead(checkpoint, decided, *args, **kwargs)
+
+        resolve._write_ahead = delayed_write_ahead
     elif point == "kill-after-intent":
         import producer.spark.sink as sink
 

@@ -8,7 +8,7 @@ from coordinator.security.bootstrap import ScramSpecError, parse_add_scram
 from coordinator.security.listeners import SecurityProtocol, listeners_from_config
 from coordinator.security.scram import ScramMechanism
 from coordinator.security.tls import dn_of
-from txn.config import BrokerConfig
+from txn.config import BrokerConfig, per_ip_overrides
 from txn.errors import InvalidConfigError
 
 
@@ -92,3 +92,19 @@ def test_certificate_subject_in_rfc2253_order() -> None:
         )
     }
     assert dn_of(cert) == "CN=alice,O=Acme\\, Inc.,C=US"
+
+
+def test_connection_limit_configs_are_checked() -> None:
+    assert per_ip_overrides(" a.example:1, 10.0.0.1:3 ,") == {"a.example": 1, "10.0.0.1": 3}
+    BrokerConfig(
+        {"max.connections.per.ip": "0", "max.connections.per.ip.overrides": "h:1"}
+    ).validate()
+    for bad, message in (
+        ({"max.connections.per.ip.overrides": "host"}, "max.connections.per.ip.overrides"),
+        ({"max.connections.per.ip.overrides": "host:-1"}, "max.connections.per.ip.overrides"),
+        ({"max.connections.per.ip": "-1"}, "Value must be at least 0"),
+        ({"max.connections.per.ip": "0"}, "must be set when max.connections.per.ip is 0"),
+    ):
+        with pytest.raises(InvalidConfigError, match=message):
+            BrokerConfig(bad).validate()
+    assert BrokerConfig()["sasl.server.max.receive.size"] == 524288

@@ -22,6 +22,7 @@ from coordinator.log.storage import LogConfig, PartitionLog, Storage
 from coordinator.log_settings import TopicLogSettings, topic_log_settings
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.partition import AppendResult, FetchData, Partition
+from coordinator.partition_limits import total_partitions_refusal
 from coordinator.producer_ids import ProducerIdManager
 from coordinator.reserved_topics import (
     FORGET_CONFIG,
@@ -117,6 +118,8 @@ class BrokerCore:
         )
         self._refuse_client_created_internal_topics()
         self.partitions: dict[TopicPartition, Partition] = {}
+        # All client partitions together; the launcher lowers it to its open-file limit.
+        self.max_partitions = self.config.get_int("sharetxn.max.partitions")
         # Cumulative log-cleanup figures (metrics): bytes and segments retention deleted.
         self.retention_bytes_deleted = 0
         self.retention_runs = 0
@@ -125,8 +128,10 @@ class BrokerCore:
         self._share_event_listeners: list[Callable[[str, str, int], None]] = []
         for info in self.topics.all():
             self._open_partitions(info)
+        # Scrambled: a producer id cannot be guessed from another one (docs/security.md).
         self.producer_ids = ProducerIdManager(
-            storage.open_log(PRODUCER_IDS_TOPIC, 0, self._internal_log_config)
+            storage.open_log(PRODUCER_IDS_TOPIC, 0, self._internal_log_config),
+            scramble_rng=self.rng,
         )
         self.marker_channel = MarkerChannel(clock, self)
         txn_log = storage.open_log(
@@ -204,7 +209,12 @@ class BrokerCore:
     def _open_partitions(self, info: TopicInfo) -> None:
         if info.name in RESERVED_TOPICS:
             return  # the coordinators' own logs, never a client's partitions
+        self.partitions.update(self._new_partitions(info))
+
+    def _new_partitions(self, info: TopicInfo) -> dict[TopicPartition, Partition]:
+        """The logs of ``info``'s partitions not open yet, opened (creating their files)."""
         settings = self.log_settings(info)
+        opened: dict[TopicPartition, Partition] = {}
         for index in range(info.num_partitions):
             tp = TopicPartition(info.name, index)
             if tp not in self.partitions:
@@ -214,7 +224,27 @@ class BrokerCore:
                     settings.max_message_bytes,
                 )
                 partition.compacted = settings.compact and not info.internal
-                self.partitions[tp] = partition
+                opened[tp] = partition
+        return opened
+
+    def _prepare_partitions(self, info: TopicInfo) -> dict[TopicPartition, Partition] | str:
+        """Open the new partitions' logs before the topic record is written: on failure (too
+        many open files, a full disk) the ones made are removed and the reason returned, so
+        nothing half-made is ever persisted."""
+        try:
+            return self._new_partitions(info)
+        except OSError as exc:
+            log.error("cannot open the logs of topic %s: %s", info.name, exc)
+            for index in range(info.num_partitions):
+                if TopicPartition(info.name, index) not in self.partitions:
+                    try:
+                        self.storage.delete_log(info.name, index)
+                    except OSError:
+                        log.exception("cannot remove the log %s-%d", info.name, index)
+            return f"cannot open the logs of topic {info.name}: {exc.strerror or exc}"
+
+    def _total_refusal(self, adding: int) -> tuple[ErrorCode, str] | None:
+        return total_partitions_refusal(len(self.partitions), adding, self.max_partitions)
 
     def _schedule_retention(self) -> None:
         """Apply retention every ``log.retention.check.interval.ms``, off the request path
@@ -418,7 +448,8 @@ class BrokerCore:
             transactional_id, producer_id, producer_epoch, [tp]
         ).get(tp, ErrorCode.INVALID_TXN_STATE)
         if verdict is not ErrorCode.NONE:
-            if verdict in (ErrorCode.TRANSACTION_ABORTABLE, ErrorCode.INVALID_PRODUCER_ID_MAPPING):
+            # Another transactional id's producer id stays INVALID_PRODUCER_ID_MAPPING (Kafka 4.4).
+            if verdict is ErrorCode.TRANSACTION_ABORTABLE:
                 verdict = ErrorCode.INVALID_TXN_STATE
             return dict.fromkeys(offsets, verdict)
         committer = Committer(group_id, generation, member_id, group_instance_id)
@@ -482,15 +513,12 @@ class BrokerCore:
             return None
         info = self.topics.get(name)
         if info is None and self.config.get_bool("auto.create.topics.enable"):
-            try:
-                info = self.topics.create(
-                    name, self.config.get_int("num.partitions"), self.clock.now_ms()
-                )
-            except KafkaProtocolError:
+            result = self.create_topic(name, -1, -1)
+            if result.error is not ErrorCode.NONE:
                 return None
-            log.info("auto-created topic %s with %d partition(s)", name, info.num_partitions)
-            self._open_partitions(info)
-            self.share.on_topics_changed()
+            info = self.topics.get(name)
+            if info is not None:
+                log.info("auto-created topic %s with %d partition(s)", name, info.num_partitions)
         return info
 
     def create_topic(
@@ -514,11 +542,22 @@ class BrokerCore:
             )
         try:
             info = self.topics.create(
-                name, num_partitions, self.clock.now_ms(), configs, validate_only=validate_only
+                name, num_partitions, self.clock.now_ms(), configs, validate_only=True
             )
         except KafkaProtocolError as exc:
             return TopicResult(name, exc.code, exc.message or str(exc))
+        if (refusal := self._total_refusal(num_partitions)) is not None:
+            return TopicResult(name, *refusal)
         if not validate_only:
+            opened = self._prepare_partitions(info)
+            if isinstance(opened, str):
+                return TopicResult(name, ErrorCode.KAFKA_STORAGE_ERROR, opened)
+            try:
+                info = self.topics.create(name, num_partitions, self.clock.now_ms(), configs)
+            except Exception:
+                self._discard(opened)
+                raise
+            self.partitions.update(opened)
             log.info(
                 "created topic %s (id %s) with %d partition(s)%s",
                 name,
@@ -526,7 +565,6 @@ class BrokerCore:
                 info.num_partitions,
                 f", configs {info.configs}" if info.configs else "",
             )
-            self._open_partitions(info)
             self.share.on_topics_changed()
         return TopicResult(name, ErrorCode.NONE, None, str(info.topic_id), info.num_partitions)
 
@@ -579,18 +617,31 @@ class BrokerCore:
         if (refusal := partitions_refusal(name)) is not None:
             return TopicResult(name, *refusal)
         try:
-            self.topics.add_partitions(
-                name, count, self.clock.now_ms(), validate_only=validate_only
-            )
+            self.topics.add_partitions(name, count, self.clock.now_ms(), validate_only=True)
         except KafkaProtocolError as exc:
             return TopicResult(name, exc.code, exc.message or str(exc))
         info = self.topics.get(name)
         assert info is not None
+        if (refusal := self._total_refusal(count - info.num_partitions)) is not None:
+            return TopicResult(name, *refusal)
         if not validate_only:
-            log.info("topic %s now has %d partition(s)", name, info.num_partitions)
-            self._open_partitions(info)
+            opened = self._prepare_partitions(replace(info, num_partitions=count))
+            if isinstance(opened, str):
+                return TopicResult(name, ErrorCode.KAFKA_STORAGE_ERROR, opened)
+            try:
+                self.topics.add_partitions(name, count, self.clock.now_ms())
+            except Exception:
+                self._discard(opened)
+                raise
+            self.partitions.update(opened)
+            log.info("topic %s now has %d partition(s)", name, count)
             self.share.on_topics_changed()
         return TopicResult(name, ErrorCode.NONE)
+
+    def _discard(self, opened: dict[TopicPartition, Partition]) -> None:
+        """Remove logs opened for a topic whose record could not be written."""
+        for tp in opened:
+            self.storage.delete_log(tp.topic, tp.partition)
 
     # -- produce / fetch ------------------------------------------------------------------------
 
@@ -608,6 +659,7 @@ class BrokerCore:
             self.clock.now_ms(),
             transactional_id=transactional_id,
             verifier=self._verify_txn_partition,
+            txn_producer=self.txn_coordinator.is_transactional_producer,
         )
         if result.error is ErrorCode.NONE:
             self._notify(tp)

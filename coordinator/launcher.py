@@ -25,7 +25,7 @@ from pathlib import Path
 
 from coordinator.broker import BrokerCore
 from coordinator.cleaner_worker import ProcessCleanerExecutor
-from coordinator.log.data_dir import ensure_meta_properties
+from coordinator.log.data_dir import DataDirError, ensure_meta_properties
 from coordinator.log.file_log import FileStorage
 from coordinator.log.storage import LogConfig
 from coordinator.metrics import (
@@ -35,6 +35,13 @@ from coordinator.metrics import (
     ShareTransactionMetrics,
 )
 from coordinator.metrics_export import install_exporters
+from coordinator.open_files import (
+    count_partition_dirs,
+    is_out_of_files,
+    out_of_files_message,
+    raise_open_file_limit,
+)
+from coordinator.partition_limits import partitions_for_open_files
 from coordinator.protocol.security_gate import SecurityGate
 from coordinator.protocol.server import KafkaServer
 from coordinator.runtime import LoopClock
@@ -88,10 +95,27 @@ async def serve(
             ssl_contexts[listener.name] = server_context(
                 config, listener.name, sasl=listener.protocol.uses_sasl
             )
+    open_files = raise_open_file_limit()
     storage = FileStorage(data_dir, LogConfig())
     # The cleaner's copying runs in a worker process; plan and swap stay on this loop.
     cleaner_executor = ProcessCleanerExecutor(loop)
-    core = BrokerCore(storage, LoopClock(loop), config, random.Random(), cleaner_executor)
+    try:
+        core = BrokerCore(storage, LoopClock(loop), config, random.Random(), cleaner_executor)
+    except OSError as exc:
+        if not is_out_of_files(exc):
+            raise
+        cleaner_executor.close()
+        storage.close()
+        partitions = count_partition_dirs(data_dir)
+        raise DataDirError(out_of_files_message(data_dir, open_files, partitions)) from exc
+    fd_partitions = partitions_for_open_files(open_files)
+    if fd_partitions < core.max_partitions:
+        log.info(
+            "at most %d partitions (the open-file limit %d holds no more)",
+            fd_partitions,
+            open_files,
+        )
+        core.max_partitions = fd_partitions
     core.cluster_id = cluster_id
     core.add_share_event_listener(ShareGroupMetrics().record)
     core.share.on_txn_metric = ShareTransactionMetrics().record

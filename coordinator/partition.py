@@ -40,6 +40,8 @@ log = logging.getLogger("sharetxn.partition")
 
 TxnVerifier = Callable[[str, int, int, TopicPartition], ErrorCode]
 """(transactional id, producer id, epoch, partition) -> error of the KIP-890 verify-only check."""
+TxnProducerCheck = Callable[[int], bool]
+"""producer id -> whether it was issued to a transactional id (not an idempotent producer's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +134,17 @@ class Partition:
         *,
         transactional_id: str | None = None,
         verifier: TxnVerifier | None = None,
+        txn_producer: TxnProducerCheck | None = None,
     ) -> AppendResult:
-        """Append a producer's record set (one or more whole batches)."""
+        """Append a producer's record set (one or more whole batches).
+
+        A producer id is bound to what it was issued for: a transactional batch must name
+        the transactional id whose current (producer id, epoch) it carries and whose ongoing
+        transaction holds this partition (``verifier``, on every transactional batch, not only
+        the first one as in Kafka); a non-transactional batch may not use a producer id with
+        an open transaction here (Kafka's INVALID_TXN_STATE) nor one issued to a transactional
+        id (``txn_producer``).
+        """
         try:
             batches = iter_batches(records)
         except BatchFormatError as exc:
@@ -159,7 +170,12 @@ class Partition:
         first_offset = -1
         for pos, header in batches:
             result = self._append_one(
-                records[pos : pos + header.size], header, now_ms, transactional_id, verifier
+                records[pos : pos + header.size],
+                header,
+                now_ms,
+                transactional_id,
+                verifier,
+                txn_producer,
             )
             if result.error is not ErrorCode.NONE:
                 return result
@@ -195,6 +211,7 @@ class Partition:
         now_ms: int,
         transactional_id: str | None,
         verifier: TxnVerifier | None,
+        txn_producer: TxnProducerCheck | None = None,
     ) -> AppendResult:
         if header.has_producer_id:
             check = self.producers.check(header)
@@ -208,24 +225,9 @@ class Partition:
                 return AppendResult(
                     ErrorCode.NONE, check.duplicate_of.first_offset, -1, self.log_start_offset
                 )
-            if header.is_transactional:
-                entry = self.producers.get(header.producer_id)
-                starting = entry is None or entry.current_txn_first_offset is None
-                if starting:
-                    if transactional_id is None:
-                        return AppendResult(
-                            ErrorCode.INVALID_REQUEST,
-                            error_message="transactional batch without a transactional id",
-                        )
-                    if verifier is not None:
-                        verdict = verifier(
-                            transactional_id, header.producer_id, header.producer_epoch, self.tp
-                        )
-                        if verdict is not ErrorCode.NONE:
-                            return AppendResult(
-                                verdict,
-                                error_message="partition not in the ongoing transaction",
-                            )
+            refused = self._check_binding(header, transactional_id, verifier, txn_producer)
+            if refused is not None:
+                return refused
         elif header.is_transactional:
             return AppendResult(
                 ErrorCode.INVALID_RECORD, error_message="transactional batch needs a producer id"
@@ -240,6 +242,43 @@ class Partition:
         if header.has_producer_id:
             self.producers.on_data_batch(stored)
         return AppendResult(ErrorCode.NONE, stored.base_offset, -1, self.log_start_offset)
+
+    def _check_binding(
+        self,
+        header: BatchHeader,
+        transactional_id: str | None,
+        verifier: TxnVerifier | None,
+        txn_producer: TxnProducerCheck | None,
+    ) -> AppendResult | None:
+        """The refusal of a batch whose producer id is not the sender's to use, or None."""
+        entry = self.producers.get(header.producer_id)
+        open_txn = entry is not None and entry.current_txn_first_offset is not None
+        pid = header.producer_id
+        # Kafka 4.4 answers these refusals without an error message.
+        if not header.is_transactional:
+            if open_txn:
+                # Kafka's ProducerAppendInfo: "Expected transactional write from producer ..."
+                return AppendResult(ErrorCode.INVALID_TXN_STATE)
+            if txn_producer is not None and txn_producer(pid):
+                return AppendResult(ErrorCode.INVALID_TXN_STATE)  # sharetxn: on any partition
+            return None
+        if transactional_id is None:
+            # Kafka answers the whole request so (KafkaApis.handleProduceRequest).
+            return AppendResult(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if verifier is None:
+            return None
+        verdict = verifier(transactional_id, pid, header.producer_epoch, self.tp)
+        if verdict is ErrorCode.NONE:
+            return None
+        return AppendResult(
+            verdict,
+            error_message=(
+                f"producer id {pid} epoch {header.producer_epoch} is not the current producer "
+                f"of transactional id {transactional_id!r} with {self.tp} in its transaction"
+                if open_txn
+                else "partition not in the ongoing transaction"
+            ),
+        )
 
     def write_marker(
         self,

@@ -11,10 +11,22 @@ Record (one per batch)::
 
     key   = version int16 0 | record type int16 15 (Kafka's ProducerIdsRecord api key)
     value = version int16 0 | BrokerId int32 | BrokerEpoch int64 | NextProducerId int64
+
+Kafka hands the ids out in order, so the next producer's id is easy to guess.  The broker
+(``scramble=True``) hands out a keyed permutation of them instead: id = F(slot), where the slots
+are the sequential, durable numbers above and F a 4-round Feistel network over 62 bits keyed by
+a random key kept in this log (a sharetxn record).  F is a bijection, so ids stay unique across
+restarts; an id below the sequential ids handed out before the key existed (an older data
+directory) is skipped::
+
+    key   = version int16 0 | record type int16 1000 (sharetxn's producer id key)
+    value = version int16 0 | key 16 bytes | LegacyBound int64
 """
 
 from __future__ import annotations
 
+import hashlib
+import random
 import struct
 
 from coordinator.log.storage import PartitionLog
@@ -25,8 +37,14 @@ from txn.txn_log import read_records
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 PRODUCER_IDS_RECORD_TYPE = 15
+PRODUCER_ID_KEY_RECORD_TYPE = 1000
 _KEY = struct.Struct(">hh")
 _VALUE = struct.Struct(">hiqq")
+_KEY_VALUE = struct.Struct(">h16sq")
+_HALF_BITS = 31
+_HALF_MASK = (1 << _HALF_BITS) - 1
+#: Scrambled ids are in [0, 2**62): non-negative int64s, never -1 (no producer id).
+ID_SPACE = 1 << (2 * _HALF_BITS)
 
 
 class ProducerIdsExhaustedError(RuntimeError):
@@ -49,6 +67,29 @@ def decode_next_producer_id(key: bytes | None, value: bytes | None) -> int | Non
     return int(next_id) if version == 0 else None
 
 
+class IdScrambler:
+    """A keyed bijection of [0, ID_SPACE): a balanced 4-round Feistel network (BLAKE2b rounds)."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+
+    def _round(self, index: int, half: int) -> int:
+        digest = hashlib.blake2b(
+            struct.pack(">BI", index, half), key=self._key, digest_size=4
+        ).digest()
+        return int.from_bytes(digest, "big") & _HALF_MASK
+
+    def permute(self, slot: int) -> int:
+        left, right = slot >> _HALF_BITS, slot & _HALF_MASK
+        for index in range(4):
+            left, right = right, left ^ self._round(index, right)
+        return (left << _HALF_BITS) | right
+
+
+def producer_id_key_record_key() -> bytes:
+    return _KEY.pack(0, PRODUCER_ID_KEY_RECORD_TYPE)
+
+
 class ProducerIdManager:
     """Hands out unique producer ids; ``generate_producer_id`` may append to the log."""
 
@@ -60,7 +101,10 @@ class ProducerIdManager:
         block_size: int = PRODUCER_ID_BLOCK_SIZE,
         broker_id: int = 0,
         broker_epoch: int = 0,
+        scramble_rng: random.Random | None = None,
     ) -> None:
+        """``scramble_rng``: hand out scrambled ids (the key is drawn from it once, then kept
+        in the log); without it the ids are sequential, as Kafka's."""
         if block_size <= 0:
             raise ValueError("block_size must be positive")
         self._log = log
@@ -69,27 +113,50 @@ class ProducerIdManager:
         self._broker_id = broker_id
         self._broker_epoch = broker_epoch
         start = 0
+        scramble_key: tuple[bytes, int] | None = None
         for _header, batch in log.batches(log.log_start_offset):
             for key, value in read_records(batch):
                 next_id = decode_next_producer_id(key, value)
                 if next_id is not None:
                     start = max(start, next_id)
+                elif key == producer_id_key_record_key() and value is not None:
+                    _version, secret, bound = _KEY_VALUE.unpack(value)
+                    scramble_key = scramble_key or (secret, bound)
         # Nothing may be served from a block whose record was not read back: start a new one.
         self._next_id = start
         self._block_end = start
+        self._scrambler: IdScrambler | None = None
+        self._legacy_bound = 0
+        if scramble_key is None and scramble_rng is not None:
+            scramble_key = (scramble_rng.getrandbits(128).to_bytes(16, "big"), start)
+            value = _KEY_VALUE.pack(0, *scramble_key)
+            record = build_batch([(producer_id_key_record_key(), value)], timestamp_ms=-1)
+            self._log.append(record, 0)
+            self._log.flush()
+        if scramble_key is not None:
+            self._scrambler = IdScrambler(scramble_key[0])
+            self._legacy_bound = scramble_key[1]
 
     @property
     def next_producer_id(self) -> int:
-        """The id the next call returns if no new block is needed (for tests and tools)."""
+        """The next slot: the id the next call returns if no new block is needed and the ids
+        are not scrambled (for tests and tools)."""
         return self._next_id
 
     def generate_producer_id(self) -> int:
         """A producer id never handed out before; raises if the block record cannot be written."""
-        if self._next_id >= self._block_end:
-            self._allocate_block()
-        producer_id = self._next_id
-        self._next_id += 1
-        return producer_id
+        while True:
+            if self._next_id >= self._block_end:
+                self._allocate_block()
+            slot = self._next_id
+            self._next_id += 1
+            if self._scrambler is None:
+                return slot
+            if slot >= ID_SPACE:
+                raise ProducerIdsExhaustedError("no producer ids left")
+            producer_id = self._scrambler.permute(slot)
+            if producer_id >= self._legacy_bound:  # not one of the older, sequential ids
+                return producer_id
 
     def _allocate_block(self) -> None:
         start = self._block_end

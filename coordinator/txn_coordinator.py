@@ -115,6 +115,8 @@ class TransactionCoordinator(CoordinatorShard):
         )
         self._two_phase_commit_enabled = config.get_bool("transaction.two.phase.commit.enable")
         self._txns: dict[str, TransactionMetadata] = {}
+        # Producer ids issued to transactional ids (never usable for idempotent writes).
+        self._txn_producer_ids: set[int] = set()
         # CompleteCommit/CompleteAbort transits waiting for their markers, by id.
         self._pending_complete: dict[str, TxnTransitMetadata] = {}
         # Replay: each id's latest record (the last one is all that needs its metadata built).
@@ -152,6 +154,12 @@ class TransactionCoordinator(CoordinatorShard):
                 transactional_id, log_value_to_transit(decoded)
             )
         self._replayed = {}
+        self._txn_producer_ids = {
+            pid
+            for md in self._txns.values()
+            for pid in (md.producer_id, md.prev_producer_id, md.next_producer_id)
+            if pid != NO_PRODUCER_ID
+        }
         for metadata in list(self._txns.values()):
             if metadata.state in _PREPARE:
                 log.info("completing %s after load", metadata)
@@ -185,7 +193,7 @@ class TransactionCoordinator(CoordinatorShard):
         if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
             return InitProducerIdResult(ErrorCode.INVALID_REQUEST)  # KafkaApis' pair check
         if transactional_id is None:
-            new_id = self._generate_producer_id()
+            new_id = self._generate_producer_id(transactional=False)
             if isinstance(new_id, ErrorCode):
                 return InitProducerIdResult(new_id)
             return InitProducerIdResult(ErrorCode.NONE, new_id, 0)
@@ -618,6 +626,7 @@ class TransactionCoordinator(CoordinatorShard):
             for md, transit in zip(expired, transits, strict=True):
                 if written and md.pending_state is transit.state:
                     del self._txns[md.transactional_id]
+                    self._txn_producer_ids.difference_update((md.producer_id, md.prev_producer_id))
                 else:
                     md.abort_pending()
 
@@ -751,12 +760,19 @@ class TransactionCoordinator(CoordinatorShard):
         metadata = self._txns.get(transactional_id)
         return unknown if metadata is None else metadata
 
-    def _generate_producer_id(self) -> int | ErrorCode:
+    def _generate_producer_id(self, *, transactional: bool = True) -> int | ErrorCode:
         try:
-            return self._producer_ids.generate_producer_id()
+            producer_id = self._producer_ids.generate_producer_id()
         except Exception:
             log.exception("producer id allocation failed")
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if transactional:
+            self._txn_producer_ids.add(producer_id)
+        return producer_id
+
+    def is_transactional_producer(self, producer_id: int) -> bool:
+        """Whether ``producer_id`` was issued to a transactional id (Produce binds it)."""
+        return producer_id in self._txn_producer_ids
 
     def replay(self, record: LoadedRecord) -> None:
         """One ``__transaction_state`` record on load: the id's latest value, or its removal."""

@@ -41,6 +41,14 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         False,
         "Forget client-created topics named like an internal log (docs/security.md).",
     ),
+    # sharetxn's own: all client partitions together (every one is a log with open files);
+    # the launcher lowers it further to what the process's open-file limit holds.
+    ConfigDef(
+        "sharetxn.max.partitions",
+        "int",
+        10_000,
+        "Most client partitions the broker holds (docs/security.md).",
+    ),
     ConfigDef("log.segment.bytes", "int", 1024 * 1024 * 1024, "Maximum size of one segment."),
     ConfigDef("log.index.interval.bytes", "int", 4096, "Bytes between offset-index entries."),
     # Kafka's default is Long.MAX (rely on replication); a single node has no replicas, so
@@ -269,6 +277,7 @@ def _parse(defn: ConfigDef, raw: object) -> Any:
 # the simulator and unit tests build configs with faster settings and skip the check.
 RANGES: dict[str, tuple[int, int | None]] = {
     "num.partitions": (1, None),
+    "sharetxn.max.partitions": (1, None),
     "log.segment.bytes": (14, None),
     "log.index.interval.bytes": (0, None),
     "log.flush.interval.messages": (1, None),

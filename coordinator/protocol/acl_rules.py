@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from coordinator.protocol.data_handlers import has_transactional_records
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.security.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
 from txn.errors import ErrorCode
@@ -240,7 +241,9 @@ async def produce_rule(ctx: RequestContext, req: DecodedRequest, handler: Handle
             for t in topics
         ]
 
-    if tid is not None and not ctx.txn(tid):
+    # Kafka: transactional records need a transactional id the principal may WRITE, before
+    # any topic is looked at (the handler answers a missing one alike without ACLs).
+    if (tid is not None and not ctx.txn(tid)) or (tid is None and has_transactional_records(b)):
         return None if int(b.acks) == 0 else {"responses": entries(b.topic_data, TXN_DENIED)}
     kept, denied = split(b.topic_data, lambda t: ctx.topic(OP.WRITE, t.name))
     if not denied:

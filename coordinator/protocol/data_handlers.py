@@ -15,6 +15,7 @@ from coordinator.protocol.responses import (
 )
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.api_keys import ApiKey
+from txn.batch import BatchFormatError, iter_batches
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 from txn.limits import INT32_MAX
@@ -31,6 +32,9 @@ class DataHandlers:
         body = req.body
         transactional_id = field(body, "transactional_id")
         acks_ok = int(body.acks) in (-1, 0, 1)
+        if transactional_id is None and has_transactional_records(body):
+            # Kafka refuses the whole request before anything else (handleProduceRequest).
+            return _refuse_all(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         responses: list[dict[str, Any]] = []
         for topic in body.topic_data:
             parts: list[dict[str, Any]] = []
@@ -198,3 +202,44 @@ class DataHandlers:
                 )
             topics.append({"name": topic.name, "partitions": parts})
         return {"topics": topics}
+
+
+def has_transactional_records(body: Any) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords: any batch of the request transactional."""
+    for topic in body.topic_data:
+        for pdata in topic.partition_data:
+            if pdata.records is None:
+                continue
+            try:
+                batches = iter_batches(bytes(pdata.records))
+            except BatchFormatError:
+                continue  # answered CORRUPT_MESSAGE on its own partition
+            if any(header.is_transactional for _pos, header in batches):
+                return True
+    return False
+
+
+def _refuse_all(body: Any, error: ErrorCode) -> dict[str, Any] | None:
+    """ProduceRequest.getErrorResponse: every partition answers ``error`` (acks=0: nothing)."""
+    if int(body.acks) == 0:
+        return None
+    return {
+        "responses": [
+            {
+                "name": topic.name,
+                "partition_responses": [
+                    {
+                        "index": pdata.index,
+                        "error_code": error,
+                        "base_offset": -1,
+                        "log_append_time": -1,
+                        "log_start_offset": -1,
+                        "error_message": None,  # as Kafka 4.4 answers
+                        "record_errors": [],
+                    }
+                    for pdata in topic.partition_data
+                ],
+            }
+            for topic in body.topic_data
+        ]
+    }

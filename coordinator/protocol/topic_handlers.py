@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from coordinator.broker import BrokerCore
+from coordinator.partition_limits import create_partitions_refusal, create_topics_refusal
 from coordinator.protocol.responses import Handler, api, handler_table
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.api_keys import ApiKey
@@ -27,6 +28,15 @@ class TopicHandlers:
         body = req.body
         validate_only = bool(field(body, "validate_only", default=False))
         out: list[dict[str, Any]] = []
+        refusal = create_topics_refusal(
+            (
+                (len(topic.assignments) or int(topic.num_partitions), len(topic.configs))
+                for topic in body.topics
+            ),
+            self.core.config.get_int("num.partitions"),
+        )
+        if refusal is not None:  # Kafka's controller refuses the whole request
+            return {"topics": [_refused_topic(t.name, *refusal) for t in body.topics]}
         for topic in body.topics:
             configs = {c.name: c.value for c in topic.configs if c.value is not None}
             result = self.core.create_topic(
@@ -115,6 +125,19 @@ class TopicHandlers:
     async def create_partitions(self, req: DecodedRequest) -> dict[str, Any]:
         validate_only = bool(field(req.body, "validate_only", default=False))
         results: list[dict[str, Any]] = []
+        refusal = create_partitions_refusal(
+            int(t.count) - info.num_partitions
+            for t in req.body.topics
+            if (info := self.core.topics.get(t.name)) is not None
+        )
+        if refusal is not None:  # Kafka's controller refuses the whole request
+            code, message = refusal
+            return {
+                "results": [
+                    {"name": t.name, "error_code": code, "error_message": message}
+                    for t in req.body.topics
+                ]
+            }
         for topic in req.body.topics:
             result = self.core.create_partitions(
                 topic.name, int(topic.count), validate_only=validate_only
@@ -142,3 +165,16 @@ class TopicHandlers:
                 )
             topics.append({"name": topic.name, "partitions": parts})
         return {"topics": topics}
+
+
+def _refused_topic(name: str, code: ErrorCode, message: str) -> dict[str, Any]:
+    """CreateTopicsRequest.getErrorResponse's entry for one topic."""
+    return {
+        "name": name,
+        "topic_id": uuid.UUID(int=0),
+        "error_code": code,
+        "error_message": message,
+        "num_partitions": -1,
+        "replication_factor": -1,
+        "configs": [],
+    }

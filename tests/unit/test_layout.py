@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("coordinator.log",),
     (
         "coordinator.partition",
+        "coordinator.partition_limits",
         "coordinator.producer_state",
         "coordinator.topics",
         "coordinator.reserved_topics",

@@ -32,6 +32,7 @@ from coordinator.security.acls import (
 )
 from coordinator.security.listeners import Listener, SecurityProtocol
 from coordinator.security.store import MemorySecurityStorage, SecurityMetadata
+from txn.batch import build_batch
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode as E
@@ -39,6 +40,14 @@ from txn.kip1289_schema import load_request
 from txn.wire_render import render
 
 ZERO = uuid.UUID(int=0)
+TXN_BATCH = build_batch(
+    [(None, b"v")],
+    timestamp_ms=0,
+    producer_id=7,
+    producer_epoch=0,
+    base_sequence=0,
+    transactional=True,
+)
 
 
 class World:
@@ -531,6 +540,24 @@ CASES: dict[str, Case] = {
             "topic_data": [{"name": "secret", "partition_data": [{"index": 0, "records": b""}]}],
         },
         {"secret": E.TOPIC_AUTHORIZATION_FAILED},
+    ),
+    # Kafka: transactional records without a transactional id fail the whole request first
+    "Produce transactional without id": (
+        0,
+        10,
+        lambda w: {
+            "transactional_id": None,
+            "acks": -1,
+            "timeout": 1000,
+            "topic_data": [
+                {"name": name, "partition_data": [{"index": 0, "records": TXN_BATCH}]}
+                for name in ("secret", "allowed")
+            ],
+        },
+        {
+            "secret": E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "allowed": E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        },
     ),
 }
 

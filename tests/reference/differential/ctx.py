@@ -286,11 +286,14 @@ class Ctx:
 
     @staticmethod
     def retrying(call: Any, timeout_s: float = 15.0) -> Any:
-        """Repeat ``call`` while it answers CONCURRENT_TRANSACTIONS, as Kafka's clients do."""
+        """Repeat ``call`` while it answers CONCURRENT_TRANSACTIONS or, while a coordinator
+        loads its log after start, COORDINATOR_LOAD_IN_PROGRESS, as Kafka's clients do."""
         deadline = time.monotonic() + timeout_s
         while True:
             result = call()
-            if "CONCURRENT_TRANSACTIONS" not in str(result).upper() or time.monotonic() > deadline:
+            text = str(result).upper()
+            retriable = "CONCURRENT_TRANSACTIONS" in text or "COORDINATOR_LOAD_IN_PROGRESS" in text
+            if not retriable or time.monotonic() > deadline:
                 return result
             time.sleep(0.05)
 

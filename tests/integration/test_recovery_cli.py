@@ -9,6 +9,7 @@ start offset (DescribeShareGroupOffsets) and redelivery verify the acknowledgeme
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import time
@@ -44,7 +45,7 @@ from tests.integration.test_kip1289_e2e import (
     subscribed_setup,
 )
 from tests.interop.test_stock_clients import read_all
-from txn.errors import RequestTimedOutError
+from txn.errors import ProducerFencedError, RequestTimedOutError
 from txn.ids import TopicPartition
 
 pytestmark = pytest.mark.integration
@@ -540,7 +541,7 @@ def test_ageing_warnings_at_80_percent_and_for_old_prepared_2pc(
     tag = uuid.uuid4().hex[:6]
     timed, prepared = f"age-timed-{tag}", f"age-2pc-{tag}"
     p = TransactionalProducer(
-        {"bootstrap.servers": b, "transactional.id": timed, "transaction.timeout.ms": 6000}
+        {"bootstrap.servers": b, "transactional.id": timed, "transaction.timeout.ms": 12000}
     )
     p.init_transactions()
     p.begin_transaction()
@@ -565,8 +566,8 @@ def test_ageing_warnings_at_80_percent_and_for_old_prepared_2pc(
     )
     assert code == 1 and desc["transaction"]["ageing"]
     assert "ageing" in desc["transaction"]["warning"]
-    # 80 % of the 6 s timeout is 4.8 s; the coordinator aborts it at 6 s
-    time.sleep(max(0.0, 5.0 - (time.monotonic() - started)))
+    # 80 % of the 12 s timeout is 9.6 s; the coordinator aborts it at 12 s
+    time.sleep(max(0.0, 10.0 - (time.monotonic() - started)))
     aged = row(timed)
     assert aged["state"] == "Ongoing" and aged["ageing"]
     assert "of its transaction.timeout.ms" in aged["warning"]
@@ -574,7 +575,9 @@ def test_ageing_warnings_at_80_percent_and_for_old_prepared_2pc(
     assert desc["transaction"]["ageing"]
     assert sharetxn(["txn", "list", "--prefix", timed, "--bootstrap-server", b, *FAST]) == 1
     assert "ageing: at" in capsys.readouterr().out  # the table's note column (a yellow row)
-    p.abort_transaction()
+    # On a slow machine the coordinator may have timed it out meanwhile: fenced, not open.
+    with contextlib.suppress(ProducerFencedError):
+        p.abort_transaction()
     p.close()
 
 

@@ -1,7 +1,8 @@
 """The consumer-group side of the simulation's end: quiescence and the final reads.
 
 Quiescent (for the consumer group): every input partition's committed offset is its log end
-and no transactional offset is pending.  The final reads record, for the checker's C1-C3, the
+(none committed counts as the log start, ``auto.offset.reset=earliest``, as the checker reads
+it: an empty partition never gets a commit) and no transactional offset is pending.  The final reads record, for the checker's C1-C3, the
 group output as a read_committed consumer sees it, its batches, and the group's committed
 offsets.
 """
@@ -35,7 +36,10 @@ def group_quiescent(core: BrokerCore, cfg: WorkloadConfig) -> bool:
         part = core.partition(tp.topic, tp.partition)
         if fetched is None or part is None or fetched.error is not ErrorCode.NONE:
             return False
-        if fetched.offset != part.high_watermark:
+        # No committed offset: a consumer starts at the log start (earliest), so an empty
+        # partition -- which no transaction ever commits -- is consumed.
+        position = fetched.offset if fetched.offset >= 0 else part.log_start_offset
+        if position != part.high_watermark:
             return False
     for p in range(cfg.output_partitions):
         out = core.partition(cfg.group_output_topic, p)

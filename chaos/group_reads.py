@@ -2,9 +2,9 @@
 
 Quiescent (for the consumer group): every input partition's committed offset is its log end
 (none committed counts as the log start, ``auto.offset.reset=earliest``, as the checker reads
-it: an empty partition never gets a commit) and no transactional offset is pending.  The final reads record, for the checker's C1-C3, the
-group output as a read_committed consumer sees it, its batches, and the group's committed
-offsets.
+it: an empty partition never gets a commit) and no transactional offset is pending.  The final
+reads record, for the checker's C1-C3, the group output as a read_committed consumer sees it,
+its batches, and the group's committed offsets.
 """
 
 from __future__ import annotations

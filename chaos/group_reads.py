@@ -25,27 +25,36 @@ def _input_partitions(cfg: WorkloadConfig) -> list[TopicPartition]:
 
 def group_quiescent(core: BrokerCore, cfg: WorkloadConfig) -> bool:
     """Whether the consumer group has committed every input (trivially, without workers)."""
+    return group_waiting_for(core, cfg) is None
+
+
+def group_waiting_for(core: BrokerCore, cfg: WorkloadConfig) -> str | None:
+    """What the consumer group has not finished yet (None: quiescent)."""
     if not cfg.group_workers:
-        return True
+        return None
     tps = _input_partitions(cfg)
     error, offsets = core.groups.fetch_offsets(cfg.consumer_group, tps, True)
     if error is not ErrorCode.NONE:
-        return False
+        return f"the consumer group's offsets ({error.name})"
     for tp in tps:
         fetched = offsets.get(tp)
         part = core.partition(tp.topic, tp.partition)
         if fetched is None or part is None or fetched.error is not ErrorCode.NONE:
-            return False
+            why = "no answer" if fetched is None else fetched.error.name
+            return f"the consumer group's offset of {tp.topic}-{tp.partition} ({why})"
         # No committed offset: a consumer starts at the log start (earliest), so an empty
         # partition -- which no transaction ever commits -- is consumed.
         position = fetched.offset if fetched.offset >= 0 else part.log_start_offset
         if position != part.high_watermark:
-            return False
+            return (
+                f"the consumer group to consume {tp.topic}-{tp.partition} (committed"
+                f" {fetched.offset}, log end {part.high_watermark})"
+            )
     for p in range(cfg.output_partitions):
         out = core.partition(cfg.group_output_topic, p)
         if out is None or out.last_stable_offset != out.high_watermark:
-            return False
-    return True
+            return f"the LSO of {cfg.group_output_topic}-{p} to reach its high watermark"
+    return None
 
 
 def group_final_reads(core: BrokerCore, cfg: WorkloadConfig, history: History, now: int) -> None:

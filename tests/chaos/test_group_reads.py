@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from chaos.group_reads import group_quiescent
+from chaos.group_reads import group_quiescent, group_waiting_for
 from chaos.workload import WorkloadConfig
 from coordinator.broker import BrokerCore
 from coordinator.group.offset_commands import Committer
@@ -56,7 +56,9 @@ def test_an_empty_input_partition_without_a_committed_offset_is_consumed() -> No
     core = _core({0: 3, 1: 0})
     assert not group_quiescent(core, CFG)  # partition 0: nothing committed, 3 records
     _commit(core, 0, 2)
-    assert not group_quiescent(core, CFG)  # partition 0: one record left
+    assert group_waiting_for(core, CFG) == (  # partition 0: one record left
+        "the consumer group to consume in-0 (committed 2, log end 3)"
+    )
     _commit(core, 0, 3)
     assert group_quiescent(core, CFG)  # partition 1 is empty: none committed is its log end
 

@@ -805,9 +805,8 @@ class Checker:
             self.report.add("I13", "no final state was read (the broker was not available)")
             return
         if not txns.value.get("quiescent"):
-            self.report.add(
-                "I13", "the drain did not reach quiescence before its deadline", [txns.index]
-            )
+            why = f": it still waited for {w}" if (w := txns.value.get("waiting")) else ""
+            self.report.add("I13", f"the drain did not reach quiescence in time{why}", [txns.index])
         for tid, t in sorted(txns.value.get("txns", {}).items()):
             if t["state"] not in IDLE or t.get("pending") or t.get("markers"):
                 self.report.add(

@@ -39,6 +39,14 @@ Fixed (found by this simulation; B1 and B2 fixed in commit 0f16192; regression t
   when the state write of a fresh partition's initialization hits an I/O error; its records
   were never consumed (I13).  Seed 144 (2,000 operations) once the marker channel's stale
   copies joined the swarm; fixed with the harness change that found it.
+
+* **B4 -- a join could be answered without its assignment.**
+  ``ShareManager.heartbeat`` heartbeats a second time when initializing share state made
+  partitions assignable, and answered with that second result; the second pass sends the
+  assignment only if it changed since the first, so when a retried initialization (the first
+  one had hit an I/O error) ran during a join that already got its partitions, the join was
+  answered with none.  The member, told nothing, never fetched the partition the broker held
+  it to, and its records were never consumed (I13).  Seed 30128 of 50 operations.
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ FIXED: dict[str, str] = {
     "B1": "TxnShareAcknowledge of records below the SPSO answered NONE and staged nothing",
     "B2": "pruning after a commit dropped the pending batch, so a restart lost committed acks",
     "B3": "a share partition whose initialization failed (I/O error) was never retried",
+    "B4": "a join answered after a retried share-state initialization lost its assignment",
 }
 
 

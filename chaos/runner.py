@@ -38,7 +38,7 @@ from chaos.faults import (
     with_group_workers,
     with_tv0_hazards,
 )
-from chaos.group_reads import group_final_reads, group_quiescent
+from chaos.group_reads import group_final_reads, group_waiting_for
 from chaos.group_workload import GroupWorker
 from chaos.history import BROKER, FINAL, NEMESIS, READER, History
 from chaos.log_reads import CommittedReader, batch_summary, read_all, read_committed
@@ -204,6 +204,7 @@ class Simulation:
         self._connections = itertools.count(1)
         self._restart_pending = False
         self.quiescent = False
+        self.waiting: str | None = None
         self.stats = RunStats(seed, faults=self.profile.to_json())
         self.reader = CommittedReader(self.config.output_topic, self.config.output_partitions)
         self.group_rng = random.Random(f"group-clients-{seed}")
@@ -479,42 +480,58 @@ class Simulation:
 
         self.loop.after(QUIESCENCE_CHECK_MS, check_quiet)
         self.loop.run_until(deadline, stop=lambda: self.quiescent)
-        self._nemesis("drain-end", {"quiescent": self.quiescent})
+        end: dict[str, Any] = {"quiescent": self.quiescent}
+        if not self.quiescent:
+            self.waiting = self._waiting_for()
+            end["waiting"] = self.waiting
+        self._nemesis("drain-end", end)
 
     def _is_quiescent(self) -> bool:
+        return self._waiting_for() is None
+
+    def _waiting_for(self) -> str | None:
+        """The first thing the drain still waits for (None: quiescent), for I13's message."""
         core = self.broker.core
         env = self.env
-        if core is None or not env.feeder_done:
-            return False
+        if core is None:
+            return "the broker to be up"
+        if not env.feeder_done:
+            return f"the feeder ({env.fed} of {self.config.inputs} inputs fed)"
         if self.table_writer is not None and not self.table_writer.done:
-            return False
+            return "the table writer"
         shared = env.shared
-        if shared.intents or any(
-            lease.dirty or lease.holder is not None for lease in shared.leases.values()
-        ):
-            return False
-        if core.marker_channel.pending():
-            return False
-        for tid in self.broker.tids:
+        if shared.intents:
+            return f"{len(shared.intents)} prepared 2PC transaction(s) to be completed"
+        for name, lease in sorted(shared.leases.items()):
+            if lease.dirty or lease.holder is not None:
+                return f"2PC id {name} to be released (holder {lease.holder}, dirty {lease.dirty})"
+        if pending := core.marker_channel.pending():
+            return f"{len(pending)} marker delivery(ies) pending"
+        for tid in sorted(self.broker.tids):
             view = core.txn_coordinator.transaction_view(tid)
             if view is not None and (
                 view.state.state_name not in IDLE_TXN_STATES or view.pending_state is not None
             ):
-                return False
+                return f"transaction {tid} to complete ({view.state.state_name})"
         cfg = self.config
         for p in range(cfg.output_partitions):
             part = core.partition(cfg.output_topic, p)
             if part is None or part.last_stable_offset != part.high_watermark:
-                return False
+                return f"the LSO of {cfg.output_topic}-{p} to reach its high watermark"
         info = core.topics.get(cfg.input_topic)
         if info is None:
-            return False
+            return f"topic {cfg.input_topic}"
         for p in range(cfg.input_partitions):
             data = core.partition(cfg.input_topic, p)
             _error, sp = core.share.share_partition(cfg.group, TopicIdPartition(info.topic_id, p))
             if data is None or sp is None or sp.start_offset < data.high_watermark:
-                return False
-        return group_quiescent(core, cfg)
+                start = None if sp is None else sp.start_offset
+                end = None if data is None else data.high_watermark
+                return (
+                    f"share group {cfg.group} to consume {cfg.input_topic}-{p} (start offset"
+                    f" {start}, log end {end})"
+                )
+        return group_waiting_for(core, cfg)
 
     # -- final observations -----------------------------------------------------------------------
 
@@ -584,7 +601,10 @@ class Simulation:
         group_final_reads(core, cfg, history, now)
         if self.profile.compaction:
             table_final_read(core, history, now)
-        history.event(now, FINAL, "txns", {"txns": txns, "quiescent": self.quiescent})
+        final: dict[str, Any] = {"txns": txns, "quiescent": self.quiescent}
+        if not self.quiescent:
+            final["waiting"] = self.waiting  # what the drain still waited for (I13's message)
+        history.event(now, FINAL, "txns", final)
 
 
 # -- batches of runs ------------------------------------------------------------------------------

@@ -198,6 +198,11 @@ class ShareManager:
                 )
             )
             if again.error is ErrorCode.NONE:
+                # The second pass sends the assignment only if it changed since the first; the
+                # first one's (a join's, a full request's) must not be lost with it, or the
+                # member never learns of partitions it holds (chaos bug B4).
+                if again.assignment is None and result.assignment is not None:
+                    return replace(again, assignment=result.assignment)
                 return again
         return result
 

@@ -35,6 +35,7 @@ class Story:
         }
         self.open_txns: list[int] = []
         self.quiescent = True
+        self.waiting: str | None = None  # what a drain that was not quiescent waited for
         self.event(NEMESIS, "setup", {"delivery_limit": limit})
         self.event(BROKER, "broker-start", {"incarnation": 1, "open": []})
 
@@ -189,7 +190,10 @@ class Story:
             "share",
             {"partitions": self.share, "open_txns": self.open_txns, "limit": self.limit},
         )
-        self.event(FINAL, "txns", {"txns": self.txns, "quiescent": self.quiescent})
+        final: dict[str, Any] = {"txns": self.txns, "quiescent": self.quiescent}
+        if self.waiting is not None:
+            final["waiting"] = self.waiting
+        self.event(FINAL, "txns", final)
         return check(self.h.entries, seed=0)
 
 

@@ -234,6 +234,17 @@ def test_i13_hanging_transaction_after_the_drain() -> None:
     assert len(messages) >= 4
 
 
+def test_i13_names_what_the_drain_waited_for() -> None:
+    story = valid()
+    story.quiescent = False
+    story.waiting = "the consumer group to consume in-3 (committed -1, log end 0)"
+    messages = [v.message for v in story.finish() if v.invariant == "I13"]
+    assert messages == [
+        "the drain did not reach quiescence in time: it still waited for the consumer group"
+        " to consume in-3 (committed -1, log end 0)"
+    ]
+
+
 def test_i13_inputs_never_fetched() -> None:
     story = valid()
     story.inputs[0].append([2, "i2"])

@@ -1,7 +1,7 @@
 """The product bugs the simulation found, reproduced directly on ``BrokerCore``.
 
-B1 and B2 (commit 0f16192) and B3 are fixed: these are their regression tests.  A new bug found
-by the simulation gets its reproduction here as a strict xfail until it is fixed (see
+B1 and B2 (commit 0f16192), B3 and B4 are fixed: these are their regression tests.  A new bug
+found by the simulation gets its reproduction here as a strict xfail until it is fixed (see
 ``chaos/known_bugs.py``).
 """
 
@@ -156,3 +156,37 @@ def test_b3_a_share_partition_whose_initialization_failed_is_retried(
     error, sp = h.core.share.share_partition(GROUP, h.tip)
     assert error is ErrorCode.NONE and sp is not None
     assert h.acquire("m1") == 5
+
+
+def test_b4_a_join_answered_after_a_retried_initialization_carries_the_assignment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = ManualClock()
+    core = BrokerCore(MemoryStorage(), clock, BrokerConfig({}), random.Random(3))
+    core.create_topic("in", 3, 1)
+    info = core.topics.get("in")
+    assert info is not None
+    state_tp = core.share.state_partition_of(GROUP, info.topic_id, 0)
+    state_log = core.storage.open_log(state_tp.topic, state_tp.partition)
+    append = state_log.append
+    failures = [OSError(5, "simulated I/O error")]
+
+    def failing_append(batch: bytes, now_ms: int) -> object:
+        if failures:
+            raise failures.pop()
+        return append(batch, now_ms)
+
+    monkeypatch.setattr(state_log, "append", failing_append)
+    first = core.share.heartbeat(GROUP, "m1", 0, None, ["in"])
+    assert first.error is ErrorCode.NONE and first.assignment == [(info.topic_id, [1, 2])]
+    clock.advance(10)
+    # m2's join: the first pass assigns it partition 1, the retried initialization of
+    # partition 0 then makes a second pass that leaves m2's assignment as it was.
+    second = core.share.heartbeat(GROUP, "m2", 0, None, ["in"])
+    assert second.error is ErrorCode.NONE
+    view = core.share.groups.group(GROUP)
+    assert view is not None
+    held = sorted(tp.partition for tp in view.members["m2"].assigned)
+    assert held  # the broker holds m2 to a partition
+    # B4: the join was answered with no assignment at all, so m2 never fetched partition 1.
+    assert second.assignment == [(info.topic_id, held)], held

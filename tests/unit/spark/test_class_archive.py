@@ -1,0 +1,92 @@
+"""The demo's class-data archive: made by one driver, adopted later, never trusted blindly."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from producer.spark.class_archive import (
+    SHORT_LIVED,
+    STALE_TMP_S,
+    ClassArchive,
+    driver_java_options,
+)
+
+
+def _dead_group() -> int:
+    """A process group id that no process has (a child that has exited, reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"], start_new_session=True)
+    child.wait()
+    return child.pid
+
+
+def test_no_archive_yet_gives_the_short_lived_options_only(tmp_path: Path) -> None:
+    archive = ClassArchive(tmp_path / "spark-x.jsa")
+    options = driver_java_options(archive)
+    assert options.split()[: len(SHORT_LIVED)] == list(SHORT_LIVED)
+    assert "SharedArchiveFile" not in options
+    target = archive.dump_target()
+    assert target is not None and target.parent == tmp_path
+    assert f"-XX:ArchiveClassesAtExit={target}" in driver_java_options(archive, dump_to=target)
+
+
+def test_a_finished_dump_is_adopted_once_its_jvm_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    archive = ClassArchive(tmp_path / "spark-x.jsa")
+    monkeypatch.setattr(ClassArchive, "usable", lambda self: self.ready)
+    target = archive.dump_target()
+    assert target is not None
+    target.write_bytes(b"archive")
+    archive.note_dumper(target, os.getpgrp())  # still running: left alone
+    archive.adopt()
+    assert target.exists() and not archive.ready
+    archive.note_dumper(target, _dead_group())
+    archive.adopt()
+    assert archive.ready and not target.exists()
+    assert archive.dump_target() is None  # made once
+    assert list(tmp_path.iterdir()) == [archive.path]
+
+
+def test_an_ownerless_dump_is_removed_when_stale(tmp_path: Path) -> None:
+    archive = ClassArchive(tmp_path / "spark-x.jsa")
+    dumped = tmp_path / "spark-x.jsa.abc.tmp"
+    dumped.write_bytes(b"half")
+    archive.adopt()
+    assert dumped.exists()
+    old = time.time() - STALE_TMP_S - 1
+    os.utime(dumped, (old, old))
+    archive.adopt()
+    assert not dumped.exists() and not archive.ready
+
+
+@pytest.mark.skipif(shutil.which("java") is None, reason="no java on the PATH")
+def test_a_truncated_archive_is_removed_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    made = tmp_path / "made.jsa"
+    subprocess.run(
+        ["java", f"-XX:ArchiveClassesAtExit={made}", "-Xlog:cds=off", "-version"],
+        capture_output=True,
+        check=True,
+    )
+    whole = ClassArchive(tmp_path / "whole.jsa")
+    shutil.copy(made, whole.path)
+    assert f"-XX:SharedArchiveFile={whole.path}" in driver_java_options(whole)
+    truncated = ClassArchive(tmp_path / "truncated.jsa")
+    truncated.path.write_bytes(made.read_bytes()[: made.stat().st_size // 2])
+    assert "SharedArchiveFile" not in driver_java_options(truncated)  # it crashes the JVM
+    assert not truncated.path.exists()  # made again by a later run
+
+
+def test_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHARETXN_CDS", "0")
+    assert ClassArchive.find() is None
+    assert "SharedArchiveFile" not in driver_java_options(None)

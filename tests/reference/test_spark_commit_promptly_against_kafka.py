@@ -61,6 +61,43 @@ def _lull_then_more_input(kafka: ReferenceKafka, tmp_path: Path) -> None:
         assert "query failed" not in driver.tail(200)
 
 
+def test_behind_spark_kafka_source_a_lull_loses_nothing_on_stock_kafka(
+    reference_kafka: ReferenceKafka, tmp_path: Path
+) -> None:
+    """Spark's own ``format("kafka")`` source, which plans no batch while the topic is idle."""
+    pytest.importorskip("pyspark")
+    from confluent_kafka import Producer  # noqa: PLC0415
+
+    from producer.admin import Admin, TopicSpec  # noqa: PLC0415
+
+    bootstrap = reference_kafka.bootstrap_servers
+    output_topic(bootstrap)
+    with Admin(bootstrap) as admin:
+        admin.create_topics([TopicSpec("lull-kafka-in", 1, 1)])
+    producer = Producer({"bootstrap.servers": bootstrap})
+    expected: list[str] = []
+
+    def add_batch(n: int) -> None:
+        values = [f"kafka-{n}-{i}" for i in range(PER_BATCH)]
+        for value in values:
+            producer.produce("lull-kafka-in", value.encode())
+        producer.flush()
+        expected.extend(values)
+
+    for n in range(2):
+        add_batch(n)
+    checkpoint = tmp_path / "checkpoint"
+    config = json.dumps({"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS})
+    args = [bootstrap, str(checkpoint), "kafka", "lull-kafka-in", OUTPUT, config]
+    with run_driver(args, tmp_path / "driver.log") as driver:
+        assert_visible_while_running(bootstrap, driver, checkpoint, expected, 2)
+        time.sleep(LULL_S)  # idle past the transaction timeout
+        assert driver.poll() is None, driver.tail()
+        add_batch(2)
+        assert_visible_while_running(bootstrap, driver, checkpoint, expected, 3)
+        assert "query failed" not in driver.tail(200)
+
+
 def test_a_lull_longer_than_the_transaction_timeout_loses_nothing_on_stock_kafka(
     reference_kafka: ReferenceKafka, tmp_path: Path
 ) -> None:

@@ -14,10 +14,13 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from coordinator.launcher import LocalBroker
 
 # Tests write nothing into the checkout: hypothesis keeps no example database, and its
-# caches go to the temporary directory instead of ./.hypothesis.
+# caches go to the temporary directory instead of ./.hypothesis, here and in every process
+# the tests start (kio imports hypothesis, which caches character tables on first use).
+_HYPOTHESIS_HOME = os.path.join(tempfile.gettempdir(), "sharetxn-hypothesis")
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", _HYPOTHESIS_HOME)
 settings.register_profile("sharetxn", database=None)
 settings.load_profile("sharetxn")
-set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "sharetxn-hypothesis"))
+set_hypothesis_home_dir(_HYPOTHESIS_HOME)
 
 # Every JVM the tests start (Spark drivers and executors, the Apache Kafka reference broker,
 # Kafka's tools and Java clients) lives for seconds to minutes on two cores: C1-only JIT and the

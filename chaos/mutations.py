@@ -24,7 +24,8 @@ a violation is caused by the mutation.
 ``stale-marker-applies``    an old epoch's marker ends the producer's *newer* transaction on a
                             data partition and in the share coordinator (KAFKA-17754; needs the
                             simulated marker channel's stale copies)
-``skip-produce-fencing``    Produce skips the producer-epoch check: a zombie's write lands in its
+``skip-produce-fencing``    Produce skips the producer-epoch checks (its own and the producer-id
+                            binding's): a zombie's write lands in its
                             successor's transaction (KAFKA-5231, KIP-890's late produce)
 ``lso-ignores-open-txns``   the last stable offset is not held back by open transactions: a
                             read_committed consumer reads uncommitted (later aborted) records
@@ -299,6 +300,22 @@ def _skip_produce_fencing(stack: ExitStack) -> None:
         return original(self, header)
 
     replace(stack, ProducerStateManager, "check", check)
+    # Nor is it verified against the transaction coordinator (the producer-id binding).
+    binding = Partition._check_binding  # noqa: SLF001 - the mutation patches it
+
+    def check_binding(
+        self: Partition,
+        header: BatchHeader,
+        transactional_id: str | None,
+        verifier: Any,
+        txn_producer: Any,
+    ) -> Any:
+        entry = self.producers.get(header.producer_id)
+        if header.is_transactional and entry is not None and header.producer_epoch < entry.epoch:
+            return None
+        return binding(self, header, transactional_id, verifier, txn_producer)
+
+    replace(stack, Partition, "_check_binding", check_binding)
 
 
 def _lso_ignores_open_txns(stack: ExitStack) -> None:

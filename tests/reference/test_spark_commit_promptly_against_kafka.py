@@ -71,7 +71,8 @@ def test_behind_spark_kafka_source_a_lull_loses_nothing_on_stock_kafka(
     from producer.admin import Admin, TopicSpec  # noqa: PLC0415
 
     bootstrap = reference_kafka.bootstrap_servers
-    output_topic(bootstrap)
+    output = "lull-kafka-out"  # the Kafka is shared with the file-source tests
+    output_topic(bootstrap, output)
     with Admin(bootstrap) as admin:
         admin.create_topics([TopicSpec("lull-kafka-in", 1, 1)])
     producer = Producer({"bootstrap.servers": bootstrap})
@@ -88,13 +89,13 @@ def test_behind_spark_kafka_source_a_lull_loses_nothing_on_stock_kafka(
         add_batch(n)
     checkpoint = tmp_path / "checkpoint"
     config = json.dumps({"transaction.timeout.ms": TRANSACTION_TIMEOUT_MS})
-    args = [bootstrap, str(checkpoint), "kafka", "lull-kafka-in", OUTPUT, config]
+    args = [bootstrap, str(checkpoint), "kafka", "lull-kafka-in", output, config]
     with run_driver(args, tmp_path / "driver.log") as driver:
-        assert_visible_while_running(bootstrap, driver, checkpoint, expected, 2)
+        assert_visible_while_running(bootstrap, driver, checkpoint, expected, 2, output)
         time.sleep(LULL_S)  # idle past the transaction timeout
         assert driver.poll() is None, driver.tail()
         add_batch(2)
-        assert_visible_while_running(bootstrap, driver, checkpoint, expected, 3)
+        assert_visible_while_running(bootstrap, driver, checkpoint, expected, 3, output)
         assert "query failed" not in driver.tail(200)
 
 

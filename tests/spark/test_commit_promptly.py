@@ -102,6 +102,7 @@ def assert_visible_while_running(
     checkpoint: Path,
     expected: list[str],
     batches: int | None = None,
+    output: str = OUTPUT,
 ) -> None:
     last = _await_last_decision(driver, checkpoint, batches)
     decided_at = (checkpoint / "commits" / str(last)).stat().st_mtime  # wall clock
@@ -109,7 +110,7 @@ def assert_visible_while_running(
     while time.time() < decided_at + VISIBLE_WITHIN_S:
         messages = read_messages(
             bootstrap,
-            OUTPUT,
+            output,
             2,
             "read_committed",
             len(expected),
@@ -148,9 +149,9 @@ def _last_lag(log: Path, batches: int) -> dict[str, float]:
         time.sleep(0.5)
 
 
-def output_topic(bootstrap: str) -> None:
+def output_topic(bootstrap: str, name: str = OUTPUT) -> None:
     with Admin(bootstrap) as admin:
-        admin.create_topics([TopicSpec(OUTPUT, 2)])
+        admin.create_topics([TopicSpec(name, 2)])
 
 
 def test_behind_a_file_source_the_last_batch_is_visible_while_the_query_idles(

@@ -27,6 +27,7 @@ import logging
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -123,16 +124,28 @@ class ClassArchive:
         java = _java()
         if java is None:
             return False
+        # A JVM that crashes on a bad archive writes hs_err_pid*.log: into a scratch
+        # directory, never the user's working directory.
+        scratch = tempfile.mkdtemp(prefix="sharetxn-cds-check-")
         try:
             done = subprocess.run(  # noqa: S603 - the Java runtime Spark uses
-                [java, f"-XX:SharedArchiveFile={self.path}", *QUIET, "-version"],
+                [
+                    java,
+                    f"-XX:SharedArchiveFile={self.path}",
+                    f"-XX:ErrorFile={os.path.join(scratch, 'hs_err_pid%p.log')}",
+                    *QUIET,
+                    "-version",
+                ],
                 capture_output=True,
                 timeout=60,
                 check=False,
+                cwd=scratch,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             log.info("class-data archive not checked: %s", exc)
             return False
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         if done.returncode != 0:
             log.warning("class-data archive %s is unusable; it will be made again", self.path)
             with contextlib.suppress(OSError):

@@ -146,21 +146,11 @@ class SecurityGate:
         if session.sasl is None:
             if key in (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE):
                 return None
-            log.info(
-                "closing connection from %s on %s: request %d before SASL authentication",
-                session.client_host,
-                session.listener.name,
-                key,
-            )
+            _log_refused(session, key, "before")
             return CLOSE
         if key == ApiKey.SASL_AUTHENTICATE:
             return None
-        log.info(
-            "closing connection from %s on %s: request %d during SASL authentication",
-            session.client_host,
-            session.listener.name,
-            key,
-        )
+        _log_refused(session, key, "during")
         return ErrorCode.ILLEGAL_SASL_STATE
 
     async def handle(
@@ -172,12 +162,7 @@ class SecurityGate:
         if key == ApiKey.SASL_AUTHENTICATE:
             return self._authenticate(session, req)
         if not session.authenticated and key != ApiKey.API_VERSIONS:
-            log.info(
-                "closing connection from %s on %s: request %d before SASL authentication",
-                session.client_host,
-                session.listener.name,
-                key,
-            )
+            _log_refused(session, key, "before")
             return CLOSE
         own = self.table.get(key)
         if own is not None:
@@ -251,3 +236,14 @@ class SecurityGate:
                 session.mechanism,
             )
         return {"error_code": ErrorCode.NONE, "auth_bytes": token}
+
+
+def _log_refused(session: Session, key: int, when: str) -> None:
+    """The INFO line for a request refused ``when`` ("before"/"during") SASL authentication."""
+    log.info(
+        "closing connection from %s on %s: request %d %s SASL authentication",
+        session.client_host,
+        session.listener.name,
+        key,
+        when,
+    )

@@ -8,6 +8,7 @@ found by the simulation gets its reproduction here as a strict xfail until it is
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -141,15 +142,7 @@ def test_b3_a_share_partition_whose_initialization_failed_is_retried(
     h.setup()
     state_tp = h.core.share.state_partition_of(GROUP, h.tip.topic_id, 0)
     state_log = h.storage.open_log(state_tp.topic, state_tp.partition)
-    append = state_log.append
-    failures = [OSError(5, "simulated I/O error")]
-
-    def failing_append(batch: bytes, now_ms: int) -> object:
-        if failures:
-            raise failures.pop()
-        return append(batch, now_ms)
-
-    monkeypatch.setattr(state_log, "append", failing_append)
+    _fail_first_append(monkeypatch, state_log)
     error, sp = h.core.share.share_partition(GROUP, h.tip)
     assert sp is None and error is not ErrorCode.NONE  # the first initialization failed
     # B3: the FAILED partition was kept and answered UNKNOWN_SERVER_ERROR forever.
@@ -168,15 +161,7 @@ def test_b4_a_join_answered_after_a_retried_initialization_carries_the_assignmen
     assert info is not None
     state_tp = core.share.state_partition_of(GROUP, info.topic_id, 0)
     state_log = core.storage.open_log(state_tp.topic, state_tp.partition)
-    append = state_log.append
-    failures = [OSError(5, "simulated I/O error")]
-
-    def failing_append(batch: bytes, now_ms: int) -> object:
-        if failures:
-            raise failures.pop()
-        return append(batch, now_ms)
-
-    monkeypatch.setattr(state_log, "append", failing_append)
+    _fail_first_append(monkeypatch, state_log)
     first = core.share.heartbeat(GROUP, "m1", 0, None, ["in"])
     assert first.error is ErrorCode.NONE and first.assignment == [(info.topic_id, [1, 2])]
     clock.advance(10)
@@ -190,3 +175,16 @@ def test_b4_a_join_answered_after_a_retried_initialization_carries_the_assignmen
     assert held  # the broker holds m2 to a partition
     # B4: the join was answered with no assignment at all, so m2 never fetched partition 1.
     assert second.assignment == [(info.topic_id, held)], held
+
+
+def _fail_first_append(monkeypatch: pytest.MonkeyPatch, state_log: Any) -> None:
+    """The share-state log's next append fails with an I/O error; later ones succeed."""
+    append = state_log.append
+    failures = [OSError(5, "simulated I/O error")]
+
+    def failing_append(batch: bytes, now_ms: int) -> object:
+        if failures:
+            raise failures.pop()
+        return append(batch, now_ms)
+
+    monkeypatch.setattr(state_log, "append", failing_append)

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -254,6 +255,16 @@ class LocalBroker:
     def output(self) -> list[str]:
         """Lines the broker process printed (its log)."""
         return list(self._log_lines)
+
+    def wait_for_output(self, text: str, timeout_s: float = 10.0) -> bool:
+        """Whether a line containing ``text`` is printed within ``timeout_s`` (logs arrive late)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if any(text in line for line in self._log_lines):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
 
     def kill(self) -> None:
         """SIGKILL the broker: no flush, no clean shutdown."""

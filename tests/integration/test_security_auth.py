@@ -133,7 +133,7 @@ def test_wrong_passwords_are_refused_and_not_logged(
 ) -> None:
     errors = refused(sasl_broker.bootstrap_servers, security)
     assert any(e.code() == KafkaError._AUTHENTICATION for e in errors), errors
-    assert any("Failed authentication with 127.0.0.1" in line for line in sasl_broker.output)
+    assert sasl_broker.wait_for_output("Failed authentication with 127.0.0.1")
     assert not any(security["sasl.password"] in line for line in sasl_broker.output)
 
 
@@ -141,7 +141,7 @@ def test_plaintext_client_on_a_sasl_listener_is_disconnected(sasl_broker: LocalB
     """Kafka closes a connection whose first request after ApiVersions is not SASL."""
     errors = refused(sasl_broker.bootstrap_servers, {})
     assert errors
-    assert any("before SASL authentication" in line for line in sasl_broker.output)
+    assert sasl_broker.wait_for_output("before SASL authentication")
 
 
 def test_our_clients_and_scram_credentials_managed_over_the_wire(tmp_path: Path) -> None:

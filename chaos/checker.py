@@ -54,106 +54,34 @@ other than a simulated crash is reported as ``E0`` (robustness).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from chaos.group_checker import NAMES as GROUP_NAMES
 from chaos.group_checker import check_groups
 from chaos.history import BROKER, FINAL, NEMESIS, READER, Entry, pairs, parse_output
-from chaos.table_checker import NAMES as TABLE_NAMES
+from chaos.invariants import (
+    ACCEPT,
+    IDLE,
+    NAMES,
+    TERMINAL_RECORD_STATES,
+    Report,
+    Violation,
+    legal_steps,
+)
+from chaos.recovery_checker import AUDIT, RECOVERY_TOOL, recovery_tool_violations
 from chaos.table_checker import check_table
 
-MAX_PER_INVARIANT = 20
-
-NAMES: dict[str, str] = {
-    "E0": "broker exception",
-    "I1": "ack atomicity",
-    "I2": "output atomicity (torn transaction)",
-    "I3": "aborted read (G1a)",
-    "I4": "exactly-once per input",
-    "I5": "no lost input",
-    "I6": "abort revert",
-    "I7": "pending exclusivity",
-    "I8": "delivery-count sanity",
-    "I9": "epoch fencing",
-    "I10": "legal coordinator transitions",
-    "I11": "decision durability",
-    "I13": "no hanging transaction (liveness)",
-    "I14": "log sanity",
-    "I15": "indeterminacy honesty",
-    "I16": "recovery-tool soundness",
-    **GROUP_NAMES,
-    **TABLE_NAMES,
-}
-
-# The operation of the operator's recovery-tool runs and the event of their audit lines.
-RECOVERY_TOOL = "recovery-tool"
-AUDIT = "audit"
-_COMMIT_DECIDED = frozenset({"PrepareCommit", "CompleteCommit"})
-
-# The reference transition table (Kafka's TransactionState; Vanlightly's ValidPrevTxnStates plus
-# the TV2 aborts of an idle id), kept here independently of the product's own table.
-_PREVIOUS: dict[str, frozenset[str]] = {
-    "Empty": frozenset({"Empty", "CompleteCommit", "CompleteAbort"}),
-    "Ongoing": frozenset({"Ongoing", "Empty", "CompleteCommit", "CompleteAbort"}),
-    "PrepareCommit": frozenset({"Ongoing"}),
-    "PrepareAbort": frozenset(
-        {"Ongoing", "PrepareEpochFence", "Empty", "CompleteCommit", "CompleteAbort"}
-    ),
-    "CompleteCommit": frozenset({"PrepareCommit"}),
-    "CompleteAbort": frozenset({"PrepareAbort"}),
-    "Dead": frozenset({"Empty", "CompleteAbort", "CompleteCommit"}),
-    "PrepareEpochFence": frozenset({"Ongoing"}),
-}
-_NEXT: dict[str, set[str]] = defaultdict(set)
-for _target, _previous in _PREVIOUS.items():
-    for _prev in _previous:
-        _NEXT[_prev].add(_target)
-IDLE = frozenset({"Empty", "CompleteCommit", "CompleteAbort"})
-TERMINAL_RECORD_STATES = frozenset({"ACKNOWLEDGED", "ARCHIVED"})
-ACCEPT = 1
-
-
-def legal_steps(source: str, target: str, max_steps: int = 2) -> bool:
-    """Whether ``target`` is reachable from ``source`` in 1..max_steps table transitions."""
-    frontier = {source}
-    for _ in range(max_steps):
-        frontier = {n for s in frontier for n in _NEXT.get(s, ())}
-        if target in frontier:
-            return True
-    return source == target and target in _NEXT.get(source, set())
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    invariant: str
-    message: str
-    entries: tuple[int, ...] = ()
-    seed: int | None = None
-
-    @property
-    def name(self) -> str:
-        return NAMES.get(self.invariant, self.invariant)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "invariant": self.invariant,
-            "name": self.name,
-            "message": self.message,
-            "entries": list(self.entries),
-            "seed": self.seed,
-        }
-
-    def describe(self, entries: Sequence[Entry] | None = None) -> str:
-        lines = [f"{self.invariant} {self.name}: {self.message}"]
-        if entries is not None:
-            for index in self.entries[:12]:
-                if 0 <= index < len(entries):
-                    lines.append("    " + entries[index].describe())
-            if len(self.entries) > 12:
-                lines.append(f"    ... and {len(self.entries) - 12} more entries")
-        return "\n".join(lines)
+__all__ = [
+    "AUDIT",
+    "NAMES",
+    "RECOVERY_TOOL",
+    "Checker",
+    "Violation",
+    "check",
+    "legal_steps",
+    "parse_output",
+]
 
 
 @dataclass
@@ -216,32 +144,6 @@ class _Txn:
         return out
 
 
-class _Report:
-    def __init__(self, seed: int | None) -> None:
-        self.seed = seed
-        self.violations: list[Violation] = []
-        self.counts: dict[str, int] = defaultdict(int)
-
-    def add(self, invariant: str, message: str, entries: Iterable[int] = ()) -> None:
-        self.counts[invariant] += 1
-        if self.counts[invariant] <= MAX_PER_INVARIANT:
-            unique = tuple(sorted(set(entries)))
-            self.violations.append(Violation(invariant, message, unique, self.seed))
-
-    def finish(self) -> list[Violation]:
-        for invariant, count in sorted(self.counts.items()):
-            if count > MAX_PER_INVARIANT:
-                self.violations.append(
-                    Violation(
-                        invariant,
-                        f"{count - MAX_PER_INVARIANT} more violations of this invariant not shown",
-                        (),
-                        self.seed,
-                    )
-                )
-        return self.violations
-
-
 Key = tuple[int, int]  # (input partition, offset)
 
 
@@ -250,7 +152,7 @@ class Checker:
 
     def __init__(self, entries: Sequence[Entry], seed: int | None = None) -> None:
         self.entries = entries
-        self.report = _Report(seed)
+        self.report = Report(seed)
         self.limit = 0
         self.finals: dict[str, Entry] = {}
         self.txns: dict[str, _Txn] = {}
@@ -796,7 +698,7 @@ class Checker:
                 )
 
     def _check_recovery_tool(self) -> None:
-        for message, indices in _recovery_tool_violations(self.entries):
+        for message, indices in recovery_tool_violations(self.entries):
             self.report.add("I16", message, indices)
 
     def _check_hanging(self) -> None:
@@ -859,118 +761,3 @@ class Checker:
 def check(entries: Sequence[Entry], seed: int | None = None) -> list[Violation]:
     """All violations found in ``entries`` (an empty list: the history is valid)."""
     return Checker(entries, seed).run()
-
-
-def _txn_key(value: dict[str, Any]) -> tuple[str, int, int] | None:
-    try:
-        return str(value["tid"]), int(value["pid"]), int(value["epoch"])
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
-def _recovery_tool_violations(entries: Sequence[Entry]) -> list[tuple[str, list[int]]]:
-    """I16 over the operator's tool runs, their audit lines and the clients' 2PC decisions."""
-    decided: dict[tuple[str, int, int], list[tuple[bool, int]]] = defaultdict(list)
-    completed: dict[tuple[str, int, int], list[tuple[str, int]]] = defaultdict(list)
-    supplied: dict[str, list[tuple[dict[str, Any], int]]] = defaultdict(list)  # process -> evidence
-    for invoke, done in pairs(entries):
-        if invoke.f == "complete" and isinstance(invoke.value, dict):
-            key = _txn_key(invoke.value)
-            if key is not None and "commit" in invoke.value:
-                decided[key].append((bool(invoke.value["commit"]), invoke.index))
-                if done is not None and done.type == "ok":
-                    outcome = str((done.value or {}).get("outcome"))
-                    completed[key].append((outcome, done.index))
-        elif invoke.f == RECOVERY_TOOL and isinstance(invoke.value, dict):
-            evidence = invoke.value.get("prepared_state")
-            if isinstance(evidence, dict):
-                supplied[invoke.process].append((evidence, invoke.index))
-            intent = invoke.value.get("intent")  # the client's decision file, as read
-            key = _txn_key(intent) if isinstance(intent, dict) else None
-            if key is not None and isinstance(intent, dict) and "commit" in intent:
-                decided[key].append((bool(intent["commit"]), invoke.index))
-    out: list[tuple[str, list[int]]] = []
-    for e in entries:
-        if e.type != "event" or e.f != AUDIT or not isinstance(e.value, dict):
-            continue
-        v = e.value
-        event, action = v.get("event"), v.get("action")
-        acting = event == "begin" or (event == "end" and v.get("outcome") == "applied")
-        key = _txn_key(v)
-        if not acting or key is None:
-            continue
-        tid, pid, epoch = key
-        what = f"{tid} pid={pid} epoch={epoch}"
-        before = str(v.get("state_before"))
-        if action == "commit" and event == "begin":  # written before it acts
-            kind = v.get("evidence")
-            if kind == "prepare-commit" and before == "PrepareCommit":
-                pass
-            elif kind == "prepared-txn-state":
-                named = [
-                    index
-                    for state, index in supplied.get(e.process, [])
-                    if (state.get("transactional_id"), state.get("producer_id"), state.get("epoch"))
-                    == key
-                ]
-                commits = [index for commit, index in decided.get(key, []) if commit]
-                if not named:
-                    out.append(
-                        (
-                            f"the tool committed {what} on a PreparedTxnState nobody supplied"
-                            " for it",
-                            [e.index],
-                        )
-                    )
-                elif not commits:
-                    out.append(
-                        (
-                            f"the tool committed {what} on a PreparedTxnState although its client"
-                            " never decided commit",
-                            [*named[:1], e.index],
-                        )
-                    )
-            else:
-                out.append(
-                    (
-                        f"the tool committed {what} without evidence (evidence {kind},"
-                        f" coordinator state {before})",
-                        [e.index],
-                    )
-                )
-            for commit, index in decided.get(key, []):
-                if not commit:
-                    out.append(
-                        (
-                            f"the tool committed {what}, which its client decided to abort",
-                            [index, e.index],
-                        )
-                    )
-            for outcome, index in completed.get(key, []):
-                if outcome == "abort":
-                    out.append(
-                        (
-                            f"the tool committed {what}, which its client completed as aborted",
-                            [index, e.index],
-                        )
-                    )
-        elif action in ("abort", "force-terminate"):
-            if event == "begin" and before in _COMMIT_DECIDED:
-                out.append(
-                    (
-                        f"the tool's {action} of {what} began in {before}: a commit decision"
-                        " was durable",
-                        [e.index],
-                    )
-                )
-            if event == "end":
-                for outcome, index in completed.get(key, []):
-                    if outcome == "commit":
-                        out.append(
-                            (
-                                f"the tool applied {action} to {what}, which its client"
-                                " completed as committed",
-                                [index, e.index],
-                            )
-                        )
-    return out

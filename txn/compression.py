@@ -8,7 +8,8 @@ codecs and their framing:
 - 2 snappy: raw snappy blocks, or snappy-java's framing (``\\x82SNAPPY\\x00``, two
   int32 versions, then [int32 length][raw block]...) as Kafka's Java producer writes;
   we write raw snappy, as librdkafka does, which every Kafka client reads;
-- 3 lz4: the LZ4 frame format with independent blocks;
+- 3 lz4: the LZ4 frame format with independent blocks (``txn.lz4_frame``: Kafka's Java
+  reader refuses dependent ones);
 - 4 zstd: a zstd frame.
 
 Shared by the broker (which must read keys inside compressed batches to compact a
@@ -25,6 +26,7 @@ from enum import IntEnum
 import cramjam
 
 from txn.errors import SharetxnError
+from txn.lz4_frame import compress_frame
 
 __all__ = [
     "CODEC_NAMES",
@@ -170,7 +172,7 @@ _COMPRESS: dict[Codec, Callable[[bytes], bytes]] = {
     Codec.NONE: bytes,
     Codec.GZIP: lambda d: bytes(cramjam.gzip.compress(d)),
     Codec.SNAPPY: lambda d: bytes(cramjam.snappy.compress_raw(d)),
-    Codec.LZ4: lambda d: bytes(cramjam.lz4.compress(d)),
+    Codec.LZ4: compress_frame,  # independent blocks, as Kafka's Java reader requires
     Codec.ZSTD: lambda d: bytes(cramjam.zstd.compress(d)),
 }
 

@@ -74,7 +74,35 @@ def test_batch_with_an_undefined_codec_or_bad_payload() -> None:
     with pytest.raises(UnsupportedCompressionError, match="codec id 6"):
         list(decode_records(bytes(batch)))
     broken = bytearray(build_batch([(None, b"v" * 100)], timestamp_ms=1, compression=Codec.LZ4))
-    broken[-8:] = b"\x00" * 8
+    struct.pack_into("<I", broken, 61 + 7, 0x7FFFFF)  # the first block runs past the frame
     struct.pack_into(">I", broken, 17, crc32c(bytes(broken[21:])))
     with pytest.raises(CorruptRecordError, match="lz4"):
         list(decode_records(bytes(broken)))
+
+
+@pytest.mark.parametrize("size", [0, 1, 1000, 65_536, 65_537, 200_000])
+def test_lz4_frames_are_the_ones_kafka_writes(size: int) -> None:
+    """Independent 64 KiB blocks and no checksums: Kafka's Java reader refuses dependent ones."""
+    for data in (bytes(range(256)) * (size // 256) + b"a" * (size % 256), random_bytes(size)):
+        frame = compress(Codec.LZ4, data)
+        assert frame[:7] == bytes.fromhex("04224d18604082")  # magic, FLG, BD, descriptor checksum
+        assert frame[-4:] == b"\x00\x00\x00\x00"  # the end mark, no content checksum
+        assert bytes(cramjam.lz4.decompress(frame)) == data
+        assert decompress(Codec.LZ4, frame) == data
+
+
+def random_bytes(size: int) -> bytes:
+    state = 12345
+    out = bytearray()
+    for _ in range(size):
+        state = (state * 1103515245 + 12345) & 0x7FFFFFFF
+        out.append(state >> 16 & 0xFF)
+    return bytes(out)
+
+
+def test_incompressible_lz4_blocks_are_stored() -> None:
+    data = random_bytes(70_000)
+    frame = compress(Codec.LZ4, data)
+    (first,) = struct.unpack_from("<I", frame, 7)
+    assert first == 65_536 | 0x80000000  # the high bit: the block is stored as is
+    assert len(frame) == 7 + 4 + 65_536 + 4 + (70_000 - 65_536) + 4

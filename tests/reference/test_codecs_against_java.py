@@ -1,0 +1,158 @@
+"""Compressed batches across implementations, for gzip, snappy, lz4 and zstd.
+
+* Batches the client library writes, and batches sharetxn's cleaner rewrites when it compacts
+  a topic, are read by Apache Kafka 4.4's Java console consumer (``KafkaLZ4BlockInputStream``
+  refuses LZ4 frames whose blocks depend on each other: "Dependent block stream is
+  unsupported").
+* Batches the client library writes are accepted by Apache Kafka's broker.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer
+
+from coordinator.launcher import LocalBroker
+from producer import Admin, TransactionalProducer
+from producer.admin import TopicSpec
+from tests.reference.kafka import ReferenceKafka, java_available, run_tool
+from txn.errors import ErrorCode
+
+pytestmark = pytest.mark.reference
+
+CODECS = ["gzip", "snappy", "lz4", "zstd"]
+KEYS = 5
+VERSIONS = 8  # values per key: compaction keeps the last
+COMPACTION = {
+    "log.cleaner.backoff.ms": "300",
+    "log.retention.check.interval.ms": "300",
+    "log.initial.task.delay.ms": "300",
+}
+
+
+@pytest.fixture(scope="module")
+def sharetxn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+    if not java_available():
+        pytest.skip("Kafka's console consumer needs a Java runtime: java is not on PATH")
+    data = tmp_path_factory.mktemp("codecs") / "data"
+    with LocalBroker(data_dir=data, config=COMPACTION) as broker:
+        yield broker
+
+
+def _produce(bootstrap: str, topic: str, codec: str) -> dict[str, str]:
+    """KEYS keys x VERSIONS values, one small batch at a time; returns the last values."""
+    producer = TransactionalProducer(
+        {"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 0}
+    )
+    last: dict[str, str] = {}
+    try:
+        for version in range(VERSIONS):
+            for key in range(KEYS):
+                noise = "".join(uuid.uuid4().hex for _ in range(6))  # not compressible away
+                value = f"{codec}-k{key}-v{version}-{noise}"
+                producer.send(topic, value.encode(), key=f"k{key}".encode(), partition=0)
+                last[f"k{key}"] = value
+            producer.flush()
+    finally:
+        producer.close()
+    return last
+
+
+def _read_all(bootstrap: str, topic: str) -> list[tuple[str, str]]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-{uuid.uuid4().hex[:6]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    out: list[tuple[str, str]] = []
+    try:
+        consumer.subscribe([topic])
+        idle = 0
+        while idle < 4:
+            message = consumer.poll(1.0)
+            if message is None:
+                idle += 1 if out else 0
+                continue
+            if message.error() is None:
+                out.append(((message.key() or b"").decode(), (message.value() or b"").decode()))
+    finally:
+        consumer.close()
+    return out
+
+
+def _java_console_consumer(bootstrap: str, topic: str, count: int) -> list[tuple[str, str]]:
+    args = [
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        topic,
+        "--from-beginning",
+        "--max-messages",
+        str(count),
+        "--timeout-ms",
+        "30000",
+        "--property",
+        "print.key=true",
+        "--property",
+        "key.separator=|",
+    ]
+    done = run_tool("kafka-console-consumer", args, timeout=120)
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    assert "Dependent block stream" not in done.stderr, done.stderr
+    rows = [line.split("|", 1) for line in done.stdout.splitlines() if "|" in line]
+    return [(key, value) for key, value in rows]
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_java_consumer_reads_client_and_cleaner_batches(sharetxn: LocalBroker, codec: str) -> None:
+    bootstrap = sharetxn.bootstrap_servers
+    topic = f"compacted-{codec}-{uuid.uuid4().hex[:6]}"
+    configs = {
+        "cleanup.policy": "compact",
+        "segment.bytes": "1000",
+        "min.cleanable.dirty.ratio": "0.01",
+    }
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        created = admin.create_topics([TopicSpec(topic, 1, 1, configs=configs)])
+        assert created[topic] == ErrorCode.NONE
+    last = _produce(bootstrap, topic, codec)
+    written = KEYS * VERSIONS
+    # The cleaner has rewritten what it keeps of the closed segments once fewer records remain.
+    deadline = time.monotonic() + 60
+    while True:
+        records = _read_all(bootstrap, topic)
+        if len(records) < written or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert len(records) < written, "the cleaner did not run within 60 s"
+    assert _checkpointed(sharetxn.data_dir / f"{topic}-0")
+    seen = _java_console_consumer(bootstrap, topic, len(records))
+    assert seen == records
+    assert {key: value for key, value in seen} == last
+
+
+def _checkpointed(directory: Path) -> bool:
+    return (directory / "cleaner-offset-checkpoint").exists()
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_kafka_accepts_the_client_librarys_batches(
+    reference_kafka: ReferenceKafka, codec: str
+) -> None:
+    bootstrap = reference_kafka.bootstrap_servers
+    topic = f"codec-{codec}-{uuid.uuid4().hex[:6]}"
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        assert admin.create_topics([TopicSpec(topic, 1, 1)])[topic] == ErrorCode.NONE
+    last = _produce(bootstrap, topic, codec)
+    records = _read_all(bootstrap, topic)
+    assert len(records) == KEYS * VERSIONS
+    assert {key: value for key, value in records} == last
+    assert _java_console_consumer(bootstrap, topic, len(records)) == records

@@ -400,6 +400,7 @@ class GroupConsumer:
                         rec.value,
                         rec.headers,
                         rec.timestamp,
+                        timestamp_type=rec.timestamp_type,
                     )
                 )
                 position = rec.offset + 1

@@ -72,6 +72,8 @@ class DecodedRecord:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
+    #: 0 CreateTime, 1 LogAppendTime (the batch's timestamp-type attribute)
+    timestamp_type: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +204,12 @@ def decode_batch(
             )
             records.append(
                 DecodedRecord(
-                    header.base_offset + offset_delta, timestamp, key, value, tuple(headers)
+                    header.base_offset + offset_delta,
+                    timestamp,
+                    key,
+                    value,
+                    tuple(headers),
+                    int(log_append_time),
                 )
             )
     except IndexError as exc:

@@ -193,6 +193,7 @@ def decode_acquired(
                     headers=r.headers,
                     timestamp=r.timestamp,
                     delivery_count=count,
+                    timestamp_type=r.timestamp_type,
                 )
             )
     for offset in acquired:

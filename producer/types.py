@@ -31,6 +31,8 @@ class Record:
     headers: tuple[tuple[str, bytes | None], ...] = ()
     timestamp: int = -1
     delivery_count: int = 1
+    #: 0 CreateTime, 1 LogAppendTime (Kafka's TimestampType ids)
+    timestamp_type: int = 0
 
     @property
     def topic_partition(self) -> TopicPartition:

@@ -63,7 +63,7 @@ def split(records: Sequence[Record], batch: int, tasks: int) -> list[HeldTask]:
 class DriverShareConsumer:
     """The at-least-once source's share consumer, living in Spark's driver-side reader."""
 
-    def __init__(self, opts: SourceOptions, tasks: int) -> None:
+    def __init__(self, opts: SourceOptions, tasks: int, topics: Sequence[str]) -> None:
         self.opts = opts
         self._held: dict[int, list[Record]] = {}
         self._consumer = ShareConsumer(
@@ -76,7 +76,7 @@ class DriverShareConsumer:
                 **dict(opts.client_config),
             }
         )
-        self._consumer.subscribe(opts.topics)
+        self._consumer.subscribe(topics)
 
     def held(self, batch: int) -> list[Record] | None:
         return self._held.get(batch)

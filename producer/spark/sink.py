@@ -163,12 +163,18 @@ class ExactlyOnce:
     # -- configure once: the source and the query ---------------------------------------------
 
     def read_stream(
-        self, spark: SparkSession, *, subscribe: str, group_id: str, **options: str
+        self,
+        spark: SparkSession,
+        *,
+        group_id: str,
+        subscribe: str | None = None,
+        **options: str,
     ) -> DataFrame:
         """``spark.readStream.format("kafka-share")`` configured from this object.
 
-        ``options`` are the source's other options (``maxRecordsPerPartition``,
-        ``startingOffsets``, ``numPartitions``, ``pollTimeoutMs``); the brokers, the prefix,
+        ``options`` are the source's other options (``subscribePattern`` instead of
+        ``subscribe``, ``includeHeaders``, ``maxRecordsPerPartition``, ``startingOffsets``,
+        ``numPartitions``, ``pollTimeoutMs``); the brokers, the prefix,
         the security settings and the checkpoint come from here, and a different value for
         one of them is refused.
         """
@@ -185,12 +191,10 @@ class ExactlyOnce:
         }
         self._refuse_overrides(options, fixed)
         reader = spark.readStream.format("kafka-share")
-        for key, value in {
-            **options,
-            **fixed,
-            "subscribe": subscribe,
-            "group.id": group_id,
-        }.items():
+        named = {"kafka.share.group.id": group_id}
+        if subscribe is not None:
+            named["subscribe"] = subscribe
+        for key, value in {**options, **fixed, **named}.items():
             reader = reader.option(key, str(value))
         if not is_local(checkpoint.location):
             # The source's reader has no JVM: it reaches the checkpoint through this process.
@@ -203,7 +207,9 @@ class ExactlyOnce:
         lowered = {k.lower(): k for k in fixed}
         for key, value in options.items():
             low = key.lower()
-            if low in ("subscribe", "group.id") or low.startswith("sharetxn."):
+            if low in ("subscribe", "group.id", "kafka.share.group.id") or low.startswith(
+                "sharetxn."
+            ):
                 msg = f"read_stream: pass {key!r} as its keyword argument, not as an option"
                 raise SparkConfigError(msg)
             name = lowered.get(low) or (low if low in FIXED_OPTIONS else None)

@@ -60,10 +60,14 @@ log = logging.getLogger(__name__)
 
 FORMAT = "kafka-share"
 TICKET_VERSION = 1
-# Spark's Kafka source columns, then the share group's and the receipt of the read task.
-SCHEMA = (
+# Spark's Kafka source columns (headers only with includeHeaders=true, as there), then
+# the share group's and the receipt of the read task.
+KAFKA_COLUMNS = (
     "key binary, value binary, topic string, partition int, offset long, "
-    "timestamp timestamp, headers array<struct<key: string, value: binary>>, "
+    "timestamp timestamp, timestampType int"
+)
+HEADERS_COLUMN = "headers array<struct<key: string, value: binary>>"
+SHARE_COLUMNS = (
     "delivery_count int, receipt_batch long, receipt_transactional_id string, "
     "receipt_producer_id long, receipt_producer_epoch int"
 )
@@ -73,6 +77,12 @@ RECEIPT_COLUMNS = (
     "receipt_producer_id",
     "receipt_producer_epoch",
 )
+
+
+def schema_ddl(include_headers: bool = False) -> str:
+    """The source's schema as DDL (``includeHeaders`` adds the headers column)."""
+    middle = [HEADERS_COLUMN] if include_headers else []
+    return ", ".join([KAFKA_COLUMNS, *middle, SHARE_COLUMNS])
 
 
 def ticket(batch: int) -> dict[str, int]:
@@ -100,6 +110,7 @@ class ReadTask(InputPartition):
     max_records: int
     poll_timeout_ms: int
     client_config: tuple[tuple[str, str], ...] = ()  # security options (kafka.*)
+    include_headers: bool = False
 
     @property
     def transactional_id(self) -> str:
@@ -119,7 +130,7 @@ class ShareDataSource(DataSource):
             check_cluster(opts)  # a cluster without KIP-1289 or share groups: refuse now
         except (RetriableError, OSError) as exc:
             log.warning("kafka-share: cluster not reachable at load, checked at start: %r", exc)
-        return SCHEMA
+        return schema_ddl(opts.include_headers)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return ShareStreamReader(SourceOptions.parse(self.options))
@@ -134,6 +145,7 @@ class ShareStreamReader(DataSourceStreamReader):
         self._conn = Connection(options.bootstrap_servers, dict(options.client_config))
         self._admin: Admin | None = None
         self._query_id: str | None = None
+        self._topics: tuple[str, ...] = options.topics  # subscribePattern: resolved
         self._partitions: list[TopicPartition] = []
         self._held: DriverShareConsumer | None = None  # deliverySemantics=at-least-once
 
@@ -153,7 +165,14 @@ class ShareStreamReader(DataSourceStreamReader):
         if missing:
             msg = f"kafka-share: subscribed topic(s) {', '.join(missing)} do not exist"
             raise SparkConfigError(msg)
-        self._partitions = [TopicPartition(t, p) for t in opts.topics for p in topics[t]]
+        self._subscribe(topics)
+        if opts.at_least_once and not self._topics:
+            # The driver's one consumer subscribes once, now: it needs a topic.
+            msg = (
+                f"kafka-share: subscribePattern {opts.topic_pattern!r} matches no topic; "
+                f"with deliverySemantics={opts.delivery_semantics} it is resolved once, at start"
+            )
+            raise SparkConfigError(msg)
         self._check_group(admin)
         view = self.ckpt.view()
         prefixes = {opts.prefix} | {
@@ -171,9 +190,21 @@ class ShareStreamReader(DataSourceStreamReader):
             )
         if opts.at_least_once:
             # After _check_group: the group's start offset is set before the member joins.
-            self._held = DriverShareConsumer(opts, self._task_count())
+            self._held = DriverShareConsumer(opts, self._task_count(), self._topics)
         self._query_id = query_id
         return query_id
+
+    def _subscribe(self, listing: dict[str, list[int]]) -> None:
+        """The subscribed topics and their partitions, from the cluster's topic listing."""
+        topics = self.opts.matching(listing)
+        if self.opts.topic_pattern is not None and topics != self._topics:
+            log.info(
+                "kafka-share: subscribePattern %r matches %s",
+                self.opts.topic_pattern,
+                ", ".join(topics) or "no topic",
+            )
+        self._topics = topics
+        self._partitions = [TopicPartition(t, p) for t in topics for p in listing[t]]
 
     def _task_count(self) -> int:
         return self.opts.num_partitions or max(1, len(self._partitions))
@@ -235,9 +266,13 @@ class ShareStreamReader(DataSourceStreamReader):
     def _records_available(self) -> bool:
         """Whether the group has records past its start offset (SPSO < LSO somewhere)."""
         admin = self._admin_client()
+        if self.opts.topic_pattern is not None:
+            self._subscribe(admin.list_topics())  # at every trigger, as Spark's Kafka source
+        if not self._partitions:
+            return False
         spso = {
             TopicPartition(o.topic, o.partition): o.start_offset
-            for o in admin.describe_share_group_offsets(self.opts.group_id, list(self.opts.topics))
+            for o in admin.describe_share_group_offsets(self.opts.group_id, list(self._topics))
         }
         for tp in self._partitions:
             end = admin.list_offsets(tp, -1, read_committed=True)
@@ -329,12 +364,14 @@ class ShareStreamReader(DataSourceStreamReader):
             # Planned by latestOffset here, or a re-run after a restart: acquire again.
             records = self._held.acquire(batch, self.ckpt.is_committed)
             return split(records, batch, self._task_count())
+        if not self._topics:
+            return []  # subscribePattern matches no topic (any more)
         count = self._task_count()
         return [
             ReadTask(
                 self.opts.bootstrap_servers,
                 self.opts.group_id,
-                self.opts.topics,
+                self._topics,
                 query_id,
                 self.opts.prefix,
                 batch,
@@ -342,6 +379,7 @@ class ShareStreamReader(DataSourceStreamReader):
                 self.opts.max_records,
                 self.opts.poll_timeout_ms,
                 self.opts.client_config,
+                self.opts.include_headers,
             )
             for index in range(count)
         ]
@@ -377,7 +415,9 @@ class ShareStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, HeldTask):
-            return iter([to_arrow(partition.records, partition.batch, None, None, None)])
+            records, batch = partition.records, partition.batch
+            arrow = to_arrow(records, batch, None, None, None, self.opts.include_headers)
+            return iter([arrow])
         assert isinstance(partition, ReadTask)
         return read_task(partition)
 
@@ -448,24 +488,33 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     finally:
         consumer.close()
         producer.close()
-    yield to_arrow(records, task.batch, state.transactional_id, state.producer_id, state.epoch)
+    yield to_arrow(
+        records,
+        task.batch,
+        state.transactional_id,
+        state.producer_id,
+        state.epoch,
+        task.include_headers,
+    )
 
 
 @functools.cache
-def arrow_schema() -> pa.Schema:
-    """``SCHEMA`` as Spark converts it to Arrow (what ``read`` must yield).
+def arrow_schema(include_headers: bool = False) -> pa.Schema:
+    """The source's schema as Spark converts it to Arrow (what ``read`` must yield).
 
     Spark reads a Python data source's Arrow batches with timestamps in UTC; PySpark 4.3
     requires the time zone to be named, older releases take no such argument.
     """
+    struct = _struct(include_headers)
     if "timezone" in inspect.signature(to_arrow_schema).parameters:
-        return to_arrow_schema(_struct(), timezone="UTC")
-    return to_arrow_schema(_struct())
+        return to_arrow_schema(struct, timezone="UTC")
+    return to_arrow_schema(struct)
 
 
-def _struct() -> StructType:
-    """``SCHEMA`` as a ``StructType`` (``fromDDL`` needs a JVM; executors have none)."""
+def _struct(include_headers: bool) -> StructType:
+    """``schema_ddl`` as a ``StructType`` (``fromDDL`` needs a JVM; executors have none)."""
     header = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+    headers = [StructField("headers", ArrayType(header))] if include_headers else []
     return StructType(
         [
             StructField("key", BinaryType()),
@@ -474,7 +523,8 @@ def _struct() -> StructType:
             StructField("partition", IntegerType()),
             StructField("offset", LongType()),
             StructField("timestamp", TimestampType()),
-            StructField("headers", ArrayType(header)),
+            StructField("timestampType", IntegerType()),
+            *headers,
             StructField("delivery_count", IntegerType()),
             StructField("receipt_batch", LongType()),
             StructField("receipt_transactional_id", StringType()),
@@ -490,6 +540,7 @@ def to_arrow(
     tid: str | None,
     producer_id: int | None,
     epoch: int | None,
+    include_headers: bool = False,
 ) -> pa.RecordBatch:
     """The rows of one read task as one Arrow record batch, built column by column.
 
@@ -498,7 +549,7 @@ def to_arrow(
     no read transaction: its receipt columns other than the batch are null.
     """
     n = len(records)
-    schema = arrow_schema()
+    schema = arrow_schema(include_headers)
 
     def column(name: str) -> list[Any]:
         return list(map(attrgetter(name), records))
@@ -510,9 +561,12 @@ def to_arrow(
         column("partition"),
         column("offset"),
         [max(t, 0) * 1000 for t in column("timestamp")],  # ms -> Spark's microseconds
-        [[{"key": k, "value": v} for k, v in h] if h else [] for h in column("headers")],
-        column("delivery_count"),
+        column("timestamp_type"),
     ]
+    if include_headers:
+        headers = column("headers")
+        columns.append([[{"key": k, "value": v} for k, v in h] if h else [] for h in headers])
+    columns.append(column("delivery_count"))
     constants = [batch, tid, producer_id, epoch]
     arrays = [
         pa.array(values, type=field.type) for values, field in zip(columns, schema, strict=False)

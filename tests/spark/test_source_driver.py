@@ -92,3 +92,44 @@ def test_unknown_group_without_starting_offsets_fails_fast(
     with pytest.raises(ValueError, match="share group 'g' does not exist"):
         r.initialOffset()
     r.stop()
+
+
+def test_subscribe_pattern_is_resolved_at_start_and_at_every_trigger(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    b = broker.bootstrap_servers
+    with Admin(b) as admin:
+        admin.create_topics([TopicSpec("in-1", 2), TopicSpec("in-x", 1), TopicSpec("out", 1)])
+    chk = tmp_path / "chk"
+    chk.mkdir()
+    (chk / "metadata").write_text(json.dumps({"id": "q-1"}) + "\n")
+    r = ShareStreamReader(
+        SourceOptions.parse(
+            {
+                "kafka.bootstrap.servers": b,
+                "kafka.share.group.id": "g",
+                "subscribePattern": r"in-\d",
+                "includeHeaders": "true",
+                "startingOffsets": "earliest",
+                "checkpointLocation": str(chk),
+            }
+        )
+    )
+    assert r.initialOffset() == {"v": 1, "batch": -1}
+    assert r.latestOffset() == {"v": 1, "batch": -1}  # in-1 is empty: no batch
+    with Admin(b) as admin:
+        admin.create_topics([TopicSpec("in-2", 1)])  # created while the query runs
+    p = Producer({"bootstrap.servers": b})
+    p.produce("in-2", b"x", headers=[("h", b"1")])
+    p.flush()
+    assert r.latestOffset() == {"v": 1, "batch": 0}  # found in-2 and its record
+    tasks = r.partitions({"v": 1, "batch": -1}, {"v": 1, "batch": 0})
+    assert len(tasks) == 3  # in-1's two partitions and in-2's one
+    task = tasks[0]
+    assert isinstance(task, ReadTask)
+    assert (task.topics, task.include_headers) == (("in-1", "in-2"), True)
+    rows = [row for batch in read_task(task) for row in batch.to_pylist()]
+    assert [(row["value"], row["headers"], row["timestampType"]) for row in rows] == [
+        (b"x", [{"key": "h", "value": b"1"}], 0)
+    ]
+    r.stop()

@@ -7,11 +7,12 @@ Kafka's keys follow its ``ApiKeys`` (the requests kio's schema index holds; the 
 inter-broker requests 4-7 are gone since Kafka 4.0).  ``api_name`` is Kafka's name of the
 request (``ApiKey.TXN_OFFSET_COMMIT.api_name == "TxnOffsetCommit"``).
 
-93-95 are sharetxn's (DESIGN §3): KIP-1289's TxnShareAcknowledge and AddShareAcksToTxn,
-and DescribeSharePendingAcks, sharetxn's admin API for the recovery tool.  No Kafka release
-has them, and Apache Kafka 4.4 serves other requests under 93 and 94, so a client tells a
-KIP-1289 broker by its finalized feature (``txn.kip1289_schema.KIP1289_FEATURE``), not by
-the keys alone.
+1289-1291 are sharetxn's (DESIGN §3): KIP-1289's TxnShareAcknowledge and AddShareAcksToTxn,
+and DescribeSharePendingAcks, sharetxn's admin API for the recovery tool.  The KIP leaves
+their keys open and Apache Kafka 4.4 took 93 and 94 (StreamsGroupTopologyDescriptionUpdate,
+UnregisterController), so ours sit far from Kafka's sequence, where no Kafka key means
+anything else; they move to the KIP's keys if it is accepted with some.  A client still
+tells a KIP-1289 broker by its finalized feature (``txn.kip1289_schema.KIP1289_FEATURE``).
 """
 
 from __future__ import annotations
@@ -112,10 +113,10 @@ class ApiKey(IntEnum):
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
     ALTER_SHARE_GROUP_OFFSETS = 91
     DELETE_SHARE_GROUP_OFFSETS = 92
-    # sharetxn's own (DESIGN §3)
-    TXN_SHARE_ACKNOWLEDGE = 93  # KIP-1289
-    ADD_SHARE_ACKS_TO_TXN = 94  # KIP-1289
-    DESCRIBE_SHARE_PENDING_ACKS = 95  # sharetxn admin API (recovery tool), not in any KIP
+    # sharetxn's own (DESIGN §3): far from Kafka's sequence, named after the KIP
+    TXN_SHARE_ACKNOWLEDGE = 1289  # KIP-1289
+    ADD_SHARE_ACKS_TO_TXN = 1290  # KIP-1289
+    DESCRIBE_SHARE_PENDING_ACKS = 1291  # sharetxn admin API (recovery tool), not in any KIP
 
     @property
     def api_name(self) -> str:

@@ -14,6 +14,7 @@ import pytest
 
 from coordinator.launcher import READY_PREFIX, LocalBroker, broker_command
 from tests.kafka_wire import WireClient
+from txn.api_keys import ApiKey
 from txn.batch import build_batch
 from txn.errors import ErrorCode
 
@@ -392,7 +393,7 @@ def test_kip1289_requests_are_bound_to_the_transactional_id(shared_broker: Local
         pid, epoch = init_producer(client, "acks-victim")
         init_producer(client, "acks-attacker")
         added = client.request(
-            94,
+            ApiKey.ADD_SHARE_ACKS_TO_TXN,
             0,
             {
                 "transactional_id": "acks-attacker",
@@ -404,7 +405,7 @@ def test_kip1289_requests_are_bound_to_the_transactional_id(shared_broker: Local
         )
         assert int(added.error_code) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
         acked = client.request(
-            93,
+            ApiKey.TXN_SHARE_ACKNOWLEDGE,
             0,
             {
                 "group_id": "share-group",

@@ -10,6 +10,7 @@ import pytest
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
 from tests.kafka_wire import WireClient
+from txn.api_keys import ApiKey
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +74,7 @@ def test_txn_share_acknowledge_with_the_zero_topic_id(broker_with_topic: LocalBr
     try:
         batch = {"first_offset": 0, "last_offset": 0, "acknowledge_type": 1}
         answer = client.request(
-            93,
+            ApiKey.TXN_SHARE_ACKNOWLEDGE,
             0,
             {
                 "group_id": "g",

@@ -24,6 +24,7 @@ from producer.transactional_producer import IllegalStateError, TransactionalProd
 from producer.types import PreparedTxnState
 from tests.interop.test_stock_clients import read_all
 from tests.kafka_wire import WireClient
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, KafkaProtocolError, ProducerFencedError
 
 pytestmark = pytest.mark.integration
@@ -223,7 +224,7 @@ def test_txn_share_acknowledge_checks_on_the_wire(kbroker: LocalBroker) -> None:
 
         def txn_ack(member: str) -> int:
             resp = client.request(
-                93,
+                ApiKey.TXN_SHARE_ACKNOWLEDGE,
                 0,
                 {
                     "group_id": group,
@@ -251,7 +252,7 @@ def test_txn_share_acknowledge_checks_on_the_wire(kbroker: LocalBroker) -> None:
         # never added with AddShareAcksToTxn: INVALID_TXN_STATE
         assert txn_ack(c.member_id) == ErrorCode.INVALID_TXN_STATE
         added = client.request(
-            94,
+            ApiKey.ADD_SHARE_ACKS_TO_TXN,
             0,
             {
                 "transactional_id": "wire-tid",

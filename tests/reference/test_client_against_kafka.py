@@ -33,6 +33,7 @@ from producer.admin import TopicSpec
 from producer.connection import BrokerConnection
 from tests.reference.in_transaction import in_transaction
 from tests.reference.kafka import ReferenceKafka
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, Kip1289NotSupportedError, ProducerFencedError
 from txn.ids import TopicPartition
 
@@ -394,7 +395,7 @@ def test_sharetxn_advertises_kip1289(broker: LocalBroker) -> None:
     try:
         conn.connect()
         assert conn.features == {"share.transaction.version": 1}
-        conn.require_kip1289(93)
-        conn.require_kip1289(94)
+        conn.require_kip1289(ApiKey.TXN_SHARE_ACKNOWLEDGE)
+        conn.require_kip1289(ApiKey.ADD_SHARE_ACKS_TO_TXN)
     finally:
         conn.close()

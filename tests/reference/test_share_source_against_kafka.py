@@ -26,6 +26,7 @@ from producer.admin import TopicSpec
 from producer.connection import BrokerConnection
 from producer.spark.errors import SparkConfigError
 from tests.reference.kafka import ReferenceKafka, run_tool
+from txn.api_keys import ApiKey
 
 pytest.importorskip("pyspark")
 pytestmark = [pytest.mark.reference]
@@ -81,7 +82,7 @@ def test_source_refuses_kafka_without_kip1289_or_share_groups(
     for words in (
         f"cluster at {bootstrap}",
         "KIP-1289",
-        "TxnShareAcknowledge (API 93",
+        f"TxnShareAcknowledge (API {int(ApiKey.TXN_SHARE_ACKNOWLEDGE)}",
         'option("deliverySemantics", "at-least-once")',
         'format("kafka") source and a consumer group',
         "ExactlyOnce sink",

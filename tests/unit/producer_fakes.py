@@ -17,6 +17,7 @@ from producer.types import (
     ShareAcknowledgements,
     ShareGroupMetadata,
 )
+from txn.api_keys import ApiKey
 from txn.batch import parse_header
 from txn.errors import Kip1289NotSupportedError, RetriableError
 from txn.ids import TopicPartition
@@ -74,7 +75,7 @@ class FakeClient:
         with self._lock:
             self.requests.append((node_id, api_key, dict(body)))
             queue = self.scripts.get(api_key)
-            handler = queue.pop(0) if queue else getattr(self, f"default_{api_key}")
+            handler = queue.pop(0) if queue else getattr(self, f"default_{ApiKey(api_key).name.lower()}")
         return handler(node_id, dict(body))
 
     def call(self, fn: Callable[[], T], *, timeout_ms: int | None = None) -> T:
@@ -113,7 +114,7 @@ class FakeClient:
 
     # default answers -------------------------------------------------------------------------
 
-    def default_0(self, node: int | None, body: dict[str, Any]) -> Any:  # Produce
+    def default_produce(self, node: int | None, body: dict[str, Any]) -> Any:  # Produce
         topics = []
         for topic in body["topic_data"]:
             parts = []
@@ -126,7 +127,7 @@ class FakeClient:
             topics.append(ns(name=topic["name"], partition_responses=parts))
         return ns(responses=topics)
 
-    def default_22(self, node: int | None, body: dict[str, Any]) -> Any:  # InitProducerId
+    def default_init_producer_id(self, node: int | None, body: dict[str, Any]) -> Any:  # InitProducerId
         if body["producer_epoch"] >= 0:
             self.epoch = body["producer_epoch"] + 1
         return ns(
@@ -137,16 +138,16 @@ class FakeClient:
             ongoing_txn_producer_epoch=-1,
         )
 
-    def default_24(self, node: int | None, body: dict[str, Any]) -> Any:  # AddPartitionsToTxn
+    def default_add_partitions_to_txn(self, node: int | None, body: dict[str, Any]) -> Any:  # AddPartitionsToTxn
         return add_partitions_answer(body, 0)
 
-    def default_26(self, node: int | None, body: dict[str, Any]) -> Any:  # EndTxn
+    def default_end_txn(self, node: int | None, body: dict[str, Any]) -> Any:  # EndTxn
         return ns(error_code=0)
 
-    def default_94(self, node: int | None, body: dict[str, Any]) -> Any:  # AddShareAcksToTxn
+    def default_add_share_acks_to_txn(self, node: int | None, body: dict[str, Any]) -> Any:  # AddShareAcksToTxn
         return ns(error_code=0)
 
-    def default_93(self, node: int | None, body: dict[str, Any]) -> Any:  # TxnShareAcknowledge
+    def default_txn_share_acknowledge(self, node: int | None, body: dict[str, Any]) -> Any:  # TxnShareAcknowledge
         return share_ack_answer(body, {})
 
 
@@ -256,6 +257,6 @@ def in_transaction(
 def fail_share_ack(client: FakeClient, topic: str, partition: int, code: int) -> None:
     """The next TxnShareAcknowledge answers ``code`` for ``topic``-``partition``."""
     client.script(
-        93,
+        ApiKey.TXN_SHARE_ACKNOWLEDGE,
         lambda _n, body: share_ack_answer(body, {(client.topic_ids[topic], partition): code}),
     )

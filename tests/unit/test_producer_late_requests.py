@@ -25,6 +25,7 @@ from tests.unit.producer_fakes import (
     raising,
     share_acks,
 )
+from txn.api_keys import ApiKey
 from txn.errors import (
     ErrorCode,
     IllegalStateError,
@@ -32,6 +33,8 @@ from txn.errors import (
     ProducerFencedError,
     RequestTimedOutError,
 )
+
+TXN_ACK, ADD_ACKS = ApiKey.TXN_SHARE_ACKNOWLEDGE, ApiKey.ADD_SHARE_ACKS_TO_TXN
 
 
 def _ids(body: dict[str, Any]) -> tuple[int, int]:
@@ -55,8 +58,8 @@ def test_timed_out_end_txn_is_resent_unchanged_then_the_epoch_is_bumped() -> Non
 
         producer.begin_transaction()
         producer.send_share_acks_to_transaction(*share_acks())
-        assert {_ids(b) for b in client.sent(94)[1:]} == {(PID, 1)}
-        assert _ids(client.sent(93)[-1]) == (PID, 1), (
+        assert {_ids(b) for b in client.sent(ADD_ACKS)[1:]} == {(PID, 1)}
+        assert _ids(client.sent(TXN_ACK)[-1]) == (PID, 1), (
             "the next transaction runs at a new epoch: the late EndTxn of epoch 0 is fenced"
         )
         producer.commit_transaction()
@@ -111,7 +114,7 @@ def test_a_repeated_commit_after_the_bump_timed_out_does_not_resend_end_txn() ->
 def test_unanswered_txn_share_acknowledge_aborts_with_an_epoch_bump() -> None:
     client = FakeClient()
     with in_transaction(client, acks=False) as producer:
-        client.script(93, *[raising(RequestTimedOutError("no answer"))] * 20)
+        client.script(TXN_ACK, *[raising(RequestTimedOutError("no answer"))] * 20)
         with pytest.raises(RequestTimedOutError):
             producer.send_share_acks_to_transaction(*share_acks())
         assert producer.transaction_state is TxnState.ABORTABLE_ERROR

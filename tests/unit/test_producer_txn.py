@@ -50,6 +50,7 @@ from tests.unit.producer_fakes import (
     raising,
     share_acks,
 )
+from txn.api_keys import ApiKey
 from txn.batch import parse_header
 from txn.errors import (
     ConcurrentTransactionsError,
@@ -63,6 +64,8 @@ from txn.errors import (
     RequestTimedOutError,
 )
 from txn.ids import TopicPartition
+
+TXN_ACK, ADD_ACKS = ApiKey.TXN_SHARE_ACKNOWLEDGE, ApiKey.ADD_SHARE_ACKS_TO_TXN
 
 Exc = TypeVar("Exc", bound=BaseException)
 
@@ -468,8 +471,8 @@ def test_share_acks_fail_fast_without_kip1289_and_leave_the_transaction_intact()
         acks, metadata = share_acks()
         with pytest.raises(Kip1289NotSupportedError):
             producer.send_share_acks_to_transaction(acks, metadata)
-        assert client.sent(94) == []
-        assert client.sent(93) == []
+        assert client.sent(ADD_ACKS) == []
+        assert client.sent(TXN_ACK) == []
         producer.commit_transaction()  # still usable: nothing was sent
 
 
@@ -481,7 +484,7 @@ def test_share_acks_add_to_txn_then_acknowledge_per_leader() -> None:
         TopicPartition("b", 0): 1,
     }
     with in_transaction(client) as producer:
-        (add,) = client.sent(94)
+        (add,) = client.sent(ADD_ACKS)
         assert add == {
             "transactional_id": "tid",
             "producer_id": PID,
@@ -489,7 +492,7 @@ def test_share_acks_add_to_txn_then_acknowledge_per_leader() -> None:
             "group_id": "g",
             "topics": [{"name": "a", "partitions": [0, 1]}, {"name": "b", "partitions": [0]}],
         }
-        by_node = {node: body for node, key, body in client.requests if key == 93}
+        by_node = {node: body for node, key, body in client.requests if key == TXN_ACK}
         assert set(by_node) == {1, 2}
         node1 = by_node[1]
         assert (node1["group_id"], node1["member_id"], node1["producer_id"]) == ("g", "m-1", PID)
@@ -508,8 +511,8 @@ def test_share_acks_add_to_txn_then_acknowledge_per_leader() -> None:
             {"first_offset": 10, "last_offset": 12, "acknowledge_type": 2}
         ]
         # AddShareAcksToTxn precedes every TxnShareAcknowledge.
-        order = [key for _n, key, _b in client.requests if key in (93, 94)]
-        assert order == [94, 93, 93]
+        order = [key for _n, key, _b in client.requests if key in (TXN_ACK, ADD_ACKS)]
+        assert order == [ADD_ACKS, *[TXN_ACK] * 2]
         producer.commit_transaction()
         (end,) = client.sent(26)
         assert end["committed"] is True, "share acks alone start the transaction"
@@ -570,20 +573,26 @@ def test_share_ack_error_is_abortable_or_fatal(
 def test_stale_epoch_on_add_share_acks_is_fenced() -> None:
     client = FakeClient()
     with in_transaction(client, acks=False) as producer:
-        client.script(94, lambda _n, _b: ns(error_code=ErrorCode.INVALID_PRODUCER_EPOCH))
+        client.script(
+            ADD_ACKS,
+            lambda _n, _b: ns(error_code=ErrorCode.INVALID_PRODUCER_EPOCH),
+        )
         with pytest.raises(ProducerFencedError):
             producer.send_share_acks_to_transaction(*share_acks())
         assert producer.transaction_state is TxnState.FATAL_ERROR
-        assert client.sent(93) == [], "no acknowledgement without the coordinator's add"
+        assert client.sent(TXN_ACK) == [], "no acknowledgement without the coordinator's add"
 
 
 def test_retriable_share_ack_errors_resend_only_the_failed_partitions() -> None:
     client = FakeClient()
-    client.script(94, lambda _n, _b: ns(error_code=ErrorCode.CONCURRENT_TRANSACTIONS))
+    client.script(
+        ADD_ACKS,
+        lambda _n, _b: ns(error_code=ErrorCode.CONCURRENT_TRANSACTIONS),
+    )
     fail_share_ack(client, "a", 1, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     with in_transaction(client) as producer:
-        assert len(client.sent(94)) == 2
-        first, second = client.sent(93)
+        assert len(client.sent(ADD_ACKS)) == 2
+        first, second = client.sent(TXN_ACK)
         assert len([p for t in first["topics"] for p in t["partitions"]]) == 3
         assert [
             (t["topic_id"], [p["partition"] for p in t["partitions"]]) for t in second["topics"]
@@ -594,11 +603,14 @@ def test_retriable_share_ack_errors_resend_only_the_failed_partitions() -> None:
 def test_add_share_acks_timeout_leaves_the_transaction_usable() -> None:
     client = FakeClient()
     with in_transaction(client, acks=False) as producer:
-        client.script(94, *[lambda _n, _b: ns(error_code=ErrorCode.CONCURRENT_TRANSACTIONS)] * 20)
+        client.script(
+            ADD_ACKS,
+            *[lambda _n, _b: ns(error_code=ErrorCode.CONCURRENT_TRANSACTIONS)] * 20,
+        )
         with pytest.raises(ConcurrentTransactionsError):
             producer.send_share_acks_to_transaction(*share_acks())
         assert producer.transaction_state is TxnState.IN_TRANSACTION
-        assert client.sent(93) == []
+        assert client.sent(TXN_ACK) == []
 
 
 def test_share_ack_argument_checks() -> None:
@@ -612,7 +624,7 @@ def test_share_ack_argument_checks() -> None:
             producer.send_share_acks_to_transaction(acks, metadata)
         producer.begin_transaction()
         producer.send_share_acks_to_transaction(ShareAcknowledgements("g", "m"), metadata)
-        assert client.sent(94) == []
+        assert client.sent(ADD_ACKS) == []
         producer.commit_transaction()
         assert client.sent(26) == [], "an empty transaction ends locally"
         with pytest.raises(IllegalStateError, match="outside a transaction"):

@@ -32,6 +32,7 @@ from coordinator.security.acls import (
 )
 from coordinator.security.listeners import Listener, SecurityProtocol
 from coordinator.security.store import MemorySecurityStorage, SecurityMetadata
+from txn.api_keys import ApiKey
 from txn.batch import build_batch
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
@@ -407,7 +408,7 @@ CASES: dict[str, Case] = {
         {"g-no": E.GROUP_AUTHORIZATION_FAILED},
     ),
     "DescribeSharePendingAcks": (
-        95,
+        ApiKey.DESCRIBE_SHARE_PENDING_ACKS,
         0,
         lambda w: {"producer_ids": []},
         {"": E.CLUSTER_AUTHORIZATION_FAILED},
@@ -502,7 +503,7 @@ CASES: dict[str, Case] = {
         {"secret": E.TOPIC_AUTHORIZATION_FAILED},
     ),
     "TxnShareAcknowledge": (
-        93,
+        ApiKey.TXN_SHARE_ACKNOWLEDGE,
         0,
         lambda w: {
             "group_id": "g-ok",
@@ -519,7 +520,7 @@ CASES: dict[str, Case] = {
         {"allowed-id": E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED},
     ),
     "AddShareAcksToTxn": (
-        94,
+        ApiKey.ADD_SHARE_ACKS_TO_TXN,
         0,
         lambda w: {
             "transactional_id": "t-ok",

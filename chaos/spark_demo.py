@@ -47,7 +47,7 @@ from producer.spark.demo import (
     transaction_counts,
     verify,
 )
-from recovery.spark_checkpoint import read_checkpoint
+from producer.twophase.spark_checkpoint import read_checkpoint
 
 
 @dataclass

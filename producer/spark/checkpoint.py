@@ -3,7 +3,7 @@
 Python streaming sources are not told the checkpoint location (DESIGN §6), so the source
 and the sink are given it and read Spark's own files: ``metadata`` (the query id),
 ``offsets/N`` (the batches planned) and ``commits/N`` (the decision).  Every access goes
-through a ``CheckpointFS`` (``recovery.checkpoint_fs``): Hadoop's FileSystem API through
+through a ``CheckpointFS`` (``producer.twophase.checkpoint_fs``): Hadoop's FileSystem API through
 the driver's JVM for any URI Spark accepts, a local POSIX fallback for plain paths and
 ``file:`` URIs.
 """
@@ -20,16 +20,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from producer.spark.errors import SparkConfigError
-from recovery.checkpoint_fs import (
+from producer.twophase.checkpoint_fs import (
     LOCAL,
     CheckpointFS,
     host_lock_file,
     is_local,
     join,
 )
-from recovery.checkpoint_fs import local_path as _local_path
-from recovery.model import CheckpointFormatError
-from recovery.spark_checkpoint import CheckpointView, read_checkpoint, read_query_id
+from producer.twophase.checkpoint_fs import local_path as _local_path
+from producer.twophase.model import CheckpointFormatError
+from producer.twophase.spark_checkpoint import CheckpointView, read_checkpoint, read_query_id
 
 _BATCH = re.compile(r"^(\d+)$")
 LOCK_FILE = ".sharetxn-resolve.lock"

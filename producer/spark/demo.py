@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from producer.admin import Admin, TopicSpec
-from recovery.spark_checkpoint import read_checkpoint
+from producer.twophase.spark_checkpoint import read_checkpoint
 from txn.ids import TopicPartition
 
 INPUT = "demo-input"

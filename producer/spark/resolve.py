@@ -6,7 +6,7 @@ intent whose batch is in Spark's commit log and not yet resolved, commit its pre
 transactions and write ``resolved/N``.  It is idempotent: a transaction that another
 resolver already finished is reported as such and not touched.
 
-``recover`` is the start-up path and goes through ``recovery.recover`` — the same code as
+``recover`` is the start-up path and goes through ``producer.twophase.recover`` — the same code as
 ``sharetxn recover --apply`` — so the query and the operator's tool always decide alike.
 """
 
@@ -29,19 +29,18 @@ from producer.transactional_producer import (
     NoPreparedTransactionError,
     TransactionalProducer,
 )
-from producer.txn_manager import PreparedTransactionAbortedError, PreparedTransactionCommittedError
-from recovery.audit import AuditLog, read_audit_log
-from recovery.execute import Executor
-from recovery.execute import Outcome as StepOutcome
-from recovery.recover import (
+from producer.twophase.audit import AuditLog, read_audit_log
+from producer.twophase.execute import Executor
+from producer.twophase.execute import Outcome as StepOutcome
+from producer.twophase.recover import (
     HistoryLookup,
     aborted_by_cluster,
     apply_recovery,
     history_with_begun_commits,
     plan_recovery,
 )
-from recovery.scan import Scanner
-from recovery.spark_checkpoint import (
+from producer.twophase.scan import Scanner
+from producer.twophase.spark_checkpoint import (
     COMMITTING_DIR,
     INTENTS_DIR,
     RESOLVED_DIR,
@@ -50,6 +49,7 @@ from recovery.spark_checkpoint import (
     read_committing,
     write_resolved,
 )
+from producer.txn_manager import PreparedTransactionAbortedError, PreparedTransactionCommittedError
 
 log = logging.getLogger(__name__)
 
@@ -337,7 +337,7 @@ def recover(
     *,
     by: str,
 ) -> RecoveryReport:
-    """The decision rule at query start, through ``recovery.recover`` with an audit log."""
+    """The decision rule at query start, through ``producer.twophase.recover`` with an audit log."""
     committed = aborted = noop = 0
     batches: set[int] = set()
     with checkpoint.resolve_lock(), Admin(conn.producer_config()) as admin:

@@ -23,8 +23,8 @@ from producer.spark.resolve import (
     commit_decided,
     recover,
 )
-from recovery.audit import AuditLog
-from recovery.spark_checkpoint import (
+from producer.twophase.audit import AuditLog
+from producer.twophase.spark_checkpoint import (
     Intent,
     IntentTransaction,
     read_checkpoint,

@@ -42,9 +42,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("coordinator.protocol",),
     ("coordinator.launcher", "coordinator.metrics_export", "coordinator.cli", "coordinator"),
     ("producer",),
-    ("producer.sink", "recovery"),
-    ("producer.spark",),
-    ("recovery.recover_cli",),  # `sharetxn recover`: reads Spark checkpoints on any file system
+    ("producer.twophase",),  # checkpoint files, intents, audit log, resume-and-commit
+    ("producer.sink", "producer.spark"),
+    ("recovery",),  # `sharetxn txn` and `sharetxn recover`: the operator's side
     ("chaos",),
 )
 

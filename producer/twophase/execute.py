@@ -21,15 +21,15 @@ from enum import StrEnum
 from typing import Any
 
 from producer.transactional_producer import TransactionalProducer
+from producer.twophase.audit import AuditLog
+from producer.twophase.model import TxnSnapshot
+from producer.twophase.outcome import ended_as, marker_starts
+from producer.twophase.plan import Action, Step
+from producer.twophase.scan import Scanner
 from producer.txn_manager import (
     PreparedTransactionAbortedError,
     PreparedTransactionMismatchError,
 )
-from recovery.audit import AuditLog
-from recovery.model import TxnSnapshot
-from recovery.outcome import ended_as, marker_starts
-from recovery.plan import Action, Step
-from recovery.scan import Scanner
 from txn.batch import ControlType
 from txn.errors import (
     InvalidProducerEpochError,
@@ -249,7 +249,7 @@ class Executor:
 
         The client may commit between the compare-and-set and the fence; the coordinator then
         completes that commit and only bumps the epoch, so the outcome is read from the
-        transaction's markers (``recovery.outcome``) instead of assumed.
+        transaction's markers (``producer.twophase.outcome``) instead of assumed.
         """
         admin = self.scanner.admin
         starts = marker_starts(admin, before)

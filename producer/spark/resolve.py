@@ -24,11 +24,6 @@ from typing import Any
 from producer.admin import Admin
 from producer.spark.checkpoint import AUDIT_LOG, Checkpoint
 from producer.spark.errors import DecidedBatchAbortedError, ResolveError
-from producer.transactional_producer import (
-    DifferentPreparedTransactionError,
-    NoPreparedTransactionError,
-    TransactionalProducer,
-)
 from producer.twophase.audit import AuditLog, read_audit_log
 from producer.twophase.execute import Executor
 from producer.twophase.execute import Outcome as StepOutcome
@@ -39,6 +34,7 @@ from producer.twophase.recover import (
     history_with_begun_commits,
     plan_recovery,
 )
+from producer.twophase.resume import Ended, resume_and_end
 from producer.twophase.scan import Scanner
 from producer.twophase.spark_checkpoint import (
     COMMITTING_DIR,
@@ -49,7 +45,6 @@ from producer.twophase.spark_checkpoint import (
     read_committing,
     write_resolved,
 )
-from producer.txn_manager import PreparedTransactionAbortedError, PreparedTransactionCommittedError
 
 log = logging.getLogger(__name__)
 
@@ -74,48 +69,41 @@ def _commit_one(
     conn: Connection,
     txn: IntentTransaction,
     ours: Callable[[], bool],
-    aborted: Callable[[str], Exception] | None = None,
+    aborted: Callable[[str], Exception],
 ) -> str:
     """Commit one prepared transaction; ``ours()``: an earlier commit of ours was begun.
 
     ``aborted(detail)`` is the error for a transaction the cluster aborted (its timeout
     ran out on a cluster without KIP-939): never "already complete", even if ours began.
     """
-    try:
-        producer = TransactionalProducer.resume(
-            txn.transactional_id, txn.producer_id, txn.epoch, conn.producer_config()
-        )
-    except PreparedTransactionCommittedError:
-        return "already complete"  # an earlier commit phase finished it
-    except PreparedTransactionAbortedError as exc:
-        if aborted is not None:
-            raise aborted(exc.describe()) from exc
-        msg = f"{txn.transactional_id}: the prepared transaction of a decided batch: {exc}"
-        raise ResolveError(msg) from exc
-    except NoPreparedTransactionError as exc:
-        if ours():
+    result = resume_and_end(
+        txn.transactional_id, txn.producer_id, txn.epoch, conn.producer_config(), commit=True
+    )
+    exc = result.error
+    match result.ended:
+        case Ended.DONE:
+            return "committed"
+        case Ended.COMMITTED:
+            return "already complete"  # an earlier commit phase finished it
+        case Ended.ABORTED:  # at the resume, or the timeout won the race with the commit
+            raise aborted(result.detail) from exc
+        case Ended.GONE if ours():
             return "already complete"  # an earlier commit phase of ours finished it
-        msg = (
-            f"{txn.transactional_id}: the prepared transaction ({txn.producer_id}, "
-            f"{txn.epoch}) of a decided batch is gone and no commit of ours was begun: "
-            f"something else ended it (heuristic hazard: outputs or acks may be lost): {exc}"
-        )
-        raise ResolveError(msg) from exc
-    except DifferentPreparedTransactionError as exc:
-        msg = (
-            f"{txn.transactional_id}: the prepared transaction ({txn.producer_id}, "
-            f"{txn.epoch}) of a decided batch was replaced: {exc}"
-        )
-        raise ResolveError(msg) from exc
-    try:
-        producer.commit_transaction()
-    except PreparedTransactionAbortedError as exc:  # the timeout won the race
-        if aborted is not None:
-            raise aborted(exc.describe()) from exc
-        raise
-    finally:
-        producer.close()
-    return "committed"
+        case Ended.GONE:
+            msg = (
+                f"{txn.transactional_id}: the prepared transaction ({txn.producer_id}, "
+                f"{txn.epoch}) of a decided batch is gone and no commit of ours was begun: "
+                f"something else ended it (heuristic hazard: outputs or acks may be lost): {exc}"
+            )
+            raise ResolveError(msg) from exc
+        case Ended.REPLACED:
+            msg = (
+                f"{txn.transactional_id}: the prepared transaction ({txn.producer_id}, "
+                f"{txn.epoch}) of a decided batch was replaced: {exc}"
+            )
+            raise ResolveError(msg) from exc
+    assert exc is not None  # SUPERSEDED or UNCONFIRMED: retried by the next commit point
+    raise exc
 
 
 def _commit_begun(

@@ -11,7 +11,10 @@ recovery) and ``recovery`` (``sharetxn recover`` and ``sharetxn txn``) share:
 * ``plan``, ``recover``: the steps the decision rule turns into;
 * ``resume``: resume a prepared transaction and end it, and what became of it (the one
   decider both the sink's commit and ``recover --apply`` use);
-* ``execute``: the executor of planned steps (compare-and-set, audit, resume-and-end).
+* ``execute``: the executor of planned steps (compare-and-set, audit, resume-and-end);
+* ``query_checkpoint``, ``commit_phase``, ``startup``, ``errors``: a Spark query's
+  checkpoint location, the commit phase of its decided batches (write-ahead, resume and
+  commit, ``resolved/N``) and its start-up recovery, with the errors they raise.
 
 It imports only ``producer`` (the client library) and ``txn``; never ``producer.spark``,
 ``recovery`` or ``coordinator``.

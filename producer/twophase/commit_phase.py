@@ -7,9 +7,9 @@ ahead, commits the batch's prepared transactions through ``resume_and_end`` (the
 ``sharetxn recover --apply`` uses too) and writes ``resolved/N``.  It is idempotent: a
 transaction that another resolver already finished is reported as such and not touched.
 
-It reads and writes the checkpoint through ``QueryCheckpoint`` (what it needs of
-``producer.spark.checkpoint.Checkpoint``) and reaches the cluster through a
-``Connection``; everything else is this package's.
+It reads and writes the checkpoint through ``QueryCheckpoint`` (the base of
+``producer.spark.checkpoint.Checkpoint``) and reaches the cluster through a ``Connection``:
+a batch's whole commit phase is one call from the Spark integration into this package.
 """
 
 from __future__ import annotations
@@ -21,19 +21,16 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from producer.twophase.audit import AuditLog, read_audit_log
-from producer.twophase.checkpoint_fs import CheckpointFS
 from producer.twophase.errors import DecidedBatchAbortedError, ResolveError
+from producer.twophase.query_checkpoint import QueryCheckpoint
 from producer.twophase.resume import Ended, resume_and_end
 from producer.twophase.spark_checkpoint import (
     COMMITTING_DIR,
     INTENTS_DIR,
     RESOLVED_DIR,
-    CheckpointView,
     IntentTransaction,
     Outcome,
     read_committing,
@@ -45,33 +42,12 @@ log = logging.getLogger(__name__)
 __all__ = [
     "SPARK_COMMIT",
     "Connection",
-    "QueryCheckpoint",
     "begun_commits",
     "commit_decided",
     "decided_aborted",
 ]
 
 SPARK_COMMIT = "spark-commit"
-
-
-class QueryCheckpoint(Protocol):
-    """A Spark query's checkpoint as the commit phase uses it."""
-
-    @property
-    def location(self) -> str: ...
-
-    @property
-    def fs(self) -> CheckpointFS: ...
-
-    def path(self, *names: str) -> str: ...
-
-    def view(self, *, unresolved_only: bool = False) -> CheckpointView: ...
-
-    def audit_log(self) -> Path: ...
-
-    def resolve_lock(self) -> AbstractContextManager[None]: ...
-
-    def planned_batches(self) -> list[int]: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ What a Spark query with the ``ExactlyOnce`` sink does, in one process, through t
 modules: the checkpoint is a Spark checkpoint (``metadata`` with the query id,
 ``offsets/N`` the planned batch's end offsets, ``commits/N`` the decision) read through
 ``producer.spark.checkpoint.Checkpoint``; the sink's files (``intents/N.json``,
-``committing/N``, ``resolved/N``) are written by ``recovery.spark_checkpoint`` and
+``committing/N``, ``resolved/N``) are written by ``producer.twophase.spark_checkpoint`` and
 ``producer.spark.resolve``.  One run:
 
 1. **Start-up recovery**: ``producer.spark.resolve.recover`` -- the decision rule the
@@ -60,8 +60,7 @@ from producer.spark.errors import ResolveError
 from producer.spark.resolve import Connection, commit_decided, fenced_transaction, recover
 from producer.spark.write_task import WriteTask
 from producer.transactional_producer import TransactionalProducer
-from producer.txn_manager import PreparedTransactionAbortedError
-from recovery.spark_checkpoint import (
+from producer.twophase.spark_checkpoint import (
     COMMITS_DIR,
     METADATA_FILE,
     RESOLVED_DIR,
@@ -69,6 +68,7 @@ from recovery.spark_checkpoint import (
     IntentTransaction,
     write_intent,
 )
+from producer.txn_manager import PreparedTransactionAbortedError
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 

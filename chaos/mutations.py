@@ -57,7 +57,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from chaos.patching import Patch, replace
-from coordinator.group.consumer_protocol import ConsumerProtocolGroup
+from coordinator.group.consumer_model import ConsumerProtocolGroup
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.group.results import FetchedOffset
 from coordinator.log import cleaner, compaction

@@ -72,7 +72,7 @@ from chaos.real_verify import (
 from chaos.real_worker import WorkerSettings
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
-from recovery.audit import read_audit_log
+from producer.twophase.audit import read_audit_log
 
 log = logging.getLogger("sharetxn.chaos.real")
 

@@ -3,7 +3,7 @@
 A Spark-free micro-batch driver (``chaos.eos_driver``) does what a Spark query with the
 ``ExactlyOnce`` sink does -- offsets in its own checkpoint, one prepared transaction per
 writer and batch, ``intents/N``, ``commits/N``, the commit phase and the start-up recovery,
-all through ``producer.spark.resolve`` and ``recovery.spark_checkpoint`` -- against Apache
+all through ``producer.spark.resolve`` and ``producer.twophase.spark_checkpoint`` -- against Apache
 Kafka (``--target kafka``, a node of ``chaos.apache_kafka``) or a ``sharetxn broker``.
 One run:
 
@@ -51,7 +51,7 @@ from chaos.real_run import RunOptions, RunResult, keep_or_remove, require_positi
 from chaos.real_verify import IDLE_STATES, FinalState, direct_checks, read_topic, trickle_input
 from producer.admin import Admin, TopicSpec
 from producer.spark.checkpoint import Checkpoint
-from recovery.spark_checkpoint import query_prefix, read_checkpoint
+from producer.twophase.spark_checkpoint import query_prefix, read_checkpoint
 from txn.ids import TopicPartition
 
 log = logging.getLogger("sharetxn.chaos.real_recovery")

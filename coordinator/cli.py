@@ -60,7 +60,7 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
         "and real processes with kill -9 and SIGSTOP (real)",
     ),
     "demo": (
-        "producer.spark.demo",
+        "chaos.spark_demo",
         "the exactly-once Spark pipeline on an embedded broker: SIGKILL the driver midway, "
         "restart, verify exactly-once (needs the spark extra)",
     ),

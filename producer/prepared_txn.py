@@ -26,8 +26,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
+from producer.producer_config import PREPARE_MODES, RESUME_MODES, ProducerConfig
 from producer.raw import describe_transactions_raw
 from producer.txn_manager import (
     DifferentPreparedTransactionError,
@@ -41,9 +42,6 @@ from producer.types import TransactionDescription
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, raise_for_code
 from txn.ids import KEY_TYPE_TRANSACTION, NO_PRODUCER_EPOCH, NO_PRODUCER_ID
-
-if TYPE_CHECKING:
-    from producer.producer_config import ProducerConfig
 
 __all__ = [
     "PREPARE_MODES",
@@ -67,8 +65,6 @@ log = logging.getLogger("sharetxn.producer")
 
 INIT_PRODUCER_ID_2PC_VERSION: Final = 6
 
-PREPARE_MODES: Final = ("auto", "enable2pc", "timeout")
-RESUME_MODES: Final = ("auto", "keep-prepared", "stored-ids")
 
 _OPEN: Final = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort"})
 _ABORTING: Final = frozenset({"PrepareAbort", "PrepareEpochFence", "CompleteAbort"})

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from producer.client_defaults import CONNECTION_DEFAULTS
 from producer.config_values import as_bool, as_int
-from producer.prepared_txn import (
-    PREPARE_MODES,
-    RESUME_MODES,
-)
 from producer.security import PLAINTEXT, SECURITY_KEYS, ClientSecurity
 from txn.compression import Codec, UnsupportedCompressionError, codec_by_name
+
+#: ``sharetxn.prepare.mode`` and ``sharetxn.resume.mode`` (producer/prepared_txn.py applies them).
+PREPARE_MODES: Final = ("auto", "enable2pc", "timeout")
+RESUME_MODES: Final = ("auto", "keep-prepared", "stored-ids")
 
 _DEFAULTS: dict[str, Any] = {
     **CONNECTION_DEFAULTS,

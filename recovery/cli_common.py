@@ -26,11 +26,11 @@ from producer.cli_support import (
     report_error,
 )
 from producer.security import SECURITY_KEYS, ClientSecurity
-from recovery.audit import DEFAULT_AUDIT_LOG, AuditLog
-from recovery.execute import Executor, StepResult, results_exit_code
-from recovery.model import RecoveryError, RefusedError, UsageError
-from recovery.plan import Action, Step, plan_exit_code
-from recovery.scan import Scanner
+from producer.twophase.audit import DEFAULT_AUDIT_LOG, AuditLog
+from producer.twophase.execute import Executor, StepResult, results_exit_code
+from producer.twophase.model import RecoveryError, RefusedError, UsageError
+from producer.twophase.plan import Action, Step, plan_exit_code
+from producer.twophase.scan import Scanner
 from txn.errors import KafkaProtocolError
 from txn.exit_codes import ExitCode
 

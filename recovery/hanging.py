@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from recovery.model import TxnSnapshot
-from recovery.scan import RateLimiter, Scanner
+from producer.twophase.model import TxnSnapshot
+from producer.twophase.scan import RateLimiter, Scanner
 from txn.ids import SHARE_GROUP_STATE_TOPIC, TopicPartition
 
 

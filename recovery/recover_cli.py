@@ -4,7 +4,7 @@
                      [--transactional-id-prefix P] [--bootstrap-server HOST:PORT] [--execute]
                      [--spark-conf KEY=VALUE ...]
 
-Applies the decision rule of DESIGN §6 (``recovery.spark_checkpoint``): commit the
+Applies the decision rule of DESIGN §6 (``producer.twophase.spark_checkpoint``): commit the
 transactions of every unresolved intent whose batch is in Spark's commit log, abort the
 others and the orphans, then write ``resolved/N``.  Stop the query first; a dry run by
 default, with the same safety rules as ``sharetxn txn``.
@@ -19,18 +19,23 @@ import sys
 from rich.console import Console
 
 from producer.admin import Admin
-from recovery import cli_common as common
-from recovery.checkpoint_fs import LOCAL, CheckpointFS, is_local, local_path
-from recovery.model import UsageError
-from recovery.plan import Action
-from recovery.recover import (
+from producer.twophase.checkpoint_fs import LOCAL, CheckpointFS, is_local, local_path
+from producer.twophase.model import UsageError
+from producer.twophase.plan import Action
+from producer.twophase.recover import (
     HistoryLookup,
     apply_recovery,
     history_with_begun_commits,
     plan_recovery,
 )
-from recovery.scan import Scanner
-from recovery.spark_checkpoint import CheckpointView, begun_commits, query_prefix, read_checkpoint
+from producer.twophase.scan import Scanner
+from producer.twophase.spark_checkpoint import (
+    CheckpointView,
+    begun_commits,
+    query_prefix,
+    read_checkpoint,
+)
+from recovery import cli_common as common
 
 EXAMPLES = """examples:
   # what would be done (dry run)
@@ -167,7 +172,7 @@ def _open(args: argparse.Namespace) -> tuple[CheckpointFS, str, str | None]:
             raise UsageError(msg)
         conf[key.strip()] = value
     try:
-        from recovery.hadoop_fs import standalone  # noqa: PLC0415 - needs PySpark
+        from producer.twophase.hadoop_fs import standalone  # noqa: PLC0415 - needs PySpark
     except ImportError as exc:
         msg = f"--checkpoint {args.checkpoint}: a non-local checkpoint needs PySpark ({exc})"
         raise UsageError(msg) from None

@@ -25,15 +25,12 @@ from rich.console import Console
 from rich.table import Table
 
 from producer.admin import Admin, SharePendingAcks
-from producer.types import PreparedTxnState
-from recovery import cli_common as common
-from recovery.audit import (
+from producer.twophase.audit import (
     AuditLog,
     previously_applied,
     unresolved_heuristics,
 )
-from recovery.hanging import confirmed, find_hanging
-from recovery.model import (
+from producer.twophase.model import (
     OPEN_STATES,
     STATE_NAMES,
     NotFoundError,
@@ -41,14 +38,17 @@ from recovery.model import (
     TxnSnapshot,
     UsageError,
 )
-from recovery.plan import Action, Evidence, EvidenceKind, Op, plan_step
-from recovery.scan import (
+from producer.twophase.plan import Action, Evidence, EvidenceKind, Op, plan_step
+from producer.twophase.scan import (
     DEFAULT_MAX_REQUESTS_PER_SECOND,
     MAX_PARTITIONS_PER_REQUEST,
     RateLimiter,
     Scanner,
     ScanPair,
 )
+from producer.types import PreparedTxnState
+from recovery import cli_common as common
+from recovery.hanging import confirmed, find_hanging
 from txn.exit_codes import ExitCode
 from txn.ids import SHARE_GROUP_STATE_TOPIC, TopicPartition
 

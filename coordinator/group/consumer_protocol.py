@@ -22,16 +22,16 @@ import logging
 import struct
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from coordinator.group.consumer_model import ConsumerMember, ConsumerProtocolGroup, Partitions
 from coordinator.group.consumer_records import (
     CURRENT_ASSIGNMENT,
     GROUP_METADATA,
     MEMBER_METADATA,
     TARGET_MEMBER,
     TARGET_METADATA,
-    ClassicMeta,
     ConsumerKey,
     ConsumerValue,
     CurrentAssignmentValue,
@@ -52,52 +52,6 @@ LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 ASSIGNORS = ("uniform", "range")
 CONSUMER_GROUP_TYPE = "consumer"
-
-Partitions = dict[uuid.UUID, frozenset[int]]
-
-
-@dataclass(slots=True)
-class ConsumerMember:
-    member_id: str
-    instance_id: str | None
-    rack_id: str | None
-    client_id: str
-    client_host: str
-    subscribed: frozenset[str]
-    server_assignor: str | None
-    rebalance_timeout_ms: int
-    epoch: int = 0
-    previous_epoch: int = -1
-    assigned: Partitions = field(default_factory=dict)
-    revoking: Partitions = field(default_factory=dict)
-    owned: Partitions | None = None  # what the member last said it owns
-    sent: Partitions | None = None  # the assignment last sent to it
-    classic: ClassicMeta | None = None  # a classic-protocol member (``coordinator.group.mixed``)
-
-
-@dataclass(slots=True)
-class ConsumerProtocolGroup:
-    group_id: str
-    epoch: int = 0
-    assignment_epoch: int = 0
-    members: dict[str, ConsumerMember] = field(default_factory=dict)
-    target: dict[str, Partitions] = field(default_factory=dict)
-    assignor: str = "uniform"
-    topology: tuple[tuple[str, str, int], ...] = ()  # (topic, id, partitions) last assigned
-
-    @property
-    def state(self) -> str:
-        if not self.members:
-            return "Empty"
-        if any(m.epoch != self.assignment_epoch or m.revoking for m in self.members.values()):
-            return "Reconciling"
-        return "Stable"
-
-    def subscribed_topics(self) -> frozenset[str]:
-        topics: set[str] = set()
-        for m in self.members.values():
-            topics |= m.subscribed
-        return frozenset(topics)
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,10 +46,8 @@ from coordinator.group.classic import (
     ClassicState,
     Responder,
 )
-from coordinator.group.consumer_protocol import (
-    ConsumerProtocol,
-    ConsumerProtocolGroup,
-)
+from coordinator.group.consumer_model import ConsumerProtocolGroup
+from coordinator.group.consumer_protocol import ConsumerProtocol
 from coordinator.group.consumer_records import (
     CONSUMER_KEY_VERSIONS,
     ConsumerKey,

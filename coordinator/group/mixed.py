@@ -32,13 +32,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from coordinator.group.classic import ClassicGroup, ClassicMember, ClassicState
-from coordinator.group.consumer_protocol import (
-    ConsumerMember,
-    ConsumerProtocol,
-    ConsumerProtocolGroup,
-    Partitions,
-    records_of,
-)
+from coordinator.group.consumer_model import ConsumerMember, ConsumerProtocolGroup, Partitions
+from coordinator.group.consumer_protocol import ConsumerProtocol, records_of
 from coordinator.group.consumer_records import ClassicMeta, Record
 from coordinator.group.embedded import (
     CONSUMER_PROTOCOL_TYPE,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from coordinator.group.classic import ClassicGroup, ClassicState
-from coordinator.group.consumer_protocol import ConsumerProtocolGroup
+from coordinator.group.consumer_model import ConsumerProtocolGroup
 from coordinator.group.consumer_records import Record
 from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import GroupKey, OffsetKey, OffsetValue

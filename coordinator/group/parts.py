@@ -8,7 +8,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from coordinator.group.classic import ClassicGroup, ClassicMember
-    from coordinator.group.consumer_protocol import ConsumerProtocolGroup
+    from coordinator.group.consumer_model import ConsumerProtocolGroup
     from coordinator.group.consumer_records import Record
     from coordinator.group.offsets import OffsetStore
     from coordinator.group.timers import Timers

@@ -38,7 +38,7 @@ from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from coordinator.protocol.security_gate import Session
+    from coordinator.protocol.session import Session
 
 log = logging.getLogger("sharetxn.security")
 

@@ -16,16 +16,16 @@ from __future__ import annotations
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 from coordinator.protocol.acl_handlers import SecurityAdminHandlers
 from coordinator.protocol.acl_rule_table import authorize_request
 from coordinator.protocol.acl_rules import RequestContext, TopicDirectory
+from coordinator.protocol.session import Session
 from coordinator.protocol.wire import DecodedRequest
 from coordinator.security.acls import Authorizer, parse_principals
 from coordinator.security.listeners import Listener
-from coordinator.security.sasl import SUPPORTED_MECHANISMS, SaslServer, new_server, plain_users
+from coordinator.security.sasl import SUPPORTED_MECHANISMS, new_server, plain_users
 from coordinator.security.scram import SaslAuthenticationFailedError, ScramMechanism
 from coordinator.security.store import SecurityMetadata
 from coordinator.security.tls import ANONYMOUS, principal_of
@@ -47,19 +47,6 @@ AUTHORIZER_CLASSES: Final = frozenset(
 Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
 #: ``handle`` returns a response body, None (no response: acks=0) or CLOSE.
 CLOSE: Final = False
-
-
-@dataclass(slots=True)
-class Session:
-    listener: Listener
-    client_host: str
-    principal: str = ANONYMOUS
-    authenticated: bool = True
-    mechanism: str | None = None
-    sasl: SaslServer | None = None
-    #: Set when the response being sent must be the connection's last.
-    close_after_response: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class SecurityGate:

@@ -23,7 +23,8 @@ from coordinator.broker import BrokerCore
 from coordinator.protocol.acl_rules import TopicDirectory
 from coordinator.protocol.api_versions import SUPPORTED, is_supported
 from coordinator.protocol.handlers import Handlers
-from coordinator.protocol.security_gate import CLOSE, SecurityGate, Session
+from coordinator.protocol.security_gate import CLOSE, SecurityGate
+from coordinator.protocol.session import Session
 from coordinator.protocol.wire import (
     FrameError,
     decode_request,

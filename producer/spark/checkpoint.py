@@ -3,37 +3,29 @@
 Python streaming sources are not told the checkpoint location (DESIGN §6), so the source
 and the sink are given it and read Spark's own files: ``metadata`` (the query id),
 ``offsets/N`` (the batches planned) and ``commits/N`` (the decision).  Every access goes
-through a ``CheckpointFS`` (``recovery.checkpoint_fs``): Hadoop's FileSystem API through
+through a ``CheckpointFS`` (``producer.twophase.checkpoint_fs``, reached through
+``producer.twophase.query_checkpoint.QueryCheckpoint``): Hadoop's FileSystem API through
 the driver's JVM for any URI Spark accepts, a local POSIX fallback for plain paths and
 ``file:`` URIs.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import fcntl
 import json
 import os
-import re
-from collections.abc import Iterator
 from pathlib import Path
 
 from producer.spark.errors import SparkConfigError
-from recovery.checkpoint_fs import (
-    LOCAL,
-    CheckpointFS,
-    host_lock_file,
-    is_local,
-    join,
-)
-from recovery.checkpoint_fs import local_path as _local_path
-from recovery.model import CheckpointFormatError
-from recovery.spark_checkpoint import CheckpointView, read_checkpoint, read_query_id
+from producer.twophase.checkpoint_fs import LOCAL, is_local
+from producer.twophase.checkpoint_fs import local_path as _local_path
+from producer.twophase.model import CheckpointFormatError
+from producer.twophase.query_checkpoint import AUDIT_LOG, QueryCheckpoint
+from producer.twophase.spark_checkpoint import read_query_id
 
-_BATCH = re.compile(r"^(\d+)$")
+__all__ = ["AUDIT_LOG", "LOCK_FILE", "Checkpoint", "local_path"]
+
 LOCK_FILE = ".sharetxn-resolve.lock"
-AUDIT_LOG = "sharetxn-recovery.jsonl"
 
 
 def local_path(location: str | os.PathLike[str]) -> Path:
@@ -52,21 +44,17 @@ def local_path(location: str | os.PathLike[str]) -> Path:
 
 
 @dataclasses.dataclass(frozen=True)
-class Checkpoint:
-    """A query's checkpoint location on its store (``location`` is fully qualified)."""
+class Checkpoint(QueryCheckpoint):
+    """A query's checkpoint location on its store (``location`` is fully qualified).
 
-    location: str
-    fs: CheckpointFS = LOCAL
+    Paths, planned batches, the sink's files, the audit log and the resolve lock are
+    ``QueryCheckpoint``'s (``producer.twophase``); this adds what the Spark integration
+    asks of Spark's own files.
+    """
 
     @classmethod
     def local(cls, location: str | os.PathLike[str]) -> Checkpoint:
         return cls(str(local_path(location)), LOCAL)
-
-    def path(self, *names: str) -> str:
-        return join(self.location, *names)
-
-    def __str__(self) -> str:
-        return self.location
 
     def query_id(self) -> str:
         """The query id from Spark's ``metadata`` file, which Spark writes at query start."""
@@ -83,16 +71,10 @@ class Checkpoint:
             raise SparkConfigError(msg)
         return found
 
-    def _numbered(self, directory: str) -> list[int]:
-        return sorted(int(n) for n in self.fs.list(self.path(directory)) if _BATCH.match(n))
-
     def last_planned_batch(self) -> int:
         """The highest N of ``offsets/N`` (Spark's write-ahead log of planned batches), or -1."""
         found = self._numbered("offsets")
         return found[-1] if found else -1
-
-    def planned_batches(self) -> list[int]:
-        return self._numbered("offsets")
 
     def planned_ticket(self, batch: int) -> dict[str, int] | None:
         """The kafka-share ticket Spark stored in ``offsets/N`` (None: not ours or missing).
@@ -131,36 +113,3 @@ class Checkpoint:
 
     def is_committed(self, batch: int) -> bool:
         return self.fs.exists(self.path("commits", str(batch)))
-
-    def view(self, *, unresolved_only: bool = False) -> CheckpointView:
-        return read_checkpoint(
-            self.location, self.location, fs=self.fs, unresolved_only=unresolved_only
-        )
-
-    def audit_log(self) -> Path:
-        """The resolvers' JSONL audit log: next to the state when local, else on this host.
-
-        It is an operator's trace; what recovery must know after a move of the driver (the
-        commits begun) is written ahead to ``committing/N`` in the checkpoint itself.
-        """
-        if is_local(self.location):
-            return _local_path(self.location) / AUDIT_LOG
-        return Path(host_lock_file(self.location)).with_suffix(".jsonl")
-
-    @contextlib.contextmanager
-    def resolve_lock(self) -> Iterator[None]:
-        """One resolver at a time per query on this host.
-
-        Every resolver of a running query runs on the driver's host (the driver process
-        and the Python worker of its source), so a local lock serialises them; for a
-        checkpoint that is not local the lock file lives in a per-host directory.
-        """
-        lock = Path(self.fs.lock_key(self.location))
-        lock.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)

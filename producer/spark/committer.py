@@ -31,8 +31,8 @@ from opentelemetry import metrics
 
 from producer.spark.checkpoint import Checkpoint
 from producer.spark.errors import DecidedBatchAbortedError, ResolveError
-from recovery.checkpoint_fs import is_local, local_path
-from recovery.spark_checkpoint import INTENTS_DIR, RESOLVED_DIR
+from producer.twophase.checkpoint_fs import is_local, local_path
+from producer.twophase.spark_checkpoint import INTENTS_DIR, RESOLVED_DIR
 
 log = logging.getLogger(__name__)
 

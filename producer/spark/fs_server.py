@@ -28,7 +28,7 @@ from multiprocessing.connection import (
 )
 from typing import Any
 
-from recovery.checkpoint_fs import CheckpointFS
+from producer.twophase.checkpoint_fs import CheckpointFS
 
 log = logging.getLogger(__name__)
 

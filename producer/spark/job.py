@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession, functions
 
 from producer.admin import Admin
 from producer.spark import ExactlyOnce, register
-from recovery.checkpoint_fs import is_local, local_path
+from producer.twophase.checkpoint_fs import is_local, local_path
 from txn.ids import TopicPartition
 
 log = logging.getLogger(__name__)

@@ -59,8 +59,8 @@ from producer.spark.resolve import Connection, commit_decided, fenced_transactio
 from producer.spark.source import RECEIPT_COLUMNS
 from producer.spark.write_task import WriteTask, prepare_writes
 from producer.transactional_producer import TransactionalProducer
-from recovery.checkpoint_fs import is_local
-from recovery.spark_checkpoint import (
+from producer.twophase.checkpoint_fs import is_local
+from producer.twophase.spark_checkpoint import (
     RESOLVED_DIR,
     Intent,
     IntentTransaction,
@@ -142,7 +142,7 @@ class ExactlyOnce:
             session = spark or SparkSession.getActiveSession()
             if session is not None:
                 refuse_connect(session)
-                from recovery.hadoop_fs import HadoopFS  # noqa: PLC0415
+                from producer.twophase.hadoop_fs import HadoopFS  # noqa: PLC0415
 
                 fs = HadoopFS.for_session(session, self.location)
                 self._checkpoint = Checkpoint(fs.root, fs)

@@ -51,8 +51,8 @@ from producer.spark.held import DriverShareConsumer, HeldTask, split
 from producer.spark.options import SourceOptions
 from producer.spark.resolve import Connection, commit_decided, recover
 from producer.transactional_producer import TransactionalProducer
+from producer.twophase.spark_checkpoint import transactional_id
 from producer.types import Record
-from recovery.spark_checkpoint import transactional_id
 from txn.errors import KafkaProtocolError, RetriableError
 from txn.ids import TopicPartition
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from producer.spark.resolve import Connection
 from producer.transactional_producer import TransactionalProducer
-from recovery.spark_checkpoint import transactional_id
+from producer.twophase.spark_checkpoint import transactional_id
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -20,19 +20,24 @@ from typing import Any
 
 import pytest
 
-import recovery.execute
+import producer.twophase.execute
 from coordinator.cli import main as sharetxn
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
 from producer.share_consumer import ShareConsumer
 from producer.transactional_producer import TransactionalProducer
+from producer.twophase.audit import read_audit_log
+from producer.twophase.execute import Executor
+from producer.twophase.model import TxnSnapshot
+from producer.twophase.plan import Step
+from producer.twophase.scan import RateLimiter, Scanner
+from producer.twophase.spark_checkpoint import (
+    Intent,
+    IntentTransaction,
+    transactional_id,
+    write_intent,
+)
 from producer.types import PreparedTxnState, Record
-from recovery.audit import read_audit_log
-from recovery.execute import Executor
-from recovery.model import TxnSnapshot
-from recovery.plan import Step
-from recovery.scan import RateLimiter, Scanner
-from recovery.spark_checkpoint import Intent, IntentTransaction, transactional_id, write_intent
 from tests.integration.test_kip1289_e2e import (
     BROKER_CONFIG,
     _free_port,
@@ -128,9 +133,7 @@ def redelivered(b: str, group: str, topic_in: str, want: int, timeout_s: float) 
     return sorted(r.offset for r in got)
 
 
-def killed_prepared(
-    b: str, tid_prefix: str, n: int
-) -> tuple[str, str, str, str, PreparedTxnState]:
+def killed_prepared(b: str, tid_prefix: str, n: int) -> tuple[str, str, str, str, PreparedTxnState]:
     """(topic_in, topic_out, group, tid, state): N new records consumed, their outputs and acks
     left in a 2PC transaction by a process SIGKILLed after ``prepare_transaction``."""
     topic_in, topic_out, group = prepare_share_group(b, n)
@@ -321,7 +324,7 @@ def test_force_terminate_reads_back_a_commit_that_won_the_race(
     client.begin_transaction()
     client.send(topic_out, b"won")
     client.flush()
-    real_starts = recovery.execute.marker_starts
+    real_starts = producer.twophase.execute.marker_starts
 
     def client_commits_meanwhile(admin: Admin, before: TxnSnapshot) -> dict[TopicPartition, int]:
         # The tool's compare-and-set saw the transaction Ongoing; the client's commit lands
@@ -330,7 +333,7 @@ def test_force_terminate_reads_back_a_commit_that_won_the_race(
         client.commit_transaction()
         return starts
 
-    monkeypatch.setattr(recovery.execute, "marker_starts", client_commits_meanwhile)
+    monkeypatch.setattr(producer.twophase.execute, "marker_starts", client_commits_meanwhile)
     code, out = cli(capsys, b, *force_terminate(tid, audit))
     client.close()
     (result,) = out["results"]

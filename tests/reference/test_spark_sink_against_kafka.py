@@ -21,7 +21,7 @@ from producer.admin import Admin, TopicSpec
 from producer.spark.checkpoint import Checkpoint
 from producer.spark.errors import DecidedBatchAbortedError
 from producer.spark.resolve import Connection, commit_decided, recover
-from recovery.spark_checkpoint import (
+from producer.twophase.spark_checkpoint import (
     Intent,
     IntentTransaction,
     read_checkpoint,
@@ -97,9 +97,8 @@ def test_the_guide_example_on_kafka_with_kip939(kafka_2pc: ReferenceKafka, tmp_p
     code = guide_example("kafka")
     for placeholder in ('"127.0.0.1:9092"', "/var/lib/pipelines/clicks-upper", "kafka_jars()"):
         assert placeholder in code, placeholder
-    code = (
-        code.replace('"127.0.0.1:9092"', repr(bootstrap))
-        .replace("/var/lib/pipelines/clicks-upper", str(tmp_path / "chk"))
+    code = code.replace('"127.0.0.1:9092"', repr(bootstrap)).replace(
+        "/var/lib/pipelines/clicks-upper", str(tmp_path / "chk")
     )
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([TopicSpec("clicks", 2, 1), TopicSpec("clicks-upper", 2, 1)])

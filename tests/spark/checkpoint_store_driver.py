@@ -13,8 +13,13 @@ import sys
 
 from producer.spark.fs_server import CheckpointServer, RemoteFS
 from producer.spark.job import spark_session
-from recovery.hadoop_fs import HadoopFS
-from recovery.spark_checkpoint import Intent, IntentTransaction, read_checkpoint, write_intent
+from producer.twophase.hadoop_fs import HadoopFS
+from producer.twophase.spark_checkpoint import (
+    Intent,
+    IntentTransaction,
+    read_checkpoint,
+    write_intent,
+)
 from tests.unit.recovery.test_checkpoint_fs import exercise
 
 

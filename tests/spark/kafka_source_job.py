@@ -26,7 +26,7 @@ from typing import Any
 
 from producer.admin import Admin, TopicSpec
 from producer.spark.demo import read_committed
-from recovery.spark_checkpoint import read_checkpoint
+from producer.twophase.spark_checkpoint import read_checkpoint
 from txn.ids import TopicPartition
 
 HOOKS = Path(__file__).parent / "hooks"

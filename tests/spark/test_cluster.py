@@ -19,7 +19,7 @@ import pytest
 from coordinator.launcher import LocalBroker
 from producer.spark.cluster import StandaloneCluster
 from producer.spark.demo import DriverProcess, prepare_input, verify
-from recovery.spark_checkpoint import read_checkpoint
+from producer.twophase.spark_checkpoint import read_checkpoint
 from tests.spark.test_exactly_once import DRIVER_TIMEOUT_S, fault_env
 
 pytest.importorskip("pyspark")

@@ -24,7 +24,7 @@ from confluent_kafka import Producer
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
 from producer.spark.demo import DriverProcess
-from recovery.spark_checkpoint import read_checkpoint
+from producer.twophase.spark_checkpoint import read_checkpoint
 from tests.stock_reads import read_messages
 
 pytest.importorskip("pyspark")

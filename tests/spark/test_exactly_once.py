@@ -17,7 +17,7 @@ import pytest
 
 from coordinator.launcher import LocalBroker
 from producer.spark.demo import DriverProcess, prepare_input, transaction_counts, verify
-from recovery.spark_checkpoint import read_checkpoint
+from producer.twophase.spark_checkpoint import read_checkpoint
 from tests.sharetxn_cli import recover_dry_run
 
 pytest.importorskip("pyspark")

@@ -17,7 +17,7 @@ from producer.admin import Admin, TopicSpec
 from producer.spark.errors import SparkConfigError
 from producer.spark.fs_server import CheckpointServer
 from producer.spark.options import SourceOptions
-from recovery.checkpoint_fs import LOCAL
+from producer.twophase.checkpoint_fs import LOCAL
 
 pytest.importorskip("pyspark")
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(400)]

@@ -19,12 +19,12 @@ from producer.spark.resolve import (
     AUDIT_LOG,
     SPARK_COMMIT,
     Connection,
-    _step,
     commit_decided,
     recover,
 )
-from recovery.audit import AuditLog
-from recovery.spark_checkpoint import (
+from producer.twophase.audit import AuditLog
+from producer.twophase.commit_phase import _step
+from producer.twophase.spark_checkpoint import (
     Intent,
     IntentTransaction,
     read_checkpoint,

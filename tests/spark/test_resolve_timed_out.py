@@ -23,7 +23,7 @@ from producer.admin import Admin, TopicSpec
 from producer.spark.checkpoint import Checkpoint
 from producer.spark.errors import ResolveError
 from producer.spark.resolve import Connection, commit_decided, recover
-from recovery.spark_checkpoint import (
+from producer.twophase.spark_checkpoint import (
     Intent,
     IntentTransaction,
     read_checkpoint,

@@ -10,7 +10,7 @@ from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
 from producer.spark.resolve import Connection
 from producer.spark.write_task import WriteTask
-from recovery.spark_checkpoint import transactional_id
+from producer.twophase.spark_checkpoint import transactional_id
 
 pytestmark = pytest.mark.integration
 

@@ -42,9 +42,9 @@ def _kill_driver() -> None:
 
 def _install(point: str, batch: int) -> None:
     if point == "kill-before-commit":
-        import producer.spark.resolve as resolve
+        import producer.twophase.commit_phase as commit_phase
 
-        original = resolve._write_ahead
+        original = commit_phase._write_ahead
 
         # The commit phase's first step for a decided, unresolved batch (inside its lock:
         # no race with Spark writing commits/N, as a check before the call would have).
@@ -53,13 +53,13 @@ def _install(point: str, batch: int) -> None:
                 _kill_driver()
             return original(checkpoint, decided, *args, **kwargs)
 
-        resolve._write_ahead = write_ahead
+        commit_phase._write_ahead = write_ahead
     elif point == "delay-commit":
         import time
 
-        import producer.spark.resolve as resolve
+        import producer.twophase.commit_phase as commit_phase
 
-        original_ahead = resolve._write_ahead
+        original_ahead = commit_phase._write_ahead
         delayed: list[int] = []
 
         # The first commit phase of the batch waits $SHARETXN_TEST_DELAY_S first (as a
@@ -70,7 +70,7 @@ def _install(point: str, batch: int) -> None:
                 time.sleep(float(os.environ.get("SHARETXN_TEST_DELAY_S", "25")))
             return original_ahead(checkpoint, decided, *args, **kwargs)
 
-        resolve._write_ahead = delayed_write_ahead
+        commit_phase._write_ahead = delayed_write_ahead
     elif point == "kill-after-intent":
         import producer.spark.sink as sink
 

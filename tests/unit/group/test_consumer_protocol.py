@@ -6,12 +6,8 @@ import uuid
 
 import pytest
 
-from coordinator.group.consumer_protocol import (
-    ConsumerHeartbeatResult,
-    ConsumerMember,
-    Partitions,
-    assign,
-)
+from coordinator.group.consumer_model import ConsumerMember, Partitions
+from coordinator.group.consumer_protocol import ConsumerHeartbeatResult, assign
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.group.offset_commands import Committer
 from tests.unit.group.orders_bench import OrdersBench

@@ -5,7 +5,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from coordinator.group.consumer_protocol import ConsumerHeartbeatResult, Partitions
+from coordinator.group.consumer_model import Partitions
+from coordinator.group.consumer_protocol import ConsumerHeartbeatResult
 from coordinator.group.embedded import encode_assignment, parse_assignment, parse_subscription
 from coordinator.group.offset_commands import Committer
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult

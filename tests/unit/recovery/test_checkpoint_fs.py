@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from producer.spark.fs_server import CheckpointServer, RemoteFS, RemoteFSError
-from recovery.checkpoint_fs import (
+from producer.twophase.checkpoint_fs import (
     LOCAL,
     CheckpointFS,
     default_lock_key,
@@ -20,7 +20,12 @@ from recovery.checkpoint_fs import (
     local_path,
     scheme,
 )
-from recovery.spark_checkpoint import Intent, IntentTransaction, read_checkpoint, write_intent
+from producer.twophase.spark_checkpoint import (
+    Intent,
+    IntentTransaction,
+    read_checkpoint,
+    write_intent,
+)
 
 
 def exercise(fs: CheckpointFS, root: str) -> None:

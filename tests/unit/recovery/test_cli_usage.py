@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from coordinator.cli import main as sharetxn
-from recovery.audit import AuditLog, previously_applied, read_audit_log
+from producer.twophase.audit import AuditLog, previously_applied, read_audit_log
 from recovery.cli_common import parse_duration_ms
 
 

@@ -1,4 +1,4 @@
-"""The force-terminate read-back (recovery/outcome.py) against scripted Fetch answers.
+"""The force-terminate read-back (producer/twophase/outcome.py) against scripted Fetch answers.
 
 The answers stand in for a broker (fault injection): a marker found, a leader that does not
 advance, and malformed answers, which must give a typed error, never a hang or a crash.
@@ -15,7 +15,7 @@ import pytest
 
 from producer.admin import Admin
 from producer.records import CorruptRecordError
-from recovery.outcome import ended_as
+from producer.twophase.outcome import ended_as
 from txn.batch import ControlType, build_batch, build_control_batch
 from txn.ids import TopicPartition
 
@@ -36,9 +36,7 @@ def _admin(answers: list[Any]) -> tuple[Admin, list[int]]:
         asked.append(body["topics"][0]["partitions"][0]["fetch_offset"])
         return answers.pop(0)
 
-    client = SimpleNamespace(
-        call=lambda fn: fn(), leader_for=lambda tp: 1, send=send
-    )
+    client = SimpleNamespace(call=lambda fn: fn(), leader_for=lambda tp: 1, send=send)
     return cast(Admin, SimpleNamespace(client=client)), asked
 
 

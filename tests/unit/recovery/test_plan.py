@@ -6,10 +6,18 @@ from typing import Any
 
 import pytest
 
-from recovery.execute import Outcome, StepResult, results_exit_code
-from recovery.model import TxnSnapshot
-from recovery.plan import Action, Evidence, EvidenceKind, Op, Step, plan_exit_code, plan_step
-from recovery.scan import ScanPair
+from producer.twophase.execute import Outcome, StepResult, results_exit_code
+from producer.twophase.model import TxnSnapshot
+from producer.twophase.plan import (
+    Action,
+    Evidence,
+    EvidenceKind,
+    Op,
+    Step,
+    plan_exit_code,
+    plan_step,
+)
+from producer.twophase.scan import ScanPair
 from txn.exit_codes import ExitCode
 from txn.ids import TopicPartition
 from txn.limits import INT32_MAX

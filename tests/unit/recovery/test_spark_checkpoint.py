@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from recovery.model import CheckpointFormatError, TxnSnapshot
-from recovery.spark_checkpoint import (
+from producer.twophase.model import CheckpointFormatError, TxnSnapshot
+from producer.twophase.spark_checkpoint import (
     Intent,
     IntentTransaction,
     Outcome,

@@ -16,13 +16,13 @@ from typing import Any
 
 from producer.admin import Admin
 from producer.prepared_txn import StoredTxnStatus, classify
-from recovery.audit import previously_applied
-from recovery.checkpoint_fs import join
-from recovery.execute import Executor, Outcome, StepResult
-from recovery.model import TxnSnapshot
-from recovery.plan import Action, Evidence, EvidenceKind, Op, Step, plan_step
-from recovery.scan import Scanner
-from recovery.spark_checkpoint import (
+from producer.twophase.audit import previously_applied
+from producer.twophase.checkpoint_fs import join
+from producer.twophase.execute import Executor, Outcome, StepResult
+from producer.twophase.model import TxnSnapshot
+from producer.twophase.plan import Action, Evidence, EvidenceKind, Op, Step, plan_step
+from producer.twophase.scan import Scanner
+from producer.twophase.spark_checkpoint import (
     COMMITS_DIR,
     RESOLVED_DIR,
     CheckpointView,
@@ -30,7 +30,7 @@ from recovery.spark_checkpoint import (
     query_prefix,
     write_resolved,
 )
-from recovery.spark_checkpoint import Outcome as Decision
+from producer.twophase.spark_checkpoint import Outcome as Decision
 from txn.errors import ErrorCode
 
 HistoryLookup = Callable[[str, int, int], Mapping[str, Any] | None]
@@ -63,7 +63,7 @@ def plan_recovery(
     """The steps of the decision rule, each checked against two scans.
 
     ``history(id, producer id, epoch)`` returns the audit event of an action this tool
-    already applied to that transaction (see ``recovery.audit.previously_applied``).
+    already applied to that transaction (see ``producer.twophase.audit.previously_applied``).
     """
     pairs = scanner.two_scans(live_transactions(scanner, view, prefix), scan_interval_s)
     decisions = decide(view, [p.second for p in pairs.values()], prefix)

@@ -18,7 +18,7 @@ from typing import Any
 
 from producer.admin import Admin, ProducerState, SharePendingAcks, TransactionListing
 from producer.client import check_error
-from recovery.model import NotFoundError, TxnSnapshot
+from producer.twophase.model import NotFoundError, TxnSnapshot
 from txn.api_keys import ApiKey
 from txn.errors import (
     ErrorCode,

@@ -5,7 +5,7 @@ through ``CheckpointFS``.  Implementations:
 
 - ``LocalFS`` (here): plain paths and ``file:`` URIs on a POSIX file system; an atomic
   write is temp file, fsync, rename, fsync of the directory.
-- ``recovery.hadoop_fs.HadoopFS``: Hadoop's FileSystem API through the driver's JVM,
+- ``producer.twophase.hadoop_fs.HadoopFS``: Hadoop's FileSystem API through the driver's JVM,
   with Spark's own ``CheckpointFileManager`` (rename where the store renames atomically,
   the abortable stream on object stores), so every URI Spark accepts works.
 - ``producer.spark.fs_server.RemoteFS``: the source's driver-side reader runs in a Python

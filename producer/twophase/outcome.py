@@ -19,7 +19,7 @@ from producer.admin import Admin
 from producer.client import check_error
 from producer.group_consumer import FETCH_NAMES_MAX_VERSION, LATEST, READ_UNCOMMITTED
 from producer.records import CorruptRecordError, split_batches
-from recovery.model import TxnSnapshot
+from producer.twophase.model import TxnSnapshot
 from txn.api_keys import ApiKey
 from txn.batch import ControlType, control_type_of
 from txn.ids import TopicPartition

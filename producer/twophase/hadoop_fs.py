@@ -22,7 +22,7 @@ from typing import Any
 from py4j.java_gateway import JavaPackage  # type: ignore[import-untyped]
 from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
 
-from recovery.checkpoint_fs import default_lock_key
+from producer.twophase.checkpoint_fs import default_lock_key
 
 # Spark 4.1 moved the manager into a ``checkpointing`` subpackage; older releases have it
 # one level up.  The first name that resolves to a class is the one in use.

@@ -22,8 +22,8 @@ from enum import StrEnum
 from typing import Any
 
 from producer.admin import SharePendingAcks
-from recovery.model import UNKNOWN, TxnSnapshot
-from recovery.scan import ScanPair
+from producer.twophase.model import UNKNOWN, TxnSnapshot
+from producer.twophase.scan import ScanPair
 from txn.exit_codes import ExitCode
 
 

@@ -3,10 +3,11 @@
 For each acting step the executor describes the transaction again *immediately* before
 acting and compares (state, producer id, epoch, start time) with the plan's
 precondition; a mismatch is RACED and nothing is done.  Commit and abort go through
-``TransactionalProducer.resume`` (InitProducerId with keep_prepared_txn, or on Apache
-Kafka the stored ids checked with DescribeTransactions; either refuses a different
-(producer id, epoch)) and then ``commit_transaction`` / ``abort_transaction``; a commit
-that the transaction's timeout beat (``PreparedTransactionAbortedError``) is REFUSED;
+``producer.twophase.resume.resume_and_end`` (``TransactionalProducer.resume``: InitProducerId
+with keep_prepared_txn, or on Apache Kafka the stored ids checked with DescribeTransactions;
+either refuses a different (producer id, epoch); then the commit or abort), the decider the
+Spark sink's commit phase uses too; a commit that the transaction's timeout beat (ABORTED)
+is REFUSED, an ended or replaced transaction RACED, an unconfirmed EndTxn HEURISTIC;
 force-terminate is InitProducerId without keep_prepared_txn,
 which fences the producer and aborts its transaction.  ``before_action`` is the point
 where tests inject a concurrent change between plan and action.
@@ -21,32 +22,15 @@ from enum import StrEnum
 from typing import Any
 
 from producer.transactional_producer import TransactionalProducer
-from producer.txn_manager import (
-    PreparedTransactionAbortedError,
-    PreparedTransactionMismatchError,
-)
-from recovery.audit import AuditLog
-from recovery.model import TxnSnapshot
-from recovery.outcome import ended_as, marker_starts
-from recovery.plan import Action, Step
-from recovery.scan import Scanner
+from producer.twophase.audit import AuditLog
+from producer.twophase.model import TxnSnapshot
+from producer.twophase.outcome import ended_as, marker_starts
+from producer.twophase.plan import Action, Step
+from producer.twophase.resume import Ended, resume_and_end
+from producer.twophase.scan import Scanner
 from txn.batch import ControlType
-from txn.errors import (
-    InvalidProducerEpochError,
-    InvalidProducerIdMappingError,
-    InvalidTxnStateError,
-    KafkaProtocolError,
-    ProducerFencedError,
-    SharetxnError,
-)
+from txn.errors import KafkaProtocolError, SharetxnError
 from txn.exit_codes import ExitCode
-
-_SUPERSEDED = (
-    ProducerFencedError,
-    InvalidProducerEpochError,
-    InvalidProducerIdMappingError,
-    InvalidTxnStateError,
-)
 
 
 class Outcome(StrEnum):
@@ -181,14 +165,6 @@ class Executor:
             outcome, detail = self._act(step, before)
         except OutcomeUnconfirmedError as exc:
             return self._heuristic(step, before, exc)
-        except PreparedTransactionAbortedError as exc:
-            # Apache Kafka without KIP-939: the transaction's timeout won the race.
-            outcome = Outcome.REFUSED if step.action is Action.COMMIT else Outcome.NOOP
-            detail = f"not committed: {exc}" if outcome is Outcome.REFUSED else str(exc)
-        except PreparedTransactionMismatchError as exc:
-            outcome, detail = Outcome.RACED, f"resume refused: {exc}"
-        except _SUPERSEDED as exc:
-            outcome, detail = Outcome.RACED, f"superseded while acting: {exc}"
         except SharetxnError as exc:  # a protocol error, or the client refusing a call
             return self._failed(step, before, exc)
         try:
@@ -223,23 +199,33 @@ class Executor:
         timeout_s = self.wait_timeout_s
         if step.action in (Action.COMMIT, Action.ABORT):
             assert step.producer_id is not None and step.producer_epoch is not None
-            producer = TransactionalProducer.resume(
-                tid, step.producer_id, step.producer_epoch, self.client_config, timeout_s=timeout_s
+            commit = step.action is Action.COMMIT
+            result = resume_and_end(
+                tid,
+                step.producer_id,
+                step.producer_epoch,
+                self.client_config,
+                commit=commit,
+                timeout_s=timeout_s,
+                close_timeout_s=5,
             )
-            try:
-                if step.action is Action.COMMIT:
-                    producer.commit_transaction(timeout_s)
-                else:
-                    producer.abort_transaction(timeout_s)
-            except (PreparedTransactionMismatchError, *_SUPERSEDED):
-                raise  # the coordinator answered: it refused, nothing was ended
-            except SharetxnError as exc:
-                # EndTxn may have been sent: the outcome is unknown, not failed.
-                raise OutcomeUnconfirmedError(exc) from exc
-            finally:
-                producer.close(timeout_s=5)
-            verb = "committed" if step.action is Action.COMMIT else "aborted"
-            return Outcome.APPLIED, f"{verb} pid={step.producer_id} epoch={step.producer_epoch}"
+            exc = result.error
+            match result.ended:
+                case Ended.DONE:
+                    verb = "committed" if commit else "aborted"
+                    pid, epoch = step.producer_id, step.producer_epoch
+                    return Outcome.APPLIED, f"{verb} pid={pid} epoch={epoch}"
+                case Ended.ABORTED:  # Apache Kafka without KIP-939: the timeout won the race
+                    if commit:
+                        return Outcome.REFUSED, f"not committed: {exc}"
+                    return Outcome.NOOP, str(exc)
+                case Ended.COMMITTED | Ended.GONE | Ended.REPLACED:
+                    return Outcome.RACED, f"resume refused: {exc}"  # nothing was ended
+                case Ended.SUPERSEDED:
+                    return Outcome.RACED, f"superseded while acting: {exc}"
+                case Ended.UNCONFIRMED:  # EndTxn may have been sent: unknown, not failed
+                    assert exc is not None
+                    raise OutcomeUnconfirmedError(exc) from exc
         if step.action is Action.FORCE_TERMINATE:
             return self._fence(before)
         return Outcome.NOOP, "waiting for the coordinator"
@@ -249,7 +235,7 @@ class Executor:
 
         The client may commit between the compare-and-set and the fence; the coordinator then
         completes that commit and only bumps the epoch, so the outcome is read from the
-        transaction's markers (``recovery.outcome``) instead of assumed.
+        transaction's markers (``producer.twophase.outcome``) instead of assumed.
         """
         admin = self.scanner.admin
         starts = marker_starts(admin, before)

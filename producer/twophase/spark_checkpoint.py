@@ -41,8 +41,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
-from recovery.checkpoint_fs import LOCAL, CheckpointFS, join
-from recovery.model import CheckpointFormatError
+from producer.twophase.checkpoint_fs import LOCAL, CheckpointFS, join
+from producer.twophase.model import CheckpointFormatError
 
 INTENT_VERSION = 1
 INTENTS_DIR = "intents"
@@ -140,7 +140,7 @@ class CheckpointView:
 
 
 class LiveTransaction(Protocol):
-    """The coordinator's view of one id (``recovery.model.TxnSnapshot`` is one)."""
+    """The coordinator's view of one id (``producer.twophase.model.TxnSnapshot`` is one)."""
 
     @property
     def transactional_id(self) -> str: ...

@@ -1,0 +1,29 @@
+"""One connection's security state: its listener, client, principal and SASL progress.
+
+Below both ``security_gate`` (which creates and advances it) and ``acl_handlers`` (which
+authorize on its principal).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator.security.listeners import Listener
+from coordinator.security.sasl import SaslServer
+from coordinator.security.tls import ANONYMOUS
+
+__all__ = ["Session"]
+
+
+@dataclass(slots=True)
+class Session:
+    listener: Listener
+    client_host: str
+    principal: str = ANONYMOUS
+    authenticated: bool = True
+    mechanism: str | None = None
+    sasl: SaslServer | None = None
+    #: Set when the response being sent must be the connection's last.
+    close_after_response: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -75,7 +75,8 @@ class FakeClient:
         with self._lock:
             self.requests.append((node_id, api_key, dict(body)))
             queue = self.scripts.get(api_key)
-            handler = queue.pop(0) if queue else getattr(self, f"default_{ApiKey(api_key).name.lower()}")
+            default = f"default_{ApiKey(api_key).name.lower()}"
+            handler = queue.pop(0) if queue else getattr(self, default)
         return handler(node_id, dict(body))
 
     def call(self, fn: Callable[[], T], *, timeout_ms: int | None = None) -> T:
@@ -114,7 +115,7 @@ class FakeClient:
 
     # default answers -------------------------------------------------------------------------
 
-    def default_produce(self, node: int | None, body: dict[str, Any]) -> Any:  # Produce
+    def default_produce(self, node: int | None, body: dict[str, Any]) -> Any:
         topics = []
         for topic in body["topic_data"]:
             parts = []
@@ -127,7 +128,7 @@ class FakeClient:
             topics.append(ns(name=topic["name"], partition_responses=parts))
         return ns(responses=topics)
 
-    def default_init_producer_id(self, node: int | None, body: dict[str, Any]) -> Any:  # InitProducerId
+    def default_init_producer_id(self, node: int | None, body: dict[str, Any]) -> Any:
         if body["producer_epoch"] >= 0:
             self.epoch = body["producer_epoch"] + 1
         return ns(
@@ -138,16 +139,16 @@ class FakeClient:
             ongoing_txn_producer_epoch=-1,
         )
 
-    def default_add_partitions_to_txn(self, node: int | None, body: dict[str, Any]) -> Any:  # AddPartitionsToTxn
+    def default_add_partitions_to_txn(self, node: int | None, body: dict[str, Any]) -> Any:
         return add_partitions_answer(body, 0)
 
-    def default_end_txn(self, node: int | None, body: dict[str, Any]) -> Any:  # EndTxn
+    def default_end_txn(self, node: int | None, body: dict[str, Any]) -> Any:
         return ns(error_code=0)
 
-    def default_add_share_acks_to_txn(self, node: int | None, body: dict[str, Any]) -> Any:  # AddShareAcksToTxn
+    def default_add_share_acks_to_txn(self, node: int | None, body: dict[str, Any]) -> Any:
         return ns(error_code=0)
 
-    def default_txn_share_acknowledge(self, node: int | None, body: dict[str, Any]) -> Any:  # TxnShareAcknowledge
+    def default_txn_share_acknowledge(self, node: int | None, body: dict[str, Any]) -> Any:
         return share_ack_answer(body, {})
 
 

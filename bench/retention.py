@@ -242,7 +242,7 @@ def internal_start_times(args: argparse.Namespace, tmp: Path, results: dict[str,
 def throughput(args: argparse.Namespace, results: dict[str, Any]) -> toolkit.Ratio:
     configs = {
         "cleanup.policy": "compact",
-        "segment.bytes": "262144",
+        "internal.segment.bytes": "262144",
         "min.cleanable.dirty.ratio": "0.01",
     }
 

@@ -32,7 +32,7 @@ TABLE_KEYS = 6
 TABLE_WRITES = 60
 TABLE_CONFIGS = {
     "cleanup.policy": "compact",
-    "segment.bytes": "600",
+    "internal.segment.bytes": "600",
     "min.cleanable.dirty.ratio": "0.01",
     "delete.retention.ms": "3000",
 }

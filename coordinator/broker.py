@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from coordinator.group.coordinator import ConsumerGroupCoordinator
@@ -19,7 +19,7 @@ from coordinator.group.offset_commands import Committer
 from coordinator.log.cleaner_passes import CleanerExecutor, CleanTarget, LogCleaner
 from coordinator.log.compaction import CleanResult, transactions_of
 from coordinator.log.storage import LogConfig, PartitionLog, Storage
-from coordinator.log_settings import TopicLogSettings, topic_log_settings
+from coordinator.log_settings import TopicLogSettings, default_topic_configs, topic_log_settings
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.partition import AppendResult, FetchData, Partition
 from coordinator.partition_limits import total_partitions_refusal
@@ -51,6 +51,7 @@ from txn.ids import (
     TopicPartition,
 )
 from txn.limits import LONG_MAX
+from txn.topic_config_defs import ConfigOperation
 
 log = logging.getLogger("sharetxn.broker")
 
@@ -114,7 +115,9 @@ class BrokerCore:
         self._compacted_internal: dict[str, PartitionLog] = {}
         self.cleaner = LogCleaner(clock, cleaner_executor)
         self.topics = TopicRegistry(
-            storage.open_log(CLUSTER_METADATA_TOPIC, 0, self._internal_log_config), self.rng
+            storage.open_log(CLUSTER_METADATA_TOPIC, 0, self._internal_log_config),
+            self.rng,
+            {name: value for name, (value, _) in default_topic_configs(self.config).items()},
         )
         self._refuse_client_created_internal_topics()
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -591,15 +594,30 @@ class BrokerCore:
         *,
         validate_only: bool = False,
     ) -> tuple[ErrorCode, str | None]:
-        """IncrementalAlterConfigs on a topic (SET and DELETE)."""
+        """SET and DELETE on a topic's configs (the legacy AlterConfigs)."""
+        ops: list[tuple[str, int, str | None]] = [
+            (k, ConfigOperation.SET, v) for k, v in set_configs.items()
+        ]
+        ops += [(k, ConfigOperation.DELETE, None) for k in delete_configs]
+        return self.incremental_alter_topic_configs(name, ops, validate_only=validate_only)
+
+    def incremental_alter_topic_configs(
+        self,
+        name: str,
+        ops: Sequence[tuple[str, int, str | None]],
+        *,
+        validate_only: bool = False,
+    ) -> tuple[ErrorCode, str | None]:
+        """IncrementalAlterConfigs on a topic: (config, operation, value) in order."""
         if (refusal := alter_configs_refusal(name)) is not None:
             return refusal
         try:
-            info = self.topics.alter_configs(
-                name, set_configs, delete_configs, self.clock.now_ms(), validate_only=validate_only
+            info = self.topics.incremental_alter_configs(
+                name, ops, self.clock.now_ms(), validate_only=validate_only
             )
         except KafkaProtocolError as exc:
-            return exc.code, exc.message or str(exc)
+            message = exc.message or str(exc)
+            return exc.code, None if exc.code is ErrorCode.UNKNOWN_SERVER_ERROR else message
         if not validate_only:
             log.info("topic %s configs now %s", name, info.configs or "{}")
             settings = self.log_settings(info)

@@ -57,7 +57,10 @@ def broker_segment_ms(config: BrokerConfig) -> int:
 def topic_log_settings(
     base: LogConfig, broker: BrokerConfig, topic_configs: Mapping[str, str]
 ) -> TopicLogSettings:
-    """Settings of a topic whose configs were validated (``invalid_topic_config_value``)."""
+    """Settings of a topic whose configs were validated (``invalid_topic_configs``).
+
+    ``internal.segment.bytes`` (Kafka's testing override, no lower bound) wins over
+    ``segment.bytes`` (at least 1 MiB), as in Kafka's LogConfig.segmentSize."""
 
     def number(name: str, default: int) -> int:
         raw = topic_configs.get(name)
@@ -67,7 +70,9 @@ def topic_log_settings(
         topic_configs.get("cleanup.policy", broker.get_str("log.cleanup.policy"))
     )
     log = LogConfig(
-        segment_bytes=number("segment.bytes", base.segment_bytes),
+        segment_bytes=number(
+            "internal.segment.bytes", number("segment.bytes", base.segment_bytes)
+        ),
         segment_ms=number("segment.ms", broker_segment_ms(broker)),
         index_interval_bytes=base.index_interval_bytes,
         flush_interval_messages=base.flush_interval_messages,

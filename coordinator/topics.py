@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import random
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from coordinator.log.storage import PartitionLog
@@ -17,12 +18,15 @@ from txn.batch import build_batch
 from txn.errors import (
     InvalidConfigError,
     InvalidPartitionsError,
+    InvalidRequestError,
     InvalidTopicError,
     TopicAlreadyExistsError,
+    UnknownServerError,
     UnknownTopicOrPartitionError,
 )
 from txn.ids import RESERVED_TOPICS
-from txn.topic_configs import invalid_topic_config_value, unknown_topic_configs
+from txn.topic_config_defs import ConfigOperation, list_type, parse_list
+from txn.topic_configs import TOPIC_CONFIG_NAMES, invalid_topic_configs, unknown_topic_configs
 from txn.topic_names import topic_name_error
 
 
@@ -45,9 +49,13 @@ def validate_topic_name(name: str) -> None:
 class TopicRegistry:
     """All topics of the broker; every change is appended to the metadata log first."""
 
-    def __init__(self, log: PartitionLog, rng: random.Random) -> None:
+    def __init__(
+        self, log: PartitionLog, rng: random.Random, defaults: Mapping[str, str] | None = None
+    ) -> None:
         self._log = log
         self._rng = rng
+        # The broker's defaults of the topic configs (for cross-checks and APPEND/SUBTRACT).
+        self._defaults: Mapping[str, str] = defaults or {}
         self._by_name: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
         for _header, raw in log.batches(0):
@@ -110,7 +118,7 @@ class TopicRegistry:
             )
         if not internal and (unknown := unknown_topic_configs(set(configs or {}))):
             raise InvalidConfigError(f"Unknown topic config name: {', '.join(unknown)}")
-        if not internal and (bad := invalid_topic_config_value(dict(configs or {}))):
+        if not internal and (bad := invalid_topic_configs(dict(configs or {}), self._defaults)):
             raise InvalidConfigError(bad)
         topic_id = uuid.UUID(int=self._rng.getrandbits(128), version=4)
         record: dict[str, object] = {
@@ -159,16 +167,55 @@ class TopicRegistry:
         *,
         validate_only: bool = False,
     ) -> TopicInfo:
-        """IncrementalAlterConfigs SET/DELETE on a topic: a new topic record with the configs."""
+        """SET and DELETE on a topic's configs (the legacy AlterConfigs replaces them all)."""
+        ops: list[tuple[str, int, str | None]] = [
+            (k, ConfigOperation.SET, v) for k, v in set_configs.items()
+        ]
+        ops += [(k, ConfigOperation.DELETE, None) for k in delete_configs]
+        return self.incremental_alter_configs(name, ops, now_ms, validate_only=validate_only)
+
+    def incremental_alter_configs(
+        self,
+        name: str,
+        ops: Sequence[tuple[str, int, str | None]],
+        now_ms: int,
+        *,
+        validate_only: bool = False,
+    ) -> TopicInfo:
+        """IncrementalAlterConfigs on a topic, as Kafka applies it: the operations in order
+        on the topic's configs, then every value and the cross-checks validated."""
         info = self._by_name.get(name)
         if info is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        if unknown := unknown_topic_configs(set(set_configs) | set(delete_configs)):
-            raise InvalidConfigError(f"Unknown topic config name: {', '.join(unknown)}")
-        if bad := invalid_topic_config_value(set_configs):
+        names = [n for n, _op, _v in ops]
+        if len(set(names)) != len(names):
+            raise InvalidRequestError("Error due to duplicate config keys")
+        configs = dict(info.configs)
+        for key, op, value in ops:
+            if op == ConfigOperation.SET:
+                if value is None:
+                    raise InvalidRequestError(f"Null value not supported for : {key}")
+                if key not in TOPIC_CONFIG_NAMES:
+                    raise InvalidConfigError(f"Unknown topic config name: {key}")
+                configs[key] = value
+            elif op == ConfigOperation.DELETE:
+                configs.pop(key, None)  # an unknown name is nothing to delete, as in Kafka
+            elif op in (ConfigOperation.APPEND, ConfigOperation.SUBTRACT):
+                verb = ConfigOperation(op).name
+                if not list_type(key):
+                    raise InvalidConfigError(
+                        f"Can't {verb} to key {key} because its type is not LIST."
+                    )
+                old = parse_list(configs.get(key, self._defaults.get(key, "")))
+                items = (value or "").split(",")
+                if op == ConfigOperation.APPEND:
+                    configs[key] = ",".join(old + [i for i in items if i not in old])
+                else:
+                    configs[key] = ",".join(i for i in old if i not in items)
+            else:
+                raise UnknownServerError(f"unknown config operation {op}")
+        if bad := invalid_topic_configs(configs, self._defaults):
             raise InvalidConfigError(bad)
-        configs = {k: v for k, v in info.configs.items() if k not in delete_configs}
-        configs.update(set_configs)
         if validate_only:
             return TopicInfo(name, info.topic_id, info.num_partitions, configs, info.internal)
         self._write(

@@ -162,6 +162,15 @@ def _act(admin: Admin, console: Console, args: argparse.Namespace, name: str) ->
     if not set_configs and not delete:
         msg = "--alter needs --add-config and/or --delete-config"
         raise CliError(msg, ExitCode.USAGE)
+    if delete:  # as kafka-configs.sh: only configs the entity has set can be deleted
+        try:
+            entries = admin.describe_config_entries(resource, name)
+        except UnknownTopicOrPartitionError:
+            msg = f"The {_SINGULAR[args.entity_type]} '{name}' doesn't exist"
+            raise CliError(msg, ExitCode.NOT_FOUND) from None
+        current = {e.name for e in entries if e.explicit}
+        if invalid := [k for k in delete if k not in current]:
+            raise CliError(f"Invalid config(s): {','.join(invalid)}")
     result = admin.incremental_alter_configs(resource, name, set_configs, delete)
     if args.json:
         emit_json({"entity": label, "result": result.error.name, "message": result.message})

@@ -635,6 +635,20 @@ class ShareHandlers:
                     }
                 )
                 continue
+            if rtype == RESOURCE_TOPIC:
+                ops = [(c.name, int(c.config_operation), c.value) for c in r.configs]
+                error, message = self.core.incremental_alter_topic_configs(
+                    r.resource_name, ops, validate_only=bool(b.validate_only)
+                )
+                responses.append(
+                    {
+                        "error_code": error,
+                        "error_message": message,
+                        "resource_type": rtype,
+                        "resource_name": r.resource_name,
+                    }
+                )
+                continue
             to_set = {c.name: c.value or "" for c in r.configs if int(c.config_operation) == OP_SET}
             to_delete = [c.name for c in r.configs if int(c.config_operation) == OP_DELETE]
             unsupported = [
@@ -650,15 +664,9 @@ class ShareHandlers:
                     }
                 )
                 continue
-            message: str | None
-            if rtype == RESOURCE_TOPIC:
-                error, message = self.core.alter_topic_configs(
-                    r.resource_name, to_set, to_delete, validate_only=bool(b.validate_only)
-                )
-            else:
-                error, message = self.share.groups.alter_group_configs(
-                    r.resource_name, to_set, to_delete, bool(b.validate_only)
-                )
+            error, message = self.share.groups.alter_group_configs(
+                r.resource_name, to_set, to_delete, bool(b.validate_only)
+            )
             responses.append(
                 {
                     "error_code": error,

@@ -225,7 +225,7 @@ def test_topic_configs(broker: LocalBroker) -> None:
     )
     assert (
         done.returncode == ExitCode.FAILED
-        and "Unknown topic config name: nothing.set" in done.stderr
+        and "Invalid config(s): nothing.set" in done.stderr
     )
     done = alter(
         b, "topics", "tc", "--add-config", "retention.ms=5000,cleanup.policy=[compact,delete]"

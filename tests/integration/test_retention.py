@@ -83,7 +83,7 @@ def consume_from(
 def test_old_segments_disappear_and_a_consumer_resets_to_the_new_start(tmp_path: Path) -> None:
     with LocalBroker(data_dir=tmp_path / "data", config=FAST_RETENTION) as broker:
         bootstrap = broker.bootstrap_servers
-        configs = {"retention.ms": str(HOUR_MS), "segment.bytes": "100"}
+        configs = {"retention.ms": str(HOUR_MS), "internal.segment.bytes": "100"}
         create_topic(bootstrap, "events", configs)
         now = int(time.time() * 1000)
         produce(bootstrap, "events", [b"old-%d" % i for i in range(10)], now - 2 * HOUR_MS)
@@ -112,7 +112,9 @@ def test_kill_during_segment_deletion_loses_nothing(tmp_path: Path) -> None:
     broker = LocalBroker(data_dir=data, config=FAST_RETENTION).start()
     try:
         bootstrap = broker.bootstrap_servers
-        create_topic(bootstrap, "t", {"retention.ms": str(HOUR_MS), "segment.bytes": "100"})
+        create_topic(
+            bootstrap, "t", {"retention.ms": str(HOUR_MS), "internal.segment.bytes": "100"}
+        )
         now = int(time.time() * 1000)
         produce(bootstrap, "t", [b"%d" % i for i in range(40)], now - 2 * HOUR_MS)
         produce(bootstrap, "t", [b"keep-%d" % i for i in range(5)], now)
@@ -154,7 +156,9 @@ def test_keyless_records_to_a_compacted_topic_fail_per_record(broker: LocalBroke
 def test_topics_describe_shows_start_offset_size_and_cleanup_policy(tmp_path: Path) -> None:
     with LocalBroker(data_dir=tmp_path / "data", config=FAST_RETENTION) as broker:
         bootstrap = broker.bootstrap_servers
-        create_topic(bootstrap, "events", {"retention.ms": str(HOUR_MS), "segment.bytes": "100"})
+        create_topic(
+            bootstrap, "events", {"retention.ms": str(HOUR_MS), "internal.segment.bytes": "100"}
+        )
         create_topic(bootstrap, "table", {"cleanup.policy": "compact"})
         now = int(time.time() * 1000)
         produce(bootstrap, "events", [b"old"] * 3, now - 2 * HOUR_MS)
@@ -258,7 +262,7 @@ def test_compacted_topic_keeps_the_latest_value_per_key_for_a_stock_consumer(
         bootstrap = broker.bootstrap_servers
         configs = {
             "cleanup.policy": "compact",
-            "segment.bytes": "300",
+            "internal.segment.bytes": "300",
             "min.cleanable.dirty.ratio": "0.01",
             "delete.retention.ms": "2000",
         }
@@ -292,7 +296,7 @@ def test_kill_during_compaction_loses_nothing(tmp_path: Path) -> None:
         bootstrap = broker.bootstrap_servers
         configs = {
             "cleanup.policy": "compact",
-            "segment.bytes": "300",
+            "internal.segment.bytes": "300",
             "min.cleanable.dirty.ratio": "0.01",
         }
         create_topic(bootstrap, "table", configs)

@@ -117,7 +117,7 @@ def test_java_consumer_reads_client_and_cleaner_batches(sharetxn: LocalBroker, c
     topic = f"compacted-{codec}-{uuid.uuid4().hex[:6]}"
     configs = {
         "cleanup.policy": "compact",
-        "segment.bytes": "1000",
+        "internal.segment.bytes": "1000",
         "min.cleanable.dirty.ratio": "0.01",
     }
     with Admin({"bootstrap.servers": bootstrap}) as admin:

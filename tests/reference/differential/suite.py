@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 
 from coordinator.launcher import LocalBroker
 from tests.reference.differential import (  # noqa: F401 - registers the scenarios
+    scenarios_configs,
     scenarios_groups,
     scenarios_internal,
     scenarios_malformed,
@@ -31,7 +32,6 @@ SETTINGS: dict[str, str] = {
 _EPOCHS = "group epochs: Kafka bumps the group epoch on metadata refreshes too"
 _START = "share start offsets: Kafka reports the persisted start offset, written lazily"
 _MARKERS = "share acquisition: Kafka acquires the offsets of transaction markers too"
-_TOPIC_CONFIGS = "topic configs: values are not validated or enforced"
 _PRODUCE = "produce: idempotence edge cases"
 _GROUPS = "consumer groups: validation of heartbeats and commits"
 _INTERNAL = "internal topics: the coordinators' logs are not listed or changed by clients"
@@ -44,11 +44,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "consumer-groups/member_epoch_fences_commits": _GROUPS,
     "consumer-groups/simple_commit_and_fetch": _GROUPS,
     "malformed/transactional_produce_with_idempotent_pid": "transactional batch, no transaction",
-    "produce-fetch/alter_topic_configs": _TOPIC_CONFIGS,
-    "produce-fetch/create_topics_errors": _TOPIC_CONFIGS,
     "produce-fetch/describe_topic_configs": "topic configs: defaults are not described",
-    "produce-fetch/produce_too_large_for_topic": _TOPIC_CONFIGS,
-    "produce-fetch/produce_keyless_to_compacted": _TOPIC_CONFIGS,
     "produce-fetch/idempotent_epochs": _PRODUCE,
     "produce-fetch/idempotent_first_sequence_not_zero": _PRODUCE,
     "produce-fetch/idempotent_sequences": _PRODUCE,

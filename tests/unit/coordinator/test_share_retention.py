@@ -43,7 +43,7 @@ class RetentionHarness(Harness):
         self.core = BrokerCore(self.storage, self.clock, config, random.Random(3))
 
     def setup(self, records: int = 10, **group_configs: str) -> None:
-        configs = {"retention.ms": str(HOUR), "segment.bytes": "100"}
+        configs = {"retention.ms": str(HOUR), "internal.segment.bytes": "100"}
         assert self.core.create_topic("in", 1, 1, configs).error is ErrorCode.NONE
         now = self.clock.now_ms()
         for i in range(records):

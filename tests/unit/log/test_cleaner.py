@@ -257,7 +257,7 @@ def test_broker_compacts_on_its_schedule(tmp_path: Path, kind: str) -> None:
     config = BrokerConfig({"log.cleaner.backoff.ms": 1000})
     core = BrokerCore(storage, clock, config, random.Random(1))  # type: ignore[arg-type]
     one = len(build_batch([(b"k0", b"v00")], timestamp_ms=T0))
-    configs = {"cleanup.policy": "compact", "segment.bytes": str(2 * one)}
+    configs = {"cleanup.policy": "compact", "internal.segment.bytes": str(2 * one)}
     assert core.create_topic("table", 1, 1, configs).error is ErrorCode.NONE
     tp = TopicPartition("table", 0)
     for i in range(10):
@@ -300,7 +300,7 @@ def test_a_kept_tombstone_goes_on_a_later_pass_with_nothing_new_written() -> Non
     one = len(build_batch([(b"k0", b"v00")], timestamp_ms=T0))
     configs = {
         "cleanup.policy": "compact",
-        "segment.bytes": str(2 * one),
+        "internal.segment.bytes": str(2 * one),
         "delete.retention.ms": "5000",
         "min.cleanable.dirty.ratio": "0.01",
     }

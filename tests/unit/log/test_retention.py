@@ -215,7 +215,10 @@ def test_retention_bytes_and_altered_configs_apply_at_the_next_check() -> None:
     clock = ManualClock(T0)
     core = _core(MemoryStorage(), clock)
     one = len(batch(T0))
-    assert core.create_topic("sized", 1, 1, {"segment.bytes": str(2 * one)}).error is ErrorCode.NONE
+    assert (
+        core.create_topic("sized", 1, 1, {"internal.segment.bytes": str(2 * one)}).error
+        is ErrorCode.NONE
+    )
     tp = TopicPartition("sized", 0)
     for i in range(6):
         core.produce(tp, batch(T0 + i), None)
@@ -317,7 +320,7 @@ def test_idempotent_producer_continues_after_retention_removed_its_batches(
     producer may continue at any sequence, as in Kafka."""
     clock = ManualClock(T0)
     core = _core(FileStorage(tmp_path), clock)
-    configs = {"retention.ms": str(HOUR), "segment.bytes": "100"}
+    configs = {"retention.ms": str(HOUR), "internal.segment.bytes": "100"}
     assert core.create_topic("idem", 1, 1, configs).error is ErrorCode.NONE
     tp = TopicPartition("idem", 0)
 

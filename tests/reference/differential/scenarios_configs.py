@@ -1,0 +1,223 @@
+"""Topic configs: every value Kafka's validators refuse or accept, on CreateTopics (validate
+only), IncrementalAlterConfigs with its four operations, and the legacy AlterConfigs.
+
+Each case is one config and one value; the observation is the error code and message the
+broker answers (Kafka's ``ConfigException`` texts come back in the message).  Nothing is
+created: CreateTopics runs with ``validate_only``, alters run against one plain topic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.reference.differential.ctx import TOPIC_RESOURCE, Ctx
+from tests.reference.differential.framework import scenario
+from tests.reference.differential.wire import plain
+
+AREA = "configs"
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+#: (config, value): numbers that are not numbers or out of their type, ranges, enums, lists,
+#: booleans, doubles; and the smallest and largest values Kafka accepts.
+CASES: tuple[tuple[str, str], ...] = (
+    ("retention.ms", "soon"),
+    ("retention.ms", "-2"),
+    ("retention.ms", "-1"),
+    ("retention.ms", "9223372036854775808"),
+    ("retention.ms", " 1000 "),
+    ("retention.ms", ""),
+    ("retention.bytes", "-5"),
+    ("segment.bytes", "13"),
+    ("segment.bytes", "1048575"),
+    ("segment.bytes", "1048576"),
+    ("segment.bytes", "2147483648"),
+    ("segment.ms", "0"),
+    ("segment.index.bytes", "3"),
+    ("segment.index.bytes", "4"),
+    ("segment.jitter.ms", "-1"),
+    ("max.message.bytes", "-1"),
+    ("max.message.bytes", "0"),
+    ("index.interval.bytes", "-1"),
+    ("flush.messages", "0"),
+    ("flush.ms", "-1"),
+    ("delete.retention.ms", "-1"),
+    ("file.delete.delay.ms", "-1"),
+    ("min.compaction.lag.ms", "-1"),
+    ("max.compaction.lag.ms", "0"),
+    ("min.cleanable.dirty.ratio", "1.5"),
+    ("min.cleanable.dirty.ratio", "-0.1"),
+    ("min.cleanable.dirty.ratio", "half"),
+    ("min.cleanable.dirty.ratio", "1"),
+    ("min.insync.replicas", "0"),
+    ("min.insync.replicas", "2"),
+    ("compression.type", "bogus"),
+    ("compression.type", "ZSTD"),
+    ("compression.type", "uncompressed"),
+    ("compression.type", "producer"),
+    ("compression.gzip.level", "10"),
+    ("compression.gzip.level", "-1"),
+    ("compression.gzip.level", "0"),
+    ("compression.lz4.level", "18"),
+    ("compression.lz4.level", "0"),
+    ("compression.zstd.level", "23"),
+    ("compression.zstd.level", "-131073"),
+    ("cleanup.policy", "sometimes"),
+    ("cleanup.policy", "compact,delete"),
+    ("cleanup.policy", "Compact"),
+    ("cleanup.policy", ""),
+    ("cleanup.policy", "compact,compact"),
+    ("unclean.leader.election.enable", "maybe"),
+    ("unclean.leader.election.enable", "TRUE"),
+    ("unclean.leader.election.enable", " true"),
+    ("preallocate", "yes"),
+    ("message.timestamp.type", "Whenever"),
+    ("message.timestamp.type", "LogAppendTime"),
+    ("message.timestamp.type", "logappendtime"),
+    ("message.timestamp.before.max.ms", "-1"),
+    ("message.timestamp.after.max.ms", "-1"),
+    ("local.retention.ms", "-3"),
+    ("local.retention.bytes", "-3"),
+    ("remote.storage.enable", "perhaps"),
+    ("leader.replication.throttled.replicas", "x"),
+    ("leader.replication.throttled.replicas", "0:1"),
+    ("leader.replication.throttled.replicas", "*"),
+    ("follower.replication.throttled.replicas", "0:x"),
+    ("internal.segment.bytes", "300"),
+    ("internal.segment.bytes", "x"),
+    ("log.segment.bytes", "300"),
+)
+
+
+def _create_validate_only(ctx: Ctx, configs: list[tuple[str, str]]) -> list[Any]:
+    topics = [
+        {
+            "name": ctx.name(f"v{i}"),
+            "num_partitions": 1,
+            "replication_factor": 1,
+            "assignments": [],
+            "configs": [{"name": name, "value": value}],
+        }
+        for i, (name, value) in enumerate(configs)
+    ]
+    resp = ctx.call(19, {"topics": topics, "timeout": 30000, "validate_only": True})
+    by_name = {t.name: t for t in resp.topics}
+    return [
+        {
+            "error": plain(by_name[t["name"]].error_code, "error_code"),
+            "message": by_name[t["name"]].error_message,
+        }
+        for t in topics
+    ]
+
+
+@scenario(AREA)
+def create_with_each_value(ctx: Ctx) -> Any:
+    answers = _create_validate_only(ctx, list(CASES))
+    return {
+        f"{name}={value!r}": answer for (name, value), answer in zip(CASES, answers, strict=True)
+    }
+
+
+@scenario(AREA)
+def create_with_conflicting_compaction_lags(ctx: Ctx) -> Any:
+    name = ctx.name("lag")
+    configs = [
+        {"name": "min.compaction.lag.ms", "value": "5000"},
+        {"name": "max.compaction.lag.ms", "value": "1000"},
+    ]
+    topic = {
+        "name": name,
+        "num_partitions": 1,
+        "replication_factor": 1,
+        "assignments": [],
+        "configs": configs,
+    }
+    resp = ctx.call(19, {"topics": [topic], "timeout": 30000, "validate_only": True})
+    t = resp.topics[0]
+    return {"error": plain(t.error_code, "error_code"), "message": t.error_message}
+
+
+def _incremental(
+    ctx: Ctx, topic: str, ops: list[tuple[str, int, str | None]], validate_only: bool = True
+) -> Any:
+    resp = ctx.call(
+        44,
+        {
+            "resources": [
+                {
+                    "resource_type": TOPIC_RESOURCE,
+                    "resource_name": topic,
+                    "configs": [
+                        {"name": n, "config_operation": op, "value": v} for n, op, v in ops
+                    ],
+                }
+            ],
+            "validate_only": validate_only,
+        },
+    )
+    r = resp.responses[0]
+    return {"error": plain(r.error_code, "error_code"), "message": r.error_message}
+
+
+@scenario(AREA)
+def incremental_alter_each_value(ctx: Ctx) -> Any:
+    topic = ctx.create_topic("ia")
+    return {
+        f"{name}={value!r}": _incremental(ctx, topic, [(name, SET, value)]) for name, value in CASES
+    }
+
+
+@scenario(AREA)
+def incremental_alter_operations(ctx: Ctx) -> Any:
+    topic = ctx.create_topic("ops")
+    return {
+        "append to a list": _incremental(ctx, topic, [("cleanup.policy", APPEND, "compact")]),
+        "append a bad item": _incremental(ctx, topic, [("cleanup.policy", APPEND, "never")]),
+        "append to a number": _incremental(ctx, topic, [("retention.ms", APPEND, "5")]),
+        "subtract from a list": _incremental(ctx, topic, [("cleanup.policy", SUBTRACT, "delete")]),
+        "subtract from a number": _incremental(ctx, topic, [("retention.ms", SUBTRACT, "5")]),
+        "delete a set config": _incremental(ctx, topic, [("retention.ms", DELETE, None)]),
+        "delete an unknown config": _incremental(ctx, topic, [("no.such", DELETE, None)]),
+        "set null": _incremental(ctx, topic, [("retention.ms", SET, None)]),
+        "same name twice": _incremental(
+            ctx, topic, [("retention.ms", SET, "1000"), ("retention.ms", SET, "2000")]
+        ),
+        "unknown operation": _incremental(ctx, topic, [("retention.ms", 7, "1000")]),
+        "lags conflict": _incremental(
+            ctx,
+            topic,
+            [("min.compaction.lag.ms", SET, "5000"), ("max.compaction.lag.ms", SET, "1000")],
+        ),
+    }
+
+
+@scenario(AREA)
+def legacy_alter_configs(ctx: Ctx) -> Any:
+    topic = ctx.create_topic("legacy")
+
+    def alter(configs: dict[str, str | None]) -> Any:
+        resp = ctx.call(
+            33,
+            {
+                "resources": [
+                    {
+                        "resource_type": TOPIC_RESOURCE,
+                        "resource_name": topic,
+                        "configs": [{"name": k, "value": v} for k, v in configs.items()],
+                    }
+                ],
+                "validate_only": True,
+            },
+            version=2,
+        )
+        r = resp.responses[0]
+        return {"error": plain(r.error_code, "error_code"), "message": r.error_message}
+
+    return {
+        "good": alter({"retention.ms": "5000"}),
+        "bad number": alter({"retention.ms": "soon"}),
+        "bad enum": alter({"compression.type": "bogus"}),
+        "unknown": alter({"no.such": "1"}),
+        "below min": alter({"min.insync.replicas": "0"}),
+    }

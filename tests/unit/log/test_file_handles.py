@@ -205,3 +205,19 @@ def test_the_default_capacity_is_half_the_open_file_limit() -> None:
 def test_a_cache_holds_at_least_one_file() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         FileHandles(0)
+
+
+def test_the_least_recently_used_file_is_closed_first(tmp_path: Path) -> None:
+    handles = FileHandles(2)
+    a, b, c = (tmp_path / name for name in "abc")
+    flags = os.O_RDWR | os.O_CREAT
+    fd_a = handles.fd(a, flags)
+    handles.fd(b, flags)
+    assert handles.fd(a, flags) == fd_a  # a hit, and a is now the most recent
+    handles.fd(c, flags)
+    assert handles.is_open(a)
+    assert not handles.is_open(b)
+    assert handles.is_open(c)
+    assert (handles.opens, handles.evictions) == (3, 1)
+    handles.close_all()
+    assert len(handles) == 0

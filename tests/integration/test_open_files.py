@@ -42,12 +42,13 @@ def produce_one_each(bootstrap: str, layout: Layout) -> None:
 
     for topic, count in layout:
         for partition in range(count):
-            producer.produce(topic, value(topic, partition), partition=partition)
+            producer.produce(
+                topic, value(topic, partition), partition=partition, on_delivery=delivered
+            )
             producer.poll(0)
     producer.flush(120)
     assert len(producer) == 0
     assert failed == []
-    del delivered
 
 
 def read_all(bootstrap: str, layout: Layout) -> dict[tuple[str, int], bytes]:

@@ -121,7 +121,7 @@ class BrokerCore:
         )
         self._refuse_client_created_internal_topics()
         self.partitions: dict[TopicPartition, Partition] = {}
-        # All client partitions together; the launcher lowers it to its open-file limit.
+        # All client partitions together (sharetxn.max.partitions).
         self.max_partitions = self.config.get_int("sharetxn.max.partitions")
         # Cumulative log-cleanup figures (metrics): bytes and segments retention deleted.
         self.retention_bytes_deleted = 0

@@ -42,7 +42,6 @@ from coordinator.open_files import (
     out_of_files_message,
     raise_open_file_limit,
 )
-from coordinator.partition_limits import partitions_for_open_files
 from coordinator.protocol.security_gate import SecurityGate
 from coordinator.protocol.server import KafkaServer
 from coordinator.runtime import LoopClock
@@ -97,7 +96,13 @@ async def serve(
                 config, listener.name, sasl=listener.protocol.uses_sasl
             )
     open_files = raise_open_file_limit()
-    storage = FileStorage(data_dir, LogConfig())
+    segment_files = config.get_optional_int("sharetxn.log.max.open.files")
+    storage = FileStorage(data_dir, LogConfig(), open_files=segment_files)
+    log.info(
+        "at most %d segment files open at once (open-file limit %d)",
+        storage.handles.capacity,
+        open_files,
+    )
     # The cleaner's copying runs in a worker process; plan and swap stay on this loop.
     cleaner_executor = ProcessCleanerExecutor(loop)
     try:
@@ -108,15 +113,9 @@ async def serve(
         cleaner_executor.close()
         storage.close()
         partitions = count_partition_dirs(data_dir)
-        raise DataDirError(out_of_files_message(data_dir, open_files, partitions)) from exc
-    fd_partitions = partitions_for_open_files(open_files)
-    if fd_partitions < core.max_partitions:
-        log.info(
-            "at most %d partitions (the open-file limit %d holds no more)",
-            fd_partitions,
-            open_files,
-        )
-        core.max_partitions = fd_partitions
+        raise DataDirError(
+            out_of_files_message(data_dir, open_files, partitions, storage.handles.capacity)
+        ) from exc
     core.cluster_id = cluster_id
     core.add_share_event_listener(ShareGroupMetrics().record)
     core.share.on_txn_metric = ShareTransactionMetrics().record
@@ -161,7 +160,6 @@ def _shown(key: str, value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-
 def broker_command(data_dir: str | Path, listen: str, settings: Iterable[str] = ()) -> list[str]:
     """``sharetxn broker`` in a child of this interpreter; ``settings`` are ``key=value``."""
     cmd = [sys.executable, "-m", "coordinator.cli", "broker"]
@@ -170,13 +168,15 @@ def broker_command(data_dir: str | Path, listen: str, settings: Iterable[str] = 
         cmd += ["--set", assignment]
     return cmd
 
+
 class LocalBroker:
     """A broker in a child process, for tests, the demo and Spark.
 
     ``with LocalBroker() as broker: broker.bootstrap_servers`` gives
     ``127.0.0.1:PORT``.  ``data_dir=None`` uses a temporary directory removed
     on exit.  ``kill()`` sends SIGKILL; ``restart()`` starts a new process on
-    the same data directory and port.
+    the same data directory and port.  ``open_files`` runs it under that
+    ``ulimit -n``.
     """
 
     def __init__(
@@ -187,6 +187,7 @@ class LocalBroker:
         host: str = "127.0.0.1",
         startup_timeout_s: float = 30.0,
         extra_args: list[str] | None = None,
+        open_files: int | None = None,
     ) -> None:
         self._own_dir = data_dir is None
         self.data_dir = (
@@ -197,6 +198,8 @@ class LocalBroker:
         self.config = dict(config or {})
         self.startup_timeout_s = startup_timeout_s
         self.extra_args = list(extra_args or [])  # more `sharetxn broker` options
+        # The child's open-file limit, soft and hard (``ulimit -n``); None: this process's.
+        self.open_files = open_files
         self.process: subprocess.Popen[str] | None = None
         self._log_lines: list[str] = []
         self._pump: threading.Thread | None = None
@@ -216,6 +219,9 @@ class LocalBroker:
         settings = [f"{key}={value}" for key, value in self.config.items()]
         cmd = broker_command(self.data_dir, f"{self.host}:{self.port}", settings)
         cmd += self.extra_args
+        if self.open_files is not None:
+            # A shell sets the limit and execs the broker (thread-safe, unlike preexec_fn).
+            cmd = ["/bin/sh", "-c", f'ulimit -n {int(self.open_files)} && exec "$@"', "sh", *cmd]
         self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
             cmd,
             stdout=subprocess.PIPE,

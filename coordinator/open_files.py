@@ -1,9 +1,12 @@
-"""The process's open-file limit, which bounds how many partitions a broker can hold.
+"""The process's open-file limit, and running out of descriptors at start.
 
-Every partition keeps its active segment and index open.  At start the broker raises its
-soft ``RLIMIT_NOFILE`` to the hard limit (what an operator would do with ``ulimit -n``), caps
-``sharetxn.max.partitions`` to what that holds, and turns running out of descriptors while
-opening its data directory into a clear message instead of a traceback.
+Segment files are opened on demand through a bounded cache (``coordinator.log.handles``,
+``sharetxn.log.max.open.files``, half the open-file limit by default), so partitions do not
+hold descriptors and the limit does not bound how many a broker holds.  At start the broker
+still raises its soft ``RLIMIT_NOFILE`` to the hard limit (what an operator would do with
+``ulimit -n``): more room for connections and cached files.  Running out of descriptors while
+opening the data directory anyway (the rest of the process took them) is a clear message
+instead of a traceback.
 """
 
 from __future__ import annotations
@@ -12,8 +15,6 @@ import errno
 import logging
 import resource
 from pathlib import Path
-
-from coordinator.partition_limits import FILES_PER_PARTITION, RESERVED_FILES
 
 log = logging.getLogger("sharetxn.broker")
 #: What an unlimited open-file limit is taken for.
@@ -40,12 +41,12 @@ def is_out_of_files(exc: OSError) -> bool:
     return exc.errno in (errno.EMFILE, errno.ENFILE)
 
 
-def out_of_files_message(data_dir: Path, open_files: int, partitions: int) -> str:
+def out_of_files_message(data_dir: Path, open_files: int, partitions: int, cached: int) -> str:
     return (
         f"too many open files opening the logs in {data_dir}: it holds {partitions} "
-        f"partition(s), each needing at least {FILES_PER_PARTITION} open files, and the "
-        f"open-file limit is {open_files} ({RESERVED_FILES} kept for connections and the "
-        "broker's own logs); raise the limit (ulimit -n, LimitNOFILE) and start again"
+        f"partition(s), the open-file limit is {open_files} and up to {cached} of them are "
+        "for segment files (sharetxn.log.max.open.files); raise the limit (ulimit -n, "
+        "LimitNOFILE) and start again"
     )
 
 

@@ -1,8 +1,8 @@
 """How many partitions one request, and the broker as a whole, may create.
 
-Every partition is a log with open files (a segment and its index), so a request asking for
-tens of thousands of them would exhaust the process's file descriptors.  Kafka's controller
-refuses such requests whole, before anything is created; its limits and messages are used
+Every partition is a log, with memory and files of its own, so a request asking for tens of
+thousands of them would weigh on the whole broker.  Kafka's controller refuses such requests
+whole, before anything is created; its limits and messages are used
 here:
 
 * ``ReplicationControlManager.MAX_PARTITIONS_PER_BATCH``: CreateTopics asking for more than
@@ -18,9 +18,10 @@ here:
 
 Messages and boundaries as Apache Kafka 4.4 answered them (the reference harness).
 
-sharetxn adds a limit on all client partitions together (``sharetxn.max.partitions``,
-lowered by the launcher to what the open-file limit holds), answered POLICY_VIOLATION for the
-topic that would pass it: a broker must always be able to open its own data directory again.
+sharetxn adds a limit on all client partitions together (``sharetxn.max.partitions``),
+answered POLICY_VIOLATION for the topic that would pass it.  Open files do not bound it:
+segment files are opened on demand through a bounded cache (``coordinator.log.handles``), so a
+broker opens its own data directory again whatever the open-file limit.
 """
 
 from __future__ import annotations
@@ -35,10 +36,6 @@ MAX_RECORDS_PER_USER_OP: Final = 10_000
 EXCESSIVE_PARTITIONS: Final = "Excessively large number of partitions per request."
 EXCESSIVE_BATCH: Final = "Unable to perform excessively large batch operation."
 EXCESSIVE_ADDITIONAL: Final = "Excessively large number of additional partitions per request."
-#: Open files a partition needs at least (its active segment and that segment's index).
-FILES_PER_PARTITION: Final = 2
-#: Open files kept for everything else: connections, the internal logs, the cleaner.
-RESERVED_FILES: Final = 1024
 
 Refusal = tuple[ErrorCode, str]
 
@@ -81,10 +78,5 @@ def total_partitions_refusal(existing: int, adding: int, limit: int) -> Refusal 
     return (
         ErrorCode.POLICY_VIOLATION,
         f"The broker holds {existing} partitions; {adding} more would exceed its limit of "
-        f"{limit} (sharetxn.max.partitions, and what the open-file limit allows).",
+        f"{limit} (sharetxn.max.partitions).",
     )
-
-
-def partitions_for_open_files(open_files: int) -> int:
-    """How many partitions an open-file limit holds, beside ``RESERVED_FILES`` for the rest."""
-    return max((open_files - RESERVED_FILES) // FILES_PER_PARTITION, 0)

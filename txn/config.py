@@ -41,13 +41,20 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         False,
         "Forget client-created topics named like an internal log (docs/security.md).",
     ),
-    # sharetxn's own: all client partitions together (every one is a log with open files);
-    # the launcher lowers it further to what the process's open-file limit holds.
+    # sharetxn's own: all client partitions together (each is a log, with memory of its own).
     ConfigDef(
         "sharetxn.max.partitions",
         "int",
         10_000,
         "Most client partitions the broker holds (docs/security.md).",
+    ),
+    # sharetxn's own: segment files are opened on demand through one bounded cache; unset,
+    # it holds half the open-file limit (the rest is for connections and the broker's own).
+    ConfigDef(
+        "sharetxn.log.max.open.files",
+        "int",
+        None,
+        "Most segment files open at once (unset: half the open-file limit).",
     ),
     ConfigDef("log.segment.bytes", "int", 1024 * 1024 * 1024, "Maximum size of one segment."),
     ConfigDef("log.index.interval.bytes", "int", 4096, "Bytes between offset-index entries."),
@@ -278,6 +285,7 @@ def _parse(defn: ConfigDef, raw: object) -> Any:
 RANGES: dict[str, tuple[int, int | None]] = {
     "num.partitions": (1, None),
     "sharetxn.max.partitions": (1, None),
+    "sharetxn.log.max.open.files": (1, None),
     "log.segment.bytes": (14, None),
     "log.index.interval.bytes": (0, None),
     "log.flush.interval.messages": (1, None),

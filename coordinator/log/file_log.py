@@ -17,7 +17,10 @@ Durability rules:
 * Bytes go to the file with unbuffered ``os.write``; the flush policy decides
   when to ``fsync``.  Rolling a segment first fsyncs the old one, so only the
   active (last) segment can ever hold unsynced bytes, and creating a segment
-  fsyncs the directory.
+  fsyncs the directory.  No segment keeps a descriptor: ``.log`` files are opened on
+  demand through the storage's bounded cache (``coordinator.log.handles``), which fsyncs a
+  written file before closing it, so a flush also covers bytes written through a
+  descriptor since closed; ``.index`` files are opened for each write.
 * Index files are never trusted: they are rebuilt from the segment scan on
   open, so they are written lazily (on flush, roll and close) and never fsynced.
 * Recovery on open verifies every batch's framing (header parses, the batch
@@ -36,6 +39,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import errno
 import logging
 import os
 import re
@@ -47,6 +51,7 @@ from pathlib import Path
 
 from coordinator.log import file_swap
 from coordinator.log.data_dir import fsync_dir
+from coordinator.log.handles import FileHandles, default_capacity
 from coordinator.log.memory_log import (
     FlushPolicy,
     LogBase,
@@ -74,6 +79,8 @@ _SEGMENT_NAME = re.compile(r"\d{20}")
 _PARTITION_DIR = re.compile(r"(.+)-(\d+)")
 _INDEX_ENTRY = struct.Struct(">iI")
 _MAX_RELATIVE_OFFSET = INT32_MAX
+_SEGMENT_FLAGS = os.O_RDWR | os.O_APPEND
+_OWN_HANDLES = 64  # descriptors of a FileLog opened without a shared cache
 _HEADER_CHUNK = 64 * 1024  # bytes per read when walking headers
 _DATA_CHUNK = 1024 * 1024  # bytes per read when copying whole batches out
 
@@ -95,11 +102,25 @@ def _write_all(fd: int, data: bytes | bytearray) -> None:
         view = view[written:]
 
 
+def _write_index(path: Path, data: bytes | bytearray, pos: int) -> None:
+    """Write ``data`` at ``pos`` of an index file and cut it after them (creating it)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(fd, view, pos)
+            view, pos = view[written:], pos + written
+        os.ftruncate(fd, pos)
+    finally:
+        os.close(fd)
+
+
 class _Window:
     """Sequential reads of a segment in big chunks, so walking headers costs few syscalls.
 
-    It reads ``seg.fd`` at each refill, so a segment closed under a live iterator
-    fails with EBADF instead of reading whatever file reuses the descriptor.
+    It asks for ``seg.fd`` at each refill, so a segment evicted from the handle cache
+    meanwhile is reopened, and one closed under a live iterator fails with EBADF instead of
+    reading whatever file reuses the descriptor.
     """
 
     def __init__(self, seg: _Segment, end: int, chunk: int) -> None:
@@ -147,20 +168,25 @@ def _walk(
 
 
 class _Segment:
-    """One ``.log`` file, its in-memory sparse index and its ``.index`` file."""
+    """One ``.log`` file, its in-memory sparse index and its ``.index`` file.
 
-    def __init__(self, directory: Path, base: int, *, create: bool) -> None:
+    Neither file stays open: the ``.log`` file's descriptor comes from the storage's
+    ``FileHandles`` on each access (``fd``), and the ``.index`` file, only ever written, is
+    opened for each write.
+    """
+
+    def __init__(self, directory: Path, base: int, handles: FileHandles, *, create: bool) -> None:
         self.base = base
         self.log_path = directory / f"{base:020d}{LOG_SUFFIX}"
         self.index_path = directory / f"{base:020d}{INDEX_SUFFIX}"
-        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
-        self.fd = os.open(self.log_path, flags, 0o644)
-        try:
-            self.index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT, 0o644)
-        except BaseException:
-            os.close(self.fd)
-            raise
-        stat = os.fstat(self.fd)
+        self._handles = handles
+        self._closed = False
+        if create:
+            fd = handles.fd(self.log_path, _SEGMENT_FLAGS | os.O_CREAT)
+            stat = os.fstat(fd)
+            _write_index(self.index_path, b"", 0)
+        else:
+            stat = os.stat(self.log_path)
         self.size = stat.st_size
         # Kafka's "created" and "last modified" times; a loaded segment gets its file's mtime.
         self.created_ms = self.modified_ms = stat.st_mtime_ns // 1_000_000
@@ -173,6 +199,17 @@ class _Segment:
         self.bytes_since_index = 0
         self.dirty = False
         self.crc_checked = False
+
+    @property
+    def fd(self) -> int:
+        """The ``.log`` file's descriptor, valid until the next segment file is opened."""
+        if self._closed:
+            raise OSError(errno.EBADF, f"segment {self.log_path} is closed")
+        return self._handles.fd(self.log_path, _SEGMENT_FLAGS)
+
+    def written(self) -> None:
+        self.dirty = True
+        self._handles.written(self.log_path)
 
     def record(self, header: BatchHeader, pos: int, interval: int) -> None:
         """Account for the batch at ``pos`` (Kafka's rule: index it once enough bytes passed)."""
@@ -214,19 +251,21 @@ class _Segment:
             data += _INDEX_ENTRY.pack(
                 self.index_offsets[slot] - self.base, self.index_positions[slot]
             )
-        os.lseek(self.index_fd, self.index_written * _INDEX_ENTRY.size, os.SEEK_SET)
-        _write_all(self.index_fd, data)
-        os.ftruncate(self.index_fd, count * _INDEX_ENTRY.size)
+        _write_index(self.index_path, data, self.index_written * _INDEX_ENTRY.size)
         self.index_written = count
 
     def rewrite_index(self) -> None:
-        self.index_written = 0
-        os.ftruncate(self.index_fd, 0)
-        self.write_pending_index()
+        data = b"".join(
+            _INDEX_ENTRY.pack(offset - self.base, position)
+            for offset, position in zip(self.index_offsets, self.index_positions, strict=True)
+        )
+        _write_index(self.index_path, data, 0)
+        self.index_written = len(self.index_offsets)
 
     def truncate(self, pos: int, next_offset: int) -> None:
         """Cut the file at batch boundary ``pos``; ``next_offset`` is the first offset removed."""
         os.ftruncate(self.fd, pos)
+        self.written()
         self.size = pos
         self.next_offset = next_offset
         keep = bisect.bisect_left(self.index_positions, pos)
@@ -234,18 +273,19 @@ class _Segment:
         del self.index_positions[keep:]
         self.bytes_since_index = pos - (self.index_positions[-1] if keep else 0)
         self.index_written = min(self.index_written, keep)
-        os.ftruncate(self.index_fd, self.index_written * _INDEX_ENTRY.size)
+        _write_index(self.index_path, b"", self.index_written * _INDEX_ENTRY.size)
 
     def sync(self) -> None:
         self.write_pending_index()
-        os.fsync(self.fd)
+        self._handles.sync(self.log_path)
         self.dirty = False
 
     def close(self) -> None:
-        fd, index_fd = self.fd, self.index_fd
-        self.fd = self.index_fd = -1
-        os.close(fd)
-        os.close(index_fd)
+        """Release the descriptor (unsynced bytes stay unsynced: ``sync`` first to keep them).
+
+        Later accesses fail with EBADF."""
+        self._closed = True
+        self._handles.close(self.log_path)
 
     def delete(self) -> None:
         self.close()
@@ -266,10 +306,20 @@ class _Segment:
 
 
 class FileLog(LogBase):
-    """A ``PartitionLog`` on segment files in ``directory``; opening it runs recovery."""
+    """A ``PartitionLog`` on segment files in ``directory``; opening it runs recovery.
 
-    def __init__(self, directory: Path, config: LogConfig | None = None) -> None:
+    Its segment files are opened through ``handles``, the storage's shared cache (a cache of
+    its own, of ``_OWN_HANDLES`` files, when none is given).
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig | None = None,
+        handles: FileHandles | None = None,
+    ) -> None:
         self._dir = Path(directory)
+        self._handles = handles if handles is not None else FileHandles(_OWN_HANDLES)
         self._config = config or LogConfig()
         check_config(self._config)
         self.name = self._dir.name
@@ -327,14 +377,15 @@ class FileLog(LogBase):
             seg = self._roll(now_ms)
         pos = seg.size
         try:
-            _write_all(seg.fd, buf)
+            fd = seg.fd
+            seg.written()
+            _write_all(fd, buf)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.ftruncate(seg.fd, pos)
             raise KafkaStorageError(f"{self.name}: append failed: {exc}") from exc
         seg.size = pos + header.size
         seg.record(header, pos, self._config.index_interval_bytes)
-        seg.dirty = True
         seg.modified_ms = now_ms
         self._end = header.last_offset + 1
         if self._policy.record_append(header.records_count, now_ms):
@@ -398,9 +449,20 @@ class FileLog(LogBase):
     def fsync_later(self) -> Callable[[], None]:
         """A callable that makes every batch appended so far durable, to run on another thread
         while appends go on: it fsyncs a duplicate of the active segment's descriptor (older
-        segments were synced when rolled), so a roll or a close meanwhile does not matter."""
+        segments were synced when rolled), so a roll or a close meanwhile does not matter.
+        An evicted active segment was fsynced when closed: the callable raises that fsync's
+        error, if it failed."""
         self._check_open()
-        fd = os.dup(self._segments[-1].fd)
+        seg = self._segments[-1]
+        failed = self._handles.take_error(seg.log_path)
+        if failed is not None:
+            name = self.name
+
+            def report() -> None:
+                raise KafkaStorageError(f"{name}: fsync failed: {failed}") from failed
+
+            return report
+        fd = os.dup(seg.fd)
 
         def sync() -> None:
             try:
@@ -529,7 +591,7 @@ class FileLog(LogBase):
                 yield header, buf[rel : rel + header.size]
 
     def _add_segment(self, base: int, now_ms: int | None = None) -> _Segment:
-        seg = _Segment(self._dir, base, create=True)
+        seg = _Segment(self._dir, base, self._handles, create=True)
         if now_ms is not None:
             seg.created_ms = seg.modified_ms = now_ms
         self._segments.append(seg)
@@ -609,7 +671,7 @@ class FileLog(LogBase):
         if not bases:
             self._add_segment(checkpoint or 0)
         for base in bases:
-            self._segments.append(_Segment(self._dir, base, create=False))
+            self._segments.append(_Segment(self._dir, base, self._handles, create=False))
             self._bases.append(base)
         if bases:
             self._recover()
@@ -723,17 +785,26 @@ class FileLog(LogBase):
 class FileStorage(StorageBase[FileLog]):
     """A ``Storage`` of FileLogs, one directory per partition under ``root_dir``."""
 
-    def __init__(self, root_dir: Path, default_config: LogConfig | None = None) -> None:
+    def __init__(
+        self,
+        root_dir: Path,
+        default_config: LogConfig | None = None,
+        *,
+        open_files: int | None = None,
+    ) -> None:
+        """``open_files``: most segment files open at once (``handles.default_capacity()``,
+        half the open-file limit, when None)."""
         self._root = Path(root_dir)
         self._root.mkdir(parents=True, exist_ok=True)
         super().__init__(default_config)
+        self.handles = FileHandles(open_files if open_files is not None else default_capacity())
 
     @property
     def root_dir(self) -> Path:
         return self._root
 
     def _new_log(self, topic: str, partition: int, config: LogConfig) -> FileLog:
-        return FileLog(self._root / f"{topic}-{partition}", config)
+        return FileLog(self._root / f"{topic}-{partition}", config, self.handles)
 
     def list_logs(self) -> list[tuple[str, int]]:
         found = []
@@ -759,3 +830,4 @@ class FileStorage(StorageBase[FileLog]):
         self._open.clear()
         for log in logs:
             log.close()
+        self.handles.close_all()

@@ -3,16 +3,14 @@ broker.  Raw requests (tests/kafka_wire.py) against a real broker process."""
 
 from __future__ import annotations
 
-import resource
-import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from coordinator.launcher import READY_PREFIX, LocalBroker, broker_command
+from coordinator.launcher import LocalBroker
 from tests.kafka_wire import WireClient
 from txn.api_keys import ApiKey
 from txn.batch import build_batch
@@ -309,80 +307,6 @@ def test_total_partition_limit(tmp_path: Path) -> None:
         finally:
             client.close()
         assert not (tmp_path / "data" / "second-2").exists()
-
-
-def _limited_files(limit: int) -> Callable[[], None]:
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
-
-    return apply
-
-
-def test_a_data_directory_the_file_limit_cannot_hold_gives_a_clear_error(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    with LocalBroker(data_dir=data) as b:
-        client = WireClient(b.bootstrap_servers)
-        try:
-            assert int(create_topics(client, [("wide", 600)])[0].error_code) == 0
-        finally:
-            client.close()
-    # 600 partitions need at least 1,200 open files: started with 1,100 the broker explains
-    cmd = broker_command(data, "127.0.0.1:0")
-    done = subprocess.run(
-        cmd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=_limited_files(1100),
-        check=False,
-    )
-    assert done.returncode == 1
-    assert "too many open files opening the logs in" in done.stderr
-    assert "raise the limit (ulimit -n" in done.stderr
-    assert "Traceback" not in done.stderr
-    # with the limit raised it starts on the same directory, the topic whole
-    with LocalBroker(data_dir=data) as b:
-        client = WireClient(b.bootstrap_servers)
-        try:
-            assert int(create_topics(client, [("wide", 1)])[0].error_code) == (
-                ErrorCode.TOPIC_ALREADY_EXISTS
-            )
-        finally:
-            client.close()
-
-
-def test_the_file_limit_caps_the_partitions_a_broker_accepts(tmp_path: Path) -> None:
-    # A limit of 1,500 open files holds (1,500 - 1,024) // 2 = 238 partitions.
-    data = tmp_path / "data"
-    cmd = broker_command(data, "127.0.0.1:0")
-    proc = subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=_limited_files(1500),  # noqa: PLW1509 - no threads in the child yet
-    )
-    try:
-        assert proc.stdout is not None
-        address = ""
-        for line in proc.stdout:
-            if line.startswith(READY_PREFIX):
-                address = line.strip()[len(READY_PREFIX) :]
-                break
-        assert address, "the broker did not start"
-        client = WireClient(address)
-        try:
-            refused = create_topics(client, [("too-wide", 239)])[0]
-            assert int(refused.error_code) == ErrorCode.POLICY_VIOLATION
-            assert "limit of 238" in refused.error_message
-            assert int(create_topics(client, [("fits", 238)])[0].error_code) == 0
-        finally:
-            client.close()
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 def test_kip1289_requests_are_bound_to_the_transactional_id(shared_broker: LocalBroker) -> None:

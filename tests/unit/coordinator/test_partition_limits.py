@@ -18,7 +18,6 @@ from coordinator.partition_limits import (
     EXCESSIVE_PARTITIONS,
     create_partitions_refusal,
     create_topics_refusal,
-    partitions_for_open_files,
     total_partitions_refusal,
 )
 from txn.clock import ManualClock
@@ -70,8 +69,6 @@ def test_kafka_request_limits() -> None:
     assert create_partitions_refusal([4_999, 5_002]) is not None
     assert total_partitions_refusal(8, 2, 10) is None
     assert total_partitions_refusal(8, 3, 10) is not None
-    assert partitions_for_open_files(1024) == 0
-    assert partitions_for_open_files(20_000) == 9_488
 
 
 def test_a_topic_whose_logs_cannot_be_opened_is_not_persisted() -> None:

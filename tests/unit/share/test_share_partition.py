@@ -13,7 +13,6 @@ import pytest
 
 from coordinator.log.memory_log import MemoryLog
 from coordinator.share.persister import PersisterStateBatch
-from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.share_partition import (
     AckBatch,
     AcquireResult,
@@ -22,6 +21,7 @@ from coordinator.share.share_partition import (
     SharePartitionState,
     validate_ack_batches,
 )
+from tests.unit.share.coordinator_bench import make_coordinator
 from tests.unit.share.fakes_sp import (
     ACCEPT,
     ACKNOWLEDGED,
@@ -990,7 +990,7 @@ def test_a_failing_metrics_callback_does_not_break_the_partition() -> None:
 def test_against_the_real_share_coordinator() -> None:
     """The persister seam as the broker wires it: writes are accepted and reload the same."""
     clock = ManualClock(NOW)
-    coordinator = ShareCoordinator(clock, lambda _index: MemoryLog(), BrokerConfig())
+    coordinator = make_coordinator(clock, lambda _index: MemoryLog(), BrokerConfig())
     coordinator.load()
     assert coordinator.initialize_state(KEY, 0, -1) is ErrorCode.NONE
     log = DataLog()

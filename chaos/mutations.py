@@ -67,6 +67,7 @@ from coordinator.share.inflight import Run
 from coordinator.share.manager import ShareManager
 from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.share_partition import AckBatch, PendingPlan, SharePartition
+from coordinator.share.state_shard import ShareStateShard
 from coordinator.txn_coordinator import TransactionCoordinator
 from txn.batch import BatchHeader, parse_header
 from txn.errors import ErrorCode
@@ -266,15 +267,15 @@ def _stale_marker_applies(stack: ExitStack) -> None:
             producer_epoch = entry.epoch  # no epoch check: the old marker ends the open txn
         return write_marker(self, producer_id, producer_epoch, *marker)
 
-    apply_marker = ShareCoordinator._apply_marker  # noqa: SLF001
+    marker_pending = ShareStateShard._marker_pending  # noqa: SLF001
 
-    def _apply_marker(
-        self: ShareCoordinator, part: Any, producer_id: int, producer_epoch: int, commit: bool
+    def _marker_pending(
+        self: ShareStateShard, part: Any, producer_id: int, producer_epoch: int
     ) -> Any:
         pending = part.pending_txn.get(producer_id)
         if pending is not None:
             producer_epoch = max(producer_epoch, pending.producer_epoch)
-        return apply_marker(self, part, producer_id, producer_epoch, commit)
+        return marker_pending(self, part, producer_id, producer_epoch)
 
     def newest_pending_epoch(
         sp: SharePartition, producer_id: int, producer_epoch: int, commit: bool
@@ -286,7 +287,7 @@ def _stale_marker_applies(stack: ExitStack) -> None:
         return producer_epoch
 
     replace(stack, Partition, "write_marker", partition_write_marker)
-    replace(stack, ShareCoordinator, "_apply_marker", _apply_marker)
+    replace(stack, ShareStateShard, "_marker_pending", _marker_pending)
     _before_complete_pending(stack, newest_pending_epoch)
 
 
@@ -378,16 +379,17 @@ def _ack_below_spso_ignored(stack: ExitStack) -> None:
 
 
 def _prune_loses_committed_acks(stack: ExitStack) -> None:
-    def _snapshot_key(self: ShareCoordinator, part: Any, key: Any) -> ErrorCode:
+    def _snapshot_key(self: ShareCoordinator, partition: int, key: Any) -> ErrorCode:
         return ErrorCode.NONE
 
-    def _first_needed_offset(part: Any) -> int:
+    def first_needed_offset(self: ShareStateShard, partition: int) -> int | None:
+        part = self._partitions[partition]
         needed = [entry.snapshot_offset for entry in part.states.values()]
         needed.extend(pending.first_offset for pending in part.pending_txn.values())
-        return min(needed) if needed else int(part.log.log_end_offset)
+        return min(needed) if needed else None
 
     replace(stack, ShareCoordinator, "_snapshot_key", _snapshot_key)
-    replace(stack, ShareCoordinator, "_first_needed_offset", staticmethod(_first_needed_offset))
+    replace(stack, ShareStateShard, "first_needed_offset", first_needed_offset)
 
 
 def _txn_offsets_before_marker(stack: ExitStack) -> None:

@@ -3,16 +3,25 @@
 A coordinator is a *shard*: its operations validate a request against its in-memory state and
 return a ``CoordinatorResult`` -- the records that would make the change, and the answer the
 request gets once they are durable -- without touching a log.  The ``CoordinatorRuntime`` does
-the rest, the same way for transactions, share state, share groups and consumer groups:
+the rest, the same way for transactions, share state, share groups and consumer groups.
 
-* ``write`` appends the records as one batch (transactional or a control marker when the
-  result says so), fsyncs it, truncates it away again when the fsync fails, maps a failure to
-  the coordinator error Kafka answers with, and only then applies the result (through the
-  shard's replay code) -- or reverts what the shard prepared;
-* ``load`` replays every log of the shard from its start through ``CoordinatorShard``'s two
-  replay methods (the same code a live write applies with), then marks the shard loaded;
-* the lifecycle: ``availability`` (load in progress, loaded, closed) and ``close``, which also
-  cancels the shard's named timers (``schedule_periodic``, ``schedule_once``).
+A runtime that owns its shard (a ``RecordShard``: typed records, a codec, one replay method):
+
+* ``write(partition, op)`` runs ``op(shard)``, which must not change the shard; the runtime
+  encodes the result's records with the shard's codec, appends them as one batch
+  (transactional or a control marker when the result says so), fsyncs it, truncates it away
+  again when the fsync fails, maps a failure to the coordinator error Kafka answers with, and
+  only then calls ``shard.replay(partition, offset, producer_id, producer_epoch, record)`` for
+  each record (``replay_marker`` for a marker).  Replay is the only mutation of the shard;
+* ``load`` decodes every record of the shard's logs from their start and replays it through
+  the same two methods, then marks the shard loaded.
+
+Shards not converted yet (transactions, share groups, consumer groups) pass themselves to
+``load`` as a ``CoordinatorShard`` (raw records) and write through ``write_result``, whose
+``CoordinatorResult`` carries ``apply``/``revert`` callbacks.
+
+Both share the lifecycle: ``availability`` (load in progress, loaded, closed) and ``close``,
+which also cancels the shard's named timers (``schedule_periodic``, ``schedule_once``).
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from coordinator.log.durable_append import append_durably, append_error_code
 from coordinator.log.storage import PartitionLog
@@ -38,11 +47,17 @@ __all__ = [
     "CoordinatorRuntime",
     "CoordinatorShard",
     "LoadedRecord",
+    "Record",
+    "RecordCodec",
+    "RecordShard",
+    "UnownedRuntime",
     "answer_each",
     "append_error_code",
 ]
 
 R = TypeVar("R")
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 Record = tuple[bytes | None, bytes | None]
 
@@ -58,15 +73,17 @@ class ControlMarker:
 
 
 @dataclass(frozen=True)
-class CoordinatorResult(Generic[R]):
+class CoordinatorResult(Generic[T_co, R]):
     """What a shard operation returns: records to persist, and the answer once they are.
 
-    ``apply(base_offset)`` makes the records current (the shard's replay code); ``revert``
-    undoes what the shard prepared when the write fails.  ``producer`` (id, epoch) makes the
-    batch transactional; ``marker`` writes a control batch instead of ``records``.
+    ``records`` are the shard's typed records (``write``) or raw key/value pairs
+    (``write_result``).  ``producer`` (id, epoch) makes the batch transactional; ``marker``
+    writes a control batch instead of ``records``.  Only ``write_result`` (shards not yet
+    converted to replay-only mutation) uses ``apply(base_offset)``, which makes the records
+    current, and ``revert``, which undoes what the shard prepared when the write fails.
     """
 
-    records: Sequence[Record]
+    records: Sequence[T_co]
     response: R
     apply: Callable[[int], None] | None = None
     revert: Callable[[], None] | None = None
@@ -84,8 +101,43 @@ class LoadedRecord(NamedTuple):
     value: bytes | None
 
 
+class RecordCodec(Protocol[T]):
+    """How a shard's typed records become log records and back."""
+
+    def encode(self, record: T) -> Record:
+        """Raises ValueError for a record that cannot be written (an invalid request)."""
+        ...
+
+    def decode(self, key: bytes | None, value: bytes | None) -> T:
+        """Raises ValueError for bytes to skip on load (corrupt, or an unknown version)."""
+        ...
+
+
+class RecordShard(Protocol[T]):
+    """A shard the runtime owns: replay is the only way its state changes."""
+
+    @property
+    def codec(self) -> RecordCodec[T]: ...
+
+    def replay(
+        self, partition: int, offset: int, producer_id: int, producer_epoch: int, record: T
+    ) -> None:
+        """One record, once durable or on load; ``producer_id`` is NO_PRODUCER_ID unless the
+        batch is transactional."""
+        ...
+
+    def replay_marker(
+        self, partition: int, producer_id: int, producer_epoch: int, commit: bool
+    ) -> None:
+        """A COMMIT/ABORT marker, once durable or on load."""
+        ...
+
+
+S = TypeVar("S", bound=RecordShard[Any])
+
+
 class CoordinatorShard:
-    """The replay side of a shard: called for every record of its logs on load."""
+    """The replay side of a shard not owned by its runtime: called for every record on load."""
 
     def replay(self, record: LoadedRecord) -> None:
         raise NotImplementedError
@@ -107,8 +159,8 @@ def answer_each(
     return [answer(one) for one in ids]
 
 
-class CoordinatorRuntime:
-    """Appends, flushes, replays and the lifecycle of one coordinator's logs."""
+class CoordinatorRuntime(Generic[S]):
+    """Appends, flushes, replays and the lifecycle of one coordinator's logs (and its shard)."""
 
     def __init__(
         self,
@@ -116,12 +168,16 @@ class CoordinatorRuntime:
         name: str,
         logs: Mapping[int, PartitionLog] | None = None,
         *,
+        shard: S | None = None,
         skip_below_start: bool = False,
     ):
-        """``skip_below_start``: on load, pass over the records of a batch that lie below the
-        log start offset (a log whose start moves inside batches, as share-state pruning
-        does); otherwise every record of every batch from the start is replayed."""
+        """``shard``: the shard the runtime owns (``write`` runs operations on it and replays
+        their records into it).  ``skip_below_start``: on load, pass over the records of a
+        batch that lie below the log start offset (a log whose start moves inside batches, as
+        share-state pruning does); otherwise every record of every batch from the start is
+        replayed."""
         self._clock = clock
+        self._shard = shard
         self._name = name
         self._skip_below_start = skip_below_start
         self._logs: dict[int, PartitionLog] = dict(logs or {})
@@ -147,6 +203,12 @@ class CoordinatorRuntime:
     def loaded(self) -> bool:
         return self._loaded
 
+    @property
+    def shard(self) -> S:
+        if self._shard is None:
+            raise RuntimeError(f"the {self._name} runtime owns no shard")
+        return self._shard
+
     def log_name(self, partition: int) -> str:
         return self._name if len(self._logs) <= 1 else f"{self._name}-{partition}"
 
@@ -155,10 +217,10 @@ class CoordinatorRuntime:
 
     def load(
         self,
-        shard: CoordinatorShard,
+        shard: CoordinatorShard | None = None,
         logs: Iterable[tuple[int, PartitionLog]] | None = None,
     ) -> None:
-        """Replay every log through ``shard``, then mark it loaded.
+        """Replay every log through ``shard`` (the owned shard when None), then mark it loaded.
 
         ``logs`` (partition, log) replaces the runtime's logs; each is replayed as it comes,
         so a generator opens one log after the replay of the one before.
@@ -170,7 +232,10 @@ class CoordinatorRuntime:
             self._logs = {}
         for partition, target in logs:
             self._logs[partition] = target
-            self._replay(shard, partition, target)
+            if shard is not None:
+                self._replay(shard, partition, target)
+            else:
+                self._replay_owned(partition, target)
         self._loaded, self._closed = True, False
 
     def close(self) -> None:
@@ -200,22 +265,97 @@ class CoordinatorRuntime:
                     continue  # deleted by a log start offset that cut this batch
                 shard.replay(LoadedRecord(partition, offset, header, key, value))
 
+    def _replay_owned(self, partition: int, target: PartitionLog) -> None:
+        shard = self.shard
+        start = target.log_start_offset
+        for header, batch in target.batches(start):
+            if header.is_control:
+                commit = control_type_of(batch, 0, header) is ControlType.COMMIT
+                shard.replay_marker(partition, header.producer_id, header.producer_epoch, commit)
+                continue
+            try:
+                records = read_records(batch)
+            except ValueError:
+                log.exception(
+                    "skipping unreadable %s batch at %d",
+                    self.log_name(partition),
+                    header.base_offset,
+                )
+                continue
+            producer_id, producer_epoch = (
+                (header.producer_id, header.producer_epoch)
+                if header.is_transactional
+                else (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+            )
+            for delta, (key, value) in enumerate(records):
+                offset = header.base_offset + delta
+                if offset < start and self._skip_below_start:
+                    continue  # deleted by a log start offset that cut this batch
+                try:
+                    record = shard.codec.decode(key, value)
+                except ValueError as exc:
+                    log.warning(
+                        "skipping %s record at %d: %s", self.log_name(partition), offset, exc
+                    )
+                    continue
+                shard.replay(partition, offset, producer_id, producer_epoch, record)
+
     # --- writes -------------------------------------------------------------------------------
 
+    def write(self, partition: int, op: Callable[[S], CoordinatorResult[Any, R]]) -> R | ErrorCode:
+        """Run ``op`` on the shard, persist its records durably, then replay them into it.
+
+        The response, or the coordinator's availability error, or the append error (the
+        shard is then unchanged).  A result with no records and no marker appends nothing.
+        """
+        if (available := self.availability()) is not ErrorCode.NONE:
+            return available
+        shard = self.shard
+        result = op(shard)
+        if not result.records and result.marker is None:
+            return result.response
+        try:
+            raw = [shard.codec.encode(record) for record in result.records]
+        except ValueError:
+            log.exception("cannot encode a %s record", self.log_name(partition))
+            return ErrorCode.INVALID_REQUEST
+        done = self._append(partition, raw, result.producer, result.marker, flush=True)
+        if isinstance(done, ErrorCode):
+            return done
+        marker = result.marker
+        if marker is not None:
+            shard.replay_marker(partition, marker.producer_id, marker.producer_epoch, marker.commit)
+            return result.response
+        producer_id, producer_epoch = result.producer or (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        for delta, record in enumerate(result.records):
+            shard.replay(partition, done + delta, producer_id, producer_epoch, record)
+        return result.response
+
     def append(
-        self, partition: int, result: CoordinatorResult[R], *, flush: bool = True
+        self, partition: int, result: CoordinatorResult[Record, R], *, flush: bool = True
     ) -> int | ErrorCode:
         """Append the result's batch (and fsync unless ``flush`` is False): base offset/error."""
+        return self._append(partition, result.records, result.producer, result.marker, flush=flush)
+
+    def _append(
+        self,
+        partition: int,
+        records: Sequence[Record],
+        producer: tuple[int, int] | None,
+        marker: ControlMarker | None,
+        *,
+        flush: bool,
+    ) -> int | ErrorCode:
         now = self._clock.now_ms()
         try:
-            batch = self._batch(result, now)
+            batch = self._batch(records, producer, marker, now)
         except Exception as exc:
             return append_error_code(exc)
         return append_durably(
             self._logs[partition], batch, now, name=self.log_name(partition), flush=flush
         )
 
-    def write(self, partition: int, result: CoordinatorResult[R]) -> R | ErrorCode:
+    def write_result(self, partition: int, result: CoordinatorResult[Record, R]) -> R | ErrorCode:
         """Persist the result durably, then apply it: its response, or the append error."""
         done = self.append(partition, result)
         if isinstance(done, ErrorCode):
@@ -227,8 +367,12 @@ class CoordinatorRuntime:
         return result.response
 
     @staticmethod
-    def _batch(result: CoordinatorResult[R], now: int) -> bytes:
-        marker = result.marker
+    def _batch(
+        records: Sequence[Record],
+        producer: tuple[int, int] | None,
+        marker: ControlMarker | None,
+        now: int,
+    ) -> bytes:
         if marker is not None:
             return build_control_batch(
                 ControlType.COMMIT if marker.commit else ControlType.ABORT,
@@ -237,13 +381,13 @@ class CoordinatorRuntime:
                 coordinator_epoch=marker.coordinator_epoch,
                 timestamp_ms=now,
             )
-        producer_id, producer_epoch = result.producer or (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        producer_id, producer_epoch = producer or (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         return build_batch(
-            list(result.records),
+            list(records),
             timestamp_ms=now,
             producer_id=producer_id,
             producer_epoch=producer_epoch,
-            transactional=result.producer is not None,
+            transactional=producer is not None,
         )
 
     # --- timers -------------------------------------------------------------------------------
@@ -284,3 +428,8 @@ class CoordinatorRuntime:
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
+
+
+UnownedRuntime = CoordinatorRuntime[Any]
+"""A runtime that owns no shard: its coordinator passes itself to ``load`` and writes with
+``write_result`` (the coordinators not converted to replay-only mutation yet)."""

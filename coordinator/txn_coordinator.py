@@ -29,6 +29,8 @@ from coordinator.shard_runtime import (
     CoordinatorRuntime,
     CoordinatorShard,
     LoadedRecord,
+    Record,
+    UnownedRuntime,
 )
 from coordinator.txn_results import (
     EndTxnResult,
@@ -96,7 +98,7 @@ class TransactionCoordinator(CoordinatorShard):
         retry_backoff_ms: int = 100,
     ) -> None:
         self._clock = clock
-        self._runtime = CoordinatorRuntime(clock, TRANSACTION_STATE_TOPIC, {0: log})
+        self._runtime: UnownedRuntime = CoordinatorRuntime(clock, TRANSACTION_STATE_TOPIC, {0: log})
         self._producer_ids = producer_ids
         self._channel = marker_channel
         # Called with (transactional id, producer id) when the reaper aborts a transaction.
@@ -630,7 +632,7 @@ class TransactionCoordinator(CoordinatorShard):
                 else:
                     md.abort_pending()
 
-        error = self._runtime.write(
+        error = self._runtime.write_result(
             0,
             CoordinatorResult(
                 [
@@ -802,7 +804,9 @@ class TransactionCoordinator(CoordinatorShard):
         keep_pending_on_error: bool = False,
     ) -> ErrorCode:
         """Write ``transit`` and complete it, or drop it (unless a retry will follow)."""
-        return self._runtime.write(0, self._transition(metadata, transit, keep_pending_on_error))
+        return self._runtime.write_result(
+            0, self._transition(metadata, transit, keep_pending_on_error)
+        )
 
     def _write_prepared(
         self, metadata: TransactionMetadata, prepared: TxnTransitMetadata | ErrorCode
@@ -816,7 +820,7 @@ class TransactionCoordinator(CoordinatorShard):
     @staticmethod
     def _transition(
         metadata: TransactionMetadata, transit: TxnTransitMetadata, keep_pending_on_error: bool
-    ) -> CoordinatorResult[ErrorCode]:
+    ) -> CoordinatorResult[Record, ErrorCode]:
         """The record of ``transit``: completes it once written, or drops the pending state."""
         return CoordinatorResult(
             [transit_record(metadata.transactional_id, transit)],

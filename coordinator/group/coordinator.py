@@ -697,7 +697,7 @@ class ConsumerGroupCoordinator(
             producer=producer,
         )
         if not defer:
-            return self._runtime.write(0, result)
+            return self._runtime.write_result(0, result)
         base_offset = self._runtime.append(0, result, flush=False)
         if isinstance(base_offset, ErrorCode):
             return base_offset

@@ -209,7 +209,7 @@ class OffsetCommands(CoordinatorPart):
             return ErrorCode.INVALID_PRODUCER_EPOCH  # an old epoch's marker: a newer txn is open
         if producer_id not in self.offsets.pending:
             return ErrorCode.NONE  # nothing staged (or already applied): idempotent
-        return self._runtime.write(
+        return self._runtime.write_result(
             0,
             CoordinatorResult(
                 (),

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from coordinator.group.consumer_records import Record
     from coordinator.group.offsets import OffsetStore
     from coordinator.group.timers import Timers
-    from coordinator.shard_runtime import CoordinatorRuntime
+    from coordinator.shard_runtime import UnownedRuntime
     from coordinator.share.group_model import TopicLookup
     from txn.clock import Clock
     from txn.config import BrokerConfig
@@ -26,7 +26,7 @@ class CoordinatorPart:
 
     _clock: Clock
     _config: BrokerConfig
-    _runtime: CoordinatorRuntime
+    _runtime: UnownedRuntime
     _timers: Timers
     _groups: dict[str, ClassicGroup]
     _consumer_groups: dict[str, ConsumerProtocolGroup]  # KIP-848

@@ -45,6 +45,7 @@ from coordinator.shard_runtime import (
     CoordinatorRuntime,
     CoordinatorShard,
     LoadedRecord,
+    UnownedRuntime,
     answer_each,
     append_error_code,
 )
@@ -119,7 +120,7 @@ class ShareGroupCoordinator(CoordinatorShard):
         retry_backoff_ms: int = 1000,
     ) -> None:
         self._clock = clock
-        self._runtime = CoordinatorRuntime(clock, "share-group log", {0: log})
+        self._runtime: UnownedRuntime = CoordinatorRuntime(clock, "share-group log", {0: log})
         self._topics = topics
         self._max_size = config.get_int("group.share.max.size")
         self._config_defs = GroupConfigDefs(config)
@@ -784,7 +785,7 @@ class ShareGroupCoordinator(CoordinatorShard):
             pairs = [encode(r) for r in records]
         except Exception as exc:
             return append_error_code(exc)
-        return self._runtime.write(
+        return self._runtime.write_result(
             0,
             CoordinatorResult(
                 pairs, ErrorCode.NONE, apply=lambda _offset: self._apply_all(records)

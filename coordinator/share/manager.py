@@ -35,7 +35,7 @@ from coordinator.share.sessions import (
     ShareSession,
     ShareSessionCache,
 )
-from coordinator.share.share_coordinator import ShareCoordinator
+from coordinator.share.share_coordinator import ShareCoordinator, share_state_runtime
 from coordinator.share.share_partition import (
     AckBatch,
     AcquireResult,
@@ -44,6 +44,7 @@ from coordinator.share.share_partition import (
     SharePartitionState,
     validate_ack_batches,
 )
+from coordinator.share.state_shard import ShareStateShard
 from coordinator.topics import TopicRegistry
 from txn.clock import Clock
 from txn.config import BrokerConfig
@@ -113,15 +114,14 @@ class ShareManager:
             on_member_removed=self._on_member_removed,
             on_config_changed=self._on_config_changed,
         )
+        state_shard = ShareStateShard(clock, config, topic_exists=self._topic_exists)
         self.persister = ShareCoordinator(
-            clock,
+            share_state_runtime(state_shard),
             open_state_log,
-            config,
             prune_interval_ms=config.get_int("share.coordinator.state.topic.prune.interval.ms"),
             cold_partition_snapshot_interval_ms=config.get_int(
                 "share.coordinator.cold.partition.snapshot.interval.ms"
             ),
-            topic_exists=self._topic_exists,
         )
         self.sessions = ShareSessionCache(config.get_int("group.share.max.share.sessions"))
         self.share_partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}

@@ -10,7 +10,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from coordinator.log.storage import PartitionLog
 from coordinator.share.persister import (
     PersisterStateBatch,
     ShareStateKey,
@@ -134,9 +133,8 @@ class MarkerOutcome:
 @dataclass
 class _StatePartition:
     index: int
-    log: PartitionLog
     states: dict[ShareStateKey, _KeyState] = field(default_factory=dict)
-    # KIP-1289: producer id -> staged transactional updates (always empty for now).
+    # KIP-1289: producer id -> staged transactional updates.
     pending_txn: dict[int, PendingTxnUpdates] = field(default_factory=dict)
 
 

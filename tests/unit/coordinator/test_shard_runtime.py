@@ -11,9 +11,11 @@ from coordinator.shard_runtime import (
     CoordinatorRuntime,
     CoordinatorShard,
     LoadedRecord,
+    Record,
+    UnownedRuntime,
 )
 from tests.unit.faulty_log import FaultyLog
-from txn.batch import BatchHeader
+from txn.batch import BatchHeader, build_batch
 from txn.clock import ManualClock
 from txn.errors import ErrorCode
 
@@ -34,11 +36,13 @@ class Shard(CoordinatorShard):
 def test_writes_apply_or_revert_and_load_replays_what_was_written() -> None:
     clock = ManualClock(1_000)
     log = FaultyLog(MemoryLog())
-    runtime = CoordinatorRuntime(clock, "state", {0: log})
+    runtime: UnownedRuntime = CoordinatorRuntime(clock, "state", {0: log})
     applied: list[int] = []
     reverted: list[str] = []
 
-    def result(*keys: bytes, producer: tuple[int, int] | None = None) -> CoordinatorResult[str]:
+    def result(
+        *keys: bytes, producer: tuple[int, int] | None = None
+    ) -> CoordinatorResult[Record, str]:
         return CoordinatorResult(
             [(k, b"v") for k in keys],
             "done",
@@ -47,19 +51,20 @@ def test_writes_apply_or_revert_and_load_replays_what_was_written() -> None:
             producer=producer,
         )
 
-    assert runtime.write(0, result(b"a", b"b")) == "done"
+    assert runtime.write_result(0, result(b"a", b"b")) == "done"
     assert applied == [0]  # applied at its base offset, once durable
     log.flush_failures.append(OSError("disk gone"))
-    assert runtime.write(0, result(b"lost")) is ErrorCode.NOT_COORDINATOR  # storage error, mapped
+    # a storage error, mapped
+    assert runtime.write_result(0, result(b"lost")) is ErrorCode.NOT_COORDINATOR
     assert reverted == ["reverted"]
     assert log.log_end_offset == 2  # the unflushed batch was truncated away
-    assert runtime.write(0, result(b"t", producer=(7, 1))) == "done"
+    assert runtime.write_result(0, result(b"t", producer=(7, 1))) == "done"
     marker = ControlMarker(commit=True, producer_id=7, producer_epoch=1, coordinator_epoch=0)
-    assert runtime.write(0, CoordinatorResult((), "marked", marker=marker)) == "marked"
+    assert runtime.write_result(0, CoordinatorResult((), "marked", marker=marker)) == "marked"
     assert applied == [0, 2]
 
     # A restart: the same log replayed through the shard, records and markers in order.
-    restarted = CoordinatorRuntime(clock, "state")
+    restarted: UnownedRuntime = CoordinatorRuntime(clock, "state")
     assert restarted.availability() is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     shard = Shard()
     restarted.load(shard, iter([(0, log.inner)]))
@@ -75,3 +80,72 @@ def test_writes_apply_or_revert_and_load_replays_what_was_written() -> None:
     clock.advance(500)
     assert runs == [1_100, 1_200]
     assert restarted.availability() is ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+class TextCodec:
+    """Records are strings; a key of b"bad" does not decode."""
+
+    def encode(self, record: str) -> Record:
+        if not record:
+            raise ValueError("empty record")
+        return record.encode(), None
+
+    def decode(self, key: bytes | None, value: bytes | None) -> str:
+        if key is None or key == b"bad":
+            raise ValueError("unreadable")
+        return key.decode()
+
+
+@dataclass
+class OwnedShard:
+    """Replay is the only mutation: ``seen`` grows only there."""
+
+    seen: list[tuple[int, int, int, str]] = field(default_factory=list)
+    markers: list[tuple[int, int, bool]] = field(default_factory=list)
+
+    @property
+    def codec(self) -> TextCodec:
+        return TextCodec()
+
+    def replay(
+        self, partition: int, offset: int, producer_id: int, producer_epoch: int, record: str
+    ) -> None:
+        self.seen.append((partition, offset, producer_id, record))
+
+    def replay_marker(
+        self, partition: int, producer_id: int, producer_epoch: int, commit: bool
+    ) -> None:
+        self.markers.append((partition, producer_id, commit))
+
+    def put(
+        self, *records: str, producer: tuple[int, int] | None = None
+    ) -> CoordinatorResult[str, str]:
+        return CoordinatorResult(records, f"put {len(self.seen)}", producer=producer)
+
+
+def test_an_owned_shard_changes_only_by_replay_live_and_on_load() -> None:
+    clock = ManualClock(1_000)
+    log = FaultyLog(MemoryLog())
+    runtime = CoordinatorRuntime(clock, "owned", {0: log}, shard=OwnedShard())
+    assert runtime.write(0, lambda s: s.put("a")) is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    runtime.load(logs=iter([(0, log)]))
+
+    # The operation sees the state before its records; they are replayed once durable.
+    assert runtime.write(0, lambda s: s.put("a", "b")) == "put 0"
+    assert runtime.write(0, lambda s: s.put()) == "put 2"  # nothing to write: no append
+    assert runtime.shard.seen == [(0, 0, -1, "a"), (0, 1, -1, "b")]
+    log.flush_failures.append(OSError("disk gone"))
+    assert runtime.write(0, lambda s: s.put("lost")) is ErrorCode.NOT_COORDINATOR
+    assert runtime.write(0, lambda s: s.put("")) is ErrorCode.INVALID_REQUEST  # cannot encode
+    assert len(runtime.shard.seen) == 2 and log.log_end_offset == 2
+    assert runtime.write(0, lambda s: s.put("t", producer=(7, 1))) == "put 2"
+    marker = ControlMarker(commit=False, producer_id=7, producer_epoch=1, coordinator_epoch=0)
+    assert runtime.write(0, lambda s: CoordinatorResult((), "marked", marker=marker)) == "marked"
+    assert runtime.shard.markers == [(0, 7, False)]
+    log.inner.append(build_batch([(b"bad", None), (b"c", None)], timestamp_ms=0), 0)
+
+    # A fresh shard loaded from the log ends where the live one is (minus the unreadable).
+    restarted = CoordinatorRuntime(clock, "owned", shard=OwnedShard())
+    restarted.load(logs=iter([(0, log.inner)]))
+    assert restarted.shard.seen == [*runtime.shard.seen, (0, 5, -1, "c")]
+    assert restarted.shard.markers == runtime.shard.markers

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from coordinator.log.memory_log import MemoryStorage
 from coordinator.log.storage import PartitionLog
 from coordinator.share.persister import PersisterStateBatch, ShareStateKey, StateWrite
-from coordinator.share.share_coordinator import ShareCoordinator
+from coordinator.share.share_coordinator import (
+    DEFAULT_COLD_PARTITION_SNAPSHOT_INTERVAL_MS,
+    DEFAULT_PRUNE_INTERVAL_MS,
+    ShareCoordinator,
+    share_state_runtime,
+)
+from coordinator.share.state_shard import ShareStateShard
 from tests.unit.failover import FailoverBench
 from tests.unit.faulty_log import FaultyLog
 from txn.clock import ManualClock
@@ -33,6 +40,25 @@ TOPIC = uuid.UUID("5d7c2a3e-9f10-4b6e-8c1a-2b3c4d5e6f70")
 OTHER_TOPIC = uuid.UUID("0e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b")
 KEY = ShareStateKey("group-1", TOPIC, 0)
 PRUNE_MS = 300_000
+
+
+def make_coordinator(
+    clock: ManualClock,
+    storage_open: Callable[[int], PartitionLog],
+    config: BrokerConfig,
+    *,
+    topic_exists: Callable[[uuid.UUID, int], bool] | None = None,
+    prune_interval_ms: int = DEFAULT_PRUNE_INTERVAL_MS,
+    cold_partition_snapshot_interval_ms: int | None = DEFAULT_COLD_PARTITION_SNAPSHOT_INTERVAL_MS,
+) -> ShareCoordinator:
+    """A share coordinator as the broker builds it: a shard, the runtime owning it, the service."""
+    shard = ShareStateShard(clock, config, topic_exists=topic_exists)
+    return ShareCoordinator(
+        share_state_runtime(shard),
+        storage_open,
+        prune_interval_ms=prune_interval_ms,
+        cold_partition_snapshot_interval_ms=cold_partition_snapshot_interval_ms,
+    )
 
 
 def b(first: int, last: int, state: int, count: int) -> PersisterStateBatch:
@@ -72,7 +98,7 @@ class Bench(FailoverBench[ShareCoordinator]):
         return log
 
     def start(self) -> ShareCoordinator:
-        coordinator = ShareCoordinator(self.clock, self.open, self.config, **self.options)  # type: ignore[arg-type]
+        coordinator = make_coordinator(self.clock, self.open, self.config, **self.options)  # type: ignore[arg-type]
         coordinator.load()
         return coordinator
 

@@ -20,7 +20,6 @@ from coordinator.share.persister import (
     StateSummary,
     StateWrite,
 )
-from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.state_partitions import (
     ShareStateView,
     coordinator_key,
@@ -40,6 +39,7 @@ from tests.unit.share.coordinator_bench import (
     Bench,
     E,
     b,
+    make_coordinator,
     snapshot_epochs,
 )
 from txn.clock import ManualClock
@@ -94,7 +94,7 @@ def test_keys_are_stored_in_their_partition() -> None:
 
 def test_default_partition_count_is_the_config() -> None:
     clock, storage = ManualClock(), MemoryStorage()
-    coordinator = ShareCoordinator(
+    coordinator = make_coordinator(
         clock, lambda p: storage.open_log(SHARE_GROUP_STATE_TOPIC, p), BrokerConfig()
     )
     assert coordinator.num_partitions == 50
@@ -117,7 +117,7 @@ def test_implements_the_persister_protocol(bench: Bench) -> None:
 )
 def test_bad_config_is_rejected(overrides: dict[str, object]) -> None:
     with pytest.raises(InvalidConfigError):
-        ShareCoordinator(ManualClock(), MemoryStorage().open_log, BrokerConfig(overrides))  # type: ignore[arg-type]
+        make_coordinator(ManualClock(), MemoryStorage().open_log, BrokerConfig(overrides))  # type: ignore[arg-type]
 
 
 # --- availability and request validation -----------------------------------------------------
@@ -125,7 +125,7 @@ def test_bad_config_is_rejected(overrides: dict[str, object]) -> None:
 
 def test_not_loaded_then_closed() -> None:
     clock, storage = ManualClock(), MemoryStorage()
-    coordinator = ShareCoordinator(
+    coordinator = make_coordinator(
         clock, lambda p: storage.open_log(SHARE_GROUP_STATE_TOPIC, p), BrokerConfig()
     )
     assert coordinator.initialize_state(KEY, 0, -1) is E.COORDINATOR_LOAD_IN_PROGRESS

@@ -9,13 +9,13 @@ import random
 import pytest
 
 from coordinator.log.memory_log import MemoryLog
-from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.share_partition import (
     AckBatch,
     AcquireResult,
     SharePartition,
     SharePartitionConfig,
 )
+from tests.unit.share.coordinator_bench import make_coordinator
 from tests.unit.share.fakes_sp import (
     ACCEPT,
     ACKNOWLEDGED,
@@ -324,7 +324,7 @@ def test_a_failing_metrics_callback_does_not_break_the_partition() -> None:
 def test_against_the_real_share_coordinator() -> None:
     """The persister seam as the broker wires it: writes are accepted and reload the same."""
     clock = ManualClock(NOW)
-    coordinator = ShareCoordinator(clock, lambda _index: MemoryLog(), BrokerConfig())
+    coordinator = make_coordinator(clock, lambda _index: MemoryLog(), BrokerConfig())
     coordinator.load()
     assert coordinator.initialize_state(KEY, 0, -1) is ErrorCode.NONE
     log = DataLog()

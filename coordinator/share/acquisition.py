@@ -13,7 +13,6 @@ from coordinator.share.partition_model import (
     EVENT_ACQUIRED,
     EVENT_ARCHIVED,
     EVENT_REDELIVERED,
-    EVENT_RELEASED,
     AcquiredRange,
     AcquireResult,
     SharePartitionState,
@@ -192,7 +191,8 @@ class Acquisition(SharePartitionCore):
         lock.held += last - first + 1
 
     def release_acquired_records(self, member_id: str) -> ErrorCode:
-        """Share session closed or member left: its ACQUIRED records go back (dc - 1).
+        """Share session closed or member left: its ACQUIRED records go back, their delivery
+        count unchanged (Apache Kafka 4.4 counts the lost acquisition as a delivery).
 
         Records below the SPSO are archived.  TX_PENDING records are not touched (DESIGN §4.1).
         """
@@ -203,7 +203,7 @@ class Acquisition(SharePartitionCore):
         for run in self._runs:
             if run.state is not RecordState.ACQUIRED or run.member_id != member_id:
                 continue
-            dc = max(0, run.delivery_count - 1)  # Kafka's DeliveryCountOps.DECREASE
+            dc = run.delivery_count
             # Records whose acknowledgement is being written are left to that write.
             for piece_first, last in self._outside_transitions(run.first, run.last):
                 first = piece_first
@@ -213,8 +213,6 @@ class Acquisition(SharePartitionCore):
                         _Change(first, below, RecordState.ARCHIVED, dc, event=EVENT_ARCHIVED)
                     )
                     first = below + 1
-                if first <= last:
-                    plan.append(
-                        _Change(first, last, RecordState.AVAILABLE, dc, event=EVENT_RELEASED)
-                    )
+                if first <= last:  # at the delivery limit: archived, as a lock timeout does
+                    plan.append(self._back_to_available(first, last, dc))
         return self._commit(plan, atomic=True)

@@ -358,9 +358,9 @@ class ShareManager:
         connection_id: int,
     ) -> tuple[ErrorCode, ShareSession | None]:
         if epoch == INITIAL_EPOCH:
+            # A new session replacing the member's old one leaves the records it acquired
+            # locked to the member until they are acknowledged or their locks time out.
             lookup = self.sessions.open(group_id, member_id, connection_id)
-            if lookup.replaced is not None:
-                self._release_member(group_id, member_id)
             return lookup.error, lookup.session
         lookup = self.sessions.check(group_id, member_id, epoch)
         return lookup.error, lookup.session

@@ -250,8 +250,8 @@ def test_worked_example_when_consumer_1_leaves_instead() -> None:
     sp.acquire(C2, 6, BIG)
     sp.acquire(C3, 1, BIG)
     assert sp.release_acquired_records(C1) is ErrorCode.NONE
-    assert ours.last_write.batches == (sb(110, 112, AVAILABLE, 0),)
-    assert states(sp, 110, 119) == [(AVAILABLE, 0, "")] * 3 + [(ACQUIRED, 1, C2)] * 6 + [
+    assert ours.last_write.batches == (sb(110, 112, AVAILABLE, 1),)
+    assert states(sp, 110, 119) == [(AVAILABLE, 1, "")] * 3 + [(ACQUIRED, 1, C2)] * 6 + [
         (ACQUIRED, 1, C3)
     ]
-    assert ranges(sp.acquire(C3, 3, BIG)) == [(110, 112, 1)]
+    assert ranges(sp.acquire(C3, 3, BIG)) == [(110, 112, 2)]

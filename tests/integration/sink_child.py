@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from coordinator.cli import main
+from chaos.cli.main import main
 from producer.transactional_producer import TransactionalProducer
 
 

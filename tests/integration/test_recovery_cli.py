@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import producer.twophase.execute
-from coordinator.cli import main as sharetxn
+from chaos.cli.main import main as sharetxn
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
 from producer.share_consumer import ShareConsumer

@@ -331,7 +331,7 @@ def test_exactly_once_share_copy_with_authentication_and_acls(broker: LocalBroke
 
 def test_command_config_for_every_client_command(broker: LocalBroker, tmp_path: Any) -> None:
     """--command-config with librdkafka's names or the Java clients' (as Kafka's tools)."""
-    from coordinator.cli import main  # noqa: PLC0415
+    from chaos.cli.main import main  # noqa: PLC0415
 
     librdkafka_style = tmp_path / "admin.properties"
     librdkafka_style.write_text(

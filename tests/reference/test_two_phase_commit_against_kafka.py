@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.cli import main as sharetxn
+from chaos.cli.main import main as sharetxn
 from coordinator.launcher import LocalBroker
 from producer import Admin, TransactionalProducer
 from producer.admin import TopicSpec

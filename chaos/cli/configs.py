@@ -18,8 +18,7 @@ import argparse
 
 from rich.console import Console
 
-from producer.admin import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, Admin
-from producer.cli_support import (
+from chaos.cli.support import (
     EXIT_CODES_HELP,
     CliError,
     ExitCode,
@@ -29,6 +28,7 @@ from producer.cli_support import (
     guarded,
     run_admin,
 )
+from producer.admin import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, Admin
 from txn.errors import ErrorCode, UnknownTopicOrPartitionError
 
 EXAMPLES = f"""examples:

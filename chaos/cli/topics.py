@@ -18,8 +18,7 @@ from typing import Any
 
 from rich.console import Console
 
-from producer.admin import RESOURCE_TOPIC, Admin, TopicSpec
-from producer.cli_support import (
+from chaos.cli.support import (
     EXIT_CODES_HELP,
     CliError,
     ExitCode,
@@ -33,6 +32,7 @@ from producer.cli_support import (
     report_error,
     run_admin,
 )
+from producer.admin import RESOURCE_TOPIC, Admin, TopicSpec
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 

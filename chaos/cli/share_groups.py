@@ -20,8 +20,7 @@ from typing import Any
 
 from rich.console import Console
 
-from producer.admin import Admin
-from producer.cli_support import (
+from chaos.cli.support import (
     EXIT_CODES_HELP,
     CliError,
     ExitCode,
@@ -42,6 +41,7 @@ from producer.cli_support import (
     reset_target,
     run_admin_action,
 )
+from producer.admin import Admin
 from txn.errors import ErrorCode
 
 EXAMPLES = f"""examples:

@@ -24,6 +24,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from chaos.cli import recovery_support as common
 from producer.admin import Admin, SharePendingAcks
 from producer.twophase.audit import (
     AuditLog,
@@ -47,7 +48,6 @@ from producer.twophase.scan import (
     ScanPair,
 )
 from producer.types import PreparedTxnState
-from recovery import cli_common as common
 from recovery.hanging import confirmed, find_hanging
 from txn.exit_codes import ExitCode
 from txn.ids import SHARE_GROUP_STATE_TOPIC, TopicPartition

@@ -17,8 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from producer.admin import Admin
-from producer.cli_support import (
+from chaos.cli.support import (
     EXIT_CODES_HELP,
     CliError,
     ExitCode,
@@ -40,6 +39,7 @@ from producer.cli_support import (
     run_admin_action,
     topic_partitions,
 )
+from producer.admin import Admin
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 

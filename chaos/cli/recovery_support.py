@@ -13,8 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from producer.admin import Admin
-from producer.cli_support import (
+from chaos.cli.support import (
     CliError,
     UsageExitParser,
     add_connection_options,
@@ -25,6 +24,7 @@ from producer.cli_support import (
     print_rows,
     report_error,
 )
+from producer.admin import Admin
 from producer.security import SECURITY_KEYS, ClientSecurity
 from producer.twophase.audit import DEFAULT_AUDIT_LOG, AuditLog
 from producer.twophase.execute import Executor, StepResult, results_exit_code

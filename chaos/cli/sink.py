@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from producer.cli_support import EXIT_CODES_HELP, CliError, read_properties, report_error
+from chaos.cli.support import EXIT_CODES_HELP, CliError, read_properties, report_error
 from producer.sink.config import SinkConfigError
 from producer.sink.metrics import StatsSnapshot
 from producer.sink.worker import SinkWorker, SinkWorkerError

@@ -18,6 +18,7 @@ import sys
 
 from rich.console import Console
 
+from chaos.cli import recovery_support as common
 from producer.admin import Admin
 from producer.twophase.checkpoint_fs import LOCAL, CheckpointFS, is_local, local_path
 from producer.twophase.model import UsageError
@@ -35,7 +36,6 @@ from producer.twophase.spark_checkpoint import (
     query_prefix,
     read_checkpoint,
 )
-from recovery import cli_common as common
 
 EXAMPLES = """examples:
   # what would be done (dry run)

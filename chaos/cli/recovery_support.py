@@ -25,7 +25,7 @@ from chaos.cli.support import (
     report_error,
 )
 from producer.admin import Admin
-from producer.security import SECURITY_KEYS, ClientSecurity
+from producer.protocol.security import SECURITY_KEYS, ClientSecurity
 from producer.twophase.audit import DEFAULT_AUDIT_LOG, AuditLog
 from producer.twophase.execute import Executor, StepResult, results_exit_code
 from producer.twophase.model import RecoveryError, RefusedError, UsageError

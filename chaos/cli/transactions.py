@@ -26,6 +26,7 @@ from rich.table import Table
 
 from chaos.cli import recovery_support as common
 from producer.admin import Admin, SharePendingAcks
+from producer.protocol.types import PreparedTxnState
 from producer.twophase.audit import (
     AuditLog,
     previously_applied,
@@ -47,7 +48,6 @@ from producer.twophase.scan import (
     Scanner,
     ScanPair,
 )
-from producer.types import PreparedTxnState
 from recovery.hanging import confirmed, find_hanging
 from txn.exit_codes import ExitCode
 from txn.ids import SHARE_GROUP_STATE_TOPIC, TopicPartition

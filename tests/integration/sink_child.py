@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.cli.main import main
-from producer.transactional_producer import TransactionalProducer
+from producer.produce.transactional_producer import TransactionalProducer
 
 
 def _install(marker: str) -> None:

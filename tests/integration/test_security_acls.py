@@ -27,10 +27,10 @@ from confluent_kafka.admin import (
 
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin
-from producer.connection import BrokerConnection
-from producer.security import ClientSecurity
-from producer.share_consumer import ShareConsumer
-from producer.transactional_producer import TransactionalProducer
+from producer.consumer.share_consumer import ShareConsumer
+from producer.produce.transactional_producer import TransactionalProducer
+from producer.protocol.connection import BrokerConnection
+from producer.protocol.security import ClientSecurity
 from tests.integration.test_security_auth import sasl
 from txn.errors import ErrorCode, GroupAuthorizationFailedError
 

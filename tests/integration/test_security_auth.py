@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
 
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
-from producer.transactional_producer import TransactionalProducer
+from producer.produce.transactional_producer import TransactionalProducer
 from tests.security_certs import CertFiles, make_certs
 from txn.errors import SaslAuthenticationFailedError
 

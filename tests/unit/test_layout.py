@@ -41,7 +41,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("coordinator.broker",),
     ("coordinator.protocol",),
     ("coordinator.launcher", "coordinator.metrics_export", "coordinator.command", "coordinator"),
-    ("producer",),
+    ("producer.protocol",),  # connections, routing, records, the vocabulary the roles share
+    ("producer.produce", "producer.consumer", "producer.admin"),  # the roles
+    ("producer",),  # the package's exports
     ("producer.twophase",),  # checkpoint files, intents, audit log, resume-and-commit
     ("producer.sink", "producer.spark"),
     ("recovery",),  # `sharetxn txn` and `sharetxn recover`: the operator's side

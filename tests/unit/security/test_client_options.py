@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from producer.security import ClientSecurity
+from producer.protocol.security import ClientSecurity
 from producer.spark.options import SourceOptions
 from txn.errors import InvalidConfigError
 

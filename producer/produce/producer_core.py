@@ -2,7 +2,7 @@
 
 ``ProducerCore`` is what every producer of this package shares: ``send`` and
 ``send_many`` choose a partition and append to the accumulator, the background sender
-(``producer/sender.py``) produces the batches with idempotent sequences, ``flush``
+(``producer/produce/sender.py``) produces the batches with idempotent sequences, ``flush``
 waits for them.  ``TransactionalProducer`` adds transaction control on top.
 """
 
@@ -15,17 +15,17 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
-from producer.accumulator import (
+from producer.produce.accumulator import (
     RecordAccumulator,
     RecordMetadata,
     StickyPartitioner,
     partition_for_key,
     record_size,
 )
-from producer.client import KafkaClient
-from producer.producer_config import HeadersArg, ProducerConfig, _headers, _to_bytes
-from producer.sender import ProducerClient, Sender, SenderConfig
-from producer.txn_manager import IllegalStateError, Operation, TransactionManager
+from producer.produce.producer_config import HeadersArg, ProducerConfig, _headers, _to_bytes
+from producer.produce.sender import ProducerClient, Sender, SenderConfig
+from producer.produce.txn_manager import IllegalStateError, Operation, TransactionManager
+from producer.protocol.client import KafkaClient
 from txn.errors import ClosedError, KafkaProtocolError, RequestTimedOutError
 from txn.ids import TopicPartition
 

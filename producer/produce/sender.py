@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from producer.accumulator import ProducerBatch, RecordAccumulator
-from producer.txn_manager import FATAL_CODES, TransactionManager, TxnState
+from producer.produce.accumulator import ProducerBatch, RecordAccumulator
+from producer.produce.txn_manager import FATAL_CODES, TransactionManager, TxnState
 from txn.api_keys import ApiKey
 from txn.batch import NO_SEQUENCE, build_batch
 from txn.errors import (
@@ -62,7 +62,7 @@ _CONCURRENT_BACKOFF_S = 0.02
 
 
 class ProducerClient(Protocol):
-    """What the producer needs of ``producer.client.KafkaClient`` (tests pass a fake)."""
+    """What the producer needs of ``producer.protocol.client.KafkaClient`` (tests pass a fake)."""
 
     def send(
         self, node_id: int | None, api_key: ApiKey, body: Mapping[str, Any], *, min_version: int = 0

@@ -8,10 +8,10 @@ import time
 import uuid
 from typing import Any, Final
 
-from producer.heartbeat_backoff import HeartbeatBackoff
-from producer.heartbeat_thread import HeartbeatThread
-from producer.share_consumer_config import ShareConsumerConfig
-from producer.types import ShareGroupMetadata
+from producer.consumer.heartbeat_backoff import HeartbeatBackoff
+from producer.consumer.heartbeat_thread import HeartbeatThread
+from producer.consumer.share_consumer_config import ShareConsumerConfig
+from producer.protocol.types import ShareGroupMetadata
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, KafkaProtocolError, RetriableError, SharetxnError, error_for_code
 from txn.ids import KEY_TYPE_GROUP, TopicPartition

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from producer.client import KafkaClient
-from producer.client_defaults import CONSUMER_DEFAULTS
-from producer.config_values import consumer_int
-from producer.security import PLAINTEXT, SECURITY_KEYS, ClientSecurity
+from producer.protocol.client import KafkaClient
+from producer.protocol.client_defaults import CONSUMER_DEFAULTS
+from producer.protocol.config_values import consumer_int
+from producer.protocol.security import PLAINTEXT, SECURITY_KEYS, ClientSecurity
 
 __all__ = ["DEFAULTS", "MODES", "ShareConsumerConfig", "new_member_id"]
 

@@ -28,9 +28,13 @@ from tenacity import (
     wait_exponential,
 )
 
-from producer.client_defaults import REQUEST_TIMEOUT_MS, RETRY_BACKOFF_MAX_MS, RETRY_BACKOFF_MS
-from producer.connection import BrokerConnection
-from producer.security import ClientSecurity
+from producer.protocol.client_defaults import (
+    REQUEST_TIMEOUT_MS,
+    RETRY_BACKOFF_MAX_MS,
+    RETRY_BACKOFF_MS,
+)
+from producer.protocol.connection import BrokerConnection
+from producer.protocol.security import ClientSecurity
 from txn.api_keys import ApiKey
 from txn.errors import (
     ErrorCode,
@@ -46,7 +50,7 @@ from txn.topic_names import topic_name_error
 
 T = TypeVar("T")
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("producer.client")  # its name before the split by role
 
 
 # Highest versions this client's request builders understand.

@@ -9,7 +9,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from producer.client import KafkaClient, check_error
+from producer.protocol.client import KafkaClient, check_error
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 from txn.ids import KEY_TYPE_GROUP, TopicPartition

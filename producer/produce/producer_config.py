@@ -7,12 +7,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from producer.client_defaults import CONNECTION_DEFAULTS
-from producer.config_values import as_bool, as_int
-from producer.security import PLAINTEXT, SECURITY_KEYS, ClientSecurity
+from producer.protocol.client_defaults import CONNECTION_DEFAULTS
+from producer.protocol.config_values import as_bool, as_int
+from producer.protocol.security import PLAINTEXT, SECURITY_KEYS, ClientSecurity
 from txn.compression import Codec, UnsupportedCompressionError, codec_by_name
 
-#: ``sharetxn.prepare.mode`` and ``sharetxn.resume.mode`` (producer/prepared_txn.py applies them).
+#: ``sharetxn.prepare.mode`` and ``sharetxn.resume.mode`` (producer/produce/prepared_txn.py applies
+#: them).
 PREPARE_MODES: Final = ("auto", "enable2pc", "timeout")
 RESUME_MODES: Final = ("auto", "keep-prepared", "stored-ids")
 
@@ -21,7 +22,7 @@ _DEFAULTS: dict[str, Any] = {
     "transactional.id": None,
     "transaction.timeout.ms": 60000,
     "transaction.two.phase.commit.enable": False,
-    # sharetxn's own: which 2PC protocol to use (producer/prepared_txn.py).
+    # sharetxn's own: which 2PC protocol to use (producer/produce/prepared_txn.py).
     "sharetxn.prepare.mode": "auto",
     "sharetxn.resume.mode": "auto",
     "linger.ms": 5,

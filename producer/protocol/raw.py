@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from producer.types import TransactionDescription
+from producer.protocol.types import TransactionDescription
 from txn.api_keys import ApiKey
 from txn.codec import Reader
 from txn.errors import ErrorCode

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from producer.heartbeat_backoff import HeartbeatBackoff
+from producer.consumer.heartbeat_backoff import HeartbeatBackoff
 
 
 class HeartbeatThread:

@@ -8,8 +8,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
-from producer.records import CorruptRecordError, RecordDecodeError, decode_batch, split_batches
-from producer.types import AcknowledgeType, Record, ShareAckBatch
+from producer.protocol.records import (
+    CorruptRecordError,
+    RecordDecodeError,
+    decode_batch,
+    split_batches,
+)
+from producer.protocol.types import AcknowledgeType, Record, ShareAckBatch
 from txn.errors import ErrorCode, error_for_code
 from txn.ids import TopicIdPartition, TopicPartition
 from txn.limits import next_share_session_epoch

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from kio.serial import entity_reader, entity_writer
 
-from producer.security import ClientSecurity
+from producer.protocol.security import ClientSecurity
 from txn.api_keys import KIP1289_APIS, ApiKey
 from txn.errors import (
     ClosedError,

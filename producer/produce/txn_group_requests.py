@@ -12,9 +12,9 @@ import contextlib
 import time
 from typing import Any
 
-from producer.sender import ProducerClient, fenced_or_typed
-from producer.txn_manager import ABORTABLE_CODES, FATAL_CODES, TransactionManager
-from producer.types import ConsumerGroupMetadata, ShareAckBatch, ShareGroupMetadata
+from producer.produce.sender import ProducerClient, fenced_or_typed
+from producer.produce.txn_manager import ABORTABLE_CODES, FATAL_CODES, TransactionManager
+from producer.protocol.types import ConsumerGroupMetadata, ShareAckBatch, ShareGroupMetadata
 from txn.api_keys import ApiKey
 from txn.errors import (
     ErrorCode,

@@ -3,11 +3,11 @@
 A blocking, thread-safe client with the Java producer's method names in snake case
 (DESIGN section 5).  ``send`` appends to a per-partition batch and returns a
 ``concurrent.futures.Future`` of ``RecordMetadata``; a background sender thread
-(``producer/sender.py``) produces batches with idempotent sequences.  Transaction control
+(``producer/produce/sender.py``) produces batches with idempotent sequences.  Transaction control
 (InitProducerId, AddShareAcksToTxn, EndTxn) and TxnShareAcknowledge run in the caller's
 thread, retried within the caller's deadline (``timeout_s``, default ``max.block.ms``).
 
-The client-side state machine (``producer/txn_manager.py``) decides what may be called
+The client-side state machine (``producer/produce/txn_manager.py``) decides what may be called
 when: misuse raises ``IllegalStateError``; after an abortable error only
 ``abort_transaction`` is allowed; after a fatal error (e.g. ``ProducerFencedError``) every
 call re-raises it and the producer must be closed.
@@ -25,8 +25,8 @@ from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any, Self
 
-from producer.accumulator import RecordMetadata
-from producer.prepared_txn import (
+from producer.produce.accumulator import RecordMetadata
+from producer.produce.prepared_txn import (
     classify,
     decide_enable2pc,
     describe_transaction,
@@ -37,15 +37,15 @@ from producer.prepared_txn import (
     mismatch_error,
     warn_timeout_bounded,
 )
-from producer.producer_config import ProducerConfig
-from producer.producer_core import ProducerCore
-from producer.sender import fenced_or_typed
-from producer.txn_group_requests import (
+from producer.produce.producer_config import ProducerConfig
+from producer.produce.producer_core import ProducerCore
+from producer.produce.sender import fenced_or_typed
+from producer.produce.txn_group_requests import (
     remaining_ms,
     txn_offset_commit,
     txn_share_acknowledge,
 )
-from producer.txn_manager import (
+from producer.produce.txn_manager import (
     FATAL_CODES,
     DifferentPreparedTransactionError,
     IllegalStateError,
@@ -59,7 +59,7 @@ from producer.txn_manager import (
     TxnState,
     UnsupportedOperationError,
 )
-from producer.types import (
+from producer.protocol.types import (
     ConsumerGroupMetadata,
     PreparedTxnState,
     ShareAcknowledgements,
@@ -523,7 +523,7 @@ class TransactionalProducer(ProducerCore):
 
         The returned producer is PREPARED, so ``commit_transaction`` / ``abort_transaction``
         finish the transaction.  Two ways, chosen by ``sharetxn.resume.mode``
-        (``producer/prepared_txn.py``): KIP-939/KIP-1310's InitProducerId with
+        (``producer/produce/prepared_txn.py``): KIP-939/KIP-1310's InitProducerId with
         KeepPreparedTxn where the coordinator implements it, else the stored ids as they
         are (no InitProducerId, which would abort the transaction; ``resumed_by_stored_ids``
         is then True).

@@ -17,8 +17,8 @@
 
 The group protocol is KIP-848 (``group.protocol=consumer``, Kafka 4.x's default for new
 consumers): the coordinator assigns partitions (``group.remote.assignor`` names its assignor)
-and the member reports what it owns (``producer.group_membership``).  A revoked partition is
-given up between two ``poll()`` calls, after its position was committed when
+and the member reports what it owns (``producer.consumer.group_membership``).  A revoked
+partition is given up between two ``poll()`` calls, after its position was committed when
 ``enable.auto.commit`` is on -- so, as with Kafka's consumer, call ``poll()`` at least every
 ``max.poll.interval.ms``.  A member the group fenced loses its partitions without a commit
 and joins again; ``commit_sync`` then fails with the coordinator's error.
@@ -39,13 +39,13 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from producer.client import KafkaClient, check_error
-from producer.client_defaults import CONSUMER_DEFAULTS
-from producer.config_values import as_bool, consumer_int
-from producer.group_membership import GroupMembership
-from producer.records import decode_batch, split_batches
-from producer.security import SECURITY_KEYS, ClientSecurity
-from producer.types import ConsumerGroupMetadata, Record
+from producer.consumer.group_membership import GroupMembership
+from producer.protocol.client import KafkaClient, check_error
+from producer.protocol.client_defaults import CONSUMER_DEFAULTS
+from producer.protocol.config_values import as_bool, consumer_int
+from producer.protocol.records import decode_batch, split_batches
+from producer.protocol.security import SECURITY_KEYS, ClientSecurity
+from producer.protocol.types import ConsumerGroupMetadata, Record
 from txn.api_keys import ApiKey
 from txn.batch import ControlType, control_type_of
 from txn.errors import (

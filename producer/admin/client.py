@@ -12,12 +12,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from producer.client import KafkaClient, check_error
-from producer.client_defaults import REQUEST_TIMEOUT_MS
-from producer.group_admin import ConsumerGroupAdmin
-from producer.raw import describe_transactions_raw
-from producer.security import ClientSecurity
-from producer.types import TransactionDescription
+from producer.admin.groups import ConsumerGroupAdmin
+from producer.protocol.client import KafkaClient, check_error
+from producer.protocol.client_defaults import REQUEST_TIMEOUT_MS
+from producer.protocol.raw import describe_transactions_raw
+from producer.protocol.security import ClientSecurity
+from producer.protocol.types import TransactionDescription
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, raise_for_code
 from txn.ids import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, TopicPartition
@@ -666,7 +666,7 @@ _COORDINATOR_MOVED = frozenset(
 def _describe_transaction_raw(
     conn: Any, version: int, transactional_id: str
 ) -> TransactionDescription:
-    """DescribeTransactions for one id, decoded by hand (see ``producer.raw``)."""
+    """DescribeTransactions for one id, decoded by hand (see ``producer.protocol.raw``)."""
     return describe_transactions_raw(conn, version, transactional_id)
 
 

@@ -2,7 +2,7 @@
 
 ``ShareConsumer(config)`` joins a share group with ShareGroupHeartbeat from a
 background thread, opens one share session per leader broker and fetches with
-ShareFetch, decoding the RecordBatch v2 bytes itself (``producer.records``).
+ShareFetch, decoding the RecordBatch v2 bytes itself (``producer.protocol.records``).
 Only records inside the acquired ranges are returned; acquired offsets with no
 data record (control batches, compacted or aborted records) are acknowledged
 as GAP automatically, as Kafka's client does.
@@ -46,8 +46,13 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Final
 
-from producer.share_consumer_config import DEFAULTS, MODES, ShareConsumerConfig, new_member_id
-from producer.share_inflight import (
+from producer.consumer.share_consumer_config import (
+    DEFAULTS,
+    MODES,
+    ShareConsumerConfig,
+    new_member_id,
+)
+from producer.consumer.share_inflight import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     InFlight,
@@ -61,8 +66,8 @@ from producer.share_inflight import (
     partition_error,
     wire_batches,
 )
-from producer.share_membership import Membership, ms_of
-from producer.types import (
+from producer.consumer.share_membership import Membership, ms_of
+from producer.protocol.types import (
     AcknowledgeType,
     Record,
     ShareAckBatch,
@@ -91,7 +96,7 @@ __all__ = [
     "new_member_id",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("producer.share_consumer")
 
 
 _SESSION_ERRORS: Final = frozenset(

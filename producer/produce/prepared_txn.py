@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from producer.producer_config import PREPARE_MODES, RESUME_MODES, ProducerConfig
-from producer.raw import describe_transactions_raw
-from producer.txn_manager import (
+from producer.produce.producer_config import PREPARE_MODES, RESUME_MODES, ProducerConfig
+from producer.produce.txn_manager import (
     DifferentPreparedTransactionError,
     NoPreparedTransactionError,
     PreparedTransactionAbortedError,
@@ -38,7 +37,8 @@ from producer.txn_manager import (
     PreparedTransactionMismatchError,
     TwoPhaseCommitUnavailableError,
 )
-from producer.types import TransactionDescription
+from producer.protocol.raw import describe_transactions_raw
+from producer.protocol.types import TransactionDescription
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, raise_for_code
 from txn.ids import KEY_TYPE_TRANSACTION, NO_PRODUCER_EPOCH, NO_PRODUCER_ID

@@ -15,9 +15,9 @@ import threading
 import uuid
 from collections.abc import Callable
 
-from producer.client import KafkaClient
-from producer.heartbeat_backoff import HeartbeatBackoff
-from producer.heartbeat_thread import HeartbeatThread
+from producer.consumer.heartbeat_backoff import HeartbeatBackoff
+from producer.consumer.heartbeat_thread import HeartbeatThread
+from producer.protocol.client import KafkaClient
 from txn.api_keys import ApiKey
 from txn.errors import (
     ErrorCode,

@@ -56,7 +56,7 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
         "and real processes with kill -9 and SIGSTOP (real)",
     ),
     "demo": (
-        "chaos.spark_demo",
+        "chaos.cli.demo",
         "the exactly-once Spark pipeline on an embedded broker: SIGKILL the driver midway, "
         "restart, verify exactly-once (needs the spark extra)",
     ),
@@ -66,7 +66,7 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
         "(resolved once with mvn), or its Maven coordinate",
     ),
     "copy-demo": (
-        "chaos.demo",
+        "chaos.cli.copy_demo",
         "copy records between topics in transactions, kill -9 the broker midway, "
         "verify exactly-once (no Spark)",
     ),

@@ -174,10 +174,26 @@ def _source(module: str) -> str:
     return str(_modules()[module].relative_to(ROOT))
 
 
+SIZED = (*PACKAGES, "tests", "bench", "dev")
+
+
+def test_every_python_directory_is_sized() -> None:
+    """A new top-level directory of Python code is under the size limit too."""
+    tops = {
+        top.name
+        for top in ROOT.iterdir()
+        if top.is_dir()
+        and not top.name.startswith(".")
+        and top.name not in ("build", "dist", "data")  # .gitignore's
+        and next(top.rglob("*.py"), None)
+    }
+    assert tops <= set(SIZED), f"add to SIZED: {sorted(tops - set(SIZED))}"
+
+
 def test_no_file_over_the_size_limit() -> None:
     """Every Python file of the tree: the packages, tests, benchmarks and dev scripts."""
     too_big = []
-    for package in (*PACKAGES, "tests", "bench", "dev"):
+    for package in SIZED:
         for path in sorted((ROOT / package).rglob("*.py")):
             rel = str(path.relative_to(ROOT))
             lines = len(path.read_text().splitlines())

@@ -13,7 +13,7 @@ print("oldest:", ", ".join(f"{n} {md.version(n)}" for n in (
     "pyspark", "pyarrow", "pandas", "confluent-kafka", "opentelemetry-sdk", "rich", "pytest")))
 PY
 "$venv/bin/python" -m tests.spark.s3store fetch >/dev/null
-"$venv/bin/python" -m coordinator.cli spark-kafka-jars >/dev/null
+"$venv/bin/python" -m chaos.cli spark-kafka-jars >/dev/null
 set +e
 "$venv/bin/python" -m pytest -q -p no:cacheprovider \
   tests/unit tests/spark tests/interop \

@@ -1,6 +1,6 @@
 """Client decode speed of compressed record batches: this tree against an earlier commit.
 
-The share consumer decodes every fetched batch in Python (``producer.records``). This
+The share consumer decodes every fetched batch in Python (``producer.protocol.records``). This
 benchmark builds batches of ``--records`` records of ``--value-bytes`` bytes with each of
 Kafka's codecs, then decodes them again and again for ``--seconds`` seconds per case and
 prints records decoded per CPU second, for this tree and for ``--baseline-rev`` (default: the
@@ -40,7 +40,7 @@ CHILD = r"""
 import sys, time
 if sys.argv[4] == "hide-cramjam":
     sys.modules["cramjam"] = None
-from producer.records import decode_records, RecordDecodeError
+from producer.protocol.records import decode_records, RecordDecodeError
 data = open(sys.argv[1], "rb").read()
 seconds = float(sys.argv[2]); per_batch = int(sys.argv[3])
 start = time.process_time(); decoded = 0

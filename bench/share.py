@@ -30,7 +30,7 @@ Everything is measured in one run, against one sharetxn broker on 127.0.0.1:
 
 * Round-trip latency of a ShareFetch (``max_records`` = 100, and 1) followed by a
   ShareAcknowledge (ACCEPT) of exactly the records it acquired, sent by the project's wire
-  client ``producer.client.KafkaClient`` with blocking calls (one request in flight).  The
+  client ``producer.protocol.client.KafkaClient`` with blocking calls (one request in flight).  The
   ShareFetch carries ``max_bytes`` as librdkafka sends it (``fetch.max.bytes``, 52428800), and
   also 1 MiB (``--max-bytes``).  Each ``max_records`` value reads its own topic, written in
   batches of that many records (``batch.num.messages``), so one fetch acquires one log batch.

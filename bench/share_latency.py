@@ -1,6 +1,6 @@
 """ShareFetch / ShareAcknowledge round-trip latency for ``bench/share.py``: a share-group member
-driven with the project's wire client (``producer.client.KafkaClient``), one request in flight;
-its timed cycles, their percentiles and their table.
+driven with the project's wire client (``producer.protocol.client.KafkaClient``), one request
+in flight; its timed cycles, their percentiles and their table.
 
 A case here is ``bench/share.py``'s ``Case`` (kind "latency" or "rtt").
 """
@@ -42,7 +42,7 @@ class RawMember:
     """One share-group member driven with the project's wire client, one request at a time."""
 
     def __init__(self, bootstrap: str, group: str, topic: str) -> None:
-        from producer.client import KafkaClient  # noqa: PLC0415
+        from producer.protocol.client import KafkaClient  # noqa: PLC0415
         from txn.ids import KEY_TYPE_GROUP  # noqa: PLC0415
 
         self.client = KafkaClient(bootstrap, client_id="bench-share")

@@ -209,7 +209,7 @@ def run_workers(
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), str(HERE)])}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "coordinator.cli", "sink", "run", str(path)],
+            [sys.executable, "-m", "chaos.cli", "sink", "run", str(path)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             env=env,

@@ -59,12 +59,12 @@ from pyspark.sql import DataFrame, SparkSession, functions
 
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin
+from producer.produce.transactional_producer import TransactionalProducer
 from producer.spark import ExactlyOnce
 from producer.spark.demo import BROKER_CONFIG, input_value, prepare_input, read_committed, verify
 from producer.spark.job import JobConfig, enrich, read_stream, spark_session
 from producer.spark.resolve import Connection
 from producer.spark.source import RECEIPT_COLUMNS
-from producer.transactional_producer import TransactionalProducer
 
 sys.path.insert(0, str(Path(__file__).parent))
 from spark_kafka_jars import spark_jars

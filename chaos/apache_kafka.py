@@ -290,7 +290,7 @@ class KafkaNode:
 
 def probe(bootstrap: str, timeout_s: float = 2.0) -> int:
     """How many brokers Metadata lists (0 if ApiVersions or Metadata is not answered)."""
-    from producer.connection import BrokerConnection  # noqa: PLC0415 - only when probing
+    from producer.protocol.connection import BrokerConnection  # noqa: PLC0415 - only when probing
 
     host, _, port = bootstrap.rpartition(":")
     conn = BrokerConnection(host, int(port), client_id="reference-probe", timeout_s=timeout_s)

@@ -54,12 +54,13 @@ from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as Ctp
 
 from producer.admin import Admin
-from producer.prepared_txn import StoredTxnStatus, classify
+from producer.produce.prepared_txn import StoredTxnStatus, classify
+from producer.produce.transactional_producer import TransactionalProducer
+from producer.produce.txn_manager import PreparedTransactionAbortedError
 from producer.spark.checkpoint import Checkpoint
 from producer.spark.errors import ResolveError
 from producer.spark.resolve import Connection, commit_decided, fenced_transaction, recover
 from producer.spark.write_task import WriteTask
-from producer.transactional_producer import TransactionalProducer
 from producer.twophase.spark_checkpoint import (
     COMMITS_DIR,
     METADATA_FILE,
@@ -68,7 +69,6 @@ from producer.twophase.spark_checkpoint import (
     IntentTransaction,
     write_intent,
 )
-from producer.txn_manager import PreparedTransactionAbortedError
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 

@@ -53,7 +53,7 @@ from chaos.workload import (
     WorkloadEnv,
     _err,
 )
-from producer.records import decode_records
+from producer.protocol.records import decode_records
 from txn.errors import ErrorCode
 
 E = ErrorCode

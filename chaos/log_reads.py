@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from coordinator.broker import BrokerCore
-from producer.records import DecodedRecord, decode_records
+from producer.protocol.records import DecodedRecord, decode_records
 from txn.batch import ControlType, control_type_of, iter_batches
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition

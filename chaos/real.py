@@ -434,7 +434,7 @@ class RealRun:
         argv = [
             sys.executable,
             "-m",
-            "coordinator.cli",
+            "chaos.cli",
             "txn",
             *argv,
             "--bootstrap-server",

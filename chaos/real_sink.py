@@ -113,7 +113,7 @@ class _Slot:
             self._log.close()
         self._log = (self.logs / f"worker{self.index}.{self.generation}.log").open("wb")
         self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "coordinator.cli", "sink", "run", str(self.config)],
+            [sys.executable, "-m", "chaos.cli", "sink", "run", str(self.config)],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},

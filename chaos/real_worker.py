@@ -42,10 +42,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from chaos.history import dumps
-from producer.accumulator import RecordMetadata
-from producer.share_consumer import ShareConsumer
-from producer.transactional_producer import TransactionalProducer, TxnState
-from producer.types import AcknowledgeType, PreparedTxnState, Record, ShareAcknowledgements
+from producer.consumer.share_consumer import ShareConsumer
+from producer.produce.accumulator import RecordMetadata
+from producer.produce.transactional_producer import TransactionalProducer, TxnState
+from producer.protocol.types import AcknowledgeType, PreparedTxnState, Record, ShareAcknowledgements
 from txn.errors import (
     AbortableError,
     FatalError,

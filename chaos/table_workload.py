@@ -24,7 +24,7 @@ from chaos.log_reads import read_committed_from
 from chaos.sim_client import Proc, Sleep
 from chaos.workload import Gen, IdempotentWriter, WorkloadEnv
 from coordinator.broker import BrokerCore
-from producer.records import DecodedRecord
+from producer.protocol.records import DecodedRecord
 from txn.ids import TopicPartition
 
 TABLE_TOPIC = "table"

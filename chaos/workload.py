@@ -60,7 +60,7 @@ from chaos.sim_broker import (
 )
 from chaos.sim_client import TIMEOUT, Call, Effect, Proc, ProcessExit, Sleep
 from chaos.sim_loop import SimLoop
-from producer.records import decode_records
+from producer.protocol.records import decode_records
 from txn.batch import build_batch
 from txn.errors import ErrorCode
 from txn.share_state import AcknowledgeType

@@ -161,8 +161,9 @@ def _shown(key: str, value: object) -> str:
 
 
 def broker_command(data_dir: str | Path, listen: str, settings: Iterable[str] = ()) -> list[str]:
-    """``sharetxn broker`` in a child of this interpreter; ``settings`` are ``key=value``."""
-    cmd = [sys.executable, "-m", "coordinator.cli", "broker"]
+    """The broker (``python -m coordinator``, the options of ``sharetxn broker``) in a child of
+    this interpreter; ``settings`` are ``key=value``."""
+    cmd = [sys.executable, "-m", "coordinator"]
     cmd += ["--data-dir", str(data_dir), "--listen", listen]
     for assignment in settings:
         cmd += ["--set", assignment]

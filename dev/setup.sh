@@ -35,4 +35,4 @@ python3 -m pip install --quiet -e '.[dev,spark]'
 
 python3 -m tests.reference.kafka fetch >/dev/null
 python3 -m tests.spark.s3store fetch >/dev/null
-python3 -m coordinator.cli spark-kafka-jars >/dev/null
+python3 -m chaos.cli spark-kafka-jars >/dev/null

@@ -14,10 +14,10 @@ transactions and share groups.  See docs/client.md.
 """
 
 from producer.admin import Admin
-from producer.group_consumer import GroupConsumer
-from producer.share_consumer import ConcurrentAccessError, ShareConsumer
-from producer.transactional_producer import RecordMetadata, TransactionalProducer
-from producer.types import (
+from producer.consumer.group_consumer import GroupConsumer
+from producer.consumer.share_consumer import ConcurrentAccessError, ShareConsumer
+from producer.produce.transactional_producer import RecordMetadata, TransactionalProducer
+from producer.protocol.types import (
     AcknowledgeType,
     ConsumerGroupMetadata,
     PreparedTxnState,

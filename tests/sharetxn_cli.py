@@ -1,4 +1,4 @@
-"""Running the ``sharetxn`` command line (``python -m coordinator.cli``) in a child process."""
+"""Running the ``sharetxn`` command line (``python -m chaos.cli``) in a child process."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def run_cli(
 ) -> subprocess.CompletedProcess[str]:
     """``sharetxn ARGS``, its output captured as text (``options``: more for ``subprocess.run``)."""
     return subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", *args],
+        [sys.executable, "-m", "chaos.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

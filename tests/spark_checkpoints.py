@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from producer import TransactionalProducer
+from producer.protocol.types import PreparedTxnState
 from producer.twophase.spark_checkpoint import Intent, write_intent
-from producer.types import PreparedTxnState
 
 #: A prepare bounded by the transaction timeout (1 s), as on stock Kafka.
 TIMEOUT_BOUNDED = {"sharetxn.prepare.mode": "timeout", "transaction.timeout.ms": 1000}

@@ -49,10 +49,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from producer.config_values import as_bool
-from producer.share_consumer import DEFAULTS as SHARE_CONSUMER_DEFAULTS
-from producer.share_consumer import ShareConsumerConfig
-from producer.transactional_producer import ProducerConfig
+from producer.consumer.share_consumer import DEFAULTS as SHARE_CONSUMER_DEFAULTS
+from producer.consumer.share_consumer import ShareConsumerConfig
+from producer.produce.transactional_producer import ProducerConfig
+from producer.protocol.config_values import as_bool
 from txn.config import default_of
 
 __all__ = [

@@ -30,7 +30,10 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from producer.share_consumer import ShareConsumer
+from producer.consumer.share_consumer import ShareConsumer
+from producer.produce.transactional_producer import RecordMetadata, TransactionalProducer
+from producer.produce.txn_manager import TxnState
+from producer.protocol.types import AcknowledgeType, Record
 from producer.sink.config import SinkConfig
 from producer.sink.dlq import DeadLetterQueue
 from producer.sink.metrics import SinkTaskMetrics
@@ -41,9 +44,6 @@ from producer.sink.task import (
     SinkTask,
     SinkTaskContext,
 )
-from producer.transactional_producer import RecordMetadata, TransactionalProducer
-from producer.txn_manager import TxnState
-from producer.types import AcknowledgeType, Record
 from txn.errors import KafkaProtocolError, RetriableError
 
 __all__ = ["Outcome", "TaskStartError", "WorkerShareSinkTask"]

@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from producer.types import Record
+from producer.protocol.types import Record
 
 __all__ = [
     "ConnectException",

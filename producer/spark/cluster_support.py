@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from producer.connection import BrokerConnection
-from producer.security import ClientSecurity
+from producer.protocol.connection import BrokerConnection
+from producer.protocol.security import ClientSecurity
 from producer.spark.errors import SparkConfigError
 from producer.spark.options import AT_LEAST_ONCE, SourceOptions
 from txn.api_keys import ApiKey

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 
-from producer.share_consumer import ShareConsumer
+from producer.consumer.share_consumer import ShareConsumer
+from producer.protocol.types import Record
 from producer.spark.options import SourceOptions
-from producer.types import Record
 from txn.share_state import AcknowledgeType
 
 log = logging.getLogger(__name__)

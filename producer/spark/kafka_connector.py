@@ -16,10 +16,7 @@ major version that is not newer than it (``connector_version``)::
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -118,44 +115,3 @@ def kafka_jars(spark_version: str | None = None) -> str:
     shipped = {_stem(j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
     jars = sorted(kafka_jars_dir(spark_version).glob("*.jar"))
     return ",".join(str(j) for j in jars if _stem(j.name) not in shipped)
-
-
-# -- sharetxn spark-kafka-jars -----------------------------------------------------------------
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = (
-        "Print the spark.jars (comma-separated) of Spark's own Kafka connector "
-        "(format('kafka')) for the installed PySpark, resolving them once with mvn; or, with "
-        "--package, the Maven coordinate for spark.jars.packages / --packages."
-    )
-    parser.add_argument(
-        "--package",
-        action="store_true",
-        help="print the Maven coordinate instead of resolving the jars",
-    )
-    parser.add_argument(
-        "--spark-version",
-        default=None,
-        metavar="VERSION",
-        help="the Spark release to match (default: the installed PySpark)",
-    )
-    parser.add_argument("--json", action="store_true", help="print a JSON object")
-
-
-def run(args: argparse.Namespace) -> int:
-    try:
-        spark = args.spark_version or installed_spark()
-        value = kafka_package(spark) if args.package else kafka_jars(spark)
-    except MavenError as exc:
-        if args.json:
-            print(json.dumps({"error": str(exc)}), file=sys.stderr)
-        else:
-            print(f"sharetxn spark-kafka-jars: {exc}", file=sys.stderr)
-        return 1
-    if args.json:
-        key = "package" if args.package else "jars"
-        print(json.dumps({"spark": spark, key: value if args.package else value.split(",")}))
-    else:
-        print(value)
-    return 0

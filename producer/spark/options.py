@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from producer.security import SECURITY_KEYS
+from producer.protocol.security import SECURITY_KEYS
 from producer.spark.checkpoint import Checkpoint, local_path
 from producer.spark.errors import SparkConfigError
 

@@ -44,7 +44,8 @@ from pyspark.sql.streaming.listener import (
 from pyspark.sql.streaming.query import StreamingQuery
 
 from producer.admin import Admin
-from producer.security import SECURITY_KEYS
+from producer.produce.transactional_producer import TransactionalProducer
+from producer.protocol.security import SECURITY_KEYS
 from producer.spark.checkpoint import Checkpoint
 from producer.spark.committer import (
     DEFAULT_FAILURE_TIMEOUT_S,
@@ -58,7 +59,6 @@ from producer.spark.options import DEFAULT_PREFIX, FIXED_OPTIONS, check_prefix
 from producer.spark.resolve import Connection, commit_decided, fenced_transaction, recover
 from producer.spark.source import RECEIPT_COLUMNS
 from producer.spark.write_task import WriteTask, prepare_writes
-from producer.transactional_producer import TransactionalProducer
 from producer.twophase.checkpoint_fs import is_local
 from producer.twophase.spark_checkpoint import (
     RESOLVED_DIR,

@@ -44,15 +44,15 @@ from pyspark.sql.types import (
 )
 
 from producer.admin import RESOURCE_GROUP, Admin
-from producer.share_consumer import ShareConsumer
+from producer.consumer.share_consumer import ShareConsumer
+from producer.produce.transactional_producer import TransactionalProducer
+from producer.protocol.types import Record
 from producer.spark.cluster_support import check_cluster
 from producer.spark.errors import ResolveError, SparkConfigError
 from producer.spark.held import DriverShareConsumer, HeldTask, split
 from producer.spark.options import SourceOptions
 from producer.spark.resolve import Connection, commit_decided, recover
-from producer.transactional_producer import TransactionalProducer
 from producer.twophase.spark_checkpoint import transactional_id
-from producer.types import Record
 from txn.errors import KafkaProtocolError, RetriableError
 from txn.ids import TopicPartition
 

@@ -26,8 +26,8 @@ import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from producer.produce.transactional_producer import TransactionalProducer
 from producer.spark.resolve import Connection
-from producer.transactional_producer import TransactionalProducer
 from producer.twophase.spark_checkpoint import transactional_id
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from producer.transactional_producer import TransactionalProducer
+from producer.produce.transactional_producer import TransactionalProducer
 from producer.twophase.audit import AuditLog
 from producer.twophase.model import TxnSnapshot
 from producer.twophase.outcome import ended_as, marker_starts

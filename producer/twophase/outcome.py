@@ -16,9 +16,9 @@ import time
 from collections.abc import Mapping
 
 from producer.admin import Admin
-from producer.client import check_error
-from producer.group_consumer import FETCH_NAMES_MAX_VERSION, LATEST, READ_UNCOMMITTED
-from producer.records import CorruptRecordError, split_batches
+from producer.consumer.group_consumer import FETCH_NAMES_MAX_VERSION, LATEST, READ_UNCOMMITTED
+from producer.protocol.client import check_error
+from producer.protocol.records import CorruptRecordError, split_batches
 from producer.twophase.model import TxnSnapshot
 from txn.api_keys import ApiKey
 from txn.batch import ControlType, control_type_of

@@ -231,7 +231,7 @@ def _from_history(op: Op, history: Mapping[str, Any], step: _StepFactory) -> Ste
 def _aborted_by_coordinator(cur: TxnSnapshot, producer_id: int, epoch: int) -> bool:
     """The coordinator aborted (pid, epoch): an abort under those ids, or -- transaction
     version 1, where the coordinator's own abort (timeout, fencing) bumps the epoch first --
-    one epoch later under the same producer id (``producer.prepared_txn.classify``)."""
+    one epoch later under the same producer id (``producer.produce.prepared_txn.classify``)."""
     if cur.producer_id != producer_id:
         return False
     if cur.producer_epoch == epoch:

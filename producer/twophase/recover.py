@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from producer.admin import Admin
-from producer.prepared_txn import StoredTxnStatus, classify
+from producer.produce.prepared_txn import StoredTxnStatus, classify
 from producer.twophase.audit import previously_applied
 from producer.twophase.checkpoint_fs import join
 from producer.twophase.execute import Executor, Outcome, StepResult

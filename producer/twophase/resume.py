@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from producer.transactional_producer import TransactionalProducer
-from producer.txn_manager import (
+from producer.produce.transactional_producer import TransactionalProducer
+from producer.produce.txn_manager import (
     NoPreparedTransactionError,
     PreparedTransactionAbortedError,
     PreparedTransactionCommittedError,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from producer.admin import Admin, ProducerState, SharePendingAcks, TransactionListing
-from producer.client import check_error
+from producer.protocol.client import check_error
 from producer.twophase.model import NotFoundError, TxnSnapshot
 from txn.api_keys import ApiKey
 from txn.errors import (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.cli import main
+from chaos.cli.main import main
 
 pytestmark = pytest.mark.chaos
 

@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from producer.share_consumer import ShareConsumer
-from producer.transactional_producer import TransactionalProducer
+from producer.consumer.share_consumer import ShareConsumer
+from producer.produce.transactional_producer import TransactionalProducer
 
 
 def _copy_into_transaction(argv: list[str], two_phase: bool) -> None:

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from coordinator.cli import main
-from producer.transactional_producer import TransactionalProducer
+from chaos.cli.main import main
+from producer.produce.transactional_producer import TransactionalProducer
 
 
 def _install(marker: str) -> None:

@@ -191,7 +191,7 @@ def test_ctrl_c_during_retries_exits_130_with_one_line() -> None:
         [
             sys.executable,
             "-m",
-            "coordinator.cli",
+            "chaos.cli",
             "topics",
             "--list",
             "--bootstrap-server",

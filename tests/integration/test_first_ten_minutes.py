@@ -41,7 +41,7 @@ def test_first_ten_minutes(tmp_path: Path) -> None:
     argv = shlex.split(command)
     assert argv[0] == "sharetxn"  # run by this interpreter: no wrapper process between
     broker = subprocess.Popen(
-        [sys.executable, "-m", "coordinator.cli", *argv[1:]],
+        [sys.executable, "-m", "chaos.cli", *argv[1:]],
         cwd=tmp_path,
         env=env,
         text=True,

@@ -20,8 +20,8 @@ import pytest
 from coordinator.group.records import OffsetKey, OffsetValue, encode_key, encode_value
 from coordinator.launcher import LocalBroker
 from coordinator.reserved_topics import FORGET_CONFIG
-from producer.connection import BrokerConnection
-from producer.security import ClientSecurity
+from producer.protocol.connection import BrokerConnection
+from producer.protocol.security import ClientSecurity
 from tests.integration.test_security_acls import ADMIN
 from tests.integration.test_security_acls import CONFIG as SASL_CONFIG
 from tests.unit.coordinator.test_reserved_topics import append_legacy_topic_record

@@ -19,9 +19,9 @@ from confluent_kafka import Producer
 
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
-from producer.share_consumer import ShareConsumer
-from producer.transactional_producer import IllegalStateError, TransactionalProducer
-from producer.types import PreparedTxnState
+from producer.consumer.share_consumer import ShareConsumer
+from producer.produce.transactional_producer import IllegalStateError, TransactionalProducer
+from producer.protocol.types import PreparedTxnState
 from tests.interop.test_stock_clients import read_all
 from tests.kafka_wire import WireClient
 from txn.api_keys import ApiKey

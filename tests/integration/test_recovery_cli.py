@@ -21,11 +21,12 @@ from typing import Any
 import pytest
 
 import producer.twophase.execute
-from coordinator.cli import main as sharetxn
+from chaos.cli.main import main as sharetxn
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
-from producer.share_consumer import ShareConsumer
-from producer.transactional_producer import TransactionalProducer
+from producer.consumer.share_consumer import ShareConsumer
+from producer.produce.transactional_producer import TransactionalProducer
+from producer.protocol.types import PreparedTxnState, Record
 from producer.twophase.audit import read_audit_log
 from producer.twophase.execute import Executor
 from producer.twophase.model import TxnSnapshot
@@ -37,7 +38,6 @@ from producer.twophase.spark_checkpoint import (
     transactional_id,
     write_intent,
 )
-from producer.types import PreparedTxnState, Record
 from tests.integration.test_kip1289_e2e import (
     BROKER_CONFIG,
     _free_port,

@@ -27,10 +27,10 @@ from confluent_kafka.admin import (
 
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin
-from producer.connection import BrokerConnection
-from producer.security import ClientSecurity
-from producer.share_consumer import ShareConsumer
-from producer.transactional_producer import TransactionalProducer
+from producer.consumer.share_consumer import ShareConsumer
+from producer.produce.transactional_producer import TransactionalProducer
+from producer.protocol.connection import BrokerConnection
+from producer.protocol.security import ClientSecurity
 from tests.integration.test_security_auth import sasl
 from txn.errors import ErrorCode, GroupAuthorizationFailedError
 
@@ -331,7 +331,7 @@ def test_exactly_once_share_copy_with_authentication_and_acls(broker: LocalBroke
 
 def test_command_config_for_every_client_command(broker: LocalBroker, tmp_path: Any) -> None:
     """--command-config with librdkafka's names or the Java clients' (as Kafka's tools)."""
-    from coordinator.cli import main  # noqa: PLC0415
+    from chaos.cli.main import main  # noqa: PLC0415
 
     librdkafka_style = tmp_path / "admin.properties"
     librdkafka_style.write_text(

@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
 
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
-from producer.transactional_producer import TransactionalProducer
+from producer.produce.transactional_producer import TransactionalProducer
 from tests.security_certs import CertFiles, make_certs
 from txn.errors import SaslAuthenticationFailedError
 
@@ -236,7 +236,7 @@ def test_ssl_and_sasl_ssl_listeners(tmp_path: Path, certs: CertFiles) -> None:
 
 def run_broker(data_dir: Path, config: dict[str, str]) -> subprocess.CompletedProcess[str]:
     """``sharetxn broker`` expected to refuse its settings before serving."""
-    cmd = [sys.executable, "-m", "coordinator.cli", "broker", "--data-dir", str(data_dir)]
+    cmd = [sys.executable, "-m", "chaos.cli", "broker", "--data-dir", str(data_dir)]
     for key, value in config.items():
         cmd += ["--set", f"{key}={value}"]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)

@@ -15,14 +15,14 @@ from confluent_kafka import ShareConsumer as StockShareConsumer
 
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin
-from producer.share_consumer import (
+from producer.consumer.share_consumer import (
     ConcurrentAccessError,
     IllegalStateError,
     ShareConsumer,
     ack_ranges,
     new_member_id,
 )
-from producer.types import AcknowledgeType, Record, ShareAckBatch
+from producer.protocol.types import AcknowledgeType, Record, ShareAckBatch
 from tests.share_setup import fast_lock_broker, share_topic
 from txn.errors import ClosedError, KafkaProtocolError
 from txn.ids import TopicPartition

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from coordinator.cli import main as sharetxn
+from chaos.cli.main import main as sharetxn
 from coordinator.launcher import LocalBroker
 from tests.interop.test_share_consumer import consumer, poll_until, setup_topic
 from tests.share_setup import FAST_LOCKS

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.cli import main
+from chaos.cli.main import main
 from coordinator.launcher import LocalBroker
 from producer.sink import SinkWorker
 from tests.integration.sink_helpers import (
@@ -67,7 +67,7 @@ class Worker:
     def __init__(self, config: dict[str, str], path: Path, *, child_marker: str | None = None):
         path.write_text("".join(f"{k}={v}\n" for k, v in config.items()), encoding="utf-8")
         if child_marker is None:
-            cmd = [sys.executable, "-m", "coordinator.cli", "sink", "run", str(path)]
+            cmd = [sys.executable, "-m", "chaos.cli", "sink", "run", str(path)]
         else:
             cmd = [sys.executable, "-m", "tests.integration.sink_child", child_marker, str(path)]
         cmd += ["--status-interval", "0.5"]

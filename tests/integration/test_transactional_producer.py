@@ -26,9 +26,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from coordinator.launcher import LocalBroker
-from producer.accumulator import partition_for_key
-from producer.share_consumer import ShareConsumer
-from producer.transactional_producer import (
+from producer.consumer.share_consumer import ShareConsumer
+from producer.produce.accumulator import partition_for_key
+from producer.produce.transactional_producer import (
     DifferentPreparedTransactionError,
     IllegalStateError,
     NoPreparedTransactionError,
@@ -37,7 +37,7 @@ from producer.transactional_producer import (
     TransactionalProducer,
     TxnState,
 )
-from producer.types import AcknowledgeType, PreparedTxnState, Record, ShareGroupMetadata
+from producer.protocol.types import AcknowledgeType, PreparedTxnState, Record, ShareGroupMetadata
 from tests.share_setup import fast_lock_broker, share_topic
 from tests.stock_reads import read_messages
 from txn.errors import (
@@ -356,7 +356,7 @@ def test_broker_killed_mid_transaction_is_all_or_nothing(tmp_path: Path) -> None
 
 CHILD = """
 import json, sys, time
-from producer.transactional_producer import TransactionalProducer
+from producer.produce.transactional_producer import TransactionalProducer
 bootstrap, tid, topic, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 p = TransactionalProducer({
     "bootstrap.servers": bootstrap,

@@ -13,7 +13,7 @@ import json
 import sys
 import time
 
-from producer.transactional_producer import TransactionalProducer
+from producer.produce.transactional_producer import TransactionalProducer
 
 
 def main(argv: list[str]) -> int:

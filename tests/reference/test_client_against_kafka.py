@@ -30,7 +30,7 @@ from producer import (
     TransactionalProducer,
 )
 from producer.admin import TopicSpec
-from producer.connection import BrokerConnection
+from producer.protocol.connection import BrokerConnection
 from tests.reference.in_transaction import in_transaction
 from tests.reference.kafka import ReferenceKafka
 from txn.api_keys import ApiKey

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from producer.connection import BrokerConnection
+from producer.protocol.connection import BrokerConnection
 from tests.reference.kafka import KAFKA_VERSION, ReferenceKafka, run_tool
 
 pytestmark = pytest.mark.reference

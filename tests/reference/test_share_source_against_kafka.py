@@ -23,7 +23,7 @@ import pytest
 
 from producer import Admin, TransactionalProducer
 from producer.admin import TopicSpec
-from producer.connection import BrokerConnection
+from producer.protocol.connection import BrokerConnection
 from producer.spark.errors import SparkConfigError
 from tests.reference.kafka import ReferenceKafka, run_tool
 from txn.api_keys import ApiKey

@@ -22,15 +22,15 @@ from typing import Any
 
 import pytest
 
-from coordinator.cli import main as sharetxn
+from chaos.cli.main import main as sharetxn
 from coordinator.launcher import LocalBroker
 from producer import Admin, TransactionalProducer
 from producer.admin import TopicSpec
-from producer.txn_manager import (
+from producer.produce.txn_manager import (
     PreparedTransactionAbortedError,
     PreparedTransactionCommittedError,
 )
-from producer.types import PreparedTxnState
+from producer.protocol.types import PreparedTxnState
 from tests.reference.kafka import ReferenceKafka
 from tests.reference.test_client_against_kafka import _read_committed
 from txn.errors import ErrorCode

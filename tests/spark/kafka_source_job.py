@@ -172,7 +172,7 @@ def run_driver(bootstrap: str, checkpoint: Path, log: Path, fault: str | None) -
 
 def _cli(bootstrap: str, *argv: str) -> tuple[int, Any]:
     done = subprocess.run(
-        [sys.executable, "-m", "coordinator.cli", *argv, "--bootstrap-server", bootstrap, "--json"],
+        [sys.executable, "-m", "chaos.cli", *argv, "--bootstrap-server", bootstrap, "--json"],
         capture_output=True,
         text=True,
         timeout=120,

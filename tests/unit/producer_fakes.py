@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator, Mapping
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
-from producer.transactional_producer import TransactionalProducer
-from producer.types import (
+from producer.produce.transactional_producer import TransactionalProducer
+from producer.protocol.types import (
     AcknowledgeType,
     ShareAckBatch,
     ShareAcknowledgements,

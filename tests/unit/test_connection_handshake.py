@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from producer.connection import BrokerConnection
+from producer.protocol.connection import BrokerConnection
 from txn.errors import NetworkError, RetriableError
 
 

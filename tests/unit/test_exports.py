@@ -7,7 +7,7 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("module", ["producer", "producer.sink", "coordinator"])
+@pytest.mark.parametrize("module", ["producer", "producer.admin", "producer.sink", "coordinator"])
 def test_all_names_resolve(module: str) -> None:
     mod = importlib.import_module(module)
     for name in mod.__all__:

@@ -6,20 +6,20 @@ import logging
 
 import pytest
 
-from producer.prepared_txn import (
+from producer.produce.prepared_txn import (
     StoredTxnStatus,
     classify,
     mismatch_error,
     warn_timeout_bounded,
 )
-from producer.transactional_producer import ProducerConfig
-from producer.txn_manager import (
+from producer.produce.transactional_producer import ProducerConfig
+from producer.produce.txn_manager import (
     DifferentPreparedTransactionError,
     NoPreparedTransactionError,
     PreparedTransactionAbortedError,
     PreparedTransactionCommittedError,
 )
-from producer.types import TransactionDescription
+from producer.protocol.types import TransactionDescription
 from txn.errors import ErrorCode
 
 PID, EPOCH = 7, 3

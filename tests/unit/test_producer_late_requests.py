@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from producer.txn_manager import TxnState
+from producer.produce.txn_manager import TxnState
 from tests.unit.producer_fakes import (
     PID,
     FakeClient,

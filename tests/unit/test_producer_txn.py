@@ -12,27 +12,27 @@ from typing import Any, TypeVar
 
 import pytest
 
-from producer.accumulator import (
+from producer.produce.accumulator import (
     RecordAccumulator,
     RecordMetadata,
     StickyPartitioner,
     murmur2,
     partition_for_key,
 )
-from producer.sender import Sender, SenderConfig
-from producer.transactional_producer import (
+from producer.produce.sender import Sender, SenderConfig
+from producer.produce.transactional_producer import (
     IllegalStateError,
     ProducerConfig,
     TransactionalProducer,
 )
-from producer.txn_manager import (
+from producer.produce.txn_manager import (
     ALLOWED,
     TRANSITIONS,
     Operation,
     TransactionManager,
     TxnState,
 )
-from producer.types import PreparedTxnState, ShareAcknowledgements, ShareGroupMetadata
+from producer.protocol.types import PreparedTxnState, ShareAcknowledgements, ShareGroupMetadata
 from tests.unit.producer_fakes import (
     PID,
     TP0,

@@ -11,9 +11,9 @@ import pytest
 pytest.importorskip("pyspark")
 
 from coordinator.protocol.api_versions import SUPPORTED
+from producer.protocol.types import Record
 from producer.spark.cluster_support import support_of
 from producer.spark.held import split
-from producer.types import Record
 from txn.kip1289_schema import KIP1289_FEATURE
 
 KAFKA_44 = {76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 93: (0, 0), 94: (0, 0)}

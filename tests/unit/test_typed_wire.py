@@ -29,7 +29,7 @@ ERROR_CODES_HOME = "txn/errors.py"
 #: tree with a parameter named ``api_key`` (found by ``_key_parameters``).
 _OTHER_KEY_ARGUMENTS: dict[str, frozenset[int]] = {
     "api": frozenset({0}),  # the handler decorator (coordinator.protocol.responses.api)
-    "exchange": frozenset({0}),  # the SASL exchange callable of producer.security
+    "exchange": frozenset({0}),  # the SASL exchange callable of producer.protocol.security
     "load_request_schema": frozenset({0}),  # kio.index
     "load_response_schema": frozenset({0}),
 }

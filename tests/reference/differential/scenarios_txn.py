@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from producer.raw import describe_transactions_raw
+from producer.protocol.raw import describe_transactions_raw
 from tests.reference.differential.ctx import Ctx
 from tests.reference.differential.framework import scenario
 from tests.reference.differential.wire import plain

@@ -16,8 +16,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from producer.connection import BrokerConnection
-from producer.records import decode_batch, split_batches
+from producer.protocol.connection import BrokerConnection
+from producer.protocol.records import decode_batch, split_batches
 from txn.batch import control_type_of
 from txn.errors import ErrorCode
 

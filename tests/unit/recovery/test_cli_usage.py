@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from coordinator.cli import main as sharetxn
+from chaos.cli.main import main as sharetxn
+from chaos.cli.recovery_support import parse_duration_ms
 from producer.twophase.audit import AuditLog, previously_applied, read_audit_log
-from recovery.cli_common import parse_duration_ms
 
 
 @pytest.mark.parametrize(

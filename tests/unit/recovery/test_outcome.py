@@ -14,7 +14,7 @@ from typing import Any, cast
 import pytest
 
 from producer.admin import Admin
-from producer.records import CorruptRecordError
+from producer.protocol.records import CorruptRecordError
 from producer.twophase.outcome import ended_as
 from txn.batch import ControlType, build_batch, build_control_batch
 from txn.ids import TopicPartition

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from producer.security import ClientSecurity
+from producer.protocol.security import ClientSecurity
 from producer.spark.options import SourceOptions
 from txn.errors import InvalidConfigError
 
@@ -88,8 +88,8 @@ def test_spark_source_passes_kafka_security_options() -> None:
 
 
 def test_recovery_audit_log_records_the_authenticated_principal(tmp_path: Path) -> None:
+    from chaos.cli import recovery_support as cli_common  # noqa: PLC0415
     from producer.twophase.audit import read_audit_log  # noqa: PLC0415
-    from recovery import cli_common  # noqa: PLC0415
 
     props = tmp_path / "client.properties"
     props.write_text(

@@ -15,7 +15,7 @@ from coordinator.security.scram import (
     ScramServer,
     make_credential,
 )
-from producer.security import _ScramClient
+from producer.protocol.security import _ScramClient
 
 SHA256 = ScramMechanism.SCRAM_SHA_256
 

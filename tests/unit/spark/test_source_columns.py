@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from producer.records import decode_batch
-from producer.types import Record
+from producer.protocol.records import decode_batch
+from producer.protocol.types import Record
 from txn.batch import ATTR_TIMESTAMP_TYPE, build_batch, parse_header
 
 pytest.importorskip("pyspark")

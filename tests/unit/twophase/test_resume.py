@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-from producer.transactional_producer import TransactionalProducer
-from producer.twophase import resume as resume_module
-from producer.twophase.resume import Ended, resume_and_end
-from producer.txn_manager import (
+from producer.produce.transactional_producer import TransactionalProducer
+from producer.produce.txn_manager import (
     DifferentPreparedTransactionError,
     NoPreparedTransactionError,
     PreparedTransactionAbortedError,
     PreparedTransactionCommittedError,
 )
+from producer.twophase import resume as resume_module
+from producer.twophase.resume import Ended, resume_and_end
 from txn.errors import NetworkError, ProducerFencedError, SharetxnError
 
 IDS = {

@@ -7,7 +7,11 @@ import struct
 import cramjam
 import pytest
 
-from producer.records import CorruptRecordError, UnsupportedCompressionError, decode_records
+from producer.protocol.records import (
+    CorruptRecordError,
+    UnsupportedCompressionError,
+    decode_records,
+)
 from txn.batch import build_batch
 from txn.compression import (
     Codec,

@@ -1,0 +1,181 @@
+"""``sharetxn configs``: describe and alter configs, like kafka-configs.sh.
+
+    sharetxn configs --entity-type topics --entity-name T --describe [--all]
+    sharetxn configs --entity-type groups --entity-name G --alter \\
+        --add-config share.auto.offset.reset=earliest,share.record.lock.duration.ms=15000
+    sharetxn configs --entity-type groups --entity-name G --alter \\
+        --delete-config share.auto.offset.reset
+    sharetxn configs --entity-type brokers --entity-name 1 --describe --all
+
+``--add-config`` takes ``k=v`` pairs separated by commas; a value holding commas is written
+in brackets (``k=[a,b]``), as in kafka-configs.sh.  ``--describe`` shows the values set on
+the entity; ``--all`` adds defaults and static broker values.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+
+from chaos.cli.support import (
+    EXIT_CODES_HELP,
+    CliError,
+    ExitCode,
+    add_actions,
+    add_command_options,
+    emit_json,
+    guarded,
+    run_admin,
+)
+from producer.admin import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, Admin
+from txn.errors import ErrorCode, UnknownTopicOrPartitionError
+
+EXAMPLES = f"""examples:
+  sharetxn configs --entity-type topics --entity-name orders --describe
+  sharetxn configs --entity-type topics --entity-name orders --alter \\
+      --add-config retention.ms=3600000
+  sharetxn configs --entity-type groups --entity-name orders --alter \\
+      --add-config share.auto.offset.reset=earliest
+  sharetxn configs --entity-type brokers --entity-name 1 --describe --all
+
+{EXIT_CODES_HELP}"""
+
+ENTITY_TYPES = {"topics": RESOURCE_TOPIC, "groups": RESOURCE_GROUP, "brokers": RESOURCE_BROKER}
+_SINGULAR = {"topics": "topic", "groups": "group", "brokers": "broker"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_command_options(parser, EXAMPLES)
+    parser.add_argument("--entity-type", required=True, choices=sorted(ENTITY_TYPES))
+    parser.add_argument("--entity-name", metavar="NAME", help="topic, group or broker id")
+    parser.add_argument(
+        "--entity-default", action="store_true", help="brokers: the cluster-wide defaults"
+    )
+    add_actions(parser, {"describe": "show configs", "alter": "set or delete configs"})
+    parser.add_argument("--all", action="store_true", help="--describe: defaults too")
+    parser.add_argument(
+        "--add-config", action="append", default=[], metavar="K=V[,K=V...]", help="set configs"
+    )
+    parser.add_argument(
+        "--delete-config", action="append", default=[], metavar="K[,K...]", help="remove configs"
+    )
+
+
+def parse_add_config(items: list[str]) -> dict[str, str]:
+    """``a=1,b=[x,y]`` → {"a": "1", "b": "x,y"} (brackets protect commas, as Kafka's tool)."""
+    configs: dict[str, str] = {}
+    for item in items:
+        for pair in _split_top_level(item):
+            key, sep, value = pair.partition("=")
+            if not sep or not key.strip():
+                msg = f"--add-config: expected KEY=VALUE, got {pair!r}"
+                raise CliError(msg, ExitCode.USAGE)
+            value = value.strip()
+            if value.startswith("[") and value.endswith("]"):
+                value = value[1:-1]
+            configs[key.strip()] = value
+    return configs
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts: list[str] = []
+    depth = 0
+    current = ""
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    return [p for p in (x.strip() for x in parts) if p]
+
+
+def run(args: argparse.Namespace) -> int:
+    def body() -> int:
+        name = _entity_name(args)
+        return run_admin(
+            args, "sharetxn-configs", lambda admin, console: _act(admin, console, args, name)
+        )
+
+    return guarded(args, body)
+
+
+def _entity_name(args: argparse.Namespace) -> str:
+    if args.entity_default:
+        if args.entity_type != "brokers":
+            msg = "--entity-default is only for --entity-type brokers"
+            raise CliError(msg, ExitCode.USAGE)
+        return ""
+    if not args.entity_name:
+        msg = "--entity-name is required (or --entity-default for brokers)"
+        raise CliError(msg, ExitCode.USAGE)
+    return str(args.entity_name)
+
+
+def _act(admin: Admin, console: Console, args: argparse.Namespace, name: str) -> int:
+    resource = ENTITY_TYPES[args.entity_type]
+    label = f"{_SINGULAR[args.entity_type]} {name or '<default>'}"
+    if args.describe:
+        try:
+            entries = admin.describe_config_entries(resource, name)
+        except UnknownTopicOrPartitionError:
+            msg = f"The {_SINGULAR[args.entity_type]} '{name}' doesn't exist"
+            raise CliError(msg, ExitCode.NOT_FOUND) from None
+        shown = sorted((e for e in entries if args.all or e.explicit), key=lambda e: e.name)
+        if args.json:
+            rows: list[dict[str, object]] = [
+                {
+                    "name": e.name,
+                    "value": "(sensitive)" if e.sensitive else e.value,
+                    "source": e.source,
+                    "read_only": e.read_only,
+                }
+                for e in shown
+            ]
+            emit_json({"entity": label, "configs": rows})
+            return ExitCode.OK
+        # kafka-configs.sh's form: a header line, then one indented line per config
+        kind = "All" if args.all else "Dynamic"
+        if name:
+            console.print(f"{kind} configs for {label} are:", markup=False, soft_wrap=True)
+        else:
+            console.print(
+                f"{'All' if args.all else 'Default'} configs for brokers in the cluster are:"
+            )
+        for e in shown:
+            value = "null" if e.sensitive else e.value
+            console.print(
+                f"  {e.name}={value} sensitive={str(e.sensitive).lower()} "
+                f"synonyms={{{e.source}:{e.name}={value}}}",
+                markup=False,
+                soft_wrap=True,
+            )
+        return ExitCode.OK
+    set_configs = parse_add_config(args.add_config)
+    delete = [k for item in args.delete_config for k in _split_top_level(item)]
+    if not set_configs and not delete:
+        msg = "--alter needs --add-config and/or --delete-config"
+        raise CliError(msg, ExitCode.USAGE)
+    if delete:  # as kafka-configs.sh: only configs the entity has set can be deleted
+        try:
+            entries = admin.describe_config_entries(resource, name)
+        except UnknownTopicOrPartitionError:
+            msg = f"The {_SINGULAR[args.entity_type]} '{name}' doesn't exist"
+            raise CliError(msg, ExitCode.NOT_FOUND) from None
+        current = {e.name for e in entries if e.explicit}
+        if invalid := [k for k in delete if k not in current]:
+            raise CliError(f"Invalid config(s): {','.join(invalid)}")
+    result = admin.incremental_alter_configs(resource, name, set_configs, delete)
+    if args.json:
+        emit_json({"entity": label, "result": result.error.name, "message": result.message})
+    elif result.error is ErrorCode.NONE:
+        console.print(f"Completed updating config for {label}.")
+    if result.error is not ErrorCode.NONE:
+        raise CliError(f"cannot alter the configs of {label}: {result.describe()}")
+    return ExitCode.OK

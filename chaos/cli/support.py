@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from producer.admin import Admin
+from producer.sink import properties
 from txn.errors import (
     ErrorCode,
     InvalidConfigError,
@@ -160,35 +161,14 @@ def add_actions(parser: argparse.ArgumentParser, actions: Mapping[str, str]) -> 
 
 
 def read_properties(path: Path) -> dict[str, str]:
-    """A Java-style properties file: ``key=value`` or ``key: value`` lines, ``#``/``!`` comments."""
+    """A Java-style properties file (``producer.sink.properties``); errors are usage errors."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return properties.read_properties(path)
     except OSError as exc:
         msg = f"cannot read {path}: {exc.strerror or exc}"
         raise CliError(msg, ExitCode.USAGE) from None
-    props: dict[str, str] = {}
-    pending = ""
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = pending + raw.strip()
-        pending = ""
-        if not line or line[0] in "#!":
-            continue
-        if line.endswith("\\"):
-            pending = line[:-1]
-            continue
-        key, sep, value = _split_property(line)
-        if not sep or not key:
-            msg = f"{path}:{number}: expected key=value, got {raw.strip()!r}"
-            raise CliError(msg, ExitCode.USAGE)
-        props[key] = value
-    return props
-
-
-def _split_property(line: str) -> tuple[str, str, str]:
-    cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-    if cut < 0:
-        return line, "", ""
-    return line[:cut].strip(), line[cut], line[cut + 1 :].strip()
+    except properties.PropertiesError as exc:
+        raise CliError(str(exc), ExitCode.USAGE) from None
 
 
 def client_config(args: argparse.Namespace, client_id: str) -> dict[str, Any]:

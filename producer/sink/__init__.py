@@ -11,6 +11,7 @@ docs/sink.md.
 from producer.sink.builtin import FileSink, KafkaTopicSink
 from producer.sink.config import SinkConfig, SinkConfigError, resolve
 from producer.sink.loop import TaskStartError
+from producer.sink.properties import PropertiesError, read_properties
 from producer.sink.task import (
     ConnectException,
     RetriableException,
@@ -24,6 +25,7 @@ __all__ = [
     "ConnectException",
     "FileSink",
     "KafkaTopicSink",
+    "PropertiesError",
     "RetriableException",
     "SinkConfig",
     "SinkConfigError",
@@ -33,5 +35,6 @@ __all__ = [
     "SinkWorker",
     "SinkWorkerError",
     "TaskStartError",
+    "read_properties",
     "resolve",
 ]

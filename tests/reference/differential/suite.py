@@ -13,6 +13,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_malformed,
     scenarios_produce,
     scenarios_share,
+    scenarios_timestamps,
     scenarios_txn,
 )
 from tests.reference.differential.framework import REGISTRY, Outcome, run_all, table

@@ -49,7 +49,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "produce-fetch/idempotent_epochs": _PRODUCE,
     "produce-fetch/idempotent_first_sequence_not_zero": _PRODUCE,
     "produce-fetch/idempotent_sequences": _PRODUCE,
-    "produce-fetch/list_offsets_forms": "ListOffsets MAX_TIMESTAMP: last offset of the batch",
     "share/accept_moves_start_offset": _START,
     "share/accept_part_moves_start_offset": _START,
     "share/auto_offset_reset_earliest": _START,

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 from crc32c import crc32c
 
-from txn.batch import ATTR_TIMESTAMP_TYPE, BatchHeader
-from txn.errors import ErrorCode
+from txn.batch import ATTR_COMPRESSION_MASK, ATTR_TIMESTAMP_TYPE, HEADER_SIZE, BatchHeader
+from txn.compression import decompress
+from txn.errors import ErrorCode, SharetxnError
 from txn.limits import LONG_MAX
 from txn.record_keys import InflatedBatchError, RecordView, records_of
 
@@ -62,6 +63,77 @@ def record_timestamp(header: BatchHeader, record: RecordView) -> int:
     return record.timestamp_ms
 
 
+def _delta_range(section: bytes, count: int) -> tuple[int, int] | None:
+    """The smallest and largest timestamp delta of ``count`` uncompressed records, read
+    without decoding them (None if the bytes do not parse: the full decode says why)."""
+    low = high = None
+    pos = 0
+    try:
+        for _ in range(count):
+            length, pos = _zigzag(section, pos)
+            delta, _ = _zigzag(section, pos + 1)  # after the attributes byte
+            if low is None or high is None:
+                low = high = delta
+            elif delta < low:
+                low = delta
+            elif delta > high:
+                high = delta
+            if length < 0:
+                return None
+            pos += length
+    except IndexError:
+        return None
+    if low is None or high is None or pos != len(section):
+        return None
+    return low, high
+
+
+def _zigzag(buf: bytes, pos: int) -> tuple[int, int]:
+    byte = buf[pos]
+    if byte < 0x80:
+        return (byte >> 1) ^ -(byte & 1), pos + 1
+    value = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (value >> 1) ^ -(value & 1), pos
+        shift += 7
+        if shift > 63:
+            raise IndexError("varint too long")
+
+
+def _fast_path(
+    raw: bytes, header: BatchHeader, now_ms: int, policy: TimestampPolicy, max_bytes: int
+) -> bytes | None:
+    """The stored batch when no record can be refused, found without decoding records (the
+    common case); None when the full validation must decide."""
+    if header.attributes & ATTR_TIMESTAMP_TYPE:
+        return None  # a producer may not set it: refused record by record
+    if policy.log_append_time:
+        return stamp(raw, header, now_ms, log_append_time=True)
+    if header.attributes & ATTR_COMPRESSION_MASK:
+        try:
+            section = decompress(
+                header.attributes & ATTR_COMPRESSION_MASK, raw[HEADER_SIZE:], max_bytes
+            )
+        except SharetxnError:
+            return None
+    else:
+        section = raw[HEADER_SIZE:]
+    deltas = _delta_range(section, header.records_count)
+    if deltas is None:
+        return None
+    low, high = header.base_timestamp + deltas[0], header.base_timestamp + deltas[1]
+    for ts in (low, high):
+        if ts == NO_TIMESTAMP or ts - now_ms > policy.after_max_ms:
+            return None
+        if now_ms - ts > policy.before_max_ms:
+            return None
+    return stamp(raw, header, max(high, NO_TIMESTAMP), log_append_time=False)
+
+
 def validate_batch(
     raw: bytes,
     header: BatchHeader,
@@ -75,6 +147,10 @@ def validate_batch(
 
     ``compacted_in`` names the partition of a compacted topic (records need keys there).
     Offsets in the messages are the producer's (the batch's base offset plus the delta)."""
+    if compacted_in is None:
+        fast = _fast_path(raw, header, now_ms, policy, max_bytes)
+        if fast is not None:
+            return fast
     try:
         records = list(records_of(raw, header, max_bytes))
     except InflatedBatchError as exc:  # a decompression bomb: refused as too large

@@ -12,7 +12,12 @@ import pytest
 from coordinator.broker import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, BrokerCore
 from coordinator.log.memory_log import MemoryLog, MemoryStorage
 from coordinator.log.storage import LogConfig
-from coordinator.log.timestamps import INVALID_TIMESTAMP_MESSAGE, TimestampPolicy, stamp
+from coordinator.log.timestamps import (
+    INVALID_TIMESTAMP_MESSAGE,
+    TimestampPolicy,
+    stamp,
+    validate_batch,
+)
 from coordinator.partition import Partition
 from producer.records import decode_batch, split_batches
 from txn.batch import ATTR_TIMESTAMP_TYPE, ControlType, build_batch, crc_ok, parse_header
@@ -299,3 +304,28 @@ def test_altering_the_timestamp_type_applies_to_the_next_append() -> None:
     core.alter_topic_configs("t", {}, ["message.timestamp.type"])
     assert core.produce(tp, _batch([NOW + 1]), None).error is ErrorCode.INVALID_TIMESTAMP
     core.close()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_fast_path_agrees_with_record_by_record_validation(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.randint(1, 40)
+    timestamps = [
+        rng.choice([-1, 0, NOW - DAY, NOW + HOUR, NOW + HOUR + 1, NOW + rng.randint(-HOUR, HOUR)])
+        for _ in range(n)
+    ]
+    codec = rng.choice([0, GZIP])
+    batch = build_batch(
+        [(b"k%d" % i, b"v" * rng.randint(0, 300)) for i in range(n)],
+        timestamp_ms=timestamps[0],
+        timestamps=timestamps,
+        compression=codec,
+    )
+    policy = rng.choice(
+        [TimestampPolicy(), TimestampPolicy(before_max_ms=HOUR), TimestampPolicy(True)]
+    )
+    header = parse_header(batch)
+    fast = validate_batch(batch, header, NOW, policy, compacted_in=None, max_bytes=1 << 20)
+    # keyed records on a "compacted" partition: the same checks, record by record
+    slow = validate_batch(batch, header, NOW, policy, compacted_in="t-0", max_bytes=1 << 20)
+    assert fast == slow

@@ -19,6 +19,7 @@ from crc32c import crc32c
 from producer.records import decode_batch, split_batches
 from tests.reference.differential.ctx import TOPIC_RESOURCE, Ctx
 from tests.reference.differential.framework import scenario
+from tests.reference.differential.share import ShareMember, share_group
 from tests.reference.differential.wire import plain
 from txn.batch import build_batch
 
@@ -575,3 +576,27 @@ def list_offsets_versions_and_unknown_targets(ctx: Ctx) -> Any:
         "v6": list_offsets(ctx, clock, t, targets, 0, 6),
         "v7": list_offsets(ctx, clock, t, targets, 0, 7),
     }
+
+
+# -- what depends on them: share groups' by_duration -------------------------------------
+
+
+@scenario(AREA)
+def share_by_duration_inside_a_batch(ctx: Ctx) -> Any:
+    clock = Clock()
+    t = ctx.create_topic("ct")
+    now = clock.start
+    produced = produce(ctx, clock, t, [now - 2 * HOUR_MS, now - 600_000, now - 3 * HOUR_MS, now])
+    m = ShareMember(ctx, share_group(ctx, reset="by_duration:PT1H"), [t])
+    m.join()
+    return {"produced": produced, "got": m.fetch_until(3)}
+
+
+@scenario(AREA)
+def share_by_duration_on_log_append_time(ctx: Ctx) -> Any:
+    clock = Clock()
+    t = ctx.create_topic("lat", configs=LAT)
+    produced = produce(ctx, clock, t, [clock.base, clock.base + 1000])
+    m = ShareMember(ctx, share_group(ctx, reset="by_duration:PT1H"), [t])
+    m.join()
+    return {"produced": produced, "got": m.fetch_until(2)}

@@ -600,3 +600,30 @@ def share_by_duration_on_log_append_time(ctx: Ctx) -> Any:
     m = ShareMember(ctx, share_group(ctx, reset="by_duration:PT1H"), [t])
     m.join()
     return {"produced": produced, "got": m.fetch_until(2)}
+
+
+@scenario(AREA)
+def list_offsets_max_after_delete_records(ctx: Ctx) -> Any:
+    clock = Clock()
+    t = ctx.create_topic("ct")
+    b = clock.base
+    produce(ctx, clock, t, [b + 9000, b + 1000])
+    produce(ctx, clock, t, [b + 2000, b + 3000])
+
+    def delete(offset: int) -> Any:
+        resp = ctx.call(
+            21,
+            {
+                "topics": [{"name": t, "partitions": [{"partition_index": 0, "offset": offset}]}],
+                "timeout": 10000,
+            },
+        )
+        return plain(resp.topics[0].partitions[0].error_code, "error_code")
+
+    targets = {"max": -3, "b": b, "b_2500": b + 2500, "b_5000": b + 5000}
+    out: dict[str, Any] = {"start": list_offsets(ctx, clock, t, targets)}
+    out["delete_1"] = delete(1)
+    out["inside_batch"] = list_offsets(ctx, clock, t, targets)
+    out["delete_2"] = delete(2)
+    out["batch_gone"] = list_offsets(ctx, clock, t, targets)
+    return out

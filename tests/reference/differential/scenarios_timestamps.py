@@ -627,3 +627,28 @@ def list_offsets_max_after_delete_records(ctx: Ctx) -> Any:
     out["delete_2"] = delete(2)
     out["batch_gone"] = list_offsets(ctx, clock, t, targets)
     return out
+
+
+# -- what depends on them: retention ------------------------------------------------------
+
+
+@scenario(AREA)
+def retention_by_append_time(ctx: Ctx) -> Any:
+    """Records a day old by their producer's clock, with retention.ms of a minute: deleted on
+    a CreateTime topic at the next retention check, kept on a LogAppendTime topic."""
+    clock = Clock()
+    keep = {"retention.ms": "60000"}
+    ct = ctx.create_topic("ct", configs=keep)
+    lat = ctx.create_topic("lat", configs={**LAT, **keep})
+    for t in (ct, lat):
+        produce(ctx, clock, t, [clock.base, clock.base + 1000])
+    deadline = time.monotonic() + 15
+    while True:
+        earliest = list_offsets(ctx, clock, ct, {"earliest": -2})["earliest"]
+        if earliest[1] > 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    return {
+        "create_time": earliest,
+        "log_append_time": list_offsets(ctx, clock, lat, {"earliest": -2, "max": -3}),
+    }

@@ -20,12 +20,14 @@ from tests.reference.differential.framework import REGISTRY, Outcome, run_all, t
 from tests.reference.kafka import ReferenceKafka
 
 #: Given to both brokers.  Kafka's own settings, lowered so that timing scenarios (record
-#: locks, share sessions, transaction timeouts) take a second instead of a minute.
+#: locks, share sessions, transaction timeouts, retention) take a second instead of a minute.
 SETTINGS: dict[str, str] = {
     "group.share.min.record.lock.duration.ms": "1000",
     "group.share.min.session.timeout.ms": "1000",
     "group.share.min.heartbeat.interval.ms": "500",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+    "log.initial.task.delay.ms": "1000",
+    "log.retention.check.interval.ms": "1000",
 }
 
 #: Scenario -> why sharetxn's observation differs.  Each reason names its section of

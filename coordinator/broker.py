@@ -60,6 +60,10 @@ CONSUMER_GROUPS_PARTITION = 1
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+#: Kafka's special ListOffsets timestamps and the request version each needs
+SPECIAL_TIMESTAMP_VERSIONS = {LATEST_TIMESTAMP: 1, EARLIEST_TIMESTAMP: 1, MAX_TIMESTAMP: 7}
+SPECIAL_TIMESTAMP_VERSIONS.update({EARLIEST_LOCAL_TIMESTAMP: 8, -5: 9, -6: 11})
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +231,7 @@ class BrokerCore:
                     settings.max_message_bytes,
                 )
                 partition.compacted = settings.compact and not info.internal
+                partition.timestamps = settings.timestamps
                 opened[tp] = partition
         return opened
 
@@ -627,6 +632,7 @@ class BrokerCore:
                     partition.log.reconfigure(settings.log)
                     partition.compacted = settings.compact
                     partition.max_batch_bytes = settings.max_message_bytes
+                    partition.timestamps = settings.timestamps
         return ErrorCode.NONE, None
 
     def create_partitions(
@@ -700,24 +706,31 @@ class BrokerCore:
         return partition.fetch(offset, max_bytes, read_committed=read_committed)
 
     def list_offset(
-        self, tp: TopicPartition, timestamp: int, *, read_committed: bool
+        self, tp: TopicPartition, timestamp: int, *, read_committed: bool, version: int = 7
     ) -> tuple[ErrorCode, int, int]:
-        """ListOffsets for one partition: (error, offset, timestamp)."""
+        """ListOffsets for one partition: (error, offset, timestamp).
+
+        A negative target is one of Kafka's special timestamps, each from the request version
+        that introduced it (any other: UNSUPPORTED_VERSION, as ReplicaManager answers).  A
+        lookup that lands at or past the last offset a reader may fetch (the LSO under
+        read_committed, else the high watermark) answers offset and timestamp -1."""
         partition = self.partitions.get(tp)
         if partition is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1
+        if timestamp < 0 and version < SPECIAL_TIMESTAMP_VERSIONS.get(timestamp, 1 << 15):
+            return ErrorCode.UNSUPPORTED_VERSION, -1, -1
+        fetchable = partition.last_stable_offset if read_committed else partition.high_watermark
         if timestamp == LATEST_TIMESTAMP:
-            offset = partition.last_stable_offset if read_committed else partition.high_watermark
-            return ErrorCode.NONE, offset, -1
-        if timestamp == EARLIEST_TIMESTAMP:
+            return ErrorCode.NONE, fetchable, -1
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             return ErrorCode.NONE, partition.log_start_offset, -1
         if timestamp == MAX_TIMESTAMP:
             offset, ts = partition.max_timestamp()
-            return ErrorCode.NONE, offset, ts
-        if timestamp < 0:
-            return ErrorCode.INVALID_REQUEST, -1, -1
-        offset, ts = partition.offset_for_timestamp(timestamp)
-        if read_committed and offset >= partition.last_stable_offset:
+        elif timestamp >= 0:
+            offset, ts = partition.offset_for_timestamp(timestamp)
+        else:  # LATEST_TIERED and EARLIEST_PENDING_UPLOAD: nothing is tiered
+            return ErrorCode.NONE, -1, -1
+        if offset >= fetchable:
             return ErrorCode.NONE, -1, -1
         return ErrorCode.NONE, offset, ts
 

@@ -8,11 +8,12 @@ and ``log.roll.ms`` beats ``log.roll.hours``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from coordinator.log.cleaner import CleanerPolicy
 from coordinator.log.segments import RetentionPolicy
 from coordinator.log.storage import LogConfig
+from coordinator.log.timestamps import TimestampPolicy
 from txn.compression import decompressed_limit
 from txn.config import BrokerConfig
 from txn.topic_configs import cleanup_policy
@@ -30,6 +31,8 @@ class TopicLogSettings:
     cleaner: CleanerPolicy
     #: max.message.bytes (topic) or message.max.bytes (broker): the largest batch accepted
     max_message_bytes: int = 1048588
+    #: message.timestamp.type and message.timestamp.{before,after}.max.ms
+    timestamps: TimestampPolicy = field(default_factory=TimestampPolicy)
 
     @property
     def cleanup_policy(self) -> str:
@@ -109,6 +112,20 @@ def topic_log_settings(
             max_decompressed_bytes=decompressed_limit(max_message_bytes),
         ),
         max_message_bytes=max_message_bytes,
+        timestamps=TimestampPolicy(
+            log_append_time=topic_configs.get(
+                "message.timestamp.type", broker.get_str("log.message.timestamp.type")
+            )
+            == "LogAppendTime",
+            before_max_ms=number(
+                "message.timestamp.before.max.ms",
+                broker.get_int("log.message.timestamp.before.max.ms"),
+            ),
+            after_max_ms=number(
+                "message.timestamp.after.max.ms",
+                broker.get_int("log.message.timestamp.after.max.ms"),
+            ),
+        ),
     )
 
 

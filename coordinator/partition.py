@@ -20,6 +20,13 @@ from dataclasses import dataclass
 from coordinator.log.cleaner import dirty_ratio
 from coordinator.log.segments import RetentionPolicy, retention_start_offset
 from coordinator.log.storage import PartitionLog
+from coordinator.log.timestamps import (
+    TimestampPolicy,
+    offset_of_max,
+    record_at_or_after,
+    stamp,
+    validate_batch,
+)
 from coordinator.producer_state import ProducerStateManager
 from txn.batch import (
     BatchFormatError,
@@ -34,7 +41,6 @@ from txn.batch import (
 from txn.compression import decompressed_limit
 from txn.errors import ErrorCode, KafkaProtocolError
 from txn.ids import TopicPartition
-from txn.record_keys import InflatedBatchError, keyless_records
 
 log = logging.getLogger("sharetxn.partition")
 
@@ -84,6 +90,8 @@ class Partition:
         # cleanup.policy contains compact: records without a key are refused (Kafka's
         # LogValidator.validateKey); kept current by the broker when configs change.
         self.compacted = False
+        # message.timestamp.type and the timestamp bounds; kept current like ``compacted``
+        self.timestamps = TimestampPolicy()
         self.producers = ProducerStateManager()
         self._aborted: list[AbortedTxn] = []
         self._aborted_last: list[int] = []
@@ -151,6 +159,7 @@ class Partition:
             return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(exc))
         if not batches:
             return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message="empty record set")
+        stamped: list[bytes] = []
         for pos, header in batches:
             if header.size > self.max_batch_bytes:
                 return AppendResult(
@@ -163,45 +172,45 @@ class Partition:
                 )
             if not crc_ok(records, pos, header):
                 return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message="CRC32C mismatch")
-            if self.compacted:
-                refused = self._refuse_keyless(records[pos : pos + header.size], header)
-                if refused is not None:
-                    return refused
-        first_offset = -1
-        for pos, header in batches:
+            checked = self._validate(records[pos : pos + header.size], header, now_ms)
+            if isinstance(checked, AppendResult):
+                return checked
+            stamped.append(checked)
+        first_offset = append_time = -1
+        for raw in stamped:
             result = self._append_one(
-                records[pos : pos + header.size],
-                header,
-                now_ms,
-                transactional_id,
-                verifier,
-                txn_producer,
+                raw, parse_header(raw), now_ms, transactional_id, verifier, txn_producer
             )
             if result.error is not ErrorCode.NONE:
                 return result
             if first_offset < 0:
                 first_offset = result.base_offset
-        return AppendResult(ErrorCode.NONE, first_offset, -1, self.log_start_offset)
+            append_time = result.log_append_time_ms
+        return AppendResult(ErrorCode.NONE, first_offset, append_time, self.log_start_offset)
 
-    def _refuse_keyless(self, raw: bytes, header: BatchHeader) -> AppendResult | None:
-        """INVALID_RECORD with Kafka's per-record errors if a record of ``raw`` has no key."""
+    def _validate(self, raw: bytes, header: BatchHeader, now_ms: int) -> bytes | AppendResult:
+        """The batch as stored (Kafka's LogValidator: keys, timestamps, restamping), or the
+        refusal of its records."""
         try:
-            keyless = keyless_records(raw, header, decompressed_limit(self.max_batch_bytes))
-        except InflatedBatchError as exc:  # a decompression bomb: refused as too large
-            return AppendResult(ErrorCode.MESSAGE_TOO_LARGE, error_message=str(exc))
+            checked = validate_batch(
+                raw,
+                header,
+                now_ms,
+                self.timestamps,
+                compacted_in=str(self.tp) if self.compacted else None,
+                max_bytes=decompressed_limit(self.max_batch_bytes),
+            )
         except BatchFormatError as exc:
             return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(exc))
-        if not keyless:
-            return None
-        message = f"Compacted topic cannot accept message without key in topic partition {self.tp}"
-        errors = tuple((index, message) for index in keyless)
-        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+        if isinstance(checked, bytes):
+            return checked
+        if checked.error is ErrorCode.MESSAGE_TOO_LARGE:
+            return AppendResult(checked.error, error_message=checked.message)
         return AppendResult(
-            ErrorCode.INVALID_RECORD,
+            checked.error,
             log_start_offset=self.log_start_offset,
-            error_message=f"One or more records have been rejected due to {len(errors)} record "
-            f"errors in total, and only showing the first three errors at most: [{shown}]",
-            record_errors=errors,
+            error_message=checked.message,
+            record_errors=checked.record_errors,
         )
 
     def _append_one(
@@ -221,9 +230,11 @@ class Partition:
                     error_message=f"{check.error.name} for producer {header.producer_id}",
                 )
             if check.duplicate_of is not None:
-                # A retried batch: answer with the offset it got the first time.
+                # A retried batch: answer with the offset and the (max) timestamp it got the
+                # first time, as Kafka answers a duplicate.
+                first = check.duplicate_of
                 return AppendResult(
-                    ErrorCode.NONE, check.duplicate_of.first_offset, -1, self.log_start_offset
+                    ErrorCode.NONE, first.first_offset, first.timestamp_ms, self.log_start_offset
                 )
             refused = self._check_binding(header, transactional_id, verifier, txn_producer)
             if refused is not None:
@@ -241,7 +252,9 @@ class Partition:
             return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(exc))
         if header.has_producer_id:
             self.producers.on_data_batch(stored)
-        return AppendResult(ErrorCode.NONE, stored.base_offset, -1, self.log_start_offset)
+        # the Produce response's log_append_time: -1 unless the topic stamps appends
+        append_time = now_ms if self.timestamps.log_append_time else -1
+        return AppendResult(ErrorCode.NONE, stored.base_offset, append_time, self.log_start_offset)
 
     def _check_binding(
         self,
@@ -299,6 +312,8 @@ class Partition:
             coordinator_epoch=coordinator_epoch,
             timestamp_ms=now_ms,
         )
+        if self.timestamps.log_append_time:
+            batch = stamp(batch, parse_header(batch), now_ms, log_append_time=True)
         try:
             header = self.log.append(batch, now_ms)
         except OSError as exc:
@@ -335,20 +350,31 @@ class Partition:
     # -- offsets --------------------------------------------------------------------------------
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int]:
-        """First batch whose max timestamp is >= timestamp_ms: (offset, timestamp) or (-1, -1)."""
-        for header, _raw in self.log.batches(self.log_start_offset):
-            if header.is_control:
+        """The first record at or after the log start whose timestamp is at least
+        ``timestamp_ms``: (offset, timestamp), or (-1, -1).  Record by record inside the first
+        batch whose max timestamp reaches it, transaction markers included (Kafka's time
+        index lookup and ``searchForTimestamp``)."""
+        start = self.log_start_offset
+        for header, raw in self.log.batches(start):
+            if header.last_offset < start or header.max_timestamp < timestamp_ms:
                 continue
-            if header.max_timestamp >= timestamp_ms:
-                return max(header.base_offset, self.log_start_offset), header.max_timestamp
+            found = record_at_or_after(raw, header, timestamp_ms, start)
+            if found is not None:
+                return found
         return -1, -1
 
     def max_timestamp(self) -> tuple[int, int]:
-        best = (-1, -1)
-        for header, _raw in self.log.batches(self.log_start_offset):
-            if not header.is_control and header.max_timestamp > best[1]:
-                best = (header.last_offset, header.max_timestamp)
-        return best
+        """The first record carrying the partition's largest timestamp: (offset, timestamp),
+        or (-1, -1).  Markers count: Kafka's segments track the largest timestamp of every
+        batch appended, and a marker is stamped when it is written."""
+        best: tuple[BatchHeader, bytes | bytearray | memoryview] | None = None
+        for header, raw in self.log.batches(self.log_start_offset):
+            if best is None or header.max_timestamp > best[0].max_timestamp:
+                best = (header, raw)
+        if best is None or best[0].max_timestamp < 0:
+            return -1, -1
+        offset = offset_of_max(best[1], best[0])
+        return (-1, -1) if offset is None else (offset, best[0].max_timestamp)
 
     def delete_records(self, offset: int) -> tuple[ErrorCode, int]:
         """Advance the log start offset (DeleteRecords); -1 means the high watermark."""

@@ -176,11 +176,21 @@ def build_batch(
     control: bool = False,
     headers: list[list[tuple[str, bytes | None]]] | None = None,
     compression: int = 0,
+    timestamps: list[int] | None = None,
 ) -> bytes:
-    """Encode a RecordBatch v2 of (key, value) records, compressed with codec ``compression``."""
+    """Encode a RecordBatch v2 of (key, value) records, compressed with codec ``compression``.
+
+    Every record has ``timestamp_ms`` unless ``timestamps`` gives each its own (the batch's
+    base timestamp is then the first record's, its max timestamp the largest, as Kafka's
+    producer writes them).
+    """
     body = bytearray()
+    base_timestamp = max_timestamp = timestamp_ms
+    if timestamps:
+        base_timestamp, max_timestamp = timestamps[0], max(timestamps)
     for index, (key, value) in enumerate(records):
-        rec = bytearray(b"\x00\x00")  # record attributes, timestamp delta 0 (one-byte varint)
+        rec = bytearray(b"\x00")  # record attributes
+        rec += _varint(timestamps[index] - base_timestamp) if timestamps else b"\x00"
         rec += _varint(index)  # offset delta
         rec += _NULL_BLOB if key is None else _varint(len(key)) + key
         rec += _NULL_BLOB if value is None else _varint(len(value)) + value
@@ -200,8 +210,8 @@ def build_batch(
         _AFTER_CRC.pack(
             attributes,
             len(records) - 1,
-            timestamp_ms,
-            timestamp_ms,
+            base_timestamp,
+            max_timestamp,
             producer_id,
             producer_epoch,
             base_sequence,

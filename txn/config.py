@@ -87,6 +87,24 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "Default max.compaction.lag.ms.",
     ),
     ConfigDef("message.max.bytes", "int", 1048588, "Largest record batch accepted."),
+    ConfigDef(
+        "log.message.timestamp.type",
+        "str",
+        "CreateTime",
+        "Default message.timestamp.type: CreateTime or LogAppendTime.",
+    ),
+    ConfigDef(
+        "log.message.timestamp.before.max.ms",
+        "int",
+        _LONG_MAX,
+        "Default message.timestamp.before.max.ms.",
+    ),
+    ConfigDef(
+        "log.message.timestamp.after.max.ms",
+        "int",
+        3600000,
+        "Default message.timestamp.after.max.ms.",
+    ),
     ConfigDef("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted."),
     ConfigDef(
         "max.connections",
@@ -296,6 +314,8 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "log.cleaner.min.compaction.lag.ms": (0, None),
     "log.cleaner.max.compaction.lag.ms": (1, None),
     "message.max.bytes": (0, None),
+    "log.message.timestamp.before.max.ms": (0, None),
+    "log.message.timestamp.after.max.ms": (0, None),
     "socket.request.max.bytes": (1, None),
     "max.connections": (0, None),
     "max.connections.per.ip": (0, None),

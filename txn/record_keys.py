@@ -45,6 +45,7 @@ class RecordView:
     key: bytes | None
     has_value: bool
     raw: bytes  # the whole record: its length varint and body
+    value_size: int = 0  # bytes of the value (0 when null, as Kafka's DefaultRecord prints it)
 
 
 def _section(
@@ -89,6 +90,7 @@ def records_of(
             key,
             value_length >= 0,
             section[begin : reader.pos],
+            max(value_length, 0),
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from coordinator.broker import BrokerCore
@@ -42,6 +43,7 @@ class DataHandlers:
                 tp = TopicPartition(topic.name, int(pdata.index))
                 msg: str | None
                 record_errors: tuple[tuple[int, str], ...] = ()
+                append_ms = -1
                 if not acks_ok:  # Kafka refuses the whole request before appending anything
                     result_error, base, start, msg = ErrorCode.INVALID_REQUIRED_ACKS, -1, -1, None
                 elif pdata.records is None:
@@ -49,6 +51,7 @@ class DataHandlers:
                 else:
                     result = self.core.produce(tp, bytes(pdata.records), transactional_id)
                     record_errors = result.record_errors
+                    append_ms = result.log_append_time_ms
                     result_error, base, start, msg = (
                         result.error,
                         result.base_offset,
@@ -63,7 +66,7 @@ class DataHandlers:
                         "index": pdata.index,
                         "error_code": result_error,
                         "base_offset": base,
-                        "log_append_time": None if req.api_version >= 2 else -1,
+                        "log_append_time": _log_append_time(append_ms, req.api_version),
                         "log_start_offset": start,
                         "error_message": msg if result_error is not ErrorCode.NONE else None,
                         "record_errors": [
@@ -190,6 +193,7 @@ class DataHandlers:
                     TopicPartition(topic.name, int(p.partition_index)),
                     int(p.timestamp),
                     read_committed=read_committed,
+                    version=req.api_version,
                 )
                 parts.append(
                     {
@@ -202,6 +206,17 @@ class DataHandlers:
                 )
             topics.append({"name": topic.name, "partitions": parts})
         return {"topics": topics}
+
+
+def _log_append_time(ms: int, version: int) -> datetime.datetime | int | None:
+    """The Produce response's log_append_time: the append time of a LogAppendTime topic,
+    else -1 (kio's None from v2, where the field is a timestamp)."""
+    if ms < 0:
+        return None if version >= 2 else -1
+    seconds, millis_ = divmod(ms, 1000)
+    return datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC) + datetime.timedelta(
+        milliseconds=millis_
+    )
 
 
 def has_transactional_records(body: Any) -> bool:

@@ -18,8 +18,10 @@ import pytest
 from coordinator.launcher import LocalBroker
 from producer import Admin
 from producer.admin import TopicSpec
+from producer.connection import BrokerConnection
 from tests.reference.in_transaction import in_transaction
 from tests.reference.kafka import java_available, run_tool
+from txn.batch import build_batch
 from txn.errors import ErrorCode
 
 pytestmark = pytest.mark.reference
@@ -345,3 +347,46 @@ def test_kafka_transactions_abort_needs_write_txn_markers(sharetxn: str) -> None
     )
     assert done.returncode == 1
     assert "does not support WRITE_TXN_MARKERS" in done.stderr
+
+
+def test_consumer_groups_reset_to_datetime_finds_records_inside_a_batch(sharetxn: str) -> None:
+    """``--to-datetime`` asks ListOffsets for a time (offsetsForTimes): the first record at or
+    after it, inside an out-of-order batch, as Kafka answers; past every record, the end."""
+    topic = _topic(sharetxn)
+    base = 1_577_836_800_000  # 2020-01-01T00:00:00Z
+    batch = build_batch(
+        [(None, b"a"), (None, b"b"), (None, b"c")],
+        timestamp_ms=base + 3000,
+        timestamps=[base + 3000, base + 1000, base + 5000],
+    )
+    host, _, port = sharetxn.rpartition(":")
+    conn = BrokerConnection(host, int(port))
+    try:
+        body = {
+            "transactional_id": None,
+            "acks": -1,
+            "timeout": 10000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+        }
+        answer = conn.request(0, 9, body).responses[0].partition_responses[0]
+        assert int(answer.error_code) == 0
+    finally:
+        conn.close()
+    group = _name("at")
+    for when, offset in (("00:00:04", "2"), ("00:00:02", "0"), ("00:00:06", "3")):
+        reset = _rows(
+            tool(
+                "kafka-consumer-groups",
+                "--bootstrap-server",
+                sharetxn,
+                "--reset-offsets",
+                "--to-datetime",
+                f"2020-01-01T{when}.000Z",
+                "--group",
+                group,
+                "--topic",
+                topic,
+                "--execute",
+            )
+        )
+        assert [group, topic, "0", offset] in reset, (when, reset)

@@ -13,18 +13,21 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_malformed,
     scenarios_produce,
     scenarios_share,
+    scenarios_timestamps,
     scenarios_txn,
 )
 from tests.reference.differential.framework import REGISTRY, Outcome, run_all, table
 from tests.reference.kafka import ReferenceKafka
 
 #: Given to both brokers.  Kafka's own settings, lowered so that timing scenarios (record
-#: locks, share sessions, transaction timeouts) take a second instead of a minute.
+#: locks, share sessions, transaction timeouts, retention) take a second instead of a minute.
 SETTINGS: dict[str, str] = {
     "group.share.min.record.lock.duration.ms": "1000",
     "group.share.min.session.timeout.ms": "1000",
     "group.share.min.heartbeat.interval.ms": "500",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+    "log.initial.task.delay.ms": "1000",
+    "log.retention.check.interval.ms": "1000",
 }
 
 #: Scenario -> why sharetxn's observation differs.  Each reason names its section of
@@ -48,7 +51,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "produce-fetch/idempotent_epochs": _PRODUCE,
     "produce-fetch/idempotent_first_sequence_not_zero": _PRODUCE,
     "produce-fetch/idempotent_sequences": _PRODUCE,
-    "produce-fetch/list_offsets_forms": "ListOffsets MAX_TIMESTAMP: last offset of the batch",
+    "timestamps/list_offsets_max_after_delete_records": "MAX_TIMESTAMP below the log start",
     "share/accept_moves_start_offset": _START,
     "share/accept_part_moves_start_offset": _START,
     "share/auto_offset_reset_earliest": _START,

@@ -18,7 +18,7 @@ import pytest
 from coordinator.launcher import LocalBroker
 from producer import Admin
 from producer.admin import TopicSpec
-from producer.connection import BrokerConnection
+from producer.protocol.connection import BrokerConnection
 from tests.reference.in_transaction import in_transaction
 from tests.reference.kafka import java_available, run_tool
 from txn.batch import build_batch

@@ -16,7 +16,7 @@ from typing import Any
 
 from crc32c import crc32c
 
-from producer.records import decode_batch, split_batches
+from producer.protocol.records import decode_batch, split_batches
 from tests.reference.differential.ctx import TOPIC_RESOURCE, Ctx
 from tests.reference.differential.framework import scenario
 from tests.reference.differential.share import ShareMember, share_group

@@ -19,7 +19,7 @@ from coordinator.log.timestamps import (
     validate_batch,
 )
 from coordinator.partition import Partition
-from producer.records import decode_batch, split_batches
+from producer.protocol.records import decode_batch, split_batches
 from txn.batch import ATTR_TIMESTAMP_TYPE, ControlType, build_batch, crc_ok, parse_header
 from txn.clock import ManualClock
 from txn.config import BrokerConfig

@@ -37,6 +37,7 @@ from coordinator.reserved_topics import (
 from coordinator.share.manager import ShareManager
 from coordinator.topics import TopicInfo, TopicRegistry
 from coordinator.txn_coordinator import TransactionCoordinator
+from coordinator.txn_results import ActiveProducer
 from txn.batch import ControlType
 from txn.clock import Clock
 from txn.config import BrokerConfig
@@ -754,24 +755,20 @@ class BrokerCore:
                 self._notify(tp)
         return results
 
-    def describe_producers(self, tp: TopicPartition) -> tuple[ErrorCode, list[dict[str, int]]]:
+    def describe_producers(self, tp: TopicPartition) -> tuple[ErrorCode, list[ActiveProducer]]:
         partition = self.partitions.get(tp)
         if partition is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []
-        out: list[dict[str, int]] = []
-        for pid, entry in sorted(partition.producers.producers.items()):
-            out.append(
-                {
-                    "producer_id": pid,
-                    "producer_epoch": entry.epoch,
-                    "last_sequence": entry.last_seq,
-                    "last_timestamp": entry.last_timestamp_ms,
-                    "coordinator_epoch": entry.coordinator_epoch,
-                    "current_txn_start_offset": (
-                        -1
-                        if entry.current_txn_first_offset is None
-                        else entry.current_txn_first_offset
-                    ),
-                }
+        return ErrorCode.NONE, [
+            ActiveProducer(
+                producer_id=pid,
+                producer_epoch=entry.epoch,
+                last_sequence=entry.last_seq,
+                last_timestamp=entry.last_timestamp_ms,
+                coordinator_epoch=entry.coordinator_epoch,
+                current_txn_start_offset=(
+                    -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset
+                ),
             )
-        return ErrorCode.NONE, out
+            for pid, entry in sorted(partition.producers.producers.items())
+        ]

@@ -20,7 +20,6 @@ from coordinator.protocol.acl_rules import (
     RT,
     TOPIC_DENIED,
     TXN_DENIED,
-    Handler,
     RequestContext,
     Response,
     answer_kept,
@@ -29,9 +28,24 @@ from coordinator.protocol.acl_rules import (
     txn_and_group_denial,
     with_body,
 )
+from coordinator.protocol.responses import Handler
+from coordinator.protocol.txn_messages import (
+    AddPartitionsToTxnPartitionResult,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnTopicResult,
+    DescribedTransaction,
+    DescribeTransactionsResponse,
+    ListTransactionsResponse,
+)
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.errors import ErrorCode
-from txn.ids import KEY_TYPE_GROUP, KEY_TYPE_SHARE, KEY_TYPE_TRANSACTION
+from txn.ids import (
+    KEY_TYPE_GROUP,
+    KEY_TYPE_SHARE,
+    KEY_TYPE_TRANSACTION,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+)
 
 
 def _offset_entry(t: Any, code: ErrorCode) -> dict[str, Any]:
@@ -116,7 +130,7 @@ async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: H
             }
         if b.topics is None:
             response = await handler(req)
-            assert response is not None
+            assert isinstance(response, dict)  # not yet typed
             response["topics"] = [
                 t for t in response["topics"] if ctx.topic(OP.DESCRIBE, t["name"])
             ]
@@ -125,7 +139,7 @@ async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: H
         if not denied:
             return await handler(req)
         response = await handler(with_body(req, topics=kept))
-        assert response is not None
+        assert isinstance(response, dict)  # not yet typed
         if not kept:
             response["topics"] = []
         response["topics"] = [*response["topics"], *_fetched_entries(denied, TOPIC_DENIED)]
@@ -143,7 +157,7 @@ async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: H
     answers: list[dict[str, Any]] = []
     if trimmed:
         response = await handler(with_body(req, groups=tuple(trimmed)))
-        assert response is not None
+        assert isinstance(response, dict)  # not yet typed
         answers = list(response["groups"])
     for answer in answers:
         if any(g.group_id == answer["group_id"] and g.topics is None for g in trimmed):
@@ -228,7 +242,7 @@ delete_groups_rule = groups_listing_rule(
 
 async def list_groups_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
     response = await handler(req)
-    assert response is not None
+    assert isinstance(response, dict)  # not yet typed
     if not ctx.cluster(OP.DESCRIBE):
         response["groups"] = [
             g for g in response["groups"] if ctx.group(OP.DESCRIBE, g["group_id"])
@@ -240,13 +254,15 @@ async def list_transactions_rule(
     ctx: RequestContext, req: DecodedRequest, handler: Handler
 ) -> Response:
     response = await handler(req)
-    assert response is not None
-    response["transaction_states"] = [
-        t
-        for t in response["transaction_states"]
-        if ctx.allowed(OP.DESCRIBE, RT.TRANSACTIONAL_ID, t["transactional_id"])
-    ]
-    return response
+    assert isinstance(response, ListTransactionsResponse)
+    return dataclasses.replace(
+        response,
+        transaction_states=tuple(
+            t
+            for t in response.transaction_states
+            if ctx.allowed(OP.DESCRIBE, RT.TRANSACTIONAL_ID, t.transactional_id)
+        ),
+    )
 
 
 async def describe_transactions_rule(
@@ -261,27 +277,27 @@ async def describe_transactions_rule(
         response = (
             await handler(with_body(req, transactional_ids=kept))
             if kept
-            else {"transaction_states": []}
+            else DescribeTransactionsResponse(transaction_states=())
         )
-    assert response is not None
-    for state in response["transaction_states"]:
+    assert isinstance(response, DescribeTransactionsResponse)
+    described = tuple(
         # Kafka leaves out the topics the principal may not describe.
-        state["topics"] = [t for t in state.get("topics", []) if ctx.topic(OP.DESCRIBE, t["topic"])]
-    response["transaction_states"] = [
-        *response["transaction_states"],
-        *(
-            {
-                "error_code": TXN_DENIED,
-                "transactional_id": t,
-                "transaction_state": "",
-                "producer_id": -1,
-                "producer_epoch": -1,
-                "topics": [],
-            }
-            for t in denied
-        ),
-    ]
-    return response
+        dataclasses.replace(
+            state, topics=tuple(t for t in state.topics if ctx.topic(OP.DESCRIBE, t.topic))
+        )
+        for state in response.transaction_states
+    )
+    refused = tuple(
+        DescribedTransaction(
+            error_code=TXN_DENIED,
+            transactional_id=t,
+            transaction_state="",
+            producer_id=NO_PRODUCER_ID,
+            producer_epoch=NO_PRODUCER_EPOCH,
+        )
+        for t in denied
+    )
+    return DescribeTransactionsResponse(transaction_states=(*described, *refused))
 
 
 async def add_partitions_to_txn_rule(
@@ -291,22 +307,24 @@ async def add_partitions_to_txn_rule(
     if req.api_version >= 4:
         # The broker-to-broker form (KIP-890 verification): CLUSTER_ACTION.
         if not ctx.cluster(OP.CLUSTER_ACTION):
-            return {"error_code": CLUSTER_DENIED, "results_by_transaction": []}
+            return AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED)
         return await handler(req)
 
-    def results(code_of: Callable[[str], ErrorCode]) -> dict[str, Any]:
-        return {
-            "results_by_topic_v3_and_below": [
-                {
-                    "name": t.name,
-                    "results_by_partition": [
-                        {"partition_index": int(p), "partition_error_code": code_of(t.name)}
+    def results(code_of: Callable[[str], ErrorCode]) -> AddPartitionsToTxnResponse:
+        return AddPartitionsToTxnResponse(
+            results_by_topic_v3_and_below=tuple(
+                AddPartitionsToTxnTopicResult(
+                    name=t.name,
+                    results_by_partition=tuple(
+                        AddPartitionsToTxnPartitionResult(
+                            partition_index=int(p), partition_error_code=code_of(t.name)
+                        )
                         for p in t.partitions
-                    ],
-                }
+                    ),
+                )
                 for t in b.v3_and_below_topics
-            ]
-        }
+            )
+        )
 
     if not ctx.txn(b.v3_and_below_transactional_id):
         return results(lambda _n: TXN_DENIED)
@@ -330,7 +348,7 @@ def share_data_rule(
         if not denied:
             return await handler(req)
         response = await handler(with_body(req, topics=kept))
-        assert response is not None
+        assert isinstance(response, dict)  # not yet typed
         response["responses"] = [
             *response["responses"],
             *(
@@ -428,7 +446,7 @@ async def describe_share_group_offsets_rule(
     answers: list[dict[str, Any]] = []
     if allowed_groups:
         response = await handler(with_body(req, groups=allowed_groups))
-        assert response is not None
+        assert isinstance(response, dict)  # not yet typed
         answers = list(response["groups"])
     listed_all = {g.group_id for g in allowed_groups if g.topics is None}
     for answer in answers:

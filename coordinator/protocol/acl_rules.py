@@ -13,12 +13,19 @@ lists the operation and resource each one needs.
 from __future__ import annotations
 
 import dataclasses
+import typing
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from coordinator.protocol.data_handlers import has_transactional_records
+from coordinator.protocol.responses import Body, Handler
+from coordinator.protocol.txn_messages import (
+    DescribeProducersPartition,
+    DescribeProducersResponse,
+    DescribeProducersTopic,
+)
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.security.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
 from txn.errors import ErrorCode
@@ -32,8 +39,7 @@ TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 NO_TOPIC_ID = uuid.UUID(int=0)
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
 
-Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
-Response = dict[str, Any] | None
+Response = Body | None
 T = TypeVar("T")
 
 
@@ -95,9 +101,9 @@ async def answer_kept(
     request_key: str,
     checked: tuple[tuple[T, ...], list[T]],
     response_key: str,
-    denied_entry: Callable[[T], dict[str, Any]],
+    denied_entry: Callable[[T], Body],
     *,
-    empty: dict[str, Any] | None = None,
+    empty: Body | None = None,
 ) -> Response:
     """Filter, call, merge: the handler answers the kept items of ``request_key`` (``empty``,
     by default an empty ``response_key`` list, when none is kept) and each denied item gets
@@ -110,22 +116,33 @@ async def answer_kept(
     else:
         response = {response_key: []} if empty is None else empty
     assert response is not None
-    response[response_key] = [*response[response_key], *(denied_entry(d) for d in denied)]
-    return response
+    return appended(response, response_key, [denied_entry(d) for d in denied])
+
+
+def appended(response: Body, key: str, entries: list[Any]) -> Body:
+    """``response`` with ``entries`` after those of its list ``key``."""
+    if isinstance(response, dict):
+        response[key] = [*response[key], *entries]
+        return response
+    changes = {key: (*getattr(response, key), *entries)}
+    return typing.cast(Body, dataclasses.replace(response, **changes))
 
 
 def list_rule(
     list_key: str,
     response_key: str,
     ok: Callable[[RequestContext, Any], bool],
-    denied_entry: Callable[[Any], dict[str, Any]],
+    denied_entry: Callable[[Any], Body],
+    empty: Body | None = None,
 ) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
     """Rules of APIs over one request list answered per item: the ``ok`` items reach the
     handler, the others get their ``denied_entry``."""
 
     async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
         checked = split(getattr(req.body, list_key), lambda item: ok(ctx, item))
-        return await answer_kept(req, handler, list_key, checked, response_key, denied_entry)
+        return await answer_kept(
+            req, handler, list_key, checked, response_key, denied_entry, empty=empty
+        )
 
     return rule
 
@@ -251,6 +268,7 @@ async def produce_rule(ctx: RequestContext, req: DecodedRequest, handler: Handle
     response = await handler(with_body(req, topic_data=kept)) if kept else {"responses": []}
     if response is None or int(b.acks) == 0:
         return None
+    assert isinstance(response, dict)  # not yet typed
     response["responses"] = [*response["responses"], *entries(denied, TOPIC_DENIED)]
     return response
 
@@ -334,7 +352,7 @@ async def metadata_rule(ctx: RequestContext, req: DecodedRequest, handler: Handl
     requested = b.topics
     if requested is None or (req.api_version == 0 and not requested):
         response = await handler(req)
-        assert response is not None
+        assert isinstance(response, dict)  # not yet typed
         response["topics"] = [
             t for t in response["topics"] if ctx.topic(OP.DESCRIBE, str(t["name"]))
         ]
@@ -364,7 +382,7 @@ async def metadata_rule(ctx: RequestContext, req: DecodedRequest, handler: Handl
     if not denied:
         return await handler(req)
     response = await handler(with_body(req, topics=tuple(kept)))
-    assert response is not None
+    assert isinstance(response, dict)  # not yet typed
     if not kept:
         response["topics"] = []
     response["topics"] = [*response["topics"], *denied]
@@ -420,12 +438,11 @@ def topic_partition_rule(
     list_key: str,
     response_key: str,
     entry: Callable[[Any], dict[str, Any]],
-    partitions_key: str = "partitions",
 ) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
     """Rules of APIs whose request is [{name, partitions}] and response [{name, partitions}]."""
 
     def denied_entry(t: Any) -> dict[str, Any]:
-        return {"name": t.name, "partitions": [entry(p) for p in getattr(t, partitions_key)]}
+        return {"name": t.name, "partitions": [entry(p) for p in t.partitions]}
 
     return list_rule(list_key, response_key, lambda ctx, t: ctx.topic(op, t.name), denied_entry)
 
@@ -440,12 +457,18 @@ delete_records_rule = topic_partition_rule(
         "low_watermark": -1,
     },
 )
-describe_producers_rule = topic_partition_rule(
-    OP.READ,
+describe_producers_rule = list_rule(
     "topics",
     "topics",
-    lambda p: {"partition_index": int(p), "error_code": TOPIC_DENIED},
-    partitions_key="partition_indexes",
+    lambda ctx, t: ctx.topic(OP.READ, t.name),
+    lambda t: DescribeProducersTopic(
+        name=t.name,
+        partitions=tuple(
+            DescribeProducersPartition(partition_index=int(p), error_code=TOPIC_DENIED)
+            for p in t.partition_indexes
+        ),
+    ),
+    empty=DescribeProducersResponse(topics=()),
 )
 
 

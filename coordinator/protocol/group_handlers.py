@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from coordinator.broker import BrokerCore
@@ -17,6 +17,7 @@ from coordinator.group.offset_commands import Committer, OffsetMap
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
 from coordinator.protocol.responses import (
     OPERATIONS_NOT_REQUESTED,
+    Handler,
     api,
     by_topic,
     handler_table,
@@ -31,7 +32,6 @@ from txn.ids import TopicPartition
 
 log = logging.getLogger("sharetxn.groups")
 
-Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
 R = TypeVar("R")
 
 

@@ -9,6 +9,7 @@ version, and never let a denied resource reach the handler.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import uuid
 from collections.abc import Callable
@@ -118,9 +119,10 @@ class World:
             return await handler(r)
 
         response = asyncio.run(self.gate.handle(self.session, req, recording))
-        assert isinstance(response, dict)
+        assert response is not None and not isinstance(response, bool)
         encode_response(key, version, 7, response)  # renders in this version
-        return response
+        # A typed message (or, for the families not yet typed, a dict) as a dict of its fields.
+        return response if isinstance(response, dict) else dataclasses.asdict(response)
 
 
 def codes(value: Any, path: str = "") -> list[tuple[str, int]]:

@@ -344,24 +344,13 @@ class ShareHandlers:
     async def add_share_acks_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
         """AddShareAcksToTxn: add each (group, topic partition)'s share-state partition."""
         b = req.body
-        state_partitions: list[TopicPartition] = []
+        topics: dict[str, list[int]] = {}
         for topic in b.topics:
-            info = self.core.topics.get(topic.name)
-            if info is None or any(
-                int(p) >= info.num_partitions or int(p) < 0 for p in topic.partitions
-            ):
-                return {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
-            for p in topic.partitions:
-                tp = self.share.state_partition_of(b.group_id, info.topic_id, int(p))
-                if tp not in state_partitions:
-                    state_partitions.append(tp)
-        if not b.group_id:
-            return {"error_code": ErrorCode.INVALID_REQUEST}
-        results = self.core.txn_coordinator.add_partitions_to_txn(
-            b.transactional_id, int(b.producer_id), int(b.producer_epoch), state_partitions
+            topics.setdefault(topic.name, []).extend(int(p) for p in topic.partitions)
+        error = self.core.add_share_acks_to_txn(
+            b.transactional_id, int(b.producer_id), int(b.producer_epoch), b.group_id, topics
         )
-        errors = [e for e in results.values() if e is not ErrorCode.NONE]
-        return {"error_code": errors[0] if errors else ErrorCode.NONE}
+        return {"error_code": error}
 
     @api(ApiKey.TXN_SHARE_ACKNOWLEDGE)
     async def txn_share_acknowledge(self, req: DecodedRequest) -> dict[str, Any]:
@@ -387,14 +376,13 @@ class ShareHandlers:
                 acks.append(
                     PartitionAcks(TopicIdPartition(topic.topic_id, int(p.partition)), batches)
                 )
-        results = self.share.txn_share_acknowledge(
+        results = self.core.txn_share_acknowledge(
             b.group_id,
             b.transactional_id,
             int(b.producer_id),
             int(b.producer_epoch),
             b.member_id,
             acks,
-            self.core.txn_coordinator.verify_partitions,
         )
         for tip, error in results.items():
             by_topic.setdefault(tip.topic_id, []).append(

@@ -19,8 +19,28 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from coordinator.protocol.data_handlers import has_transactional_records
+from coordinator.protocol.data_handlers import has_transactional_records, refused_topics
+from coordinator.protocol.data_messages import (
+    FetchableTopicResponse,
+    FetchPartitionData,
+    FetchResponse,
+    ListOffsetsPartitionResponse,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+    ProduceResponse,
+)
 from coordinator.protocol.responses import Body, Handler
+from coordinator.protocol.topic_messages import (
+    CreatableTopicResult,
+    CreatePartitionsResponse,
+    CreatePartitionsTopicResult,
+    CreateTopicsResponse,
+    DeletableTopicResult,
+    DeleteRecordsPartitionResult,
+    DeleteRecordsResponse,
+    DeleteRecordsTopicResult,
+    DeleteTopicsResponse,
+)
 from coordinator.protocol.txn_messages import (
     DescribeProducersPartition,
     DescribeProducersResponse,
@@ -240,37 +260,23 @@ async def membership_rule(ctx: RequestContext, req: DecodedRequest, handler: Han
 async def produce_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
     b = req.body
     tid = field(b, "transactional_id")
-
-    def entries(topics: Iterable[Any], code: ErrorCode) -> list[dict[str, Any]]:
-        return [
-            {
-                "name": t.name,
-                "partition_responses": [
-                    {
-                        "index": p.index,
-                        "error_code": code,
-                        "base_offset": -1,
-                        "log_start_offset": -1,
-                    }
-                    for p in t.partition_data
-                ],
-            }
-            for t in topics
-        ]
-
     # Kafka: transactional records need a transactional id the principal may WRITE, before
     # any topic is looked at (the handler answers a missing one alike without ACLs).
     if (tid is not None and not ctx.txn(tid)) or (tid is None and has_transactional_records(b)):
-        return None if int(b.acks) == 0 else {"responses": entries(b.topic_data, TXN_DENIED)}
+        if int(b.acks) == 0:
+            return None
+        return ProduceResponse(responses=refused_topics(b.topic_data, TXN_DENIED, None))
     kept, denied = split(b.topic_data, lambda t: ctx.topic(OP.WRITE, t.name))
     if not denied:
         return await handler(req)
-    response = await handler(with_body(req, topic_data=kept)) if kept else {"responses": []}
+    response = (
+        await handler(with_body(req, topic_data=kept)) if kept else ProduceResponse(responses=())
+    )
     if response is None or int(b.acks) == 0:
         return None
-    assert isinstance(response, dict)  # not yet typed
-    response["responses"] = [*response["responses"], *entries(denied, TOPIC_DENIED)]
-    return response
+    assert isinstance(response, ProduceResponse)
+    refused = refused_topics(denied, TOPIC_DENIED, None)
+    return ProduceResponse(responses=(*response.responses, *refused))
 
 
 def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
@@ -288,52 +294,43 @@ async def fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler)
         name = _topic_name(ctx, t)
         return name is None or ctx.topic(OP.READ, name)
 
-    def denied_entry(t: Any) -> dict[str, Any]:
-        entry: dict[str, Any] = {
-            "partitions": [
-                {
-                    "partition_index": p.partition,
-                    "error_code": TOPIC_DENIED,
-                    "high_watermark": -1,
-                    "last_stable_offset": -1,
-                    "log_start_offset": -1,
-                    "records": None,
-                }
-                for p in t.partitions
-            ]
-        }
+    def denied_entry(t: Any) -> FetchableTopicResponse:
+        partitions = tuple(
+            FetchPartitionData(
+                partition_index=int(p.partition), error_code=TOPIC_DENIED, high_watermark=-1
+            )
+            for p in t.partitions
+        )
         name = field(t, "topic")
         if name is None:
-            entry["topic_id"] = t.topic_id
-        else:
-            entry["topic"] = name
-        return entry
+            return FetchableTopicResponse(partitions=partitions, topic_id=t.topic_id)
+        return FetchableTopicResponse(partitions=partitions, topic=name)
 
-    empty = {"error_code": ErrorCode.NONE, "session_id": 0, "responses": []}
+    empty = FetchResponse(error_code=ErrorCode.NONE, responses=())
     checked = split(b.topics, ok)
     return await answer_kept(
         req, handler, "topics", checked, "responses", denied_entry, empty=empty
     )
 
 
-def _list_offsets_denied(t: Any) -> dict[str, Any]:
-    return {
-        "name": t.name,
-        "partitions": [
-            {
-                "partition_index": p.partition_index,
-                "error_code": TOPIC_DENIED,
-                "timestamp": -1,
-                "offset": -1,
-                "leader_epoch": -1,
-            }
+def _list_offsets_denied(t: Any) -> ListOffsetsTopicResponse:
+    return ListOffsetsTopicResponse(
+        name=t.name,
+        partitions=tuple(
+            ListOffsetsPartitionResponse(
+                partition_index=int(p.partition_index), error_code=TOPIC_DENIED
+            )
             for p in t.partitions
-        ],
-    }
+        ),
+    )
 
 
 list_offsets_rule = list_rule(
-    "topics", "topics", lambda ctx, t: ctx.topic(OP.DESCRIBE, t.name), _list_offsets_denied
+    "topics",
+    "topics",
+    lambda ctx, t: ctx.topic(OP.DESCRIBE, t.name),
+    _list_offsets_denied,
+    empty=ListOffsetsResponse(topics=()),
 )
 
 
@@ -389,14 +386,10 @@ async def metadata_rule(ctx: RequestContext, req: DecodedRequest, handler: Handl
     return response
 
 
-def _create_topics_denied(t: Any) -> dict[str, Any]:
-    return {
-        "name": t.name,
-        "error_code": TOPIC_DENIED,
-        "error_message": "Authorization failed.",
-        "num_partitions": -1,
-        "replication_factor": -1,
-    }
+def _create_topics_denied(t: Any) -> CreatableTopicResult:
+    return CreatableTopicResult(
+        name=t.name, error_code=TOPIC_DENIED, error_message="Authorization failed."
+    )
 
 
 async def create_topics_rule(
@@ -404,17 +397,28 @@ async def create_topics_rule(
 ) -> Response:
     any_topic = ctx.cluster(OP.CREATE)
     checked = split(req.body.topics, lambda t: any_topic or ctx.topic(OP.CREATE, t.name))
-    return await answer_kept(req, handler, "topics", checked, "topics", _create_topics_denied)
+    return await answer_kept(
+        req,
+        handler,
+        "topics",
+        checked,
+        "topics",
+        _create_topics_denied,
+        empty=CreateTopicsResponse(topics=()),
+    )
 
 
-def _name_denied(t: Any) -> dict[str, Any]:
+def _name_denied(t: Any) -> DeletableTopicResult:
     """The entry of a denied topic by name (DeleteTopics v0-5)."""
-    return {"name": t, "error_code": TOPIC_DENIED}
+    return DeletableTopicResult(name=t, error_code=TOPIC_DENIED)
 
 
-def _id_denied(t: Any) -> dict[str, Any]:
+def _id_denied(t: Any) -> DeletableTopicResult:
     """The entry of a denied topic by name or id (DeleteTopics v6+)."""
-    return {"name": t.name, "topic_id": t.topic_id, "error_code": TOPIC_DENIED}
+    return DeletableTopicResult(name=t.name, topic_id=t.topic_id, error_code=TOPIC_DENIED)
+
+
+_NO_DELETED_TOPICS = DeleteTopicsResponse(responses=())
 
 
 async def delete_topics_rule(
@@ -423,39 +427,40 @@ async def delete_topics_rule(
     b = req.body
     if hasattr(b, "topic_names"):
         by_name = split(b.topic_names, lambda n: ctx.topic(OP.DELETE, n))
-        return await answer_kept(req, handler, "topic_names", by_name, "responses", _name_denied)
+        return await answer_kept(
+            req,
+            handler,
+            "topic_names",
+            by_name,
+            "responses",
+            _name_denied,
+            empty=_NO_DELETED_TOPICS,
+        )
 
     def ok(t: Any) -> bool:
         name = t.name if t.name is not None else ctx.topics.name_of(t.topic_id)
         return name is None or ctx.topic(OP.DELETE, name)
 
     by_topic = split(b.topics, ok)
-    return await answer_kept(req, handler, "topics", by_topic, "responses", _id_denied)
+    return await answer_kept(
+        req, handler, "topics", by_topic, "responses", _id_denied, empty=_NO_DELETED_TOPICS
+    )
 
 
-def topic_partition_rule(
-    op: AclOperation,
-    list_key: str,
-    response_key: str,
-    entry: Callable[[Any], dict[str, Any]],
-) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
-    """Rules of APIs whose request is [{name, partitions}] and response [{name, partitions}]."""
-
-    def denied_entry(t: Any) -> dict[str, Any]:
-        return {"name": t.name, "partitions": [entry(p) for p in t.partitions]}
-
-    return list_rule(list_key, response_key, lambda ctx, t: ctx.topic(op, t.name), denied_entry)
-
-
-delete_records_rule = topic_partition_rule(
-    OP.DELETE,
+delete_records_rule = list_rule(
     "topics",
     "topics",
-    lambda p: {
-        "partition_index": p.partition_index,
-        "error_code": TOPIC_DENIED,
-        "low_watermark": -1,
-    },
+    lambda ctx, t: ctx.topic(OP.DELETE, t.name),
+    lambda t: DeleteRecordsTopicResult(
+        name=t.name,
+        partitions=tuple(
+            DeleteRecordsPartitionResult(
+                partition_index=int(p.partition_index), low_watermark=-1, error_code=TOPIC_DENIED
+            )
+            for p in t.partitions
+        ),
+    ),
+    empty=DeleteRecordsResponse(topics=()),
 )
 describe_producers_rule = list_rule(
     "topics",
@@ -472,12 +477,12 @@ describe_producers_rule = list_rule(
 )
 
 
-def _named_denied(t: Any) -> dict[str, Any]:
-    return {"name": t.name, "error_code": TOPIC_DENIED, "error_message": None}
-
-
 create_partitions_rule = list_rule(
-    "topics", "results", lambda ctx, t: ctx.topic(OP.ALTER, t.name), _named_denied
+    "topics",
+    "results",
+    lambda ctx, t: ctx.topic(OP.ALTER, t.name),
+    lambda t: CreatePartitionsTopicResult(name=t.name, error_code=TOPIC_DENIED),
+    empty=CreatePartitionsResponse(results=()),
 )
 
 

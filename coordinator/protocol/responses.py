@@ -111,15 +111,6 @@ def by_topic(
     return [{"name": name, "partitions": parts} for name, parts in topics.items()]
 
 
-def has_partition_error(response: dict[str, Any]) -> bool:
-    """Whether any partition of a Fetch-shaped response carries an error."""
-    return any(
-        p["error_code"] is not ErrorCode.NONE
-        for t in response["responses"]
-        for p in t["partitions"]
-    )
-
-
 def config_entry(
     name: str, value: str | None, *, source: int, doc: str | None = None
 ) -> dict[str, Any]:

@@ -36,6 +36,12 @@ from coordinator.protocol.txn_messages import (
     DescribedTransaction,
     DescribeTransactionsResponse,
     ListTransactionsResponse,
+    TxnOffsetCommitPartition,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitTopic,
+    TxnShareAcknowledgePartition,
+    TxnShareAcknowledgeResponse,
+    TxnShareAcknowledgeTopic,
 )
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.errors import ErrorCode
@@ -85,10 +91,29 @@ async def txn_offset_commit_rule(
     ctx: RequestContext, req: DecodedRequest, handler: Handler
 ) -> Response:
     b = req.body
+
+    def entry(t: Any, code: ErrorCode) -> TxnOffsetCommitTopic:
+        return TxnOffsetCommitTopic(
+            name=t.name,
+            partitions=tuple(
+                TxnOffsetCommitPartition(partition_index=int(p.partition_index), error_code=code)
+                for p in t.partitions
+            ),
+        )
+
     code = txn_and_group_denial(ctx, b)
     if code is not None:
-        return {"topics": [_offset_entry(t, code) for t in b.topics]}
-    return await _read_topics(ctx, req, handler)
+        return TxnOffsetCommitResponse(topics=tuple(entry(t, code) for t in b.topics))
+    checked = split(b.topics, lambda t: ctx.topic(OP.READ, t.name))
+    return await answer_kept(
+        req,
+        handler,
+        "topics",
+        checked,
+        "topics",
+        lambda t: entry(t, TOPIC_DENIED),
+        empty=TxnOffsetCommitResponse(topics=()),
+    )
 
 
 async def offset_delete_rule(
@@ -382,21 +407,27 @@ async def txn_share_acknowledge_rule(
     """KIP-1289 TxnShareAcknowledge: checked as TxnOffsetCommit."""
     b = req.body
 
-    def entry(t: Any, code: ErrorCode) -> dict[str, Any]:
-        return {
-            "topic_id": t.topic_id,
-            "partitions": [
-                {"partition": p.partition, "error_code": code, "error_message": None}
+    def entry(t: Any, code: ErrorCode) -> TxnShareAcknowledgeTopic:
+        return TxnShareAcknowledgeTopic(
+            topic_id=t.topic_id,
+            partitions=tuple(
+                TxnShareAcknowledgePartition(partition=int(p.partition), error_code=code)
                 for p in t.partitions
-            ],
-        }
+            ),
+        )
 
     code = txn_and_group_denial(ctx, b)
     if code is not None:
-        return {"topics": [entry(t, code) for t in b.topics]}
+        return TxnShareAcknowledgeResponse(topics=tuple(entry(t, code) for t in b.topics))
     checked = split(b.topics, lambda t: ctx.topic_by_id(OP.READ, t.topic_id))
     return await answer_kept(
-        req, handler, "topics", checked, "topics", lambda t: entry(t, TOPIC_DENIED)
+        req,
+        handler,
+        "topics",
+        checked,
+        "topics",
+        lambda t: entry(t, TOPIC_DENIED),
+        empty=TxnShareAcknowledgeResponse(topics=()),
     )
 
 

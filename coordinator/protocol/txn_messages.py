@@ -7,6 +7,7 @@ the fields a message leaves out).  A default here is the value the wire would ca
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from coordinator.txn_results import ActiveProducer
@@ -113,3 +114,75 @@ class DescribeProducersTopic:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DescribeProducersResponse:
     topics: tuple[DescribeProducersTopic, ...]
+
+
+# -- staging in a transaction: KIP-98's offsets, KIP-1289's share acknowledgements --------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddOffsetsToTxnResponse:
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitPartition:
+    partition_index: int
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitTopic:
+    name: str
+    partitions: tuple[TxnOffsetCommitPartition, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitResponse:
+    topics: tuple[TxnOffsetCommitTopic, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddShareAcksToTxnResponse:
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnShareAcknowledgePartition:
+    partition: int
+    error_code: ErrorCode
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnShareAcknowledgeTopic:
+    topic_id: uuid.UUID | None  # None (the zero id) as the request named it
+    partitions: tuple[TxnShareAcknowledgePartition, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnShareAcknowledgeResponse:
+    topics: tuple[TxnShareAcknowledgeTopic, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingAcksEntry:
+    group_id: str
+    topic_id: uuid.UUID
+    partition: int
+    state_partition: int
+    pending_records: int
+    first_offset: int
+    last_offset: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingAcksProducer:
+    producer_id: int
+    producer_epoch: int
+    entries: tuple[PendingAcksEntry, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeSharePendingAcksResponse:
+    error_code: ErrorCode
+    producers: tuple[PendingAcksProducer, ...] = ()

@@ -22,6 +22,7 @@ from coordinator.log.memory_log import MemoryStorage
 from coordinator.protocol.acl_rules import TopicDirectory
 from coordinator.protocol.api_versions import SUPPORTED
 from coordinator.protocol.handlers import Handlers
+from coordinator.protocol.responses import Body
 from coordinator.protocol.security_gate import SecurityGate
 from coordinator.protocol.wire import DecodedRequest, encode_response
 from coordinator.security.acls import (
@@ -114,7 +115,7 @@ class World:
         req = DecodedRequest(key, version, 7, "test", request)
         handler = self.handlers.table[key]
 
-        async def recording(r: DecodedRequest) -> dict[str, Any] | None:
+        async def recording(r: DecodedRequest) -> Body | None:
             self.seen.append(r)
             return await handler(r)
 

@@ -116,23 +116,17 @@ def _skip_ack_fencing(stack: ExitStack) -> None:
     def txn_share_acknowledge(
         self: ShareManager,
         group_id: str,
-        transactional_id: str,
         producer_id: int,
         producer_epoch: int,
         member_id: str | None,
         acks: Any,
-        verify: Callable[..., dict[Any, ErrorCode]],
+        verdicts: dict[Any, ErrorCode],
     ) -> Any:
-        def unfenced(tid: str, pid: int, epoch: int, tps: list[Any]) -> dict[Any, ErrorCode]:
-            verdict = verify(tid, pid, epoch, tps)
-            return {
-                tp: ErrorCode.NONE if error is ErrorCode.PRODUCER_FENCED else error
-                for tp, error in verdict.items()
-            }
-
-        return original(
-            self, group_id, transactional_id, producer_id, producer_epoch, member_id, acks, unfenced
-        )
+        unfenced = {
+            tp: ErrorCode.NONE if error is ErrorCode.PRODUCER_FENCED else error
+            for tp, error in verdicts.items()
+        }
+        return original(self, group_id, producer_id, producer_epoch, member_id, acks, unfenced)
 
     replace(stack, ShareManager, "txn_share_acknowledge", txn_share_acknowledge)
 

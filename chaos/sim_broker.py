@@ -567,14 +567,8 @@ class SimBroker:
                 continue
             names[tip] = name
             acks.append(PartitionAcks(tip, batches))
-        results = core.share.txn_share_acknowledge(
-            req.group,
-            req.tid,
-            req.pid,
-            req.epoch,
-            req.member,
-            acks,
-            core.txn_coordinator.verify_partitions,
+        results = core.txn_share_acknowledge(
+            req.group, req.tid, req.pid, req.epoch, req.member, acks
         )
         for tip, error in results.items():
             name = names[tip]
@@ -666,17 +660,10 @@ class SimBroker:
         return Answer(result.error, {"pid": result.producer_id, "epoch": result.producer_epoch})
 
     def _add_share_acks(self, core: BrokerCore, req: AddShareAcks) -> Answer:
-        state_tps: list[TopicPartition] = []
+        topics: dict[str, list[int]] = {}
         for topic, partition in req.partitions:
-            info = core.topics.get(topic)
-            if info is None:
-                return Answer(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-            tp = core.share.state_partition_of(req.group, info.topic_id, partition)
-            if tp not in state_tps:
-                state_tps.append(tp)
-        errors = core.txn_coordinator.add_partitions_to_txn(req.tid, req.pid, req.epoch, state_tps)
-        bad = [e for e in errors.values() if e is not ErrorCode.NONE]
-        return Answer(bad[0] if bad else ErrorCode.NONE)
+            topics.setdefault(topic, []).append(partition)
+        return Answer(core.add_share_acks_to_txn(req.tid, req.pid, req.epoch, req.group, topics))
 
     # -- inspection (the simulator's oracle, used with faults off) --------------------------------
 

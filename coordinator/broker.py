@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from coordinator.group.coordinator import ConsumerGroupCoordinator
@@ -34,9 +34,10 @@ from coordinator.reserved_topics import (
     refuse_client_created,
     write_refusal,
 )
-from coordinator.share.manager import ShareManager
+from coordinator.share.manager import PartitionAcks, ShareManager
 from coordinator.topics import TopicInfo, TopicRegistry
 from coordinator.txn_coordinator import TransactionCoordinator
+from coordinator.txn_results import ActiveProducer
 from txn.batch import ControlType
 from txn.clock import Clock
 from txn.config import BrokerConfig
@@ -48,6 +49,7 @@ from txn.ids import (
     RESERVED_TOPICS,
     SHARE_GROUP_STATE_TOPIC,
     TRANSACTION_STATE_TOPIC,
+    TopicIdPartition,
     TopicPartition,
 )
 from txn.limits import LONG_MAX
@@ -452,16 +454,99 @@ class BrokerCore:
         nothing may be staged outside a transaction.
         """
         tp = self.consumer_offsets_partition
-        verdict = self.txn_coordinator.verify_partitions(
-            transactional_id, producer_id, producer_epoch, [tp]
-        ).get(tp, ErrorCode.INVALID_TXN_STATE)
+        verdict = self.verify_in_transaction(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            [tp],
+            # Another transactional id's producer id, as Kafka 4.4.
+            foreign_producer=ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+        )[tp]
         if verdict is not ErrorCode.NONE:
-            # Another transactional id's producer id stays INVALID_PRODUCER_ID_MAPPING (Kafka 4.4).
-            if verdict is ErrorCode.TRANSACTION_ABORTABLE:
-                verdict = ErrorCode.INVALID_TXN_STATE
             return dict.fromkeys(offsets, verdict)
         committer = Committer(group_id, generation, member_id, group_instance_id)
         return self.groups.txn_commit_offsets(producer_id, producer_epoch, committer, offsets)
+
+    def verify_in_transaction(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[TopicPartition],
+        *,
+        foreign_producer: ErrorCode,
+    ) -> dict[TopicPartition, ErrorCode]:
+        """The one verify-and-map step of the RPCs that stage work in an ongoing transaction
+        (TxnOffsetCommit; KIP-1289's TxnShareAcknowledge), once per request: NONE for each
+        partition in the transaction of (producer id, epoch), else the error to answer.
+
+        A partition not in it is INVALID_TXN_STATE (nothing is staged outside a transaction);
+        another transactional id's producer id is ``foreign_producer``; fencing and the
+        coordinator's own errors (PRODUCER_FENCED, CONCURRENT_TRANSACTIONS, ...) are answered
+        as they are.
+        """
+        verdicts = self.txn_coordinator.verify_partitions(
+            transactional_id, producer_id, producer_epoch, partitions
+        )
+        mapped = {
+            ErrorCode.TRANSACTION_ABORTABLE: ErrorCode.INVALID_TXN_STATE,
+            ErrorCode.INVALID_PRODUCER_ID_MAPPING: foreign_producer,
+        }
+        return {tp: mapped.get(error, error) for tp, error in verdicts.items()}
+
+    def txn_share_acknowledge(
+        self,
+        group_id: str,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str | None,
+        acks: list[PartitionAcks],
+    ) -> dict[TopicIdPartition, ErrorCode]:
+        """KIP-1289 TxnShareAcknowledge: the acks of each partition whose share-state partition
+        is in the transaction become TX_PENDING (``ShareManager.txn_share_acknowledge``).
+        Another transactional id's producer id is INVALID_TXN_STATE (DESIGN §4.3)."""
+        state_partitions = [
+            self.share.state_partition_of(group_id, pa.tip.topic_id, pa.tip.partition)
+            for pa in acks
+        ]
+        verdicts = self.verify_in_transaction(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            state_partitions,
+            foreign_producer=ErrorCode.INVALID_TXN_STATE,
+        )
+        return self.share.txn_share_acknowledge(
+            group_id, producer_id, producer_epoch, member_id, acks, verdicts
+        )
+
+    def add_share_acks_to_txn(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        group_id: str,
+        topics: Mapping[str, Sequence[int]],
+    ) -> ErrorCode:
+        """KIP-1289 AddShareAcksToTxn: add the share-state partition of each (group, topic
+        partition) to the transaction (``topics``: name -> partitions); the first error, or
+        NONE. An unknown topic or partition adds nothing."""
+        state_partitions: list[TopicPartition] = []
+        for name, indexes in topics.items():
+            info = self.topics.get(name)
+            if info is None or any(not 0 <= p < info.num_partitions for p in indexes):
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            for p in indexes:
+                state_tp = self.share.state_partition_of(group_id, info.topic_id, p)
+                if state_tp not in state_partitions:
+                    state_partitions.append(state_tp)
+        if not group_id:
+            return ErrorCode.INVALID_REQUEST
+        results = self.txn_coordinator.add_partitions_to_txn(
+            transactional_id, producer_id, producer_epoch, state_partitions
+        )
+        return next((e for e in results.values() if e is not ErrorCode.NONE), ErrorCode.NONE)
 
     def _on_share_event(self, group_id: str, kind: str, count: int) -> None:
         for listener in self._share_event_listeners:
@@ -785,24 +870,20 @@ class BrokerCore:
                 self._notify(tp)
         return results
 
-    def describe_producers(self, tp: TopicPartition) -> tuple[ErrorCode, list[dict[str, int]]]:
+    def describe_producers(self, tp: TopicPartition) -> tuple[ErrorCode, list[ActiveProducer]]:
         partition = self.partitions.get(tp)
         if partition is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []
-        out: list[dict[str, int]] = []
-        for pid, entry in sorted(partition.producers.producers.items()):
-            out.append(
-                {
-                    "producer_id": pid,
-                    "producer_epoch": entry.epoch,
-                    "last_sequence": entry.last_seq,
-                    "last_timestamp": entry.last_timestamp_ms,
-                    "coordinator_epoch": entry.coordinator_epoch,
-                    "current_txn_start_offset": (
-                        -1
-                        if entry.current_txn_first_offset is None
-                        else entry.current_txn_first_offset
-                    ),
-                }
+        return ErrorCode.NONE, [
+            ActiveProducer(
+                producer_id=pid,
+                producer_epoch=entry.epoch,
+                last_sequence=entry.last_seq,
+                last_timestamp=entry.last_timestamp_ms,
+                coordinator_epoch=entry.coordinator_epoch,
+                current_txn_start_offset=(
+                    -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset
+                ),
             )
-        return ErrorCode.NONE, out
+            for pid, entry in sorted(partition.producers.producers.items())
+        ]

@@ -37,6 +37,18 @@ class EndTxnResult(ProducerResult):
     """EndTxn's answer (also force-terminate's); TV2 carries the id and epoch to go on with."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActiveProducer:
+    """DescribeProducers' view of one producer of a partition (Kafka's field names)."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int  # -1 when it has no ongoing transaction
+
+
 @dataclass(frozen=True, slots=True)
 class TransactionListing:
     transactional_id: str

@@ -1,7 +1,9 @@
-"""Build kio entities of any version from plain dicts (shared by the broker and the client).
+"""Build kio entities of any version from version-free values (shared by the broker and the
+client).
 
-Code that speaks several versions of one API builds a dict with the newest
-schema's field names; ``render(cls, data)`` turns it into the entity ``cls``,
+Code that speaks several versions of one API builds a dict, or a typed dataclass of its own
+(the broker's handlers, ``coordinator/protocol/messages*.py``), with the newest schema's field
+names; ``render(cls, data)`` turns it into the entity ``cls``,
 dropping fields that version lacks and filling neutral values for required
 fields the dict omits.  Error codes, durations (``timedelta``) and timestamps
 (``datetime``) may be given as plain integers (milliseconds).
@@ -53,14 +55,26 @@ def _convert(tp: Any, value: Any) -> Any:
         if isinstance(value, datetime.timedelta):
             return value
         return datetime.timedelta(milliseconds=int(value))
-    if dataclasses.is_dataclass(tp) and isinstance(value, Mapping):
+    if dataclasses.is_dataclass(tp) and (
+        isinstance(value, Mapping)
+        or (dataclasses.is_dataclass(value) and not isinstance(value, type))
+    ):
         return render(typing.cast(type, tp), value)
     return value
 
 
-def render(cls: type, data: Mapping[str, Any]) -> Any:
-    """Build the kio entity ``cls`` from a dict, converting nested dicts, codes and durations."""
+def _as_mapping(data: Any) -> Mapping[str, Any]:
+    """A dict as it is; a dataclass instance as its fields by name (not recursively)."""
+    if isinstance(data, Mapping):
+        return data
+    return {f.name: getattr(data, f.name) for f in dataclasses.fields(data)}
+
+
+def render(cls: type, data: Any) -> Any:
+    """Build the kio entity ``cls`` from a dict or a dataclass instance with the same field
+    names, converting nested dicts and dataclasses, codes and durations."""
     hints = _hints(cls)
+    data = _as_mapping(data)
     kwargs: dict[str, Any] = {}
     for f in _fields(cls):
         if f.name in data:

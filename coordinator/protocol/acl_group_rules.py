@@ -20,7 +20,6 @@ from coordinator.protocol.acl_rules import (
     RT,
     TOPIC_DENIED,
     TXN_DENIED,
-    Handler,
     RequestContext,
     Response,
     answer_kept,
@@ -29,9 +28,30 @@ from coordinator.protocol.acl_rules import (
     txn_and_group_denial,
     with_body,
 )
+from coordinator.protocol.responses import Handler
+from coordinator.protocol.txn_messages import (
+    AddPartitionsToTxnPartitionResult,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnTopicResult,
+    DescribedTransaction,
+    DescribeTransactionsResponse,
+    ListTransactionsResponse,
+    TxnOffsetCommitPartition,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitTopic,
+    TxnShareAcknowledgePartition,
+    TxnShareAcknowledgeResponse,
+    TxnShareAcknowledgeTopic,
+)
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.errors import ErrorCode
-from txn.ids import KEY_TYPE_GROUP, KEY_TYPE_SHARE, KEY_TYPE_TRANSACTION
+from txn.ids import (
+    KEY_TYPE_GROUP,
+    KEY_TYPE_SHARE,
+    KEY_TYPE_TRANSACTION,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+)
 
 
 def _offset_entry(t: Any, code: ErrorCode) -> dict[str, Any]:
@@ -71,10 +91,29 @@ async def txn_offset_commit_rule(
     ctx: RequestContext, req: DecodedRequest, handler: Handler
 ) -> Response:
     b = req.body
+
+    def entry(t: Any, code: ErrorCode) -> TxnOffsetCommitTopic:
+        return TxnOffsetCommitTopic(
+            name=t.name,
+            partitions=tuple(
+                TxnOffsetCommitPartition(partition_index=int(p.partition_index), error_code=code)
+                for p in t.partitions
+            ),
+        )
+
     code = txn_and_group_denial(ctx, b)
     if code is not None:
-        return {"topics": [_offset_entry(t, code) for t in b.topics]}
-    return await _read_topics(ctx, req, handler)
+        return TxnOffsetCommitResponse(topics=tuple(entry(t, code) for t in b.topics))
+    checked = split(b.topics, lambda t: ctx.topic(OP.READ, t.name))
+    return await answer_kept(
+        req,
+        handler,
+        "topics",
+        checked,
+        "topics",
+        lambda t: entry(t, TOPIC_DENIED),
+        empty=TxnOffsetCommitResponse(topics=()),
+    )
 
 
 async def offset_delete_rule(
@@ -116,7 +155,7 @@ async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: H
             }
         if b.topics is None:
             response = await handler(req)
-            assert response is not None
+            assert isinstance(response, dict)  # not yet typed
             response["topics"] = [
                 t for t in response["topics"] if ctx.topic(OP.DESCRIBE, t["name"])
             ]
@@ -125,7 +164,7 @@ async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: H
         if not denied:
             return await handler(req)
         response = await handler(with_body(req, topics=kept))
-        assert response is not None
+        assert isinstance(response, dict)  # not yet typed
         if not kept:
             response["topics"] = []
         response["topics"] = [*response["topics"], *_fetched_entries(denied, TOPIC_DENIED)]
@@ -143,7 +182,7 @@ async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: H
     answers: list[dict[str, Any]] = []
     if trimmed:
         response = await handler(with_body(req, groups=tuple(trimmed)))
-        assert response is not None
+        assert isinstance(response, dict)  # not yet typed
         answers = list(response["groups"])
     for answer in answers:
         if any(g.group_id == answer["group_id"] and g.topics is None for g in trimmed):
@@ -228,7 +267,7 @@ delete_groups_rule = groups_listing_rule(
 
 async def list_groups_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
     response = await handler(req)
-    assert response is not None
+    assert isinstance(response, dict)  # not yet typed
     if not ctx.cluster(OP.DESCRIBE):
         response["groups"] = [
             g for g in response["groups"] if ctx.group(OP.DESCRIBE, g["group_id"])
@@ -240,13 +279,15 @@ async def list_transactions_rule(
     ctx: RequestContext, req: DecodedRequest, handler: Handler
 ) -> Response:
     response = await handler(req)
-    assert response is not None
-    response["transaction_states"] = [
-        t
-        for t in response["transaction_states"]
-        if ctx.allowed(OP.DESCRIBE, RT.TRANSACTIONAL_ID, t["transactional_id"])
-    ]
-    return response
+    assert isinstance(response, ListTransactionsResponse)
+    return dataclasses.replace(
+        response,
+        transaction_states=tuple(
+            t
+            for t in response.transaction_states
+            if ctx.allowed(OP.DESCRIBE, RT.TRANSACTIONAL_ID, t.transactional_id)
+        ),
+    )
 
 
 async def describe_transactions_rule(
@@ -261,27 +302,27 @@ async def describe_transactions_rule(
         response = (
             await handler(with_body(req, transactional_ids=kept))
             if kept
-            else {"transaction_states": []}
+            else DescribeTransactionsResponse(transaction_states=())
         )
-    assert response is not None
-    for state in response["transaction_states"]:
+    assert isinstance(response, DescribeTransactionsResponse)
+    described = tuple(
         # Kafka leaves out the topics the principal may not describe.
-        state["topics"] = [t for t in state.get("topics", []) if ctx.topic(OP.DESCRIBE, t["topic"])]
-    response["transaction_states"] = [
-        *response["transaction_states"],
-        *(
-            {
-                "error_code": TXN_DENIED,
-                "transactional_id": t,
-                "transaction_state": "",
-                "producer_id": -1,
-                "producer_epoch": -1,
-                "topics": [],
-            }
-            for t in denied
-        ),
-    ]
-    return response
+        dataclasses.replace(
+            state, topics=tuple(t for t in state.topics if ctx.topic(OP.DESCRIBE, t.topic))
+        )
+        for state in response.transaction_states
+    )
+    refused = tuple(
+        DescribedTransaction(
+            error_code=TXN_DENIED,
+            transactional_id=t,
+            transaction_state="",
+            producer_id=NO_PRODUCER_ID,
+            producer_epoch=NO_PRODUCER_EPOCH,
+        )
+        for t in denied
+    )
+    return DescribeTransactionsResponse(transaction_states=(*described, *refused))
 
 
 async def add_partitions_to_txn_rule(
@@ -291,22 +332,24 @@ async def add_partitions_to_txn_rule(
     if req.api_version >= 4:
         # The broker-to-broker form (KIP-890 verification): CLUSTER_ACTION.
         if not ctx.cluster(OP.CLUSTER_ACTION):
-            return {"error_code": CLUSTER_DENIED, "results_by_transaction": []}
+            return AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED)
         return await handler(req)
 
-    def results(code_of: Callable[[str], ErrorCode]) -> dict[str, Any]:
-        return {
-            "results_by_topic_v3_and_below": [
-                {
-                    "name": t.name,
-                    "results_by_partition": [
-                        {"partition_index": int(p), "partition_error_code": code_of(t.name)}
+    def results(code_of: Callable[[str], ErrorCode]) -> AddPartitionsToTxnResponse:
+        return AddPartitionsToTxnResponse(
+            results_by_topic_v3_and_below=tuple(
+                AddPartitionsToTxnTopicResult(
+                    name=t.name,
+                    results_by_partition=tuple(
+                        AddPartitionsToTxnPartitionResult(
+                            partition_index=int(p), partition_error_code=code_of(t.name)
+                        )
                         for p in t.partitions
-                    ],
-                }
+                    ),
+                )
                 for t in b.v3_and_below_topics
-            ]
-        }
+            )
+        )
 
     if not ctx.txn(b.v3_and_below_transactional_id):
         return results(lambda _n: TXN_DENIED)
@@ -330,7 +373,7 @@ def share_data_rule(
         if not denied:
             return await handler(req)
         response = await handler(with_body(req, topics=kept))
-        assert response is not None
+        assert isinstance(response, dict)  # not yet typed
         response["responses"] = [
             *response["responses"],
             *(
@@ -364,21 +407,27 @@ async def txn_share_acknowledge_rule(
     """KIP-1289 TxnShareAcknowledge: checked as TxnOffsetCommit."""
     b = req.body
 
-    def entry(t: Any, code: ErrorCode) -> dict[str, Any]:
-        return {
-            "topic_id": t.topic_id,
-            "partitions": [
-                {"partition": p.partition, "error_code": code, "error_message": None}
+    def entry(t: Any, code: ErrorCode) -> TxnShareAcknowledgeTopic:
+        return TxnShareAcknowledgeTopic(
+            topic_id=t.topic_id,
+            partitions=tuple(
+                TxnShareAcknowledgePartition(partition=int(p.partition), error_code=code)
                 for p in t.partitions
-            ],
-        }
+            ),
+        )
 
     code = txn_and_group_denial(ctx, b)
     if code is not None:
-        return {"topics": [entry(t, code) for t in b.topics]}
+        return TxnShareAcknowledgeResponse(topics=tuple(entry(t, code) for t in b.topics))
     checked = split(b.topics, lambda t: ctx.topic_by_id(OP.READ, t.topic_id))
     return await answer_kept(
-        req, handler, "topics", checked, "topics", lambda t: entry(t, TOPIC_DENIED)
+        req,
+        handler,
+        "topics",
+        checked,
+        "topics",
+        lambda t: entry(t, TOPIC_DENIED),
+        empty=TxnShareAcknowledgeResponse(topics=()),
     )
 
 
@@ -428,7 +477,7 @@ async def describe_share_group_offsets_rule(
     answers: list[dict[str, Any]] = []
     if allowed_groups:
         response = await handler(with_body(req, groups=allowed_groups))
-        assert response is not None
+        assert isinstance(response, dict)  # not yet typed
         answers = list(response["groups"])
     listed_all = {g.group_id for g in allowed_groups if g.topics is None}
     for answer in answers:

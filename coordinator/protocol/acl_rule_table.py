@@ -9,7 +9,6 @@ from coordinator.protocol import acl_group_rules as g
 from coordinator.protocol.acl_rules import (
     CLUSTER_DENIED,
     OP,
-    Handler,
     RequestContext,
     Response,
     add_offsets_to_txn_rule,
@@ -31,6 +30,7 @@ from coordinator.protocol.acl_rules import (
     open_rule,
     produce_rule,
 )
+from coordinator.protocol.responses import Handler
 from coordinator.protocol.wire import DecodedRequest
 from txn.api_keys import ApiKey
 

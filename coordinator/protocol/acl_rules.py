@@ -13,12 +13,39 @@ lists the operation and resource each one needs.
 from __future__ import annotations
 
 import dataclasses
+import typing
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from coordinator.protocol.data_handlers import has_transactional_records
+from coordinator.protocol.data_handlers import has_transactional_records, refused_topics
+from coordinator.protocol.data_messages import (
+    FetchableTopicResponse,
+    FetchPartitionData,
+    FetchResponse,
+    ListOffsetsPartitionResponse,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+    ProduceResponse,
+)
+from coordinator.protocol.responses import Body, Handler
+from coordinator.protocol.topic_messages import (
+    CreatableTopicResult,
+    CreatePartitionsResponse,
+    CreatePartitionsTopicResult,
+    CreateTopicsResponse,
+    DeletableTopicResult,
+    DeleteRecordsPartitionResult,
+    DeleteRecordsResponse,
+    DeleteRecordsTopicResult,
+    DeleteTopicsResponse,
+)
+from coordinator.protocol.txn_messages import (
+    DescribeProducersPartition,
+    DescribeProducersResponse,
+    DescribeProducersTopic,
+)
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.security.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
 from txn.errors import ErrorCode
@@ -32,8 +59,7 @@ TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 NO_TOPIC_ID = uuid.UUID(int=0)
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
 
-Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
-Response = dict[str, Any] | None
+Response = Body | None
 T = TypeVar("T")
 
 
@@ -95,9 +121,9 @@ async def answer_kept(
     request_key: str,
     checked: tuple[tuple[T, ...], list[T]],
     response_key: str,
-    denied_entry: Callable[[T], dict[str, Any]],
+    denied_entry: Callable[[T], Body],
     *,
-    empty: dict[str, Any] | None = None,
+    empty: Body | None = None,
 ) -> Response:
     """Filter, call, merge: the handler answers the kept items of ``request_key`` (``empty``,
     by default an empty ``response_key`` list, when none is kept) and each denied item gets
@@ -110,22 +136,33 @@ async def answer_kept(
     else:
         response = {response_key: []} if empty is None else empty
     assert response is not None
-    response[response_key] = [*response[response_key], *(denied_entry(d) for d in denied)]
-    return response
+    return appended(response, response_key, [denied_entry(d) for d in denied])
+
+
+def appended(response: Body, key: str, entries: list[Any]) -> Body:
+    """``response`` with ``entries`` after those of its list ``key``."""
+    if isinstance(response, dict):
+        response[key] = [*response[key], *entries]
+        return response
+    changes = {key: (*getattr(response, key), *entries)}
+    return typing.cast(Body, dataclasses.replace(response, **changes))
 
 
 def list_rule(
     list_key: str,
     response_key: str,
     ok: Callable[[RequestContext, Any], bool],
-    denied_entry: Callable[[Any], dict[str, Any]],
+    denied_entry: Callable[[Any], Body],
+    empty: Body | None = None,
 ) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
     """Rules of APIs over one request list answered per item: the ``ok`` items reach the
     handler, the others get their ``denied_entry``."""
 
     async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
         checked = split(getattr(req.body, list_key), lambda item: ok(ctx, item))
-        return await answer_kept(req, handler, list_key, checked, response_key, denied_entry)
+        return await answer_kept(
+            req, handler, list_key, checked, response_key, denied_entry, empty=empty
+        )
 
     return rule
 
@@ -223,36 +260,23 @@ async def membership_rule(ctx: RequestContext, req: DecodedRequest, handler: Han
 async def produce_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
     b = req.body
     tid = field(b, "transactional_id")
-
-    def entries(topics: Iterable[Any], code: ErrorCode) -> list[dict[str, Any]]:
-        return [
-            {
-                "name": t.name,
-                "partition_responses": [
-                    {
-                        "index": p.index,
-                        "error_code": code,
-                        "base_offset": -1,
-                        "log_start_offset": -1,
-                    }
-                    for p in t.partition_data
-                ],
-            }
-            for t in topics
-        ]
-
     # Kafka: transactional records need a transactional id the principal may WRITE, before
     # any topic is looked at (the handler answers a missing one alike without ACLs).
     if (tid is not None and not ctx.txn(tid)) or (tid is None and has_transactional_records(b)):
-        return None if int(b.acks) == 0 else {"responses": entries(b.topic_data, TXN_DENIED)}
+        if int(b.acks) == 0:
+            return None
+        return ProduceResponse(responses=refused_topics(b.topic_data, TXN_DENIED, None))
     kept, denied = split(b.topic_data, lambda t: ctx.topic(OP.WRITE, t.name))
     if not denied:
         return await handler(req)
-    response = await handler(with_body(req, topic_data=kept)) if kept else {"responses": []}
+    response = (
+        await handler(with_body(req, topic_data=kept)) if kept else ProduceResponse(responses=())
+    )
     if response is None or int(b.acks) == 0:
         return None
-    response["responses"] = [*response["responses"], *entries(denied, TOPIC_DENIED)]
-    return response
+    assert isinstance(response, ProduceResponse)
+    refused = refused_topics(denied, TOPIC_DENIED, None)
+    return ProduceResponse(responses=(*response.responses, *refused))
 
 
 def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
@@ -270,52 +294,43 @@ async def fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler)
         name = _topic_name(ctx, t)
         return name is None or ctx.topic(OP.READ, name)
 
-    def denied_entry(t: Any) -> dict[str, Any]:
-        entry: dict[str, Any] = {
-            "partitions": [
-                {
-                    "partition_index": p.partition,
-                    "error_code": TOPIC_DENIED,
-                    "high_watermark": -1,
-                    "last_stable_offset": -1,
-                    "log_start_offset": -1,
-                    "records": None,
-                }
-                for p in t.partitions
-            ]
-        }
+    def denied_entry(t: Any) -> FetchableTopicResponse:
+        partitions = tuple(
+            FetchPartitionData(
+                partition_index=int(p.partition), error_code=TOPIC_DENIED, high_watermark=-1
+            )
+            for p in t.partitions
+        )
         name = field(t, "topic")
         if name is None:
-            entry["topic_id"] = t.topic_id
-        else:
-            entry["topic"] = name
-        return entry
+            return FetchableTopicResponse(partitions=partitions, topic_id=t.topic_id)
+        return FetchableTopicResponse(partitions=partitions, topic=name)
 
-    empty = {"error_code": ErrorCode.NONE, "session_id": 0, "responses": []}
+    empty = FetchResponse(error_code=ErrorCode.NONE, responses=())
     checked = split(b.topics, ok)
     return await answer_kept(
         req, handler, "topics", checked, "responses", denied_entry, empty=empty
     )
 
 
-def _list_offsets_denied(t: Any) -> dict[str, Any]:
-    return {
-        "name": t.name,
-        "partitions": [
-            {
-                "partition_index": p.partition_index,
-                "error_code": TOPIC_DENIED,
-                "timestamp": -1,
-                "offset": -1,
-                "leader_epoch": -1,
-            }
+def _list_offsets_denied(t: Any) -> ListOffsetsTopicResponse:
+    return ListOffsetsTopicResponse(
+        name=t.name,
+        partitions=tuple(
+            ListOffsetsPartitionResponse(
+                partition_index=int(p.partition_index), error_code=TOPIC_DENIED
+            )
             for p in t.partitions
-        ],
-    }
+        ),
+    )
 
 
 list_offsets_rule = list_rule(
-    "topics", "topics", lambda ctx, t: ctx.topic(OP.DESCRIBE, t.name), _list_offsets_denied
+    "topics",
+    "topics",
+    lambda ctx, t: ctx.topic(OP.DESCRIBE, t.name),
+    _list_offsets_denied,
+    empty=ListOffsetsResponse(topics=()),
 )
 
 
@@ -334,7 +349,7 @@ async def metadata_rule(ctx: RequestContext, req: DecodedRequest, handler: Handl
     requested = b.topics
     if requested is None or (req.api_version == 0 and not requested):
         response = await handler(req)
-        assert response is not None
+        assert isinstance(response, dict)  # not yet typed
         response["topics"] = [
             t for t in response["topics"] if ctx.topic(OP.DESCRIBE, str(t["name"]))
         ]
@@ -364,21 +379,17 @@ async def metadata_rule(ctx: RequestContext, req: DecodedRequest, handler: Handl
     if not denied:
         return await handler(req)
     response = await handler(with_body(req, topics=tuple(kept)))
-    assert response is not None
+    assert isinstance(response, dict)  # not yet typed
     if not kept:
         response["topics"] = []
     response["topics"] = [*response["topics"], *denied]
     return response
 
 
-def _create_topics_denied(t: Any) -> dict[str, Any]:
-    return {
-        "name": t.name,
-        "error_code": TOPIC_DENIED,
-        "error_message": "Authorization failed.",
-        "num_partitions": -1,
-        "replication_factor": -1,
-    }
+def _create_topics_denied(t: Any) -> CreatableTopicResult:
+    return CreatableTopicResult(
+        name=t.name, error_code=TOPIC_DENIED, error_message="Authorization failed."
+    )
 
 
 async def create_topics_rule(
@@ -386,17 +397,28 @@ async def create_topics_rule(
 ) -> Response:
     any_topic = ctx.cluster(OP.CREATE)
     checked = split(req.body.topics, lambda t: any_topic or ctx.topic(OP.CREATE, t.name))
-    return await answer_kept(req, handler, "topics", checked, "topics", _create_topics_denied)
+    return await answer_kept(
+        req,
+        handler,
+        "topics",
+        checked,
+        "topics",
+        _create_topics_denied,
+        empty=CreateTopicsResponse(topics=()),
+    )
 
 
-def _name_denied(t: Any) -> dict[str, Any]:
+def _name_denied(t: Any) -> DeletableTopicResult:
     """The entry of a denied topic by name (DeleteTopics v0-5)."""
-    return {"name": t, "error_code": TOPIC_DENIED}
+    return DeletableTopicResult(name=t, error_code=TOPIC_DENIED)
 
 
-def _id_denied(t: Any) -> dict[str, Any]:
+def _id_denied(t: Any) -> DeletableTopicResult:
     """The entry of a denied topic by name or id (DeleteTopics v6+)."""
-    return {"name": t.name, "topic_id": t.topic_id, "error_code": TOPIC_DENIED}
+    return DeletableTopicResult(name=t.name, topic_id=t.topic_id, error_code=TOPIC_DENIED)
+
+
+_NO_DELETED_TOPICS = DeleteTopicsResponse(responses=())
 
 
 async def delete_topics_rule(
@@ -405,56 +427,62 @@ async def delete_topics_rule(
     b = req.body
     if hasattr(b, "topic_names"):
         by_name = split(b.topic_names, lambda n: ctx.topic(OP.DELETE, n))
-        return await answer_kept(req, handler, "topic_names", by_name, "responses", _name_denied)
+        return await answer_kept(
+            req,
+            handler,
+            "topic_names",
+            by_name,
+            "responses",
+            _name_denied,
+            empty=_NO_DELETED_TOPICS,
+        )
 
     def ok(t: Any) -> bool:
         name = t.name if t.name is not None else ctx.topics.name_of(t.topic_id)
         return name is None or ctx.topic(OP.DELETE, name)
 
     by_topic = split(b.topics, ok)
-    return await answer_kept(req, handler, "topics", by_topic, "responses", _id_denied)
+    return await answer_kept(
+        req, handler, "topics", by_topic, "responses", _id_denied, empty=_NO_DELETED_TOPICS
+    )
 
 
-def topic_partition_rule(
-    op: AclOperation,
-    list_key: str,
-    response_key: str,
-    entry: Callable[[Any], dict[str, Any]],
-    partitions_key: str = "partitions",
-) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
-    """Rules of APIs whose request is [{name, partitions}] and response [{name, partitions}]."""
-
-    def denied_entry(t: Any) -> dict[str, Any]:
-        return {"name": t.name, "partitions": [entry(p) for p in getattr(t, partitions_key)]}
-
-    return list_rule(list_key, response_key, lambda ctx, t: ctx.topic(op, t.name), denied_entry)
-
-
-delete_records_rule = topic_partition_rule(
-    OP.DELETE,
+delete_records_rule = list_rule(
     "topics",
     "topics",
-    lambda p: {
-        "partition_index": p.partition_index,
-        "error_code": TOPIC_DENIED,
-        "low_watermark": -1,
-    },
+    lambda ctx, t: ctx.topic(OP.DELETE, t.name),
+    lambda t: DeleteRecordsTopicResult(
+        name=t.name,
+        partitions=tuple(
+            DeleteRecordsPartitionResult(
+                partition_index=int(p.partition_index), low_watermark=-1, error_code=TOPIC_DENIED
+            )
+            for p in t.partitions
+        ),
+    ),
+    empty=DeleteRecordsResponse(topics=()),
 )
-describe_producers_rule = topic_partition_rule(
-    OP.READ,
+describe_producers_rule = list_rule(
     "topics",
     "topics",
-    lambda p: {"partition_index": int(p), "error_code": TOPIC_DENIED},
-    partitions_key="partition_indexes",
+    lambda ctx, t: ctx.topic(OP.READ, t.name),
+    lambda t: DescribeProducersTopic(
+        name=t.name,
+        partitions=tuple(
+            DescribeProducersPartition(partition_index=int(p), error_code=TOPIC_DENIED)
+            for p in t.partition_indexes
+        ),
+    ),
+    empty=DescribeProducersResponse(topics=()),
 )
-
-
-def _named_denied(t: Any) -> dict[str, Any]:
-    return {"name": t.name, "error_code": TOPIC_DENIED, "error_message": None}
 
 
 create_partitions_rule = list_rule(
-    "topics", "results", lambda ctx, t: ctx.topic(OP.ALTER, t.name), _named_denied
+    "topics",
+    "results",
+    lambda ctx, t: ctx.topic(OP.ALTER, t.name),
+    lambda t: CreatePartitionsTopicResult(name=t.name, error_code=TOPIC_DENIED),
+    empty=CreatePartitionsResponse(results=()),
 )
 
 

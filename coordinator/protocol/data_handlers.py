@@ -6,14 +6,19 @@ import datetime
 from typing import Any
 
 from coordinator.broker import BrokerCore
-from coordinator.protocol.responses import (
-    Handler,
-    WaitForAppend,
-    api,
-    handler_table,
-    has_partition_error,
-    millis,
+from coordinator.protocol.data_messages import (
+    BatchIndexAndErrorMessage,
+    FetchableTopicResponse,
+    FetchPartitionData,
+    FetchResponse,
+    ListOffsetsPartitionResponse,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
 )
+from coordinator.protocol.responses import Handler, WaitForAppend, api, handler_table, millis
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.api_keys import ApiKey
 from txn.batch import BatchFormatError, iter_batches
@@ -29,16 +34,16 @@ class DataHandlers:
         self.table: dict[int, Handler] = handler_table(self)
 
     @api(ApiKey.PRODUCE)
-    async def produce(self, req: DecodedRequest) -> dict[str, Any] | None:
+    async def produce(self, req: DecodedRequest) -> ProduceResponse | None:
         body = req.body
         transactional_id = field(body, "transactional_id")
         acks_ok = int(body.acks) in (-1, 0, 1)
         if transactional_id is None and has_transactional_records(body):
             # Kafka refuses the whole request before anything else (handleProduceRequest).
             return _refuse_all(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        responses: list[dict[str, Any]] = []
+        responses: list[TopicProduceResponse] = []
         for topic in body.topic_data:
-            parts: list[dict[str, Any]] = []
+            parts: list[PartitionProduceResponse] = []
             for pdata in topic.partition_data:
                 tp = TopicPartition(topic.name, int(pdata.index))
                 msg: str | None
@@ -62,35 +67,37 @@ class DataHandlers:
                         # Clients before KIP-890 do not know TRANSACTION_ABORTABLE.
                         result_error = ErrorCode.INVALID_TXN_STATE
                 parts.append(
-                    {
-                        "index": pdata.index,
-                        "error_code": result_error,
-                        "base_offset": base,
-                        "log_append_time": _log_append_time(append_ms, req.api_version),
-                        "log_start_offset": start,
-                        "error_message": msg if result_error is not ErrorCode.NONE else None,
-                        "record_errors": [
-                            {"batch_index": i, "batch_index_error_message": m}
+                    PartitionProduceResponse(
+                        index=int(pdata.index),
+                        error_code=result_error,
+                        base_offset=base,
+                        log_append_time=_log_append_time(append_ms, req.api_version),
+                        log_start_offset=start,
+                        error_message=msg if result_error is not ErrorCode.NONE else None,
+                        record_errors=tuple(
+                            BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                             for i, m in record_errors
-                        ],
-                    }
+                        ),
+                    )
                 )
-            responses.append({"name": topic.name, "partition_responses": parts})
+            responses.append(
+                TopicProduceResponse(name=topic.name, partition_responses=tuple(parts))
+            )
         if int(body.acks) == 0:
             return None
-        return {"responses": responses}
+        return ProduceResponse(responses=tuple(responses))
 
-    def _fetch_once(self, req: DecodedRequest) -> tuple[dict[str, Any], int]:
+    def _fetch_once(self, req: DecodedRequest) -> tuple[FetchResponse, int]:
         body = req.body
         read_committed = int(field(body, "isolation_level", default=0)) == 1
         total = 0
         budget = int(field(body, "max_bytes", default=INT32_MAX))
-        responses: list[dict[str, Any]] = []
+        responses: list[FetchableTopicResponse] = []
         for topic in body.topics:
             topic_id = field(topic, "topic_id")
             name = field(topic, "topic")
             info = self.core.topics.by_id(topic_id) if name is None else self.core.topics.get(name)
-            parts: list[dict[str, Any]] = []
+            parts: list[FetchPartitionData] = []
             for p in topic.partitions:
                 index = int(p.partition)
                 if info is None:
@@ -100,15 +107,13 @@ class DataHandlers:
                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     )
                     parts.append(
-                        {
-                            "partition_index": index,
-                            "error_code": error,
-                            "high_watermark": -1,
-                            "last_stable_offset": -1,
-                            "log_start_offset": -1,
-                            "aborted_transactions": [],
-                            "records": b"",
-                        }
+                        FetchPartitionData(
+                            partition_index=index,
+                            error_code=error,
+                            high_watermark=-1,
+                            aborted_transactions=(),
+                            records=b"",
+                        )
                     )
                     continue
                 max_bytes = min(int(p.partition_max_bytes), max(budget - total, 0))
@@ -126,47 +131,37 @@ class DataHandlers:
                 if data.error is not ErrorCode.NONE:
                     # Kafka answers an errored partition with no offsets at all
                     parts.append(
-                        {
-                            "partition_index": index,
-                            "error_code": data.error,
-                            "high_watermark": -1,
-                            "last_stable_offset": -1,
-                            "log_start_offset": -1,
-                            "aborted_transactions": (
-                                [] if data.error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION else None
+                        FetchPartitionData(
+                            partition_index=index,
+                            error_code=data.error,
+                            high_watermark=-1,
+                            aborted_transactions=(
+                                () if data.error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION else None
                             ),
-                            "records": b"",
-                        }
+                            records=b"",
+                        )
                     )
                     continue
                 parts.append(
-                    {
-                        "partition_index": index,
-                        "error_code": data.error,
-                        "high_watermark": data.high_watermark,
-                        "last_stable_offset": data.last_stable_offset,
-                        "log_start_offset": data.log_start_offset,
-                        "aborted_transactions": (
-                            None
-                            if data.aborted is None
-                            else [
-                                {"producer_id": a.producer_id, "first_offset": a.first_offset}
-                                for a in data.aborted
-                            ]
-                        ),
-                        "records": records,
-                    }
+                    FetchPartitionData(
+                        partition_index=index,
+                        error_code=data.error,
+                        high_watermark=data.high_watermark,
+                        last_stable_offset=data.last_stable_offset,
+                        log_start_offset=data.log_start_offset,
+                        aborted_transactions=data.aborted,
+                        records=records,
+                    )
                 )
-            entry: dict[str, Any] = {"partitions": parts}
-            if name is None:
-                entry["topic_id"] = topic_id
-            else:
-                entry["topic"] = name
-            responses.append(entry)
-        return {"error_code": ErrorCode.NONE, "session_id": 0, "responses": responses}, total
+            responses.append(
+                FetchableTopicResponse(partitions=tuple(parts), topic_id=topic_id)
+                if name is None
+                else FetchableTopicResponse(partitions=tuple(parts), topic=name)
+            )
+        return FetchResponse(error_code=ErrorCode.NONE, responses=tuple(responses)), total
 
     @api(ApiKey.FETCH)
-    async def fetch(self, req: DecodedRequest) -> dict[str, Any]:
+    async def fetch(self, req: DecodedRequest) -> FetchResponse:
         body = req.body
         clock = self.core.clock
         deadline_ms = clock.now_ms() + millis(body.max_wait)
@@ -176,18 +171,18 @@ class DataHandlers:
             if (
                 size >= max(min_bytes, 1)
                 or clock.now_ms() >= deadline_ms
-                or has_partition_error(response)
+                or response.has_partition_error()
             ):
                 return response
             await self._wait_for_append(deadline_ms)
 
     @api(ApiKey.LIST_OFFSETS)
-    async def list_offsets(self, req: DecodedRequest) -> dict[str, Any]:
+    async def list_offsets(self, req: DecodedRequest) -> ListOffsetsResponse:
         body = req.body
         read_committed = int(field(body, "isolation_level", default=0)) == 1
-        topics: list[dict[str, Any]] = []
+        topics: list[ListOffsetsTopicResponse] = []
         for topic in body.topics:
-            parts: list[dict[str, Any]] = []
+            parts: list[ListOffsetsPartitionResponse] = []
             for p in topic.partitions:
                 error, offset, ts = self.core.list_offset(
                     TopicPartition(topic.name, int(p.partition_index)),
@@ -196,16 +191,16 @@ class DataHandlers:
                     version=req.api_version,
                 )
                 parts.append(
-                    {
-                        "partition_index": p.partition_index,
-                        "error_code": error,
-                        "timestamp": ts,
-                        "offset": offset,
-                        "leader_epoch": 0 if error is ErrorCode.NONE else -1,
-                    }
+                    ListOffsetsPartitionResponse(
+                        partition_index=int(p.partition_index),
+                        error_code=error,
+                        timestamp=ts,
+                        offset=offset,
+                        leader_epoch=0 if error is ErrorCode.NONE else -1,
+                    )
                 )
-            topics.append({"name": topic.name, "partitions": parts})
-        return {"topics": topics}
+            topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(parts)))
+        return ListOffsetsResponse(topics=tuple(topics))
 
 
 def _log_append_time(ms: int, version: int) -> datetime.datetime | int | None:
@@ -234,27 +229,30 @@ def has_transactional_records(body: Any) -> bool:
     return False
 
 
-def _refuse_all(body: Any, error: ErrorCode) -> dict[str, Any] | None:
+def refused_topics(
+    topics: Any, error: ErrorCode, log_append_time: int | None = -1
+) -> tuple[TopicProduceResponse, ...]:
+    """Produce's answer for every partition of ``topics`` (the request's topic_data) refused
+    with ``error`` before anything is appended (error_message None, as Kafka 4.4)."""
+    return tuple(
+        TopicProduceResponse(
+            name=topic.name,
+            partition_responses=tuple(
+                PartitionProduceResponse(
+                    index=int(pdata.index),
+                    error_code=error,
+                    base_offset=-1,
+                    log_append_time=log_append_time,
+                )
+                for pdata in topic.partition_data
+            ),
+        )
+        for topic in topics
+    )
+
+
+def _refuse_all(body: Any, error: ErrorCode) -> ProduceResponse | None:
     """ProduceRequest.getErrorResponse: every partition answers ``error`` (acks=0: nothing)."""
     if int(body.acks) == 0:
         return None
-    return {
-        "responses": [
-            {
-                "name": topic.name,
-                "partition_responses": [
-                    {
-                        "index": pdata.index,
-                        "error_code": error,
-                        "base_offset": -1,
-                        "log_append_time": -1,
-                        "log_start_offset": -1,
-                        "error_message": None,  # as Kafka 4.4 answers
-                        "record_errors": [],
-                    }
-                    for pdata in topic.partition_data
-                ],
-            }
-            for topic in body.topic_data
-        ]
-    }
+    return ProduceResponse(responses=refused_topics(body.topic_data, error))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from coordinator.broker import BrokerCore
@@ -17,12 +17,19 @@ from coordinator.group.offset_commands import Committer, OffsetMap
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
 from coordinator.protocol.responses import (
     OPERATIONS_NOT_REQUESTED,
+    Handler,
     api,
     by_topic,
     handler_table,
     heartbeat_response,
     millis,
     undescribed_group,
+)
+from coordinator.protocol.txn_messages import (
+    AddOffsetsToTxnResponse,
+    TxnOffsetCommitPartition,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitTopic,
 )
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.api_keys import ApiKey
@@ -31,7 +38,6 @@ from txn.ids import TopicPartition
 
 log = logging.getLogger("sharetxn.groups")
 
-Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
 R = TypeVar("R")
 
 
@@ -365,17 +371,17 @@ class GroupHandlers:
     # -- transactional offsets (KIP-98, KIP-447) ------------------------------------------------
 
     @api(ApiKey.ADD_OFFSETS_TO_TXN)
-    async def add_offsets_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
+    async def add_offsets_to_txn(self, req: DecodedRequest) -> AddOffsetsToTxnResponse:
         b = req.body
         if not b.group_id:
-            return {"error_code": ErrorCode.INVALID_GROUP_ID}
+            return AddOffsetsToTxnResponse(error_code=ErrorCode.INVALID_GROUP_ID)
         error = self.core.add_offsets_to_txn(
             b.transactional_id, int(b.producer_id), int(b.producer_epoch)
         )
-        return {"error_code": error}
+        return AddOffsetsToTxnResponse(error_code=error)
 
     @api(ApiKey.TXN_OFFSET_COMMIT)
-    async def txn_offset_commit(self, req: DecodedRequest) -> dict[str, Any]:
+    async def txn_offset_commit(self, req: DecodedRequest) -> TxnOffsetCommitResponse:
         b = req.body
         results = self.core.txn_offset_commit(
             b.transactional_id,
@@ -387,4 +393,14 @@ class GroupHandlers:
             field(b, "group_instance_id"),
             _offsets(b.topics),
         )
-        return {"topics": by_topic(results, lambda e: {"error_code": e})}
+        topics: dict[str, list[TxnOffsetCommitPartition]] = {}
+        for tp, error in results.items():
+            topics.setdefault(tp.topic, []).append(
+                TxnOffsetCommitPartition(partition_index=tp.partition, error_code=error)
+            )
+        return TxnOffsetCommitResponse(
+            topics=tuple(
+                TxnOffsetCommitTopic(name=name, partitions=tuple(parts))
+                for name, parts in topics.items()
+            )
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from coordinator.protocol.wire import DecodedRequest
 from txn.api_keys import ApiKey
@@ -16,7 +16,17 @@ if TYPE_CHECKING:
 
     from coordinator.share.group_model import GroupHeartbeatResult
 
-Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
+
+class Message(Protocol):
+    """A typed response: a frozen dataclass whose fields have the names of the newest schema's
+    (``*_messages.py``); ``wire.encode_response`` renders it into the negotiated version."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+
+#: What a handler answers: a typed message, or (families not yet typed) a dict.
+Body = Message | dict[str, Any]
+Handler = Callable[[DecodedRequest], Awaitable[Body | None]]
 #: Wait until a log append or ``deadline_ms`` on the broker's Clock, whichever comes first.
 WaitForAppend = Callable[[int], Awaitable[None]]
 M = TypeVar("M", bound=Callable[..., Any])
@@ -91,16 +101,6 @@ def millis(value: Any) -> int:
     return int(value)
 
 
-def partition_errors_by_topic(results: dict[TopicPartition, ErrorCode]) -> list[dict[str, Any]]:
-    """AddPartitionsToTxn's shape: ``[{name, results_by_partition: [...]}]``."""
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for tp, error in results.items():
-        grouped.setdefault(tp.topic, []).append(
-            {"partition_index": tp.partition, "partition_error_code": error}
-        )
-    return [{"name": name, "results_by_partition": parts} for name, parts in grouped.items()]
-
-
 def by_topic(
     results: dict[TopicPartition, Any], entry: Callable[[Any], dict[str, Any]]
 ) -> list[dict[str, Any]]:
@@ -109,15 +109,6 @@ def by_topic(
     for tp, result in results.items():
         topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, **entry(result)})
     return [{"name": name, "partitions": parts} for name, parts in topics.items()]
-
-
-def has_partition_error(response: dict[str, Any]) -> bool:
-    """Whether any partition of a Fetch-shaped response carries an error."""
-    return any(
-        p["error_code"] is not ErrorCode.NONE
-        for t in response["responses"]
-        for p in t["partitions"]
-    )
 
 
 def config_entry(

@@ -21,6 +21,7 @@ from typing import Any, Final
 from coordinator.protocol.acl_handlers import SecurityAdminHandlers
 from coordinator.protocol.acl_rule_table import authorize_request
 from coordinator.protocol.acl_rules import RequestContext, TopicDirectory
+from coordinator.protocol.responses import Body, Handler
 from coordinator.protocol.session import Session
 from coordinator.protocol.wire import DecodedRequest
 from coordinator.security.acls import Authorizer, parse_principals
@@ -44,7 +45,6 @@ AUTHORIZER_CLASSES: Final = frozenset(
     }
 )
 
-Handler = Callable[[DecodedRequest], Awaitable[dict[str, Any] | None]]
 #: ``handle`` returns a response body, None (no response: acks=0) or CLOSE.
 CLOSE: Final = False
 
@@ -142,7 +142,7 @@ class SecurityGate:
 
     async def handle(
         self, session: Session, req: DecodedRequest, handler: Handler | None
-    ) -> dict[str, Any] | bool | None:
+    ) -> Body | bool | None:
         key = req.api_key
         if key == ApiKey.SASL_HANDSHAKE:
             return self._handshake(session, req)

@@ -25,6 +25,15 @@ from coordinator.protocol.responses import (
     millis,
     undescribed_group,
 )
+from coordinator.protocol.txn_messages import (
+    AddShareAcksToTxnResponse,
+    DescribeSharePendingAcksResponse,
+    PendingAcksEntry,
+    PendingAcksProducer,
+    TxnShareAcknowledgePartition,
+    TxnShareAcknowledgeResponse,
+    TxnShareAcknowledgeTopic,
+)
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.share.group_model import ShareGroupDescription, ShareGroupMemberDescription
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
@@ -341,41 +350,28 @@ class ShareHandlers:
     # -- KIP-1289 -------------------------------------------------------------------------------
 
     @api(ApiKey.ADD_SHARE_ACKS_TO_TXN)
-    async def add_share_acks_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
+    async def add_share_acks_to_txn(self, req: DecodedRequest) -> AddShareAcksToTxnResponse:
         """AddShareAcksToTxn: add each (group, topic partition)'s share-state partition."""
         b = req.body
-        state_partitions: list[TopicPartition] = []
+        topics: dict[str, list[int]] = {}
         for topic in b.topics:
-            info = self.core.topics.get(topic.name)
-            if info is None or any(
-                int(p) >= info.num_partitions or int(p) < 0 for p in topic.partitions
-            ):
-                return {"error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
-            for p in topic.partitions:
-                tp = self.share.state_partition_of(b.group_id, info.topic_id, int(p))
-                if tp not in state_partitions:
-                    state_partitions.append(tp)
-        if not b.group_id:
-            return {"error_code": ErrorCode.INVALID_REQUEST}
-        results = self.core.txn_coordinator.add_partitions_to_txn(
-            b.transactional_id, int(b.producer_id), int(b.producer_epoch), state_partitions
+            topics.setdefault(topic.name, []).extend(int(p) for p in topic.partitions)
+        error = self.core.add_share_acks_to_txn(
+            b.transactional_id, int(b.producer_id), int(b.producer_epoch), b.group_id, topics
         )
-        errors = [e for e in results.values() if e is not ErrorCode.NONE]
-        return {"error_code": errors[0] if errors else ErrorCode.NONE}
+        return AddShareAcksToTxnResponse(error_code=error)
 
     @api(ApiKey.TXN_SHARE_ACKNOWLEDGE)
-    async def txn_share_acknowledge(self, req: DecodedRequest) -> dict[str, Any]:
+    async def txn_share_acknowledge(self, req: DecodedRequest) -> TxnShareAcknowledgeResponse:
         b = req.body
         acks: list[PartitionAcks] = []
-        by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        by_topic: dict[uuid.UUID, list[TxnShareAcknowledgePartition]] = {}
         for topic in b.topics:
             if topic.topic_id is None:  # the zero id names no topic (Kafka: UNKNOWN_TOPIC_ID)
                 by_topic.setdefault(uuid.UUID(int=0), []).extend(
-                    {
-                        "partition": int(p.partition),
-                        "error_code": ErrorCode.UNKNOWN_TOPIC_ID,
-                        "error_message": None,
-                    }
+                    TxnShareAcknowledgePartition(
+                        partition=int(p.partition), error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                    )
                     for p in topic.partitions
                 )
                 continue
@@ -387,23 +383,29 @@ class ShareHandlers:
                 acks.append(
                     PartitionAcks(TopicIdPartition(topic.topic_id, int(p.partition)), batches)
                 )
-        results = self.share.txn_share_acknowledge(
+        results = self.core.txn_share_acknowledge(
             b.group_id,
             b.transactional_id,
             int(b.producer_id),
             int(b.producer_epoch),
             b.member_id,
             acks,
-            self.core.txn_coordinator.verify_partitions,
         )
         for tip, error in results.items():
             by_topic.setdefault(tip.topic_id, []).append(
-                {"partition": tip.partition, "error_code": error, "error_message": None}
+                TxnShareAcknowledgePartition(partition=tip.partition, error_code=error)
             )
-        return {"topics": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()]}
+        return TxnShareAcknowledgeResponse(
+            topics=tuple(
+                TxnShareAcknowledgeTopic(topic_id=t, partitions=tuple(ps))
+                for t, ps in by_topic.items()
+            )
+        )
 
     @api(ApiKey.DESCRIBE_SHARE_PENDING_ACKS)
-    async def describe_share_pending_acks(self, req: DecodedRequest) -> dict[str, Any]:
+    async def describe_share_pending_acks(
+        self, req: DecodedRequest
+    ) -> DescribeSharePendingAcksResponse:
         """DescribeSharePendingAcks (sharetxn admin API): staged acks per producer.
 
         Read from the share coordinator's staged transactional updates: per producer id, each
@@ -411,13 +413,13 @@ class ShareHandlers:
         """
         coordinator = self.share.persister
         if (error := coordinator.availability()) is not ErrorCode.NONE:
-            return {"error_code": error, "producers": []}
+            return DescribeSharePendingAcksResponse(error_code=error)
         wanted = {int(p) for p in req.body.producer_ids}
         producers = []
         for producer_id, places in sorted(coordinator.open_transactions().items()):
             if wanted and producer_id not in wanted:
                 continue
-            epoch, entries = -1, []
+            epoch, entries = -1, list[PendingAcksEntry]()
             for index, key in sorted(places):
                 count, first, last = 0, -1, -1
                 for pid, pending_epoch, batches in coordinator.pending_for(key):
@@ -429,20 +431,24 @@ class ShareHandlers:
                         first = b.first_offset if first < 0 else min(first, b.first_offset)
                         last = max(last, b.last_offset)
                 entries.append(
-                    {
-                        "group_id": key.group_id,
-                        "topic_id": key.topic_id,
-                        "partition": key.partition,
-                        "state_partition": index,
-                        "pending_records": count,
-                        "first_offset": first,
-                        "last_offset": last,
-                    }
+                    PendingAcksEntry(
+                        group_id=key.group_id,
+                        topic_id=key.topic_id,
+                        partition=key.partition,
+                        state_partition=index,
+                        pending_records=count,
+                        first_offset=first,
+                        last_offset=last,
+                    )
                 )
             producers.append(
-                {"producer_id": producer_id, "producer_epoch": epoch, "entries": entries}
+                PendingAcksProducer(
+                    producer_id=producer_id, producer_epoch=epoch, entries=tuple(entries)
+                )
             )
-        return {"error_code": ErrorCode.NONE, "producers": producers}
+        return DescribeSharePendingAcksResponse(
+            error_code=ErrorCode.NONE, producers=tuple(producers)
+        )
 
     # -- share-group offsets (admin) ------------------------------------------------------------
 

@@ -4,15 +4,24 @@ DescribeTransactions, DescribeProducers."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from coordinator.broker import BrokerCore
-from coordinator.protocol.responses import (
-    Handler,
-    api,
-    handler_table,
-    millis,
-    partition_errors_by_topic,
+from coordinator.protocol.responses import Handler, api, handler_table, millis
+from coordinator.protocol.txn_messages import (
+    AddPartitionsToTxnPartitionResult,
+    AddPartitionsToTxnResponse,
+    AddPartitionsToTxnResult,
+    AddPartitionsToTxnTopicResult,
+    DescribedTransaction,
+    DescribeProducersPartition,
+    DescribeProducersResponse,
+    DescribeProducersTopic,
+    DescribeTransactionsResponse,
+    EndTxnResponse,
+    InitProducerIdResponse,
+    ListedTransaction,
+    ListTransactionsResponse,
+    TransactionTopic,
 )
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.txn_results import ProducerResult
@@ -22,17 +31,29 @@ from txn.ids import KAFKA_INTERNAL_TOPICS, TopicPartition
 from txn.state import TransactionState
 
 
-def _producer_answer(result: ProducerResult, *, fenced_unknown: bool) -> dict[str, Any]:
-    """The error, producer id and epoch of ``result``; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH
-    to a request version older than the error (``fenced_unknown``)."""
-    error = result.error
-    if error is ErrorCode.PRODUCER_FENCED and fenced_unknown:
-        error = ErrorCode.INVALID_PRODUCER_EPOCH
-    return {
-        "error_code": error,
-        "producer_id": result.producer_id,
-        "producer_epoch": result.producer_epoch,
-    }
+def _producer_error(result: ProducerResult, *, fenced_unknown: bool) -> ErrorCode:
+    """The error of ``result``; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH to a request version
+    older than the error (``fenced_unknown``)."""
+    if result.error is ErrorCode.PRODUCER_FENCED and fenced_unknown:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return result.error
+
+
+def partition_errors_by_topic(
+    results: dict[TopicPartition, ErrorCode],
+) -> tuple[AddPartitionsToTxnTopicResult, ...]:
+    """AddPartitionsToTxn's per-topic results, topics in request order."""
+    grouped: dict[str, list[AddPartitionsToTxnPartitionResult]] = {}
+    for tp, error in results.items():
+        grouped.setdefault(tp.topic, []).append(
+            AddPartitionsToTxnPartitionResult(
+                partition_index=tp.partition, partition_error_code=error
+            )
+        )
+    return tuple(
+        AddPartitionsToTxnTopicResult(name=name, results_by_partition=tuple(parts))
+        for name, parts in grouped.items()
+    )
 
 
 class TxnHandlers:
@@ -41,7 +62,7 @@ class TxnHandlers:
         self.table: dict[int, Handler] = handler_table(self)
 
     @api(ApiKey.INIT_PRODUCER_ID)
-    async def init_producer_id(self, req: DecodedRequest) -> dict[str, Any]:
+    async def init_producer_id(self, req: DecodedRequest) -> InitProducerIdResponse:
         body = req.body
         result = self.core.txn_coordinator.init_producer_id(
             body.transactional_id,
@@ -51,14 +72,16 @@ class TxnHandlers:
             enable_2pc=bool(field(body, "enable2_pc", default=False)),
             keep_prepared_txn=bool(field(body, "keep_prepared_txn", default=False)),
         )
-        return {
-            **_producer_answer(result, fenced_unknown=req.api_version < 4),
-            "ongoing_txn_producer_id": result.ongoing_txn_producer_id,
-            "ongoing_txn_producer_epoch": result.ongoing_txn_producer_epoch,
-        }
+        return InitProducerIdResponse(
+            error_code=_producer_error(result, fenced_unknown=req.api_version < 4),
+            producer_id=result.producer_id,
+            producer_epoch=result.producer_epoch,
+            ongoing_txn_producer_id=result.ongoing_txn_producer_id,
+            ongoing_txn_producer_epoch=result.ongoing_txn_producer_epoch,
+        )
 
     @api(ApiKey.ADD_PARTITIONS_TO_TXN)
-    async def add_partitions_to_txn(self, req: DecodedRequest) -> dict[str, Any]:
+    async def add_partitions_to_txn(self, req: DecodedRequest) -> AddPartitionsToTxnResponse:
         body = req.body
         coordinator = self.core.txn_coordinator
         if req.api_version <= 3:
@@ -70,14 +93,14 @@ class TxnHandlers:
             refused = _refused_partitions(partitions, self._partition_exists)
             if refused:
                 # As Kafka: nothing is added when one partition is refused.
-                return {
-                    "results_by_topic_v3_and_below": partition_errors_by_topic(
+                return AddPartitionsToTxnResponse(
+                    results_by_topic_v3_and_below=partition_errors_by_topic(
                         {
                             tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED)
                             for tp in partitions
                         }
                     )
-                }
+                )
             results = coordinator.add_partitions_to_txn(
                 body.v3_and_below_transactional_id,
                 int(body.v3_and_below_producer_id),
@@ -89,22 +112,24 @@ class TxnHandlers:
                     tp: (ErrorCode.INVALID_PRODUCER_EPOCH if e is ErrorCode.PRODUCER_FENCED else e)
                     for tp, e in results.items()
                 }
-            return {"results_by_topic_v3_and_below": partition_errors_by_topic(results)}
-        per_txn: list[dict[str, Any]] = []
+            return AddPartitionsToTxnResponse(
+                results_by_topic_v3_and_below=partition_errors_by_topic(results)
+            )
+        per_txn: list[AddPartitionsToTxnResult] = []
         for txn in body.transactions:
             partitions = [TopicPartition(t.name, int(p)) for t in txn.topics for p in t.partitions]
             internal = _refused_partitions(partitions, lambda _tp: True)
             if internal:
                 per_txn.append(
-                    {
-                        "transactional_id": txn.transactional_id,
-                        "topic_results": partition_errors_by_topic(
+                    AddPartitionsToTxnResult(
+                        transactional_id=txn.transactional_id,
+                        topic_results=partition_errors_by_topic(
                             {
                                 tp: internal.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED)
                                 for tp in partitions
                             }
                         ),
-                    }
+                    )
                 )
                 continue
             call = (
@@ -116,19 +141,21 @@ class TxnHandlers:
                 txn.transactional_id, int(txn.producer_id), int(txn.producer_epoch), partitions
             )
             per_txn.append(
-                {
-                    "transactional_id": txn.transactional_id,
-                    "topic_results": partition_errors_by_topic(results),
-                }
+                AddPartitionsToTxnResult(
+                    transactional_id=txn.transactional_id,
+                    topic_results=partition_errors_by_topic(results),
+                )
             )
-        return {"error_code": ErrorCode.NONE, "results_by_transaction": per_txn}
+        return AddPartitionsToTxnResponse(
+            error_code=ErrorCode.NONE, results_by_transaction=tuple(per_txn)
+        )
 
     def _partition_exists(self, tp: TopicPartition) -> bool:
         info = self.core.topics.get(tp.topic)
         return info is not None and 0 <= tp.partition < info.num_partitions
 
     @api(ApiKey.END_TXN)
-    async def end_txn(self, req: DecodedRequest) -> dict[str, Any]:
+    async def end_txn(self, req: DecodedRequest) -> EndTxnResponse:
         body = req.body
         result = self.core.txn_coordinator.end_txn(
             body.transactional_id,
@@ -137,76 +164,80 @@ class TxnHandlers:
             bool(body.committed),
             tv2=req.api_version >= 5,
         )
-        return _producer_answer(result, fenced_unknown=req.api_version < 2)
+        return EndTxnResponse(
+            error_code=_producer_error(result, fenced_unknown=req.api_version < 2),
+            producer_id=result.producer_id,
+            producer_epoch=result.producer_epoch,
+        )
 
     @api(ApiKey.LIST_TRANSACTIONS)
-    async def list_transactions(self, req: DecodedRequest) -> dict[str, Any]:
+    async def list_transactions(self, req: DecodedRequest) -> ListTransactionsResponse:
         body = req.body
         listings = self.core.txn_coordinator.list_transactions(
             list(body.state_filters),
             [int(p) for p in body.producer_id_filters],
             int(field(body, "duration_filter", default=-1)),
         )
-        return {
-            "error_code": self.core.txn_coordinator.availability(),
-            "unknown_state_filters": [
+        return ListTransactionsResponse(
+            error_code=self.core.txn_coordinator.availability(),
+            unknown_state_filters=tuple(
                 s for s in body.state_filters if TransactionState.from_name(s) is None
-            ],
-            "transaction_states": [
-                {
-                    "transactional_id": t.transactional_id,
-                    "producer_id": t.producer_id,
-                    "transaction_state": t.state,
-                }
+            ),
+            transaction_states=tuple(
+                ListedTransaction(
+                    transactional_id=t.transactional_id,
+                    producer_id=t.producer_id,
+                    transaction_state=t.state,
+                )
                 for t in listings
-            ],
-        }
+            ),
+        )
 
     @api(ApiKey.DESCRIBE_TRANSACTIONS)
-    async def describe_transactions(self, req: DecodedRequest) -> dict[str, Any]:
+    async def describe_transactions(self, req: DecodedRequest) -> DescribeTransactionsResponse:
         descriptions = self.core.txn_coordinator.describe_transactions(
             list(req.body.transactional_ids)
         )
-        states: list[dict[str, Any]] = []
+        states: list[DescribedTransaction] = []
         for d in descriptions:
             by_topic: dict[str, list[int]] = {}
             for tp in d.partitions:
                 by_topic.setdefault(tp.topic, []).append(tp.partition)
             states.append(
-                {
-                    "error_code": d.error,
-                    "transactional_id": d.transactional_id,
-                    "transaction_state": d.state,
-                    "transaction_timeout": d.transaction_timeout_ms,
-                    "transaction_start_time": d.transaction_start_time_ms,
-                    "producer_id": d.producer_id,
-                    "producer_epoch": d.producer_epoch,
-                    "topics": [
-                        {"topic": t, "partitions": sorted(ps)} for t, ps in sorted(by_topic.items())
-                    ],
-                }
+                DescribedTransaction(
+                    error_code=d.error,
+                    transactional_id=d.transactional_id,
+                    transaction_state=d.state,
+                    transaction_timeout=d.transaction_timeout_ms,
+                    transaction_start_time=d.transaction_start_time_ms,
+                    producer_id=d.producer_id,
+                    producer_epoch=d.producer_epoch,
+                    topics=tuple(
+                        TransactionTopic(topic=t, partitions=tuple(sorted(ps)))
+                        for t, ps in sorted(by_topic.items())
+                    ),
+                )
             )
-        return {"transaction_states": states}
+        return DescribeTransactionsResponse(transaction_states=tuple(states))
 
     @api(ApiKey.DESCRIBE_PRODUCERS)
-    async def describe_producers(self, req: DecodedRequest) -> dict[str, Any]:
-        topics: list[dict[str, Any]] = []
+    async def describe_producers(self, req: DecodedRequest) -> DescribeProducersResponse:
+        topics: list[DescribeProducersTopic] = []
         for topic in req.body.topics:
-            parts: list[dict[str, Any]] = []
+            parts: list[DescribeProducersPartition] = []
             for index in topic.partition_indexes:
                 error, producers = self.core.describe_producers(
                     TopicPartition(topic.name, int(index))
                 )
                 parts.append(
-                    {
-                        "partition_index": index,
-                        "error_code": error,
-                        "error_message": None,
-                        "active_producers": producers,
-                    }
+                    DescribeProducersPartition(
+                        partition_index=int(index),
+                        error_code=error,
+                        active_producers=tuple(producers),
+                    )
                 )
-            topics.append({"name": topic.name, "partitions": parts})
-        return {"topics": topics}
+            topics.append(DescribeProducersTopic(name=topic.name, partitions=tuple(parts)))
+        return DescribeProducersResponse(topics=tuple(topics))
 
 
 def _refused_partitions(

@@ -103,9 +103,10 @@ def response_class(api_key: int, api_version: int) -> type:
 def encode_response(
     api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any] | Any
 ) -> bytes:
-    """A length-prefixed response frame."""
+    """A length-prefixed response frame: ``body`` is the entity of the negotiated version, or
+    a version-free dict or typed message that ``render`` turns into it."""
     cls = response_class(api_key, api_version)
-    entity = render(cls, body) if isinstance(body, Mapping) else body
+    entity: Any = body if isinstance(body, cls) else render(cls, body)
     buf = io.BytesIO()
     buf.write(b"\x00\x00\x00\x00")
     header_cls = cls.__header_schema__  # type: ignore[attr-defined]

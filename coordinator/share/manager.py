@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from coordinator.log.storage import PartitionLog
@@ -442,18 +442,17 @@ class ShareManager:
     def txn_share_acknowledge(
         self,
         group_id: str,
-        transactional_id: str,
         producer_id: int,
         producer_epoch: int,
         member_id: str | None,
         acks: list[PartitionAcks],
-        verify: Callable[[str, int, int, list[TopicPartition]], dict[TopicPartition, ErrorCode]],
+        verdicts: Mapping[TopicPartition, ErrorCode],
     ) -> dict[TopicIdPartition, ErrorCode]:
         """TxnShareAcknowledge: ACQUIRED -> TX_PENDING, staged durably in the transaction.
 
-        Per partition: the transaction coordinator must confirm that the share-state partition
-        was added to the ongoing transaction of (pid, epoch) (DESIGN §4.3: else
-        INVALID_TXN_STATE; a stale epoch is PRODUCER_FENCED); the share partition validates
+        Per partition: its share-state partition's verdict must be NONE (``verdicts``, from
+        ``BrokerCore.verify_in_transaction``: the partition was added to the ongoing
+        transaction of (pid, epoch), else DESIGN §4.3's error); the share partition validates
         ownership and states (INVALID_RECORD_STATE, nothing changes); the pending acks are
         appended to the share-state partition as a transactional batch; only then do the
         records become TX_PENDING.
@@ -461,11 +460,9 @@ class ShareManager:
         out: dict[TopicIdPartition, ErrorCode] = {}
         for pa in acks:
             state_tp = self.state_partition_of(group_id, pa.tip.topic_id, pa.tip.partition)
-            verdict = verify(transactional_id, producer_id, producer_epoch, [state_tp]).get(
-                state_tp, ErrorCode.UNKNOWN_SERVER_ERROR
-            )
+            verdict = verdicts.get(state_tp, ErrorCode.UNKNOWN_SERVER_ERROR)
             if verdict is not ErrorCode.NONE:
-                out[pa.tip] = _verification_error(verdict)
+                out[pa.tip] = verdict
                 continue
             error, sp = self.share_partition(group_id, pa.tip)
             if sp is None:
@@ -534,10 +531,3 @@ class ShareManager:
     def _emit_txn(self, name: str, value: int) -> None:
         if self.on_txn_metric is not None:
             self.on_txn_metric(name, value)
-
-
-def _verification_error(verdict: ErrorCode) -> ErrorCode:
-    """Map the verify-only answer to TxnShareAcknowledge's errors (DESIGN §4.3)."""
-    if verdict in (ErrorCode.TRANSACTION_ABORTABLE, ErrorCode.INVALID_PRODUCER_ID_MAPPING):
-        return ErrorCode.INVALID_TXN_STATE
-    return verdict

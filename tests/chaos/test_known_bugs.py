@@ -77,14 +77,13 @@ class Core:
     def txn_ack(
         self, tid: str, pid: int, epoch: int, member: str, first: int, last: int
     ) -> ErrorCode:
-        results = self.core.share.txn_share_acknowledge(
+        results = self.core.txn_share_acknowledge(
             GROUP,
             tid,
             pid,
             epoch,
             member,
             [PartitionAcks(self.tip, [AckBatch(first, last, [ACCEPT])])],
-            self.core.txn_coordinator.verify_partitions,
         )
         return results[self.tip]
 

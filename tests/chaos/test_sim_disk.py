@@ -116,14 +116,13 @@ def test_broker_core_recovers_from_the_sim_disk_after_a_crash() -> None:
         tc.add_partitions_to_txn("t", init.producer_id, init.producer_epoch, [state_tp])[state_tp]
         is ErrorCode.NONE
     )
-    acks = core.share.txn_share_acknowledge(
+    acks = core.txn_share_acknowledge(
         "g",
         "t",
         init.producer_id,
         init.producer_epoch,
         "m",
         [PartitionAcks(tip, [AckBatch(0, 2, [1])])],
-        tc.verify_partitions,
     )
     assert acks[tip] is ErrorCode.NONE
     disk.crash()  # power loss: everything was fsynced, so nothing is lost

@@ -83,14 +83,13 @@ class Harness:
     def txn_ack(
         self, pid: int, epoch: int, first: int, last: int, ack: int = 1, member: str | None = "m1"
     ) -> ErrorCode:
-        results = self.core.share.txn_share_acknowledge(
+        results = self.core.txn_share_acknowledge(
             GROUP,
             TID,
             pid,
             epoch,
             member,
             [PartitionAcks(self.tip, [AckBatch(first, last, [ack])])],
-            self.core.txn_coordinator.verify_partitions,
         )
         return results[self.tip]
 
@@ -168,6 +167,39 @@ def test_without_add_share_acks_is_invalid_txn_state_and_changes_nothing() -> No
     pid, epoch = h.init()
     assert h.txn_ack(pid, epoch, 0, 4) is ErrorCode.INVALID_TXN_STATE
     assert set(h.states()) == {RecordState.ACQUIRED}
+
+
+def test_one_verify_and_map_step_per_request() -> None:
+    """TxnShareAcknowledge and TxnOffsetCommit share BrokerCore.verify_in_transaction: the
+    coordinator is asked once per request, and only the answer to another transactional id's
+    producer id differs (INVALID_TXN_STATE, DESIGN §4.3; INVALID_PRODUCER_ID_MAPPING, Kafka)."""
+    h = holding()
+    pid, epoch = h.begin_share_txn()
+    tc = h.core.txn_coordinator
+    calls: list[list[TopicPartition]] = []
+    verify = tc.verify_partitions
+
+    def counted(
+        tid: str, p: int, e: int, tps: list[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        calls.append(list(tps))
+        return verify(tid, p, e, tps)
+
+    tc.verify_partitions = counted  # type: ignore[method-assign]
+    acks = [
+        PartitionAcks(h.tip, [AckBatch(0, 1, [1])]),
+        PartitionAcks(h.tip, [AckBatch(2, 2, [1])]),
+    ]
+    results = h.core.txn_share_acknowledge(GROUP, TID, pid + 1, epoch, "m1", acks)
+    assert results == {h.tip: ErrorCode.INVALID_TXN_STATE}
+    assert len(calls) == 1
+    offsets = h.core.consumer_offsets_partition
+    assert h.core.verify_in_transaction(
+        TID, pid + 1, epoch, [offsets], foreign_producer=ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    ) == {offsets: ErrorCode.INVALID_PRODUCER_ID_MAPPING}
+    assert h.core.verify_in_transaction(
+        TID, pid, epoch, [offsets], foreign_producer=ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    ) == {offsets: ErrorCode.INVALID_TXN_STATE}  # not in the transaction
 
 
 def test_another_members_records_are_invalid_record_state() -> None:

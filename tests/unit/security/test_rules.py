@@ -9,6 +9,7 @@ version, and never let a denied resource reach the handler.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import uuid
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from coordinator.log.memory_log import MemoryStorage
 from coordinator.protocol.acl_rules import TopicDirectory
 from coordinator.protocol.api_versions import SUPPORTED
 from coordinator.protocol.handlers import Handlers
+from coordinator.protocol.responses import Body
 from coordinator.protocol.security_gate import SecurityGate
 from coordinator.protocol.wire import DecodedRequest, encode_response
 from coordinator.security.acls import (
@@ -113,14 +115,15 @@ class World:
         req = DecodedRequest(key, version, 7, "test", request)
         handler = self.handlers.table[key]
 
-        async def recording(r: DecodedRequest) -> dict[str, Any] | None:
+        async def recording(r: DecodedRequest) -> Body | None:
             self.seen.append(r)
             return await handler(r)
 
         response = asyncio.run(self.gate.handle(self.session, req, recording))
-        assert isinstance(response, dict)
+        assert response is not None and not isinstance(response, bool)
         encode_response(key, version, 7, response)  # renders in this version
-        return response
+        # A typed message (or, for the families not yet typed, a dict) as a dict of its fields.
+        return response if isinstance(response, dict) else dataclasses.asdict(response)
 
 
 def codes(value: Any, path: str = "") -> list[tuple[str, int]]:

@@ -30,8 +30,8 @@ def _memoized(fn: Callable[..., Any], *, copy: bool = False) -> Callable[..., An
 
 def _install_replay_cache(stack: ExitStack) -> None:
     import coordinator.shard_runtime as runtime  # noqa: PLC0415
-    import coordinator.share.group_coordinator as groups  # noqa: PLC0415
-    import coordinator.txn_coordinator as txns  # noqa: PLC0415
+    import coordinator.share.group_shard as groups  # noqa: PLC0415
+    import coordinator.txn_shard as txns  # noqa: PLC0415
     from coordinator.share.group_records import decode  # noqa: PLC0415
     from txn import txn_log  # noqa: PLC0415
 

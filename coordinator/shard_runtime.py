@@ -16,7 +16,7 @@ A runtime that owns its shard (a ``RecordShard``: typed records, a codec, one re
 * ``load`` decodes every record of the shard's logs from their start and replays it through
   the same two methods, then marks the shard loaded.
 
-Shards not converted yet (transactions, share groups, consumer groups) pass themselves to
+Shards not converted yet (consumer groups) pass themselves to
 ``load`` as a ``CoordinatorShard`` (raw records) and write through ``write_result``, whose
 ``CoordinatorResult`` carries ``apply``/``revert`` callbacks.
 

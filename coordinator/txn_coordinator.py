@@ -1,17 +1,23 @@
 """The transaction coordinator (Kafka's TransactionCoordinator + TransactionStateManager).
 
 Single node: every transactional id lives in one ``__transaction_state`` partition (0), which
-this coordinator owns for its whole life at ``coordinator_epoch``.  Every method is synchronous:
-a state change is prepared on the metadata (``prepare_*``) and returned as a
-``CoordinatorResult`` (its record, completing the transition once written, or dropping it);
-the ``CoordinatorRuntime`` appends and flushes the record and maps an append error as Kafka
-does.
+this coordinator owns for its whole life at ``coordinator_epoch``.  Every method is synchronous.
+
+**Runtime and shard.**  The ids' metadata is the ``TxnShard`` (``txn_shard``), owned by this
+coordinator's ``CoordinatorRuntime``.  A state change is prepared on the metadata
+(``prepare_*``, which sets only the in-memory ``pending_state``) and written with
+``runtime.write`` as a typed ``TxnRecord``; the runtime appends and flushes it, maps an append
+error as Kafka does, and only then replays it into the shard, which completes the transition --
+the same replay ``load()`` runs over the log.  A failed write leaves the log-backed fields as
+they were; the coordinator drops the pending state (in memory) unless a retry follows.  What
+stays in memory only, as in Kafka: the pending transition, the last epoch (not persisted), a
+new id's metadata before its first record, and a TV0/1 fence's epoch, in force from the moment
+the coordinator fences (``fenced_producer_epoch``) until the abort's record replaces it.
 
 EndTxn writes PrepareCommit/PrepareAbort, replies at once and hands the markers to the
 ``MarkerChannel``; CompleteCommit/CompleteAbort is written when the channel reports that every
 partition acknowledged (retried with the clock if that append fails).  ``load()`` has the
-runtime replay the log through ``replay`` (the same transit objects) and re-sends the markers
-of every Prepare* transaction.
+runtime replay the log into the shard and re-sends the markers of every Prepare* transaction.
 
 Protocol errors are returned (``error`` fields, Kafka numbers), never raised.
 """
@@ -24,14 +30,7 @@ from collections.abc import Callable, Iterable
 from coordinator.log.storage import PartitionLog
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.producer_ids import ProducerIdManager
-from coordinator.shard_runtime import (
-    CoordinatorResult,
-    CoordinatorRuntime,
-    CoordinatorShard,
-    LoadedRecord,
-    Record,
-    UnownedRuntime,
-)
+from coordinator.shard_runtime import CoordinatorResult, CoordinatorRuntime
 from coordinator.txn_results import (
     EndTxnResult,
     InitProducerIdResult,
@@ -39,10 +38,9 @@ from coordinator.txn_results import (
     TransactionListing,
     TransactionView,
     _result_of,
-    log_value_to_transit,
     transaction_view,
-    transit_record,
 )
+from coordinator.txn_shard import TxnRecord, TxnShard
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import (
@@ -58,7 +56,6 @@ from txn.metadata import (
     TransactionMetadata,
     TxnTransitMetadata,
     is_epoch_exhausted,
-    supports_epoch_bump,
 )
 from txn.state import (
     EndTxnAction,
@@ -66,13 +63,6 @@ from txn.state import (
     TransactionState,
     end_txn_action,
     end_txn_epoch_rule,
-)
-from txn.txn_log import (
-    TransactionLogValue,
-    TxnLogFormatError,
-    UnknownRecordVersionError,
-    decode_key,
-    decode_value,
 )
 
 log = logging.getLogger(__name__)
@@ -82,7 +72,7 @@ _PREPARE = (_S.PREPARE_COMMIT, _S.PREPARE_ABORT)
 _IDLE = (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
 
 
-class TransactionCoordinator(CoordinatorShard):
+class TransactionCoordinator:
     """Transactions of every transactional id, persisted in one ``__transaction_state`` log."""
 
     def __init__(
@@ -98,7 +88,10 @@ class TransactionCoordinator(CoordinatorShard):
         retry_backoff_ms: int = 100,
     ) -> None:
         self._clock = clock
-        self._runtime: UnownedRuntime = CoordinatorRuntime(clock, TRANSACTION_STATE_TOPIC, {0: log})
+        self._shard = TxnShard()
+        self._runtime = CoordinatorRuntime(
+            clock, TRANSACTION_STATE_TOPIC, {0: log}, shard=self._shard
+        )
         self._producer_ids = producer_ids
         self._channel = marker_channel
         # Called with (transactional id, producer id) when the reaper aborts a transaction.
@@ -116,13 +109,13 @@ class TransactionCoordinator(CoordinatorShard):
             "transaction.remove.expired.transaction.cleanup.interval.ms"
         )
         self._two_phase_commit_enabled = config.get_bool("transaction.two.phase.commit.enable")
-        self._txns: dict[str, TransactionMetadata] = {}
+        # The shard's dict: replay alone adds, changes (log-backed fields) and removes ids;
+        # a new id's metadata is put here before its first record, as Kafka does.
+        self._txns = self._shard.txns
         # Producer ids issued to transactional ids (never usable for idempotent writes).
         self._txn_producer_ids: set[int] = set()
         # CompleteCommit/CompleteAbort transits waiting for their markers, by id.
         self._pending_complete: dict[str, TxnTransitMetadata] = {}
-        # Replay: each id's latest record (the last one is all that needs its metadata built).
-        self._replayed: dict[str, TransactionLogValue] = {}
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -146,16 +139,9 @@ class TransactionCoordinator(CoordinatorShard):
 
     def load(self) -> None:
         """Replay the log, re-send the markers of Prepare* transactions, start the reapers."""
-        self._txns.clear()
+        self._shard.reset()
         self._pending_complete.clear()
-        # ``_replayed`` takes the same dict operations as ``_txns`` would, hence the same order.
-        self._replayed = {}
-        self._runtime.load(self)
-        for transactional_id, decoded in self._replayed.items():
-            self._txns[transactional_id] = TransactionMetadata.from_transit(
-                transactional_id, log_value_to_transit(decoded)
-            )
-        self._replayed = {}
+        self._runtime.load()
         self._txn_producer_ids = {
             pid
             for md in self._txns.values()
@@ -569,8 +555,7 @@ class TransactionCoordinator(CoordinatorShard):
         transit = metadata.prepare_abort_after_fence(fence, self._tv_level, self._clock.now_ms())
         error = self._write(metadata, transit)
         if error is not ErrorCode.NONE:
-            if not supports_epoch_bump(self._tv_level):
-                metadata.has_failed_epoch_fence = True
+            # TV0/1: the fenced epoch stays in force in memory (``has_failed_epoch_fence``).
             return error
         self._send_markers(metadata)
         return ErrorCode.NONE
@@ -623,30 +608,18 @@ class TransactionCoordinator(CoordinatorShard):
         if not expired:
             return []
         transits = [md.prepare_dead() for md in expired]
-
-        def finish(written: bool) -> None:
-            for md, transit in zip(expired, transits, strict=True):
-                if written and md.pending_state is transit.state:
-                    del self._txns[md.transactional_id]
-                    self._txn_producer_ids.difference_update((md.producer_id, md.prev_producer_id))
-                else:
-                    md.abort_pending()
-
-        error = self._runtime.write_result(
-            0,
-            CoordinatorResult(
-                [
-                    transit_record(md.transactional_id, transit)
-                    for md, transit in zip(expired, transits, strict=True)
-                ],
-                ErrorCode.NONE,
-                apply=lambda _offset: finish(True),
-                revert=lambda: finish(False),
-            ),
-        )
+        records = [
+            TxnRecord(md.transactional_id, transit)
+            for md, transit in zip(expired, transits, strict=True)
+        ]
+        error = self._runtime.write(0, lambda _shard: CoordinatorResult(records, ErrorCode.NONE))
         if error is not ErrorCode.NONE:
+            for md in expired:
+                md.abort_pending()
             log.warning("expiring transactional ids failed: %s", error.name)
             return []
+        for md in expired:
+            self._txn_producer_ids.difference_update((md.producer_id, md.prev_producer_id))
         return [md.transactional_id for md in expired]
 
     def force_terminate(self, transactional_id: str) -> EndTxnResult:
@@ -776,26 +749,6 @@ class TransactionCoordinator(CoordinatorShard):
         """Whether ``producer_id`` was issued to a transactional id (Produce binds it)."""
         return producer_id in self._txn_producer_ids
 
-    def replay(self, record: LoadedRecord) -> None:
-        """One ``__transaction_state`` record on load: the id's latest value, or its removal."""
-        offset = record.header.base_offset  # the batch, as Kafka's loader names it
-        if record.key is None:
-            log.error("__transaction_state record without a key at %d", offset)
-            return
-        try:
-            transactional_id = decode_key(record.key)
-            decoded = decode_value(record.value)
-        except UnknownRecordVersionError as exc:
-            log.warning("skipping __transaction_state record at %d: %s", offset, exc)
-            return
-        except TxnLogFormatError:
-            log.exception("skipping corrupt __transaction_state record at %d", offset)
-            return
-        if decoded is None:
-            self._replayed.pop(transactional_id, None)
-        else:
-            self._replayed[transactional_id] = decoded
-
     def _write(
         self,
         metadata: TransactionMetadata,
@@ -803,10 +756,13 @@ class TransactionCoordinator(CoordinatorShard):
         *,
         keep_pending_on_error: bool = False,
     ) -> ErrorCode:
-        """Write ``transit`` and complete it, or drop it (unless a retry will follow)."""
-        return self._runtime.write_result(
-            0, self._transition(metadata, transit, keep_pending_on_error)
-        )
+        """Write ``transit``; replay completes it.  A failed write drops the pending state
+        (in memory only) unless a retry will follow."""
+        record = TxnRecord(metadata.transactional_id, transit)
+        error = self._runtime.write(0, lambda _shard: CoordinatorResult([record], ErrorCode.NONE))
+        if error is not ErrorCode.NONE and not keep_pending_on_error:
+            metadata.abort_pending()
+        return error
 
     def _write_prepared(
         self, metadata: TransactionMetadata, prepared: TxnTransitMetadata | ErrorCode
@@ -816,15 +772,3 @@ class TransactionCoordinator(CoordinatorShard):
             return prepared
         error = self._write(metadata, prepared)
         return prepared if error is ErrorCode.NONE else error
-
-    @staticmethod
-    def _transition(
-        metadata: TransactionMetadata, transit: TxnTransitMetadata, keep_pending_on_error: bool
-    ) -> CoordinatorResult[Record, ErrorCode]:
-        """The record of ``transit``: completes it once written, or drops the pending state."""
-        return CoordinatorResult(
-            [transit_record(metadata.transactional_id, transit)],
-            ErrorCode.NONE,
-            apply=lambda _offset: metadata.complete_transition(transit),
-            revert=None if keep_pending_on_error else metadata.abort_pending,
-        )

@@ -4,10 +4,12 @@ Every change goes through two steps, as in Kafka's ``TransactionMetadata``:
 
 1. ``prepare_*()`` checks the transition table, sets ``pending_state`` and returns an immutable
    ``TxnTransitMetadata`` (the record to write to ``__transaction_state``);
-2. after the append succeeded, ``complete_transition(transit)`` validates and applies it;
-   if the append failed, ``abort_pending()`` drops it.
+2. after the append succeeded, replay calls ``complete_transition(transit)``, which validates
+   and applies it; if the append failed, ``abort_pending()`` drops it.
 
-Replaying the log applies the same transit objects (``TransactionMetadata.from_transit``).
+Loading the log replays the same transits (``from_transit``, ``replay``).  Only replay changes
+the log-backed fields; ``pending_state``, ``last_producer_epoch`` (not persisted) and a TV0/1
+fence's ``fenced_producer_epoch`` are in memory only, as in Kafka.
 """
 
 from __future__ import annotations
@@ -94,10 +96,8 @@ class TransactionMetadata:
         self.txn_last_update_timestamp = txn_last_update_timestamp
         self.client_transaction_version = client_transaction_version
         self.two_phase_commit = two_phase_commit
+        # In memory only (Kafka's pendingState): the transition prepared and not yet durable.
         self.pending_state: TransactionState | None = None
-        # A fence append failed: the bumped epoch (already in memory, TV0/1) must not be bumped
-        # again by the next fencing attempt (KAFKA-9666).
-        self.has_failed_epoch_fence = False
 
     # --- construction from the log ------------------------------------------------------------
 
@@ -115,6 +115,27 @@ class TransactionMetadata:
         metadata._apply(transit)
         metadata.last_producer_epoch = NO_PRODUCER_EPOCH
         return metadata
+
+    # --- the producer epoch: the log's, or a TV0/1 fence's in memory ---------------------------
+
+    @property
+    def producer_epoch(self) -> int:
+        """The epoch in force: a TV0/1 fence's (``fenced_producer_epoch``) while it stands,
+        else the log's."""
+        fenced = self.fenced_producer_epoch
+        return self._producer_epoch if fenced is None else fenced
+
+    @producer_epoch.setter
+    def producer_epoch(self, epoch: int) -> None:
+        """The log's epoch (construction and replay); a durable record ends an in-memory fence."""
+        self._producer_epoch = epoch
+        self.fenced_producer_epoch: int | None = None
+
+    @property
+    def has_failed_epoch_fence(self) -> bool:
+        """A TV0/1 fence's append failed: its epoch (in force in memory) must not be bumped
+        again by the next fencing attempt (KAFKA-9666)."""
+        return self.fenced_producer_epoch is not None and self.pending_state is None
 
     # --- queries ------------------------------------------------------------------------------
 
@@ -279,9 +300,10 @@ class TransactionMetadata:
             )
         self.pending_state = None
         if not supports_epoch_bump(client_transaction_version):
-            # TV0/1 keep the epoch at the end, so the fenced epoch takes effect in memory now:
-            # the old producer is fenced even if the append fails.
-            self.producer_epoch = fence.producer_epoch
+            # TV0/1 keep the epoch at the end, so the fenced epoch takes effect in memory now
+            # (as Kafka sets producerEpoch before the append): the old producer is fenced even
+            # if the append fails.  The log-backed epoch changes when the abort is replayed.
+            self.fenced_producer_epoch = fence.producer_epoch
             self.last_producer_epoch = NO_PRODUCER_EPOCH
         return self.prepare_abort_or_commit(
             _S.PREPARE_ABORT, client_transaction_version, NO_PRODUCER_ID, update_timestamp, False
@@ -289,7 +311,6 @@ class TransactionMetadata:
 
     def prepare_complete(self, update_timestamp: int) -> TxnTransitMetadata:
         """Markers written: PrepareCommit/PrepareAbort -> CompleteCommit/CompleteAbort."""
-        self.has_failed_epoch_fence = False
         target = _S.COMPLETE_COMMIT if self.state is _S.PREPARE_COMMIT else _S.COMPLETE_ABORT
         rotate = (
             supports_epoch_bump(self.client_transaction_version)
@@ -361,6 +382,10 @@ class TransactionMetadata:
             self._fail(transit)
         self._apply(transit)
         self.pending_state = None
+
+    def replay(self, transit: TxnTransitMetadata) -> None:
+        """A record of the log on load: its transit is the state (nothing is pending)."""
+        self._apply(transit)
 
     def abort_pending(self) -> None:
         """The append failed: forget the pending transition."""

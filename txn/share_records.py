@@ -16,7 +16,7 @@ ShareSnapshot value (version 0, flexible)::
     CreateTimestamp int64 | WriteTimestamp int64
     StateBatches compact array of
         {FirstOffset int64, LastOffset int64, DeliveryState int8, DeliveryCount int16, tags}
-    tagged fields
+    tagged fields: 1000 FenceLeaderEpoch int32, 1001 FenceStateEpoch int32 (this broker's)
 
 ShareUpdate value (version 0, flexible)::
 
@@ -28,6 +28,14 @@ A ShareUpdate has no StateEpoch.  A null value is a tombstone: the key's state i
 (Kafka always writes tombstones with a ShareSnapshot key; a null ShareUpdate value is decoded
 as a tombstone too).  Unknown tagged fields are skipped on decode, so later versions can add
 fields (Kafka's DeliveryCompleteCount, the KIP-1289 staging fields) without breaking replay.
+
+**Fence epochs.**  A key is fenced against the highest leader and state epoch any of its
+records carried, and a re-initialization records a lower leader (and maybe state) epoch than
+an earlier record did.  Once pruning has cut those earlier records, only the snapshot can say
+how high the fences were: a ShareSnapshot carries them in two tagged fields, present only
+when higher than its own LeaderEpoch / StateEpoch (so most snapshots are byte-for-byte
+Kafka's, and records written before the fields existed decode as "no higher fence").  The
+tags are numbered from 1000, well clear of the tags Kafka adds from 0.
 """
 
 from __future__ import annotations
@@ -90,6 +98,9 @@ class ShareSnapshotValue:
     create_timestamp: int
     write_timestamp: int
     state_batches: tuple[StateBatch, ...] = ()
+    # The key's fences when higher than leader_epoch / state_epoch (tagged; None: not higher).
+    fence_leader_epoch: int | None = None
+    fence_state_epoch: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +131,10 @@ _VALUE_TYPES: dict[ShareRecordType, type[ShareRecordValue]] = {
     ShareRecordType.SHARE_SNAPSHOT: ShareSnapshotValue,
     ShareRecordType.SHARE_UPDATE: ShareUpdateValue,
 }
+
+
+#: ShareSnapshot tagged fields: tag -> the int32 field it carries.
+_SNAPSHOT_TAGS = {1000: "fence_leader_epoch", 1001: "fence_state_epoch"}
 
 
 def _check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
@@ -206,8 +221,38 @@ def encode_value(value: ShareRecordValue | None) -> bytes | None:
     codes, names = _VALUE_HEADS[type(value)]
     out += _pack(codes, names, [getattr(value, name) for name in names])
     out += _encode_batches(value.state_batches)
-    out += uvarint(0)  # no tagged fields
+    out += _encode_tags(value)
     return bytes(out)
+
+
+def _encode_tags(value: ShareRecordValue) -> bytes:
+    """The value's tagged fields (a snapshot's fence epochs that are set), in tag order."""
+    tagged: list[tuple[int, int]] = []
+    if isinstance(value, ShareSnapshotValue):
+        for tag, name in sorted(_SNAPSHOT_TAGS.items()):
+            field_value = getattr(value, name)
+            if field_value is not None:
+                tagged.append((tag, field_value))
+    out = bytearray(uvarint(len(tagged)))
+    for tag, field_value in tagged:
+        data = _pack("i", (_SNAPSHOT_TAGS[tag],), (field_value,))
+        out += uvarint(tag) + uvarint(len(data)) + data
+    return bytes(out)
+
+
+def _decode_tags(reader: Reader) -> dict[str, int]:
+    """A snapshot's known tagged fields by name (unknown tags are skipped)."""
+    known: dict[str, int] = {}
+    for _ in range(reader.uvarint()):
+        tag = reader.uvarint()
+        data = reader.raw(reader.uvarint())
+        name = _SNAPSHOT_TAGS.get(tag)
+        if name is None:
+            continue
+        if len(data) != 4:
+            raise ShareRecordFormatError(f"tagged field {tag} is {len(data)} bytes, not 4")
+        (known[name],) = struct.unpack(">i", data)
+    return known
 
 
 def decode_value(
@@ -223,8 +268,13 @@ def decode_value(
     value_type = _VALUE_TYPES[record_type]
     codes, names = _VALUE_HEADS[value_type]
     head = dict(zip(names, reader.unpack(">" + codes), strict=True))
-    value = value_type(**head, state_batches=_decode_batches(reader))
-    reader.skip_tagged_fields()
+    batches = _decode_batches(reader)
+    value: ShareRecordValue
+    if value_type is ShareSnapshotValue:
+        value = ShareSnapshotValue(**head, state_batches=batches, **_decode_tags(reader))
+    else:
+        value = ShareUpdateValue(**head, state_batches=batches)
+        reader.skip_tagged_fields()
     if not reader.at_end():
         raise ShareRecordFormatError(f"trailing bytes after the {record_type.name} value")
     return value

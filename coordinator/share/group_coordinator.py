@@ -22,11 +22,15 @@ never initialized while it is still being deleted.
 the member, bumps the group epoch and calls ``on_member_removed(group_id, member_id)`` (so
 does a leave).
 
-**Persistence.**  Every change is prepared from the current state, appended to the log as one
-batch of JSON records (``coordinator.share.group_records``) and flushed, and only then applied
-through ``_apply`` -- the same code ``load()`` replays, so a restart keeps groups, members
-(whose session timers restart), target assignments, partition states and configs.  A failed
-append changes nothing and returns the mapped error (as the transaction coordinator maps it).
+**Runtime and shard.**  The groups, partition states and configs are the ``ShareGroupShard``
+(``group_shard``), owned by the ``CoordinatorRuntime`` that whoever creates the coordinator
+builds (``share_group_runtime``).  Every change is computed here from the shard's current state
+as typed records (``coordinator.share.group_records``) without touching it; ``runtime.write``
+appends them as one batch, flushes, and only then replays them into the shard -- the same code
+``load()`` replays the log with, so a restart keeps groups, members (whose session timers
+restart), target assignments, partition states and configs.  A failed append changes nothing
+and returns the mapped error (as the transaction coordinator maps it).  The session timers are
+this service's, not the shard's.
 
 Protocol errors are returned (``error`` fields, Kafka numbers), never raised.
 """
@@ -37,20 +41,10 @@ import dataclasses
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
-from coordinator.log.storage import PartitionLog
-from coordinator.shard_runtime import (
-    CoordinatorResult,
-    CoordinatorRuntime,
-    CoordinatorShard,
-    LoadedRecord,
-    UnownedRuntime,
-    answer_each,
-    append_error_code,
-)
+from coordinator.shard_runtime import CoordinatorResult, answer_each
 from coordinator.share.assignor import SimpleAssignor
-from coordinator.share.group_config import GroupConfigDefs, ShareGroupConfig
+from coordinator.share.group_config import ShareGroupConfig
 from coordinator.share.group_model import (
     _EMPTY,
     GROUP_TYPE,
@@ -82,20 +76,14 @@ from coordinator.share.group_model import (
     _state_record,
 )
 from coordinator.share.group_records import (
-    CurrentAssignmentRecord,
     GroupConfigRecord,
     GroupEpochRecord,
     GroupRecord,
-    GroupRecordError,
-    GroupRecordVersionError,
-    MemberRecord,
-    PartitionStateRecord,
     TargetAssignmentRecord,
     Tombstone,
-    decode,
-    encode,
 )
-from txn.clock import Clock, Timer
+from coordinator.share.group_shard import ShareGroupRuntime
+from txn.clock import Timer
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode, InvalidConfigError
 
@@ -105,13 +93,12 @@ log = logging.getLogger(__name__)
 # --- the coordinator --------------------------------------------------------------------------
 
 
-class ShareGroupCoordinator(CoordinatorShard):
+class ShareGroupCoordinator:
     """Every share group of the broker, persisted in one group-coordinator log."""
 
     def __init__(
         self,
-        clock: Clock,
-        log: PartitionLog,
+        runtime: ShareGroupRuntime,
         config: BrokerConfig,
         topics: TopicLookup,
         *,
@@ -119,25 +106,20 @@ class ShareGroupCoordinator(CoordinatorShard):
         on_config_changed: Callable[[str, ShareGroupConfig], None] | None = None,
         retry_backoff_ms: int = 1000,
     ) -> None:
-        self._clock = clock
-        self._runtime: UnownedRuntime = CoordinatorRuntime(clock, "share-group log", {0: log})
+        """``runtime`` owns the shard (``share_group_runtime``)."""
+        self._runtime = runtime
+        self._shard = runtime.shard
+        self._clock = self._shard.clock
         self._topics = topics
         self._max_size = config.get_int("group.share.max.size")
-        self._config_defs = GroupConfigDefs(config)
         self._assignor = SimpleAssignor()
         self._retry_backoff_ms = retry_backoff_ms
         # Called after a member's removal (leave or session expiry) is durable.
         self.on_member_removed = on_member_removed
         # Called after a group's config overrides change (with the new effective config).
         self.on_config_changed = on_config_changed
-        self._groups: dict[str, _Group] = {}
         # A group id used by another kind of group (a consumer group): heartbeats are refused.
         self.is_foreign_group: Callable[[str], bool] = lambda _group_id: False
-        self._partition_states: dict[str, _PartitionState] = {}
-        self._configs: dict[str, dict[str, str]] = {}
-        # group_config() of each group with overrides, unchanged since, and (key None) of the
-        # groups without: every heartbeat and fetch asks, and the broker's defaults are fixed.
-        self._effective_configs: dict[str | None, ShareGroupConfig] = {}
         self._timers: dict[tuple[str, str], tuple[int, Timer]] = {}
         self._timer_seq = 0
 
@@ -148,19 +130,16 @@ class ShareGroupCoordinator(CoordinatorShard):
         return self._runtime.availability()
 
     def load(self) -> None:
-        """Replay the log through ``_apply`` and start every member's session timer afresh.
+        """Replay the log into the shard and start every member's session timer afresh.
 
         It writes nothing: the broker calls ``on_topics_changed()`` afterwards to catch topic
         changes made while the coordinator was down, and ``groups_with_pending_state_work()``
         to resume partition initialization and deletion.
         """
         self._cancel_all_timers()
-        self._groups.clear()
-        self._partition_states.clear()
-        self._configs.clear()
-        self._effective_configs.clear()
-        self._runtime.load(self)
-        for group in self._groups.values():
+        self._shard.reset()
+        self._runtime.load()
+        for group in self._shard.groups.values():
             for member_id in group.members:
                 self._arm_session_timer(group.group_id, member_id)
 
@@ -187,7 +166,7 @@ class ShareGroupCoordinator(CoordinatorShard):
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             return self._leave(group_id, member_id)
 
-        group = self._groups.get(group_id)
+        group = self._shard.groups.get(group_id)
         if group is None and self.is_foreign_group(group_id):
             return HeartbeatResult(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
@@ -277,7 +256,7 @@ class ShareGroupCoordinator(CoordinatorShard):
         )
 
     def _leave(self, group_id: str, member_id: str) -> HeartbeatResult:
-        group = self._groups.get(group_id)
+        group = self._shard.groups.get(group_id)
         if group is None:
             return HeartbeatResult(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found."
@@ -334,7 +313,7 @@ class ShareGroupCoordinator(CoordinatorShard):
         topic metadata or the assignable partitions changed -- a bumped group epoch and a new
         target assignment.
         """
-        current_state = self._partition_states.get(group_id)
+        current_state = self._shard.partition_states.get(group_id)
         base = partition_state if partition_state is not None else current_state
         subscribed = sorted({name for m in members.values() for name in m.subscribed})
         metadata: dict[str, tuple[uuid.UUID, int]] = {}
@@ -403,8 +382,8 @@ class ShareGroupCoordinator(CoordinatorShard):
         if self.availability() is not ErrorCode.NONE:
             return []
         changed: list[str] = []
-        for group_id in sorted(set(self._groups) | set(self._partition_states)):
-            group = self._groups.get(group_id)
+        for group_id in sorted(set(self._shard.groups) | set(self._shard.partition_states)):
+            group = self._shard.groups.get(group_id)
             members = dict(group.members) if group is not None else {}
             plan = self._plan(group_id, group, members, force_bump=False)
             if not plan.records:
@@ -420,22 +399,24 @@ class ShareGroupCoordinator(CoordinatorShard):
 
     def partitions_to_initialize(self, group_id: str) -> list[tuple[uuid.UUID, int]]:
         """Partitions waiting for InitializeShareGroupState (state epoch = the group epoch)."""
-        state = self._partition_states.get(group_id)
+        state = self._shard.partition_states.get(group_id)
         return _flatten(state.initializing) if state is not None else []
 
     def partitions_to_delete(self, group_id: str) -> list[tuple[uuid.UUID, int]]:
         """Partitions waiting for DeleteShareGroupState (also of a group already deleted)."""
-        state = self._partition_states.get(group_id)
+        state = self._shard.partition_states.get(group_id)
         return _flatten(state.deleting) if state is not None else []
 
     def initialized_partitions(self, group_id: str) -> dict[uuid.UUID, frozenset[int]]:
         """Partitions whose share state exists (assignable if subscribed)."""
-        state = self._partition_states.get(group_id)
+        state = self._shard.partition_states.get(group_id)
         return dict(state.initialized) if state is not None else {}
 
     def groups_with_pending_state_work(self) -> list[str]:
         """Group ids with partitions still initializing or deleting (resume after ``load``)."""
-        return sorted(g for g, s in self._partition_states.items() if s.initializing or s.deleting)
+        return sorted(
+            g for g, s in self._shard.partition_states.items() if s.initializing or s.deleting
+        )
 
     def mark_initialized(
         self, group_id: str, topic_id: uuid.UUID, partitions: Iterable[int]
@@ -447,9 +428,13 @@ class ShareGroupCoordinator(CoordinatorShard):
         """
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
-        state = self._partition_states.get(group_id)
+        state = self._shard.partition_states.get(group_id)
         if state is None:
-            return ErrorCode.GROUP_ID_NOT_FOUND if group_id not in self._groups else ErrorCode.NONE
+            return (
+                ErrorCode.GROUP_ID_NOT_FOUND
+                if group_id not in self._shard.groups
+                else ErrorCode.NONE
+            )
         done = frozenset(partitions) & state.initializing.get(topic_id, frozenset())
         if not done:
             return ErrorCode.NONE
@@ -467,7 +452,7 @@ class ShareGroupCoordinator(CoordinatorShard):
         """
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
-        state = self._partition_states.get(group_id)
+        state = self._shard.partition_states.get(group_id)
         if state is None:
             return ErrorCode.NONE
         gone = frozenset(partitions) & state.deleting.get(topic_id, frozenset())
@@ -487,7 +472,7 @@ class ShareGroupCoordinator(CoordinatorShard):
         """
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
-        state = self._partition_states.get(group_id) or _PartitionState()
+        state = self._shard.partition_states.get(group_id) or _PartitionState()
         parts = frozenset(partitions)
         new_state = state.copy()
         _remove(
@@ -497,11 +482,11 @@ class ShareGroupCoordinator(CoordinatorShard):
         )
         _remove(new_state.deleting, topic_id, parts & new_state.deleting.get(topic_id, frozenset()))
         _add(new_state.initialized, topic_id, parts)
-        group = self._groups.get(group_id)
+        group = self._shard.groups.get(group_id)
         if group is None:
             plan = self._plan(group_id, None, {}, force_bump=True, partition_state=new_state)
             return self._write(plan.records)
-        if new_state.same_sets(state) and group_id in self._partition_states:
+        if new_state.same_sets(state) and group_id in self._shard.partition_states:
             return ErrorCode.NONE
         return self._replan(group_id, new_state)
 
@@ -512,7 +497,7 @@ class ShareGroupCoordinator(CoordinatorShard):
         """
         if self.availability() is not ErrorCode.NONE:
             return []
-        state = self._partition_states.get(group_id)
+        state = self._shard.partition_states.get(group_id)
         if state is None:
             return []
         parts = state.initialized.get(topic_id, frozenset()) | state.initializing.get(
@@ -537,7 +522,7 @@ class ShareGroupCoordinator(CoordinatorShard):
         return sorted(parts | state.deleting.get(topic_id, frozenset()))
 
     def _replan(self, group_id: str, new_state: _PartitionState) -> ErrorCode:
-        group = self._groups.get(group_id)
+        group = self._shard.groups.get(group_id)
         members = dict(group.members) if group is not None else {}
         plan = self._plan(group_id, group, members, force_bump=False, partition_state=new_state)
         return self._write(plan.records)
@@ -546,10 +531,10 @@ class ShareGroupCoordinator(CoordinatorShard):
 
     def group(self, group_id: str) -> ShareGroupView | None:
         """A snapshot of one group, or None."""
-        group = self._groups.get(group_id)
+        group = self._shard.groups.get(group_id)
         if group is None:
             return None
-        state = self._partition_states.get(group_id) or _PartitionState()
+        state = self._shard.partition_states.get(group_id) or _PartitionState()
         members = {
             m.member_id: ShareMemberView(
                 member_id=m.member_id,
@@ -580,7 +565,7 @@ class ShareGroupCoordinator(CoordinatorShard):
 
     def is_empty(self, group_id: str) -> bool:
         """True if the group has no members (or does not exist)."""
-        group = self._groups.get(group_id)
+        group = self._shard.groups.get(group_id)
         return group is None or not group.members
 
     def describe(self, group_ids: Iterable[str]) -> list[ShareGroupDescription]:
@@ -588,7 +573,7 @@ class ShareGroupCoordinator(CoordinatorShard):
         return answer_each(group_ids, self.availability(), ShareGroupDescription, self._describe)
 
     def _describe(self, group_id: str) -> ShareGroupDescription:
-        group = self._groups.get(group_id)
+        group = self._shard.groups.get(group_id)
         if group is None:
             return ShareGroupDescription(
                 group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
@@ -622,7 +607,7 @@ class ShareGroupCoordinator(CoordinatorShard):
         topic = self._topics.by_id(topic_id)
         if topic is not None:
             return topic.name
-        state = self._partition_states.get(group_id)
+        state = self._shard.partition_states.get(group_id)
         return state.names.get(topic_id, "") if state is not None else ""
 
     def list_groups(
@@ -634,7 +619,7 @@ class ShareGroupCoordinator(CoordinatorShard):
             return []
         return [
             GroupListing(g.group_id, g.state, GROUP_TYPE)
-            for g in sorted(self._groups.values(), key=lambda g: g.group_id)
+            for g in sorted(self._shard.groups.values(), key=lambda g: g.group_id)
             if wanted.wants_state(g.state)
         ]
 
@@ -651,7 +636,7 @@ class ShareGroupCoordinator(CoordinatorShard):
         for group_id in group_ids:
             if group_id in results:
                 continue
-            group = self._groups.get(group_id)
+            group = self._shard.groups.get(group_id)
             if available is not ErrorCode.NONE:
                 results[group_id] = available
             elif group is None:
@@ -664,7 +649,7 @@ class ShareGroupCoordinator(CoordinatorShard):
 
     def _delete_records(self, group_id: str) -> list[GroupRecord]:
         records: list[GroupRecord] = []
-        state = self._partition_states.get(group_id)
+        state = self._shard.partition_states.get(group_id)
         if state is not None:
             new = state.copy()
             for sets in (new.initializing, new.initialized):
@@ -683,16 +668,11 @@ class ShareGroupCoordinator(CoordinatorShard):
 
     def group_config(self, group_id: str) -> ShareGroupConfig:
         """The effective settings of a group (its overrides over the broker's defaults)."""
-        key = group_id if group_id in self._configs else None
-        config = self._effective_configs.get(key)
-        if config is None:
-            config = self._config_defs.effective(self._configs.get(group_id, {}))
-            self._effective_configs[key] = config
-        return config
+        return self._shard.group_config(group_id)
 
     def describe_group_configs(self, group_id: str) -> dict[str, tuple[str, bool]]:
         """Every share-group config of ``group_id`` as (value, is_default)."""
-        return self._config_defs.describe(self._configs.get(group_id, {}))
+        return self._shard.config_defs.describe(self._shard.configs.get(group_id, {}))
 
     def alter_group_configs(
         self,
@@ -715,9 +695,9 @@ class ShareGroupCoordinator(CoordinatorShard):
         both = sorted(set(to_set) & set(deletes))
         if both:
             return ErrorCode.INVALID_REQUEST, f"configs both set and deleted: {', '.join(both)}"
-        current = self._configs.get(group_id, {})
+        current = self._shard.configs.get(group_id, {})
         try:
-            overrides = self._config_defs.apply_changes(current, to_set, deletes)
+            overrides = self._shard.config_defs.apply_changes(current, to_set, deletes)
         except InvalidConfigError as exc:
             return ErrorCode.INVALID_CONFIG, exc.message or str(exc)
         if validate_only or overrides == current:
@@ -766,7 +746,7 @@ class ShareGroupCoordinator(CoordinatorShard):
         if self._runtime.closed or entry is None or entry[0] != seq:
             return  # cancelled or superseded by a later heartbeat
         del self._timers[(group_id, member_id)]
-        group = self._groups.get(group_id)
+        group = self._shard.groups.get(group_id)
         if group is None or member_id not in group.members:
             return
         log.info("member %s of share group %s: session timed out", member_id, group_id)
@@ -778,105 +758,6 @@ class ShareGroupCoordinator(CoordinatorShard):
     # --- persistence --------------------------------------------------------------------------
 
     def _write(self, records: list[GroupRecord]) -> ErrorCode:
-        """Append ``records`` as one batch, flush, then apply them (prepare -> append -> apply)."""
-        if not records:
-            return ErrorCode.NONE
-        try:
-            pairs = [encode(r) for r in records]
-        except Exception as exc:
-            return append_error_code(exc)
-        return self._runtime.write_result(
-            0,
-            CoordinatorResult(
-                pairs, ErrorCode.NONE, apply=lambda _offset: self._apply_all(records)
-            ),
-        )
-
-    def _apply_all(self, records: list[GroupRecord]) -> None:
-        for record in records:
-            self._apply(record)
-
-    def replay(self, record: LoadedRecord) -> None:
-        """One record of the log on load, through ``_apply``."""
-        try:
-            decoded = decode(record.key, record.value)
-        except GroupRecordVersionError as exc:
-            log.warning("skipping share-group record at %d: %s", record.header.base_offset, exc)
-            return
-        except GroupRecordError:
-            log.exception("skipping corrupt share-group record at %d", record.header.base_offset)
-            return
-        self._apply(decoded)
-
-    def _apply(self, record: GroupRecord) -> None:
-        """Make one record's state current (live after an append, and on replay)."""
-        match record:
-            case GroupEpochRecord():
-                group = self._group_for_replay(record.group_id)
-                group.epoch = record.epoch
-                group.subscription_metadata = dict(record.subscription_metadata)
-            case MemberRecord():
-                self._update_member(
-                    record.group_id,
-                    record.member_id,
-                    rack_id=record.rack_id,
-                    client_id=record.client_id,
-                    client_host=record.client_host,
-                    subscribed=record.subscribed_topic_names,
-                )
-            case CurrentAssignmentRecord():
-                self._update_member(
-                    record.group_id,
-                    record.member_id,
-                    member_epoch=record.member_epoch,
-                    previous_member_epoch=record.previous_member_epoch,
-                    assigned=record.assigned,
-                )
-            case TargetAssignmentRecord():
-                group = self._group_for_replay(record.group_id)
-                group.assignment_epoch = record.assignment_epoch
-                group.target = dict(record.assignment)
-            case PartitionStateRecord():
-                self._partition_states[record.group_id] = _PartitionState(
-                    dict(record.initializing),
-                    dict(record.initialized),
-                    dict(record.deleting),
-                    dict(record.topic_names),
-                )
-            case GroupConfigRecord():
-                self._configs[record.group_id] = dict(record.configs)
-                self._effective_configs.pop(record.group_id, None)
-            case Tombstone():
-                self._apply_tombstone(record)
-
-    def _apply_tombstone(self, record: Tombstone) -> None:
-        group = self._groups.get(record.group_id)
-        if record.kind == "group":
-            self._groups.pop(record.group_id, None)
-        elif record.kind == "member" and group is not None and record.member_id is not None:
-            group.members.pop(record.member_id, None)
-        elif record.kind == "current" and group is not None and record.member_id is not None:
-            member = group.members.get(record.member_id)
-            if member is not None:
-                group.members[record.member_id] = dataclasses.replace(
-                    member, member_epoch=0, previous_member_epoch=0, assigned=_EMPTY
-                )
-        elif record.kind == "target" and group is not None:
-            group.target = {}
-        elif record.kind == "partitions":
-            self._partition_states.pop(record.group_id, None)
-        elif record.kind == "config":
-            self._configs.pop(record.group_id, None)
-            self._effective_configs.pop(record.group_id, None)
-
-    def _update_member(self, group_id: str, member_id: str, **changes: Any) -> None:
-        """A record's fields set on the member (created when the record is its first)."""
-        group = self._group_for_replay(group_id)
-        member = group.members.get(member_id, _Member(member_id))
-        group.members[member_id] = dataclasses.replace(member, **changes)
-
-    def _group_for_replay(self, group_id: str) -> _Group:
-        group = self._groups.get(group_id)
-        if group is None:
-            group = self._groups[group_id] = _Group(group_id)
-        return group
+        """Append ``records`` (computed from the current state) as one batch and flush them;
+        the runtime then replays them into the shard."""
+        return self._runtime.write(0, lambda _shard: CoordinatorResult(records, ErrorCode.NONE))

@@ -28,6 +28,7 @@ from coordinator.shard_runtime import ControlMarker
 from coordinator.share.group_config import ShareGroupConfig
 from coordinator.share.group_coordinator import ShareGroupCoordinator
 from coordinator.share.group_model import HeartbeatRequest, HeartbeatResult
+from coordinator.share.group_shard import share_group_runtime
 from coordinator.share.persister import ShareStateKey
 from coordinator.share.sessions import (
     FINAL_EPOCH,
@@ -107,8 +108,7 @@ class ShareManager:
         self.data = partitions
         self.on_event = on_event
         self.groups = ShareGroupCoordinator(
-            clock,
-            group_log,
+            share_group_runtime(clock, config, group_log),
             config,
             topics,
             on_member_removed=self._on_member_removed,

@@ -10,7 +10,10 @@ the state changes, for live writes and on load alike.
 **Records.**  ``txn.share_records``: a ShareSnapshot carries the whole state, a ShareUpdate the
 batches of one write (merged on replay with ``state_combiner.combine``), a null value is a
 tombstone.  After ``share.coordinator.snapshot.update.records.per.snapshot`` updates of a key,
-its next write is a snapshot instead.
+its next write is a snapshot instead.  A key is fenced against the highest leader and state
+epoch its records carried (Kafka's leaderEpochMap / stateEpochMap); a snapshot carries those
+fences too where they are higher than its own epochs (tagged fields), so a shard reloaded after
+pruning has cut the records that raised them fences exactly as the live one does.
 
 **KIP-1289.**  Transactional share acknowledgements are pid-tagged (transactional) ShareUpdate
 batches.  Replay does not merge them: they are staged per producer id in
@@ -26,7 +29,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from coordinator.shard_runtime import ControlMarker, CoordinatorResult, Record
 from coordinator.share.persister import (
@@ -204,7 +207,7 @@ class ShareStateShard:
             create_timestamp=now,
             write_timestamp=now,
         )
-        return _write(key, value)
+        return _write(key, _with_fences(value, entry))
 
     def read_state(
         self, key: ShareStateKey, leader_epoch: int
@@ -542,7 +545,7 @@ class ShareStateShard:
         if entry.update_count >= self._updates_per_snapshot:
             new_start = entry.start_offset if start_offset == NO_START_OFFSET else start_offset
             now = self._clock.now_ms()
-            return ShareSnapshotValue(
+            snapshot = ShareSnapshotValue(
                 snapshot_epoch=entry.snapshot_epoch + 1,
                 state_epoch=entry.state_epoch,
                 leader_epoch=leader_epoch,
@@ -551,6 +554,7 @@ class ShareStateShard:
                 write_timestamp=now,
                 state_batches=_to_records(combine(entry.batches, batches, new_start)),
             )
+            return _with_fences(snapshot, entry)
         return ShareUpdateValue(
             snapshot_epoch=entry.snapshot_epoch,
             leader_epoch=leader_epoch,
@@ -566,7 +570,7 @@ def _write(key: ShareStateKey, value: ShareRecordValue | None) -> Result:
 
 def _resnapshot(entry: _KeyState, write_timestamp: int) -> ShareSnapshotValue:
     """A snapshot of ``entry``'s current state, one snapshot epoch later."""
-    return ShareSnapshotValue(
+    snapshot = ShareSnapshotValue(
         snapshot_epoch=entry.snapshot_epoch + 1,
         state_epoch=entry.state_epoch,
         leader_epoch=entry.leader_epoch,
@@ -574,6 +578,21 @@ def _resnapshot(entry: _KeyState, write_timestamp: int) -> ShareSnapshotValue:
         create_timestamp=entry.create_timestamp,
         write_timestamp=write_timestamp,
         state_batches=_to_records(entry.batches),
+    )
+    return _with_fences(snapshot, entry)
+
+
+def _with_fences(value: ShareSnapshotValue, entry: _KeyState | None) -> ShareSnapshotValue:
+    """``value`` carrying the fences its replay gives the key, where they are higher than its
+    own epochs: once pruning has cut the key's older records, they are the only trace."""
+    if entry is None:
+        return value
+    leader = max(entry.fence_leader_epoch, value.leader_epoch)
+    state = max(entry.fence_state_epoch, value.state_epoch)
+    return replace(
+        value,
+        fence_leader_epoch=leader if leader > value.leader_epoch else None,
+        fence_state_epoch=state if state > value.state_epoch else None,
     )
 
 
@@ -595,10 +614,12 @@ def _apply(
             write_timestamp=value.write_timestamp,
             fence_leader_epoch=max(
                 value.leader_epoch,
+                _or(value.fence_leader_epoch, value.leader_epoch),
                 current.fence_leader_epoch if current is not None else value.leader_epoch,
             ),
             fence_state_epoch=max(
                 value.state_epoch,
+                _or(value.fence_state_epoch, value.state_epoch),
                 current.fence_state_epoch if current is not None else value.state_epoch,
             ),
             update_count=0,
@@ -630,6 +651,10 @@ def _apply(
         current.fence_leader_epoch = max(current.fence_leader_epoch, value.leader_epoch)
         current.batches = tuple(combine(current.batches, _from_records(value.state_batches), start))
         current.update_count += 1
+
+
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value
 
 
 def _stage(

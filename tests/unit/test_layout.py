@@ -37,7 +37,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "coordinator.security",
     ),
     ("coordinator.share",),
-    ("coordinator.group", "coordinator.txn_coordinator", "coordinator.txn_results"),
+    (
+        "coordinator.group",
+        "coordinator.txn_coordinator",
+        "coordinator.txn_results",
+        "coordinator.txn_shard",
+    ),
     ("coordinator.broker",),
     ("coordinator.protocol",),
     ("coordinator.launcher", "coordinator.metrics_export", "coordinator.command", "coordinator"),

@@ -117,8 +117,8 @@ def state_of(core: BrokerCore) -> dict[str, str]:
         "groups": repr(sorted(map(repr, groups.list_groups()))),
         "describe": repr(groups.describe([*sorted(groups.offsets.committed), "g2"])),
         "txns": repr(sorted((tid, vars(m)) for tid, m in txns._txns.items())),
-        "share-groups": repr(sorted(share._groups.items())),
-        "share-partitions": repr(sorted(share._partition_states.items())),
+        "share-groups": repr(sorted(share._shard.groups.items())),
+        "share-partitions": repr(sorted(share._shard.partition_states.items())),
     }
 
 

@@ -145,6 +145,24 @@ def test_prune_after_deletes_and_restart() -> None:
     assert bench.restart().keys() == []
 
 
+def test_a_reinitialized_key_keeps_its_fences_after_pruning_and_restart() -> None:
+    """A read at leader epoch 3 fences epochs below 3; re-initializing records leader epoch 0.
+    Once pruning has cut the read's record, the snapshot still carries the fence."""
+    bench = Bench(partitions=1)
+    c = bench.coordinator
+    bench.init(start=0)  # 0
+    assert c.read_state(KEY, 3).error is E.NONE  # 1: leader epoch 3 recorded
+    assert c.initialize_state(KEY, 2, 0) is E.NONE  # 2: a fresh snapshot, leader epoch 0
+    assert c.initialize_state(KEY, -1, 0) is E.NONE  # 3: state epoch -1 (no check)
+    assert c.prune() == {0: 3}
+    restarted = bench.restart()
+    assert restarted.read_state(KEY, 1).error is E.FENCED_LEADER_EPOCH
+    assert restarted.write_state(KEY, StateWrite(-1, 1, -1, [])) is E.FENCED_LEADER_EPOCH
+    assert restarted.write_state(KEY, StateWrite(1, 3, -1, [])) is E.FENCED_STATE_EPOCH
+    assert restarted.initialize_state(KEY, 1, 0) is E.FENCED_STATE_EPOCH
+    assert restarted.read_state(KEY, 3).error is E.NONE
+
+
 def test_prune_runs_on_the_clock() -> None:
     bench = Bench(
         partitions=1,

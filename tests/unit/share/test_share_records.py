@@ -157,6 +157,32 @@ def test_unknown_tagged_fields_are_skipped() -> None:
     assert decode_value(T.SHARE_UPDATE, with_tag) == update(state_batches=())
 
 
+def test_snapshot_fence_epochs_are_tagged_fields() -> None:
+    value = snapshot(state_batches=(), fence_leader_epoch=9, fence_state_epoch=3)
+    raw = encode_value(value)
+    plain = encode_value(snapshot(state_batches=()))
+    assert raw is not None and plain is not None
+    # Tags 1000 and 1001 (uvarint e8 07 / e9 07), four bytes each, after the batches.
+    tags = b"\x02" + b"\xe8\x07\x04" + struct.pack(">i", 9) + b"\xe9\x07\x04"
+    assert raw == plain[:-1] + tags + struct.pack(">i", 3)
+    assert decode_value(T.SHARE_SNAPSHOT, raw) == value
+
+
+def test_a_snapshot_without_fence_tags_reads_as_no_higher_fence() -> None:
+    """Records written before the tags existed (and Kafka's) decode with no fence fields."""
+    value = decode_value(T.SHARE_SNAPSHOT, encode_value(snapshot()))
+    assert isinstance(value, ShareSnapshotValue)
+    assert (value.fence_leader_epoch, value.fence_state_epoch) == (None, None)
+
+
+def test_a_fence_tag_of_the_wrong_size_is_rejected() -> None:
+    raw = encode_value(snapshot(state_batches=()))
+    assert raw is not None
+    bad = raw[:-1] + b"\x01" + b"\xe8\x07\x02" + b"\x00\x01"
+    with pytest.raises(ShareRecordFormatError):
+        decode_value(T.SHARE_SNAPSHOT, bad)
+
+
 def test_unknown_value_version() -> None:
     raw = encode_value(update())
     assert raw is not None

@@ -11,6 +11,7 @@ from coordinator.log.memory_log import MemoryLog
 from coordinator.share.group_config import ShareGroupConfig
 from coordinator.share.group_coordinator import ShareGroupCoordinator
 from coordinator.share.group_model import HeartbeatRequest, HeartbeatResult
+from coordinator.share.group_shard import share_group_runtime
 from coordinator.topics import TopicRegistry
 from tests.unit.failover import FailoverBench
 from tests.unit.faulty_log import FaultyLog
@@ -47,8 +48,7 @@ class Bench(FailoverBench[ShareGroupCoordinator]):
 
     def start(self) -> ShareGroupCoordinator:
         coordinator = ShareGroupCoordinator(
-            self.clock,
-            self.log,
+            share_group_runtime(self.clock, self.config, self.log),
             self.config,
             self.topics,
             on_member_removed=lambda g, m: self.removed.append((g, m)),

@@ -6,6 +6,7 @@ import pytest
 
 from coordinator.share.group_coordinator import ShareGroupCoordinator
 from coordinator.share.group_model import HeartbeatRequest, HeartbeatResult
+from coordinator.share.group_shard import share_group_runtime
 from tests.unit.share_group.group_bench import GROUP, Bench, E
 from txn.errors import KafkaStorageError
 
@@ -48,7 +49,9 @@ def test_invalid_requests_are_rejected(
 
 
 def test_requests_before_load_and_after_close_are_refused(bench: Bench) -> None:
-    unloaded = ShareGroupCoordinator(bench.clock, bench.log, bench.config, bench.topics)
+    unloaded = ShareGroupCoordinator(
+        share_group_runtime(bench.clock, bench.config, bench.log), bench.config, bench.topics
+    )
     result = unloaded.heartbeat(HeartbeatRequest(GROUP, "m1", 0, None, ["foo"]))
     assert result.error is E.COORDINATOR_LOAD_IN_PROGRESS
     bench.coordinator.close()

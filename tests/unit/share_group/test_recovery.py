@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from coordinator.share.group_coordinator import ShareGroupCoordinator
 from coordinator.share.group_model import HeartbeatRequest
+from coordinator.share.group_shard import share_group_runtime
 from tests.unit.share_group.group_bench import GROUP, Bench, E
 from txn.batch import build_batch
 
@@ -73,7 +74,9 @@ def test_unreadable_records_are_skipped() -> None:
 
 def test_a_second_coordinator_on_the_same_log_sees_the_same_state() -> None:
     bench = busy_bench()
-    other = ShareGroupCoordinator(bench.clock, bench.log, bench.config, bench.topics)
+    other = ShareGroupCoordinator(
+        share_group_runtime(bench.clock, bench.config, bench.log), bench.config, bench.topics
+    )
     other.load()
     assert other.group(GROUP) == bench.coordinator.group(GROUP)
     assert other.list_groups() == bench.coordinator.list_groups()

@@ -105,9 +105,10 @@ def test_failed_fence_reuses_the_epoch() -> None:
     md = metadata(S.ONGOING, epoch=5, partitions=(TP0,), start=NOW)
     fence = md.prepare_fence_producer_epoch()
     md.prepare_abort_after_fence(fence, TV_0, NOW + 1)
-    md.abort_pending()
-    md.has_failed_epoch_fence = True
+    md.abort_pending()  # the append failed
+    assert md.has_failed_epoch_fence
     assert md.producer_epoch == 6  # TV0: the fence took effect in memory
+    assert md.snapshot().producer_epoch == 6
     assert md.prepare_fence_producer_epoch().producer_epoch == 6
 
 

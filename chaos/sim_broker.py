@@ -154,9 +154,11 @@ Request = (
 )
 
 # Requests the network may deliver a second time, later (a stale retransmission the client does
-# not know about).  Only Produce: its sequence number makes any copy harmless.  TCP never does
-# this on its own; a client's own retries (after a lost answer) are modelled by drops and
-# delays, and the client knows about those.  Coordinator requests are not on the list: under
+# not know about).  Only Produce: its sequence number makes any copy harmless, provided the
+# client bumps its epoch after a Produce that failed (as Kafka's Java client does, KIP-360; else
+# the copy can land in the next transaction under the same epoch).  TCP never does this on its
+# own; a client's own retries (after a lost answer) are modelled by drops and delays, and the
+# client knows about those.  Coordinator requests are not on the list: under
 # transaction version 0 the epoch stays across transactions, so a stale AddPartitionsToTxn or
 # AddShareAcksToTxn landing after the transaction ended opens a phantom one (which never times
 # out for a 2PC id), and a stale EndTxn(commit) landing in the *next* transaction commits it

@@ -28,8 +28,12 @@ expects): commit only when every output and every acknowledgement of the transac
 confirmed; after any request of a transaction whose fate is unknown (a timeout), abort it by
 bumping the epoch (InitProducerId) instead of EndTxn, and bump after a commit one of whose
 attempts timed out, so a stale request can never land in a later transaction under the same
-epoch (the transaction-version-0 hazard of KAFKA-17754).  A fenced incarnation that has been
-replaced (a zombie) exits; one that was not replaced re-initializes.
+epoch (the transaction-version-0 hazard of KAFKA-17754).  After a Produce that failed, abort
+with EndTxn and then bump the epoch, as Kafka's Java client does when a batch fails in a
+transaction (KIP-360): the sequence numbers restart under the new epoch, so neither a stale copy
+of the failed Produce nor a batch reusing its sequence can land in (or be answered as a
+duplicate in) a later transaction.  A fenced incarnation that has been replaced (a zombie)
+exits; one that was not replaced re-initializes.
 
 Every client operation is recorded in the history (``chaos.history``): ``join``, ``fetch``,
 ``init``, ``add-partitions``, ``produce``, ``add-share-acks``, ``txn-ack``, ``end-txn``, the
@@ -304,6 +308,7 @@ class Txn:
     inputs: list[tuple[int, int, str, int, int]]
     outputs: dict[int, list[str]]  # output partition -> values
     uncertain: bool = False  # some request's fate is unknown
+    produce_failed: bool = False  # the epoch is bumped after the abort (see the module doc)
     fenced: bool = False
     failed: str | None = None
 
@@ -678,6 +683,7 @@ class Worker:
                 if uncertain:
                     txn.uncertain = True
                 continue
+            txn.produce_failed = True
             self._failed(txn, op, response, uncertain)
             return False
         return True
@@ -741,7 +747,7 @@ class Worker:
             return ok and commit
         if not ok and isinstance(response, Answer) and response.error in FENCED:
             self._fenced("end-txn")
-        elif not ok or uncertain or txn.uncertain:
+        elif not ok or uncertain or txn.uncertain or txn.produce_failed:
             self.pid = -1  # bump the epoch before the next transaction
         return ok and commit
 

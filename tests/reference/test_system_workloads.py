@@ -3,15 +3,19 @@
 Modelled on Apache Kafka's system tests (``tests/kafkatest``), which drive the same tools
 from ``kafka-tools`` 4.4.0 and check their JSON events:
 
-- ``client/consumer_test.py`` (``test_broker_failure``): ``VerifiableProducer`` (acks=-1,
-  idempotent) and a ``VerifiableConsumer`` group, the broker killed twice: every acked record
-  consumed, batches without gaps, no rebalance on failover, the last commit at the position.
+- ``client/consumer_test.py`` (``test_broker_failure``, ``test_broker_rolling_bounce``):
+  ``VerifiableProducer`` (acks=-1, idempotent) and a ``VerifiableConsumer`` group, the broker
+  killed (or stopped with SIGTERM) twice: every acked record consumed, batches without
+  gaps, no rebalance on failover, the last commit at the position.
 - ``core/transactions_test.py`` (``hard_bounce`` of the brokers with ``check_order``, and
   of the clients): ``TransactionalMessageCopier`` copies a seeded topic transactionally
   while the broker, or each copier in turn, is killed; the output read read_committed
   (concurrently and afterwards) is the input, once (and in order, on one partition).
 - ``client/share_consumer_test.py`` (broker bounce): ``VerifiableShareConsumer`` on a share
-  group: every acked record consumed and acknowledged at least once.
+  group: every acked record consumed and acknowledged at least once; with an
+  accept/release/reject pattern, nothing settled comes back after the kill.
+
+A clean bounce must be clean: the broker stops within 10 s of SIGTERM.
 
 sharetxn is a single node, so each kill takes the whole cluster away (Kafka's tests kill one
 of three); the clients ride it out on their retries.
@@ -49,6 +53,8 @@ pytestmark = [pytest.mark.reference, pytest.mark.timeout(240)]
 
 #: Down time of each kill: long enough for the clients to notice, short for CI.
 DOWN_S = 1.0
+#: The broker's last line after SIGTERM (not printed when killed).
+STOPPED = "sharetxn.launcher: broker stopped cleanly"
 #: Share-group settings of the differential suite: short locks and sessions.
 BROKER_CONFIG = {
     "group.initial.rebalance.delay.ms": "0",
@@ -81,10 +87,20 @@ def _topic(broker: LocalBroker, prefix: str, partitions: int) -> str:
     return name
 
 
-def _kill_and_restart(broker: LocalBroker) -> None:
-    """``kill -9`` the broker and start it again on its data directory and port."""
-    broker.kill()
-    time.sleep(DOWN_S)
+def _clean_stops(broker: LocalBroker) -> int:
+    return sum(STOPPED in line for line in broker.output)
+
+
+def _bounce(broker: LocalBroker, clean: bool = False) -> None:
+    """``kill -9`` the broker (or stop it with SIGTERM, ``clean``) and start it again on its
+    data directory and port."""
+    if clean:
+        stopped = _clean_stops(broker)
+        broker.stop(timeout_s=10)  # SIGTERM; SIGKILL after 10 s
+        assert _clean_stops(broker) == stopped + 1, "no clean stop within 10 s of SIGTERM"
+    else:
+        broker.kill()
+        time.sleep(DOWN_S)
     broker.start()
 
 
@@ -146,10 +162,15 @@ def _consumer(
     return Workload("VerifiableConsumer", args, logs, label)
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
-def test_producer_and_consumer_group_through_broker_kills(
-    broker: LocalBroker, logs: Path, protocol: str
+@pytest.mark.parametrize(
+    ("protocol", "clean"),
+    [("classic", False), ("consumer", False), ("consumer", True)],
+    ids=["classic-kill", "consumer-kill", "consumer-clean"],
+)
+def test_producer_and_consumer_group_through_broker_bounces(
+    broker: LocalBroker, logs: Path, protocol: str, clean: bool
 ) -> None:
+    """``test_broker_failure`` with SIGKILL, and (``clean``) ``test_broker_rolling_bounce``."""
     topic = _topic(broker, "verifiable", 2)
     messages = 3000
     consumer = _consumer(broker, logs, topic, protocol).start()
@@ -162,7 +183,7 @@ def test_producer_and_consumer_group_through_broker_kills(
                 60,
             )
             before = ConsumerVerifier().replay(consumer.snapshot()).rebalances
-            _kill_and_restart(broker)
+            _bounce(broker, clean)
             consumer.wait(
                 "records consumed after the restart",
                 counted(consumer, "record_data", target + 300),
@@ -283,7 +304,7 @@ def test_transactional_copiers_hard_bounce(broker: LocalBroker, logs: Path, boun
                     copied(copiers[0], percent),
                     60,
                 )
-                _kill_and_restart(broker)
+                _bounce(broker)
         else:
             for _round in range(3):  # bounce_copiers
                 for copier in copiers:
@@ -317,7 +338,9 @@ def test_transactional_copiers_hard_bounce(broker: LocalBroker, logs: Path, boun
         assert concurrently == input_values
 
 
-def test_share_consumer_through_broker_kill(broker: LocalBroker, logs: Path) -> None:
+@pytest.mark.parametrize("clean", [False, True], ids=["kill", "clean"])
+def test_share_consumer_through_broker_bounce(broker: LocalBroker, logs: Path, clean: bool) -> None:
+    """``share_consumer_test``'s broker bounce: SIGKILL, or (``clean``) a rolling bounce."""
     topic = _topic(broker, "share", 1)
     messages = 2000
     consumer = Workload(
@@ -336,7 +359,7 @@ def test_share_consumer_through_broker_kill(broker: LocalBroker, logs: Path) -> 
         consumer.wait(
             "records consumed", lambda: share_count(consumer, "records_consumed") >= 300, 60
         )
-        _kill_and_restart(broker)
+        _bounce(broker, clean)
         assert producer.finish(90) == 0, producer.stderr_tail()
         sent = set(acked(producer))
         consumer.wait(
@@ -352,3 +375,62 @@ def test_share_consumer_through_broker_kill(broker: LocalBroker, logs: Path) -> 
     # share_consumer_test: at least once; every acked record consumed and acknowledged.
     assert share_offsets(consumer, "records_consumed") >= sent
     assert share_count(consumer, "records_consumed") >= len(sent)
+
+
+def test_share_acknowledgement_types_through_broker_kill(broker: LocalBroker, logs: Path) -> None:
+    """``--ack-pattern accept,release,reject`` (by offset % 3) while the broker is killed:
+    every record accepted or rejected once that acknowledgement succeeded is never delivered
+    again (its state outlived the kill), and a released record comes back until the
+    delivery count limit (5) archives it."""
+    topic = _topic(broker, "share-acks", 1)
+    messages = 1500
+    consumer = Workload(
+        "VerifiableShareConsumer",
+        [
+            "--topic", topic,
+            "--group-id", f"share-{uuid.uuid4().hex[:8]}",
+            "--bootstrap-server", broker.bootstrap_servers,
+            "--offset-reset-strategy", "earliest",
+            "--acknowledgement-mode", "sync",
+            "--ack-pattern", "accept,release,reject",
+        ],
+        logs,
+    ).start()  # fmt: skip
+    producer = _producer(broker, logs, topic, messages, throughput=300).start()
+    try:
+        consumer.wait(
+            "records consumed", lambda: share_count(consumer, "records_consumed") >= 300, 60
+        )
+        _bounce(broker)
+        assert producer.finish(90) == 0, producer.stderr_tail()
+        sent = set(acked(producer))
+        consumer.wait(
+            "a successful acknowledgement of every acked record",
+            lambda: share_offsets(consumer, "offsets_acknowledged", success=True) >= sent,
+            90,
+        )
+        time.sleep(2)  # released records run out their deliveries; nothing else may return
+    finally:
+        producer.stop()
+        consumer.stop()
+
+    assert len(sent) == messages
+    deliveries: dict[tuple[str, int, int], int] = {}
+    settled: set[tuple[str, int, int]] = set()
+    redelivered = []
+    for event in consumer.snapshot():
+        if event.get("name") not in ("records_consumed", "offsets_acknowledged"):
+            continue
+        for part in event["partitions"]:
+            for offset in part["offsets"]:
+                key = (part["topic"], part["partition"], offset)
+                if event["name"] == "records_consumed":
+                    deliveries[key] = deliveries.get(key, 0) + 1
+                    if key in settled:
+                        redelivered.append(key)
+                elif event["success"] and offset % 3 != 1:
+                    settled.add(key)
+    assert redelivered == [], "accepted or rejected records delivered again"
+    assert {key for key in sent if key[2] % 3 != 1} <= settled
+    released = [deliveries.get(key, 0) for key in sent if key[2] % 3 == 1]
+    assert min(released) >= 5, "a released record archived before its delivery count limit"

@@ -362,9 +362,15 @@ def test_share_consumer_through_broker_bounce(broker: LocalBroker, logs: Path, c
         _bounce(broker, clean)
         assert producer.finish(90) == 0, producer.stderr_tail()
         sent = set(acked(producer))
+        # An acknowledgement in flight at the kill may have been applied with its answer
+        # lost (the tool reports it failed), so share_consumer_test counts unique records
+        # consumed, not successful acknowledgements.
         consumer.wait(
-            "acknowledgement of every acked record",
-            lambda: share_offsets(consumer, "offsets_acknowledged", success=True) >= sent,
+            "consumption and acknowledgement of every acked record",
+            lambda: (
+                share_offsets(consumer, "records_consumed") >= sent
+                and share_offsets(consumer, "offsets_acknowledged") >= sent
+            ),
             90,
         )
     finally:
@@ -377,11 +383,22 @@ def test_share_consumer_through_broker_bounce(broker: LocalBroker, logs: Path, c
     assert share_count(consumer, "records_consumed") >= len(sent)
 
 
+def _delivered(consumer: Workload, sent: set[tuple[str, int, int]]) -> bool:
+    """Every record of ``sent`` consumed, those released (offset % 3 == 1) five times."""
+    deliveries: dict[tuple[str, int, int], int] = {}
+    for event in consumer.of("records_consumed"):
+        for part in event["partitions"]:
+            for offset in part["offsets"]:
+                key = (part["topic"], part["partition"], offset)
+                deliveries[key] = deliveries.get(key, 0) + 1
+    return all(deliveries.get(key, 0) >= (5 if key[2] % 3 == 1 else 1) for key in sent)
+
+
 def test_share_acknowledgement_types_through_broker_kill(broker: LocalBroker, logs: Path) -> None:
     """``--ack-pattern accept,release,reject`` (by offset % 3) while the broker is killed:
-    every record accepted or rejected once that acknowledgement succeeded is never delivered
-    again (its state outlived the kill), and a released record comes back until the
-    delivery count limit (5) archives it."""
+    every record is delivered, one accepted or rejected by a successful acknowledgement is
+    never delivered again (its state outlived the kill), and a released record comes back
+    until the delivery count limit (5) archives it."""
     topic = _topic(broker, "share-acks", 1)
     messages = 1500
     consumer = Workload(
@@ -405,11 +422,11 @@ def test_share_acknowledgement_types_through_broker_kill(broker: LocalBroker, lo
         assert producer.finish(90) == 0, producer.stderr_tail()
         sent = set(acked(producer))
         consumer.wait(
-            "a successful acknowledgement of every acked record",
-            lambda: share_offsets(consumer, "offsets_acknowledged", success=True) >= sent,
+            "every acked record consumed, a released one five times",
+            lambda: _delivered(consumer, sent),
             90,
         )
-        time.sleep(2)  # released records run out their deliveries; nothing else may return
+        time.sleep(2)  # nothing else may come back
     finally:
         producer.stop()
         consumer.stop()
@@ -431,7 +448,9 @@ def test_share_acknowledgement_types_through_broker_kill(broker: LocalBroker, lo
                 elif event["success"] and offset % 3 != 1:
                     settled.add(key)
     assert redelivered == [], "accepted or rejected records delivered again"
-    assert {key for key in sent if key[2] % 3 != 1} <= settled
+    # A settling acknowledgement in flight at the kill may have been applied with its answer
+    # lost: such a record is delivered once, its acknowledgement reported failed.
+    assert {key for key in sent if key[2] % 3 != 1} <= set(deliveries)
     released = [deliveries.get(key, 0) for key in sent if key[2] % 3 == 1]
     assert min(released) >= 5, "a released record archived before its delivery count limit"
 
@@ -439,10 +458,11 @@ def test_share_acknowledgement_types_through_broker_kill(broker: LocalBroker, lo
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "Kafka 4.4 acquires a record on its last delivery attempt (delivery count limit 5) "
-        "alone, one record per ShareFetch (seen with this workload against Kafka: deliveries "
-        "1-4 in batches of 300/100/100/100, the 5th as 100 single-record batches); sharetxn "
-        "acquires it with the rest of its batch"
+        "Kafka 4.4 throttles redeliveries (KAFKA-17541): past half the delivery count limit "
+        "a ShareFetch acquires fewer records per attempt, and with a limit above 2 a record "
+        "on its last attempt comes alone (this workload against Kafka, limit 5: deliveries "
+        "1-4 in batches of 300/100/100/100, the 5th as 100 single-record batches; with limit "
+        "2 the last attempt came in one batch); sharetxn acquires redeliveries in full batches"
     ),
 )
 def test_share_last_delivery_attempt_alone(broker: LocalBroker, logs: Path) -> None:

@@ -96,8 +96,11 @@ class ConnectionQuotas:
 
 async def _read(reader: asyncio.StreamReader, n: int, idle_s: float | None) -> bytes:
     """Up to ``n`` bytes: IncompleteReadError at EOF, ConnectionIdle after ``idle_s`` of nothing."""
+    # asyncio.timeout, not wait_for: on 3.11 wait_for returns a read that completed as its
+    # task was cancelled and drops the cancellation, so a busy connection outlived stop().
     try:
-        chunk = await asyncio.wait_for(reader.read(n), idle_s)
+        async with asyncio.timeout(idle_s):
+            chunk = await reader.read(n)
     except TimeoutError:
         raise ConnectionIdle from None
     if not chunk:

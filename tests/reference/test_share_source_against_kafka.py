@@ -75,7 +75,7 @@ def _share_groups_disabled(bootstrap: str) -> Iterator[None]:
 def test_source_refuses_kafka_without_kip1289_or_share_groups(
     reference_kafka: ReferenceKafka, tmp_path: Path
 ) -> None:
-    from producer.spark.source import SCHEMA, ShareDataSource  # noqa: PLC0415
+    from producer.spark.source import ShareDataSource, schema_ddl  # noqa: PLC0415
 
     bootstrap = reference_kafka.bootstrap_servers
     message = _refusal(_source_options(bootstrap, tmp_path))
@@ -90,7 +90,7 @@ def test_source_refuses_kafka_without_kip1289_or_share_groups(
         assert words in message, message
     # The opt-in passes the check: share groups are on.
     alo = _source_options(bootstrap, tmp_path, deliverySemantics="at-least-once")
-    assert ShareDataSource(alo).schema() == SCHEMA
+    assert ShareDataSource(alo).schema() == schema_ddl()
 
     # New ApiVersions connections see the feature gone (the share APIs stay advertised).
     with _share_groups_disabled(bootstrap):

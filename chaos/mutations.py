@@ -486,7 +486,8 @@ MUTATIONS: dict[str, Patch] = {
             "stale-marker-applies",
             "a marker of an older epoch ends the producer's newer transaction",
             _stale_marker_applies,
-            ("I2", "I3", "I4", "I5", "I7", "I15"),
+            # C2 and C3 are I2 and I15 for the consumer-group workers' transactions
+            ("I2", "I3", "I4", "I5", "I7", "I15", "C2", "C3"),
         ),
         Patch(
             "skip-produce-fencing",

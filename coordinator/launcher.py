@@ -170,6 +170,17 @@ def broker_command(data_dir: str | Path, listen: str, settings: Iterable[str] = 
     return cmd
 
 
+def terminate(process: subprocess.Popen[str], timeout_s: float) -> None:
+    """SIGTERM ``process`` and wait for it; SIGKILL it after ``timeout_s``."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class LocalBroker:
     """A broker in a child process, for tests, the demo and Spark.
 
@@ -292,13 +303,7 @@ class LocalBroker:
         """SIGTERM and wait for a clean shutdown (SIGKILL after the timeout)."""
         if self.process is None:
             return
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process, timeout_s)
         self._reap()
 
     def restart(self) -> LocalBroker:

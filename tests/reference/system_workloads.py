@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.apache_kafka import java
+from coordinator.launcher import terminate
 from tests.reference.kafka import classpath
 
 Event = dict[str, Any]
@@ -129,13 +130,7 @@ class Workload:
         """SIGTERM (the tools' shutdown hook closes the client), SIGKILL after the timeout."""
         if self.process is None:
             return
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        terminate(self.process, timeout_s)
         self._join()
 
     def _join(self) -> None:

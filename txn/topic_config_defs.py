@@ -11,7 +11,7 @@ suite (``tests/reference/differential/scenarios_configs.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 from typing import Final
@@ -24,6 +24,7 @@ __all__ = [
     "ConfigOperation",
     "ConfigType",
     "compaction_lag_conflict",
+    "list_type",
     "parse_list",
     "topic_config_value_error",
 ]
@@ -241,7 +242,7 @@ def topic_config_value_error(name: str, value: str) -> str | None:
     return None
 
 
-def parsed_long(value: str | None, fallback: int) -> int:
+def _parsed_long(value: str | None, fallback: int) -> int:
     """A valid LONG config value (trimmed), or ``fallback`` when not set."""
     return fallback if value is None else int(value.strip())
 
@@ -252,9 +253,9 @@ def compaction_lag_conflict(
     """Kafka's cross-check of a topic's merged configs: min.compaction.lag.ms may not exceed
     max.compaction.lag.ms (the broker's defaults fill in what the topic does not set)."""
     base = defaults or {}
-    low = parsed_long(configs.get("min.compaction.lag.ms", base.get("min.compaction.lag.ms")), 0)
+    low = _parsed_long(configs.get("min.compaction.lag.ms", base.get("min.compaction.lag.ms")), 0)
     high_value = configs.get("max.compaction.lag.ms", base.get("max.compaction.lag.ms"))
-    high = parsed_long(high_value, LONG_MAX)
+    high = _parsed_long(high_value, LONG_MAX)
     if low > high:
         return (
             "conflict topic config setting min.compaction.lag.ms"
@@ -267,8 +268,3 @@ def list_type(name: str) -> bool:
     """Whether ``name`` is a LIST config (APPEND and SUBTRACT apply only to those)."""
     definition = TOPIC_CONFIG_DEFS.get(name)
     return definition is not None and definition.type is ConfigType.LIST
-
-
-def sequence_value(items: Sequence[str]) -> str:
-    """A LIST config's value from its items."""
-    return ",".join(items)

@@ -45,7 +45,8 @@ class RecordMetadata(NamedTuple):
     """Where a sent record was written.
 
     ``offset`` is -1 only when a broker reported a duplicate without the original offset;
-    ``timestamp`` is the record's CreateTime in ms (one per batch, as the batch is encoded).
+    ``timestamp`` is the record's CreateTime in ms (one per batch, as the batch is encoded),
+    or the time the broker appended it when the topic uses LogAppendTime (as Kafka's client).
     """
 
     topic: str
@@ -150,14 +151,13 @@ class ProducerBatch:
     def record_count(self) -> int:
         return len(self.records)
 
-    def complete(self, base_offset: int) -> None:
+    def complete(self, base_offset: int, log_append_time_ms: int | None = None) -> None:
+        timestamp = self.timestamp_ms if log_append_time_ms is None else log_append_time_ms
         for index, future in enumerate(self.futures):
             if future is None:
                 continue
             offset = base_offset + index if base_offset >= 0 else -1
-            _resolve(
-                future, RecordMetadata(self.tp.topic, self.tp.partition, offset, self.timestamp_ms)
-            )
+            _resolve(future, RecordMetadata(self.tp.topic, self.tp.partition, offset, timestamp))
         self.done.set()
 
     def fail(self, error: BaseException) -> None:
@@ -299,8 +299,10 @@ class RecordAccumulator:
             self._in_flight.discard(batch.tp)
             self._wake_locked()
 
-    def complete(self, batch: ProducerBatch, base_offset: int) -> None:
-        batch.complete(base_offset)
+    def complete(
+        self, batch: ProducerBatch, base_offset: int, log_append_time_ms: int | None = None
+    ) -> None:
+        batch.complete(base_offset, log_append_time_ms)
         self._finished(batch)
 
     def fail(self, batch: ProducerBatch, error: BaseException) -> None:

@@ -21,6 +21,7 @@ bumps its epoch when the transaction is aborted.
 
 from __future__ import annotations
 
+import datetime
 import logging
 import threading
 import time
@@ -396,7 +397,7 @@ class Sender:
             code = int(part.error_code)
             if code in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
                 # A duplicate was written before: the broker answers with the first offset.
-                self.acc.complete(batch, int(part.base_offset))
+                self.acc.complete(batch, int(part.base_offset), _log_append_time_ms(part))
                 continue
             message = getattr(part, "error_message", None)
             self._on_error(batch, fenced_or_typed(code, message, **self._ids(batch)))
@@ -473,3 +474,14 @@ def _severity(exc: KafkaProtocolError, fatal_codes: frozenset[ErrorCode]) -> int
     if isinstance(exc, RetriableError):
         return _RETRIABLE
     return _ABORTABLE
+
+
+def _log_append_time_ms(part: Any) -> int | None:
+    """A Produce partition answer's log append time in ms; None for a CreateTime topic (-1, or
+    kio's no-time from v2, where the field is a timestamp)."""
+    value = getattr(part, "log_append_time", None)
+    if isinstance(value, datetime.datetime):
+        return round(value.timestamp() * 1000)
+    if isinstance(value, int) and value >= 0:
+        return value
+    return None

@@ -7,6 +7,7 @@ the test advances; producer-level tests never queue records, so the sender threa
 from __future__ import annotations
 
 import contextlib
+import datetime
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -734,3 +735,35 @@ def test_idempotent_producer_end_to_end_with_keys_and_headers() -> None:
                 assert header.producer_id == PID and not header.is_transactional
     with pytest.raises(Exception, match="closed"):
         producer.send("t", b"late")
+
+
+def test_record_metadata_carries_the_log_append_time_when_the_broker_answers_one() -> None:
+    """As Kafka's client: a LogAppendTime topic's append time replaces the CreateTime."""
+    sender, acc, _txn, client, _clock = make_sender()
+    appended = datetime.datetime(2026, 11, 29, 6, 0, 0, 123000, tzinfo=datetime.UTC)
+
+    def answer(_node: int | None, body: dict[str, Any]) -> Any:
+        return ns(
+            responses=[
+                ns(
+                    name=TP0.topic,
+                    partition_responses=[
+                        ns(
+                            index=TP0.partition,
+                            error_code=0,
+                            base_offset=7,
+                            log_append_time=appended,
+                        )
+                    ],
+                )
+            ]
+        )
+
+    client.script(0, answer)
+    logged = acc.append(TP0, None, b"v", [], 1)
+    sender.run_once()
+    assert logged.result(0).timestamp == 1_795_932_000_123
+    created = acc.append(TP0, None, b"w", [], 1)
+    sender.run_once()  # the fake's default answer has no log_append_time: CreateTime stays
+    sent = parse_header(batches_of(client.sent(0)[-1])[TP0])
+    assert created.result(0).timestamp == sent.base_timestamp != 1_795_932_000_123

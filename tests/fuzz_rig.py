@@ -75,7 +75,8 @@ class Bystander(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
-        client = WireClient(self.bootstrap)
+        # A slow answer is a stall (counted apart); only a refusal or a drop is a failure.
+        client = WireClient(self.bootstrap, timeout_s=30.0)
         turn = 0
         while not self.stop.is_set():
             turn += 1
@@ -92,7 +93,7 @@ class Bystander(threading.Thread):
             except OSError:
                 self.failed += 1
                 client.close()
-                client = WireClient(self.bootstrap)
+                client = WireClient(self.bootstrap, timeout_s=30.0)
             took = time.monotonic() - started
             self.slowest_s = max(self.slowest_s, took)
             self.stalls += took > STALL_S

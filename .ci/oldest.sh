@@ -3,6 +3,9 @@
 # (uv's lowest-direct resolution of pyproject.toml), in a venv of their own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# kio imports hypothesis when it is installed (the dev extra), and hypothesis keeps a cache in
+# ./.hypothesis of the working directory: keep it out of the checkout.
+export HYPOTHESIS_STORAGE_DIRECTORY="${HYPOTHESIS_STORAGE_DIRECTORY:-${TMPDIR:-/tmp}/sharetxn-hypothesis}"
 venv="${SHARETXN_OLDEST_VENV:-$(mktemp -d)/oldest}"
 python3 -m pip install --quiet uv
 python3 -m uv venv --quiet --clear -p "$(command -v python3)" "$venv"

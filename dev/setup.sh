@@ -9,6 +9,9 @@
 # Used by dev/test.sh (the README's test command) and by CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# kio imports hypothesis when it is installed (the dev extra), and hypothesis keeps a cache in
+# ./.hypothesis of the working directory: keep it out of the checkout.
+export HYPOTHESIS_STORAGE_DIRECTORY="${HYPOTHESIS_STORAGE_DIRECTORY:-${TMPDIR:-/tmp}/sharetxn-hypothesis}"
 
 need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)

@@ -27,7 +27,7 @@ which also cancels the shard's named timers (``schedule_periodic``, ``schedule_o
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
@@ -243,12 +243,22 @@ class CoordinatorRuntime(Generic[S]):
         self._closed = True
         self.cancel_timers()
 
-    def _replay(self, shard: CoordinatorShard, partition: int, target: PartitionLog) -> None:
+    def _log_records(
+        self, partition: int, target: PartitionLog
+    ) -> Iterator[tuple[BatchHeader, bool | None, int, bytes | None, bytes | None]]:
+        """Each record of ``target`` from its log start: (header, None, offset, key, value),
+        or (header, commit, -1, None, None) for a control batch.  An unreadable batch is
+        skipped with its error logged; records a log start offset cut away are left out."""
         start = target.log_start_offset
         for header, batch in target.batches(start):
             if header.is_control:
-                commit = control_type_of(batch, 0, header) is ControlType.COMMIT
-                shard.replay_marker(partition, header, commit)
+                yield (
+                    header,
+                    control_type_of(batch, 0, header) is ControlType.COMMIT,
+                    -1,
+                    None,
+                    None,
+                )
                 continue
             try:
                 records = read_records(batch)
@@ -263,42 +273,32 @@ class CoordinatorRuntime(Generic[S]):
                 offset = header.base_offset + delta
                 if offset < start and self._skip_below_start:
                     continue  # deleted by a log start offset that cut this batch
+                yield header, None, offset, key, value
+
+    def _replay(self, shard: CoordinatorShard, partition: int, target: PartitionLog) -> None:
+        for header, commit, offset, key, value in self._log_records(partition, target):
+            if commit is not None:
+                shard.replay_marker(partition, header, commit)
+            else:
                 shard.replay(LoadedRecord(partition, offset, header, key, value))
 
     def _replay_owned(self, partition: int, target: PartitionLog) -> None:
         shard = self.shard
-        start = target.log_start_offset
-        for header, batch in target.batches(start):
-            if header.is_control:
-                commit = control_type_of(batch, 0, header) is ControlType.COMMIT
+        for header, commit, offset, key, value in self._log_records(partition, target):
+            if commit is not None:
                 shard.replay_marker(partition, header.producer_id, header.producer_epoch, commit)
-                continue
-            try:
-                records = read_records(batch)
-            except ValueError:
-                log.exception(
-                    "skipping unreadable %s batch at %d",
-                    self.log_name(partition),
-                    header.base_offset,
-                )
                 continue
             producer_id, producer_epoch = (
                 (header.producer_id, header.producer_epoch)
                 if header.is_transactional
                 else (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
             )
-            for delta, (key, value) in enumerate(records):
-                offset = header.base_offset + delta
-                if offset < start and self._skip_below_start:
-                    continue  # deleted by a log start offset that cut this batch
-                try:
-                    record = shard.codec.decode(key, value)
-                except ValueError as exc:
-                    log.warning(
-                        "skipping %s record at %d: %s", self.log_name(partition), offset, exc
-                    )
-                    continue
-                shard.replay(partition, offset, producer_id, producer_epoch, record)
+            try:
+                record = shard.codec.decode(key, value)
+            except ValueError as exc:
+                log.warning("skipping %s record at %d: %s", self.log_name(partition), offset, exc)
+                continue
+            shard.replay(partition, offset, producer_id, producer_epoch, record)
 
     # --- writes -------------------------------------------------------------------------------
 

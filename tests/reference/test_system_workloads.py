@@ -104,6 +104,23 @@ def _bounce(broker: LocalBroker, clean: bool = False) -> None:
     broker.start()
 
 
+def _share_consumer(broker: LocalBroker, logs: Path, topic: str, *more: str) -> Workload:
+    """kafkatest's VerifiableShareConsumer on a new share group, from the earliest offset,
+    acknowledging synchronously."""
+    return Workload(
+        "VerifiableShareConsumer",
+        [
+            "--topic", topic,
+            "--group-id", f"share-{uuid.uuid4().hex[:8]}",
+            "--bootstrap-server", broker.bootstrap_servers,
+            "--offset-reset-strategy", "earliest",
+            "--acknowledgement-mode", "sync",
+            *more,
+        ],
+        logs,
+    )  # fmt: skip
+
+
 def _producer(
     broker: LocalBroker,
     logs: Path,
@@ -343,17 +360,7 @@ def test_share_consumer_through_broker_bounce(broker: LocalBroker, logs: Path, c
     """``share_consumer_test``'s broker bounce: SIGKILL, or (``clean``) a rolling bounce."""
     topic = _topic(broker, "share", 1)
     messages = 2000
-    consumer = Workload(
-        "VerifiableShareConsumer",
-        [
-            "--topic", topic,
-            "--group-id", f"share-{uuid.uuid4().hex[:8]}",
-            "--bootstrap-server", broker.bootstrap_servers,
-            "--offset-reset-strategy", "earliest",
-            "--acknowledgement-mode", "sync",
-        ],
-        logs,
-    ).start()  # fmt: skip
+    consumer = _share_consumer(broker, logs, topic).start()
     producer = _producer(broker, logs, topic, messages, throughput=300).start()
     try:
         consumer.wait(
@@ -401,18 +408,9 @@ def test_share_acknowledgement_types_through_broker_kill(broker: LocalBroker, lo
     until the delivery count limit (5) archives it."""
     topic = _topic(broker, "share-acks", 1)
     messages = 1500
-    consumer = Workload(
-        "VerifiableShareConsumer",
-        [
-            "--topic", topic,
-            "--group-id", f"share-{uuid.uuid4().hex[:8]}",
-            "--bootstrap-server", broker.bootstrap_servers,
-            "--offset-reset-strategy", "earliest",
-            "--acknowledgement-mode", "sync",
-            "--ack-pattern", "accept,release,reject",
-        ],
-        logs,
-    ).start()  # fmt: skip
+    consumer = _share_consumer(
+        broker, logs, topic, "--ack-pattern", "accept,release,reject"
+    ).start()
     producer = _producer(broker, logs, topic, messages, throughput=300).start()
     try:
         consumer.wait(
@@ -470,18 +468,9 @@ def test_share_last_delivery_attempt_alone(broker: LocalBroker, logs: Path) -> N
     messages = 300
     producer = _producer(broker, logs, topic, messages, throughput=-1).start()
     assert producer.finish(60) == 0, producer.stderr_tail()
-    consumer = Workload(
-        "VerifiableShareConsumer",
-        [
-            "--topic", topic,
-            "--group-id", f"share-{uuid.uuid4().hex[:8]}",
-            "--bootstrap-server", broker.bootstrap_servers,
-            "--offset-reset-strategy", "earliest",
-            "--acknowledgement-mode", "sync",
-            "--ack-pattern", "accept,release,reject",
-        ],
-        logs,
-    ).start()  # fmt: skip
+    consumer = _share_consumer(
+        broker, logs, topic, "--ack-pattern", "accept,release,reject"
+    ).start()
     try:
         consumer.wait(
             "five deliveries of each released record",

@@ -354,8 +354,18 @@ public final class Interop {
         admin.incrementalAlterConfigs(Map.of(res, List.of(
                 new AlterConfigOp(new ConfigEntry("retention.ms", "3600000"), AlterConfigOp.OpType.SET))))
                 .all().get();
-        Config cfg = admin.describeConfigs(List.of(res)).all().get().get(res);
-        out.put("retention.ms", cfg.get("retention.ms").value());
+        // Kafka applies an altered config when the broker replays the metadata record, so a
+        // describe right after the alter may still show the old value: wait as a user would.
+        long applied = System.currentTimeMillis() + 5_000;
+        String retention;
+        do {
+            Config cfg = admin.describeConfigs(List.of(res)).all().get().get(res);
+            retention = cfg.get("retention.ms").value();
+            if (!"3600000".equals(retention)) {
+                Thread.sleep(50);
+            }
+        } while (!"3600000".equals(retention) && System.currentTimeMillis() < applied);
+        out.put("retention.ms", retention);
         admin.deleteTopics(List.of(topic)).all().get();
         long deadline = System.currentTimeMillis() + 5_000;
         boolean gone = false;

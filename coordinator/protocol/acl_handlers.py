@@ -13,7 +13,22 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from coordinator.protocol.responses import api, handler_table
+from coordinator.protocol.acl_messages import (
+    AclCreationResult,
+    AclDescription,
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResult,
+    CreateAclsResponse,
+    CredentialInfo,
+    DeleteAclsFilterResult,
+    DeleteAclsMatchingAcl,
+    DeleteAclsResponse,
+    DescribeAclsResource,
+    DescribeAclsResponse,
+    DescribeUserScramCredentialsResponse,
+    DescribeUserScramCredentialsResult,
+)
+from coordinator.protocol.responses import Message, api, handler_table
 from coordinator.protocol.wire import DecodedRequest
 from coordinator.security.acls import (
     CLUSTER_NAME,
@@ -42,7 +57,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sharetxn.security")
 
-AdminHandler = Callable[["Session", DecodedRequest], Awaitable[dict[str, Any]]]
+AdminHandler = Callable[["Session", DecodedRequest], Awaitable[Message]]
 
 _NO_AUTHORIZER = "No Authorizer is configured."
 _CLUSTER_DENIED = "Cluster authorization failed."
@@ -72,18 +87,19 @@ class SecurityAdminHandlers:
     # -- ACLs -----------------------------------------------------------------------------------
 
     @api(ApiKey.CREATE_ACLS)
-    async def create_acls(self, session: Session, req: DecodedRequest) -> dict[str, Any]:
+    async def create_acls(self, session: Session, req: DecodedRequest) -> CreateAclsResponse:
         creations = list(req.body.creations)
         authorizer = self._authorizer()
 
-        def every(code: ErrorCode, message: str | None) -> dict[str, Any]:
-            return {"results": [{"error_code": code, "error_message": message} for _ in creations]}
+        def every(code: ErrorCode, message: str | None) -> CreateAclsResponse:
+            result = AclCreationResult(error_code=code, error_message=message)
+            return CreateAclsResponse(results=tuple(result for _ in creations))
 
         if authorizer is None:
             return every(ErrorCode.SECURITY_DISABLED, _NO_AUTHORIZER)
         if not self._cluster_allowed(session, AclOperation.ALTER):
             return every(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_DENIED)
-        results: list[dict[str, Any]] = []
+        results: list[AclCreationResult] = []
         valid: list[AclBinding] = []
         for c in creations:
             binding = AclBinding(
@@ -98,14 +114,16 @@ class SecurityAdminHandlers:
             try:
                 validate_binding(binding)
             except InvalidAclError as exc:
-                results.append({"error_code": ErrorCode.INVALID_REQUEST, "error_message": str(exc)})
+                results.append(
+                    AclCreationResult(error_code=ErrorCode.INVALID_REQUEST, error_message=str(exc))
+                )
                 continue
             valid.append(binding)
-            results.append({"error_code": ErrorCode.NONE, "error_message": None})
+            results.append(AclCreationResult(error_code=ErrorCode.NONE))
         if valid:
             authorizer.create(valid)
             log.info("%s created ACLs: %s", session.principal, valid)
-        return {"results": results}
+        return CreateAclsResponse(results=tuple(results))
 
     @staticmethod
     def _filter(f: Any) -> AclBindingFilter:
@@ -120,50 +138,49 @@ class SecurityAdminHandlers:
         )
 
     @api(ApiKey.DESCRIBE_ACLS)
-    async def describe_acls(self, session: Session, req: DecodedRequest) -> dict[str, Any]:
+    async def describe_acls(self, session: Session, req: DecodedRequest) -> DescribeAclsResponse:
         authorizer = self._authorizer()
         if authorizer is None:
-            return {"error_code": ErrorCode.SECURITY_DISABLED, "error_message": _NO_AUTHORIZER}
+            return DescribeAclsResponse(
+                error_code=ErrorCode.SECURITY_DISABLED, error_message=_NO_AUTHORIZER
+            )
         if not self._cluster_allowed(session, AclOperation.DESCRIBE):
-            return {
-                "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                "error_message": _CLUSTER_DENIED,
-                "resources": [],
-            }
+            return DescribeAclsResponse(
+                error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=_CLUSTER_DENIED
+            )
         flt = self._filter(req.body)
         if PatternType.UNKNOWN in (flt.pattern_type,) or flt.resource_type is ResourceType.UNKNOWN:
-            return {"error_code": ErrorCode.INVALID_REQUEST, "error_message": "invalid filter"}
-        grouped: dict[tuple[int, str, int], list[dict[str, Any]]] = {}
+            return DescribeAclsResponse(
+                error_code=ErrorCode.INVALID_REQUEST, error_message="invalid filter"
+            )
+        grouped: dict[tuple[int, str, int], list[AclDescription]] = {}
         for a in authorizer.describe(flt):
             grouped.setdefault((a.resource_type, a.resource_name, a.pattern_type), []).append(
-                {
-                    "principal": a.principal,
-                    "host": a.host,
-                    "operation": int(a.operation),
-                    "permission_type": int(a.permission),
-                }
+                AclDescription(
+                    principal=a.principal,
+                    host=a.host,
+                    operation=int(a.operation),
+                    permission_type=int(a.permission),
+                )
             )
-        return {
-            "error_code": ErrorCode.NONE,
-            "error_message": None,
-            "resources": [
-                {"resource_type": t, "resource_name": n, "pattern_type": p, "acls": acls}
+        return DescribeAclsResponse(
+            error_code=ErrorCode.NONE,
+            resources=tuple(
+                DescribeAclsResource(
+                    resource_type=t, resource_name=n, pattern_type=p, acls=tuple(acls)
+                )
                 for (t, n, p), acls in grouped.items()
-            ],
-        }
+            ),
+        )
 
     @api(ApiKey.DELETE_ACLS)
-    async def delete_acls(self, session: Session, req: DecodedRequest) -> dict[str, Any]:
+    async def delete_acls(self, session: Session, req: DecodedRequest) -> DeleteAclsResponse:
         filters = list(req.body.filters)
         authorizer = self._authorizer()
 
-        def every(code: ErrorCode, message: str | None) -> dict[str, Any]:
-            return {
-                "filter_results": [
-                    {"error_code": code, "error_message": message, "matching_acls": []}
-                    for _ in filters
-                ]
-            }
+        def every(code: ErrorCode, message: str | None) -> DeleteAclsResponse:
+            result = DeleteAclsFilterResult(error_code=code, error_message=message)
+            return DeleteAclsResponse(filter_results=tuple(result for _ in filters))
 
         if authorizer is None:
             return every(ErrorCode.SECURITY_DISABLED, _NO_AUTHORIZER)
@@ -172,89 +189,95 @@ class SecurityAdminHandlers:
         matched = authorizer.delete([self._filter(f) for f in filters])
         if any(matched):
             log.info("%s deleted ACLs: %s", session.principal, [a for m in matched for a in m])
-        return {
-            "filter_results": [
-                {
-                    "error_code": ErrorCode.NONE,
-                    "error_message": None,
-                    "matching_acls": [
-                        {
-                            "error_code": ErrorCode.NONE,
-                            "resource_type": int(a.resource_type),
-                            "resource_name": a.resource_name,
-                            "pattern_type": int(a.pattern_type),
-                            "principal": a.principal,
-                            "host": a.host,
-                            "operation": int(a.operation),
-                            "permission_type": int(a.permission),
-                        }
+        return DeleteAclsResponse(
+            filter_results=tuple(
+                DeleteAclsFilterResult(
+                    error_code=ErrorCode.NONE,
+                    matching_acls=tuple(
+                        DeleteAclsMatchingAcl(
+                            error_code=ErrorCode.NONE,
+                            resource_type=int(a.resource_type),
+                            resource_name=a.resource_name,
+                            pattern_type=int(a.pattern_type),
+                            principal=a.principal,
+                            host=a.host,
+                            operation=int(a.operation),
+                            permission_type=int(a.permission),
+                        )
                         for a in group
-                    ],
-                }
+                    ),
+                )
                 for group in matched
-            ]
-        }
+            )
+        )
 
     # -- SCRAM credentials ----------------------------------------------------------------------
 
     @api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
     async def describe_user_scram_credentials(
         self, session: Session, req: DecodedRequest
-    ) -> dict[str, Any]:
+    ) -> DescribeUserScramCredentialsResponse:
         if not self._cluster_allowed(session, AclOperation.DESCRIBE):
-            return {
-                "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                "error_message": _CLUSTER_DENIED,
-                "results": [],
-            }
-        by_user: dict[str, list[dict[str, int]]] = {}
+            return DescribeUserScramCredentialsResponse(
+                error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=_CLUSTER_DENIED
+            )
+        by_user: dict[str, list[CredentialInfo]] = {}
         for (user, mech), cred in sorted(self.metadata.scram.items()):
             by_user.setdefault(user, []).append(
-                {"mechanism": int(mech), "iterations": cred.iterations}
+                CredentialInfo(mechanism=int(mech), iterations=cred.iterations)
             )
         users = req.body.users
         names = sorted(by_user) if users is None else [str(u.name) for u in users]
-        results = []
+        results: list[DescribeUserScramCredentialsResult] = []
         for name in names:
             if names.count(name) > 1:
                 results.append(
-                    {
-                        "user": name,
-                        "error_code": ErrorCode.DUPLICATE_RESOURCE,
-                        "error_message": f"Cannot describe SCRAM credentials for the same user "
+                    DescribeUserScramCredentialsResult(
+                        user=name,
+                        error_code=ErrorCode.DUPLICATE_RESOURCE,
+                        error_message=f"Cannot describe SCRAM credentials for the same user "
                         f"twice in a single request: {name}",
-                    }
+                    )
                 )
             elif name not in by_user:
                 results.append(
-                    {
-                        "user": name,
-                        "error_code": ErrorCode.RESOURCE_NOT_FOUND,
-                        "error_message": f"Attempt to describe a user credential that does not "
+                    DescribeUserScramCredentialsResult(
+                        user=name,
+                        error_code=ErrorCode.RESOURCE_NOT_FOUND,
+                        error_message=f"Attempt to describe a user credential that does not "
                         f"exist: {name}",
-                    }
+                    )
                 )
             else:
                 results.append(
-                    {"user": name, "error_code": ErrorCode.NONE, "credential_infos": by_user[name]}
+                    DescribeUserScramCredentialsResult(
+                        user=name,
+                        error_code=ErrorCode.NONE,
+                        credential_infos=tuple(by_user[name]),
+                    )
                 )
-        return {"error_code": ErrorCode.NONE, "results": results}
+        return DescribeUserScramCredentialsResponse(
+            error_code=ErrorCode.NONE, results=tuple(results)
+        )
 
     @api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
     async def alter_user_scram_credentials(
         self, session: Session, req: DecodedRequest
-    ) -> dict[str, Any]:
+    ) -> AlterUserScramCredentialsResponse:
         body = req.body
         entries: list[tuple[str, int, Any]] = [
             (str(d.name), int(d.mechanism), None) for d in body.deletions
         ] + [(str(u.name), int(u.mechanism), u) for u in body.upsertions]
         users = list(dict.fromkeys(name for name, _m, _u in entries))
         if not self._cluster_allowed(session, AclOperation.ALTER):
-            return {
-                "results": [
-                    {"user": u, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED} for u in users
-                ]
-            }
+            return AlterUserScramCredentialsResponse(
+                results=tuple(
+                    AlterUserScramCredentialsResult(
+                        user=u, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                    )
+                    for u in users
+                )
+            )
         errors: dict[str, tuple[ErrorCode, str]] = {}
         seen: set[tuple[str, int]] = set()
         scram = dict(self.metadata.scram)
@@ -311,13 +334,13 @@ class SecurityAdminHandlers:
                 session.principal,
                 [u for u in users if u not in errors],
             )
-        return {
-            "results": [
-                {
-                    "user": u,
-                    "error_code": errors[u][0] if u in errors else ErrorCode.NONE,
-                    "error_message": errors[u][1] if u in errors else None,
-                }
+        return AlterUserScramCredentialsResponse(
+            results=tuple(
+                AlterUserScramCredentialsResult(
+                    user=u,
+                    error_code=errors[u][0] if u in errors else ErrorCode.NONE,
+                    error_message=errors[u][1] if u in errors else None,
+                )
                 for u in users
-            ]
-        }
+            )
+        )

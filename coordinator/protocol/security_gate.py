@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-from coordinator.protocol.acl_handlers import SecurityAdminHandlers
+from coordinator.protocol.acl_handlers import AdminHandler, SecurityAdminHandlers
+from coordinator.protocol.acl_messages import SaslAuthenticateResponse, SaslHandshakeResponse
 from coordinator.protocol.acl_rule_table import authorize_request
 from coordinator.protocol.acl_rules import RequestContext, TopicDirectory
 from coordinator.protocol.responses import Body, Handler
@@ -75,9 +75,7 @@ class SecurityGate:
                 persist=metadata.save_acls,
             )
         self.admin = SecurityAdminHandlers(metadata, lambda: self.authorizer)
-        self.table: dict[int, Callable[[Session, DecodedRequest], Awaitable[dict[str, Any]]]] = {
-            **self.admin.table
-        }
+        self.table: dict[int, AdminHandler] = {**self.admin.table}
 
     # -- configuration --------------------------------------------------------------------------
 
@@ -163,15 +161,17 @@ class SecurityGate:
             ctx = RequestContext(ctx.authorizer, ctx.principal, ctx.host, self.topics)
         return await authorize_request(ctx, req, handler)
 
-    def _handshake(self, session: Session, req: DecodedRequest) -> dict[str, Any] | bool:
-        enabled = self.enabled_mechanisms(session.listener)
+    def _handshake(self, session: Session, req: DecodedRequest) -> SaslHandshakeResponse:
+        enabled = tuple(self.enabled_mechanisms(session.listener))
         if (
             not session.listener.protocol.uses_sasl
             or session.sasl is not None
             or (session.authenticated)
         ):
             session.close_after_response = True
-            return {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": enabled}
+            return SaslHandshakeResponse(
+                error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=enabled
+            )
         mechanism = str(req.body.mechanism).upper()
         if mechanism not in enabled or mechanism not in SUPPORTED_MECHANISMS:
             log.info(
@@ -180,23 +180,25 @@ class SecurityGate:
                 mechanism,
             )
             session.close_after_response = True
-            return {"error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled}
+            return SaslHandshakeResponse(
+                error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled
+            )
         listener = session.listener
         session.mechanism = mechanism
         session.sasl = new_server(
             mechanism, lambda: self._plain_users(listener), self._scram_lookup
         )
-        return {"error_code": ErrorCode.NONE, "mechanisms": enabled}
+        return SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=enabled)
 
-    def _authenticate(self, session: Session, req: DecodedRequest) -> dict[str, Any] | bool:
+    def _authenticate(self, session: Session, req: DecodedRequest) -> SaslAuthenticateResponse:
         server = session.sasl
         if server is None or session.authenticated:
             session.close_after_response = True
-            return {
-                "error_code": ErrorCode.ILLEGAL_SASL_STATE,
-                "error_message": "Unexpected SaslAuthenticate request: no SASL exchange under way",
-                "auth_bytes": b"",
-            }
+            return SaslAuthenticateResponse(
+                error_code=ErrorCode.ILLEGAL_SASL_STATE,
+                error_message="Unexpected SaslAuthenticate request: no SASL exchange under way",
+                auth_bytes=b"",
+            )
         try:
             token = server.evaluate(bytes(req.body.auth_bytes))
         except SaslAuthenticationFailedError as exc:
@@ -208,11 +210,11 @@ class SecurityGate:
                 exc,
             )
             session.close_after_response = True
-            return {
-                "error_code": ErrorCode.SASL_AUTHENTICATION_FAILED,
-                "error_message": str(exc),
-                "auth_bytes": b"",
-            }
+            return SaslAuthenticateResponse(
+                error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
+                error_message=str(exc),
+                auth_bytes=b"",
+            )
         if server.complete:
             session.principal = server.principal
             session.authenticated = True
@@ -222,7 +224,7 @@ class SecurityGate:
                 session.client_host,
                 session.mechanism,
             )
-        return {"error_code": ErrorCode.NONE, "auth_bytes": token}
+        return SaslAuthenticateResponse(error_code=ErrorCode.NONE, auth_bytes=token)
 
 
 def _log_refused(session: Session, key: int, when: str) -> None:

@@ -304,10 +304,8 @@ def test_the_kip1289_keys_are_sharetxns() -> None:
 
 #: Handler families whose responses are still dicts; each leaves this list when it is typed.
 _UNTYPED_FAMILIES = {
-    "coordinator/protocol/acl_handlers.py",
     "coordinator/protocol/cluster_handlers.py",
     "coordinator/protocol/group_handlers.py",
-    "coordinator/protocol/security_gate.py",
     "coordinator/protocol/share_handlers.py",
 }
 

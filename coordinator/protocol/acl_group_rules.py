@@ -28,6 +28,7 @@ from coordinator.protocol.acl_rules import (
     txn_and_group_denial,
     with_body,
 )
+from coordinator.protocol.cluster_messages import Coordinator, FindCoordinatorResponse
 from coordinator.protocol.responses import Handler
 from coordinator.protocol.txn_messages import (
     AddPartitionsToTxnPartitionResult,
@@ -215,21 +216,23 @@ async def find_coordinator_rule(
     if single is not None:
         code = denial(single)
         if code is not None:
-            return {
-                "error_code": code,
-                "error_message": None,
-                "node_id": -1,
-                "host": "",
-                "port": -1,
-            }
+            return FindCoordinatorResponse(error_code=code)
         return await handler(req)
 
-    def denied_entry(k: str) -> dict[str, Any]:
-        return {"key": k, "node_id": -1, "host": "", "port": -1, "error_code": denial(k)}
+    def denied_entry(k: str) -> Coordinator:
+        code = denial(k)
+        assert code is not None
+        return Coordinator(key=k, node_id=-1, host="", port=-1, error_code=code)
 
     checked = split(b.coordinator_keys, lambda k: denial(k) is None)
     return await answer_kept(
-        req, handler, "coordinator_keys", checked, "coordinators", denied_entry
+        req,
+        handler,
+        "coordinator_keys",
+        checked,
+        "coordinators",
+        denied_entry,
+        empty=FindCoordinatorResponse(coordinators=()),
     )
 
 

@@ -13,16 +13,20 @@ from coordinator.protocol.acl_rules import (
     Response,
     add_offsets_to_txn_rule,
     add_share_acks_to_txn_rule,
+    altered_config_denied,
     cluster_rule,
     configs_rule,
     create_partitions_rule,
     create_topics_rule,
     delete_records_rule,
     delete_topics_rule,
+    denied,
     describe_producers_rule,
+    described_config_denied,
     end_txn_rule,
     fetch_rule,
     group_rule,
+    incrementally_altered_config_denied,
     init_producer_id_rule,
     list_offsets_rule,
     membership_rule,
@@ -30,7 +34,9 @@ from coordinator.protocol.acl_rules import (
     open_rule,
     produce_rule,
 )
+from coordinator.protocol.cluster_messages import DescribeConfigsResponse
 from coordinator.protocol.responses import Handler
+from coordinator.protocol.topic_messages import AlterConfigsResponse
 from coordinator.protocol.wire import DecodedRequest
 from txn.api_keys import ApiKey
 
@@ -59,12 +65,24 @@ RULES: Final[dict[int, Any]] = {
     ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn_rule,
     ApiKey.END_TXN: end_txn_rule,
     ApiKey.TXN_OFFSET_COMMIT: g.txn_offset_commit_rule,
-    ApiKey.DESCRIBE_CONFIGS: configs_rule(OP.DESCRIBE_CONFIGS, "results"),
+    ApiKey.DESCRIBE_CONFIGS: configs_rule(
+        OP.DESCRIBE_CONFIGS,
+        "results",
+        described_config_denied,
+        empty=DescribeConfigsResponse(results=()),
+    ),
     ApiKey.DESCRIBE_LOG_DIRS: cluster_rule(OP.DESCRIBE),
     ApiKey.CREATE_PARTITIONS: create_partitions_rule,
     ApiKey.DELETE_GROUPS: g.delete_groups_rule,
-    ApiKey.ALTER_CONFIGS: configs_rule(OP.ALTER_CONFIGS, "responses"),
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs_rule(OP.ALTER_CONFIGS, "responses"),
+    ApiKey.ALTER_CONFIGS: configs_rule(
+        OP.ALTER_CONFIGS,
+        "responses",
+        altered_config_denied,
+        empty=AlterConfigsResponse(responses=()),
+    ),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: configs_rule(
+        OP.ALTER_CONFIGS, "responses", incrementally_altered_config_denied
+    ),
     ApiKey.OFFSET_DELETE: g.offset_delete_rule,
     ApiKey.DESCRIBE_CLUSTER: open_rule,
     ApiKey.DESCRIBE_PRODUCERS: describe_producers_rule,
@@ -93,6 +111,6 @@ async def authorize_request(ctx: RequestContext, req: DecodedRequest, handler: H
         # An API without a row in the table is served to super users only.
         if ctx.principal in ctx.authorizer.super_users:
             return await handler(req)
-        return {"error_code": CLUSTER_DENIED}
+        return denied(req, CLUSTER_DENIED)
     result: Response = await rule(ctx, req, handler)
     return result

@@ -19,6 +19,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from coordinator.protocol.cluster_messages import (
+    DescribeConfigsResult,
+    DescribeLogDirsResponse,
+    MetadataResponse,
+    MetadataResponseTopic,
+)
 from coordinator.protocol.data_handlers import has_transactional_records, refused_topics
 from coordinator.protocol.data_messages import (
     FetchableTopicResponse,
@@ -29,8 +35,9 @@ from coordinator.protocol.data_messages import (
     ListOffsetsTopicResponse,
     ProduceResponse,
 )
-from coordinator.protocol.responses import Body, Handler
+from coordinator.protocol.responses import Body, Handler, Message
 from coordinator.protocol.topic_messages import (
+    AlterConfigsResourceResponse,
     CreatableTopicResult,
     CreatePartitionsResponse,
     CreatePartitionsTopicResult,
@@ -42,13 +49,20 @@ from coordinator.protocol.topic_messages import (
     DeleteTopicsResponse,
 )
 from coordinator.protocol.txn_messages import (
+    AddOffsetsToTxnResponse,
+    AddShareAcksToTxnResponse,
     DescribeProducersPartition,
     DescribeProducersResponse,
     DescribeProducersTopic,
+    DescribeSharePendingAcksResponse,
+    EndTxnResponse,
+    InitProducerIdResponse,
 )
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.security.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
+from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
+from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 OP = AclOperation
 RT = ResourceType
@@ -170,19 +184,45 @@ def list_rule(
 # -- single-resource rules ----------------------------------------------------------------------
 
 
-def top(code: ErrorCode) -> dict[str, Any]:
+#: The answer of each API whose whole request is denied, with Kafka's error in its top-level
+#: error field (Kafka's ``getErrorResponse``), for the APIs answered by typed messages.
+WHOLE_REQUEST_DENIALS: dict[int, Callable[[ErrorCode], Message]] = {
+    ApiKey.INIT_PRODUCER_ID: lambda code: InitProducerIdResponse(
+        error_code=code, producer_id=NO_PRODUCER_ID, producer_epoch=0
+    ),
+    ApiKey.END_TXN: lambda code: EndTxnResponse(
+        error_code=code, producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH
+    ),
+    ApiKey.ADD_OFFSETS_TO_TXN: lambda code: AddOffsetsToTxnResponse(error_code=code),
+    ApiKey.ADD_SHARE_ACKS_TO_TXN: lambda code: AddShareAcksToTxnResponse(error_code=code),
+    ApiKey.DESCRIBE_LOG_DIRS: lambda code: DescribeLogDirsResponse(error_code=code),
+    ApiKey.DESCRIBE_SHARE_PENDING_ACKS: lambda code: DescribeSharePendingAcksResponse(
+        error_code=code
+    ),
+}
+
+
+def denied(req: DecodedRequest, code: ErrorCode) -> Body:
+    """The answer to ``req`` when the principal may not make it at all.
+
+    The group APIs' (JoinGroup, Heartbeat, LeaveGroup, SyncGroup and the Consumer/Share
+    group heartbeats) are still dicts: their responses are not typed yet."""
+    typed = WHOLE_REQUEST_DENIALS.get(req.api_key)
+    if typed is not None:
+        return typed(code)
     return {"error_code": code, "error_message": None}
 
 
 def guarded(
     denial: Callable[[RequestContext, Any], ErrorCode | None],
 ) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
-    """The rule that answers ``top(error)`` when ``denial`` finds one for the request body."""
+    """The rule that answers ``denied(req, error)`` when ``denial`` finds an error for the
+    request body."""
 
     async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
         code = denial(ctx, req.body)
         if code is not None:
-            return top(code)
+            return denied(req, code)
         return await handler(req)
 
     return rule
@@ -206,12 +246,12 @@ async def init_producer_id_rule(
     tid = req.body.transactional_id
     if tid is not None:
         if not ctx.txn(tid):
-            return top(TXN_DENIED)
+            return denied(req, TXN_DENIED)
     elif not (
         ctx.cluster(OP.IDEMPOTENT_WRITE)
         or ctx.authorizer.authorize_any(ctx.principal, ctx.host, OP.WRITE, RT.TOPIC)
     ):
-        return top(CLUSTER_DENIED)
+        return denied(req, CLUSTER_DENIED)
     return await handler(req)
 
 
@@ -243,13 +283,13 @@ async def membership_rule(ctx: RequestContext, req: DecodedRequest, handler: Han
     """Consumer/ShareGroupHeartbeat: READ on the group, DESCRIBE on subscribed topics."""
     b = req.body
     if not ctx.group(OP.READ, b.group_id):
-        return top(GROUP_DENIED)
+        return denied(req, GROUP_DENIED)
     subscribed = b.subscribed_topic_names or ()
-    denied = sorted(t for t in subscribed if not ctx.topic(OP.DESCRIBE, t))
-    if denied:
-        return {
+    refused = sorted(t for t in subscribed if not ctx.topic(OP.DESCRIBE, t))
+    if refused:
+        return {  # not yet typed: the group family's heartbeats
             "error_code": TOPIC_DENIED,
-            "error_message": f"Topic authorization failed for topics {denied}",
+            "error_message": f"Topic authorization failed for topics {refused}",
         }
     return await handler(req)
 
@@ -334,14 +374,13 @@ list_offsets_rule = list_rule(
 )
 
 
-def _metadata_denied(name: str | None, topic_id: Any) -> dict[str, Any]:
-    return {
-        "error_code": TOPIC_DENIED,
-        "name": name,
-        "topic_id": topic_id if topic_id is not None else NO_TOPIC_ID,
-        "is_internal": False,
-        "partitions": [],
-    }
+def _metadata_denied(name: str | None, topic_id: uuid.UUID | None) -> MetadataResponseTopic:
+    return MetadataResponseTopic(
+        error_code=TOPIC_DENIED,
+        name=name,
+        topic_id=topic_id if topic_id is not None else NO_TOPIC_ID,
+        is_internal=False,
+    )
 
 
 async def metadata_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
@@ -349,21 +388,19 @@ async def metadata_rule(ctx: RequestContext, req: DecodedRequest, handler: Handl
     requested = b.topics
     if requested is None or (req.api_version == 0 and not requested):
         response = await handler(req)
-        assert isinstance(response, dict)  # not yet typed
-        response["topics"] = [
-            t for t in response["topics"] if ctx.topic(OP.DESCRIBE, str(t["name"]))
-        ]
-        return response
+        assert isinstance(response, MetadataResponse)
+        listed = tuple(t for t in response.topics if ctx.topic(OP.DESCRIBE, str(t.name)))
+        return dataclasses.replace(response, topics=listed)
     auto_create = bool(field(b, "allow_auto_topic_creation", default=True))
     kept: list[Any] = []
-    denied: list[dict[str, Any]] = []
+    refused: list[MetadataResponseTopic] = []
     for t in requested:
         topic_id = field(t, "topic_id")
         name = field(t, "name")
         if name is None and topic_id is not None:
             name = ctx.topics.name_of(topic_id)
             if name is not None and not ctx.topic(OP.DESCRIBE, name):
-                denied.append(_metadata_denied(None, topic_id))
+                refused.append(_metadata_denied(None, topic_id))
                 continue
             kept.append(t)
             continue
@@ -373,17 +410,15 @@ async def metadata_rule(ctx: RequestContext, req: DecodedRequest, handler: Handl
             and not ctx.topics.exists(name)
             and not (ctx.cluster(OP.CREATE) or ctx.topic(OP.CREATE, name))
         ):
-            denied.append(_metadata_denied(name, None))
+            refused.append(_metadata_denied(name, None))
         else:
             kept.append(t)
-    if not denied:
+    if not refused:
         return await handler(req)
     response = await handler(with_body(req, topics=tuple(kept)))
-    assert isinstance(response, dict)  # not yet typed
-    if not kept:
-        response["topics"] = []
-    response["topics"] = [*response["topics"], *denied]
-    return response
+    assert isinstance(response, MetadataResponse)
+    answered = response.topics if kept else ()
+    return dataclasses.replace(response, topics=(*answered, *refused))
 
 
 def _create_topics_denied(t: Any) -> CreatableTopicResult:
@@ -487,9 +522,13 @@ create_partitions_rule = list_rule(
 
 
 def configs_rule(
-    topic_op: AclOperation, response_key: str
+    topic_op: AclOperation,
+    response_key: str,
+    denied_entry: Callable[[Any, ErrorCode], Body],
+    empty: Body | None = None,
 ) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
-    """DescribeConfigs / IncrementalAlterConfigs: per resource, by its type."""
+    """DescribeConfigs / (Incremental)AlterConfigs: per resource, by its type; a denied
+    resource is answered ``denied_entry(resource, error)``."""
 
     async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
         def denial(r: Any) -> ErrorCode | None:
@@ -502,16 +541,40 @@ def configs_rule(
                 return None if ctx.cluster(topic_op) else CLUSTER_DENIED
             return None
 
-        def denied_entry(r: Any) -> dict[str, Any]:
-            return {
-                "error_code": denial(r),
-                "error_message": None,
-                "resource_type": int(r.resource_type),
-                "resource_name": r.resource_name,
-                "configs": [],
-            }
+        def entry(r: Any) -> Body:
+            code = denial(r)
+            assert code is not None
+            return denied_entry(r, code)
 
         checked = split(req.body.resources, lambda r: denial(r) is None)
-        return await answer_kept(req, handler, "resources", checked, response_key, denied_entry)
+        return await answer_kept(
+            req, handler, "resources", checked, response_key, entry, empty=empty
+        )
 
     return rule
+
+
+def described_config_denied(r: Any, code: ErrorCode) -> DescribeConfigsResult:
+    """DescribeConfigs' entry of a resource the principal may not describe."""
+    return DescribeConfigsResult(
+        error_code=code,
+        error_message=None,
+        resource_type=int(r.resource_type),
+        resource_name=r.resource_name,
+    )
+
+
+def altered_config_denied(r: Any, code: ErrorCode) -> AlterConfigsResourceResponse:
+    """AlterConfigs' entry of a resource the principal may not alter."""
+    return AlterConfigsResourceResponse(
+        error_code=code,
+        error_message=None,
+        resource_type=int(r.resource_type),
+        resource_name=r.resource_name,
+    )
+
+
+def incrementally_altered_config_denied(r: Any, code: ErrorCode) -> dict[str, Any]:
+    """IncrementalAlterConfigs' entry of a resource the principal may not alter: a dict, as
+    the rest of that response (not yet typed)."""
+    return dataclasses.asdict(altered_config_denied(r, code))

@@ -4,18 +4,35 @@ DescribeConfigs, DescribeLogDirs."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from coordinator.broker import BrokerCore
 from coordinator.log_settings import default_topic_configs
 from coordinator.protocol.api_versions import SUPPORTED
-from coordinator.protocol.responses import (
-    OPERATIONS_NOT_REQUESTED,
-    Handler,
-    api,
-    config_entry,
-    handler_table,
+from coordinator.protocol.cluster_messages import (
+    ApiVersion,
+    ApiVersionsResponse,
+    Coordinator,
+    DescribeClusterBroker,
+    DescribeClusterResponse,
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    DescribeLogDirsPartition,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResult,
+    DescribeLogDirsTopic,
+    FinalizedFeatureKey,
+    FindCoordinatorResponse,
+    MetadataResponse,
+    MetadataResponseBroker,
+    MetadataResponsePartition,
+    MetadataResponseTopic,
+    SupportedFeatureKey,
 )
+from coordinator.protocol.responses import Handler, api, handler_table
 from coordinator.protocol.share_handlers import (
     RESOURCE_BROKER,
     RESOURCE_GROUP,
@@ -54,30 +71,36 @@ class ClusterHandlers:
         return current if current is not None else (self.host, self.port)
 
     def _broker(self) -> dict[str, Any]:
+        """This broker as the share handlers' responses list it."""
         host, port = self.endpoint()
         return {"node_id": self.core.node_id, "host": host, "port": port, "rack": None}
 
     @api(ApiKey.API_VERSIONS)
-    async def api_versions(self, req: DecodedRequest) -> dict[str, Any]:
-        keys = [
-            {"api_key": key, "min_version": lo, "max_version": hi}
+    async def api_versions(self, req: DecodedRequest) -> ApiVersionsResponse:
+        keys = tuple(
+            ApiVersion(api_key=key, min_version=lo, max_version=hi)
             for key, (_name, lo, hi) in sorted(SUPPORTED.items())
-        ]
-        answer: dict[str, Any] = {"error_code": ErrorCode.NONE, "api_keys": keys}
-        if req.api_version >= 3:
-            # KIP-1289 is told by this feature: its API keys alone collide with Kafka 4.4's.
-            level = KIP1289_FEATURE_LEVEL
-            answer["supported_features"] = [
-                {"name": KIP1289_FEATURE, "min_version": level, "max_version": level}
-            ]
-            answer["finalized_features_epoch"] = 0
-            answer["finalized_features"] = [
-                {"name": KIP1289_FEATURE, "max_version_level": level, "min_version_level": level}
-            ]
-        return answer
+        )
+        if req.api_version < 3:
+            return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=keys)
+        # KIP-1289 is told by this feature: its API keys alone collide with Kafka 4.4's.
+        level = KIP1289_FEATURE_LEVEL
+        return ApiVersionsResponse(
+            error_code=ErrorCode.NONE,
+            api_keys=keys,
+            supported_features=(
+                SupportedFeatureKey(name=KIP1289_FEATURE, min_version=level, max_version=level),
+            ),
+            finalized_features_epoch=0,
+            finalized_features=(
+                FinalizedFeatureKey(
+                    name=KIP1289_FEATURE, max_version_level=level, min_version_level=level
+                ),
+            ),
+        )
 
     @api(ApiKey.METADATA)
-    async def metadata(self, req: DecodedRequest) -> dict[str, Any]:
+    async def metadata(self, req: DecodedRequest) -> MetadataResponse:
         body = req.body
         requested = body.topics
         auto_create = bool(field(body, "allow_auto_topic_creation", default=True))
@@ -95,7 +118,8 @@ class ClusterHandlers:
                     continue
                 info = self.core.ensure_topic(name) if auto_create else self.core.topics.get(name)
                 infos.append((name, info))
-        topics: list[dict[str, Any]] = []
+        topics: list[MetadataResponseTopic] = []
+        node = self.core.node_id
         for name, info in infos:
             if info is None:
                 # Kafka checks the name of a topic it does not know, with or without
@@ -103,68 +127,64 @@ class ClusterHandlers:
                 # so clients fail at once instead of waiting for the topic to appear.
                 illegal = name is not None and topic_name_error(name) is not None
                 topics.append(
-                    {
-                        "error_code": ErrorCode.INVALID_TOPIC_EXCEPTION
+                    MetadataResponseTopic(
+                        error_code=ErrorCode.INVALID_TOPIC_EXCEPTION
                         if illegal
                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        "name": name,
-                        "topic_id": uuid.UUID(int=0),
+                        name=name,
+                        topic_id=uuid.UUID(int=0),
                         # Kafka's internal topics are never auto-created here (they are the
                         # coordinators' logs, not listed: docs/conformance.md).
-                        "is_internal": name in KAFKA_INTERNAL_TOPICS,
-                        "partitions": [],
-                    }
+                        is_internal=name in KAFKA_INTERNAL_TOPICS,
+                    )
                 )
                 continue
             topics.append(
-                {
-                    "error_code": ErrorCode.NONE,
-                    "name": info.name,
-                    "topic_id": info.topic_id,
-                    "is_internal": info.internal,
-                    "partitions": [
-                        {
-                            "error_code": ErrorCode.NONE,
-                            "partition_index": i,
-                            "leader_id": self.core.node_id,
-                            "leader_epoch": 0,
-                            "replica_nodes": [self.core.node_id],
-                            "isr_nodes": [self.core.node_id],
-                            "offline_replicas": [],
-                        }
+                MetadataResponseTopic(
+                    error_code=ErrorCode.NONE,
+                    name=info.name,
+                    topic_id=info.topic_id,
+                    is_internal=info.internal,
+                    partitions=tuple(
+                        MetadataResponsePartition(
+                            error_code=ErrorCode.NONE,
+                            partition_index=i,
+                            leader_id=node,
+                            leader_epoch=0,
+                            replica_nodes=(node,),
+                            isr_nodes=(node,),
+                        )
                         for i in range(info.num_partitions)
-                    ],
-                    "topic_authorized_operations": OPERATIONS_NOT_REQUESTED,
-                }
+                    ),
+                )
             )
-        return {
-            "brokers": [self._broker()],
-            "cluster_id": self.core.cluster_id,
-            "controller_id": self.core.node_id,
-            "topics": topics,
-        }
+        host, port = self.endpoint()
+        return MetadataResponse(
+            brokers=(MetadataResponseBroker(node_id=node, host=host, port=port),),
+            cluster_id=self.core.cluster_id,
+            controller_id=node,
+            topics=tuple(topics),
+        )
 
     @api(ApiKey.DESCRIBE_CLUSTER)
-    async def describe_cluster(self, req: DecodedRequest) -> dict[str, Any]:
+    async def describe_cluster(self, req: DecodedRequest) -> DescribeClusterResponse:
         host, port = self.endpoint()
-        return {
-            "error_code": ErrorCode.NONE,
-            "endpoint_type": 1,
-            "cluster_id": self.core.cluster_id,
-            "controller_id": self.core.node_id,
-            "brokers": [{"broker_id": self.core.node_id, "host": host, "port": port, "rack": None}],
-            "cluster_authorized_operations": OPERATIONS_NOT_REQUESTED,
-        }
+        return DescribeClusterResponse(
+            error_code=ErrorCode.NONE,
+            cluster_id=self.core.cluster_id,
+            controller_id=self.core.node_id,
+            brokers=(DescribeClusterBroker(broker_id=self.core.node_id, host=host, port=port),),
+        )
 
     @api(ApiKey.FIND_COORDINATOR)
-    async def find_coordinator(self, req: DecodedRequest) -> dict[str, Any]:
+    async def find_coordinator(self, req: DecodedRequest) -> FindCoordinatorResponse:
         body = req.body
         key_type = int(field(body, "key_type", default=0))
         keys = list(field(body, "coordinator_keys", default=()) or ())
         single = field(body, "key")
         if single is not None:
             keys = [single]
-        results: list[dict[str, Any]] = []
+        results: list[Coordinator] = []
         host, port = self.endpoint()
         for key in keys:
             error = ErrorCode.NONE
@@ -175,34 +195,29 @@ class ClusterHandlers:
                 error, message = ErrorCode.INVALID_REQUEST, f"unsupported key type {key_type}"
             ok = error is ErrorCode.NONE
             results.append(
-                {
-                    "key": key,
-                    "node_id": self.core.node_id if ok else -1,
-                    "host": host if ok else "",
-                    "port": port if ok else -1,
-                    "error_code": error,
-                    "error_message": message,
-                }
+                Coordinator(
+                    key=key,
+                    node_id=self.core.node_id if ok else -1,
+                    host=host if ok else "",
+                    port=port if ok else -1,
+                    error_code=error,
+                    error_message=message,
+                )
             )
         if req.api_version >= 4:
-            return {"coordinators": results}
-        first = results[0] if results else {"error_code": ErrorCode.INVALID_REQUEST}
-        return {
-            "error_code": first["error_code"],
-            "error_message": first.get("error_message"),
-            "node_id": first.get("node_id", -1),
-            "host": first.get("host", ""),
-            "port": first.get("port", -1),
-        }
+            return FindCoordinatorResponse(coordinators=tuple(results))
+        if not results:
+            return FindCoordinatorResponse(error_code=ErrorCode.INVALID_REQUEST)
+        return one_coordinator(results[0])
 
     @api(ApiKey.DESCRIBE_CONFIGS)
-    async def describe_configs(self, req: DecodedRequest) -> dict[str, Any]:
-        results: list[dict[str, Any]] = []
+    async def describe_configs(self, req: DecodedRequest) -> DescribeConfigsResponse:
+        results: list[DescribeConfigsResult] = []
         for resource in req.body.resources:
             rtype = int(resource.resource_type)
             name = resource.resource_name
             wanted = resource.configuration_keys
-            configs: list[dict[str, Any]] = []
+            configs: list[DescribeConfigsResourceResult] = []
             error = ErrorCode.NONE
             message = None
             if rtype == RESOURCE_TOPIC:
@@ -219,9 +234,9 @@ class ClusterHandlers:
                             configs.append(config_entry(key, text, source=4 if static else 5))
                     for key, value in info.configs.items():
                         configs.append(config_entry(key, value, source=1))
-                    configs.sort(key=lambda c: str(c["name"]))
+                    configs.sort(key=lambda c: c.name)
             elif rtype == RESOURCE_GROUP:
-                configs = self.share.describe_group_configs(name)
+                configs = [_group_config(c) for c in self.share.describe_group_configs(name)]
             elif rtype == RESOURCE_BROKER:
                 for defn in CONFIG_DEFS:
                     value = self.core.config[defn.name]
@@ -230,35 +245,35 @@ class ClusterHandlers:
                         shown = str(value).lower()
                     entry = config_entry(defn.name, shown, source=5, doc=defn.doc)
                     if is_sensitive(defn.name):
-                        entry.update(value=None, is_sensitive=True)  # Kafka hides them
+                        entry = replace(entry, value=None, is_sensitive=True)  # Kafka hides them
                     configs.append(entry)
             else:
                 error, message = ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}"
             if wanted is not None:
-                configs = [c for c in configs if c["name"] in wanted]
+                configs = [c for c in configs if c.name in wanted]
             results.append(
-                {
-                    "error_code": error,
-                    "error_message": message,
-                    "resource_type": rtype,
-                    "resource_name": name,
-                    "configs": configs,
-                }
+                DescribeConfigsResult(
+                    error_code=error,
+                    error_message=message,
+                    resource_type=rtype,
+                    resource_name=name,
+                    configs=tuple(configs),
+                )
             )
-        return {"results": results}
+        return DescribeConfigsResponse(results=tuple(results))
 
     @api(ApiKey.DESCRIBE_LOG_DIRS)
-    async def describe_log_dirs(self, req: DecodedRequest) -> dict[str, Any]:
+    async def describe_log_dirs(self, req: DecodedRequest) -> DescribeLogDirsResponse:
         """One log directory (the data dir) with the size of each partition's segments."""
         wanted = req.body.topics
         selected: dict[str, set[int] | None] | None = None
         if wanted is not None:
             selected = {t.topic: {int(p) for p in t.partitions} for t in wanted}
-        topics: list[dict[str, Any]] = []
+        topics: list[DescribeLogDirsTopic] = []
         for info in self.core.visible_topics():
             if selected is not None and info.name not in selected:
                 continue
-            parts = []
+            parts: list[DescribeLogDirsPartition] = []
             for index in range(info.num_partitions):
                 chosen = selected[info.name] if selected is not None else None
                 if chosen is not None and index not in chosen:
@@ -266,14 +281,44 @@ class ClusterHandlers:
                 size = self.core.partition_size(TopicPartition(info.name, index))
                 if size is not None:
                     parts.append(
-                        {
-                            "partition_index": index,
-                            "partition_size": size,
-                            "offset_lag": 0,
-                            "is_future_key": False,
-                        }
+                        DescribeLogDirsPartition(partition_index=index, partition_size=size)
                     )
             if parts:
-                topics.append({"name": info.name, "partitions": parts})
-        result = {"error_code": ErrorCode.NONE, "log_dir": self.core.log_dir, "topics": topics}
-        return {"error_code": ErrorCode.NONE, "results": [result]}
+                topics.append(DescribeLogDirsTopic(name=info.name, partitions=tuple(parts)))
+        result = DescribeLogDirsResult(
+            error_code=ErrorCode.NONE, log_dir=self.core.log_dir, topics=tuple(topics)
+        )
+        return DescribeLogDirsResponse(error_code=ErrorCode.NONE, results=(result,))
+
+
+def one_coordinator(entry: Coordinator) -> FindCoordinatorResponse:
+    """The FindCoordinator answer of v3 and earlier: the one key's coordinator (or error)."""
+    return FindCoordinatorResponse(
+        error_code=entry.error_code,
+        error_message=entry.error_message,
+        node_id=entry.node_id,
+        host=entry.host,
+        port=entry.port,
+    )
+
+
+def config_entry(
+    name: str, value: str | None, *, source: int, doc: str | None = None
+) -> DescribeConfigsResourceResult:
+    """A config as DescribeConfigs shows it; the static broker configs (5) are read-only."""
+    return DescribeConfigsResourceResult(
+        name=name, value=value, read_only=source == 5, config_source=source, documentation=doc
+    )
+
+
+def _group_config(entry: Mapping[str, Any]) -> DescribeConfigsResourceResult:
+    """A share group's config as ``ShareHandlers.describe_group_configs`` lists it."""
+    return DescribeConfigsResourceResult(
+        name=entry["name"],
+        value=entry["value"],
+        read_only=entry["read_only"],
+        config_source=entry["config_source"],
+        is_sensitive=entry["is_sensitive"],
+        config_type=entry["config_type"],
+        documentation=entry["documentation"],
+    )

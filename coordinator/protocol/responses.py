@@ -109,18 +109,3 @@ def by_topic(
     for tp, result in results.items():
         topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, **entry(result)})
     return [{"name": name, "partitions": parts} for name, parts in topics.items()]
-
-
-def config_entry(
-    name: str, value: str | None, *, source: int, doc: str | None = None
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "value": value,
-        "read_only": source == 5,
-        "config_source": source,
-        "is_sensitive": False,
-        "synonyms": [],
-        "config_type": 0,
-        "documentation": doc,
-    }

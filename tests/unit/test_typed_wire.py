@@ -304,7 +304,6 @@ def test_the_kip1289_keys_are_sharetxns() -> None:
 
 #: Handler families whose responses are still dicts; each leaves this list when it is typed.
 _UNTYPED_FAMILIES = {
-    "coordinator/protocol/cluster_handlers.py",
     "coordinator/protocol/group_handlers.py",
     "coordinator/protocol/share_handlers.py",
 }

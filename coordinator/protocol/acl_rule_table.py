@@ -20,7 +20,7 @@ from coordinator.protocol.acl_rules import (
     create_topics_rule,
     delete_records_rule,
     delete_topics_rule,
-    denied,
+    denied_request,
     describe_producers_rule,
     described_config_denied,
     end_txn_rule,
@@ -111,6 +111,6 @@ async def authorize_request(ctx: RequestContext, req: DecodedRequest, handler: H
         # An API without a row in the table is served to super users only.
         if ctx.principal in ctx.authorizer.super_users:
             return await handler(req)
-        return denied(req, CLUSTER_DENIED)
+        return denied_request(req, CLUSTER_DENIED)
     result: Response = await rule(ctx, req, handler)
     return result

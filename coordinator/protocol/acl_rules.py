@@ -202,7 +202,7 @@ WHOLE_REQUEST_DENIALS: dict[int, Callable[[ErrorCode], Message]] = {
 }
 
 
-def denied(req: DecodedRequest, code: ErrorCode) -> Body:
+def denied_request(req: DecodedRequest, code: ErrorCode) -> Body:
     """The answer to ``req`` when the principal may not make it at all.
 
     The group APIs' (JoinGroup, Heartbeat, LeaveGroup, SyncGroup and the Consumer/Share
@@ -216,13 +216,13 @@ def denied(req: DecodedRequest, code: ErrorCode) -> Body:
 def guarded(
     denial: Callable[[RequestContext, Any], ErrorCode | None],
 ) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
-    """The rule that answers ``denied(req, error)`` when ``denial`` finds an error for the
+    """The rule that answers ``denied_request(req, error)`` when ``denial`` finds an error for the
     request body."""
 
     async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
         code = denial(ctx, req.body)
         if code is not None:
-            return denied(req, code)
+            return denied_request(req, code)
         return await handler(req)
 
     return rule
@@ -246,12 +246,12 @@ async def init_producer_id_rule(
     tid = req.body.transactional_id
     if tid is not None:
         if not ctx.txn(tid):
-            return denied(req, TXN_DENIED)
+            return denied_request(req, TXN_DENIED)
     elif not (
         ctx.cluster(OP.IDEMPOTENT_WRITE)
         or ctx.authorizer.authorize_any(ctx.principal, ctx.host, OP.WRITE, RT.TOPIC)
     ):
-        return denied(req, CLUSTER_DENIED)
+        return denied_request(req, CLUSTER_DENIED)
     return await handler(req)
 
 
@@ -283,7 +283,7 @@ async def membership_rule(ctx: RequestContext, req: DecodedRequest, handler: Han
     """Consumer/ShareGroupHeartbeat: READ on the group, DESCRIBE on subscribed topics."""
     b = req.body
     if not ctx.group(OP.READ, b.group_id):
-        return denied(req, GROUP_DENIED)
+        return denied_request(req, GROUP_DENIED)
     subscribed = b.subscribed_topic_names or ()
     refused = sorted(t for t in subscribed if not ctx.topic(OP.DESCRIBE, t))
     if refused:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
+import typing
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 
 from coordinator.broker import BrokerCore
 from coordinator.log.memory_log import MemoryStorage
-from coordinator.protocol.acl_rules import TopicDirectory
+from coordinator.protocol.acl_rules import TopicDirectory, denied_request
 from coordinator.protocol.api_versions import SUPPORTED
 from coordinator.protocol.handlers import Handlers
 from coordinator.protocol.responses import Body
@@ -596,3 +597,37 @@ def test_metadata_hides_and_refuses(world: World) -> None:
 
 def test_every_rule_case_covers_a_served_api() -> None:
     assert {key for key, _v, _b, _e in CASES.values()} <= set(SUPPORTED)
+
+
+#: The APIs whose rule may refuse the whole request with one top-level error.
+WHOLE_REQUEST_REFUSED = (
+    ApiKey.JOIN_GROUP,
+    ApiKey.HEARTBEAT,
+    ApiKey.LEAVE_GROUP,
+    ApiKey.SYNC_GROUP,
+    ApiKey.INIT_PRODUCER_ID,
+    ApiKey.END_TXN,
+    ApiKey.ADD_OFFSETS_TO_TXN,
+    ApiKey.ADD_SHARE_ACKS_TO_TXN,
+    ApiKey.DESCRIBE_LOG_DIRS,
+    ApiKey.DESCRIBE_SHARE_PENDING_ACKS,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT,
+    ApiKey.SHARE_GROUP_HEARTBEAT,
+)
+
+
+@pytest.mark.parametrize("key", WHOLE_REQUEST_REFUSED, ids=lambda k: k.name)
+def test_a_request_refused_whole_is_answered_its_apis_message(world: World, key: ApiKey) -> None:
+    """The refusal of an API whose handler answers a typed message is that message
+    (``acl_rules.WHOLE_REQUEST_DENIALS``), a dict only while the handler answers dicts; it
+    renders in every version."""
+    answers = typing.get_type_hints(world.handlers.table[key])["return"]
+    request = DecodedRequest(key, 0, 7, "test", None)
+    refusal = denied_request(request, E.CLUSTER_AUTHORIZATION_FAILED)
+    if typing.get_origin(answers) is dict:
+        assert isinstance(refusal, dict)
+    else:
+        assert type(refusal) is answers
+    _name, lowest, highest = SUPPORTED[key]
+    for version in range(lowest, highest + 1):
+        encode_response(key, version, 7, refusal)

@@ -51,7 +51,7 @@ from chaos.workload import (
     Txn,
     Worker,
     WorkloadEnv,
-    _err,
+    error_name,
 )
 from producer.protocol.records import decode_records
 from txn.errors import ErrorCode
@@ -95,7 +95,7 @@ class GroupWorker(Worker):
     def _heartbeat_failed(self, response: Any) -> None:
         if response.error in GROUP_MEMBER_LOST:
             if not self.env.is_current(self.proc):
-                raise ProcessExit(f"zombie fenced by the group ({_err(response)})")
+                raise ProcessExit(f"zombie fenced by the group ({error_name(response)})")
             self._lose_partitions()
 
     def _heartbeat_wait(self) -> int:
@@ -161,7 +161,7 @@ class GroupWorker(Worker):
         op = env.invoke(self.proc, "offset-fetch", {"partitions": [list(p) for p in partitions]})
         response = yield from self._call(OffsetFetch(env.config.consumer_group, partitions, True))
         if response is TIMEOUT or response.error is not E.NONE:
-            env.done(op, "info" if response is TIMEOUT else "fail", {"error": _err(response)})
+            env.done(op, "info" if response is TIMEOUT else "fail", {"error": error_name(response)})
             return False
         assert isinstance(response, OffsetsAnswer)
         got: dict[str, Any] = {}
@@ -182,7 +182,7 @@ class GroupWorker(Worker):
         op = env.invoke(self.proc, "group-fetch", {"partition": tp[1], "offset": position})
         response = yield from self._call(Fetch(tp[0], tp[1], position, FETCH_MAX_BYTES))
         if response is TIMEOUT or response.error is not E.NONE:
-            env.done(op, "info" if response is TIMEOUT else "fail", {"error": _err(response)})
+            env.done(op, "info" if response is TIMEOUT else "fail", {"error": error_name(response)})
             return []
         assert isinstance(response, OffsetsAnswer)
         error, data = response.partitions[tp]
@@ -277,7 +277,7 @@ class GroupWorker(Worker):
             retriable=frozenset({E.CONCURRENT_TRANSACTIONS, E.COORDINATOR_LOAD_IN_PROGRESS}),
         )
         if response is TIMEOUT or uncertain:
-            env.done(op, "info", {"error": _err(response)})
+            env.done(op, "info", {"error": error_name(response)})
             txn.uncertain = True
             txn.failed = "txn-offsets unknown"
             return

@@ -63,8 +63,11 @@ from coordinator.group.results import FetchedOffset
 from coordinator.log import cleaner, compaction
 from coordinator.partition import Partition
 from coordinator.producer_state import ProducerStateManager, SequenceCheck
-from coordinator.share.inflight import Run
+from coordinator.share import acknowledgement, txn_pending
+from coordinator.share.inflight import InFlightRuns, Run
 from coordinator.share.manager import ShareManager
+from coordinator.share.partition_model import SharePartitionConfig, back_to_available
+from coordinator.share.partition_state import InFlightState
 from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.share_partition import AckBatch, PendingPlan, SharePartition
 from coordinator.share.state_shard import ShareStateShard
@@ -152,8 +155,8 @@ def _skip_restore_pending(stack: ExitStack) -> None:
     replace(stack, SharePartition, "restore_pending", restore_pending)
 
 
-def _runs(sp: SharePartition) -> Any:
-    return sp._runs  # noqa: SLF001
+def _runs(sp: SharePartition) -> InFlightRuns:
+    return sp.inflight.runs
 
 
 def _before_complete_pending(
@@ -239,7 +242,7 @@ def _lock_expiry_releases_pending(stack: ExitStack) -> None:
                         == (producer_id, producer_epoch)
                     ):
                         a, z = max(first, run.first), min(last, run.last)
-                        changes.append(self._back_to_available(a, z, run.delivery_count))
+                        changes.append(back_to_available(a, z, run.delivery_count, self.config))
             if changes:
                 self._apply(sorted(changes, key=lambda c: c.first))
 
@@ -345,16 +348,19 @@ def _marker_acked_before_applied(stack: ExitStack) -> None:
 
 
 def _ack_below_spso_ignored(stack: ExitStack) -> None:
-    original = SharePartition._plan_acks  # noqa: SLF001
+    original = acknowledgement.plan_acks
 
-    def _plan_acks(
-        self: SharePartition,
+    def plan_acks(
+        state: InFlightState,
+        config: SharePartitionConfig,
         member_id: str | None,
         batches: Sequence[AckBatch],
+        *,
         txn: tuple[int, int] | None,
+        now_ms: int,
     ) -> Any:
         if txn is not None:
-            start = self.start_offset
+            start = state.start
             kept: list[AckBatch] = []
             for b in batches:
                 if b.last_offset < start:
@@ -367,9 +373,10 @@ def _ack_below_spso_ignored(stack: ExitStack) -> None:
                     types = types[start - b.first_offset :]
                 kept.append(AckBatch(start, b.last_offset, list(types)))
             batches = kept
-        return original(self, member_id, batches, txn)
+        return original(state, config, member_id, batches, txn=txn, now_ms=now_ms)
 
-    replace(stack, SharePartition, "_plan_acks", _plan_acks)
+    # The transactional planner's own reference to the acknowledgement planner.
+    replace(stack, txn_pending, "plan_acks", plan_acks)
 
 
 def _prune_loses_committed_acks(stack: ExitStack) -> None:

@@ -189,7 +189,7 @@ class WorkloadEnv:
         self.history.complete(self.loop.now_ms(), op, type_, value)
 
 
-def _err(response: Any) -> str:
+def error_name(response: Any) -> str:
     if response is TIMEOUT:
         return "timeout"
     error = getattr(response, "error", None)
@@ -263,7 +263,7 @@ class IdempotentWriter:
             if isinstance(response, Answer) and response.error is not E.NONE:
                 # Not retriable with this sequence (should not happen): the values may or may
                 # not be in the log; start over with a fresh producer id.
-                env.done(op, "info", {"error": _err(response)})
+                env.done(op, "info", {"error": error_name(response)})
                 self.pid = -1
                 return
             yield Sleep(100)  # timeout: resend the very same batch
@@ -394,7 +394,7 @@ class Worker:
                     env.done(op, "ok", {"epoch": self.member_epoch, "assignment": assignment})
             else:
                 if op >= 0:
-                    env.done(op, "fail", {"error": _err(response)})
+                    env.done(op, "fail", {"error": error_name(response)})
                 self._heartbeat_failed(response)
             yield Sleep(self._heartbeat_wait())
 
@@ -464,7 +464,9 @@ class Worker:
             env.done(op, "ok", {"pid": self.pid, "epoch": self.epoch})
             return True
         env.done(
-            op, "info" if uncertain or response is TIMEOUT else "fail", {"error": _err(response)}
+            op,
+            "info" if uncertain or response is TIMEOUT else "fail",
+            {"error": error_name(response)},
         )
         return False
 
@@ -543,7 +545,7 @@ class Worker:
                 env.done(
                     op,
                     "info" if uncertain or response is TIMEOUT else "fail",
-                    {"error": _err(response)},
+                    {"error": error_name(response)},
                 )
                 self._drop_lease(twopc_tid, dirty=True)
                 return
@@ -699,7 +701,7 @@ class Worker:
         return False
 
     def _failed(self, txn: Txn, op: int, response: Any, uncertain: bool) -> None:
-        error = _err(response)
+        error = error_name(response)
         if isinstance(response, PartitionAnswer):
             bad = [e for e in response.errors.values() if e is not E.NONE]
             error = bad[0].name if bad else error
@@ -731,17 +733,17 @@ class Worker:
             env.done(op, "ok", {})
             env.done(txn_op, "ok", {"outcome": outcome})
         elif response is TIMEOUT or uncertain:
-            env.done(op, "info", {"error": _err(response)})
+            env.done(op, "info", {"error": error_name(response)})
             if commit:
-                env.done(txn_op, "info", {"error": _err(response)})
+                env.done(txn_op, "info", {"error": error_name(response)})
             else:
                 # No commit was ever sent: whatever happens, it does not commit.
-                env.done(txn_op, "fail", {"error": _err(response), "by": "fence"})
+                env.done(txn_op, "fail", {"error": error_name(response), "by": "fence"})
         else:
-            env.done(op, "fail", {"error": _err(response)})
+            env.done(op, "fail", {"error": error_name(response)})
             # A definite error on the only attempt: this EndTxn did nothing, and a transaction
             # no commit reached is aborted (by the epoch bump below or its timeout).
-            env.done(txn_op, "fail", {"error": _err(response)})
+            env.done(txn_op, "fail", {"error": error_name(response)})
         if txn.twopc:
             self._drop_lease(txn.tid, dirty=not ok or uncertain)
             return ok and commit
@@ -791,7 +793,7 @@ class Worker:
             attempts=4,
         )
         if not (isinstance(response, Answer) and response.error is E.NONE):
-            env.done(op, "info", {"error": _err(response), "stage": "keep"})
+            env.done(op, "info", {"error": error_name(response), "stage": "keep"})
             intent.claimed_by = None
             return
         pid, epoch = int(response.fields["pid"]), int(response.fields["epoch"])
@@ -806,7 +808,7 @@ class Worker:
         if isinstance(response, Answer) and response.error is E.NONE:
             env.done(op, "ok", {"outcome": "commit" if intent.commit else "abort"})
         else:
-            env.done(op, "info", {"error": _err(response), "stage": "end"})
+            env.done(op, "info", {"error": error_name(response), "stage": "end"})
             intent.claimed_by = None
             return
         # The client library bumps the epoch after a completed prepared transaction.
@@ -843,7 +845,7 @@ class Worker:
                 lease.holder = None
                 lease.dirty = False
         else:
-            env.done(op, "info" if uncertain else "fail", {"error": _err(response)})
+            env.done(op, "info" if uncertain else "fail", {"error": error_name(response)})
             if lease.holder is self.proc:
                 lease.holder = None
 

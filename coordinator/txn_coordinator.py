@@ -37,7 +37,7 @@ from coordinator.txn_results import (
     TransactionDescription,
     TransactionListing,
     TransactionView,
-    _result_of,
+    marker_control_type,
     transaction_view,
 )
 from coordinator.txn_shard import TxnRecord, TxnShard
@@ -501,7 +501,7 @@ class TransactionCoordinator:
 
     def _send_markers(self, metadata: TransactionMetadata) -> TxnTransitMetadata:
         """Prepare the Complete* transition and deliver the markers that must precede it."""
-        result = _result_of(metadata.state)
+        result = marker_control_type(metadata.state)
         complete = metadata.prepare_complete(self._clock.now_ms())
         transactional_id = metadata.transactional_id
         self._pending_complete[transactional_id] = complete

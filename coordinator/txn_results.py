@@ -142,5 +142,5 @@ def transit_record(
     return encode_key(transactional_id), encode_value(transit_to_log_value(transit))
 
 
-def _result_of(state: TransactionState) -> ControlType:
+def marker_control_type(state: TransactionState) -> ControlType:
     return ControlType.COMMIT if state is _S.PREPARE_COMMIT else ControlType.ABORT

@@ -46,34 +46,34 @@ from coordinator.shard_runtime import CoordinatorResult, answer_each
 from coordinator.share.assignor import SimpleAssignor
 from coordinator.share.group_config import ShareGroupConfig
 from coordinator.share.group_model import (
-    _EMPTY,
     GROUP_TYPE,
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
+    NO_ASSIGNMENT,
     GroupListing,
+    GroupMember,
+    GroupPlan,
     HeartbeatRequest,
     HeartbeatResult,
     ListFilter,
+    ShareGroup,
     ShareGroupDescription,
     ShareGroupMemberDescription,
     ShareGroupView,
     ShareMemberView,
+    StatePartitionMetadata,
     TopicLookup,
     TopicPartitions,
-    _add,
-    _as_list,
-    _assignable,
-    _current_record,
-    _fenced,
-    _flatten,
-    _Group,
-    _invalid_heartbeat,
-    _Member,
-    _member_record,
-    _PartitionState,
-    _Plan,
-    _remove,
-    _state_record,
+    add_to_sets,
+    as_assignment_list,
+    assignable_partitions,
+    current_assignment_record_of,
+    fenced_message,
+    flatten_sets,
+    invalid_heartbeat,
+    member_record_of,
+    partition_state_record_of,
+    remove_from_sets,
 )
 from coordinator.share.group_records import (
     GroupConfigRecord,
@@ -160,7 +160,7 @@ class ShareGroupCoordinator:
         member_epoch = request.member_epoch
         if (error := self.availability()) is not ErrorCode.NONE:
             return HeartbeatResult(error)
-        invalid = _invalid_heartbeat(request)
+        invalid = invalid_heartbeat(request)
         if invalid is not None:
             return HeartbeatResult(ErrorCode.INVALID_REQUEST, invalid)
         if member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
@@ -187,10 +187,10 @@ class ShareGroupCoordinator:
                 ErrorCode.UNKNOWN_MEMBER_ID,
                 f"Member {member_id} is not a member of group {group_id}.",
             )
-        if old is not None and (fenced := _fenced(old, member_epoch)) is not None:
+        if old is not None and (fenced := fenced_message(old, member_epoch)) is not None:
             return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH, fenced)
 
-        base = old if old is not None else _Member(member_id)
+        base = old if old is not None else GroupMember(member_id)
         subscribed_topic_names = request.subscribed_topic_names
         updated = dataclasses.replace(
             base,
@@ -210,12 +210,12 @@ class ShareGroupCoordinator:
         plan = self._plan(group_id, group, members, force_bump=subscription_changed)
 
         records: list[GroupRecord] = []
-        member_record = _member_record(group_id, updated)
-        if old is None or _member_record(group_id, old) != member_record:
+        member_record = member_record_of(group_id, updated)
+        if old is None or member_record_of(group_id, old) != member_record:
             records.append(member_record)
         reconciled = self._reconcile(updated, plan, subscription_changed)
-        current_record = _current_record(group_id, reconciled)
-        if old is None or _current_record(group_id, old) != current_record:
+        current_record = current_assignment_record_of(group_id, reconciled)
+        if old is None or current_assignment_record_of(group_id, old) != current_record:
             records.append(current_record)
         # The assignment goes out on a join, a full request, or when it changed.
         send_assignment = (
@@ -234,17 +234,21 @@ class ShareGroupCoordinator:
             member_id=member_id,
             member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=self.group_config(group_id).heartbeat_interval_ms,
-            assignment=_as_list(reconciled.assigned) if send_assignment else None,
+            assignment=as_assignment_list(reconciled.assigned) if send_assignment else None,
         )
 
-    def _reconcile(self, member: _Member, plan: _Plan, subscription_changed: bool) -> _Member:
+    def _reconcile(
+        self, member: GroupMember, plan: GroupPlan, subscription_changed: bool
+    ) -> GroupMember:
         """The member moved to the target assignment (ShareGroupAssignmentBuilder)."""
         new_epoch = member.member_epoch != plan.assignment_epoch
         if not new_epoch and not subscription_changed:
             return member
         subscribed_ids = {plan.metadata[n][0] for n in member.subscribed if n in plan.metadata}
         assigned = frozenset(
-            tp for tp in plan.target.get(member.member_id, _EMPTY) if tp.topic_id in subscribed_ids
+            tp
+            for tp in plan.target.get(member.member_id, NO_ASSIGNMENT)
+            if tp.topic_id in subscribed_ids
         )
         if not new_epoch:
             return dataclasses.replace(member, assigned=assigned)
@@ -274,7 +278,7 @@ class ShareGroupCoordinator:
             ErrorCode.NONE, member_id=member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH
         )
 
-    def _remove_member(self, group: _Group, member_id: str) -> ErrorCode:
+    def _remove_member(self, group: ShareGroup, member_id: str) -> ErrorCode:
         """Tombstone the member and bump the group epoch; then tell ``on_member_removed``."""
         group_id = group.group_id
         members = {m: v for m, v in group.members.items() if m != member_id}
@@ -300,12 +304,12 @@ class ShareGroupCoordinator:
     def _plan(
         self,
         group_id: str,
-        group: _Group | None,
-        members: Mapping[str, _Member],
+        group: ShareGroup | None,
+        members: Mapping[str, GroupMember],
         *,
         force_bump: bool,
-        partition_state: _PartitionState | None = None,
-    ) -> _Plan:
+        partition_state: StatePartitionMetadata | None = None,
+    ) -> GroupPlan:
         """Re-evaluate a group with ``members`` (and optionally a changed partition state).
 
         Returns the records that bring the group there: the partition-state record when
@@ -324,8 +328,8 @@ class ShareGroupCoordinator:
         new_state = self._plan_partition_state(base, metadata)
 
         old_metadata = group.subscription_metadata if group is not None else {}
-        old_assignable = _assignable(current_state, old_metadata)
-        assignable = _assignable(new_state, metadata)
+        old_assignable = assignable_partitions(current_state, old_metadata)
+        assignable = assignable_partitions(new_state, metadata)
         epoch = group.epoch if group is not None else 0
         assignment_epoch = group.assignment_epoch if group is not None else 0
         target = dict(group.target) if group is not None else {}
@@ -344,20 +348,20 @@ class ShareGroupCoordinator:
             log.info("share group %s: epoch %d, %d member(s)", group_id, epoch, len(members))
         if current_state is None or not new_state.same_sets(current_state):
             if not new_state.is_empty():
-                records.append(_state_record(group_id, new_state))
+                records.append(partition_state_record_of(group_id, new_state))
             elif current_state is not None:
                 records.append(Tombstone("partitions", group_id))
-        return _Plan(records, epoch, assignment_epoch, target, metadata)
+        return GroupPlan(records, epoch, assignment_epoch, target, metadata)
 
     def _plan_partition_state(
-        self, state: _PartitionState | None, metadata: Mapping[str, tuple[uuid.UUID, int]]
-    ) -> _PartitionState:
+        self, state: StatePartitionMetadata | None, metadata: Mapping[str, tuple[uuid.UUID, int]]
+    ) -> StatePartitionMetadata:
         """Deleted topics' partitions to *deleting*; new subscribed partitions to *initializing*."""
-        new = state.copy() if state is not None else _PartitionState()
+        new = state.copy() if state is not None else StatePartitionMetadata()
         for topic_id in sorted(set(new.initializing) | set(new.initialized)):
             if self._topics.by_id(topic_id) is None:
-                _add(new.deleting, topic_id, new.initializing.pop(topic_id, frozenset()))
-                _add(new.deleting, topic_id, new.initialized.pop(topic_id, frozenset()))
+                add_to_sets(new.deleting, topic_id, new.initializing.pop(topic_id, frozenset()))
+                add_to_sets(new.deleting, topic_id, new.initialized.pop(topic_id, frozenset()))
         for name, (topic_id, num_partitions) in metadata.items():
             known = (
                 new.initializing.get(topic_id, frozenset())
@@ -366,7 +370,7 @@ class ShareGroupCoordinator:
             )
             missing = frozenset(range(num_partitions)) - known
             if missing:
-                _add(new.initializing, topic_id, missing)
+                add_to_sets(new.initializing, topic_id, missing)
             new.names[topic_id] = name
         live = set(new.initializing) | set(new.initialized) | set(new.deleting)
         new.names = {t: n for t, n in new.names.items() if t in live}
@@ -400,12 +404,12 @@ class ShareGroupCoordinator:
     def partitions_to_initialize(self, group_id: str) -> list[tuple[uuid.UUID, int]]:
         """Partitions waiting for InitializeShareGroupState (state epoch = the group epoch)."""
         state = self._shard.partition_states.get(group_id)
-        return _flatten(state.initializing) if state is not None else []
+        return flatten_sets(state.initializing) if state is not None else []
 
     def partitions_to_delete(self, group_id: str) -> list[tuple[uuid.UUID, int]]:
         """Partitions waiting for DeleteShareGroupState (also of a group already deleted)."""
         state = self._shard.partition_states.get(group_id)
-        return _flatten(state.deleting) if state is not None else []
+        return flatten_sets(state.deleting) if state is not None else []
 
     def initialized_partitions(self, group_id: str) -> dict[uuid.UUID, frozenset[int]]:
         """Partitions whose share state exists (assignable if subscribed)."""
@@ -439,8 +443,8 @@ class ShareGroupCoordinator:
         if not done:
             return ErrorCode.NONE
         new_state = state.copy()
-        _remove(new_state.initializing, topic_id, done)
-        _add(new_state.initialized, topic_id, done)
+        remove_from_sets(new_state.initializing, topic_id, done)
+        add_to_sets(new_state.initialized, topic_id, done)
         return self._replan(group_id, new_state)
 
     def mark_deleted(
@@ -459,7 +463,7 @@ class ShareGroupCoordinator:
         if not gone:
             return ErrorCode.NONE
         new_state = state.copy()
-        _remove(new_state.deleting, topic_id, gone)
+        remove_from_sets(new_state.deleting, topic_id, gone)
         return self._replan(group_id, new_state)
 
     def mark_offsets_reset(
@@ -472,16 +476,18 @@ class ShareGroupCoordinator:
         """
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
-        state = self._shard.partition_states.get(group_id) or _PartitionState()
+        state = self._shard.partition_states.get(group_id) or StatePartitionMetadata()
         parts = frozenset(partitions)
         new_state = state.copy()
-        _remove(
+        remove_from_sets(
             new_state.initializing,
             topic_id,
             parts & new_state.initializing.get(topic_id, frozenset()),
         )
-        _remove(new_state.deleting, topic_id, parts & new_state.deleting.get(topic_id, frozenset()))
-        _add(new_state.initialized, topic_id, parts)
+        remove_from_sets(
+            new_state.deleting, topic_id, parts & new_state.deleting.get(topic_id, frozenset())
+        )
+        add_to_sets(new_state.initialized, topic_id, parts)
         group = self._shard.groups.get(group_id)
         if group is None:
             plan = self._plan(group_id, None, {}, force_bump=True, partition_state=new_state)
@@ -506,22 +512,22 @@ class ShareGroupCoordinator:
         if not parts:
             return sorted(state.deleting.get(topic_id, frozenset()))
         new_state = state.copy()
-        _remove(
+        remove_from_sets(
             new_state.initialized,
             topic_id,
             parts & new_state.initialized.get(topic_id, frozenset()),
         )
-        _remove(
+        remove_from_sets(
             new_state.initializing,
             topic_id,
             parts & new_state.initializing.get(topic_id, frozenset()),
         )
-        _add(new_state.deleting, topic_id, parts)
+        add_to_sets(new_state.deleting, topic_id, parts)
         if self._replan(group_id, new_state) is not ErrorCode.NONE:
             return []
         return sorted(parts | state.deleting.get(topic_id, frozenset()))
 
-    def _replan(self, group_id: str, new_state: _PartitionState) -> ErrorCode:
+    def _replan(self, group_id: str, new_state: StatePartitionMetadata) -> ErrorCode:
         group = self._shard.groups.get(group_id)
         members = dict(group.members) if group is not None else {}
         plan = self._plan(group_id, group, members, force_bump=False, partition_state=new_state)
@@ -534,7 +540,7 @@ class ShareGroupCoordinator:
         group = self._shard.groups.get(group_id)
         if group is None:
             return None
-        state = self._shard.partition_states.get(group_id) or _PartitionState()
+        state = self._shard.partition_states.get(group_id) or StatePartitionMetadata()
         members = {
             m.member_id: ShareMemberView(
                 member_id=m.member_id,
@@ -545,7 +551,7 @@ class ShareGroupCoordinator:
                 member_epoch=m.member_epoch,
                 previous_member_epoch=m.previous_member_epoch,
                 assigned=m.assigned,
-                target=group.target.get(m.member_id, _EMPTY),
+                target=group.target.get(m.member_id, NO_ASSIGNMENT),
             )
             for m in sorted(group.members.values(), key=lambda m: m.member_id)
         }
@@ -588,7 +594,7 @@ class ShareGroupCoordinator:
                 subscribed_topic_names=m.subscribed,
                 assignment=tuple(
                     TopicPartitions(topic_id, self._topic_name(group.group_id, topic_id), tuple(ps))
-                    for topic_id, ps in _as_list(m.assigned)
+                    for topic_id, ps in as_assignment_list(m.assigned)
                 ),
             )
             for m in sorted(group.members.values(), key=lambda m: m.member_id)
@@ -654,12 +660,12 @@ class ShareGroupCoordinator:
             new = state.copy()
             for sets in (new.initializing, new.initialized):
                 for topic_id, parts in sets.items():
-                    _add(new.deleting, topic_id, parts)
+                    add_to_sets(new.deleting, topic_id, parts)
                 sets.clear()
             if new.is_empty():
                 records.append(Tombstone("partitions", group_id))
             elif not new.same_sets(state):
-                records.append(_state_record(group_id, new))
+                records.append(partition_state_record_of(group_id, new))
         records.append(Tombstone("target", group_id))
         records.append(Tombstone("group", group_id))
         return records

@@ -177,11 +177,11 @@ class ShareGroupView:
 
 # --- in-memory state --------------------------------------------------------------------------
 
-_EMPTY: Assignment = frozenset()
+NO_ASSIGNMENT: Assignment = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
-class _Member:
+class GroupMember:
     member_id: str
     rack_id: str | None = None
     client_id: str = ""
@@ -189,15 +189,15 @@ class _Member:
     subscribed: tuple[str, ...] = ()
     member_epoch: int = 0
     previous_member_epoch: int = 0
-    assigned: Assignment = _EMPTY
+    assigned: Assignment = NO_ASSIGNMENT
 
 
 @dataclass(slots=True)
-class _Group:
+class ShareGroup:
     group_id: str
     epoch: int = 0
     subscription_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
-    members: dict[str, _Member] = field(default_factory=dict)
+    members: dict[str, GroupMember] = field(default_factory=dict)
     assignment_epoch: int = 0
     target: dict[str, Assignment] = field(default_factory=dict)
 
@@ -210,7 +210,7 @@ _Sets = dict[uuid.UUID, frozenset[int]]
 
 
 @dataclass(slots=True)
-class _PartitionState:
+class StatePartitionMetadata:
     """ShareGroupStatePartitionMetadata: a group's share partitions by persister stage."""
 
     initializing: _Sets = field(default_factory=dict)
@@ -221,12 +221,12 @@ class _PartitionState:
     def is_empty(self) -> bool:
         return not (self.initializing or self.initialized or self.deleting)
 
-    def copy(self) -> _PartitionState:
-        return _PartitionState(
+    def copy(self) -> StatePartitionMetadata:
+        return StatePartitionMetadata(
             dict(self.initializing), dict(self.initialized), dict(self.deleting), dict(self.names)
         )
 
-    def same_sets(self, other: _PartitionState) -> bool:
+    def same_sets(self, other: StatePartitionMetadata) -> bool:
         return (self.initializing, self.initialized, self.deleting) == (
             other.initializing,
             other.initialized,
@@ -235,7 +235,7 @@ class _PartitionState:
 
 
 @dataclass(slots=True)
-class _Plan:
+class GroupPlan:
     """The outcome of re-evaluating one group: records to write and the state they produce."""
 
     records: list[GroupRecord]
@@ -245,13 +245,13 @@ class _Plan:
     metadata: dict[str, tuple[uuid.UUID, int]]
 
 
-def _add(sets: _Sets, topic_id: uuid.UUID, parts: Iterable[int]) -> None:
+def add_to_sets(sets: _Sets, topic_id: uuid.UUID, parts: Iterable[int]) -> None:
     merged = sets.get(topic_id, frozenset()) | frozenset(parts)
     if merged:
         sets[topic_id] = merged
 
 
-def _remove(sets: _Sets, topic_id: uuid.UUID, parts: Iterable[int]) -> None:
+def remove_from_sets(sets: _Sets, topic_id: uuid.UUID, parts: Iterable[int]) -> None:
     left = sets.get(topic_id, frozenset()) - frozenset(parts)
     if left:
         sets[topic_id] = left
@@ -259,21 +259,21 @@ def _remove(sets: _Sets, topic_id: uuid.UUID, parts: Iterable[int]) -> None:
         sets.pop(topic_id, None)
 
 
-def _as_list(assigned: Iterable[TopicIdPartition]) -> AssignmentList:
+def as_assignment_list(assigned: Iterable[TopicIdPartition]) -> AssignmentList:
     by_topic: dict[uuid.UUID, list[int]] = {}
     for tp in assigned:
         by_topic.setdefault(tp.topic_id, []).append(tp.partition)
     return [(topic_id, sorted(parts)) for topic_id, parts in sorted(by_topic.items())]
 
 
-def _flatten(sets: Mapping[uuid.UUID, frozenset[int]]) -> list[tuple[uuid.UUID, int]]:
+def flatten_sets(sets: Mapping[uuid.UUID, frozenset[int]]) -> list[tuple[uuid.UUID, int]]:
     return [(topic_id, p) for topic_id in sorted(sets) for p in sorted(sets[topic_id])]
 
 
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def _invalid_heartbeat(request: HeartbeatRequest) -> str | None:
+def invalid_heartbeat(request: HeartbeatRequest) -> str | None:
     """Kafka's request checks (GroupCoordinatorService), in its order; None if valid."""
     if not request.member_id or not request.member_id.strip():
         return "MemberId can't be empty."
@@ -289,7 +289,7 @@ def _invalid_heartbeat(request: HeartbeatRequest) -> str | None:
     return None
 
 
-def _fenced(member: _Member, received: int) -> str | None:
+def fenced_message(member: GroupMember, received: int) -> str | None:
     """FENCED_MEMBER_EPOCH's message if ``received`` is neither the member's epoch nor, after a
     lost response, its previous one; else None."""
     if received > member.member_epoch:
@@ -308,8 +308,8 @@ def _fenced(member: _Member, received: int) -> str | None:
     return None
 
 
-def _assignable(
-    state: _PartitionState | None, metadata: Mapping[str, tuple[uuid.UUID, int]]
+def assignable_partitions(
+    state: StatePartitionMetadata | None, metadata: Mapping[str, tuple[uuid.UUID, int]]
 ) -> dict[uuid.UUID, frozenset[int]]:
     """Initialized partitions of the subscribed topics (those the assignor may hand out)."""
     if state is None:
@@ -322,7 +322,7 @@ def _assignable(
     return out
 
 
-def _member_record(group_id: str, member: _Member) -> MemberRecord:
+def member_record_of(group_id: str, member: GroupMember) -> MemberRecord:
     return MemberRecord(
         group_id,
         member.member_id,
@@ -333,7 +333,7 @@ def _member_record(group_id: str, member: _Member) -> MemberRecord:
     )
 
 
-def _current_record(group_id: str, member: _Member) -> CurrentAssignmentRecord:
+def current_assignment_record_of(group_id: str, member: GroupMember) -> CurrentAssignmentRecord:
     return CurrentAssignmentRecord(
         group_id,
         member.member_id,
@@ -343,7 +343,7 @@ def _current_record(group_id: str, member: _Member) -> CurrentAssignmentRecord:
     )
 
 
-def _state_record(group_id: str, state: _PartitionState) -> PartitionStateRecord:
+def partition_state_record_of(group_id: str, state: StatePartitionMetadata) -> PartitionStateRecord:
     return PartitionStateRecord(
         group_id,
         dict(state.initializing),

@@ -16,7 +16,12 @@ from typing import Any
 from coordinator.log.storage import PartitionLog
 from coordinator.shard_runtime import CoordinatorRuntime, Record
 from coordinator.share.group_config import GroupConfigDefs, ShareGroupConfig
-from coordinator.share.group_model import _EMPTY, _Group, _Member, _PartitionState
+from coordinator.share.group_model import (
+    NO_ASSIGNMENT,
+    GroupMember,
+    ShareGroup,
+    StatePartitionMetadata,
+)
 from coordinator.share.group_records import (
     CurrentAssignmentRecord,
     GroupConfigRecord,
@@ -52,8 +57,8 @@ class ShareGroupShard:
     def __init__(self, clock: Clock, config: BrokerConfig) -> None:
         self._clock = clock
         self._config_defs = GroupConfigDefs(config)
-        self.groups: dict[str, _Group] = {}
-        self.partition_states: dict[str, _PartitionState] = {}
+        self.groups: dict[str, ShareGroup] = {}
+        self.partition_states: dict[str, StatePartitionMetadata] = {}
         self.configs: dict[str, dict[str, str]] = {}
         # group_config() of each group with overrides, unchanged since, and (key None) of the
         # groups without: every heartbeat and fetch asks, and the broker's defaults are fixed.
@@ -126,7 +131,7 @@ class ShareGroupShard:
                 group.assignment_epoch = record.assignment_epoch
                 group.target = dict(record.assignment)
             case PartitionStateRecord():
-                self.partition_states[record.group_id] = _PartitionState(
+                self.partition_states[record.group_id] = StatePartitionMetadata(
                     dict(record.initializing),
                     dict(record.initialized),
                     dict(record.deleting),
@@ -153,7 +158,7 @@ class ShareGroupShard:
             member = group.members.get(record.member_id)
             if member is not None:
                 group.members[record.member_id] = dataclasses.replace(
-                    member, member_epoch=0, previous_member_epoch=0, assigned=_EMPTY
+                    member, member_epoch=0, previous_member_epoch=0, assigned=NO_ASSIGNMENT
                 )
         elif record.kind == "target" and group is not None:
             group.target = {}
@@ -166,13 +171,13 @@ class ShareGroupShard:
     def _update_member(self, group_id: str, member_id: str, **changes: Any) -> None:
         """A record's fields set on the member (created when the record is its first)."""
         group = self._group_for_replay(group_id)
-        member = group.members.get(member_id, _Member(member_id))
+        member = group.members.get(member_id, GroupMember(member_id))
         group.members[member_id] = dataclasses.replace(member, **changes)
 
-    def _group_for_replay(self, group_id: str) -> _Group:
+    def _group_for_replay(self, group_id: str) -> ShareGroup:
         group = self.groups.get(group_id)
         if group is None:
-            group = self.groups[group_id] = _Group(group_id)
+            group = self.groups[group_id] = ShareGroup(group_id)
         return group
 
 

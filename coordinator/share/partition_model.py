@@ -1,7 +1,8 @@
-"""The share partition's data model: config, states, results, planned changes, helpers.
+"""The share partition's data model: config, states, results, planned changes, transition rules.
 
-Shared by the modules that implement ``SharePartition`` (``partition_core``, ``acquisition``,
-``acknowledgement``, ``txn_pending``); see ``share_partition`` for the whole picture.
+Shared by the in-flight state (``partition_state``), the planners (``acquisition``,
+``acknowledgement``, ``txn_pending``) and ``SharePartition``, which runs them; see
+``share_partition`` for the whole picture.
 """
 
 from __future__ import annotations
@@ -13,13 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal, NamedTuple, Protocol
 
 from coordinator.partition import AbortedTxn, FetchData
-from coordinator.share.inflight import (
-    AcquisitionLock,
-    PendingAck,
-)
+from coordinator.share.inflight import AcquisitionLock, PendingAck, Run
 from coordinator.share.persister import PersisterStateBatch
 from coordinator.share.state_combiner import append_coalesced
-from txn.batch import BatchHeader
 from txn.config import default_of
 from txn.errors import ErrorCode, InvalidConfigError, InvalidRequestError
 from txn.share_state import AcknowledgeType, RecordState
@@ -38,17 +35,6 @@ EVENT_REJECTED: Final = "rejected"  # REJECT -> ARCHIVED
 EVENT_ARCHIVED: Final = "archived"  # -> ARCHIVED otherwise (GAP, limit, log start, aborted txn)
 
 EventSink = Callable[[str, int], None]
-
-# States that keep a run alive below the SPSO (they still have an owner to hear from).
-_HELD: Final = frozenset({RecordState.ACQUIRED, RecordState.TX_PENDING})
-_PERSISTED_STATE_IDS: Final[dict[int, RecordState]] = {
-    int(RecordState.AVAILABLE): RecordState.AVAILABLE,
-    # Kafka never persists ACQUIRED; an ACQUIRED batch read back would have no lock and no
-    # owner (the KAFKA-18084 bug class), so it is loaded as AVAILABLE.
-    int(RecordState.ACQUIRED): RecordState.AVAILABLE,
-    int(RecordState.ACKNOWLEDGED): RecordState.ACKNOWLEDGED,
-    int(RecordState.ARCHIVED): RecordState.ARCHIVED,
-}
 
 
 class SharePartitionState(enum.Enum):
@@ -200,7 +186,7 @@ def map_persister_error(code: ErrorCode, *, initializing: bool) -> ErrorCode:
 
 
 @dataclass(slots=True)
-class _Change:
+class Change:
     """One planned transition of the range first..last (within one run at planning time)."""
 
     first: int
@@ -218,61 +204,64 @@ class _Change:
         return self.last - self.first + 1
 
 
-# The target delivery state a transaction staged -> the acknowledgement that produced it.
-_ACK_OF_TARGET: Final[dict[int, AcknowledgeType]] = {
-    int(RecordState.ACKNOWLEDGED): AcknowledgeType.ACCEPT,
-    int(RecordState.ARCHIVED): AcknowledgeType.REJECT,
-    int(RecordState.AVAILABLE): AcknowledgeType.RELEASE,
-}
+def back_to_available(first: int, last: int, dc: int, config: SharePartitionConfig) -> Change:
+    """RELEASE, lock timeout or transaction abort: AVAILABLE, or ARCHIVED at the limit."""
+    if dc >= config.delivery_count_limit:
+        return Change(first, last, RecordState.ARCHIVED, dc, event=EVENT_ARCHIVED)
+    return Change(first, last, RecordState.AVAILABLE, dc, event=EVENT_RELEASED)
 
 
-# The first log read of an acquisition; grown fourfold while it covers too few records.
-_FIRST_READ_BYTES: Final = 256 * 1024
-
-
-class _InitError(Exception):
-    """Persisted state that cannot be loaded."""
-
-
-def _is_aborted(header: BatchHeader, aborted: tuple[AbortedTxn, ...]) -> bool:
-    pid = header.producer_id
-    base = header.base_offset
-    return any(a.producer_id == pid and a.first_offset <= base <= a.last_offset for a in aborted)
-
-
-def _segments(
-    first: int, last: int, batch_first: int, types: list[AcknowledgeType]
-) -> list[tuple[int, int, AcknowledgeType]]:
-    """Split first..last into runs of equal acknowledge type (one type covers everything)."""
-    if len(types) == 1:
-        return [(first, last, types[0])]
-    out: list[tuple[int, int, AcknowledgeType]] = []
-    seg_start = first
-    current = types[first - batch_first]
-    for offset in range(first + 1, last + 1):
-        ack = types[offset - batch_first]
-        if ack is not current:
-            out.append((seg_start, offset - 1, current))
-            seg_start = offset
-            current = ack
-    out.append((seg_start, last, current))
+def below_start_or_back(
+    first: int, last: int, dc: int, start: int, config: SharePartitionConfig
+) -> list[Change]:
+    """Records going back (release, lock timeout, abort): ARCHIVED below the SPSO ``start``,
+    else ``back_to_available``."""
+    out: list[Change] = []
+    if first < start:
+        below = min(last, start - 1)
+        out.append(Change(first, below, RecordState.ARCHIVED, dc, event=EVENT_ARCHIVED))
+        first = below + 1
+    if first <= last:
+        out.append(back_to_available(first, last, dc, config))
     return out
 
 
-def _append_range(out: list[AcquiredRange], first: int, last: int, dc: int) -> None:
-    if out and out[-1].last_offset + 1 == first and out[-1].delivery_count == dc:
-        out[-1] = AcquiredRange(out[-1].first_offset, last, dc)
-    else:
-        out.append(AcquiredRange(first, last, dc))
+def ack_change(
+    run: Run,
+    first: int,
+    last: int,
+    ack: AcknowledgeType,
+    config: SharePartitionConfig,
+    *,
+    txn: tuple[int, int] | None,
+    renew_lock: AcquisitionLock | None,
+) -> Change:
+    """The change one acknowledgement of ``run``'s records first..last makes."""
+    dc = run.delivery_count
+    if txn is not None:
+        pending = PendingAck(txn[0], txn[1], ack)
+        return Change(first, last, RecordState.TX_PENDING, dc, run.member_id, pending)
+    if ack is AcknowledgeType.RENEW:
+        return Change(
+            first, last, RecordState.ACQUIRED, dc, run.member_id, lock=renew_lock, renew=True
+        )
+    if ack is AcknowledgeType.ACCEPT:
+        return Change(first, last, RecordState.ACKNOWLEDGED, dc, event=EVENT_ACKNOWLEDGED)
+    if ack is AcknowledgeType.REJECT:
+        return Change(first, last, RecordState.ARCHIVED, dc, event=EVENT_REJECTED)
+    if ack is AcknowledgeType.GAP:
+        return Change(first, last, RecordState.ARCHIVED, dc, event=EVENT_ARCHIVED)
+    return back_to_available(first, last, dc, config)
 
 
-def _append_batch(
+def append_batch(
     out: list[PersisterStateBatch], first: int, last: int, state: int, dc: int
 ) -> None:
+    """Add a state batch, merged into the last one when adjacent and equal."""
     append_coalesced(out, PersisterStateBatch(first, last, state, dc))
 
 
-def _write_batches(plan: list[_Change], new_start: int) -> list[PersisterStateBatch]:
+def write_batches(plan: Sequence[Change], new_start: int) -> list[PersisterStateBatch]:
     """The state batches a write carries: changed ranges at or above the new SPSO."""
     out: list[PersisterStateBatch] = []
     for change in plan:
@@ -281,20 +270,5 @@ def _write_batches(plan: list[_Change], new_start: int) -> list[PersisterStateBa
         first = max(change.first, new_start)
         if first > change.last:
             continue
-        _append_batch(out, first, change.last, int(change.state), change.delivery_count)
+        append_batch(out, first, change.last, int(change.state), change.delivery_count)
     return out
-
-
-def _join_spans(raw: bytes, spans: list[tuple[int, int]]) -> bytes:
-    if not spans:
-        return b""
-    parts: list[bytes] = []
-    start, stop = spans[0]
-    for s, e in spans[1:]:
-        if s == stop:
-            stop = e
-        else:
-            parts.append(raw[start:stop])
-            start, stop = s, e
-    parts.append(raw[start:stop])
-    return b"".join(parts)

@@ -80,7 +80,7 @@ class ShareStateView(NamedTuple):
 
 
 @dataclass
-class _KeyState:
+class KeyState:
     """One share partition's state, as the records in the log describe it."""
 
     snapshot_epoch: int
@@ -131,21 +131,21 @@ class MarkerOutcome:
 
 
 @dataclass
-class _StatePartition:
+class StatePartition:
     index: int
-    states: dict[ShareStateKey, _KeyState] = field(default_factory=dict)
+    states: dict[ShareStateKey, KeyState] = field(default_factory=dict)
     # KIP-1289: producer id -> staged transactional updates.
     pending_txn: dict[int, PendingTxnUpdates] = field(default_factory=dict)
 
 
-def _to_records(batches: Iterable[PersisterStateBatch]) -> tuple[StateBatch, ...]:
+def to_state_records(batches: Iterable[PersisterStateBatch]) -> tuple[StateBatch, ...]:
     return tuple(
         StateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
         for b in batches
     )
 
 
-def _from_records(batches: Iterable[StateBatch]) -> tuple[PersisterStateBatch, ...]:
+def from_state_records(batches: Iterable[StateBatch]) -> tuple[PersisterStateBatch, ...]:
     return tuple(
         PersisterStateBatch(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
         for b in batches
@@ -155,7 +155,7 @@ def _from_records(batches: Iterable[StateBatch]) -> tuple[PersisterStateBatch, .
 _TERMINAL_STATES = frozenset({2, 4})  # ACKNOWLEDGED, ARCHIVED
 
 
-def _past_terminal_prefix(start: int, batches: Sequence[PersisterStateBatch]) -> int:
+def past_terminal_prefix(start: int, batches: Sequence[PersisterStateBatch]) -> int:
     """The first offset at or after ``start`` not covered by an ACKNOWLEDGED/ARCHIVED batch."""
     for batch in sorted(batches, key=lambda b: b.first_offset):
         if batch.last_offset < start:

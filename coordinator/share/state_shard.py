@@ -17,7 +17,7 @@ pruning has cut the records that raised them fences exactly as the live one does
 
 **KIP-1289.**  Transactional share acknowledgements are pid-tagged (transactional) ShareUpdate
 batches.  Replay does not merge them: they are staged per producer id in
-``_StatePartition.pending_txn`` and materialized or discarded when the COMMIT/ABORT control
+``StatePartition.pending_txn`` and materialized or discarded when the COMMIT/ABORT control
 marker for that producer is replayed (mirroring ``pendingTransactionalOffsets`` of the group
 coordinator).
 
@@ -46,16 +46,16 @@ from coordinator.share.state_partitions import (
     INITIAL_LEADER_EPOCH,
     NO_EPOCH,
     UNINITIALIZED_START_OFFSET,
+    KeyState,
     MarkerOutcome,
     PendingTxnUpdates,
     ShareStateView,
-    _from_records,
-    _KeyState,
-    _past_terminal_prefix,
-    _StatePartition,
-    _to_records,
+    StatePartition,
     coordinator_key,
+    from_state_records,
     partition_for,
+    past_terminal_prefix,
+    to_state_records,
 )
 from txn.clock import Clock
 from txn.config import BrokerConfig
@@ -150,7 +150,7 @@ class ShareStateShard:
                 "share.coordinator.snapshot.update.records.per.snapshot must be in [0, 500]"
             )
         self._topic_exists = topic_exists
-        self._partitions: dict[int, _StatePartition] = {}
+        self._partitions: dict[int, StatePartition] = {}
 
     @property
     def codec(self) -> ShareStateCodec:
@@ -176,7 +176,7 @@ class ShareStateShard:
 
     def add_partition(self, index: int) -> None:
         """An empty state partition, before its log is replayed."""
-        self._partitions[index] = _StatePartition(index)
+        self._partitions[index] = StatePartition(index)
 
     def partitions(self) -> list[int]:
         return list(self._partitions)
@@ -315,7 +315,7 @@ class ShareStateShard:
             snapshot_epoch=entry.snapshot_epoch,
             leader_epoch=NO_EPOCH,
             start_offset=NO_START_OFFSET,
-            state_batches=_to_records(batches),
+            state_batches=to_state_records(batches),
         )
         return CoordinatorResult(
             [ShareStateRecord.of(key, value)],
@@ -424,7 +424,7 @@ class ShareStateShard:
         for producer_id, pending in sorted(part.pending_txn.items()):
             for value in pending.updates.get(key, []):
                 out.append(
-                    (producer_id, pending.producer_epoch, _from_records(value.state_batches))
+                    (producer_id, pending.producer_epoch, from_state_records(value.state_batches))
                 )
         return out
 
@@ -499,7 +499,7 @@ class ShareStateShard:
             _materialize(part, pending)
 
     def _marker_pending(
-        self, part: _StatePartition, producer_id: int, producer_epoch: int
+        self, part: StatePartition, producer_id: int, producer_epoch: int
     ) -> PendingTxnUpdates | None:
         """What a marker resolves: the producer's staged acks, unless none are staged or a
         newer transaction staged them (an old marker must not touch those)."""
@@ -510,7 +510,7 @@ class ShareStateShard:
 
     # --- internals ----------------------------------------------------------------------------
 
-    def _entry(self, key: ShareStateKey) -> _KeyState | None:
+    def _entry(self, key: ShareStateKey) -> KeyState | None:
         return self._partitions[self.partition_for(key)].states.get(key)
 
     def _check_key(self, key: ShareStateKey) -> ErrorCode | None:
@@ -536,7 +536,7 @@ class ShareStateShard:
 
     def _next_record(
         self,
-        entry: _KeyState,
+        entry: KeyState,
         start_offset: int,
         batches: Sequence[PersisterStateBatch],
         leader_epoch: int,
@@ -552,14 +552,14 @@ class ShareStateShard:
                 start_offset=new_start,
                 create_timestamp=now,
                 write_timestamp=now,
-                state_batches=_to_records(combine(entry.batches, batches, new_start)),
+                state_batches=to_state_records(combine(entry.batches, batches, new_start)),
             )
             return _with_fences(snapshot, entry)
         return ShareUpdateValue(
             snapshot_epoch=entry.snapshot_epoch,
             leader_epoch=leader_epoch,
             start_offset=start_offset,
-            state_batches=_to_records(combine((), batches, start_offset)),
+            state_batches=to_state_records(combine((), batches, start_offset)),
         )
 
 
@@ -568,7 +568,7 @@ def _write(key: ShareStateKey, value: ShareRecordValue | None) -> Result:
     return CoordinatorResult([ShareStateRecord.of(key, value)], ErrorCode.NONE)
 
 
-def _resnapshot(entry: _KeyState, write_timestamp: int) -> ShareSnapshotValue:
+def _resnapshot(entry: KeyState, write_timestamp: int) -> ShareSnapshotValue:
     """A snapshot of ``entry``'s current state, one snapshot epoch later."""
     snapshot = ShareSnapshotValue(
         snapshot_epoch=entry.snapshot_epoch + 1,
@@ -577,12 +577,12 @@ def _resnapshot(entry: _KeyState, write_timestamp: int) -> ShareSnapshotValue:
         start_offset=entry.start_offset,
         create_timestamp=entry.create_timestamp,
         write_timestamp=write_timestamp,
-        state_batches=_to_records(entry.batches),
+        state_batches=to_state_records(entry.batches),
     )
     return _with_fences(snapshot, entry)
 
 
-def _with_fences(value: ShareSnapshotValue, entry: _KeyState | None) -> ShareSnapshotValue:
+def _with_fences(value: ShareSnapshotValue, entry: KeyState | None) -> ShareSnapshotValue:
     """``value`` carrying the fences its replay gives the key, where they are higher than its
     own epochs: once pruning has cut the key's older records, they are the only trace."""
     if entry is None:
@@ -597,19 +597,19 @@ def _with_fences(value: ShareSnapshotValue, entry: _KeyState | None) -> ShareSna
 
 
 def _apply(
-    part: _StatePartition, offset: int, key: ShareStateKey, value: ShareRecordValue | None
+    part: StatePartition, offset: int, key: ShareStateKey, value: ShareRecordValue | None
 ) -> None:
     """A non-transactional record: a tombstone, a snapshot, or an update merged in."""
     current = part.states.get(key)
     if value is None:
         part.states.pop(key, None)
     elif isinstance(value, ShareSnapshotValue):
-        part.states[key] = _KeyState(
+        part.states[key] = KeyState(
             snapshot_epoch=value.snapshot_epoch,
             state_epoch=value.state_epoch,
             leader_epoch=value.leader_epoch,
             start_offset=value.start_offset,
-            batches=_from_records(value.state_batches),
+            batches=from_state_records(value.state_batches),
             create_timestamp=value.create_timestamp,
             write_timestamp=value.write_timestamp,
             fence_leader_epoch=max(
@@ -628,12 +628,12 @@ def _apply(
     elif current is None:
         # An update with no snapshot before it (Kafka takes it as the state).
         log.warning("%s: ShareUpdate at %d without a snapshot", coordinator_key(key), offset)
-        part.states[key] = _KeyState(
+        part.states[key] = KeyState(
             snapshot_epoch=value.snapshot_epoch,
             state_epoch=DEFAULT_STATE_EPOCH,
             leader_epoch=value.leader_epoch,
             start_offset=value.start_offset,
-            batches=_from_records(value.state_batches),
+            batches=from_state_records(value.state_batches),
             create_timestamp=0,
             write_timestamp=0,
             fence_leader_epoch=value.leader_epoch,
@@ -649,7 +649,9 @@ def _apply(
         if value.leader_epoch != NO_EPOCH:
             current.leader_epoch = value.leader_epoch
         current.fence_leader_epoch = max(current.fence_leader_epoch, value.leader_epoch)
-        current.batches = tuple(combine(current.batches, _from_records(value.state_batches), start))
+        current.batches = tuple(
+            combine(current.batches, from_state_records(value.state_batches), start)
+        )
         current.update_count += 1
 
 
@@ -658,7 +660,7 @@ def _or(value: int | None, default: int) -> int:
 
 
 def _stage(
-    part: _StatePartition,
+    part: StatePartition,
     offset: int,
     producer_id: int,
     producer_epoch: int,
@@ -676,7 +678,7 @@ def _stage(
     pending.updates.setdefault(key, []).append(value)
 
 
-def _materialize(part: _StatePartition, pending: PendingTxnUpdates) -> None:
+def _materialize(part: StatePartition, pending: PendingTxnUpdates) -> None:
     """A committed transaction's staged acks, overlaid onto the states they target."""
     for key, values in pending.updates.items():
         entry = part.states.get(key)
@@ -685,11 +687,11 @@ def _materialize(part: _StatePartition, pending: PendingTxnUpdates) -> None:
         batches = entry.batches
         for value in values:
             batches = tuple(
-                overlay(batches, _from_records(value.state_batches), entry.start_offset)
+                overlay(batches, from_state_records(value.state_batches), entry.start_offset)
             )
         # The committed acks may complete a prefix: the start offset moves past it, as
         # the share partition's own next write would have moved it.
-        start = _past_terminal_prefix(entry.start_offset, batches)
+        start = past_terminal_prefix(entry.start_offset, batches)
         entry.start_offset = start
         entry.batches = tuple(combine(batches, (), start))
         # The acks live only in the pending batch (and the marker) until a snapshot holds

@@ -3,7 +3,7 @@ and parsing (``ProducerConfig.from_dict``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -160,30 +160,4 @@ def _acks(raw: Any) -> int:
     raise ValueError(msg)
 
 
-def _to_bytes(value: object, what: str) -> bytes | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value.encode()
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value)
-    msg = f"{what} must be bytes, str or None, got {type(value).__name__}"
-    raise TypeError(msg)
-
-
 HeadersArg = Mapping[str, bytes | str | None] | Sequence[tuple[str, bytes | str | None]] | None
-
-
-def _headers(headers: HeadersArg) -> list[tuple[str, bytes | None]]:
-    if headers is None:
-        return []
-    items: Iterable[tuple[object, object]] = (
-        headers.items() if isinstance(headers, Mapping) else headers
-    )
-    out: list[tuple[str, bytes | None]] = []
-    for key, value in items:
-        if not isinstance(key, str):
-            msg = f"header keys must be str, got {type(key).__name__}"
-            raise TypeError(msg)
-        out.append((key, _to_bytes(value, f"header {key!r}")))
-    return out

@@ -22,7 +22,7 @@ from producer.produce.accumulator import (
     partition_for_key,
     record_size,
 )
-from producer.produce.producer_config import HeadersArg, ProducerConfig, _headers, _to_bytes
+from producer.produce.producer_config import HeadersArg, ProducerConfig
 from producer.produce.sender import ProducerClient, Sender, SenderConfig
 from producer.produce.txn_manager import IllegalStateError, Operation, TransactionManager
 from producer.protocol.client import KafkaClient
@@ -215,3 +215,29 @@ class ProducerCore:
             else:
                 # The sender is inside a request; closing would wait for the socket's lock.
                 threading.Thread(target=self._client.close, daemon=True).start()
+
+
+def _to_bytes(value: object, what: str) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    msg = f"{what} must be bytes, str or None, got {type(value).__name__}"
+    raise TypeError(msg)
+
+
+def _headers(headers: HeadersArg) -> list[tuple[str, bytes | None]]:
+    if headers is None:
+        return []
+    items: Iterable[tuple[object, object]] = (
+        headers.items() if isinstance(headers, Mapping) else headers
+    )
+    out: list[tuple[str, bytes | None]] = []
+    for key, value in items:
+        if not isinstance(key, str):
+            msg = f"header keys must be str, got {type(key).__name__}"
+            raise TypeError(msg)
+        out.append((key, _to_bytes(value, f"header {key!r}")))
+    return out

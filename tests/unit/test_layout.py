@@ -315,3 +315,34 @@ def test_the_broker_loads_no_client_recovery_or_harness_code() -> None:
             if text.split(".")[0] in others
         ]
     assert not found, "\n".join(found)
+
+
+def _absolute(node: ast.ImportFrom, name: str, is_package: bool) -> str:
+    """The module a ``from ... import`` names, relative imports resolved against ``name``."""
+    if not node.level:
+        return node.module or ""
+    parts = name.split(".")
+    base = parts if is_package else parts[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """``from <module of ours> import _name`` is a private name leaking across modules: make it
+    public where it is shared, or move it to the module that uses it."""
+    found = []
+    for name, path in sorted(_modules().items()):
+        tree = ast.parse(path.read_text(), str(path))
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            target = _absolute(node, name, is_package)
+            if target.split(".")[0] not in PACKAGES or target == name:
+                continue
+            found += [
+                f"{_source(name)}:{node.lineno} imports {alias.name} from {target}"
+                for alias in node.names
+                if alias.name.startswith("_")
+            ]
+    assert not found, "private names imported across modules:\n" + "\n".join(found)

@@ -361,7 +361,7 @@ def derived_archived(log: DataLog, read_committed: bool) -> set[int]:
 
 
 def check_invariants(sp: SharePartition, log: DataLog, persister: FakePersister) -> None:
-    runs = list(sp._runs)
+    runs = list(sp.inflight.runs)
     start, end = sp.start_offset, sp.end_offset
     assert start <= end
     for a, b in itertools.pairwise(runs):
@@ -379,13 +379,13 @@ def check_invariants(sp: SharePartition, log: DataLog, persister: FakePersister)
         if r.last < start:
             assert r.state in (ACQUIRED, TX_PENDING)
     # The SPSO sits on an unfinished record.
-    head = sp._runs.find(start)
+    head = sp.inflight.runs.find(start)
     assert start == end or (head is not None and (head.state is None or not head.state.is_terminal))
     # Lock accounting: every ACQUIRED record has a live lock; nothing else has one.
     held: dict[int, int] = {}
     for r in runs:
         if r.state is ACQUIRED:
-            assert r.lock is not None and r.lock in sp._locks and r.member_id
+            assert r.lock is not None and r.lock in sp.inflight.locks and r.member_id
             held[id(r.lock)] = held.get(id(r.lock), 0) + r.count
         else:
             assert r.lock is None
@@ -394,7 +394,7 @@ def check_invariants(sp: SharePartition, log: DataLog, persister: FakePersister)
         limit = sp.config.delivery_count_limit
         assert r.state is not AVAILABLE or r.delivery_count < limit
         assert r.delivery_count <= limit
-    assert {id(lock): lock.held for lock in sp._locks} == held
+    assert {id(lock): lock.held for lock in sp.inflight.locks} == held
     # next_fetch_offset is the first AVAILABLE or never-fetched offset.
     expected_next = end
     for r in covered:

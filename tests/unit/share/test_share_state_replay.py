@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from coordinator.shard_runtime import ControlMarker
 from coordinator.share.persister import PersisterStateBatch, ShareStateKey, StateWrite
 from coordinator.share.share_coordinator import ShareCoordinator, share_state_runtime
-from coordinator.share.state_partitions import _StatePartition
+from coordinator.share.state_partitions import StatePartition
 from coordinator.share.state_shard import ShareStateShard
 from tests.unit.share.coordinator_bench import ACKED, ARCHIVED, AVAILABLE, OTHER_TOPIC, TOPIC, Bench
 
@@ -151,7 +151,7 @@ def _run(bench: Bench, op: object) -> None:
                 log.flush_failures.clear()
 
 
-def _state(coordinator: ShareCoordinator) -> dict[int, _StatePartition]:
+def _state(coordinator: ShareCoordinator) -> dict[int, StatePartition]:
     shard = coordinator._shard
     return {index: shard._partitions[index] for index in shard.partitions()}
 

@@ -14,7 +14,7 @@ import random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from coordinator.group.coordinator import ConsumerGroupCoordinator
+from coordinator.assembly import CONSUMER_GROUPS_PARTITION, assemble_coordinators
 from coordinator.group.offset_commands import Committer
 from coordinator.log.cleaner_passes import CleanerExecutor, CleanTarget, LogCleaner
 from coordinator.log.compaction import CleanResult, transactions_of
@@ -34,9 +34,8 @@ from coordinator.reserved_topics import (
     refuse_client_created,
     write_refusal,
 )
-from coordinator.share.manager import PartitionAcks, ShareManager
+from coordinator.share.manager import PartitionAcks
 from coordinator.topics import TopicInfo, TopicRegistry
-from coordinator.txn_coordinator import TransactionCoordinator
 from coordinator.txn_results import ActiveProducer
 from txn.batch import ControlType
 from txn.clock import Clock
@@ -48,7 +47,6 @@ from txn.ids import (
     PRODUCER_IDS_TOPIC,
     RESERVED_TOPICS,
     SHARE_GROUP_STATE_TOPIC,
-    TRANSACTION_STATE_TOPIC,
     TopicIdPartition,
     TopicPartition,
 )
@@ -57,8 +55,6 @@ from txn.topic_config_defs import ConfigOperation
 
 log = logging.getLogger("sharetxn.broker")
 
-# Partition 0 of __consumer_offsets holds share groups, partition 1 consumer groups.
-CONSUMER_GROUPS_PARTITION = 1
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
@@ -109,14 +105,6 @@ class BrokerCore:
         # Coordinator logs are durable before any decision is acted on: every coordinator calls
         # flush() right after its append, so the log itself must not fsync a second time.
         self._internal_log_config = LogConfig(flush_interval_messages=LONG_MAX)
-
-        def internal(segment_bytes_config: str) -> LogConfig:
-            return replace(
-                self._internal_log_config,
-                segment_bytes=self.config.get_int(segment_bytes_config),
-            )
-
-        offsets_config = internal("offsets.topic.segment.bytes")
         # The compacted internal logs (Kafka's cleanup.policy=compact internal topics), by name.
         self._compacted_internal: dict[str, PartitionLog] = {}
         self.cleaner = LogCleaner(clock, cleaner_executor)
@@ -143,47 +131,23 @@ class BrokerCore:
             scramble_rng=self.rng,
         )
         self.marker_channel = MarkerChannel(clock, self)
-        txn_log = storage.open_log(
-            TRANSACTION_STATE_TOPIC, 0, internal("transaction.state.log.segment.bytes")
-        )
-        self._compacted_internal[f"{TRANSACTION_STATE_TOPIC}-0"] = txn_log
-        self.txn_coordinator = TransactionCoordinator(
-            clock,
-            txn_log,
-            self.producer_ids,
-            self.marker_channel,
-            self.config,
-        )
-        self.txn_coordinator.load()
-        share_groups_log = storage.open_log(GROUP_METADATA_TOPIC, 0, offsets_config)
-        self._compacted_internal[f"{GROUP_METADATA_TOPIC}-0"] = share_groups_log
-        share_state_config = internal("share.coordinator.state.topic.segment.bytes")
-        self.share = ShareManager(
-            clock,
-            self.config,
-            self.topics,
-            self.partitions,
-            share_groups_log,
-            lambda p: storage.open_log(SHARE_GROUP_STATE_TOPIC, p, share_state_config),
-            on_event=self._on_share_event,
-        )
-        self.share.load()
         self._group_event_listeners: list[Callable[[str, str, int], None]] = []
-        groups_log = storage.open_log(
-            GROUP_METADATA_TOPIC, CONSUMER_GROUPS_PARTITION, offsets_config
-        )
-        self._compacted_internal[f"{GROUP_METADATA_TOPIC}-{CONSUMER_GROUPS_PARTITION}"] = groups_log
-        self.groups = ConsumerGroupCoordinator(
+        coordinators = assemble_coordinators(
+            storage,
             clock,
-            groups_log,
             self.config,
-            is_share_group=lambda group_id: self.share.groups.group(group_id) is not None,
-            on_event=self._on_group_event,
+            self._internal_log_config,
             topics=self.topics,
+            partitions=self.partitions,
+            producer_ids=self.producer_ids,
+            marker_channel=self.marker_channel,
+            on_share_event=self._on_share_event,
+            on_group_event=self._on_group_event,
         )
-        self.groups.load()
-        self.share.groups.is_foreign_group = self.groups.has_group
-        self.txn_coordinator.on_timeout_abort = self.share.on_transaction_timed_out
+        self.txn_coordinator = coordinators.txn
+        self.share = coordinators.share
+        self.groups = coordinators.groups
+        self._compacted_internal.update(coordinators.compacted_logs)
         self._schedule_flush()
         self._schedule_producer_expiry()
         self._schedule_retention()

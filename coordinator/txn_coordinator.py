@@ -3,8 +3,9 @@
 Single node: every transactional id lives in one ``__transaction_state`` partition (0), which
 this coordinator owns for its whole life at ``coordinator_epoch``.  Every method is synchronous.
 
-**Runtime and shard.**  The ids' metadata is the ``TxnShard`` (``txn_shard``), owned by this
-coordinator's ``CoordinatorRuntime``.  A state change is prepared on the metadata
+**Runtime and shard.**  The ids' metadata is the ``TxnShard`` (``txn_shard``), owned by the
+``CoordinatorRuntime`` the composition root builds (``coordinator.assembly.txn_runtime``) and
+hands to this coordinator.  A state change is prepared on the metadata
 (``prepare_*``, which sets only the in-memory ``pending_state``) and written with
 ``runtime.write`` as a typed ``TxnRecord``; the runtime appends and flushes it, maps an append
 error as Kafka does, and only then replays it into the shard, which completes the transition --
@@ -27,10 +28,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from coordinator.log.storage import PartitionLog
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.producer_ids import ProducerIdManager
-from coordinator.shard_runtime import CoordinatorResult, CoordinatorRuntime
+from coordinator.shard_runtime import CoordinatorResult
 from coordinator.txn_results import (
     EndTxnResult,
     InitProducerIdResult,
@@ -40,7 +40,7 @@ from coordinator.txn_results import (
     marker_control_type,
     transaction_view,
 )
-from coordinator.txn_shard import TxnRecord, TxnShard
+from coordinator.txn_shard import TxnRecord, TxnRuntime
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import (
@@ -48,7 +48,7 @@ from txn.errors import (
     IllegalTransitionError,
     ProducerFencedError,
 )
-from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TRANSACTION_STATE_TOPIC, TopicPartition
+from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
 from txn.limits import INT32_MAX, MAX_PRODUCER_EPOCH
 from txn.metadata import (
     TV_0,
@@ -78,7 +78,7 @@ class TransactionCoordinator:
     def __init__(
         self,
         clock: Clock,
-        log: PartitionLog,
+        runtime: TxnRuntime,
         producer_ids: ProducerIdManager,
         marker_channel: MarkerChannel,
         config: BrokerConfig,
@@ -88,10 +88,8 @@ class TransactionCoordinator:
         retry_backoff_ms: int = 100,
     ) -> None:
         self._clock = clock
-        self._shard = TxnShard()
-        self._runtime = CoordinatorRuntime(
-            clock, TRANSACTION_STATE_TOPIC, {0: log}, shard=self._shard
-        )
+        self._runtime = runtime
+        self._shard = runtime.shard
         self._producer_ids = producer_ids
         self._channel = marker_channel
         # Called with (transactional id, producer id) when the reaper aborts a transaction.

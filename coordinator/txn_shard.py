@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from coordinator.shard_runtime import Record
+from coordinator.shard_runtime import CoordinatorRuntime, Record
 from coordinator.txn_results import log_value_to_transit, transit_record
 from txn.metadata import TransactionMetadata, TxnTransitMetadata
 from txn.state import TransactionState
@@ -92,3 +92,8 @@ class TxnShard:
         self, partition: int, producer_id: int, producer_epoch: int, commit: bool
     ) -> None:
         """The transaction log has no control batches: nothing to do."""
+
+
+TxnRuntime = CoordinatorRuntime[TxnShard]
+"""The runtime owning a ``TxnShard``; the composition root (``coordinator.assembly``) builds
+it."""

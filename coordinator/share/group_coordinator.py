@@ -23,13 +23,14 @@ the member, bumps the group epoch and calls ``on_member_removed(group_id, member
 does a leave).
 
 **Runtime and shard.**  The groups, partition states and configs are the ``ShareGroupShard``
-(``group_shard``), owned by the ``CoordinatorRuntime`` that whoever creates the coordinator
-builds (``share_group_runtime``).  Every change is computed here from the shard's current state
-as typed records (``coordinator.share.group_records``) without touching it; ``runtime.write``
-appends them as one batch, flushes, and only then replays them into the shard -- the same code
-``load()`` replays the log with, so a restart keeps groups, members (whose session timers
-restart), target assignments, partition states and configs.  A failed append changes nothing
-and returns the mapped error (as the transaction coordinator maps it).  The session timers are
+(``group_shard``), owned by the ``CoordinatorRuntime`` the composition root builds
+(``coordinator.assembly.share_group_runtime``) and hands to this coordinator.  Every change is
+computed here from the shard's current state as typed records
+(``coordinator.share.group_records``) without touching it; ``runtime.write`` appends them as
+one batch, flushes, and only then replays them into the shard -- the same code ``load()``
+replays the log with, so a restart keeps groups, members (whose session timers restart),
+target assignments, partition states and configs.  A failed append changes nothing and
+returns the mapped error (as the transaction coordinator maps it).  The session timers are
 this service's, not the shard's.
 
 Protocol errors are returned (``error`` fields, Kafka numbers), never raised.

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from coordinator.log.storage import PartitionLog
 from coordinator.shard_runtime import CoordinatorRuntime, Record
 from coordinator.share.group_config import GroupConfigDefs, ShareGroupConfig
 from coordinator.share.group_model import (
@@ -182,10 +181,5 @@ class ShareGroupShard:
 
 
 ShareGroupRuntime = CoordinatorRuntime[ShareGroupShard]
-
-
-def share_group_runtime(clock: Clock, config: BrokerConfig, log: PartitionLog) -> ShareGroupRuntime:
-    """The runtime of the share-group log, owning a new ``ShareGroupShard``."""
-    return CoordinatorRuntime(
-        clock, "share-group log", {0: log}, shard=ShareGroupShard(clock, config)
-    )
+"""The runtime owning a ``ShareGroupShard``; the composition root (``coordinator.assembly``)
+builds it."""

@@ -28,7 +28,7 @@ from coordinator.shard_runtime import ControlMarker
 from coordinator.share.group_config import ShareGroupConfig
 from coordinator.share.group_coordinator import ShareGroupCoordinator
 from coordinator.share.group_model import HeartbeatRequest, HeartbeatResult
-from coordinator.share.group_shard import share_group_runtime
+from coordinator.share.group_shard import ShareGroupRuntime
 from coordinator.share.persister import ShareStateKey
 from coordinator.share.sessions import (
     FINAL_EPOCH,
@@ -36,7 +36,7 @@ from coordinator.share.sessions import (
     ShareSession,
     ShareSessionCache,
 )
-from coordinator.share.share_coordinator import ShareCoordinator, share_state_runtime
+from coordinator.share.share_coordinator import ShareCoordinator, ShareStateRuntime
 from coordinator.share.share_partition import (
     AckBatch,
     AcquireResult,
@@ -45,7 +45,6 @@ from coordinator.share.share_partition import (
     SharePartitionState,
     validate_ack_batches,
 )
-from coordinator.share.state_shard import ShareStateShard
 from coordinator.topics import TopicRegistry
 from txn.clock import Clock
 from txn.config import BrokerConfig
@@ -98,25 +97,27 @@ class ShareManager:
         config: BrokerConfig,
         topics: TopicRegistry,
         partitions: dict[TopicPartition, Partition],
-        group_log: PartitionLog,
+        group_runtime: ShareGroupRuntime,
+        state_runtime: ShareStateRuntime,
         open_state_log: Callable[[int], PartitionLog],
         on_event: EventSink | None = None,
     ) -> None:
+        """The coordinators are built over the runtimes the composition root made
+        (``coordinator.assembly``); ``open_state_log(index)`` opens a share-state log."""
         self.clock = clock
         self.config = config
         self.topics = topics
         self.data = partitions
         self.on_event = on_event
         self.groups = ShareGroupCoordinator(
-            share_group_runtime(clock, config, group_log),
+            group_runtime,
             config,
             topics,
             on_member_removed=self._on_member_removed,
             on_config_changed=self._on_config_changed,
         )
-        state_shard = ShareStateShard(clock, config, topic_exists=self._topic_exists)
         self.persister = ShareCoordinator(
-            share_state_runtime(state_shard),
+            state_runtime,
             open_state_log,
             prune_interval_ms=config.get_int("share.coordinator.state.topic.prune.interval.ms"),
             cold_partition_snapshot_interval_ms=config.get_int(
@@ -147,10 +148,6 @@ class ShareManager:
     def close(self) -> None:
         self.groups.close()
         self.persister.close()
-
-    def _topic_exists(self, topic_id: uuid.UUID, partition: int) -> bool:
-        info = self.topics.by_id(topic_id)
-        return info is not None and 0 <= partition < info.num_partitions
 
     # -- membership -----------------------------------------------------------------------------
 

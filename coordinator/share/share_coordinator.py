@@ -6,8 +6,8 @@ Each state partition has its own log (``storage_open(index)``); the coordinator 
 them for its whole life (single node).
 
 **Runtime and shard.**  The state itself, its operations and its replay are the
-``ShareStateShard`` (``state_shard``), owned by the ``CoordinatorRuntime`` that whoever
-creates the coordinator builds (``ShareManager``).  Every request here is
+``ShareStateShard`` (``state_shard``), owned by the ``CoordinatorRuntime`` the composition
+root builds (``coordinator.assembly``) and hands to this coordinator.  Every request here is
 ``runtime.write(partition, op)``: the shard's operation validates it and returns the typed
 records and the answer without changing anything; the runtime appends the records as one
 batch, flushes, and only then replays them into the shard -- the same code ``load()`` replays
@@ -59,16 +59,8 @@ DEFAULT_PRUNE_INTERVAL_MS = 300_000
 DEFAULT_COLD_PARTITION_SNAPSHOT_INTERVAL_MS = 300_000
 
 ShareStateRuntime = CoordinatorRuntime[ShareStateShard]
-
-
-def share_state_runtime(shard: ShareStateShard) -> ShareStateRuntime:
-    """The runtime of the ``__share_group_state`` logs, owning ``shard``.
-
-    A log's start offset moves inside batches (pruning), so load skips what lies below it.
-    """
-    return CoordinatorRuntime(
-        shard.clock, SHARE_GROUP_STATE_TOPIC, shard=shard, skip_below_start=True
-    )
+"""The runtime owning a ``ShareStateShard``; the composition root (``coordinator.assembly``)
+builds it."""
 
 
 class ShareCoordinator:

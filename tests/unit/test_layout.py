@@ -43,7 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "coordinator.txn_results",
         "coordinator.txn_shard",
     ),
-    ("coordinator.broker",),
+    ("coordinator.assembly", "coordinator.broker"),  # the composition root, the broker core
     ("coordinator.protocol",),
     ("coordinator.launcher", "coordinator.metrics_export", "coordinator.command", "coordinator"),
     ("producer.protocol",),  # connections, routing, records, the vocabulary the roles share

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from coordinator.assembly import txn_runtime
 from coordinator.marker_channel import MarkerChannel
 from coordinator.producer_ids import ProducerIdManager
 from coordinator.txn_coordinator import TransactionCoordinator
@@ -123,7 +124,7 @@ def _reloaded(bench: Bench) -> TransactionCoordinator:
     handler = FakeMarkerHandler(blocked={TP0, TP1})  # nothing completes during the check
     fresh = TransactionCoordinator(
         bench.clock,
-        bench.txn_log,
+        txn_runtime(bench.clock, bench.txn_log),
         ProducerIdManager(bench.pid_log, bench.clock),
         MarkerChannel(bench.clock, handler, retry_backoff_ms=RETRY_MS),
         bench.config,

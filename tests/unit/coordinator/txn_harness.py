@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from coordinator.assembly import txn_runtime
 from coordinator.log.memory_log import MemoryLog
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.producer_ids import ProducerIdManager
@@ -84,7 +85,7 @@ class Bench:
         self.producer_ids = ProducerIdManager(self.pid_log, self.clock)
         return TransactionCoordinator(
             self.clock,
-            self.txn_log,
+            txn_runtime(self.clock, self.txn_log),
             self.producer_ids,
             self.channel,
             self.config,

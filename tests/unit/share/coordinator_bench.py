@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from coordinator.assembly import share_state_runtime
 from coordinator.log.memory_log import MemoryStorage
 from coordinator.log.storage import PartitionLog
 from coordinator.share.persister import PersisterStateBatch, ShareStateKey, StateWrite
@@ -13,7 +14,6 @@ from coordinator.share.share_coordinator import (
     DEFAULT_COLD_PARTITION_SNAPSHOT_INTERVAL_MS,
     DEFAULT_PRUNE_INTERVAL_MS,
     ShareCoordinator,
-    share_state_runtime,
 )
 from coordinator.share.state_shard import ShareStateShard
 from tests.unit.failover import FailoverBench

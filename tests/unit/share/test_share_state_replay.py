@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from coordinator.assembly import share_state_runtime
 from coordinator.shard_runtime import ControlMarker
 from coordinator.share.persister import PersisterStateBatch, ShareStateKey, StateWrite
-from coordinator.share.share_coordinator import ShareCoordinator, share_state_runtime
+from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.state_partitions import StatePartition
 from coordinator.share.state_shard import ShareStateShard
 from tests.unit.share.coordinator_bench import ACKED, ARCHIVED, AVAILABLE, OTHER_TOPIC, TOPIC, Bench

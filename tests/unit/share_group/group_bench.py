@@ -7,11 +7,11 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from coordinator.assembly import share_group_runtime
 from coordinator.log.memory_log import MemoryLog
 from coordinator.share.group_config import ShareGroupConfig
 from coordinator.share.group_coordinator import ShareGroupCoordinator
 from coordinator.share.group_model import HeartbeatRequest, HeartbeatResult
-from coordinator.share.group_shard import share_group_runtime
 from coordinator.topics import TopicRegistry
 from tests.unit.failover import FailoverBench
 from tests.unit.faulty_log import FaultyLog

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from coordinator.assembly import share_group_runtime
 from coordinator.share.group_coordinator import ShareGroupCoordinator
 from coordinator.share.group_model import HeartbeatRequest
-from coordinator.share.group_shard import share_group_runtime
 from tests.unit.share_group.group_bench import GROUP, Bench, E
 from txn.batch import build_batch
 

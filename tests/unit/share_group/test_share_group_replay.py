@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from coordinator.assembly import share_group_runtime
 from coordinator.share.group_coordinator import ShareGroupCoordinator
 from coordinator.share.group_model import HeartbeatRequest
-from coordinator.share.group_shard import ShareGroupShard, share_group_runtime
+from coordinator.share.group_shard import ShareGroupShard
 from tests.unit.share_group.group_bench import Bench, by_topic
 
 GROUPS = ["g1", "g2"]

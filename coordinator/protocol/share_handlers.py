@@ -15,16 +15,42 @@ from collections.abc import Callable
 from typing import Any
 
 from coordinator.broker import BrokerCore
-from coordinator.protocol.responses import (
-    OPERATIONS_NOT_REQUESTED,
-    Handler,
-    WaitForAppend,
-    api,
-    handler_table,
+from coordinator.protocol.group_messages import (
+    DeletableGroupResult,
+    DeleteGroupsResponse,
+    GroupHeartbeatResponse,
+    ListedGroup,
+    ListGroupsResponse,
     heartbeat_response,
-    millis,
-    undescribed_group,
 )
+from coordinator.protocol.responses import Handler, WaitForAppend, api, handler_table, millis
+from coordinator.protocol.share_messages import (
+    AcquiredRecords,
+    AlteredShareOffset,
+    AlteredShareOffsetsTopic,
+    AlterShareGroupOffsetsResponse,
+    DeletedShareOffsetsTopic,
+    DeleteShareGroupOffsetsResponse,
+    DescribedShareOffset,
+    DescribedShareOffsetsGroup,
+    DescribedShareOffsetsTopic,
+    DescribeShareGroupOffsetsResponse,
+    IncrementalAlterConfigsResponse,
+    LeaderIdAndEpoch,
+    NodeEndpoint,
+    ShareAcknowledgePartition,
+    ShareAcknowledgeResponse,
+    ShareAcknowledgeTopic,
+    ShareAssignment,
+    ShareDescribedGroup,
+    ShareFetchPartition,
+    ShareFetchResponse,
+    ShareFetchTopic,
+    ShareGroupDescribeResponse,
+    ShareGroupMember,
+    ShareTopicPartitions,
+)
+from coordinator.protocol.topic_messages import AlterConfigsResourceResponse
 from coordinator.protocol.txn_messages import (
     AddShareAcksToTxnResponse,
     DescribeSharePendingAcksResponse,
@@ -53,37 +79,40 @@ OP_DELETE = 1
 _SHARE_FETCH_POLL_MS = 50
 
 
-def _described_group(d: ShareGroupDescription) -> dict[str, Any]:
+def _described_group(d: ShareGroupDescription) -> ShareDescribedGroup:
     """A ShareGroupDescribe entry."""
     if d.error is not ErrorCode.NONE:
-        return undescribed_group(d.group_id, d.error, d.error_message)
-    return {
-        "error_code": d.error,
-        "error_message": d.error_message,
-        "group_id": d.group_id,
-        "group_state": d.group_state,
-        "group_epoch": d.group_epoch,
-        "assignment_epoch": d.assignment_epoch,
-        "assignor_name": d.assignor_name,
-        "members": [_described_member(m) for m in d.members],
-        "authorized_operations": OPERATIONS_NOT_REQUESTED,
-    }
+        return ShareDescribedGroup(
+            error_code=d.error, error_message=d.error_message, group_id=d.group_id
+        )
+    return ShareDescribedGroup(
+        error_code=d.error,
+        error_message=d.error_message,
+        group_id=d.group_id,
+        group_state=d.group_state,
+        group_epoch=d.group_epoch,
+        assignment_epoch=d.assignment_epoch,
+        assignor_name=d.assignor_name,
+        members=tuple(_described_member(m) for m in d.members),
+    )
 
 
-def _described_member(m: ShareGroupMemberDescription) -> dict[str, Any]:
-    topic_partitions = [
-        {"topic_id": tp.topic_id, "topic_name": tp.topic_name, "partitions": list(tp.partitions)}
+def _described_member(m: ShareGroupMemberDescription) -> ShareGroupMember:
+    topic_partitions = tuple(
+        ShareTopicPartitions(
+            topic_id=tp.topic_id, topic_name=tp.topic_name, partitions=tuple(tp.partitions)
+        )
         for tp in m.assignment
-    ]
-    return {
-        "member_id": m.member_id,
-        "rack_id": m.rack_id,
-        "member_epoch": m.member_epoch,
-        "client_id": m.client_id,
-        "client_host": m.client_host,
-        "subscribed_topic_names": list(m.subscribed_topic_names),
-        "assignment": {"topic_partitions": topic_partitions},
-    }
+    )
+    return ShareGroupMember(
+        member_id=m.member_id,
+        rack_id=m.rack_id,
+        member_epoch=m.member_epoch,
+        client_id=m.client_id,
+        client_host=m.client_host,
+        subscribed_topic_names=tuple(m.subscribed_topic_names),
+        assignment=ShareAssignment(topic_partitions=topic_partitions),
+    )
 
 
 def _acks_of(topics: Any) -> list[PartitionAcks]:
@@ -110,18 +139,26 @@ class ShareHandlers:
         self,
         core: BrokerCore,
         wait_for_append: WaitForAppend,
-        broker_endpoint: Callable[[], dict[str, Any]],
+        endpoint: Callable[[], tuple[str, int]],
     ) -> None:
         self.core = core
         self.share = core.share
         self._wait_for_append = wait_for_append
-        self._endpoint = broker_endpoint
+        self._address = endpoint
         self.table: dict[int, Handler] = handler_table(self)
+
+    def _endpoint(self) -> NodeEndpoint:
+        """This broker, at the address of the listener the current request came in on."""
+        host, port = self._address()
+        return NodeEndpoint(node_id=self.core.node_id, host=host, port=port)
+
+    def _leader(self) -> LeaderIdAndEpoch:
+        return LeaderIdAndEpoch(leader_id=self.core.node_id, leader_epoch=0)
 
     # -- membership -----------------------------------------------------------------------------
 
     @api(ApiKey.SHARE_GROUP_HEARTBEAT)
-    async def share_group_heartbeat(self, req: DecodedRequest) -> dict[str, Any]:
+    async def share_group_heartbeat(self, req: DecodedRequest) -> GroupHeartbeatResponse:
         b = req.body
         subscribed = None if b.subscribed_topic_names is None else list(b.subscribed_topic_names)
         result = self.share.heartbeat(
@@ -136,38 +173,38 @@ class ShareHandlers:
         return heartbeat_response(result, result.assignment)
 
     @api(ApiKey.SHARE_GROUP_DESCRIBE)
-    async def share_group_describe(self, req: DecodedRequest) -> dict[str, Any]:
+    async def share_group_describe(self, req: DecodedRequest) -> ShareGroupDescribeResponse:
         descriptions = self.share.groups.describe(list(req.body.group_ids))
-        return {"groups": [_described_group(d) for d in descriptions]}
+        return ShareGroupDescribeResponse(groups=tuple(_described_group(d) for d in descriptions))
 
     @api(ApiKey.LIST_GROUPS)
-    async def list_groups(self, req: DecodedRequest) -> dict[str, Any]:
+    async def list_groups(self, req: DecodedRequest) -> ListGroupsResponse:
         b = req.body
         states = list(field(b, "states_filter", default=()) or ())
         types = list(field(b, "types_filter", default=()) or ())
         listings = [
-            {
-                "group_id": g.group_id,
-                "protocol_type": "share",
-                "group_state": g.group_state,
-                "group_type": g.group_type,
-            }
+            ListedGroup(
+                group_id=g.group_id,
+                protocol_type="share",
+                group_state=g.group_state,
+                group_type=g.group_type,
+            )
             for g in self.share.groups.list_groups(states, types)
         ]
         listings += [
-            {
-                "group_id": g.group_id,
-                "protocol_type": g.protocol_type,
-                "group_state": g.state,
-                "group_type": g.group_type,
-            }
+            ListedGroup(
+                group_id=g.group_id,
+                protocol_type=g.protocol_type,
+                group_state=g.state,
+                group_type=g.group_type,
+            )
             for g in self.core.groups.list_groups(states, types)
         ]
-        listings.sort(key=lambda g: str(g["group_id"]))
-        return {"error_code": ErrorCode.NONE, "groups": listings}
+        listings.sort(key=lambda g: str(g.group_id))
+        return ListGroupsResponse(error_code=ErrorCode.NONE, groups=tuple(listings))
 
     @api(ApiKey.DELETE_GROUPS)
-    async def delete_groups(self, req: DecodedRequest) -> dict[str, Any]:
+    async def delete_groups(self, req: DecodedRequest) -> DeleteGroupsResponse:
         names = list(req.body.groups_names)
         consumer = [n for n in names if self.core.groups.has_group(n)]
         results = self.share.groups.delete_groups([n for n in names if n not in consumer])
@@ -176,7 +213,11 @@ class ShareHandlers:
         for group_id, error in results.items():
             if error is ErrorCode.NONE:
                 self.share.do_state_work(group_id)
-        return {"results": [{"group_id": g, "error_code": e} for g, e in results.items()]}
+        return DeleteGroupsResponse(
+            results=tuple(
+                DeletableGroupResult(group_id=g, error_code=e) for g, e in results.items()
+            )
+        )
 
     # -- fetch and acknowledge ------------------------------------------------------------------
 
@@ -190,7 +231,7 @@ class ShareHandlers:
         return group_id, member_id, epoch, lock_ms
 
     @api(ApiKey.SHARE_FETCH)
-    async def share_fetch(self, req: DecodedRequest) -> dict[str, Any]:
+    async def share_fetch(self, req: DecodedRequest) -> ShareFetchResponse:
         b = req.body
         group_id, member_id, epoch, lock_ms = self._session_of(b)
         outcome = ShareFetchOutcome(ErrorCode.NONE)
@@ -258,9 +299,9 @@ class ShareHandlers:
 
     def _fetch_response(
         self, outcome: ShareFetchOutcome, lock_ms: int, *, full: bool = True
-    ) -> dict[str, Any]:
+    ) -> ShareFetchResponse:
         """The response; an incremental one (``full`` False) leaves out quiet partitions."""
-        by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        by_topic: dict[uuid.UUID, list[ShareFetchPartition]] = {}
         for tip, entry in outcome.partitions.items():
             result = entry.result
             if (
@@ -272,80 +313,81 @@ class ShareHandlers:
             ):
                 continue  # as Kafka: an incremental answer omits partitions with nothing new
             by_topic.setdefault(tip.topic_id, []).append(
-                {
-                    "partition_index": tip.partition,
-                    "error_code": entry.error,
-                    "error_message": None,
-                    "acknowledge_error_code": int(entry.ack_error),
-                    "acknowledge_error_message": None,
-                    "current_leader": {"leader_id": self.core.node_id, "leader_epoch": 0},
-                    "records": result.records if result is not None else b"",
-                    "acquired_records": [
-                        {
-                            "first_offset": r.first_offset,
-                            "last_offset": r.last_offset,
-                            "delivery_count": r.delivery_count,
-                        }
+                ShareFetchPartition(
+                    partition_index=tip.partition,
+                    error_code=entry.error,
+                    acknowledge_error_code=entry.ack_error,
+                    current_leader=self._leader(),
+                    records=result.records if result is not None else b"",
+                    acquired_records=tuple(
+                        AcquiredRecords(
+                            first_offset=r.first_offset,
+                            last_offset=r.last_offset,
+                            delivery_count=r.delivery_count,
+                        )
                         for r in (result.acquired if result is not None else [])
-                    ],
-                }
+                    ),
+                )
             )
-        return {
-            "error_code": outcome.error,
-            "error_message": outcome.error_message,
-            "acquisition_lock_timeout": lock_ms,
-            "responses": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
-            "node_endpoints": [self._endpoint()],
-        }
+        return ShareFetchResponse(
+            error_code=outcome.error,
+            error_message=outcome.error_message,
+            acquisition_lock_timeout=lock_ms,
+            responses=tuple(
+                ShareFetchTopic(topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items()
+            ),
+            node_endpoints=(self._endpoint(),),
+        )
 
     @api(ApiKey.SHARE_ACKNOWLEDGE)
-    async def share_acknowledge(self, req: DecodedRequest) -> dict[str, Any]:
+    async def share_acknowledge(self, req: DecodedRequest) -> ShareAcknowledgeResponse:
         b = req.body
         group_id, member_id, epoch, lock_ms = self._session_of(b)
-        base: dict[str, Any] = {
-            "acquisition_lock_timeout": lock_ms,
-            "node_endpoints": [self._endpoint()],
-        }
+
+        def answer(
+            error: ErrorCode, message: str | None, responses: tuple[ShareAcknowledgeTopic, ...] = ()
+        ) -> ShareAcknowledgeResponse:
+            return ShareAcknowledgeResponse(
+                error_code=error,
+                error_message=message,
+                acquisition_lock_timeout=lock_ms,
+                responses=responses,
+                node_endpoints=(self._endpoint(),),
+            )
+
         if not group_id or not member_id:
-            return {
-                **base,
-                "error_code": ErrorCode.INVALID_REQUEST,
-                "error_message": "group and member id are required",
-                "responses": [],
-            }
+            return answer(ErrorCode.INVALID_REQUEST, "group and member id are required")
         if epoch == INITIAL_EPOCH:
-            return {
-                **base,
-                "error_code": ErrorCode.INVALID_SHARE_SESSION_EPOCH,
-                "error_message": "ShareAcknowledge cannot open a session",
-                "responses": [],
-            }
+            return answer(
+                ErrorCode.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a session"
+            )
         error, session = self.share.open_or_check_session(
             group_id, member_id, epoch, req.connection_id
         )
         if session is None or error is not ErrorCode.NONE:
-            return {**base, "error_code": error, "error_message": None, "responses": []}
+            return answer(error, None)
         results = self.share.acknowledge(group_id, member_id, _acks_of(b.topics))
         if self.share.is_final(epoch):
             self.share.close_session(group_id, member_id)
         else:
             self.share.sessions.advance(session)
-        by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+        by_topic: dict[uuid.UUID, list[ShareAcknowledgePartition]] = {}
         for tip, ack_error in results.items():
             by_topic.setdefault(tip.topic_id, []).append(
-                {
-                    "partition_index": tip.partition,
-                    "error_code": ack_error,
-                    "error_message": None,
-                    "current_leader": {"leader_id": self.core.node_id, "leader_epoch": 0},
-                }
+                ShareAcknowledgePartition(
+                    partition_index=tip.partition,
+                    error_code=ack_error,
+                    current_leader=self._leader(),
+                )
             )
-        return {
-            **base,
-            "error_code": ErrorCode.NONE,
-            "error_message": None,
-            "responses": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
-        }
+        return answer(
+            ErrorCode.NONE,
+            None,
+            tuple(
+                ShareAcknowledgeTopic(topic_id=t, partitions=tuple(ps))
+                for t, ps in by_topic.items()
+            ),
+        )
 
     # -- KIP-1289 -------------------------------------------------------------------------------
 
@@ -453,7 +495,9 @@ class ShareHandlers:
     # -- share-group offsets (admin) ------------------------------------------------------------
 
     @api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
-    async def describe_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
+    async def describe_share_group_offsets(
+        self, req: DecodedRequest
+    ) -> DescribeShareGroupOffsetsResponse:
         groups = []
         for g in req.body.groups:
             group_id = g.group_id
@@ -473,14 +517,12 @@ class ShareHandlers:
                 for p in wanted_parts:
                     if info is None or p >= info.num_partitions:
                         rows.append(
-                            {
-                                "partition_index": p,
-                                "start_offset": -1,
-                                "leader_epoch": -1,
-                                "lag": -1,
-                                "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                "error_message": None,
-                            }
+                            DescribedShareOffset(
+                                partition_index=p,
+                                start_offset=-1,
+                                leader_epoch=-1,
+                                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                            )
                         )
                         continue
                     summary = self.share.persister.read_state_summary(
@@ -492,57 +534,50 @@ class ShareHandlers:
                     if data is not None and start >= 0:
                         lag = max(0, data.high_watermark - start)
                     rows.append(
-                        {
-                            "partition_index": p,
-                            "start_offset": start,
-                            "leader_epoch": 0,
-                            "lag": lag,
-                            "error_code": ErrorCode.NONE,
-                            "error_message": None,
-                        }
+                        DescribedShareOffset(
+                            partition_index=p,
+                            start_offset=start,
+                            leader_epoch=0,
+                            lag=lag,
+                            error_code=ErrorCode.NONE,
+                        )
                     )
                 topics.append(
-                    {
-                        "topic_name": name,
-                        "topic_id": info.topic_id if info else uuid.UUID(int=0),
-                        "partitions": rows,
-                    }
+                    DescribedShareOffsetsTopic(
+                        topic_name=name,
+                        topic_id=info.topic_id if info else uuid.UUID(int=0),
+                        partitions=tuple(rows),
+                    )
                 )
             groups.append(
-                {
-                    "group_id": group_id,
-                    "topics": topics,
-                    "error_code": ErrorCode.NONE,
-                    "error_message": None,
-                }
+                DescribedShareOffsetsGroup(
+                    group_id=group_id, topics=tuple(topics), error_code=ErrorCode.NONE
+                )
             )
-        return {"groups": groups}
+        return DescribeShareGroupOffsetsResponse(groups=tuple(groups))
 
-    def _refuse_non_empty(self, group_id: str) -> dict[str, Any] | None:
+    def _refused_non_empty(self, group_id: str) -> tuple[ErrorCode, str] | None:
         """NON_EMPTY_GROUP while the share group has members: offsets change only when empty."""
         if self.share.groups.is_empty(group_id):
             return None
-        return {
-            "error_code": ErrorCode.NON_EMPTY_GROUP,
-            "error_message": f"share group {group_id} is not empty",
-            "responses": [],
-        }
+        return ErrorCode.NON_EMPTY_GROUP, f"share group {group_id} is not empty"
 
     @api(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
-    async def alter_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
+    async def alter_share_group_offsets(
+        self, req: DecodedRequest
+    ) -> AlterShareGroupOffsetsResponse:
         b = req.body
         group_id = b.group_id
-        if (refused := self._refuse_non_empty(group_id)) is not None:
-            return refused
+        if (refused := self._refused_non_empty(group_id)) is not None:
+            return AlterShareGroupOffsetsResponse(error_code=refused[0], error_message=refused[1])
         if self.share.groups.group(group_id) is None and self.share.groups.is_foreign_group(
             group_id
         ):
             # An unknown id creates a share group (as in Kafka); a consumer group's id cannot.
-            return {
-                "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                "error_message": f"Group {group_id} is not a share group.",
-                "responses": [],
-            }
+            return AlterShareGroupOffsetsResponse(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                error_message=f"Group {group_id} is not a share group.",
+            )
         view = self.share.groups.group(group_id)
         state_epoch = (view.group_epoch if view is not None else 0) + 1
         responses = []
@@ -554,11 +589,9 @@ class ShareHandlers:
                 index = int(p.partition_index)
                 if info is None or index >= info.num_partitions:
                     rows.append(
-                        {
-                            "partition_index": index,
-                            "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                            "error_message": None,
-                        }
+                        AlteredShareOffset(
+                            partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        )
                     )
                     continue
                 key = ShareStateKey(group_id, info.topic_id, index)
@@ -568,61 +601,62 @@ class ShareHandlers:
                 if error is ErrorCode.NONE:
                     self.share.share_partitions.pop((group_id, info.topic_id, index), None)
                     done.append(index)
-                rows.append({"partition_index": index, "error_code": error, "error_message": None})
+                rows.append(AlteredShareOffset(partition_index=index, error_code=error))
             if info is not None and done:
                 self.share.groups.mark_offsets_reset(group_id, info.topic_id, done)
             responses.append(
-                {
-                    "topic_name": t.topic_name,
-                    "topic_id": info.topic_id if info else uuid.UUID(int=0),
-                    "partitions": rows,
-                }
+                AlteredShareOffsetsTopic(
+                    topic_name=t.topic_name,
+                    topic_id=info.topic_id if info else uuid.UUID(int=0),
+                    partitions=tuple(rows),
+                )
             )
-        return {"error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
+        return AlterShareGroupOffsetsResponse(error_code=ErrorCode.NONE, responses=tuple(responses))
 
     @api(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
-    async def delete_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
+    async def delete_share_group_offsets(
+        self, req: DecodedRequest
+    ) -> DeleteShareGroupOffsetsResponse:
         b = req.body
         group_id = b.group_id
-        if (refused := self._refuse_non_empty(group_id)) is not None:
-            return refused
+        if (refused := self._refused_non_empty(group_id)) is not None:
+            return DeleteShareGroupOffsetsResponse(error_code=refused[0], error_message=refused[1])
         if self.share.groups.group(group_id) is None:  # as Kafka: nothing to delete from
-            return {
-                "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                "error_message": f"Group {group_id} not found.",
-                "responses": [],
-            }
+            return DeleteShareGroupOffsetsResponse(
+                error_code=ErrorCode.GROUP_ID_NOT_FOUND,
+                error_message=f"Group {group_id} not found.",
+            )
         responses = []
         for t in b.topics:
             info = self.core.topics.get(t.topic_name)
             if info is None:
                 responses.append(
-                    {
-                        "topic_name": t.topic_name,
-                        "topic_id": uuid.UUID(int=0),
-                        "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        "error_message": None,
-                    }
+                    DeletedShareOffsetsTopic(
+                        topic_name=t.topic_name,
+                        topic_id=uuid.UUID(int=0),
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    )
                 )
                 continue
             self.share.groups.mark_offsets_deleted(group_id, info.topic_id)
             self.share.do_state_work(group_id)
             responses.append(
-                {
-                    "topic_name": t.topic_name,
-                    "topic_id": info.topic_id,
-                    "error_code": ErrorCode.NONE,
-                    "error_message": None,
-                }
+                DeletedShareOffsetsTopic(
+                    topic_name=t.topic_name, topic_id=info.topic_id, error_code=ErrorCode.NONE
+                )
             )
-        return {"error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
+        return DeleteShareGroupOffsetsResponse(
+            error_code=ErrorCode.NONE, responses=tuple(responses)
+        )
 
     # -- group configs --------------------------------------------------------------------------
 
     @api(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    async def incremental_alter_configs(self, req: DecodedRequest) -> dict[str, Any]:
+    async def incremental_alter_configs(
+        self, req: DecodedRequest
+    ) -> IncrementalAlterConfigsResponse:
         b = req.body
-        responses = []
+        responses: list[AlterConfigsResourceResponse] = []
         for r in b.resources:
             rtype = int(r.resource_type)
             if rtype not in (RESOURCE_GROUP, RESOURCE_TOPIC):
@@ -633,12 +667,12 @@ class ShareHandlers:
                         "(sharetxn broker --set KEY=VALUE)"
                     )
                 responses.append(
-                    {
-                        "error_code": ErrorCode.INVALID_REQUEST,
-                        "error_message": refusal,
-                        "resource_type": rtype,
-                        "resource_name": r.resource_name,
-                    }
+                    AlterConfigsResourceResponse(
+                        error_code=ErrorCode.INVALID_REQUEST,
+                        error_message=refusal,
+                        resource_type=rtype,
+                        resource_name=r.resource_name,
+                    )
                 )
                 continue
             if rtype == RESOURCE_TOPIC:
@@ -647,12 +681,12 @@ class ShareHandlers:
                     r.resource_name, ops, validate_only=bool(b.validate_only)
                 )
                 responses.append(
-                    {
-                        "error_code": error,
-                        "error_message": message,
-                        "resource_type": rtype,
-                        "resource_name": r.resource_name,
-                    }
+                    AlterConfigsResourceResponse(
+                        error_code=error,
+                        error_message=message,
+                        resource_type=rtype,
+                        resource_name=r.resource_name,
+                    )
                 )
                 continue
             to_set = {c.name: c.value or "" for c in r.configs if int(c.config_operation) == OP_SET}
@@ -662,26 +696,26 @@ class ShareHandlers:
             ]
             if unsupported:
                 responses.append(
-                    {
-                        "error_code": ErrorCode.INVALID_REQUEST,
-                        "error_message": f"APPEND/SUBTRACT are not valid for {unsupported}",
-                        "resource_type": rtype,
-                        "resource_name": r.resource_name,
-                    }
+                    AlterConfigsResourceResponse(
+                        error_code=ErrorCode.INVALID_REQUEST,
+                        error_message=f"APPEND/SUBTRACT are not valid for {unsupported}",
+                        resource_type=rtype,
+                        resource_name=r.resource_name,
+                    )
                 )
                 continue
             error, message = self.share.groups.alter_group_configs(
                 r.resource_name, to_set, to_delete, bool(b.validate_only)
             )
             responses.append(
-                {
-                    "error_code": error,
-                    "error_message": message,
-                    "resource_type": rtype,
-                    "resource_name": r.resource_name,
-                }
+                AlterConfigsResourceResponse(
+                    error_code=error,
+                    error_message=message,
+                    resource_type=rtype,
+                    resource_name=r.resource_name,
+                )
             )
-        return {"responses": responses}
+        return IncrementalAlterConfigsResponse(responses=tuple(responses))
 
     def describe_group_configs(self, group_id: str) -> list[dict[str, Any]]:
         return [

@@ -306,9 +306,7 @@ def test_the_kip1289_keys_are_sharetxns() -> None:
 _UNTYPED_FAMILIES = {
     "coordinator/protocol/acl_handlers.py",
     "coordinator/protocol/cluster_handlers.py",
-    "coordinator/protocol/group_handlers.py",
     "coordinator/protocol/security_gate.py",
-    "coordinator/protocol/share_handlers.py",
 }
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.group.offset_commands import Committer
+from coordinator.group_admin import GroupAdmin
 from coordinator.log.cleaner_passes import CleanerExecutor, CleanTarget, LogCleaner
 from coordinator.log.compaction import CleanResult, transactions_of
 from coordinator.log.storage import LogConfig, PartitionLog, Storage
@@ -183,6 +184,7 @@ class BrokerCore:
         )
         self.groups.load()
         self.share.groups.is_foreign_group = self.groups.has_group
+        self.group_admin = GroupAdmin(self.topics, self.partitions, self.groups, self.share)
         self.txn_coordinator.on_timeout_abort = self.share.on_transaction_timed_out
         self._schedule_flush()
         self._schedule_producer_expiry()

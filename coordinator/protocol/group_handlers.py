@@ -187,43 +187,28 @@ class GroupHandlers:
 
     @api(ApiKey.DESCRIBE_GROUPS)
     async def describe_groups(self, req: DecodedRequest) -> DescribeGroupsResponse:
-        groups: list[DescribedGroup] = []
-        for d in self.core.groups.describe(list(req.body.groups)):
-            if d.state == "Dead" and self.core.share.groups.group(d.group_id) is not None:
-                # A share group: DescribeGroups answers it as Kafka does, by its type's state.
-                view = self.core.share.groups.group(d.group_id)
-                assert view is not None
-                groups.append(
-                    DescribedGroup(
-                        error_code=ErrorCode.NONE,
-                        group_id=d.group_id,
-                        group_state=view.state,
-                        protocol_type="share",
-                        protocol_data="",
+        groups = tuple(
+            DescribedGroup(
+                error_code=d.error,
+                group_id=d.group_id,
+                group_state=d.state,
+                protocol_type=d.protocol_type,
+                protocol_data=d.protocol,
+                members=tuple(
+                    DescribedGroupMember(
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        member_metadata=m.metadata,
+                        member_assignment=m.assignment,
                     )
-                )
-                continue
-            groups.append(
-                DescribedGroup(
-                    error_code=d.error,
-                    group_id=d.group_id,
-                    group_state=d.state,
-                    protocol_type=d.protocol_type,
-                    protocol_data=d.protocol,
-                    members=tuple(
-                        DescribedGroupMember(
-                            member_id=m.member_id,
-                            group_instance_id=m.group_instance_id,
-                            client_id=m.client_id,
-                            client_host=m.client_host,
-                            member_metadata=m.metadata,
-                            member_assignment=m.assignment,
-                        )
-                        for m in d.members
-                    ),
-                )
+                    for m in d.members
+                ),
             )
-        return DescribeGroupsResponse(groups=tuple(groups))
+            for d in self.core.group_admin.describe_groups(list(req.body.groups))
+        )
+        return DescribeGroupsResponse(groups=groups)
 
     # -- the consumer group protocol (KIP-848) -------------------------------------------------
 

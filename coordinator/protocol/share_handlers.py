@@ -63,12 +63,11 @@ from coordinator.protocol.txn_messages import (
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.share.group_model import ShareGroupDescription, ShareGroupMemberDescription
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
-from coordinator.share.persister import ShareStateKey
 from coordinator.share.sessions import INITIAL_EPOCH
 from coordinator.share.share_partition import AckBatch
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
-from txn.ids import TopicIdPartition, TopicPartition
+from txn.ids import TopicIdPartition
 from txn.limits import INT32_MAX, SHARE_FETCH_MAX_RECORDS
 
 RESOURCE_TOPIC = 2
@@ -182,37 +181,20 @@ class ShareHandlers:
         b = req.body
         states = list(field(b, "states_filter", default=()) or ())
         types = list(field(b, "types_filter", default=()) or ())
-        listings = [
-            ListedGroup(
-                group_id=g.group_id,
-                protocol_type="share",
-                group_state=g.group_state,
-                group_type=g.group_type,
-            )
-            for g in self.share.groups.list_groups(states, types)
-        ]
-        listings += [
+        listings = tuple(
             ListedGroup(
                 group_id=g.group_id,
                 protocol_type=g.protocol_type,
                 group_state=g.state,
                 group_type=g.group_type,
             )
-            for g in self.core.groups.list_groups(states, types)
-        ]
-        listings.sort(key=lambda g: str(g.group_id))
-        return ListGroupsResponse(error_code=ErrorCode.NONE, groups=tuple(listings))
+            for g in self.core.group_admin.list_groups(states, types)
+        )
+        return ListGroupsResponse(error_code=ErrorCode.NONE, groups=listings)
 
     @api(ApiKey.DELETE_GROUPS)
     async def delete_groups(self, req: DecodedRequest) -> DeleteGroupsResponse:
-        names = list(req.body.groups_names)
-        consumer = [n for n in names if self.core.groups.has_group(n)]
-        results = self.share.groups.delete_groups([n for n in names if n not in consumer])
-        results.update(self.core.groups.delete_groups(consumer))
-        results = {n: results[n] for n in names}
-        for group_id, error in results.items():
-            if error is ErrorCode.NONE:
-                self.share.do_state_work(group_id)
+        results = self.core.group_admin.delete_groups(list(req.body.groups_names))
         return DeleteGroupsResponse(
             results=tuple(
                 DeletableGroupResult(group_id=g, error_code=e) for g, e in results.items()
@@ -498,155 +480,79 @@ class ShareHandlers:
     async def describe_share_group_offsets(
         self, req: DecodedRequest
     ) -> DescribeShareGroupOffsetsResponse:
+        admin = self.core.group_admin
         groups = []
         for g in req.body.groups:
-            group_id = g.group_id
-            initialized = self.share.groups.initialized_partitions(group_id)
-            if g.topics is None:
-                wanted: list[tuple[str, list[int]]] = []
-                for topic_id, parts in initialized.items():
-                    info = self.core.topics.by_id(topic_id)
-                    if info is not None:
-                        wanted.append((info.name, sorted(parts)))
-            else:
+            wanted = None
+            if g.topics is not None:
                 wanted = [(t.topic_name, [int(p) for p in t.partitions]) for t in g.topics]
-            topics = []
-            for name, wanted_parts in sorted(wanted):
-                info = self.core.topics.get(name)
-                rows = []
-                for p in wanted_parts:
-                    if info is None or p >= info.num_partitions:
-                        rows.append(
-                            DescribedShareOffset(
-                                partition_index=p,
-                                start_offset=-1,
-                                leader_epoch=-1,
-                                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                            )
-                        )
-                        continue
-                    summary = self.share.persister.read_state_summary(
-                        ShareStateKey(group_id, info.topic_id, p), 0
-                    )
-                    start = summary.start_offset if summary.error is ErrorCode.NONE else -1
-                    data = self.core.partitions.get(TopicPartition(name, p))
-                    lag = -1
-                    if data is not None and start >= 0:
-                        lag = max(0, data.high_watermark - start)
-                    rows.append(
-                        DescribedShareOffset(
-                            partition_index=p,
-                            start_offset=start,
-                            leader_epoch=0,
-                            lag=lag,
-                            error_code=ErrorCode.NONE,
-                        )
-                    )
-                topics.append(
-                    DescribedShareOffsetsTopic(
-                        topic_name=name,
-                        topic_id=info.topic_id if info else uuid.UUID(int=0),
-                        partitions=tuple(rows),
-                    )
-                )
+            topics = admin.describe_share_offsets(g.group_id, wanted)
             groups.append(
                 DescribedShareOffsetsGroup(
-                    group_id=group_id, topics=tuple(topics), error_code=ErrorCode.NONE
+                    group_id=g.group_id,
+                    topics=tuple(
+                        DescribedShareOffsetsTopic(
+                            topic_name=t.name,
+                            topic_id=t.topic_id,
+                            partitions=tuple(
+                                DescribedShareOffset(
+                                    partition_index=p.partition,
+                                    start_offset=p.start_offset,
+                                    leader_epoch=p.leader_epoch,
+                                    lag=p.lag,
+                                    error_code=p.error,
+                                )
+                                for p in t.partitions
+                            ),
+                        )
+                        for t in topics
+                    ),
+                    error_code=ErrorCode.NONE,
                 )
             )
         return DescribeShareGroupOffsetsResponse(groups=tuple(groups))
-
-    def _refused_non_empty(self, group_id: str) -> tuple[ErrorCode, str] | None:
-        """NON_EMPTY_GROUP while the share group has members: offsets change only when empty."""
-        if self.share.groups.is_empty(group_id):
-            return None
-        return ErrorCode.NON_EMPTY_GROUP, f"share group {group_id} is not empty"
 
     @api(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
     async def alter_share_group_offsets(
         self, req: DecodedRequest
     ) -> AlterShareGroupOffsetsResponse:
         b = req.body
-        group_id = b.group_id
-        if (refused := self._refused_non_empty(group_id)) is not None:
-            return AlterShareGroupOffsetsResponse(error_code=refused[0], error_message=refused[1])
-        if self.share.groups.group(group_id) is None and self.share.groups.is_foreign_group(
-            group_id
-        ):
-            # An unknown id creates a share group (as in Kafka); a consumer group's id cannot.
-            return AlterShareGroupOffsetsResponse(
-                error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                error_message=f"Group {group_id} is not a share group.",
-            )
-        view = self.share.groups.group(group_id)
-        state_epoch = (view.group_epoch if view is not None else 0) + 1
-        responses = []
-        for t in b.topics:
-            info = self.core.topics.get(t.topic_name)
-            rows = []
-            done: list[int] = []
-            for p in t.partitions:
-                index = int(p.partition_index)
-                if info is None or index >= info.num_partitions:
-                    rows.append(
-                        AlteredShareOffset(
-                            partition_index=index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                        )
-                    )
-                    continue
-                key = ShareStateKey(group_id, info.topic_id, index)
-                current = self.share.persister.state(key)
-                epoch = max(state_epoch, (current.state_epoch + 1) if current is not None else 0)
-                error = self.share.persister.initialize_state(key, epoch, int(p.start_offset))
-                if error is ErrorCode.NONE:
-                    self.share.share_partitions.pop((group_id, info.topic_id, index), None)
-                    done.append(index)
-                rows.append(AlteredShareOffset(partition_index=index, error_code=error))
-            if info is not None and done:
-                self.share.groups.mark_offsets_reset(group_id, info.topic_id, done)
-            responses.append(
+        starts = [
+            (t.topic_name, [(int(p.partition_index), int(p.start_offset)) for p in t.partitions])
+            for t in b.topics
+        ]
+        change = self.core.group_admin.alter_share_offsets(b.group_id, starts)
+        return AlterShareGroupOffsetsResponse(
+            error_code=change.error,
+            error_message=change.message,
+            responses=tuple(
                 AlteredShareOffsetsTopic(
-                    topic_name=t.topic_name,
-                    topic_id=info.topic_id if info else uuid.UUID(int=0),
-                    partitions=tuple(rows),
+                    topic_name=t.name,
+                    topic_id=t.topic_id,
+                    partitions=tuple(
+                        AlteredShareOffset(partition_index=p.partition, error_code=p.error)
+                        for p in t.partitions
+                    ),
                 )
-            )
-        return AlterShareGroupOffsetsResponse(error_code=ErrorCode.NONE, responses=tuple(responses))
+                for t in change.altered
+            ),
+        )
 
     @api(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
     async def delete_share_group_offsets(
         self, req: DecodedRequest
     ) -> DeleteShareGroupOffsetsResponse:
         b = req.body
-        group_id = b.group_id
-        if (refused := self._refused_non_empty(group_id)) is not None:
-            return DeleteShareGroupOffsetsResponse(error_code=refused[0], error_message=refused[1])
-        if self.share.groups.group(group_id) is None:  # as Kafka: nothing to delete from
-            return DeleteShareGroupOffsetsResponse(
-                error_code=ErrorCode.GROUP_ID_NOT_FOUND,
-                error_message=f"Group {group_id} not found.",
-            )
-        responses = []
-        for t in b.topics:
-            info = self.core.topics.get(t.topic_name)
-            if info is None:
-                responses.append(
-                    DeletedShareOffsetsTopic(
-                        topic_name=t.topic_name,
-                        topic_id=uuid.UUID(int=0),
-                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    )
-                )
-                continue
-            self.share.groups.mark_offsets_deleted(group_id, info.topic_id)
-            self.share.do_state_work(group_id)
-            responses.append(
-                DeletedShareOffsetsTopic(
-                    topic_name=t.topic_name, topic_id=info.topic_id, error_code=ErrorCode.NONE
-                )
-            )
+        change = self.core.group_admin.delete_share_offsets(
+            b.group_id, [t.topic_name for t in b.topics]
+        )
         return DeleteShareGroupOffsetsResponse(
-            error_code=ErrorCode.NONE, responses=tuple(responses)
+            error_code=change.error,
+            error_message=change.message,
+            responses=tuple(
+                DeletedShareOffsetsTopic(topic_name=t.name, topic_id=t.topic_id, error_code=t.error)
+                for t in change.deleted
+            ),
         )
 
     # -- group configs --------------------------------------------------------------------------

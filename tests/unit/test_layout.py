@@ -39,6 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("coordinator.share",),
     (
         "coordinator.group",
+        "coordinator.group_admin",
         "coordinator.txn_coordinator",
         "coordinator.txn_results",
         "coordinator.txn_shard",

@@ -1,10 +1,12 @@
-"""The group RPCs that span the group types, and the share-group offset admin APIs (KIP-932).
+"""The group RPCs that span the group types, and the share groups' admin APIs.
 
 DescribeGroups, ListGroups and DeleteGroups ask the consumer-group coordinator (classic and
 KIP-848 groups) and the share coordinator alike, as Kafka's group coordinator answers for
-every group type; Describe/Alter/DeleteShareGroupOffsets read and reset a share group's start
-offsets through the share coordinator's persister.  Each method takes and returns the core's
-typed values (``BrokerCore.group_admin``); ``coordinator/protocol`` translates them.
+every group type; Describe/Alter/DeleteShareGroupOffsets (KIP-932) read and reset a share
+group's start offsets through the share coordinator's persister, IncrementalAlterConfigs sets
+a group's configs, and DescribeSharePendingAcks (sharetxn's admin API for KIP-1289) reports the
+acknowledgements staged in open transactions.  Each method takes and returns the core's typed
+values (``BrokerCore.group_admin``); ``coordinator/protocol`` translates them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from coordinator.share.persister import ShareStateKey
 from coordinator.topics import TopicRegistry
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
+from txn.topic_config_defs import ConfigOperation
 
 #: The topic id of an answer about a topic this broker does not have.
 NO_TOPIC_ID = uuid.UUID(int=0)
@@ -62,6 +65,26 @@ class ShareOffsetsChange:
     message: str | None = None
     altered: tuple[ShareOffsetsTopic, ...] = ()
     deleted: tuple[DeletedShareOffsets, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PendingShareAcks:
+    """The acknowledgements one producer's open transaction staged for a share partition."""
+
+    group_id: str
+    topic_id: uuid.UUID
+    partition: int
+    state_partition: int  # the __share_group_state partition that stages them
+    records: int
+    first_offset: int  # -1 (and last_offset -1) when no batch is staged
+    last_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerPendingAcks:
+    producer_id: int
+    producer_epoch: int  # -1 when no batch is staged
+    pending: tuple[PendingShareAcks, ...]
 
 
 class GroupAdmin:
@@ -214,3 +237,57 @@ class GroupAdmin:
             self._share.do_state_work(group_id)
             deleted.append(DeletedShareOffsets(name, info.topic_id, ErrorCode.NONE))
         return ShareOffsetsChange(ErrorCode.NONE, deleted=tuple(deleted))
+
+    # -- group configs ------------------------------------------------------------------------
+
+    def incremental_alter_group_configs(
+        self,
+        group_id: str,
+        ops: Sequence[tuple[str, int, str | None]],
+        *,
+        validate_only: bool,
+    ) -> tuple[ErrorCode, str | None]:
+        """IncrementalAlterConfigs of a group: (name, operation, value) SET or DELETE; APPEND
+        and SUBTRACT are not valid for a group's configs (none is a list)."""
+        to_set = {name: value or "" for name, op, value in ops if op == ConfigOperation.SET}
+        to_delete = [name for name, op, _value in ops if op == ConfigOperation.DELETE]
+        valid = (ConfigOperation.SET, ConfigOperation.DELETE)
+        unsupported = [name for name, op, _value in ops if op not in valid]
+        if unsupported:
+            return ErrorCode.INVALID_REQUEST, f"APPEND/SUBTRACT are not valid for {unsupported}"
+        return self._share.groups.alter_group_configs(group_id, to_set, to_delete, validate_only)
+
+    # -- KIP-1289 -----------------------------------------------------------------------------
+
+    def share_pending_acks(
+        self, producer_ids: Iterable[int]
+    ) -> tuple[ErrorCode, list[ProducerPendingAcks]]:
+        """DescribeSharePendingAcks: per producer id (all when ``producer_ids`` is empty) with
+        an open transaction, each share partition with staged acknowledgements, their count
+        and offset range, read from the share coordinator's staged transactional updates."""
+        coordinator = self._share.persister
+        if (error := coordinator.availability()) is not ErrorCode.NONE:
+            return error, []
+        wanted = set(producer_ids)
+        producers = []
+        for producer_id, places in sorted(coordinator.open_transactions().items()):
+            if wanted and producer_id not in wanted:
+                continue
+            epoch, entries = -1, list[PendingShareAcks]()
+            for index, key in sorted(places):
+                count, first, last = 0, -1, -1
+                for pid, pending_epoch, batches in coordinator.pending_for(key):
+                    if pid != producer_id:
+                        continue
+                    epoch = max(epoch, pending_epoch)
+                    for b in batches:
+                        count += b.last_offset - b.first_offset + 1
+                        first = b.first_offset if first < 0 else min(first, b.first_offset)
+                        last = max(last, b.last_offset)
+                entries.append(
+                    PendingShareAcks(
+                        key.group_id, key.topic_id, key.partition, index, count, first, last
+                    )
+                )
+            producers.append(ProducerPendingAcks(producer_id, epoch, tuple(entries)))
+        return ErrorCode.NONE, producers

@@ -73,8 +73,6 @@ from txn.limits import INT32_MAX, SHARE_FETCH_MAX_RECORDS
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_GROUP = 32
-OP_SET = 0
-OP_DELETE = 1
 _SHARE_FETCH_POLL_MS = 50
 
 
@@ -430,48 +428,30 @@ class ShareHandlers:
     async def describe_share_pending_acks(
         self, req: DecodedRequest
     ) -> DescribeSharePendingAcksResponse:
-        """DescribeSharePendingAcks (sharetxn admin API): staged acks per producer.
-
-        Read from the share coordinator's staged transactional updates: per producer id, each
-        share partition with pending acknowledgements, their count and offset range.
-        """
-        coordinator = self.share.persister
-        if (error := coordinator.availability()) is not ErrorCode.NONE:
-            return DescribeSharePendingAcksResponse(error_code=error)
-        wanted = {int(p) for p in req.body.producer_ids}
-        producers = []
-        for producer_id, places in sorted(coordinator.open_transactions().items()):
-            if wanted and producer_id not in wanted:
-                continue
-            epoch, entries = -1, list[PendingAcksEntry]()
-            for index, key in sorted(places):
-                count, first, last = 0, -1, -1
-                for pid, pending_epoch, batches in coordinator.pending_for(key):
-                    if pid != producer_id:
-                        continue
-                    epoch = max(epoch, pending_epoch)
-                    for b in batches:
-                        count += b.last_offset - b.first_offset + 1
-                        first = b.first_offset if first < 0 else min(first, b.first_offset)
-                        last = max(last, b.last_offset)
-                entries.append(
-                    PendingAcksEntry(
-                        group_id=key.group_id,
-                        topic_id=key.topic_id,
-                        partition=key.partition,
-                        state_partition=index,
-                        pending_records=count,
-                        first_offset=first,
-                        last_offset=last,
-                    )
-                )
-            producers.append(
-                PendingAcksProducer(
-                    producer_id=producer_id, producer_epoch=epoch, entries=tuple(entries)
-                )
-            )
+        """DescribeSharePendingAcks (sharetxn admin API): staged acks per producer."""
+        ids = [int(p) for p in req.body.producer_ids]
+        error, producers = self.core.group_admin.share_pending_acks(ids)
         return DescribeSharePendingAcksResponse(
-            error_code=ErrorCode.NONE, producers=tuple(producers)
+            error_code=error,
+            producers=tuple(
+                PendingAcksProducer(
+                    producer_id=p.producer_id,
+                    producer_epoch=p.producer_epoch,
+                    entries=tuple(
+                        PendingAcksEntry(
+                            group_id=e.group_id,
+                            topic_id=e.topic_id,
+                            partition=e.partition,
+                            state_partition=e.state_partition,
+                            pending_records=e.records,
+                            first_offset=e.first_offset,
+                            last_offset=e.last_offset,
+                        )
+                        for e in p.pending
+                    ),
+                )
+                for p in producers
+            ),
         )
 
     # -- share-group offsets (admin) ------------------------------------------------------------
@@ -595,23 +575,9 @@ class ShareHandlers:
                     )
                 )
                 continue
-            to_set = {c.name: c.value or "" for c in r.configs if int(c.config_operation) == OP_SET}
-            to_delete = [c.name for c in r.configs if int(c.config_operation) == OP_DELETE]
-            unsupported = [
-                c.name for c in r.configs if int(c.config_operation) not in (OP_SET, OP_DELETE)
-            ]
-            if unsupported:
-                responses.append(
-                    AlterConfigsResourceResponse(
-                        error_code=ErrorCode.INVALID_REQUEST,
-                        error_message=f"APPEND/SUBTRACT are not valid for {unsupported}",
-                        resource_type=rtype,
-                        resource_name=r.resource_name,
-                    )
-                )
-                continue
-            error, message = self.share.groups.alter_group_configs(
-                r.resource_name, to_set, to_delete, bool(b.validate_only)
+            ops = [(c.name, int(c.config_operation), c.value) for c in r.configs]
+            error, message = self.core.group_admin.incremental_alter_group_configs(
+                r.resource_name, ops, validate_only=bool(b.validate_only)
             )
             responses.append(
                 AlterConfigsResourceResponse(

@@ -36,6 +36,7 @@ from coordinator.reserved_topics import (
     write_refusal,
 )
 from coordinator.share.manager import PartitionAcks, ShareManager
+from coordinator.share_fetch import ShareFetches
 from coordinator.topics import TopicInfo, TopicRegistry
 from coordinator.txn_coordinator import TransactionCoordinator
 from coordinator.txn_results import ActiveProducer
@@ -185,6 +186,7 @@ class BrokerCore:
         self.groups.load()
         self.share.groups.is_foreign_group = self.groups.has_group
         self.group_admin = GroupAdmin(self.topics, self.partitions, self.groups, self.share)
+        self.share_fetches = ShareFetches(self.share, clock)
         self.txn_coordinator.on_timeout_abort = self.share.on_transaction_timed_out
         self._schedule_flush()
         self._schedule_producer_expiry()

@@ -62,18 +62,17 @@ from coordinator.protocol.txn_messages import (
 )
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.share.group_model import ShareGroupDescription, ShareGroupMemberDescription
-from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
-from coordinator.share.sessions import INITIAL_EPOCH
+from coordinator.share.manager import PartitionAcks
 from coordinator.share.share_partition import AckBatch
+from coordinator.share_fetch import ShareFetchPoll, ShareFetchRequest, ShareSessionKey
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 from txn.ids import TopicIdPartition
-from txn.limits import INT32_MAX, SHARE_FETCH_MAX_RECORDS
+from txn.limits import SHARE_FETCH_MAX_RECORDS
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_GROUP = 32
-_SHARE_FETCH_POLL_MS = 50
 
 
 def _described_group(d: ShareGroupDescription) -> ShareDescribedGroup:
@@ -201,100 +200,46 @@ class ShareHandlers:
 
     # -- fetch and acknowledge ------------------------------------------------------------------
 
-    def _session_of(self, b: Any) -> tuple[str, str, int, int]:
-        """ShareFetch's and ShareAcknowledge's group id, member id and session epoch, and the
-        group's record lock duration (0 without a group)."""
-        group_id = b.group_id or ""
-        member_id = b.member_id or ""
+    @staticmethod
+    def _session_of(req: DecodedRequest) -> ShareSessionKey:
+        """ShareFetch's and ShareAcknowledge's group id, member id and session epoch."""
+        b = req.body
         epoch = int(b.share_session_epoch)
-        lock_ms = self.share.partition_config(group_id).record_lock_duration_ms if group_id else 0
-        return group_id, member_id, epoch, lock_ms
+        return ShareSessionKey(b.group_id or "", b.member_id or "", epoch, req.connection_id)
 
     @api(ApiKey.SHARE_FETCH)
     async def share_fetch(self, req: DecodedRequest) -> ShareFetchResponse:
         b = req.body
-        group_id, member_id, epoch, lock_ms = self._session_of(b)
-        outcome = ShareFetchOutcome(ErrorCode.NONE)
-        if not group_id or not member_id:
-            return self._fetch_response(
-                ShareFetchOutcome(ErrorCode.INVALID_REQUEST, "group and member id are required"),
-                lock_ms,
-            )
-        acks = _acks_of(b.topics)
-        if epoch == INITIAL_EPOCH and acks:
-            return self._fetch_response(
-                ShareFetchOutcome(
-                    ErrorCode.INVALID_REQUEST, "acknowledgements need an open share session"
-                ),
-                lock_ms,
-            )
-        error, session = self.share.open_or_check_session(
-            group_id, member_id, epoch, req.connection_id
+        request = ShareFetchRequest(
+            self._session_of(req),
+            requested=[
+                TopicIdPartition(t.topic_id, int(p.partition_index))
+                for t in b.topics
+                for p in t.partitions
+            ],
+            forgotten=[
+                TopicIdPartition(t.topic_id, int(p))
+                for t in field(b, "forgotten_topics_data", default=())
+                for p in t.partitions
+            ],
+            acks=_acks_of(b.topics),
+            max_records=int(field(b, "max_records", default=SHARE_FETCH_MAX_RECORDS) or 0),
+            max_bytes=int(b.max_bytes),
+            min_bytes=int(b.min_bytes),
+            max_wait_ms=millis(b.max_wait),
         )
-        if session is None or error is not ErrorCode.NONE:
-            return self._fetch_response(ShareFetchOutcome(error), lock_ms)
-        requested = [
-            TopicIdPartition(t.topic_id, int(p.partition_index))
-            for t in b.topics
-            for p in t.partitions
-        ]
-        forgotten = [
-            TopicIdPartition(t.topic_id, int(p))
-            for t in field(b, "forgotten_topics_data", default=())
-            for p in t.partitions
-        ]
-        # Acknowledgements first: records they release may be acquired by this same fetch.
-        if acks:
-            for tip, ack_error in self.share.acknowledge(group_id, member_id, acks).items():
-                entry = outcome.partitions.setdefault(tip, _entry(tip))
-                entry.ack_error = ack_error
-                entry.acked = True
-        if self.share.is_final(epoch):
-            self.share.close_session(group_id, member_id)
-            return self._fetch_response(outcome, lock_ms, full=epoch == INITIAL_EPOCH)
-        session.add(requested)
-        session.forget(forgotten)
-        if epoch != INITIAL_EPOCH:  # a new session already expects epoch 1
-            self.share.sessions.advance(session)
-        max_records = int(field(b, "max_records", default=SHARE_FETCH_MAX_RECORDS) or 0)
-        if max_records <= 0:
-            max_records = SHARE_FETCH_MAX_RECORDS
-        max_bytes = int(b.max_bytes) if int(b.max_bytes) > 0 else INT32_MAX
-        clock = self.core.clock
-        deadline_ms = clock.now_ms() + millis(b.max_wait)
-        min_bytes = max(int(b.min_bytes), 1)
-        while True:
-            self.share.acquire(group_id, member_id, session, max_records, max_bytes, outcome)
-            got = sum(
-                len(p.result.records) for p in outcome.partitions.values() if p.result is not None
-            )
-            now_ms = clock.now_ms()
-            if got >= min_bytes or now_ms >= deadline_ms or outcome.acquired_count > 0:
-                break
-            if self.share.sessions.get(group_id, member_id) is not session:
-                break  # closed or replaced while we waited
-            # Records also come back without an append (lock expiry, release): look again soon.
-            await self._wait_for_append(min(deadline_ms, now_ms + _SHARE_FETCH_POLL_MS))
-        return self._fetch_response(outcome, lock_ms, full=epoch == INITIAL_EPOCH)
+        poll = self.core.share_fetches.fetch(request)
+        while (wake_ms := poll.step()) is not None:
+            await self._wait_for_append(wake_ms)
+        return self._fetch_response(poll)
 
-    def _fetch_response(
-        self, outcome: ShareFetchOutcome, lock_ms: int, *, full: bool = True
-    ) -> ShareFetchResponse:
-        """The response; an incremental one (``full`` False) leaves out quiet partitions."""
+    def _fetch_response(self, poll: ShareFetchPoll) -> ShareFetchResponse:
         by_topic: dict[uuid.UUID, list[ShareFetchPartition]] = {}
-        for tip, entry in outcome.partitions.items():
+        for entry in poll.answered():
             result = entry.result
-            if (
-                not full
-                and entry.error is ErrorCode.NONE
-                and int(entry.ack_error) == ErrorCode.NONE
-                and not entry.acked
-                and (result is None or not result.acquired)
-            ):
-                continue  # as Kafka: an incremental answer omits partitions with nothing new
-            by_topic.setdefault(tip.topic_id, []).append(
+            by_topic.setdefault(entry.tip.topic_id, []).append(
                 ShareFetchPartition(
-                    partition_index=tip.partition,
+                    partition_index=entry.tip.partition,
                     error_code=entry.error,
                     acknowledge_error_code=entry.ack_error,
                     current_leader=self._leader(),
@@ -309,10 +254,11 @@ class ShareHandlers:
                     ),
                 )
             )
+        outcome = poll.outcome
         return ShareFetchResponse(
             error_code=outcome.error,
             error_message=outcome.error_message,
-            acquisition_lock_timeout=lock_ms,
+            acquisition_lock_timeout=poll.lock_ms,
             responses=tuple(
                 ShareFetchTopic(topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items()
             ),
@@ -321,38 +267,11 @@ class ShareHandlers:
 
     @api(ApiKey.SHARE_ACKNOWLEDGE)
     async def share_acknowledge(self, req: DecodedRequest) -> ShareAcknowledgeResponse:
-        b = req.body
-        group_id, member_id, epoch, lock_ms = self._session_of(b)
-
-        def answer(
-            error: ErrorCode, message: str | None, responses: tuple[ShareAcknowledgeTopic, ...] = ()
-        ) -> ShareAcknowledgeResponse:
-            return ShareAcknowledgeResponse(
-                error_code=error,
-                error_message=message,
-                acquisition_lock_timeout=lock_ms,
-                responses=responses,
-                node_endpoints=(self._endpoint(),),
-            )
-
-        if not group_id or not member_id:
-            return answer(ErrorCode.INVALID_REQUEST, "group and member id are required")
-        if epoch == INITIAL_EPOCH:
-            return answer(
-                ErrorCode.INVALID_SHARE_SESSION_EPOCH, "ShareAcknowledge cannot open a session"
-            )
-        error, session = self.share.open_or_check_session(
-            group_id, member_id, epoch, req.connection_id
+        result = self.core.share_fetches.acknowledge(
+            self._session_of(req), _acks_of(req.body.topics)
         )
-        if session is None or error is not ErrorCode.NONE:
-            return answer(error, None)
-        results = self.share.acknowledge(group_id, member_id, _acks_of(b.topics))
-        if self.share.is_final(epoch):
-            self.share.close_session(group_id, member_id)
-        else:
-            self.share.sessions.advance(session)
         by_topic: dict[uuid.UUID, list[ShareAcknowledgePartition]] = {}
-        for tip, ack_error in results.items():
+        for tip, ack_error in result.results.items():
             by_topic.setdefault(tip.topic_id, []).append(
                 ShareAcknowledgePartition(
                     partition_index=tip.partition,
@@ -360,13 +279,15 @@ class ShareHandlers:
                     current_leader=self._leader(),
                 )
             )
-        return answer(
-            ErrorCode.NONE,
-            None,
-            tuple(
+        return ShareAcknowledgeResponse(
+            error_code=result.error,
+            error_message=result.message,
+            acquisition_lock_timeout=result.lock_ms,
+            responses=tuple(
                 ShareAcknowledgeTopic(topic_id=t, partitions=tuple(ps))
                 for t, ps in by_topic.items()
             ),
+            node_endpoints=(self._endpoint(),),
         )
 
     # -- KIP-1289 -------------------------------------------------------------------------------
@@ -605,9 +526,3 @@ class ShareHandlers:
                 self.share.groups.describe_group_configs(group_id).items()
             )
         ]
-
-
-def _entry(tip: TopicIdPartition) -> Any:
-    from coordinator.share.manager import PartitionFetch  # noqa: PLC0415
-
-    return PartitionFetch(tip)

@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "coordinator.group",
         "coordinator.group_admin",
+        "coordinator.share_fetch",
         "coordinator.txn_coordinator",
         "coordinator.txn_results",
         "coordinator.txn_shard",

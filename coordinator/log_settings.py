@@ -73,7 +73,9 @@ def topic_log_settings(
         topic_configs.get("cleanup.policy", broker.get_str("log.cleanup.policy"))
     )
     log = LogConfig(
-        segment_bytes=number("internal.segment.bytes", number("segment.bytes", base.segment_bytes)),
+        segment_bytes=number(
+            "internal.segment.bytes", number("segment.bytes", base.segment_bytes)
+        ),
         segment_ms=number("segment.ms", broker_segment_ms(broker)),
         index_interval_bytes=base.index_interval_bytes,
         flush_interval_messages=base.flush_interval_messages,

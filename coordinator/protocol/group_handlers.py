@@ -1,8 +1,9 @@
 """Wire handlers of the consumer-group APIs: classic membership, offsets, KIP-496, KIP-98.
 
 Each handler turns a decoded request into a call on ``BrokerCore.groups`` (the sans-I/O
-``ConsumerGroupCoordinator``) and its result into the newest schema's field names; JoinGroup
-and SyncGroup wait on a future that the coordinator completes when the rebalance does.
+``ConsumerGroupCoordinator``) or ``BrokerCore.group_admin`` and its result into a typed message
+(``group_messages``); JoinGroup and SyncGroup wait on a future that the coordinator completes
+when the rebalance does.
 """
 
 from __future__ import annotations

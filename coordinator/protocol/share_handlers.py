@@ -1,11 +1,13 @@
 """Kafka API handlers for share groups (KIP-932): the wire side of ``ShareManager``.
 
-ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch (with piggybacked
-acknowledgements and long polling), ShareAcknowledge, ListGroups,
-DeleteGroups, the share-group offset admin APIs, group configs through
-IncrementalAlterConfigs/DescribeConfigs, and the persister RPCs
-(Initialize/Read/Write/Delete/ReadSummary ShareGroupState) served directly by
-the share coordinator.
+ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch (with piggybacked acknowledgements and
+long polling), ShareAcknowledge, ListGroups, DeleteGroups, the share-group offset admin APIs,
+group configs through IncrementalAlterConfigs (DescribeConfigs through
+``describe_group_configs``) and the KIP-1289 RPCs.  Each handler translates a decoded request
+into a call on the core (``ShareManager``, ``BrokerCore.group_admin``,
+``BrokerCore.share_fetches``) and its result into a typed message (``share_messages``,
+``group_messages``, ``txn_messages``); ShareFetch's long poll waits here, between the core's
+acquisition passes.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from coordinator.assembly import CONSUMER_GROUPS_PARTITION, assemble_coordinators
 from coordinator.group.offset_commands import Committer
+from coordinator.group_admin import GroupAdmin
 from coordinator.log.cleaner_passes import CleanerExecutor, CleanTarget, LogCleaner
 from coordinator.log.compaction import CleanResult, transactions_of
 from coordinator.log.storage import LogConfig, PartitionLog, Storage
@@ -35,6 +36,7 @@ from coordinator.reserved_topics import (
     write_refusal,
 )
 from coordinator.share.manager import PartitionAcks
+from coordinator.share_fetch import ShareFetches
 from coordinator.topics import TopicInfo, TopicRegistry
 from coordinator.txn_results import ActiveProducer
 from txn.batch import ControlType
@@ -148,6 +150,8 @@ class BrokerCore:
         self.share = coordinators.share
         self.groups = coordinators.groups
         self._compacted_internal.update(coordinators.compacted_logs)
+        self.group_admin = GroupAdmin(self.topics, self.partitions, self.groups, self.share)
+        self.share_fetches = ShareFetches(self.share, clock)
         self._schedule_flush()
         self._schedule_producer_expiry()
         self._schedule_retention()

@@ -23,13 +23,50 @@ from coordinator.protocol.acl_rules import (
     RequestContext,
     Response,
     answer_kept,
+    appended,
     list_rule,
     split,
     txn_and_group_denial,
     with_body,
 )
 from coordinator.protocol.cluster_messages import Coordinator, FindCoordinatorResponse
-from coordinator.protocol.responses import Handler
+from coordinator.protocol.group_messages import (
+    ConsumerDescribedGroup,
+    ConsumerGroupDescribeResponse,
+    DeletableGroupResult,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribeGroupsResponse,
+    ListGroupsResponse,
+    OffsetCommitResponse,
+    OffsetDeleteResponse,
+    OffsetFetchGroup,
+    OffsetFetchPartition,
+    OffsetFetchResponse,
+    OffsetFetchTopic,
+    PartitionError,
+    TopicErrors,
+)
+from coordinator.protocol.responses import Body, Handler
+from coordinator.protocol.share_messages import (
+    AlteredShareOffset,
+    AlteredShareOffsetsTopic,
+    AlterShareGroupOffsetsResponse,
+    DeletedShareOffsetsTopic,
+    DeleteShareGroupOffsetsResponse,
+    DescribedShareOffset,
+    DescribedShareOffsetsGroup,
+    DescribedShareOffsetsTopic,
+    DescribeShareGroupOffsetsResponse,
+    ShareAcknowledgePartition,
+    ShareAcknowledgeResponse,
+    ShareAcknowledgeTopic,
+    ShareDescribedGroup,
+    ShareFetchPartition,
+    ShareFetchResponse,
+    ShareFetchTopic,
+    ShareGroupDescribeResponse,
+)
 from coordinator.protocol.txn_messages import (
     AddPartitionsToTxnPartitionResult,
     AddPartitionsToTxnResponse,
@@ -55,24 +92,22 @@ from txn.ids import (
 )
 
 
-def _offset_entry(t: Any, code: ErrorCode) -> dict[str, Any]:
-    return {
-        "name": t.name,
-        "partitions": [
-            {"partition_index": p.partition_index, "error_code": code} for p in t.partitions
-        ],
-    }
+def _offset_entry(t: Any, code: ErrorCode) -> TopicErrors:
+    return TopicErrors(
+        name=t.name,
+        partitions=tuple(
+            PartitionError(partition_index=int(p.partition_index), error_code=code)
+            for p in t.partitions
+        ),
+    )
 
 
-def _offset_denied(t: Any) -> dict[str, Any]:
+def _offset_denied(t: Any) -> TopicErrors:
     return _offset_entry(t, TOPIC_DENIED)
 
 
 async def _read_topics(
-    ctx: RequestContext,
-    req: DecodedRequest,
-    handler: Handler,
-    empty: dict[str, Any] | None = None,
+    ctx: RequestContext, req: DecodedRequest, handler: Handler, empty: Body
 ) -> Response:
     """READ on each topic of the offset request's [{name, partitions}]."""
     checked = split(req.body.topics, lambda t: ctx.topic(OP.READ, t.name))
@@ -84,8 +119,8 @@ async def offset_commit_rule(
 ) -> Response:
     b = req.body
     if not ctx.group(OP.READ, b.group_id):
-        return {"topics": [_offset_entry(t, GROUP_DENIED) for t in b.topics]}
-    return await _read_topics(ctx, req, handler)
+        return OffsetCommitResponse(topics=tuple(_offset_entry(t, GROUP_DENIED) for t in b.topics))
+    return await _read_topics(ctx, req, handler, OffsetCommitResponse(topics=()))
 
 
 async def txn_offset_commit_rule(
@@ -121,27 +156,27 @@ async def offset_delete_rule(
     ctx: RequestContext, req: DecodedRequest, handler: Handler
 ) -> Response:
     if not ctx.group(OP.DELETE, req.body.group_id):
-        return {"error_code": GROUP_DENIED, "topics": []}
-    return await _read_topics(ctx, req, handler, {"error_code": ErrorCode.NONE, "topics": []})
+        return OffsetDeleteResponse(error_code=GROUP_DENIED)
+    return await _read_topics(ctx, req, handler, OffsetDeleteResponse(error_code=ErrorCode.NONE))
 
 
-def _fetched_entries(topics: Iterable[Any], code: ErrorCode) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": t.name,
-            "partitions": [
-                {
-                    "partition_index": int(p),
-                    "committed_offset": -1,
-                    "committed_leader_epoch": -1,
-                    "metadata": "",
-                    "error_code": code,
-                }
+def _fetched_entries(topics: Iterable[Any], code: ErrorCode) -> tuple[OffsetFetchTopic, ...]:
+    return tuple(
+        OffsetFetchTopic(
+            name=t.name,
+            partitions=tuple(
+                OffsetFetchPartition(
+                    partition_index=int(p),
+                    committed_offset=-1,
+                    committed_leader_epoch=-1,
+                    metadata="",
+                    error_code=code,
+                )
                 for p in t.partition_indexes
-            ],
-        }
+            ),
+        )
         for t in topics
-    ]
+    )
 
 
 async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
@@ -150,26 +185,25 @@ async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: H
     groups = field(b, "groups")
     if groups is None:
         if not ctx.group(OP.DESCRIBE, b.group_id):
-            return {
-                "error_code": GROUP_DENIED,
-                "topics": _fetched_entries(b.topics or (), GROUP_DENIED),
-            }
+            return OffsetFetchResponse(
+                error_code=GROUP_DENIED, topics=_fetched_entries(b.topics or (), GROUP_DENIED)
+            )
         if b.topics is None:
             response = await handler(req)
-            assert isinstance(response, dict)  # not yet typed
-            response["topics"] = [
-                t for t in response["topics"] if ctx.topic(OP.DESCRIBE, t["name"])
-            ]
-            return response
+            assert isinstance(response, OffsetFetchResponse)
+            return dataclasses.replace(
+                response,
+                topics=tuple(t for t in response.topics if ctx.topic(OP.DESCRIBE, t.name)),
+            )
         kept, denied = split(b.topics, lambda t: ctx.topic(OP.DESCRIBE, t.name))
         if not denied:
             return await handler(req)
         response = await handler(with_body(req, topics=kept))
-        assert isinstance(response, dict)  # not yet typed
-        if not kept:
-            response["topics"] = []
-        response["topics"] = [*response["topics"], *_fetched_entries(denied, TOPIC_DENIED)]
-        return response
+        assert isinstance(response, OffsetFetchResponse)
+        answered = response.topics if kept else ()
+        return dataclasses.replace(
+            response, topics=(*answered, *_fetched_entries(denied, TOPIC_DENIED))
+        )
     allowed_groups, denied_groups = split(groups, lambda g: ctx.group(OP.DESCRIBE, g.group_id))
     denied_topics: dict[str, list[Any]] = {}
     trimmed = []
@@ -180,21 +214,23 @@ async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: H
         kept, denied = split(g.topics, lambda t: ctx.topic(OP.DESCRIBE, t.name))
         denied_topics[g.group_id] = denied
         trimmed.append(g if not denied else dataclasses.replace(g, topics=kept))
-    answers: list[dict[str, Any]] = []
+    answers: list[OffsetFetchGroup] = []
     if trimmed:
         response = await handler(with_body(req, groups=tuple(trimmed)))
-        assert isinstance(response, dict)  # not yet typed
-        answers = list(response["groups"])
-    for answer in answers:
-        if any(g.group_id == answer["group_id"] and g.topics is None for g in trimmed):
-            answer["topics"] = [t for t in answer["topics"] if ctx.topic(OP.DESCRIBE, t["name"])]
-        extra = denied_topics.get(answer["group_id"])
+        assert isinstance(response, OffsetFetchResponse)
+        answers = list(response.groups)
+    for index, answer in enumerate(answers):
+        topics = answer.topics
+        if any(g.group_id == answer.group_id and g.topics is None for g in trimmed):
+            topics = tuple(t for t in topics if ctx.topic(OP.DESCRIBE, t.name))
+        extra = denied_topics.get(answer.group_id)
         if extra:
-            answer["topics"] = [*answer["topics"], *_fetched_entries(extra, TOPIC_DENIED)]
+            topics = (*topics, *_fetched_entries(extra, TOPIC_DENIED))
+        answers[index] = dataclasses.replace(answer, topics=topics)
     answers += [
-        {"group_id": g.group_id, "error_code": GROUP_DENIED, "topics": []} for g in denied_groups
+        OffsetFetchGroup(group_id=g.group_id, error_code=GROUP_DENIED) for g in denied_groups
     ]
-    return {"groups": answers}
+    return OffsetFetchResponse(groups=tuple(answers))
 
 
 async def find_coordinator_rule(
@@ -237,45 +273,53 @@ async def find_coordinator_rule(
 
 
 def groups_listing_rule(
-    op: Any, list_key: str, response_key: str, entry: Callable[[str], dict[str, Any]]
+    op: Any, list_key: str, response_key: str, entry: Callable[[str], Body], empty: Body
 ) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
-    """APIs over a list of group ids answered per group (Describe*/DeleteGroups)."""
-    return list_rule(list_key, response_key, lambda ctx, g: ctx.group(op, g), entry)
+    """APIs over a list of group ids answered per group (Describe*/DeleteGroups); ``empty`` is
+    the answer when no group is left to ask the handler about."""
+    return list_rule(list_key, response_key, lambda ctx, g: ctx.group(op, g), entry, empty)
 
 
 describe_groups_rule = groups_listing_rule(
     OP.DESCRIBE,
     "groups",
     "groups",
-    lambda g: {
-        "error_code": GROUP_DENIED,
-        "group_id": g,
-        "group_state": "",
-        "protocol_type": "",
-        "protocol_data": "",
-        "members": [],
-    },
+    lambda g: DescribedGroup(
+        error_code=GROUP_DENIED, group_id=g, group_state="", protocol_type="", protocol_data=""
+    ),
+    DescribeGroupsResponse(groups=()),
 )
 consumer_group_describe_rule = groups_listing_rule(
     OP.DESCRIBE,
     "group_ids",
     "groups",
-    lambda g: {"error_code": GROUP_DENIED, "group_id": g, "group_state": "", "members": []},
+    lambda g: ConsumerDescribedGroup(error_code=GROUP_DENIED, group_id=g),
+    ConsumerGroupDescribeResponse(groups=()),
 )
-share_group_describe_rule = consumer_group_describe_rule
+share_group_describe_rule = groups_listing_rule(
+    OP.DESCRIBE,
+    "group_ids",
+    "groups",
+    lambda g: ShareDescribedGroup(error_code=GROUP_DENIED, group_id=g),
+    ShareGroupDescribeResponse(groups=()),
+)
 delete_groups_rule = groups_listing_rule(
-    OP.DELETE, "groups_names", "results", lambda g: {"group_id": g, "error_code": GROUP_DENIED}
+    OP.DELETE,
+    "groups_names",
+    "results",
+    lambda g: DeletableGroupResult(group_id=g, error_code=GROUP_DENIED),
+    DeleteGroupsResponse(results=()),
 )
 
 
 async def list_groups_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
     response = await handler(req)
-    assert isinstance(response, dict)  # not yet typed
-    if not ctx.cluster(OP.DESCRIBE):
-        response["groups"] = [
-            g for g in response["groups"] if ctx.group(OP.DESCRIBE, g["group_id"])
-        ]
-    return response
+    assert isinstance(response, ListGroupsResponse)
+    if ctx.cluster(OP.DESCRIBE):
+        return response
+    return dataclasses.replace(
+        response, groups=tuple(g for g in response.groups if ctx.group(OP.DESCRIBE, g.group_id))
+    )
 
 
 async def list_transactions_rule(
@@ -363,45 +407,62 @@ async def add_partitions_to_txn_rule(
     return await handler(req)
 
 
-def share_data_rule(
-    topic_op: Any, group_op: Any
-) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
-    """ShareFetch / ShareAcknowledge: the group for the whole request, READ per topic id."""
+async def _share_data(
+    ctx: RequestContext,
+    req: DecodedRequest,
+    handler: Handler,
+    refused: Callable[[ErrorCode], Body],
+    denied_entry: Callable[[Any], Any],
+) -> Response:
+    """ShareFetch / ShareAcknowledge: READ on the group for the whole request, READ per topic
+    id; ``refused`` answers a denied group, ``denied_entry`` a denied topic."""
+    b = req.body
+    if b.group_id and not ctx.group(OP.READ, b.group_id):
+        return refused(GROUP_DENIED)
+    kept, denied = split(b.topics, lambda t: ctx.topic_by_id(OP.READ, t.topic_id))
+    if not denied:
+        return await handler(req)
+    response = await handler(with_body(req, topics=kept))
+    assert response is not None
+    return appended(response, "responses", [denied_entry(t) for t in denied])
 
-    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
-        b = req.body
-        if b.group_id and not ctx.group(group_op, b.group_id):
-            return {"error_code": GROUP_DENIED, "error_message": None, "responses": []}
-        kept, denied = split(b.topics, lambda t: ctx.topic_by_id(topic_op, t.topic_id))
-        if not denied:
-            return await handler(req)
-        response = await handler(with_body(req, topics=kept))
-        assert isinstance(response, dict)  # not yet typed
-        response["responses"] = [
-            *response["responses"],
-            *(
-                {
-                    "topic_id": t.topic_id,
-                    "partitions": [
-                        {
-                            "partition_index": p.partition_index,
-                            "error_code": TOPIC_DENIED,
-                            "acknowledge_error_code": TOPIC_DENIED,
-                            "records": b"",
-                        }
-                        for p in t.partitions
-                    ],
-                }
-                for t in denied
+
+async def share_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    def denied_entry(t: Any) -> ShareFetchTopic:
+        return ShareFetchTopic(
+            topic_id=t.topic_id,
+            partitions=tuple(
+                ShareFetchPartition(
+                    partition_index=int(p.partition_index),
+                    error_code=TOPIC_DENIED,
+                    acknowledge_error_code=TOPIC_DENIED,
+                )
+                for p in t.partitions
             ),
-        ]
-        return response
+        )
 
-    return rule
+    return await _share_data(
+        ctx, req, handler, lambda code: ShareFetchResponse(error_code=code), denied_entry
+    )
 
 
-share_fetch_rule = share_data_rule(OP.READ, OP.READ)
-share_acknowledge_rule = share_data_rule(OP.READ, OP.READ)
+async def share_acknowledge_rule(
+    ctx: RequestContext, req: DecodedRequest, handler: Handler
+) -> Response:
+    def denied_entry(t: Any) -> ShareAcknowledgeTopic:
+        return ShareAcknowledgeTopic(
+            topic_id=t.topic_id,
+            partitions=tuple(
+                ShareAcknowledgePartition(
+                    partition_index=int(p.partition_index), error_code=TOPIC_DENIED
+                )
+                for p in t.partitions
+            ),
+        )
+
+    return await _share_data(
+        ctx, req, handler, lambda code: ShareAcknowledgeResponse(error_code=code), denied_entry
+    )
 
 
 async def txn_share_acknowledge_rule(
@@ -434,25 +495,19 @@ async def txn_share_acknowledge_rule(
     )
 
 
-def share_offsets_rule(group_op: Any, topic_op: Any, with_partitions: bool) -> Callable[..., Any]:
-    """Alter/DeleteShareGroupOffsets: one group, topics by name."""
-
-    def denied_entry(t: Any) -> dict[str, Any]:
-        entry: dict[str, Any] = {"topic_name": t.topic_name, "topic_id": NO_TOPIC_ID}
-        if with_partitions:
-            entry["partitions"] = [
-                {"partition_index": p.partition_index, "error_code": TOPIC_DENIED}
-                for p in t.partitions
-            ]
-        else:
-            entry["error_code"] = TOPIC_DENIED
-        return entry
+def _share_offsets_rule(
+    group_op: Any,
+    answer: Callable[[ErrorCode], Body],
+    denied_entry: Callable[[Any], Any],
+) -> Callable[..., Any]:
+    """Alter/DeleteShareGroupOffsets: one group, topics by name (READ on each); ``answer``
+    answers a denied group (and, with NONE, a request with no topic left)."""
 
     async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
         b = req.body
         if not ctx.group(group_op, b.group_id):
-            return {"error_code": GROUP_DENIED, "error_message": None, "responses": []}
-        checked = split(b.topics, lambda t: ctx.topic(topic_op, t.topic_name))
+            return answer(GROUP_DENIED)
+        checked = split(b.topics, lambda t: ctx.topic(OP.READ, t.topic_name))
         return await answer_kept(
             req,
             handler,
@@ -460,15 +515,32 @@ def share_offsets_rule(group_op: Any, topic_op: Any, with_partitions: bool) -> C
             checked,
             "responses",
             denied_entry,
-            empty={"error_code": ErrorCode.NONE, "error_message": None, "responses": []},
+            empty=answer(ErrorCode.NONE),
         )
 
     return rule
 
 
-alter_share_group_offsets_rule = share_offsets_rule(OP.READ, OP.READ, with_partitions=True)
+alter_share_group_offsets_rule = _share_offsets_rule(
+    OP.READ,
+    lambda code: AlterShareGroupOffsetsResponse(error_code=code),
+    lambda t: AlteredShareOffsetsTopic(
+        topic_name=t.topic_name,
+        topic_id=NO_TOPIC_ID,
+        partitions=tuple(
+            AlteredShareOffset(partition_index=int(p.partition_index), error_code=TOPIC_DENIED)
+            for p in t.partitions
+        ),
+    ),
+)
 # Kafka 4.4 requires DELETE on the group to delete its offsets (READ on the topics).
-delete_share_group_offsets_rule = share_offsets_rule(OP.DELETE, OP.READ, with_partitions=False)
+delete_share_group_offsets_rule = _share_offsets_rule(
+    OP.DELETE,
+    lambda code: DeleteShareGroupOffsetsResponse(error_code=code),
+    lambda t: DeletedShareOffsetsTopic(
+        topic_name=t.topic_name, topic_id=NO_TOPIC_ID, error_code=TOPIC_DENIED
+    ),
+)
 
 
 async def describe_share_group_offsets_rule(
@@ -477,37 +549,41 @@ async def describe_share_group_offsets_rule(
     allowed_groups, denied_groups = split(
         req.body.groups, lambda g: ctx.group(OP.DESCRIBE, g.group_id)
     )
-    answers: list[dict[str, Any]] = []
+    answers: list[DescribedShareOffsetsGroup] = []
     if allowed_groups:
         response = await handler(with_body(req, groups=allowed_groups))
-        assert isinstance(response, dict)  # not yet typed
-        answers = list(response["groups"])
+        assert isinstance(response, DescribeShareGroupOffsetsResponse)
+        answers = list(response.groups)
     listed_all = {g.group_id for g in allowed_groups if g.topics is None}
-    for answer in answers:
-        topics = answer.get("topics", [])
-        if answer.get("group_id") in listed_all:
+    for index, answer in enumerate(answers):
+        if answer.group_id in listed_all:
             # All the group's topics: those the principal may not describe are left out.
-            answer["topics"] = [t for t in topics if ctx.topic(OP.DESCRIBE, t["topic_name"])]
-            continue
-        answer["topics"] = [
-            t
-            if ctx.topic(OP.DESCRIBE, t["topic_name"])
-            else {
-                "topic_name": t["topic_name"],
-                "topic_id": NO_TOPIC_ID,
-                "partitions": [
-                    {
-                        "partition_index": p["partition_index"],
-                        "start_offset": -1,
-                        "error_code": TOPIC_DENIED,
-                    }
-                    for p in t.get("partitions", [])
-                ],
-            }
-            for t in topics
-        ]
+            topics = tuple(t for t in answer.topics if ctx.topic(OP.DESCRIBE, t.topic_name))
+        else:
+            topics = tuple(
+                t if ctx.topic(OP.DESCRIBE, t.topic_name) else _offsets_denied(t)
+                for t in answer.topics
+            )
+        answers[index] = dataclasses.replace(answer, topics=topics)
     answers += [
-        {"group_id": g.group_id, "error_code": GROUP_DENIED, "error_message": None, "topics": []}
+        DescribedShareOffsetsGroup(group_id=g.group_id, error_code=GROUP_DENIED)
         for g in denied_groups
     ]
-    return {"groups": answers}
+    return DescribeShareGroupOffsetsResponse(groups=tuple(answers))
+
+
+def _offsets_denied(t: DescribedShareOffsetsTopic) -> DescribedShareOffsetsTopic:
+    """A described topic the principal may not describe: its partitions, each refused."""
+    return DescribedShareOffsetsTopic(
+        topic_name=t.topic_name,
+        topic_id=NO_TOPIC_ID,
+        partitions=tuple(
+            DescribedShareOffset(
+                partition_index=p.partition_index,
+                start_offset=-1,
+                leader_epoch=0,
+                error_code=TOPIC_DENIED,
+            )
+            for p in t.partitions
+        ),
+    )

@@ -35,6 +35,13 @@ from coordinator.protocol.data_messages import (
     ListOffsetsTopicResponse,
     ProduceResponse,
 )
+from coordinator.protocol.group_messages import (
+    GroupHeartbeatResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    SyncGroupResponse,
+)
 from coordinator.protocol.responses import Body, Handler, Message
 from coordinator.protocol.topic_messages import (
     AlterConfigsResourceResponse,
@@ -186,30 +193,44 @@ def list_rule(
 
 #: The answer of each API whose whole request is denied, with Kafka's error in its top-level
 #: error field (Kafka's ``getErrorResponse``), for the APIs answered by typed messages.
-WHOLE_REQUEST_DENIALS: dict[int, Callable[[ErrorCode], Message]] = {
-    ApiKey.INIT_PRODUCER_ID: lambda code: InitProducerIdResponse(
+WHOLE_REQUEST_DENIALS: dict[int, Callable[[ErrorCode, int], Message]] = {
+    ApiKey.INIT_PRODUCER_ID: lambda code, _version: InitProducerIdResponse(
         error_code=code, producer_id=NO_PRODUCER_ID, producer_epoch=0
     ),
-    ApiKey.END_TXN: lambda code: EndTxnResponse(
+    ApiKey.END_TXN: lambda code, _version: EndTxnResponse(
         error_code=code, producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH
     ),
-    ApiKey.ADD_OFFSETS_TO_TXN: lambda code: AddOffsetsToTxnResponse(error_code=code),
-    ApiKey.ADD_SHARE_ACKS_TO_TXN: lambda code: AddShareAcksToTxnResponse(error_code=code),
-    ApiKey.DESCRIBE_LOG_DIRS: lambda code: DescribeLogDirsResponse(error_code=code),
-    ApiKey.DESCRIBE_SHARE_PENDING_ACKS: lambda code: DescribeSharePendingAcksResponse(
+    ApiKey.ADD_OFFSETS_TO_TXN: lambda code, _version: AddOffsetsToTxnResponse(error_code=code),
+    ApiKey.ADD_SHARE_ACKS_TO_TXN: lambda code, _version: AddShareAcksToTxnResponse(error_code=code),
+    ApiKey.DESCRIBE_LOG_DIRS: lambda code, _version: DescribeLogDirsResponse(error_code=code),
+    ApiKey.DESCRIBE_SHARE_PENDING_ACKS: lambda code, _version: DescribeSharePendingAcksResponse(
         error_code=code
     ),
+    ApiKey.JOIN_GROUP: lambda code, version: JoinGroupResponse(
+        error_code=code,
+        generation_id=-1,
+        protocol_type=None,
+        protocol_name=None if version >= 7 else "",
+        leader="",
+        member_id="",
+        members=(),
+    ),
+    ApiKey.SYNC_GROUP: lambda code, _version: SyncGroupResponse(
+        error_code=code, protocol_type=None, protocol_name=None, assignment=b""
+    ),
+    ApiKey.HEARTBEAT: lambda code, _version: HeartbeatResponse(error_code=code),
+    ApiKey.LEAVE_GROUP: lambda code, _version: LeaveGroupResponse(error_code=code, members=()),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: lambda code, _version: GroupHeartbeatResponse(error_code=code),
+    ApiKey.SHARE_GROUP_HEARTBEAT: lambda code, _version: GroupHeartbeatResponse(error_code=code),
 }
 
 
 def denied_request(req: DecodedRequest, code: ErrorCode) -> Body:
-    """The answer to ``req`` when the principal may not make it at all.
-
-    The group APIs' (JoinGroup, Heartbeat, LeaveGroup, SyncGroup and the Consumer/Share
-    group heartbeats) are still dicts: their responses are not typed yet."""
+    """The answer to ``req`` when the principal may not make it at all: its API's own
+    message (``WHOLE_REQUEST_DENIALS``), ``error_code`` alone for an API without an entry."""
     typed = WHOLE_REQUEST_DENIALS.get(req.api_key)
     if typed is not None:
-        return typed(code)
+        return typed(code, req.api_version)
     return {"error_code": code, "error_message": None}
 
 

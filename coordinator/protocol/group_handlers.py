@@ -1,8 +1,9 @@
 """Wire handlers of the consumer-group APIs: classic membership, offsets, KIP-496, KIP-98.
 
 Each handler turns a decoded request into a call on ``BrokerCore.groups`` (the sans-I/O
-``ConsumerGroupCoordinator``) and its result into the newest schema's field names; JoinGroup
-and SyncGroup wait on a future that the coordinator completes when the rebalance does.
+``ConsumerGroupCoordinator``) or ``BrokerCore.group_admin`` and its result into a typed message
+(``group_messages``); JoinGroup and SyncGroup wait on a future that the coordinator completes
+when the rebalance does.
 """
 
 from __future__ import annotations
@@ -15,16 +16,33 @@ from typing import Any, TypeVar
 from coordinator.broker import BrokerCore
 from coordinator.group.offset_commands import Committer, OffsetMap
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
-from coordinator.protocol.responses import (
-    OPERATIONS_NOT_REQUESTED,
-    Handler,
-    api,
-    by_topic,
-    handler_table,
+from coordinator.protocol.group_messages import (
+    ConsumerDescribedGroup,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupMember,
+    DescribedAssignment,
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribedTopicPartitions,
+    DescribeGroupsResponse,
+    GroupHeartbeatResponse,
+    HeartbeatResponse,
+    JoinGroupMember,
+    JoinGroupResponse,
+    LeaveGroupMember,
+    LeaveGroupResponse,
+    OffsetCommitResponse,
+    OffsetDeleteResponse,
+    OffsetFetchGroup,
+    OffsetFetchPartition,
+    OffsetFetchResponse,
+    OffsetFetchTopic,
+    PartitionError,
+    SyncGroupResponse,
+    TopicErrors,
     heartbeat_response,
-    millis,
-    undescribed_group,
 )
+from coordinator.protocol.responses import Handler, api, handler_table, millis
 from coordinator.protocol.txn_messages import (
     AddOffsetsToTxnResponse,
     TxnOffsetCommitPartition,
@@ -54,6 +72,16 @@ def _offsets(topics: Any) -> OffsetMap:
     return out
 
 
+def _errors_by_topic(results: dict[TopicPartition, ErrorCode]) -> tuple[TopicErrors, ...]:
+    """Each partition's error, by topic in the order of ``results``."""
+    topics: dict[str, list[PartitionError]] = {}
+    for tp, error in results.items():
+        topics.setdefault(tp.topic, []).append(
+            PartitionError(partition_index=tp.partition, error_code=error)
+        )
+    return tuple(TopicErrors(name=name, partitions=tuple(parts)) for name, parts in topics.items())
+
+
 class GroupHandlers:
     """Dispatch entries for the consumer-group APIs."""
 
@@ -75,7 +103,7 @@ class GroupHandlers:
     # -- membership -----------------------------------------------------------------------------
 
     @api(ApiKey.JOIN_GROUP)
-    async def join_group(self, req: DecodedRequest) -> dict[str, Any]:
+    async def join_group(self, req: DecodedRequest) -> JoinGroupResponse:
         b = req.body
         session = millis(b.session_timeout)
         rebalance = millis(field(b, "rebalance_timeout", default=session))
@@ -95,22 +123,21 @@ class GroupHandlers:
             lambda respond: self.core.groups.join(request, respond)
         )
         nullable = req.api_version >= 7
-        return {
-            "error_code": result.error,
-            "generation_id": result.generation,
-            "protocol_type": result.protocol_type,
-            "protocol_name": result.protocol if result.protocol is not None or nullable else "",
-            "leader": result.leader,
-            "skip_assignment": False,
-            "member_id": result.member_id,
-            "members": [
-                {"member_id": m, "group_instance_id": i, "metadata": meta}
+        return JoinGroupResponse(
+            error_code=result.error,
+            generation_id=result.generation,
+            protocol_type=result.protocol_type,
+            protocol_name=result.protocol if result.protocol is not None or nullable else "",
+            leader=result.leader,
+            member_id=result.member_id,
+            members=tuple(
+                JoinGroupMember(member_id=m, group_instance_id=i, metadata=meta)
                 for m, i, meta in result.members
-            ],
-        }
+            ),
+        )
 
     @api(ApiKey.SYNC_GROUP)
-    async def sync_group(self, req: DecodedRequest) -> dict[str, Any]:
+    async def sync_group(self, req: DecodedRequest) -> SyncGroupResponse:
         b = req.body
         assignments = {a.member_id: bytes(a.assignment) for a in b.assignments}
         result: SyncResult = await self._deferred(
@@ -125,23 +152,23 @@ class GroupHandlers:
                 respond,
             )
         )
-        return {
-            "error_code": result.error,
-            "protocol_type": result.protocol_type,
-            "protocol_name": result.protocol,
-            "assignment": result.assignment,
-        }
+        return SyncGroupResponse(
+            error_code=result.error,
+            protocol_type=result.protocol_type,
+            protocol_name=result.protocol,
+            assignment=result.assignment,
+        )
 
     @api(ApiKey.HEARTBEAT)
-    async def heartbeat(self, req: DecodedRequest) -> dict[str, Any]:
+    async def heartbeat(self, req: DecodedRequest) -> HeartbeatResponse:
         b = req.body
         error = self.core.groups.heartbeat(
             b.group_id, int(b.generation_id), b.member_id, field(b, "group_instance_id")
         )
-        return {"error_code": error}
+        return HeartbeatResponse(error_code=error)
 
     @api(ApiKey.LEAVE_GROUP)
-    async def leave_group(self, req: DecodedRequest) -> dict[str, Any]:
+    async def leave_group(self, req: DecodedRequest) -> LeaveGroupResponse:
         b = req.body
         members = field(b, "members")
         if members is None:  # v0-2: one member
@@ -151,60 +178,43 @@ class GroupHandlers:
         error, results = self.core.groups.leave(b.group_id, identities)
         if members is None and results:
             error = results[0][2] if error is ErrorCode.NONE else error
-        return {
-            "error_code": error,
-            "members": [
-                {"member_id": m, "group_instance_id": i, "error_code": e} for m, i, e in results
-            ],
-        }
+        return LeaveGroupResponse(
+            error_code=error,
+            members=tuple(
+                LeaveGroupMember(member_id=m, group_instance_id=i, error_code=e)
+                for m, i, e in results
+            ),
+        )
 
     @api(ApiKey.DESCRIBE_GROUPS)
-    async def describe_groups(self, req: DecodedRequest) -> dict[str, Any]:
-        groups = []
-        for d in self.core.groups.describe(list(req.body.groups)):
-            if d.state == "Dead" and self.core.share.groups.group(d.group_id) is not None:
-                # A share group: DescribeGroups answers it as Kafka does, by its type's state.
-                view = self.core.share.groups.group(d.group_id)
-                assert view is not None
-                groups.append(
-                    {
-                        "error_code": ErrorCode.NONE,
-                        "group_id": d.group_id,
-                        "group_state": view.state,
-                        "protocol_type": "share",
-                        "protocol_data": "",
-                        "members": [],
-                        "authorized_operations": OPERATIONS_NOT_REQUESTED,
-                    }
-                )
-                continue
-            groups.append(
-                {
-                    "error_code": d.error,
-                    "group_id": d.group_id,
-                    "group_state": d.state,
-                    "protocol_type": d.protocol_type,
-                    "protocol_data": d.protocol,
-                    "members": [
-                        {
-                            "member_id": m.member_id,
-                            "group_instance_id": m.group_instance_id,
-                            "client_id": m.client_id,
-                            "client_host": m.client_host,
-                            "member_metadata": m.metadata,
-                            "member_assignment": m.assignment,
-                        }
-                        for m in d.members
-                    ],
-                    "authorized_operations": OPERATIONS_NOT_REQUESTED,
-                }
+    async def describe_groups(self, req: DecodedRequest) -> DescribeGroupsResponse:
+        groups = tuple(
+            DescribedGroup(
+                error_code=d.error,
+                group_id=d.group_id,
+                group_state=d.state,
+                protocol_type=d.protocol_type,
+                protocol_data=d.protocol,
+                members=tuple(
+                    DescribedGroupMember(
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        member_metadata=m.metadata,
+                        member_assignment=m.assignment,
+                    )
+                    for m in d.members
+                ),
             )
-        return {"groups": groups}
+            for d in self.core.group_admin.describe_groups(list(req.body.groups))
+        )
+        return DescribeGroupsResponse(groups=groups)
 
     # -- the consumer group protocol (KIP-848) -------------------------------------------------
 
     @api(ApiKey.CONSUMER_GROUP_HEARTBEAT)
-    async def consumer_group_heartbeat(self, req: DecodedRequest) -> dict[str, Any]:
+    async def consumer_group_heartbeat(self, req: DecodedRequest) -> GroupHeartbeatResponse:
         b = req.body
         owned = None
         if b.topic_partitions is not None:
@@ -212,11 +222,10 @@ class GroupHandlers:
                 t.topic_id: frozenset(int(p) for p in t.partitions) for t in b.topic_partitions
             }
         if field(b, "subscribed_topic_regex"):  # librdkafka sends "" for "none"
-            return {
-                "error_code": ErrorCode.INVALID_REQUEST,
-                "error_message": "SubscribedTopicRegex is not supported by this broker.",
-                "heartbeat_interval": 0,
-            }
+            return GroupHeartbeatResponse(
+                error_code=ErrorCode.INVALID_REQUEST,
+                error_message="SubscribedTopicRegex is not supported by this broker.",
+            )
         result = self.core.groups.consumer_heartbeat(
             b.group_id,
             b.member_id or "",
@@ -236,64 +245,63 @@ class GroupHandlers:
         return heartbeat_response(result, assignment)
 
     @api(ApiKey.CONSUMER_GROUP_DESCRIBE)
-    async def consumer_group_describe(self, req: DecodedRequest) -> dict[str, Any]:
-        groups: list[dict[str, Any]] = []
+    async def consumer_group_describe(self, req: DecodedRequest) -> ConsumerGroupDescribeResponse:
+        groups: list[ConsumerDescribedGroup] = []
         for group_id, error, group in self.core.groups.describe_consumer_protocol(
             list(req.body.group_ids)
         ):
             if group is None:
                 not_found = error is ErrorCode.GROUP_ID_NOT_FOUND
                 message = f"Group {group_id} not found." if not_found else None
-                groups.append(undescribed_group(group_id, error, message))
+                groups.append(
+                    ConsumerDescribedGroup(
+                        error_code=error, error_message=message, group_id=group_id
+                    )
+                )
                 continue
             groups.append(
-                {
-                    "error_code": ErrorCode.NONE,
-                    "group_id": group_id,
-                    "group_state": group.state,
-                    "group_epoch": group.epoch,
-                    "assignment_epoch": group.assignment_epoch,
-                    "assignor_name": group.assignor,
-                    "members": [
-                        {
-                            "member_id": m.member_id,
-                            "instance_id": m.instance_id,
-                            "rack_id": m.rack_id,
-                            "member_epoch": m.epoch,
-                            "client_id": m.client_id,
-                            "client_host": m.client_host,
-                            "subscribed_topic_names": sorted(m.subscribed),
-                            "subscribed_topic_regex": None,
-                            "assignment": {"topic_partitions": self._named(m.assigned)},
-                            "target_assignment": {
-                                "topic_partitions": self._named(group.target.get(m.member_id, {}))
-                            },
-                            "member_type": 1,  # consumer protocol
-                        }
+                ConsumerDescribedGroup(
+                    error_code=ErrorCode.NONE,
+                    group_id=group_id,
+                    group_state=group.state,
+                    group_epoch=group.epoch,
+                    assignment_epoch=group.assignment_epoch,
+                    assignor_name=group.assignor,
+                    members=tuple(
+                        ConsumerGroupMember(
+                            member_id=m.member_id,
+                            instance_id=m.instance_id,
+                            rack_id=m.rack_id,
+                            member_epoch=m.epoch,
+                            client_id=m.client_id,
+                            client_host=m.client_host,
+                            subscribed_topic_names=tuple(sorted(m.subscribed)),
+                            assignment=self._named(m.assigned),
+                            target_assignment=self._named(group.target.get(m.member_id, {})),
+                        )
                         for m in group.members.values()
-                    ],
-                    "authorized_operations": OPERATIONS_NOT_REQUESTED,
-                }
+                    ),
+                )
             )
-        return {"groups": groups}
+        return ConsumerGroupDescribeResponse(groups=tuple(groups))
 
-    def _named(self, parts: dict[Any, frozenset[int]]) -> list[dict[str, Any]]:
+    def _named(self, parts: dict[Any, frozenset[int]]) -> DescribedAssignment:
         out = []
         for topic_id, partitions in sorted(parts.items()):
             info = self.core.topics.by_id(topic_id)
             out.append(
-                {
-                    "topic_id": topic_id,
-                    "topic_name": info.name if info else "",
-                    "partitions": sorted(partitions),
-                }
+                DescribedTopicPartitions(
+                    topic_id=topic_id,
+                    topic_name=info.name if info else "",
+                    partitions=tuple(sorted(partitions)),
+                )
             )
-        return out
+        return DescribedAssignment(topic_partitions=tuple(out))
 
     # -- offsets --------------------------------------------------------------------------------
 
     @api(ApiKey.OFFSET_COMMIT)
-    async def offset_commit(self, req: DecodedRequest) -> dict[str, Any]:
+    async def offset_commit(self, req: DecodedRequest) -> OffsetCommitResponse:
         b = req.body
         offsets = _offsets(b.topics)
         groups = self.core.groups
@@ -316,10 +324,10 @@ class GroupHandlers:
                 results = dict.fromkeys(results, ErrorCode.KAFKA_STORAGE_ERROR)
             else:
                 groups.durable(token)
-        return {"topics": by_topic(results, lambda e: {"error_code": e})}
+        return OffsetCommitResponse(topics=_errors_by_topic(results))
 
     @api(ApiKey.OFFSET_FETCH)
-    async def offset_fetch(self, req: DecodedRequest) -> dict[str, Any]:
+    async def offset_fetch(self, req: DecodedRequest) -> OffsetFetchResponse:
         b = req.body
         require_stable = bool(field(b, "require_stable", default=False))
         groups = field(b, "groups")
@@ -335,38 +343,41 @@ class GroupHandlers:
                     TopicPartition(t.name, int(p)) for t in topics for p in t.partition_indexes
                 ]
             error, fetched = self.core.groups.fetch_offsets(group_id, partitions, require_stable)
+            by_name: dict[str, list[OffsetFetchPartition]] = {}
+            for tp, f in fetched.items():
+                by_name.setdefault(tp.topic, []).append(
+                    OffsetFetchPartition(
+                        partition_index=tp.partition,
+                        committed_offset=f.offset,
+                        committed_leader_epoch=f.leader_epoch,
+                        metadata=f.metadata,
+                        error_code=f.error,
+                    )
+                )
             answers.append(
-                {
-                    "group_id": group_id,
-                    "error_code": error,
-                    "topics": by_topic(
-                        fetched,
-                        lambda f: {
-                            "committed_offset": f.offset,
-                            "committed_leader_epoch": f.leader_epoch,
-                            "metadata": f.metadata,
-                            "error_code": f.error,
-                        },
+                OffsetFetchGroup(
+                    group_id=group_id,
+                    error_code=error,
+                    topics=tuple(
+                        OffsetFetchTopic(name=name, partitions=tuple(parts))
+                        for name, parts in by_name.items()
                     ),
-                }
+                )
             )
         if groups is None:
-            return {"error_code": answers[0]["error_code"], "topics": answers[0]["topics"]}
-        return {"groups": answers}
+            return OffsetFetchResponse(error_code=answers[0].error_code, topics=answers[0].topics)
+        return OffsetFetchResponse(groups=tuple(answers))
 
     @api(ApiKey.OFFSET_DELETE)
-    async def offset_delete(self, req: DecodedRequest) -> dict[str, Any]:
+    async def offset_delete(self, req: DecodedRequest) -> OffsetDeleteResponse:
         b = req.body
         partitions = [
             TopicPartition(t.name, int(p.partition_index)) for t in b.topics for p in t.partitions
         ]
         error, results = self.core.groups.delete_offsets(b.group_id, partitions)
-        return {
-            "error_code": error,
-            "topics": by_topic(results, lambda e: {"error_code": e})
-            if error is ErrorCode.NONE
-            else [],
-        }
+        if error is not ErrorCode.NONE:
+            return OffsetDeleteResponse(error_code=error)
+        return OffsetDeleteResponse(error_code=error, topics=_errors_by_topic(results))
 
     # -- transactional offsets (KIP-98, KIP-447) ------------------------------------------------
 

@@ -29,7 +29,7 @@ class Handlers:
         self, core: BrokerCore, host: str, port: int, wait_for_append: WaitForAppend
     ) -> None:
         self.core = core
-        self.share = ShareHandlers(core, wait_for_append, self._broker)
+        self.share = ShareHandlers(core, wait_for_append, self.endpoint)
         self.cluster = ClusterHandlers(core, host, port, self.share)
         self.groups = GroupHandlers(core)
         self.table: dict[int, Handler] = {}
@@ -50,6 +50,3 @@ class Handlers:
     def endpoint(self) -> tuple[str, int]:
         """The advertised address of the listener the current request came in on."""
         return self.cluster.endpoint()
-
-    def _broker(self) -> dict[str, object]:
-        return self.cluster._broker()  # noqa: SLF001 - the share handlers' broker entry

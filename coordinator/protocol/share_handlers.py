@@ -1,11 +1,13 @@
 """Kafka API handlers for share groups (KIP-932): the wire side of ``ShareManager``.
 
-ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch (with piggybacked
-acknowledgements and long polling), ShareAcknowledge, ListGroups,
-DeleteGroups, the share-group offset admin APIs, group configs through
-IncrementalAlterConfigs/DescribeConfigs, and the persister RPCs
-(Initialize/Read/Write/Delete/ReadSummary ShareGroupState) served directly by
-the share coordinator.
+ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch (with piggybacked acknowledgements and
+long polling), ShareAcknowledge, ListGroups, DeleteGroups, the share-group offset admin APIs,
+group configs through IncrementalAlterConfigs (DescribeConfigs through
+``describe_group_configs``) and the KIP-1289 RPCs.  Each handler translates a decoded request
+into a call on the core (``ShareManager``, ``BrokerCore.group_admin``,
+``BrokerCore.share_fetches``) and its result into a typed message (``share_messages``,
+``group_messages``, ``txn_messages``); ShareFetch's long poll waits here, between the core's
+acquisition passes.
 """
 
 from __future__ import annotations
@@ -15,16 +17,42 @@ from collections.abc import Callable
 from typing import Any
 
 from coordinator.broker import BrokerCore
-from coordinator.protocol.responses import (
-    OPERATIONS_NOT_REQUESTED,
-    Handler,
-    WaitForAppend,
-    api,
-    handler_table,
+from coordinator.protocol.group_messages import (
+    DeletableGroupResult,
+    DeleteGroupsResponse,
+    GroupHeartbeatResponse,
+    ListedGroup,
+    ListGroupsResponse,
     heartbeat_response,
-    millis,
-    undescribed_group,
 )
+from coordinator.protocol.responses import Handler, WaitForAppend, api, handler_table, millis
+from coordinator.protocol.share_messages import (
+    AcquiredRecords,
+    AlteredShareOffset,
+    AlteredShareOffsetsTopic,
+    AlterShareGroupOffsetsResponse,
+    DeletedShareOffsetsTopic,
+    DeleteShareGroupOffsetsResponse,
+    DescribedShareOffset,
+    DescribedShareOffsetsGroup,
+    DescribedShareOffsetsTopic,
+    DescribeShareGroupOffsetsResponse,
+    IncrementalAlterConfigsResponse,
+    LeaderIdAndEpoch,
+    NodeEndpoint,
+    ShareAcknowledgePartition,
+    ShareAcknowledgeResponse,
+    ShareAcknowledgeTopic,
+    ShareAssignment,
+    ShareDescribedGroup,
+    ShareFetchPartition,
+    ShareFetchResponse,
+    ShareFetchTopic,
+    ShareGroupDescribeResponse,
+    ShareGroupMember,
+    ShareTopicPartitions,
+)
+from coordinator.protocol.topic_messages import AlterConfigsResourceResponse
 from coordinator.protocol.txn_messages import (
     AddShareAcksToTxnResponse,
     DescribeSharePendingAcksResponse,
@@ -36,54 +64,53 @@ from coordinator.protocol.txn_messages import (
 )
 from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.share.group_model import ShareGroupDescription, ShareGroupMemberDescription
-from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
-from coordinator.share.persister import ShareStateKey
-from coordinator.share.sessions import INITIAL_EPOCH
+from coordinator.share.manager import PartitionAcks
 from coordinator.share.share_partition import AckBatch
+from coordinator.share_fetch import ShareFetchPoll, ShareFetchRequest, ShareSessionKey
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
-from txn.ids import TopicIdPartition, TopicPartition
-from txn.limits import INT32_MAX, SHARE_FETCH_MAX_RECORDS
+from txn.ids import TopicIdPartition
+from txn.limits import SHARE_FETCH_MAX_RECORDS
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 RESOURCE_GROUP = 32
-OP_SET = 0
-OP_DELETE = 1
-_SHARE_FETCH_POLL_MS = 50
 
 
-def _described_group(d: ShareGroupDescription) -> dict[str, Any]:
+def _described_group(d: ShareGroupDescription) -> ShareDescribedGroup:
     """A ShareGroupDescribe entry."""
     if d.error is not ErrorCode.NONE:
-        return undescribed_group(d.group_id, d.error, d.error_message)
-    return {
-        "error_code": d.error,
-        "error_message": d.error_message,
-        "group_id": d.group_id,
-        "group_state": d.group_state,
-        "group_epoch": d.group_epoch,
-        "assignment_epoch": d.assignment_epoch,
-        "assignor_name": d.assignor_name,
-        "members": [_described_member(m) for m in d.members],
-        "authorized_operations": OPERATIONS_NOT_REQUESTED,
-    }
+        return ShareDescribedGroup(
+            error_code=d.error, error_message=d.error_message, group_id=d.group_id
+        )
+    return ShareDescribedGroup(
+        error_code=d.error,
+        error_message=d.error_message,
+        group_id=d.group_id,
+        group_state=d.group_state,
+        group_epoch=d.group_epoch,
+        assignment_epoch=d.assignment_epoch,
+        assignor_name=d.assignor_name,
+        members=tuple(_described_member(m) for m in d.members),
+    )
 
 
-def _described_member(m: ShareGroupMemberDescription) -> dict[str, Any]:
-    topic_partitions = [
-        {"topic_id": tp.topic_id, "topic_name": tp.topic_name, "partitions": list(tp.partitions)}
+def _described_member(m: ShareGroupMemberDescription) -> ShareGroupMember:
+    topic_partitions = tuple(
+        ShareTopicPartitions(
+            topic_id=tp.topic_id, topic_name=tp.topic_name, partitions=tuple(tp.partitions)
+        )
         for tp in m.assignment
-    ]
-    return {
-        "member_id": m.member_id,
-        "rack_id": m.rack_id,
-        "member_epoch": m.member_epoch,
-        "client_id": m.client_id,
-        "client_host": m.client_host,
-        "subscribed_topic_names": list(m.subscribed_topic_names),
-        "assignment": {"topic_partitions": topic_partitions},
-    }
+    )
+    return ShareGroupMember(
+        member_id=m.member_id,
+        rack_id=m.rack_id,
+        member_epoch=m.member_epoch,
+        client_id=m.client_id,
+        client_host=m.client_host,
+        subscribed_topic_names=tuple(m.subscribed_topic_names),
+        assignment=ShareAssignment(topic_partitions=topic_partitions),
+    )
 
 
 def _acks_of(topics: Any) -> list[PartitionAcks]:
@@ -110,18 +137,26 @@ class ShareHandlers:
         self,
         core: BrokerCore,
         wait_for_append: WaitForAppend,
-        broker_endpoint: Callable[[], dict[str, Any]],
+        endpoint: Callable[[], tuple[str, int]],
     ) -> None:
         self.core = core
         self.share = core.share
         self._wait_for_append = wait_for_append
-        self._endpoint = broker_endpoint
+        self._address = endpoint
         self.table: dict[int, Handler] = handler_table(self)
+
+    def _endpoint(self) -> NodeEndpoint:
+        """This broker, at the address of the listener the current request came in on."""
+        host, port = self._address()
+        return NodeEndpoint(node_id=self.core.node_id, host=host, port=port)
+
+    def _leader(self) -> LeaderIdAndEpoch:
+        return LeaderIdAndEpoch(leader_id=self.core.node_id, leader_epoch=0)
 
     # -- membership -----------------------------------------------------------------------------
 
     @api(ApiKey.SHARE_GROUP_HEARTBEAT)
-    async def share_group_heartbeat(self, req: DecodedRequest) -> dict[str, Any]:
+    async def share_group_heartbeat(self, req: DecodedRequest) -> GroupHeartbeatResponse:
         b = req.body
         subscribed = None if b.subscribed_topic_names is None else list(b.subscribed_topic_names)
         result = self.share.heartbeat(
@@ -136,216 +171,126 @@ class ShareHandlers:
         return heartbeat_response(result, result.assignment)
 
     @api(ApiKey.SHARE_GROUP_DESCRIBE)
-    async def share_group_describe(self, req: DecodedRequest) -> dict[str, Any]:
+    async def share_group_describe(self, req: DecodedRequest) -> ShareGroupDescribeResponse:
         descriptions = self.share.groups.describe(list(req.body.group_ids))
-        return {"groups": [_described_group(d) for d in descriptions]}
+        return ShareGroupDescribeResponse(groups=tuple(_described_group(d) for d in descriptions))
 
     @api(ApiKey.LIST_GROUPS)
-    async def list_groups(self, req: DecodedRequest) -> dict[str, Any]:
+    async def list_groups(self, req: DecodedRequest) -> ListGroupsResponse:
         b = req.body
         states = list(field(b, "states_filter", default=()) or ())
         types = list(field(b, "types_filter", default=()) or ())
-        listings = [
-            {
-                "group_id": g.group_id,
-                "protocol_type": "share",
-                "group_state": g.group_state,
-                "group_type": g.group_type,
-            }
-            for g in self.share.groups.list_groups(states, types)
-        ]
-        listings += [
-            {
-                "group_id": g.group_id,
-                "protocol_type": g.protocol_type,
-                "group_state": g.state,
-                "group_type": g.group_type,
-            }
-            for g in self.core.groups.list_groups(states, types)
-        ]
-        listings.sort(key=lambda g: str(g["group_id"]))
-        return {"error_code": ErrorCode.NONE, "groups": listings}
+        listings = tuple(
+            ListedGroup(
+                group_id=g.group_id,
+                protocol_type=g.protocol_type,
+                group_state=g.state,
+                group_type=g.group_type,
+            )
+            for g in self.core.group_admin.list_groups(states, types)
+        )
+        return ListGroupsResponse(error_code=ErrorCode.NONE, groups=listings)
 
     @api(ApiKey.DELETE_GROUPS)
-    async def delete_groups(self, req: DecodedRequest) -> dict[str, Any]:
-        names = list(req.body.groups_names)
-        consumer = [n for n in names if self.core.groups.has_group(n)]
-        results = self.share.groups.delete_groups([n for n in names if n not in consumer])
-        results.update(self.core.groups.delete_groups(consumer))
-        results = {n: results[n] for n in names}
-        for group_id, error in results.items():
-            if error is ErrorCode.NONE:
-                self.share.do_state_work(group_id)
-        return {"results": [{"group_id": g, "error_code": e} for g, e in results.items()]}
+    async def delete_groups(self, req: DecodedRequest) -> DeleteGroupsResponse:
+        results = self.core.group_admin.delete_groups(list(req.body.groups_names))
+        return DeleteGroupsResponse(
+            results=tuple(
+                DeletableGroupResult(group_id=g, error_code=e) for g, e in results.items()
+            )
+        )
 
     # -- fetch and acknowledge ------------------------------------------------------------------
 
-    def _session_of(self, b: Any) -> tuple[str, str, int, int]:
-        """ShareFetch's and ShareAcknowledge's group id, member id and session epoch, and the
-        group's record lock duration (0 without a group)."""
-        group_id = b.group_id or ""
-        member_id = b.member_id or ""
+    @staticmethod
+    def _session_of(req: DecodedRequest) -> ShareSessionKey:
+        """ShareFetch's and ShareAcknowledge's group id, member id and session epoch."""
+        b = req.body
         epoch = int(b.share_session_epoch)
-        lock_ms = self.share.partition_config(group_id).record_lock_duration_ms if group_id else 0
-        return group_id, member_id, epoch, lock_ms
+        return ShareSessionKey(b.group_id or "", b.member_id or "", epoch, req.connection_id)
 
     @api(ApiKey.SHARE_FETCH)
-    async def share_fetch(self, req: DecodedRequest) -> dict[str, Any]:
+    async def share_fetch(self, req: DecodedRequest) -> ShareFetchResponse:
         b = req.body
-        group_id, member_id, epoch, lock_ms = self._session_of(b)
-        outcome = ShareFetchOutcome(ErrorCode.NONE)
-        if not group_id or not member_id:
-            return self._fetch_response(
-                ShareFetchOutcome(ErrorCode.INVALID_REQUEST, "group and member id are required"),
-                lock_ms,
-            )
-        acks = _acks_of(b.topics)
-        if epoch == INITIAL_EPOCH and acks:
-            return self._fetch_response(
-                ShareFetchOutcome(
-                    ErrorCode.INVALID_REQUEST, "acknowledgements need an open share session"
-                ),
-                lock_ms,
-            )
-        error, session = self.share.open_or_check_session(
-            group_id, member_id, epoch, req.connection_id
+        request = ShareFetchRequest(
+            self._session_of(req),
+            requested=[
+                TopicIdPartition(t.topic_id, int(p.partition_index))
+                for t in b.topics
+                for p in t.partitions
+            ],
+            forgotten=[
+                TopicIdPartition(t.topic_id, int(p))
+                for t in field(b, "forgotten_topics_data", default=())
+                for p in t.partitions
+            ],
+            acks=_acks_of(b.topics),
+            max_records=int(field(b, "max_records", default=SHARE_FETCH_MAX_RECORDS) or 0),
+            max_bytes=int(b.max_bytes),
+            min_bytes=int(b.min_bytes),
+            max_wait_ms=millis(b.max_wait),
         )
-        if session is None or error is not ErrorCode.NONE:
-            return self._fetch_response(ShareFetchOutcome(error), lock_ms)
-        requested = [
-            TopicIdPartition(t.topic_id, int(p.partition_index))
-            for t in b.topics
-            for p in t.partitions
-        ]
-        forgotten = [
-            TopicIdPartition(t.topic_id, int(p))
-            for t in field(b, "forgotten_topics_data", default=())
-            for p in t.partitions
-        ]
-        # Acknowledgements first: records they release may be acquired by this same fetch.
-        if acks:
-            for tip, ack_error in self.share.acknowledge(group_id, member_id, acks).items():
-                entry = outcome.partitions.setdefault(tip, _entry(tip))
-                entry.ack_error = ack_error
-                entry.acked = True
-        if self.share.is_final(epoch):
-            self.share.close_session(group_id, member_id)
-            return self._fetch_response(outcome, lock_ms, full=epoch == INITIAL_EPOCH)
-        session.add(requested)
-        session.forget(forgotten)
-        if epoch != INITIAL_EPOCH:  # a new session already expects epoch 1
-            self.share.sessions.advance(session)
-        max_records = int(field(b, "max_records", default=SHARE_FETCH_MAX_RECORDS) or 0)
-        if max_records <= 0:
-            max_records = SHARE_FETCH_MAX_RECORDS
-        max_bytes = int(b.max_bytes) if int(b.max_bytes) > 0 else INT32_MAX
-        clock = self.core.clock
-        deadline_ms = clock.now_ms() + millis(b.max_wait)
-        min_bytes = max(int(b.min_bytes), 1)
-        while True:
-            self.share.acquire(group_id, member_id, session, max_records, max_bytes, outcome)
-            got = sum(
-                len(p.result.records) for p in outcome.partitions.values() if p.result is not None
-            )
-            now_ms = clock.now_ms()
-            if got >= min_bytes or now_ms >= deadline_ms or outcome.acquired_count > 0:
-                break
-            if self.share.sessions.get(group_id, member_id) is not session:
-                break  # closed or replaced while we waited
-            # Records also come back without an append (lock expiry, release): look again soon.
-            await self._wait_for_append(min(deadline_ms, now_ms + _SHARE_FETCH_POLL_MS))
-        return self._fetch_response(outcome, lock_ms, full=epoch == INITIAL_EPOCH)
+        poll = self.core.share_fetches.fetch(request)
+        while (wake_ms := poll.step()) is not None:
+            await self._wait_for_append(wake_ms)
+        return self._fetch_response(poll)
 
-    def _fetch_response(
-        self, outcome: ShareFetchOutcome, lock_ms: int, *, full: bool = True
-    ) -> dict[str, Any]:
-        """The response; an incremental one (``full`` False) leaves out quiet partitions."""
-        by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
-        for tip, entry in outcome.partitions.items():
+    def _fetch_response(self, poll: ShareFetchPoll) -> ShareFetchResponse:
+        by_topic: dict[uuid.UUID, list[ShareFetchPartition]] = {}
+        for entry in poll.answered():
             result = entry.result
-            if (
-                not full
-                and entry.error is ErrorCode.NONE
-                and int(entry.ack_error) == ErrorCode.NONE
-                and not entry.acked
-                and (result is None or not result.acquired)
-            ):
-                continue  # as Kafka: an incremental answer omits partitions with nothing new
-            by_topic.setdefault(tip.topic_id, []).append(
-                {
-                    "partition_index": tip.partition,
-                    "error_code": entry.error,
-                    "error_message": None,
-                    "acknowledge_error_code": int(entry.ack_error),
-                    "acknowledge_error_message": None,
-                    "current_leader": {"leader_id": self.core.node_id, "leader_epoch": 0},
-                    "records": result.records if result is not None else b"",
-                    "acquired_records": [
-                        {
-                            "first_offset": r.first_offset,
-                            "last_offset": r.last_offset,
-                            "delivery_count": r.delivery_count,
-                        }
+            by_topic.setdefault(entry.tip.topic_id, []).append(
+                ShareFetchPartition(
+                    partition_index=entry.tip.partition,
+                    error_code=entry.error,
+                    acknowledge_error_code=entry.ack_error,
+                    current_leader=self._leader(),
+                    records=result.records if result is not None else b"",
+                    acquired_records=tuple(
+                        AcquiredRecords(
+                            first_offset=r.first_offset,
+                            last_offset=r.last_offset,
+                            delivery_count=r.delivery_count,
+                        )
                         for r in (result.acquired if result is not None else [])
-                    ],
-                }
+                    ),
+                )
             )
-        return {
-            "error_code": outcome.error,
-            "error_message": outcome.error_message,
-            "acquisition_lock_timeout": lock_ms,
-            "responses": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
-            "node_endpoints": [self._endpoint()],
-        }
+        outcome = poll.outcome
+        return ShareFetchResponse(
+            error_code=outcome.error,
+            error_message=outcome.error_message,
+            acquisition_lock_timeout=poll.lock_ms,
+            responses=tuple(
+                ShareFetchTopic(topic_id=t, partitions=tuple(ps)) for t, ps in by_topic.items()
+            ),
+            node_endpoints=(self._endpoint(),),
+        )
 
     @api(ApiKey.SHARE_ACKNOWLEDGE)
-    async def share_acknowledge(self, req: DecodedRequest) -> dict[str, Any]:
-        b = req.body
-        group_id, member_id, epoch, lock_ms = self._session_of(b)
-        base: dict[str, Any] = {
-            "acquisition_lock_timeout": lock_ms,
-            "node_endpoints": [self._endpoint()],
-        }
-        if not group_id or not member_id:
-            return {
-                **base,
-                "error_code": ErrorCode.INVALID_REQUEST,
-                "error_message": "group and member id are required",
-                "responses": [],
-            }
-        if epoch == INITIAL_EPOCH:
-            return {
-                **base,
-                "error_code": ErrorCode.INVALID_SHARE_SESSION_EPOCH,
-                "error_message": "ShareAcknowledge cannot open a session",
-                "responses": [],
-            }
-        error, session = self.share.open_or_check_session(
-            group_id, member_id, epoch, req.connection_id
+    async def share_acknowledge(self, req: DecodedRequest) -> ShareAcknowledgeResponse:
+        result = self.core.share_fetches.acknowledge(
+            self._session_of(req), _acks_of(req.body.topics)
         )
-        if session is None or error is not ErrorCode.NONE:
-            return {**base, "error_code": error, "error_message": None, "responses": []}
-        results = self.share.acknowledge(group_id, member_id, _acks_of(b.topics))
-        if self.share.is_final(epoch):
-            self.share.close_session(group_id, member_id)
-        else:
-            self.share.sessions.advance(session)
-        by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
-        for tip, ack_error in results.items():
+        by_topic: dict[uuid.UUID, list[ShareAcknowledgePartition]] = {}
+        for tip, ack_error in result.results.items():
             by_topic.setdefault(tip.topic_id, []).append(
-                {
-                    "partition_index": tip.partition,
-                    "error_code": ack_error,
-                    "error_message": None,
-                    "current_leader": {"leader_id": self.core.node_id, "leader_epoch": 0},
-                }
+                ShareAcknowledgePartition(
+                    partition_index=tip.partition,
+                    error_code=ack_error,
+                    current_leader=self._leader(),
+                )
             )
-        return {
-            **base,
-            "error_code": ErrorCode.NONE,
-            "error_message": None,
-            "responses": [{"topic_id": t, "partitions": ps} for t, ps in by_topic.items()],
-        }
+        return ShareAcknowledgeResponse(
+            error_code=result.error,
+            error_message=result.message,
+            acquisition_lock_timeout=result.lock_ms,
+            responses=tuple(
+                ShareAcknowledgeTopic(topic_id=t, partitions=tuple(ps))
+                for t, ps in by_topic.items()
+            ),
+            node_endpoints=(self._endpoint(),),
+        )
 
     # -- KIP-1289 -------------------------------------------------------------------------------
 
@@ -406,223 +351,121 @@ class ShareHandlers:
     async def describe_share_pending_acks(
         self, req: DecodedRequest
     ) -> DescribeSharePendingAcksResponse:
-        """DescribeSharePendingAcks (sharetxn admin API): staged acks per producer.
-
-        Read from the share coordinator's staged transactional updates: per producer id, each
-        share partition with pending acknowledgements, their count and offset range.
-        """
-        coordinator = self.share.persister
-        if (error := coordinator.availability()) is not ErrorCode.NONE:
-            return DescribeSharePendingAcksResponse(error_code=error)
-        wanted = {int(p) for p in req.body.producer_ids}
-        producers = []
-        for producer_id, places in sorted(coordinator.open_transactions().items()):
-            if wanted and producer_id not in wanted:
-                continue
-            epoch, entries = -1, list[PendingAcksEntry]()
-            for index, key in sorted(places):
-                count, first, last = 0, -1, -1
-                for pid, pending_epoch, batches in coordinator.pending_for(key):
-                    if pid != producer_id:
-                        continue
-                    epoch = max(epoch, pending_epoch)
-                    for b in batches:
-                        count += b.last_offset - b.first_offset + 1
-                        first = b.first_offset if first < 0 else min(first, b.first_offset)
-                        last = max(last, b.last_offset)
-                entries.append(
-                    PendingAcksEntry(
-                        group_id=key.group_id,
-                        topic_id=key.topic_id,
-                        partition=key.partition,
-                        state_partition=index,
-                        pending_records=count,
-                        first_offset=first,
-                        last_offset=last,
-                    )
-                )
-            producers.append(
-                PendingAcksProducer(
-                    producer_id=producer_id, producer_epoch=epoch, entries=tuple(entries)
-                )
-            )
+        """DescribeSharePendingAcks (sharetxn admin API): staged acks per producer."""
+        ids = [int(p) for p in req.body.producer_ids]
+        error, producers = self.core.group_admin.share_pending_acks(ids)
         return DescribeSharePendingAcksResponse(
-            error_code=ErrorCode.NONE, producers=tuple(producers)
+            error_code=error,
+            producers=tuple(
+                PendingAcksProducer(
+                    producer_id=p.producer_id,
+                    producer_epoch=p.producer_epoch,
+                    entries=tuple(
+                        PendingAcksEntry(
+                            group_id=e.group_id,
+                            topic_id=e.topic_id,
+                            partition=e.partition,
+                            state_partition=e.state_partition,
+                            pending_records=e.records,
+                            first_offset=e.first_offset,
+                            last_offset=e.last_offset,
+                        )
+                        for e in p.pending
+                    ),
+                )
+                for p in producers
+            ),
         )
 
     # -- share-group offsets (admin) ------------------------------------------------------------
 
     @api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
-    async def describe_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
+    async def describe_share_group_offsets(
+        self, req: DecodedRequest
+    ) -> DescribeShareGroupOffsetsResponse:
+        admin = self.core.group_admin
         groups = []
         for g in req.body.groups:
-            group_id = g.group_id
-            initialized = self.share.groups.initialized_partitions(group_id)
-            if g.topics is None:
-                wanted: list[tuple[str, list[int]]] = []
-                for topic_id, parts in initialized.items():
-                    info = self.core.topics.by_id(topic_id)
-                    if info is not None:
-                        wanted.append((info.name, sorted(parts)))
-            else:
+            wanted = None
+            if g.topics is not None:
                 wanted = [(t.topic_name, [int(p) for p in t.partitions]) for t in g.topics]
-            topics = []
-            for name, wanted_parts in sorted(wanted):
-                info = self.core.topics.get(name)
-                rows = []
-                for p in wanted_parts:
-                    if info is None or p >= info.num_partitions:
-                        rows.append(
-                            {
-                                "partition_index": p,
-                                "start_offset": -1,
-                                "leader_epoch": -1,
-                                "lag": -1,
-                                "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                                "error_message": None,
-                            }
-                        )
-                        continue
-                    summary = self.share.persister.read_state_summary(
-                        ShareStateKey(group_id, info.topic_id, p), 0
-                    )
-                    start = summary.start_offset if summary.error is ErrorCode.NONE else -1
-                    data = self.core.partitions.get(TopicPartition(name, p))
-                    lag = -1
-                    if data is not None and start >= 0:
-                        lag = max(0, data.high_watermark - start)
-                    rows.append(
-                        {
-                            "partition_index": p,
-                            "start_offset": start,
-                            "leader_epoch": 0,
-                            "lag": lag,
-                            "error_code": ErrorCode.NONE,
-                            "error_message": None,
-                        }
-                    )
-                topics.append(
-                    {
-                        "topic_name": name,
-                        "topic_id": info.topic_id if info else uuid.UUID(int=0),
-                        "partitions": rows,
-                    }
-                )
+            topics = admin.describe_share_offsets(g.group_id, wanted)
             groups.append(
-                {
-                    "group_id": group_id,
-                    "topics": topics,
-                    "error_code": ErrorCode.NONE,
-                    "error_message": None,
-                }
+                DescribedShareOffsetsGroup(
+                    group_id=g.group_id,
+                    topics=tuple(
+                        DescribedShareOffsetsTopic(
+                            topic_name=t.name,
+                            topic_id=t.topic_id,
+                            partitions=tuple(
+                                DescribedShareOffset(
+                                    partition_index=p.partition,
+                                    start_offset=p.start_offset,
+                                    leader_epoch=p.leader_epoch,
+                                    lag=p.lag,
+                                    error_code=p.error,
+                                )
+                                for p in t.partitions
+                            ),
+                        )
+                        for t in topics
+                    ),
+                    error_code=ErrorCode.NONE,
+                )
             )
-        return {"groups": groups}
-
-    def _refuse_non_empty(self, group_id: str) -> dict[str, Any] | None:
-        """NON_EMPTY_GROUP while the share group has members: offsets change only when empty."""
-        if self.share.groups.is_empty(group_id):
-            return None
-        return {
-            "error_code": ErrorCode.NON_EMPTY_GROUP,
-            "error_message": f"share group {group_id} is not empty",
-            "responses": [],
-        }
+        return DescribeShareGroupOffsetsResponse(groups=tuple(groups))
 
     @api(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
-    async def alter_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
+    async def alter_share_group_offsets(
+        self, req: DecodedRequest
+    ) -> AlterShareGroupOffsetsResponse:
         b = req.body
-        group_id = b.group_id
-        if (refused := self._refuse_non_empty(group_id)) is not None:
-            return refused
-        if self.share.groups.group(group_id) is None and self.share.groups.is_foreign_group(
-            group_id
-        ):
-            # An unknown id creates a share group (as in Kafka); a consumer group's id cannot.
-            return {
-                "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                "error_message": f"Group {group_id} is not a share group.",
-                "responses": [],
-            }
-        view = self.share.groups.group(group_id)
-        state_epoch = (view.group_epoch if view is not None else 0) + 1
-        responses = []
-        for t in b.topics:
-            info = self.core.topics.get(t.topic_name)
-            rows = []
-            done: list[int] = []
-            for p in t.partitions:
-                index = int(p.partition_index)
-                if info is None or index >= info.num_partitions:
-                    rows.append(
-                        {
-                            "partition_index": index,
-                            "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                            "error_message": None,
-                        }
-                    )
-                    continue
-                key = ShareStateKey(group_id, info.topic_id, index)
-                current = self.share.persister.state(key)
-                epoch = max(state_epoch, (current.state_epoch + 1) if current is not None else 0)
-                error = self.share.persister.initialize_state(key, epoch, int(p.start_offset))
-                if error is ErrorCode.NONE:
-                    self.share.share_partitions.pop((group_id, info.topic_id, index), None)
-                    done.append(index)
-                rows.append({"partition_index": index, "error_code": error, "error_message": None})
-            if info is not None and done:
-                self.share.groups.mark_offsets_reset(group_id, info.topic_id, done)
-            responses.append(
-                {
-                    "topic_name": t.topic_name,
-                    "topic_id": info.topic_id if info else uuid.UUID(int=0),
-                    "partitions": rows,
-                }
-            )
-        return {"error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
+        starts = [
+            (t.topic_name, [(int(p.partition_index), int(p.start_offset)) for p in t.partitions])
+            for t in b.topics
+        ]
+        change = self.core.group_admin.alter_share_offsets(b.group_id, starts)
+        return AlterShareGroupOffsetsResponse(
+            error_code=change.error,
+            error_message=change.message,
+            responses=tuple(
+                AlteredShareOffsetsTopic(
+                    topic_name=t.name,
+                    topic_id=t.topic_id,
+                    partitions=tuple(
+                        AlteredShareOffset(partition_index=p.partition, error_code=p.error)
+                        for p in t.partitions
+                    ),
+                )
+                for t in change.altered
+            ),
+        )
 
     @api(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
-    async def delete_share_group_offsets(self, req: DecodedRequest) -> dict[str, Any]:
+    async def delete_share_group_offsets(
+        self, req: DecodedRequest
+    ) -> DeleteShareGroupOffsetsResponse:
         b = req.body
-        group_id = b.group_id
-        if (refused := self._refuse_non_empty(group_id)) is not None:
-            return refused
-        if self.share.groups.group(group_id) is None:  # as Kafka: nothing to delete from
-            return {
-                "error_code": ErrorCode.GROUP_ID_NOT_FOUND,
-                "error_message": f"Group {group_id} not found.",
-                "responses": [],
-            }
-        responses = []
-        for t in b.topics:
-            info = self.core.topics.get(t.topic_name)
-            if info is None:
-                responses.append(
-                    {
-                        "topic_name": t.topic_name,
-                        "topic_id": uuid.UUID(int=0),
-                        "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        "error_message": None,
-                    }
-                )
-                continue
-            self.share.groups.mark_offsets_deleted(group_id, info.topic_id)
-            self.share.do_state_work(group_id)
-            responses.append(
-                {
-                    "topic_name": t.topic_name,
-                    "topic_id": info.topic_id,
-                    "error_code": ErrorCode.NONE,
-                    "error_message": None,
-                }
-            )
-        return {"error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
+        change = self.core.group_admin.delete_share_offsets(
+            b.group_id, [t.topic_name for t in b.topics]
+        )
+        return DeleteShareGroupOffsetsResponse(
+            error_code=change.error,
+            error_message=change.message,
+            responses=tuple(
+                DeletedShareOffsetsTopic(topic_name=t.name, topic_id=t.topic_id, error_code=t.error)
+                for t in change.deleted
+            ),
+        )
 
     # -- group configs --------------------------------------------------------------------------
 
     @api(ApiKey.INCREMENTAL_ALTER_CONFIGS)
-    async def incremental_alter_configs(self, req: DecodedRequest) -> dict[str, Any]:
+    async def incremental_alter_configs(
+        self, req: DecodedRequest
+    ) -> IncrementalAlterConfigsResponse:
         b = req.body
-        responses = []
+        responses: list[AlterConfigsResourceResponse] = []
         for r in b.resources:
             rtype = int(r.resource_type)
             if rtype not in (RESOURCE_GROUP, RESOURCE_TOPIC):
@@ -633,12 +476,12 @@ class ShareHandlers:
                         "(sharetxn broker --set KEY=VALUE)"
                     )
                 responses.append(
-                    {
-                        "error_code": ErrorCode.INVALID_REQUEST,
-                        "error_message": refusal,
-                        "resource_type": rtype,
-                        "resource_name": r.resource_name,
-                    }
+                    AlterConfigsResourceResponse(
+                        error_code=ErrorCode.INVALID_REQUEST,
+                        error_message=refusal,
+                        resource_type=rtype,
+                        resource_name=r.resource_name,
+                    )
                 )
                 continue
             if rtype == RESOURCE_TOPIC:
@@ -647,41 +490,27 @@ class ShareHandlers:
                     r.resource_name, ops, validate_only=bool(b.validate_only)
                 )
                 responses.append(
-                    {
-                        "error_code": error,
-                        "error_message": message,
-                        "resource_type": rtype,
-                        "resource_name": r.resource_name,
-                    }
+                    AlterConfigsResourceResponse(
+                        error_code=error,
+                        error_message=message,
+                        resource_type=rtype,
+                        resource_name=r.resource_name,
+                    )
                 )
                 continue
-            to_set = {c.name: c.value or "" for c in r.configs if int(c.config_operation) == OP_SET}
-            to_delete = [c.name for c in r.configs if int(c.config_operation) == OP_DELETE]
-            unsupported = [
-                c.name for c in r.configs if int(c.config_operation) not in (OP_SET, OP_DELETE)
-            ]
-            if unsupported:
-                responses.append(
-                    {
-                        "error_code": ErrorCode.INVALID_REQUEST,
-                        "error_message": f"APPEND/SUBTRACT are not valid for {unsupported}",
-                        "resource_type": rtype,
-                        "resource_name": r.resource_name,
-                    }
-                )
-                continue
-            error, message = self.share.groups.alter_group_configs(
-                r.resource_name, to_set, to_delete, bool(b.validate_only)
+            ops = [(c.name, int(c.config_operation), c.value) for c in r.configs]
+            error, message = self.core.group_admin.incremental_alter_group_configs(
+                r.resource_name, ops, validate_only=bool(b.validate_only)
             )
             responses.append(
-                {
-                    "error_code": error,
-                    "error_message": message,
-                    "resource_type": rtype,
-                    "resource_name": r.resource_name,
-                }
+                AlterConfigsResourceResponse(
+                    error_code=error,
+                    error_message=message,
+                    resource_type=rtype,
+                    resource_name=r.resource_name,
+                )
             )
-        return {"responses": responses}
+        return IncrementalAlterConfigsResponse(responses=tuple(responses))
 
     def describe_group_configs(self, group_id: str) -> list[dict[str, Any]]:
         return [
@@ -699,9 +528,3 @@ class ShareHandlers:
                 self.share.groups.describe_group_configs(group_id).items()
             )
         ]
-
-
-def _entry(tip: TopicIdPartition) -> Any:
-    from coordinator.share.manager import PartitionFetch  # noqa: PLC0415
-
-    return PartitionFetch(tip)

@@ -39,6 +39,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("coordinator.share",),
     (
         "coordinator.group",
+        "coordinator.group_admin",
+        "coordinator.share_fetch",
         "coordinator.txn_coordinator",
         "coordinator.txn_results",
         "coordinator.txn_shard",

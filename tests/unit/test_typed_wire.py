@@ -303,10 +303,7 @@ def test_the_kip1289_keys_are_sharetxns() -> None:
 
 
 #: Handler families whose responses are still dicts; each leaves this list when it is typed.
-_UNTYPED_FAMILIES = {
-    "coordinator/protocol/group_handlers.py",
-    "coordinator/protocol/share_handlers.py",
-}
+_UNTYPED_FAMILIES = {}
 
 
 def _handlers_returning_dicts(tree: ast.Module) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:

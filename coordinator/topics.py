@@ -260,8 +260,8 @@ class TopicRegistry:
 
     def delete(self, name: str, now_ms: int) -> TopicInfo:
         info = self._by_name.get(name)
-        if info is None:
-            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        if info is None:  # Kafka's UnknownTopicOrPartitionException message
+            raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
         self._write({"type": "delete", "name": name}, now_ms)
         return info
 

@@ -142,34 +142,69 @@ class TopicHandlers:
     @api(ApiKey.DELETE_TOPICS)
     async def delete_topics(self, req: DecodedRequest) -> DeleteTopicsResponse:
         body = req.body
-        names: list[tuple[str | None, uuid.UUID | None]] = []
+        entries: list[tuple[str | None, uuid.UUID | None]]
         if hasattr(body, "topic_names"):
-            names = [(n, None) for n in body.topic_names]
+            entries = [(n, None) for n in body.topic_names]
         else:
-            names = [(t.name, t.topic_id) for t in body.topics]
+            entries = [
+                (t.name, t.topic_id if t.topic_id is not None and t.topic_id.int else None)
+                for t in body.topics
+            ]
+        # Kafka refuses names or ids given twice, and a name whose topic's id is given too.
+        names = [n for n, _ in entries if n is not None]
+        ids = [i for n, i in entries if n is None and i is not None]
+        twice, ids_twice = set(duplicated(names)), set(duplicated(ids))
         out: list[DeletableTopicResult] = []
-        for requested, topic_id in names:
-            name = requested
-            if name is None and topic_id is not None:
-                info = self.core.topics.by_id(topic_id)
-                name = info.name if info else None
-            if name is None:
+        answered: set[str | uuid.UUID] = set()
+        for name, topic_id in entries:
+            if name is not None:
+                info = self.core.topics.get(name)
+                if name in answered:
+                    continue
+                answered.add(name)
+                if name in twice:
+                    out.append(_refused_deletion(name, None, "Duplicate topic name."))
+                elif info is not None and info.topic_id in ids:
+                    answered.add(info.topic_id)
+                    out.append(
+                        _refused_deletion(
+                            name,
+                            info.topic_id,
+                            "The provided topic name maps to an ID that was already supplied.",
+                        )
+                    )
+                else:
+                    out.append(self._delete_topic(name))
+                continue
+            if topic_id is None or topic_id in answered:
+                continue
+            answered.add(topic_id)
+            info = self.core.topics.by_id(topic_id)
+            if topic_id in ids_twice:
+                out.append(_refused_deletion(None, topic_id, "Duplicate topic id."))
+            elif info is not None and info.name in names:
+                continue  # answered under its name
+            elif info is None:
                 out.append(
                     DeletableTopicResult(
-                        name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                        name=None,
+                        topic_id=topic_id,
+                        error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                        error_message="This server does not host this topic ID.",
                     )
                 )
-                continue
-            result = self.core.delete_topic(name)
-            out.append(
-                DeletableTopicResult(
-                    name=name,
-                    topic_id=uuid.UUID(result.topic_id) if result.topic_id else uuid.UUID(int=0),
-                    error_code=result.error,
-                    error_message=result.message,
-                )
-            )
+            else:
+                out.append(self._delete_topic(info.name))
         return DeleteTopicsResponse(responses=tuple(out))
+
+    def _delete_topic(self, name: str) -> DeletableTopicResult:
+        result = self.core.delete_topic(name)
+        return DeletableTopicResult(
+            name=name,
+            topic_id=uuid.UUID(result.topic_id) if result.topic_id else uuid.UUID(int=0),
+            error_code=result.error,
+            error_message=result.message,
+        )
 
     @api(ApiKey.CREATE_PARTITIONS)
     async def create_partitions(self, req: DecodedRequest) -> CreatePartitionsResponse:
@@ -251,4 +286,15 @@ def _refused_topic(name: str, code: ErrorCode, message: str | None) -> Creatable
         error_code=code,
         error_message=message,
         configs=(),
+    )
+
+
+def _refused_deletion(
+    name: str | None, topic_id: uuid.UUID | None, message: str
+) -> DeletableTopicResult:
+    return DeletableTopicResult(
+        name=name,
+        topic_id=topic_id or uuid.UUID(int=0),
+        error_code=ErrorCode.INVALID_REQUEST,
+        error_message=message,
     )

@@ -8,18 +8,20 @@ only when each partition names that node once.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Hashable, Sequence
+from typing import TypeVar
 
 from txn.errors import ErrorCode
 
 Refusal = tuple[ErrorCode, str]
+K = TypeVar("K", bound=Hashable)
 
 #: Kafka's answer for every entry of a name given more than once in one request.
 DUPLICATE: Refusal = (ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
 
 
-def duplicated(names: Sequence[str]) -> list[str]:
-    """The names given more than once, in the order they first appear."""
+def duplicated(names: Sequence[K]) -> list[K]:
+    """The names (or ids) given more than once, in the order they first appear."""
     counts = Counter(names)
     return list(dict.fromkeys(n for n in names if counts[n] > 1))
 

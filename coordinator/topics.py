@@ -24,10 +24,25 @@ from txn.errors import (
     UnknownServerError,
     UnknownTopicOrPartitionError,
 )
-from txn.ids import RESERVED_TOPICS
+from txn.ids import KAFKA_INTERNAL_TOPICS, RESERVED_TOPICS
 from txn.topic_config_defs import ConfigOperation, list_type, parse_list
 from txn.topic_configs import TOPIC_CONFIG_NAMES, invalid_topic_configs, unknown_topic_configs
-from txn.topic_names import topic_name_error
+from txn.topic_names import collision, collision_message, topic_name_error
+
+#: Kafka's InvalidPartitionsException for a new topic's partition count of 0 or less.
+NON_POSITIVE_PARTITIONS = "Number of partitions was set to an invalid non-positive value."
+
+
+def partition_count_error(name: str, current: int, count: int) -> str | None:
+    """Kafka's refusal of CreatePartitions to ``count`` for a topic of ``current`` partitions."""
+    if count == current:
+        return f"Topic already has {current} partition(s)."
+    if count < current:
+        return (
+            f"The topic {name} currently has {current} partition(s); {count} would not be an"
+            " increase."
+        )
+    return None
 
 
 @dataclass(slots=True)
@@ -96,6 +111,28 @@ class TopicRegistry:
     def all(self) -> list[TopicInfo]:
         return sorted(self._by_name.values(), key=lambda t: t.name)
 
+    def check_new(self, name: str, configs: Mapping[str, str | None] | None = None) -> None:
+        """Raise what Kafka's controller answers for a new client topic ``name`` with
+        ``configs``, in its order: the name, an existing topic of that name or one that
+        collides with it on ``.``/``_``, then the configs (null values, unknown names, values)."""
+        validate_topic_name(name)
+        if name in RESERVED_TOPICS:  # the broker's own logs (coordinator.reserved_topics)
+            raise InvalidTopicError(f"{name!r} is the name of one of the broker's own logs")
+        if name in self._by_name:
+            raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+        other = collision(name, [*self._by_name, *KAFKA_INTERNAL_TOPICS])
+        if other is not None:
+            raise InvalidTopicError(collision_message(name, other))
+        given = dict(configs or {})
+        nulls = [k for k, v in given.items() if v is None]
+        if nulls:
+            raise InvalidConfigError(f"Null value not supported for topic configs: {nulls[0]}")
+        if unknown := unknown_topic_configs(set(given)):
+            raise InvalidConfigError(f"Unknown topic config name: {', '.join(unknown)}")
+        values = {k: v for k, v in given.items() if v is not None}
+        if bad := invalid_topic_configs(values, self._defaults):
+            raise InvalidConfigError(bad)
+
     def create(
         self,
         name: str,
@@ -107,19 +144,11 @@ class TopicRegistry:
         validate_only: bool = False,
     ) -> TopicInfo:
         if not internal:
-            validate_topic_name(name)
-            if name in RESERVED_TOPICS:  # the broker's own logs (coordinator.reserved_topics)
-                raise InvalidTopicError(f"{name!r} is the name of one of the broker's own logs")
-        if name in self._by_name:
-            raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+            self.check_new(name, configs)
+        elif name in self._by_name:
+            raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
         if num_partitions < 1:
-            raise InvalidPartitionsError(
-                f"number of partitions must be at least 1, got {num_partitions}"
-            )
-        if not internal and (unknown := unknown_topic_configs(set(configs or {}))):
-            raise InvalidConfigError(f"Unknown topic config name: {', '.join(unknown)}")
-        if not internal and (bad := invalid_topic_configs(dict(configs or {}), self._defaults)):
-            raise InvalidConfigError(bad)
+            raise InvalidPartitionsError(NON_POSITIVE_PARTITIONS)
         topic_id = uuid.UUID(int=self._rng.getrandbits(128), version=4)
         record: dict[str, object] = {
             "type": "topic",
@@ -140,10 +169,8 @@ class TopicRegistry:
         info = self._by_name.get(name)
         if info is None:
             raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
-        if total <= info.num_partitions:
-            raise InvalidPartitionsError(
-                f"topic {name!r} has {info.num_partitions} partitions; the new count must be larger"
-            )
+        if (refused := partition_count_error(name, info.num_partitions, total)) is not None:
+            raise InvalidPartitionsError(refused)
         if validate_only:
             return
         self._write(
@@ -233,8 +260,8 @@ class TopicRegistry:
 
     def delete(self, name: str, now_ms: int) -> TopicInfo:
         info = self._by_name.get(name)
-        if info is None:
-            raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+        if info is None:  # Kafka's UnknownTopicOrPartitionException message
+            raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
         self._write({"type": "delete", "name": name}, now_ms)
         return info
 

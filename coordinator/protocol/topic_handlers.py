@@ -4,6 +4,7 @@ and the legacy AlterConfigs (topics only: broker configs are static)."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from coordinator.broker import BrokerCore
 from coordinator.partition_limits import create_partitions_refusal, create_topics_refusal
@@ -21,9 +22,18 @@ from coordinator.protocol.topic_messages import (
     DeleteRecordsTopicResult,
     DeleteTopicsResponse,
 )
+from coordinator.protocol.topic_requests import (
+    DUPLICATE,
+    added_assignments_refusal,
+    assignment_refusal,
+    counts_refusal,
+    duplicated,
+)
 from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.reserved_topics import create_refusal, partitions_refusal
+from coordinator.topics import partition_count_error
 from txn.api_keys import ApiKey
-from txn.errors import ErrorCode
+from txn.errors import ErrorCode, KafkaProtocolError
 from txn.ids import TopicPartition
 
 _TOPIC_RESOURCE = 2
@@ -39,39 +49,66 @@ class TopicHandlers:
     async def create_topics(self, req: DecodedRequest) -> CreateTopicsResponse:
         body = req.body
         validate_only = bool(field(body, "validate_only", default=False))
-        out: list[CreatableTopicResult] = []
+        # Kafka answers a name given twice once, INVALID_REQUEST, after the other topics.
+        twice = duplicated([t.name for t in body.topics])
+        topics = [t for t in body.topics if t.name not in twice]
+        tail = tuple(_refused_topic(name, *DUPLICATE) for name in twice)
         refusal = create_topics_refusal(
             (
                 (len(topic.assignments) or int(topic.num_partitions), len(topic.configs))
-                for topic in body.topics
+                for topic in topics
             ),
             self.core.config.get_int("num.partitions"),
         )
         if refusal is not None:  # Kafka's controller refuses the whole request
             return CreateTopicsResponse(
-                topics=tuple(_refused_topic(t.name, *refusal) for t in body.topics)
+                topics=tuple(_refused_topic(t.name, *refusal) for t in topics) + tail
             )
-        for topic in body.topics:
-            configs = {c.name: c.value for c in topic.configs if c.value is not None}
-            result = self.core.create_topic(
-                topic.name,
-                int(topic.num_partitions),
-                int(topic.replication_factor),
-                configs,
-                validate_only=validate_only,
-            )
-            out.append(
-                CreatableTopicResult(
-                    name=topic.name,
-                    topic_id=uuid.UUID(result.topic_id) if result.topic_id else uuid.UUID(int=0),
-                    error_code=result.error,
-                    error_message=result.message,
-                    num_partitions=result.num_partitions,
-                    replication_factor=1 if result.error is ErrorCode.NONE else -1,
-                    configs=(),
-                )
-            )
-        return CreateTopicsResponse(topics=tuple(out))
+        out = tuple(self._create_topic(topic, validate_only) for topic in topics)
+        return CreateTopicsResponse(topics=out + tail)
+
+    def _create_topic(self, topic: Any, validate_only: bool) -> CreatableTopicResult:
+        """One topic of CreateTopics, checked in the order of Kafka's controller: the name, an
+        existing or colliding topic, the configs, then assignments or counts."""
+        name = str(topic.name)
+        if (refusal := create_refusal(name)) is not None:
+            return _refused_topic(name, *refusal)
+        configs: dict[str, str | None] = {c.name: c.value for c in topic.configs}
+        try:
+            self.core.topics.check_new(name, configs)
+        except KafkaProtocolError as exc:
+            return _refused_topic(name, exc.code, exc.message or str(exc))
+        partitions, replication = int(topic.num_partitions), int(topic.replication_factor)
+        brokers = {self.core.node_id}
+        if topic.assignments:
+            given = [
+                (int(a.partition_index), [int(b) for b in a.broker_ids]) for a in topic.assignments
+            ]
+            refusal = assignment_refusal(given, partitions, replication, brokers)
+            partitions, replication = len(given), 1
+        else:
+            if partitions == -1:
+                partitions = self.core.config.get_int("num.partitions")
+            replication = 1 if replication == -1 else replication  # default.replication.factor
+            refusal = counts_refusal(partitions, replication, len(brokers))
+        if refusal is not None:
+            return _refused_topic(name, *refusal)
+        result = self.core.create_topic(
+            name,
+            partitions,
+            replication,
+            {k: v for k, v in configs.items() if v is not None},
+            validate_only=validate_only,
+        )
+        return CreatableTopicResult(
+            name=name,
+            topic_id=uuid.UUID(result.topic_id) if result.topic_id else uuid.UUID(int=0),
+            error_code=result.error,
+            error_message=result.message,
+            num_partitions=result.num_partitions,
+            replication_factor=1 if result.error is ErrorCode.NONE else -1,
+            configs=(),
+        )
 
     @api(ApiKey.ALTER_CONFIGS)
     async def alter_configs(self, req: DecodedRequest) -> AlterConfigsResponse:
@@ -105,62 +142,121 @@ class TopicHandlers:
     @api(ApiKey.DELETE_TOPICS)
     async def delete_topics(self, req: DecodedRequest) -> DeleteTopicsResponse:
         body = req.body
-        names: list[tuple[str | None, uuid.UUID | None]] = []
+        entries: list[tuple[str | None, uuid.UUID | None]]
         if hasattr(body, "topic_names"):
-            names = [(n, None) for n in body.topic_names]
+            entries = [(n, None) for n in body.topic_names]
         else:
-            names = [(t.name, t.topic_id) for t in body.topics]
+            entries = [
+                (t.name, t.topic_id if t.topic_id is not None and t.topic_id.int else None)
+                for t in body.topics
+            ]
+        # Kafka refuses names or ids given twice, and a name whose topic's id is given too.
+        names = [n for n, _ in entries if n is not None]
+        ids = [i for n, i in entries if n is None and i is not None]
+        twice, ids_twice = set(duplicated(names)), set(duplicated(ids))
         out: list[DeletableTopicResult] = []
-        for requested, topic_id in names:
-            name = requested
-            if name is None and topic_id is not None:
-                info = self.core.topics.by_id(topic_id)
-                name = info.name if info else None
-            if name is None:
+        answered: set[str | uuid.UUID] = set()
+        for name, topic_id in entries:
+            if name is not None:
+                info = self.core.topics.get(name)
+                if name in answered:
+                    continue
+                answered.add(name)
+                if name in twice:
+                    out.append(_refused_deletion(name, None, "Duplicate topic name."))
+                elif info is not None and info.topic_id in ids:
+                    answered.add(info.topic_id)
+                    out.append(
+                        _refused_deletion(
+                            name,
+                            info.topic_id,
+                            "The provided topic name maps to an ID that was already supplied.",
+                        )
+                    )
+                else:
+                    out.append(self._delete_topic(name))
+                continue
+            if topic_id is None or topic_id in answered:
+                continue
+            answered.add(topic_id)
+            info = self.core.topics.by_id(topic_id)
+            if topic_id in ids_twice:
+                out.append(_refused_deletion(None, topic_id, "Duplicate topic id."))
+            elif info is not None and info.name in names:
+                continue  # answered under its name
+            elif info is None:
                 out.append(
                     DeletableTopicResult(
-                        name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                        name=None,
+                        topic_id=topic_id,
+                        error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                        error_message="This server does not host this topic ID.",
                     )
                 )
-                continue
-            result = self.core.delete_topic(name)
-            out.append(
-                DeletableTopicResult(
-                    name=name,
-                    topic_id=uuid.UUID(result.topic_id) if result.topic_id else uuid.UUID(int=0),
-                    error_code=result.error,
-                    error_message=result.message,
-                )
-            )
+            else:
+                out.append(self._delete_topic(info.name))
         return DeleteTopicsResponse(responses=tuple(out))
+
+    def _delete_topic(self, name: str) -> DeletableTopicResult:
+        result = self.core.delete_topic(name)
+        return DeletableTopicResult(
+            name=name,
+            topic_id=uuid.UUID(result.topic_id) if result.topic_id else uuid.UUID(int=0),
+            error_code=result.error,
+            error_message=result.message,
+        )
 
     @api(ApiKey.CREATE_PARTITIONS)
     async def create_partitions(self, req: DecodedRequest) -> CreatePartitionsResponse:
         validate_only = bool(field(req.body, "validate_only", default=False))
-        results: list[CreatePartitionsTopicResult] = []
+        # Kafka answers a name given twice once, INVALID_REQUEST, before the other topics.
+        twice = duplicated([t.name for t in req.body.topics])
+        topics = [t for t in req.body.topics if t.name not in twice]
+        head = tuple(
+            CreatePartitionsTopicResult(name=name, error_code=code, error_message=message)
+            for name in twice
+            for code, message in (DUPLICATE,)
+        )
         refusal = create_partitions_refusal(
             int(t.count) - info.num_partitions
-            for t in req.body.topics
+            for t in topics
             if (info := self.core.topics.get(t.name)) is not None
         )
         if refusal is not None:  # Kafka's controller refuses the whole request
             code, message = refusal
             return CreatePartitionsResponse(
-                results=tuple(
+                results=head
+                + tuple(
                     CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message)
-                    for t in req.body.topics
+                    for t in topics
                 )
             )
-        for topic in req.body.topics:
-            result = self.core.create_partitions(
-                topic.name, int(topic.count), validate_only=validate_only
-            )
-            results.append(
-                CreatePartitionsTopicResult(
-                    name=topic.name, error_code=result.error, error_message=result.message
+        results = tuple(self._create_partitions(t, validate_only) for t in topics)
+        return CreatePartitionsResponse(results=head + results)
+
+    def _create_partitions(self, topic: Any, validate_only: bool) -> CreatePartitionsTopicResult:
+        name, count = str(topic.name), int(topic.count)
+        refusal = partitions_refusal(name)
+        info = self.core.topics.get(name)
+        if refusal is None and info is None:
+            refusal = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        if refusal is None and info is not None:
+            if (message := partition_count_error(name, info.num_partitions, count)) is not None:
+                refusal = ErrorCode.INVALID_PARTITIONS, message
+            elif topic.assignments is not None:
+                refusal = added_assignments_refusal(
+                    count - info.num_partitions,
+                    [[int(b) for b in a.broker_ids] for a in topic.assignments],
+                    {self.core.node_id},
+                    1,
                 )
-            )
-        return CreatePartitionsResponse(results=tuple(results))
+        if refusal is not None:
+            code, text = refusal
+            return CreatePartitionsTopicResult(name=name, error_code=code, error_message=text)
+        result = self.core.create_partitions(name, count, validate_only=validate_only)
+        return CreatePartitionsTopicResult(
+            name=name, error_code=result.error, error_message=result.message
+        )
 
     @api(ApiKey.DELETE_RECORDS)
     async def delete_records(self, req: DecodedRequest) -> DeleteRecordsResponse:
@@ -182,7 +278,7 @@ class TopicHandlers:
         return DeleteRecordsResponse(topics=tuple(topics))
 
 
-def _refused_topic(name: str, code: ErrorCode, message: str) -> CreatableTopicResult:
+def _refused_topic(name: str, code: ErrorCode, message: str | None) -> CreatableTopicResult:
     """CreateTopicsRequest.getErrorResponse's entry for one topic."""
     return CreatableTopicResult(
         name=name,
@@ -190,4 +286,15 @@ def _refused_topic(name: str, code: ErrorCode, message: str) -> CreatableTopicRe
         error_code=code,
         error_message=message,
         configs=(),
+    )
+
+
+def _refused_deletion(
+    name: str | None, topic_id: uuid.UUID | None, message: str
+) -> DeletableTopicResult:
+    return DeletableTopicResult(
+        name=name,
+        topic_id=topic_id or uuid.UUID(int=0),
+        error_code=ErrorCode.INVALID_REQUEST,
+        error_message=message,
     )

@@ -52,7 +52,7 @@ def test_our_producer_fails_fast_on_an_illegal_name(broker: LocalBroker) -> None
         {"bootstrap.servers": broker.bootstrap_servers, "max.block.ms": 60000}
     )
     try:
-        with pytest.raises(InvalidTopicError, match="longer than 249"):
+        with pytest.raises(InvalidTopicError, match="longer than the max allowed length 249"):
             producer.send(TOO_LONG, b"v")
     finally:
         producer.close()

@@ -14,6 +14,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_produce,
     scenarios_share,
     scenarios_timestamps,
+    scenarios_topics,
     scenarios_txn,
 )
 from tests.reference.differential.framework import REGISTRY, Outcome, run_all, table
@@ -75,6 +76,19 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 }
 
 
+#: Scenario -> where its open difference is being fixed.  Reported as "pending", not failed;
+#: each is listed in docs/conformance.md ("Differential suite", pending).  Remove an entry once
+#: its scenario is identical.
+_DELETED_TOPIC_STATE = (
+    "topic deletion: the groups' state of a deleted topic is kept (consumer-group coordinator"
+    " rewrite)"
+)
+PENDING: dict[str, str] = {
+    "topics/delete_and_recreate_committed_offsets": _DELETED_TOPIC_STATE,
+    "topics/delete_and_recreate_share_state": _DELETED_TOPIC_STATE,
+}
+
+
 @contextlib.contextmanager
 def brokers(kafka: str | None, sharetxn: str | None) -> Iterator[tuple[str, str]]:
     """The two bootstraps, starting whichever was not given."""
@@ -98,5 +112,5 @@ def run_suite(
     contains: str = "",
 ) -> tuple[list[Outcome], str]:
     with brokers(kafka, sharetxn) as (k, s):
-        outcomes = run_all(k, s, KNOWN_DIFFERENCES, names=select(names, contains))
+        outcomes = run_all(k, s, KNOWN_DIFFERENCES, pending=PENDING, names=select(names, contains))
     return outcomes, table(outcomes)

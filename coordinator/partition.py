@@ -176,6 +176,15 @@ class Partition:
             if isinstance(checked, AppendResult):
                 return checked
             stamped.append(checked)
+        size = sum(len(raw) for raw in stamped)
+        if size > self.log.config.segment_bytes:
+            # Kafka's UnifiedLog.append: a record set must fit in one segment
+            return AppendResult(
+                ErrorCode.RECORD_LIST_TOO_LARGE,
+                error_message=f"Message batch size is {size} bytes in append to partition "
+                f"{self.tp}, which exceeds the maximum configured segment size of "
+                f"{self.log.config.segment_bytes}.",
+            )
         first_offset = append_time = -1
         for raw in stamped:
             result = self._append_one(

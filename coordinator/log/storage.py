@@ -71,7 +71,8 @@ class PartitionLog(Protocol):
         ...
 
     def read(self, offset: int, max_bytes: int) -> bytes:
-        """Whole batches starting with the one that contains ``offset``.
+        """Whole batches starting with the one that contains ``offset``, up to ``max_bytes``
+        and within that batch's segment (Kafka reads one segment per fetch).
 
         Returns at least one batch if any exists at or after ``offset`` (even if it is larger
         than ``max_bytes``), else b"".  Raises OffsetOutOfRangeError outside
@@ -102,6 +103,11 @@ class PartitionLog(Protocol):
 
     def segments(self) -> list[SegmentInfo]:
         """The segments in offset order; the last is the active one."""
+        ...
+
+    @property
+    def config(self) -> LogConfig:
+        """The settings in force (``reconfigure`` replaces them)."""
         ...
 
     def reconfigure(self, config: LogConfig) -> None:

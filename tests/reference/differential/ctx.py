@@ -265,6 +265,7 @@ class Ctx:
             {
                 "replica_id": -1,
                 "isolation_level": isolation,
+                "timeout": 30000,
                 "topics": [
                     {
                         "name": topic,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from txn.batch import BatchHeader
+from txn.compression import Codec
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,8 @@ class LogConfig:
     # log.flush.interval.ms: fsync when the oldest unflushed message is this old
     # (checked by ``maybe_flush``); None disables the time-based rule.
     flush_interval_ms: int | None = None
+    # compression.type: the codec batches are stored with (None: each as produced)
+    compression: Codec | None = None
 
 
 @dataclass(frozen=True, slots=True)

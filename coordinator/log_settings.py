@@ -14,7 +14,7 @@ from coordinator.log.cleaner import CleanerPolicy
 from coordinator.log.segments import RetentionPolicy
 from coordinator.log.storage import LogConfig
 from coordinator.log.timestamps import TimestampPolicy
-from txn.compression import decompressed_limit
+from txn.compression import decompressed_limit, topic_codec
 from txn.config import BrokerConfig
 from txn.topic_configs import cleanup_policy
 
@@ -73,13 +73,12 @@ def topic_log_settings(
         topic_configs.get("cleanup.policy", broker.get_str("log.cleanup.policy"))
     )
     log = LogConfig(
-        segment_bytes=number(
-            "internal.segment.bytes", number("segment.bytes", base.segment_bytes)
-        ),
+        segment_bytes=number("internal.segment.bytes", number("segment.bytes", base.segment_bytes)),
         segment_ms=number("segment.ms", broker_segment_ms(broker)),
         index_interval_bytes=base.index_interval_bytes,
         flush_interval_messages=base.flush_interval_messages,
         flush_interval_ms=base.flush_interval_ms,
+        compression=topic_codec(topic_configs.get("compression.type", "")),
     )
     max_message_bytes = number("max.message.bytes", broker.get_int("message.max.bytes"))
     retention = RetentionPolicy(

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from coordinator.log.cleaner import dirty_ratio
+from coordinator.log.recompress import recompress
 from coordinator.log.segments import RetentionPolicy, retention_start_offset
 from coordinator.log.storage import PartitionLog
 from coordinator.log.timestamps import (
@@ -38,8 +39,8 @@ from txn.batch import (
     iter_batches,
     parse_header,
 )
-from txn.compression import decompressed_limit
-from txn.errors import ErrorCode, KafkaProtocolError
+from txn.compression import DecompressedTooLargeError, decompressed_limit
+from txn.errors import ErrorCode, KafkaProtocolError, SharetxnError
 from txn.ids import TopicPartition
 
 log = logging.getLogger("sharetxn.partition")
@@ -176,6 +177,15 @@ class Partition:
             if isinstance(checked, AppendResult):
                 return checked
             stamped.append(checked)
+        size = sum(len(raw) for raw in stamped)
+        if size > self.log.config.segment_bytes:
+            # Kafka's UnifiedLog.append: a record set must fit in one segment
+            return AppendResult(
+                ErrorCode.RECORD_LIST_TOO_LARGE,
+                error_message=f"Message batch size is {size} bytes in append to partition "
+                f"{self.tp}, which exceeds the maximum configured segment size of "
+                f"{self.log.config.segment_bytes}.",
+            )
         first_offset = append_time = -1
         for raw in stamped:
             result = self._append_one(
@@ -203,7 +213,7 @@ class Partition:
         except BatchFormatError as exc:
             return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(exc))
         if isinstance(checked, bytes):
-            return checked
+            return self._recompress(checked)
         if checked.error is ErrorCode.MESSAGE_TOO_LARGE:
             return AppendResult(checked.error, error_message=checked.message)
         return AppendResult(
@@ -212,6 +222,27 @@ class Partition:
             error_message=checked.message,
             record_errors=checked.record_errors,
         )
+
+    def _recompress(self, raw: bytes) -> bytes | AppendResult:
+        """The batch in the topic's ``compression.type`` (Kafka's LogValidator), which must
+        still fit ``max.message.bytes`` (Kafka checks a recompressed batch's size again)."""
+        target = self.log.config.compression
+        try:
+            out = recompress(
+                raw, parse_header(raw), target, decompressed_limit(self.max_batch_bytes)
+            )
+        except DecompressedTooLargeError as exc:
+            return AppendResult(ErrorCode.MESSAGE_TOO_LARGE, error_message=str(exc))
+        except SharetxnError as exc:
+            return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(exc))
+        if out is not raw and len(out) > self.max_batch_bytes:
+            return AppendResult(
+                ErrorCode.MESSAGE_TOO_LARGE,
+                error_message=f"Message batch size is {len(out)} bytes in append to partition "
+                f"{self.tp} which exceeds the maximum configured size of "
+                f"{self.max_batch_bytes}.",
+            )
+        return out
 
     def _append_one(
         self,

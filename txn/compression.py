@@ -85,6 +85,25 @@ def _too_large(codec: str, max_bytes: int) -> DecompressedTooLargeError:
     )
 
 
+#: A topic's ``compression.type`` -> the codec its batches are stored with (None: each as
+#: produced, the ``producer`` type).
+TOPIC_CODECS: dict[str, Codec | None] = {
+    "producer": None,
+    "uncompressed": Codec.NONE,
+    "gzip": Codec.GZIP,
+    "snappy": Codec.SNAPPY,
+    "lz4": Codec.LZ4,
+    "zstd": Codec.ZSTD,
+}
+
+
+def topic_codec(compression_type: str | None) -> Codec | None:
+    """The codec a topic's ``compression.type`` stores batches with (None: as produced)."""
+    if compression_type is None:
+        return None
+    return TOPIC_CODECS.get(compression_type.strip().lower())
+
+
 def codec_by_name(name: str) -> Codec:
     """``compression.type`` values: none, gzip, snappy, lz4, zstd."""
     try:

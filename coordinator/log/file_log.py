@@ -393,7 +393,10 @@ class FileLog(LogBase):
         return header
 
     def read(self, offset: int, max_bytes: int) -> bytes:
-        """Whole batches from the one containing ``offset``, possibly across segments.
+        """Whole batches from the one containing ``offset``, the first regardless of size, up
+        to ``max_bytes`` and never past the end of the segment that holds the first one (as
+        Kafka reads one segment per fetch); a segment with nothing at or after ``offset`` (the
+        cleaner's gaps) passes the read on to the next.
 
         The index narrows the scan to at most ``index_interval_bytes`` of headers.
         """
@@ -403,26 +406,20 @@ class FileLog(LogBase):
         if offset == self._end:
             return b""
         first = bisect.bisect_right(self._bases, offset) - 1
-        parts: list[bytes] = []
-        total = 0
         for seg in self._segments[first:]:
-            start_pos = seg.index_lookup(offset) if total == 0 else 0
-            end_pos = start_pos
-            full = False
+            start_pos = end_pos = seg.index_lookup(offset)
+            total = 0
             for pos, header in seg.headers(start_pos):
                 if header.last_offset < offset:
                     start_pos = end_pos = pos + header.size
                     continue
                 if total > 0 and total + header.size > max_bytes:
-                    full = True
                     break
                 total += header.size
                 end_pos = pos + header.size
             if end_pos > start_pos:
-                parts.append(_pread_exact(seg.fd, end_pos - start_pos, start_pos))
-            if full:
-                break
-        return b"".join(parts)
+                return _pread_exact(seg.fd, end_pos - start_pos, start_pos)
+        return b""
 
     def batches(self, start_offset: int = 0) -> Iterator[tuple[BatchHeader, bytes]]:
         """Batches with last offset >= max(start_offset, log_start_offset), as of this call.

@@ -157,6 +157,10 @@ class LogBase(ABC):
         if self._policy.time_due(now_ms):
             self.flush()
 
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
     def reconfigure(self, config: LogConfig) -> None:
         check_config(config)
         self._config = config
@@ -230,16 +234,22 @@ def drop_batches_below(data: BatchList, offset: int) -> int:
 
 
 def read_whole_batches(data: BatchList, offset: int, max_bytes: int) -> bytes:
-    """Whole batches from the one containing ``offset``; the first regardless of size."""
+    """Whole batches from the one containing ``offset``; the first regardless of size, the
+    rest up to ``max_bytes`` and inside the first one's segment (Kafka reads one segment)."""
     if offset < data.start or offset > data.end:
         raise out_of_range(offset, data.start, data.end)
     if offset == data.end:
         return b""
     index = max(bisect.bisect_right(data.bases, offset) - 1, 0)  # compaction leaves gaps
+    if data.headers[index].last_offset < offset and index + 1 < len(data.headers):
+        index += 1  # in a gap: the next batch is the first with offsets at or after it
     parts = [data.blobs[index]]
     total = len(parts[0])
-    for blob in data.blobs[index + 1 :]:
-        if total + len(blob) > max_bytes:
+    bounds = data.segments.bases
+    number = bisect.bisect_right(bounds, data.bases[index])
+    segment_end = bounds[number] if number < len(bounds) else data.end
+    for base, blob in zip(data.bases[index + 1 :], data.blobs[index + 1 :], strict=True):
+        if base >= segment_end or total + len(blob) > max_bytes:
             break
         parts.append(blob)
         total += len(blob)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from txn.batch import BatchHeader
+from txn.compression import Codec
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,8 @@ class LogConfig:
     # log.flush.interval.ms: fsync when the oldest unflushed message is this old
     # (checked by ``maybe_flush``); None disables the time-based rule.
     flush_interval_ms: int | None = None
+    # compression.type: the codec batches are stored with (None: each as produced)
+    compression: Codec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,8 @@ class PartitionLog(Protocol):
         ...
 
     def read(self, offset: int, max_bytes: int) -> bytes:
-        """Whole batches starting with the one that contains ``offset``.
+        """Whole batches starting with the one that contains ``offset``, up to ``max_bytes``
+        and within that batch's segment (Kafka reads one segment per fetch).
 
         Returns at least one batch if any exists at or after ``offset`` (even if it is larger
         than ``max_bytes``), else b"".  Raises OffsetOutOfRangeError outside
@@ -102,6 +106,11 @@ class PartitionLog(Protocol):
 
     def segments(self) -> list[SegmentInfo]:
         """The segments in offset order; the last is the active one."""
+        ...
+
+    @property
+    def config(self) -> LogConfig:
+        """The settings in force (``reconfigure`` replaces them)."""
         ...
 
     def reconfigure(self, config: LogConfig) -> None:

@@ -19,7 +19,7 @@ from txn.api_keys import ApiKey
 _VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.PRODUCE: (3, 10),
     ApiKey.FETCH: (4, 16),
-    ApiKey.LIST_OFFSETS: (1, 7),
+    ApiKey.LIST_OFFSETS: (1, 11),
     ApiKey.METADATA: (0, 12),
     ApiKey.FIND_COORDINATOR: (0, 6),
     ApiKey.API_VERSIONS: (0, 3),

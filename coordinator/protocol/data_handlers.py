@@ -196,7 +196,9 @@ class DataHandlers:
                         error_code=error,
                         timestamp=ts,
                         offset=offset,
-                        leader_epoch=0 if error is ErrorCode.NONE else -1,
+                        # no offset (a tiered target on a log without tiered storage, a
+                        # lookup past the end) comes with no epoch, as in Kafka
+                        leader_epoch=0 if error is ErrorCode.NONE and offset >= 0 else -1,
                     )
                 )
             topics.append(ListOffsetsTopicResponse(name=topic.name, partitions=tuple(parts)))

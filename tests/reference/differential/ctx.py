@@ -214,6 +214,11 @@ class Ctx:
             )
         )
 
+    def fetch_raw(self, topic: str, offset: int = 0, *, max_bytes: int = 1 << 20) -> bytes:
+        """The record bytes one Fetch answers, as the broker stores them."""
+        resp = self._fetch_response(topic, offset, 0, 0, 0, max_bytes, None)
+        return bytes(resp.responses[0].partitions[0].records or b"")
+
     def _fetch(
         self,
         topic: str,
@@ -224,7 +229,24 @@ class Ctx:
         max_bytes: int,
         topic_id: uuid.UUID | None,
     ) -> Any:
-        resp = self.call(
+        resp = self._fetch_response(
+            topic, offset, partition, isolation, max_wait_ms, max_bytes, topic_id
+        )
+        if int(resp.error_code) != 0 or not resp.responses:
+            return {"error_code": plain(resp.error_code, "error_code")}
+        return plain(resp.responses[0].partitions[0])
+
+    def _fetch_response(
+        self,
+        topic: str,
+        offset: int,
+        partition: int,
+        isolation: int,
+        max_wait_ms: int,
+        max_bytes: int,
+        topic_id: uuid.UUID | None,
+    ) -> Any:
+        return self.call(
             1,
             {
                 "replica_id": -1,
@@ -253,9 +275,6 @@ class Ctx:
                 "rack_id": "",
             },
         )
-        if int(resp.error_code) != 0 or not resp.responses:
-            return {"error_code": plain(resp.error_code, "error_code")}
-        return plain(resp.responses[0].partitions[0])
 
     def list_offset(
         self, topic: str, timestamp: int, *, partition: int = 0, isolation: int = 0
@@ -265,6 +284,7 @@ class Ctx:
             {
                 "replica_id": -1,
                 "isolation_level": isolation,
+                "timeout": 30000,
                 "topics": [
                     {
                         "name": topic,

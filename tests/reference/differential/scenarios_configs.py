@@ -8,11 +8,14 @@ created: CreateTopics runs with ``validate_only``, alters run against one plain 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from producer.protocol.records import decode_batch, split_batches
 from tests.reference.differential.ctx import TOPIC_RESOURCE, Ctx
 from tests.reference.differential.framework import scenario
 from tests.reference.differential.wire import plain
+from txn.batch import build_batch
 
 AREA = "configs"
 
@@ -221,3 +224,112 @@ def legacy_alter_configs(ctx: Ctx) -> Any:
         "unknown": alter({"no.such": "1"}),
         "below min": alter({"min.insync.replicas": "0"}),
     }
+
+
+# -- compression.type: the codec a topic stores batches with -------------------------------
+
+#: Kafka's codec ids, as a batch's attributes carry them.
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+TOPIC_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
+
+
+def _stored(ctx: Ctx, topic: str) -> list[Any]:
+    """Each stored batch: base offset, codec, timestamp type, count, producer fields and
+    records (offset, timestamp, key, value), read from a raw Fetch."""
+    data = ctx.fetch_raw(topic)
+    out: list[Any] = []
+    for pos, header in split_batches(data):
+        batch = decode_batch(data, pos, header)
+        out.append(
+            {
+                "base_offset": header.base_offset,
+                "codec": header.attributes & 0x07,
+                "log_append_time": bool(header.attributes & 0x08),
+                "transactional": bool(header.attributes & 0x10),
+                "records_count": header.records_count,
+                "producer": [header.producer_id >= 0, header.producer_epoch, header.base_sequence],
+                "timestamps": [header.base_timestamp - _T0, header.max_timestamp - _T0],
+                "records": [
+                    [r.offset, r.timestamp - _T0, r.key, r.value, list(r.headers)]
+                    for r in batch.records
+                ],
+            }
+        )
+    return out
+
+
+_T0 = int(time.time() * 1000) - 60_000
+
+
+def _codec_batch(codec: str, values: list[str], **kw: Any) -> bytes:
+    return build_batch(
+        [(f"k{i}".encode(), v.encode()) for i, v in enumerate(values)],
+        timestamp_ms=_T0,
+        timestamps=[_T0 + 10 * i for i in range(len(values))],
+        compression=CODECS[codec],
+        headers=[[("h", v.encode())] for v in values],
+        **kw,
+    )
+
+
+@scenario(AREA)
+def compression_type_recompresses_batches(ctx: Ctx) -> Any:
+    """Every topic compression.type against a batch of every codec: the stored codec."""
+    out: dict[str, Any] = {}
+    for topic_type in TOPIC_TYPES:
+        t = ctx.create_topic(f"ct-{topic_type}", configs={"compression.type": topic_type})
+        produced = [
+            ctx.produce(t, [], batch=_codec_batch(codec, [f"{codec}-{i}" * 5 for i in range(3)]))
+            for codec in CODECS
+        ]
+        out[topic_type] = {
+            "produced": [[p["error_code"], p["base_offset"]] for p in produced],
+            "stored": _stored(ctx, t),
+        }
+    return out
+
+
+@scenario(AREA)
+def compression_type_keeps_producer_state(ctx: Ctx) -> Any:
+    """An idempotent batch recompressed keeps its producer id, epoch and sequence: the retry
+    of the same batch is answered as a duplicate; a LogAppendTime topic stamps it too."""
+    t = ctx.create_topic(
+        "ct-idem", configs={"compression.type": "gzip", "message.timestamp.type": "LogAppendTime"}
+    )
+    _err, pid, epoch = ctx.init_pid()
+    first = _codec_batch("lz4", ["a", "b"], producer_id=pid, producer_epoch=epoch, base_sequence=0)
+    second = _codec_batch("none", ["c"], producer_id=pid, producer_epoch=epoch, base_sequence=2)
+    out = {
+        "first": ctx.produce(t, [], batch=first)["base_offset"],
+        "retry": ctx.produce(t, [], batch=first)["base_offset"],
+        "second": ctx.produce(t, [], batch=second)["base_offset"],
+    }
+    batches = _stored(ctx, t)
+    for b in batches:  # LogAppendTime: the append time, not comparable across brokers
+        b["timestamps"][1] = "<append time>"
+        for r in b["records"]:
+            r[1] = "<append time>"
+    return {**out, "stored": batches}
+
+
+@scenario(AREA)
+def compression_type_change_applies_to_next_append(ctx: Ctx) -> Any:
+    t = ctx.create_topic("ct-alter")
+    ctx.produce(t, [], batch=_codec_batch("snappy", ["one"]))
+    altered = ctx.alter_configs(TOPIC_RESOURCE, t, {"compression.type": "zstd"})
+    ctx.produce(t, [], batch=_codec_batch("snappy", ["two"]))
+    back = ctx.alter_configs(TOPIC_RESOURCE, t, {"compression.type": None})
+    ctx.produce(t, [], batch=_codec_batch("gzip", ["three"]))
+    return {"altered": altered, "back": back, "stored": _stored(ctx, t)}
+
+
+@scenario(AREA)
+def compression_type_uncompressed_too_large(ctx: Ctx) -> Any:
+    """A batch that fits max.message.bytes compressed but not once the topic stores it
+    uncompressed is refused (Kafka: RECORD_TOO_LARGE after recompression)."""
+    t = ctx.create_topic(
+        "ct-big", configs={"compression.type": "uncompressed", "max.message.bytes": "2000"}
+    )
+    small = ctx.produce(t, [], batch=_codec_batch("gzip", ["z" * 400]))
+    big = ctx.produce(t, [], batch=_codec_batch("gzip", ["z" * 5000]))
+    return {"small": small, "big": big, "stored": [b["codec"] for b in _stored(ctx, t)]}

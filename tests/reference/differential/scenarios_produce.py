@@ -310,3 +310,92 @@ def alter_topic_configs(ctx: Ctx) -> Any:
         "unknown_topic": ctx.alter_configs(2, ctx.name("x"), {"retention.ms": "5000"}),
         "delete": ctx.alter_configs(2, t, {"retention.ms": None}),
     }
+
+
+def _fetched_offsets(fetched: Any) -> list[int]:
+    return [r[0] for r in fetched.get("records", [])]
+
+
+def _fetch_loop(ctx: Ctx, topic: str, *, max_bytes: int = 1 << 20, isolation: int = 0) -> Any:
+    """A consumer's reads from offset 0 to the end: the offsets each Fetch returned."""
+    out: list[list[int]] = []
+    offset = 0
+    while len(out) < 20:
+        got = _fetched_offsets(ctx.fetch(topic, offset, max_bytes=max_bytes, isolation=isolation))
+        if not got:
+            return out
+        out.append(got)
+        offset = got[-1] + 1
+    return out
+
+
+#: Small segments through Kafka's testing override (``segment.bytes`` is at least 1 MiB):
+#: two of the batches below fit in one segment, a third rolls a new one.
+_SMALL_SEGMENTS = {"internal.segment.bytes": "400"}
+
+
+def _batch(values: list[str], timestamp_ms: int | None = None) -> bytes:
+    now = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+    return build_batch([(None, v.encode()) for v in values], timestamp_ms=now)
+
+
+@scenario(AREA)
+def fetch_stops_at_segment_end(ctx: Ctx) -> Any:
+    t = ctx.create_topic("seg", configs=_SMALL_SEGMENTS)
+    produced = [ctx.produce(t, [], batch=_batch([f"{i}" * 120, f"{i}"])) for i in range(5)]
+    return {
+        "produced": produced,
+        "from_0": _fetched_offsets(ctx.fetch(t, 0)),
+        "from_1": _fetched_offsets(ctx.fetch(t, 1)),
+        "from_2": _fetched_offsets(ctx.fetch(t, 2)),
+        "from_5": _fetched_offsets(ctx.fetch(t, 5)),
+        "from_8": _fetched_offsets(ctx.fetch(t, 8)),
+        "one_byte": _fetched_offsets(ctx.fetch(t, 4, max_bytes=1)),
+        "loop": _fetch_loop(ctx, t),
+        "loop_read_committed": _fetch_loop(ctx, t, isolation=1),
+        "loop_small_budget": _fetch_loop(ctx, t, max_bytes=200),
+    }
+
+
+@scenario(AREA)
+def fetch_first_batch_larger_than_max_bytes(ctx: Ctx) -> Any:
+    """The first batch comes whole even when larger than the budget, and a read still ends
+    with its segment (segments of 1200 bytes: the 970-byte batch shares the first)."""
+    t = ctx.create_topic("seg", configs={"internal.segment.bytes": "1200"})
+    values = ("a", "b" * 900, "c", "d" * 200, "e")
+    produced = [ctx.produce(t, [], batch=_batch([v])) for v in values]
+    return {
+        "produced": [p["base_offset"] for p in produced],
+        "from_0": _fetched_offsets(ctx.fetch(t, 0)),
+        "from_0_100_bytes": _fetched_offsets(ctx.fetch(t, 0, max_bytes=100)),
+        "big_1_byte": _fetched_offsets(ctx.fetch(t, 1, max_bytes=1)),
+        "big_1000_bytes": _fetched_offsets(ctx.fetch(t, 1, max_bytes=1000)),
+        "big": _fetched_offsets(ctx.fetch(t, 1)),
+        "loop": _fetch_loop(ctx, t),
+        "loop_1_byte": _fetch_loop(ctx, t, max_bytes=1),
+    }
+
+
+@scenario(AREA)
+def produce_batch_larger_than_segment(ctx: Ctx) -> Any:
+    """A record set larger than the segment size is refused (RECORD_LIST_TOO_LARGE); one of
+    exactly the segment size is taken."""
+    exact = len(_batch(["x" * 300]))
+    t = ctx.create_topic("seg", configs={"internal.segment.bytes": str(exact)})
+    return {
+        "small": ctx.produce(t, [], batch=_batch(["a"])),
+        "too_large": ctx.produce(t, [], batch=_batch(["b" * 301])),
+        "exact": ctx.produce(t, [], batch=_batch(["x" * 300])),
+        "loop": _fetch_loop(ctx, t),
+    }
+
+
+@scenario(AREA)
+def fetch_stops_at_time_rolled_segment(ctx: Ctx) -> Any:
+    """``segment.ms`` rolls a segment when a batch is that much newer than the segment's
+    first; a Fetch from before the roll ends at it."""
+    t = ctx.create_topic("segms", configs={"segment.ms": "60000"})
+    base = int(time.time() * 1000) - 600_000
+    for i, ts in enumerate((base, base + 1000, base + 120_000, base + 121_000)):
+        ctx.produce(t, [], batch=_batch([f"r{i}"], ts))
+    return {"from_0": _fetched_offsets(ctx.fetch(t, 0)), "loop": _fetch_loop(ctx, t)}

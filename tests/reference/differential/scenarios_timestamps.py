@@ -198,6 +198,7 @@ def list_offsets(
             {
                 "replica_id": -1,
                 "isolation_level": isolation,
+                "timeout": 30000,
                 "topics": [
                     {
                         "name": topic,
@@ -223,6 +224,7 @@ def list_offsets(
 
 
 SPECIAL = {"latest": -1, "earliest": -2, "max": -3, "earliest_local": -4, "latest_tiered": -5}
+SPECIAL["earliest_pending_upload"] = -6
 
 
 def _record_targets(clock: Clock) -> dict[str, int]:
@@ -438,7 +440,7 @@ def list_offsets_record_granularity_compressed(ctx: Ctx) -> Any:
 def list_offsets_empty_partition(ctx: Ctx) -> Any:
     clock = Clock()
     t = ctx.create_topic("ct")
-    targets = {**SPECIAL, "zero": 0, "base": clock.base, "unknown_negative": -7, "minus_6": -6}
+    targets = {**SPECIAL, "zero": 0, "base": clock.base, "unknown_negative": -7}
     return {
         "read_uncommitted": list_offsets(ctx, clock, t, targets, 0),
         "read_committed": list_offsets(ctx, clock, t, targets, 1),
@@ -575,6 +577,34 @@ def list_offsets_versions_and_unknown_targets(ctx: Ctx) -> Any:
         "v5": list_offsets(ctx, clock, t, targets, 1, 5),
         "v6": list_offsets(ctx, clock, t, targets, 0, 6),
         "v7": list_offsets(ctx, clock, t, targets, 0, 7),
+        "v8": list_offsets(ctx, clock, t, targets, 0, 8),
+        "v9": list_offsets(ctx, clock, t, targets, 1, 9),
+        "v10": list_offsets(ctx, clock, t, targets, 0, 10),
+        "v11": list_offsets(ctx, clock, t, targets, 1, 11),
+    }
+
+
+@scenario(AREA)
+def list_offsets_tiered_targets_after_delete_records(ctx: Ctx) -> Any:
+    """Without tiered storage the local log is the whole log: EARLIEST_LOCAL (v8) follows
+    the log start offset as EARLIEST does; LATEST_TIERED (v9) and EARLIEST_PENDING_UPLOAD
+    (v11) find nothing tiered."""
+    clock = Clock()
+    t = ctx.create_topic("ct")
+    produce(ctx, clock, t, [clock.base, clock.base + 1000, clock.base + 2000])
+    before = list_offsets(ctx, clock, t, SPECIAL, 0, 11)
+    deleted = ctx.call(
+        21,
+        {
+            "topics": [{"name": t, "partitions": [{"partition_index": 0, "offset": 2}]}],
+            "timeout": 30000,
+        },
+    )
+    after = {v: list_offsets(ctx, clock, t, SPECIAL, v % 2, v) for v in (8, 9, 10, 11)}
+    return {
+        "before": before,
+        "delete": plain(deleted.topics[0].partitions[0].error_code, "error_code"),
+        "after": after,
     }
 
 

@@ -27,7 +27,7 @@ from txn.errors import ErrorCode
 COMMON: dict[int, int] = {
     0: 10,  # Produce
     1: 16,  # Fetch
-    2: 7,  # ListOffsets
+    2: 11,  # ListOffsets
     3: 12,  # Metadata
     8: 9,  # OffsetCommit
     9: 9,  # OffsetFetch

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from coordinator.log.memory_log import MemoryLog
+from coordinator.log.storage import LogConfig
 from coordinator.partition import Partition
 from txn.batch import ControlType, build_batch
 from txn.errors import ErrorCode
@@ -32,6 +33,29 @@ def test_plain_appends_get_consecutive_offsets() -> None:
     assert p.append(batch(3), NOW).base_offset == 0
     assert p.append(batch(2), NOW).base_offset == 3
     assert p.high_watermark == 5 == p.last_stable_offset
+
+
+def test_a_record_set_larger_than_a_segment_is_refused() -> None:
+    """Kafka's UnifiedLog.append: the record set must fit in one segment."""
+    one, two = len(batch(1)), len(batch(2))
+    p = Partition(TP, MemoryLog(LogConfig(segment_bytes=two)))
+    assert p.append(batch(2), NOW).base_offset == 0
+    refused = p.append(batch(1) + batch(2), NOW)
+    assert refused.error is ErrorCode.RECORD_LIST_TOO_LARGE
+    assert refused.error_message is not None and f"{one + two} bytes" in refused.error_message
+    assert p.high_watermark == 2
+    assert p.append(batch(1), NOW).base_offset == 2
+
+
+def test_a_fetch_ends_with_the_segment_it_starts_in() -> None:
+    size = len(batch(1))
+    p = Partition(TP, MemoryLog(LogConfig(segment_bytes=size * 2)))
+    for _ in range(5):
+        p.append(batch(1), NOW)
+    assert len(p.fetch(0, 1 << 20, read_committed=False).records) == size * 2
+    assert len(p.fetch(1, 1 << 20, read_committed=True).records) == size
+    assert len(p.fetch(2, 1 << 20, read_committed=False).records) == size * 2
+    assert len(p.fetch(4, 1 << 20, read_committed=False).records) == size
 
 
 def test_duplicate_batch_is_answered_with_original_offset() -> None:

@@ -55,6 +55,14 @@ class RetentionHarness(Harness):
         )
         assert self.core.share.heartbeat(GROUP, "m1", 0, None, ["in"]).error is ErrorCode.NONE
 
+    def acquire(self, member: str = "m1") -> int:
+        """Everything ``member`` can acquire now: a ShareFetch reads one segment, as in
+        Kafka, so it takes one per segment."""
+        total = 0
+        while got := super().acquire(member):
+            total += got
+        return total
+
     def sp(self) -> SharePartition:
         _error, sp = self.core.share.share_partition(GROUP, self.tip)
         assert sp is not None

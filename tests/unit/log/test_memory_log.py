@@ -125,6 +125,21 @@ def test_read_returns_whole_batches_within_max_bytes(harness: Harness) -> None:
     assert [h.base_offset for _, h in iter_batches(log.read(0, 10**9))] == [0, 1, 2, 3]
 
 
+def test_read_stops_at_the_end_of_its_segment(harness: Harness) -> None:
+    """Kafka reads one segment per fetch: whatever the budget, a read ends with the segment
+    holding its first batch; the first batch comes whole even when larger than the budget."""
+    size = len(make_batch(2))
+    log = harness.open(LogConfig(segment_bytes=size * 2))
+    stored = append_all(log, [2, 2, 2, 2, 2])  # segments [0, 4) [4, 8) [8, 10)
+    assert log.read(0, 10**9) == b"".join(stored[:2])
+    assert log.read(3, 10**9) == stored[1]
+    assert log.read(4, 10**9) == b"".join(stored[2:4])
+    assert log.read(4, 1) == stored[2]
+    assert log.read(9, 10**9) == stored[4]
+    log.replace_segments({0: [stored[0]]}, 4)  # the cleaner empties the tail of segment 0
+    assert log.read(2, 10**9) == b"".join(stored[2:4])  # nothing left there: the next one
+
+
 def test_out_of_range_reads(harness: Harness) -> None:
     log = harness.open()
     append_all(log, [2, 2])

@@ -238,7 +238,11 @@ class _ThrottleWalk:
         return self.stop
 
     def _throttled(self, key: tuple[int, int]) -> bool:
-        runs = self._state.runs.overlapping(max(key[0], self._state.start), key[1])
+        runs = [
+            r
+            for r in self._state.runs.overlapping(max(key[0], self._state.start), key[1])
+            if (r.batch if r.batch is not None else (r.first, r.last)) == key
+        ]
         if len(runs) == 1:
             return runs[0].delivery_count >= self._throttle
         return any(

@@ -53,7 +53,8 @@ def plan_acquire(
     Stops once ``max_fetch_records`` are acquired, rounded up to the end of the log batch being
     taken; new records are further bounded by ``max_in_flight_records`` minus the records
     already in flight, also rounded up to a log-batch boundary.  Control batches and aborted
-    transactional records (``aborted``) are archived, never acquired.
+    transactional records (``aborted``) are archived, never acquired.  Redeliveries are
+    throttled as Kafka 4.4 throttles them (``_ThrottleWalk``, KAFKA-17541).
     """
     start = state.start
     end = state.end

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from coordinator.partition import AbortedTxn
-from coordinator.share.inflight import AcquisitionLock
+from coordinator.share.inflight import AcquisitionLock, Run
 from coordinator.share.partition_model import (
     AcquiredRange,
     Change,
@@ -53,7 +53,8 @@ def plan_acquire(
     Stops once ``max_fetch_records`` are acquired, rounded up to the end of the log batch being
     taken; new records are further bounded by ``max_in_flight_records`` minus the records
     already in flight, also rounded up to a log-batch boundary.  Control batches and aborted
-    transactional records (``aborted``) are archived, never acquired.
+    transactional records (``aborted``) are archived, never acquired.  Redeliveries are
+    throttled as Kafka 4.4 throttles them (``_ThrottleWalk``, KAFKA-17541).
     """
     start = state.start
     end = state.end
@@ -65,8 +66,18 @@ def plan_acquire(
     archived = 0
     touched_first = -1
     touched_last = -1
+    new_first = -1
+    new_last = -1
+    limit = config.delivery_count_limit
+    walk = _ThrottleWalk(
+        state,
+        limit,
+        throttle_limit(limit),
+        batches[0][1].base_offset if batches else fetch_from,
+        batches[-1][1].last_offset if batches else fetch_from,
+    )
     for pos, header in batches:
-        if count >= max_fetch_records:
+        if count >= max_fetch_records or walk.stop:
             break
         lo = max(header.base_offset, fetch_from, start)
         hi = header.last_offset
@@ -84,6 +95,8 @@ def plan_acquire(
         if lo < end:
             seg_hi = min(hi, end - 1)
             for run in state.runs.overlapping(lo, seg_hi):
+                if walk.enter(run, count + got):
+                    break
                 if run.pending is not None or run.state not in (None, RecordState.AVAILABLE):
                     continue
                 a = max(run.first, lo)
@@ -93,18 +106,29 @@ def plan_acquire(
                         archived += z - a + 1
                     steps.append(AcquireStep("archive", a, z, 0))
                     continue
-                dc = 1 if run.state is None else run.delivery_count + 1
+                prior = 0 if run.state is None else run.delivery_count
+                z = walk.last_to_take(prior, a, z)
+                if z < a:
+                    break
+                if run.state is None:
+                    new_first = a if new_first < 0 else new_first
+                    new_last = z
+                dc = prior + 1
                 steps.append(AcquireStep("lock", a, z, dc))
                 _append_range(acquired, a, z, dc)
                 got += z - a + 1
                 if dc > 1:
                     redelivered += z - a + 1
+                if walk.took(dc, z - a + 1):
+                    break
             lo = seg_hi + 1
-        if lo <= hi:
+        if lo <= hi and not walk.stop and not walk.leaving_throttled():
             # Beyond the cache: new records.
+            new_first = lo if new_first < 0 else new_first
             if skip:
                 steps.append(AcquireStep("new_archived", lo, hi, 0))
                 end = hi + 1
+                new_last = hi
                 if not control:
                     archived += hi - lo + 1
             else:
@@ -115,6 +139,7 @@ def plan_acquire(
                 if room > 0:
                     steps.append(AcquireStep("new_acquired", lo, hi, 1))
                     end = hi + 1
+                    new_last = hi
                     _append_range(acquired, lo, hi, 1)
                     got += hi - lo + 1
                 else:
@@ -123,7 +148,7 @@ def plan_acquire(
         if got:
             spans.append((pos, pos + header.size))
             count += got
-        if full:
+        if full or walk.stop:
             break
     lock = None
     if acquired:
@@ -133,8 +158,102 @@ def plan_acquire(
             acquired[-1].last_offset,
             now_ms + config.record_lock_duration_ms,
         )
-    plan = AcquirePlan(tuple(steps), lock, (touched_first, touched_last))
+    new_batch = (new_first, new_last) if new_first >= 0 else None
+    plan = AcquirePlan(tuple(steps), lock, (touched_first, touched_last), new_batch)
     return Acquisition(plan, _join_spans(raw, spans), acquired, count, redelivered, archived)
+
+
+def throttle_limit(delivery_count_limit: int) -> int:
+    """The delivery count from which redeliveries are throttled (KAFKA-17541): half the
+    delivery count limit rounded up, at least 2."""
+    return max(2, (delivery_count_limit + 1) // 2)
+
+
+class _ThrottleWalk:
+    """Kafka 4.4's throttled redelivery (KAFKA-17541), walked in-flight batch by batch.
+
+    An in-flight batch holding an AVAILABLE record whose delivery count reached the throttle
+    limit is *throttled*: it is taken only when nothing was acquired before it, the ShareFetch
+    stops after it, and it yields at most its size halved once per delivery past the limit
+    (``size >> (count - throttle + 1)``, at least 1; counted from its first such record).  With
+    a limit above 2, a record on its last attempt comes alone.  A batch still kept whole (one
+    run) is judged by its delivery count whatever its state, as Kafka judges an unsplit batch.
+    """
+
+    __slots__ = ("_state", "_throttle", "cap", "current", "first", "last", "limit", "local", "stop")
+
+    def __init__(self, state: InFlightState, limit: int, throttle: int, first: int, last: int):
+        self._state = state
+        self.limit = limit
+        self.first = first  # the offsets this ShareFetch read
+        self.last = last
+        self.current: tuple[int, int] | None = None
+        self.cap = 0  # >0: the batch is throttled, at most this many records; 0: not throttled
+        self.local = 0
+        self.stop = False
+        self._throttle = throttle
+
+    def leaving_throttled(self) -> bool:
+        """Whether records taken from a throttled batch end this ShareFetch here."""
+        if self.cap and self.local:
+            self.stop = True
+        return self.stop
+
+    def enter(self, run: Run, acquired: int) -> bool:
+        """``run`` comes next; True when the ShareFetch stops before it."""
+        key = run.batch if run.batch is not None else (run.first, run.last)
+        if key == self.current:
+            return False
+        if self.leaving_throttled():
+            return True
+        self.current = key
+        self.local = 0
+        self.cap = -1 if self._throttled(key) else 0
+        if self.cap and acquired:
+            self.stop = True
+        return self.stop
+
+    def last_to_take(self, prior: int, first: int, last: int) -> int:
+        """The last offset of first..last (records delivered ``prior`` times) to take now."""
+        if not self.cap:
+            return last
+        if self.limit > 2 and prior == self.limit - 1:
+            if self.local:
+                self.stop = True
+                return first - 1
+            return first
+        if self.cap < 0 and prior >= self._throttle:
+            size = self.current[1] - self.current[0] + 1 if self.current else 1
+            self.cap = max(1, size >> (prior - self._throttle + 1))
+        if self.cap > 0:
+            last = min(last, first + self.cap - self.local - 1)
+        return last
+
+    def took(self, delivery_count: int, n: int) -> bool:
+        """``n`` records were taken at ``delivery_count``; True when the ShareFetch stops."""
+        self.local += n
+        if self.cap and (
+            (self.limit > 2 and delivery_count == self.limit) or self.local == self.cap
+        ):
+            self.stop = True
+        return self.stop
+
+    def _throttled(self, key: tuple[int, int]) -> bool:
+        runs = [
+            r
+            for r in self._state.runs.overlapping(max(key[0], self._state.start), key[1])
+            if (r.batch if r.batch is not None else (r.first, r.last)) == key
+        ]
+        if len(runs) == 1:
+            return runs[0].delivery_count >= self._throttle
+        return any(
+            r.state is RecordState.AVAILABLE
+            and r.pending is None
+            and r.first <= self.last
+            and r.last >= self.first
+            and r.delivery_count >= self._throttle
+            for r in runs
+        )
 
 
 def plan_release(

@@ -84,6 +84,10 @@ class Run:
     member_id: str = ""
     lock: AcquisitionLock | None = None
     pending: PendingAck | None = field(default=None)
+    #: The in-flight batch holding these records (Kafka's ``InFlightBatch``): the records one
+    #: acquisition of new records (or one persisted state batch) took, first and last offset.
+    #: Throttled redelivery reads its size; runs of different batches never merge.
+    batch: tuple[int, int] | None = None
 
     @property
     def count(self) -> int:
@@ -97,11 +101,19 @@ class Run:
             and self.member_id == other.member_id
             and self.lock is other.lock
             and self.pending == other.pending
+            and self.batch == other.batch
         )
 
     def with_range(self, first: int, last: int) -> Run:
         return Run(
-            first, last, self.state, self.delivery_count, self.member_id, self.lock, self.pending
+            first,
+            last,
+            self.state,
+            self.delivery_count,
+            self.member_id,
+            self.lock,
+            self.pending,
+            self.batch,
         )
 
 

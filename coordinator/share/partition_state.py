@@ -69,6 +69,8 @@ class AcquirePlan:
     steps: tuple[AcquireStep, ...]
     lock: AcquisitionLock | None  # the lock of every acquired record; None if none
     touched: tuple[int, int]  # the offsets whose runs may merge afterwards (first < 0: none)
+    #: The in-flight batch the new records (and gap records) of this acquisition form.
+    new_batch: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,7 +255,7 @@ class InFlightState:
             if kind == "archive":
                 self._archive_range(first, last)
             elif kind == "new_archived":
-                self.runs.append(Run(first, last, RecordState.ARCHIVED, 0))
+                self.runs.append(Run(first, last, RecordState.ARCHIVED, 0, batch=plan.new_batch))
                 self.end = last + 1
             else:
                 assert lock is not None
@@ -261,13 +263,23 @@ class InFlightState:
                     for run in self.runs.isolate(first, last):
                         if run.state is not None:
                             check_transition(run.state, RecordState.ACQUIRED)
+                        else:
+                            run.batch = plan.new_batch
                         run.state = RecordState.ACQUIRED
                         run.delivery_count = dc
                         run.member_id = lock.member_id
                         run.lock = lock
                 else:
                     self.runs.append(
-                        Run(first, last, RecordState.ACQUIRED, 1, lock.member_id, lock)
+                        Run(
+                            first,
+                            last,
+                            RecordState.ACQUIRED,
+                            1,
+                            lock.member_id,
+                            lock,
+                            batch=plan.new_batch,
+                        )
                     )
                     self.end = last + 1
                 lock.held += last - first + 1
@@ -383,7 +395,15 @@ def plan_load(state_epoch: int, start: int, batches: Sequence[PersisterStateBatc
             raise StateLoadError(f"state batch {batch} has an invalid state or delivery count")
         if batch.first_offset > cursor:
             runs.append(Run(cursor, batch.first_offset - 1, None))
-        runs.append(Run(batch.first_offset, batch.last_offset, state, batch.delivery_count))
+        runs.append(
+            Run(
+                batch.first_offset,
+                batch.last_offset,
+                state,
+                batch.delivery_count,
+                batch=(batch.first_offset, batch.last_offset),
+            )
+        )
         cursor = batch.last_offset + 1
     return LoadPlan(state_epoch, start, cursor, tuple(runs))
 

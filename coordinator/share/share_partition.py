@@ -35,8 +35,8 @@ SPEO = max(SPEO, SPSO); the new start is persisted with the next write.  The
 It is checked on every public operation and by ``on_log_appended``.
 
 A fresh state (persisted start -1) takes ``auto_offset_reset`` (latest = the
-high watermark, or the last stable offset under read_committed; earliest =
-the log start) and persists it at once, so a restart resumes there.
+high watermark, under read_committed too; earliest = the log start) and
+persists it at once, so a restart resumes there.
 
 Shape: one ``InFlightState`` (``partition_state``: record states, delivery counts, owners,
 acquisition locks, pending transactional acks, SPSO/SPEO) and pure planners that read it and
@@ -268,8 +268,9 @@ class SharePartition:
                 return offset
         if self._config.auto_offset_reset == "earliest":
             return self._data.log_start_offset
-        if self._config.read_committed:
-            return self._data.last_stable_offset
+        # "latest" is the high watermark under read_committed too (Apache Kafka 4.4 asks the
+        # log for its latest offset, not the last stable one): records of a transaction still
+        # open when the group starts lie below the start and are never delivered.
         return self._data.high_watermark
 
     def _inactive_error(self) -> ErrorCode:

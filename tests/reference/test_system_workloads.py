@@ -453,16 +453,6 @@ def test_share_acknowledgement_types_through_broker_kill(broker: LocalBroker, lo
     assert min(released) >= 5, "a released record archived before its delivery count limit"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "Kafka 4.4 throttles redeliveries (KAFKA-17541): past half the delivery count limit "
-        "a ShareFetch acquires fewer records per attempt, and with a limit above 2 a record "
-        "on its last attempt comes alone (this workload against Kafka, limit 5: deliveries "
-        "1-4 in batches of 300/100/100/100, the 5th as 100 single-record batches; with limit "
-        "2 the last attempt came in one batch); sharetxn acquires redeliveries in full batches"
-    ),
-)
 def test_share_last_delivery_attempt_alone(broker: LocalBroker, logs: Path) -> None:
     topic = _topic(broker, "share-last", 1)
     messages = 300

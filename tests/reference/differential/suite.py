@@ -13,6 +13,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_malformed,
     scenarios_produce,
     scenarios_share,
+    scenarios_share_fidelity,
     scenarios_timestamps,
     scenarios_topics,
     scenarios_txn,
@@ -72,6 +73,13 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "share/two_members_two_partitions": _EPOCHS,
     "share/isolation_read_committed": _MARKERS,
     "share/isolation_read_uncommitted": _MARKERS,
+    "share/start_by_duration_committed_after_abort": _MARKERS,
+    "share/start_by_duration_committed_open_txn_aborts": _MARKERS,
+    "share/start_by_duration_committed_open_txn_before_window": _MARKERS,
+    "share/start_earliest_committed_after_abort": _MARKERS,
+    "share/start_earliest_committed_open_txn_commits": _MARKERS,
+    "share/start_latest_committed_open_txn_aborts": _MARKERS,
+    "share/start_latest_committed_open_txn_commits": _MARKERS,
     "share/max_records_record_limit_mode": "share acquisition: record_limit mode",
 }
 

@@ -3,8 +3,10 @@
 Clients reach it only through ``SimNet`` with the small typed requests below (the sans-IO
 counterparts of the Kafka RPCs the client library sends: ShareGroupHeartbeat, ShareFetch,
 InitProducerId, AddPartitionsToTxn, AddShareAcksToTxn, Produce, TxnShareAcknowledge,
-EndTxn).  ``handle`` runs one request against the current incarnation and returns its
-response, or None if the broker is down or crashed while handling it.
+EndTxn).  ``handle`` runs one request against the current incarnation, through the
+``BrokerCore`` method the server's handler calls (ShareFetch: ``BrokerCore.share_fetches``,
+without a long poll), and returns its response, or None if the broker is down or crashed
+while handling it.
 
 A crash (``SimCrash`` from the disk, or one the simulator decides on between events)
 abandons the incarnation: its timers die with its clock, its in-memory state is dropped,
@@ -35,8 +37,10 @@ from chaos.sim_loop import IncarnationClock, SimLoop
 from chaos.sim_net import NO_MARKER_FAULTS, FaultyMarkerChannel, MarkerFaults
 from coordinator.broker import BrokerCore
 from coordinator.marker_channel import MarkerHandler, TxnMarker
-from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
+from coordinator.share.manager import PartitionAcks
+from coordinator.share.sessions import FINAL_EPOCH
 from coordinator.share.share_partition import AckBatch
+from coordinator.share_fetch import ShareFetchRequest, ShareSessionKey
 from txn.batch import ControlType
 from txn.clock import Clock
 from txn.config import BrokerConfig
@@ -70,6 +74,8 @@ class ShareFetch:
     partitions: tuple[tuple[str, int], ...]
     max_records: int
     connection: int
+    # partitions leaving the session (an incremental fetch; ``partitions`` are added)
+    forgotten: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -479,8 +485,8 @@ class SimBroker:
             )
             return Answer(end.error)
         if isinstance(request, ShareClose):
-            core.share.close_session(request.group, request.member)
-            return Answer(ErrorCode.NONE)
+            key = ShareSessionKey(request.group, request.member, FINAL_EPOCH, request.connection)
+            return Answer(core.share_fetches.acknowledge(key, ()).error)
         if isinstance(request, ConnectionClosed):
             core.share.on_connection_closed(request.connection)
             return Answer(ErrorCode.NONE)
@@ -510,29 +516,25 @@ class SimBroker:
         )
 
     def _share_fetch(self, core: BrokerCore, req: ShareFetch) -> FetchAnswer:
-        share = core.share
-        error, session = share.open_or_check_session(
-            req.group, req.member, req.session_epoch, req.connection
-        )
-        if session is None or error is not ErrorCode.NONE:
-            return FetchAnswer(error, {})
-        wanted: list[TopicIdPartition] = []
+        """ShareFetch through the server's path (``BrokerCore.share_fetches``), without a wait."""
         names: dict[TopicIdPartition, tuple[str, int]] = {}
-        for topic, partition in req.partitions:
-            tip = self._tip(core, topic, partition)
-            if tip is not None:
-                wanted.append(tip)
-                names[tip] = (topic, partition)
-        keep = set(wanted)
-        session.forget([tip for tip in session.partitions if tip not in keep])
-        session.add(wanted)
-        if req.session_epoch != 0:
-            share.sessions.advance(session)
-        outcome = ShareFetchOutcome(ErrorCode.NONE)
-        share.acquire(req.group, req.member, session, req.max_records, 1 << 20, outcome)
+        requested = self._tips(core, req.partitions, names)
+        poll = core.share_fetches.fetch(
+            ShareFetchRequest(
+                ShareSessionKey(req.group, req.member, req.session_epoch, req.connection),
+                requested=requested,
+                forgotten=self._tips(core, req.forgotten, names),
+                max_records=req.max_records,
+                max_bytes=1 << 20,
+                max_wait_ms=0,
+            )
+        )
+        wake = poll.step()  # no long poll: max_wait 0 answers after one acquisition pass
+        assert wake is None, wake
         out: dict[tuple[str, int], tuple[ErrorCode, bytes, tuple[tuple[int, int, int], ...]]] = {}
-        for tip, entry in outcome.partitions.items():
-            name = names.get(tip)
+        for entry in poll.answered():
+            # the session may hold partitions this request does not name (a late request)
+            name = names.get(entry.tip) or self._name(core, entry.tip)
             if name is None:
                 continue
             ranges: tuple[tuple[int, int, int], ...] = ()
@@ -553,7 +555,28 @@ class SimBroker:
                         "ranges": [list(r) for r in ranges],
                     },
                 )
-        return FetchAnswer(ErrorCode.NONE, out)
+        return FetchAnswer(poll.outcome.error, out)
+
+    @staticmethod
+    def _name(core: BrokerCore, tip: TopicIdPartition) -> tuple[str, int] | None:
+        info = core.topics.by_id(tip.topic_id)
+        return None if info is None else (info.name, tip.partition)
+
+    def _tips(
+        self,
+        core: BrokerCore,
+        partitions: tuple[tuple[str, int], ...],
+        names: dict[TopicIdPartition, tuple[str, int]],
+    ) -> list[TopicIdPartition]:
+        """The topic-id partitions of ``partitions`` (unknown topics left out), named in
+        ``names``."""
+        tips: list[TopicIdPartition] = []
+        for topic, partition in partitions:
+            tip = self._tip(core, topic, partition)
+            if tip is not None:
+                tips.append(tip)
+                names[tip] = (topic, partition)
+        return tips
 
     def _txn_share_ack(self, core: BrokerCore, req: TxnShareAck) -> PartitionAnswer:
         by_partition: dict[tuple[str, int], list[AckBatch]] = {}

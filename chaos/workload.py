@@ -325,6 +325,8 @@ class Worker:
         self.member_epoch = 0
         self.assignment: list[tuple[str, int]] = []
         self.session_epoch = 0
+        # the partitions of the open share session, as the last answered ShareFetch left them
+        self.session_parts: tuple[tuple[str, int], ...] = ()
         self.tid = proc.slot
         self.pid = -1
         self.epoch = -1
@@ -475,11 +477,17 @@ class Worker:
         cfg = env.config
         epoch = self.session_epoch
         parts = tuple(sorted(self.assignment))
+        # As Kafka's share session handler: an incremental ShareFetch names the partitions it
+        # drops from the session (a new session starts from what the request names).
+        kept = set(parts)
+        forgotten = () if epoch == 0 else tuple(p for p in self.session_parts if p not in kept)
         op = env.invoke(
             self.proc, "fetch", {"member": self.member, "epoch": epoch, "partitions": parts}
         )
         response = yield from self._call(
-            ShareFetch(cfg.group, self.member, epoch, parts, cfg.max_records, self.connection)
+            ShareFetch(
+                cfg.group, self.member, epoch, parts, cfg.max_records, self.connection, forgotten
+            )
         )
         if response is TIMEOUT:
             self.session_epoch = 0  # the broker may or may not have moved the epoch on
@@ -492,6 +500,7 @@ class Worker:
             env.done(op, "fail", {"error": response.error.name})
             return []
         self.session_epoch = epoch + 1
+        self.session_parts = parts
         records: list[tuple[str, int, int, str, int]] = []
         for (topic, partition), (_error, raw, ranges) in sorted(response.partitions.items()):
             if not ranges:

@@ -4,7 +4,8 @@ Each flow runs once, in process, against a ``BrokerCore`` over memory logs, from
 handler's coroutine (the kio request already decoded) to its typed response:
 
 * TxnShareAcknowledge (KIP-1289) of ``--partitions`` partitions, 5 acquired records each,
-  whose share-state partitions are in the ongoing transaction;
+  whose share-state partitions are in the ongoing transaction (``--state-partitions`` sets
+  how many share-state partitions there are: 1 puts every key on one, one append per request);
 * TxnOffsetCommit of one offset after AddOffsetsToTxn.
 
 Every Python function call into a module of the tree is recorded (``sys.setprofile``); it
@@ -12,7 +13,7 @@ prints the modules that ran, the calls whose caller and callee are in different 
 hops), how often each module was entered from another, and the verify calls, appends and
 fsyncs.  docs/design.md ("Hops of the transactional staging RPCs") holds the figures.
 
-    python bench/hop_count.py [--partitions N] [--files]
+    python bench/hop_count.py [--partitions N] [--state-partitions N] [--files]
 """
 
 from __future__ import annotations
@@ -83,14 +84,17 @@ def _handle(core: BrokerCore, key: ApiKey, version: int, body: dict[str, Any]) -
     return _traced(lambda: asyncio.run(handler(request)))
 
 
-def _core() -> tuple[BrokerCore, ManualClock]:
+def _core(state_partitions: int | None = None) -> tuple[BrokerCore, ManualClock]:
     clock = ManualClock()
-    config = BrokerConfig({"group.share.min.record.lock.duration.ms": "1000"})
+    settings = {"group.share.min.record.lock.duration.ms": "1000"}
+    if state_partitions is not None:
+        settings["share.coordinator.state.topic.num.partitions"] = str(state_partitions)
+    config = BrokerConfig(settings)
     return BrokerCore(MemoryStorage(), clock, config, random.Random(3)), clock
 
 
-def txn_share_acknowledge(partitions: int) -> list[Call]:
-    core, clock = _core()
+def txn_share_acknowledge(partitions: int, state_partitions: int | None = None) -> list[Call]:
+    core, clock = _core(state_partitions)
     assert core.create_topic("in", partitions, 1).error is ErrorCode.NONE
     for p in range(partitions):
         batch = build_batch([(None, b"v")] * 5, timestamp_ms=clock.now_ms())
@@ -175,9 +179,17 @@ def report(name: str, calls: list[Call], show_files: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", type=int, default=1, help="TxnShareAcknowledge's")
+    parser.add_argument(
+        "--state-partitions",
+        type=int,
+        default=None,
+        help="share.coordinator.state.topic.num.partitions (default: the broker's, 50); "
+        "1 puts every partition's state in one state partition",
+    )
     parser.add_argument("--files", action="store_true", help="list the modules")
     args = parser.parse_args()
-    report("TxnShareAcknowledge", txn_share_acknowledge(args.partitions), args.files)
+    calls = txn_share_acknowledge(args.partitions, args.state_partitions)
+    report("TxnShareAcknowledge", calls, args.files)
     report("TxnOffsetCommit", txn_offset_commit(), args.files)
 
 

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
+from dataclasses import replace as replace_field
 from typing import Any
 
 from chaos.patching import Patch, replace
@@ -65,7 +66,7 @@ from coordinator.partition import Partition
 from coordinator.producer_state import ProducerStateManager, SequenceCheck
 from coordinator.share import acknowledgement, txn_pending
 from coordinator.share.inflight import InFlightRuns, Run
-from coordinator.share.manager import ShareManager
+from coordinator.share.manager import ShareManager, VerifiedAcks
 from coordinator.share.partition_model import SharePartitionConfig, back_to_available
 from coordinator.share.partition_state import InFlightState
 from coordinator.share.share_coordinator import ShareCoordinator
@@ -122,14 +123,15 @@ def _skip_ack_fencing(stack: ExitStack) -> None:
         producer_id: int,
         producer_epoch: int,
         member_id: str | None,
-        acks: Any,
-        verdicts: dict[Any, ErrorCode],
+        acks: Sequence[VerifiedAcks],
     ) -> Any:
-        unfenced = {
-            tp: ErrorCode.NONE if error is ErrorCode.PRODUCER_FENCED else error
-            for tp, error in verdicts.items()
-        }
-        return original(self, group_id, producer_id, producer_epoch, member_id, acks, unfenced)
+        unfenced = [
+            replace_field(v, verdict=ErrorCode.NONE)
+            if v.verdict is ErrorCode.PRODUCER_FENCED
+            else v
+            for v in acks
+        ]
+        return original(self, group_id, producer_id, producer_epoch, member_id, unfenced)
 
     replace(stack, ShareManager, "txn_share_acknowledge", txn_share_acknowledge)
 

@@ -35,7 +35,8 @@ from coordinator.reserved_topics import (
     refuse_client_created,
     write_refusal,
 )
-from coordinator.share.manager import PartitionAcks
+from coordinator.share.manager import PartitionAcks, VerifiedAcks
+from coordinator.share.persister import ShareStateKey
 from coordinator.share_fetch import ShareFetches
 from coordinator.topics import TopicInfo, TopicRegistry
 from coordinator.txn_results import ActiveProducer
@@ -473,11 +474,9 @@ class BrokerCore:
     ) -> dict[TopicIdPartition, ErrorCode]:
         """KIP-1289 TxnShareAcknowledge: the acks of each partition whose share-state partition
         is in the transaction become TX_PENDING (``ShareManager.txn_share_acknowledge``).
-        Another transactional id's producer id is INVALID_TXN_STATE (DESIGN §4.3)."""
-        state_partitions = [
-            self.share.state_partition_of(group_id, pa.tip.topic_id, pa.tip.partition)
-            for pa in acks
-        ]
+        Another transactional id's producer id is INVALID_TXN_STATE (DESIGN §4.3). The state
+        partitions mapped here are handed on, so the share manager is entered once."""
+        state_partitions = [self._state_partition(group_id, pa.tip) for pa in acks]
         verdicts = self.verify_in_transaction(
             transactional_id,
             producer_id,
@@ -485,9 +484,18 @@ class BrokerCore:
             state_partitions,
             foreign_producer=ErrorCode.INVALID_TXN_STATE,
         )
+        verified = [
+            VerifiedAcks(pa, tp.partition, verdicts.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR))
+            for pa, tp in zip(acks, state_partitions, strict=True)
+        ]
         return self.share.txn_share_acknowledge(
-            group_id, producer_id, producer_epoch, member_id, acks, verdicts
+            group_id, producer_id, producer_epoch, member_id, verified
         )
+
+    def _state_partition(self, group_id: str, tip: TopicIdPartition) -> TopicPartition:
+        """The ``__share_group_state`` partition of (group, topic partition) (DESIGN §3)."""
+        key = ShareStateKey(group_id, tip.topic_id, tip.partition)
+        return TopicPartition(SHARE_GROUP_STATE_TOPIC, self.share.persister.partition_for(key))
 
     def add_share_acks_to_txn(
         self,
@@ -506,7 +514,7 @@ class BrokerCore:
             if info is None or any(not 0 <= p < info.num_partitions for p in indexes):
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             for p in indexes:
-                state_tp = self.share.state_partition_of(group_id, info.topic_id, p)
+                state_tp = self._state_partition(group_id, TopicIdPartition(info.topic_id, p))
                 if state_tp not in state_partitions:
                     state_partitions.append(state_tp)
         if not group_id:

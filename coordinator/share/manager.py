@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from coordinator.log.storage import PartitionLog
@@ -40,6 +40,7 @@ from coordinator.share.share_coordinator import ShareCoordinator, ShareStateRunt
 from coordinator.share.share_partition import (
     AckBatch,
     AcquireResult,
+    PendingPlan,
     SharePartition,
     SharePartitionConfig,
     SharePartitionState,
@@ -63,6 +64,27 @@ class PartitionAcks:
 
     tip: TopicIdPartition
     batches: list[AckBatch] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedAcks:
+    """One partition of a TxnShareAcknowledge: its acks, the index of its share-state
+    partition and ``BrokerCore.verify_in_transaction``'s verdict on that partition."""
+
+    acks: PartitionAcks
+    state_partition: int
+    verdict: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class _PlannedAcks:
+    """A partition of a TxnShareAcknowledge that passed validation, not written yet."""
+
+    tip: TopicIdPartition
+    state_partition: int
+    key: ShareStateKey
+    sp: SharePartition
+    plan: PendingPlan
 
 
 @dataclass(slots=True)
@@ -442,46 +464,74 @@ class ShareManager:
         producer_id: int,
         producer_epoch: int,
         member_id: str | None,
-        acks: list[PartitionAcks],
-        verdicts: Mapping[TopicPartition, ErrorCode],
+        acks: Sequence[VerifiedAcks],
     ) -> dict[TopicIdPartition, ErrorCode]:
         """TxnShareAcknowledge: ACQUIRED -> TX_PENDING, staged durably in the transaction.
 
-        Per partition: its share-state partition's verdict must be NONE (``verdicts``, from
-        ``BrokerCore.verify_in_transaction``: the partition was added to the ongoing
+        Per partition: its share-state partition's verdict must be NONE (``acks``' verdicts,
+        from ``BrokerCore.verify_in_transaction``: the partition was added to the ongoing
         transaction of (pid, epoch), else DESIGN §4.3's error); the share partition validates
-        ownership and states (INVALID_RECORD_STATE, nothing changes); the pending acks are
-        appended to the share-state partition as a transactional batch; only then do the
-        records become TX_PENDING.
+        ownership and states (INVALID_RECORD_STATE, nothing changes).  The pending acks of
+        every partition that passed are then appended per share-state partition, one
+        transactional batch (one fsync) each (``_stage_pending``); only then do the records
+        become TX_PENDING.  Answers keep the request's order.
         """
         out: dict[TopicIdPartition, ErrorCode] = {}
-        for pa in acks:
-            state_tp = self.state_partition_of(group_id, pa.tip.topic_id, pa.tip.partition)
-            verdict = verdicts.get(state_tp, ErrorCode.UNKNOWN_SERVER_ERROR)
-            if verdict is not ErrorCode.NONE:
-                out[pa.tip] = verdict
+        planned: list[_PlannedAcks] = []
+        planned_tips: set[TopicIdPartition] = set()
+        for verified in acks:
+            tip = verified.acks.tip
+            if tip in planned_tips:
+                # The same partition twice: the first acks become TX_PENDING before the
+                # second are planned, as when every partition was written on its own.
+                self._stage_pending(producer_id, producer_epoch, planned, out)
+                planned, planned_tips = [], set()
+            out[tip] = verified.verdict
+            if verified.verdict is not ErrorCode.NONE:
                 continue
-            error, sp = self.share_partition(group_id, pa.tip)
+            error, sp = self.share_partition(group_id, tip)
             if sp is None:
-                out[pa.tip] = error
+                out[tip] = error
                 continue
-            plan = sp.plan_pending(member_id, producer_id, producer_epoch, pa.batches)
+            plan = sp.plan_pending(member_id, producer_id, producer_epoch, verified.acks.batches)
             if isinstance(plan, ErrorCode):
-                out[pa.tip] = plan
+                out[tip] = plan
                 continue
-            key = ShareStateKey(group_id, pa.tip.topic_id, pa.tip.partition)
-            new_txn = producer_id not in self._txn_started_ms
-            error = self.persister.write_pending(
-                key, producer_id, producer_epoch, list(plan.staged)
+            key = ShareStateKey(group_id, tip.topic_id, tip.partition)
+            planned.append(_PlannedAcks(tip, verified.state_partition, key, sp, plan))
+            planned_tips.add(tip)
+        self._stage_pending(producer_id, producer_epoch, planned, out)
+        return out
+
+    def _stage_pending(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        planned: Sequence[_PlannedAcks],
+        out: dict[TopicIdPartition, ErrorCode],
+    ) -> None:
+        """Write the planned pending acks, one batch per share-state partition, then apply the
+        plans whose write succeeded, in request order (``out``: each partition's answer)."""
+        by_state_partition: dict[int, list[_PlannedAcks]] = {}
+        for entry in planned:
+            by_state_partition.setdefault(entry.state_partition, []).append(entry)
+        written: dict[TopicIdPartition, ErrorCode] = {}
+        for state_partition, entries in by_state_partition.items():
+            errors = self.persister.write_pending_batch(
+                state_partition,
+                producer_id,
+                producer_epoch,
+                [(e.key, e.plan.staged) for e in entries],
             )
-            if error is not ErrorCode.NONE:
-                out[pa.tip] = error
+            written.update(zip((e.tip for e in entries), errors, strict=True))
+        for entry in planned:
+            if (error := written[entry.tip]) is not ErrorCode.NONE:
+                out[entry.tip] = error
                 continue
-            out[pa.tip] = sp.apply_pending(plan)
-            if new_txn:
+            out[entry.tip] = entry.sp.apply_pending(entry.plan)
+            if producer_id not in self._txn_started_ms:
                 self._txn_started_ms[producer_id] = self.clock.now_ms()
                 self._emit_txn("share-transaction-active", 1)
-        return out
 
     def complete_transaction(
         self,

@@ -38,7 +38,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from coordinator.log.storage import PartitionLog
-from coordinator.shard_runtime import ControlMarker, CoordinatorRuntime
+from coordinator.shard_runtime import ControlMarker, CoordinatorResult, CoordinatorRuntime
 from coordinator.share.persister import (
     PersisterStateBatch,
     ReadStateResult,
@@ -47,7 +47,7 @@ from coordinator.share.persister import (
     StateWrite,
 )
 from coordinator.share.state_partitions import MarkerOutcome, ShareStateView
-from coordinator.share.state_shard import ShareStateShard
+from coordinator.share.state_shard import ShareStateRecord, ShareStateShard
 from txn.errors import ErrorCode, InvalidConfigError
 from txn.ids import SHARE_GROUP_STATE_TOPIC
 
@@ -246,15 +246,39 @@ class ShareCoordinator:
         producer_epoch: int,
         batches: Sequence[PersisterStateBatch],
     ) -> ErrorCode:
-        """TxnShareAcknowledge: stage target states for ``key`` in the producer's transaction.
+        """TxnShareAcknowledge of one key (``write_pending_batch`` with that key alone)."""
+        partition = self.partition_for(key)
+        return self.write_pending_batch(partition, producer_id, producer_epoch, [(key, batches)])[0]
 
-        Appended (and fsynced) as a transactional batch on the key's state partition before
-        it is staged; the transaction's marker later commits or discards it.
+    def write_pending_batch(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        writes: Sequence[tuple[ShareStateKey, Sequence[PersisterStateBatch]]],
+    ) -> list[ErrorCode]:
+        """TxnShareAcknowledge: stage target states for keys of state partition ``partition``
+        in the producer's transaction; each key's error, in ``writes`` order.
+
+        The updates of every key the shard accepts are appended as one transactional batch,
+        fsynced once, before they are staged (Kafka's coordinator runtime also appends a
+        request's records as one batch); the transaction's marker later commits or discards
+        them.  A key the shard refuses answers its own error; if the append fails (or the
+        coordinator is not available), every other key answers the write's error.
         """
-        return self._runtime.write(
-            self.partition_for(key),
-            lambda shard: shard.write_pending(key, producer_id, producer_epoch, batches),
-        )
+        verdicts: list[ErrorCode] = []
+
+        def op(shard: ShareStateShard) -> CoordinatorResult[ShareStateRecord, list[ErrorCode]]:
+            result = shard.write_pending_batch(producer_id, producer_epoch, writes)
+            verdicts.extend(result.response)
+            return result
+
+        outcome = self._runtime.write(partition, op)
+        if not isinstance(outcome, ErrorCode):
+            return outcome
+        if not verdicts:  # not available: the shard was not asked
+            return [outcome] * len(writes)
+        return [outcome if v is ErrorCode.NONE else v for v in verdicts]
 
     def complete_transaction(self, partition: int, marker: ControlMarker) -> MarkerOutcome:
         """WriteTxnMarkers for one state partition: append the marker, then apply or discard.

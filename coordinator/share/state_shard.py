@@ -323,6 +323,23 @@ class ShareStateShard:
             producer=(producer_id, producer_epoch),
         )
 
+    def write_pending_batch(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        writes: Sequence[tuple[ShareStateKey, Sequence[PersisterStateBatch]]],
+    ) -> CoordinatorResult[ShareStateRecord, list[ErrorCode]]:
+        """TxnShareAcknowledge of several keys of one state partition: one transactional
+        batch holding a ShareUpdate per key that ``write_pending`` accepts, answered with each
+        key's verdict in ``writes`` order (NONE: its update is in the batch)."""
+        records: list[ShareStateRecord] = []
+        verdicts: list[ErrorCode] = []
+        for key, batches in writes:
+            one = self.write_pending(key, producer_id, producer_epoch, batches)
+            records.extend(one.records)
+            verdicts.append(one.response)
+        return CoordinatorResult(records, verdicts, producer=(producer_id, producer_epoch))
+
     def complete_transaction(
         self, partition: int, marker: ControlMarker
     ) -> CoordinatorResult[ShareStateRecord, MarkerOutcome]:

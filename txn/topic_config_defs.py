@@ -19,10 +19,12 @@ from typing import Final
 from txn.limits import INT32_MAX, INT32_MIN, LONG_MAX, LONG_MIN
 
 __all__ = [
+    "KEEP_PRODUCER_CODEC",
     "TOPIC_CONFIG_DEFS",
     "ConfigDef",
     "ConfigOperation",
     "ConfigType",
+    "canonical_value",
     "compaction_lag_conflict",
     "list_type",
     "parse_list",
@@ -173,7 +175,9 @@ def _replica(item: str) -> bool:
     return bool(colon) and partition.strip().isdigit() and broker.strip().isdigit()
 
 
-_COMPRESSION_TYPES: Final = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+#: compression.type's default: batches are kept in the codec the producer used.
+KEEP_PRODUCER_CODEC: Final = "producer"
+_COMPRESSION_TYPES: Final = ("uncompressed", "zstd", "lz4", "snappy", "gzip", KEEP_PRODUCER_CODEC)
 _B, _S, _I, _L, _D, _LIST = (
     ConfigType.BOOLEAN,
     ConfigType.STRING,
@@ -221,6 +225,10 @@ TOPIC_CONFIG_DEFS: Final[Mapping[str, ConfigDef]] = {
         ConfigDef("segment.jitter.ms", _L, at_least(0)),
         ConfigDef("segment.ms", _L, at_least(1)),
         ConfigDef("unclean.leader.election.enable", _B),
+        ConfigDef("errors.deadletterqueue.group.enable", _B),
+        ConfigDef("max.decompressed.message.bytes", _I, between(1, 2147483639)),
+        ConfigDef("remote.copy.lag.bytes", _L, at_least(-1)),
+        ConfigDef("remote.copy.lag.ms", _L, at_least(-1)),
         # Kafka's testing override of segment.bytes (no lower bound), accepted on create/alter.
         ConfigDef("internal.segment.bytes", _I, internal=True),
     )
@@ -240,6 +248,22 @@ def topic_config_value_error(name: str, value: str) -> str | None:
     except _Invalid as bad:
         return f"Invalid value {bad.shown} for configuration {name}: {bad.reason}"
     return None
+
+
+def canonical_value(name: str, value: str) -> str:
+    """A valid value of topic config ``name`` as Kafka shows it back (``ConfigDef``'s
+    ``convertToString`` of the parsed value: trimmed, lists joined by commas, booleans in
+    lower case); an unknown or unparsable value as given."""
+    definition = TOPIC_CONFIG_DEFS.get(name)
+    if definition is None:
+        return value
+    try:
+        parsed = _parse(definition.type, value)
+    except _Invalid:
+        return value
+    if isinstance(parsed, list):
+        return ",".join(parsed)
+    return _shown(parsed)
 
 
 def _parsed_long(value: str | None, fallback: int) -> int:

@@ -9,7 +9,6 @@ from dataclasses import replace
 from typing import Any
 
 from coordinator.broker import BrokerCore
-from coordinator.log_settings import default_topic_configs
 from coordinator.protocol.api_versions import SUPPORTED
 from coordinator.protocol.cluster_messages import (
     ApiVersion,
@@ -32,6 +31,7 @@ from coordinator.protocol.cluster_messages import (
     MetadataResponseTopic,
     SupportedFeatureKey,
 )
+from coordinator.protocol.config_describe import describe_topic_configs, describe_topic_name_error
 from coordinator.protocol.responses import Handler, api, handler_table
 from coordinator.protocol.share_handlers import (
     RESOURCE_BROKER,
@@ -213,6 +213,7 @@ class ClusterHandlers:
     @api(ApiKey.DESCRIBE_CONFIGS)
     async def describe_configs(self, req: DecodedRequest) -> DescribeConfigsResponse:
         results: list[DescribeConfigsResult] = []
+        docs = bool(field(req.body, "include_documentation", default=False))
         for resource in req.body.resources:
             rtype = int(resource.resource_type)
             name = resource.resource_name
@@ -222,19 +223,20 @@ class ClusterHandlers:
             message = None
             if rtype == RESOURCE_TOPIC:
                 info = self.core.topics.get(name)
-                if info is None:
-                    error, message = (
-                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        f"topic {name!r} does not exist",
-                    )
+                invalid = describe_topic_name_error(name)
+                if invalid is not None:
+                    error, message = ErrorCode.INVALID_TOPIC_EXCEPTION, invalid
+                elif info is None:
+                    error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ""  # Kafka's
                 else:
-                    defaults = default_topic_configs(self.core.config)
-                    for key, (text, static) in defaults.items():
-                        if key not in info.configs:
-                            configs.append(config_entry(key, text, source=4 if static else 5))
-                    for key, value in info.configs.items():
-                        configs.append(config_entry(key, value, source=1))
-                    configs.sort(key=lambda c: c.name)
+                    message = ""  # Kafka answers an empty message, not null
+                    configs = describe_topic_configs(
+                        self.core.config,
+                        info.configs,
+                        wanted,
+                        include_synonyms=bool(field(req.body, "include_synonyms", default=False)),
+                        include_documentation=docs,
+                    )
             elif rtype == RESOURCE_GROUP:
                 configs = [_group_config(c) for c in self.share.describe_group_configs(name)]
             elif rtype == RESOURCE_BROKER:

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 
 from coordinator.launcher import LocalBroker
 from tests.reference.differential import (  # noqa: F401 - registers the scenarios
+    scenarios_config_describe,
     scenarios_configs,
     scenarios_groups,
     scenarios_internal,
@@ -47,7 +48,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "consumer-groups/member_epoch_fences_commits": _GROUPS,
     "consumer-groups/simple_commit_and_fetch": _GROUPS,
     "malformed/transactional_produce_with_idempotent_pid": "transactional batch, no transaction",
-    "produce-fetch/describe_topic_configs": "topic configs: defaults are not described",
     "produce-fetch/idempotent_epochs": _PRODUCE,
     "produce-fetch/idempotent_first_sequence_not_zero": _PRODUCE,
     "produce-fetch/idempotent_sequences": _PRODUCE,

@@ -24,9 +24,14 @@ __all__ = [
     "ConfigDef",
     "ConfigOperation",
     "ConfigType",
+    "at_least",
+    "between",
     "canonical_value",
     "compaction_lag_conflict",
+    "config_value_error",
+    "list_of",
     "list_type",
+    "one_of",
     "parse_list",
     "topic_config_value_error",
 ]
@@ -177,7 +182,7 @@ def _replica(item: str) -> bool:
 
 #: compression.type's default: batches are kept in the codec the producer used.
 KEEP_PRODUCER_CODEC: Final = "producer"
-_COMPRESSION_TYPES: Final = ("uncompressed", "zstd", "lz4", "snappy", "gzip", KEEP_PRODUCER_CODEC)
+COMPRESSION_TYPES: Final = ("uncompressed", "zstd", "lz4", "snappy", "gzip", KEEP_PRODUCER_CODEC)
 _B, _S, _I, _L, _D, _LIST = (
     ConfigType.BOOLEAN,
     ConfigType.STRING,
@@ -193,7 +198,7 @@ TOPIC_CONFIG_DEFS: Final[Mapping[str, ConfigDef]] = {
     d.name: d
     for d in (
         ConfigDef("cleanup.policy", _LIST, list_of("compact", "delete")),
-        ConfigDef("compression.type", _S, one_of(*_COMPRESSION_TYPES)),
+        ConfigDef("compression.type", _S, one_of(*COMPRESSION_TYPES)),
         ConfigDef("compression.gzip.level", _I, _gzip_level),
         ConfigDef("compression.lz4.level", _I, between(1, 17)),
         ConfigDef("compression.zstd.level", _I, between(-131072, 22)),
@@ -238,8 +243,12 @@ TOPIC_CONFIG_DEFS: Final[Mapping[str, ConfigDef]] = {
 def topic_config_value_error(name: str, value: str) -> str | None:
     """Kafka's ConfigException message for ``value`` of topic config ``name``, or None."""
     definition = TOPIC_CONFIG_DEFS.get(name)
-    if definition is None:
-        return None
+    return None if definition is None else config_value_error(definition, value)
+
+
+def config_value_error(definition: ConfigDef, value: str) -> str | None:
+    """Kafka's ConfigException message for ``value`` of a config so defined, or None."""
+    name = definition.name
     try:
         parsed = _parse(definition.type, value)
         reason = definition.validator(parsed) if definition.validator else None

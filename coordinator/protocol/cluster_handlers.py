@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from coordinator.broker import BrokerCore
@@ -31,7 +30,13 @@ from coordinator.protocol.cluster_messages import (
     MetadataResponseTopic,
     SupportedFeatureKey,
 )
-from coordinator.protocol.config_describe import describe_topic_configs, describe_topic_name_error
+from coordinator.protocol.config_describe import (
+    broker_resource_error,
+    describe_broker_configs,
+    describe_cluster_default_configs,
+    describe_topic_configs,
+    describe_topic_name_error,
+)
 from coordinator.protocol.responses import Handler, api, handler_table
 from coordinator.protocol.share_handlers import (
     RESOURCE_BROKER,
@@ -43,7 +48,6 @@ from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.security.listeners import CURRENT_ENDPOINT
 from coordinator.topics import TopicInfo
 from txn.api_keys import ApiKey
-from txn.config import CONFIG_DEFS
 from txn.errors import ErrorCode
 from txn.ids import (
     KAFKA_INTERNAL_TOPICS,
@@ -53,7 +57,6 @@ from txn.ids import (
     TopicPartition,
 )
 from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
-from txn.security_config import is_sensitive
 from txn.topic_names import topic_name_error
 
 
@@ -240,15 +243,23 @@ class ClusterHandlers:
             elif rtype == RESOURCE_GROUP:
                 configs = [_group_config(c) for c in self.share.describe_group_configs(name)]
             elif rtype == RESOURCE_BROKER:
-                for defn in CONFIG_DEFS:
-                    value = self.core.config[defn.name]
-                    shown = None if value is None else str(value)
-                    if isinstance(value, bool):
-                        shown = str(value).lower()
-                    entry = config_entry(defn.name, shown, source=5, doc=defn.doc)
-                    if is_sensitive(defn.name):
-                        entry = replace(entry, value=None, is_sensitive=True)  # Kafka hides them
-                    configs.append(entry)
+                wrong = broker_resource_error(self.core.node_id, name, describe=True)
+                synonyms = bool(field(req.body, "include_synonyms", default=False))
+                if wrong is not None:
+                    error, message = ErrorCode.INVALID_REQUEST, wrong
+                elif name == "":
+                    message = ""
+                    configs = describe_cluster_default_configs(
+                        wanted, include_synonyms=synonyms, include_documentation=docs
+                    )
+                else:
+                    message = ""
+                    configs = describe_broker_configs(
+                        self.core.config,
+                        wanted,
+                        include_synonyms=synonyms,
+                        include_documentation=docs,
+                    )
             else:
                 error, message = ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}"
             if wanted is not None:

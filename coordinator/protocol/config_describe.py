@@ -22,15 +22,17 @@ cluster; a dynamic cluster default, it heads that config's chain.  sharetxn answ
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from coordinator.protocol.cluster_messages import (
     DescribeConfigsResourceResult,
     DescribeConfigsSynonym,
 )
-from txn.config import BrokerConfig
+from txn.broker_config_defs import broker_config_type, is_read_only
+from txn.config import CONFIG_DEFS, BrokerConfig
 from txn.limits import LONG_MAX
+from txn.security_config import is_sensitive
 from txn.topic_config_defs import (
     KEEP_PRODUCER_CODEC,
     TOPIC_CONFIG_DEFS,
@@ -39,7 +41,15 @@ from txn.topic_config_defs import (
 )
 from txn.topic_names import MAX_NAME_LENGTH, topic_name_error
 
-__all__ = ["TYPE_IDS", "ConfigSource", "describe_topic_configs", "describe_topic_name_error"]
+__all__ = [
+    "TYPE_IDS",
+    "ConfigSource",
+    "broker_resource_error",
+    "describe_broker_configs",
+    "describe_cluster_default_configs",
+    "describe_topic_configs",
+    "describe_topic_name_error",
+]
 
 
 class ConfigSource:
@@ -375,3 +385,90 @@ def describe_topic_name_error(name: str) -> str | None:
             " '.', '_' and '-'"
         )
     return f"Topic name is invalid: {reason}"
+
+
+def broker_resource_error(node_id: int, name: str, *, describe: bool) -> str | None:
+    """Why a BROKER resource named ``name`` is not this broker ("" is the cluster default),
+    in Kafka's words for DescribeConfigs (``describe``) or an alter; None when it is."""
+    if name == "":
+        return None
+    try:
+        number = int(name)
+    except ValueError:
+        noun = "Broker" if describe else "Node"
+        return f"{noun} id must be an integer, but it is: {name}"
+    if number == node_id:
+        return None
+    expected = f"{node_id} or empty string" if describe else str(node_id)
+    return f"Unexpected broker id, expected {expected}, but received {name}"
+
+
+def _broker_synonyms(name: str) -> tuple[str, ...]:
+    for group in (_RETENTION, _ROLL, _JITTER):
+        if name in group:
+            return group[group.index(name) :]
+    return (name,)
+
+
+def describe_broker_configs(
+    broker: BrokerConfig,
+    keys: Collection[str] | None,
+    *,
+    include_synonyms: bool,
+    include_documentation: bool,
+) -> list[DescribeConfigsResourceResult]:
+    """This broker's DescribeConfigs entries: every config it takes, set at start
+    (STATIC_BROKER_CONFIG) or not (DEFAULT_CONFIG); read-only unless Kafka updates it
+    dynamically; secrets hidden."""
+    out = describe_cluster_default_configs(
+        keys, include_synonyms=include_synonyms, include_documentation=include_documentation
+    )
+    if out and include_synonyms:  # the built-in default follows the cluster default
+        default = _synonym(out[0].name, out[0].value, ConfigSource.DEFAULT)
+        out = [replace(out[0], synonyms=(*out[0].synonyms, default))]
+    for defn in CONFIG_DEFS:
+        if keys is not None and defn.name not in keys:
+            continue
+        sensitive = is_sensitive(defn.name)
+        chain = _broker_chain(broker, _broker_synonyms(defn.name))
+        raw = broker[defn.name]
+        value = None if raw is None or _UNSET.get(defn.name, object()) == raw else _text(raw)
+        if sensitive:
+            value = None
+            chain = [
+                DescribeConfigsSynonym(name=s.name, value=None, source=s.source) for s in chain
+            ]
+        out.append(
+            DescribeConfigsResourceResult(
+                name=defn.name,
+                value=value,
+                read_only=is_read_only(defn.name),
+                config_source=chain[0].source if chain else ConfigSource.DEFAULT,
+                is_sensitive=sensitive,
+                synonyms=tuple(chain) if include_synonyms else (),
+                config_type=broker_config_type(defn.name, defn.type),
+                documentation=defn.doc if include_documentation else None,
+            )
+        )
+    return sorted(out, key=lambda e: e.name)
+
+
+def describe_cluster_default_configs(
+    keys: Collection[str] | None, *, include_synonyms: bool, include_documentation: bool
+) -> list[DescribeConfigsResourceResult]:
+    """The cluster-wide dynamic defaults: the one Kafka's storage tool writes."""
+    name, value = "min.insync.replicas", "1"
+    if keys is not None and name not in keys:
+        return []
+    chain = (_synonym(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER),)
+    return [
+        DescribeConfigsResourceResult(
+            name=name,
+            value=value,
+            read_only=False,
+            config_source=ConfigSource.DYNAMIC_DEFAULT_BROKER,
+            synonyms=chain if include_synonyms else (),
+            config_type=TYPE_IDS[ConfigType.INT],
+            documentation=_TOPICS[name].doc if include_documentation else None,
+        )
+    ]

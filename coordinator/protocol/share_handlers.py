@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from coordinator.broker import BrokerCore
+from coordinator.protocol.broker_config_alter import broker_alter_refusal
 from coordinator.protocol.responses import (
     OPERATIONS_NOT_REQUESTED,
     Handler,
@@ -626,15 +627,16 @@ class ShareHandlers:
         for r in b.resources:
             rtype = int(r.resource_type)
             if rtype not in (RESOURCE_GROUP, RESOURCE_TOPIC):
-                refusal = f"configs of resource type {rtype} cannot be altered"
+                code = ErrorCode.INVALID_REQUEST
+                refusal: str | None = f"configs of resource type {rtype} cannot be altered"
                 if rtype == RESOURCE_BROKER:
-                    refusal = (
-                        "broker configs are static: set them when the broker starts "
-                        "(sharetxn broker --set KEY=VALUE)"
+                    ops = [(c.name, int(c.config_operation), c.value) for c in r.configs]
+                    code, refusal = broker_alter_refusal(
+                        self.core.node_id, r.resource_name, ops, validate_only=bool(b.validate_only)
                     )
                 responses.append(
                     {
-                        "error_code": ErrorCode.INVALID_REQUEST,
+                        "error_code": code,
                         "error_message": refusal,
                         "resource_type": rtype,
                         "resource_name": r.resource_name,

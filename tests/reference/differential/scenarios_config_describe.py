@@ -8,6 +8,7 @@ them in hash order).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from tests.reference.differential.ctx import TOPIC_RESOURCE, Ctx
@@ -103,10 +104,21 @@ def describe_topic_after_alters(ctx: Ctx) -> Any:
         t,
         {"retention.ms": "-1", "cleanup.policy": "compact, delete", "compression.type": "zstd"},
     )
-    out["set"] = describe(ctx, TOPIC_RESOURCE, t, keys)
+    out["set"] = _once_applied(ctx, t, keys, "retention.ms", "-1")
     ctx.alter_configs(TOPIC_RESOURCE, t, {"retention.ms": None, "compression.type": None})
-    out["deleted"] = describe(ctx, TOPIC_RESOURCE, t, keys)
+    out["deleted"] = _once_applied(ctx, t, keys, "compression.type", "producer")
     return out
+
+
+def _once_applied(ctx: Ctx, topic: str, keys: list[str], name: str, value: str) -> Any:
+    """The description once ``name`` shows ``value``: Kafka applies an alter to its
+    brokers' metadata after answering it (5 s at most)."""
+    deadline = time.monotonic() + 5
+    while True:
+        got = describe(ctx, TOPIC_RESOURCE, topic, keys)
+        if got["configs"][name]["value"] == value or time.monotonic() > deadline:
+            return got
+        time.sleep(0.05)
 
 
 @scenario(AREA)

@@ -4,7 +4,6 @@ DescribeConfigs, DescribeLogDirs."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 from coordinator.broker import BrokerCore
@@ -34,6 +33,7 @@ from coordinator.protocol.config_describe import (
     broker_resource_error,
     describe_broker_configs,
     describe_cluster_default_configs,
+    describe_group_configs,
     describe_topic_configs,
     describe_topic_name_error,
 )
@@ -241,7 +241,14 @@ class ClusterHandlers:
                         include_documentation=docs,
                     )
             elif rtype == RESOURCE_GROUP:
-                configs = [_group_config(c) for c in self.share.describe_group_configs(name)]
+                message = ""
+                configs = describe_group_configs(
+                    self.core.config,
+                    self.core.share.groups.describe_group_configs(name),
+                    wanted,
+                    include_synonyms=bool(field(req.body, "include_synonyms", default=False)),
+                    include_documentation=docs,
+                )
             elif rtype == RESOURCE_BROKER:
                 wrong = broker_resource_error(self.core.node_id, name, describe=True)
                 synonyms = bool(field(req.body, "include_synonyms", default=False))
@@ -321,17 +328,4 @@ def config_entry(
     """A config as DescribeConfigs shows it; the static broker configs (5) are read-only."""
     return DescribeConfigsResourceResult(
         name=name, value=value, read_only=source == 5, config_source=source, documentation=doc
-    )
-
-
-def _group_config(entry: Mapping[str, Any]) -> DescribeConfigsResourceResult:
-    """A share group's config as ``ShareHandlers.describe_group_configs`` lists it."""
-    return DescribeConfigsResourceResult(
-        name=entry["name"],
-        value=entry["value"],
-        read_only=entry["read_only"],
-        config_source=entry["config_source"],
-        is_sensitive=entry["is_sensitive"],
-        config_type=entry["config_type"],
-        documentation=entry["documentation"],
     )

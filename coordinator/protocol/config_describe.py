@@ -47,6 +47,7 @@ __all__ = [
     "broker_resource_error",
     "describe_broker_configs",
     "describe_cluster_default_configs",
+    "describe_group_configs",
     "describe_topic_configs",
     "describe_topic_name_error",
 ]
@@ -472,3 +473,65 @@ def describe_cluster_default_configs(
             documentation=_TOPICS[name].doc if include_documentation else None,
         )
     ]
+
+
+#: A share group's config -> the broker setting giving its default (None: a fixed default).
+_GROUP_SYNONYMS: Final[Mapping[str, str | None]] = {
+    "share.auto.offset.reset": None,
+    "share.delivery.count.limit": "group.share.delivery.count.limit",
+    "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
+    "share.isolation.level": None,
+    "share.record.lock.duration.ms": "group.share.record.lock.duration.ms",
+    "share.session.timeout.ms": "group.share.session.timeout.ms",
+}
+_GROUP_DOCS: Final[Mapping[str, str]] = {
+    "share.auto.offset.reset": "Where a share group starts reading a partition it has no "
+    "state for: latest, earliest or by_duration:<ISO-8601 duration>.",
+    "share.delivery.count.limit": "Deliveries of a record before it is archived.",
+    "share.heartbeat.interval.ms": "Heartbeat interval of the group's members.",
+    "share.isolation.level": "Whether the group reads uncommitted transactional records.",
+    "share.record.lock.duration.ms": "How long an acquired record stays locked to a member.",
+    "share.session.timeout.ms": "How long a member may go without heartbeating.",
+}
+
+
+def describe_group_configs(
+    broker: BrokerConfig,
+    configs: Mapping[str, tuple[str, bool]],
+    keys: Collection[str] | None,
+    *,
+    include_synonyms: bool,
+    include_documentation: bool,
+) -> list[DescribeConfigsResourceResult]:
+    """A group's DescribeConfigs entries from its configs (name -> (value, is_default)):
+    an override is a GROUP_CONFIG, followed in the chain by the broker setting that gives
+    the default."""
+    out: list[DescribeConfigsResourceResult] = []
+    for name, (value, is_default) in sorted(configs.items()):
+        if keys is not None and name not in keys:
+            continue
+        synonym = _GROUP_SYNONYMS.get(name)
+        if synonym is None:
+            chain = [_synonym(name, _FIXED_GROUP.get(name, value), ConfigSource.DEFAULT)]
+        else:
+            chain = _broker_chain(broker, (synonym,))
+        if not is_default:
+            chain.insert(0, _synonym(name, value, ConfigSource.GROUP))
+        out.append(
+            DescribeConfigsResourceResult(
+                name=name,
+                value=value,
+                read_only=False,
+                config_source=chain[0].source,
+                synonyms=tuple(chain) if include_synonyms else (),
+                config_type=TYPE_IDS[ConfigType.INT if synonym else ConfigType.STRING],
+                documentation=_GROUP_DOCS.get(name) if include_documentation else None,
+            )
+        )
+    return out
+
+
+_FIXED_GROUP: Final[Mapping[str, str]] = {
+    "share.auto.offset.reset": "latest",
+    "share.isolation.level": "read_uncommitted",
+}

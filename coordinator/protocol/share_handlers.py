@@ -36,6 +36,7 @@ from coordinator.protocol.txn_messages import (
     TxnShareAcknowledgeTopic,
 )
 from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.share.group_config import group_alter_refusal
 from coordinator.share.group_model import ShareGroupDescription, ShareGroupMemberDescription
 from coordinator.share.manager import PartitionAcks, ShareFetchOutcome
 from coordinator.share.persister import ShareStateKey
@@ -659,14 +660,12 @@ class ShareHandlers:
                 continue
             to_set = {c.name: c.value or "" for c in r.configs if int(c.config_operation) == OP_SET}
             to_delete = [c.name for c in r.configs if int(c.config_operation) == OP_DELETE]
-            unsupported = [
-                c.name for c in r.configs if int(c.config_operation) not in (OP_SET, OP_DELETE)
-            ]
-            if unsupported:
+            ops = [(c.name, int(c.config_operation), c.value) for c in r.configs]
+            if (refused := group_alter_refusal(r.resource_name, ops)) is not None:
                 responses.append(
                     {
-                        "error_code": ErrorCode.INVALID_REQUEST,
-                        "error_message": f"APPEND/SUBTRACT are not valid for {unsupported}",
+                        "error_code": refused[0],
+                        "error_message": refused[1],
                         "resource_type": rtype,
                         "resource_name": r.resource_name,
                     }

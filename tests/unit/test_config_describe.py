@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from coordinator.protocol.config_describe import (
     ConfigSource,
+    describe_group_configs,
     describe_topic_configs,
     describe_topic_name_error,
 )
+from coordinator.share.group_config import group_alter_refusal
 from txn.config import BrokerConfig
+from txn.errors import ErrorCode
 
 
 def _entries(broker: BrokerConfig, topic: dict[str, str], *keys: str) -> dict[str, object]:
@@ -92,3 +95,41 @@ def test_invalid_names_are_refused_in_kafkas_words() -> None:
     assert describe_topic_name_error("ok.name") is None
     assert describe_topic_name_error("") == "Topic name is invalid: the empty string is not allowed"
     assert describe_topic_name_error("..") == "Topic name is invalid: '..' is not allowed"
+
+
+def test_group_configs_show_overrides_then_the_broker_setting() -> None:
+    broker = BrokerConfig({"group.share.session.timeout.ms": "50000"})
+    out = describe_group_configs(
+        broker,
+        {"share.session.timeout.ms": ("55000", False), "share.isolation.level": ("x", True)},
+        None,
+        include_synonyms=True,
+        include_documentation=True,
+    )
+    got = {
+        e.name: (e.config_source, [(s.name, s.value, s.source) for s in e.synonyms]) for e in out
+    }
+    assert got["share.session.timeout.ms"] == (
+        ConfigSource.GROUP,
+        [
+            ("share.session.timeout.ms", "55000", ConfigSource.GROUP),
+            ("group.share.session.timeout.ms", "50000", ConfigSource.STATIC_BROKER),
+            ("group.share.session.timeout.ms", "45000", ConfigSource.DEFAULT),
+        ],
+    )
+    assert got["share.isolation.level"] == (
+        ConfigSource.DEFAULT,
+        [("share.isolation.level", "read_uncommitted", ConfigSource.DEFAULT)],
+    )
+
+
+def test_group_alter_refusals() -> None:
+    assert group_alter_refusal("", [("share.session.timeout.ms", 0, "1")]) == (
+        ErrorCode.INVALID_REQUEST,
+        "Default group resources are not allowed.",
+    )
+    assert group_alter_refusal("g", [("share.isolation.level", 2, "x")]) == (
+        ErrorCode.INVALID_CONFIG,
+        "Can't APPEND to key share.isolation.level because its type is not LIST.",
+    )
+    assert group_alter_refusal("g", [("share.session.timeout.ms", 1, None)]) is None

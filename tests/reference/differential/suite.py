@@ -9,6 +9,7 @@ from coordinator.launcher import LocalBroker
 from tests.reference.differential import (  # noqa: F401 - registers the scenarios
     scenarios_config_broker,
     scenarios_config_describe,
+    scenarios_config_group,
     scenarios_configs,
     scenarios_groups,
     scenarios_internal,
@@ -64,7 +65,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "share/reject_archives": _START,
     "share/alter_offsets_empty_group": "share offsets: Kafka keeps its cached state after alter",
     "share/auto_offset_reset_by_duration_zero": "by_duration with no recent record",
-    "share/group_config_invalid_values": "share group configs: heartbeat vs session timeout",
     "share/describe_share_group": _EPOCHS,
     "share/heartbeat_epoch_progression": _EPOCHS,
     "share/rejoin_after_leave": _EPOCHS,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.group.results import GroupDescription, GroupListing
 from coordinator.partition import Partition
+from coordinator.share.group_config import group_alter_refusal
 from coordinator.share.manager import ShareManager
 from coordinator.share.persister import ShareStateKey
 from coordinator.topics import TopicRegistry
@@ -247,8 +248,11 @@ class GroupAdmin:
         *,
         validate_only: bool,
     ) -> tuple[ErrorCode, str | None]:
-        """IncrementalAlterConfigs of a group: (name, operation, value) SET or DELETE; APPEND
-        and SUBTRACT are not valid for a group's configs (none is a list)."""
+        """IncrementalAlterConfigs of a group: (name, operation, value) SET or DELETE, refused
+        as Kafka refuses them first (``group_alter_refusal``: the default group, a null value,
+        APPEND and SUBTRACT, as no group config is a list)."""
+        if (refused := group_alter_refusal(group_id, list(ops))) is not None:
+            return refused
         to_set = {name: value or "" for name, op, value in ops if op == ConfigOperation.SET}
         to_delete = [name for name, op, _value in ops if op == ConfigOperation.DELETE]
         valid = (ConfigOperation.SET, ConfigOperation.DELETE)

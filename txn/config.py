@@ -418,6 +418,7 @@ class BrokerConfig(Mapping[str, Any]):
                 raise InvalidConfigError(f"unknown broker config {key!r}")
             values[key] = _parse(defn, raw)
         self._values = values
+        self._given = frozenset(overrides or ())
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
@@ -476,7 +477,13 @@ class BrokerConfig(Mapping[str, Any]):
     def with_overrides(self, overrides: Mapping[str, object]) -> BrokerConfig:
         merged: dict[str, object] = dict(self._values)
         merged.update(overrides)
-        return BrokerConfig(merged)
+        out = BrokerConfig(merged)
+        out._given = self._given | frozenset(overrides)
+        return out
+
+    def is_set(self, key: str) -> bool:
+        """Whether ``key`` was given (at start or by ``with_overrides``), not defaulted."""
+        return key in self._given
 
     @staticmethod
     def parse_assignments(pairs: list[str]) -> dict[str, str]:

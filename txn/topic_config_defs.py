@@ -19,12 +19,19 @@ from typing import Final
 from txn.limits import INT32_MAX, INT32_MIN, LONG_MAX, LONG_MIN
 
 __all__ = [
+    "KEEP_PRODUCER_CODEC",
     "TOPIC_CONFIG_DEFS",
     "ConfigDef",
     "ConfigOperation",
     "ConfigType",
+    "at_least",
+    "between",
+    "canonical_value",
     "compaction_lag_conflict",
+    "config_value_error",
+    "list_of",
     "list_type",
+    "one_of",
     "parse_list",
     "topic_config_value_error",
 ]
@@ -173,7 +180,9 @@ def _replica(item: str) -> bool:
     return bool(colon) and partition.strip().isdigit() and broker.strip().isdigit()
 
 
-_COMPRESSION_TYPES: Final = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+#: compression.type's default: batches are kept in the codec the producer used.
+KEEP_PRODUCER_CODEC: Final = "producer"
+COMPRESSION_TYPES: Final = ("uncompressed", "zstd", "lz4", "snappy", "gzip", KEEP_PRODUCER_CODEC)
 _B, _S, _I, _L, _D, _LIST = (
     ConfigType.BOOLEAN,
     ConfigType.STRING,
@@ -189,7 +198,7 @@ TOPIC_CONFIG_DEFS: Final[Mapping[str, ConfigDef]] = {
     d.name: d
     for d in (
         ConfigDef("cleanup.policy", _LIST, list_of("compact", "delete")),
-        ConfigDef("compression.type", _S, one_of(*_COMPRESSION_TYPES)),
+        ConfigDef("compression.type", _S, one_of(*COMPRESSION_TYPES)),
         ConfigDef("compression.gzip.level", _I, _gzip_level),
         ConfigDef("compression.lz4.level", _I, between(1, 17)),
         ConfigDef("compression.zstd.level", _I, between(-131072, 22)),
@@ -221,6 +230,10 @@ TOPIC_CONFIG_DEFS: Final[Mapping[str, ConfigDef]] = {
         ConfigDef("segment.jitter.ms", _L, at_least(0)),
         ConfigDef("segment.ms", _L, at_least(1)),
         ConfigDef("unclean.leader.election.enable", _B),
+        ConfigDef("errors.deadletterqueue.group.enable", _B),
+        ConfigDef("max.decompressed.message.bytes", _I, between(1, 2147483639)),
+        ConfigDef("remote.copy.lag.bytes", _L, at_least(-1)),
+        ConfigDef("remote.copy.lag.ms", _L, at_least(-1)),
         # Kafka's testing override of segment.bytes (no lower bound), accepted on create/alter.
         ConfigDef("internal.segment.bytes", _I, internal=True),
     )
@@ -230,8 +243,12 @@ TOPIC_CONFIG_DEFS: Final[Mapping[str, ConfigDef]] = {
 def topic_config_value_error(name: str, value: str) -> str | None:
     """Kafka's ConfigException message for ``value`` of topic config ``name``, or None."""
     definition = TOPIC_CONFIG_DEFS.get(name)
-    if definition is None:
-        return None
+    return None if definition is None else config_value_error(definition, value)
+
+
+def config_value_error(definition: ConfigDef, value: str) -> str | None:
+    """Kafka's ConfigException message for ``value`` of a config so defined, or None."""
+    name = definition.name
     try:
         parsed = _parse(definition.type, value)
         reason = definition.validator(parsed) if definition.validator else None
@@ -240,6 +257,22 @@ def topic_config_value_error(name: str, value: str) -> str | None:
     except _Invalid as bad:
         return f"Invalid value {bad.shown} for configuration {name}: {bad.reason}"
     return None
+
+
+def canonical_value(name: str, value: str) -> str:
+    """A valid value of topic config ``name`` as Kafka shows it back (``ConfigDef``'s
+    ``convertToString`` of the parsed value: trimmed, lists joined by commas, booleans in
+    lower case); an unknown or unparsable value as given."""
+    definition = TOPIC_CONFIG_DEFS.get(name)
+    if definition is None:
+        return value
+    try:
+        parsed = _parse(definition.type, value)
+    except _Invalid:
+        return value
+    if isinstance(parsed, list):
+        return ",".join(parsed)
+    return _shown(parsed)
 
 
 def _parsed_long(value: str | None, fallback: int) -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from producer.admin import Admin
@@ -200,7 +201,8 @@ def report_error(args: argparse.Namespace, message: str, code: ExitCode) -> None
     if getattr(args, "json", False):
         print(json.dumps({"error": message, "exit_code": int(code)}), file=sys.stderr)
     else:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/] {message}")
+        console = Console(stderr=True, highlight=False, soft_wrap=True)
+        console.print(f"[red]error:[/] {escape(message)}")  # a message's [...] is no markup
 
 
 def report_failures(args: argparse.Namespace, failures: Iterable[tuple[str, ErrorCode]]) -> None:

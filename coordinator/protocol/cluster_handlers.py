@@ -4,12 +4,9 @@ DescribeConfigs, DescribeLogDirs."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from coordinator.broker import BrokerCore
-from coordinator.log_settings import default_topic_configs
 from coordinator.protocol.api_versions import SUPPORTED
 from coordinator.protocol.cluster_messages import (
     ApiVersion,
@@ -32,6 +29,14 @@ from coordinator.protocol.cluster_messages import (
     MetadataResponseTopic,
     SupportedFeatureKey,
 )
+from coordinator.protocol.config_describe import (
+    broker_resource_error,
+    describe_broker_configs,
+    describe_cluster_default_configs,
+    describe_group_configs,
+    describe_topic_configs,
+    describe_topic_name_error,
+)
 from coordinator.protocol.responses import Handler, api, handler_table
 from coordinator.protocol.share_handlers import (
     RESOURCE_BROKER,
@@ -43,7 +48,6 @@ from coordinator.protocol.wire import DecodedRequest, field
 from coordinator.security.listeners import CURRENT_ENDPOINT
 from coordinator.topics import TopicInfo
 from txn.api_keys import ApiKey
-from txn.config import CONFIG_DEFS
 from txn.errors import ErrorCode
 from txn.ids import (
     KAFKA_INTERNAL_TOPICS,
@@ -53,7 +57,6 @@ from txn.ids import (
     TopicPartition,
 )
 from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
-from txn.security_config import is_sensitive
 from txn.topic_names import topic_name_error
 
 
@@ -213,6 +216,7 @@ class ClusterHandlers:
     @api(ApiKey.DESCRIBE_CONFIGS)
     async def describe_configs(self, req: DecodedRequest) -> DescribeConfigsResponse:
         results: list[DescribeConfigsResult] = []
+        docs = bool(field(req.body, "include_documentation", default=False))
         for resource in req.body.resources:
             rtype = int(resource.resource_type)
             name = resource.resource_name
@@ -222,31 +226,47 @@ class ClusterHandlers:
             message = None
             if rtype == RESOURCE_TOPIC:
                 info = self.core.topics.get(name)
-                if info is None:
-                    error, message = (
-                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        f"topic {name!r} does not exist",
+                invalid = describe_topic_name_error(name)
+                if invalid is not None:
+                    error, message = ErrorCode.INVALID_TOPIC_EXCEPTION, invalid
+                elif info is None:
+                    error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ""  # Kafka's
+                else:
+                    message = ""  # Kafka answers an empty message, not null
+                    configs = describe_topic_configs(
+                        self.core.config,
+                        info.configs,
+                        wanted,
+                        include_synonyms=bool(field(req.body, "include_synonyms", default=False)),
+                        include_documentation=docs,
+                    )
+            elif rtype == RESOURCE_GROUP:
+                message = ""
+                configs = describe_group_configs(
+                    self.core.config,
+                    self.core.share.groups.describe_group_configs(name),
+                    wanted,
+                    include_synonyms=bool(field(req.body, "include_synonyms", default=False)),
+                    include_documentation=docs,
+                )
+            elif rtype == RESOURCE_BROKER:
+                wrong = broker_resource_error(self.core.node_id, name, describe=True)
+                synonyms = bool(field(req.body, "include_synonyms", default=False))
+                if wrong is not None:
+                    error, message = ErrorCode.INVALID_REQUEST, wrong
+                elif name == "":
+                    message = ""
+                    configs = describe_cluster_default_configs(
+                        wanted, include_synonyms=synonyms, include_documentation=docs
                     )
                 else:
-                    defaults = default_topic_configs(self.core.config)
-                    for key, (text, static) in defaults.items():
-                        if key not in info.configs:
-                            configs.append(config_entry(key, text, source=4 if static else 5))
-                    for key, value in info.configs.items():
-                        configs.append(config_entry(key, value, source=1))
-                    configs.sort(key=lambda c: c.name)
-            elif rtype == RESOURCE_GROUP:
-                configs = [_group_config(c) for c in self.share.describe_group_configs(name)]
-            elif rtype == RESOURCE_BROKER:
-                for defn in CONFIG_DEFS:
-                    value = self.core.config[defn.name]
-                    shown = None if value is None else str(value)
-                    if isinstance(value, bool):
-                        shown = str(value).lower()
-                    entry = config_entry(defn.name, shown, source=5, doc=defn.doc)
-                    if is_sensitive(defn.name):
-                        entry = replace(entry, value=None, is_sensitive=True)  # Kafka hides them
-                    configs.append(entry)
+                    message = ""
+                    configs = describe_broker_configs(
+                        self.core.config,
+                        wanted,
+                        include_synonyms=synonyms,
+                        include_documentation=docs,
+                    )
             else:
                 error, message = ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}"
             if wanted is not None:
@@ -308,17 +328,4 @@ def config_entry(
     """A config as DescribeConfigs shows it; the static broker configs (5) are read-only."""
     return DescribeConfigsResourceResult(
         name=name, value=value, read_only=source == 5, config_source=source, documentation=doc
-    )
-
-
-def _group_config(entry: Mapping[str, Any]) -> DescribeConfigsResourceResult:
-    """A share group's config as ``ShareHandlers.describe_group_configs`` lists it."""
-    return DescribeConfigsResourceResult(
-        name=entry["name"],
-        value=entry["value"],
-        read_only=entry["read_only"],
-        config_source=entry["config_source"],
-        is_sensitive=entry["is_sensitive"],
-        config_type=entry["config_type"],
-        documentation=entry["documentation"],
     )

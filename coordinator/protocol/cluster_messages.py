@@ -123,6 +123,13 @@ class FindCoordinatorResponse:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeConfigsSynonym:
+    name: str
+    value: str | None
+    source: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DescribeConfigsResourceResult:
     """One config; ``config_source`` is Kafka's ConfigSource (1 topic, 4 static broker,
     5 default, 8 group)."""
@@ -132,7 +139,7 @@ class DescribeConfigsResourceResult:
     read_only: bool
     config_source: int
     is_sensitive: bool = False
-    synonyms: tuple[()] = ()
+    synonyms: tuple[DescribeConfigsSynonym, ...] = ()
     config_type: int = 0
     documentation: str | None = None
 

@@ -2,8 +2,8 @@
 
 ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch (with piggybacked acknowledgements and
 long polling), ShareAcknowledge, ListGroups, DeleteGroups, the share-group offset admin APIs,
-group configs through IncrementalAlterConfigs (DescribeConfigs through
-``describe_group_configs``) and the KIP-1289 RPCs.  Each handler translates a decoded request
+group configs through IncrementalAlterConfigs (DescribeConfigs of a group is
+``config_describe.describe_group_configs``) and the KIP-1289 RPCs.  Each handler translates a decoded request
 into a call on the core (``ShareManager``, ``BrokerCore.group_admin``,
 ``BrokerCore.share_fetches``) and its result into a typed message (``share_messages``,
 ``group_messages``, ``txn_messages``); ShareFetch's long poll waits here, between the core's
@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from coordinator.broker import BrokerCore
+from coordinator.protocol.broker_config_alter import broker_alter_refusal
 from coordinator.protocol.group_messages import (
     DeletableGroupResult,
     DeleteGroupsResponse,
@@ -469,15 +470,16 @@ class ShareHandlers:
         for r in b.resources:
             rtype = int(r.resource_type)
             if rtype not in (RESOURCE_GROUP, RESOURCE_TOPIC):
-                refusal = f"configs of resource type {rtype} cannot be altered"
+                code = ErrorCode.INVALID_REQUEST
+                refusal: str | None = f"configs of resource type {rtype} cannot be altered"
                 if rtype == RESOURCE_BROKER:
-                    refusal = (
-                        "broker configs are static: set them when the broker starts "
-                        "(sharetxn broker --set KEY=VALUE)"
+                    ops = [(c.name, int(c.config_operation), c.value) for c in r.configs]
+                    code, refusal = broker_alter_refusal(
+                        self.core.node_id, r.resource_name, ops, validate_only=bool(b.validate_only)
                     )
                 responses.append(
                     AlterConfigsResourceResponse(
-                        error_code=ErrorCode.INVALID_REQUEST,
+                        error_code=code,
                         error_message=refusal,
                         resource_type=rtype,
                         resource_name=r.resource_name,
@@ -511,20 +513,3 @@ class ShareHandlers:
                 )
             )
         return IncrementalAlterConfigsResponse(responses=tuple(responses))
-
-    def describe_group_configs(self, group_id: str) -> list[dict[str, Any]]:
-        return [
-            {
-                "name": name,
-                "value": value,
-                "read_only": False,
-                "config_source": 5 if is_default else 8,  # DEFAULT_CONFIG / GROUP_CONFIG
-                "is_sensitive": False,
-                "synonyms": [],
-                "config_type": 0,
-                "documentation": None,
-            }
-            for name, (value, is_default) in sorted(
-                self.share.groups.describe_group_configs(group_id).items()
-            )
-        ]

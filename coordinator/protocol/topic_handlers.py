@@ -8,6 +8,7 @@ from typing import Any
 
 from coordinator.broker import BrokerCore
 from coordinator.partition_limits import create_partitions_refusal, create_topics_refusal
+from coordinator.protocol.broker_config_alter import broker_alter_refusal
 from coordinator.protocol.responses import Handler, api, handler_table
 from coordinator.protocol.topic_messages import (
     AlterConfigsResourceResponse,
@@ -35,6 +36,7 @@ from coordinator.topics import partition_count_error
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, KafkaProtocolError
 from txn.ids import TopicPartition
+from txn.topic_config_defs import ConfigOperation
 
 _TOPIC_RESOURCE = 2
 _BROKER_RESOURCE = 4
@@ -126,9 +128,13 @@ class TopicHandlers:
                     name, wanted, stale, validate_only=bool(body.validate_only)
                 )
             elif rtype == _BROKER_RESOURCE:
-                message = (
-                    "broker configs are static: set them when the broker starts "
-                    "(sharetxn broker --set KEY=VALUE)"
+                ops = [(c.name, ConfigOperation.SET, c.value) for c in r.configs]
+                error, message = broker_alter_refusal(
+                    self.core.node_id,
+                    name,
+                    ops,
+                    validate_only=bool(body.validate_only),
+                    replace_all=True,
                 )
             else:
                 message = f"AlterConfigs does not alter resource type {rtype}"

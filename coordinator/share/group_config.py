@@ -30,7 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from txn.config import default_of
-from txn.errors import InvalidConfigError
+from txn.errors import ErrorCode, InvalidConfigError
+from txn.limits import INT32_MAX, INT32_MIN
 
 SESSION_TIMEOUT_MS = "share.session.timeout.ms"
 HEARTBEAT_INTERVAL_MS = "share.heartbeat.interval.ms"
@@ -78,7 +79,7 @@ _INT_CONFIGS: dict[str, _IntConfig] = {
         _IntConfig(SESSION_TIMEOUT_MS, "group.share.session.timeout.ms", 1),
         _IntConfig(HEARTBEAT_INTERVAL_MS, "group.share.heartbeat.interval.ms", 1),
         _IntConfig(RECORD_LOCK_DURATION_MS, "group.share.record.lock.duration.ms", 1000),
-        _IntConfig(DELIVERY_COUNT_LIMIT, "group.share.delivery.count.limit", 1),
+        _IntConfig(DELIVERY_COUNT_LIMIT, "group.share.delivery.count.limit", 2),
     )
 }
 
@@ -170,33 +171,33 @@ class GroupConfigDefs:
             text = str(raw).strip()
             if text not in (READ_UNCOMMITTED, READ_COMMITTED):
                 raise InvalidConfigError(
-                    f"Invalid value {raw!r} for configuration {name}: "
-                    f"must be {READ_UNCOMMITTED!r} or {READ_COMMITTED!r}"
+                    f"Invalid value {text} for configuration {name}: "
+                    f"String must be one of: {READ_COMMITTED}, {READ_UNCOMMITTED}"
                 )
             return text
         raise InvalidConfigError(f"Unknown group config name: {name}")
 
     def _check_int(self, name: str, raw: object) -> int:
+        """Kafka's checks and words: the INT type, the config's own floor, then the broker's
+        bounds."""
         spec = _INT_CONFIGS[name]
-        if isinstance(raw, bool):
-            raise InvalidConfigError(f"Invalid value {raw!r} for configuration {name}")
+        text = str(raw)
         try:
-            value = int(str(raw).strip())
+            value = int(text.strip())
         except ValueError:
+            value = INT32_MAX + 1
+        if isinstance(raw, bool) or not INT32_MIN <= value <= INT32_MAX:
             raise InvalidConfigError(
-                f"Invalid value {raw!r} for configuration {name}: expected an integer"
-            ) from None
+                f"Invalid value {text} for configuration {name}: Not a number of type INT"
+            )
         if value < spec.floor:
-            raise InvalidConfigError(f"{name} must be at least {spec.floor}, got {value}")
+            raise InvalidConfigError(
+                f"Invalid value {value} for configuration {name}:"
+                f" Value must be at least {spec.floor}"
+            )
         low, high = self.bounds(name)
-        if value < low:
-            raise InvalidConfigError(
-                f"{name} must be greater than or equal to {spec.min_key} ({low}), got {value}"
-            )
-        if value > high:
-            raise InvalidConfigError(
-                f"{name} must be less than or equal to {spec.max_key} ({high}), got {value}"
-            )
+        if not low <= value <= high:
+            raise InvalidConfigError(f"{name} must be in the range {low} to {high} inclusive.")
         return value
 
     def apply_changes(
@@ -214,6 +215,12 @@ class GroupConfigDefs:
             overrides.pop(name, None)
         for name, raw in to_set.items():
             overrides[name] = self.normalize(name, raw)
+        merged = {**self.defaults(), **overrides}
+        if int(merged[SESSION_TIMEOUT_MS]) <= int(merged[HEARTBEAT_INTERVAL_MS]):
+            # Kafka's cross-check of the group's configs over the broker defaults
+            raise InvalidConfigError(
+                f"{SESSION_TIMEOUT_MS} must be greater than {HEARTBEAT_INTERVAL_MS}"
+            )
         return overrides
 
     def effective(self, overrides: Mapping[str, str]) -> ShareGroupConfig:
@@ -259,12 +266,35 @@ def _normalize_auto_offset_reset(raw: object) -> str:
     if strategy == "by_duration" and sep:
         try:
             parse_duration_ms(duration)
-        except ValueError as exc:
-            raise InvalidConfigError(
-                f"Invalid value {raw!r} for configuration {AUTO_OFFSET_RESET}: {exc}"
-            ) from None
+        except ValueError:
+            raise InvalidConfigError(_auto_offset_reset_refusal(text)) from None
         return f"by_duration:{duration.strip().upper()}"
-    raise InvalidConfigError(
-        f"Invalid value {raw!r} for configuration {AUTO_OFFSET_RESET}. The value must be either "
-        "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."
+    raise InvalidConfigError(_auto_offset_reset_refusal(text))
+
+
+def _auto_offset_reset_refusal(text: str) -> str:
+    return (
+        f"Invalid value {text} for configuration {AUTO_OFFSET_RESET}: Invalid value `{text}` for"
+        f" configuration {AUTO_OFFSET_RESET}. The value must be either 'earliest', 'latest' or"
+        " of the format 'by_duration:<PnDTnHnMn.nS>'."
     )
+
+
+def group_alter_refusal(
+    group_id: str, ops: list[tuple[str, int, str | None]]
+) -> tuple[ErrorCode, str] | None:
+    """Kafka's refusals of an IncrementalAlterConfigs on a GROUP before any value is checked:
+    the default group "", a null value, APPEND or SUBTRACT (no group config is a list).
+    ``ops`` are (config, operation id: 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT, value)."""
+    if not group_id:
+        return ErrorCode.INVALID_REQUEST, "Default group resources are not allowed."
+    for name, op, value in ops:
+        if op != 1 and value is None:
+            return ErrorCode.INVALID_REQUEST, f"Null value not supported for : {name}"
+        if op in (2, 3):
+            word = "APPEND" if op == 2 else "SUBTRACT"
+            return (
+                ErrorCode.INVALID_CONFIG,
+                f"Can't {word} to key {name} because its type is not LIST.",
+            )
+    return None

@@ -169,8 +169,9 @@ class ConfigEntry:
 
     @property
     def explicit(self) -> bool:
-        """Set on the resource itself (not a static or default value)."""
-        return self.source not in ("UNKNOWN", "STATIC_BROKER_CONFIG", "DEFAULT_CONFIG")
+        """Set on the resource itself (not a static, cluster-wide or default value)."""
+        inherited = ("STATIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG", "DEFAULT_CONFIG")
+        return self.source not in ("UNKNOWN", *inherited)
 
 
 @dataclass(frozen=True, slots=True)

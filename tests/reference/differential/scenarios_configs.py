@@ -89,6 +89,11 @@ CASES: tuple[tuple[str, str], ...] = (
     ("internal.segment.bytes", "300"),
     ("internal.segment.bytes", "x"),
     ("log.segment.bytes", "300"),
+    ("max.decompressed.message.bytes", "0"),
+    ("max.decompressed.message.bytes", "2147483647"),
+    ("remote.copy.lag.ms", "-2"),
+    ("remote.copy.lag.bytes", "-1"),
+    ("errors.deadletterqueue.group.enable", "x"),
 )
 
 

@@ -7,6 +7,9 @@ from collections.abc import Iterator, Sequence
 
 from coordinator.launcher import LocalBroker
 from tests.reference.differential import (  # noqa: F401 - registers the scenarios
+    scenarios_config_broker,
+    scenarios_config_describe,
+    scenarios_config_group,
     scenarios_configs,
     scenarios_groups,
     scenarios_internal,
@@ -49,7 +52,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "consumer-groups/member_epoch_fences_commits": _GROUPS,
     "consumer-groups/simple_commit_and_fetch": _GROUPS,
     "malformed/transactional_produce_with_idempotent_pid": "transactional batch, no transaction",
-    "produce-fetch/describe_topic_configs": "topic configs: defaults are not described",
     "produce-fetch/idempotent_epochs": _PRODUCE,
     "produce-fetch/idempotent_first_sequence_not_zero": _PRODUCE,
     "produce-fetch/idempotent_sequences": _PRODUCE,
@@ -65,7 +67,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "share/reject_archives": _START,
     "share/alter_offsets_empty_group": "share offsets: Kafka keeps its cached state after alter",
     "share/auto_offset_reset_by_duration_zero": "by_duration with no recent record",
-    "share/group_config_invalid_values": "share group configs: heartbeat vs session timeout",
     "share/describe_share_group": _EPOCHS,
     "share/heartbeat_epoch_progression": _EPOCHS,
     "share/rejoin_after_leave": _EPOCHS,

@@ -18,7 +18,9 @@ from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 from txn.ids import TopicIdPartition, TopicPartition
 
-CONFIG = BrokerConfig({"group.share.min.session.timeout.ms": "1000"})
+CONFIG = BrokerConfig(
+    {"group.share.min.session.timeout.ms": "1000", "group.share.min.heartbeat.interval.ms": "500"}
+)
 
 
 def make_core(storage: MemoryStorage | None = None, clock: ManualClock | None = None) -> BrokerCore:
@@ -100,7 +102,9 @@ def test_expired_member_releases_records() -> None:
     core = make_core(clock=clock)
     core.create_topic("t", 1, 1)
     produce(core, "t", 2)
-    core.share.groups.alter_group_configs("g", {"share.session.timeout.ms": "1000"})
+    core.share.groups.alter_group_configs(
+        "g", {"share.session.timeout.ms": "1000", "share.heartbeat.interval.ms": "500"}
+    )
     join(core, "g", "m1", "t")
     tip = TopicIdPartition(core.topics.get("t").topic_id, 0)  # type: ignore[union-attr]
     assert fetch(core, "g", "m1", 0, tip).acquired_count == 2

@@ -1,0 +1,93 @@
+"""AlterConfigs and IncrementalAlterConfigs on a BROKER resource, checked as Kafka 4.4
+checks them; sharetxn's broker configs are static, so only ``validate_only`` succeeds.
+
+Kafka's order, observed by the differential suite: the resource name (this broker's id or
+"" for the cluster default), then each operation (a null value, APPEND or SUBTRACT on a
+config that is no list), then the configs it cannot update dynamically (named together),
+then each value against its config's validator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from coordinator.protocol.config_describe import broker_resource_error
+from txn.broker_config_defs import DYNAMIC_BROKER_CONFIGS, is_read_only
+from txn.errors import ErrorCode
+from txn.topic_config_defs import ConfigOperation, ConfigType, config_value_error
+
+__all__ = ["STATIC_BROKER_REFUSAL", "broker_alter_refusal"]
+
+STATIC_BROKER_REFUSAL = (
+    "broker configs are static: set them when the broker starts (sharetxn broker --set KEY=VALUE)"
+)
+
+Op = tuple[str, int, str | None]
+
+_MIN_ISR = "min.insync.replicas"
+_MIN_ISR_KEPT = "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
+
+
+def _java_hash(text: str) -> int:
+    value = 0
+    for char in text:
+        value = (31 * value + ord(char)) & 0xFFFFFFFF
+    return value
+
+
+def java_hash_set_order(names: Sequence[str]) -> list[str]:
+    """``names`` in the order a Java HashSet built from them iterates (Kafka names the
+    configs it refuses from one): by bucket of the spread String hash, then insertion."""
+    capacity = 16
+    while len(names) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = _java_hash(name)
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return [name for _i, name in sorted(enumerate(names), key=lambda p: (bucket(p[1]), p[0]))]
+
+
+def broker_alter_refusal(
+    node_id: int,
+    resource: str,
+    ops: Sequence[Op],
+    *,
+    validate_only: bool,
+    replace_all: bool = False,
+) -> tuple[ErrorCode, str | None]:
+    """The error and message answering an alter of BROKER ``resource`` with ``ops``
+    (config, ConfigOperation, value); AlterConfigs (``replace_all``: the configs given
+    replace the resource's) sends each config as a SET."""
+    wrong = broker_resource_error(node_id, resource, describe=False)
+    if wrong is not None:
+        return ErrorCode.INVALID_REQUEST, wrong
+    for name, op, value in ops:
+        if op != ConfigOperation.DELETE and value is None:
+            return ErrorCode.INVALID_REQUEST, f"Null value not supported for : {name}"
+        if op in (ConfigOperation.APPEND, ConfigOperation.SUBTRACT):
+            defn = DYNAMIC_BROKER_CONFIGS.get(name)
+            if is_read_only(name) or (defn is not None and defn.type is not ConfigType.LIST):
+                word = ConfigOperation(op).name.lower()
+                message = f"Config value {word} is not allowed for config key: {name}"
+                return ErrorCode.INVALID_CONFIG, message
+    fixed = java_hash_set_order([name for name, _op, _value in ops if is_read_only(name)])
+    if fixed:
+        return (
+            ErrorCode.INVALID_REQUEST,
+            f"Cannot update these configs dynamically: [{', '.join(fixed)}]",
+        )
+    for name, op, value in ops:
+        defn = DYNAMIC_BROKER_CONFIGS.get(name)
+        if defn is None or value is None or op != ConfigOperation.SET:
+            continue
+        reason = config_value_error(defn, value)
+        if reason is not None:
+            return ErrorCode.INVALID_REQUEST, reason
+    if replace_all and resource == "" and _MIN_ISR not in {name for name, _op, _value in ops}:
+        # AlterConfigs replaces the cluster default's configs: the formatted min.insync.replicas
+        return ErrorCode.INVALID_CONFIG, _MIN_ISR_KEPT
+    if validate_only:
+        return ErrorCode.NONE, None
+    return ErrorCode.INVALID_REQUEST, STATIC_BROKER_REFUSAL

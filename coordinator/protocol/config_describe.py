@@ -1,0 +1,537 @@
+"""DescribeConfigs of a topic as Kafka answers it: every topic config, set or not.
+
+Kafka's rules (its ConfigHelper over LogConfig), observed by the differential suite
+(``tests/reference/differential/scenarios_config_describe.py``):
+
+* every topic config Kafka defines is listed; an internal one (``internal.segment.bytes``)
+  only when the topic sets it;
+* the value is the topic's override (as Kafka prints the parsed value back), else the value
+  the broker's synonym gives it, else the topic default;
+* the synonyms chain is the topic override (DYNAMIC_TOPIC_CONFIG), then the broker settings
+  that give the default (STATIC_BROKER_CONFIG for those set at start, then DEFAULT_CONFIG
+  for those with a default), from the first broker synonym Kafka names for the config on:
+  a config whose first broker synonym has no default (``retention.ms`` before
+  ``log.retention.ms`` is set) has an empty chain;
+* the source is the chain's first entry's, DEFAULT_CONFIG when the chain is empty; no topic
+  config is sensitive or read-only.
+
+Kafka's storage tool writes a cluster-wide ``min.insync.replicas`` when it formats a
+cluster; a dynamic cluster default, it heads that config's chain.  sharetxn answers the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
+from typing import Final
+
+from coordinator.protocol.cluster_messages import (
+    DescribeConfigsResourceResult,
+    DescribeConfigsSynonym,
+)
+from txn.broker_config_defs import broker_config_type, is_read_only
+from txn.config import CONFIG_DEFS, BrokerConfig
+from txn.limits import LONG_MAX
+from txn.security_config import is_sensitive
+from txn.topic_config_defs import (
+    KEEP_PRODUCER_CODEC,
+    TOPIC_CONFIG_DEFS,
+    ConfigType,
+    canonical_value,
+)
+from txn.topic_names import MAX_NAME_LENGTH, topic_name_error
+
+__all__ = [
+    "TYPE_IDS",
+    "ConfigSource",
+    "broker_resource_error",
+    "describe_broker_configs",
+    "describe_cluster_default_configs",
+    "describe_group_configs",
+    "describe_topic_configs",
+    "describe_topic_name_error",
+]
+
+
+class ConfigSource:
+    """Kafka's DescribeConfigs ``config_source`` ids."""
+
+    TOPIC = 1
+    DYNAMIC_BROKER = 2
+    DYNAMIC_DEFAULT_BROKER = 3
+    STATIC_BROKER = 4
+    DEFAULT = 5
+    GROUP = 8
+
+
+#: Kafka's DescribeConfigs ``config_type`` ids.
+TYPE_IDS: Final[Mapping[ConfigType, int]] = {
+    ConfigType.BOOLEAN: 1,
+    ConfigType.STRING: 2,
+    ConfigType.INT: 3,
+    ConfigType.LONG: 5,
+    ConfigType.DOUBLE: 6,
+    ConfigType.LIST: 7,
+}
+
+_LONG_MAX = str(LONG_MAX)
+
+
+@dataclass(frozen=True, slots=True)
+class _Topic:
+    default: str  # Kafka's topic default, used when no broker setting gives one
+    synonyms: tuple[str, ...]  # the broker settings giving the default, first one first
+    doc: str
+
+
+def _t(default: str, doc: str, *synonyms: str) -> _Topic:
+    return _Topic(default, synonyms, doc)
+
+
+_RETENTION = ("log.retention.ms", "log.retention.minutes", "log.retention.hours")
+_ROLL = ("log.roll.ms", "log.roll.hours")
+_JITTER = ("log.roll.jitter.ms", "log.roll.jitter.hours")
+
+_TOPICS: Final[Mapping[str, _Topic]] = {
+    "cleanup.policy": _t(
+        "delete", "What happens to old segments: delete, compact, or both.", "log.cleanup.policy"
+    ),
+    "compression.gzip.level": _t(
+        "-1", "Compression level when compression.type is gzip.", "compression.gzip.level"
+    ),
+    "compression.lz4.level": _t(
+        "9", "Compression level when compression.type is lz4.", "compression.lz4.level"
+    ),
+    "compression.type": _t(
+        KEEP_PRODUCER_CODEC,
+        "Codec the log keeps batches in; producer keeps the producer's own.",
+        "compression.type",
+    ),
+    "compression.zstd.level": _t(
+        "3", "Compression level when compression.type is zstd.", "compression.zstd.level"
+    ),
+    "delete.retention.ms": _t(
+        "86400000",
+        "How long tombstones stay readable in a compacted log.",
+        "log.cleaner.delete.retention.ms",
+    ),
+    "errors.deadletterqueue.group.enable": _t(
+        "false", "Whether share groups may use this topic as their dead-letter queue."
+    ),
+    "file.delete.delay.ms": _t(
+        "60000",
+        "Delay before a deleted segment's files are removed from disk.",
+        "log.segment.delete.delay.ms",
+    ),
+    "flush.messages": _t(
+        _LONG_MAX, "Records written between two fsyncs of the log.", "log.flush.interval.messages"
+    ),
+    "flush.ms": _t(
+        _LONG_MAX, "Longest time written data waits for an fsync.", "log.flush.interval.ms"
+    ),
+    "follower.replication.throttled.replicas": _t(
+        "", "Replicas whose follower-side replication is throttled (partition:broker, or *)."
+    ),
+    "index.interval.bytes": _t(
+        "4096", "Bytes of records between two offset-index entries.", "log.index.interval.bytes"
+    ),
+    "leader.replication.throttled.replicas": _t(
+        "", "Replicas whose leader-side replication is throttled (partition:broker, or *)."
+    ),
+    "local.retention.bytes": _t(
+        "-2",
+        "Bytes kept on local disk when tiered storage is on (-2: retention.bytes).",
+        "log.local.retention.bytes",
+    ),
+    "local.retention.ms": _t(
+        "-2",
+        "Time kept on local disk when tiered storage is on (-2: retention.ms).",
+        "log.local.retention.ms",
+    ),
+    "max.compaction.lag.ms": _t(
+        _LONG_MAX,
+        "Longest time a record may stay uncompacted.",
+        "log.cleaner.max.compaction.lag.ms",
+    ),
+    "max.decompressed.message.bytes": _t(
+        "2147483639",
+        "Largest decompressed size of a batch the broker reads.",
+        "max.decompressed.message.bytes",
+    ),
+    "max.message.bytes": _t(
+        "1048588", "Largest record batch the topic accepts.", "message.max.bytes"
+    ),
+    "message.timestamp.after.max.ms": _t(
+        "3600000",
+        "How far ahead of the broker's clock a record's timestamp may be.",
+        "log.message.timestamp.after.max.ms",
+    ),
+    "message.timestamp.before.max.ms": _t(
+        _LONG_MAX,
+        "How far behind the broker's clock a record's timestamp may be.",
+        "log.message.timestamp.before.max.ms",
+    ),
+    "message.timestamp.type": _t(
+        "CreateTime",
+        "CreateTime keeps the producer's timestamps; LogAppendTime uses the broker's clock.",
+        "log.message.timestamp.type",
+    ),
+    "min.cleanable.dirty.ratio": _t(
+        "0.5",
+        "Share of uncompacted log that makes the cleaner compact it.",
+        "log.cleaner.min.cleanable.ratio",
+    ),
+    "min.compaction.lag.ms": _t(
+        "0",
+        "Shortest time a record stays uncompacted.",
+        "log.cleaner.min.compaction.lag.ms",
+    ),
+    "min.insync.replicas": _t(
+        "1", "Replicas that must have a write for acks=all to succeed.", "min.insync.replicas"
+    ),
+    "preallocate": _t("false", "Whether new segment files are preallocated.", "log.preallocate"),
+    "remote.copy.lag.bytes": _t(
+        "-1",
+        "Bytes of rolled segments waiting for upload to tiered storage.",
+        "log.remote.copy.lag.bytes",
+    ),
+    "remote.copy.lag.ms": _t(
+        "0",
+        "Time a rolled segment waits for upload to tiered storage.",
+        "log.remote.copy.lag.ms",
+    ),
+    "remote.log.copy.disable": _t(
+        "false", "Whether copying segments to tiered storage is stopped."
+    ),
+    "remote.log.delete.on.disable": _t(
+        "false", "Whether tiered data is deleted when tiered storage is turned off."
+    ),
+    "remote.storage.enable": _t("false", "Whether the topic uses tiered storage."),
+    "retention.bytes": _t(
+        "-1", "Largest size a partition's log keeps (-1: no limit).", "log.retention.bytes"
+    ),
+    "retention.ms": _t("604800000", "How long records are kept (-1: forever).", *_RETENTION),
+    "segment.bytes": _t("1073741824", "Size at which a segment is rolled.", "log.segment.bytes"),
+    "segment.index.bytes": _t(
+        "10485760", "Size of a segment's offset and time indexes.", "log.index.size.max.bytes"
+    ),
+    "segment.jitter.ms": _t("0", "Random time taken off segment.ms per segment.", *_JITTER),
+    "segment.ms": _t("604800000", "Age at which a segment is rolled.", *_ROLL),
+    "unclean.leader.election.enable": _t(
+        "false",
+        "Whether a replica out of the ISR may become leader.",
+        "unclean.leader.election.enable",
+    ),
+}
+
+_INTERNAL_DOCS: Final[Mapping[str, str]] = {
+    "internal.segment.bytes": "Testing override of segment.bytes, without its lower bound.",
+}
+
+#: Broker settings sharetxn does not take (fixed at Kafka's defaults); None: no default.
+_FIXED_BROKER: Final[Mapping[str, str | None]] = {
+    "log.roll.jitter.ms": None,
+    "log.roll.jitter.hours": "0",
+    "log.index.size.max.bytes": "10485760",
+    "unclean.leader.election.enable": "false",
+    "min.insync.replicas": "1",
+    "compression.type": KEEP_PRODUCER_CODEC,
+    "compression.gzip.level": "-1",
+    "compression.lz4.level": "9",
+    "compression.zstd.level": "3",
+    "log.preallocate": "false",
+    "log.local.retention.ms": "-2",
+    "log.local.retention.bytes": "-2",
+    "log.remote.copy.lag.bytes": "-1",
+    "log.remote.copy.lag.ms": "0",
+    "max.decompressed.message.bytes": "2147483639",
+}
+
+#: sharetxn's "unset" value of a broker setting Kafka leaves null (-1: no time-based fsync).
+_UNSET: Final[Mapping[str, object]] = {"log.flush.interval.ms": -1}
+
+#: Written by Kafka's storage tool as a dynamic cluster default when it formats a cluster.
+_FORMATTED_DEFAULTS: Final = frozenset({"min.insync.replicas"})
+
+
+def _text(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _static(broker: BrokerConfig, name: str) -> str | None:
+    """The value the broker was started with for ``name``, or None when not set."""
+    if name not in broker or not broker.is_set(name):
+        return None
+    value = broker[name]
+    if value is None or _UNSET.get(name, object()) == value:
+        return None
+    return _text(value)
+
+
+def _default(name: str) -> str | None:
+    if name in _FIXED_BROKER:
+        return _FIXED_BROKER[name]
+    builtin = BrokerConfig()[name]
+    if builtin is None or _UNSET.get(name, object()) == builtin:
+        return None
+    return _text(builtin)
+
+
+def _effective(broker: BrokerConfig, name: str) -> str | None:
+    """The value the broker's own settings give ``name`` (static, else default)."""
+    static = _static(broker, name)
+    return static if static is not None else _default(name)
+
+
+def _broker_chain(broker: BrokerConfig, synonyms: tuple[str, ...]) -> list[DescribeConfigsSynonym]:
+    if not synonyms:
+        return []
+    primary = synonyms[0]
+    chain: list[DescribeConfigsSynonym] = []
+    if primary in _FORMATTED_DEFAULTS:
+        value = _effective(broker, primary)
+        chain.append(_synonym(primary, value, ConfigSource.DYNAMIC_DEFAULT_BROKER))
+    for name in synonyms:
+        static = _static(broker, name)
+        if static is not None:
+            chain.append(_synonym(name, static, ConfigSource.STATIC_BROKER))
+    for name in synonyms:
+        default = _default(name)
+        if default is not None:
+            chain.append(_synonym(name, default, ConfigSource.DEFAULT))
+    while chain and chain[0].name != primary:
+        chain.pop(0)
+    return chain
+
+
+def _synonym(name: str, value: str | None, source: int) -> DescribeConfigsSynonym:
+    return DescribeConfigsSynonym(name=name, value=value, source=source)
+
+
+def _broker_value(broker: BrokerConfig, spec: _Topic) -> str:
+    """The value a topic that does not set the config has: the first of the broker's
+    synonyms set at start (``log.retention.ms`` over ``.minutes`` over ``.hours``), else the
+    first with a default, else the topic default."""
+    for pick in (_static, lambda _broker, name: _default(name)):
+        for synonym in spec.synonyms:
+            given = pick(broker, synonym)
+            if given is not None:
+                return str(int(given) * _MS[synonym]) if synonym in _MS else given
+    return spec.default
+
+
+_MS: Final[Mapping[str, int]] = {
+    "log.retention.minutes": 60_000,
+    "log.retention.hours": 3_600_000,
+    "log.roll.hours": 3_600_000,
+    "log.roll.jitter.hours": 3_600_000,
+}
+
+
+def _scaled(name: str, value: int) -> int:
+    return value * _MS.get(name, 1)
+
+
+def describe_topic_configs(
+    broker: BrokerConfig,
+    topic_configs: Mapping[str, str],
+    keys: Collection[str] | None,
+    *,
+    include_synonyms: bool,
+    include_documentation: bool,
+) -> list[DescribeConfigsResourceResult]:
+    """A topic's DescribeConfigs entries (only ``keys`` when given), sorted by name."""
+    names = [*_TOPICS, *(n for n in _INTERNAL_DOCS if n in topic_configs)]
+    out: list[DescribeConfigsResourceResult] = []
+    for name in sorted(names):
+        if keys is not None and name not in keys:
+            continue
+        spec = _TOPICS.get(name)
+        chain = _broker_chain(broker, spec.synonyms) if spec is not None else []
+        override = topic_configs.get(name)
+        if override is not None:
+            value: str | None = canonical_value(name, override)
+            chain.insert(0, _synonym(name, value, ConfigSource.TOPIC))
+        else:
+            value = _broker_value(broker, spec) if spec is not None else None
+        doc = spec.doc if spec is not None else _INTERNAL_DOCS[name]
+        out.append(
+            DescribeConfigsResourceResult(
+                name=name,
+                value=value,
+                read_only=False,
+                config_source=chain[0].source if chain else ConfigSource.DEFAULT,
+                synonyms=tuple(chain) if include_synonyms else (),
+                config_type=TYPE_IDS[TOPIC_CONFIG_DEFS[name].type],
+                documentation=doc if include_documentation else None,
+            )
+        )
+    return out
+
+
+def describe_topic_name_error(name: str) -> str | None:
+    """Why DescribeConfigs refuses ``name`` (INVALID_TOPIC_EXCEPTION), in the words of
+    Kafka's ``Topic.validate`` used there (not those of CreateTopics), or None."""
+    if topic_name_error(name) is None:
+        return None
+    if not name:
+        reason = "the empty string is not allowed"
+    elif name in (".", ".."):
+        reason = f"'{name}' is not allowed"
+    elif len(name) > MAX_NAME_LENGTH:
+        reason = f"the length of '{name}' is longer than the max allowed length {MAX_NAME_LENGTH}"
+    else:
+        reason = (
+            f"'{name}' contains one or more characters other than ASCII alphanumerics,"
+            " '.', '_' and '-'"
+        )
+    return f"Topic name is invalid: {reason}"
+
+
+def broker_resource_error(node_id: int, name: str, *, describe: bool) -> str | None:
+    """Why a BROKER resource named ``name`` is not this broker ("" is the cluster default),
+    in Kafka's words for DescribeConfigs (``describe``) or an alter; None when it is."""
+    if name == "":
+        return None
+    try:
+        number = int(name)
+    except ValueError:
+        noun = "Broker" if describe else "Node"
+        return f"{noun} id must be an integer, but it is: {name}"
+    if number == node_id:
+        return None
+    expected = f"{node_id} or empty string" if describe else str(node_id)
+    return f"Unexpected broker id, expected {expected}, but received {name}"
+
+
+def _broker_synonyms(name: str) -> tuple[str, ...]:
+    for group in (_RETENTION, _ROLL, _JITTER):
+        if name in group:
+            return group[group.index(name) :]
+    return (name,)
+
+
+def describe_broker_configs(
+    broker: BrokerConfig,
+    keys: Collection[str] | None,
+    *,
+    include_synonyms: bool,
+    include_documentation: bool,
+) -> list[DescribeConfigsResourceResult]:
+    """This broker's DescribeConfigs entries: every config it takes, set at start
+    (STATIC_BROKER_CONFIG) or not (DEFAULT_CONFIG); read-only unless Kafka updates it
+    dynamically; secrets hidden."""
+    out = describe_cluster_default_configs(
+        keys, include_synonyms=include_synonyms, include_documentation=include_documentation
+    )
+    if out and include_synonyms:  # the built-in default follows the cluster default
+        default = _synonym(out[0].name, out[0].value, ConfigSource.DEFAULT)
+        out = [replace(out[0], synonyms=(*out[0].synonyms, default))]
+    for defn in CONFIG_DEFS:
+        if keys is not None and defn.name not in keys:
+            continue
+        sensitive = is_sensitive(defn.name)
+        chain = _broker_chain(broker, _broker_synonyms(defn.name))
+        raw = broker[defn.name]
+        value = None if raw is None or _UNSET.get(defn.name, object()) == raw else _text(raw)
+        if sensitive:
+            value = None
+            chain = [
+                DescribeConfigsSynonym(name=s.name, value=None, source=s.source) for s in chain
+            ]
+        out.append(
+            DescribeConfigsResourceResult(
+                name=defn.name,
+                value=value,
+                read_only=is_read_only(defn.name),
+                config_source=chain[0].source if chain else ConfigSource.DEFAULT,
+                is_sensitive=sensitive,
+                synonyms=tuple(chain) if include_synonyms else (),
+                config_type=broker_config_type(defn.name, defn.type),
+                documentation=defn.doc if include_documentation else None,
+            )
+        )
+    return sorted(out, key=lambda e: e.name)
+
+
+def describe_cluster_default_configs(
+    keys: Collection[str] | None, *, include_synonyms: bool, include_documentation: bool
+) -> list[DescribeConfigsResourceResult]:
+    """The cluster-wide dynamic defaults: the one Kafka's storage tool writes."""
+    name, value = "min.insync.replicas", "1"
+    if keys is not None and name not in keys:
+        return []
+    chain = (_synonym(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER),)
+    return [
+        DescribeConfigsResourceResult(
+            name=name,
+            value=value,
+            read_only=False,
+            config_source=ConfigSource.DYNAMIC_DEFAULT_BROKER,
+            synonyms=chain if include_synonyms else (),
+            config_type=TYPE_IDS[ConfigType.INT],
+            documentation=_TOPICS[name].doc if include_documentation else None,
+        )
+    ]
+
+
+#: A share group's config -> the broker setting giving its default (None: a fixed default).
+_GROUP_SYNONYMS: Final[Mapping[str, str | None]] = {
+    "share.auto.offset.reset": None,
+    "share.delivery.count.limit": "group.share.delivery.count.limit",
+    "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
+    "share.isolation.level": None,
+    "share.record.lock.duration.ms": "group.share.record.lock.duration.ms",
+    "share.session.timeout.ms": "group.share.session.timeout.ms",
+}
+_GROUP_DOCS: Final[Mapping[str, str]] = {
+    "share.auto.offset.reset": "Where a share group starts reading a partition it has no "
+    "state for: latest, earliest or by_duration:<ISO-8601 duration>.",
+    "share.delivery.count.limit": "Deliveries of a record before it is archived.",
+    "share.heartbeat.interval.ms": "Heartbeat interval of the group's members.",
+    "share.isolation.level": "Whether the group reads uncommitted transactional records.",
+    "share.record.lock.duration.ms": "How long an acquired record stays locked to a member.",
+    "share.session.timeout.ms": "How long a member may go without heartbeating.",
+}
+
+
+def describe_group_configs(
+    broker: BrokerConfig,
+    configs: Mapping[str, tuple[str, bool]],
+    keys: Collection[str] | None,
+    *,
+    include_synonyms: bool,
+    include_documentation: bool,
+) -> list[DescribeConfigsResourceResult]:
+    """A group's DescribeConfigs entries from its configs (name -> (value, is_default)):
+    an override is a GROUP_CONFIG, followed in the chain by the broker setting that gives
+    the default."""
+    out: list[DescribeConfigsResourceResult] = []
+    for name, (value, is_default) in sorted(configs.items()):
+        if keys is not None and name not in keys:
+            continue
+        synonym = _GROUP_SYNONYMS.get(name)
+        if synonym is None:
+            chain = [_synonym(name, _FIXED_GROUP.get(name, value), ConfigSource.DEFAULT)]
+        else:
+            chain = _broker_chain(broker, (synonym,))
+        if not is_default:
+            chain.insert(0, _synonym(name, value, ConfigSource.GROUP))
+        out.append(
+            DescribeConfigsResourceResult(
+                name=name,
+                value=value,
+                read_only=False,
+                config_source=chain[0].source,
+                synonyms=tuple(chain) if include_synonyms else (),
+                config_type=TYPE_IDS[ConfigType.INT if synonym else ConfigType.STRING],
+                documentation=_GROUP_DOCS.get(name) if include_documentation else None,
+            )
+        )
+    return out
+
+
+_FIXED_GROUP: Final[Mapping[str, str]] = {
+    "share.auto.offset.reset": "latest",
+    "share.isolation.level": "read_uncommitted",
+}

@@ -1,0 +1,122 @@
+"""Broker configs: DescribeConfigs of the broker and of the cluster default, and alters of
+them checked with ``validate_only`` (sharetxn's broker configs are static: an alter that
+Kafka would apply is refused, docs/conformance.md "Configs").
+
+The broker's id is 1 on both sides.  Described keys are configs both brokers take whose
+values do not depend on the machine (paths, ports).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.reference.differential.ctx import Ctx
+from tests.reference.differential.framework import scenario
+from tests.reference.differential.scenarios_config_describe import describe
+from tests.reference.differential.wire import plain
+
+AREA = "configs"
+BROKER = 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+KEYS = [
+    "auto.create.topics.enable",
+    "group.share.min.session.timeout.ms",
+    "log.cleaner.min.cleanable.ratio",
+    "log.cleanup.policy",
+    "log.retention.check.interval.ms",
+    "log.retention.hours",
+    "log.retention.minutes",
+    "log.retention.ms",
+    "log.roll.ms",
+    "log.segment.bytes",
+    "max.connections",
+    "message.max.bytes",
+    "ssl.keystore.password",
+    "transaction.max.timeout.ms",
+    "min.insync.replicas",
+]
+
+#: (label, operations) checked on the broker and on the cluster default.
+ALTERS: tuple[tuple[str, list[tuple[str, int, str | None]]], ...] = (
+    ("read-only", [("node.id", SET, "5")]),
+    ("read-only known", [("num.partitions", SET, "3")]),
+    ("two read-only", [("num.partitions", SET, "3"), ("log.retention.hours", SET, "1")]),
+    ("below minimum", [("message.max.bytes", SET, "-1")]),
+    ("not a number", [("log.retention.ms", SET, "x")]),
+    ("bad list item", [("log.cleanup.policy", SET, "bogus")]),
+    ("bad enum", [("compression.type", SET, "bad")]),
+    ("segment too small", [("log.segment.bytes", SET, "100")]),
+    ("ratio above one", [("log.cleaner.min.cleanable.ratio", SET, "1.5")]),
+    ("timestamp type", [("log.message.timestamp.type", SET, "Whenever")]),
+    ("good value", [("log.retention.ms", SET, "100000")]),
+    ("unknown config", [("no.such.config", SET, "1")]),
+    ("delete", [("log.retention.ms", DELETE, None)]),
+    ("append to a list", [("log.cleanup.policy", APPEND, "compact")]),
+    ("append to a number", [("message.max.bytes", APPEND, "1")]),
+    ("subtract from read-only", [("num.partitions", SUBTRACT, "1")]),
+    ("null value", [("message.max.bytes", SET, None)]),
+    ("null before read-only", [("num.partitions", SET, "2"), ("message.max.bytes", SET, None)]),
+    ("read-only before bad value", [("message.max.bytes", SET, "-1"), ("node.id", SET, "2")]),
+)
+
+
+def _incremental(ctx: Ctx, name: str, ops: list[tuple[str, int, str | None]]) -> Any:
+    configs = [{"name": n, "config_operation": o, "value": v} for n, o, v in ops]
+    resp = ctx.call(
+        44,
+        {
+            "resources": [{"resource_type": BROKER, "resource_name": name, "configs": configs}],
+            "validate_only": True,
+        },
+    )
+    r = resp.responses[0]
+    return {"error": plain(r.error_code, "error_code"), "message": r.error_message}
+
+
+def _legacy(ctx: Ctx, name: str, configs: dict[str, str]) -> Any:
+    body = [{"name": k, "value": v} for k, v in configs.items()]
+    resp = ctx.call(
+        33,
+        {
+            "resources": [{"resource_type": BROKER, "resource_name": name, "configs": body}],
+            "validate_only": True,
+        },
+        version=2,
+    )
+    r = resp.responses[0]
+    return {"error": plain(r.error_code, "error_code"), "message": r.error_message}
+
+
+@scenario(AREA)
+def describe_broker_configs(ctx: Ctx) -> Any:
+    return {
+        "broker": describe(ctx, BROKER, "1", KEYS),
+        "no synonyms": describe(ctx, BROKER, "1", KEYS, synonyms=False, documentation=False),
+        "cluster default": describe(ctx, BROKER, "", KEYS),
+        "other broker": describe(ctx, BROKER, "99"),
+        "not a number": describe(ctx, BROKER, "x"),
+    }
+
+
+@scenario(AREA)
+def incremental_alter_broker_configs(ctx: Ctx) -> Any:
+    out = {}
+    for label, ops in ALTERS:
+        out[f"broker: {label}"] = _incremental(ctx, "1", ops)
+        out[f"default: {label}"] = _incremental(ctx, "", ops)
+    out["other broker"] = _incremental(ctx, "99", [("message.max.bytes", SET, "1000")])
+    out["not a number"] = _incremental(ctx, "x", [("message.max.bytes", SET, "1000")])
+    return out
+
+
+@scenario(AREA)
+def legacy_alter_broker_configs(ctx: Ctx) -> Any:
+    return {
+        "read-only": _legacy(ctx, "1", {"num.partitions": "3"}),
+        "bad value": _legacy(ctx, "1", {"message.max.bytes": "-1"}),
+        "good value": _legacy(ctx, "1", {"message.max.bytes": "2000000"}),
+        "cluster default": _legacy(ctx, "", {"log.cleanup.policy": "compact"}),
+        "other broker": _legacy(ctx, "99", {"message.max.bytes": "2000000"}),
+        "not a number": _legacy(ctx, "x", {"message.max.bytes": "2000000"}),
+    }

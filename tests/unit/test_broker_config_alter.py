@@ -1,0 +1,78 @@
+"""Alters of a BROKER resource, checked as Kafka checks them; only validate_only passes."""
+
+from __future__ import annotations
+
+from coordinator.protocol.broker_config_alter import (
+    STATIC_BROKER_REFUSAL,
+    broker_alter_refusal,
+    java_hash_set_order,
+)
+from coordinator.protocol.config_describe import describe_broker_configs
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode
+
+SET, DELETE, APPEND = 0, 1, 2
+
+
+def test_resource_names() -> None:
+    ops = [("message.max.bytes", SET, "1000")]
+    assert broker_alter_refusal(1, "1", ops, validate_only=True) == (ErrorCode.NONE, None)
+    assert broker_alter_refusal(1, "", ops, validate_only=True) == (ErrorCode.NONE, None)
+    assert broker_alter_refusal(1, "2", ops, validate_only=True) == (
+        ErrorCode.INVALID_REQUEST,
+        "Unexpected broker id, expected 1, but received 2",
+    )
+
+
+def test_a_valid_change_is_refused_unless_validate_only() -> None:
+    ops = [("log.retention.ms", SET, "1000")]
+    assert broker_alter_refusal(1, "1", ops, validate_only=False) == (
+        ErrorCode.INVALID_REQUEST,
+        STATIC_BROKER_REFUSAL,
+    )
+
+
+def test_read_only_values_and_operations() -> None:
+    def check(*ops: tuple[str, int, str | None]) -> tuple[ErrorCode, str | None]:
+        return broker_alter_refusal(1, "1", list(ops), validate_only=True)
+
+    assert check(("node.id", SET, "2"), ("broker.id", SET, "2")) == (
+        ErrorCode.INVALID_REQUEST,
+        "Cannot update these configs dynamically: [node.id, broker.id]",
+    )
+    assert check(("log.segment.bytes", SET, "100")) == (
+        ErrorCode.INVALID_REQUEST,
+        "Invalid value 100 for configuration log.segment.bytes: Value must be at least 1048576",
+    )
+    assert check(("message.max.bytes", APPEND, "1"))[0] == ErrorCode.INVALID_CONFIG
+    assert check(("log.cleanup.policy", APPEND, "compact")) == (ErrorCode.NONE, None)
+    assert check(("message.max.bytes", SET, None)) == (
+        ErrorCode.INVALID_REQUEST,
+        "Null value not supported for : message.max.bytes",
+    )
+    assert check(("no.such.config", SET, "x"), ("log.retention.ms", DELETE, None)) == (
+        ErrorCode.NONE,
+        None,
+    )
+
+
+def test_java_hash_set_order() -> None:
+    assert java_hash_set_order(["num.partitions", "log.retention.hours"]) == [
+        "log.retention.hours",
+        "num.partitions",
+    ]
+
+
+def test_broker_description_marks_static_settings_and_read_only_ones() -> None:
+    broker = BrokerConfig({"log.retention.check.interval.ms": "1000"})
+    got = {
+        e.name: e
+        for e in describe_broker_configs(
+            broker, None, include_synonyms=True, include_documentation=False
+        )
+    }
+    check = got["log.retention.check.interval.ms"]
+    assert (check.value, check.config_source, check.read_only) == ("1000", 4, True)
+    assert [s.source for s in check.synonyms] == [4, 5]
+    assert got["message.max.bytes"].read_only is False
+    assert got["min.insync.replicas"].config_source == 3

@@ -444,47 +444,6 @@ class ConsumerProtocol(CoordinatorPart):
                 self._consumer_groups[group_id] = backup
         return error
 
-    def _apply_consumer(self, key: ConsumerKey, value: ConsumerValue | None) -> None:
-        """Replay one KIP-848 record (live changes are already in the group)."""
-        group = self._consumer_groups.get(key.group_id)
-        if key.version == GROUP_METADATA and value is None:
-            self._consumer_groups.pop(key.group_id, None)
-            return
-        if group is None:
-            if value is None:
-                return
-            # The id's later records are a KIP-848 group's: an earlier classic group (or the
-            # placeholder its offsets made) was converted.
-            self._groups.pop(key.group_id, None)
-            group = self._consumer_groups[key.group_id] = ConsumerProtocolGroup(key.group_id)
-        member_id = key.member_id or ""
-        if isinstance(value, GroupEpochValue):
-            if key.version == GROUP_METADATA:
-                group.epoch = value.epoch
-            else:
-                group.assignment_epoch = value.epoch
-        elif key.version == TARGET_MEMBER:
-            if isinstance(value, TargetMemberValue):
-                group.target[member_id] = dict(value.partitions)
-            else:
-                group.target.pop(member_id, None)
-        elif key.version == MEMBER_METADATA and value is None:
-            group.members.pop(member_id, None)
-        elif isinstance(value, MemberMetadataValue):
-            member = group.members.setdefault(
-                member_id, ConsumerMember(member_id, None, None, "", "", frozenset(), None, -1)
-            )
-            member.instance_id, member.rack_id = value.instance_id, value.rack_id
-            member.client_id, member.client_host = value.client_id, value.client_host
-            member.subscribed = frozenset(value.subscribed)
-            member.rebalance_timeout_ms = value.rebalance_timeout_ms
-            member.server_assignor = value.server_assignor
-            member.classic = value.classic
-        elif isinstance(value, CurrentAssignmentValue) and member_id in group.members:
-            member = group.members[member_id]
-            member.epoch, member.previous_epoch = value.epoch, value.previous_epoch
-            member.assigned, member.revoking = dict(value.assigned), dict(value.revoking)
-
     def _after_consumer_replay(self) -> None:
         for group in self._consumer_groups.values():
             group.topology = self._topology(group)
@@ -574,9 +533,8 @@ class ConsumerProtocol(CoordinatorPart):
             for tp in sorted(self.offsets.of(group_id))
         ]
         records += [(k, None) for k in records_of(group)]
-        error = self._write(records)
+        error = self._write(records)  # replaying the tombstones removes the group
         if error is ErrorCode.NONE:
-            self._consumer_groups.pop(group_id, None)
             log.info("consumer group %s deleted", group_id)
         return error
 

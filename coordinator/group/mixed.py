@@ -298,9 +298,8 @@ class MixedMembership(ConsumerProtocol):
         except EmbeddedProtocolError as exc:
             log.warning("consumer group %s: cannot upgrade (%s)", group_id, exc)
             return ErrorCode.GROUP_ID_NOT_FOUND
-        group.topology = self._topology(group)
-        # No classic tombstone (it would drop the group's offsets): on replay the KIP-848
-        # records written after the classic group's replace it.
+        # No classic tombstone (it would drop the group's offsets): replaying the KIP-848
+        # records, live and on load, replaces the classic group with the consumer group.
         error = self._write(list(records_of(group).items()))
         if error is not ErrorCode.NONE:
             return error
@@ -308,8 +307,8 @@ class MixedMembership(ConsumerProtocol):
             self._timers.cancel(("session", group_id, m.member_id))
             m.answer_waiting(ErrorCode.REBALANCE_IN_PROGRESS)
         self._timers.cancel(("join", group_id))
-        self._groups.pop(group_id, None)
-        self._consumer_groups[group_id] = group
+        group = self._consumer_groups[group_id]
+        group.topology = self._topology(group)
         for member in group.members.values():
             self._arm_consumer_session(group, member)
         log.info("group %s: upgraded from classic to consumer at epoch %d", group_id, group.epoch)
@@ -351,18 +350,19 @@ class MixedMembership(ConsumerProtocol):
         classic.protocol = classic.select_protocol()
         records: list[Record] = [(k, None) for k in records_of(group)]
         records.append((GroupKey(group_id), classic.to_value()))
-        self._groups[group_id] = classic  # live: the classic record describes it
         if self._write(records) is not ErrorCode.NONE:
-            del self._groups[group_id]
             return  # stays a consumer group; the next leave tries again
+        # Replaying the records made the classic group; its members keep every protocol
+        # they sent (the record holds the selected one's metadata only).
         for member_id in group.members:
             for kind in ("consumer-session", "revoke"):
                 self._timers.cancel((kind, group_id, member_id))
-        self._consumer_groups.pop(group_id, None)
-        for member in classic.members.values():
-            self._arm_session(classic, member, now)
+        installed = self._groups[group_id]
+        for member in installed.members.values():
+            member.protocols = list(classic.members[member.member_id].protocols)
+            self._arm_session(installed, member, now)
         log.info("group %s: downgraded from consumer to classic", group_id)
-        self._prepare_rebalance(classic, "downgraded from the consumer protocol", now)
+        self._prepare_rebalance(installed, "downgraded from the consumer protocol", now)
 
 
 def _supports(group: ConsumerProtocolGroup, protocols: list[tuple[str, bytes]]) -> bool:

@@ -1,9 +1,9 @@
 """Offset commands of the consumer-group coordinator: commit, fetch, delete, transactional
 offsets and their markers, and KIP-211 retention.
 
-A mixin of ``ConsumerGroupCoordinator``: it reads the groups and writes through the
-coordinator's one log (``_write``), so every offset change is prepared, appended, then
-applied like the group changes.
+A mixin of ``ConsumerGroupCoordinator``: it reads the groups and offsets and writes records
+through the coordinator's runtime (``_write``); replaying them (``coordinator.group.shard``)
+changes the offsets, live and on load.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from coordinator.group.classic import ClassicGroup, ClassicState
+from coordinator.group.classic import ClassicState
 from coordinator.group.consumer_model import ConsumerProtocolGroup
 from coordinator.group.consumer_records import Record
 from coordinator.group.parts import CoordinatorPart
@@ -45,30 +45,13 @@ class OffsetCommands(CoordinatorPart):
 
     _log: PartitionLog
     _pending_epochs: dict[int, int]
-    _deferred: list[tuple[int, list[Record]]]
     # from ConsumerProtocol (later in the coordinator's bases)
     validate_consumer_commit: Callable[[ConsumerProtocolGroup, str, int], ErrorCode]
 
     def has_group(self, group_id: str) -> bool:
         raise NotImplementedError
 
-    def _apply(self, record: Record, record_offset: int, producer_id: int | None) -> None:
-        raise NotImplementedError
-
     # -- deferred durability: plain commits made durable off the request path -----------------
-
-    def _defer(self, base_offset: int, records: list[Record]) -> None:
-        """Records appended but not yet known durable: applied by ``durable`` in log order."""
-        self._deferred.append((base_offset, records))
-
-    def _apply_deferred(self, up_to: int | None = None) -> None:
-        """Apply the deferred records with base offset <= ``up_to`` (None: all), in order."""
-        while self._deferred and (up_to is None or self._deferred[0][0] <= up_to):
-            base, records = self._deferred.pop(0)
-            for index, record in enumerate(records):
-                self._apply(record, base + index, None)
-            group_id = getattr(records[0][0], "group_id", "")
-            self._emit(group_id, "offset-commits", len(records))
 
     def deferred_sync(self) -> Callable[[], None]:
         """A callable that makes everything appended so far durable; safe on another thread
@@ -81,19 +64,19 @@ class OffsetCommands(CoordinatorPart):
         return sync
 
     def durable(self, token: int) -> None:
-        """``deferred_sync`` covering the commit ``token`` returned: apply it (and earlier)."""
+        """``deferred_sync`` covering the commit ``token`` returned: replay it (and earlier)."""
         if not self._runtime.closed:
-            self._apply_deferred(token)
+            self._runtime.replay_unflushed(token)
 
     def deferred_failed(self, token: int) -> None:
-        """The sync failed: drop the commits up to ``token`` unapplied (the clients get an
+        """The sync failed: drop the commits up to ``token`` unreplayed (the clients get an
         error; whether the records survive a restart is unknown, as after a timeout)."""
-        self._deferred = [(base, recs) for base, recs in self._deferred if base > token]
+        self._runtime.drop_unflushed(token)
 
     def commit_offsets_deferred(
         self, committer: Committer, offsets: OffsetMap
     ) -> tuple[dict[TopicPartition, ErrorCode], int | None]:
-        """OffsetCommit appended but applied only once ``durable(token)`` says it is durable.
+        """OffsetCommit appended but replayed only once ``durable(token)`` says it is durable.
 
         Returns the results and the token (None: nothing to wait for, e.g. an error).
         """
@@ -201,7 +184,7 @@ class OffsetCommands(CoordinatorPart):
     def complete_transaction(
         self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
     ) -> ErrorCode:
-        """A WriteTxnMarkers entry for this partition: append the marker, then apply it."""
+        """A WriteTxnMarkers entry for this partition: append the marker, then replay it."""
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
         known = self._pending_epochs.get(producer_id)
@@ -209,29 +192,10 @@ class OffsetCommands(CoordinatorPart):
             return ErrorCode.INVALID_PRODUCER_EPOCH  # an old epoch's marker: a newer txn is open
         if producer_id not in self.offsets.pending:
             return ErrorCode.NONE  # nothing staged (or already applied): idempotent
-        return self._runtime.write_result(
-            0,
-            CoordinatorResult(
-                (),
-                ErrorCode.NONE,
-                apply=lambda _offset: self._apply_written_marker(producer_id, commit),
-                marker=ControlMarker(commit, producer_id, producer_epoch, coordinator_epoch),
-            ),
+        marker = ControlMarker(commit, producer_id, producer_epoch, coordinator_epoch)
+        return self._runtime.write(
+            0, lambda _shard: CoordinatorResult((), ErrorCode.NONE, marker=marker)
         )
-
-    def _apply_written_marker(self, producer_id: int, commit: bool) -> None:
-        self._apply_deferred()  # durable with the marker, and earlier in the log
-        self._apply_marker(producer_id, commit)
-
-    def _apply_marker(self, producer_id: int, commit: bool) -> None:
-        applied = self.offsets.complete(producer_id, commit)
-        self._pending_epochs.pop(producer_id, None)
-        for group_id, _tp in applied:
-            if not self.has_group(group_id):
-                self._groups[group_id] = ClassicGroup(group_id)
-        if applied:
-            for group_id in {g for g, _tp in applied}:
-                self._emit(group_id, "offset-commits", sum(1 for g, _ in applied if g == group_id))
 
     def fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool

@@ -25,7 +25,6 @@ so a replay ends with the same group, offsets included.
 
 from __future__ import annotations
 
-import copy
 import logging
 import uuid
 from collections.abc import Callable, Iterable
@@ -117,13 +116,13 @@ class MixedMembership(ConsumerProtocol):
         except EmbeddedProtocolError:
             respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
             return
-        before, backup = self._checkpoint(group.group_id)
+        group = group.working_copy()  # written, then replayed into the group
         if static is not None and static.member_id != member_id:
             # The instance restarted with a new member id: it takes the old member's place.
             replaced = group.members.pop(static.member_id)
             self._timers.cancel(("consumer-session", group.group_id, replaced.member_id))
             self._timers.cancel(("revoke", group.group_id, replaced.member_id))
-            existing = copy.copy(replaced)
+            existing = replaced  # the working copy's member: the group's is untouched
             existing.member_id = member_id
             if replaced.member_id in group.target:
                 group.target[member_id] = group.target.pop(replaced.member_id)
@@ -148,7 +147,7 @@ class MixedMembership(ConsumerProtocol):
         if changed or self._topology(group) != group.topology:
             self._new_target(group)
         self._reconcile(group, member)
-        error = self._persist_consumer(group.group_id, before, backup)
+        error = self._persist_consumer(group)
         if error is not ErrorCode.NONE:
             respond(JoinResult(error, member_id))
             return
@@ -246,7 +245,7 @@ class MixedMembership(ConsumerProtocol):
     def classic_leave_from_consumer(
         self, group: ConsumerProtocolGroup, members: list[tuple[str, str | None]]
     ) -> list[tuple[str, str | None, ErrorCode]]:
-        before, backup = self._checkpoint(group.group_id)
+        group = group.working_copy()  # written, then replayed into the group
         results: list[tuple[str, str | None, ErrorCode]] = []
         for given_id, instance_id in members:
             member_id = given_id
@@ -261,7 +260,7 @@ class MixedMembership(ConsumerProtocol):
             self._remove_consumer_member(group, found.member_id)
             results.append((found.member_id, instance_id, ErrorCode.NONE))
         if any(e is ErrorCode.NONE for _m, _i, e in results):
-            error = self._persist_consumer(group.group_id, before, backup)
+            error = self._persist_consumer(group)
             if error is not ErrorCode.NONE:
                 return [(m, i, error if e is ErrorCode.NONE else e) for m, i, e in results]
         return results

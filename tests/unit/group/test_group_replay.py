@@ -6,24 +6,27 @@ pending per producer and the producers' epochs, every KIP-848 group as its recor
 (``records_of``), and every classic group at rest as its record (``to_value``).  What is in
 memory only stays out, as in Kafka: a classic group's rebalance in progress (its record is
 written when the rebalance completes), a classic group that never completed one, KIP-848
-members' owned and sent partitions.  Classic and KIP-848 operations use their own group ids
-(offsets go to every id); operations run on a manual clock over a memory log, some with their
-append failing.
+members' owned and sent partitions, a Stable classic group's state timestamp (its move to
+Stable follows its record), a classic group whose record failed to be written when a
+rebalance left it empty (it keeps its next generation, as Kafka's does).  Classic and
+KIP-848 operations use their own group ids (offsets go to every id); operations run on a
+manual clock over a memory log, some with their append failing.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.group.classic import ClassicState
+from coordinator.group.classic import ClassicGroup, ClassicState
 from coordinator.group.consumer_protocol import records_of
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.group.offset_commands import Committer
+from coordinator.group.records import GroupValue
 from coordinator.group.results import JoinRequest
 from coordinator.log.memory_log import MemoryLog
 from coordinator.topics import TopicRegistry
@@ -125,6 +128,10 @@ class Bench:
         default_factory=lambda: TopicRegistry(MemoryLog(), random.Random(3))
     )
     answers: list[Any] = field(default_factory=list)
+    # classic groups a failing write may have left ahead of the log: a rebalance that ends
+    # empty moves the group to its next generation before its record is written (Kafka's
+    # initNextGeneration), and keeps it there when the write fails
+    unpersisted: set[str] = field(default_factory=set)
     coord: ConsumerGroupCoordinator = field(init=False)
 
     def __post_init__(self) -> None:
@@ -225,11 +232,22 @@ class Bench:
             case Advance(ms):
                 self.clock.advance(ms)
             case Failing(inner):
+                if isinstance(inner, Join | Sync | Leave):
+                    self.unpersisted.add(CLASSIC[inner.group % len(CLASSIC)])
+                elif isinstance(inner, Advance):
+                    self.unpersisted.update(CLASSIC)
                 self.log.fail_next(OSError("disk gone"), times=10)
                 try:
                     self.run(inner)
                 finally:
                     self.log.failures.clear()
+
+
+def classic_value(group: ClassicGroup) -> GroupValue:
+    """A classic group's record; a Stable group's state timestamp is its move to Stable, just
+    after its record was written (only an Empty group's, which expiry reads, is compared)."""
+    value = group.to_value()
+    return value if group.state is ClassicState.EMPTY else replace(value, state_timestamp=-1)
 
 
 def log_backed(coord: ConsumerGroupCoordinator, at_rest: set[str]) -> dict[str, object]:
@@ -239,9 +257,7 @@ def log_backed(coord: ConsumerGroupCoordinator, at_rest: set[str]) -> dict[str, 
         "pending": offsets.pending,
         "epochs": dict(coord._pending_epochs),
         "consumer": {g: records_of(v) for g, v in coord._consumer_groups.items()},
-        "classic": {
-            g: v.to_value() for g, v in coord._groups.items() if g in at_rest and g in coord._groups
-        },
+        "classic": {g: classic_value(v) for g, v in coord._groups.items() if g in at_rest},
     }
 
 
@@ -283,7 +299,7 @@ def test_live_state_is_the_state_reloaded_from_the_log(ops: list[object]) -> Non
         bench.run(op)
         reloaded = bench.new(bench.log.inner)
         try:
-            rest = at_rest(bench.coord)
+            rest = at_rest(bench.coord) - bench.unpersisted
             assert log_backed(reloaded, rest) == log_backed(bench.coord, rest), op
             assert set(reloaded._consumer_groups) == set(bench.coord._consumer_groups)
         finally:

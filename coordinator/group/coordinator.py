@@ -50,7 +50,7 @@ from coordinator.group.classic import (
     Responder,
 )
 from coordinator.group.consumer_model import ConsumerProtocolGroup
-from coordinator.group.consumer_protocol import ConsumerProtocol
+from coordinator.group.consumer_protocol import ConsumerProtocol, records_of
 from coordinator.group.consumer_records import Record
 from coordinator.group.mixed import MixedMembership
 from coordinator.group.offset_commands import OffsetCommands
@@ -205,7 +205,11 @@ class ConsumerGroupCoordinator(OffsetCommands, GroupAdmin, MixedMembership, Cons
         if consumer is not None:
             if consumer.members:
                 return ErrorCode.NONE  # classic members of a KIP-848 group (mixed)
-            del self._consumer_groups[req.group_id]
+            # An empty KIP-848 group is deleted for the classic one (Kafka's
+            # maybeDeleteEmptyConsumerGroup): its records' tombstones, replayed, remove it.
+            error = self._write([(key, None) for key in records_of(consumer)])
+            if error is not ErrorCode.NONE:
+                return error
         group = self._groups.get(req.group_id)
         if group is not None and not group.supports(req.protocol_type, req.protocols):
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL

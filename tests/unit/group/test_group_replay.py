@@ -9,8 +9,8 @@ written when the rebalance completes), a classic group that never completed one,
 members' owned and sent partitions, a Stable classic group's state timestamp (its move to
 Stable follows its record), a classic group whose record failed to be written when a
 rebalance left it empty (it keeps its next generation, as Kafka's does).  Classic and
-KIP-848 operations use their own group ids (offsets go to every id); operations run on a
-manual clock over a memory log, some with their append failing.
+KIP-848 operations share one of their group ids (offsets go to every id); operations run on
+a manual clock over a memory log, some with their append failing.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from txn.config import BrokerConfig
 from txn.ids import TopicPartition
 
 CLASSIC = ["c0", "c1"]
-CONSUMER = ["k0", "k1"]
-GROUPS = [*CLASSIC, *CONSUMER, "manual"]
+CONSUMER = ["c1", "k0"]  # c1 is both: upgrades, downgrades, an empty group taken over
+GROUPS = [*CLASSIC, "k0", "manual"]
 CONFIG = {
     "group.initial.rebalance.delay.ms": "0",
     "offsets.retention.minutes": "1",

@@ -53,10 +53,16 @@ from coordinator.group.consumer_model import ConsumerProtocolGroup
 from coordinator.group.consumer_protocol import ConsumerProtocol, records_of
 from coordinator.group.consumer_records import Record
 from coordinator.group.mixed import MixedMembership
-from coordinator.group.offset_commands import OffsetCommands
+from coordinator.group.offset_commands import (
+    Committer,
+    OffsetCommands,
+    OffsetContext,
+    OffsetMap,
+)
 from coordinator.group.offsets import OffsetStore
 from coordinator.group.records import GroupKey
 from coordinator.group.results import (
+    FetchedOffset,
     JoinRequest,
     JoinResult,
     SyncResult,
@@ -69,13 +75,14 @@ from coordinator.share.group_model import TopicLookup
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
+from txn.ids import TopicPartition
 
 log = logging.getLogger("sharetxn.groups")
 
 _S = ClassicState
 
 
-class ConsumerGroupCoordinator(OffsetCommands, GroupAdmin, MixedMembership, ConsumerProtocol):
+class ConsumerGroupCoordinator(GroupAdmin, MixedMembership, ConsumerProtocol):
     """Classic consumer groups and their offsets on one ``__consumer_offsets`` partition."""
 
     def __init__(
@@ -107,6 +114,20 @@ class ConsumerGroupCoordinator(OffsetCommands, GroupAdmin, MixedMembership, Cons
         self._pending_epochs: dict[int, int] = shard.offsets.pending_epochs
         self._topics = topics
         self._timers = Timers()
+        self.offset_commands = OffsetCommands(
+            OffsetContext(
+                clock,
+                config,
+                self._runtime,
+                group_log,
+                self._timers,
+                self._write,
+                self._fence_committer,
+                self._touch_member,
+                is_share_group,
+                self._emit,
+            )
+        )
 
     @property
     def offsets(self) -> OffsetStore:
@@ -129,7 +150,7 @@ class ConsumerGroupCoordinator(OffsetCommands, GroupAdmin, MixedMembership, Cons
         for group in self._groups.values():
             for member in group.members.values():
                 self._arm_session(group, member, now)
-        self._schedule_expiry()
+        self.offset_commands.schedule_expiry()
 
     def close(self) -> None:
         self._runtime.close()
@@ -151,6 +172,91 @@ class ConsumerGroupCoordinator(OffsetCommands, GroupAdmin, MixedMembership, Cons
             return ErrorCode.GROUP_ID_NOT_FOUND
         del self._groups[group_id]
         return ErrorCode.NONE
+
+    # --- offsets (the offset commands part) ---------------------------------------------------
+
+    def commit_offsets(
+        self, committer: Committer, offsets: OffsetMap
+    ) -> dict[TopicPartition, ErrorCode]:
+        """OffsetCommit: (offset, leader epoch, metadata) per partition."""
+        return self.offset_commands.commit_offsets(committer, offsets)
+
+    def commit_offsets_deferred(
+        self, committer: Committer, offsets: OffsetMap
+    ) -> tuple[dict[TopicPartition, ErrorCode], int | None]:
+        """OffsetCommit appended, replayed once ``durable(token)`` says it is durable."""
+        return self.offset_commands.commit_offsets_deferred(committer, offsets)
+
+    def deferred_sync(self) -> Callable[[], None]:
+        return self.offset_commands.deferred_sync()
+
+    def durable(self, token: int) -> None:
+        self.offset_commands.durable(token)
+
+    def deferred_failed(self, token: int) -> None:
+        self.offset_commands.deferred_failed(token)
+
+    def txn_commit_offsets(
+        self, producer_id: int, producer_epoch: int, committer: Committer, offsets: OffsetMap
+    ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: offsets staged under the producer until its transaction's marker."""
+        return self.offset_commands.txn_commit_offsets(
+            producer_id, producer_epoch, committer, offsets
+        )
+
+    def complete_transaction(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> ErrorCode:
+        """A WriteTxnMarkers entry for this partition."""
+        return self.offset_commands.complete_transaction(
+            producer_id, producer_epoch, commit, coordinator_epoch
+        )
+
+    def fetch_offsets(
+        self, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool
+    ) -> tuple[ErrorCode, dict[TopicPartition, FetchedOffset]]:
+        """OffsetFetch for one group (``partitions`` None: every committed partition)."""
+        return self.offset_commands.fetch_offsets(group_id, partitions, require_stable)
+
+    def delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """OffsetDelete (KIP-496)."""
+        return self.offset_commands.delete_offsets(group_id, partitions)
+
+    def expire_offsets(self) -> int:
+        """Delete the offsets past ``offsets.retention.minutes`` now (KIP-211)."""
+        return self.offset_commands.expire_offsets()
+
+    def _fence_committer(self, committer: Committer) -> ErrorCode:
+        """A committer against its group's membership (generation or member epoch, member
+        and instance id); generation -1 commits to an empty or new group."""
+        group_id, generation = committer.group_id, committer.generation
+        member_id, group_instance_id = committer.member_id, committer.group_instance_id
+        consumer = self._consumer_groups.get(group_id)
+        if consumer is not None:
+            return self.validate_consumer_commit(consumer, member_id, generation)
+        group = self._groups.get(group_id)
+        if group is None:
+            # Manual assignment (generation -1) commits to a new, empty group.
+            return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
+        if generation < 0 and group.state is _S.EMPTY:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return group.unknown_member_error(group_instance_id)
+        if group_instance_id is not None and group_instance_id != member.group_instance_id:
+            return ErrorCode.FENCED_INSTANCE_ID
+        if generation != group.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+        if group.state is _S.COMPLETING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def _touch_member(self, group_id: str, member_id: str) -> None:
+        group = self._groups.get(group_id)
+        if group is not None and member_id in group.members:
+            self._arm_session(group, group.members[member_id], self._clock.now_ms())
 
     # --- JoinGroup ----------------------------------------------------------------------------
 

@@ -1,9 +1,11 @@
 """Offset commands of the consumer-group coordinator: commit, fetch, delete, transactional
 offsets and their markers, and KIP-211 retention.
 
-A mixin of ``ConsumerGroupCoordinator``: it reads the groups and offsets and writes records
-through the coordinator's runtime (``_write``); replaying them (``coordinator.group.shard``)
-changes the offsets, live and on load.
+A part composed into ``ConsumerGroupCoordinator`` (which answers the requests through it):
+it reads the shard's offsets and groups and writes records through the coordinator
+(``write``); replaying them (``coordinator.group.shard``) changes the offsets, live and on
+load.  Fencing a committer against its group's membership is the coordinator's
+(``fence``), and so is keeping a committing member's session alive (``touch``).
 """
 
 from __future__ import annotations
@@ -11,15 +13,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from coordinator.group.classic import ClassicState
-from coordinator.group.consumer_model import ConsumerProtocolGroup
 from coordinator.group.consumer_records import Record
-from coordinator.group.parts import CoordinatorPart
+from coordinator.group.offsets import OffsetStore
 from coordinator.group.records import GroupKey, OffsetKey, OffsetValue
 from coordinator.group.results import FetchedOffset
+from coordinator.group.shard import GroupRuntime
+from coordinator.group.timers import Timers
 from coordinator.log.storage import PartitionLog
 from coordinator.shard_runtime import ControlMarker, CoordinatorResult
+from txn.clock import Clock
+from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
@@ -40,25 +46,61 @@ class Committer:
     group_instance_id: str | None
 
 
-class OffsetCommands(CoordinatorPart):
-    """Offsets for ``ConsumerGroupCoordinator`` (which provides the attributes below)."""
+class Write(Protocol):
+    """The coordinator's write: records as one batch, flushed (or deferred), then replayed."""
 
-    _log: PartitionLog
-    _pending_epochs: dict[int, int]
-    # from ConsumerProtocol (later in the coordinator's bases)
-    validate_consumer_commit: Callable[[ConsumerProtocolGroup, str, int], ErrorCode]
+    def __call__(
+        self,
+        records: list[Record],
+        *,
+        producer: tuple[int, int] | None = None,
+        defer: bool = False,
+    ) -> ErrorCode: ...
 
-    def has_group(self, group_id: str) -> bool:
-        raise NotImplementedError
+
+@dataclass(frozen=True, slots=True)
+class OffsetContext:
+    """What the offset commands work with: the runtime and its shard, the log (for deferred
+    syncs), and the coordinator's write, fencing and metering."""
+
+    clock: Clock
+    config: BrokerConfig
+    runtime: GroupRuntime
+    log: PartitionLog
+    timers: Timers
+    write: Write
+    fence: Callable[[Committer], ErrorCode]  # a committer against its group's membership
+    touch: Callable[[str, str], None]  # (group, member): a commit keeps the session alive
+    is_share_group: Callable[[str], bool]
+    emit: Callable[[str, str, int], None]
+
+
+class OffsetCommands:
+    """Offsets for ``ConsumerGroupCoordinator``."""
+
+    def __init__(self, context: OffsetContext) -> None:
+        self._c = context
+        self._runtime = context.runtime
+        self._config = context.config
+        self._clock = context.clock
+        self._write = context.write
+        self._emit = context.emit
+
+    @property
+    def offsets(self) -> OffsetStore:
+        return self._runtime.shard.offsets.store
+
+    def availability(self) -> ErrorCode:
+        return self._runtime.availability()
 
     # -- deferred durability: plain commits made durable off the request path -----------------
 
     def deferred_sync(self) -> Callable[[], None]:
         """A callable that makes everything appended so far durable; safe on another thread
         while appends go on (a log without that ability is flushed now instead)."""
-        later = getattr(self._log, "fsync_later", None)
+        later = getattr(self._c.log, "fsync_later", None)
         if later is None:
-            self._log.flush()
+            self._c.log.flush()
             return lambda: None
         sync: Callable[[], None] = later()
         return sync
@@ -83,33 +125,13 @@ class OffsetCommands(CoordinatorPart):
         return self._commit_offsets(committer, offsets, True)
 
     def _validate_commit(self, committer: Committer) -> ErrorCode:
-        group_id, generation = committer.group_id, committer.generation
-        member_id, group_instance_id = committer.member_id, committer.group_instance_id
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
-        if not group_id:
+        if not committer.group_id:
             return ErrorCode.INVALID_GROUP_ID
-        if self._is_share_group(group_id):
+        if self._c.is_share_group(committer.group_id):
             return ErrorCode.GROUP_ID_NOT_FOUND
-        consumer = self._consumer_groups.get(group_id)
-        if consumer is not None:
-            return self.validate_consumer_commit(consumer, member_id, generation)
-        group = self._groups.get(group_id)
-        if group is None:
-            # Manual assignment (generation -1) commits to a new, empty group.
-            return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
-        if generation < 0 and group.state is _S.EMPTY:
-            return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return group.unknown_member_error(group_instance_id)
-        if group_instance_id is not None and group_instance_id != member.group_instance_id:
-            return ErrorCode.FENCED_INSTANCE_ID
-        if generation != group.generation:
-            return ErrorCode.ILLEGAL_GENERATION
-        if group.state is _S.COMPLETING_REBALANCE:
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return ErrorCode.NONE
+        return self._c.fence(committer)
 
     def commit_offsets(
         self, committer: Committer, offsets: OffsetMap
@@ -126,12 +148,10 @@ class OffsetCommands(CoordinatorPart):
             error = self._check_metadata(offsets)
         if error is not ErrorCode.NONE or not offsets:
             return dict.fromkeys(offsets, error), None
-        group_id, member_id = committer.group_id, committer.member_id
-        group = self._groups.get(group_id)
-        if group is not None and member_id in group.members:
-            self._arm_session(group, group.members[member_id], self._clock.now_ms())
+        group_id = committer.group_id
+        self._c.touch(group_id, committer.member_id)
         records = self._offset_records(group_id, offsets)
-        end_before = self._log.log_end_offset
+        end_before = self._c.log.log_end_offset
         error = self._write(records, defer=defer)
         if error is ErrorCode.NONE and not defer:
             self._emit(group_id, "offset-commits", len(records))
@@ -168,11 +188,11 @@ class OffsetCommands(CoordinatorPart):
         group_id = committer.group_id
         if committer.member_id or committer.generation >= 0:
             error = self._validate_commit(committer)
-        elif self._is_share_group(group_id):
+        elif self._c.is_share_group(group_id):
             error = ErrorCode.GROUP_ID_NOT_FOUND
         if error is ErrorCode.NONE:
             error = self._check_metadata(offsets)
-        known_epoch = self._pending_epochs.get(producer_id)
+        known_epoch = self._runtime.shard.offsets.pending_epochs.get(producer_id)
         if error is ErrorCode.NONE and known_epoch is not None and producer_epoch < known_epoch:
             error = ErrorCode.PRODUCER_FENCED
         if error is not ErrorCode.NONE:
@@ -187,7 +207,7 @@ class OffsetCommands(CoordinatorPart):
         """A WriteTxnMarkers entry for this partition: append the marker, then replay it."""
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
-        known = self._pending_epochs.get(producer_id)
+        known = self._runtime.shard.offsets.pending_epochs.get(producer_id)
         if known is not None and producer_epoch < known:
             return ErrorCode.INVALID_PRODUCER_EPOCH  # an old epoch's marker: a newer txn is open
         if producer_id not in self.offsets.pending:
@@ -250,25 +270,26 @@ class OffsetCommands(CoordinatorPart):
     def _subscriptions(self, group_id: str) -> tuple[bool, bool, frozenset[str] | None]:
         """(the group exists, it has members, its subscribed topics or None when its members
         do not use the consumer protocol)."""
-        consumer = self._consumer_groups.get(group_id)
+        membership = self._runtime.shard.membership
+        consumer = membership.consumer_groups.get(group_id)
         if consumer is not None:
             return True, bool(consumer.members), consumer.subscribed_topics()
-        group = self._groups.get(group_id)
+        group = membership.groups.get(group_id)
         if group is None or group.state is _S.DEAD:
             return False, False, None
         return True, group.state is not _S.EMPTY, group.subscribed_topics()
 
     # --- offset retention (KIP-211) -----------------------------------------------------------
 
-    def _schedule_expiry(self) -> None:
+    def schedule_expiry(self) -> None:
         interval = self._config.get_int("offsets.retention.check.interval.ms")
-        self._timers.arm(self._clock, ("expiry",), interval, self._expire_offsets)
+        self._c.timers.arm(self._clock, ("expiry",), interval, self._expire_offsets)
 
     def _expire_offsets(self) -> None:
         if self._runtime.closed:
             return
         self.expire_offsets()
-        self._schedule_expiry()
+        self.schedule_expiry()
 
     def expire_offsets(self) -> int:
         """Delete offsets past ``offsets.retention.minutes``: every offset of a group empty for
@@ -276,8 +297,9 @@ class OffsetCommands(CoordinatorPart):
         now = self._clock.now_ms()
         retention = self._config.get_int("offsets.retention.minutes") * 60_000
         expired = 0
+        groups = self._runtime.shard.membership.groups
         for group_id in sorted(self.offsets.committed):
-            group = self._groups.get(group_id)
+            group = groups.get(group_id)
             _known, active, subscribed = self._subscriptions(group_id)
             empty = not active
             records: list[Record] = []

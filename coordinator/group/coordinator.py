@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from coordinator.group.admin_views import GroupAdmin
 from coordinator.group.classic import (
@@ -63,6 +63,8 @@ from coordinator.group.offsets import OffsetStore
 from coordinator.group.records import GroupKey
 from coordinator.group.results import (
     FetchedOffset,
+    GroupDescription,
+    GroupListing,
     JoinRequest,
     JoinResult,
     SyncResult,
@@ -82,7 +84,7 @@ log = logging.getLogger("sharetxn.groups")
 _S = ClassicState
 
 
-class ConsumerGroupCoordinator(GroupAdmin, MixedMembership, ConsumerProtocol):
+class ConsumerGroupCoordinator(MixedMembership, ConsumerProtocol):
     """Classic consumer groups and their offsets on one ``__consumer_offsets`` partition."""
 
     def __init__(
@@ -114,6 +116,9 @@ class ConsumerGroupCoordinator(GroupAdmin, MixedMembership, ConsumerProtocol):
         self._pending_epochs: dict[int, int] = shard.offsets.pending_epochs
         self._topics = topics
         self._timers = Timers()
+        self.admin = GroupAdmin(
+            self._runtime, self._write, self.describe_as_classic, self.delete_consumer_group
+        )
         self.offset_commands = OffsetCommands(
             OffsetContext(
                 clock,
@@ -172,6 +177,22 @@ class ConsumerGroupCoordinator(GroupAdmin, MixedMembership, ConsumerProtocol):
             return ErrorCode.GROUP_ID_NOT_FOUND
         del self._groups[group_id]
         return ErrorCode.NONE
+
+    # --- describe, list, delete (the admin part) ----------------------------------------------
+
+    def describe(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        """DescribeGroups."""
+        return self.admin.describe(group_ids)
+
+    def list_groups(
+        self, states: Iterable[str] = (), types: Iterable[str] = ()
+    ) -> list[GroupListing]:
+        """ListGroups (KIP-518 states, KIP-848 types)."""
+        return self.admin.list_groups(states, types)
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
+        """DeleteGroups."""
+        return self.admin.delete_groups(group_ids)
 
     # --- offsets (the offset commands part) ---------------------------------------------------
 

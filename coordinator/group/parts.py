@@ -20,10 +20,10 @@ if TYPE_CHECKING:
 
 
 class CoordinatorPart:
-    """Admin views, KIP-848 and mixed membership (mixins; the offset commands are a composed
-    part) write through the coordinator's ``_write`` (records as a ``CoordinatorResult`` on
-    its runtime); it is typed here once, with the other methods and the state they share
-    (set by ``ConsumerGroupCoordinator.__init__``)."""
+    """KIP-848 and mixed membership (mixins; the offset commands and the admin views are
+    composed parts) write through the coordinator's ``_write`` (records as a
+    ``CoordinatorResult`` on its runtime); it is typed here once, with the other methods and
+    the state they share (set by ``ConsumerGroupCoordinator.__init__``)."""
 
     _clock: Clock
     _config: BrokerConfig

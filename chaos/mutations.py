@@ -403,7 +403,8 @@ def _txn_offsets_before_marker(stack: ExitStack) -> None:
     ) -> dict[TopicPartition, ErrorCode]:
         results = original(self, producer_id, *args)
         if all(error is ErrorCode.NONE for error in results.values()):
-            self._apply_marker(producer_id, True)
+            # the marker's effect, without the marker
+            self._runtime.shard.replay_marker(0, producer_id, 0, True)
         return results
 
     replace(stack, ConsumerGroupCoordinator, "txn_commit_offsets", txn_commit_offsets)

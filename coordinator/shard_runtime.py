@@ -5,7 +5,7 @@ return a ``CoordinatorResult`` -- the records that would make the change, and th
 request gets once they are durable -- without touching a log.  The ``CoordinatorRuntime`` does
 the rest, the same way for transactions, share state, share groups and consumer groups.
 
-A runtime that owns its shard (a ``RecordShard``: typed records, a codec, one replay method):
+The runtime owns its shard (a ``RecordShard``: typed records, a codec, one replay method):
 
 * ``write(partition, op)`` runs ``op(shard)``, which must not change the shard; the runtime
   encodes the result's records with the shard's codec, appends them as one batch
@@ -13,15 +13,14 @@ A runtime that owns its shard (a ``RecordShard``: typed records, a codec, one re
   again when the fsync fails, maps a failure to the coordinator error Kafka answers with, and
   only then calls ``shard.replay(partition, offset, producer_id, producer_epoch, record)`` for
   each record (``replay_marker`` for a marker).  Replay is the only mutation of the shard;
+* ``write(partition, op, flush=False)`` appends without the fsync: the records are replayed
+  only once ``replay_unflushed(up_to)`` says the log is durable up to them (or a later
+  flushing write made them durable), in log order; ``drop_unflushed`` forgets them;
 * ``load`` decodes every record of the shard's logs from their start and replays it through
   the same two methods, then marks the shard loaded.
 
-Shards not converted yet (consumer groups) pass themselves to
-``load`` as a ``CoordinatorShard`` (raw records) and write through ``write_result``, whose
-``CoordinatorResult`` carries ``apply``/``revert`` callbacks.
-
-Both share the lifecycle: ``availability`` (load in progress, loaded, closed) and ``close``,
-which also cancels the shard's named timers (``schedule_periodic``, ``schedule_once``).
+The lifecycle: ``availability`` (load in progress, loaded, closed) and ``close``, which also
+cancels the shard's named timers (``schedule_periodic``, ``schedule_once``).
 """
 
 from __future__ import annotations
@@ -45,12 +44,9 @@ __all__ = [
     "ControlMarker",
     "CoordinatorResult",
     "CoordinatorRuntime",
-    "CoordinatorShard",
-    "LoadedRecord",
     "Record",
     "RecordCodec",
     "RecordShard",
-    "UnownedRuntime",
     "answer_each",
     "append_error_code",
 ]
@@ -76,29 +72,24 @@ class ControlMarker:
 class CoordinatorResult(Generic[T_co, R]):
     """What a shard operation returns: records to persist, and the answer once they are.
 
-    ``records`` are the shard's typed records (``write``) or raw key/value pairs
-    (``write_result``).  ``producer`` (id, epoch) makes the batch transactional; ``marker``
-    writes a control batch instead of ``records``.  Only ``write_result`` (shards not yet
-    converted to replay-only mutation) uses ``apply(base_offset)``, which makes the records
-    current, and ``revert``, which undoes what the shard prepared when the write fails.
+    ``records`` are the shard's typed records.  ``producer`` (id, epoch) makes the batch
+    transactional; ``marker`` writes a control batch instead of ``records``.
     """
 
     records: Sequence[T_co]
     response: R
-    apply: Callable[[int], None] | None = None
-    revert: Callable[[], None] | None = None
     producer: tuple[int, int] | None = None
     marker: ControlMarker | None = None
 
 
-class LoadedRecord(NamedTuple):
-    """One record of a coordinator log, as load replays it."""
+class _Unflushed(NamedTuple):
+    """Records appended without an fsync, replayed once known durable."""
 
     partition: int
-    offset: int
-    header: BatchHeader
-    key: bytes | None
-    value: bytes | None
+    base_offset: int
+    records: Sequence[Any]
+    producer: tuple[int, int] | None
+    on_durable: Callable[[], None] | None
 
 
 class RecordCodec(Protocol[T]):
@@ -134,16 +125,6 @@ class RecordShard(Protocol[T]):
 
 
 S = TypeVar("S", bound=RecordShard[Any])
-
-
-class CoordinatorShard:
-    """The replay side of a shard not owned by its runtime: called for every record on load."""
-
-    def replay(self, record: LoadedRecord) -> None:
-        raise NotImplementedError
-
-    def replay_marker(self, partition: int, header: BatchHeader, commit: bool) -> None:
-        """A COMMIT/ABORT marker on load (most logs have none to act on)."""
 
 
 def answer_each(
@@ -182,6 +163,7 @@ class CoordinatorRuntime(Generic[S]):
         self._skip_below_start = skip_below_start
         self._logs: dict[int, PartitionLog] = dict(logs or {})
         self._timers: dict[str, Timer] = {}
+        self._unflushed: list[_Unflushed] = []
         self._loaded = False
         self._closed = False
 
@@ -215,27 +197,21 @@ class CoordinatorRuntime(Generic[S]):
     def partition_log(self, partition: int = 0) -> PartitionLog:
         return self._logs[partition]
 
-    def load(
-        self,
-        shard: CoordinatorShard | None = None,
-        logs: Iterable[tuple[int, PartitionLog]] | None = None,
-    ) -> None:
-        """Replay every log through ``shard`` (the owned shard when None), then mark it loaded.
+    def load(self, logs: Iterable[tuple[int, PartitionLog]] | None = None) -> None:
+        """Replay every log into the shard, then mark it loaded.
 
         ``logs`` (partition, log) replaces the runtime's logs; each is replayed as it comes,
         so a generator opens one log after the replay of the one before.
         """
         self._loaded = False
+        self._unflushed.clear()
         if logs is None:
             logs = list(self._logs.items())
         else:
             self._logs = {}
         for partition, target in logs:
             self._logs[partition] = target
-            if shard is not None:
-                self._replay(shard, partition, target)
-            else:
-                self._replay_owned(partition, target)
+            self._replay(partition, target)
         self._loaded, self._closed = True, False
 
     def close(self) -> None:
@@ -275,14 +251,7 @@ class CoordinatorRuntime(Generic[S]):
                     continue  # deleted by a log start offset that cut this batch
                 yield header, None, offset, key, value
 
-    def _replay(self, shard: CoordinatorShard, partition: int, target: PartitionLog) -> None:
-        for header, commit, offset, key, value in self._log_records(partition, target):
-            if commit is not None:
-                shard.replay_marker(partition, header, commit)
-            else:
-                shard.replay(LoadedRecord(partition, offset, header, key, value))
-
-    def _replay_owned(self, partition: int, target: PartitionLog) -> None:
+    def _replay(self, partition: int, target: PartitionLog) -> None:
         shard = self.shard
         for header, commit, offset, key, value in self._log_records(partition, target):
             if commit is not None:
@@ -302,11 +271,22 @@ class CoordinatorRuntime(Generic[S]):
 
     # --- writes -------------------------------------------------------------------------------
 
-    def write(self, partition: int, op: Callable[[S], CoordinatorResult[Any, R]]) -> R | ErrorCode:
+    def write(
+        self,
+        partition: int,
+        op: Callable[[S], CoordinatorResult[Any, R]],
+        *,
+        flush: bool = True,
+        on_durable: Callable[[], None] | None = None,
+    ) -> R | ErrorCode:
         """Run ``op`` on the shard, persist its records durably, then replay them into it.
 
         The response, or the coordinator's availability error, or the append error (the
         shard is then unchanged).  A result with no records and no marker appends nothing.
+
+        ``flush`` False: append only, and answer at once; the records are replayed (then
+        ``on_durable`` called) by ``replay_unflushed`` once the caller made the log durable,
+        or by the next flushing write, which makes them durable too.  No markers.
         """
         if (available := self.availability()) is not ErrorCode.NONE:
             return available
@@ -319,23 +299,51 @@ class CoordinatorRuntime(Generic[S]):
         except ValueError:
             log.exception("cannot encode a %s record", self.log_name(partition))
             return ErrorCode.INVALID_REQUEST
-        done = self._append(partition, raw, result.producer, result.marker, flush=True)
+        if not flush and result.marker is not None:
+            raise ValueError("a control marker is always flushed")
+        done = self._append(partition, raw, result.producer, result.marker, flush=flush)
         if isinstance(done, ErrorCode):
             return done
+        if not flush:
+            self._unflushed.append(
+                _Unflushed(partition, done, result.records, result.producer, on_durable)
+            )
+            return result.response
+        self.replay_unflushed()  # the flush made them durable too, and they come first
         marker = result.marker
         if marker is not None:
             shard.replay_marker(partition, marker.producer_id, marker.producer_epoch, marker.commit)
             return result.response
-        producer_id, producer_epoch = result.producer or (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
-        for delta, record in enumerate(result.records):
-            shard.replay(partition, done + delta, producer_id, producer_epoch, record)
+        self._replay_written(partition, done, result.records, result.producer)
         return result.response
 
-    def append(
-        self, partition: int, result: CoordinatorResult[Record, R], *, flush: bool = True
-    ) -> int | ErrorCode:
-        """Append the result's batch (and fsync unless ``flush`` is False): base offset/error."""
-        return self._append(partition, result.records, result.producer, result.marker, flush=flush)
+    def _replay_written(
+        self,
+        partition: int,
+        base_offset: int,
+        records: Sequence[Any],
+        producer: tuple[int, int] | None,
+    ) -> None:
+        shard = self.shard
+        producer_id, producer_epoch = producer or (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+        for delta, record in enumerate(records):
+            shard.replay(partition, base_offset + delta, producer_id, producer_epoch, record)
+
+    def replay_unflushed(self, up_to: int | None = None) -> None:
+        """Replay the unflushed writes with base offset <= ``up_to`` (None: all), in log
+        order: the caller made the log durable that far."""
+        while self._unflushed and (up_to is None or self._unflushed[0].base_offset <= up_to):
+            written = self._unflushed.pop(0)
+            self._replay_written(
+                written.partition, written.base_offset, written.records, written.producer
+            )
+            if written.on_durable is not None:
+                written.on_durable()
+
+    def drop_unflushed(self, up_to: int) -> None:
+        """Forget the unflushed writes with base offset <= ``up_to``, unreplayed (making them
+        durable failed: whether they survive a restart is unknown, as after a timeout)."""
+        self._unflushed = [w for w in self._unflushed if w.base_offset > up_to]
 
     def _append(
         self,
@@ -354,17 +362,6 @@ class CoordinatorRuntime(Generic[S]):
         return append_durably(
             self._logs[partition], batch, now, name=self.log_name(partition), flush=flush
         )
-
-    def write_result(self, partition: int, result: CoordinatorResult[Record, R]) -> R | ErrorCode:
-        """Persist the result durably, then apply it: its response, or the append error."""
-        done = self.append(partition, result)
-        if isinstance(done, ErrorCode):
-            if result.revert is not None:
-                result.revert()
-            return done
-        if result.apply is not None:
-            result.apply(done)
-        return result.response
 
     @staticmethod
     def _batch(
@@ -428,8 +425,3 @@ class CoordinatorRuntime(Generic[S]):
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
-
-
-UnownedRuntime = CoordinatorRuntime[Any]
-"""A runtime that owns no shard: its coordinator passes itself to ``load`` and writes with
-``write_result`` (the coordinators not converted to replay-only mutation yet)."""

@@ -1,17 +1,16 @@
-"""DescribeGroups, ListGroups and DeleteGroups over both kinds of consumer groups (a mixin of
-``ConsumerGroupCoordinator``): classic groups answer from their state, KIP-848 groups through
-the consumer-protocol part (``describe_as_classic``, ``delete_consumer_group``)."""
+"""DescribeGroups, ListGroups and DeleteGroups over both kinds of consumer groups (a part
+composed into ``ConsumerGroupCoordinator``): classic groups answer from their state, KIP-848
+groups through the consumer-protocol part (``describe_as_classic``,
+``delete_consumer_group``, handed in by the coordinator)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
 
 from coordinator.group.classic import ClassicState
 from coordinator.group.consumer_protocol import CONSUMER_GROUP_TYPE
 from coordinator.group.consumer_records import Record
-from coordinator.group.parts import CoordinatorPart
 from coordinator.group.records import GroupKey, OffsetKey
 from coordinator.group.results import (
     GROUP_TYPE,
@@ -19,6 +18,7 @@ from coordinator.group.results import (
     GroupListing,
     MemberDescription,
 )
+from coordinator.group.shard import GroupRuntime
 from coordinator.shard_runtime import answer_each
 from coordinator.share.group_model import ListFilter
 from txn.errors import ErrorCode
@@ -28,14 +28,27 @@ log = logging.getLogger("sharetxn.groups")
 _S = ClassicState
 
 
-class GroupAdmin(CoordinatorPart):
-    """Describe, list and delete (the coordinator provides the methods below)."""
+class GroupAdmin:
+    """Describe, list and delete, over the shard's groups; changes are written with
+    ``write`` (the coordinator's: replayed into the shard once durable)."""
 
-    if TYPE_CHECKING:  # provided by the other parts of the coordinator (no runtime stubs)
+    def __init__(
+        self,
+        runtime: GroupRuntime,
+        write: Callable[[list[Record]], ErrorCode],
+        describe_as_classic: Callable[[str], GroupDescription],
+        delete_consumer_group: Callable[[str], ErrorCode],
+    ) -> None:
+        self._runtime = runtime
+        self._write = write
+        self.describe_as_classic = describe_as_classic
+        self.delete_consumer_group = delete_consumer_group
+        membership = runtime.shard.membership
+        self._groups = membership.groups
+        self._consumer_groups = membership.consumer_groups
 
-        def describe_as_classic(self, group_id: str) -> GroupDescription: ...
-
-        def delete_consumer_group(self, group_id: str) -> ErrorCode: ...
+    def availability(self) -> ErrorCode:
+        return self._runtime.availability()
 
     def describe(self, group_ids: Iterable[str]) -> list[GroupDescription]:
         return answer_each(
@@ -107,7 +120,7 @@ class GroupAdmin(CoordinatorPart):
             else:
                 records: list[Record] = [
                     (OffsetKey(group_id, tp.topic, tp.partition), None)
-                    for tp in sorted(self.offsets.of(group_id))
+                    for tp in sorted(self._runtime.shard.offsets.store.of(group_id))
                 ]
                 records.append((GroupKey(group_id), None))
                 out[group_id] = self._write(records)

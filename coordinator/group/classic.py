@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -133,7 +133,9 @@ class ClassicGroup:
             names &= set(member.protocol_names())
         return bool(names)
 
-    def to_value(self) -> GroupValue:
+    def to_value(self, assignments: Mapping[str, bytes] | None = None) -> GroupValue:
+        """The group's record; ``assignments`` (member id -> assignment, none for a member
+        left out) instead of the members' current ones."""
         return GroupValue(
             protocol_type=self.protocol_type or "",
             generation=self.generation,
@@ -149,11 +151,54 @@ class ClassicGroup:
                     m.rebalance_timeout_ms,
                     m.session_timeout_ms,
                     m.metadata(self.protocol),
-                    m.assignment,
+                    m.assignment if assignments is None else assignments.get(m.member_id, b""),
                 )
                 for m in self.members.values()
             ),
         )
+
+    def install(self, value: GroupValue) -> None:
+        """Make the group's log-backed fields those of its record ``value``: generation,
+        protocol, leader and the members with their assignments.  Members keep their objects
+        (and what waits on them) and the protocols the record leaves out; a group at rest
+        takes the state the record implies, a rebalance in progress keeps its own."""
+        self.generation = value.generation
+        self.protocol_type = value.protocol_type or None
+        self.protocol = value.protocol
+        self.leader_id = value.leader
+        self.state_timestamp = value.state_timestamp
+        members: dict[str, ClassicMember] = {}
+        for m in value.members:
+            member = self.members.get(m.member_id)
+            if member is None:
+                member = ClassicMember(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    value.protocol_type,
+                    [(value.protocol or "", m.subscription)],
+                )
+            elif member.metadata(value.protocol) != m.subscription:
+                member.protocols = [(value.protocol or "", m.subscription)]
+            member.group_instance_id = m.group_instance_id
+            member.client_id, member.client_host = m.client_id, m.client_host
+            member.rebalance_timeout_ms = m.rebalance_timeout_ms
+            member.session_timeout_ms = m.session_timeout_ms
+            member.assignment = m.assignment
+            members[m.member_id] = member
+        self.members.clear()
+        self.members.update(members)
+        for instance, member_id in list(self.static_members.items()):
+            if member_id not in members:
+                del self.static_members[instance]
+        for m in value.members:
+            if m.group_instance_id is not None:
+                self.static_members[m.group_instance_id] = m.member_id
+        if self.state in (_S.STABLE, _S.EMPTY):
+            self.state = _S.STABLE if members else _S.EMPTY
 
     @classmethod
     def from_value(cls, group_id: str, value: GroupValue) -> ClassicGroup:

@@ -6,6 +6,8 @@ coordinator's shared state with it).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import uuid
 from dataclasses import dataclass, field
 
@@ -44,6 +46,17 @@ class ConsumerProtocolGroup:
     target: dict[str, Partitions] = field(default_factory=dict)
     assignor: str = "uniform"
     topology: tuple[tuple[str, str, int], ...] = ()  # (topic, id, partitions) last assigned
+
+    def working_copy(self) -> ConsumerProtocolGroup:
+        """A copy an operation changes instead of the group (whose state changes only by
+        replaying the records written for it): its own members and target maps, and its own
+        member objects; their values are shared (an operation replaces them, never changes
+        them in place)."""
+        return dataclasses.replace(
+            self,
+            members={m: copy.copy(member) for m, member in self.members.items()},
+            target=dict(self.target),
+        )
 
     @property
     def state(self) -> str:

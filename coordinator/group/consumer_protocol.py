@@ -17,7 +17,6 @@ and ``load()`` replays them, so members keep their epochs and assignments across
 
 from __future__ import annotations
 
-import copy
 import logging
 import struct
 import uuid
@@ -187,14 +186,13 @@ class ConsumerProtocol(CoordinatorPart):
     ) -> ConsumerHeartbeatResult:
         """ConsumerGroupHeartbeat: join (epoch 0), heartbeat, or leave (epoch -1 / -2).
 
-        The group changes on a copy-on-failure basis: what the heartbeat changed is written
-        as Kafka's records (``consumer_records``) before the answer; a failed write restores
-        the group as it was and answers the append's error.
+        The heartbeat changes a working copy of the group; what it changed is written as
+        Kafka's records (``consumer_records``) and replayed into the group before the answer.
+        A failed write leaves the group as it was and answers the append's error.
         """
-        before, backup = self._checkpoint(group_id)
-        result = self._consumer_heartbeat(group_id, member_id, member_epoch, **request)
-        if result.error is ErrorCode.NONE:
-            error = self._persist_consumer(group_id, before, backup)
+        result, changed = self._consumer_heartbeat(group_id, member_id, member_epoch, **request)
+        if result.error is ErrorCode.NONE and changed is not None:
+            error = self._persist_consumer(changed)
             if error is not ErrorCode.NONE:
                 return ConsumerHeartbeatResult(error)
             if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
@@ -215,36 +213,38 @@ class ConsumerProtocol(CoordinatorPart):
         owned: Partitions | None = None,
         client_id: str = "",
         client_host: str = "",
-    ) -> ConsumerHeartbeatResult:
+    ) -> tuple[ConsumerHeartbeatResult, ConsumerProtocolGroup | None]:
+        """The answer, and the working copy of the group it changed (None: an error)."""
         if (error := self.availability()) is not ErrorCode.NONE:
-            return ConsumerHeartbeatResult(error)
+            return ConsumerHeartbeatResult(error), None
         if not group_id:
-            return ConsumerHeartbeatResult(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+            return ConsumerHeartbeatResult(
+                ErrorCode.INVALID_REQUEST, "GroupId can't be empty."
+            ), None
         if server_assignor is not None and server_assignor not in ASSIGNORS:
             return ConsumerHeartbeatResult(
                 ErrorCode.UNSUPPORTED_ASSIGNOR,
                 f"ServerAssignor {server_assignor} is not supported. "
                 f"Supported assignors: {', '.join(ASSIGNORS)}.",
-            )
+            ), None
         if member_epoch == 0 and subscribed_topic_names is None:
             return ConsumerHeartbeatResult(
                 ErrorCode.INVALID_REQUEST,
                 "SubscribedTopicNames must be set in first request.",
-            )
+            ), None
         if (
             self._is_share_group(group_id)
             or (error := self._take_over_classic(group_id)) is not ErrorCode.NONE
         ):
             return ConsumerHeartbeatResult(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
-            )
+            ), None
         if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._consumer_leave(group_id, member_id, member_epoch)
-        group = self._consumer_groups.get(group_id)
+        group = self._working_copy(group_id)
         if member_epoch == 0:
             if group is None:
                 group = ConsumerProtocolGroup(group_id)
-                self._consumer_groups[group_id] = group
             member_id = member_id or str(uuid.uuid4())
             old = group.members.pop(member_id, None)
             if instance_id is not None:
@@ -266,7 +266,7 @@ class ConsumerProtocol(CoordinatorPart):
         else:
             member_or_error = self._heartbeating_member(group, member_id, member_epoch, owned)
             if isinstance(member_or_error, ConsumerHeartbeatResult):
-                return member_or_error
+                return member_or_error, None
             member = member_or_error
             changed = False
             if subscribed_topic_names is not None:
@@ -293,7 +293,7 @@ class ConsumerProtocol(CoordinatorPart):
             member.epoch,
             self._config.get_int("group.consumer.heartbeat.interval.ms"),
             assignment,
-        )
+        ), group
 
     def _heartbeating_member(
         self,
@@ -405,11 +405,10 @@ class ConsumerProtocol(CoordinatorPart):
 
     def _remove_persisted(self, group_id: str, member_id: str) -> None:
         """A timer removes a member: written like a heartbeat's change, retried on failure."""
-        before, backup = self._checkpoint(group_id)
-        group = self._consumer_groups[group_id]
+        group = self._consumer_groups[group_id].working_copy()
         was_classic = group.members[member_id].classic is not None
         self._remove_consumer_member(group, member_id)
-        if self._persist_consumer(group_id, before, backup) is not ErrorCode.NONE:
+        if self._persist_consumer(group) is not ErrorCode.NONE:
             restored = self._consumer_groups[group_id].members.get(member_id)
             if restored is not None:
                 self._arm_consumer_session(self._consumer_groups[group_id], restored)
@@ -418,72 +417,37 @@ class ConsumerProtocol(CoordinatorPart):
 
     # -- persistence (Kafka's KIP-848 records) --------------------------------------------------
 
-    def _checkpoint(
-        self, group_id: str
-    ) -> tuple[dict[ConsumerKey, ConsumerValue], ConsumerProtocolGroup | None]:
+    def _working_copy(self, group_id: str) -> ConsumerProtocolGroup | None:
         group = self._consumer_groups.get(group_id)
-        if group is None:
-            return {}, None
-        return records_of(group), copy.deepcopy(group)
+        return None if group is None else group.working_copy()
 
-    def _persist_consumer(
-        self,
-        group_id: str,
-        before: dict[ConsumerKey, ConsumerValue],
-        backup: ConsumerProtocolGroup | None,
-    ) -> ErrorCode:
+    def _persist_consumer(self, changed: ConsumerProtocolGroup) -> ErrorCode:
+        """Write what an operation changed in ``changed`` (a working copy of the group, or a
+        new group) as the records that differ from the group's; replaying them makes the
+        group's log-backed state the copy's.  Then the group takes what is not in its
+        records: the members' owned and sent partitions, the member order, the topology and
+        the assignor.  A failed write changes nothing."""
+        group_id = changed.group_id
         group = self._consumer_groups.get(group_id)
-        after = records_of(group) if group is not None else {}
+        before = records_of(group) if group is not None else {}
+        after = records_of(changed)
         records: list[Record] = [(k, v) for k, v in after.items() if before.get(k) != v]
         records += [(k, None) for k in before if k not in after]
         error = self._write(records)
         if error is not ErrorCode.NONE:
-            if backup is None:
-                self._consumer_groups.pop(group_id, None)
-            else:
-                self._consumer_groups[group_id] = backup
-        return error
-
-    def _apply_consumer(self, key: ConsumerKey, value: ConsumerValue | None) -> None:
-        """Replay one KIP-848 record (live changes are already in the group)."""
-        group = self._consumer_groups.get(key.group_id)
-        if key.version == GROUP_METADATA and value is None:
-            self._consumer_groups.pop(key.group_id, None)
-            return
+            return error
+        group = self._consumer_groups.get(group_id)
         if group is None:
-            if value is None:
-                return
-            # The id's later records are a KIP-848 group's: an earlier classic group (or the
-            # placeholder its offsets made) was converted.
-            self._groups.pop(key.group_id, None)
-            group = self._consumer_groups[key.group_id] = ConsumerProtocolGroup(key.group_id)
-        member_id = key.member_id or ""
-        if isinstance(value, GroupEpochValue):
-            if key.version == GROUP_METADATA:
-                group.epoch = value.epoch
-            else:
-                group.assignment_epoch = value.epoch
-        elif key.version == TARGET_MEMBER:
-            if isinstance(value, TargetMemberValue):
-                group.target[member_id] = dict(value.partitions)
-            else:
-                group.target.pop(member_id, None)
-        elif key.version == MEMBER_METADATA and value is None:
-            group.members.pop(member_id, None)
-        elif isinstance(value, MemberMetadataValue):
-            member = group.members.setdefault(
-                member_id, ConsumerMember(member_id, None, None, "", "", frozenset(), None, -1)
-            )
-            member.instance_id, member.rack_id = value.instance_id, value.rack_id
-            member.client_id, member.client_host = value.client_id, value.client_host
-            member.subscribed = frozenset(value.subscribed)
-            member.rebalance_timeout_ms = value.rebalance_timeout_ms
-            member.server_assignor = value.server_assignor
-            member.classic = value.classic
-        elif isinstance(value, CurrentAssignmentValue) and member_id in group.members:
-            member = group.members[member_id]
-            member.epoch, member.previous_epoch = value.epoch, value.previous_epoch
-            member.assigned, member.revoking = dict(value.assigned), dict(value.revoking)
+            return error
+        group.topology, group.assignor = changed.topology, changed.assignor
+        members = {}
+        for member_id, member in changed.members.items():
+            live = group.members.get(member_id)
+            if live is not None:
+                live.owned, live.sent = member.owned, member.sent
+                members[member_id] = live
+        group.members = members
+        return error
 
     def _after_consumer_replay(self) -> None:
         for group in self._consumer_groups.values():
@@ -501,15 +465,15 @@ class ConsumerProtocol(CoordinatorPart):
 
     def _consumer_leave(
         self, group_id: str, member_id: str, member_epoch: int
-    ) -> ConsumerHeartbeatResult:
-        group = self._consumer_groups.get(group_id)
+    ) -> tuple[ConsumerHeartbeatResult, ConsumerProtocolGroup | None]:
+        group = self._working_copy(group_id)
         if group is None or member_id not in group.members:
             return ConsumerHeartbeatResult(
                 ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of the group."
-            )
+            ), None
         log.info("consumer group %s: member %s leaves", group_id, member_id)
         self._remove_consumer_member(group, member_id)
-        return ConsumerHeartbeatResult(ErrorCode.NONE, None, member_id, member_epoch)
+        return ConsumerHeartbeatResult(ErrorCode.NONE, None, member_id, member_epoch), group
 
     def consumer_groups(self) -> Iterable[ConsumerProtocolGroup]:
         return self._consumer_groups.values()
@@ -574,9 +538,8 @@ class ConsumerProtocol(CoordinatorPart):
             for tp in sorted(self.offsets.of(group_id))
         ]
         records += [(k, None) for k in records_of(group)]
-        error = self._write(records)
+        error = self._write(records)  # replaying the tombstones removes the group
         if error is ErrorCode.NONE:
-            self._consumer_groups.pop(group_id, None)
             log.info("consumer group %s deleted", group_id)
         return error
 

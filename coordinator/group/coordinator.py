@@ -26,17 +26,20 @@ topics the group is subscribed to (GROUP_SUBSCRIBED_TO_TOPIC).  Offsets of an em
 expire ``offsets.retention.minutes`` after it became empty (KIP-211); an empty group without
 offsets is then deleted.
 
-**Persistence.**  Every change is prepared, appended as one batch of Kafka's records
-(``coordinator.group.records``), flushed, and only then applied through ``_apply`` -- the code
-``load()`` replays (transactional batches and markers included).  A failed append changes
-nothing and answers the mapped error.
+**Persistence.**  The log-backed state is a shard (``coordinator.group.shard``: a membership
+manager and an offset manager) owned by a ``CoordinatorRuntime``.  A change is computed as
+Kafka's records (``coordinator.group.records``, ``consumer_records``); the runtime appends them
+as one batch, flushes it, and only then replays them into the shard -- the code ``load()``
+runs too (transactional batches and markers included).  A failed append changes nothing in
+the shard and answers the mapped error.  A classic group's rebalance stays in memory, as in
+Kafka: its record is written when the rebalance completes.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from coordinator.group.admin_views import GroupAdmin
 from coordinator.group.classic import (
@@ -47,46 +50,30 @@ from coordinator.group.classic import (
     Responder,
 )
 from coordinator.group.consumer_model import ConsumerProtocolGroup
-from coordinator.group.consumer_protocol import ConsumerProtocol
-from coordinator.group.consumer_records import (
-    CONSUMER_KEY_VERSIONS,
-    ConsumerKey,
-    ConsumerValue,
-    Record,
-    decode_consumer_key,
-    decode_consumer_value,
-    encode_consumer_key,
-    encode_consumer_value,
-)
+from coordinator.group.consumer_protocol import ConsumerProtocol, records_of
+from coordinator.group.consumer_records import Record
 from coordinator.group.mixed import MixedMembership
-from coordinator.group.offset_commands import OffsetCommands
-from coordinator.group.offsets import OffsetEntry, OffsetStore
-from coordinator.group.records import (
-    GroupKey,
-    GroupRecordFormatError,
-    GroupValue,
-    OffsetKey,
-    OffsetValue,
-    decode_key,
-    decode_value,
-    encode_key,
-    encode_value,
+from coordinator.group.offset_commands import (
+    Committer,
+    OffsetCommands,
+    OffsetContext,
+    OffsetMap,
 )
+from coordinator.group.offsets import OffsetStore
+from coordinator.group.records import GroupKey
 from coordinator.group.results import (
+    FetchedOffset,
+    GroupDescription,
+    GroupListing,
     JoinRequest,
     JoinResult,
     SyncResult,
 )
+from coordinator.group.shard import ConsumerGroupShard, GroupRuntime
 from coordinator.group.timers import Timers
 from coordinator.log.storage import PartitionLog
-from coordinator.shard_runtime import (
-    CoordinatorResult,
-    CoordinatorRuntime,
-    CoordinatorShard,
-    LoadedRecord,
-)
+from coordinator.shard_runtime import CoordinatorResult, CoordinatorRuntime
 from coordinator.share.group_model import TopicLookup
-from txn.batch import BatchHeader
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
@@ -97,9 +84,7 @@ log = logging.getLogger("sharetxn.groups")
 _S = ClassicState
 
 
-class ConsumerGroupCoordinator(
-    OffsetCommands, GroupAdmin, MixedMembership, ConsumerProtocol, CoordinatorShard
-):
+class ConsumerGroupCoordinator(MixedMembership, ConsumerProtocol):
     """Classic consumer groups and their offsets on one ``__consumer_offsets`` partition."""
 
     def __init__(
@@ -114,19 +99,45 @@ class ConsumerGroupCoordinator(
     ) -> None:
         self._clock = clock
         self._log = group_log
-        self._runtime = CoordinatorRuntime(clock, "__consumer_offsets", {0: group_log})
+        shard = ConsumerGroupShard(self._emit)
+        self._runtime: GroupRuntime = CoordinatorRuntime(
+            clock, "__consumer_offsets", {0: group_log}, shard=shard
+        )
         self._config = config
         self._is_share_group = is_share_group
         # (group id, meter name, count): offset-commits, offset-expirations, offset-deletions,
         # group-completed-rebalances (KIP-496's meters)
         self.on_event = on_event
-        self._groups: dict[str, ClassicGroup] = {}
-        self._consumer_groups: dict[str, ConsumerProtocolGroup] = {}  # KIP-848
+        # The shard's state, one object each for the coordinator's life (replay changes them).
+        self._groups: dict[str, ClassicGroup] = shard.membership.groups
+        self._consumer_groups: dict[str, ConsumerProtocolGroup] = (
+            shard.membership.consumer_groups  # KIP-848
+        )
+        self._pending_epochs: dict[int, int] = shard.offsets.pending_epochs
         self._topics = topics
-        self.offsets = OffsetStore()
-        self._pending_epochs: dict[int, int] = {}
-        self._deferred: list[tuple[int, list[Record]]] = []  # appended, not yet known durable
         self._timers = Timers()
+        self.admin = GroupAdmin(
+            self._runtime, self._write, self.describe_as_classic, self.delete_consumer_group
+        )
+        self.offset_commands = OffsetCommands(
+            OffsetContext(
+                clock,
+                config,
+                self._runtime,
+                group_log,
+                self._timers,
+                self._write,
+                self._fence_committer,
+                self._touch_member,
+                is_share_group,
+                self._emit,
+            )
+        )
+
+    @property
+    def offsets(self) -> OffsetStore:
+        """The committed offsets and the pending transactional ones (the shard's)."""
+        return self._runtime.shard.offsets.store
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -137,18 +148,14 @@ class ConsumerGroupCoordinator(
     def load(self) -> None:
         """Replay the log: group metadata, offsets, transactional offsets and markers."""
         self._timers.cancel_all()
-        self._deferred.clear()
-        self._groups.clear()
-        self._consumer_groups.clear()
-        self.offsets = OffsetStore()
-        self._pending_epochs.clear()
-        self._runtime.load(self)
+        self._runtime.shard.reset()
+        self._runtime.load()
         self._after_consumer_replay()
         now = self._clock.now_ms()
         for group in self._groups.values():
             for member in group.members.values():
                 self._arm_session(group, member, now)
-        self._schedule_expiry()
+        self.offset_commands.schedule_expiry()
 
     def close(self) -> None:
         self._runtime.close()
@@ -170,6 +177,107 @@ class ConsumerGroupCoordinator(
             return ErrorCode.GROUP_ID_NOT_FOUND
         del self._groups[group_id]
         return ErrorCode.NONE
+
+    # --- describe, list, delete (the admin part) ----------------------------------------------
+
+    def describe(self, group_ids: Iterable[str]) -> list[GroupDescription]:
+        """DescribeGroups."""
+        return self.admin.describe(group_ids)
+
+    def list_groups(
+        self, states: Iterable[str] = (), types: Iterable[str] = ()
+    ) -> list[GroupListing]:
+        """ListGroups (KIP-518 states, KIP-848 types)."""
+        return self.admin.list_groups(states, types)
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
+        """DeleteGroups."""
+        return self.admin.delete_groups(group_ids)
+
+    # --- offsets (the offset commands part) ---------------------------------------------------
+
+    def commit_offsets(
+        self, committer: Committer, offsets: OffsetMap
+    ) -> dict[TopicPartition, ErrorCode]:
+        """OffsetCommit: (offset, leader epoch, metadata) per partition."""
+        return self.offset_commands.commit_offsets(committer, offsets)
+
+    def commit_offsets_deferred(
+        self, committer: Committer, offsets: OffsetMap
+    ) -> tuple[dict[TopicPartition, ErrorCode], int | None]:
+        """OffsetCommit appended, replayed once ``durable(token)`` says it is durable."""
+        return self.offset_commands.commit_offsets_deferred(committer, offsets)
+
+    def deferred_sync(self) -> Callable[[], None]:
+        return self.offset_commands.deferred_sync()
+
+    def durable(self, token: int) -> None:
+        self.offset_commands.durable(token)
+
+    def deferred_failed(self, token: int) -> None:
+        self.offset_commands.deferred_failed(token)
+
+    def txn_commit_offsets(
+        self, producer_id: int, producer_epoch: int, committer: Committer, offsets: OffsetMap
+    ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: offsets staged under the producer until its transaction's marker."""
+        return self.offset_commands.txn_commit_offsets(
+            producer_id, producer_epoch, committer, offsets
+        )
+
+    def complete_transaction(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> ErrorCode:
+        """A WriteTxnMarkers entry for this partition."""
+        return self.offset_commands.complete_transaction(
+            producer_id, producer_epoch, commit, coordinator_epoch
+        )
+
+    def fetch_offsets(
+        self, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool
+    ) -> tuple[ErrorCode, dict[TopicPartition, FetchedOffset]]:
+        """OffsetFetch for one group (``partitions`` None: every committed partition)."""
+        return self.offset_commands.fetch_offsets(group_id, partitions, require_stable)
+
+    def delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """OffsetDelete (KIP-496)."""
+        return self.offset_commands.delete_offsets(group_id, partitions)
+
+    def expire_offsets(self) -> int:
+        """Delete the offsets past ``offsets.retention.minutes`` now (KIP-211)."""
+        return self.offset_commands.expire_offsets()
+
+    def _fence_committer(self, committer: Committer) -> ErrorCode:
+        """A committer against its group's membership (generation or member epoch, member
+        and instance id); generation -1 commits to an empty or new group."""
+        group_id, generation = committer.group_id, committer.generation
+        member_id, group_instance_id = committer.member_id, committer.group_instance_id
+        consumer = self._consumer_groups.get(group_id)
+        if consumer is not None:
+            return self.validate_consumer_commit(consumer, member_id, generation)
+        group = self._groups.get(group_id)
+        if group is None:
+            # Manual assignment (generation -1) commits to a new, empty group.
+            return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
+        if generation < 0 and group.state is _S.EMPTY:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return group.unknown_member_error(group_instance_id)
+        if group_instance_id is not None and group_instance_id != member.group_instance_id:
+            return ErrorCode.FENCED_INSTANCE_ID
+        if generation != group.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+        if group.state is _S.COMPLETING_REBALANCE:
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def _touch_member(self, group_id: str, member_id: str) -> None:
+        group = self._groups.get(group_id)
+        if group is not None and member_id in group.members:
+            self._arm_session(group, group.members[member_id], self._clock.now_ms())
 
     # --- JoinGroup ----------------------------------------------------------------------------
 
@@ -224,7 +332,11 @@ class ConsumerGroupCoordinator(
         if consumer is not None:
             if consumer.members:
                 return ErrorCode.NONE  # classic members of a KIP-848 group (mixed)
-            del self._consumer_groups[req.group_id]
+            # An empty KIP-848 group is deleted for the classic one (Kafka's
+            # maybeDeleteEmptyConsumerGroup): its records' tombstones, replayed, remove it.
+            error = self._write([(key, None) for key in records_of(consumer)])
+            if error is not ErrorCode.NONE:
+                return error
         group = self._groups.get(req.group_id)
         if group is not None and not group.supports(req.protocol_type, req.protocols):
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
@@ -515,13 +627,9 @@ class ConsumerGroupCoordinator(
             respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
 
     def _complete_sync(self, group: ClassicGroup, assignments: dict[str, bytes]) -> None:
-        previous = {m: v.assignment for m, v in group.members.items()}
-        for member_id, member in group.members.items():
-            member.assignment = assignments.get(member_id, b"")
-        error = self._write([(GroupKey(group.group_id), group.to_value())])
+        # The members take their assignments when the record is replayed, once durable.
+        error = self._write([(GroupKey(group.group_id), group.to_value(assignments))])
         if error is not ErrorCode.NONE:
-            for member_id, member in group.members.items():
-                member.assignment = previous[member_id]
             for member in group.members.values():
                 if member.awaiting_sync is not None:
                     member.awaiting_sync(SyncResult(error))
@@ -683,101 +791,24 @@ class ConsumerGroupCoordinator(
         producer: tuple[int, int] | None = None,
         defer: bool = False,
     ) -> ErrorCode:
-        """Append ``records`` as one batch (transactional for ``producer``), flush, apply.
+        """Append ``records`` as one batch (transactional for ``producer``) and flush it; the
+        runtime then replays them into the shard.
 
-        ``defer``: append only; the records are applied by ``durable`` once the caller made
+        ``defer``: append only; the records are replayed by ``durable`` once the caller made
         the log durable (``deferred_sync`` off the request path), in log order.
         """
         if not records:
             return ErrorCode.NONE
-        result = CoordinatorResult(
-            [_encode(record) for record in records],
-            ErrorCode.NONE,
-            apply=lambda base_offset: self._apply_written(records, base_offset, producer),
-            producer=producer,
-        )
+        result = CoordinatorResult(records, ErrorCode.NONE, producer=producer)
         if not defer:
-            return self._runtime.write_result(0, result)
-        base_offset = self._runtime.append(0, result, flush=False)
-        if isinstance(base_offset, ErrorCode):
-            return base_offset
-        self._defer(base_offset, records)
-        return ErrorCode.NONE
-
-    def _apply_written(
-        self, records: list[Record], base_offset: int, producer: tuple[int, int] | None
-    ) -> None:
-        self._apply_deferred()  # the flush made them durable too, and they come first
-        if producer is not None:
-            self._pending_epochs[producer[0]] = producer[1]
-        for index, record in enumerate(records):
-            self._apply(record, base_offset + index, None if producer is None else producer[0])
-
-    def replay(self, record: LoadedRecord) -> None:
-        """One record on load: a KIP-848 record, or a group / offset one (staged if
-        transactional), through the code live writes apply with."""
-        key, header = record.key, record.header
-        if key is None:
-            return
-        raw = None if record.value is None else bytes(record.value)
-        try:
-            if int.from_bytes(bytes(key[:2]), "big") in CONSUMER_KEY_VERSIONS:
-                ckey = decode_consumer_key(bytes(key))
-                self._apply_consumer(ckey, decode_consumer_value(ckey, raw))
-                return
-            group_key = decode_key(bytes(key))
-            group_value = decode_value(group_key, raw)
-        except GroupRecordFormatError as exc:
-            log.warning("skipping consumer-group record at %d: %s", header.base_offset, exc)
-            return
-        pid = header.producer_id if header.is_transactional else None
-        if pid is not None:
-            self._pending_epochs[pid] = header.producer_epoch
-        self._apply((group_key, group_value), record.offset, pid)
-
-    def replay_marker(self, partition: int, header: BatchHeader, commit: bool) -> None:
-        """A COMMIT/ABORT marker on load: the producer's staged offsets, applied or dropped."""
-        self._apply_marker(header.producer_id, commit)
-
-    def _apply(self, record: Record, record_offset: int, producer_id: int | None) -> None:
-        key, value = record
-        if isinstance(key, ConsumerKey):
-            return  # a KIP-848 record written live: the group already is what it says
-        if isinstance(key, OffsetKey):
-            tp = TopicPartition(key.topic, key.partition)
-            if value is None:
-                self.offsets.delete(key.group_id, tp)
-                return
-            assert isinstance(value, OffsetValue)
-            entry = OffsetEntry(
-                value.offset,
-                value.leader_epoch,
-                value.metadata,
-                value.commit_timestamp,
-                record_offset,
-            )
-            if producer_id is not None:
-                self.offsets.stage(producer_id, key.group_id, tp, entry)
-                return
-            self.offsets.commit(key.group_id, tp, entry)
-            if not self.has_group(key.group_id):
-                self._groups[key.group_id] = ClassicGroup(
-                    key.group_id, state_timestamp=value.commit_timestamp
-                )
-            return
-        if value is None:
-            group = self._groups.pop(key.group_id, None)
-            if group is not None:
-                for member_id in list(group.members):
-                    self._timers.cancel(("session", key.group_id, member_id))
-                self.offsets.drop_group(key.group_id)
-            return
-        assert isinstance(value, GroupValue)
-        live = self._groups.get(key.group_id)
-        if live is not None and self._runtime.loaded:
-            return  # live: the group object is already current; the record is its snapshot
-        self._consumer_groups.pop(key.group_id, None)  # replay: the id became a classic group
-        self._groups[key.group_id] = ClassicGroup.from_value(key.group_id, value)
+            return self._runtime.write(0, lambda _shard: result)
+        group_id = getattr(records[0][0], "group_id", "")
+        return self._runtime.write(
+            0,
+            lambda _shard: result,
+            flush=False,
+            on_durable=lambda: self._emit(group_id, "offset-commits", len(records)),
+        )
 
     def _emit(self, group_id: str, meter: str, count: int) -> None:
         if self.on_event is not None and count > 0:
@@ -786,12 +817,3 @@ class ConsumerGroupCoordinator(
     @property
     def consumer_protocol_type(self) -> str:
         return CONSUMER_PROTOCOL_TYPE
-
-
-def _encode(record: Record) -> tuple[bytes | None, bytes | None]:
-    key, value = record
-    if isinstance(key, ConsumerKey):
-        assert not isinstance(value, OffsetValue | GroupValue)
-        return encode_consumer_key(key), encode_consumer_value(value)
-    assert not isinstance(value, ConsumerValue)
-    return encode_key(key), encode_value(value)

@@ -25,7 +25,6 @@ so a replay ends with the same group, offsets included.
 
 from __future__ import annotations
 
-import copy
 import logging
 import uuid
 from collections.abc import Callable, Iterable
@@ -117,13 +116,13 @@ class MixedMembership(ConsumerProtocol):
         except EmbeddedProtocolError:
             respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
             return
-        before, backup = self._checkpoint(group.group_id)
+        group = group.working_copy()  # written, then replayed into the group
         if static is not None and static.member_id != member_id:
             # The instance restarted with a new member id: it takes the old member's place.
             replaced = group.members.pop(static.member_id)
             self._timers.cancel(("consumer-session", group.group_id, replaced.member_id))
             self._timers.cancel(("revoke", group.group_id, replaced.member_id))
-            existing = copy.copy(replaced)
+            existing = replaced  # the working copy's member: the group's is untouched
             existing.member_id = member_id
             if replaced.member_id in group.target:
                 group.target[member_id] = group.target.pop(replaced.member_id)
@@ -148,7 +147,7 @@ class MixedMembership(ConsumerProtocol):
         if changed or self._topology(group) != group.topology:
             self._new_target(group)
         self._reconcile(group, member)
-        error = self._persist_consumer(group.group_id, before, backup)
+        error = self._persist_consumer(group)
         if error is not ErrorCode.NONE:
             respond(JoinResult(error, member_id))
             return
@@ -246,7 +245,7 @@ class MixedMembership(ConsumerProtocol):
     def classic_leave_from_consumer(
         self, group: ConsumerProtocolGroup, members: list[tuple[str, str | None]]
     ) -> list[tuple[str, str | None, ErrorCode]]:
-        before, backup = self._checkpoint(group.group_id)
+        group = group.working_copy()  # written, then replayed into the group
         results: list[tuple[str, str | None, ErrorCode]] = []
         for given_id, instance_id in members:
             member_id = given_id
@@ -261,7 +260,7 @@ class MixedMembership(ConsumerProtocol):
             self._remove_consumer_member(group, found.member_id)
             results.append((found.member_id, instance_id, ErrorCode.NONE))
         if any(e is ErrorCode.NONE for _m, _i, e in results):
-            error = self._persist_consumer(group.group_id, before, backup)
+            error = self._persist_consumer(group)
             if error is not ErrorCode.NONE:
                 return [(m, i, error if e is ErrorCode.NONE else e) for m, i, e in results]
         return results
@@ -298,9 +297,8 @@ class MixedMembership(ConsumerProtocol):
         except EmbeddedProtocolError as exc:
             log.warning("consumer group %s: cannot upgrade (%s)", group_id, exc)
             return ErrorCode.GROUP_ID_NOT_FOUND
-        group.topology = self._topology(group)
-        # No classic tombstone (it would drop the group's offsets): on replay the KIP-848
-        # records written after the classic group's replace it.
+        # No classic tombstone (it would drop the group's offsets): replaying the KIP-848
+        # records, live and on load, replaces the classic group with the consumer group.
         error = self._write(list(records_of(group).items()))
         if error is not ErrorCode.NONE:
             return error
@@ -308,8 +306,8 @@ class MixedMembership(ConsumerProtocol):
             self._timers.cancel(("session", group_id, m.member_id))
             m.answer_waiting(ErrorCode.REBALANCE_IN_PROGRESS)
         self._timers.cancel(("join", group_id))
-        self._groups.pop(group_id, None)
-        self._consumer_groups[group_id] = group
+        group = self._consumer_groups[group_id]
+        group.topology = self._topology(group)
         for member in group.members.values():
             self._arm_consumer_session(group, member)
         log.info("group %s: upgraded from classic to consumer at epoch %d", group_id, group.epoch)
@@ -351,18 +349,19 @@ class MixedMembership(ConsumerProtocol):
         classic.protocol = classic.select_protocol()
         records: list[Record] = [(k, None) for k in records_of(group)]
         records.append((GroupKey(group_id), classic.to_value()))
-        self._groups[group_id] = classic  # live: the classic record describes it
         if self._write(records) is not ErrorCode.NONE:
-            del self._groups[group_id]
             return  # stays a consumer group; the next leave tries again
+        # Replaying the records made the classic group; its members keep every protocol
+        # they sent (the record holds the selected one's metadata only).
         for member_id in group.members:
             for kind in ("consumer-session", "revoke"):
                 self._timers.cancel((kind, group_id, member_id))
-        self._consumer_groups.pop(group_id, None)
-        for member in classic.members.values():
-            self._arm_session(classic, member, now)
+        installed = self._groups[group_id]
+        for member in installed.members.values():
+            member.protocols = list(classic.members[member.member_id].protocols)
+            self._arm_session(installed, member, now)
         log.info("group %s: downgraded from consumer to classic", group_id)
-        self._prepare_rebalance(classic, "downgraded from the consumer protocol", now)
+        self._prepare_rebalance(installed, "downgraded from the consumer protocol", now)
 
 
 def _supports(group: ConsumerProtocolGroup, protocols: list[tuple[str, bytes]]) -> bool:

@@ -1,9 +1,11 @@
 """Offset commands of the consumer-group coordinator: commit, fetch, delete, transactional
 offsets and their markers, and KIP-211 retention.
 
-A mixin of ``ConsumerGroupCoordinator``: it reads the groups and writes through the
-coordinator's one log (``_write``), so every offset change is prepared, appended, then
-applied like the group changes.
+A part composed into ``ConsumerGroupCoordinator`` (which answers the requests through it):
+it reads the shard's offsets and groups and writes records through the coordinator
+(``write``); replaying them (``coordinator.group.shard``) changes the offsets, live and on
+load.  Fencing a committer against its group's membership is the coordinator's
+(``fence``), and so is keeping a committing member's session alive (``touch``).
 """
 
 from __future__ import annotations
@@ -11,15 +13,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
-from coordinator.group.classic import ClassicGroup, ClassicState
-from coordinator.group.consumer_model import ConsumerProtocolGroup
+from coordinator.group.classic import ClassicState
 from coordinator.group.consumer_records import Record
-from coordinator.group.parts import CoordinatorPart
+from coordinator.group.offsets import OffsetStore
 from coordinator.group.records import GroupKey, OffsetKey, OffsetValue
 from coordinator.group.results import FetchedOffset
+from coordinator.group.shard import GroupRuntime
+from coordinator.group.timers import Timers
 from coordinator.log.storage import PartitionLog
 from coordinator.shard_runtime import ControlMarker, CoordinatorResult
+from txn.clock import Clock
+from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
@@ -40,93 +46,92 @@ class Committer:
     group_instance_id: str | None
 
 
-class OffsetCommands(CoordinatorPart):
-    """Offsets for ``ConsumerGroupCoordinator`` (which provides the attributes below)."""
+class Write(Protocol):
+    """The coordinator's write: records as one batch, flushed (or deferred), then replayed."""
 
-    _log: PartitionLog
-    _pending_epochs: dict[int, int]
-    _deferred: list[tuple[int, list[Record]]]
-    # from ConsumerProtocol (later in the coordinator's bases)
-    validate_consumer_commit: Callable[[ConsumerProtocolGroup, str, int], ErrorCode]
+    def __call__(
+        self,
+        records: list[Record],
+        *,
+        producer: tuple[int, int] | None = None,
+        defer: bool = False,
+    ) -> ErrorCode: ...
 
-    def has_group(self, group_id: str) -> bool:
-        raise NotImplementedError
 
-    def _apply(self, record: Record, record_offset: int, producer_id: int | None) -> None:
-        raise NotImplementedError
+@dataclass(frozen=True, slots=True)
+class OffsetContext:
+    """What the offset commands work with: the runtime and its shard, the log (for deferred
+    syncs), and the coordinator's write, fencing and metering."""
+
+    clock: Clock
+    config: BrokerConfig
+    runtime: GroupRuntime
+    log: PartitionLog
+    timers: Timers
+    write: Write
+    fence: Callable[[Committer], ErrorCode]  # a committer against its group's membership
+    touch: Callable[[str, str], None]  # (group, member): a commit keeps the session alive
+    is_share_group: Callable[[str], bool]
+    emit: Callable[[str, str, int], None]
+
+
+class OffsetCommands:
+    """Offsets for ``ConsumerGroupCoordinator``."""
+
+    def __init__(self, context: OffsetContext) -> None:
+        self._c = context
+        self._runtime = context.runtime
+        self._config = context.config
+        self._clock = context.clock
+        self._write = context.write
+        self._emit = context.emit
+
+    @property
+    def offsets(self) -> OffsetStore:
+        return self._runtime.shard.offsets.store
+
+    def availability(self) -> ErrorCode:
+        return self._runtime.availability()
 
     # -- deferred durability: plain commits made durable off the request path -----------------
-
-    def _defer(self, base_offset: int, records: list[Record]) -> None:
-        """Records appended but not yet known durable: applied by ``durable`` in log order."""
-        self._deferred.append((base_offset, records))
-
-    def _apply_deferred(self, up_to: int | None = None) -> None:
-        """Apply the deferred records with base offset <= ``up_to`` (None: all), in order."""
-        while self._deferred and (up_to is None or self._deferred[0][0] <= up_to):
-            base, records = self._deferred.pop(0)
-            for index, record in enumerate(records):
-                self._apply(record, base + index, None)
-            group_id = getattr(records[0][0], "group_id", "")
-            self._emit(group_id, "offset-commits", len(records))
 
     def deferred_sync(self) -> Callable[[], None]:
         """A callable that makes everything appended so far durable; safe on another thread
         while appends go on (a log without that ability is flushed now instead)."""
-        later = getattr(self._log, "fsync_later", None)
+        later = getattr(self._c.log, "fsync_later", None)
         if later is None:
-            self._log.flush()
+            self._c.log.flush()
             return lambda: None
         sync: Callable[[], None] = later()
         return sync
 
     def durable(self, token: int) -> None:
-        """``deferred_sync`` covering the commit ``token`` returned: apply it (and earlier)."""
+        """``deferred_sync`` covering the commit ``token`` returned: replay it (and earlier)."""
         if not self._runtime.closed:
-            self._apply_deferred(token)
+            self._runtime.replay_unflushed(token)
 
     def deferred_failed(self, token: int) -> None:
-        """The sync failed: drop the commits up to ``token`` unapplied (the clients get an
+        """The sync failed: drop the commits up to ``token`` unreplayed (the clients get an
         error; whether the records survive a restart is unknown, as after a timeout)."""
-        self._deferred = [(base, recs) for base, recs in self._deferred if base > token]
+        self._runtime.drop_unflushed(token)
 
     def commit_offsets_deferred(
         self, committer: Committer, offsets: OffsetMap
     ) -> tuple[dict[TopicPartition, ErrorCode], int | None]:
-        """OffsetCommit appended but applied only once ``durable(token)`` says it is durable.
+        """OffsetCommit appended but replayed only once ``durable(token)`` says it is durable.
 
         Returns the results and the token (None: nothing to wait for, e.g. an error).
         """
         return self._commit_offsets(committer, offsets, True)
 
     def _validate_commit(self, committer: Committer) -> ErrorCode:
-        group_id, generation = committer.group_id, committer.generation
-        member_id, group_instance_id = committer.member_id, committer.group_instance_id
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
-        if not group_id:
+        if not committer.group_id:
             return ErrorCode.INVALID_GROUP_ID
-        if self._is_share_group(group_id):
+        if self._c.is_share_group(committer.group_id):
             return ErrorCode.GROUP_ID_NOT_FOUND
-        consumer = self._consumer_groups.get(group_id)
-        if consumer is not None:
-            return self.validate_consumer_commit(consumer, member_id, generation)
-        group = self._groups.get(group_id)
-        if group is None:
-            # Manual assignment (generation -1) commits to a new, empty group.
-            return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
-        if generation < 0 and group.state is _S.EMPTY:
-            return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return group.unknown_member_error(group_instance_id)
-        if group_instance_id is not None and group_instance_id != member.group_instance_id:
-            return ErrorCode.FENCED_INSTANCE_ID
-        if generation != group.generation:
-            return ErrorCode.ILLEGAL_GENERATION
-        if group.state is _S.COMPLETING_REBALANCE:
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return ErrorCode.NONE
+        return self._c.fence(committer)
 
     def commit_offsets(
         self, committer: Committer, offsets: OffsetMap
@@ -143,12 +148,10 @@ class OffsetCommands(CoordinatorPart):
             error = self._check_metadata(offsets)
         if error is not ErrorCode.NONE or not offsets:
             return dict.fromkeys(offsets, error), None
-        group_id, member_id = committer.group_id, committer.member_id
-        group = self._groups.get(group_id)
-        if group is not None and member_id in group.members:
-            self._arm_session(group, group.members[member_id], self._clock.now_ms())
+        group_id = committer.group_id
+        self._c.touch(group_id, committer.member_id)
         records = self._offset_records(group_id, offsets)
-        end_before = self._log.log_end_offset
+        end_before = self._c.log.log_end_offset
         error = self._write(records, defer=defer)
         if error is ErrorCode.NONE and not defer:
             self._emit(group_id, "offset-commits", len(records))
@@ -185,11 +188,11 @@ class OffsetCommands(CoordinatorPart):
         group_id = committer.group_id
         if committer.member_id or committer.generation >= 0:
             error = self._validate_commit(committer)
-        elif self._is_share_group(group_id):
+        elif self._c.is_share_group(group_id):
             error = ErrorCode.GROUP_ID_NOT_FOUND
         if error is ErrorCode.NONE:
             error = self._check_metadata(offsets)
-        known_epoch = self._pending_epochs.get(producer_id)
+        known_epoch = self._runtime.shard.offsets.pending_epochs.get(producer_id)
         if error is ErrorCode.NONE and known_epoch is not None and producer_epoch < known_epoch:
             error = ErrorCode.PRODUCER_FENCED
         if error is not ErrorCode.NONE:
@@ -201,37 +204,18 @@ class OffsetCommands(CoordinatorPart):
     def complete_transaction(
         self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
     ) -> ErrorCode:
-        """A WriteTxnMarkers entry for this partition: append the marker, then apply it."""
+        """A WriteTxnMarkers entry for this partition: append the marker, then replay it."""
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
-        known = self._pending_epochs.get(producer_id)
+        known = self._runtime.shard.offsets.pending_epochs.get(producer_id)
         if known is not None and producer_epoch < known:
             return ErrorCode.INVALID_PRODUCER_EPOCH  # an old epoch's marker: a newer txn is open
         if producer_id not in self.offsets.pending:
             return ErrorCode.NONE  # nothing staged (or already applied): idempotent
-        return self._runtime.write_result(
-            0,
-            CoordinatorResult(
-                (),
-                ErrorCode.NONE,
-                apply=lambda _offset: self._apply_written_marker(producer_id, commit),
-                marker=ControlMarker(commit, producer_id, producer_epoch, coordinator_epoch),
-            ),
+        marker = ControlMarker(commit, producer_id, producer_epoch, coordinator_epoch)
+        return self._runtime.write(
+            0, lambda _shard: CoordinatorResult((), ErrorCode.NONE, marker=marker)
         )
-
-    def _apply_written_marker(self, producer_id: int, commit: bool) -> None:
-        self._apply_deferred()  # durable with the marker, and earlier in the log
-        self._apply_marker(producer_id, commit)
-
-    def _apply_marker(self, producer_id: int, commit: bool) -> None:
-        applied = self.offsets.complete(producer_id, commit)
-        self._pending_epochs.pop(producer_id, None)
-        for group_id, _tp in applied:
-            if not self.has_group(group_id):
-                self._groups[group_id] = ClassicGroup(group_id)
-        if applied:
-            for group_id in {g for g, _tp in applied}:
-                self._emit(group_id, "offset-commits", sum(1 for g, _ in applied if g == group_id))
 
     def fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool
@@ -286,25 +270,26 @@ class OffsetCommands(CoordinatorPart):
     def _subscriptions(self, group_id: str) -> tuple[bool, bool, frozenset[str] | None]:
         """(the group exists, it has members, its subscribed topics or None when its members
         do not use the consumer protocol)."""
-        consumer = self._consumer_groups.get(group_id)
+        membership = self._runtime.shard.membership
+        consumer = membership.consumer_groups.get(group_id)
         if consumer is not None:
             return True, bool(consumer.members), consumer.subscribed_topics()
-        group = self._groups.get(group_id)
+        group = membership.groups.get(group_id)
         if group is None or group.state is _S.DEAD:
             return False, False, None
         return True, group.state is not _S.EMPTY, group.subscribed_topics()
 
     # --- offset retention (KIP-211) -----------------------------------------------------------
 
-    def _schedule_expiry(self) -> None:
+    def schedule_expiry(self) -> None:
         interval = self._config.get_int("offsets.retention.check.interval.ms")
-        self._timers.arm(self._clock, ("expiry",), interval, self._expire_offsets)
+        self._c.timers.arm(self._clock, ("expiry",), interval, self._expire_offsets)
 
     def _expire_offsets(self) -> None:
         if self._runtime.closed:
             return
         self.expire_offsets()
-        self._schedule_expiry()
+        self.schedule_expiry()
 
     def expire_offsets(self) -> int:
         """Delete offsets past ``offsets.retention.minutes``: every offset of a group empty for
@@ -312,8 +297,9 @@ class OffsetCommands(CoordinatorPart):
         now = self._clock.now_ms()
         retention = self._config.get_int("offsets.retention.minutes") * 60_000
         expired = 0
+        groups = self._runtime.shard.membership.groups
         for group_id in sorted(self.offsets.committed):
-            group = self._groups.get(group_id)
+            group = groups.get(group_id)
             _known, active, subscribed = self._subscriptions(group_id)
             empty = not active
             records: list[Record] = []

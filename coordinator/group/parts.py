@@ -11,8 +11,8 @@ if TYPE_CHECKING:
     from coordinator.group.consumer_model import ConsumerProtocolGroup
     from coordinator.group.consumer_records import Record
     from coordinator.group.offsets import OffsetStore
+    from coordinator.group.shard import GroupRuntime
     from coordinator.group.timers import Timers
-    from coordinator.shard_runtime import UnownedRuntime
     from coordinator.share.group_model import TopicLookup
     from txn.clock import Clock
     from txn.config import BrokerConfig
@@ -20,21 +20,24 @@ if TYPE_CHECKING:
 
 
 class CoordinatorPart:
-    """Offsets, admin views, KIP-848 and mixed membership all write through the coordinator's
-    ``_write`` (records as a ``CoordinatorResult`` on its runtime); it is typed here once, with
-    the other methods and the state they share (set by ``ConsumerGroupCoordinator.__init__``)."""
+    """KIP-848 and mixed membership (mixins; the offset commands and the admin views are
+    composed parts) write through the coordinator's ``_write`` (records as a
+    ``CoordinatorResult`` on its runtime); it is typed here once, with the other methods and
+    the state they share (set by ``ConsumerGroupCoordinator.__init__``)."""
 
     _clock: Clock
     _config: BrokerConfig
-    _runtime: UnownedRuntime
+    _runtime: GroupRuntime
     _timers: Timers
     _groups: dict[str, ClassicGroup]
     _consumer_groups: dict[str, ConsumerProtocolGroup]  # KIP-848
     _topics: TopicLookup | None
     _is_share_group: Callable[[str], bool]
-    offsets: OffsetStore
 
     if TYPE_CHECKING:  # defined by ConsumerGroupCoordinator (no runtime stubs to shadow them)
+
+        @property
+        def offsets(self) -> OffsetStore: ...
 
         def availability(self) -> ErrorCode: ...
 

@@ -5,81 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from coordinator.log.memory_log import MemoryLog
-from coordinator.shard_runtime import (
-    ControlMarker,
-    CoordinatorResult,
-    CoordinatorRuntime,
-    CoordinatorShard,
-    LoadedRecord,
-    Record,
-    UnownedRuntime,
-)
+from coordinator.shard_runtime import ControlMarker, CoordinatorResult, CoordinatorRuntime, Record
 from tests.unit.faulty_log import FaultyLog
-from txn.batch import BatchHeader, build_batch
+from txn.batch import build_batch
 from txn.clock import ManualClock
 from txn.errors import ErrorCode
-
-
-@dataclass
-class Shard(CoordinatorShard):
-    records: list[tuple[int, int, bytes | None, bool]] = field(default_factory=list)
-    markers: list[tuple[int, int, bool]] = field(default_factory=list)
-
-    def replay(self, record: LoadedRecord) -> None:
-        transactional = record.header.is_transactional
-        self.records.append((record.partition, record.offset, record.key, transactional))
-
-    def replay_marker(self, partition: int, header: BatchHeader, commit: bool) -> None:
-        self.markers.append((partition, header.producer_id, commit))
-
-
-def test_writes_apply_or_revert_and_load_replays_what_was_written() -> None:
-    clock = ManualClock(1_000)
-    log = FaultyLog(MemoryLog())
-    runtime: UnownedRuntime = CoordinatorRuntime(clock, "state", {0: log})
-    applied: list[int] = []
-    reverted: list[str] = []
-
-    def result(
-        *keys: bytes, producer: tuple[int, int] | None = None
-    ) -> CoordinatorResult[Record, str]:
-        return CoordinatorResult(
-            [(k, b"v") for k in keys],
-            "done",
-            apply=applied.append,
-            revert=lambda: reverted.append("reverted"),
-            producer=producer,
-        )
-
-    assert runtime.write_result(0, result(b"a", b"b")) == "done"
-    assert applied == [0]  # applied at its base offset, once durable
-    log.flush_failures.append(OSError("disk gone"))
-    # a storage error, mapped
-    assert runtime.write_result(0, result(b"lost")) is ErrorCode.NOT_COORDINATOR
-    assert reverted == ["reverted"]
-    assert log.log_end_offset == 2  # the unflushed batch was truncated away
-    assert runtime.write_result(0, result(b"t", producer=(7, 1))) == "done"
-    marker = ControlMarker(commit=True, producer_id=7, producer_epoch=1, coordinator_epoch=0)
-    assert runtime.write_result(0, CoordinatorResult((), "marked", marker=marker)) == "marked"
-    assert applied == [0, 2]
-
-    # A restart: the same log replayed through the shard, records and markers in order.
-    restarted: UnownedRuntime = CoordinatorRuntime(clock, "state")
-    assert restarted.availability() is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    shard = Shard()
-    restarted.load(shard, iter([(0, log.inner)]))
-    assert shard.records == [(0, 0, b"a", False), (0, 1, b"b", False), (0, 2, b"t", True)]
-    assert shard.markers == [(0, 7, True)]
-    assert restarted.availability() is ErrorCode.NONE
-
-    # Periodic jobs run until close; a closed runtime answers NOT_AVAILABLE.
-    runs: list[int] = []
-    restarted.schedule_periodic("job", 100, lambda: runs.append(clock.now_ms()))
-    clock.advance(250)
-    restarted.close()
-    clock.advance(500)
-    assert runs == [1_100, 1_200]
-    assert restarted.availability() is ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 class TextCodec:
@@ -149,3 +79,42 @@ def test_an_owned_shard_changes_only_by_replay_live_and_on_load() -> None:
     restarted.load(logs=iter([(0, log.inner)]))
     assert restarted.shard.seen == [*runtime.shard.seen, (0, 5, -1, "c")]
     assert restarted.shard.markers == runtime.shard.markers
+
+
+def test_unflushed_writes_are_replayed_once_durable_in_log_order() -> None:
+    clock = ManualClock(1_000)
+    log = MemoryLog()
+    runtime = CoordinatorRuntime(clock, "owned", {0: log}, shard=OwnedShard())
+    runtime.load()
+    durable: list[str] = []
+    for name in ("a", "b", "c"):
+        response = runtime.write(
+            0, lambda s, n=name: s.put(n), flush=False, on_durable=lambda n=name: durable.append(n)
+        )
+        assert response == "put 0"  # answered at once, replayed later
+    assert runtime.shard.seen == [] and log.log_end_offset == 3
+    runtime.replay_unflushed(1)  # durable up to the second
+    assert [r for _p, _o, _pid, r in runtime.shard.seen] == ["a", "b"] and durable == ["a", "b"]
+    runtime.drop_unflushed(2)  # its sync failed
+    runtime.replay_unflushed()
+    assert len(runtime.shard.seen) == 2
+    runtime.write(0, lambda s: s.put("d"), flush=False)
+    # A flushing write makes the unflushed records before it durable: replayed first.
+    assert runtime.write(0, lambda s: s.put("e")) == "put 2"
+    assert [r for _p, _o, _pid, r in runtime.shard.seen] == ["a", "b", "d", "e"]
+    assert [o for _p, o, _pid, _r in runtime.shard.seen] == [0, 1, 3, 4]
+
+
+def test_lifecycle_load_in_progress_periodic_jobs_and_close() -> None:
+    clock = ManualClock(1_000)
+    runtime = CoordinatorRuntime(clock, "owned", shard=OwnedShard())
+    assert runtime.availability() is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    runtime.load(iter([(0, MemoryLog())]))
+    assert runtime.availability() is ErrorCode.NONE
+    runs: list[int] = []
+    runtime.schedule_periodic("job", 100, lambda: runs.append(clock.now_ms()))
+    clock.advance(250)
+    runtime.close()
+    clock.advance(500)
+    assert runs == [1_100, 1_200]
+    assert runtime.availability() is ErrorCode.COORDINATOR_NOT_AVAILABLE

@@ -253,3 +253,13 @@ def test_embedded_protocol_round_trips() -> None:
     sub = parse_subscription(subscription(("a", "b"), {"a": [1, 2]}))
     assert (sub.version, sub.topics, sub.owned) == (1, ("a", "b"), (("a", 1), ("a", 2)))
     assert parse_assignment(encode_assignment(3, {"b": [2, 0]})) == (("b", 0), ("b", 2))
+
+
+def test_a_classic_join_deletes_an_empty_consumer_group_in_the_log_too() -> None:
+    b = Bench()
+    assert b.beat("m1", 0).error is E.NONE
+    assert b.beat("m1", -1).error is E.NONE  # the KIP-848 group is empty now
+    assert b.join().error is E.MEMBER_ID_REQUIRED  # the id is a classic group's from now on
+    assert [g.group_type for g in b.coord.list_groups()] == ["classic"]
+    b.coord = b.new()  # a restart: the consumer group stays deleted
+    assert b.coord.list_groups() == []

@@ -28,7 +28,7 @@ log = logging.getLogger("sharetxn.groups")
 _S = ClassicState
 
 
-class GroupAdmin:
+class GroupAdminViews:
     """Describe, list and delete, over the shard's groups; changes are written with
     ``write`` (the coordinator's: replayed into the shard once durable)."""
 

@@ -41,7 +41,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 
-from coordinator.group.admin_views import GroupAdmin
+from coordinator.group.admin_views import GroupAdminViews
 from coordinator.group.classic import (
     CONSUMER_PROTOCOL_TYPE,
     ClassicGroup,
@@ -116,7 +116,7 @@ class ConsumerGroupCoordinator(MixedMembership, ConsumerProtocol):
         self._pending_epochs: dict[int, int] = shard.offsets.pending_epochs
         self._topics = topics
         self._timers = Timers()
-        self.admin = GroupAdmin(
+        self.admin = GroupAdminViews(
             self._runtime, self._write, self.describe_as_classic, self.delete_consumer_group
         )
         self.offset_commands = OffsetCommands(

@@ -3,8 +3,8 @@
 ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch (with piggybacked acknowledgements and
 long polling), ShareAcknowledge, ListGroups, DeleteGroups, the share-group offset admin APIs,
 group configs through IncrementalAlterConfigs (DescribeConfigs of a group is
-``config_describe.describe_group_configs``) and the KIP-1289 RPCs.  Each handler translates a decoded request
-into a call on the core (``ShareManager``, ``BrokerCore.group_admin``,
+``config_describe.describe_group_configs``) and the KIP-1289 RPCs.  Each handler translates a
+decoded request into a call on the core (``ShareManager``, ``BrokerCore.group_admin``,
 ``BrokerCore.share_fetches``) and its result into a typed message (``share_messages``,
 ``group_messages``, ``txn_messages``); ShareFetch's long poll waits here, between the core's
 acquisition passes.

@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession, functions
 
 from producer.admin import Admin
 from producer.spark import ExactlyOnce, register
+from producer.spark.worker_python import worker_python
 from producer.twophase.checkpoint_fs import is_local, local_path
 from txn.ids import TopicPartition
 
@@ -58,8 +59,9 @@ def spark_session(
     conf: dict[str, str] | None = None,
 ) -> SparkSession:
     """A local session tuned for small machines: no UI, few shuffle partitions."""
-    # Python workers run this interpreter (with sharetxn installed), not whatever `python3` is.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Python workers run this interpreter (with sharetxn installed), not whatever `python3` is,
+    # importing PySpark from the installed package (producer/spark/worker_python.py).
+    os.environ.setdefault("PYSPARK_PYTHON", worker_python())
     builder = SparkSession.builder
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)

@@ -68,3 +68,10 @@ def test_worker_python_is_a_launcher_in_the_cache(
     assert worker_python() == str(made)  # made once, then reused
     assert _pythonpath(made, os.pathsep.join(shipped_archives())) == "<unset>"
 
+
+def test_the_demo_reads_the_line_the_job_prints() -> None:
+    pytest.importorskip("pyspark")
+    from producer.spark.demo import DRAINED  # noqa: PLC0415
+    from producer.spark.job import DRAINED as JOB_DRAINED  # noqa: PLC0415
+
+    assert DRAINED == JOB_DRAINED

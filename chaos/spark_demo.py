@@ -18,7 +18,7 @@ import contextlib
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,9 @@ from producer.spark.demo import (
     verify,
 )
 from producer.twophase.spark_checkpoint import read_checkpoint
+
+#: How long the demo waits for the last driver to stop Spark and exit once it drained.
+STOP_TIMEOUT_S = 120.0
 
 
 @dataclass
@@ -157,103 +160,143 @@ def run_demo(
 ) -> DemoResult:
     console = console or Console()
     started = time.monotonic()
-    with (
-        _workdir(keep) as work,
-        LocalBroker(data_dir=work / "broker", config=BROKER_CONFIG) as broker,
-    ):
-        bootstrap = broker.bootstrap_servers
+    with _workdir(keep) as work:
         checkpoint = work / "checkpoint"
-        console.print(f"broker {bootstrap}, data in {work}")
-        with console.status(f"writing {records:,} input records"):
-            prepare_input(bootstrap, records)
-        kills = 0
-        killed_batch: int | None = None
-        progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[note]}"),
-            TimeElapsedColumn(),
-            console=console,
-        )
-        with progress, Admin(bootstrap) as admin:
-            task = progress.add_task("acknowledged", total=records, note="starting Spark")
-            # Short-lived drivers: C1 only, serial GC, and the class-data archive of an
-            # earlier run; without one, the driver that exits normally (the restarted one)
-            # makes it for the next run.
-            archive = ClassArchive.find()
-            dump_to = archive.dump_target() if archive is not None else None
-            java_options = driver_java_options(archive)
-            dumping = driver_java_options(archive, dump_to=dump_to)
-            pipeline_started = time.monotonic()
-            # The first driver holds batch 1 once it is prepared: the kill lands while the
-            # batch is in doubt, however small the batches are.
-            driver = DriverProcess(
-                bootstrap,
+        # Short-lived drivers: C1 only, serial GC, and the class-data archive of an earlier
+        # run; without one, the driver that exits normally (the restarted one) makes it for
+        # the next run.
+        archive = ClassArchive.find()
+        dump_to = archive.dump_target() if archive is not None else None
+        java_options = driver_java_options(archive)
+        dumping = driver_java_options(archive, dump_to=dump_to)
+
+        drivers: list[DriverProcess] = []
+
+        def driver(*extra: str, dumper: bool, go: bool = False) -> DriverProcess:
+            started_driver = DriverProcess(
+                None if go else bootstrap,
                 checkpoint,
-                work / "driver-1.log",
+                work / f"driver-{len(drivers) + 1}.log",
                 records_per_partition=records_per_task,
                 read_tasks=read_tasks,
-                extra_args=(
-                    ("--hold-batch", str(KILLED_BATCH), *_java_conf(java_options))
-                    if crash
-                    else _java_conf(dumping)
-                ),
+                extra_args=(*extra, *_java_conf(dumping if dumper else java_options)),
+                go_file=work / "go" if go else None,
             )
-            if dump_to is not None and archive is not None and not crash:
-                archive.note_dumper(dump_to, driver.process.pid)
-            crash_at = 0 if crash else None
-            while True:
-                done = acknowledged(admin)
-                batches = len(read_checkpoint(checkpoint).commits) if checkpoint.exists() else 0
-                progress.update(task, completed=done, note=f"batch {batches}")
-                code = driver.poll()
-                if code is not None:
-                    if code != 0:
-                        msg = f"the Spark driver failed (exit {code}):\n{driver.tail()}"
-                        raise RuntimeError(msg)
-                    break
-                if crash_at is not None and done >= crash_at:
-                    batch = in_doubt_batch(checkpoint, admin)
-                    if batch is not None and batch >= KILLED_BATCH:
-                        driver.kill()
-                        kills += 1
-                        killed_batch = batch
-                        crash_at = None
-                        progress.console.print(
-                            f"[yellow]SIGKILL of the Spark driver during batch {batch} "
-                            "(read transactions prepared, batch not committed); restarting "
-                            "the query from its checkpoint[/]"
-                        )
-                        progress.update(task, note="restarting")
-                        driver = DriverProcess(
-                            bootstrap,
-                            checkpoint,
-                            work / "driver-2.log",
-                            records_per_partition=records_per_task,
-                            read_tasks=read_tasks,
-                            extra_args=_java_conf(dumping),
-                        )
-                        if dump_to is not None and archive is not None:
-                            archive.note_dumper(dump_to, driver.process.pid)
-                        continue
-                time.sleep(POLL_S)
-            pipeline_seconds = time.monotonic() - pipeline_started
-            if archive is not None:
-                archive.adopt()  # the restarted driver's archive, if its JVM is done
-            progress.update(task, completed=acknowledged(admin), note="drained")
-        with console.status("verifying with a stock read_committed consumer"):
-            verdict = verify(bootstrap, records)
-        committed, aborted = transaction_counts(checkpoint)
-        return DemoResult(
-            verdict=verdict,
-            batches=len(read_checkpoint(checkpoint).commits),
-            committed_txns=committed,
-            aborted_txns=aborted,
-            driver_kills=kills,
-            killed_batch=killed_batch,
-            seconds=time.monotonic() - started,
-            data_dir=work,
-            pipeline_seconds=pipeline_seconds,
-            commit_lags=commit_lags_of(checkpoint),
+            drivers.append(started_driver)
+            if dumper and dump_to is not None and archive is not None:
+                archive.note_dumper(dump_to, started_driver.process.pid)
+            return started_driver
+
+        # The first driver starts its JVM and SparkSession while the broker starts and the
+        # input is written; its query starts once the input is complete (``go``).  It holds
+        # batch 1 once it is prepared: the kill lands while the batch is in doubt, however
+        # small the batches are.
+        bootstrap = ""
+        pipeline_started = time.monotonic()
+        current = (
+            driver("--hold-batch", str(KILLED_BATCH), dumper=False, go=True)
+            if crash
+            else driver(dumper=True, go=True)
         )
+        try:
+            with LocalBroker(data_dir=work / "broker", config=BROKER_CONFIG) as broker:
+                bootstrap = broker.bootstrap_servers
+                console.print(f"broker {bootstrap}, data in {work}")
+                with console.status(f"writing {records:,} input records"):
+                    prepare_input(bootstrap, records)
+                current.go(bootstrap)
+                current, kills, killed_batch = _run_drivers(
+                    console,
+                    bootstrap,
+                    checkpoint,
+                    current,
+                    records,
+                    restart=(lambda: driver(dumper=True)) if crash else None,
+                )
+                pipeline_seconds = time.monotonic() - pipeline_started
+                # The driver stops Spark (and may write the class-data archive) meanwhile.
+                with console.status("verifying with a stock read_committed consumer"):
+                    verdict = verify(bootstrap, records)
+                code = current.wait(STOP_TIMEOUT_S)
+                if code != 0:
+                    msg = f"the Spark driver failed (exit {code}):\n{current.tail()}"
+                    raise RuntimeError(msg)
+                if archive is not None:
+                    archive.adopt()  # the restarted driver's archive, if its JVM is done
+                committed, aborted = transaction_counts(checkpoint)
+                result = DemoResult(
+                    verdict=verdict,
+                    batches=len(read_checkpoint(checkpoint).commits),
+                    committed_txns=committed,
+                    aborted_txns=aborted,
+                    driver_kills=kills,
+                    killed_batch=killed_batch,
+                    seconds=time.monotonic() - started,
+                    data_dir=work,
+                    pipeline_seconds=pipeline_seconds,
+                    commit_lags=commit_lags_of(checkpoint),
+                )
+                if not keep:
+                    broker.kill()  # the verdict is in and the data goes: no clean shutdown
+                return result
+        finally:
+            for started_driver in drivers:
+                if started_driver.poll() is None:
+                    started_driver.kill()
+
+
+def _run_drivers(
+    console: Console,
+    bootstrap: str,
+    checkpoint: Path,
+    driver: DriverProcess,
+    records: int,
+    *,
+    restart: Callable[[], DriverProcess] | None,
+) -> tuple[DriverProcess, int, int | None]:
+    """Show the progress until the query drained the input.
+
+    With ``restart``: SIGKILL the driver once batch ``KILLED_BATCH`` (or a later one) is in
+    doubt, and go on with the driver ``restart()`` starts.  Returns the last driver, the
+    number of kills and the killed batch.
+    """
+    kills = 0
+    killed_batch: int | None = None
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[note]}"),
+        TimeElapsedColumn(),
+        console=console,
+    )
+    with progress, Admin(bootstrap) as admin:
+        task = progress.add_task("acknowledged", total=records, note="starting Spark")
+        while not driver.drained():
+            progress.update(task, completed=acknowledged(admin), note=_batches_note(checkpoint))
+            code = driver.poll()
+            if code is not None:
+                if code != 0 or not driver.drained():
+                    msg = f"the Spark driver failed (exit {code}):\n{driver.tail()}"
+                    raise RuntimeError(msg)
+                break
+            batch = in_doubt_batch(checkpoint, admin) if restart is not None else None
+            if restart is not None and batch is not None and batch >= KILLED_BATCH:
+                driver.kill()
+                kills += 1
+                killed_batch = batch
+                progress.console.print(
+                    f"[yellow]SIGKILL of the Spark driver during batch {batch} "
+                    "(read transactions prepared, batch not committed); restarting "
+                    "the query from its checkpoint[/]"
+                )
+                progress.update(task, note="restarting")
+                driver, restart = restart(), None
+                continue
+            time.sleep(POLL_S)
+        progress.update(task, completed=acknowledged(admin), note="drained")
+    return driver, kills, killed_batch
+
+
+def _batches_note(checkpoint: Path) -> str:
+    return f"batch {len(read_checkpoint(checkpoint).commits) if checkpoint.exists() else 0}"

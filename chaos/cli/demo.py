@@ -7,7 +7,7 @@ import argparse
 from rich.console import Console
 
 from chaos.spark_demo import batch_size, run_demo, summary_table
-from producer.spark.demo import DEMO_READ_TASKS, DEMO_RECORDS_PER_TASK, KILL_BATCHES
+from producer.spark.demo import DEMO_READ_TASKS, DEMO_RECORDS, DEMO_RECORDS_PER_TASK, KILL_BATCHES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "a stock read_committed consumer that every input is in the output exactly once."
     )
     parser.add_argument(
-        "--records", type=int, default=100_000, help="input records (default 100000)"
+        "--records",
+        type=int,
+        default=DEMO_RECORDS,
+        help=f"input records (default {DEMO_RECORDS}: 3 batches of 10,000, one redelivered)",
     )
     parser.add_argument(
         "--crash",

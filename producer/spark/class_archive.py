@@ -15,8 +15,10 @@ temporary file) and installed by ``ClassArchive.adopt`` once that JVM is gone (b
 run when the JVM is still writing it), with a rename and after a ``java -version`` that
 maps it: a driver never sees a partial archive (one crashes the JVM).  A missing, stale
 or foreign archive never fails a driver: without ``-Xshare:on`` a JVM that cannot use it
-runs without it.  Its name hashes the Java runtime and the Spark jars, so another Java
-or Spark makes another archive.  ``SHARETXN_CDS=0`` turns the archive off.
+runs without it.  Its name hashes the Java runtime and the Spark jars with their
+directory, so another Java, Spark or virtual environment makes another archive (the class
+path must be the one the archive was made with, or the JVM ignores the archive).
+``SHARETXN_CDS=0`` turns the archive off.
 """
 
 from __future__ import annotations
@@ -52,8 +54,9 @@ def _java() -> str | None:
     return shutil.which("java")
 
 
-def _fingerprint() -> str | None:
-    """What the archive depends on: the Java runtime and Spark's jars (None: unknown)."""
+def _fingerprint() -> tuple[str, Path] | None:
+    """What the archive depends on: the Java runtime and Spark's jars, with the jars'
+    directory (an archive maps only with the class path it was made with); None: unknown."""
     try:
         import pyspark  # noqa: PLC0415 - optional dependency
     except ImportError:
@@ -69,11 +72,13 @@ def _fingerprint() -> str | None:
         # A JAVA_HOME launcher script (producer.spark.java) names the runtime it runs.
         if st.st_size < 4096:
             parts.append(Path(real).read_text(errors="replace"))
-        jars = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent) / "jars"
+        home = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
+        jars = (home / "jars").resolve()
+        parts.append(str(jars))
         parts.extend(sorted(f"{p.name}:{p.stat().st_size}" for p in jars.glob("*.jar")))
     except OSError:
         return None
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16], jars
 
 
 @dataclass(frozen=True)
@@ -81,16 +86,20 @@ class ClassArchive:
     """The class-data archive of this Java and Spark, in ``~/.cache/sharetxn/cds``."""
 
     path: Path
+    #: The Spark jars it is made for (noted beside it: an archive whose jars are gone, a
+    #: deleted virtual environment's, is removed when another is made).
+    jars: Path | None = None
 
     @classmethod
     def find(cls) -> ClassArchive | None:
         """The archive's place for this machine's Java and Spark (None: turned off)."""
         if os.environ.get("SHARETXN_CDS", "1").strip().lower() in ("0", "false", "no", "off"):
             return None
-        fingerprint = _fingerprint()
-        if fingerprint is None:
+        found = _fingerprint()
+        if found is None:
             return None
-        return cls(cache_root() / "cds" / f"spark-{fingerprint}.jsa")
+        fingerprint, jars = found
+        return cls(cache_root() / "cds" / f"spark-{fingerprint}.jsa", jars)
 
     @property
     def ready(self) -> bool:
@@ -101,7 +110,7 @@ class ClassArchive:
 
     @property
     def _checked(self) -> Path:
-        return self.path.with_name(f"{self.path.name}.checked")
+        return _checked(self.path)
 
     def _stamp(self) -> str:
         st = self.path.stat()
@@ -168,7 +177,20 @@ class ClassArchive:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError:
             return None
+        self.prune()
         return self.path.with_name(f"{self.path.name}.{uuid.uuid4().hex[:12]}.tmp")
+
+    def prune(self) -> None:
+        """Remove the other archives whose Spark jars are gone (~170 MB each)."""
+        for other in self.path.parent.glob("spark-*.jsa"):
+            try:
+                jars = _jars_note(other).read_text().strip()
+            except OSError:
+                continue  # made before the note existed, or being installed: left alone
+            if other != self.path and jars and not os.path.isdir(jars):
+                for stale in (other, _checked(other), _jars_note(other)):
+                    with contextlib.suppress(OSError):
+                        stale.unlink()
 
     def note_dumper(self, dumped: Path, process_group: int) -> None:
         """Driver ``process_group`` writes ``dumped`` when its JVM exits."""
@@ -203,12 +225,23 @@ class ClassArchive:
         try:
             if dumped.stat().st_size > 0 and not self.ready:
                 os.replace(dumped, self.path)
-                return self.usable()
+                usable = self.usable()
+                if usable and self.jars is not None:
+                    _jars_note(self.path).write_text(str(self.jars))
+                return usable
         except OSError as exc:
             log.info("class-data archive not installed: %s", exc)
         with contextlib.suppress(OSError):
             dumped.unlink()
         return False
+
+
+def _checked(archive: Path) -> Path:
+    return archive.with_name(f"{archive.name}.checked")
+
+
+def _jars_note(archive: Path) -> Path:
+    return archive.with_name(f"{archive.name}.jars")
 
 
 def _owner(dumped: Path) -> Path:

@@ -40,10 +40,17 @@ BROKER_CONFIG = {"group.share.partition.max.record.locks": "10000"}
 # One read task of up to 30,000 records per batch (the 3 partitions' in-flight windows):
 # few, large batches amortise Spark's per-batch cost (docs/spark.md, "Tuning").
 DEMO_RECORDS_PER_TASK = 30_000
+#: ``sharetxn demo``'s default input: with the kill on, batches of a third of it.  Enough
+#: to show a committed batch, a killed one redelivered and the restart draining the rest;
+#: more records only add steady batches to a demo of two Spark start-ups.
+DEMO_RECORDS = 30_000
 DEMO_READ_TASKS = 1
 #: With the kill on: at least this many batches; the driver is killed in batch 1.
 KILL_BATCHES = 3
 KILLED_BATCH = 1
+#: ``producer.spark.job.DRAINED`` (that module imports PySpark): the line the driver prints
+#: once its query drained the input and stopped, before its SparkContext stops.
+DRAINED = "drained: "
 #: How often the demo looks at the progress (each look costs the broker some requests).
 POLL_S = 0.2
 _OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
@@ -180,7 +187,7 @@ class DriverProcess:
 
     def __init__(
         self,
-        bootstrap: str,
+        bootstrap: str | None,
         checkpoint: Path | str,
         log_path: Path,
         *,
@@ -194,13 +201,20 @@ class DriverProcess:
         timeout_s: float = 900.0,
         env: dict[str, str] | None = None,
         extra_args: tuple[str, ...] = (),
+        go_file: Path | None = None,
     ) -> None:
+        # ``bootstrap`` None: the driver starts Spark, then reads it from ``go_file`` once
+        # ``go(bootstrap)`` wrote it (the demo starts its broker meanwhile).
+        if (bootstrap is None) == (go_file is None):
+            msg = "DriverProcess needs one of bootstrap and go_file"
+            raise ValueError(msg)
+        self.go_file = go_file
         cmd = [
             sys.executable,
             "-m",
             "producer.spark.job",
-            "--bootstrap-server",
-            bootstrap,
+            *(["--bootstrap-server", bootstrap] if bootstrap is not None else []),
+            *(["--go-file", str(go_file)] if go_file is not None else []),
             "--group",
             group,
             "--input",
@@ -230,8 +244,23 @@ class DriverProcess:
             env={**os.environ, **(env or {})},
         )
 
+    def go(self, bootstrap: str) -> None:
+        """Let a driver started with ``go_file`` start its query against ``bootstrap``."""
+        assert self.go_file is not None
+        staging = self.go_file.with_name(f"{self.go_file.name}.tmp")
+        staging.write_text(bootstrap)
+        staging.replace(self.go_file)  # never seen half-written
+
     def poll(self) -> int | None:
         return self.process.poll()
+
+    def drained(self) -> bool:
+        """The driver printed ``DRAINED``: its query drained the input and stopped."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return False
+        return any(line.startswith(DRAINED) for line in text.splitlines())
 
     def wait(self, timeout_s: float | None = None) -> int:
         try:

@@ -26,12 +26,15 @@ from pyspark.sql import DataFrame, SparkSession, functions
 
 from producer.admin import Admin
 from producer.spark import ExactlyOnce, register
+from producer.spark.worker_python import worker_python
 from producer.twophase.checkpoint_fs import is_local, local_path
 from txn.ids import TopicPartition
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[2]"
+#: What ``main`` prints once the query drained its input and stopped (sharetxn demo reads it).
+DRAINED = "drained: "
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +61,9 @@ def spark_session(
     conf: dict[str, str] | None = None,
 ) -> SparkSession:
     """A local session tuned for small machines: no UI, few shuffle partitions."""
-    # Python workers run this interpreter (with sharetxn installed), not whatever `python3` is.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Python workers run this interpreter (with sharetxn installed), not whatever `python3` is,
+    # importing PySpark from the installed package (producer/spark/worker_python.py).
+    os.environ.setdefault("PYSPARK_PYTHON", worker_python())
     builder = SparkSession.builder
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
@@ -188,12 +192,29 @@ def run_until_drained(
     }
 
 
+def wait_for_go(path: str, timeout_s: float) -> str:
+    """Wait for ``path`` to exist; returns its content (the bootstrap servers)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+        except FileNotFoundError:
+            text = ""
+        if text:
+            return text
+        if time.monotonic() > deadline:
+            msg = f"{path} did not appear within {timeout_s}s"
+            raise TimeoutError(msg)
+        time.sleep(0.05)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m producer.spark.job",
         description="Run the exactly-once enrichment query (share group in, topic out).",
     )
-    parser.add_argument("--bootstrap-server", required=True)
+    parser.add_argument("--bootstrap-server", default=None)
     parser.add_argument("--group", required=True)
     parser.add_argument("--input", required=True)
     parser.add_argument("--output", required=True)
@@ -211,6 +232,13 @@ def main(argv: list[str] | None = None) -> int:
         help="hold batch N once its writes are prepared (sharetxn demo kills the driver then)",
     )
     parser.add_argument(
+        "--go-file",
+        default=None,
+        metavar="PATH",
+        help="start Spark, then wait for PATH to exist and read the bootstrap servers from it "
+        "(sharetxn demo starts the driver while its broker starts)",
+    )
+    parser.add_argument(
         "--conf",
         action="append",
         default=[],
@@ -218,28 +246,35 @@ def main(argv: list[str] | None = None) -> int:
         help="a Spark configuration (repeatable)",
     )
     args = parser.parse_args(argv)
+    if (args.bootstrap_server is None) == (args.go_file is None):
+        parser.error("give one of --bootstrap-server and --go-file")
     conf = dict(c.split("=", 1) for c in args.conf)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("producer.spark").setLevel(logging.INFO)
     if is_local(args.checkpoint):
         local_path(args.checkpoint).mkdir(parents=True, exist_ok=True)
-    cfg = JobConfig(
-        bootstrap_servers=args.bootstrap_server,
-        group_id=args.group,
-        input_topic=args.input,
-        output_topic=args.output,
-        checkpoint=args.checkpoint,
-        prefix=args.prefix,
-        max_records_per_partition=args.max_records,
-        num_partitions=args.num_partitions,
-        hold_batch=args.hold_batch,
-    )
     spark = spark_session(args.master, conf=conf)
     try:
+        bootstrap = args.bootstrap_server
+        if args.go_file is not None:
+            register(spark)  # Spark's look-up of installed data sources, while waiting
+            bootstrap = wait_for_go(args.go_file, args.timeout)
+        cfg = JobConfig(
+            bootstrap_servers=bootstrap,
+            group_id=args.group,
+            input_topic=args.input,
+            output_topic=args.output,
+            checkpoint=args.checkpoint,
+            prefix=args.prefix,
+            max_records_per_partition=args.max_records,
+            num_partitions=args.num_partitions,
+            hold_batch=args.hold_batch,
+        )
         counters = run_until_drained(spark, cfg, timeout_s=args.timeout)
+        # Before the SparkContext stops: the query is stopped and every batch committed.
+        print(f"{DRAINED}{json.dumps(counters)}", flush=True)
     finally:
         spark.stop()
-    print(f"drained: {json.dumps(counters)}", flush=True)
     return 0
 
 

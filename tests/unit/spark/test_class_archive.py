@@ -90,3 +90,52 @@ def test_turned_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHARETXN_CDS", "0")
     assert ClassArchive.find() is None
     assert "SharedArchiveFile" not in driver_java_options(None)
+
+
+def test_archives_of_spark_jars_that_are_gone_are_pruned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ClassArchive, "usable", lambda self: self.ready)
+    jars = tmp_path / "venv" / "jars"
+    jars.mkdir(parents=True)
+    cds = tmp_path / "cds"
+    cds.mkdir()
+    archive = ClassArchive(cds / "spark-new.jsa", jars)
+    gone, kept, unnoted = cds / "spark-gone.jsa", cds / "spark-kept.jsa", cds / "spark-old.jsa"
+    for path, noted in ((gone, tmp_path / "deleted-venv"), (kept, jars), (unnoted, None)):
+        path.write_bytes(b"archive")
+        path.with_name(f"{path.name}.checked").write_text("1:1")
+        if noted is not None:
+            path.with_name(f"{path.name}.jars").write_text(str(noted))
+    target = archive.dump_target()
+    assert target is not None
+    assert sorted(p.name for p in cds.iterdir()) == [
+        "spark-kept.jsa",
+        "spark-kept.jsa.checked",
+        "spark-kept.jsa.jars",
+        "spark-old.jsa",
+        "spark-old.jsa.checked",
+    ]
+    target.write_bytes(b"made")
+    assert archive.install(target)
+    assert (cds / "spark-new.jsa.jars").read_text() == str(jars)
+
+
+def test_the_same_spark_elsewhere_makes_another_archive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An archive maps only with the class path it was made with: a virtual environment's
+    # copy of the same Spark (same jar names and sizes) must not reuse this one's.
+    pytest.importorskip("pyspark")
+    here = ClassArchive.find()
+    if here is None or here.jars is None:
+        pytest.skip("no Java runtime or Spark jars here")
+    copy = tmp_path / "spark" / "jars"
+    copy.mkdir(parents=True)
+    for jar in here.jars.glob("*.jar"):
+        with (copy / jar.name).open("wb") as f:
+            f.truncate(jar.stat().st_size)  # sparse: same name, same size
+    monkeypatch.setenv("SPARK_HOME", str(copy.parent))
+    there = ClassArchive.find()
+    assert there is not None and there.jars == copy.resolve()
+    assert there.path != here.path

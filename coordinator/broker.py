@@ -648,6 +648,7 @@ class BrokerCore:
             tp = TopicPartition(name, index)
             self.partitions.pop(tp, None)
             self.storage.delete_log(name, index)
+        self.groups.on_topic_deleted(name)
         self.share.on_topics_changed([info.topic_id])
         log.info("deleted topic %s (id %s)", name, info.topic_id)
         return TopicResult(name, ErrorCode.NONE, None, str(info.topic_id))

@@ -245,6 +245,10 @@ class ConsumerGroupCoordinator(MixedMembership, ConsumerProtocol):
         """OffsetDelete (KIP-496)."""
         return self.offset_commands.delete_offsets(group_id, partitions)
 
+    def on_topic_deleted(self, topic: str) -> int:
+        """A topic was deleted: every group's offsets on it go (tombstones)."""
+        return self.offset_commands.on_topic_deleted(topic)
+
     def expire_offsets(self) -> int:
         """Delete the offsets past ``offsets.retention.minutes`` now (KIP-211)."""
         return self.offset_commands.expire_offsets()

@@ -267,6 +267,23 @@ class OffsetCommands:
             self._emit(group_id, "offset-deletions", len(records))
         return ErrorCode.NONE, results
 
+    def on_topic_deleted(self, topic: str) -> int:
+        """A deleted topic: tombstones for every group's offsets on its partitions, committed
+        or pending in a transaction (Kafka's ``onPartitionsDeleted``); how many were written."""
+        if self.availability() is not ErrorCode.NONE:
+            return 0
+        records: list[Record] = [
+            (OffsetKey(group_id, tp.topic, tp.partition), None)
+            for group_id, tp in self.offsets.on_topic(topic)
+        ]
+        if not records:
+            return 0
+        error = self._write(records)
+        if error is not ErrorCode.NONE:
+            log.warning("offsets of deleted topic %s not removed (%s)", topic, error.name)
+            return 0
+        return len(records)
+
     def _subscriptions(self, group_id: str) -> tuple[bool, bool, frozenset[str] | None]:
         """(the group exists, it has members, its subscribed topics or None when its members
         do not use the consumer protocol)."""

@@ -58,6 +58,20 @@ class OffsetStore:
                     applied.append((group_id, tp))
         return applied
 
+    def drop_pending(self, group_id: str, tp: TopicPartition) -> None:
+        """Forget every producer's pending offset of ``group_id`` on ``tp`` (a tombstone)."""
+        for groups in self.pending.values():
+            offsets = groups.get(group_id)
+            if offsets is not None:
+                offsets.pop(tp, None)
+
+    def on_topic(self, topic: str) -> list[tuple[str, TopicPartition]]:
+        """Every (group, partition) of ``topic`` with a committed or a pending offset."""
+        found = {(g, tp) for g, offs in self.committed.items() for tp in offs if tp.topic == topic}
+        for groups in self.pending.values():
+            found |= {(g, tp) for g, offs in groups.items() for tp in offs if tp.topic == topic}
+        return sorted(found)
+
     def has_pending(self, group_id: str, tp: TopicPartition | None = None) -> bool:
         for groups in self.pending.values():
             offsets = groups.get(group_id)

@@ -114,6 +114,9 @@ class OffsetManager:
         tp = TopicPartition(key.topic, key.partition)
         if value is None:
             self.store.delete(key.group_id, tp)
+            if producer_id is None:
+                # As in Kafka: a tombstone also drops the pending transactional offsets.
+                self.store.drop_pending(key.group_id, tp)
             return False
         entry = OffsetEntry(
             value.offset, value.leader_epoch, value.metadata, value.commit_timestamp, record_offset

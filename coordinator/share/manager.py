@@ -249,7 +249,10 @@ class ShareManager:
         for topic_id, partition in deleting:
             key = ShareStateKey(group_id, topic_id, partition)
             self._drop_share_partition(key)
-            if self.persister.delete_state(key) is ErrorCode.NONE:
+            error = self.persister.delete_state(key)
+            if error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and self.persister.state(key) is None:
+                error = ErrorCode.NONE  # a deleted topic's: its state went with the topic
+            if error is ErrorCode.NONE:
                 gone.setdefault(topic_id, []).append(partition)
         for topic_id, parts in gone.items():
             self.groups.mark_deleted(group_id, topic_id, parts)
@@ -364,6 +367,10 @@ class ShareManager:
             gone = set(deleted_topic_ids)
             for key in [k for k in self.share_partitions if k[1] in gone]:
                 del self.share_partitions[key]
+            # As Kafka's share coordinator does: tombstones for every state of the topics.
+            error = self.persister.on_topics_deleted(sorted(gone))
+            if error is not ErrorCode.NONE:
+                log.warning("share state of deleted topics not removed: %s", error.name)
         for group_id in self.groups.on_topics_changed():
             self.do_state_work(group_id)
 

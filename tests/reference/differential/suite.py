@@ -65,6 +65,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "share/per_offset_ack_types": _START,
     "share/piggybacked_ack_in_fetch": _START,
     "share/reject_archives": _START,
+    "topics/delete_and_recreate_share_state": _START,
     "share/alter_offsets_empty_group": "share offsets: Kafka keeps its cached state after alter",
     "share/auto_offset_reset_by_duration_zero": "by_duration with no recent record",
     "share/describe_share_group": _EPOCHS,
@@ -88,14 +89,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 #: Scenario -> where its open difference is being fixed.  Reported as "pending", not failed;
 #: each is listed in docs/conformance.md ("Differential suite", pending).  Remove an entry once
 #: its scenario is identical.
-_DELETED_TOPIC_STATE = (
-    "topic deletion: the groups' state of a deleted topic is kept (consumer-group coordinator"
-    " rewrite)"
-)
-PENDING: dict[str, str] = {
-    "topics/delete_and_recreate_committed_offsets": _DELETED_TOPIC_STATE,
-    "topics/delete_and_recreate_share_state": _DELETED_TOPIC_STATE,
-}
+PENDING: dict[str, str] = {}
 
 
 @contextlib.contextmanager

@@ -104,6 +104,11 @@ class DeleteOffsets:
 
 
 @dataclass(frozen=True)
+class DeleteTopic:
+    """The topic's deletion reaching the coordinator (its offsets' tombstones)."""
+
+
+@dataclass(frozen=True)
 class DeleteGroup:
     group: int
 
@@ -229,6 +234,8 @@ class Bench:
                 c.delete_offsets(GROUPS[g], [TopicPartition("orders", p)])
             case DeleteGroup(g):
                 c.delete_groups([GROUPS[g]])
+            case DeleteTopic():
+                c.on_topic_deleted("orders")
             case Advance(ms):
                 self.clock.advance(ms)
             case Failing(inner):
@@ -286,6 +293,7 @@ operations = st.one_of(
     st.builds(Marker, producers, st.integers(0, 1), st.booleans()),
     st.builds(DeleteOffsets, groups, partitions),
     st.builds(DeleteGroup, groups),
+    st.builds(DeleteTopic),
     st.builds(Advance, st.sampled_from([0, 1_000, 6_000, 11_000, 61_000])),
 )
 operations = st.one_of(operations, operations, operations, st.builds(Failing, operations))

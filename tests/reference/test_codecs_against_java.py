@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from coordinator.launcher import LocalBroker
 from producer import Admin, TransactionalProducer
@@ -55,15 +55,20 @@ def _produce(bootstrap: str, topic: str, codec: str) -> dict[str, str]:
             for key in range(KEYS):
                 noise = "".join(uuid.uuid4().hex for _ in range(6))  # not compressible away
                 value = f"{codec}-k{key}-v{version}-{noise}"
-                producer.send(topic, value.encode(), key=f"k{key}".encode(), partition=0)
+                sent = producer.send(topic, value.encode(), key=f"k{key}".encode(), partition=0)
+                # One record a batch: a batch larger than the topic's 1000-byte segments is
+                # refused (RECORD_LIST_TOO_LARGE), as Kafka refuses it.
+                producer.flush()
+                sent.result(timeout=30)
                 last[f"k{key}"] = value
-            producer.flush()
     finally:
         producer.close()
     return last
 
 
 def _read_all(bootstrap: str, topic: str) -> list[tuple[str, str]]:
+    """Every record of partition 0, read up to its end offset (a fetch reads one segment, and
+    the cleaner may swap segments meanwhile: a reader that stops at a quiet poll misses some)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -74,15 +79,16 @@ def _read_all(bootstrap: str, topic: str) -> list[tuple[str, str]]:
     )
     out: list[tuple[str, str]] = []
     try:
-        consumer.subscribe([topic])
-        idle = 0
-        while idle < 4:
+        _low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        last = -1
+        deadline = time.monotonic() + 120
+        while last < high - 1 and time.monotonic() < deadline:
             message = consumer.poll(1.0)
-            if message is None:
-                idle += 1 if out else 0
-                continue
-            if message.error() is None:
+            if message is not None and message.error() is None:
+                last = message.offset()
                 out.append(((message.key() or b"").decode(), (message.value() or b"").decode()))
+        assert last == high - 1, f"read up to offset {last} of {topic}, its end is {high}"
     finally:
         consumer.close()
     return out
@@ -133,7 +139,20 @@ def test_java_consumer_reads_client_and_cleaner_batches(sharetxn: LocalBroker, c
             break
         time.sleep(0.5)
     assert len(records) < written, "the cleaner did not run within 60 s"
+    # The cleaner swaps the cleaned segments in, then writes its checkpoint.
+    checkpointed = time.monotonic() + 20
+    while not _checkpointed(sharetxn.data_dir / f"{topic}-0") and time.monotonic() < checkpointed:
+        time.sleep(0.1)
     assert _checkpointed(sharetxn.data_dir / f"{topic}-0")
+    # The cleaner may take more passes: compare once the log has stayed the same for 3 s
+    # (a reader racing a pass is another test's subject).
+    settled = time.monotonic() + 60
+    while time.monotonic() < settled:
+        time.sleep(3.0)
+        again = _read_all(bootstrap, topic)
+        if again == records:
+            break
+        records = again
     seen = _java_console_consumer(bootstrap, topic, len(records))
     assert seen == records
     assert {key: value for key, value in seen} == last

@@ -1,8 +1,9 @@
 """The consumer-group coordinator: classic groups and offsets, sans I/O.
 
-It takes a ``Clock``, one ``PartitionLog`` (``__consumer_offsets`` partition 1; partition 0
-holds the share groups) and the ``BrokerConfig``, like the share-group coordinator, and the
-two share one group-id namespace through ``is_share_group``.
+It is handed a ``Clock``, the runtime of one ``__consumer_offsets`` partition (partition 1;
+partition 0 holds the share groups) owning the shard, the ``BrokerConfig`` and the metric
+emitter the shard shares -- all built by ``coordinator.assembly`` -- and shares one group-id
+namespace with the share-group coordinator through ``is_share_group``.
 
 **Classic protocol** (Kafka's GroupMetadataManager for classic groups).  JoinGroup v4+ without
 a member id gets MEMBER_ID_REQUIRED and a new id; a join moves the group to
@@ -69,10 +70,9 @@ from coordinator.group.results import (
     JoinResult,
     SyncResult,
 )
-from coordinator.group.shard import ConsumerGroupShard, GroupRuntime
+from coordinator.group.shard import GroupMeter, GroupRuntime
 from coordinator.group.timers import Timers
-from coordinator.log.storage import PartitionLog
-from coordinator.shard_runtime import CoordinatorResult, CoordinatorRuntime
+from coordinator.shard_runtime import CoordinatorResult
 from coordinator.share.group_model import TopicLookup
 from txn.clock import Clock
 from txn.config import BrokerConfig
@@ -90,24 +90,22 @@ class ConsumerGroupCoordinator(MixedMembership, ConsumerProtocol):
     def __init__(
         self,
         clock: Clock,
-        group_log: PartitionLog,
+        runtime: GroupRuntime,
         config: BrokerConfig,
+        meter: GroupMeter,
         *,
         is_share_group: Callable[[str], bool] = lambda _g: False,
-        on_event: Callable[[str, str, int], None] | None = None,
         topics: TopicLookup | None = None,
     ) -> None:
+        """``runtime``: the runtime of ``__consumer_offsets`` partition 1, owning the shard;
+        ``meter``: the metric emitter the shard reports through too (both built by
+        ``coordinator.assembly``)."""
         self._clock = clock
-        self._log = group_log
-        shard = ConsumerGroupShard(self._emit)
-        self._runtime: GroupRuntime = CoordinatorRuntime(
-            clock, "__consumer_offsets", {0: group_log}, shard=shard
-        )
+        self._runtime = runtime
+        shard = runtime.shard
         self._config = config
         self._is_share_group = is_share_group
-        # (group id, meter name, count): offset-commits, offset-expirations, offset-deletions,
-        # group-completed-rebalances (KIP-496's meters)
-        self.on_event = on_event
+        self._meter = meter
         # The shard's state, one object each for the coordinator's life (replay changes them).
         self._groups: dict[str, ClassicGroup] = shard.membership.groups
         self._consumer_groups: dict[str, ConsumerProtocolGroup] = (
@@ -124,7 +122,6 @@ class ConsumerGroupCoordinator(MixedMembership, ConsumerProtocol):
                 clock,
                 config,
                 self._runtime,
-                group_log,
                 self._timers,
                 self._write,
                 self._fence_committer,
@@ -815,8 +812,7 @@ class ConsumerGroupCoordinator(MixedMembership, ConsumerProtocol):
         )
 
     def _emit(self, group_id: str, meter: str, count: int) -> None:
-        if self.on_event is not None and count > 0:
-            self.on_event(group_id, meter, count)
+        self._meter.emit(group_id, meter, count)
 
     @property
     def consumer_protocol_type(self) -> str:

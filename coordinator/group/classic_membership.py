@@ -223,7 +223,7 @@ class ClassicMembership:
                 self._extend_initial_delay(group, now)
             self._maybe_complete_join(group)
         else:
-            self.prepare_rebalance(group, f"member {member_id} joined", now)
+            self.prepare_rebalance(group, _with_reason(f"member {member_id} joined", req), now)
 
     def _join_existing_member(
         self,
@@ -250,7 +250,9 @@ class ClassicMembership:
             respond(self._join_result(group, member))
         else:
             member.awaiting_join = respond
-            self.prepare_rebalance(group, f"member {member.member_id} rejoined", now)
+            self.prepare_rebalance(
+                group, _with_reason(f"member {member.member_id} rejoined", req), now
+            )
 
     def _join_result(self, group: ClassicGroup, member: ClassicMember) -> JoinResult:
         members: tuple[tuple[str, str | None, bytes], ...] = ()
@@ -560,3 +562,8 @@ class ClassicMembership:
         never_joined = group.state is _S.EMPTY and group.generation == 0 and not group.members
         if never_joined and not group.pending_members and not self.offsets.of(group_id):
             self._groups.pop(group_id, None)  # nothing to keep
+
+
+def _with_reason(reason: str, req: JoinRequest) -> str:
+    """The coordinator's reason for a rebalance, with the joining client's, as Kafka logs it."""
+    return f"{reason}; client reason: {req.reason}" if req.reason else reason

@@ -22,6 +22,7 @@ class JoinRequest:
     client_id: str
     client_host: str
     require_known_member_id: bool  # JoinGroup v4+
+    reason: str | None = None  # JoinGroup v8+: the client's own words, logged (KIP-800)
 
 
 @dataclass(frozen=True, slots=True)

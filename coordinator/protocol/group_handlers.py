@@ -118,6 +118,7 @@ class GroupHandlers:
             client_id=req.client_id or "",
             client_host=f"/{req.client_host}" if req.client_host else "",
             require_known_member_id=req.api_version >= 4,
+            reason=field(b, "reason"),
         )
         result: JoinResult = await self._deferred(
             lambda respond: self.core.groups.join(request, respond)

@@ -418,3 +418,34 @@ def test_deferred_commit_errors_have_no_token() -> None:
     )
     assert results == {T0: E.ILLEGAL_GENERATION}
     assert token is None
+
+
+def test_a_rebalance_is_logged_with_the_joining_clients_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """KIP-800: JoinGroup v8+ carries the client's reason; the coordinator logs it with its own
+    (how an operator tells a metadata change from a heartbeat error)."""
+    b = Bench()
+    leader, _follower, _gen = stable_pair(b)
+    caplog.set_level("INFO", logger="sharetxn")
+    out: list[JoinResult] = []
+    b.coord.join(
+        JoinRequest(
+            G,
+            leader,
+            None,
+            "consumer",
+            [("range", subscription("t"))],
+            10000,
+            10000,
+            "client",
+            "/127.0.0.1",
+            True,
+            reason="cached metadata has changed",
+        ),
+        out.append,
+    )
+    assert any(
+        f"member {leader} rejoined; client reason: cached metadata has changed" in r.getMessage()
+        for r in caplog.records
+    ), [r.getMessage() for r in caplog.records]

@@ -107,6 +107,14 @@ class ReadSample(toolkit.Counted):
     broker_cpu_s: float
     client_cpu_s: float
     other_cpu_s: float
+    # Wall-clock seconds, over the polls that returned records: inside poll()/consume(), in
+    # this process's loop over the records (acknowledge() included), inside commit_sync().
+    fetch_s: float = 0.0
+    app_s: float = 0.0
+    ack_s: float = 0.0
+
+    def per_poll_ms(self, seconds: float) -> float:
+        return seconds / max(self.polls, 1) * 1000
 
     @property
     def steady_rate(self) -> float:
@@ -182,17 +190,34 @@ class Reading:
         self.tick = tick
         self.first = 0.0
         self.polls = 0
+        self.fetch_s = self.app_s = self.ack_s = 0.0
 
     def begin(self) -> None:
         self.cpu0 = toolkit.CpuSnapshot.take(self.pid)
         self.start = time.perf_counter()
         self.deadline = self.start + self.timeout
 
-    def polled(self, batch: Any) -> None:
+    def polled(self, batch: Any, asked: float) -> float:
+        """After a poll()/consume() called at ``asked`` (perf_counter); returns now."""
+        now = time.perf_counter()
         if len(batch):
             self.polls += 1
             if not self.first:
-                self.first = time.perf_counter() - self.start
+                self.first = now - self.start
+            else:  # the first poll also waits for connecting and joining
+                self.fetch_s += now - asked
+        return now
+
+    def timed(self, batch: Any, since: float, acked: float | None = None) -> None:
+        """After the loop over ``batch`` that started at ``since`` (and a commit_sync() that
+        started at ``acked``)."""
+        if len(batch):
+            now = time.perf_counter()
+            if acked is None:
+                self.app_s += now - since
+            else:
+                self.app_s += acked - since
+                self.ack_s += now - acked
 
     def add(self, m: Any) -> None:
         if m.error() is not None:
@@ -225,6 +250,9 @@ class Reading:
             usage.broker,
             usage.client,
             usage.other,
+            self.fetch_s,
+            self.app_s,
+            self.ack_s,
         )
 
 
@@ -251,10 +279,12 @@ def read_plain(
         )
         total = topic.records
         while seen.records < total:
+            asked = time.perf_counter()
             batch = consumer.consume(args.poll_batch, 1.0)
-            reading.polled(batch)
+            since = reading.polled(batch, asked)
             for m in batch:
                 reading.add(m)
+            reading.timed(batch, since)
             reading.step()
         reading.end()
     finally:
@@ -291,15 +321,20 @@ def read_share(
         consumer.subscribe([topic.name])
         total = topic.records
         while seen.records < total:
+            asked = time.perf_counter()
             batch = consumer.poll(1.0)
-            reading.polled(batch)
+            since = reading.polled(batch, asked)
             for m in batch:
                 reading.add(m)
                 if m.delivery_count() != 1:
                     seen.redelivered += 1
                 acknowledge(m, AcknowledgeType.ACCEPT)
             if commit_each and len(batch):
+                acked = time.perf_counter()
                 committed(consumer.commit_sync(30.0))
+                reading.timed(batch, since, acked)
+            else:
+                reading.timed(batch, since)
             reading.step()
         if not commit_each:
             committed(consumer.commit_sync(30.0))
@@ -407,6 +442,35 @@ def read_table(cases: list[Case], args: argparse.Namespace, topic: delivery.Topi
             f"{statistics.median(s.polls for s in chosen):.0f}",
             f"{statistics.median(s.switches for s in chosen):.0f}",
             *toolkit.cpu_cells(case.samples),
+        )
+    return table
+
+
+def poll_table(cases: list[Case]) -> Table:
+    """Where the time of one poll goes: wall-clock ms per poll that returned records."""
+    table = Table(title="Wall-clock ms per poll that returned records (median over rounds)")
+    table.add_column("case", no_wrap=True)
+    for name in (
+        "records\nper poll",
+        "in poll()\nconsume()",
+        "loop over\nthe records",
+        "in\ncommit_sync()",
+        "total",
+    ):
+        table.add_column(name, justify="right")
+    for case in cases:
+        if not case.samples or case.kind not in ("plain", "commit", "piggy"):
+            continue
+        chosen = case.kept()
+        parts = [
+            statistics.median(s.per_poll_ms(getattr(s, name)) for s in chosen)
+            for name in ("fetch_s", "app_s", "ack_s")
+        ]
+        table.add_row(
+            f"({case.key}) {case.label}",
+            f"{statistics.median(s.records / max(s.polls, 1) for s in chosen):,.0f}",
+            *(f"{ms:.2f}" for ms in parts),
+            f"{sum(parts):.2f}",
         )
     return table
 
@@ -644,6 +708,12 @@ def main(argv: list[str] | None = None) -> int:
             "consecutive records; after first: records/s from the first record on (without "
             "connecting and joining); cores: CPU seconds per wall-clock second of the broker and "
             "of this client process; us/rec: broker CPU per record[/]"
+        )
+        console.print(poll_table(cases))
+        console.print(
+            "[dim]from the second poll on (the first waits for connecting and joining): inside "
+            "poll()/consume(), in this process's loop over the records it returned "
+            "(acknowledge() included), and inside commit_sync()[/]"
         )
         rows = ratios(cases)
         console.print(toolkit.ratio_table(rows))

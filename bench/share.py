@@ -68,7 +68,7 @@ import os
 import statistics
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -491,6 +491,11 @@ def ratios(cases: list[Case]) -> list[toolkit.Ratio]:
     add("(piggy) acks on next poll / (commit) commit_sync per poll", "piggy", "commit")
     add("(commit-1M) fetch.max.bytes=1 MiB / (plain) Consumer", "commit-1M", "plain")
     add("(commit-1M) fetch.max.bytes=1 MiB / (commit) default 50 MiB", "commit-1M", "commit")
+    add("(commit@base) baseline: commit_sync per poll / (plain@base)", "commit@base", "plain@base")
+    add("(piggy@base) baseline: acks on next poll / (plain@base)", "piggy@base", "plain@base")
+    add("(commit) this tree / (commit@base) baseline", "commit", "commit@base")
+    add("(piggy) this tree / (piggy@base) baseline", "piggy", "piggy@base")
+    add("(plain) this tree / (plain@base) baseline", "plain", "plain@base")
     add("(commit) sharetxn / (kafka) Apache Kafka, same ShareConsumer", "commit", "kafka")
     add(
         "(commit) / (kafka), after the first record (no join)",
@@ -544,6 +549,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-latency", action="store_true", help="skip the latency cases")
     parser.add_argument("--no-kafka", action="store_true", help="skip Apache Kafka (kafka)")
     parser.add_argument("--no-throughput", action="store_true", help="skip the consumers")
+    parser.add_argument(
+        "--baseline-tree",
+        metavar="DIR",
+        help=(
+            "also measure (plain), (commit) and (piggy) against a second broker run from the "
+            "sharetxn source tree DIR (e.g. an earlier commit: git archive REV | tar -x -C DIR), "
+            "in the same rounds, on its own copy of the topic"
+        ),
+    )
     toolkit.add_broker_arguments(parser)
     toolkit.add_round_arguments(parser, rounds=5)
     return parser
@@ -641,6 +655,76 @@ def start_kafka_case(stack: contextlib.ExitStack, args: argparse.Namespace, valu
     return case
 
 
+@contextlib.contextmanager
+def _tree_broker(tree: str, config: dict[str, str]) -> Iterator[tuple[str, int]]:
+    """(bootstrap, pid) of a broker run from the source tree ``tree``, stopped on exit."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    ready = "sharetxn broker ready on "
+    with tempfile.TemporaryDirectory(prefix="sharetxn-baseline-") as data_dir:
+        cmd = [sys.executable, "-m", "coordinator", "--data-dir", data_dir]
+        cmd += ["--listen", f"{toolkit.HOST}:0"]
+        for key, value in config.items():
+            cmd += ["--set", f"{key}={value}"]
+        env = {**os.environ, "PYTHONPATH": tree}
+        proc = subprocess.Popen(
+            cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        try:
+            assert proc.stdout is not None
+            bootstrap = ""
+            for line in proc.stdout:
+                if line.startswith(ready):
+                    bootstrap = line[len(ready) :].strip()
+                    break
+            if not bootstrap:
+                raise toolkit.CheckFailed(f"the broker of {tree} did not start")
+            # Keep draining its output so that it never blocks on a full pipe.
+            threading.Thread(target=proc.stdout.read, daemon=True).start()
+            yield bootstrap, proc.pid
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def start_baseline_cases(
+    stack: contextlib.ExitStack, args: argparse.Namespace, value: bytes, cases: list[Case]
+) -> list[Case]:
+    """(plain@base), (commit@base), (piggy@base): the same consumers against the broker of
+    ``--baseline-tree``, reading its own copy of the topic."""
+    console.print(f"starting the baseline broker from {args.baseline_tree} ...")
+    bootstrap, pid = stack.enter_context(
+        _tree_broker(args.baseline_tree, toolkit.broker_config(args))
+    )
+    toolkit.BROKER_PIDS.add(pid)
+    console.print(f"writing {args.records:,} x {args.record_size} B records to the baseline ...")
+    topic = delivery.produce_topic(
+        bootstrap, f"bench-share-{uuid.uuid4().hex[:8]}", args.partitions, args.records, value
+    )
+    ctx = RunContext(bootstrap, pid, topic)
+    out = []
+    for case in cases:
+        if case.key in ("plain", "commit", "piggy"):
+            out.append(
+                Case(
+                    f"{case.key}@base",
+                    f"{case.label}, baseline",
+                    f"{case.detail}; against the broker of {args.baseline_tree}",
+                    case.kind,
+                    consumer_config=dict(case.consumer_config),
+                    ctx=ctx,
+                )
+            )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.records < 1 or args.rounds < 1 or args.cycles < 1 or args.partitions < 1:
@@ -692,6 +776,8 @@ def main(argv: list[str] | None = None) -> int:
             if case.kind == "rtt":
                 case.topic = next(iter(latency_topics.values()), topic.name)
         ctx = RunContext(bootstrap, pid, topic)
+        if args.baseline_tree and not args.no_throughput:
+            cases += start_baseline_cases(stack, args, value, cases)
         if not args.no_kafka and not args.no_throughput:
             cases.append(start_kafka_case(stack, args, value))
         run_rounds(cases, args, ctx)

@@ -12,11 +12,15 @@ Two profilers:
   ``select`` (``--idle`` keeps idle samples).
 
 The load is the idempotent producer of ``bench/produce.py`` (or ``--txn``:
-transactions of ``--txn-size`` records) for ``--seconds`` seconds, on 127.0.0.1.
+transactions of ``--txn-size`` records) for ``--seconds`` seconds, on 127.0.0.1.  With
+``--share N``: N records are written first (unprofiled load of the same producer), then read
+again and again by the (commit) ``ShareConsumer`` of ``bench/share.py`` (a new share group each
+time) for ``--seconds`` seconds.
 
     python bench/profile_broker.py                       # cProfile, fsync on every append
     python bench/profile_broker.py --txn                 # transactional load
     python bench/profile_broker.py --profiler py-spy --set log.flush.interval.messages=10000
+    python bench/profile_broker.py --share 100000        # share consumption
 """
 
 from __future__ import annotations
@@ -95,6 +99,8 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 
 def _load(args: argparse.Namespace, bootstrap: str, pid: int) -> produce.Sample:
+    if args.share:
+        return _share_load(args, bootstrap, pid)
     sc = produce.Scenario(
         "p", "profiled", "", bootstrap, pid, transactional=args.txn, exact_watermarks=True
     )
@@ -110,6 +116,38 @@ def _load(args: argparse.Namespace, bootstrap: str, pid: int) -> produce.Sample:
     toolkit.create_topics(bootstrap, [topic], args.partitions)
     measure = produce.measure_transactional if args.txn else produce.measure_idempotent
     return measure(sc, bench_args, topic, os.urandom(args.record_size), lambda _done: None)
+
+
+def _share_load(args: argparse.Namespace, bootstrap: str, pid: int) -> produce.Sample:
+    """(commit) ShareConsumer reads of an ``args.share``-record topic for ``args.seconds``."""
+    import delivery  # noqa: PLC0415 - bench/delivery.py
+    import share  # noqa: PLC0415 - bench/share.py
+
+    topic = delivery.produce_topic(
+        bootstrap,
+        f"profile-{uuid.uuid4().hex[:6]}",
+        args.partitions,
+        args.share,
+        os.urandom(args.record_size),
+    )
+    ctx = share.RunContext(bootstrap, pid, topic)
+    case = share.Case("commit", "profiled", "", "commit")
+    bench_args = argparse.Namespace(timeout=120.0)
+    records, reads = 0, 0
+    cpu0 = toolkit.CpuSnapshot.take(pid)
+    start = time.perf_counter()
+    while time.perf_counter() - start < args.seconds or not reads:
+        group = toolkit.new_share_group(bootstrap, "profile-share")
+        try:
+            read = share.read_share(case, bench_args, ctx, group, lambda _done: None)
+        finally:
+            toolkit.delete_group(bootstrap, group)
+        records += read.records
+        reads += 1
+    seconds = time.perf_counter() - start
+    usage = cpu0.usage(toolkit.CpuSnapshot.take(pid))
+    print(f"share load: {reads} reads of {topic.records:,} records")
+    return produce.Sample(records, seconds, usage.broker, usage.client, usage.other)
 
 
 def _report(sample: produce.Sample) -> None:
@@ -208,6 +246,9 @@ def main() -> int:
     parser.add_argument("--profiler", choices=["cprofile", "py-spy"], default="cprofile")
     parser.add_argument("--seconds", type=float, default=10.0, help="load duration (10)")
     parser.add_argument("--txn", action="store_true", help="transactional load")
+    parser.add_argument(
+        "--share", type=int, default=0, metavar="N", help="share load: read N records (off)"
+    )
     parser.add_argument("--txn-size", type=int, default=100, help="records per transaction")
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--record-size", type=int, default=1024)

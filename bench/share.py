@@ -68,7 +68,7 @@ import os
 import statistics
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -107,6 +107,14 @@ class ReadSample(toolkit.Counted):
     broker_cpu_s: float
     client_cpu_s: float
     other_cpu_s: float
+    # Wall-clock seconds, over the polls that returned records: inside poll()/consume(), in
+    # this process's loop over the records (acknowledge() included), inside commit_sync().
+    fetch_s: float = 0.0
+    app_s: float = 0.0
+    ack_s: float = 0.0
+
+    def per_poll_ms(self, seconds: float) -> float:
+        return seconds / max(self.polls, 1) * 1000
 
     @property
     def steady_rate(self) -> float:
@@ -182,17 +190,34 @@ class Reading:
         self.tick = tick
         self.first = 0.0
         self.polls = 0
+        self.fetch_s = self.app_s = self.ack_s = 0.0
 
     def begin(self) -> None:
         self.cpu0 = toolkit.CpuSnapshot.take(self.pid)
         self.start = time.perf_counter()
         self.deadline = self.start + self.timeout
 
-    def polled(self, batch: Any) -> None:
+    def polled(self, batch: Any, asked: float) -> float:
+        """After a poll()/consume() called at ``asked`` (perf_counter); returns now."""
+        now = time.perf_counter()
         if len(batch):
             self.polls += 1
             if not self.first:
-                self.first = time.perf_counter() - self.start
+                self.first = now - self.start
+            else:  # the first poll also waits for connecting and joining
+                self.fetch_s += now - asked
+        return now
+
+    def timed(self, batch: Any, since: float, acked: float | None = None) -> None:
+        """After the loop over ``batch`` that started at ``since`` (and a commit_sync() that
+        started at ``acked``)."""
+        if len(batch):
+            now = time.perf_counter()
+            if acked is None:
+                self.app_s += now - since
+            else:
+                self.app_s += acked - since
+                self.ack_s += now - acked
 
     def add(self, m: Any) -> None:
         if m.error() is not None:
@@ -225,6 +250,9 @@ class Reading:
             usage.broker,
             usage.client,
             usage.other,
+            self.fetch_s,
+            self.app_s,
+            self.ack_s,
         )
 
 
@@ -251,10 +279,12 @@ def read_plain(
         )
         total = topic.records
         while seen.records < total:
+            asked = time.perf_counter()
             batch = consumer.consume(args.poll_batch, 1.0)
-            reading.polled(batch)
+            since = reading.polled(batch, asked)
             for m in batch:
                 reading.add(m)
+            reading.timed(batch, since)
             reading.step()
         reading.end()
     finally:
@@ -291,15 +321,20 @@ def read_share(
         consumer.subscribe([topic.name])
         total = topic.records
         while seen.records < total:
+            asked = time.perf_counter()
             batch = consumer.poll(1.0)
-            reading.polled(batch)
+            since = reading.polled(batch, asked)
             for m in batch:
                 reading.add(m)
                 if m.delivery_count() != 1:
                     seen.redelivered += 1
                 acknowledge(m, AcknowledgeType.ACCEPT)
             if commit_each and len(batch):
+                acked = time.perf_counter()
                 committed(consumer.commit_sync(30.0))
+                reading.timed(batch, since, acked)
+            else:
+                reading.timed(batch, since)
             reading.step()
         if not commit_each:
             committed(consumer.commit_sync(30.0))
@@ -411,6 +446,35 @@ def read_table(cases: list[Case], args: argparse.Namespace, topic: delivery.Topi
     return table
 
 
+def poll_table(cases: list[Case]) -> Table:
+    """Where the time of one poll goes: wall-clock ms per poll that returned records."""
+    table = Table(title="Wall-clock ms per poll that returned records (median over rounds)")
+    table.add_column("case", no_wrap=True)
+    for name in (
+        "records\nper poll",
+        "in poll()\nconsume()",
+        "loop over\nthe records",
+        "in\ncommit_sync()",
+        "total",
+    ):
+        table.add_column(name, justify="right")
+    for case in cases:
+        if not case.samples or case.kind not in ("plain", "commit", "piggy"):
+            continue
+        chosen = case.kept()
+        parts = [
+            statistics.median(s.per_poll_ms(getattr(s, name)) for s in chosen)
+            for name in ("fetch_s", "app_s", "ack_s")
+        ]
+        table.add_row(
+            f"({case.key}) {case.label}",
+            f"{statistics.median(s.records / max(s.polls, 1) for s in chosen):,.0f}",
+            *(f"{ms:.2f}" for ms in parts),
+            f"{sum(parts):.2f}",
+        )
+    return table
+
+
 def ratios(cases: list[Case]) -> list[toolkit.Ratio]:
     """(name, ratio of the medians, lowest and highest ratio within one round)."""
     by_key = {c.key: c for c in cases}
@@ -427,6 +491,11 @@ def ratios(cases: list[Case]) -> list[toolkit.Ratio]:
     add("(piggy) acks on next poll / (commit) commit_sync per poll", "piggy", "commit")
     add("(commit-1M) fetch.max.bytes=1 MiB / (plain) Consumer", "commit-1M", "plain")
     add("(commit-1M) fetch.max.bytes=1 MiB / (commit) default 50 MiB", "commit-1M", "commit")
+    add("(commit@base) baseline: commit_sync per poll / (plain@base)", "commit@base", "plain@base")
+    add("(piggy@base) baseline: acks on next poll / (plain@base)", "piggy@base", "plain@base")
+    add("(commit) this tree / (commit@base) baseline", "commit", "commit@base")
+    add("(piggy) this tree / (piggy@base) baseline", "piggy", "piggy@base")
+    add("(plain) this tree / (plain@base) baseline", "plain", "plain@base")
     add("(commit) sharetxn / (kafka) Apache Kafka, same ShareConsumer", "commit", "kafka")
     add(
         "(commit) / (kafka), after the first record (no join)",
@@ -480,6 +549,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-latency", action="store_true", help="skip the latency cases")
     parser.add_argument("--no-kafka", action="store_true", help="skip Apache Kafka (kafka)")
     parser.add_argument("--no-throughput", action="store_true", help="skip the consumers")
+    parser.add_argument(
+        "--baseline-tree",
+        metavar="DIR",
+        help=(
+            "also measure (plain), (commit) and (piggy) against a second broker run from the "
+            "sharetxn source tree DIR (e.g. an earlier commit: git archive REV | tar -x -C DIR), "
+            "in the same rounds, on its own copy of the topic"
+        ),
+    )
     toolkit.add_broker_arguments(parser)
     toolkit.add_round_arguments(parser, rounds=5)
     return parser
@@ -577,6 +655,76 @@ def start_kafka_case(stack: contextlib.ExitStack, args: argparse.Namespace, valu
     return case
 
 
+@contextlib.contextmanager
+def _tree_broker(tree: str, config: dict[str, str]) -> Iterator[tuple[str, int]]:
+    """(bootstrap, pid) of a broker run from the source tree ``tree``, stopped on exit."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    ready = "sharetxn broker ready on "
+    with tempfile.TemporaryDirectory(prefix="sharetxn-baseline-") as data_dir:
+        cmd = [sys.executable, "-m", "coordinator", "--data-dir", data_dir]
+        cmd += ["--listen", f"{toolkit.HOST}:0"]
+        for key, value in config.items():
+            cmd += ["--set", f"{key}={value}"]
+        env = {**os.environ, "PYTHONPATH": tree}
+        proc = subprocess.Popen(
+            cmd, cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        try:
+            assert proc.stdout is not None
+            bootstrap = ""
+            for line in proc.stdout:
+                if line.startswith(ready):
+                    bootstrap = line[len(ready) :].strip()
+                    break
+            if not bootstrap:
+                raise toolkit.CheckFailed(f"the broker of {tree} did not start")
+            # Keep draining its output so that it never blocks on a full pipe.
+            threading.Thread(target=proc.stdout.read, daemon=True).start()
+            yield bootstrap, proc.pid
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def start_baseline_cases(
+    stack: contextlib.ExitStack, args: argparse.Namespace, value: bytes, cases: list[Case]
+) -> list[Case]:
+    """(plain@base), (commit@base), (piggy@base): the same consumers against the broker of
+    ``--baseline-tree``, reading its own copy of the topic."""
+    console.print(f"starting the baseline broker from {args.baseline_tree} ...")
+    bootstrap, pid = stack.enter_context(
+        _tree_broker(args.baseline_tree, toolkit.broker_config(args))
+    )
+    toolkit.BROKER_PIDS.add(pid)
+    console.print(f"writing {args.records:,} x {args.record_size} B records to the baseline ...")
+    topic = delivery.produce_topic(
+        bootstrap, f"bench-share-{uuid.uuid4().hex[:8]}", args.partitions, args.records, value
+    )
+    ctx = RunContext(bootstrap, pid, topic)
+    out = []
+    for case in cases:
+        if case.key in ("plain", "commit", "piggy"):
+            out.append(
+                Case(
+                    f"{case.key}@base",
+                    f"{case.label}, baseline",
+                    f"{case.detail}; against the broker of {args.baseline_tree}",
+                    case.kind,
+                    consumer_config=dict(case.consumer_config),
+                    ctx=ctx,
+                )
+            )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.records < 1 or args.rounds < 1 or args.cycles < 1 or args.partitions < 1:
@@ -628,6 +776,8 @@ def main(argv: list[str] | None = None) -> int:
             if case.kind == "rtt":
                 case.topic = next(iter(latency_topics.values()), topic.name)
         ctx = RunContext(bootstrap, pid, topic)
+        if args.baseline_tree and not args.no_throughput:
+            cases += start_baseline_cases(stack, args, value, cases)
         if not args.no_kafka and not args.no_throughput:
             cases.append(start_kafka_case(stack, args, value))
         run_rounds(cases, args, ctx)
@@ -644,6 +794,12 @@ def main(argv: list[str] | None = None) -> int:
             "consecutive records; after first: records/s from the first record on (without "
             "connecting and joining); cores: CPU seconds per wall-clock second of the broker and "
             "of this client process; us/rec: broker CPU per record[/]"
+        )
+        console.print(poll_table(cases))
+        console.print(
+            "[dim]from the second poll on (the first waits for connecting and joining): inside "
+            "poll()/consume(), in this process's loop over the records it returned "
+            "(acknowledge() included), and inside commit_sync()[/]"
         )
         rows = ratios(cases)
         console.print(toolkit.ratio_table(rows))

@@ -15,7 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parent.parent  # bench/ runs as a script: find tests/
-if str(_ROOT) not in sys.path:
+# First on the path, even when PYTHONPATH has it already: bench/chaos.py, next to the script,
+# would otherwise stand for the ``chaos`` package that tests.reference imports.
+if sys.path[:1] != [str(_ROOT)]:
     sys.path.insert(0, str(_ROOT))
 
 from tests.reference.kafka import (  # noqa: E402 - after the path above

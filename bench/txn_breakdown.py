@@ -42,6 +42,7 @@ from typing import Any
 
 STEPS = ("AddPartitionsToTxn", "Produce", "EndTxn", "markers", "Complete*", "other")
 STATE_LOG = "__transaction_state"
+_ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -172,15 +173,19 @@ def _start_child(cmd: list[str]) -> tuple[subprocess.Popen[str], str]:
 
 
 @contextlib.contextmanager
-def running(settings: list[str]) -> Iterator[tuple[str, int, Callable[[], Counts | None]]]:
+def running(
+    settings: list[str], tree: Path | None = None
+) -> Iterator[tuple[str, int, Callable[[], Counts | None]]]:
     """(bootstrap, pid, stop-and-read-the-counts) of an instrumented broker in a temporary
-    data directory, removed on exit; ``settings`` are ``--set=KEY=VALUE`` options.  Signal
-    the pid with SIGUSR1 to start counting afresh."""
+    data directory, removed on exit; ``settings`` are ``--set=KEY=VALUE`` options; ``tree``
+    the source tree the broker is imported from (this repository's if None).  Signal the pid
+    with SIGUSR1 to start counting afresh."""
     from coordinator.launcher import terminate  # noqa: PLC0415
 
     data_dir = tempfile.mkdtemp(prefix="sharetxn-breakdown-")
     out = Path(data_dir) / "counts.json"
-    cmd = [sys.executable, __file__, "--serve", data_dir, str(out), *settings]
+    source = (tree or _ROOT).resolve()
+    cmd = [sys.executable, __file__, "--serve", data_dir, str(out), str(source), *settings]
     proc, bootstrap = _start_child(cmd)
 
     def finish() -> Counts | None:
@@ -198,8 +203,6 @@ def running(settings: list[str]) -> Iterator[tuple[str, int, Callable[[], Counts
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
-if __name__ == "__main__" and len(sys.argv) >= 4 and sys.argv[1] == "--serve":
-    _root = Path(__file__).resolve().parent.parent
-    if str(_root) not in sys.path:
-        sys.path.insert(0, str(_root))
-    serve(sys.argv[2], sys.argv[3], sys.argv[4:])
+if __name__ == "__main__" and len(sys.argv) >= 5 and sys.argv[1] == "--serve":
+    sys.path.insert(0, sys.argv[4])  # the source tree to run, first
+    serve(sys.argv[2], sys.argv[3], sys.argv[5:])

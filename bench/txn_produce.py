@@ -22,9 +22,10 @@ produced plus one to ``--partitions`` commit markers per transaction.
 Then, unless ``--no-breakdown``, the per-transaction breakdown on sharetxn: the same loop for
 ``--breakdown-seconds`` (5) against an instrumented broker (``bench/txn_breakdown.py``): per
 transaction, the calls of each step (AddPartitionsToTxn, Produce, EndTxn, the markers, the
-CompleteCommit record), the broker's time in them, and the fsyncs each made, with their time.
+CompleteCommit record), the broker's time in them, and the fsyncs each made, with their time;
+with ``--baseline-tree``, for the broker from that tree too.
 
-    python bench/txn_produce.py                  # about 90 s on 2 cores
+    python bench/txn_produce.py                  # about 2 minutes on 2 cores
     python bench/txn_produce.py --rounds 3 --baseline-tree /tmp/sharetxn-before
 """
 
@@ -150,11 +151,14 @@ def ratios(by_key: dict[str, Any]) -> list[toolkit.Ratio]:
     return out
 
 
-def breakdown(args: argparse.Namespace, value: bytes) -> dict[str, Any] | None:
-    """The loop against the instrumented broker; the per-transaction table, printed."""
+def breakdown(
+    args: argparse.Namespace, value: bytes, tree: Path | None, label: str
+) -> dict[str, Any] | None:
+    """The loop against an instrumented broker from ``tree`` (this one's if None); the
+    per-transaction table, printed."""
     settings = [f"--set={k}={v}" for k, v in toolkit.broker_config(args).items()]
-    console.print("per-transaction breakdown: instrumented sharetxn broker ...")
-    with txn_breakdown.running(settings) as (
+    console.print(f"per-transaction breakdown: instrumented {label} broker ...")
+    with txn_breakdown.running(settings, tree) as (
         bootstrap,
         pid,
         finish,
@@ -173,18 +177,18 @@ def breakdown(args: argparse.Namespace, value: bytes) -> dict[str, Any] | None:
     if counts is None:
         console.print("[yellow]the instrumented broker did not write its counts[/]")
         return None
-    return _breakdown_table(counts, sample, args)
+    return _breakdown_table(counts, sample, args, label)
 
 
 def _breakdown_table(
-    counts: txn_breakdown.Counts, sample: Any, args: argparse.Namespace
+    counts: txn_breakdown.Counts, sample: Any, args: argparse.Namespace, label: str
 ) -> dict[str, Any]:
     """Per transaction: the counts cover the loop (its warm-up transactions too), so they are
     divided by every transaction the broker saw meanwhile, its EndTxn calls."""
     txns = max(counts.calls.get("EndTxn", 0), 1)
     table = Table(
         title=(
-            f"Per transaction on sharetxn ({txns:,} transactions of {args.txn_size} records, "
+            f"Per transaction on {label} ({txns:,} transactions of {args.txn_size} records, "
             f"{sample.rate:,.0f} records/s with the instrumentation)"
         )
     )
@@ -268,7 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     toolkit.warn_if_disturbed(console, scenarios)
     rows = ratios({sc.key: sc for sc in scenarios})
     console.print(toolkit.ratio_table(rows))
-    parts = None if args.no_breakdown else breakdown(args, value)
+    parts: dict[str, Any] = {}
+    if not args.no_breakdown:
+        parts["ours"] = breakdown(args, value, None, "sharetxn")
+        if args.baseline_tree is not None:
+            parts["base"] = breakdown(args, value, args.baseline_tree, "sharetxn before")
     results = {
         "scenarios": [
             toolkit.case_json(sc, median_msgs_per_s=sc.median() if sc.samples else None)

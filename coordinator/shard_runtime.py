@@ -16,6 +16,11 @@ The runtime owns its shard (a ``RecordShard``: typed records, a codec, one repla
 * ``write(partition, op, flush=False)`` appends without the fsync: the records are replayed
   only once ``replay_unflushed(up_to)`` says the log is durable up to them (or a later
   flushing write made them durable), in log order; ``drop_unflushed`` forgets them;
+* ``write(partition, op, lazy=True)`` appends without the fsync and replays at once: for a
+  record whose loss in a crash the shard recovers from the durable records before it (a
+  transaction's CompleteCommit: load re-sends the markers of its PrepareCommit).  The next
+  flushing write of that log makes it durable with its own fsync (which covers every byte
+  appended before; a rolled segment was fsynced when it rolled), and so does closing the log;
 * ``load`` decodes every record of the shard's logs from their start and replays it through
   the same two methods, then marks the shard loaded.
 
@@ -278,6 +283,7 @@ class CoordinatorRuntime(Generic[S]):
         *,
         flush: bool = True,
         on_durable: Callable[[], None] | None = None,
+        lazy: bool = False,
     ) -> R | ErrorCode:
         """Run ``op`` on the shard, persist its records durably, then replay them into it.
 
@@ -287,6 +293,11 @@ class CoordinatorRuntime(Generic[S]):
         ``flush`` False: append only, and answer at once; the records are replayed (then
         ``on_durable`` called) by ``replay_unflushed`` once the caller made the log durable,
         or by the next flushing write, which makes them durable too.  No markers.
+
+        ``lazy`` True: append without the fsync and replay at once (the records become durable
+        with the next flushing write or the log's close).  Only for records whose loss in a
+        crash the shard recovers from.  While unflushed writes wait for their replay, the
+        write flushes instead, so that replay stays in log order.  No markers.
         """
         if (available := self.availability()) is not ErrorCode.NONE:
             return available
@@ -299,11 +310,17 @@ class CoordinatorRuntime(Generic[S]):
         except ValueError:
             log.exception("cannot encode a %s record", self.log_name(partition))
             return ErrorCode.INVALID_REQUEST
-        if not flush and result.marker is not None:
+        if (lazy or not flush) and result.marker is not None:
             raise ValueError("a control marker is always flushed")
-        done = self._append(partition, raw, result.producer, result.marker, flush=flush)
+        lazy = lazy and flush and not self._unflushed
+        done = self._append(
+            partition, raw, result.producer, result.marker, flush=flush and not lazy
+        )
         if isinstance(done, ErrorCode):
             return done
+        if lazy:
+            self._replay_written(partition, done, result.records, result.producer)
+            return result.response
         if not flush:
             self._unflushed.append(
                 _Unflushed(partition, done, result.records, result.producer, on_durable)

@@ -17,7 +17,9 @@ the coordinator fences (``fenced_producer_epoch``) until the abort's record repl
 
 EndTxn writes PrepareCommit/PrepareAbort, replies at once and hands the markers to the
 ``MarkerChannel``; CompleteCommit/CompleteAbort is written when the channel reports that every
-partition acknowledged (retried with the clock if that append fails).  ``load()`` has the
+partition acknowledged (retried with the clock if that append fails), without an fsync of its
+own: the next record of the log (fsynced) or its close makes it durable, and a crash that loses
+it leaves the Prepare* record, whose markers ``load()`` sends again.  ``load()`` has the
 runtime replay the log into the shard and re-sends the markers of every Prepare* transaction.
 
 Protocol errors are returned (``error`` fields, Kafka numbers), never raised.
@@ -521,7 +523,11 @@ class TransactionCoordinator:
         if metadata is None or self._pending_complete.get(transactional_id) is not complete:
             log.info("dropping stale completion of %r", transactional_id)
             return
-        error = self._write(metadata, complete, keep_pending_on_error=True)
+        # Lazily durable (no fsync of its own): every marker it stands for is durable, so a
+        # crash that loses it leaves the PrepareCommit/PrepareAbort, whose markers ``load()``
+        # sends again (they are idempotent) before writing it anew.  The next record of this
+        # log is fsynced and takes it along.
+        error = self._write(metadata, complete, keep_pending_on_error=True, lazy=True)
         if error is not ErrorCode.NONE:
             log.warning(
                 "writing %s for %r failed with %s; retrying",
@@ -753,11 +759,15 @@ class TransactionCoordinator:
         transit: TxnTransitMetadata,
         *,
         keep_pending_on_error: bool = False,
+        lazy: bool = False,
     ) -> ErrorCode:
         """Write ``transit``; replay completes it.  A failed write drops the pending state
-        (in memory only) unless a retry will follow."""
+        (in memory only) unless a retry will follow.  ``lazy``: no fsync of its own
+        (``CoordinatorRuntime.write``)."""
         record = TxnRecord(metadata.transactional_id, transit)
-        error = self._runtime.write(0, lambda _shard: CoordinatorResult([record], ErrorCode.NONE))
+        error = self._runtime.write(
+            0, lambda _shard: CoordinatorResult([record], ErrorCode.NONE), lazy=lazy
+        )
         if error is not ErrorCode.NONE and not keep_pending_on_error:
             metadata.abort_pending()
         return error

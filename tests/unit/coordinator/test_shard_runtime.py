@@ -118,3 +118,32 @@ def test_lifecycle_load_in_progress_periodic_jobs_and_close() -> None:
     clock.advance(500)
     assert runs == [1_100, 1_200]
     assert runtime.availability() is ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+class FlushCountingLog(FaultyLog):
+    """The log end at each flush."""
+
+    def __init__(self, inner: MemoryLog) -> None:
+        super().__init__(inner)
+        self.flushed_at: list[int] = []
+
+    def flush(self) -> None:
+        super().flush()
+        self.flushed_at.append(self.inner.log_end_offset)
+
+
+def test_lazy_writes_replay_at_once_and_become_durable_with_the_next_flush() -> None:
+    clock = ManualClock(1_000)
+    log = FlushCountingLog(MemoryLog())
+    flushes = log.flushed_at
+    runtime = CoordinatorRuntime(clock, "owned", {0: log}, shard=OwnedShard())
+    runtime.load()
+    assert runtime.write(0, lambda s: s.put("a"), lazy=True) == "put 0"
+    assert [r for _p, _o, _pid, r in runtime.shard.seen] == ["a"] and flushes == []
+    assert runtime.write(0, lambda s: s.put("b")) == "put 1"
+    assert flushes == [2]  # one fsync covers both
+    # With a deferred write waiting for its replay, a lazy write flushes, keeping log order.
+    runtime.write(0, lambda s: s.put("c"), flush=False)
+    assert runtime.write(0, lambda s: s.put("d"), lazy=True) == "put 2"
+    assert flushes == [2, 4]
+    assert [r for _p, _o, _pid, r in runtime.shard.seen] == ["a", "b", "c", "d"]

@@ -52,12 +52,12 @@ def _fill(log: LogBase, keys: str) -> None:
         log.append(build_batch([(key.encode(), b"v%d" % i)], timestamp_ms=T0), T0)
 
 
-def _compact(log: LogBase) -> None:
+def _compact(log: LogBase, now_ms: int = T0) -> None:
     """One cleaner pass over every segment but the active one."""
     segs = log.segments()[:-1]
     end = segs[-1].next_offset
     batches = [(h, bytes(raw)) for h, raw in log.batches(0) if h.base_offset < end]
-    contents = by_segment(segs, clean(batches, _never_aborted, T0, POLICY))
+    contents = by_segment(segs, clean(batches, _never_aborted, now_ms, POLICY))
     log.replace_segments(contents, end)
 
 
@@ -109,6 +109,33 @@ def test_a_whole_log_of_gaps_is_read_to_its_end(tmp_path: Path, kind: str) -> No
         assert _bases(log.read(offset, 10**6)) == [7]
     assert _bases(log.read(8, 10**6)) == [8]
     assert log.read(9, 10**6) == b""
+    log.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "file"])
+def test_reads_after_the_last_batches_went_stay_at_or_after_the_offset(
+    tmp_path: Path, kind: str
+) -> None:
+    """The cleaner removed the last batches of the closed segments (a tombstone past
+    delete.retention.ms, the record it deleted), then the active segment's only batch was
+    truncated away (an append whose fsync failed): every read is of a batch at or after its
+    offset, or empty when none is left, never of a batch below the offset."""
+    log = _open(kind, tmp_path / "t-0")
+    _fill(log, "ab")
+    log.append(build_batch([(b"c", b"v")], timestamp_ms=T0), T0)
+    log.append(build_batch([(b"c", None)], timestamp_ms=T0), T0)  # segment [2,4): c, deleted
+    _fill(log, "x")
+    _compact(log, now_ms=T0 + 2 * POLICY.delete_retention_ms)
+    assert [h.base_offset for h, _ in log.batches(0)] == [0, 1, 4]
+    log.truncate_to(4)
+    kept = [h for h, _ in log.batches(0)]
+    assert [h.base_offset for h in kept] == [0, 1]
+    for offset in range(log.log_start_offset, log.log_end_offset):
+        raw = log.read(offset, 10**6)
+        if raw:
+            assert parse_header(raw).last_offset >= offset
+        else:
+            assert all(h.last_offset < offset for h in kept)
     log.close()
 
 

@@ -405,7 +405,7 @@ class FileLog(LogBase):
             raise out_of_range(offset, self._start, self._end)
         if offset == self._end:
             return b""
-        first = bisect.bisect_right(self._bases, offset) - 1
+        first = max(bisect.bisect_right(self._bases, offset) - 1, 0)
         for seg in self._segments[first:]:
             start_pos = end_pos = seg.index_lookup(offset)
             total = 0

@@ -241,8 +241,10 @@ def read_whole_batches(data: BatchList, offset: int, max_bytes: int) -> bytes:
     if offset == data.end:
         return b""
     index = max(bisect.bisect_right(data.bases, offset) - 1, 0)  # compaction leaves gaps
-    if data.headers[index].last_offset < offset and index + 1 < len(data.headers):
+    if data.headers[index].last_offset < offset:
         index += 1  # in a gap: the next batch is the first with offsets at or after it
+        if index == len(data.headers):
+            return b""  # nothing left at or after it (Kafka's LocalLog.read: an empty read)
     parts = [data.blobs[index]]
     total = len(parts[0])
     bounds = data.segments.bases

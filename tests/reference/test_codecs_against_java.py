@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ pytestmark = pytest.mark.reference
 CODECS = ["gzip", "snappy", "lz4", "zstd"]
 KEYS = 5
 VERSIONS = 8  # values per key: compaction keeps the last
+WRITE_WHILE_READING_S = 12.0  # the Java consumer starts (a few seconds) and reads meanwhile
 COMPACTION = {
     "log.cleaner.backoff.ms": "300",
     "log.retention.check.interval.ms": "300",
@@ -94,6 +96,68 @@ def _read_all(bootstrap: str, topic: str) -> list[tuple[str, str]]:
     return out
 
 
+def _produce_for(
+    bootstrap: str, topic: str, codec: str, seconds: float, last: dict[str, str]
+) -> None:
+    """Later versions of the same keys, one record a batch, for ``seconds``; updates ``last``."""
+    producer = TransactionalProducer(
+        {"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 0}
+    )
+    deadline = time.monotonic() + seconds
+    version = VERSIONS
+    try:
+        while time.monotonic() < deadline:
+            for key in range(KEYS):
+                noise = "".join(uuid.uuid4().hex for _ in range(6))
+                value = f"{codec}-k{key}-v{version}-{noise}"
+                sent = producer.send(topic, value.encode(), key=f"k{key}".encode(), partition=0)
+                producer.flush()
+                sent.result(timeout=30)
+                last[f"k{key}"] = value
+            version += 1
+            time.sleep(0.05)
+    finally:
+        producer.close()
+
+
+def _watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "watermarks"})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        return int(low), int(high)
+    finally:
+        consumer.close()
+
+
+def _java_console_consumer_to_idle(bootstrap: str, topic: str) -> list[tuple[int, str, str]]:
+    """(offset, key, value) of every record the console consumer reads from the start until
+    nothing comes for 8 s."""
+    args = [
+        "--bootstrap-server",
+        bootstrap,
+        "--topic",
+        topic,
+        "--from-beginning",
+        "--timeout-ms",
+        "8000",
+        "--formatter-property",
+        "print.offset=true",
+        "--formatter-property",
+        "print.key=true",
+        "--formatter-property",
+        "key.separator=|",
+    ]
+    done = run_tool("kafka-console-consumer", args, timeout=180)
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    assert "Dependent block stream" not in done.stderr, done.stderr
+    out: list[tuple[int, str, str]] = []
+    for line in done.stdout.splitlines():
+        if line.startswith("Offset:"):
+            offset, key, value = line.split("|", 2)
+            out.append((int(offset.removeprefix("Offset:")), key, value))
+    return out
+
+
 def _java_console_consumer(bootstrap: str, topic: str, count: int) -> list[tuple[str, str]]:
     args = [
         "--bootstrap-server",
@@ -119,6 +183,9 @@ def _java_console_consumer(bootstrap: str, topic: str, count: int) -> list[tuple
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_java_consumer_reads_client_and_cleaner_batches(sharetxn: LocalBroker, codec: str) -> None:
+    """The Java consumer reads the topic from its start while new versions keep coming and the
+    cleaner keeps swapping segments under it, as a user's consumer would: it reads to the end
+    offset, in offset order, and ends with the last value of every key."""
     bootstrap = sharetxn.bootstrap_servers
     topic = f"compacted-{codec}-{uuid.uuid4().hex[:6]}"
     configs = {
@@ -130,32 +197,33 @@ def test_java_consumer_reads_client_and_cleaner_batches(sharetxn: LocalBroker, c
         created = admin.create_topics([TopicSpec(topic, 1, 1, configs=configs)])
         assert created[topic] == ErrorCode.NONE
     last = _produce(bootstrap, topic, codec)
-    written = KEYS * VERSIONS
     # The cleaner has rewritten what it keeps of the closed segments once fewer records remain.
     deadline = time.monotonic() + 60
-    while True:
-        records = _read_all(bootstrap, topic)
-        if len(records) < written or time.monotonic() > deadline:
-            break
+    while len(_read_all(bootstrap, topic)) >= KEYS * VERSIONS and time.monotonic() < deadline:
         time.sleep(0.5)
-    assert len(records) < written, "the cleaner did not run within 60 s"
-    # The cleaner swaps the cleaned segments in, then writes its checkpoint.
-    checkpointed = time.monotonic() + 20
-    while not _checkpointed(sharetxn.data_dir / f"{topic}-0") and time.monotonic() < checkpointed:
-        time.sleep(0.1)
-    assert _checkpointed(sharetxn.data_dir / f"{topic}-0")
-    # The cleaner may take more passes: compare once the log has stayed the same for 3 s
-    # (a reader racing a pass is another test's subject).
-    settled = time.monotonic() + 60
-    while time.monotonic() < settled:
-        time.sleep(3.0)
-        again = _read_all(bootstrap, topic)
-        if again == records:
-            break
-        records = again
-    seen = _java_console_consumer(bootstrap, topic, len(records))
-    assert seen == records
-    assert {key: value for key, value in seen} == last
+    assert _checkpointed(sharetxn.data_dir / f"{topic}-0"), "the cleaner did not run within 60 s"
+    # More versions while the Java consumer starts and reads: the cleaner passes meanwhile.
+    failures: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            _produce_for(bootstrap, topic, codec, WRITE_WHILE_READING_S, last)
+        except BaseException as exc:  # reported by the test below
+            failures.append(exc)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        seen = _java_console_consumer_to_idle(bootstrap, topic)
+    finally:
+        writer.join(WRITE_WHILE_READING_S + 60)
+    assert not failures, failures
+    _low, high = _watermarks(bootstrap, topic)
+    offsets = [offset for offset, _key, _value in seen]
+    assert offsets == sorted(set(offsets)), "offsets went back or repeated"
+    assert offsets[-1] == high - 1, f"read up to offset {offsets[-1]} of {topic}, its end is {high}"
+    assert {key: value for _offset, key, value in seen} == last
+    assert len(seen) < high  # the cleaner removed records before the reader got to them
 
 
 def _checkpointed(directory: Path) -> bool:

@@ -406,6 +406,16 @@ def test_message_too_large_splits_a_batch_of_several_records_keeping_order() -> 
     assert not txn.has_error and not txn.needs_epoch_bump
 
 
+def test_record_list_too_large_fails_the_batch_unsplit_as_kafka() -> None:
+    sender, acc, _txn, client, _clock = make_sender()
+    client.script(0, produce_answer(ErrorCode.RECORD_LIST_TOO_LARGE))
+    futures = [acc.append(TP0, None, f"r{i}".encode(), [], 1) for i in range(3)]
+    sender.run_once()
+    sender.run_once()
+    assert len(client.sent(0)) == 1
+    assert all(f.exception(0).code is ErrorCode.RECORD_LIST_TOO_LARGE for f in futures)  # type: ignore[union-attr]
+
+
 def test_delivery_timeout_fails_a_batch_that_keeps_failing() -> None:
     sender, acc, txn, client, clock = make_sender(delivery_timeout_ms=1000)
     client.script(0, *[raising(NetworkError("down"))] * 20)

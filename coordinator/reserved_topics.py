@@ -5,25 +5,87 @@ those topic-partition names.  No client API creates, writes, deletes, re-partiti
 re-configures them; the answers follow Apache Kafka 4.4 where Kafka refuses too (Produce and
 DeleteRecords to an internal topic, CreateTopics of ``__cluster_metadata``) and are
 INVALID_TOPIC_EXCEPTION where Kafka would let an administrator change an internal topic
-(docs/conformance.md, "Internal topics").
+(docs/conformance.md, "Internal topics").  Metadata lists Kafka's internal topics as Kafka
+lists them (``listed_internal_topic``).
 """
 
 from __future__ import annotations
 
+import uuid
+
 from coordinator.log.data_dir import DataDirError
 from coordinator.topics import TopicInfo
+from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 from txn.ids import (
     CLUSTER_METADATA_TOPIC,
+    GROUP_METADATA_TOPIC,
     KAFKA_INTERNAL_TOPICS,
     PRIVATE_TOPICS,
     RESERVED_TOPICS,
+    SHARE_GROUP_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
 )
+from txn.topic_config_defs import KEEP_PRODUCER_CODEC
 
 Refusal = tuple[ErrorCode, str | None]
 
 # Kafka's message for an unknown topic in DeleteTopics (UnknownTopicOrPartitionException).
 _NOT_HOSTED = "This server does not host this topic-partition."
+
+
+#: Kafka's internal topics as Metadata lists them, each with the broker config Kafka creates
+#: it with that many partitions.
+_LISTED_PARTITIONS = {
+    GROUP_METADATA_TOPIC: "offsets.topic.num.partitions",
+    TRANSACTION_STATE_TOPIC: "transaction.state.log.num.partitions",
+    SHARE_GROUP_STATE_TOPIC: "share.coordinator.state.topic.num.partitions",
+}
+
+
+def _created_configs(name: str, config: BrokerConfig) -> dict[str, str]:
+    """The topic configs Kafka creates internal topic ``name`` with (its coordinators')."""
+    if name == TRANSACTION_STATE_TOPIC:
+        return {
+            "cleanup.policy": "compact",
+            "compression.type": "uncompressed",
+            "min.insync.replicas": str(config.get_int("transaction.state.log.min.isr")),
+            "segment.bytes": str(config.get_int("transaction.state.log.segment.bytes")),
+            "unclean.leader.election.enable": "false",
+        }
+    if name == GROUP_METADATA_TOPIC:
+        policy, segment = "compact", config.get_int("offsets.topic.segment.bytes")
+    else:  # KIP-932: the share coordinator prunes its log itself
+        policy, segment = "delete", config.get_int("share.coordinator.state.topic.segment.bytes")
+    return {
+        "cleanup.policy": policy,
+        "compression.type": KEEP_PRODUCER_CODEC,
+        "segment.bytes": str(segment),
+    }
+
+
+def listed_internal_topic(name: str, config: BrokerConfig, cluster_id: str) -> TopicInfo | None:
+    """How Metadata and DescribeConfigs show Kafka's internal topic ``name`` (None for any
+    other name).
+
+    As Kafka 4.4 shows it once created: ``is_internal``, the partition count of its broker
+    config, the topic configs Kafka creates it with, a topic id (fixed for the cluster).
+    sharetxn's coordinators keep their state in their own layout under these names
+    (docs/conformance.md, "Internal topics"), so nothing more of the topic is served; its
+    partitions are not readable as Kafka's.
+    """
+    setting = _LISTED_PARTITIONS.get(name)
+    if setting is None:
+        return None
+    topic_id = uuid.uuid5(uuid.NAMESPACE_URL, f"sharetxn:{cluster_id}:{name}")
+    configs = _created_configs(name, config)
+    return TopicInfo(name, topic_id, config.get_int(setting), configs, internal=True)
+
+
+def listed_internal_topics(config: BrokerConfig, cluster_id: str) -> list[TopicInfo]:
+    """Every internal topic Metadata lists (``listed_internal_topic``), by name."""
+    out = [listed_internal_topic(name, config, cluster_id) for name in sorted(_LISTED_PARTITIONS)]
+    return [info for info in out if info is not None]
 
 
 def create_refusal(name: str) -> Refusal | None:

@@ -9,6 +9,7 @@ with ``validate_only``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Final
 
@@ -23,7 +24,14 @@ from txn.topic_config_defs import (
     one_of,
 )
 
-__all__ = ["DYNAMIC_BROKER_CONFIGS", "broker_config_type", "is_read_only"]
+__all__ = [
+    "DYNAMIC_BROKER_CONFIGS",
+    "DYNAMIC_SECURITY_CONFIGS",
+    "broker_config_type",
+    "is_per_broker",
+    "is_read_only",
+    "listener_base_name",
+]
 
 _B, _S, _I, _L, _D, _LIST = (
     ConfigType.BOOLEAN,
@@ -97,10 +105,95 @@ _KAFKA_READ_ONLY: Final = frozenset(
 )
 
 
+#: Kafka's SSL configs it reloads at run time (its ``SslConfigs.RECONFIGURABLE_CONFIGS``):
+#: updated only per listener (``listener.name.<listener>.<config>``), never plain.
+DYNAMIC_SECURITY_CONFIGS: Final = frozenset(
+    {
+        "ssl.key.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.keystore.type",
+        "ssl.truststore.certificates",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.type",
+    }
+)
+
+#: The listener configs Kafka reconfigures at run time (its ``DynamicListenerConfig``).
+_LISTENER_CONFIGS: Final = frozenset(
+    {
+        "listeners",
+        "listener.security.protocol.map",
+        "principal.builder.class",
+        "ssl.protocol",
+        "ssl.provider",
+        "ssl.cipher.suites",
+        "ssl.enabled.protocols",
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.keymanager.algorithm",
+        "ssl.trustmanager.algorithm",
+        "ssl.endpoint.identification.algorithm",
+        "ssl.secure.random.implementation",
+        "ssl.client.auth",
+        "ssl.engine.factory.class",
+        "sasl.mechanism.inter.broker.protocol",
+        "sasl.jaas.config",
+        "sasl.enabled.mechanisms",
+        "sasl.kerberos.service.name",
+        "sasl.kerberos.kinit.cmd",
+        "sasl.kerberos.ticket.renew.window.factor",
+        "sasl.kerberos.ticket.renew.jitter",
+        "sasl.kerberos.min.time.before.relogin",
+        "sasl.kerberos.principal.to.local.rules",
+        "sasl.login.refresh.window.factor",
+        "sasl.login.refresh.window.jitter",
+        "sasl.login.refresh.min.period.seconds",
+        "sasl.login.refresh.buffer.seconds",
+        "max.connections",
+        "max.connection.creation.rate",
+        "num.network.threads",
+    }
+)
+#: Listener configs Kafka also takes cluster-wide (the cluster default, resource name "").
+_CLUSTER_LEVEL_LISTENER_CONFIGS: Final = frozenset(
+    {"max.connections", "max.connection.creation.rate", "num.network.threads"}
+)
+#: Configs Kafka updates only per broker (its ``PerBrokerConfigs``).
+_PER_BROKER: Final = (
+    DYNAMIC_SECURITY_CONFIGS | _LISTENER_CONFIGS
+) - _CLUSTER_LEVEL_LISTENER_CONFIGS
+
+_LISTENER_PREFIX: Final = re.compile(r"listener\.name\.[^.]*\.(.*)", re.DOTALL)
+
+
+def listener_base_name(name: str) -> str | None:
+    """``<config>`` of a per-listener name ``listener.name.<listener>.<config>``, else None."""
+    match = _LISTENER_PREFIX.fullmatch(name)
+    return match.group(1) if match else None
+
+
+def is_per_broker(name: str) -> bool:
+    """Whether Kafka refuses ``name`` on the cluster default: a per-broker config, or a
+    per-listener one other than the connection limits and network threads."""
+    if name in _PER_BROKER:
+        return True
+    base = listener_base_name(name)
+    return base is not None and base not in _CLUSTER_LEVEL_LISTENER_CONFIGS
+
+
 def is_read_only(name: str) -> bool:
     """Whether Kafka refuses to update broker config ``name`` dynamically (a config neither
     broker knows is a custom one: Kafka accepts it)."""
-    if name in DYNAMIC_BROKER_CONFIGS:
+    if name in DYNAMIC_BROKER_CONFIGS or name in _LISTENER_CONFIGS:
         return False
     return name in _KAFKA_READ_ONLY or BrokerConfig.is_known(name)
 

@@ -159,6 +159,13 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state."
     ),
     ConfigDef(
+        "transaction.state.log.min.isr",
+        "int",
+        2,
+        "min.insync.replicas of __transaction_state as DescribeConfigs shows it (one replica"
+        " here).",
+    ),
+    ConfigDef(
         "transaction.state.log.segment.bytes",
         "int",
         104857600,
@@ -166,6 +173,13 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ),
     ConfigDef("producer.id.expiration.ms", "int", 86400000, "Idle idempotent producer expiry."),
     # --- consumer groups and offsets --------------------------------------------------------
+    ConfigDef(
+        "offsets.topic.num.partitions",
+        "int",
+        50,
+        "Partitions Metadata lists for __consumer_offsets (as Kafka's; sharetxn's consumer and"
+        " share group logs are its partitions 1 and 0).",
+    ),
     ConfigDef(
         "offsets.topic.segment.bytes",
         "int",
@@ -325,7 +339,9 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": (1, None),
     "transaction.remove.expired.transaction.cleanup.interval.ms": (1, None),
     "transaction.state.log.num.partitions": (1, None),
+    "transaction.state.log.min.isr": (1, None),
     "transaction.state.log.segment.bytes": (1, None),
+    "offsets.topic.num.partitions": (1, None),
     "offsets.topic.segment.bytes": (1, None),
     "share.coordinator.state.topic.segment.bytes": (1, None),
     "producer.id.expiration.ms": (1, None),

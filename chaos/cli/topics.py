@@ -82,7 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--if-exists", action="store_true", help="--alter/--delete: no error if absent"
     )
     parser.add_argument(
-        "--exclude-internal", action="store_true", help="--list/--describe: leave out __ topics"
+        "--exclude-internal",
+        action="store_true",
+        help="--list/--describe: leave out the internal topics (__consumer_offsets, ...)",
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="--create/--alter: validate only, change nothing"
@@ -195,6 +197,8 @@ def _describe(admin: Admin, console: Console, args: argparse.Namespace) -> int:
         entries = admin.describe_config_entries(RESOURCE_TOPIC, d.name)
         configs = {e.name: e.value for e in entries if e.explicit}
         effective = {e.name: e.value for e in entries}
+        # the offsets of the internal topics (the coordinators' logs under Kafka's names) are
+        # not served (docs/conformance.md, "Internal topics")
         partitions = []
         for p, leader in sorted(d.leaders.items()):
             tp = TopicPartition(d.name, p)
@@ -202,8 +206,8 @@ def _describe(admin: Admin, console: Console, args: argparse.Namespace) -> int:
                 {
                     "partition": p,
                     "leader": leader,
-                    "log_start_offset": admin.list_offsets(tp, -2),
-                    "log_end_offset": admin.list_offsets(tp, -1),
+                    "log_start_offset": None if d.internal else admin.list_offsets(tp, -2),
+                    "log_end_offset": None if d.internal else admin.list_offsets(tp, -1),
                     "size_bytes": sizes.get(tp, 0),
                 }
             )

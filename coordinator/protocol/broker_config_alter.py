@@ -4,7 +4,10 @@ checks them; sharetxn's broker configs are static, so only ``validate_only`` suc
 Kafka's order, observed by the differential suite: the resource name (this broker's id or
 "" for the cluster default), then each operation (a null value, APPEND or SUBTRACT on a
 config that is no list), then the configs it cannot update dynamically (named together),
-then each value against its config's validator.
+then the SSL configs it reloads only per listener (named without the
+``listener.name.<listener>.`` prefix), then each value against its config's validator (a
+per-listener config's as its base config's), then, on the cluster default, the configs it
+updates only per broker (Kafka's ``DynamicBrokerConfig.validateConfigs``).
 """
 
 from __future__ import annotations
@@ -12,7 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from coordinator.protocol.config_describe import broker_resource_error
-from txn.broker_config_defs import DYNAMIC_BROKER_CONFIGS, is_read_only
+from txn.broker_config_defs import (
+    DYNAMIC_BROKER_CONFIGS,
+    DYNAMIC_SECURITY_CONFIGS,
+    is_per_broker,
+    is_read_only,
+    listener_base_name,
+)
 from txn.errors import ErrorCode
 from txn.topic_config_defs import ConfigOperation, ConfigType, config_value_error
 
@@ -26,6 +35,19 @@ Op = tuple[str, int, str | None]
 
 _MIN_ISR = "min.insync.replicas"
 _MIN_ISR_KEPT = "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
+
+
+_PER_LISTENER = (
+    "These security configs can be dynamically updated only per-listener using the listener prefix"
+)
+_CLUSTER_DEFAULT = (
+    "Cannot update these configs at default cluster level, broker id must be specified"
+)
+
+
+def _named(reason: str, names: Sequence[str]) -> str:
+    """Kafka's ConfigException message naming a set of configs."""
+    return f"{reason}: [{', '.join(names)}]"
 
 
 def _java_hash(text: str) -> int:
@@ -72,19 +94,24 @@ def broker_alter_refusal(
                 word = ConfigOperation(op).name.lower()
                 message = f"Config value {word} is not allowed for config key: {name}"
                 return ErrorCode.INVALID_CONFIG, message
-    fixed = java_hash_set_order([name for name, _op, _value in ops if is_read_only(name)])
+    names = list(dict.fromkeys(name for name, _op, _value in ops))
+    fixed = java_hash_set_order([name for name in names if is_read_only(name)])
     if fixed:
-        return (
-            ErrorCode.INVALID_REQUEST,
-            f"Cannot update these configs dynamically: [{', '.join(fixed)}]",
-        )
+        return ErrorCode.INVALID_REQUEST, _named("Cannot update these configs dynamically", fixed)
+    plain_ssl = java_hash_set_order([name for name in names if name in DYNAMIC_SECURITY_CONFIGS])
+    if plain_ssl:
+        return ErrorCode.INVALID_REQUEST, _named(_PER_LISTENER, plain_ssl)
     for name, op, value in ops:
-        defn = DYNAMIC_BROKER_CONFIGS.get(name)
+        # a per-listener config is checked as its base config
+        defn = DYNAMIC_BROKER_CONFIGS.get(listener_base_name(name) or name)
         if defn is None or value is None or op != ConfigOperation.SET:
             continue
         reason = config_value_error(defn, value)
         if reason is not None:
             return ErrorCode.INVALID_REQUEST, reason
+    per_broker = java_hash_set_order([name for name in names if is_per_broker(name)])
+    if resource == "" and per_broker:
+        return ErrorCode.INVALID_REQUEST, _named(_CLUSTER_DEFAULT, per_broker)
     if replace_all and resource == "" and _MIN_ISR not in {name for name, _op, _value in ops}:
         # AlterConfigs replaces the cluster default's configs: the formatted min.insync.replicas
         return ErrorCode.INVALID_CONFIG, _MIN_ISR_KEPT

@@ -45,12 +45,12 @@ from coordinator.protocol.share_handlers import (
     ShareHandlers,
 )
 from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.reserved_topics import listed_internal_topic, listed_internal_topics
 from coordinator.security.listeners import CURRENT_ENDPOINT
 from coordinator.topics import TopicInfo
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 from txn.ids import (
-    KAFKA_INTERNAL_TOPICS,
     KEY_TYPE_GROUP,
     KEY_TYPE_SHARE,
     KEY_TYPE_TRANSACTION,
@@ -108,8 +108,11 @@ class ClusterHandlers:
         requested = body.topics
         auto_create = bool(field(body, "allow_auto_topic_creation", default=True))
         infos: list[tuple[str | None, TopicInfo | None]]
+        cluster_id = self.core.cluster_id
         if requested is None or (req.api_version == 0 and not requested):
             infos = [(t.name, t) for t in self.core.visible_topics()]
+            # Kafka lists its internal topics too (is_internal; clients leave them out).
+            infos += [(t.name, t) for t in listed_internal_topics(self.core.config, cluster_id)]
         else:
             infos = []
             for topic in requested:
@@ -119,7 +122,11 @@ class ClusterHandlers:
                     info = self.core.topics.by_id(topic_id)
                     infos.append((info.name if info else None, info))
                     continue
-                info = self.core.ensure_topic(name) if auto_create else self.core.topics.get(name)
+                info = listed_internal_topic(name, self.core.config, cluster_id)
+                if info is None:
+                    info = (
+                        self.core.ensure_topic(name) if auto_create else self.core.topics.get(name)
+                    )
                 infos.append((name, info))
         topics: list[MetadataResponseTopic] = []
         node = self.core.node_id
@@ -136,9 +143,7 @@ class ClusterHandlers:
                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         name=name,
                         topic_id=uuid.UUID(int=0),
-                        # Kafka's internal topics are never auto-created here (they are the
-                        # coordinators' logs, not listed: docs/conformance.md).
-                        is_internal=name in KAFKA_INTERNAL_TOPICS,
+                        is_internal=False,
                     )
                 )
                 continue
@@ -225,7 +230,9 @@ class ClusterHandlers:
             error = ErrorCode.NONE
             message = None
             if rtype == RESOURCE_TOPIC:
-                info = self.core.topics.get(name)
+                info = self.core.topics.get(name) or listed_internal_topic(
+                    name, self.core.config, self.core.cluster_id
+                )
                 invalid = describe_topic_name_error(name)
                 if invalid is not None:
                     error, message = ErrorCode.INVALID_TOPIC_EXCEPTION, invalid

@@ -294,9 +294,15 @@ class Admin(ConsumerGroupAdmin):
             "validate_only": validate_only,
         }
 
-    def list_topics(self) -> dict[str, list[int]]:
+    def list_topics(self, *, list_internal: bool = False) -> dict[str, list[int]]:
+        """Every topic's partitions; Kafka's internal topics (``__consumer_offsets`` and the
+        like) only with ``list_internal``, as Kafka's ``Admin.listTopics``."""
         self.client.call(lambda: self.client.refresh_metadata(None))
-        return {name: meta.partitions for name, meta in sorted(self.client.topics.items())}
+        return {
+            name: meta.partitions
+            for name, meta in sorted(self.client.topics.items())
+            if list_internal or not meta.internal
+        }
 
     def list_offsets(
         self, tp: TopicPartition, timestamp: int, *, read_committed: bool = False

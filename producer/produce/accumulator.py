@@ -146,6 +146,9 @@ class ProducerBatch:
     # The request may have reached the broker (a network error): its fate is unknown.
     maybe_written: bool = False
     done: threading.Event = field(default_factory=threading.Event)
+    # A batch split because the broker refused it as too large is done once its parts are.
+    parent: ProducerBatch | None = None
+    open_parts: int = 0
 
     @property
     def record_count(self) -> int:
@@ -299,6 +302,42 @@ class RecordAccumulator:
             self._in_flight.discard(batch.tp)
             self._wake_locked()
 
+    def split_and_reenqueue(self, batch: ProducerBatch) -> int:
+        """Kafka's ``splitAndReenqueue``: the records of a drained batch the broker refused as
+        too large, in new batches at the head of its queue (in order); how many.
+
+        Each new batch holds at most ``batch.size`` bytes of records (one record at least), as
+        Kafka's split; when that leaves the batch whole it is cut in halves, so a split always
+        makes progress.  The new batches keep the batch's creation time (its delivery timeout)
+        and take new sequence numbers when first sent.
+        """
+        groups = _split_groups(batch, self.batch_size)
+        parts = [
+            ProducerBatch(
+                batch.tp,
+                batch.created,
+                batch.timestamp_ms,
+                records=[batch.records[i] for i in group],
+                headers=[batch.headers[i] for i in group],
+                futures=[batch.futures[i] for i in group],
+                size=HEADER_SIZE
+                + sum(record_size(*batch.records[i], batch.headers[i]) for i in group),
+                full=True,
+                parent=batch,
+            )
+            for group in groups
+        ]
+        with self._cond:
+            batch.open_parts = len(parts)
+            queue = self._queues.setdefault(batch.tp, deque())
+            for part in reversed(parts):
+                queue.appendleft(part)
+            self._incomplete.update(parts)
+            self._incomplete.discard(batch)
+            self._in_flight.discard(batch.tp)
+            self._wake_locked()
+        return len(parts)
+
     def complete(
         self, batch: ProducerBatch, base_offset: int, log_append_time_ms: int | None = None
     ) -> None:
@@ -313,6 +352,13 @@ class RecordAccumulator:
         with self._cond:
             self._in_flight.discard(batch.tp)
             self._incomplete.discard(batch)
+            parent = batch.parent
+            while parent is not None:  # a split batch is done with its last part
+                parent.open_parts -= 1
+                if parent.open_parts > 0:
+                    break
+                parent.done.set()
+                parent = parent.parent
             self._cond.notify_all()
 
     def fail_incomplete(self, error: BaseException) -> None:
@@ -412,6 +458,24 @@ class RecordAccumulator:
     def incomplete_count(self) -> int:
         with self._cond:
             return len(self._incomplete)
+
+
+def _split_groups(batch: ProducerBatch, batch_size: int) -> list[list[int]]:
+    """The record indexes of each part of ``batch`` (see ``split_and_reenqueue``)."""
+    groups: list[list[int]] = []
+    size = HEADER_SIZE
+    for index, (key, value) in enumerate(batch.records):
+        record = record_size(key, value, batch.headers[index])
+        if not groups or (len(groups[-1]) > 0 and size + record > batch_size):
+            groups.append([])
+            size = HEADER_SIZE
+        groups[-1].append(index)
+        size += record
+    if len(groups) < 2:
+        half = (batch.record_count + 1) // 2
+        indexes = list(range(batch.record_count))
+        groups = [indexes[:half], indexes[half:]]
+    return groups
 
 
 def _min(a: float | None, b: float) -> float:

@@ -11,6 +11,9 @@ For a transactional producer the sender first adds new partitions to the transac
 one AddPartitionsToTxn (v0-v3) for every partition that has data waiting, retrying
 CONCURRENT_TRANSACTIONS and coordinator errors until the batches' delivery timeout.
 
+A batch of several records refused with MESSAGE_TOO_LARGE is split and its parts sent
+instead (Kafka's ``splitAndReenqueue``); one record too large fails with MessageTooLargeError.
+
 Errors: retriable ones are retried until ``delivery.timeout.ms``; PRODUCER_FENCED and the
 other ``FATAL_CODES`` make the producer fatal; the rest fail the batch and, in a transaction,
 make the transaction abortable.  A batch whose fate is unknown (a network error, then
@@ -399,8 +402,25 @@ class Sender:
                 # A duplicate was written before: the broker answers with the first offset.
                 self.acc.complete(batch, int(part.base_offset), _log_append_time_ms(part))
                 continue
+            if code == ErrorCode.MESSAGE_TOO_LARGE and batch.record_count > 1:
+                self._split(batch)
+                continue
             message = getattr(part, "error_message", None)
             self._on_error(batch, fenced_or_typed(code, message, **self._ids(batch)))
+
+    def _split(self, batch: ProducerBatch) -> None:
+        """MESSAGE_TOO_LARGE for a batch of several records: split it and send the parts, as
+        Kafka's Sender does (not counted as a retry); a single record too large fails."""
+        # Nothing of the batch was written: its sequence numbers go to the parts.
+        if batch.base_sequence != NO_SEQUENCE:
+            self.txn.rollback_sequence(batch.tp, batch.base_sequence)
+        parts = self.acc.split_and_reenqueue(batch)
+        log.warning(
+            "%s refused a batch of %d records as too large; split it into %d and retrying",
+            batch.tp,
+            batch.record_count,
+            parts,
+        )
 
     def _ids(self, batch: ProducerBatch) -> dict[str, Any]:
         pid, epoch = self.txn.producer_id_and_epoch

@@ -104,6 +104,7 @@ class TopicMetadata:
     name: str
     topic_id: uuid.UUID
     leaders: dict[int, int] = field(default_factory=dict)  # partition -> leader node id
+    internal: bool = False  # one of Kafka's internal topics (__consumer_offsets, ...)
 
     @property
     def partitions(self) -> list[int]:
@@ -318,7 +319,11 @@ class KafkaClient:
                     self._invalid_topics.add(t.name)
                 if int(t.error_code) != ErrorCode.NONE or t.name is None:
                     continue
-                meta = TopicMetadata(t.name, getattr(t, "topic_id", None) or uuid.UUID(int=0))
+                meta = TopicMetadata(
+                    t.name,
+                    getattr(t, "topic_id", None) or uuid.UUID(int=0),
+                    internal=bool(getattr(t, "is_internal", False)),
+                )
                 for p in t.partitions:
                     meta.leaders[int(p.partition_index)] = int(p.leader_id)
                 self.topics[t.name] = meta

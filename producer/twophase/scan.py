@@ -208,7 +208,7 @@ class Scanner:
         return {p.producer_id: p for p in found}
 
     def topics(self) -> list[str]:
-        """The user topics (internal topics are hidden by Metadata)."""
+        """The user topics (``list_topics`` leaves out the internal ones)."""
         return list(self.admin.list_topics())
 
     def partitions(self, topic: str) -> list[int]:

@@ -131,6 +131,27 @@ def test_group_configs(broker: LocalBroker) -> None:
     assert any(c["name"] == "transaction.max.timeout.ms" for c in everything["configs"])
 
 
+def test_topics_list_and_describe_internal_topics(broker: LocalBroker) -> None:
+    """As kafka-topics.sh: internal topics are listed unless --exclude-internal."""
+    b = broker.bootstrap_servers
+    assert ok_json(*topics(b, "--create", "--topic", "orders"))["result"] == "NONE"
+    internal = ["__consumer_offsets", "__share_group_state", "__transaction_state"]
+    assert ok_json(*topics(b, "--list")) == [*internal, "orders"]
+    assert ok_json(*topics(b, "--list", "--exclude-internal")) == ["orders"]
+    described = {d["topic"]: d for d in ok_json(*topics(b, "--describe"))}
+    assert sorted(described) == [*internal, "orders"]
+    offsets = described["__consumer_offsets"]
+    assert (offsets["internal"], offsets["partition_count"]) == (True, 50)
+    assert offsets["configs"]["cleanup.policy"] == "compact"  # as Kafka creates it
+    assert offsets["partitions"][0]["log_end_offset"] is None  # not served
+    assert described["orders"]["partitions"][0]["log_end_offset"] == 0
+    shown = ok_json(*topics(b, "--describe", "--exclude-internal"))
+    assert [d["topic"] for d in shown] == ["orders"]
+    # a regex matching internal topics does not delete them
+    gone = sharetxn(*topics(b, "--delete", "--topic", "__.*"))
+    assert gone.returncode == ExitCode.NOT_FOUND, gone.stderr
+
+
 def test_command_config_file(broker: LocalBroker, tmp_path: Path) -> None:
     props = tmp_path / "client.properties"
     props.write_text("# client settings\nclient.id = from-file\nrequest.timeout.ms=20000\n")
@@ -223,10 +244,7 @@ def test_topic_configs(broker: LocalBroker) -> None:
         "--delete-config",
         "nothing.set",
     )
-    assert (
-        done.returncode == ExitCode.FAILED
-        and "Invalid config(s): nothing.set" in done.stderr
-    )
+    assert done.returncode == ExitCode.FAILED and "Invalid config(s): nothing.set" in done.stderr
     done = alter(
         b, "topics", "tc", "--add-config", "retention.ms=5000,cleanup.policy=[compact,delete]"
     )

@@ -146,17 +146,23 @@ def test_offset_rewind_through_auto_created_consumer_offsets(tmp_path: Path) -> 
             assert int(create_topic(conn, "orders").error_code) == ErrorCode.NONE
             assert commit(conn, "orders", 5) == ErrorCode.NONE
             assert commit(conn, "orders", 10) == ErrorCode.NONE
+            # listed as Kafka lists it (offsets.topic.num.partitions), never a client's topic
             (topic,) = metadata(conn, ["__consumer_offsets"], auto_create=True).topics
-            assert int(topic.error_code) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            assert int(topic.error_code) == ErrorCode.NONE
             assert topic.is_internal
-            assert list(topic.partitions) == []
+            assert len(topic.partitions) == 50
             replay = old_commit_record("orders", 5)
             for partition in (0, 1):
                 assert produce(conn, "__consumer_offsets", partition, replay) == (
                     ErrorCode.INVALID_TOPIC_EXCEPTION
                 )
             all_topics = conn.request(3, 12, {"topics": None, "allow_auto_topic_creation": True})
-            assert [t.name for t in all_topics.topics] == ["orders"]
+            assert sorted((t.name, bool(t.is_internal)) for t in all_topics.topics) == [
+                ("__consumer_offsets", True),
+                ("__share_group_state", True),
+                ("__transaction_state", True),
+                ("orders", False),
+            ]
             assert committed(conn, "orders") == 10
         finally:
             conn.close()
@@ -184,10 +190,14 @@ def test_topic_administration_refused(plain_broker: LocalBroker) -> None:
 
 def _check_administration_refused(conn: BrokerConnection) -> None:
     for name in sorted(RESERVED_TOPICS):
-        # no auto-creation on any path
+        # Kafka's internal topics are listed as Kafka lists them; the private logs are
+        # unknown; no client topic is auto-created under any of these names
         (topic,) = metadata(conn, [name], auto_create=True).topics
-        assert int(topic.error_code) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name
-        assert bool(topic.is_internal) is (name in KAFKA_INTERNAL_TOPICS)
+        internal = name in KAFKA_INTERNAL_TOPICS
+        assert int(topic.error_code) == (
+            ErrorCode.NONE if internal else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        ), name
+        assert bool(topic.is_internal) is internal
         created = create_topic(conn, name)
         if name in KAFKA_INTERNAL_TOPICS:
             assert int(created.error_code) == ErrorCode.TOPIC_ALREADY_EXISTS
@@ -243,7 +253,8 @@ def _check_administration_refused(conn: BrokerConnection) -> None:
         )
         assert int(records.topics[0].partitions[0].error_code) == want, name
     listed = conn.request(3, 12, {"topics": None, "allow_auto_topic_creation": True})
-    assert not [t.name for t in listed.topics if t.name in RESERVED_TOPICS]
+    reserved = sorted(t.name for t in listed.topics if t.name in RESERVED_TOPICS)
+    assert reserved == sorted(KAFKA_INTERNAL_TOPICS)
 
 
 def test_add_partitions_to_txn_naming_an_internal_topic(plain_broker: LocalBroker) -> None:

@@ -165,6 +165,20 @@ def test_kafka_topics(sharetxn: str) -> None:
     assert name not in tool("kafka-topics", "--bootstrap-server", sharetxn, "--list").split()
 
 
+def test_kafka_topics_shows_internal_topics(sharetxn: str) -> None:
+    """Listed and described as on Kafka, left out with --exclude-internal."""
+    internal = ["__consumer_offsets", "__share_group_state", "__transaction_state"]
+    listed = tool("kafka-topics", "--bootstrap-server", sharetxn, "--list").split()
+    assert set(internal) <= set(listed)
+    excluded = tool("kafka-topics", "--bootstrap-server", sharetxn, "--list", "--exclude-internal")
+    assert not set(internal) & set(excluded.split())
+    described = tool("kafka-topics", "--bootstrap-server", sharetxn, "--describe")
+    assert "Topic: __consumer_offsets\t" in described
+    assert "cleanup.policy=compact" in described
+    quiet = tool("kafka-topics", "--bootstrap-server", sharetxn, "--describe", "--exclude-internal")
+    assert "__consumer_offsets" not in quiet
+
+
 def test_kafka_configs_on_topics_and_groups(sharetxn: str) -> None:
     topic = _topic(sharetxn)
     _configs(sharetxn, "--alter", "topics", topic, "--add-config", "retention.ms=3600000")

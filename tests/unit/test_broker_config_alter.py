@@ -76,3 +76,41 @@ def test_broker_description_marks_static_settings_and_read_only_ones() -> None:
     assert [s.source for s in check.synonyms] == [4, 5]
     assert got["message.max.bytes"].read_only is False
     assert got["min.insync.replicas"].config_source == 3
+
+
+def test_per_broker_configs_are_refused_on_the_cluster_default() -> None:
+    def check(name: str, *ops: tuple[str, int, str | None]) -> tuple[ErrorCode, str | None]:
+        return broker_alter_refusal(1, name, list(ops), validate_only=True)
+
+    per_broker = "Cannot update these configs at default cluster level, broker id must be specified"
+    sasl = ("sasl.enabled.mechanisms", SET, "PLAIN")
+    assert check("1", sasl) == (ErrorCode.NONE, None)
+    assert check("", sasl) == (
+        ErrorCode.INVALID_REQUEST,
+        f"{per_broker}: [sasl.enabled.mechanisms]",
+    )
+    listener = ("listener.name.plaintext.ssl.keystore.type", SET, "JKS")
+    assert check("1", listener) == (ErrorCode.NONE, None)
+    assert check("", listener)[1] == f"{per_broker}: [listener.name.plaintext.ssl.keystore.type]"
+    # connection limits are cluster-wide too, per listener as well
+    for name in ("1", ""):
+        assert check(name, ("max.connections", SET, "10")) == (ErrorCode.NONE, None)
+        limit = ("listener.name.plaintext.max.connections", SET, "10")
+        assert check(name, limit) == (ErrorCode.NONE, None)
+        assert check(name, ("listener.name.plaintext.max.connections", SET, "-5")) == (
+            ErrorCode.INVALID_REQUEST,
+            "Invalid value -5 for configuration max.connections: Value must be at least 0",
+        )
+        # a plain SSL config is refused everywhere: only per listener
+        assert check(name, ("ssl.keystore.password", SET, "x")) == (
+            ErrorCode.INVALID_REQUEST,
+            "These security configs can be dynamically updated only per-listener using the"
+            " listener prefix: [ssl.keystore.password]",
+        )
+    # read-only configs and bad values are named first
+    assert check("", sasl, ("num.partitions", SET, "3"))[1] == (
+        "Cannot update these configs dynamically: [num.partitions]"
+    )
+    assert check("", sasl, ("message.max.bytes", SET, "-1"))[1] == (
+        "Invalid value -1 for configuration message.max.bytes: Value must be at least 0"
+    )

@@ -389,6 +389,33 @@ def test_a_batch_that_certainly_failed_gives_its_sequences_back() -> None:
     assert parse_header(batches_of(client.sent(0)[1])[TP0]).base_sequence == 0
 
 
+def test_message_too_large_splits_a_batch_of_several_records_keeping_order() -> None:
+    sender, acc, txn, client, _clock = make_sender()
+    client.script(0, produce_answer(ErrorCode.MESSAGE_TOO_LARGE))  # only the whole batch
+    futures = [acc.append(TP0, None, f"r{i}".encode(), [], 1) for i in range(5)]
+    flushed = acc.begin_flush()
+    for _ in range(6):
+        sender.run_once()
+    acc.end_flush()
+    assert acc.await_batches(flushed, None) == 0, "the split batch is done with its parts"
+    assert [f.result(0).offset for f in futures] == [0, 1, 2, 3, 4]
+    whole, *parts = [parse_header(batches_of(b)[TP0]) for b in client.sent(0)]
+    assert (whole.base_sequence, whole.records_count) == (0, 5)
+    # halves (the batch was within batch.size), sequences taken again from 0
+    assert [(h.base_sequence, h.records_count) for h in parts] == [(0, 3), (3, 2)]
+    assert not txn.has_error and not txn.needs_epoch_bump
+
+
+def test_record_list_too_large_fails_the_batch_unsplit_as_kafka() -> None:
+    sender, acc, _txn, client, _clock = make_sender()
+    client.script(0, produce_answer(ErrorCode.RECORD_LIST_TOO_LARGE))
+    futures = [acc.append(TP0, None, f"r{i}".encode(), [], 1) for i in range(3)]
+    sender.run_once()
+    sender.run_once()
+    assert len(client.sent(0)) == 1
+    assert all(f.exception(0).code is ErrorCode.RECORD_LIST_TOO_LARGE for f in futures)  # type: ignore[union-attr]
+
+
 def test_delivery_timeout_fails_a_batch_that_keeps_failing() -> None:
     sender, acc, txn, client, clock = make_sender(delivery_timeout_ms=1000)
     client.script(0, *[raising(NetworkError("down"))] * 20)

@@ -120,3 +120,47 @@ def legacy_alter_broker_configs(ctx: Ctx) -> Any:
         "other broker": _legacy(ctx, "99", {"message.max.bytes": "2000000"}),
         "not a number": _legacy(ctx, "x", {"message.max.bytes": "2000000"}),
     }
+
+
+#: (label, operations) on the configs Kafka updates only per broker (SSL and SASL listener
+#: configs, per-listener overrides) or also cluster-wide (connection limits).
+PER_BROKER_ALTERS: tuple[tuple[str, list[tuple[str, int, str | None]]], ...] = (
+    ("plain ssl", [("ssl.keystore.password", SET, "secret")]),
+    ("two plain ssl", [("ssl.truststore.type", SET, "JKS"), ("ssl.keystore.type", SET, "JKS")]),
+    ("listener ssl", [("listener.name.plaintext.ssl.keystore.type", SET, "JKS")]),
+    ("listener max connections", [("listener.name.plaintext.max.connections", SET, "100")]),
+    ("listener bad max connections", [("listener.name.plaintext.max.connections", SET, "-5")]),
+    ("sasl mechanisms", [("sasl.enabled.mechanisms", SET, "PLAIN")]),
+    ("client auth", [("ssl.client.auth", SET, "none")]),
+    ("max connections", [("max.connections", SET, "1000")]),
+    (
+        "cluster-wide and per-broker",
+        [("max.connections", SET, "1000"), ("sasl.enabled.mechanisms", SET, "PLAIN")],
+    ),
+    (
+        "read-only and per-broker",
+        [("sasl.enabled.mechanisms", SET, "PLAIN"), ("num.partitions", SET, "3")],
+    ),
+    (
+        "bad value and per-broker",
+        [("sasl.enabled.mechanisms", SET, "PLAIN"), ("message.max.bytes", SET, "-1")],
+    ),
+    (
+        "plain ssl and per-broker",
+        [("sasl.enabled.mechanisms", SET, "PLAIN"), ("ssl.key.password", SET, "x")],
+    ),
+)
+
+
+@scenario(AREA)
+def per_broker_and_cluster_wide_configs(ctx: Ctx) -> Any:
+    """Configs Kafka updates only per broker are refused on the cluster default ("")."""
+    out = {}
+    for label, ops in PER_BROKER_ALTERS:
+        out[f"broker: {label}"] = _incremental(ctx, "1", ops)
+        out[f"default: {label}"] = _incremental(ctx, "", ops)
+    out["legacy default: sasl mechanisms"] = _legacy(
+        ctx, "", {"sasl.enabled.mechanisms": "PLAIN", "min.insync.replicas": "1"}
+    )
+    out["legacy broker: sasl mechanisms"] = _legacy(ctx, "1", {"sasl.enabled.mechanisms": "PLAIN"})
+    return out

@@ -2,8 +2,9 @@
 
 Only non-destructive requests: DeleteTopics of an internal topic, and CreatePartitions or
 IncrementalAlterConfigs that are not validate-only, change Apache Kafka's internal topics
-(the suite's Kafka is shared by every scenario).  ``__share_group_state`` is left out: Kafka
-creates it on the first share group, so its answers depend on the scenarios run before.
+(the suite's Kafka is shared by every scenario).  ``__share_group_state`` is left out of the
+scenarios that do not read a share group first: Kafka creates it on the first share group,
+so their answers would depend on the scenarios run before.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 
 from tests.reference.differential.ctx import Ctx
 from tests.reference.differential.framework import scenario
+from tests.reference.differential.scenarios_config_describe import describe
+from tests.reference.differential.share import unjoined_member
 from tests.reference.differential.wire import plain
 from txn.batch import build_batch
 
@@ -22,6 +25,7 @@ AREA = "internal-topics"
 #: Kafka's internal topics that exist once the suite has warmed up (a group and a
 #: transaction coordinator looked up), and the KRaft metadata log, which Kafka hides.
 INTERNAL = ("__consumer_offsets", "__transaction_state")
+SHARE_STATE = "__share_group_state"
 METADATA_LOG = "__cluster_metadata"
 
 
@@ -123,20 +127,49 @@ def metadata_log_is_never_auto_created(ctx: Ctx) -> Any:
     return {"auto_create": plain(first), "after": plain(second)}
 
 
+def _listed(t: Any) -> Any:
+    return {
+        "error": plain(t.error_code, "error_code"),
+        "is_internal": t.is_internal,
+        "partitions": len(t.partitions),
+        "leaders": sorted({int(p.leader_id) for p in t.partitions}),
+    }
+
+
 @scenario(AREA)
 def metadata_of_internal_topic(ctx: Ctx) -> Any:
-    """Kafka lists its internal topics; sharetxn's are the coordinators' logs, not listed."""
+    """Metadata lists the internal topics (``is_internal``, their partitions), by name and
+    among all topics, with or without auto-creation."""
     out: dict[str, Any] = {}
     for topic in INTERNAL:
-        t = ctx.metadata([topic], auto_create=True).topics[0]
-        out[topic] = {
-            "error": plain(t.error_code, "error_code"),
-            "is_internal": t.is_internal,
-            "partitions": len(t.partitions),
-        }
+        for auto_create in (True, False):
+            t = ctx.metadata([topic], auto_create=auto_create).topics[0]
+            out[f"{topic} auto_create={auto_create}"] = _listed(t)
     listed = ctx.call(3, {"topics": None, "allow_auto_topic_creation": False})
-    out["listed"] = sorted(t.name for t in listed.topics if t.name in INTERNAL)
+    out["listed"] = {t.name: _listed(t) for t in listed.topics if t.name in INTERNAL}
+    out["user topics internal"] = sorted(
+        {bool(t.is_internal) for t in listed.topics if not t.name.startswith("__")}
+    )
     return out
+
+
+@scenario(AREA)
+def share_state_topic_once_a_share_group_reads(ctx: Ctx) -> Any:
+    """``__share_group_state`` is listed once a share group has read a partition."""
+    _topic, member = unjoined_member(ctx, "s")
+    member.join()
+    member.fetch_until(1)
+    deadline = time.monotonic() + 15
+    while True:
+        t = ctx.metadata([SHARE_STATE], auto_create=False).topics[0]
+        if int(t.error_code) == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    listed = ctx.call(3, {"topics": None, "allow_auto_topic_creation": False})
+    return {
+        "by name": _listed(t),
+        "listed": [_listed(x) for x in listed.topics if x.name == SHARE_STATE],
+    }
 
 
 @scenario(AREA)
@@ -180,3 +213,24 @@ def delete_metadata_log(ctx: Ctx) -> Any:
         20, {"topics": [{"name": METADATA_LOG, "topic_id": uuid.UUID(int=0)}], "timeout": 10000}
     )
     return plain(resp.responses[0])
+
+
+@scenario(AREA)
+def describe_configs_of_internal_topic(ctx: Ctx) -> Any:
+    """The topic configs Kafka creates each internal topic with (kafka-topics.sh --describe
+    asks for them)."""
+    keys = [
+        "cleanup.policy",
+        "compression.type",
+        "min.insync.replicas",
+        "retention.ms",
+        "segment.bytes",
+        "unclean.leader.election.enable",
+    ]
+    return {
+        topic: {
+            "some": describe(ctx, 2, topic, keys),
+            "all": describe(ctx, 2, topic, synonyms=False, documentation=False),
+        }
+        for topic in INTERNAL
+    }

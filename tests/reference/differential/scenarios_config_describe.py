@@ -9,6 +9,7 @@ them in hash order).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tests.reference.differential.ctx import TOPIC_RESOURCE, Ctx
@@ -111,12 +112,23 @@ def describe_topic_after_alters(ctx: Ctx) -> Any:
 
 
 def _once_applied(ctx: Ctx, topic: str, keys: list[str], name: str, value: str) -> Any:
-    """The description once ``name`` shows ``value``: Kafka applies an alter to its
-    brokers' metadata after answering it (5 s at most)."""
+    return once_applied(ctx, TOPIC_RESOURCE, topic, keys, lambda got: got[name] == value)
+
+
+def once_applied(
+    ctx: Ctx,
+    rtype: int,
+    resource: str,
+    keys: list[str],
+    applied: Callable[[dict[str, str | None]], bool],
+) -> Any:
+    """The description once ``applied`` holds for its values by name: Kafka applies an alter
+    to its brokers' metadata after answering it (5 s at most)."""
     deadline = time.monotonic() + 5
     while True:
-        got = describe(ctx, TOPIC_RESOURCE, topic, keys)
-        if got["configs"][name]["value"] == value or time.monotonic() > deadline:
+        got = describe(ctx, rtype, resource, keys)
+        values = {name: entry["value"] for name, entry in got["configs"].items()}
+        if applied(values) or time.monotonic() > deadline:
             return got
         time.sleep(0.05)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from tests.reference.differential.ctx import GROUP_RESOURCE, Ctx
 from tests.reference.differential.framework import scenario
-from tests.reference.differential.scenarios_config_describe import describe
+from tests.reference.differential.scenarios_config_describe import describe, once_applied
 from tests.reference.differential.wire import plain
 
 AREA = "configs"
@@ -91,10 +91,18 @@ def describe_group_configs(ctx: Ctx) -> Any:
             "share.delivery.count.limit": "3",
         },
     )
-    out["set"] = describe(ctx, GROUP_RESOURCE, g, SHARE_KEYS)
+    out["set"] = once_applied(
+        ctx, GROUP_RESOURCE, g, SHARE_KEYS, lambda v: v["share.delivery.count.limit"] == "3"
+    )
     out["no synonyms"] = describe(
         ctx, GROUP_RESOURCE, g, SHARE_KEYS, synonyms=False, documentation=False
     )
     ctx.group_config(g, {"share.session.timeout.ms": None})
-    out["deleted"] = describe(ctx, GROUP_RESOURCE, g, ["share.session.timeout.ms"])
+    out["deleted"] = once_applied(
+        ctx,
+        GROUP_RESOURCE,
+        g,
+        ["share.session.timeout.ms"],
+        lambda v: v["share.session.timeout.ms"] != "50000",
+    )
     return out

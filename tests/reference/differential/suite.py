@@ -14,6 +14,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_groups,
     scenarios_internal,
     scenarios_malformed,
+    scenarios_membership,
     scenarios_produce,
     scenarios_share,
     scenarios_share_fidelity,

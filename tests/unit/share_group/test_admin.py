@@ -249,3 +249,22 @@ def test_configs_survive_group_deletion(bench: Bench) -> None:
     bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m1", -1, None, None))
     bench.coordinator.delete_groups([GROUP])
     assert bench.coordinator.group_config(GROUP).read_committed
+
+
+def test_consumer_group_timing_follows_its_group_configs(bench: Bench) -> None:
+    coordinator = bench.coordinator
+    assert coordinator.consumer_timing(GROUP) == (45000, 5000)
+    error, _ = coordinator.alter_group_configs(
+        GROUP,
+        {"consumer.heartbeat.interval.ms": "7000", "consumer.session.timeout.ms": "50000"},
+        [],
+        False,
+    )
+    assert error is E.NONE
+    assert coordinator.consumer_timing(GROUP) == (50000, 7000)
+    assert coordinator.describe_group_configs(GROUP)["consumer.heartbeat.interval.ms"] == (
+        "7000",
+        False,
+    )
+    coordinator.alter_group_configs(GROUP, {}, ["consumer.heartbeat.interval.ms"], False)
+    assert coordinator.consumer_timing(GROUP) == (50000, 5000)

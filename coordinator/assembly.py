@@ -6,9 +6,6 @@ internal logs, gives them to a ``CoordinatorRuntime`` together with a new shard,
 the runtime to the coordinator.  ``BrokerCore`` (and through it the chaos simulator) calls
 ``assemble_coordinators``; tests build single coordinators over their own logs with the
 runtime factories below.
-
-Consumer groups are the one exception left: ``ConsumerGroupCoordinator`` still builds its
-runtime itself until it moves onto an owned shard.
 """
 
 from __future__ import annotations
@@ -18,11 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from coordinator.group.coordinator import ConsumerGroupCoordinator
+from coordinator.group.shard import ConsumerGroupShard, GroupMeter, GroupRuntime
 from coordinator.log.storage import LogConfig, PartitionLog, Storage
 from coordinator.marker_channel import MarkerChannel
 from coordinator.partition import Partition
 from coordinator.producer_ids import ProducerIdManager
 from coordinator.shard_runtime import CoordinatorRuntime
+from coordinator.share.group_model import TopicLookup
 from coordinator.share.group_shard import ShareGroupRuntime, ShareGroupShard
 from coordinator.share.manager import EventSink, ShareManager
 from coordinator.share.share_coordinator import ShareStateRuntime
@@ -67,6 +66,36 @@ def share_state_runtime(shard: ShareStateShard) -> ShareStateRuntime:
     """
     return CoordinatorRuntime(
         shard.clock, SHARE_GROUP_STATE_TOPIC, shard=shard, skip_below_start=True
+    )
+
+
+def group_runtime(clock: Clock, log: PartitionLog, meter: GroupMeter) -> GroupRuntime:
+    """The runtime of the consumer groups' ``__consumer_offsets`` partition, owning a new
+    ``ConsumerGroupShard`` that counts through ``meter``."""
+    return CoordinatorRuntime(
+        clock, GROUP_METADATA_TOPIC, {0: log}, shard=ConsumerGroupShard(meter)
+    )
+
+
+def consumer_group_coordinator(
+    clock: Clock,
+    config: BrokerConfig,
+    log: PartitionLog,
+    *,
+    is_share_group: Callable[[str], bool] = lambda _g: False,
+    on_event: EventSink | None = None,
+    topics: TopicLookup | None = None,
+) -> ConsumerGroupCoordinator:
+    """A ``ConsumerGroupCoordinator`` (not loaded) over ``log``, handed its runtime and the
+    metric emitter its shard shares; ``on_event(group id, meter, count)`` gets the meters."""
+    meter = GroupMeter(on_event)
+    return ConsumerGroupCoordinator(
+        clock,
+        group_runtime(clock, log, meter),
+        config,
+        meter,
+        is_share_group=is_share_group,
+        topics=topics,
     )
 
 
@@ -146,10 +175,10 @@ def assemble_coordinators(
 
     groups_log = storage.open_log(GROUP_METADATA_TOPIC, CONSUMER_GROUPS_PARTITION, offsets_config)
     compacted[f"{GROUP_METADATA_TOPIC}-{CONSUMER_GROUPS_PARTITION}"] = groups_log
-    groups = ConsumerGroupCoordinator(
+    groups = consumer_group_coordinator(
         clock,
-        groups_log,
         config,
+        groups_log,
         is_share_group=lambda group_id: share.groups.group(group_id) is not None,
         on_event=on_group_event,
         topics=topics,

@@ -340,6 +340,18 @@ class CoordinatorRuntime(Generic[S]):
             if written.on_durable is not None:
                 written.on_durable()
 
+    def deferred_sync(self, partition: int = 0) -> Callable[[], None]:
+        """A callable that makes everything appended to ``partition`` so far durable; safe on
+        another thread while appends go on (a log without that ability is flushed now
+        instead, and the callable does nothing)."""
+        target = self._logs[partition]
+        later = getattr(target, "fsync_later", None)
+        if later is None:
+            target.flush()
+            return lambda: None
+        sync: Callable[[], None] = later()
+        return sync
+
     def drop_unflushed(self, up_to: int) -> None:
         """Forget the unflushed writes with base offset <= ``up_to``, unreplayed (making them
         durable failed: whether they survive a restart is unknown, as after a timeout)."""

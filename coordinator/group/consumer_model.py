@@ -1,19 +1,24 @@
 """The state of a KIP-848 consumer group: its members, their assignments, the group's epochs.
 
-Below both ``consumer_protocol`` (which changes it) and ``parts`` (which types the
+Below ``consumer_protocol`` and ``consumer_change`` (which compute its changes as records;
+replaying them, ``coordinator.group.shard``, changes it) and ``parts`` (which types the
 coordinator's shared state with it).
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import uuid
 from dataclasses import dataclass, field
 
 from coordinator.group.consumer_records import ClassicMeta
 
-__all__ = ["ConsumerMember", "ConsumerProtocolGroup", "Partitions"]
+__all__ = [
+    "ConsumerMember",
+    "ConsumerProtocolGroup",
+    "Partitions",
+    "preferred_assignor",
+    "subscribed_topics",
+]
 
 Partitions = dict[uuid.UUID, frozenset[int]]
 
@@ -47,17 +52,6 @@ class ConsumerProtocolGroup:
     assignor: str = "uniform"
     topology: tuple[tuple[str, str, int], ...] = ()  # (topic, id, partitions) last assigned
 
-    def working_copy(self) -> ConsumerProtocolGroup:
-        """A copy an operation changes instead of the group (whose state changes only by
-        replaying the records written for it): its own members and target maps, and its own
-        member objects; their values are shared (an operation replaces them, never changes
-        them in place)."""
-        return dataclasses.replace(
-            self,
-            members={m: copy.copy(member) for m, member in self.members.items()},
-            target=dict(self.target),
-        )
-
     @property
     def state(self) -> str:
         if not self.members:
@@ -67,7 +61,17 @@ class ConsumerProtocolGroup:
         return "Stable"
 
     def subscribed_topics(self) -> frozenset[str]:
-        topics: set[str] = set()
-        for m in self.members.values():
-            topics |= m.subscribed
-        return frozenset(topics)
+        return subscribed_topics(self.members)
+
+
+def subscribed_topics(members: dict[str, ConsumerMember]) -> frozenset[str]:
+    topics: set[str] = set()
+    for m in members.values():
+        topics |= m.subscribed
+    return frozenset(topics)
+
+
+def preferred_assignor(members: dict[str, ConsumerMember]) -> str:
+    """The server assignor the first member that names one prefers; ``uniform`` otherwise."""
+    preferred = [m.server_assignor for m in members.values() if m.server_assignor]
+    return preferred[0] if preferred else "uniform"

@@ -20,26 +20,21 @@ from __future__ import annotations
 import logging
 import struct
 import uuid
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
 
-from coordinator.group.consumer_model import ConsumerMember, ConsumerProtocolGroup, Partitions
-from coordinator.group.consumer_records import (
-    CURRENT_ASSIGNMENT,
-    GROUP_METADATA,
-    MEMBER_METADATA,
-    TARGET_MEMBER,
-    TARGET_METADATA,
-    ConsumerKey,
-    ConsumerValue,
-    CurrentAssignmentValue,
-    GroupEpochValue,
-    MemberMetadataValue,
-    Record,
-    TargetMemberValue,
+from coordinator.group.consumer_change import ConsumerGroupChange, records_of
+from coordinator.group.consumer_model import (
+    ConsumerMember,
+    ConsumerProtocolGroup,
+    Partitions,
+    preferred_assignor,
+    subscribed_topics,
 )
-from coordinator.group.parts import CoordinatorPart
+from coordinator.group.consumer_records import Record
+from coordinator.group.offsets import OffsetStore
+from coordinator.group.parts import GroupContext
 from coordinator.group.records import OffsetKey
 from coordinator.group.results import GroupDescription, MemberDescription
 from coordinator.share.group_model import GroupHeartbeatResult
@@ -74,31 +69,7 @@ def _overlaps(a: Partitions, b: Partitions) -> bool:
     return any(a.get(t, frozenset()) & ps for t, ps in b.items())
 
 
-def records_of(group: ConsumerProtocolGroup) -> dict[ConsumerKey, ConsumerValue]:
-    """The records that describe ``group`` (Kafka's KIP-848 schemas), by key."""
-    gid = group.group_id
-    out: dict[ConsumerKey, ConsumerValue] = {
-        ConsumerKey(GROUP_METADATA, gid): GroupEpochValue(group.epoch),
-        ConsumerKey(TARGET_METADATA, gid): GroupEpochValue(group.assignment_epoch),
-    }
-    for m in group.members.values():
-        out[ConsumerKey(MEMBER_METADATA, gid, m.member_id)] = MemberMetadataValue(
-            m.instance_id,
-            m.rack_id,
-            m.client_id,
-            m.client_host,
-            tuple(sorted(m.subscribed)),
-            None,
-            m.rebalance_timeout_ms,
-            m.server_assignor,
-            m.classic,
-        )
-        out[ConsumerKey(CURRENT_ASSIGNMENT, gid, m.member_id)] = CurrentAssignmentValue(
-            m.epoch, m.previous_epoch, 1 if m.revoking else 0, dict(m.assigned), dict(m.revoking)
-        )
-    for member_id, partitions in group.target.items():
-        out[ConsumerKey(TARGET_MEMBER, gid, member_id)] = TargetMemberValue(dict(partitions))
-    return out
+__all__ = ["ConsumerHeartbeatResult", "ConsumerMembership", "assign", "records_of"]
 
 
 def _string(text: str) -> bytes:
@@ -167,15 +138,40 @@ def assign(
     return {m: {t: frozenset(ps) for t, ps in parts.items()} for m, parts in out.items()}
 
 
-class ConsumerProtocol(CoordinatorPart):
-    """KIP-848 groups of ``ConsumerGroupCoordinator`` (a mixin; the methods below)."""
+class ConsumerMembership:
+    """KIP-848 groups: the consumer protocol part of ``ConsumerGroupCoordinator``.
 
-    def _take_over_classic(self, group_id: str) -> ErrorCode:
-        raise NotImplementedError
+    ``take_over_classic(group id)``: a classic group of that id gives way to a KIP-848 member
+    (or GROUP_ID_NOT_FOUND); ``maybe_downgrade(group id)``: after a KIP-848 member left, a
+    group of classic members only becomes classic -- both the mixed part's, handed in by the
+    coordinator (that part builds on this one).
+    """
 
-    if TYPE_CHECKING:  # coordinator.group.mixed (no runtime stub: it would shadow it)
+    def __init__(
+        self,
+        context: GroupContext,
+        *,
+        take_over_classic: Callable[[str], ErrorCode],
+        maybe_downgrade: Callable[[str], None],
+    ) -> None:
+        self._context = context
+        self._clock = context.clock
+        self._config = context.config
+        self._runtime = context.runtime
+        self._timers = context.timers
+        self._topics = context.topics
+        self._is_share_group = context.is_share_group
+        self._consumer_groups = context.consumer_groups
+        self._write = context.write
+        self._take_over = take_over_classic
+        self._downgrade = maybe_downgrade
 
-        def maybe_downgrade(self, group_id: str) -> None: ...
+    @property
+    def offsets(self) -> OffsetStore:
+        return self._context.offsets
+
+    def availability(self) -> ErrorCode:
+        return self._context.availability()
 
     def consumer_heartbeat(
         self,
@@ -186,17 +182,17 @@ class ConsumerProtocol(CoordinatorPart):
     ) -> ConsumerHeartbeatResult:
         """ConsumerGroupHeartbeat: join (epoch 0), heartbeat, or leave (epoch -1 / -2).
 
-        The heartbeat changes a working copy of the group; what it changed is written as
-        Kafka's records (``consumer_records``) and replayed into the group before the answer.
-        A failed write leaves the group as it was and answers the append's error.
+        The heartbeat computes its change from the group without changing it, as Kafka's
+        records (``consumer_change``); they are written and replayed into the group before
+        the answer.  A failed write leaves the group as it was and answers the append's error.
         """
-        result, changed = self._consumer_heartbeat(group_id, member_id, member_epoch, **request)
-        if result.error is ErrorCode.NONE and changed is not None:
-            error = self._persist_consumer(changed)
+        result, change = self._consumer_heartbeat(group_id, member_id, member_epoch, **request)
+        if result.error is ErrorCode.NONE and change is not None:
+            error = self.write_change(change)
             if error is not ErrorCode.NONE:
                 return ConsumerHeartbeatResult(error)
             if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                self.maybe_downgrade(group_id)
+                self._downgrade(group_id)
         return result
 
     def _consumer_heartbeat(
@@ -213,8 +209,8 @@ class ConsumerProtocol(CoordinatorPart):
         owned: Partitions | None = None,
         client_id: str = "",
         client_host: str = "",
-    ) -> tuple[ConsumerHeartbeatResult, ConsumerProtocolGroup | None]:
-        """The answer, and the working copy of the group it changed (None: an error)."""
+    ) -> tuple[ConsumerHeartbeatResult, ConsumerGroupChange | None]:
+        """The answer, and the group's change (None: an error)."""
         if (error := self.availability()) is not ErrorCode.NONE:
             return ConsumerHeartbeatResult(error), None
         if not group_id:
@@ -234,22 +230,21 @@ class ConsumerProtocol(CoordinatorPart):
             ), None
         if (
             self._is_share_group(group_id)
-            or (error := self._take_over_classic(group_id)) is not ErrorCode.NONE
+            or (error := self._take_over(group_id)) is not ErrorCode.NONE
         ):
             return ConsumerHeartbeatResult(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
             ), None
         if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._consumer_leave(group_id, member_id, member_epoch)
-        group = self._working_copy(group_id)
+        live = self._consumer_groups.get(group_id)
+        group = ConsumerGroupChange(group_id, live)
         if member_epoch == 0:
-            if group is None:
-                group = ConsumerProtocolGroup(group_id)
             member_id = member_id or str(uuid.uuid4())
-            old = group.members.pop(member_id, None)
+            old = group.members.pop(member_id, None)  # a rejoin: a new member, last in order
             if instance_id is not None:
                 for other in [m for m in group.members.values() if m.instance_id == instance_id]:
-                    group.members.pop(other.member_id)  # the instance restarted
+                    group.remove_member(other.member_id)  # the instance restarted
             member = ConsumerMember(
                 member_id,
                 instance_id,
@@ -259,12 +254,12 @@ class ConsumerProtocol(CoordinatorPart):
                 frozenset(subscribed_topic_names or ()),
                 server_assignor,
                 rebalance_timeout_ms,
+                owned=owned,
             )
-            group.members[member_id] = member
             changed = old is None or old.subscribed != member.subscribed
             log.info("consumer group %s: member %s joins", group_id, member_id)
         else:
-            member_or_error = self._heartbeating_member(group, member_id, member_epoch, owned)
+            member_or_error = self._heartbeating_member(live, member_id, member_epoch, owned)
             if isinstance(member_or_error, ConsumerHeartbeatResult):
                 return member_or_error, None
             member = member_or_error
@@ -272,20 +267,21 @@ class ConsumerProtocol(CoordinatorPart):
             if subscribed_topic_names is not None:
                 subscribed = frozenset(subscribed_topic_names)
                 changed = subscribed != member.subscribed
-                member.subscribed = subscribed
+                member = replace(member, subscribed=subscribed)
             if server_assignor is not None:
-                member.server_assignor = server_assignor
-        assert group is not None
-        if owned is not None:
-            member.owned = owned
-        if changed or self._topology(group) != group.topology:
-            self._new_target(group)
-        self._reconcile(group, member)
-        self._arm_consumer_session(group, member)
+                member = replace(member, server_assignor=server_assignor)
+            if owned is not None:
+                member = replace(member, owned=owned)
+        group.put_member(member)
+        if changed or self.topology(group.members) != group.topology:
+            self.new_target(group)
+        member = self.reconcile(group, group.members[member_id])
+        self.arm_session(group_id, member)
         full = member_epoch == 0 or (owned is not None and owned != member.assigned)
         assignment = None
         if full or member.sent != member.assigned:
-            assignment = member.sent = dict(member.assigned)
+            assignment = dict(member.assigned)
+            group.put_member(replace(member, sent=assignment))
         return ConsumerHeartbeatResult(
             ErrorCode.NONE,
             None,
@@ -320,24 +316,22 @@ class ConsumerProtocol(CoordinatorPart):
                 )
         return member
 
-    def _topology(self, group: ConsumerProtocolGroup) -> tuple[tuple[str, str, int], ...]:
+    def topology(self, members: dict[str, ConsumerMember]) -> tuple[tuple[str, str, int], ...]:
         if self._topics is None:
             return ()
         out = []
-        for name in sorted(group.subscribed_topics()):
+        for name in sorted(subscribed_topics(members)):
             info = self._topics.get(name)
             if info is not None:
                 out.append((name, str(info.topic_id), info.num_partitions))
         return tuple(out)
 
-    def _new_target(self, group: ConsumerProtocolGroup) -> None:
-        group.topology = self._topology(group)
+    def new_target(self, group: ConsumerGroupChange) -> None:
+        """A new group epoch and its target assignment, over the change's members."""
+        group.topology = self.topology(group.members)
         topics = {name: (uuid.UUID(tid), count) for name, tid, count in group.topology}
-        preferred = [m.server_assignor for m in group.members.values() if m.server_assignor]
-        group.assignor = preferred[0] if preferred else "uniform"
-        group.epoch += 1
-        group.target = assign(group.assignor, group.members, topics, group.target)
-        group.assignment_epoch = group.epoch
+        group.assignor = preferred_assignor(group.members)
+        group.new_epoch(assign(group.assignor, group.members, topics, group.target))
         log.info(
             "consumer group %s: epoch %d, %d member(s), assignor %s",
             group.group_id,
@@ -346,34 +340,47 @@ class ConsumerProtocol(CoordinatorPart):
             group.assignor,
         )
 
-    def _reconcile(self, group: ConsumerProtocolGroup, member: ConsumerMember) -> None:
-        target = group.target.get(member.member_id, {})
-        if member.revoking:
-            if member.owned is not None and not _overlaps(member.owned, member.revoking):
-                member.revoking = {}  # the member released them
-                self._timers.cancel(("revoke", group.group_id, member.member_id))
+    def reconcile(self, group: ConsumerGroupChange, member: ConsumerMember) -> ConsumerMember:
+        """The member one step towards its target (revocations first), put in the change."""
+        group_id, member_id = group.group_id, member.member_id
+        target = group.target.get(member_id, {})
+        revoking = member.revoking
+        if revoking:
+            if member.owned is not None and not _overlaps(member.owned, revoking):
+                revoking = {}  # the member released them
+                self._timers.cancel(("revoke", group_id, member_id))
             else:
-                return
+                return member
         to_revoke = _minus(member.assigned, target)
         if to_revoke:
-            member.assigned = _minus(member.assigned, to_revoke)
-            member.revoking = to_revoke
-            group_id, member_id = group.group_id, member.member_id
+            member = replace(
+                member, assigned=_minus(member.assigned, to_revoke), revoking=to_revoke
+            )
+            group.put_member(member)
             self._timers.arm(
                 self._clock,
                 ("revoke", group_id, member_id),
                 max(member.rebalance_timeout_ms, 1),
                 lambda: self._revocation_timed_out(group_id, member_id),
             )
-            return
+            return member
         held: Partitions = {}
         for other in group.members.values():
-            if other is not member:
+            if other.member_id != member_id:
                 held = _union(held, _union(other.assigned, other.revoking))
         free = _minus(_minus(target, member.assigned), held)
-        member.assigned = _union(member.assigned, free)
-        if member.epoch != group.assignment_epoch:
-            member.previous_epoch, member.epoch = member.epoch, group.assignment_epoch
+        epoch, previous = member.epoch, member.previous_epoch
+        if epoch != group.assignment_epoch:
+            previous, epoch = epoch, group.assignment_epoch
+        member = replace(
+            member,
+            assigned=_union(member.assigned, free),
+            revoking=revoking,
+            epoch=epoch,
+            previous_epoch=previous,
+        )
+        group.put_member(member)
+        return member
 
     def _revocation_timed_out(self, group_id: str, member_id: str) -> None:
         self._timers.by_key.pop(("revoke", group_id, member_id), None)
@@ -384,8 +391,8 @@ class ConsumerProtocol(CoordinatorPart):
         log.info("consumer group %s: member %s did not revoke in time", group_id, member_id)
         self._remove_persisted(group_id, member_id)
 
-    def _arm_consumer_session(self, group: ConsumerProtocolGroup, member: ConsumerMember) -> None:
-        group_id, member_id = group.group_id, member.member_id
+    def arm_session(self, group_id: str, member: ConsumerMember) -> None:
+        member_id = member.member_id
         self._timers.arm(
             self._clock,
             ("consumer-session", group_id, member_id),
@@ -405,74 +412,51 @@ class ConsumerProtocol(CoordinatorPart):
 
     def _remove_persisted(self, group_id: str, member_id: str) -> None:
         """A timer removes a member: written like a heartbeat's change, retried on failure."""
-        group = self._consumer_groups[group_id].working_copy()
+        group = ConsumerGroupChange(group_id, self._consumer_groups[group_id])
         was_classic = group.members[member_id].classic is not None
-        self._remove_consumer_member(group, member_id)
-        if self._persist_consumer(group) is not ErrorCode.NONE:
+        self.remove_member(group, member_id)
+        if self.write_change(group) is not ErrorCode.NONE:
             restored = self._consumer_groups[group_id].members.get(member_id)
             if restored is not None:
-                self._arm_consumer_session(self._consumer_groups[group_id], restored)
+                self.arm_session(group_id, restored)
         elif not was_classic:
-            self.maybe_downgrade(group_id)
+            self._downgrade(group_id)
 
     # -- persistence (Kafka's KIP-848 records) --------------------------------------------------
 
-    def _working_copy(self, group_id: str) -> ConsumerProtocolGroup | None:
-        group = self._consumer_groups.get(group_id)
-        return None if group is None else group.working_copy()
-
-    def _persist_consumer(self, changed: ConsumerProtocolGroup) -> ErrorCode:
-        """Write what an operation changed in ``changed`` (a working copy of the group, or a
-        new group) as the records that differ from the group's; replaying them makes the
-        group's log-backed state the copy's.  Then the group takes what is not in its
-        records: the members' owned and sent partitions, the member order, the topology and
-        the assignor.  A failed write changes nothing."""
-        group_id = changed.group_id
-        group = self._consumer_groups.get(group_id)
-        before = records_of(group) if group is not None else {}
-        after = records_of(changed)
-        records: list[Record] = [(k, v) for k, v in after.items() if before.get(k) != v]
-        records += [(k, None) for k in before if k not in after]
-        error = self._write(records)
-        if error is not ErrorCode.NONE:
-            return error
-        group = self._consumer_groups.get(group_id)
-        if group is None:
-            return error
-        group.topology, group.assignor = changed.topology, changed.assignor
-        members = {}
-        for member_id, member in changed.members.items():
-            live = group.members.get(member_id)
-            if live is not None:
-                live.owned, live.sent = member.owned, member.sent
-                members[member_id] = live
-        group.members = members
+    def write_change(self, change: ConsumerGroupChange) -> ErrorCode:
+        """Write a change's records; replaying them changes the group, which then takes what
+        they do not hold (``ConsumerGroupChange.settle``).  A failed write changes nothing."""
+        error = self._write(change.records)
+        if error is ErrorCode.NONE:
+            change.settle(self._consumer_groups.get(change.group_id))
         return error
 
-    def _after_consumer_replay(self) -> None:
+    def after_replay(self) -> None:
+        """After a load: the groups' topology and assignor, and their members' sessions."""
         for group in self._consumer_groups.values():
-            group.topology = self._topology(group)
-            preferred = [m.server_assignor for m in group.members.values() if m.server_assignor]
-            group.assignor = preferred[0] if preferred else "uniform"
+            group.topology = self.topology(group.members)
+            group.assignor = preferred_assignor(group.members)
             for member in group.members.values():
-                self._arm_consumer_session(group, member)
+                self.arm_session(group.group_id, member)
 
-    def _remove_consumer_member(self, group: ConsumerProtocolGroup, member_id: str) -> None:
-        group.members.pop(member_id, None)
+    def remove_member(self, group: ConsumerGroupChange, member_id: str) -> None:
+        group.remove_member(member_id)
         for kind in ("consumer-session", "revoke"):
             self._timers.cancel((kind, group.group_id, member_id))
-        self._new_target(group)
+        self.new_target(group)
 
     def _consumer_leave(
         self, group_id: str, member_id: str, member_epoch: int
-    ) -> tuple[ConsumerHeartbeatResult, ConsumerProtocolGroup | None]:
-        group = self._working_copy(group_id)
-        if group is None or member_id not in group.members:
+    ) -> tuple[ConsumerHeartbeatResult, ConsumerGroupChange | None]:
+        live = self._consumer_groups.get(group_id)
+        if live is None or member_id not in live.members:
             return ConsumerHeartbeatResult(
                 ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of the group."
             ), None
         log.info("consumer group %s: member %s leaves", group_id, member_id)
-        self._remove_consumer_member(group, member_id)
+        group = ConsumerGroupChange(group_id, live)
+        self.remove_member(group, member_id)
         return ConsumerHeartbeatResult(ErrorCode.NONE, None, member_id, member_epoch), group
 
     def consumer_groups(self) -> Iterable[ConsumerProtocolGroup]:

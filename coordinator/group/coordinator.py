@@ -1,8 +1,9 @@
 """The consumer-group coordinator: classic groups and offsets, sans I/O.
 
-It takes a ``Clock``, one ``PartitionLog`` (``__consumer_offsets`` partition 1; partition 0
-holds the share groups) and the ``BrokerConfig``, like the share-group coordinator, and the
-two share one group-id namespace through ``is_share_group``.
+It is handed a ``Clock``, the runtime of one ``__consumer_offsets`` partition (partition 1;
+partition 0 holds the share groups) owning the shard, the ``BrokerConfig`` and the metric
+emitter the shard shares -- all built by ``coordinator.assembly`` -- and shares one group-id
+namespace with the share-group coordinator through ``is_share_group``.
 
 **Classic protocol** (Kafka's GroupMetadataManager for classic groups).  JoinGroup v4+ without
 a member id gets MEMBER_ID_REQUIRED and a new id; a join moves the group to
@@ -33,24 +34,27 @@ as one batch, flushes it, and only then replays them into the shard -- the code 
 runs too (transactional batches and markers included).  A failed append changes nothing in
 the shard and answers the mapped error.  A classic group's rebalance stays in memory, as in
 Kafka: its record is written when the rebalance completes.
+
+**Parts.**  The coordinator holds its parts and delegates to them, one method per request
+for the handlers, the broker and the simulator: the classic protocol
+(``classic_membership.ClassicMembership``), the consumer protocol
+(``consumer_protocol.ConsumerMembership``), classic members of KIP-848 groups and the
+conversions between the protocols (``mixed.MixedMembership``), the offset commands
+(``offset_commands.OffsetCommands``) and the admin views (``admin_views.GroupAdminViews``).
+The membership parts share one ``parts.GroupContext``; a request for a group id goes to the
+part of the group's kind.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Iterable
 
 from coordinator.group.admin_views import GroupAdminViews
-from coordinator.group.classic import (
-    CONSUMER_PROTOCOL_TYPE,
-    ClassicGroup,
-    ClassicMember,
-    ClassicState,
-    Responder,
-)
+from coordinator.group.classic import CONSUMER_PROTOCOL_TYPE, ClassicGroup
+from coordinator.group.classic_membership import ClassicMembership
 from coordinator.group.consumer_model import ConsumerProtocolGroup
-from coordinator.group.consumer_protocol import ConsumerProtocol, records_of
+from coordinator.group.consumer_protocol import ConsumerHeartbeatResult, ConsumerMembership
 from coordinator.group.consumer_records import Record
 from coordinator.group.mixed import MixedMembership
 from coordinator.group.offset_commands import (
@@ -60,7 +64,7 @@ from coordinator.group.offset_commands import (
     OffsetMap,
 )
 from coordinator.group.offsets import OffsetStore
-from coordinator.group.records import GroupKey
+from coordinator.group.parts import GroupContext
 from coordinator.group.results import (
     FetchedOffset,
     GroupDescription,
@@ -69,75 +73,73 @@ from coordinator.group.results import (
     JoinResult,
     SyncResult,
 )
-from coordinator.group.shard import ConsumerGroupShard, GroupRuntime
+from coordinator.group.shard import GroupMeter, GroupRuntime
 from coordinator.group.timers import Timers
-from coordinator.log.storage import PartitionLog
-from coordinator.shard_runtime import CoordinatorResult, CoordinatorRuntime
 from coordinator.share.group_model import TopicLookup
 from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 
+__all__ = ["ConsumerGroupCoordinator"]
+
 log = logging.getLogger("sharetxn.groups")
 
-_S = ClassicState
 
-
-class ConsumerGroupCoordinator(MixedMembership, ConsumerProtocol):
-    """Classic consumer groups and their offsets on one ``__consumer_offsets`` partition."""
+class ConsumerGroupCoordinator:
+    """Consumer groups (classic, KIP-848 and mixed) and their offsets on one
+    ``__consumer_offsets`` partition: the parts below, composed."""
 
     def __init__(
         self,
         clock: Clock,
-        group_log: PartitionLog,
+        runtime: GroupRuntime,
         config: BrokerConfig,
+        meter: GroupMeter,
         *,
         is_share_group: Callable[[str], bool] = lambda _g: False,
-        on_event: Callable[[str, str, int], None] | None = None,
         topics: TopicLookup | None = None,
     ) -> None:
+        """``runtime``: the runtime of ``__consumer_offsets`` partition 1, owning the shard;
+        ``meter``: the metric emitter the shard reports through too (both built by
+        ``coordinator.assembly``)."""
         self._clock = clock
-        self._log = group_log
-        shard = ConsumerGroupShard(self._emit)
-        self._runtime: GroupRuntime = CoordinatorRuntime(
-            clock, "__consumer_offsets", {0: group_log}, shard=shard
-        )
-        self._config = config
-        self._is_share_group = is_share_group
-        # (group id, meter name, count): offset-commits, offset-expirations, offset-deletions,
-        # group-completed-rebalances (KIP-496's meters)
-        self.on_event = on_event
-        # The shard's state, one object each for the coordinator's life (replay changes them).
-        self._groups: dict[str, ClassicGroup] = shard.membership.groups
-        self._consumer_groups: dict[str, ConsumerProtocolGroup] = (
-            shard.membership.consumer_groups  # KIP-848
-        )
-        self._pending_epochs: dict[int, int] = shard.offsets.pending_epochs
-        self._topics = topics
+        self._runtime = runtime
         self._timers = Timers()
+        context = GroupContext(clock, config, runtime, self._timers, meter, topics, is_share_group)
+        self._context = context
+        # The shard's state, one object each for the coordinator's life (replay changes them).
+        self._groups: dict[str, ClassicGroup] = context.groups
+        self._consumer_groups: dict[str, ConsumerProtocolGroup] = context.consumer_groups
+        self._pending_epochs: dict[int, int] = runtime.shard.offsets.pending_epochs
+        self.classic = ClassicMembership(context)
+        self.consumer = ConsumerMembership(
+            context,
+            take_over_classic=self._take_over_classic,
+            maybe_downgrade=self._maybe_downgrade,
+        )
+        self.mixed = MixedMembership(context, self.consumer, self.classic)
         self.admin = GroupAdminViews(
-            self._runtime, self._write, self.describe_as_classic, self.delete_consumer_group
+            runtime, context.write, self.describe_as_classic, self.delete_consumer_group
         )
         self.offset_commands = OffsetCommands(
             OffsetContext(
                 clock,
                 config,
-                self._runtime,
-                group_log,
+                runtime,
                 self._timers,
-                self._write,
+                context.write,
                 self._fence_committer,
-                self._touch_member,
+                self.classic.touch_member,
                 is_share_group,
-                self._emit,
+                context.emit,
             )
         )
 
     @property
     def offsets(self) -> OffsetStore:
         """The committed offsets and the pending transactional ones (the shard's)."""
-        return self._runtime.shard.offsets.store
+        return self._context.offsets
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -150,11 +152,11 @@ class ConsumerGroupCoordinator(MixedMembership, ConsumerProtocol):
         self._timers.cancel_all()
         self._runtime.shard.reset()
         self._runtime.load()
-        self._after_consumer_replay()
+        self.consumer.after_replay()
         now = self._clock.now_ms()
         for group in self._groups.values():
             for member in group.members.values():
-                self._arm_session(group, member, now)
+                self.classic.arm_session(group, member, now)
         self.offset_commands.schedule_expiry()
 
     def close(self) -> None:
@@ -165,18 +167,10 @@ class ConsumerGroupCoordinator(MixedMembership, ConsumerProtocol):
         return group_id in self._groups or group_id in self._consumer_groups
 
     def _take_over_classic(self, group_id: str) -> ErrorCode:
-        """A KIP-848 member joins: an empty classic group of that id becomes a consumer group
-        (its offsets stay); one with members is upgraded online if the policy allows
-        (``coordinator.group.mixed``), else GROUP_ID_NOT_FOUND."""
-        classic = self._groups.get(group_id)
-        if classic is None:
-            return ErrorCode.NONE
-        if classic.members:
-            return self.upgrade_classic(group_id)
-        if classic.state is not _S.EMPTY or classic.pending_members:
-            return ErrorCode.GROUP_ID_NOT_FOUND
-        del self._groups[group_id]
-        return ErrorCode.NONE
+        return self.mixed.take_over_classic(group_id)
+
+    def _maybe_downgrade(self, group_id: str) -> None:
+        self.mixed.maybe_downgrade(group_id)
 
     # --- describe, list, delete (the admin part) ----------------------------------------------
 
@@ -256,327 +250,28 @@ class ConsumerGroupCoordinator(MixedMembership, ConsumerProtocol):
     def _fence_committer(self, committer: Committer) -> ErrorCode:
         """A committer against its group's membership (generation or member epoch, member
         and instance id); generation -1 commits to an empty or new group."""
-        group_id, generation = committer.group_id, committer.generation
-        member_id, group_instance_id = committer.member_id, committer.group_instance_id
-        consumer = self._consumer_groups.get(group_id)
+        consumer = self._consumer_groups.get(committer.group_id)
         if consumer is not None:
-            return self.validate_consumer_commit(consumer, member_id, generation)
-        group = self._groups.get(group_id)
-        if group is None:
-            # Manual assignment (generation -1) commits to a new, empty group.
-            return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
-        if generation < 0 and group.state is _S.EMPTY:
-            return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return group.unknown_member_error(group_instance_id)
-        if group_instance_id is not None and group_instance_id != member.group_instance_id:
-            return ErrorCode.FENCED_INSTANCE_ID
-        if generation != group.generation:
-            return ErrorCode.ILLEGAL_GENERATION
-        if group.state is _S.COMPLETING_REBALANCE:
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return ErrorCode.NONE
+            return self.validate_consumer_commit(
+                consumer, committer.member_id, committer.generation
+            )
+        return self.classic.fence(committer)
 
-    def _touch_member(self, group_id: str, member_id: str) -> None:
-        group = self._groups.get(group_id)
-        if group is not None and member_id in group.members:
-            self._arm_session(group, group.members[member_id], self._clock.now_ms())
-
-    # --- JoinGroup ----------------------------------------------------------------------------
+    # --- the classic protocol: a classic group's, or a KIP-848 group's classic member's ------
 
     def join(self, req: JoinRequest, respond: Callable[[JoinResult], None]) -> None:
         """JoinGroup: answered through ``respond``, now or when the rebalance completes."""
         error = self.availability()
         if error is ErrorCode.NONE:
-            error = self._check_join(req)
+            error = self.classic.check_join(req)
         consumer = self._consumer_groups.get(req.group_id)
         if error is ErrorCode.NONE and consumer is not None:
-            self.classic_join_to_consumer(consumer, req, respond)  # a mixed group
+            self.mixed.classic_join_to_consumer(consumer, req, respond)  # a mixed group
             return
         if error is not ErrorCode.NONE:
             respond(JoinResult(error, req.member_id))
             return
-        now = self._clock.now_ms()
-        group = self._groups.get(req.group_id)
-        if req.member_id == "":
-            if group is None:
-                group = ClassicGroup(req.group_id, state_timestamp=now)
-                self._groups[req.group_id] = group
-            self._join_unknown_member(group, req, respond, now)
-            return
-        if group is None:
-            respond(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, req.member_id))
-            return
-        if req.member_id in group.pending_members:
-            group.pending_members.discard(req.member_id)
-            self._timers.cancel(("pending", group.group_id, req.member_id))
-            self._add_member(group, req, req.member_id, respond, now)
-            return
-        member = group.members.get(req.member_id)
-        if member is None:
-            error = group.unknown_member_error(req.group_instance_id)
-            respond(JoinResult(error, req.member_id))
-            return
-        if req.group_instance_id != member.group_instance_id:
-            respond(JoinResult(ErrorCode.FENCED_INSTANCE_ID, req.member_id))
-            return
-        self._join_existing_member(group, member, req, respond, now)
-
-    def _check_join(self, req: JoinRequest) -> ErrorCode:
-        if not req.group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        low = self._config.get_int("group.min.session.timeout.ms")
-        high = self._config.get_int("group.max.session.timeout.ms")
-        if not low <= req.session_timeout_ms <= high:
-            return ErrorCode.INVALID_SESSION_TIMEOUT
-        if self._is_share_group(req.group_id):
-            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        consumer = self._consumer_groups.get(req.group_id)
-        if consumer is not None:
-            if consumer.members:
-                return ErrorCode.NONE  # classic members of a KIP-848 group (mixed)
-            # An empty KIP-848 group is deleted for the classic one (Kafka's
-            # maybeDeleteEmptyConsumerGroup): its records' tombstones, replayed, remove it.
-            error = self._write([(key, None) for key in records_of(consumer)])
-            if error is not ErrorCode.NONE:
-                return error
-        group = self._groups.get(req.group_id)
-        if group is not None and not group.supports(req.protocol_type, req.protocols):
-            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        if not req.protocol_type or not req.protocols:
-            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        return ErrorCode.NONE
-
-    def _join_unknown_member(
-        self, group: ClassicGroup, req: JoinRequest, respond: Responder, now: int
-    ) -> None:
-        limit = self._config.get_int("group.max.size")
-        if len(group.members) + len(group.pending_members) >= limit:
-            respond(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED))
-            return
-        if req.group_instance_id is not None:
-            new_id = f"{req.group_instance_id}-{uuid.uuid4()}"
-            old_id = group.static_members.get(req.group_instance_id)
-            if old_id is not None and old_id in group.members:
-                self._replace_static_member(group, old_id, new_id, req, respond, now)
-                return
-            self._add_member(group, req, new_id, respond, now)
-            return
-        new_id = f"{req.client_id}-{uuid.uuid4()}"
-        if req.require_known_member_id:
-            # KIP-394: the member must come back with this id; until then it is pending.
-            group.pending_members.add(new_id)
-            self._timers.arm(
-                self._clock,
-                ("pending", group.group_id, new_id),
-                req.session_timeout_ms,
-                lambda: self._expire_pending(group.group_id, new_id),
-            )
-            respond(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_id))
-            return
-        self._add_member(group, req, new_id, respond, now)
-
-    def _replace_static_member(
-        self,
-        group: ClassicGroup,
-        old_id: str,
-        new_id: str,
-        req: JoinRequest,
-        respond: Responder,
-        now: int,
-    ) -> None:
-        old = group.members.pop(old_id)
-        self._timers.cancel(("session", group.group_id, old_id))
-        old.answer_waiting(ErrorCode.FENCED_INSTANCE_ID)
-        if group.leader_id == old_id:
-            group.leader_id = new_id
-        log.info(
-            "group %s: static member %s rejoined as %s",
-            group.group_id,
-            req.group_instance_id,
-            new_id,
-        )
-        self._add_member(group, req, new_id, respond, now, assignment=old.assignment)
-
-    def _add_member(
-        self,
-        group: ClassicGroup,
-        req: JoinRequest,
-        member_id: str,
-        respond: Responder,
-        now: int,
-        *,
-        assignment: bytes = b"",
-    ) -> None:
-        member = ClassicMember(
-            member_id,
-            req.group_instance_id,
-            req.client_id,
-            req.client_host,
-            req.rebalance_timeout_ms if req.rebalance_timeout_ms > 0 else req.session_timeout_ms,
-            req.session_timeout_ms,
-            req.protocol_type,
-            list(req.protocols),
-            assignment,
-            awaiting_join=respond,
-        )
-        if not group.members:
-            group.protocol_type = req.protocol_type
-        group.members[member_id] = member
-        if req.group_instance_id is not None:
-            group.static_members[req.group_instance_id] = member_id
-        self._arm_session(group, member, now)
-        if group.state is _S.PREPARING_REBALANCE:
-            if group.initial_delay_until >= 0:
-                self._extend_initial_delay(group, now)
-            self._maybe_complete_join(group)
-        else:
-            self._prepare_rebalance(group, f"member {member_id} joined", now)
-
-    def _join_existing_member(
-        self,
-        group: ClassicGroup,
-        member: ClassicMember,
-        req: JoinRequest,
-        respond: Responder,
-        now: int,
-    ) -> None:
-        changed = list(req.protocols) != member.protocols
-        member.protocols = list(req.protocols)
-        member.client_id, member.client_host = req.client_id, req.client_host
-        member.session_timeout_ms = req.session_timeout_ms
-        if req.rebalance_timeout_ms > 0:
-            member.rebalance_timeout_ms = req.rebalance_timeout_ms
-        self._arm_session(group, member, now)
-        if group.state is _S.PREPARING_REBALANCE:
-            member.awaiting_join = respond
-            self._maybe_complete_join(group)
-        elif group.state is _S.COMPLETING_REBALANCE and not changed:
-            # A retried join of the generation that just completed: answer it again.
-            respond(self._join_result(group, member))
-        elif group.state is _S.STABLE and not changed and member.member_id != group.leader_id:
-            respond(self._join_result(group, member))
-        else:
-            member.awaiting_join = respond
-            self._prepare_rebalance(group, f"member {member.member_id} rejoined", now)
-
-    def _join_result(self, group: ClassicGroup, member: ClassicMember) -> JoinResult:
-        members: tuple[tuple[str, str | None, bytes], ...] = ()
-        if member.member_id == group.leader_id:
-            members = tuple(
-                (m.member_id, m.group_instance_id, m.metadata(group.protocol))
-                for m in group.members.values()
-            )
-        return JoinResult(
-            ErrorCode.NONE,
-            member.member_id,
-            group.generation,
-            group.protocol_type,
-            group.protocol,
-            group.leader_id or "",
-            members,
-        )
-
-    # --- rebalancing --------------------------------------------------------------------------
-
-    def _prepare_rebalance(self, group: ClassicGroup, reason: str, now: int) -> None:
-        if group.state is _S.COMPLETING_REBALANCE:
-            for m in group.members.values():
-                m.assignment = b""
-                if m.awaiting_sync is not None:
-                    m.awaiting_sync(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
-                    m.awaiting_sync = None
-        was_empty = group.state is _S.EMPTY
-        group.transition(_S.PREPARING_REBALANCE, now)
-        log.info(
-            "group %s: preparing to rebalance (generation %d): %s",
-            group.group_id,
-            group.generation,
-            reason,
-        )
-        initial = self._config.get_int("group.initial.rebalance.delay.ms")
-        if was_empty and initial > 0:
-            group.initial_delay_until = now + initial
-            delay = initial
-        else:
-            group.initial_delay_until = -1
-            delay = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
-        self._timers.arm(
-            self._clock,
-            ("join", group.group_id),
-            delay,
-            lambda: self._on_join_timer(group.group_id),
-        )
-        self._maybe_complete_join(group)
-
-    def _extend_initial_delay(self, group: ClassicGroup, now: int) -> None:
-        """A member joined during the initial delay: wait one more delay, within the
-        rebalance timeout (Kafka's InitialDelayedJoin)."""
-        initial = self._config.get_int("group.initial.rebalance.delay.ms")
-        limit = group.state_timestamp + max(m.rebalance_timeout_ms for m in group.members.values())
-        until = min(now + initial, limit)
-        group.initial_delay_until = until
-        self._timers.arm(
-            self._clock,
-            ("join", group.group_id),
-            until - now,
-            lambda: self._on_join_timer(group.group_id),
-        )
-
-    def _on_join_timer(self, group_id: str) -> None:
-        group = self._groups.get(group_id)
-        if group is None or group.state is not _S.PREPARING_REBALANCE or self._runtime.closed:
-            return
-        self._timers.by_key.pop(("join", group_id), None)
-        group.initial_delay_until = -1
-        self._complete_join(group)
-
-    def _maybe_complete_join(self, group: ClassicGroup) -> None:
-        if group.state is not _S.PREPARING_REBALANCE or group.initial_delay_until >= 0:
-            return
-        if group.pending_members:
-            return
-        if all(m.awaiting_join is not None for m in group.members.values()):
-            self._timers.cancel(("join", group.group_id))
-            self._complete_join(group)
-
-    def _complete_join(self, group: ClassicGroup) -> None:
-        now = self._clock.now_ms()
-        for member_id in [m for m, v in group.members.items() if v.awaiting_join is None]:
-            log.info("group %s: member %s did not rejoin in time", group.group_id, member_id)
-            self._drop_member(group, member_id)
-        group.generation += 1
-        if not group.members:
-            group.protocol = None
-            group.leader_id = None
-            group.protocol_type = None
-            group.transition(_S.EMPTY, now)
-            log.info("group %s: empty at generation %d", group.group_id, group.generation)
-            self._write([(GroupKey(group.group_id), group.to_value())])
-            return
-        group.protocol = group.select_protocol()
-        if group.leader_id not in group.members:
-            group.leader_id = next(
-                (m for m, v in group.members.items() if v.awaiting_join is not None),
-                next(iter(group.members)),
-            )
-        group.transition(_S.COMPLETING_REBALANCE, now)
-        log.info(
-            "group %s: generation %d with %d member(s), protocol %s, leader %s",
-            group.group_id,
-            group.generation,
-            len(group.members),
-            group.protocol,
-            group.leader_id,
-        )
-        for member in group.members.values():
-            respond, member.awaiting_join = member.awaiting_join, None
-            if respond is not None:
-                respond(self._join_result(group, member))
-            self._arm_session(group, member, now)
-
-    # --- SyncGroup ----------------------------------------------------------------------------
+        self.classic.join(req, respond)
 
     def sync(
         self,
@@ -589,204 +284,74 @@ class ConsumerGroupCoordinator(MixedMembership, ConsumerProtocol):
         assignments: dict[str, bytes],
         respond: Callable[[SyncResult], None],
     ) -> None:
-        error = self.availability()
         consumer = self._consumer_groups.get(group_id)
-        if error is ErrorCode.NONE and consumer is not None:
+        if self.availability() is ErrorCode.NONE and consumer is not None:
             respond(
-                self.classic_sync_to_consumer(
+                self.mixed.classic_sync_to_consumer(
                     consumer, generation, member_id, group_instance_id, protocol_type, protocol
                 )
             )
             return
-        group = self._groups.get(group_id)
-        member = group.members.get(member_id) if group is not None else None
-        if error is ErrorCode.NONE and (group is None or member is None):
-            error = ErrorCode.UNKNOWN_MEMBER_ID
-        if error is not ErrorCode.NONE or group is None or member is None:
-            respond(SyncResult(error))
-            return
-        if group_instance_id != member.group_instance_id:
-            respond(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
-            return
-        if generation != group.generation:
-            respond(SyncResult(ErrorCode.ILLEGAL_GENERATION))
-            return
-        if (protocol_type is not None and protocol_type != group.protocol_type) or (
-            protocol is not None and protocol != group.protocol
-        ):
-            respond(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-            return
-        self._arm_session(group, member, self._clock.now_ms())
-        if group.state is _S.PREPARING_REBALANCE:
-            respond(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
-        elif group.state is _S.STABLE:
-            respond(
-                SyncResult(ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol)
-            )
-        elif group.state is _S.COMPLETING_REBALANCE:
-            member.awaiting_sync = respond
-            if member_id == group.leader_id:
-                self._complete_sync(group, assignments)
-        else:
-            respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
-
-    def _complete_sync(self, group: ClassicGroup, assignments: dict[str, bytes]) -> None:
-        # The members take their assignments when the record is replayed, once durable.
-        error = self._write([(GroupKey(group.group_id), group.to_value(assignments))])
-        if error is not ErrorCode.NONE:
-            for member in group.members.values():
-                if member.awaiting_sync is not None:
-                    member.awaiting_sync(SyncResult(error))
-                    member.awaiting_sync = None
-            self._prepare_rebalance(
-                group, f"storing the assignment failed: {error.name}", self._clock.now_ms()
-            )
-            return
-        group.transition(_S.STABLE, self._clock.now_ms())
-        self._emit(group.group_id, "group-completed-rebalances", 1)
-        for member in group.members.values():
-            if member.awaiting_sync is not None:
-                member.awaiting_sync(
-                    SyncResult(
-                        ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol
-                    )
-                )
-                member.awaiting_sync = None
-
-    # --- Heartbeat and LeaveGroup -------------------------------------------------------------
+        self.classic.sync(
+            group_id,
+            generation,
+            member_id,
+            group_instance_id,
+            protocol_type,
+            protocol,
+            assignments,
+            respond,
+        )
 
     def heartbeat(
         self, group_id: str, generation: int, member_id: str, group_instance_id: str | None
     ) -> ErrorCode:
-        if (error := self.availability()) is not ErrorCode.NONE:
-            return error
         consumer = self._consumer_groups.get(group_id)
-        if consumer is not None:
-            return self.classic_heartbeat_to_consumer(
+        if self.availability() is ErrorCode.NONE and consumer is not None:
+            return self.mixed.classic_heartbeat_to_consumer(
                 consumer, generation, member_id, group_instance_id
             )
-        group = self._groups.get(group_id)
-        if group is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        member = group.members.get(member_id)
-        if member is None:
-            return group.unknown_member_error(group_instance_id)
-        if group_instance_id != member.group_instance_id:
-            return ErrorCode.FENCED_INSTANCE_ID
-        if generation != group.generation:
-            return ErrorCode.ILLEGAL_GENERATION
-        self._arm_session(group, member, self._clock.now_ms())
-        if group.state is _S.PREPARING_REBALANCE:
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return ErrorCode.NONE
+        return self.classic.heartbeat(group_id, generation, member_id, group_instance_id)
 
     def leave(
         self, group_id: str, members: list[tuple[str, str | None]]
     ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
         """LeaveGroup: (top-level error, per member (member id, instance id, error))."""
-        if (error := self.availability()) is not ErrorCode.NONE:
-            return error, []
         consumer = self._consumer_groups.get(group_id)
-        if consumer is not None:
-            return ErrorCode.NONE, self.classic_leave_from_consumer(consumer, members)
-        group = self._groups.get(group_id)
-        if group is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID, [
-                (m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i in members
-            ]
-        results: list[tuple[str, str | None, ErrorCode]] = []
-        removed = False
-        for member_id, instance_id in members:
-            target = member_id
-            if instance_id is not None:
-                known = group.static_members.get(instance_id)
-                if known is None:
-                    results.append((member_id, instance_id, ErrorCode.UNKNOWN_MEMBER_ID))
-                    continue
-                if member_id and member_id != known:
-                    results.append((member_id, instance_id, ErrorCode.FENCED_INSTANCE_ID))
-                    continue
-                target = known
-            if target in group.pending_members:
-                group.pending_members.discard(target)
-                self._timers.cancel(("pending", group_id, target))
-                results.append((target, instance_id, ErrorCode.NONE))
-                continue
-            if target not in group.members:
-                results.append((member_id, instance_id, ErrorCode.UNKNOWN_MEMBER_ID))
-                continue
-            log.info("group %s: member %s leaves", group_id, target)
-            self._drop_member(group, target)
-            results.append((target, instance_id, ErrorCode.NONE))
-            removed = True
-        if removed:
-            self._after_removal(group)
-        elif group.state is _S.PREPARING_REBALANCE:
-            self._maybe_complete_join(group)
-        return ErrorCode.NONE, results
+        if self.availability() is ErrorCode.NONE and consumer is not None:
+            return ErrorCode.NONE, self.mixed.classic_leave_from_consumer(consumer, members)
+        return self.classic.leave(group_id, members)
 
-    def _drop_member(self, group: ClassicGroup, member_id: str) -> None:
-        member = group.members.pop(member_id, None)
-        self._timers.cancel(("session", group.group_id, member_id))
-        if member is None:
-            return
-        instance = member.group_instance_id
-        if instance is not None and group.static_members.get(instance) == member_id:
-            del group.static_members[instance]
-        member.answer_waiting(ErrorCode.UNKNOWN_MEMBER_ID)
-        if group.leader_id == member_id:
-            group.leader_id = None
+    # --- the consumer protocol (KIP-848) ------------------------------------------------------
 
-    def _after_removal(self, group: ClassicGroup) -> None:
-        now = self._clock.now_ms()
-        if group.state in (_S.STABLE, _S.COMPLETING_REBALANCE):
-            self._prepare_rebalance(group, "a member left", now)
-        if group.state is _S.PREPARING_REBALANCE:
-            if not group.members and not group.pending_members:
-                self._timers.cancel(("join", group.group_id))
-                group.initial_delay_until = -1
-                self._complete_join(group)
-            else:
-                self._maybe_complete_join(group)
+    def consumer_heartbeat(
+        self, group_id: str, member_id: str, member_epoch: int, **request: object
+    ) -> ConsumerHeartbeatResult:
+        """ConsumerGroupHeartbeat: join (epoch 0), heartbeat, or leave (epoch -1 / -2)."""
+        return self.consumer.consumer_heartbeat(group_id, member_id, member_epoch, **request)
 
-    # --- sessions -----------------------------------------------------------------------------
+    def consumer_groups(self) -> Iterable[ConsumerProtocolGroup]:
+        return self.consumer.consumer_groups()
 
-    def _arm_session(self, group: ClassicGroup, member: ClassicMember, _now: int) -> None:
-        group_id, member_id = group.group_id, member.member_id
-        self._timers.arm(
-            self._clock,
-            ("session", group_id, member_id),
-            member.session_timeout_ms,
-            lambda: self._expire_member(group_id, member_id),
-        )
+    def describe_consumer_protocol(
+        self, group_ids: Iterable[str]
+    ) -> list[tuple[str, ErrorCode, ConsumerProtocolGroup | None]]:
+        """ConsumerGroupDescribe: each group, or GROUP_ID_NOT_FOUND."""
+        return self.consumer.describe_consumer_protocol(group_ids)
 
-    def _expire_member(self, group_id: str, member_id: str) -> None:
-        self._timers.by_key.pop(("session", group_id, member_id), None)
-        group = self._groups.get(group_id)
-        if self._runtime.closed or group is None or member_id not in group.members:
-            return
-        member = group.members[member_id]
-        if member.awaiting_join is not None or member.awaiting_sync is not None:
-            # Waiting on the coordinator counts as alive (Kafka's hasSatisfiedHeartbeat): the
-            # rebalance timeout bounds a join, the leader's sync a sync.
-            self._arm_session(group, member, self._clock.now_ms())
-            return
-        log.info("group %s: member %s session timed out", group_id, member_id)
-        self._drop_member(group, member_id)
-        self._after_removal(group)
+    def describe_as_classic(self, group_id: str) -> GroupDescription:
+        return self.consumer.describe_as_classic(group_id)
 
-    def _expire_pending(self, group_id: str, member_id: str) -> None:
-        self._timers.by_key.pop(("pending", group_id, member_id), None)
-        group = self._groups.get(group_id)
-        if group is None or member_id not in group.pending_members:
-            return
-        group.pending_members.discard(member_id)
-        self._maybe_complete_join(group)
-        never_joined = group.state is _S.EMPTY and group.generation == 0 and not group.members
-        if never_joined and not group.pending_members and not self.offsets.of(group_id):
-            self._groups.pop(group_id, None)  # nothing to keep
+    def delete_consumer_group(self, group_id: str) -> ErrorCode:
+        return self.consumer.delete_consumer_group(group_id)
 
-    # --- persistence --------------------------------------------------------------------------
+    def validate_consumer_commit(
+        self, group: ConsumerProtocolGroup, member_id: str, epoch: int
+    ) -> ErrorCode:
+        """OffsetCommit fencing for a KIP-848 member (the request's epoch is the member's)."""
+        return self.consumer.validate_consumer_commit(group, member_id, epoch)
+
+    # --- persistence and meters ---------------------------------------------------------------
 
     def _write(
         self,
@@ -795,28 +360,11 @@ class ConsumerGroupCoordinator(MixedMembership, ConsumerProtocol):
         producer: tuple[int, int] | None = None,
         defer: bool = False,
     ) -> ErrorCode:
-        """Append ``records`` as one batch (transactional for ``producer``) and flush it; the
-        runtime then replays them into the shard.
-
-        ``defer``: append only; the records are replayed by ``durable`` once the caller made
-        the log durable (``deferred_sync`` off the request path), in log order.
-        """
-        if not records:
-            return ErrorCode.NONE
-        result = CoordinatorResult(records, ErrorCode.NONE, producer=producer)
-        if not defer:
-            return self._runtime.write(0, lambda _shard: result)
-        group_id = getattr(records[0][0], "group_id", "")
-        return self._runtime.write(
-            0,
-            lambda _shard: result,
-            flush=False,
-            on_durable=lambda: self._emit(group_id, "offset-commits", len(records)),
-        )
+        """Append ``records`` as one batch through the runtime (``GroupContext.write``)."""
+        return self._context.write(records, producer=producer, defer=defer)
 
     def _emit(self, group_id: str, meter: str, count: int) -> None:
-        if self.on_event is not None and count > 0:
-            self.on_event(group_id, meter, count)
+        self._context.emit(group_id, meter, count)
 
     @property
     def consumer_protocol_type(self) -> str:

@@ -28,11 +28,13 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
 from coordinator.group.classic import ClassicGroup, ClassicMember, ClassicState
+from coordinator.group.classic_membership import ClassicMembership
+from coordinator.group.consumer_change import ConsumerGroupChange
 from coordinator.group.consumer_model import ConsumerMember, ConsumerProtocolGroup, Partitions
-from coordinator.group.consumer_protocol import ConsumerProtocol, records_of
+from coordinator.group.consumer_protocol import ConsumerMembership, records_of
 from coordinator.group.consumer_records import ClassicMeta, Record
 from coordinator.group.embedded import (
     CONSUMER_PROTOCOL_TYPE,
@@ -42,6 +44,7 @@ from coordinator.group.embedded import (
     parse_subscription,
     subscription_version,
 )
+from coordinator.group.parts import GroupContext
 from coordinator.group.records import GroupKey
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
 from txn.errors import ErrorCode
@@ -51,14 +54,37 @@ log = logging.getLogger("sharetxn.groups")
 MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 
 
-class MixedMembership(ConsumerProtocol):
-    """Classic members of KIP-848 groups (a mixin of ``ConsumerGroupCoordinator``, which lists
-    it right before ``ConsumerProtocol``, the KIP-848 part it builds on)."""
+class MixedMembership:
+    """Classic members of KIP-848 groups and the conversions between the protocols: the part
+    of ``ConsumerGroupCoordinator`` built on its consumer-protocol part (``consumer``) and
+    its classic part (``classic``)."""
 
-    if TYPE_CHECKING:  # provided by the classic part of the coordinator (no runtime stubs:
-        # a stub here would shadow them in the method resolution order)
-        def _prepare_rebalance(self, group: ClassicGroup, reason: str, now: int) -> None:
-            raise NotImplementedError
+    def __init__(
+        self, context: GroupContext, consumer: ConsumerMembership, classic: ClassicMembership
+    ) -> None:
+        self._clock = context.clock
+        self._config = context.config
+        self._timers = context.timers
+        self._topics = context.topics
+        self._groups = context.groups
+        self._consumer_groups = context.consumer_groups
+        self._write = context.write
+        self._consumer = consumer
+        self._classic = classic
+
+    def take_over_classic(self, group_id: str) -> ErrorCode:
+        """A KIP-848 member joins: an empty classic group of that id becomes a consumer group
+        (its offsets stay); one with members is upgraded online if the policy allows, else
+        GROUP_ID_NOT_FOUND."""
+        classic = self._groups.get(group_id)
+        if classic is None:
+            return ErrorCode.NONE
+        if classic.members:
+            return self.upgrade_classic(group_id)
+        if classic.state is not ClassicState.EMPTY or classic.pending_members:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        del self._groups[group_id]
+        return ErrorCode.NONE
 
     # -- the policy -------------------------------------------------------------------------------
 
@@ -98,7 +124,7 @@ class MixedMembership(ConsumerProtocol):
             respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
             return
         member_id = req.member_id
-        static = _static_member(group, req.group_instance_id)
+        static = _static_member(group.members, req.group_instance_id)
         if not member_id:
             member_id = str(uuid.uuid4())
             if req.group_instance_id is None and req.require_known_member_id:
@@ -116,16 +142,15 @@ class MixedMembership(ConsumerProtocol):
         except EmbeddedProtocolError:
             respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
             return
-        group = group.working_copy()  # written, then replayed into the group
+        change = ConsumerGroupChange(group.group_id, group)  # written, then replayed
         if static is not None and static.member_id != member_id:
             # The instance restarted with a new member id: it takes the old member's place.
-            replaced = group.members.pop(static.member_id)
+            replaced = change.remove_member(static.member_id)
+            assert replaced is not None
             self._timers.cancel(("consumer-session", group.group_id, replaced.member_id))
             self._timers.cancel(("revoke", group.group_id, replaced.member_id))
-            existing = replaced  # the working copy's member: the group's is untouched
-            existing.member_id = member_id
-            if replaced.member_id in group.target:
-                group.target[member_id] = group.target.pop(replaced.member_id)
+            existing = replace(replaced, member_id=member_id)
+            change.move_target(replaced.member_id, member_id)
         topics = frozenset(subscription.topics)
         member = existing or ConsumerMember(
             member_id,
@@ -138,20 +163,24 @@ class MixedMembership(ConsumerProtocol):
             req.rebalance_timeout_ms,
         )
         changed = existing is None or member.subscribed != topics
-        member.subscribed = topics
-        member.rebalance_timeout_ms = req.rebalance_timeout_ms
-        member.client_id, member.client_host = req.client_id, req.client_host
-        member.classic = ClassicMeta(req.session_timeout_ms, tuple(req.protocols))
-        member.owned = self._ids(subscription.owned)
-        group.members[member_id] = member
-        if changed or self._topology(group) != group.topology:
-            self._new_target(group)
-        self._reconcile(group, member)
-        error = self._persist_consumer(group)
+        member = replace(
+            member,
+            subscribed=topics,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            client_id=req.client_id,
+            client_host=req.client_host,
+            classic=ClassicMeta(req.session_timeout_ms, tuple(req.protocols)),
+            owned=self._ids(subscription.owned),
+        )
+        change.put_member(member)
+        if changed or self._consumer.topology(change.members) != change.topology:
+            self._consumer.new_target(change)
+        member = self._consumer.reconcile(change, change.members[member_id])
+        error = self._consumer.write_change(change)
         if error is not ErrorCode.NONE:
             respond(JoinResult(error, member_id))
             return
-        self._arm_consumer_session(group, member)
+        self._consumer.arm_session(group.group_id, member)
         log.info(
             "consumer group %s: classic member %s joins at epoch %d",
             group.group_id,
@@ -171,16 +200,16 @@ class MixedMembership(ConsumerProtocol):
         )
 
     def _classic_member(
-        self, group: ConsumerProtocolGroup, member_id: str, instance_id: str | None
+        self, members: dict[str, ConsumerMember], member_id: str, instance_id: str | None
     ) -> ConsumerMember | ErrorCode:
         if instance_id is not None:
-            member = _static_member(group, instance_id)
+            member = _static_member(members, instance_id)
             if member is None:
                 return ErrorCode.UNKNOWN_MEMBER_ID
             if member.member_id != member_id:
                 return ErrorCode.FENCED_INSTANCE_ID
         else:
-            found = group.members.get(member_id)
+            found = members.get(member_id)
             if found is None:
                 return ErrorCode.UNKNOWN_MEMBER_ID
             member = found
@@ -197,7 +226,7 @@ class MixedMembership(ConsumerProtocol):
         protocol_type: str | None,
         protocol: str | None,
     ) -> SyncResult:
-        member = self._classic_member(group, member_id, instance_id)
+        member = self._classic_member(group.members, member_id, instance_id)
         if isinstance(member, ErrorCode):
             return SyncResult(member)
         assert member.classic is not None
@@ -210,19 +239,19 @@ class MixedMembership(ConsumerProtocol):
             return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if group.epoch > member.epoch and not member.revoking:
             return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
-        self._arm_consumer_session(group, member)
+        self._consumer.arm_session(group.group_id, member)
         assignment = self._assignment_bytes(member, member.assigned)
         return SyncResult(ErrorCode.NONE, assignment, CONSUMER_PROTOCOL_TYPE, name)
 
     def classic_heartbeat_to_consumer(
         self, group: ConsumerProtocolGroup, generation: int, member_id: str, instance_id: str | None
     ) -> ErrorCode:
-        member = self._classic_member(group, member_id, instance_id)
+        member = self._classic_member(group.members, member_id, instance_id)
         if isinstance(member, ErrorCode):
             return member
         if generation != member.epoch:
             return ErrorCode.ILLEGAL_GENERATION
-        self._arm_consumer_session(group, member)
+        self._consumer.arm_session(group.group_id, member)
         if member.epoch < group.epoch or member.revoking or self._free_for(group, member):
             return ErrorCode.REBALANCE_IN_PROGRESS  # rejoin to revoke, or to collect more
         return ErrorCode.NONE
@@ -245,22 +274,22 @@ class MixedMembership(ConsumerProtocol):
     def classic_leave_from_consumer(
         self, group: ConsumerProtocolGroup, members: list[tuple[str, str | None]]
     ) -> list[tuple[str, str | None, ErrorCode]]:
-        group = group.working_copy()  # written, then replayed into the group
+        change = ConsumerGroupChange(group.group_id, group)  # written, then replayed
         results: list[tuple[str, str | None, ErrorCode]] = []
         for given_id, instance_id in members:
             member_id = given_id
             if instance_id is not None and not member_id:
-                static = _static_member(group, instance_id)
+                static = _static_member(change.members, instance_id)
                 member_id = static.member_id if static is not None else ""
-            found = self._classic_member(group, member_id, instance_id)
+            found = self._classic_member(change.members, member_id, instance_id)
             if isinstance(found, ErrorCode):
                 results.append((member_id, instance_id, found))
                 continue
             log.info("consumer group %s: classic member %s leaves", group.group_id, member_id)
-            self._remove_consumer_member(group, found.member_id)
+            self._consumer.remove_member(change, found.member_id)
             results.append((found.member_id, instance_id, ErrorCode.NONE))
         if any(e is ErrorCode.NONE for _m, _i, e in results):
-            error = self._persist_consumer(group)
+            error = self._consumer.write_change(change)
             if error is not ErrorCode.NONE:
                 return [(m, i, error if e is ErrorCode.NONE else e) for m, i, e in results]
         return results
@@ -307,9 +336,9 @@ class MixedMembership(ConsumerProtocol):
             m.answer_waiting(ErrorCode.REBALANCE_IN_PROGRESS)
         self._timers.cancel(("join", group_id))
         group = self._consumer_groups[group_id]
-        group.topology = self._topology(group)
+        group.topology = self._consumer.topology(group.members)
         for member in group.members.values():
-            self._arm_consumer_session(group, member)
+            self._consumer.arm_session(group_id, member)
         log.info("group %s: upgraded from classic to consumer at epoch %d", group_id, group.epoch)
         return ErrorCode.NONE
 
@@ -359,9 +388,9 @@ class MixedMembership(ConsumerProtocol):
         installed = self._groups[group_id]
         for member in installed.members.values():
             member.protocols = list(classic.members[member.member_id].protocols)
-            self._arm_session(installed, member, now)
+            self._classic.arm_session(installed, member, now)
         log.info("group %s: downgraded from consumer to classic", group_id)
-        self._prepare_rebalance(installed, "downgraded from the consumer protocol", now)
+        self._classic.prepare_rebalance(installed, "downgraded from the consumer protocol", now)
 
 
 def _supports(group: ConsumerProtocolGroup, protocols: list[tuple[str, bytes]]) -> bool:
@@ -376,7 +405,9 @@ def _supports(group: ConsumerProtocolGroup, protocols: list[tuple[str, bytes]]) 
     return bool(names)
 
 
-def _static_member(group: ConsumerProtocolGroup, instance_id: str | None) -> ConsumerMember | None:
+def _static_member(
+    members: dict[str, ConsumerMember], instance_id: str | None
+) -> ConsumerMember | None:
     if instance_id is None:
         return None
-    return next((m for m in group.members.values() if m.instance_id == instance_id), None)
+    return next((m for m in members.values() if m.instance_id == instance_id), None)

@@ -22,7 +22,6 @@ from coordinator.group.records import GroupKey, OffsetKey, OffsetValue
 from coordinator.group.results import FetchedOffset
 from coordinator.group.shard import GroupRuntime
 from coordinator.group.timers import Timers
-from coordinator.log.storage import PartitionLog
 from coordinator.shard_runtime import ControlMarker, CoordinatorResult
 from txn.clock import Clock
 from txn.config import BrokerConfig
@@ -60,13 +59,12 @@ class Write(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class OffsetContext:
-    """What the offset commands work with: the runtime and its shard, the log (for deferred
-    syncs), and the coordinator's write, fencing and metering."""
+    """What the offset commands work with: the runtime (its shard and its log), and the
+    coordinator's write, fencing and metering."""
 
     clock: Clock
     config: BrokerConfig
     runtime: GroupRuntime
-    log: PartitionLog
     timers: Timers
     write: Write
     fence: Callable[[Committer], ErrorCode]  # a committer against its group's membership
@@ -98,12 +96,7 @@ class OffsetCommands:
     def deferred_sync(self) -> Callable[[], None]:
         """A callable that makes everything appended so far durable; safe on another thread
         while appends go on (a log without that ability is flushed now instead)."""
-        later = getattr(self._c.log, "fsync_later", None)
-        if later is None:
-            self._c.log.flush()
-            return lambda: None
-        sync: Callable[[], None] = later()
-        return sync
+        return self._runtime.deferred_sync(0)
 
     def durable(self, token: int) -> None:
         """``deferred_sync`` covering the commit ``token`` returned: replay it (and earlier)."""
@@ -151,7 +144,7 @@ class OffsetCommands:
         group_id = committer.group_id
         self._c.touch(group_id, committer.member_id)
         records = self._offset_records(group_id, offsets)
-        end_before = self._c.log.log_end_offset
+        end_before = self._runtime.partition_log(0).log_end_offset
         error = self._write(records, defer=defer)
         if error is ErrorCode.NONE and not defer:
             self._emit(group_id, "offset-commits", len(records))

@@ -1,54 +1,87 @@
-"""The base of the parts (mixins) of ``ConsumerGroupCoordinator``: what they call on the whole."""
+"""What the membership parts of ``ConsumerGroupCoordinator`` share: one ``GroupContext``.
+
+The coordinator is composed of parts it holds and delegates to -- the classic protocol
+(``classic_membership``), the consumer protocol (``consumer_protocol``), classic members in
+consumer groups and the conversions (``mixed``), the offset commands and the admin views.
+Each membership part is given this context: the clock, the config, the runtime (and through
+it the shard's groups and offsets), the request-level timers, the topics, the share-group
+check, the write (records as a ``CoordinatorResult`` on the runtime) and the metric emitter.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
 
-if TYPE_CHECKING:
-    from collections.abc import Callable
+from coordinator.group.classic import ClassicGroup
+from coordinator.group.consumer_model import ConsumerProtocolGroup
+from coordinator.group.consumer_records import Record
+from coordinator.group.offsets import OffsetStore
+from coordinator.group.shard import GroupMeter, GroupRuntime
+from coordinator.group.timers import Timers
+from coordinator.shard_runtime import CoordinatorResult
+from coordinator.share.group_model import TopicLookup
+from txn.clock import Clock
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode
 
-    from coordinator.group.classic import ClassicGroup, ClassicMember
-    from coordinator.group.consumer_model import ConsumerProtocolGroup
-    from coordinator.group.consumer_records import Record
-    from coordinator.group.offsets import OffsetStore
-    from coordinator.group.shard import GroupRuntime
-    from coordinator.group.timers import Timers
-    from coordinator.share.group_model import TopicLookup
-    from txn.clock import Clock
-    from txn.config import BrokerConfig
-    from txn.errors import ErrorCode
+__all__ = ["GroupContext"]
 
 
-class CoordinatorPart:
-    """KIP-848 and mixed membership (mixins; the offset commands and the admin views are
-    composed parts) write through the coordinator's ``_write`` (records as a
-    ``CoordinatorResult`` on its runtime); it is typed here once, with the other methods and
-    the state they share (set by ``ConsumerGroupCoordinator.__init__``)."""
+@dataclass(frozen=True, slots=True)
+class GroupContext:
+    """The collaborators and the state the coordinator's parts share."""
 
-    _clock: Clock
-    _config: BrokerConfig
-    _runtime: GroupRuntime
-    _timers: Timers
-    _groups: dict[str, ClassicGroup]
-    _consumer_groups: dict[str, ConsumerProtocolGroup]  # KIP-848
-    _topics: TopicLookup | None
-    _is_share_group: Callable[[str], bool]
+    clock: Clock
+    config: BrokerConfig
+    runtime: GroupRuntime
+    timers: Timers
+    meter: GroupMeter
+    topics: TopicLookup | None
+    is_share_group: Callable[[str], bool]
 
-    if TYPE_CHECKING:  # defined by ConsumerGroupCoordinator (no runtime stubs to shadow them)
+    @property
+    def groups(self) -> dict[str, ClassicGroup]:
+        """The classic groups (the shard's; replay changes them)."""
+        return self.runtime.shard.membership.groups
 
-        @property
-        def offsets(self) -> OffsetStore: ...
+    @property
+    def consumer_groups(self) -> dict[str, ConsumerProtocolGroup]:
+        """The KIP-848 groups (the shard's; replay changes them)."""
+        return self.runtime.shard.membership.consumer_groups
 
-        def availability(self) -> ErrorCode: ...
+    @property
+    def offsets(self) -> OffsetStore:
+        return self.runtime.shard.offsets.store
 
-        def _emit(self, group_id: str, meter: str, count: int) -> None: ...
+    def availability(self) -> ErrorCode:
+        return self.runtime.availability()
 
-        def _arm_session(self, group: ClassicGroup, member: ClassicMember, now: int) -> None: ...
+    def emit(self, group_id: str, meter: str, count: int) -> None:
+        self.meter.emit(group_id, meter, count)
 
-        def _write(
-            self,
-            records: list[Record],
-            *,
-            producer: tuple[int, int] | None = None,
-            defer: bool = False,
-        ) -> ErrorCode: ...
+    def write(
+        self,
+        records: list[Record],
+        *,
+        producer: tuple[int, int] | None = None,
+        defer: bool = False,
+    ) -> ErrorCode:
+        """Append ``records`` as one batch (transactional for ``producer``) and flush it; the
+        runtime then replays them into the shard.
+
+        ``defer``: append only; the records are replayed by ``durable`` once the caller made
+        the log durable (``deferred_sync`` off the request path), in log order.
+        """
+        if not records:
+            return ErrorCode.NONE
+        result = CoordinatorResult(records, ErrorCode.NONE, producer=producer)
+        if not defer:
+            return self.runtime.write(0, lambda _shard: result)
+        group_id = getattr(records[0][0], "group_id", "")
+        return self.runtime.write(
+            0,
+            lambda _shard: result,
+            flush=False,
+            on_durable=lambda: self.emit(group_id, "offset-commits", len(records)),
+        )

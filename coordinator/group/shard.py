@@ -54,6 +54,7 @@ from txn.ids import NO_PRODUCER_ID, TopicPartition
 
 __all__ = [
     "ConsumerGroupShard",
+    "GroupMeter",
     "GroupRecordCodec",
     "GroupRuntime",
     "MembershipManager",
@@ -87,6 +88,19 @@ class GroupRecordCodec:
 
 
 _CODEC = GroupRecordCodec()
+
+
+class GroupMeter:
+    """The consumer groups' metric emitter, shared by the coordinator and its shard:
+    ``sink(group id, meter name, count)`` gets offset-commits, offset-expirations,
+    offset-deletions and group-completed-rebalances (KIP-496's meters); none, nothing."""
+
+    def __init__(self, sink: Callable[[str, str, int], None] | None = None) -> None:
+        self.sink = sink
+
+    def emit(self, group_id: str, meter: str, count: int) -> None:
+        if self.sink is not None and count > 0:
+            self.sink(group_id, meter, count)
 
 
 class OffsetManager:
@@ -210,13 +224,13 @@ class MembershipManager:
 
 class ConsumerGroupShard:
     """Every consumer group of the broker and its offsets, as ``__consumer_offsets`` makes
-    them.  ``on_event(group id, meter, count)``: the offsets a transaction marker commits
+    them.  ``meter``: where the offsets a transaction marker commits are counted
     (``offset-commits``)."""
 
-    def __init__(self, on_event: Callable[[str, str, int], None]) -> None:
+    def __init__(self, meter: GroupMeter) -> None:
         self.membership = MembershipManager()
         self.offsets = OffsetManager()
-        self._on_event = on_event
+        self._meter = meter
 
     @property
     def codec(self) -> GroupRecordCodec:
@@ -258,7 +272,9 @@ class ConsumerGroupShard:
         for group_id, _tp in applied:
             self.membership.ensure_group(group_id)
         for group_id in {g for g, _tp in applied}:
-            self._on_event(group_id, "offset-commits", sum(1 for g, _ in applied if g == group_id))
+            self._meter.emit(
+                group_id, "offset-commits", sum(1 for g, _ in applied if g == group_id)
+            )
 
 
 GroupRuntime = CoordinatorRuntime[ConsumerGroupShard]

@@ -26,6 +26,39 @@ Event = dict[str, Any]
 TopicPartition = tuple[str, int]
 
 
+#: The clients' group coordination logged at INFO (why a member rejoins: "Request joining
+#: group due to ..."), everything else at WARN, on stderr.
+_LOG4J2 = """\
+status = warn
+appender.err.type = Console
+appender.err.name = STDERR
+appender.err.target = SYSTEM_ERR
+appender.err.layout.type = PatternLayout
+appender.err.layout.pattern = [%d] %p %m (%c{1})%n
+rootLogger.level = warn
+rootLogger.appenderRef.err.ref = STDERR
+logger.coordination.name = org.apache.kafka.clients.consumer.internals
+logger.coordination.level = info
+"""
+
+
+def _log_config(logs: Path) -> Path:
+    path = logs / "log4j2.properties"
+    if not path.exists():
+        path.write_text(_LOG4J2)
+    return path
+
+
+def rejoin_reasons(logs: Path) -> list[str]:
+    """The consumers' own words for each rejoin, from their stderr in ``logs``."""
+    return [
+        line.strip()
+        for path in sorted(logs.glob("*.stderr"))
+        for line in path.read_text(errors="replace").splitlines()
+        if "Request joining group due to" in line or "rejoin" in line.lower()
+    ]
+
+
 class Workload:
     """One of Kafka's tools (``org.apache.kafka.tools.NAME``) running in a JVM."""
 
@@ -45,6 +78,7 @@ class Workload:
         stderr = (self.logs / f"{self.label}-{self.starts}.stderr").open("w")
         cmd = [
             java(),
+            f"-Dlog4j2.configurationFile={_log_config(self.logs)}",
             "-Xmx192m",
             "-XX:TieredStopAtLevel=1",
             "-XX:+UseSerialGC",

@@ -44,6 +44,7 @@ from tests.reference.system_workloads import (
     copier_done,
     counted,
     properties,
+    rejoin_reasons,
     share_count,
     share_offsets,
 )
@@ -207,7 +208,11 @@ def test_producer_and_consumer_group_through_broker_bounces(
                 60,
             )
             after = ConsumerVerifier().replay(consumer.snapshot()).rebalances
-            assert after == before, "broker failure should not cause a rebalance"
+            assert after == before, (
+                "broker failure should not cause a rebalance; the consumer's reasons: "
+                f"{rejoin_reasons(logs)}; the broker's: "
+                f"{[line for line in broker.output if 'group ' in line][-20:]}"
+            )
         assert producer.finish(90) == 0, producer.stderr_tail()
         sent = acked(producer)
         consumer.wait(

@@ -19,17 +19,14 @@ PACKAGES = ("txn", "coordinator", "producer", "recovery", "chaos")
 # The modules that may call ``CoordinatorRuntime(...)``.
 RUNTIME_BUILDERS = {
     "coordinator/assembly.py",  # the composition root
-    # The one left: ConsumerGroupCoordinator builds its own runtime until consumer groups move
-    # onto an owned shard; remove it from here then.
-    "coordinator/group/coordinator.py",
 }
 
-# The coordinators whose writes go through their runtime only (consumer groups join them once
-# they are converted).
+# The coordinators whose writes go through their runtime only.
 RUNTIME_WRITERS = (
     "coordinator/txn_coordinator.py",
     "coordinator/txn_shard.py",
     "coordinator/share",
+    "coordinator/group",
 )
 
 # A receiver that names a log: ``log``, ``self._log``, ``group_log``, ``runtime.partition_log(0)``.

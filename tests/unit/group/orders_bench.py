@@ -6,6 +6,7 @@ import random
 import uuid
 from dataclasses import dataclass, field
 
+from coordinator.assembly import consumer_group_coordinator
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.log.memory_log import MemoryLog
 from coordinator.topics import TopicRegistry
@@ -31,8 +32,8 @@ class OrdersBench:
 
     def new(self) -> ConsumerGroupCoordinator:
         """A coordinator loaded from the bench's log."""
-        coord = ConsumerGroupCoordinator(
-            self.clock, self.log, BrokerConfig(self.broker_config()), topics=self.topics
+        coord = consumer_group_coordinator(
+            self.clock, BrokerConfig(self.broker_config()), self.log, topics=self.topics
         )
         coord.load()
         return coord

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from coordinator.assembly import consumer_group_coordinator
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.group.offset_commands import Committer
 from coordinator.group.results import (
@@ -51,10 +52,10 @@ class Bench:
         self.coord = self.new()
 
     def new(self) -> ConsumerGroupCoordinator:
-        coord = ConsumerGroupCoordinator(
+        coord = consumer_group_coordinator(
             self.clock,
-            self.log,
             BrokerConfig(self.config),
+            self.log,
             is_share_group=self.shares.__contains__,
             on_event=lambda g, m, n: self.events.append((g, m, n)),
         )

@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
+from coordinator.assembly import consumer_group_coordinator
 from coordinator.group.consumer_model import ConsumerMember, Partitions
 from coordinator.group.consumer_protocol import ConsumerHeartbeatResult, assign
-from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.group.offset_commands import Committer
 from tests.unit.group.orders_bench import OrdersBench
 from txn.config import BrokerConfig
@@ -158,10 +158,10 @@ def test_kip848_groups_survive_a_restart() -> None:
     revoke = b.beat("m1", 1, owned=r1.assignment)
     b.beat("m1", 1, owned=revoke.assignment)
     given = b.beat("m2", 2)
-    log = b.coord._log
+    log = b.log
     b.coord.close()
-    again = ConsumerGroupCoordinator(
-        b.clock, log, BrokerConfig({"group.initial.rebalance.delay.ms": "0"}), topics=b.topics
+    again = consumer_group_coordinator(
+        b.clock, BrokerConfig({"group.initial.rebalance.delay.ms": "0"}), log, topics=b.topics
     )
     again.load()
     (desc,) = again.describe_consumer_protocol([G])
@@ -175,7 +175,7 @@ def test_kip848_groups_survive_a_restart() -> None:
     assert again.consumer_heartbeat(G, "m2", 2, owned=owned_m2).error is E.NONE
     assert again.consumer_heartbeat(G, "m1", 2).member_epoch == 2
     assert again.consumer_heartbeat(G, "m1", -1).member_epoch == -1
-    restarted = ConsumerGroupCoordinator(b.clock, log, BrokerConfig(), topics=b.topics)
+    restarted = consumer_group_coordinator(b.clock, BrokerConfig(), log, topics=b.topics)
     restarted.load()
     (desc,) = restarted.describe_consumer_protocol([G])
     assert desc[2] is not None and list(desc[2].members) == ["m2"]
@@ -184,14 +184,14 @@ def test_kip848_groups_survive_a_restart() -> None:
 def test_a_failed_write_leaves_the_group_as_it_was() -> None:
     b = Bench()
     r1 = b.beat("m1", 0)
-    real_append = b.coord._log.append
+    real_append = b.log.append
 
     def failing(batch: bytes, now_ms: int) -> object:
         raise OSError("disk full")
 
-    b.coord._log.append = failing  # type: ignore[method-assign]
+    b.log.append = failing  # type: ignore[method-assign]
     assert b.beat("m2", 0).error is E.NOT_COORDINATOR  # a storage error, as Kafka maps it
-    b.coord._log.append = real_append  # type: ignore[method-assign]
+    b.log.append = real_append  # type: ignore[method-assign]
     (desc,) = b.coord.describe_consumer_protocol([G])
     assert desc[2] is not None and list(desc[2].members) == ["m1"] and desc[2].epoch == 1
     assert b.beat("m1", 1, owned=r1.assignment).error is E.NONE

@@ -22,6 +22,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from coordinator.assembly import consumer_group_coordinator
 from coordinator.group.classic import ClassicGroup, ClassicState
 from coordinator.group.consumer_protocol import records_of
 from coordinator.group.coordinator import ConsumerGroupCoordinator
@@ -144,7 +145,9 @@ class Bench:
         self.coord = self.new(self.log)
 
     def new(self, log: Any) -> ConsumerGroupCoordinator:
-        coord = ConsumerGroupCoordinator(self.clock, log, BrokerConfig(CONFIG), topics=self.topics)
+        coord = consumer_group_coordinator(
+            self.clock, BrokerConfig(CONFIG), log, topics=self.topics
+        )
         coord.load()
         return coord
 

@@ -263,3 +263,28 @@ def test_a_classic_join_deletes_an_empty_consumer_group_in_the_log_too() -> None
     assert [g.group_type for g in b.coord.list_groups()] == ["classic"]
     b.coord = b.new()  # a restart: the consumer group stays deleted
     assert b.coord.list_groups() == []
+
+
+def test_a_classic_members_rejoin_is_in_the_log() -> None:
+    """What a classic member's rejoin changes (its epoch, its assignment, its session
+    timeout) is written, so a restart finds the member as it was live."""
+    b = Bench()
+    first = b.beat("m1", 0)
+    b.beat("m1", 1, owned=first.assignment)
+    joined = b.join_new()
+    revoke = b.beat("m1", 1, owned=first.assignment)
+    assert revoke.assignment is not None
+    b.beat("m1", 1, owned=revoke.assignment)
+    again = b.join(joined.member_id)
+    assert again.error is E.NONE and again.generation == 2
+    (live,) = b.coord.describe_consumer_protocol([G])
+    assert live[2] is not None
+    member = live[2].members[joined.member_id]
+    epoch, assigned = member.epoch, dict(member.assigned)
+    assert epoch == 2 and assigned
+    b.coord.close()
+    b.coord = b.new()
+    (reloaded,) = b.coord.describe_consumer_protocol([G])
+    assert reloaded[2] is not None
+    member = reloaded[2].members[joined.member_id]
+    assert (member.epoch, member.assigned) == (epoch, assigned)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+from coordinator.assembly import consumer_group_coordinator
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.group.offset_commands import Committer
 from coordinator.log.memory_log import MemoryLog
@@ -23,7 +24,7 @@ def _coordinator(log: MemoryLog, clock: ManualClock) -> ConsumerGroupCoordinator
     topics = TopicRegistry(MemoryLog(), random.Random(1))
     topics.create("gone", 2, 0)
     topics.create("kept", 1, 0)
-    coord = ConsumerGroupCoordinator(clock, log, BrokerConfig({}), topics=topics)
+    coord = consumer_group_coordinator(clock, BrokerConfig({}), log, topics=topics)
     coord.load()
     return coord
 

@@ -22,6 +22,7 @@ class JoinRequest:
     client_id: str
     client_host: str
     require_known_member_id: bool  # JoinGroup v4+
+    skip_assignment_supported: bool = False  # JoinGroup v9+ (KIP-814)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +34,7 @@ class JoinResult:
     protocol: str | None = None
     leader: str = ""
     members: tuple[tuple[str, str | None, bytes], ...] = ()  # for the leader only
+    skip_assignment: bool = False  # a leader that rejoined without a rebalance (KIP-814)
 
 
 @dataclass(frozen=True, slots=True)

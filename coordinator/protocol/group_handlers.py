@@ -118,6 +118,7 @@ class GroupHandlers:
             client_id=req.client_id or "",
             client_host=f"/{req.client_host}" if req.client_host else "",
             require_known_member_id=req.api_version >= 4,
+            skip_assignment_supported=req.api_version >= 9,
         )
         result: JoinResult = await self._deferred(
             lambda respond: self.core.groups.join(request, respond)
@@ -134,6 +135,7 @@ class GroupHandlers:
                 JoinGroupMember(member_id=m, group_instance_id=i, metadata=meta)
                 for m, i, meta in result.members
             ),
+            skip_assignment=result.skip_assignment,
         )
 
     @api(ApiKey.SYNC_GROUP)

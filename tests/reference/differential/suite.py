@@ -50,7 +50,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "consumer-groups/heartbeat_errors": _GROUPS,
     "consumer-groups/heartbeat_join_assigns_all": _EPOCHS,
     "consumer-groups/leave_and_rejoin": _EPOCHS,
-    "consumer-groups/member_epoch_fences_commits": _GROUPS,
     "consumer-groups/simple_commit_and_fetch": _GROUPS,
     "malformed/transactional_produce_with_idempotent_pid": "transactional batch, no transaction",
     "produce-fetch/idempotent_epochs": _PRODUCE,

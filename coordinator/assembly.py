@@ -85,6 +85,7 @@ def consumer_group_coordinator(
     is_share_group: Callable[[str], bool] = lambda _g: False,
     on_event: EventSink | None = None,
     topics: TopicLookup | None = None,
+    consumer_timing: Callable[[str], tuple[int, int]] | None = None,
 ) -> ConsumerGroupCoordinator:
     """A ``ConsumerGroupCoordinator`` (not loaded) over ``log``, handed its runtime and the
     metric emitter its shard shares; ``on_event(group id, meter, count)`` gets the meters."""
@@ -96,6 +97,7 @@ def consumer_group_coordinator(
         meter,
         is_share_group=is_share_group,
         topics=topics,
+        consumer_timing=consumer_timing,
     )
 
 
@@ -182,6 +184,7 @@ def assemble_coordinators(
         is_share_group=lambda group_id: share.groups.group(group_id) is not None,
         on_event=on_group_event,
         topics=topics,
+        consumer_timing=share.groups.consumer_timing,
     )
     groups.load()
     share.groups.is_foreign_group = groups.has_group

@@ -201,6 +201,24 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "group.consumer.heartbeat.interval.ms", "int", 5000, "KIP-848 member heartbeat interval."
     ),
     ConfigDef(
+        "group.consumer.min.session.timeout.ms", "int", 45000, "Lowest KIP-848 session timeout."
+    ),
+    ConfigDef(
+        "group.consumer.max.session.timeout.ms", "int", 60000, "Highest KIP-848 session timeout."
+    ),
+    ConfigDef(
+        "group.consumer.min.heartbeat.interval.ms",
+        "int",
+        5000,
+        "Lowest KIP-848 heartbeat interval.",
+    ),
+    ConfigDef(
+        "group.consumer.max.heartbeat.interval.ms",
+        "int",
+        15000,
+        "Highest KIP-848 heartbeat interval.",
+    ),
+    ConfigDef(
         "group.consumer.migration.policy",
         "str",
         "bidirectional",
@@ -350,6 +368,10 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "offset.metadata.max.bytes": (0, None),
     "group.consumer.session.timeout.ms": (1, None),
     "group.consumer.heartbeat.interval.ms": (1, None),
+    "group.consumer.min.session.timeout.ms": (1, None),
+    "group.consumer.max.session.timeout.ms": (1, None),
+    "group.consumer.min.heartbeat.interval.ms": (1, None),
+    "group.consumer.max.heartbeat.interval.ms": (1, None),
     "offsets.retention.minutes": (1, None),
     "offsets.retention.check.interval.ms": (1, None),
     "group.share.delivery.count.limit": (2, 10),

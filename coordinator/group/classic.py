@@ -91,12 +91,19 @@ class ClassicGroup:
         self.state = to
         self.state_timestamp = now_ms
 
-    def unknown_member_error(self, group_instance_id: str | None) -> ErrorCode:
-        """The error for a member id this group does not know: FENCED_INSTANCE_ID when the
-        instance id belongs to one of its static members, else UNKNOWN_MEMBER_ID."""
-        if group_instance_id is not None and group_instance_id in self.static_members:
-            return ErrorCode.FENCED_INSTANCE_ID
-        return ErrorCode.UNKNOWN_MEMBER_ID
+    def member_error(self, member_id: str, group_instance_id: str | None) -> ErrorCode:
+        """Kafka's check of who sends a join, sync, heartbeat or commit: with an instance id,
+        that instance must be a static member (else UNKNOWN_MEMBER_ID) held by this member id
+        (else FENCED_INSTANCE_ID); without one, the member id must be a member."""
+        if group_instance_id is not None:
+            known = self.static_members.get(group_instance_id)
+            if known is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if known != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in self.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
 
     def subscribed_topics(self) -> frozenset[str] | None:
         """Topics the members subscribe to (consumer protocol), None when not a consumer group."""

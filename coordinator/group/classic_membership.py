@@ -66,11 +66,8 @@ class ClassicMembership:
             return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
         if generation < 0 and group.state is _S.EMPTY:
             return ErrorCode.NONE
-        member = group.members.get(member_id)
-        if member is None:
-            return group.unknown_member_error(group_instance_id)
-        if group_instance_id is not None and group_instance_id != member.group_instance_id:
-            return ErrorCode.FENCED_INSTANCE_ID
+        if (error := group.member_error(member_id, group_instance_id)) is not ErrorCode.NONE:
+            return error
         if generation != group.generation:
             return ErrorCode.ILLEGAL_GENERATION
         if group.state is _S.COMPLETING_REBALANCE:
@@ -103,15 +100,11 @@ class ClassicMembership:
             self._timers.cancel(("pending", group.group_id, req.member_id))
             self._add_member(group, req, req.member_id, respond, now)
             return
-        member = group.members.get(req.member_id)
-        if member is None:
-            error = group.unknown_member_error(req.group_instance_id)
+        error = group.member_error(req.member_id, req.group_instance_id)
+        if error is not ErrorCode.NONE:
             respond(JoinResult(error, req.member_id))
             return
-        if req.group_instance_id != member.group_instance_id:
-            respond(JoinResult(ErrorCode.FENCED_INSTANCE_ID, req.member_id))
-            return
-        self._join_existing_member(group, member, req, respond, now)
+        self._join_existing_member(group, group.members[req.member_id], req, respond, now)
 
     def check_join(self, req: JoinRequest) -> ErrorCode:
         """JoinGroup's checks; an empty KIP-848 group of the id is deleted for a classic one."""
@@ -188,7 +181,45 @@ class ClassicMembership:
             req.group_instance_id,
             new_id,
         )
+        # A leader that cannot be told to skip the assignment (JoinGroup before v9) rebalances.
+        in_place = req.skip_assignment_supported or group.leader_id != new_id
+        if (
+            in_place
+            and group.state is _S.STABLE
+            and self._rejoin_in_place(group, old, new_id, req, now)
+        ):
+            respond(self._join_result(group, group.members[new_id], skip_assignment=True))
+            return
         self._add_member(group, req, new_id, respond, now, assignment=old.assignment)
+
+    def _rejoin_in_place(
+        self, group: ClassicGroup, old: ClassicMember, new_id: str, req: JoinRequest, now: int
+    ) -> bool:
+        """A static member's new member id in a stable group, without a rebalance when the
+        group's protocol stays (as Kafka): written at once; False (nothing changed) when the
+        protocol would change or the write fails."""
+        member = ClassicMember(
+            new_id,
+            req.group_instance_id,
+            req.client_id,
+            req.client_host,
+            req.rebalance_timeout_ms if req.rebalance_timeout_ms > 0 else req.session_timeout_ms,
+            req.session_timeout_ms,
+            req.protocol_type,
+            list(req.protocols),
+            old.assignment,
+        )
+        group.members[new_id] = member
+        assert req.group_instance_id is not None
+        group.static_members[req.group_instance_id] = new_id
+        if group.select_protocol() == group.protocol:
+            error = self._write([(GroupKey(group.group_id), group.to_value())])
+            if error is ErrorCode.NONE:
+                self.arm_session(group, member, now)
+                return True
+            log.info("group %s: keeping static member %s failed: %s", group.group_id, new_id, error)
+        del group.members[new_id]
+        return False
 
     def _add_member(
         self,
@@ -254,9 +285,14 @@ class ClassicMembership:
                 group, _with_reason(f"member {member.member_id} rejoined", req), now
             )
 
-    def _join_result(self, group: ClassicGroup, member: ClassicMember) -> JoinResult:
+    def _join_result(
+        self, group: ClassicGroup, member: ClassicMember, *, skip_assignment: bool = False
+    ) -> JoinResult:
+        """The join answer of ``member``; ``skip_assignment``: a leader that rejoined without
+        a rebalance gets the members but must not assign again (KIP-814)."""
+        leader = member.member_id == group.leader_id
         members: tuple[tuple[str, str | None, bytes], ...] = ()
-        if member.member_id == group.leader_id:
+        if leader:
             members = tuple(
                 (m.member_id, m.group_instance_id, m.metadata(group.protocol))
                 for m in group.members.values()
@@ -269,6 +305,7 @@ class ClassicMembership:
             group.protocol,
             group.leader_id or "",
             members,
+            skip_assignment and leader,
         )
 
     # --- rebalancing --------------------------------------------------------------------------
@@ -384,14 +421,15 @@ class ClassicMembership:
     ) -> None:
         error = self.availability()
         group = self._groups.get(group_id)
+        if error is ErrorCode.NONE:
+            error = (
+                ErrorCode.UNKNOWN_MEMBER_ID
+                if group is None
+                else group.member_error(member_id, group_instance_id)
+            )
         member = group.members.get(member_id) if group is not None else None
-        if error is ErrorCode.NONE and (group is None or member is None):
-            error = ErrorCode.UNKNOWN_MEMBER_ID
         if error is not ErrorCode.NONE or group is None or member is None:
             respond(SyncResult(error))
-            return
-        if group_instance_id != member.group_instance_id:
-            respond(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
             return
         if generation != group.generation:
             respond(SyncResult(ErrorCode.ILLEGAL_GENERATION))
@@ -448,11 +486,9 @@ class ClassicMembership:
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        member = group.members.get(member_id)
-        if member is None:
-            return group.unknown_member_error(group_instance_id)
-        if group_instance_id != member.group_instance_id:
-            return ErrorCode.FENCED_INSTANCE_ID
+        if (error := group.member_error(member_id, group_instance_id)) is not ErrorCode.NONE:
+            return error
+        member = group.members[member_id]
         if generation != group.generation:
             return ErrorCode.ILLEGAL_GENERATION
         self.arm_session(group, member, self._clock.now_ms())

@@ -16,6 +16,7 @@ __all__ = [
     "ConsumerMember",
     "ConsumerProtocolGroup",
     "Partitions",
+    "assignment_epochs",
     "preferred_assignor",
     "subscribed_topics",
 ]
@@ -37,6 +38,8 @@ class ConsumerMember:
     previous_epoch: int = -1
     assigned: Partitions = field(default_factory=dict)
     revoking: Partitions = field(default_factory=dict)
+    # KIP-1251: the member epoch at which each assigned or revoking partition was assigned
+    assignment_epochs: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)
     owned: Partitions | None = None  # what the member last said it owns
     sent: Partitions | None = None  # the assignment last sent to it
     classic: ClassicMeta | None = None  # a classic-protocol member (``coordinator.group.mixed``)
@@ -75,3 +78,21 @@ def preferred_assignor(members: dict[str, ConsumerMember]) -> str:
     """The server assignor the first member that names one prefers; ``uniform`` otherwise."""
     preferred = [m.server_assignor for m in members.values() if m.server_assignor]
     return preferred[0] if preferred else "uniform"
+
+
+def assignment_epochs(
+    member: ConsumerMember, epoch: int, assigned: Partitions, revoking: Partitions
+) -> dict[tuple[uuid.UUID, int], int]:
+    """The assignment epochs of a member's next current assignment (KIP-1251): a partition it
+    already held keeps the epoch it was assigned at, one new to it takes ``epoch`` (the
+    member epoch it comes with).  Derived as each current-assignment record is replayed, so
+    the log's records give the same epochs on load.  A static member that left for a while
+    (epoch -2) has its partitions' epochs reset to 0, as in Kafka."""
+    known = {} if epoch == -2 else member.assignment_epochs
+    epoch = max(epoch, 0)
+    out: dict[tuple[uuid.UUID, int], int] = {}
+    for parts in (assigned, revoking):
+        for topic_id, numbers in parts.items():
+            for p in numbers:
+                out[(topic_id, p)] = known.get((topic_id, p), epoch)
+    return out

@@ -65,6 +65,35 @@ def _union(a: Partitions, b: Partitions) -> Partitions:
     return {t: ps for t, ps in out.items() if ps}
 
 
+def _static_member(
+    group: ConsumerProtocolGroup | None, instance_id: str | None
+) -> ConsumerMember | None:
+    if group is None or instance_id is None:
+        return None
+    return next((m for m in group.members.values() if m.instance_id == instance_id), None)
+
+
+def _static_fence(
+    group: ConsumerProtocolGroup | None, member_id: str, instance_id: str | None
+) -> ConsumerHeartbeatResult | None:
+    """Kafka's checks of a static member's heartbeat or leave: its instance id must be known
+    and held by its member id."""
+    if instance_id is None:
+        return None
+    static = _static_member(group, instance_id)
+    if static is None:
+        return ConsumerHeartbeatResult(
+            ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown."
+        )
+    if static.member_id != member_id:
+        return ConsumerHeartbeatResult(
+            ErrorCode.FENCED_INSTANCE_ID,
+            f"Static member {member_id} with instance id {instance_id} is fenced by existing "
+            f"member {static.member_id}.",
+        )
+    return None
+
+
 def _overlaps(a: Partitions, b: Partitions) -> bool:
     return any(a.get(t, frozenset()) & ps for t, ps in b.items())
 
@@ -235,30 +264,74 @@ class ConsumerMembership:
             return ConsumerHeartbeatResult(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
             ), None
+        if member_epoch == STATIC_LEAVE_EPOCH and instance_id is None:
+            return ConsumerHeartbeatResult(
+                ErrorCode.INVALID_REQUEST, "InstanceId can't be null."
+            ), None
         if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-            return self._consumer_leave(group_id, member_id, member_epoch)
+            return self._consumer_leave(group_id, member_id, member_epoch, instance_id)
         live = self._consumer_groups.get(group_id)
         group = ConsumerGroupChange(group_id, live)
         if member_epoch == 0:
             member_id = member_id or str(uuid.uuid4())
-            old = group.members.pop(member_id, None)  # a rejoin: a new member, last in order
-            if instance_id is not None:
-                for other in [m for m in group.members.values() if m.instance_id == instance_id]:
-                    group.remove_member(other.member_id)  # the instance restarted
-            member = ConsumerMember(
-                member_id,
-                instance_id,
-                rack_id,
-                client_id,
-                client_host,
-                frozenset(subscribed_topic_names or ()),
-                server_assignor,
-                rebalance_timeout_ms,
-                owned=owned,
-            )
+            subscribed = frozenset(subscribed_topic_names or ())
+            static = _static_member(live, instance_id)
+            if static is not None and static.epoch != STATIC_LEAVE_EPOCH and static.classic is None:
+                return ConsumerHeartbeatResult(
+                    ErrorCode.UNRELEASED_INSTANCE_ID,
+                    f"Static member {member_id} with instance id {instance_id} cannot join the "
+                    f"group because the instance id is owned by {static.member_id} member.",
+                ), None
+            old: ConsumerMember | None
+            if static is not None:
+                # The instance is back under a new member id: it takes the place, the
+                # assignment and the epoch of the member that left for a while (no rebalance).
+                old = static
+                group.remove_member(old.member_id)
+                for kind in ("consumer-session", "revoke"):
+                    self._timers.cancel((kind, group_id, old.member_id))
+                if old.member_id != member_id:
+                    group.move_target(old.member_id, member_id)
+                member = replace(
+                    old,
+                    member_id=member_id,
+                    rack_id=rack_id,
+                    client_id=client_id,
+                    client_host=client_host,
+                    subscribed=subscribed,
+                    server_assignor=server_assignor,
+                    rebalance_timeout_ms=rebalance_timeout_ms,
+                    epoch=0,
+                    previous_epoch=0,
+                    revoking={},
+                    owned=owned,
+                    sent=None,
+                    classic=None,
+                )
+                log.info(
+                    "consumer group %s: static member %s replaces %s",
+                    group_id,
+                    member_id,
+                    old.member_id,
+                )
+            else:
+                old = group.members.pop(member_id, None)  # a rejoin: a new member, last in order
+                member = ConsumerMember(
+                    member_id,
+                    instance_id,
+                    rack_id,
+                    client_id,
+                    client_host,
+                    subscribed,
+                    server_assignor,
+                    rebalance_timeout_ms,
+                    owned=owned,
+                )
+                log.info("consumer group %s: member %s joins", group_id, member_id)
             changed = old is None or old.subscribed != member.subscribed
-            log.info("consumer group %s: member %s joins", group_id, member_id)
         else:
+            if (fenced := _static_fence(live, member_id, instance_id)) is not None:
+                return fenced, None
             member_or_error = self._heartbeating_member(live, member_id, member_epoch, owned)
             if isinstance(member_or_error, ConsumerHeartbeatResult):
                 return member_or_error, None
@@ -287,7 +360,7 @@ class ConsumerMembership:
             None,
             member.member_id,
             member.epoch,
-            self._config.get_int("group.consumer.heartbeat.interval.ms"),
+            self._context.consumer_heartbeat_interval_ms(group_id),
             assignment,
         ), group
 
@@ -398,7 +471,7 @@ class ConsumerMembership:
             ("consumer-session", group_id, member_id),
             member.classic.session_timeout_ms
             if member.classic is not None
-            else self._config.get_int("group.consumer.session.timeout.ms"),
+            else self._context.consumer_session_timeout_ms(group_id),
             lambda: self._consumer_session_expired(group_id, member_id),
         )
 
@@ -447,16 +520,28 @@ class ConsumerMembership:
         self.new_target(group)
 
     def _consumer_leave(
-        self, group_id: str, member_id: str, member_epoch: int
+        self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None
     ) -> tuple[ConsumerHeartbeatResult, ConsumerGroupChange | None]:
+        """A leave (epoch -1), or a static member's temporary leave (-2): it stays in the
+        group with epoch -2 and keeps its assignment until its session times out or its
+        instance id joins again."""
         live = self._consumer_groups.get(group_id)
+        if (fenced := _static_fence(live, member_id, instance_id)) is not None:
+            return fenced, None
         if live is None or member_id not in live.members:
             return ConsumerHeartbeatResult(
                 ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of the group."
             ), None
-        log.info("consumer group %s: member %s leaves", group_id, member_id)
         group = ConsumerGroupChange(group_id, live)
-        self.remove_member(group, member_id)
+        if member_epoch == STATIC_LEAVE_EPOCH:
+            log.info("consumer group %s: static member %s left for a while", group_id, member_id)
+            member = replace(live.members[member_id], epoch=STATIC_LEAVE_EPOCH, revoking={})
+            group.put_member(member)
+            self._timers.cancel(("revoke", group_id, member_id))
+            self.arm_session(group_id, member)
+        else:
+            log.info("consumer group %s: member %s leaves", group_id, member_id)
+            self.remove_member(group, member_id)
         return ConsumerHeartbeatResult(ErrorCode.NONE, None, member_id, member_epoch), group
 
     def consumer_groups(self) -> Iterable[ConsumerProtocolGroup]:
@@ -528,18 +613,40 @@ class ConsumerMembership:
         return error
 
     def validate_consumer_commit(
-        self, group: ConsumerProtocolGroup, member_id: str, epoch: int
+        self,
+        group: ConsumerProtocolGroup,
+        member_id: str,
+        epoch: int,
+        partitions: Iterable[tuple[str, int]] = (),
+        transactional: bool = False,
     ) -> ErrorCode:
-        """OffsetCommit fencing for a KIP-848 member (the request's epoch is the member's)."""
+        """OffsetCommit / TxnOffsetCommit fencing for a KIP-848 member (the request's epoch is
+        the member's), as Kafka 4.4: the member's epoch commits anything; an earlier one
+        (KIP-1251) commits a partition the member was assigned at that epoch or before and
+        still holds (assigned or being revoked).  A later epoch, or an earlier one for any
+        other partition, answers STALE_MEMBER_EPOCH -- ILLEGAL_GENERATION for a classic
+        member and in TxnOffsetCommit (below v6, which cannot carry STALE_MEMBER_EPOCH)."""
         if epoch < 0 and not group.members:
             return ErrorCode.NONE
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if member.classic is not None and epoch != member.epoch:
-            return ErrorCode.ILLEGAL_GENERATION  # a classic member's generation is its epoch
+        if epoch == member.epoch:
+            return ErrorCode.NONE
+        stale = (
+            ErrorCode.ILLEGAL_GENERATION
+            if member.classic is not None or transactional
+            else ErrorCode.STALE_MEMBER_EPOCH
+        )
         if epoch > member.epoch:
-            return ErrorCode.FENCED_MEMBER_EPOCH
-        if epoch < member.epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            return stale
+        for topic, partition in partitions:
+            info = self._topics.get(topic) if self._topics is not None else None
+            since = (
+                member.assignment_epochs.get((info.topic_id, partition))
+                if info is not None
+                else None
+            )
+            if since is None or epoch < since:
+                return stale
         return ErrorCode.NONE

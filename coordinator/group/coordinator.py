@@ -99,6 +99,7 @@ class ConsumerGroupCoordinator:
         *,
         is_share_group: Callable[[str], bool] = lambda _g: False,
         topics: TopicLookup | None = None,
+        consumer_timing: Callable[[str], tuple[int, int]] | None = None,
     ) -> None:
         """``runtime``: the runtime of ``__consumer_offsets`` partition 1, owning the shard;
         ``meter``: the metric emitter the shard reports through too (both built by
@@ -106,7 +107,9 @@ class ConsumerGroupCoordinator:
         self._clock = clock
         self._runtime = runtime
         self._timers = Timers()
-        context = GroupContext(clock, config, runtime, self._timers, meter, topics, is_share_group)
+        context = GroupContext(
+            clock, config, runtime, self._timers, meter, topics, is_share_group, consumer_timing
+        )
         self._context = context
         # The shard's state, one object each for the coordinator's life (replay changes them).
         self._groups: dict[str, ClassicGroup] = context.groups
@@ -247,13 +250,19 @@ class ConsumerGroupCoordinator:
         """Delete the offsets past ``offsets.retention.minutes`` now (KIP-211)."""
         return self.offset_commands.expire_offsets()
 
-    def _fence_committer(self, committer: Committer) -> ErrorCode:
-        """A committer against its group's membership (generation or member epoch, member
-        and instance id); generation -1 commits to an empty or new group."""
+    def _fence_committer(
+        self, committer: Committer, partitions: Iterable[TopicPartition], transactional: bool
+    ) -> ErrorCode:
+        """A committer of ``partitions`` against its group's membership (generation or member
+        epoch, member and instance id); generation -1 commits to an empty or new group."""
         consumer = self._consumer_groups.get(committer.group_id)
         if consumer is not None:
             return self.validate_consumer_commit(
-                consumer, committer.member_id, committer.generation
+                consumer,
+                committer.member_id,
+                committer.generation,
+                [(tp.topic, tp.partition) for tp in partitions],
+                transactional,
             )
         return self.classic.fence(committer)
 
@@ -346,10 +355,17 @@ class ConsumerGroupCoordinator:
         return self.consumer.delete_consumer_group(group_id)
 
     def validate_consumer_commit(
-        self, group: ConsumerProtocolGroup, member_id: str, epoch: int
+        self,
+        group: ConsumerProtocolGroup,
+        member_id: str,
+        epoch: int,
+        partitions: Iterable[tuple[str, int]] = (),
+        transactional: bool = False,
     ) -> ErrorCode:
-        """OffsetCommit fencing for a KIP-848 member (the request's epoch is the member's)."""
-        return self.consumer.validate_consumer_commit(group, member_id, epoch)
+        """OffsetCommit fencing for a KIP-848 member (``ConsumerMembership``'s)."""
+        return self.consumer.validate_consumer_commit(
+            group, member_id, epoch, partitions, transactional
+        )
 
     # --- persistence and meters ---------------------------------------------------------------
 

@@ -11,7 +11,7 @@ load.  Fencing a committer against its group's membership is the coordinator's
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -67,7 +67,8 @@ class OffsetContext:
     runtime: GroupRuntime
     timers: Timers
     write: Write
-    fence: Callable[[Committer], ErrorCode]  # a committer against its group's membership
+    # a committer of partitions (transactionally or not) against its group's membership
+    fence: Callable[[Committer, Iterable[TopicPartition], bool], ErrorCode]
     touch: Callable[[str, str], None]  # (group, member): a commit keeps the session alive
     is_share_group: Callable[[str], bool]
     emit: Callable[[str, str, int], None]
@@ -117,14 +118,16 @@ class OffsetCommands:
         """
         return self._commit_offsets(committer, offsets, True)
 
-    def _validate_commit(self, committer: Committer) -> ErrorCode:
+    def _validate_commit(
+        self, committer: Committer, offsets: OffsetMap, transactional: bool = False
+    ) -> ErrorCode:
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
         if not committer.group_id:
             return ErrorCode.INVALID_GROUP_ID
         if self._c.is_share_group(committer.group_id):
             return ErrorCode.GROUP_ID_NOT_FOUND
-        return self._c.fence(committer)
+        return self._c.fence(committer, offsets, transactional)
 
     def commit_offsets(
         self, committer: Committer, offsets: OffsetMap
@@ -136,7 +139,7 @@ class OffsetCommands:
     def _commit_offsets(
         self, committer: Committer, offsets: OffsetMap, defer: bool
     ) -> tuple[dict[TopicPartition, ErrorCode], int | None]:
-        error = self._validate_commit(committer)
+        error = self._validate_commit(committer, offsets)
         if error is ErrorCode.NONE:
             error = self._check_metadata(offsets)
         if error is not ErrorCode.NONE or not offsets:
@@ -180,7 +183,7 @@ class OffsetCommands:
             return dict.fromkeys(offsets, error)
         group_id = committer.group_id
         if committer.member_id or committer.generation >= 0:
-            error = self._validate_commit(committer)
+            error = self._validate_commit(committer, offsets, transactional=True)
         elif self._c.is_share_group(group_id):
             error = ErrorCode.GROUP_ID_NOT_FOUND
         if error is ErrorCode.NONE:

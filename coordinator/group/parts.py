@@ -39,6 +39,9 @@ class GroupContext:
     meter: GroupMeter
     topics: TopicLookup | None
     is_share_group: Callable[[str], bool]
+    # group id -> (session timeout, heartbeat interval) of a KIP-848 group's members: its
+    # consumer.* group configs over the broker's settings (None: the broker's settings)
+    consumer_timing: Callable[[str], tuple[int, int]] | None = None
 
     @property
     def groups(self) -> dict[str, ClassicGroup]:
@@ -56,6 +59,16 @@ class GroupContext:
 
     def availability(self) -> ErrorCode:
         return self.runtime.availability()
+
+    def consumer_session_timeout_ms(self, group_id: str) -> int:
+        if self.consumer_timing is not None:
+            return self.consumer_timing(group_id)[0]
+        return self.config.get_int("group.consumer.session.timeout.ms")
+
+    def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
+        if self.consumer_timing is not None:
+            return self.consumer_timing(group_id)[1]
+        return self.config.get_int("group.consumer.heartbeat.interval.ms")
 
     def emit(self, group_id: str, meter: str, count: int) -> None:
         self.meter.emit(group_id, meter, count)

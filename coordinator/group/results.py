@@ -23,6 +23,7 @@ class JoinRequest:
     client_host: str
     require_known_member_id: bool  # JoinGroup v4+
     reason: str | None = None  # JoinGroup v8+: the client's own words, logged (KIP-800)
+    skip_assignment_supported: bool = False  # JoinGroup v9+ (KIP-814)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,7 @@ class JoinResult:
     protocol: str | None = None
     leader: str = ""
     members: tuple[tuple[str, str | None, bytes], ...] = ()  # for the leader only
+    skip_assignment: bool = False  # a leader that rejoined without a rebalance (KIP-814)
 
 
 @dataclass(frozen=True, slots=True)

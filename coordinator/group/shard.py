@@ -19,7 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from coordinator.group.classic import ClassicGroup
-from coordinator.group.consumer_model import ConsumerMember, ConsumerProtocolGroup
+from coordinator.group.consumer_model import (
+    ConsumerMember,
+    ConsumerProtocolGroup,
+    assignment_epochs,
+)
 from coordinator.group.consumer_records import (
     CONSUMER_KEY_VERSIONS,
     GROUP_METADATA,
@@ -218,6 +222,9 @@ class MembershipManager:
             member.classic = value.classic
         elif isinstance(value, CurrentAssignmentValue) and member_id in group.members:
             member = group.members[member_id]
+            member.assignment_epochs = assignment_epochs(
+                member, value.epoch, value.assigned, value.revoking
+            )
             member.epoch, member.previous_epoch = value.epoch, value.previous_epoch
             member.assigned, member.revoking = dict(value.assigned), dict(value.revoking)
 

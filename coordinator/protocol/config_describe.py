@@ -475,8 +475,10 @@ def describe_cluster_default_configs(
     ]
 
 
-#: A share group's config -> the broker setting giving its default (None: a fixed default).
+#: A group's config -> the broker setting giving its default (None: a fixed default).
 _GROUP_SYNONYMS: Final[Mapping[str, str | None]] = {
+    "consumer.heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
+    "consumer.session.timeout.ms": "group.consumer.session.timeout.ms",
     "share.auto.offset.reset": None,
     "share.delivery.count.limit": "group.share.delivery.count.limit",
     "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
@@ -485,6 +487,8 @@ _GROUP_SYNONYMS: Final[Mapping[str, str | None]] = {
     "share.session.timeout.ms": "group.share.session.timeout.ms",
 }
 _GROUP_DOCS: Final[Mapping[str, str]] = {
+    "consumer.heartbeat.interval.ms": "Heartbeat interval of the consumer group's members.",
+    "consumer.session.timeout.ms": "How long a consumer group member may go without heartbeating.",
     "share.auto.offset.reset": "Where a share group starts reading a partition it has no "
     "state for: latest, earliest or by_duration:<ISO-8601 duration>.",
     "share.delivery.count.limit": "Deliveries of a record before it is archived.",

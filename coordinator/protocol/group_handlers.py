@@ -119,6 +119,7 @@ class GroupHandlers:
             client_host=f"/{req.client_host}" if req.client_host else "",
             require_known_member_id=req.api_version >= 4,
             reason=field(b, "reason"),
+            skip_assignment_supported=req.api_version >= 9,
         )
         result: JoinResult = await self._deferred(
             lambda respond: self.core.groups.join(request, respond)
@@ -135,6 +136,7 @@ class GroupHandlers:
                 JoinGroupMember(member_id=m, group_instance_id=i, metadata=meta)
                 for m, i, meta in result.members
             ),
+            skip_assignment=result.skip_assignment,
         )
 
     @api(ApiKey.SYNC_GROUP)

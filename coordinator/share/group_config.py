@@ -1,9 +1,12 @@
-"""Dynamic share-group configs (KIP-932 "group configs"): names, defaults, validation.
+"""Dynamic group configs (KIP-932 / KIP-848 "group configs"): names, defaults, validation.
 
-A share group may override a few broker settings (``kafka-configs --entity-type groups``).
+A group may override a few broker settings (``kafka-configs --entity-type groups``).
 Each integer config defaults to the broker config of the same name with a ``group.`` prefix and
-must lie within the broker's ``group.share.min.*`` / ``group.share.max.*`` bounds:
+must lie within the broker's ``group.<kind>.min.*`` / ``group.<kind>.max.*`` bounds:
 
+* ``consumer.session.timeout.ms`` and ``consumer.heartbeat.interval.ms`` (KIP-848 consumer
+  groups): ``group.consumer.session.timeout.ms`` / ``group.consumer.heartbeat.interval.ms``,
+  bounded by ``group.consumer.min.*`` .. ``group.consumer.max.*``;
 * ``share.session.timeout.ms``: ``group.share.session.timeout.ms``, bounded by
   ``group.share.min.session.timeout.ms`` .. ``group.share.max.session.timeout.ms``;
 * ``share.heartbeat.interval.ms``: ``group.share.heartbeat.interval.ms``, bounded likewise;
@@ -39,6 +42,8 @@ RECORD_LOCK_DURATION_MS = "share.record.lock.duration.ms"
 DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
 AUTO_OFFSET_RESET = "share.auto.offset.reset"
 ISOLATION_LEVEL = "share.isolation.level"
+CONSUMER_SESSION_TIMEOUT_MS = "consumer.session.timeout.ms"
+CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
 
 READ_UNCOMMITTED = "read_uncommitted"
 READ_COMMITTED = "read_committed"
@@ -54,6 +59,10 @@ _BOUND_KEYS = tuple(
         "delivery.count.limit",
     )
     for kind in ("min", "max")
+) + tuple(
+    f"group.consumer.{kind}.{name}"
+    for name in ("session.timeout.ms", "heartbeat.interval.ms")
+    for kind in ("min", "max")
 )
 BROKER_BOUND_DEFAULTS: dict[str, int] = {key: int(default_of(key)) for key in _BOUND_KEYS}
 
@@ -66,16 +75,20 @@ class _IntConfig:
 
     @property
     def min_key(self) -> str:
-        return self.broker_key.replace("group.share.", "group.share.min.", 1)
+        family, _, rest = self.broker_key.partition(".")[2].partition(".")
+        return f"group.{family}.min.{rest}"
 
     @property
     def max_key(self) -> str:
-        return self.broker_key.replace("group.share.", "group.share.max.", 1)
+        family, _, rest = self.broker_key.partition(".")[2].partition(".")
+        return f"group.{family}.max.{rest}"
 
 
 _INT_CONFIGS: dict[str, _IntConfig] = {
     c.name: c
     for c in (
+        _IntConfig(CONSUMER_SESSION_TIMEOUT_MS, "group.consumer.session.timeout.ms", 1),
+        _IntConfig(CONSUMER_HEARTBEAT_INTERVAL_MS, "group.consumer.heartbeat.interval.ms", 1),
         _IntConfig(SESSION_TIMEOUT_MS, "group.share.session.timeout.ms", 1),
         _IntConfig(HEARTBEAT_INTERVAL_MS, "group.share.heartbeat.interval.ms", 1),
         _IntConfig(RECORD_LOCK_DURATION_MS, "group.share.record.lock.duration.ms", 1000),
@@ -89,7 +102,7 @@ _STRING_DEFAULTS: dict[str, str] = {
 }
 
 GROUP_CONFIG_NAMES: tuple[str, ...] = (*_INT_CONFIGS, *_STRING_DEFAULTS)
-"""Every group config a share group accepts, in describe order."""
+"""Every group config a group accepts (the KIP-848 ``consumer.*`` ones and the share ones)."""
 
 _DURATION = re.compile(
     r"P(?:(?P<d>\d+)D)?(?:T(?=\d)(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+)(?:\.(?P<f>\d{1,9}))?S)?)?",
@@ -243,10 +256,27 @@ class GroupConfigDefs:
             isolation_level=values[ISOLATION_LEVEL],
         )
 
+    def consumer_timing(self, overrides: Mapping[str, str]) -> tuple[int, int]:
+        """A KIP-848 consumer group's (session timeout, heartbeat interval) in ms: its
+        ``consumer.*`` overrides (clamped to today's bounds) over the broker's settings."""
+        out = []
+        for name in (CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTERVAL_MS):
+            spec = _INT_CONFIGS[name]
+            raw = overrides.get(name)
+            if raw is None:
+                out.append(self._broker_int(spec.broker_key))
+            else:
+                low, high = self.bounds(name)
+                out.append(min(max(int(raw), low), high))
+        return out[0], out[1]
+
     def describe(self, overrides: Mapping[str, str]) -> dict[str, tuple[str, bool]]:
         """Every group config as (value, is_default), as DescribeConfigs reports it."""
         effective = self.effective(overrides)
+        session, heartbeat = self.consumer_timing(overrides)
         values = {
+            CONSUMER_SESSION_TIMEOUT_MS: str(session),
+            CONSUMER_HEARTBEAT_INTERVAL_MS: str(heartbeat),
             SESSION_TIMEOUT_MS: str(effective.session_timeout_ms),
             HEARTBEAT_INTERVAL_MS: str(effective.heartbeat_interval_ms),
             RECORD_LOCK_DURATION_MS: str(effective.record_lock_duration_ms),

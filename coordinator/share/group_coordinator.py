@@ -677,6 +677,11 @@ class ShareGroupCoordinator:
         """The effective settings of a group (its overrides over the broker's defaults)."""
         return self._shard.group_config(group_id)
 
+    def consumer_timing(self, group_id: str) -> tuple[int, int]:
+        """A KIP-848 consumer group's (session timeout, heartbeat interval) in ms: its
+        ``consumer.*`` group configs over the broker's settings."""
+        return self._shard.config_defs.consumer_timing(self._shard.configs.get(group_id, {}))
+
     def describe_group_configs(self, group_id: str) -> dict[str, tuple[str, bool]]:
         """Every share-group config of ``group_id`` as (value, is_default)."""
         return self._shard.config_defs.describe(self._shard.configs.get(group_id, {}))

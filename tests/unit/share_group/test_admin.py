@@ -86,6 +86,8 @@ def test_deleted_group_can_be_created_again_from_epoch_one(bench: Bench) -> None
 
 def test_describe_configs_defaults(bench: Bench) -> None:
     assert bench.coordinator.describe_group_configs(GROUP) == {
+        "consumer.session.timeout.ms": ("45000", True),
+        "consumer.heartbeat.interval.ms": ("5000", True),
         "share.session.timeout.ms": ("45000", True),
         "share.heartbeat.interval.ms": ("5000", True),
         "share.record.lock.duration.ms": ("30000", True),
@@ -188,7 +190,9 @@ def test_by_duration_auto_offset_reset(bench: Bench) -> None:
         ("share.auto.offset.reset", "by_duration:-PT1H", "Invalid value `by_duration:-PT1H`"),
         ("share.auto.offset.reset", "by_duration:1h", "Invalid value `by_duration:1h`"),
         ("share.session.timeout.ms", "-1", "Value must be at least 1"),
-        ("consumer.session.timeout.ms", "45000", "Unknown group config name"),
+        ("consumer.session.timeout.ms", "44999", "must be in the range 45000 to 60000"),
+        ("consumer.heartbeat.interval.ms", "15001", "must be in the range 5000 to 15000"),
+        ("consumer.assignment.interval.ms", "1000", "Unknown group config name"),
         ("share.bogus", "1", "Unknown group config name: share.bogus"),
     ],
 )
@@ -245,3 +249,22 @@ def test_configs_survive_group_deletion(bench: Bench) -> None:
     bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m1", -1, None, None))
     bench.coordinator.delete_groups([GROUP])
     assert bench.coordinator.group_config(GROUP).read_committed
+
+
+def test_consumer_group_timing_follows_its_group_configs(bench: Bench) -> None:
+    coordinator = bench.coordinator
+    assert coordinator.consumer_timing(GROUP) == (45000, 5000)
+    error, _ = coordinator.alter_group_configs(
+        GROUP,
+        {"consumer.heartbeat.interval.ms": "7000", "consumer.session.timeout.ms": "50000"},
+        [],
+        False,
+    )
+    assert error is E.NONE
+    assert coordinator.consumer_timing(GROUP) == (50000, 7000)
+    assert coordinator.describe_group_configs(GROUP)["consumer.heartbeat.interval.ms"] == (
+        "7000",
+        False,
+    )
+    coordinator.alter_group_configs(GROUP, {}, ["consumer.heartbeat.interval.ms"], False)
+    assert coordinator.consumer_timing(GROUP) == (50000, 5000)

@@ -83,10 +83,14 @@ class TopicRegistry:
         # same map), in creation order: a new topic is checked against its few namesakes,
         # not against every topic.
         self._by_unified: dict[str, dict[str, None]] = {}
+        # Counts the records applied: unchanged while no topic was created, grown, altered
+        # or deleted (the share-group coordinator skips re-planning its groups then).
+        self.version = 0
         for _header, raw in log.batches(0):
             self._apply(_decode(raw))
 
     def _apply(self, record: dict[str, object]) -> None:
+        self.version += 1
         kind = record["type"]
         name = str(record["name"])
         if kind == "topic":

@@ -39,7 +39,7 @@ here, never asserted in tests.
 
 Example::
 
-    python -m bench.scale --dimension partitions --quick       # about a minute on 2 cores
+    python -m bench.scale --dimension partitions --quick       # a few minutes on 2 cores
     python -m bench.scale --dimension groups --steps 1,10,100,1000 --json /tmp/groups.json
 """
 

@@ -27,7 +27,13 @@ from txn.errors import (
 from txn.ids import KAFKA_INTERNAL_TOPICS, RESERVED_TOPICS
 from txn.topic_config_defs import ConfigOperation, list_type, parse_list
 from txn.topic_configs import TOPIC_CONFIG_NAMES, invalid_topic_configs, unknown_topic_configs
-from txn.topic_names import collision, collision_message, topic_name_error
+from txn.topic_names import (
+    collision,
+    collision_message,
+    has_collision_chars,
+    topic_name_error,
+    unified,
+)
 
 #: Kafka's InvalidPartitionsException for a new topic's partition count of 0 or less.
 NON_POSITIVE_PARTITIONS = "Number of partitions was set to an invalid non-positive value."
@@ -73,10 +79,18 @@ class TopicRegistry:
         self._defaults: Mapping[str, str] = defaults or {}
         self._by_name: dict[str, TopicInfo] = {}
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
+        # Names that contain '.' or '_' by their unified form (Kafka's controller keeps the
+        # same map), in creation order: a new topic is checked against its few namesakes,
+        # not against every topic.
+        self._by_unified: dict[str, dict[str, None]] = {}
+        # Counts the records applied: unchanged while no topic was created, grown, altered
+        # or deleted (the share-group coordinator skips re-planning its groups then).
+        self.version = 0
         for _header, raw in log.batches(0):
             self._apply(_decode(raw))
 
     def _apply(self, record: dict[str, object]) -> None:
+        self.version += 1
         kind = record["type"]
         name = str(record["name"])
         if kind == "topic":
@@ -91,10 +105,17 @@ class TopicRegistry:
             )
             self._by_name[name] = info
             self._by_id[info.topic_id] = info
+            if has_collision_chars(name):
+                self._by_unified.setdefault(unified(name), {})[name] = None
         elif kind == "delete":
             old = self._by_name.pop(name, None)
             if old is not None:
                 self._by_id.pop(old.topic_id, None)
+                namesakes = self._by_unified.get(unified(name))
+                if namesakes is not None:
+                    namesakes.pop(name, None)
+                    if not namesakes:
+                        del self._by_unified[unified(name)]
 
     def _write(self, record: dict[str, object], now_ms: int) -> None:
         value = json.dumps(record, sort_keys=True).encode()
@@ -120,7 +141,8 @@ class TopicRegistry:
             raise InvalidTopicError(f"{name!r} is the name of one of the broker's own logs")
         if name in self._by_name:
             raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
-        other = collision(name, [*self._by_name, *KAFKA_INTERNAL_TOPICS])
+        namesakes = self._by_unified.get(unified(name), {})
+        other = collision(name, [*namesakes, *KAFKA_INTERNAL_TOPICS])
         if other is not None:
             raise InvalidTopicError(collision_message(name, other))
         given = dict(configs or {})

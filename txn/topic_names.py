@@ -29,6 +29,11 @@ def topic_name_error(name: str) -> str | None:
     return None
 
 
+def has_collision_chars(name: str) -> bool:
+    """Whether ``name`` can collide with another topic's name (it has a ``.`` or ``_``)."""
+    return "." in name or "_" in name
+
+
 def unified(name: str) -> str:
     """``name`` with ``.`` as ``_``: two topics that unify alike have colliding metric names."""
     return name.replace(".", "_")
@@ -40,7 +45,7 @@ def collision(name: str, existing: Iterable[str]) -> str | None:
     Kafka refuses to create such a topic (INVALID_TOPIC_EXCEPTION, ``collision_message``);
     topics created together in one request are not checked against each other, as in Kafka.
     """
-    if "." not in name and "_" not in name:
+    if not has_collision_chars(name):
         return None
     key = unified(name)
     return next((other for other in existing if other != name and unified(other) == key), None)

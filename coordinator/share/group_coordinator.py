@@ -94,6 +94,13 @@ log = logging.getLogger(__name__)
 # --- the coordinator --------------------------------------------------------------------------
 
 
+def topics_version(topics: TopicLookup) -> int | None:
+    """A number that changes whenever a topic does (``TopicRegistry.version``); None for a
+    lookup without one (then nothing is assumed settled)."""
+    version = getattr(topics, "version", None)
+    return version if isinstance(version, int) else None
+
+
 class ShareGroupCoordinator:
     """Every share group of the broker, persisted in one group-coordinator log."""
 
@@ -123,6 +130,9 @@ class ShareGroupCoordinator:
         self.is_foreign_group: Callable[[str], bool] = lambda _group_id: False
         self._timers: dict[tuple[str, str], tuple[int, Timer]] = {}
         self._timer_seq = 0
+        # The topics' version when ``on_topics_changed`` last left every group up to date
+        # (None: unknown, or a group's append failed).
+        self._settled_topics: int | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -138,6 +148,7 @@ class ShareGroupCoordinator:
         to resume partition initialization and deletion.
         """
         self._cancel_all_timers()
+        self._settled_topics = None
         self._shard.reset()
         self._runtime.load()
         for group in self._shard.groups.values():
@@ -386,7 +397,9 @@ class ShareGroupCoordinator:
         """
         if self.availability() is not ErrorCode.NONE:
             return []
+        version = topics_version(self._topics)
         changed: list[str] = []
+        settled = True
         for group_id in sorted(set(self._shard.groups) | set(self._shard.partition_states)):
             group = self._shard.groups.get(group_id)
             members = dict(group.members) if group is not None else {}
@@ -397,8 +410,22 @@ class ShareGroupCoordinator:
             if error is ErrorCode.NONE:
                 changed.append(group_id)
             else:
+                settled = False
                 log.warning("share group %s: topic change not recorded (%s)", group_id, error.name)
+        self._settled_topics = version if settled else None
         return changed
+
+    def catch_up_topics(self) -> None:
+        """``on_topics_changed()``, unless no topic changed since it last left every group up
+        to date: it would write nothing then, and it plans every group (a heartbeat that
+        subscribes calls this, so joining G groups would cost O(G^2)).
+
+        Every other write plans its group against the topics of the moment, so a group only
+        falls behind the topics when they change or when its topic-change append failed.
+        """
+        version = topics_version(self._topics)
+        if version is None or version != self._settled_topics:
+            self.on_topics_changed()
 
     # --- partition initialization and deletion ------------------------------------------------
 

@@ -187,7 +187,7 @@ class ShareManager:
         if subscribed_topic_names:
             # Subscribing to a topic that does not exist yet: Kafka's group coordinator sees it
             # when it is created; we also check now in case it was created in the meantime.
-            self.groups.on_topics_changed()
+            self.groups.catch_up_topics()
         # A member that leaves on purpose closes its share session itself, right after the
         # leave (ShareAcknowledge at epoch -1, carrying its last acknowledgements), so its
         # records must stay acquired until then; only an expired member is released here.

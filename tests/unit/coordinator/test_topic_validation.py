@@ -11,7 +11,7 @@ import random
 import pytest
 
 from coordinator.broker import BrokerCore
-from coordinator.log.memory_log import MemoryStorage
+from coordinator.log.memory_log import MemoryLog, MemoryStorage
 from coordinator.protocol.topic_requests import (
     DUPLICATE,
     added_assignments_refusal,
@@ -19,7 +19,7 @@ from coordinator.protocol.topic_requests import (
     counts_refusal,
     duplicated,
 )
-from coordinator.topics import partition_count_error
+from coordinator.topics import TopicRegistry, partition_count_error
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode as E
@@ -112,6 +112,37 @@ def test_colliding_names_are_never_created() -> None:
     assert c.topics.get("m_n") is None
     assert c.delete_topic("m.n").error is E.NONE
     assert c.create_topic("m_n", 1, 1).error is E.NONE
+
+
+def _collides_with(topics: TopicRegistry, name: str) -> str:
+    with pytest.raises(InvalidTopicError) as caught:
+        topics.check_new(name)
+    prefix = f"Topic '{name}' collides with existing topic: "
+    assert caught.value.message.startswith(prefix)
+    return caught.value.message.removeprefix(prefix)
+
+
+def test_collisions_among_many_topics_and_after_replay() -> None:
+    """The check finds a topic's namesakes wherever they are among many topics, names the
+    oldest one, forgets deleted ones, and is rebuilt when the metadata log is replayed."""
+    log = MemoryLog()
+    topics = TopicRegistry(log, random.Random(2))
+    for i in range(200):
+        topics.create(f"t_{i}", 1, T0)
+    topics.create("a.b.c", 1, T0)
+    topics.create("a_b.d", 1, T0)
+    for _ in range(2):
+        assert _collides_with(topics, "a_b_c") == "a.b.c"
+        assert _collides_with(topics, "t.7") == "t_7"
+        assert _collides_with(topics, "__consumer.offsets") == "__consumer_offsets"
+        topics.check_new("a-b-c")
+        topics.check_new("t_200")
+        topics = TopicRegistry(log, random.Random(2))  # a restart replays the log
+    topics.delete("a.b.c", T0)
+    topics.check_new("a_b_c")
+    topics.create("a_b_c", 1, T0)
+    topics = TopicRegistry(log, random.Random(2))
+    assert _collides_with(topics, "a.b.c") == "a_b_c"
 
 
 def test_zero_partitions_message() -> None:

@@ -1,5 +1,5 @@
 """Topic administration APIs: CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords,
-and the legacy AlterConfigs (topics only: broker configs are static)."""
+and the legacy AlterConfigs (topics; on a broker, checked as IncrementalAlterConfigs SET)."""
 
 from __future__ import annotations
 

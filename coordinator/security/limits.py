@@ -2,8 +2,9 @@
 
 - ``max.connections`` and ``max.connections.per.ip`` (with
   ``max.connections.per.ip.overrides``): a connection over either limit is closed as
-  soon as it is accepted, as Kafka's ``ConnectionQuotas`` does (nothing is read or
-  answered).
+  soon as it is accepted (nothing is read or answered). Over the per-IP limit Kafka's
+  ``ConnectionQuotas`` closes it too; over ``max.connections`` Kafka's acceptor waits for
+  a free slot instead (docs/conformance.md, "Connections and limits").
 - Frame sizes: ``socket.request.max.bytes`` once a connection may send requests;
   on a SASL listener, until the client has authenticated, ``sasl.server.max.receive.size``
   (512 KiB), as Kafka's ``SaslServerAuthenticator``.  A larger size prefix closes the

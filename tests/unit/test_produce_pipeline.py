@@ -133,6 +133,7 @@ def test_requests_on_different_connections_share_one_fsync_per_partition(
         server = KafkaServer(core, "127.0.0.1", 0)
         runner = HeldRunner()
         server.group_commit._runner = runner
+        server.group_commit.others_waiting = None  # always a round in the (held) runner
         await server.start()
         conns = [await Connection.open(server.port) for _ in range(4)]
         try:
@@ -173,6 +174,7 @@ def test_pipelined_requests_are_handled_while_one_waits_and_answered_in_order(
         server = KafkaServer(core, "127.0.0.1", 0)
         runner = HeldRunner()
         server.group_commit._runner = runner
+        server.group_commit.others_waiting = None  # always a round in the (held) runner
         await server.start()
         conn = await Connection.open(server.port)
         try:
@@ -206,6 +208,7 @@ def test_a_failed_group_fsync_answers_kafka_storage_error(
         core = _core(tmp_path)
         server = KafkaServer(core, "127.0.0.1", 0)
         server.group_commit._runner = failing
+        server.group_commit.others_waiting = None
         await server.start()
         conn = await Connection.open(server.port)
         try:

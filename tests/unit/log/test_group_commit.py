@@ -90,6 +90,31 @@ def test_requests_made_during_a_round_share_the_next_round() -> None:
     asyncio.run(scenario())
 
 
+def test_a_round_nothing_could_overlap_runs_on_the_loop() -> None:
+    async def scenario() -> None:
+        runner = HeldRunner()
+        asked: list[int] = []
+
+        def others_waiting(waiters: int) -> bool:
+            asked.append(waiters)
+            return len(asked) > 1  # alone the first time, not the second
+
+        commit = GroupCommit(runner, others_waiting)
+        log = FakeLog("p0")
+        first = commit.request([log])
+        await settle()
+        assert first.done() and log.fsyncs == 1 and runner.rounds == []
+        second, third = commit.request([log]), commit.request([log])
+        await settle()
+        assert len(runner.rounds) == 1 and not second.done()
+        runner.release()
+        await settle()
+        assert second is third and second.done() and log.fsyncs == 2
+        assert asked == [1, 2]  # the requests each round answered
+
+    asyncio.run(scenario())
+
+
 def test_a_failed_fsync_is_reported_for_its_log_only() -> None:
     async def scenario() -> None:
         runner = HeldRunner()

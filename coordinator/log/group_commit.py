@@ -12,15 +12,17 @@ exactly as with the inline flush; only the waiting moved off the event loop.
 A log that cannot sync later (the memory log of tests) is flushed at once instead.
 
 ``others_waiting`` (the server's count of requests being handled, against the requests the
-round answers) lets a round that nothing else could overlap run its fsyncs on the event loop
-itself: handing them to a thread costs two thread switches per round, which on a loaded
-machine are scheduling delays of milliseconds, and gains nothing when no other request
-waits.
+round answers) lets a round run its fsyncs on the event loop itself when nothing else could
+overlap them, or when fsyncs are fast (a moving average under ``INLINE_BELOW_S``): handing
+them to a thread costs two thread switches and two GIL hand-overs per round, which on a
+loaded machine are scheduling delays of milliseconds, more than a fast fsync blocks the
+loop.  Requests that become ready meanwhile still share the next round.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
 
@@ -50,6 +52,11 @@ def sync_due(log: object) -> bool:
     return interval is not None and unflushed >= interval
 
 
+#: fsyncs faster than this on average (seconds) run on the event loop even when other
+#: requests wait: cheaper than the thread switches
+INLINE_BELOW_S = 0.002
+
+
 async def _in_thread(work: Callable[[], Failures]) -> Failures:
     return await asyncio.get_running_loop().run_in_executor(None, work)
 
@@ -64,6 +71,7 @@ class GroupCommit:
         #: given the requests a round answers: whether other requests are being handled
         self.others_waiting = others_waiting
         self._waiters = 0  # requests waiting for the next round
+        self.fsync_s = 0.0  # moving average of one round's fsyncs, in seconds
         self._pending: dict[int, object] = {}  # id(log) -> log, for the next round
         self._next: asyncio.Future[Failures] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -100,6 +108,24 @@ class GroupCommit:
             self._task = loop.create_task(self._rounds())
         return future
 
+    def fast(self) -> bool:
+        """True while fsyncs are fast enough to do at once, on the event loop (the server's
+        choice: ``others_waiting`` set)."""
+        return self.others_waiting is not None and self.fsync_s < INLINE_BELOW_S
+
+    def sync_now(self, logs: Iterable[object]) -> Failures:
+        """fsync ``logs`` at once on this thread (each log's own ``flush``); the failures."""
+        failed: Failures = {}
+        began = time.perf_counter()
+        for log in logs:
+            self.fsyncs += 1
+            try:
+                log.flush()  # type: ignore[attr-defined]
+            except Exception as exc:
+                failed[log] = exc
+        self.fsync_s += (time.perf_counter() - began - self.fsync_s) / 8
+        return failed
+
     async def _rounds(self) -> None:
         while self._pending:
             logs, self._pending = list(self._pending.values()), {}
@@ -119,15 +145,19 @@ class GroupCommit:
 
             def work(syncs: list[tuple[DeferredSync, int, Callable[[], None]]] = syncs) -> Failures:
                 errors: Failures = {}
+                began = time.perf_counter()
                 for target, _count, sync in syncs:
                     try:
                         sync()
                     except Exception as exc:
                         errors[target] = exc
+                self.fsync_s += (time.perf_counter() - began - self.fsync_s) / 8
                 return errors
 
             try:
-                if self.others_waiting is not None and not self.others_waiting(waiters):
+                if self.others_waiting is not None and (
+                    self.fsync_s < INLINE_BELOW_S or not self.others_waiting(waiters)
+                ):
                     failed.update(work())  # nothing to overlap: no thread switches
                 else:
                     failed.update(await self._runner(work))

@@ -20,7 +20,6 @@ from coordinator.protocol.data_messages import (
     ProduceResponse,
     TopicProduceResponse,
 )
-from coordinator.protocol.pipeline import release_connection
 from coordinator.protocol.responses import Handler, WaitForAppend, api, handler_table, millis
 from coordinator.protocol.wire import DecodedRequest, field
 from txn.api_keys import ApiKey
@@ -102,14 +101,19 @@ class DataHandlers:
             if due:
                 self.group_commit.request(due.values())
             return None
-        if due:
-            # Answered once durable (the flush policy's fsync, done by the group commit);
-            # the connection goes on with its next requests meanwhile.
-            release_connection()
+        if due and self.group_commit.fast():
+            # Fast fsyncs (a moving average under INLINE_BELOW_S): done here, at once, as
+            # cheaper than any hand-over; the connection waits for them, as for any request.
+            failed = self.group_commit.sync_now(due.values())
+        elif due:
+            # Answered once durable: the group commit's round, on a worker thread while
+            # other connections' requests go on (and share the next round).
             failed = await self.group_commit.request(due.values())
-            if failed:
-                lost = {tp for tp, target in due.items() if target in failed}
-                responses = [_storage_error(t, lost) for t in responses]
+        else:
+            failed = {}
+        if failed:
+            lost = {tp for tp, target in due.items() if target in failed}
+            responses = [_storage_error(t, lost) for t in responses]
         return ProduceResponse(responses=tuple(responses))
 
     def _fetch_once(self, req: DecodedRequest) -> tuple[FetchResponse, int]:

@@ -1,12 +1,11 @@
 """The Kafka-protocol server: asyncio sockets around ``BrokerCore``.
 
 Each connection is served in order (Kafka clients rely on responses arriving
-in request order); a Produce waiting for its fsync (the group commit, one fsync per
-log for every request that arrived meanwhile) lets the connection read and handle
-the next requests, whose responses follow it (``pipeline``).  A frame that
-cannot be decoded, an unknown API or version, or an oversized frame is answered
-with Kafka's error where the response has a place for one, and otherwise the
-connection alone is closed; no other connection is disturbed.
+in request order).  A Produce waits for its fsync in the group commit
+(``coordinator.log.group_commit``), which other connections' requests share.
+A frame that cannot be decoded, an unknown API or version, or an oversized
+frame is answered with Kafka's error where the response has a place for one,
+and otherwise the connection alone is closed; no other connection is disturbed.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from coordinator.log.group_commit import GroupCommit
 from coordinator.protocol.acl_rules import TopicDirectory
 from coordinator.protocol.api_versions import SUPPORTED, is_supported
 from coordinator.protocol.handlers import Handlers
-from coordinator.protocol.pipeline import RELEASE
 from coordinator.protocol.security_gate import CLOSE, SecurityGate
 from coordinator.protocol.session import Session
 from coordinator.protocol.wire import (
@@ -53,10 +51,6 @@ from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 
 log = logging.getLogger("sharetxn.server")
-
-#: Requests of one connection handled but not yet answered, at most (librdkafka sends up to
-#: 5 Produce requests at once, ``max.in.flight``); the connection reads no more meanwhile.
-MAX_IN_FLIGHT = 16
 
 
 class KafkaServer:
@@ -213,120 +207,44 @@ class KafkaServer:
         client_host: str = "",
         session: Session | None = None,
     ) -> None:
-        """Read, handle and answer requests in order.  A handler that only waits for
-        durability (``pipeline.release_connection``) lets the next requests be read and
-        handled meanwhile, up to ``MAX_IN_FLIGHT`` unanswered; responses go out in order."""
         if session is None:
             session = self.gate.open_session(self.listeners[0], client_host, None)
-        answers: asyncio.Queue[asyncio.Task[bytes | bool | None] | None] = asyncio.Queue(
-            MAX_IN_FLIGHT
-        )
-        sender = asyncio.create_task(self._send_in_order(answers, writer, session))
-        try:
-            while not sender.done():
-                # Before SASL authentication only small frames (Kafka's SaslServerAuthenticator).
-                limit, limit_name = (
-                    (self.max_request_bytes, "socket.request.max.bytes")
-                    if session.authenticated
-                    else (self.max_sasl_receive_bytes, "sasl.server.max.receive.size")
-                )
-                try:
-                    frame = await read_frame(
-                        reader, limit, self.idle_timeout_s, limit_name=limit_name
-                    )
-                except ConnectionIdle:
-                    log.debug(
-                        "connection %d idle for connections.max.idle.ms: closed", connection_id
-                    )
-                    break
-                except FrameRefused as exc:
-                    # As Kafka (InvalidReceiveException): closed without reading the frame, so
-                    # one connection never buffers more than the limit.
-                    log.warning(
-                        "closing connection %d from %s: %s", connection_id, client_host, exc
-                    )
-                    break
-                task, released = self._start(frame, connection_id, client_host, session)
-                if answers.full():  # MAX_IN_FLIGHT unanswered: wait for the oldest to go out
-                    queued = asyncio.ensure_future(answers.put(task))
-                    await asyncio.wait((queued, sender), return_when=asyncio.FIRST_COMPLETED)
-                    if not queued.done():
-                        queued.cancel()
-                        task.cancel()
-                        break
-                else:
-                    answers.put_nowait(task)
-                await released
-                if task.done() and (task.result() is False or session.close_after_response):
-                    break  # e.g. after SASL_AUTHENTICATION_FAILED, as Kafka
-            if not sender.done():
-                await answers.put(None)
-                await sender
-        finally:
-            if not sender.done():
-                sender.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await sender
-                while not answers.empty():
-                    if (left := answers.get_nowait()) is not None:
-                        left.cancel()
-        if (failed := sender.exception()) is not None:
-            raise failed
-
-    def _start(
-        self, frame: bytes, connection_id: int, client_host: str, session: Session
-    ) -> tuple[asyncio.Task[bytes | bool | None], asyncio.Future[None]]:
-        """The task handling ``frame``, and a future that resolves when it is done or lets
-        the connection go on (``pipeline.release_connection``)."""
-        released: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-        def release() -> None:
-            if not released.done():
-                released.set_result(None)
-
-        token = RELEASE.set(release)
-        try:
-            task = asyncio.create_task(self._answer(frame, connection_id, client_host, session))
-        finally:
-            RELEASE.reset(token)
-        self._handling += 1
-
-        def done(_task: asyncio.Task[bytes | bool | None]) -> None:
-            self._handling -= 1
-            release()
-
-        task.add_done_callback(done)
-        return task, released
-
-    async def _answer(
-        self, frame: bytes, connection_id: int, client_host: str, session: Session
-    ) -> bytes | bool | None:
-        started = time.perf_counter()
-        response = await self._handle_frame(frame, connection_id, client_host, session)
-        if self.request_observer is not None:
-            api = SUPPORTED.get(peek_header(frame)[0], ("unknown",))[0]
-            out = len(response) if isinstance(response, bytes) else 0
-            elapsed_ms = (time.perf_counter() - started) * 1000
-            self.request_observer(api, elapsed_ms, len(frame) + 4, out)
-        return response
-
-    async def _send_in_order(
-        self,
-        answers: asyncio.Queue[asyncio.Task[bytes | bool | None] | None],
-        writer: asyncio.StreamWriter,
-        session: Session,
-    ) -> None:
-        """Write each answer once it is ready, in request order; stops at a close."""
-        while (task := await answers.get()) is not None:
-            response = await task
+        while True:
+            # Before SASL authentication only small frames (Kafka's SaslServerAuthenticator).
+            limit, limit_name = (
+                (self.max_request_bytes, "socket.request.max.bytes")
+                if session.authenticated
+                else (self.max_sasl_receive_bytes, "sasl.server.max.receive.size")
+            )
+            try:
+                frame = await read_frame(reader, limit, self.idle_timeout_s, limit_name=limit_name)
+            except ConnectionIdle:
+                log.debug("connection %d idle for connections.max.idle.ms: closed", connection_id)
+                return
+            except FrameRefused as exc:
+                # As Kafka (InvalidReceiveException): closed without reading the frame, so
+                # one connection never buffers more than the limit.
+                log.warning("closing connection %d from %s: %s", connection_id, client_host, exc)
+                return
+            size = len(frame)
+            started = time.perf_counter()
+            self._handling += 1
+            try:
+                response = await self._handle_frame(frame, connection_id, client_host, session)
+            finally:
+                self._handling -= 1
+            if self.request_observer is not None:
+                api = SUPPORTED.get(peek_header(frame)[0], ("unknown",))[0]
+                out = len(response) if isinstance(response, bytes) else 0
+                elapsed_ms = (time.perf_counter() - started) * 1000
+                self.request_observer(api, elapsed_ms, size + 4, out)
             if response is False:
-                writer.close()  # the reader stops at the closed stream
                 return
             if isinstance(response, bytes):
                 writer.write(response)
                 await writer.drain()
             if session.close_after_response:
-                return
+                return  # e.g. after SASL_AUTHENTICATION_FAILED, as Kafka
 
     async def _handle_frame(
         self,

@@ -1,6 +1,7 @@
-"""The Produce path on real sockets and segment files: a request waiting for its fsync lets
-its connection go on, one fsync per partition covers every request that arrived meanwhile
-(from any connection), and each connection's responses come back in request order.
+"""The Produce path on real sockets and segment files: while a request waits for its fsync
+other connections go on, one fsync per partition covers every request that arrived
+meanwhile (from any connection), and each connection's responses come back in request
+order.
 
 The group commit's rounds are held by the test (no sleeps): ``HeldRunner`` runs a round's
 fsyncs only when released, and fsyncs are counted through the storage (``fsync_later`` and
@@ -140,21 +141,19 @@ def test_requests_on_different_connections_share_one_fsync_per_partition(
             conns[0].send(0)  # round 1: partition 0, held
             await _until(lambda: len(runner.rounds) == 1)
             assert counted.fsync_later == 1
-            # six requests on three other connections, over partitions 0, 1 and 2
+            # three requests on three other connections, to partitions 0, 1 and 2
             for i, conn in enumerate(conns[1:]):
                 conn.send(i)
-                conn.send((i + 1) % 3)
-            await _until(lambda: sum(_ends(core)) == 7)  # all appended, none answered
+            await _until(lambda: sum(_ends(core)) == 4)  # all appended, none answered
             assert len(runner.rounds) == 1 and counted.fsync_later == 1
             runner.release()
             assert _answer((await conns[0].response())[1])[:2] == (0, ErrorCode.NONE)
             await _until(lambda: len(runner.rounds) == 2)
             assert counted.fsync_later == 4  # round 2: one fsync for each of the 3 partitions
             runner.release()
-            for conn in conns[1:]:
-                for _ in range(2):
-                    _c, body = await conn.response()
-                    assert _answer(body)[1] == ErrorCode.NONE
+            for i, conn in enumerate(conns[1:]):
+                _c, body = await conn.response()
+                assert _answer(body) == (i, ErrorCode.NONE, 1 if i == 0 else 0)
             assert (server.group_commit.rounds, server.group_commit.fsyncs) == (2, 4)
             assert counted.flush == 0  # no inline fsync on the Produce path
         finally:
@@ -166,7 +165,7 @@ def test_requests_on_different_connections_share_one_fsync_per_partition(
     asyncio.run(scenario())
 
 
-def test_pipelined_requests_are_handled_while_one_waits_and_answered_in_order(
+def test_requests_sent_back_to_back_are_answered_in_order(
     tmp_path: Path, counted: type[Counted]
 ) -> None:
     async def scenario() -> None:
@@ -179,17 +178,37 @@ def test_pipelined_requests_are_handled_while_one_waits_and_answered_in_order(
         conn = await Connection.open(server.port)
         try:
             sent = [conn.send(i % 3) for i in range(5)]  # as librdkafka's max.in.flight=5
-            # every request was handled (appended) while the first waits for its fsync
-            await _until(lambda: sum(_ends(core)) == 5)
-            assert len(runner.rounds) == 1
-            runner.release()
-            await _until(lambda: len(runner.rounds) == 2)
-            runner.release()
+            for expected in range(1, 6):  # one at a time: each waits for its round
+                await _until(lambda n=expected: len(runner.rounds) == n)
+                assert sum(_ends(core)) == expected
+                runner.release()
             answers = [await conn.response() for _ in sent]
             assert [c for c, _b in answers] == sent  # request order
             offsets = [_answer(b) for _c, b in answers]
             assert offsets == [(0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 0, 1), (1, 0, 1)]
-            assert counted.fsync_later == 4  # round 1: partition 0; round 2: 0, 1, 2
+            assert counted.fsync_later == 5 and counted.flush == 0
+        finally:
+            conn.close()
+            await server.stop()
+            core.close()
+
+    asyncio.run(scenario())
+
+
+def test_fast_fsyncs_are_done_at_once_by_the_produce_handler(
+    tmp_path: Path, counted: type[Counted]
+) -> None:
+    async def scenario() -> None:
+        core = _core(tmp_path)
+        server = KafkaServer(core, "127.0.0.1", 0)  # the server's own choice of path
+        await server.start()
+        conn = await Connection.open(server.port)
+        try:
+            conn.send(2)
+            _c, body = await conn.response()
+            assert _answer(body) == (2, ErrorCode.NONE, 0)
+            assert (counted.flush, counted.fsync_later) == (1, 0)
+            assert server.group_commit.rounds == 0 and server.group_commit.fsyncs == 1
         finally:
             conn.close()
             await server.stop()

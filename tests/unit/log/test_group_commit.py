@@ -100,6 +100,7 @@ def test_a_round_nothing_could_overlap_runs_on_the_loop() -> None:
             return len(asked) > 1  # alone the first time, not the second
 
         commit = GroupCommit(runner, others_waiting)
+        commit.fsync_s = 1.0  # slow fsyncs: a thread when others wait
         log = FakeLog("p0")
         first = commit.request([log])
         await settle()
@@ -111,6 +112,19 @@ def test_a_round_nothing_could_overlap_runs_on_the_loop() -> None:
         await settle()
         assert second is third and second.done() and log.fsyncs == 2
         assert asked == [1, 2]  # the requests each round answered
+
+    asyncio.run(scenario())
+
+
+def test_fast_fsyncs_run_on_the_loop_even_when_others_wait() -> None:
+    async def scenario() -> None:
+        runner = HeldRunner()
+        commit = GroupCommit(runner, lambda _waiters: True)
+        log = FakeLog("p0")
+        done = commit.request([log])
+        await settle()
+        assert done.done() and log.fsyncs == 1 and runner.rounds == []
+        assert 0 < commit.fsync_s < 1
 
     asyncio.run(scenario())
 

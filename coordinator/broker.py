@@ -732,8 +732,14 @@ class BrokerCore:
     # -- produce / fetch ------------------------------------------------------------------------
 
     def produce(
-        self, tp: TopicPartition, records: bytes, transactional_id: str | None
+        self,
+        tp: TopicPartition,
+        records: bytes,
+        transactional_id: str | None,
+        *,
+        defer_flush: bool = False,
     ) -> AppendResult:
+        """Append to ``tp``; ``defer_flush``: the caller makes it durable (``Partition.append``)."""
         if (refused := write_refusal(tp.topic)) is not None:
             # Kafka: "Cannot append to internal topic", to every user (its message not sent).
             return AppendResult(refused)
@@ -746,10 +752,16 @@ class BrokerCore:
             transactional_id=transactional_id,
             verifier=self._verify_txn_partition,
             txn_producer=self.txn_coordinator.is_transactional_producer,
+            defer_flush=defer_flush,
         )
         if result.error is ErrorCode.NONE:
             self._notify(tp)
         return result
+
+    def partition_log(self, tp: TopicPartition) -> object | None:
+        """The log of ``tp`` (for the Produce path's group commit), or None."""
+        partition = self.partitions.get(tp)
+        return None if partition is None else partition.log
 
     def _verify_txn_partition(
         self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition

@@ -144,8 +144,12 @@ class Partition:
         transactional_id: str | None = None,
         verifier: TxnVerifier | None = None,
         txn_producer: TxnProducerCheck | None = None,
+        defer_flush: bool = False,
     ) -> AppendResult:
         """Append a producer's record set (one or more whole batches).
+
+        ``defer_flush``: the flush policy's fsync is left to the caller (the Produce path's
+        group commit, ``coordinator.log.group_commit``) where the log can do that.
 
         A producer id is bound to what it was issued for: a transactional batch must name
         the transactional id whose current (producer id, epoch) it carries and whose ongoing
@@ -189,7 +193,13 @@ class Partition:
         first_offset = append_time = -1
         for raw in stamped:
             result = self._append_one(
-                raw, parse_header(raw), now_ms, transactional_id, verifier, txn_producer
+                raw,
+                parse_header(raw),
+                now_ms,
+                transactional_id,
+                verifier,
+                txn_producer,
+                defer_flush,
             )
             if result.error is not ErrorCode.NONE:
                 return result
@@ -252,6 +262,7 @@ class Partition:
         transactional_id: str | None,
         verifier: TxnVerifier | None,
         txn_producer: TxnProducerCheck | None = None,
+        defer_flush: bool = False,
     ) -> AppendResult:
         if header.has_producer_id:
             check = self.producers.check(header)
@@ -275,7 +286,10 @@ class Partition:
                 ErrorCode.INVALID_RECORD, error_message="transactional batch needs a producer id"
             )
         try:
-            stored = self.log.append(raw, now_ms)
+            unflushed = getattr(self.log, "append_unflushed", None) if defer_flush else None
+            stored = (
+                unflushed(raw, now_ms) if unflushed is not None else self.log.append(raw, now_ms)
+            )
         except KafkaProtocolError as exc:
             return AppendResult(exc.code, error_message=str(exc))
         except OSError as exc:

@@ -359,6 +359,16 @@ class FileLog(LogBase):
         A failed write is cut back off the file and raised as KafkaStorageError,
         leaving the log as it was.
         """
+        return self._append(batch, now_ms, flush=True)
+
+    def append_unflushed(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
+        """``append``, with the message flush rule's fsync left to the caller (group commit:
+        ``group_commit.sync_due`` says whether the rule wants one, ``fsync_later`` does it)."""
+        return self._append(batch, now_ms, flush=False)
+
+    def _append(
+        self, batch: bytes | bytearray | memoryview, now_ms: int, *, flush: bool
+    ) -> BatchHeader:
         self._check_open()
         header = validate_batch(batch)._replace(base_offset=self._end)
         buf = assign_offset(batch, header.base_offset)
@@ -388,7 +398,7 @@ class FileLog(LogBase):
         seg.record(header, pos, self._config.index_interval_bytes)
         seg.modified_ms = now_ms
         self._end = header.last_offset + 1
-        if self._policy.record_append(header.records_count, now_ms):
+        if self._policy.record_append(header.records_count, now_ms) and flush:
             self.flush()
         return header
 

@@ -126,6 +126,12 @@ class FlushPolicy:
         self.unflushed_messages = 0
         self.oldest_unflushed_ms = None
 
+    def forget(self, messages: int) -> None:
+        """``messages`` of the unflushed ones were made durable by a deferred fsync."""
+        self.unflushed_messages = max(self.unflushed_messages - messages, 0)
+        if self.unflushed_messages == 0:
+            self.oldest_unflushed_ms = None
+
 
 class LogBase(ABC):
     """What the partition logs here share: the flush policy's time rule and reconfiguration,
@@ -156,6 +162,10 @@ class LogBase(ABC):
         self._check_open()
         if self._policy.time_due(now_ms):
             self.flush()
+
+    def synced(self, messages: int) -> None:
+        """A deferred fsync (``fsync_later``) made the first ``messages`` unflushed durable."""
+        self._policy.forget(messages)
 
     @property
     def config(self) -> LogConfig:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from typing import Any
 
 from coordinator.broker import BrokerCore
+from coordinator.log.group_commit import GroupCommit, sync_due
 from coordinator.protocol.data_messages import (
     BatchIndexAndErrorMessage,
     FetchableTopicResponse,
@@ -28,9 +30,15 @@ from txn.limits import INT32_MAX
 
 
 class DataHandlers:
-    def __init__(self, core: BrokerCore, wait_for_append: WaitForAppend) -> None:
+    def __init__(
+        self,
+        core: BrokerCore,
+        wait_for_append: WaitForAppend,
+        group_commit: GroupCommit | None = None,
+    ) -> None:
         self.core = core
         self._wait_for_append = wait_for_append
+        self.group_commit = group_commit or GroupCommit()
         self.table: dict[int, Handler] = handler_table(self)
 
     @api(ApiKey.PRODUCE)
@@ -42,6 +50,7 @@ class DataHandlers:
             # Kafka refuses the whole request before anything else (handleProduceRequest).
             return _refuse_all(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         responses: list[TopicProduceResponse] = []
+        touched: dict[TopicPartition, object] = {}
         for topic in body.topic_data:
             parts: list[PartitionProduceResponse] = []
             for pdata in topic.partition_data:
@@ -54,7 +63,11 @@ class DataHandlers:
                 elif pdata.records is None:
                     result_error, base, start, msg = ErrorCode.CORRUPT_MESSAGE, -1, -1, "no records"
                 else:
-                    result = self.core.produce(tp, bytes(pdata.records), transactional_id)
+                    result = self.core.produce(
+                        tp, bytes(pdata.records), transactional_id, defer_flush=True
+                    )
+                    if (target := self.core.partition_log(tp)) is not None:
+                        touched[tp] = target
                     record_errors = result.record_errors
                     append_ms = result.log_append_time_ms
                     result_error, base, start, msg = (
@@ -83,8 +96,24 @@ class DataHandlers:
             responses.append(
                 TopicProduceResponse(name=topic.name, partition_responses=tuple(parts))
             )
+        due = {tp: target for tp, target in touched.items() if sync_due(target)}
         if int(body.acks) == 0:
+            if due:
+                self.group_commit.request(due.values())
             return None
+        if due and self.group_commit.fast():
+            # Fast fsyncs (a moving average under INLINE_BELOW_S): done here, at once, as
+            # cheaper than any hand-over; the connection waits for them, as for any request.
+            failed = self.group_commit.sync_now(due.values())
+        elif due:
+            # Answered once durable: the group commit's round, on a worker thread while
+            # other connections' requests go on (and share the next round).
+            failed = await self.group_commit.request(due.values())
+        else:
+            failed = {}
+        if failed:
+            lost = {tp for tp, target in due.items() if target in failed}
+            responses = [_storage_error(t, lost) for t in responses]
         return ProduceResponse(responses=tuple(responses))
 
     def _fetch_once(self, req: DecodedRequest) -> tuple[FetchResponse, int]:
@@ -258,3 +287,19 @@ def _refuse_all(body: Any, error: ErrorCode) -> ProduceResponse | None:
     if int(body.acks) == 0:
         return None
     return ProduceResponse(responses=refused_topics(body.topic_data, error))
+
+
+def _storage_error(topic: TopicProduceResponse, lost: set[TopicPartition]) -> TopicProduceResponse:
+    """``topic``'s answers with KAFKA_STORAGE_ERROR for the partitions whose fsync failed."""
+    parts = tuple(
+        dataclasses.replace(
+            p,
+            error_code=ErrorCode.KAFKA_STORAGE_ERROR,
+            base_offset=-1,
+            error_message="fsync failed",
+        )
+        if TopicPartition(topic.name, p.index) in lost and p.error_code is ErrorCode.NONE
+        else p
+        for p in topic.partition_responses
+    )
+    return dataclasses.replace(topic, partition_responses=parts)

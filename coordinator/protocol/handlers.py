@@ -13,6 +13,7 @@ long-poll until data arrives or ``max_wait`` passes on the broker's Clock.
 from __future__ import annotations
 
 from coordinator.broker import BrokerCore
+from coordinator.log.group_commit import GroupCommit
 from coordinator.protocol.cluster_handlers import ClusterHandlers
 from coordinator.protocol.data_handlers import DataHandlers
 from coordinator.protocol.group_handlers import GroupHandlers
@@ -26,9 +27,15 @@ class Handlers:
     """Dispatch table for the APIs in ``api_versions.SUPPORTED``."""
 
     def __init__(
-        self, core: BrokerCore, host: str, port: int, wait_for_append: WaitForAppend
+        self,
+        core: BrokerCore,
+        host: str,
+        port: int,
+        wait_for_append: WaitForAppend,
+        group_commit: GroupCommit | None = None,
     ) -> None:
         self.core = core
+        self.group_commit = group_commit or GroupCommit()
         self.share = ShareHandlers(core, wait_for_append, self.endpoint)
         self.cluster = ClusterHandlers(core, host, port, self.share)
         self.groups = GroupHandlers(core)
@@ -36,7 +43,7 @@ class Handlers:
         for family in (
             self.cluster,
             TopicHandlers(core),
-            DataHandlers(core, wait_for_append),
+            DataHandlers(core, wait_for_append, self.group_commit),
             TxnHandlers(core),
             self.share,
             self.groups,

@@ -1,10 +1,11 @@
 """The Kafka-protocol server: asyncio sockets around ``BrokerCore``.
 
 Each connection is served in order (Kafka clients rely on responses arriving
-in request order).  A frame that cannot be decoded, an unknown API or
-version, or an oversized frame is answered with Kafka's error where the
-response has a place for one, and otherwise the connection alone is closed;
-no other connection is disturbed.
+in request order).  A Produce waits for its fsync in the group commit
+(``coordinator.log.group_commit``), which other connections' requests share.
+A frame that cannot be decoded, an unknown API or version, or an oversized
+frame is answered with Kafka's error where the response has a place for one,
+and otherwise the connection alone is closed; no other connection is disturbed.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from coordinator.broker import BrokerCore
+from coordinator.log.group_commit import GroupCommit
 from coordinator.protocol.acl_rules import TopicDirectory
 from coordinator.protocol.api_versions import SUPPORTED, is_supported
 from coordinator.protocol.handlers import Handlers
@@ -92,7 +94,9 @@ class KafkaServer:
         # Called after every answered request: (API name, milliseconds, bytes in, bytes out).
         self.request_observer: Callable[[str, float, int, int], None] | None = None
         core.add_append_listener(self._on_append)
-        self.handlers = Handlers(core, host, port, self._wait_for_append)
+        self._handling = 0  # requests being handled, over every connection
+        self.group_commit = GroupCommit(others_waiting=lambda waiters: self._handling > waiters)
+        self.handlers = Handlers(core, host, port, self._wait_for_append, self.group_commit)
 
     def _on_append(self, _tp: object) -> None:
         waiters, self._append_waiters = self._append_waiters, []
@@ -224,7 +228,11 @@ class KafkaServer:
                 return
             size = len(frame)
             started = time.perf_counter()
-            response = await self._handle_frame(frame, connection_id, client_host, session)
+            self._handling += 1
+            try:
+                response = await self._handle_frame(frame, connection_id, client_host, session)
+            finally:
+                self._handling -= 1
             if self.request_observer is not None:
                 api = SUPPORTED.get(peek_header(frame)[0], ("unknown",))[0]
                 out = len(response) if isinstance(response, bytes) else 0

@@ -113,8 +113,8 @@ def run_mode(
         output_topic=output,
         checkpoint=checkpoint,
         prefix=f"bench-{mode}",
-        max_records_per_partition=args.per_task,
-        num_partitions=args.read_tasks,
+        max_records_per_partition=None if args.defaults else args.per_task,
+        num_partitions=None if args.defaults else args.read_tasks,
         trigger_interval="0 seconds",
     )
     kafka_source = mode in ("kafka", "kafka-eos")
@@ -193,15 +193,15 @@ def transform(df: DataFrame, args: argparse.Namespace) -> DataFrame:
 
 def kafka_stream(spark: SparkSession, cfg: JobConfig, args: argparse.Namespace) -> DataFrame:
     """Spark's own Kafka source, shaped like the kafka-share source for ``enrich``."""
-    return (
+    reader = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", cfg.bootstrap_servers)
         .option("subscribe", cfg.input_topic)
         .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", str(args.per_task * args.read_tasks))
-        .load()
-        .withColumn("delivery_count", functions.lit(1))
     )
+    if not args.defaults:
+        reader = reader.option("maxOffsetsPerTrigger", str(args.per_task * args.read_tasks))
+    return reader.load().withColumn("delivery_count", functions.lit(1))
 
 
 def check_at_least_once(bootstrap: str, records: int, output: str) -> None:
@@ -302,6 +302,12 @@ def main() -> None:
         choices=("sharetxn", "kafka"),
         default="sharetxn",
         help="kafka: one Apache Kafka 4.4 node of the reference harness (stock settings)",
+    )
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="leave the sources' batch options unset (kafka-share: no maxRecordsPerPartition "
+        "or numPartitions; Kafka source: no maxOffsetsPerTrigger): what a user gets",
     )
     parser.add_argument("--json", type=Path, help="write every round's figures here")
     args = parser.parse_args()

@@ -23,10 +23,12 @@ reference harness (``tests/reference/kafka.py``, stock settings: no KIP-939, so 
 transactions are timeout-bounded) instead of sharetxn: modes **kafka** and **kafka-eos**
 (the kafka-share modes need KIP-1289), ratio kafka-eos/kafka.
 
-By default a batch is one read task of up to 30,000 records (``--read-tasks`` x
+``--defaults`` leaves both sources' batch options unset (what a user gets: the
+kafka-share source's own defaults; Spark's Kafka source without ``maxOffsetsPerTrigger``).
+Otherwise a batch is one read task of up to 30,000 records (``--read-tasks`` x
 ``--per-task``; several read tasks of one batch starve each other, docs/spark.md
-"Tuning"), and the enriched batch is repartitioned in 2 for the write
-(``--write-partitions``, applied to every mode).  The broker runs with
+"Tuning").  The enriched batch is repartitioned in 2 for the write
+(``--write-partitions``, applied to every mode, with ``--defaults`` too).  The broker runs with
 ``group.share.partition.max.record.locks=10000``, so a batch of the 3 partitions holds
 at most 30,000 records (Kafka's default, 2,000, would cap it at 6,000).
 Reported per mode: records/s over the whole drain (query start to the last record),

@@ -72,7 +72,9 @@ class DriverShareConsumer:
                 "group.id": opts.group_id,
                 "share.acknowledgement.mode": "explicit",
                 "client.id": "sharetxn-spark-source",
-                "max.poll.records": min(opts.max_records * tasks, MAX_BATCH_RECORDS),
+                "max.poll.records": min(
+                    (opts.max_records or MAX_BATCH_RECORDS) * tasks, MAX_BATCH_RECORDS
+                ),
                 **dict(opts.client_config),
             }
         )

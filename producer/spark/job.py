@@ -45,7 +45,8 @@ class JobConfig:
     output_topic: str
     checkpoint: str
     prefix: str = "sharetxn-spark"
-    max_records_per_partition: int = 10_000
+    #: ``maxRecordsPerPartition``; None leaves it to the source's default
+    max_records_per_partition: int | None = 10_000
     num_partitions: int | None = None
     trigger_interval: str = "500 milliseconds"
     starting_offsets: str | None = "earliest"
@@ -112,7 +113,9 @@ def exactly_once(cfg: JobConfig) -> ExactlyOnce:
 
 
 def read_stream(spark: SparkSession, cfg: JobConfig, eos: ExactlyOnce | None = None) -> DataFrame:
-    options = {"maxRecordsPerPartition": str(cfg.max_records_per_partition)}
+    options: dict[str, str] = {}
+    if cfg.max_records_per_partition is not None:
+        options["maxRecordsPerPartition"] = str(cfg.max_records_per_partition)
     if cfg.num_partitions is not None:
         options["numPartitions"] = str(cfg.num_partitions)
     if cfg.starting_offsets is not None:

@@ -11,7 +11,12 @@ from producer.spark.checkpoint import Checkpoint, local_path
 from producer.spark.errors import SparkConfigError
 
 DEFAULT_PREFIX = "sharetxn-spark"
-DEFAULT_MAX_RECORDS = 10_000
+#: ``maxRecordsPerPartition`` left unset: a read task takes what the share group can lock
+#: for it, ``AUTO_RECORDS_PER_PARTITION`` per subscribed partition (the most in flight that
+#: ``group.share.partition.max.record.locks`` allows), within these bounds
+AUTO_RECORDS_PER_PARTITION = 10_000
+MIN_AUTO_RECORDS = 10_000
+MAX_AUTO_RECORDS = 100_000
 DEFAULT_POLL_TIMEOUT_MS = 1_000
 STARTING_OFFSETS = ("earliest", "latest")
 EXACTLY_ONCE = "exactly-once"
@@ -32,9 +37,11 @@ OPTIONS: dict[str, str] = {
     "(internal topics, __*, excluded), resolved at start and again at every trigger",
     "includeHeaders": "true|false (default false): add the headers column",
     "checkpointLocation": "the query's checkpoint location (required: sources are not told it)",
-    "maxRecordsPerPartition": f"records per read task and batch (default {DEFAULT_MAX_RECORDS})",
-    "kafka.share.parallelism": "read tasks per batch (alias numPartitions; default: the "
-    "subscribed topics' partition count)",
+    "maxRecordsPerPartition": "records per read task and batch (default: what the share "
+    f"group can lock, {AUTO_RECORDS_PER_PARTITION:,} per subscribed partition, between "
+    f"{MIN_AUTO_RECORDS:,} and {MAX_AUTO_RECORDS:,})",
+    "kafka.share.parallelism": "read tasks per batch (alias numPartitions; default 1, or with "
+    f"deliverySemantics={AT_LEAST_ONCE} the subscribed topics' partition count)",
     "transactional.id.prefix": f"prefix of the read transactions' ids (default {DEFAULT_PREFIX})",
     "pollTimeoutMs": f"how long a read task waits for records (default {DEFAULT_POLL_TIMEOUT_MS})",
     "startingOffsets": "earliest|latest: set the group's share.auto.offset.reset; "
@@ -91,7 +98,8 @@ class SourceOptions:
     topics: tuple[str, ...]
     #: the location (a local path, or the qualified URI when a checkpoint server is given)
     checkpoint: str
-    max_records: int
+    #: ``maxRecordsPerPartition``; None: chosen per batch (``records_per_task``)
+    max_records: int | None
     num_partitions: int | None
     prefix: str
     poll_timeout_ms: int
@@ -110,6 +118,25 @@ class SourceOptions:
     @property
     def at_least_once(self) -> bool:
         return self.delivery_semantics == AT_LEAST_ONCE
+
+    def task_count(self, partitions: int) -> int:
+        """Read tasks per batch over ``partitions`` subscribed partitions.
+
+        Exactly once, one read task unless told otherwise: the read tasks of a batch are
+        short-lived share-group members and the first to join is assigned every partition,
+        so more tasks mostly wait out ``pollTimeoutMs`` empty (docs/spark.md, Tuning).  At
+        least once the driver acquires the batch and splits it: one task per partition.
+        """
+        if self.num_partitions is not None:
+            return self.num_partitions
+        return max(1, partitions) if self.at_least_once else 1
+
+    def records_per_task(self, partitions: int, tasks: int) -> int:
+        """``maxRecordsPerPartition``, or what the share group can lock for each task."""
+        if self.max_records is not None:
+            return self.max_records
+        wanted = -(-AUTO_RECORDS_PER_PARTITION * max(1, partitions) // max(1, tasks))
+        return min(MAX_AUTO_RECORDS, max(MIN_AUTO_RECORDS, wanted))
 
     def matching(self, names: Iterable[str]) -> tuple[str, ...]:
         """The subscribed topics among ``names``: ``subscribe``'s, or ``subscribePattern``'s.
@@ -177,7 +204,7 @@ class SourceOptions:
             group_id=values[GROUP_ID].strip(),
             topics=topics,
             checkpoint=location,
-            max_records=_positive(values, "maxRecordsPerPartition", DEFAULT_MAX_RECORDS),
+            max_records=_optional_positive(values, "maxRecordsPerPartition"),
             num_partitions=None if num is None else _positive(values, PARALLELISM, 1, named),
             prefix=check_prefix(values.get("transactional.id.prefix", DEFAULT_PREFIX)),
             poll_timeout_ms=_positive(values, "pollTimeoutMs", DEFAULT_POLL_TIMEOUT_MS),
@@ -268,6 +295,10 @@ def _boolean(values: Mapping[str, str], key: str) -> bool:
         msg = f"kafka-share: option {key!r} must be true or false, not {raw!r}"
         raise SparkConfigError(msg)
     return raw.strip().lower() == "true"
+
+
+def _optional_positive(values: Mapping[str, str], key: str) -> int | None:
+    return None if values.get(key) is None else _positive(values, key, 1)
 
 
 def _positive(

@@ -23,15 +23,13 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceStreamReader,
     InputPartition,
 )
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -43,18 +41,23 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from producer.admin import RESOURCE_GROUP, Admin
-from producer.consumer.share_consumer import ShareConsumer
-from producer.produce.transactional_producer import TransactionalProducer
-from producer.protocol.types import Record
-from producer.spark.cluster_support import check_cluster
 from producer.spark.errors import ResolveError, SparkConfigError
-from producer.spark.held import DriverShareConsumer, HeldTask, split
 from producer.spark.options import SourceOptions
-from producer.spark.resolve import Connection, commit_decided, recover
 from producer.twophase.spark_checkpoint import transactional_id
 from txn.errors import KafkaProtocolError, RetriableError
 from txn.ids import TopicPartition
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from producer.admin import Admin
+    from producer.protocol.types import Record
+    from producer.spark.held import DriverShareConsumer
+
+# Light on purpose: Spark imports this module in every Python process of a query (the
+# data source lookup, its creation, the streaming runner, the executors' workers) to
+# unpickle the source.  The clients, the protocol library and pyarrow are imported where
+# they are used (the driver's reader, the read tasks), not here.
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +128,8 @@ class ShareDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
+        from producer.spark.cluster_support import check_cluster  # noqa: PLC0415
+
         opts = SourceOptions.parse(self.options)  # fail at .load(), not at the first batch
         try:
             check_cluster(opts)  # a cluster without KIP-1289 or share groups: refuse now
@@ -140,6 +145,8 @@ class ShareStreamReader(DataSourceStreamReader):
     """Runs on the driver (one long-lived worker per query) except ``read``."""
 
     def __init__(self, options: SourceOptions) -> None:
+        from producer.spark.resolve import Connection  # noqa: PLC0415
+
         self.opts = options
         self.ckpt = options.open_checkpoint()
         self._conn = Connection(options.bootstrap_servers, dict(options.client_config))
@@ -178,6 +185,8 @@ class ShareStreamReader(DataSourceStreamReader):
         prefixes = {opts.prefix} | {
             i.transactional_id_prefix for i in view.intents.values() if i.transactional_id_prefix
         }
+        from producer.spark.resolve import recover  # noqa: PLC0415
+
         report = recover(self.ckpt, self._conn, prefixes, by=f"kafka-share {query_id}")
         if report.committed or report.aborted:
             log.warning(
@@ -190,6 +199,8 @@ class ShareStreamReader(DataSourceStreamReader):
             )
         if opts.at_least_once:
             # After _check_group: the group's start offset is set before the member joins.
+            from producer.spark.held import DriverShareConsumer  # noqa: PLC0415
+
             self._held = DriverShareConsumer(opts, self._task_count(), self._topics)
         self._query_id = query_id
         return query_id
@@ -207,10 +218,12 @@ class ShareStreamReader(DataSourceStreamReader):
         self._partitions = [TopicPartition(t, p) for t in topics for p in listing[t]]
 
     def _task_count(self) -> int:
-        return self.opts.num_partitions or max(1, len(self._partitions))
+        return self.opts.task_count(len(self._partitions))
 
     def _check_cluster(self) -> None:
         """Refuse a cluster without KIP-1289 (unless at least once) or without share groups."""
+        from producer.spark.cluster_support import check_cluster  # noqa: PLC0415
+
         try:
             check_cluster(self.opts)
         except (RetriableError, OSError) as exc:
@@ -242,6 +255,8 @@ class ShareStreamReader(DataSourceStreamReader):
         if found is not None and found.type.lower() not in ("share", ""):
             msg = f"kafka-share: group {group!r} is a {found.type} group, not a share group"
             raise SparkConfigError(msg)
+        from producer.admin import RESOURCE_GROUP  # noqa: PLC0415
+
         configs = admin.describe_configs(RESOURCE_GROUP, group, explicit_only=True)
         new = found is None and not configs
         wanted: dict[str, str] = {}
@@ -281,6 +296,8 @@ class ShareStreamReader(DataSourceStreamReader):
         return False
 
     def _commit_decided(self) -> None:
+        from producer.spark.resolve import commit_decided  # noqa: PLC0415
+
         commit_decided(self.ckpt, self._conn, by="kafka-share source")
 
     def initialOffset(self) -> dict[str, int]:
@@ -328,6 +345,8 @@ class ShareStreamReader(DataSourceStreamReader):
 
     def _admin_client(self) -> Admin:
         if self._admin is None:
+            from producer.admin import Admin  # noqa: PLC0415
+
             self._admin = Admin(
                 {
                     "bootstrap.servers": self.opts.bootstrap_servers,
@@ -363,10 +382,13 @@ class ShareStreamReader(DataSourceStreamReader):
         if self._held is not None:
             # Planned by latestOffset here, or a re-run after a restart: acquire again.
             records = self._held.acquire(batch, self.ckpt.is_committed)
+            from producer.spark.held import split  # noqa: PLC0415
+
             return split(records, batch, self._task_count())
         if not self._topics:
             return []  # subscribePattern matches no topic (any more)
         count = self._task_count()
+        per_task = self.opts.records_per_task(len(self._partitions), count)
         return [
             ReadTask(
                 self.opts.bootstrap_servers,
@@ -376,7 +398,7 @@ class ShareStreamReader(DataSourceStreamReader):
                 self.opts.prefix,
                 batch,
                 index,
-                self.opts.max_records,
+                per_task,
                 self.opts.poll_timeout_ms,
                 self.opts.client_config,
                 self.opts.include_headers,
@@ -414,6 +436,8 @@ class ShareStreamReader(DataSourceStreamReader):
     # -- executors ------------------------------------------------------------------------
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from producer.spark.held import HeldTask  # noqa: PLC0415
+
         if isinstance(partition, HeldTask):
             records, batch = partition.records, partition.batch
             arrow = to_arrow(records, batch, None, None, None, self.opts.include_headers)
@@ -441,6 +465,9 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     """Acquire, stage ACCEPT in a prepared transaction, then yield the rows (Arrow)."""
     tid = task.transactional_id
     _check_task_query(task)
+    from producer.consumer.share_consumer import ShareConsumer  # noqa: PLC0415
+    from producer.produce.transactional_producer import TransactionalProducer  # noqa: PLC0415
+
     producer = TransactionalProducer(
         {
             "bootstrap.servers": task.bootstrap_servers,
@@ -505,6 +532,8 @@ def arrow_schema(include_headers: bool = False) -> pa.Schema:
     Spark reads a Python data source's Arrow batches with timestamps in UTC; PySpark 4.3
     requires the time zone to be named, older releases take no such argument.
     """
+    from pyspark.sql.pandas.types import to_arrow_schema  # noqa: PLC0415 - imports pyarrow
+
     struct = _struct(include_headers)
     if "timezone" in inspect.signature(to_arrow_schema).parameters:
         return to_arrow_schema(struct, timezone="UTC")
@@ -548,6 +577,8 @@ def to_arrow(
     make PySpark convert every value of every row in Python.  An at-least-once batch has
     no read transaction: its receipt columns other than the batch are null.
     """
+    import pyarrow as pa  # noqa: PLC0415 - only where batches are built
+
     n = len(records)
     schema = arrow_schema(include_headers)
 

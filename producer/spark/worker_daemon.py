@@ -36,6 +36,9 @@ PRELOAD = (
     "pyspark.sql.pandas.serializers",
     "producer.spark.source",
     "producer.spark.sink",
+    # producer.spark.source imports the clients only where a read task uses them
+    "producer.consumer.share_consumer",
+    "producer.produce.transactional_producer",
 )
 
 

@@ -107,3 +107,25 @@ def test_options_of_sparks_kafka_sources_this_one_refuses_say_why(
 def test_an_unknown_option_is_refused_with_the_list(tmp_path: Path) -> None:
     with pytest.raises(SparkConfigError, match=r"unknown option 'maxRecords'.*subscribePattern"):
         spark_names(tmp_path, maxRecords="5")
+
+
+def test_by_default_one_read_task_takes_what_the_group_can_lock(tmp_path: Path) -> None:
+    opts = parse(tmp_path, **{"group.id": "g", "subscribe": "a"})
+    assert (opts.max_records, opts.num_partitions) == (None, None)
+    assert opts.task_count(3) == 1
+    assert opts.records_per_task(3, 1) == 30_000  # 10,000 in flight per partition
+    assert opts.records_per_task(1, 1) == 10_000
+    assert opts.records_per_task(50, 1) == 100_000  # bounded
+    assert opts.records_per_task(3, 6) == 10_000  # at least 10,000 a task
+
+
+def test_at_least_once_splits_over_the_partitions_and_given_options_win(tmp_path: Path) -> None:
+    held = parse(tmp_path, **{"group.id": "g", "subscribe": "a"}, deliverySemantics="at-least-once")
+    assert held.task_count(3) == 3
+    given = parse(
+        tmp_path,
+        **{"group.id": "g", "subscribe": "a"},
+        numPartitions="2",
+        maxRecordsPerPartition="7",
+    )
+    assert (given.task_count(3), given.records_per_task(3, 2)) == (2, 7)

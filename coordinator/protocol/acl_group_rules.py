@@ -107,7 +107,7 @@ def _offset_denied(t: Any) -> TopicErrors:
 
 
 async def _read_topics(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler, empty: Body
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler, empty: Body
 ) -> Response:
     """READ on each topic of the offset request's [{name, partitions}]."""
     checked = split(req.body.topics, lambda t: ctx.topic(OP.READ, t.name))
@@ -115,7 +115,7 @@ async def _read_topics(
 
 
 async def offset_commit_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     b = req.body
     if not ctx.group(OP.READ, b.group_id):
@@ -124,7 +124,7 @@ async def offset_commit_rule(
 
 
 async def txn_offset_commit_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     b = req.body
 
@@ -153,7 +153,7 @@ async def txn_offset_commit_rule(
 
 
 async def offset_delete_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     if not ctx.group(OP.DELETE, req.body.group_id):
         return OffsetDeleteResponse(error_code=GROUP_DENIED)
@@ -179,7 +179,9 @@ def _fetched_entries(topics: Iterable[Any], code: ErrorCode) -> tuple[OffsetFetc
     )
 
 
-async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+async def offset_fetch_rule(
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
+) -> Response:
     """DESCRIBE on the group; listed topics need DESCRIBE, unlisted ones are filtered out."""
     b = req.body
     groups = field(b, "groups")
@@ -234,7 +236,7 @@ async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: H
 
 
 async def find_coordinator_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     b = req.body
     key_type = int(field(b, "key_type", default=0))
@@ -274,7 +276,7 @@ async def find_coordinator_rule(
 
 def groups_listing_rule(
     op: Any, list_key: str, response_key: str, entry: Callable[[str], Body], empty: Body
-) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+) -> Callable[[RequestContext, DecodedRequest[Any], Handler], Any]:
     """APIs over a list of group ids answered per group (Describe*/DeleteGroups); ``empty`` is
     the answer when no group is left to ask the handler about."""
     return list_rule(list_key, response_key, lambda ctx, g: ctx.group(op, g), entry, empty)
@@ -312,7 +314,9 @@ delete_groups_rule = groups_listing_rule(
 )
 
 
-async def list_groups_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+async def list_groups_rule(
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
+) -> Response:
     response = await handler(req)
     assert isinstance(response, ListGroupsResponse)
     if ctx.cluster(OP.DESCRIBE):
@@ -323,7 +327,7 @@ async def list_groups_rule(ctx: RequestContext, req: DecodedRequest, handler: Ha
 
 
 async def list_transactions_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     response = await handler(req)
     assert isinstance(response, ListTransactionsResponse)
@@ -338,7 +342,7 @@ async def list_transactions_rule(
 
 
 async def describe_transactions_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     kept, denied = split(
         req.body.transactional_ids, lambda t: ctx.allowed(OP.DESCRIBE, RT.TRANSACTIONAL_ID, t)
@@ -373,7 +377,7 @@ async def describe_transactions_rule(
 
 
 async def add_partitions_to_txn_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     b = req.body
     if req.api_version >= 4:
@@ -409,7 +413,7 @@ async def add_partitions_to_txn_rule(
 
 async def _share_data(
     ctx: RequestContext,
-    req: DecodedRequest,
+    req: DecodedRequest[Any],
     handler: Handler,
     refused: Callable[[ErrorCode], Body],
     denied_entry: Callable[[Any], Any],
@@ -427,7 +431,9 @@ async def _share_data(
     return appended(response, "responses", [denied_entry(t) for t in denied])
 
 
-async def share_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+async def share_fetch_rule(
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
+) -> Response:
     def denied_entry(t: Any) -> ShareFetchTopic:
         return ShareFetchTopic(
             topic_id=t.topic_id,
@@ -447,7 +453,7 @@ async def share_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Ha
 
 
 async def share_acknowledge_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     def denied_entry(t: Any) -> ShareAcknowledgeTopic:
         return ShareAcknowledgeTopic(
@@ -466,7 +472,7 @@ async def share_acknowledge_rule(
 
 
 async def txn_share_acknowledge_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     """KIP-1289 TxnShareAcknowledge: checked as TxnOffsetCommit."""
     b = req.body
@@ -503,7 +509,7 @@ def _share_offsets_rule(
     """Alter/DeleteShareGroupOffsets: one group, topics by name (READ on each); ``answer``
     answers a denied group (and, with NONE, a request with no topic left)."""
 
-    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    async def rule(ctx: RequestContext, req: DecodedRequest[Any], handler: Handler) -> Response:
         b = req.body
         if not ctx.group(group_op, b.group_id):
             return answer(GROUP_DENIED)
@@ -544,7 +550,7 @@ delete_share_group_offsets_rule = _share_offsets_rule(
 
 
 async def describe_share_group_offsets_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     allowed_groups, denied_groups = split(
         req.body.groups, lambda g: ctx.group(OP.DESCRIBE, g.group_id)

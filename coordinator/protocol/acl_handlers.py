@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sharetxn.security")
 
-AdminHandler = Callable[["Session", DecodedRequest], Awaitable[Message]]
+AdminHandler = Callable[["Session", DecodedRequest[Any]], Awaitable[Message]]
 
 _NO_AUTHORIZER = "No Authorizer is configured."
 _CLUSTER_DENIED = "Cluster authorization failed."
@@ -87,7 +87,7 @@ class SecurityAdminHandlers:
     # -- ACLs -----------------------------------------------------------------------------------
 
     @api(ApiKey.CREATE_ACLS)
-    async def create_acls(self, session: Session, req: DecodedRequest) -> CreateAclsResponse:
+    async def create_acls(self, session: Session, req: DecodedRequest[Any]) -> CreateAclsResponse:
         creations = list(req.body.creations)
         authorizer = self._authorizer()
 
@@ -138,7 +138,9 @@ class SecurityAdminHandlers:
         )
 
     @api(ApiKey.DESCRIBE_ACLS)
-    async def describe_acls(self, session: Session, req: DecodedRequest) -> DescribeAclsResponse:
+    async def describe_acls(
+        self, session: Session, req: DecodedRequest[Any]
+    ) -> DescribeAclsResponse:
         authorizer = self._authorizer()
         if authorizer is None:
             return DescribeAclsResponse(
@@ -174,7 +176,7 @@ class SecurityAdminHandlers:
         )
 
     @api(ApiKey.DELETE_ACLS)
-    async def delete_acls(self, session: Session, req: DecodedRequest) -> DeleteAclsResponse:
+    async def delete_acls(self, session: Session, req: DecodedRequest[Any]) -> DeleteAclsResponse:
         filters = list(req.body.filters)
         authorizer = self._authorizer()
 
@@ -215,7 +217,7 @@ class SecurityAdminHandlers:
 
     @api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
     async def describe_user_scram_credentials(
-        self, session: Session, req: DecodedRequest
+        self, session: Session, req: DecodedRequest[Any]
     ) -> DescribeUserScramCredentialsResponse:
         if not self._cluster_allowed(session, AclOperation.DESCRIBE):
             return DescribeUserScramCredentialsResponse(
@@ -262,7 +264,7 @@ class SecurityAdminHandlers:
 
     @api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
     async def alter_user_scram_credentials(
-        self, session: Session, req: DecodedRequest
+        self, session: Session, req: DecodedRequest[Any]
     ) -> AlterUserScramCredentialsResponse:
         body = req.body
         entries: list[tuple[str, int, Any]] = [

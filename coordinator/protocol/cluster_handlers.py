@@ -79,7 +79,7 @@ class ClusterHandlers:
         return {"node_id": self.core.node_id, "host": host, "port": port, "rack": None}
 
     @api(ApiKey.API_VERSIONS)
-    async def api_versions(self, req: DecodedRequest) -> ApiVersionsResponse:
+    async def api_versions(self, req: DecodedRequest[Any]) -> ApiVersionsResponse:
         keys = tuple(
             ApiVersion(api_key=key, min_version=lo, max_version=hi)
             for key, (_name, lo, hi) in sorted(SUPPORTED.items())
@@ -103,7 +103,7 @@ class ClusterHandlers:
         )
 
     @api(ApiKey.METADATA)
-    async def metadata(self, req: DecodedRequest) -> MetadataResponse:
+    async def metadata(self, req: DecodedRequest[Any]) -> MetadataResponse:
         body = req.body
         requested = body.topics
         auto_create = bool(field(body, "allow_auto_topic_creation", default=True))
@@ -170,7 +170,7 @@ class ClusterHandlers:
         )
 
     @api(ApiKey.DESCRIBE_CLUSTER)
-    async def describe_cluster(self, req: DecodedRequest) -> DescribeClusterResponse:
+    async def describe_cluster(self, req: DecodedRequest[Any]) -> DescribeClusterResponse:
         host, port = self.endpoint()
         return DescribeClusterResponse(
             error_code=ErrorCode.NONE,
@@ -180,7 +180,7 @@ class ClusterHandlers:
         )
 
     @api(ApiKey.FIND_COORDINATOR)
-    async def find_coordinator(self, req: DecodedRequest) -> FindCoordinatorResponse:
+    async def find_coordinator(self, req: DecodedRequest[Any]) -> FindCoordinatorResponse:
         body = req.body
         key_type = int(field(body, "key_type", default=0))
         keys = list(field(body, "coordinator_keys", default=()) or ())
@@ -214,7 +214,7 @@ class ClusterHandlers:
         return one_coordinator(results[0])
 
     @api(ApiKey.DESCRIBE_CONFIGS)
-    async def describe_configs(self, req: DecodedRequest) -> DescribeConfigsResponse:
+    async def describe_configs(self, req: DecodedRequest[Any]) -> DescribeConfigsResponse:
         results: list[DescribeConfigsResult] = []
         docs = bool(field(req.body, "include_documentation", default=False))
         for resource in req.body.resources:
@@ -283,7 +283,7 @@ class ClusterHandlers:
         return DescribeConfigsResponse(results=tuple(results))
 
     @api(ApiKey.DESCRIBE_LOG_DIRS)
-    async def describe_log_dirs(self, req: DecodedRequest) -> DescribeLogDirsResponse:
+    async def describe_log_dirs(self, req: DecodedRequest[Any]) -> DescribeLogDirsResponse:
         """One log directory (the data dir) with the size of each partition's segments."""
         wanted = req.body.topics
         selected: dict[str, set[int] | None] | None = None

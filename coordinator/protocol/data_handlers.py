@@ -34,7 +34,7 @@ class DataHandlers:
         self.table: dict[int, Handler] = handler_table(self)
 
     @api(ApiKey.PRODUCE)
-    async def produce(self, req: DecodedRequest) -> ProduceResponse | None:
+    async def produce(self, req: DecodedRequest[Any]) -> ProduceResponse | None:
         body = req.body
         transactional_id = field(body, "transactional_id")
         acks_ok = int(body.acks) in (-1, 0, 1)
@@ -87,7 +87,7 @@ class DataHandlers:
             return None
         return ProduceResponse(responses=tuple(responses))
 
-    def _fetch_once(self, req: DecodedRequest) -> tuple[FetchResponse, int]:
+    def _fetch_once(self, req: DecodedRequest[Any]) -> tuple[FetchResponse, int]:
         body = req.body
         read_committed = int(field(body, "isolation_level", default=0)) == 1
         total = 0
@@ -161,7 +161,7 @@ class DataHandlers:
         return FetchResponse(error_code=ErrorCode.NONE, responses=tuple(responses)), total
 
     @api(ApiKey.FETCH)
-    async def fetch(self, req: DecodedRequest) -> FetchResponse:
+    async def fetch(self, req: DecodedRequest[Any]) -> FetchResponse:
         body = req.body
         clock = self.core.clock
         deadline_ms = clock.now_ms() + millis(body.max_wait)
@@ -177,7 +177,7 @@ class DataHandlers:
             await self._wait_for_append(deadline_ms)
 
     @api(ApiKey.LIST_OFFSETS)
-    async def list_offsets(self, req: DecodedRequest) -> ListOffsetsResponse:
+    async def list_offsets(self, req: DecodedRequest[Any]) -> ListOffsetsResponse:
         body = req.body
         read_committed = int(field(body, "isolation_level", default=0)) == 1
         topics: list[ListOffsetsTopicResponse] = []

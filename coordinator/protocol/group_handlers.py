@@ -103,7 +103,7 @@ class GroupHandlers:
     # -- membership -----------------------------------------------------------------------------
 
     @api(ApiKey.JOIN_GROUP)
-    async def join_group(self, req: DecodedRequest) -> JoinGroupResponse:
+    async def join_group(self, req: DecodedRequest[Any]) -> JoinGroupResponse:
         b = req.body
         session = millis(b.session_timeout)
         rebalance = millis(field(b, "rebalance_timeout", default=session))
@@ -138,7 +138,7 @@ class GroupHandlers:
         )
 
     @api(ApiKey.SYNC_GROUP)
-    async def sync_group(self, req: DecodedRequest) -> SyncGroupResponse:
+    async def sync_group(self, req: DecodedRequest[Any]) -> SyncGroupResponse:
         b = req.body
         assignments = {a.member_id: bytes(a.assignment) for a in b.assignments}
         result: SyncResult = await self._deferred(
@@ -161,7 +161,7 @@ class GroupHandlers:
         )
 
     @api(ApiKey.HEARTBEAT)
-    async def heartbeat(self, req: DecodedRequest) -> HeartbeatResponse:
+    async def heartbeat(self, req: DecodedRequest[Any]) -> HeartbeatResponse:
         b = req.body
         error = self.core.groups.heartbeat(
             b.group_id, int(b.generation_id), b.member_id, field(b, "group_instance_id")
@@ -169,7 +169,7 @@ class GroupHandlers:
         return HeartbeatResponse(error_code=error)
 
     @api(ApiKey.LEAVE_GROUP)
-    async def leave_group(self, req: DecodedRequest) -> LeaveGroupResponse:
+    async def leave_group(self, req: DecodedRequest[Any]) -> LeaveGroupResponse:
         b = req.body
         members = field(b, "members")
         if members is None:  # v0-2: one member
@@ -188,7 +188,7 @@ class GroupHandlers:
         )
 
     @api(ApiKey.DESCRIBE_GROUPS)
-    async def describe_groups(self, req: DecodedRequest) -> DescribeGroupsResponse:
+    async def describe_groups(self, req: DecodedRequest[Any]) -> DescribeGroupsResponse:
         groups = tuple(
             DescribedGroup(
                 error_code=d.error,
@@ -215,7 +215,7 @@ class GroupHandlers:
     # -- the consumer group protocol (KIP-848) -------------------------------------------------
 
     @api(ApiKey.CONSUMER_GROUP_HEARTBEAT)
-    async def consumer_group_heartbeat(self, req: DecodedRequest) -> GroupHeartbeatResponse:
+    async def consumer_group_heartbeat(self, req: DecodedRequest[Any]) -> GroupHeartbeatResponse:
         b = req.body
         owned = None
         if b.topic_partitions is not None:
@@ -246,7 +246,9 @@ class GroupHandlers:
         return heartbeat_response(result, assignment)
 
     @api(ApiKey.CONSUMER_GROUP_DESCRIBE)
-    async def consumer_group_describe(self, req: DecodedRequest) -> ConsumerGroupDescribeResponse:
+    async def consumer_group_describe(
+        self, req: DecodedRequest[Any]
+    ) -> ConsumerGroupDescribeResponse:
         groups: list[ConsumerDescribedGroup] = []
         for group_id, error, group in self.core.groups.describe_consumer_protocol(
             list(req.body.group_ids)
@@ -302,7 +304,7 @@ class GroupHandlers:
     # -- offsets --------------------------------------------------------------------------------
 
     @api(ApiKey.OFFSET_COMMIT)
-    async def offset_commit(self, req: DecodedRequest) -> OffsetCommitResponse:
+    async def offset_commit(self, req: DecodedRequest[Any]) -> OffsetCommitResponse:
         b = req.body
         offsets = _offsets(b.topics)
         groups = self.core.groups
@@ -328,7 +330,7 @@ class GroupHandlers:
         return OffsetCommitResponse(topics=_errors_by_topic(results))
 
     @api(ApiKey.OFFSET_FETCH)
-    async def offset_fetch(self, req: DecodedRequest) -> OffsetFetchResponse:
+    async def offset_fetch(self, req: DecodedRequest[Any]) -> OffsetFetchResponse:
         b = req.body
         require_stable = bool(field(b, "require_stable", default=False))
         groups = field(b, "groups")
@@ -370,7 +372,7 @@ class GroupHandlers:
         return OffsetFetchResponse(groups=tuple(answers))
 
     @api(ApiKey.OFFSET_DELETE)
-    async def offset_delete(self, req: DecodedRequest) -> OffsetDeleteResponse:
+    async def offset_delete(self, req: DecodedRequest[Any]) -> OffsetDeleteResponse:
         b = req.body
         partitions = [
             TopicPartition(t.name, int(p.partition_index)) for t in b.topics for p in t.partitions
@@ -383,7 +385,7 @@ class GroupHandlers:
     # -- transactional offsets (KIP-98, KIP-447) ------------------------------------------------
 
     @api(ApiKey.ADD_OFFSETS_TO_TXN)
-    async def add_offsets_to_txn(self, req: DecodedRequest) -> AddOffsetsToTxnResponse:
+    async def add_offsets_to_txn(self, req: DecodedRequest[Any]) -> AddOffsetsToTxnResponse:
         b = req.body
         if not b.group_id:
             return AddOffsetsToTxnResponse(error_code=ErrorCode.INVALID_GROUP_ID)
@@ -393,7 +395,7 @@ class GroupHandlers:
         return AddOffsetsToTxnResponse(error_code=error)
 
     @api(ApiKey.TXN_OFFSET_COMMIT)
-    async def txn_offset_commit(self, req: DecodedRequest) -> TxnOffsetCommitResponse:
+    async def txn_offset_commit(self, req: DecodedRequest[Any]) -> TxnOffsetCommitResponse:
         b = req.body
         results = self.core.txn_offset_commit(
             b.transactional_id,

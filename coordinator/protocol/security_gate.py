@@ -139,7 +139,7 @@ class SecurityGate:
         return ErrorCode.ILLEGAL_SASL_STATE
 
     async def handle(
-        self, session: Session, req: DecodedRequest, handler: Handler | None
+        self, session: Session, req: DecodedRequest[Any], handler: Handler | None
     ) -> Body | bool | None:
         key = req.api_key
         if key == ApiKey.SASL_HANDSHAKE:
@@ -161,7 +161,7 @@ class SecurityGate:
             ctx = RequestContext(ctx.authorizer, ctx.principal, ctx.host, self.topics)
         return await authorize_request(ctx, req, handler)
 
-    def _handshake(self, session: Session, req: DecodedRequest) -> SaslHandshakeResponse:
+    def _handshake(self, session: Session, req: DecodedRequest[Any]) -> SaslHandshakeResponse:
         enabled = tuple(self.enabled_mechanisms(session.listener))
         if (
             not session.listener.protocol.uses_sasl
@@ -190,7 +190,7 @@ class SecurityGate:
         )
         return SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=enabled)
 
-    def _authenticate(self, session: Session, req: DecodedRequest) -> SaslAuthenticateResponse:
+    def _authenticate(self, session: Session, req: DecodedRequest[Any]) -> SaslAuthenticateResponse:
         server = session.sasl
         if server is None or session.authenticated:
             session.close_after_response = True

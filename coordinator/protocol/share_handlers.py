@@ -157,7 +157,7 @@ class ShareHandlers:
     # -- membership -----------------------------------------------------------------------------
 
     @api(ApiKey.SHARE_GROUP_HEARTBEAT)
-    async def share_group_heartbeat(self, req: DecodedRequest) -> GroupHeartbeatResponse:
+    async def share_group_heartbeat(self, req: DecodedRequest[Any]) -> GroupHeartbeatResponse:
         b = req.body
         subscribed = None if b.subscribed_topic_names is None else list(b.subscribed_topic_names)
         result = self.share.heartbeat(
@@ -172,12 +172,12 @@ class ShareHandlers:
         return heartbeat_response(result, result.assignment)
 
     @api(ApiKey.SHARE_GROUP_DESCRIBE)
-    async def share_group_describe(self, req: DecodedRequest) -> ShareGroupDescribeResponse:
+    async def share_group_describe(self, req: DecodedRequest[Any]) -> ShareGroupDescribeResponse:
         descriptions = self.share.groups.describe(list(req.body.group_ids))
         return ShareGroupDescribeResponse(groups=tuple(_described_group(d) for d in descriptions))
 
     @api(ApiKey.LIST_GROUPS)
-    async def list_groups(self, req: DecodedRequest) -> ListGroupsResponse:
+    async def list_groups(self, req: DecodedRequest[Any]) -> ListGroupsResponse:
         b = req.body
         states = list(field(b, "states_filter", default=()) or ())
         types = list(field(b, "types_filter", default=()) or ())
@@ -193,7 +193,7 @@ class ShareHandlers:
         return ListGroupsResponse(error_code=ErrorCode.NONE, groups=listings)
 
     @api(ApiKey.DELETE_GROUPS)
-    async def delete_groups(self, req: DecodedRequest) -> DeleteGroupsResponse:
+    async def delete_groups(self, req: DecodedRequest[Any]) -> DeleteGroupsResponse:
         results = self.core.group_admin.delete_groups(list(req.body.groups_names))
         return DeleteGroupsResponse(
             results=tuple(
@@ -204,14 +204,14 @@ class ShareHandlers:
     # -- fetch and acknowledge ------------------------------------------------------------------
 
     @staticmethod
-    def _session_of(req: DecodedRequest) -> ShareSessionKey:
+    def _session_of(req: DecodedRequest[Any]) -> ShareSessionKey:
         """ShareFetch's and ShareAcknowledge's group id, member id and session epoch."""
         b = req.body
         epoch = int(b.share_session_epoch)
         return ShareSessionKey(b.group_id or "", b.member_id or "", epoch, req.connection_id)
 
     @api(ApiKey.SHARE_FETCH)
-    async def share_fetch(self, req: DecodedRequest) -> ShareFetchResponse:
+    async def share_fetch(self, req: DecodedRequest[Any]) -> ShareFetchResponse:
         b = req.body
         request = ShareFetchRequest(
             self._session_of(req),
@@ -269,7 +269,7 @@ class ShareHandlers:
         )
 
     @api(ApiKey.SHARE_ACKNOWLEDGE)
-    async def share_acknowledge(self, req: DecodedRequest) -> ShareAcknowledgeResponse:
+    async def share_acknowledge(self, req: DecodedRequest[Any]) -> ShareAcknowledgeResponse:
         result = self.core.share_fetches.acknowledge(
             self._session_of(req), _acks_of(req.body.topics)
         )
@@ -296,7 +296,7 @@ class ShareHandlers:
     # -- KIP-1289 -------------------------------------------------------------------------------
 
     @api(ApiKey.ADD_SHARE_ACKS_TO_TXN)
-    async def add_share_acks_to_txn(self, req: DecodedRequest) -> AddShareAcksToTxnResponse:
+    async def add_share_acks_to_txn(self, req: DecodedRequest[Any]) -> AddShareAcksToTxnResponse:
         """AddShareAcksToTxn: add each (group, topic partition)'s share-state partition."""
         b = req.body
         topics: dict[str, list[int]] = {}
@@ -308,7 +308,7 @@ class ShareHandlers:
         return AddShareAcksToTxnResponse(error_code=error)
 
     @api(ApiKey.TXN_SHARE_ACKNOWLEDGE)
-    async def txn_share_acknowledge(self, req: DecodedRequest) -> TxnShareAcknowledgeResponse:
+    async def txn_share_acknowledge(self, req: DecodedRequest[Any]) -> TxnShareAcknowledgeResponse:
         b = req.body
         acks: list[PartitionAcks] = []
         by_topic: dict[uuid.UUID, list[TxnShareAcknowledgePartition]] = {}
@@ -350,7 +350,7 @@ class ShareHandlers:
 
     @api(ApiKey.DESCRIBE_SHARE_PENDING_ACKS)
     async def describe_share_pending_acks(
-        self, req: DecodedRequest
+        self, req: DecodedRequest[Any]
     ) -> DescribeSharePendingAcksResponse:
         """DescribeSharePendingAcks (sharetxn admin API): staged acks per producer."""
         ids = [int(p) for p in req.body.producer_ids]
@@ -382,7 +382,7 @@ class ShareHandlers:
 
     @api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
     async def describe_share_group_offsets(
-        self, req: DecodedRequest
+        self, req: DecodedRequest[Any]
     ) -> DescribeShareGroupOffsetsResponse:
         admin = self.core.group_admin
         groups = []
@@ -418,7 +418,7 @@ class ShareHandlers:
 
     @api(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
     async def alter_share_group_offsets(
-        self, req: DecodedRequest
+        self, req: DecodedRequest[Any]
     ) -> AlterShareGroupOffsetsResponse:
         b = req.body
         starts = [
@@ -444,7 +444,7 @@ class ShareHandlers:
 
     @api(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
     async def delete_share_group_offsets(
-        self, req: DecodedRequest
+        self, req: DecodedRequest[Any]
     ) -> DeleteShareGroupOffsetsResponse:
         b = req.body
         change = self.core.group_admin.delete_share_offsets(
@@ -463,7 +463,7 @@ class ShareHandlers:
 
     @api(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     async def incremental_alter_configs(
-        self, req: DecodedRequest
+        self, req: DecodedRequest[Any]
     ) -> IncrementalAlterConfigsResponse:
         b = req.body
         responses: list[AlterConfigsResourceResponse] = []

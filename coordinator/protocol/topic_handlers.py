@@ -48,7 +48,7 @@ class TopicHandlers:
         self.table: dict[int, Handler] = handler_table(self)
 
     @api(ApiKey.CREATE_TOPICS)
-    async def create_topics(self, req: DecodedRequest) -> CreateTopicsResponse:
+    async def create_topics(self, req: DecodedRequest[Any]) -> CreateTopicsResponse:
         body = req.body
         validate_only = bool(field(body, "validate_only", default=False))
         # Kafka answers a name given twice once, INVALID_REQUEST, after the other topics.
@@ -113,7 +113,7 @@ class TopicHandlers:
         )
 
     @api(ApiKey.ALTER_CONFIGS)
-    async def alter_configs(self, req: DecodedRequest) -> AlterConfigsResponse:
+    async def alter_configs(self, req: DecodedRequest[Any]) -> AlterConfigsResponse:
         """Kafka's legacy AlterConfigs: a topic's configs become exactly the ones given."""
         body = req.body
         responses: list[AlterConfigsResourceResponse] = []
@@ -146,7 +146,7 @@ class TopicHandlers:
         return AlterConfigsResponse(responses=tuple(responses))
 
     @api(ApiKey.DELETE_TOPICS)
-    async def delete_topics(self, req: DecodedRequest) -> DeleteTopicsResponse:
+    async def delete_topics(self, req: DecodedRequest[Any]) -> DeleteTopicsResponse:
         body = req.body
         entries: list[tuple[str | None, uuid.UUID | None]]
         if hasattr(body, "topic_names"):
@@ -213,7 +213,7 @@ class TopicHandlers:
         )
 
     @api(ApiKey.CREATE_PARTITIONS)
-    async def create_partitions(self, req: DecodedRequest) -> CreatePartitionsResponse:
+    async def create_partitions(self, req: DecodedRequest[Any]) -> CreatePartitionsResponse:
         validate_only = bool(field(req.body, "validate_only", default=False))
         # Kafka answers a name given twice once, INVALID_REQUEST, before the other topics.
         twice = duplicated([t.name for t in req.body.topics])
@@ -265,7 +265,7 @@ class TopicHandlers:
         )
 
     @api(ApiKey.DELETE_RECORDS)
-    async def delete_records(self, req: DecodedRequest) -> DeleteRecordsResponse:
+    async def delete_records(self, req: DecodedRequest[Any]) -> DeleteRecordsResponse:
         topics: list[DeleteRecordsTopicResult] = []
         for topic in req.body.topics:
             parts: list[DeleteRecordsPartitionResult] = []

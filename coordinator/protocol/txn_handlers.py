@@ -4,6 +4,7 @@ DescribeTransactions, DescribeProducers."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from coordinator.broker import BrokerCore
 from coordinator.protocol.responses import Handler, api, handler_table, millis
@@ -62,7 +63,7 @@ class TxnHandlers:
         self.table: dict[int, Handler] = handler_table(self)
 
     @api(ApiKey.INIT_PRODUCER_ID)
-    async def init_producer_id(self, req: DecodedRequest) -> InitProducerIdResponse:
+    async def init_producer_id(self, req: DecodedRequest[Any]) -> InitProducerIdResponse:
         body = req.body
         result = self.core.txn_coordinator.init_producer_id(
             body.transactional_id,
@@ -81,7 +82,7 @@ class TxnHandlers:
         )
 
     @api(ApiKey.ADD_PARTITIONS_TO_TXN)
-    async def add_partitions_to_txn(self, req: DecodedRequest) -> AddPartitionsToTxnResponse:
+    async def add_partitions_to_txn(self, req: DecodedRequest[Any]) -> AddPartitionsToTxnResponse:
         body = req.body
         coordinator = self.core.txn_coordinator
         if req.api_version <= 3:
@@ -155,7 +156,7 @@ class TxnHandlers:
         return info is not None and 0 <= tp.partition < info.num_partitions
 
     @api(ApiKey.END_TXN)
-    async def end_txn(self, req: DecodedRequest) -> EndTxnResponse:
+    async def end_txn(self, req: DecodedRequest[Any]) -> EndTxnResponse:
         body = req.body
         result = self.core.txn_coordinator.end_txn(
             body.transactional_id,
@@ -171,7 +172,7 @@ class TxnHandlers:
         )
 
     @api(ApiKey.LIST_TRANSACTIONS)
-    async def list_transactions(self, req: DecodedRequest) -> ListTransactionsResponse:
+    async def list_transactions(self, req: DecodedRequest[Any]) -> ListTransactionsResponse:
         body = req.body
         listings = self.core.txn_coordinator.list_transactions(
             list(body.state_filters),
@@ -194,7 +195,7 @@ class TxnHandlers:
         )
 
     @api(ApiKey.DESCRIBE_TRANSACTIONS)
-    async def describe_transactions(self, req: DecodedRequest) -> DescribeTransactionsResponse:
+    async def describe_transactions(self, req: DecodedRequest[Any]) -> DescribeTransactionsResponse:
         descriptions = self.core.txn_coordinator.describe_transactions(
             list(req.body.transactional_ids)
         )
@@ -221,7 +222,7 @@ class TxnHandlers:
         return DescribeTransactionsResponse(transaction_states=tuple(states))
 
     @api(ApiKey.DESCRIBE_PRODUCERS)
-    async def describe_producers(self, req: DecodedRequest) -> DescribeProducersResponse:
+    async def describe_producers(self, req: DecodedRequest[Any]) -> DescribeProducersResponse:
         topics: list[DescribeProducersTopic] = []
         for topic in req.body.topics:
             parts: list[DescribeProducersPartition] = []

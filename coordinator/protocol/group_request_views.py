@@ -4,7 +4,9 @@
 reads it through the view of its API (``DecodedRequest[XRequestView]``), a ``Protocol``
 naming the fields every supported version has (``api_versions``), with the types kio gives
 them (kio's nominal ints and strings are ``int`` and ``str`` subclasses).  A field some
-versions lack is read with ``wire.optional`` and a declared type.
+versions lack is read with ``wire.optional`` and a declared type; where versions differ in
+shape, ``<Api>RequestV<low>To<high>View`` names the fields of those versions (the handler
+casts to it after testing ``api_version``).
 tests/unit/test_request_views.py checks each view against every supported version's schema.
 """
 

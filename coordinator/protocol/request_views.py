@@ -4,7 +4,9 @@
 reads it through the view of its API (``DecodedRequest[XRequestView]``), a ``Protocol``
 naming the fields every supported version has (``api_versions``), with the types kio gives
 them (kio's nominal ints and strings are ``int`` and ``str`` subclasses).  A field some
-versions lack is read with ``wire.optional`` and a declared type.
+versions lack is read with ``wire.optional`` and a declared type; where versions differ in
+shape, ``<Api>RequestV<low>To<high>View`` names the fields of those versions (the handler
+casts to it after testing ``api_version``).
 tests/unit/test_request_views.py checks each view against every supported version's schema.
 """
 
@@ -269,6 +271,45 @@ class AddPartitionsToTxnRequestView(Protocol):
     """
 
     pass
+
+
+class AddPartitionsToTxnV3TopicView(Protocol):
+    """``v3_and_below_topics`` of AddPartitionsToTxnRequestV0To3View."""
+
+    name: str
+    partitions: tuple[int, ...]
+
+
+class AddPartitionsToTxnRequestV0To3View(Protocol):
+    """AddPartitionsToTxn request, v0-v3: one transaction's partitions."""
+
+    v3_and_below_transactional_id: str
+    v3_and_below_producer_id: int
+    v3_and_below_producer_epoch: int
+    v3_and_below_topics: tuple[AddPartitionsToTxnV3TopicView, ...]
+
+
+class AddPartitionsToTxnTopicView(Protocol):
+    """``topics`` of AddPartitionsToTxnTransactionView."""
+
+    name: str
+    partitions: tuple[int, ...]
+
+
+class AddPartitionsToTxnTransactionView(Protocol):
+    """``transactions`` of AddPartitionsToTxnRequestV4To5View."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    verify_only: bool
+    topics: tuple[AddPartitionsToTxnTopicView, ...]
+
+
+class AddPartitionsToTxnRequestV4To5View(Protocol):
+    """AddPartitionsToTxn request, v4-v5: a batch of transactions (KIP-890)."""
+
+    transactions: tuple[AddPartitionsToTxnTransactionView, ...]
 
 
 class EndTxnRequestView(Protocol):

@@ -2,7 +2,8 @@
 
 * Every served API has a view (``<Api>RequestView`` in ``coordinator/protocol/*request_views``)
   and every field a view names -- nested views too -- is in every supported version's schema,
-  with the type the view declares (kio's nominal ints and strings as ``int`` and ``str``).
+  with the type the view declares (kio's nominal ints and strings as ``int`` and ``str``);
+  ``<Api>RequestV<low>To<high>View`` likewise for the versions it names.
 * Every ``@api`` handler declares ``req: DecodedRequest[<Api>RequestView]``.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import datetime
+import re
 import types
 import typing
 import uuid
@@ -29,6 +31,7 @@ from coordinator.protocol.api_versions import _VERSIONS
 from txn.api_keys import ApiKey
 from txn.kip1289_schema import load_request
 
+_RANGED = r"(\w+)RequestV(\d+)To(\d+)View"
 ROOT = Path(__file__).resolve().parents[2]
 _MODULES = (request_views, group_request_views, share_request_views, admin_request_views)
 _VIEWS: dict[str, type] = {
@@ -102,11 +105,23 @@ def test_each_view_names_fields_every_supported_version_has(key: ApiKey) -> None
         _check(view, load_request(int(key), version), f"{key.name} v{version}")
 
 
+@pytest.mark.parametrize(
+    "name", sorted(name for name in _VIEWS if re.fullmatch(_RANGED, name)), ids=str
+)
+def test_each_view_of_some_versions_names_fields_those_versions_have(name: str) -> None:
+    match = re.fullmatch(_RANGED, name)
+    assert match is not None
+    key = next(k for k in _VERSIONS if _view_name(k) == match[1] + "RequestView")
+    low, high = int(match[2]), int(match[3])
+    assert _VERSIONS[key][0] <= low <= high <= _VERSIONS[key][1], name
+    for version in range(low, high + 1):
+        _check(_VIEWS[name], load_request(int(key), version), f"{name} v{version}")
+
+
 #: Handlers still reading an untyped body (``DecodedRequest[Any]``); this only shrinks.
 _NOT_YET_TYPED: frozenset[str] = frozenset(
     {
         "add_offsets_to_txn",
-        "add_partitions_to_txn",
         "add_share_acks_to_txn",
         "alter_configs",
         "create_acls",
@@ -127,22 +142,17 @@ _NOT_YET_TYPED: frozenset[str] = frozenset(
         "describe_configs",
         "describe_groups",
         "describe_log_dirs",
-        "describe_producers",
         "describe_share_group_offsets",
         "describe_share_pending_acks",
-        "describe_transactions",
         "describe_user_scram_credentials",
-        "end_txn",
         "fetch",
         "find_coordinator",
         "heartbeat",
         "incremental_alter_configs",
-        "init_producer_id",
         "join_group",
         "leave_group",
         "list_groups",
         "list_offsets",
-        "list_transactions",
         "metadata",
         "offset_commit",
         "offset_delete",

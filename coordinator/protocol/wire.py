@@ -104,9 +104,11 @@ def decode_request(frame: bytes) -> DecodedRequest[Any]:
             api_version,
             correlation_id,
         ) from exc
-    return DecodedRequest[Any](
+    # Not ``DecodedRequest[Any](...)``: that sets ``__orig_class__`` on the frozen instance.
+    request: DecodedRequest[Any] = DecodedRequest(
         api_key, api_version, correlation_id, getattr(header, "client_id", None), body
     )
+    return request
 
 
 def response_class(api_key: int, api_version: int) -> type:

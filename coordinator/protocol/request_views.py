@@ -13,6 +13,7 @@ tests/unit/test_request_views.py checks each view against every supported versio
 from __future__ import annotations
 
 import datetime
+import uuid
 from typing import Protocol
 
 
@@ -209,6 +210,27 @@ class AlterConfigsRequestView(Protocol):
 class DeleteTopicsRequestView(Protocol):
     """DeleteTopics request, v1-v6. Only in some versions: ``topic_names``, ``topics``."""
 
+    timeout: datetime.timedelta
+
+
+class DeleteTopicsRequestV1To5View(Protocol):
+    """DeleteTopics request, v1-v5: topics by name."""
+
+    topic_names: tuple[str, ...]
+    timeout: datetime.timedelta
+
+
+class DeleteTopicStateView(Protocol):
+    """``topics`` of DeleteTopicsRequestV6To6View."""
+
+    name: str | None
+    topic_id: uuid.UUID | None
+
+
+class DeleteTopicsRequestV6To6View(Protocol):
+    """DeleteTopics request, v6: topics by name or id."""
+
+    topics: tuple[DeleteTopicStateView, ...]
     timeout: datetime.timedelta
 
 

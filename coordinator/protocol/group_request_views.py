@@ -68,6 +68,27 @@ class LeaveGroupRequestView(Protocol):
     group_id: str
 
 
+class LeaveGroupRequestV0To2View(Protocol):
+    """LeaveGroup request, v0-v2: one member."""
+
+    group_id: str
+    member_id: str
+
+
+class LeaveGroupMemberView(Protocol):
+    """``members`` of LeaveGroupRequestV3To5View. Only in some versions: ``reason``."""
+
+    member_id: str
+    group_instance_id: str | None
+
+
+class LeaveGroupRequestV3To5View(Protocol):
+    """LeaveGroup request, v3-v5: a batch of members (KIP-345)."""
+
+    group_id: str
+    members: tuple[LeaveGroupMemberView, ...]
+
+
 class DescribeGroupsRequestView(Protocol):
     """DescribeGroups request, v0-v5. Only in some versions: ``include_authorized_operations``."""
 
@@ -136,6 +157,36 @@ class OffsetFetchRequestView(Protocol):
     """
 
     pass
+
+
+class OffsetFetchRequestTopicView(Protocol):
+    """``topics`` of OffsetFetchRequestV1To7View and of OffsetFetchRequestGroupView."""
+
+    name: str
+    partition_indexes: tuple[int, ...]
+
+
+class OffsetFetchRequestV1To7View(Protocol):
+    """OffsetFetch request, v1-v7: one group. Only in some versions: ``require_stable``."""
+
+    group_id: str
+    topics: tuple[OffsetFetchRequestTopicView, ...] | None
+
+
+class OffsetFetchRequestGroupView(Protocol):
+    """``groups`` of OffsetFetchRequestV8To9View. Only in some versions: ``member_epoch``,
+    ``member_id``.
+    """
+
+    group_id: str
+    topics: tuple[OffsetFetchRequestTopicView, ...] | None
+
+
+class OffsetFetchRequestV8To9View(Protocol):
+    """OffsetFetch request, v8-v9: a batch of groups (KIP-709)."""
+
+    groups: tuple[OffsetFetchRequestGroupView, ...]
+    require_stable: bool
 
 
 class OffsetDeleteRequestPartitionView(Protocol):

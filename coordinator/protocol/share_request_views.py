@@ -35,25 +35,25 @@ class ShareGroupDescribeRequestView(Protocol):
 
 
 class AcknowledgementBatchView(Protocol):
-    """``acknowledgement_batches`` of ShareFetchFetchTopicFetchPartitionView."""
+    """``acknowledgement_batches`` of ShareFetchPartitionView."""
 
     first_offset: int
     last_offset: int
     acknowledge_types: tuple[int, ...]
 
 
-class ShareFetchFetchTopicFetchPartitionView(Protocol):
-    """``partitions`` of ShareFetchFetchTopicView."""
+class ShareFetchPartitionView(Protocol):
+    """``partitions`` of ShareFetchTopicView."""
 
     partition_index: int
     acknowledgement_batches: tuple[AcknowledgementBatchView, ...]
 
 
-class ShareFetchFetchTopicView(Protocol):
+class ShareFetchTopicView(Protocol):
     """``topics`` of ShareFetchRequestView."""
 
     topic_id: uuid.UUID | None
-    partitions: tuple[ShareFetchFetchTopicFetchPartitionView, ...]
+    partitions: tuple[ShareFetchPartitionView, ...]
 
 
 class ForgottenTopicView(Protocol):
@@ -77,7 +77,7 @@ class ShareFetchRequestView(Protocol):
     max_bytes: int
     max_records: int
     batch_size: int
-    topics: tuple[ShareFetchFetchTopicView, ...]
+    topics: tuple[ShareFetchTopicView, ...]
     forgotten_topics_data: tuple[ForgottenTopicView, ...]
 
 

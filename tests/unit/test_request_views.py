@@ -121,24 +121,11 @@ def test_each_view_of_some_versions_names_fields_those_versions_have(name: str) 
 #: Handlers still reading an untyped body (``DecodedRequest[Any]``); this only shrinks.
 _NOT_YET_TYPED: frozenset[str] = frozenset(
     {
-        "add_share_acks_to_txn",
         "create_acls",
-        "alter_share_group_offsets",
         "alter_user_scram_credentials",
         "delete_acls",
-        "delete_groups",
-        "delete_share_group_offsets",
         "describe_acls",
-        "describe_share_group_offsets",
-        "describe_share_pending_acks",
         "describe_user_scram_credentials",
-        "incremental_alter_configs",
-        "list_groups",
-        "share_acknowledge",
-        "share_fetch",
-        "share_group_describe",
-        "share_group_heartbeat",
-        "txn_share_acknowledge",
     }
 )
 

@@ -28,6 +28,15 @@ from coordinator.protocol.acl_messages import (
     DescribeUserScramCredentialsResponse,
     DescribeUserScramCredentialsResult,
 )
+from coordinator.protocol.admin_request_views import (
+    AlterUserScramCredentialsRequestView,
+    CreateAclsRequestView,
+    DeleteAclsFilterView,
+    DeleteAclsRequestView,
+    DescribeAclsRequestView,
+    DescribeUserScramCredentialsRequestView,
+    ScramCredentialUpsertionView,
+)
 from coordinator.protocol.responses import Message, api, handler_table
 from coordinator.protocol.wire import DecodedRequest
 from coordinator.security.acls import (
@@ -87,7 +96,9 @@ class SecurityAdminHandlers:
     # -- ACLs -----------------------------------------------------------------------------------
 
     @api(ApiKey.CREATE_ACLS)
-    async def create_acls(self, session: Session, req: DecodedRequest[Any]) -> CreateAclsResponse:
+    async def create_acls(
+        self, session: Session, req: DecodedRequest[CreateAclsRequestView]
+    ) -> CreateAclsResponse:
         creations = list(req.body.creations)
         authorizer = self._authorizer()
 
@@ -126,7 +137,7 @@ class SecurityAdminHandlers:
         return CreateAclsResponse(results=tuple(results))
 
     @staticmethod
-    def _filter(f: Any) -> AclBindingFilter:
+    def _filter(f: DescribeAclsRequestView | DeleteAclsFilterView) -> AclBindingFilter:
         return AclBindingFilter(
             _enum(ResourceType, f.resource_type_filter),
             f.resource_name_filter,
@@ -139,7 +150,7 @@ class SecurityAdminHandlers:
 
     @api(ApiKey.DESCRIBE_ACLS)
     async def describe_acls(
-        self, session: Session, req: DecodedRequest[Any]
+        self, session: Session, req: DecodedRequest[DescribeAclsRequestView]
     ) -> DescribeAclsResponse:
         authorizer = self._authorizer()
         if authorizer is None:
@@ -176,7 +187,9 @@ class SecurityAdminHandlers:
         )
 
     @api(ApiKey.DELETE_ACLS)
-    async def delete_acls(self, session: Session, req: DecodedRequest[Any]) -> DeleteAclsResponse:
+    async def delete_acls(
+        self, session: Session, req: DecodedRequest[DeleteAclsRequestView]
+    ) -> DeleteAclsResponse:
         filters = list(req.body.filters)
         authorizer = self._authorizer()
 
@@ -217,7 +230,7 @@ class SecurityAdminHandlers:
 
     @api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
     async def describe_user_scram_credentials(
-        self, session: Session, req: DecodedRequest[Any]
+        self, session: Session, req: DecodedRequest[DescribeUserScramCredentialsRequestView]
     ) -> DescribeUserScramCredentialsResponse:
         if not self._cluster_allowed(session, AclOperation.DESCRIBE):
             return DescribeUserScramCredentialsResponse(
@@ -264,10 +277,10 @@ class SecurityAdminHandlers:
 
     @api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
     async def alter_user_scram_credentials(
-        self, session: Session, req: DecodedRequest[Any]
+        self, session: Session, req: DecodedRequest[AlterUserScramCredentialsRequestView]
     ) -> AlterUserScramCredentialsResponse:
         body = req.body
-        entries: list[tuple[str, int, Any]] = [
+        entries: list[tuple[str, int, ScramCredentialUpsertionView | None]] = [
             (str(d.name), int(d.mechanism), None) for d in body.deletions
         ] + [(str(u.name), int(u.mechanism), u) for u in body.upsertions]
         users = list(dict.fromkeys(name for name, _m, _u in entries))

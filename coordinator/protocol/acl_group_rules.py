@@ -81,7 +81,7 @@ from coordinator.protocol.txn_messages import (
     TxnShareAcknowledgeResponse,
     TxnShareAcknowledgeTopic,
 )
-from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.protocol.wire import DecodedRequest, optional
 from txn.errors import ErrorCode
 from txn.ids import (
     KEY_TYPE_GROUP,
@@ -184,7 +184,7 @@ async def offset_fetch_rule(
 ) -> Response:
     """DESCRIBE on the group; listed topics need DESCRIBE, unlisted ones are filtered out."""
     b = req.body
-    groups = field(b, "groups")
+    groups: tuple[Any, ...] | None = optional(b, "groups", default=None)  # v8+
     if groups is None:
         if not ctx.group(OP.DESCRIBE, b.group_id):
             return OffsetFetchResponse(
@@ -239,7 +239,7 @@ async def find_coordinator_rule(
     ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     b = req.body
-    key_type = int(field(b, "key_type", default=0))
+    key_type = int(optional(b, "key_type", default=0))
 
     def denial(key: str) -> ErrorCode | None:
         if key_type == KEY_TYPE_GROUP:
@@ -250,7 +250,7 @@ async def find_coordinator_rule(
             return None if ctx.cluster(OP.CLUSTER_ACTION) else CLUSTER_DENIED
         return None
 
-    single = field(b, "key")
+    single: str | None = optional(b, "key", default=None)  # v0-3
     if single is not None:
         code = denial(single)
         if code is not None:

@@ -65,7 +65,7 @@ from coordinator.protocol.txn_messages import (
     EndTxnResponse,
     InitProducerIdResponse,
 )
-from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.protocol.wire import DecodedRequest, optional
 from coordinator.security.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
@@ -322,7 +322,7 @@ async def membership_rule(
 
 async def produce_rule(ctx: RequestContext, req: DecodedRequest[Any], handler: Handler) -> Response:
     b = req.body
-    tid = field(b, "transactional_id")
+    tid: str | None = optional(b, "transactional_id", default=None)
     # Kafka: transactional records need a transactional id the principal may WRITE, before
     # any topic is looked at (the handler answers a missing one alike without ACLs).
     if (tid is not None and not ctx.txn(tid)) or (tid is None and has_transactional_records(b)):
@@ -343,9 +343,9 @@ async def produce_rule(ctx: RequestContext, req: DecodedRequest[Any], handler: H
 
 
 def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
-    name = field(topic, "topic", "name")
+    name: str | None = optional(topic, "topic", "name", default=None)
     if name is None:
-        topic_id = field(topic, "topic_id")
+        topic_id: uuid.UUID | None = optional(topic, "topic_id", default=None)
         return ctx.topics.name_of(topic_id) if topic_id is not None else None
     return str(name)
 
@@ -364,7 +364,7 @@ async def fetch_rule(ctx: RequestContext, req: DecodedRequest[Any], handler: Han
             )
             for p in t.partitions
         )
-        name = field(t, "topic")
+        name: str | None = optional(t, "topic", default=None)  # v4-12
         if name is None:
             return FetchableTopicResponse(partitions=partitions, topic_id=t.topic_id)
         return FetchableTopicResponse(partitions=partitions, topic=name)
@@ -416,12 +416,12 @@ async def metadata_rule(
         assert isinstance(response, MetadataResponse)
         listed = tuple(t for t in response.topics if ctx.topic(OP.DESCRIBE, str(t.name)))
         return dataclasses.replace(response, topics=listed)
-    auto_create = bool(field(b, "allow_auto_topic_creation", default=True))
+    auto_create = bool(optional(b, "allow_auto_topic_creation", default=True))
     kept: list[Any] = []
     refused: list[MetadataResponseTopic] = []
     for t in requested:
-        topic_id = field(t, "topic_id")
-        name = field(t, "name")
+        topic_id: uuid.UUID | None = optional(t, "topic_id", default=None)  # v10+
+        name = t.name
         if name is None and topic_id is not None:
             name = ctx.topics.name_of(topic_id)
             if name is not None and not ctx.topic(OP.DESCRIBE, name):

@@ -137,14 +137,6 @@ def encode_response(
     return buf.getvalue()
 
 
-def field(body: Any, *names: str, default: Any = None) -> Any:
-    """The first attribute of ``body`` among ``names`` (field names differ across versions)."""
-    for name in names:
-        if hasattr(body, name):
-            return getattr(body, name)
-    return default
-
-
 def optional(body: object, *names: str, default: T) -> T:
     """A field some versions lack: the first attribute of ``body`` among ``names``, else
     ``default``, declared to be of ``default``'s type (or the type the caller asks for)."""

@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import uuid
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 from coordinator.broker import BrokerCore
 from coordinator.group.offset_commands import Committer, OffsetMap
@@ -323,7 +324,7 @@ class GroupHandlers:
             )
         return ConsumerGroupDescribeResponse(groups=tuple(groups))
 
-    def _named(self, parts: dict[Any, frozenset[int]]) -> DescribedAssignment:
+    def _named(self, parts: dict[uuid.UUID, frozenset[int]]) -> DescribedAssignment:
         out = []
         for topic_id, partitions in sorted(parts.items()):
             info = self.core.topics.by_id(topic_id)

@@ -22,7 +22,7 @@ Body = Message | dict[str, Any]
 Handler = Callable[[DecodedRequest[Any]], Awaitable[Body | None]]
 #: Wait until a log append or ``deadline_ms`` on the broker's Clock, whichever comes first.
 WaitForAppend = Callable[[int], Awaitable[None]]
-M = TypeVar("M", bound=Callable[..., Any])
+M = TypeVar("M")
 
 _API_KEY = "api_key"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from coordinator.protocol.acl_messages import (
     AclCreationResult,
@@ -72,7 +72,11 @@ _NO_AUTHORIZER = "No Authorizer is configured."
 _CLUSTER_DENIED = "Cluster authorization failed."
 
 
-def _enum(cls: Any, value: int) -> Any:
+E = TypeVar("E", ResourceType, PatternType, AclOperation, AclPermissionType)
+
+
+def _enum(cls: type[E], value: int) -> E:
+    """The member of ``cls`` with ``value``, UNKNOWN for a value it lacks (as Kafka)."""
     try:
         return cls(int(value))
     except ValueError:
@@ -283,7 +287,7 @@ class SecurityAdminHandlers:
         entries: list[tuple[str, int, ScramCredentialUpsertionView | None]] = [
             (str(d.name), int(d.mechanism), None) for d in body.deletions
         ] + [(str(u.name), int(u.mechanism), u) for u in body.upsertions]
-        users = list(dict.fromkeys(name for name, _m, _u in entries))
+        users = list({name: None for name, _m, _u in entries})  # in order, once each
         if not self._cluster_allowed(session, AclOperation.ALTER):
             return AlterUserScramCredentialsResponse(
                 results=tuple(

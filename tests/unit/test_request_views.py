@@ -27,10 +27,12 @@ from coordinator.protocol import (
     request_views,
     share_request_views,
 )
-from coordinator.protocol.api_versions import _VERSIONS
+from coordinator.protocol.api_versions import SUPPORTED
+from coordinator.protocol.wire import B, DecodedRequest
 from txn.api_keys import ApiKey
 from txn.kip1289_schema import load_request
 
+_VERSIONS = {ApiKey(key): (low, high) for key, (_name, low, high) in SUPPORTED.items()}
 _RANGED = r"(\w+)RequestV(\d+)To(\d+)View"
 ROOT = Path(__file__).resolve().parents[2]
 _MODULES = (request_views, group_request_views, share_request_views, admin_request_views)
@@ -146,3 +148,10 @@ def test_every_handler_declares_the_view_of_its_api() -> None:
             wrong.append(f"{path}:{node.lineno} {node.name}: {annotation} (want {wanted})")
     assert seen == len(_VERSIONS) - 2, seen  # SaslHandshake/Authenticate: the security gate's
     assert not wrong, "\n".join(wrong)
+
+
+def test_a_decoded_request_body_is_typed_by_its_view() -> None:
+    """``DecodedRequest`` is generic in its body: no ``Any`` in the class itself."""
+    hints = typing.get_type_hints(DecodedRequest)
+    assert hints["body"] is B
+    assert typing.Any not in hints.values()

@@ -42,7 +42,14 @@ from coordinator.protocol.group_messages import (
     LeaveGroupResponse,
     SyncGroupResponse,
 )
+from coordinator.protocol.group_request_views import ConsumerGroupHeartbeatRequestView
+from coordinator.protocol.request_views import (
+    FetchRequestView,
+    InitProducerIdRequestView,
+    ProduceRequestView,
+)
 from coordinator.protocol.responses import Body, Handler, Message
+from coordinator.protocol.share_request_views import ShareGroupHeartbeatRequestView
 from coordinator.protocol.topic_messages import (
     AlterConfigsResourceResponse,
     CreatableTopicResult,
@@ -264,7 +271,8 @@ async def open_rule(_ctx: RequestContext, req: DecodedRequest[Any], handler: Han
 async def init_producer_id_rule(
     ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
-    tid = req.body.transactional_id
+    body: InitProducerIdRequestView = req.body
+    tid = body.transactional_id
     if tid is not None:
         if not ctx.txn(tid):
             return denied_request(req, TXN_DENIED)
@@ -304,7 +312,7 @@ async def membership_rule(
     ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     """Consumer/ShareGroupHeartbeat: READ on the group, DESCRIBE on subscribed topics."""
-    b = req.body
+    b: ConsumerGroupHeartbeatRequestView | ShareGroupHeartbeatRequestView = req.body
     if not ctx.group(OP.READ, b.group_id):
         return denied_request(req, GROUP_DENIED)
     subscribed = b.subscribed_topic_names or ()
@@ -321,8 +329,8 @@ async def membership_rule(
 
 
 async def produce_rule(ctx: RequestContext, req: DecodedRequest[Any], handler: Handler) -> Response:
-    b = req.body
-    tid: str | None = optional(b, "transactional_id", default=None)
+    b: ProduceRequestView = req.body
+    tid = b.transactional_id
     # Kafka: transactional records need a transactional id the principal may WRITE, before
     # any topic is looked at (the handler answers a missing one alike without ACLs).
     if (tid is not None and not ctx.txn(tid)) or (tid is None and has_transactional_records(b)):
@@ -351,7 +359,7 @@ def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
 
 
 async def fetch_rule(ctx: RequestContext, req: DecodedRequest[Any], handler: Handler) -> Response:
-    b = req.body
+    b: FetchRequestView = req.body
 
     def ok(t: Any) -> bool:
         name = _topic_name(ctx, t)

@@ -47,6 +47,10 @@ from coordinator.protocol.group_messages import (
     PartitionError,
     TopicErrors,
 )
+from coordinator.protocol.request_views import (
+    AddPartitionsToTxnRequestV0To3View,
+    FindCoordinatorRequestView,
+)
 from coordinator.protocol.responses import Body, Handler
 from coordinator.protocol.share_messages import (
     AlteredShareOffset,
@@ -238,7 +242,7 @@ async def offset_fetch_rule(
 async def find_coordinator_rule(
     ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
-    b = req.body
+    b: FindCoordinatorRequestView = req.body
     key_type = int(optional(b, "key_type", default=0))
 
     def denial(key: str) -> ErrorCode | None:
@@ -262,7 +266,8 @@ async def find_coordinator_rule(
         assert code is not None
         return Coordinator(key=k, node_id=-1, host="", port=-1, error_code=code)
 
-    checked = split(b.coordinator_keys, lambda k: denial(k) is None)
+    keys: tuple[str, ...] = optional(b, "coordinator_keys", default=())  # v4+
+    checked = split(keys, lambda k: denial(k) is None)
     return await answer_kept(
         req,
         handler,
@@ -379,12 +384,12 @@ async def describe_transactions_rule(
 async def add_partitions_to_txn_rule(
     ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
-    b = req.body
     if req.api_version >= 4:
         # The broker-to-broker form (KIP-890 verification): CLUSTER_ACTION.
         if not ctx.cluster(OP.CLUSTER_ACTION):
             return AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED)
         return await handler(req)
+    b: AddPartitionsToTxnRequestV0To3View = req.body
 
     def results(code_of: Callable[[str], ErrorCode]) -> AddPartitionsToTxnResponse:
         return AddPartitionsToTxnResponse(

@@ -47,6 +47,10 @@ from coordinator.protocol.group_messages import (
     PartitionError,
     TopicErrors,
 )
+from coordinator.protocol.request_views import (
+    AddPartitionsToTxnRequestV0To3View,
+    FindCoordinatorRequestView,
+)
 from coordinator.protocol.responses import Body, Handler
 from coordinator.protocol.share_messages import (
     AlteredShareOffset,
@@ -81,7 +85,7 @@ from coordinator.protocol.txn_messages import (
     TxnShareAcknowledgeResponse,
     TxnShareAcknowledgeTopic,
 )
-from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.protocol.wire import DecodedRequest, optional
 from txn.errors import ErrorCode
 from txn.ids import (
     KEY_TYPE_GROUP,
@@ -107,7 +111,7 @@ def _offset_denied(t: Any) -> TopicErrors:
 
 
 async def _read_topics(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler, empty: Body
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler, empty: Body
 ) -> Response:
     """READ on each topic of the offset request's [{name, partitions}]."""
     checked = split(req.body.topics, lambda t: ctx.topic(OP.READ, t.name))
@@ -115,7 +119,7 @@ async def _read_topics(
 
 
 async def offset_commit_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     b = req.body
     if not ctx.group(OP.READ, b.group_id):
@@ -124,7 +128,7 @@ async def offset_commit_rule(
 
 
 async def txn_offset_commit_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     b = req.body
 
@@ -153,7 +157,7 @@ async def txn_offset_commit_rule(
 
 
 async def offset_delete_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     if not ctx.group(OP.DELETE, req.body.group_id):
         return OffsetDeleteResponse(error_code=GROUP_DENIED)
@@ -179,10 +183,12 @@ def _fetched_entries(topics: Iterable[Any], code: ErrorCode) -> tuple[OffsetFetc
     )
 
 
-async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+async def offset_fetch_rule(
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
+) -> Response:
     """DESCRIBE on the group; listed topics need DESCRIBE, unlisted ones are filtered out."""
     b = req.body
-    groups = field(b, "groups")
+    groups: tuple[Any, ...] | None = optional(b, "groups", default=None)  # v8+
     if groups is None:
         if not ctx.group(OP.DESCRIBE, b.group_id):
             return OffsetFetchResponse(
@@ -234,10 +240,10 @@ async def offset_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: H
 
 
 async def find_coordinator_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
-    b = req.body
-    key_type = int(field(b, "key_type", default=0))
+    b: FindCoordinatorRequestView = req.body
+    key_type = int(optional(b, "key_type", default=0))
 
     def denial(key: str) -> ErrorCode | None:
         if key_type == KEY_TYPE_GROUP:
@@ -248,7 +254,7 @@ async def find_coordinator_rule(
             return None if ctx.cluster(OP.CLUSTER_ACTION) else CLUSTER_DENIED
         return None
 
-    single = field(b, "key")
+    single: str | None = optional(b, "key", default=None)  # v0-3
     if single is not None:
         code = denial(single)
         if code is not None:
@@ -260,7 +266,8 @@ async def find_coordinator_rule(
         assert code is not None
         return Coordinator(key=k, node_id=-1, host="", port=-1, error_code=code)
 
-    checked = split(b.coordinator_keys, lambda k: denial(k) is None)
+    keys: tuple[str, ...] = optional(b, "coordinator_keys", default=())  # v4+
+    checked = split(keys, lambda k: denial(k) is None)
     return await answer_kept(
         req,
         handler,
@@ -274,7 +281,7 @@ async def find_coordinator_rule(
 
 def groups_listing_rule(
     op: Any, list_key: str, response_key: str, entry: Callable[[str], Body], empty: Body
-) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+) -> Callable[[RequestContext, DecodedRequest[Any], Handler], Any]:
     """APIs over a list of group ids answered per group (Describe*/DeleteGroups); ``empty`` is
     the answer when no group is left to ask the handler about."""
     return list_rule(list_key, response_key, lambda ctx, g: ctx.group(op, g), entry, empty)
@@ -312,7 +319,9 @@ delete_groups_rule = groups_listing_rule(
 )
 
 
-async def list_groups_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+async def list_groups_rule(
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
+) -> Response:
     response = await handler(req)
     assert isinstance(response, ListGroupsResponse)
     if ctx.cluster(OP.DESCRIBE):
@@ -323,7 +332,7 @@ async def list_groups_rule(ctx: RequestContext, req: DecodedRequest, handler: Ha
 
 
 async def list_transactions_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     response = await handler(req)
     assert isinstance(response, ListTransactionsResponse)
@@ -338,7 +347,7 @@ async def list_transactions_rule(
 
 
 async def describe_transactions_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     kept, denied = split(
         req.body.transactional_ids, lambda t: ctx.allowed(OP.DESCRIBE, RT.TRANSACTIONAL_ID, t)
@@ -373,14 +382,14 @@ async def describe_transactions_rule(
 
 
 async def add_partitions_to_txn_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
-    b = req.body
     if req.api_version >= 4:
         # The broker-to-broker form (KIP-890 verification): CLUSTER_ACTION.
         if not ctx.cluster(OP.CLUSTER_ACTION):
             return AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED)
         return await handler(req)
+    b: AddPartitionsToTxnRequestV0To3View = req.body
 
     def results(code_of: Callable[[str], ErrorCode]) -> AddPartitionsToTxnResponse:
         return AddPartitionsToTxnResponse(
@@ -409,7 +418,7 @@ async def add_partitions_to_txn_rule(
 
 async def _share_data(
     ctx: RequestContext,
-    req: DecodedRequest,
+    req: DecodedRequest[Any],
     handler: Handler,
     refused: Callable[[ErrorCode], Body],
     denied_entry: Callable[[Any], Any],
@@ -427,7 +436,9 @@ async def _share_data(
     return appended(response, "responses", [denied_entry(t) for t in denied])
 
 
-async def share_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+async def share_fetch_rule(
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
+) -> Response:
     def denied_entry(t: Any) -> ShareFetchTopic:
         return ShareFetchTopic(
             topic_id=t.topic_id,
@@ -447,7 +458,7 @@ async def share_fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Ha
 
 
 async def share_acknowledge_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     def denied_entry(t: Any) -> ShareAcknowledgeTopic:
         return ShareAcknowledgeTopic(
@@ -466,7 +477,7 @@ async def share_acknowledge_rule(
 
 
 async def txn_share_acknowledge_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     """KIP-1289 TxnShareAcknowledge: checked as TxnOffsetCommit."""
     b = req.body
@@ -503,7 +514,7 @@ def _share_offsets_rule(
     """Alter/DeleteShareGroupOffsets: one group, topics by name (READ on each); ``answer``
     answers a denied group (and, with NONE, a request with no topic left)."""
 
-    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    async def rule(ctx: RequestContext, req: DecodedRequest[Any], handler: Handler) -> Response:
         b = req.body
         if not ctx.group(group_op, b.group_id):
             return answer(GROUP_DENIED)
@@ -544,7 +555,7 @@ delete_share_group_offsets_rule = _share_offsets_rule(
 
 
 async def describe_share_group_offsets_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     allowed_groups, denied_groups = split(
         req.body.groups, lambda g: ctx.group(OP.DESCRIBE, g.group_id)

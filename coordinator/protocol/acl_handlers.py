@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from coordinator.protocol.acl_messages import (
     AclCreationResult,
@@ -27,6 +27,15 @@ from coordinator.protocol.acl_messages import (
     DescribeAclsResponse,
     DescribeUserScramCredentialsResponse,
     DescribeUserScramCredentialsResult,
+)
+from coordinator.protocol.admin_request_views import (
+    AlterUserScramCredentialsRequestView,
+    CreateAclsRequestView,
+    DeleteAclsFilterView,
+    DeleteAclsRequestView,
+    DescribeAclsRequestView,
+    DescribeUserScramCredentialsRequestView,
+    ScramCredentialUpsertionView,
 )
 from coordinator.protocol.responses import Message, api, handler_table
 from coordinator.protocol.wire import DecodedRequest
@@ -57,13 +66,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sharetxn.security")
 
-AdminHandler = Callable[["Session", DecodedRequest], Awaitable[Message]]
+AdminHandler = Callable[["Session", DecodedRequest[Any]], Awaitable[Message]]
 
 _NO_AUTHORIZER = "No Authorizer is configured."
 _CLUSTER_DENIED = "Cluster authorization failed."
 
 
-def _enum(cls: Any, value: int) -> Any:
+E = TypeVar("E", ResourceType, PatternType, AclOperation, AclPermissionType)
+
+
+def _enum(cls: type[E], value: int) -> E:
+    """The member of ``cls`` with ``value``, UNKNOWN for a value it lacks (as Kafka)."""
     try:
         return cls(int(value))
     except ValueError:
@@ -87,7 +100,9 @@ class SecurityAdminHandlers:
     # -- ACLs -----------------------------------------------------------------------------------
 
     @api(ApiKey.CREATE_ACLS)
-    async def create_acls(self, session: Session, req: DecodedRequest) -> CreateAclsResponse:
+    async def create_acls(
+        self, session: Session, req: DecodedRequest[CreateAclsRequestView]
+    ) -> CreateAclsResponse:
         creations = list(req.body.creations)
         authorizer = self._authorizer()
 
@@ -126,7 +141,7 @@ class SecurityAdminHandlers:
         return CreateAclsResponse(results=tuple(results))
 
     @staticmethod
-    def _filter(f: Any) -> AclBindingFilter:
+    def _filter(f: DescribeAclsRequestView | DeleteAclsFilterView) -> AclBindingFilter:
         return AclBindingFilter(
             _enum(ResourceType, f.resource_type_filter),
             f.resource_name_filter,
@@ -138,7 +153,9 @@ class SecurityAdminHandlers:
         )
 
     @api(ApiKey.DESCRIBE_ACLS)
-    async def describe_acls(self, session: Session, req: DecodedRequest) -> DescribeAclsResponse:
+    async def describe_acls(
+        self, session: Session, req: DecodedRequest[DescribeAclsRequestView]
+    ) -> DescribeAclsResponse:
         authorizer = self._authorizer()
         if authorizer is None:
             return DescribeAclsResponse(
@@ -174,7 +191,9 @@ class SecurityAdminHandlers:
         )
 
     @api(ApiKey.DELETE_ACLS)
-    async def delete_acls(self, session: Session, req: DecodedRequest) -> DeleteAclsResponse:
+    async def delete_acls(
+        self, session: Session, req: DecodedRequest[DeleteAclsRequestView]
+    ) -> DeleteAclsResponse:
         filters = list(req.body.filters)
         authorizer = self._authorizer()
 
@@ -215,7 +234,7 @@ class SecurityAdminHandlers:
 
     @api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
     async def describe_user_scram_credentials(
-        self, session: Session, req: DecodedRequest
+        self, session: Session, req: DecodedRequest[DescribeUserScramCredentialsRequestView]
     ) -> DescribeUserScramCredentialsResponse:
         if not self._cluster_allowed(session, AclOperation.DESCRIBE):
             return DescribeUserScramCredentialsResponse(
@@ -262,13 +281,13 @@ class SecurityAdminHandlers:
 
     @api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS)
     async def alter_user_scram_credentials(
-        self, session: Session, req: DecodedRequest
+        self, session: Session, req: DecodedRequest[AlterUserScramCredentialsRequestView]
     ) -> AlterUserScramCredentialsResponse:
         body = req.body
-        entries: list[tuple[str, int, Any]] = [
+        entries: list[tuple[str, int, ScramCredentialUpsertionView | None]] = [
             (str(d.name), int(d.mechanism), None) for d in body.deletions
         ] + [(str(u.name), int(u.mechanism), u) for u in body.upsertions]
-        users = list(dict.fromkeys(name for name, _m, _u in entries))
+        users = list({name: None for name, _m, _u in entries})  # in order, once each
         if not self._cluster_allowed(session, AclOperation.ALTER):
             return AlterUserScramCredentialsResponse(
                 results=tuple(

@@ -40,7 +40,7 @@ from coordinator.protocol.topic_messages import AlterConfigsResponse
 from coordinator.protocol.wire import DecodedRequest
 from txn.api_keys import ApiKey
 
-Rule = Callable[[RequestContext, DecodedRequest, Handler], Awaitable[Response]]
+Rule = Callable[[RequestContext, DecodedRequest[Any], Handler], Awaitable[Response]]
 
 RULES: Final[dict[int, Any]] = {
     ApiKey.PRODUCE: produce_rule,
@@ -104,7 +104,9 @@ RULES: Final[dict[int, Any]] = {
 }
 
 
-async def authorize_request(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+async def authorize_request(
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
+) -> Response:
     """Run ``handler`` on what the principal may do; Kafka's errors for the rest."""
     rule = RULES.get(req.api_key)
     if rule is None:

@@ -42,7 +42,14 @@ from coordinator.protocol.group_messages import (
     LeaveGroupResponse,
     SyncGroupResponse,
 )
+from coordinator.protocol.group_request_views import ConsumerGroupHeartbeatRequestView
+from coordinator.protocol.request_views import (
+    FetchRequestView,
+    InitProducerIdRequestView,
+    ProduceRequestView,
+)
 from coordinator.protocol.responses import Body, Handler, Message
+from coordinator.protocol.share_request_views import ShareGroupHeartbeatRequestView
 from coordinator.protocol.topic_messages import (
     AlterConfigsResourceResponse,
     CreatableTopicResult,
@@ -65,7 +72,7 @@ from coordinator.protocol.txn_messages import (
     EndTxnResponse,
     InitProducerIdResponse,
 )
-from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.protocol.wire import DecodedRequest, optional
 from coordinator.security.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
@@ -124,7 +131,7 @@ class RequestContext:
         return name is None or self.topic(op, name)
 
 
-def with_body(req: DecodedRequest, **changes: Any) -> DecodedRequest:
+def with_body(req: DecodedRequest[Any], **changes: Any) -> DecodedRequest[Any]:
     return dataclasses.replace(req, body=dataclasses.replace(req.body, **changes))
 
 
@@ -137,7 +144,7 @@ def split(items: Iterable[T], ok: Callable[[T], bool]) -> tuple[tuple[T, ...], l
 
 
 async def answer_kept(
-    req: DecodedRequest,
+    req: DecodedRequest[Any],
     handler: Handler,
     request_key: str,
     checked: tuple[tuple[T, ...], list[T]],
@@ -175,11 +182,11 @@ def list_rule(
     ok: Callable[[RequestContext, Any], bool],
     denied_entry: Callable[[Any], Body],
     empty: Body | None = None,
-) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+) -> Callable[[RequestContext, DecodedRequest[Any], Handler], Any]:
     """Rules of APIs over one request list answered per item: the ``ok`` items reach the
     handler, the others get their ``denied_entry``."""
 
-    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    async def rule(ctx: RequestContext, req: DecodedRequest[Any], handler: Handler) -> Response:
         checked = split(getattr(req.body, list_key), lambda item: ok(ctx, item))
         return await answer_kept(
             req, handler, list_key, checked, response_key, denied_entry, empty=empty
@@ -225,7 +232,7 @@ WHOLE_REQUEST_DENIALS: dict[int, Callable[[ErrorCode, int], Message]] = {
 }
 
 
-def denied_request(req: DecodedRequest, code: ErrorCode) -> Body:
+def denied_request(req: DecodedRequest[Any], code: ErrorCode) -> Body:
     """The answer to ``req`` when the principal may not make it at all: its API's own
     message (``WHOLE_REQUEST_DENIALS``), ``error_code`` alone for an API without an entry."""
     typed = WHOLE_REQUEST_DENIALS.get(req.api_key)
@@ -236,11 +243,11 @@ def denied_request(req: DecodedRequest, code: ErrorCode) -> Body:
 
 def guarded(
     denial: Callable[[RequestContext, Any], ErrorCode | None],
-) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+) -> Callable[[RequestContext, DecodedRequest[Any], Handler], Any]:
     """The rule that answers ``denied_request(req, error)`` when ``denial`` finds an error for the
     request body."""
 
-    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    async def rule(ctx: RequestContext, req: DecodedRequest[Any], handler: Handler) -> Response:
         code = denial(ctx, req.body)
         if code is not None:
             return denied_request(req, code)
@@ -249,22 +256,23 @@ def guarded(
     return rule
 
 
-def group_rule(op: AclOperation) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+def group_rule(op: AclOperation) -> Callable[[RequestContext, DecodedRequest[Any], Handler], Any]:
     return guarded(lambda ctx, b: None if ctx.group(op, str(b.group_id)) else GROUP_DENIED)
 
 
-def cluster_rule(op: AclOperation) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+def cluster_rule(op: AclOperation) -> Callable[[RequestContext, DecodedRequest[Any], Handler], Any]:
     return guarded(lambda ctx, _b: None if ctx.cluster(op) else CLUSTER_DENIED)
 
 
-async def open_rule(_ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+async def open_rule(_ctx: RequestContext, req: DecodedRequest[Any], handler: Handler) -> Response:
     return await handler(req)
 
 
 async def init_producer_id_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
-    tid = req.body.transactional_id
+    body: InitProducerIdRequestView = req.body
+    tid = body.transactional_id
     if tid is not None:
         if not ctx.txn(tid):
             return denied_request(req, TXN_DENIED)
@@ -300,9 +308,11 @@ add_offsets_to_txn_rule = guarded(txn_and_group_denial)
 add_share_acks_to_txn_rule = guarded(_share_acks_denial)
 
 
-async def membership_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+async def membership_rule(
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
+) -> Response:
     """Consumer/ShareGroupHeartbeat: READ on the group, DESCRIBE on subscribed topics."""
-    b = req.body
+    b: ConsumerGroupHeartbeatRequestView | ShareGroupHeartbeatRequestView = req.body
     if not ctx.group(OP.READ, b.group_id):
         return denied_request(req, GROUP_DENIED)
     subscribed = b.subscribed_topic_names or ()
@@ -318,9 +328,9 @@ async def membership_rule(ctx: RequestContext, req: DecodedRequest, handler: Han
 # -- multi-resource rules: filter, call, merge --------------------------------------------------
 
 
-async def produce_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
-    b = req.body
-    tid = field(b, "transactional_id")
+async def produce_rule(ctx: RequestContext, req: DecodedRequest[Any], handler: Handler) -> Response:
+    b: ProduceRequestView = req.body
+    tid = b.transactional_id
     # Kafka: transactional records need a transactional id the principal may WRITE, before
     # any topic is looked at (the handler answers a missing one alike without ACLs).
     if (tid is not None and not ctx.txn(tid)) or (tid is None and has_transactional_records(b)):
@@ -341,15 +351,15 @@ async def produce_rule(ctx: RequestContext, req: DecodedRequest, handler: Handle
 
 
 def _topic_name(ctx: RequestContext, topic: Any) -> str | None:
-    name = field(topic, "topic", "name")
+    name: str | None = optional(topic, "topic", "name", default=None)
     if name is None:
-        topic_id = field(topic, "topic_id")
+        topic_id: uuid.UUID | None = optional(topic, "topic_id", default=None)
         return ctx.topics.name_of(topic_id) if topic_id is not None else None
     return str(name)
 
 
-async def fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
-    b = req.body
+async def fetch_rule(ctx: RequestContext, req: DecodedRequest[Any], handler: Handler) -> Response:
+    b: FetchRequestView = req.body
 
     def ok(t: Any) -> bool:
         name = _topic_name(ctx, t)
@@ -362,7 +372,7 @@ async def fetch_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler)
             )
             for p in t.partitions
         )
-        name = field(t, "topic")
+        name: str | None = optional(t, "topic", default=None)  # v4-12
         if name is None:
             return FetchableTopicResponse(partitions=partitions, topic_id=t.topic_id)
         return FetchableTopicResponse(partitions=partitions, topic=name)
@@ -404,7 +414,9 @@ def _metadata_denied(name: str | None, topic_id: uuid.UUID | None) -> MetadataRe
     )
 
 
-async def metadata_rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+async def metadata_rule(
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
+) -> Response:
     b = req.body
     requested = b.topics
     if requested is None or (req.api_version == 0 and not requested):
@@ -412,12 +424,12 @@ async def metadata_rule(ctx: RequestContext, req: DecodedRequest, handler: Handl
         assert isinstance(response, MetadataResponse)
         listed = tuple(t for t in response.topics if ctx.topic(OP.DESCRIBE, str(t.name)))
         return dataclasses.replace(response, topics=listed)
-    auto_create = bool(field(b, "allow_auto_topic_creation", default=True))
+    auto_create = bool(optional(b, "allow_auto_topic_creation", default=True))
     kept: list[Any] = []
     refused: list[MetadataResponseTopic] = []
     for t in requested:
-        topic_id = field(t, "topic_id")
-        name = field(t, "name")
+        topic_id: uuid.UUID | None = optional(t, "topic_id", default=None)  # v10+
+        name = t.name
         if name is None and topic_id is not None:
             name = ctx.topics.name_of(topic_id)
             if name is not None and not ctx.topic(OP.DESCRIBE, name):
@@ -449,7 +461,7 @@ def _create_topics_denied(t: Any) -> CreatableTopicResult:
 
 
 async def create_topics_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     any_topic = ctx.cluster(OP.CREATE)
     checked = split(req.body.topics, lambda t: any_topic or ctx.topic(OP.CREATE, t.name))
@@ -478,7 +490,7 @@ _NO_DELETED_TOPICS = DeleteTopicsResponse(responses=())
 
 
 async def delete_topics_rule(
-    ctx: RequestContext, req: DecodedRequest, handler: Handler
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
     b = req.body
     if hasattr(b, "topic_names"):
@@ -547,11 +559,11 @@ def configs_rule(
     response_key: str,
     denied_entry: Callable[[Any, ErrorCode], Body],
     empty: Body | None = None,
-) -> Callable[[RequestContext, DecodedRequest, Handler], Any]:
+) -> Callable[[RequestContext, DecodedRequest[Any], Handler], Any]:
     """DescribeConfigs / (Incremental)AlterConfigs: per resource, by its type; a denied
     resource is answered ``denied_entry(resource, error)``."""
 
-    async def rule(ctx: RequestContext, req: DecodedRequest, handler: Handler) -> Response:
+    async def rule(ctx: RequestContext, req: DecodedRequest[Any], handler: Handler) -> Response:
         def denial(r: Any) -> ErrorCode | None:
             rtype, name = int(r.resource_type), str(r.resource_name)
             if rtype == RESOURCE_TOPIC:

@@ -4,7 +4,7 @@ DescribeConfigs, DescribeLogDirs."""
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from coordinator.broker import BrokerCore
 from coordinator.protocol.api_versions import SUPPORTED
@@ -37,6 +37,14 @@ from coordinator.protocol.config_describe import (
     describe_topic_configs,
     describe_topic_name_error,
 )
+from coordinator.protocol.request_views import (
+    ApiVersionsRequestView,
+    DescribeClusterRequestView,
+    DescribeConfigsRequestView,
+    DescribeLogDirsRequestView,
+    FindCoordinatorRequestView,
+    MetadataRequestView,
+)
 from coordinator.protocol.responses import Handler, api, handler_table
 from coordinator.protocol.share_handlers import (
     RESOURCE_BROKER,
@@ -44,7 +52,7 @@ from coordinator.protocol.share_handlers import (
     RESOURCE_TOPIC,
     ShareHandlers,
 )
-from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.protocol.wire import DecodedRequest, optional
 from coordinator.reserved_topics import listed_internal_topic, listed_internal_topics
 from coordinator.security.listeners import CURRENT_ENDPOINT
 from coordinator.topics import TopicInfo
@@ -79,7 +87,9 @@ class ClusterHandlers:
         return {"node_id": self.core.node_id, "host": host, "port": port, "rack": None}
 
     @api(ApiKey.API_VERSIONS)
-    async def api_versions(self, req: DecodedRequest) -> ApiVersionsResponse:
+    async def api_versions(
+        self, req: DecodedRequest[ApiVersionsRequestView]
+    ) -> ApiVersionsResponse:
         keys = tuple(
             ApiVersion(api_key=key, min_version=lo, max_version=hi)
             for key, (_name, lo, hi) in sorted(SUPPORTED.items())
@@ -103,10 +113,10 @@ class ClusterHandlers:
         )
 
     @api(ApiKey.METADATA)
-    async def metadata(self, req: DecodedRequest) -> MetadataResponse:
+    async def metadata(self, req: DecodedRequest[MetadataRequestView]) -> MetadataResponse:
         body = req.body
         requested = body.topics
-        auto_create = bool(field(body, "allow_auto_topic_creation", default=True))
+        auto_create = bool(optional(body, "allow_auto_topic_creation", default=True))
         infos: list[tuple[str | None, TopicInfo | None]]
         cluster_id = self.core.cluster_id
         if requested is None or (req.api_version == 0 and not requested):
@@ -116,16 +126,21 @@ class ClusterHandlers:
         else:
             infos = []
             for topic in requested:
-                name = field(topic, "name")
-                topic_id = field(topic, "topic_id")
+                name = topic.name
+                topic_id: uuid.UUID | None = optional(topic, "topic_id", default=None)
                 if name is None and topic_id is not None:
                     info = self.core.topics.by_id(topic_id)
                     infos.append((info.name if info else None, info))
                     continue
-                info = listed_internal_topic(name, self.core.config, cluster_id)
+                # A null name without an id (v10+) is looked up as None, as it was before the
+                # request was typed: the view says ``str | None``, the registry takes ``str``.
+                looked_up = cast(str, name)
+                info = listed_internal_topic(looked_up, self.core.config, cluster_id)
                 if info is None:
                     info = (
-                        self.core.ensure_topic(name) if auto_create else self.core.topics.get(name)
+                        self.core.ensure_topic(looked_up)
+                        if auto_create
+                        else self.core.topics.get(looked_up)
                     )
                 infos.append((name, info))
         topics: list[MetadataResponseTopic] = []
@@ -175,7 +190,9 @@ class ClusterHandlers:
         )
 
     @api(ApiKey.DESCRIBE_CLUSTER)
-    async def describe_cluster(self, req: DecodedRequest) -> DescribeClusterResponse:
+    async def describe_cluster(
+        self, req: DecodedRequest[DescribeClusterRequestView]
+    ) -> DescribeClusterResponse:
         host, port = self.endpoint()
         return DescribeClusterResponse(
             error_code=ErrorCode.NONE,
@@ -185,11 +202,14 @@ class ClusterHandlers:
         )
 
     @api(ApiKey.FIND_COORDINATOR)
-    async def find_coordinator(self, req: DecodedRequest) -> FindCoordinatorResponse:
+    async def find_coordinator(
+        self, req: DecodedRequest[FindCoordinatorRequestView]
+    ) -> FindCoordinatorResponse:
         body = req.body
-        key_type = int(field(body, "key_type", default=0))
-        keys = list(field(body, "coordinator_keys", default=()) or ())
-        single = field(body, "key")
+        key_type = int(optional(body, "key_type", default=0))
+        coordinator_keys: tuple[str, ...] = optional(body, "coordinator_keys", default=())
+        keys = list(coordinator_keys or ())
+        single: str | None = optional(body, "key", default=None)
         if single is not None:
             keys = [single]
         results: list[Coordinator] = []
@@ -219,9 +239,11 @@ class ClusterHandlers:
         return one_coordinator(results[0])
 
     @api(ApiKey.DESCRIBE_CONFIGS)
-    async def describe_configs(self, req: DecodedRequest) -> DescribeConfigsResponse:
+    async def describe_configs(
+        self, req: DecodedRequest[DescribeConfigsRequestView]
+    ) -> DescribeConfigsResponse:
         results: list[DescribeConfigsResult] = []
-        docs = bool(field(req.body, "include_documentation", default=False))
+        docs = bool(optional(req.body, "include_documentation", default=False))
         for resource in req.body.resources:
             rtype = int(resource.resource_type)
             name = resource.resource_name
@@ -244,7 +266,9 @@ class ClusterHandlers:
                         self.core.config,
                         info.configs,
                         wanted,
-                        include_synonyms=bool(field(req.body, "include_synonyms", default=False)),
+                        include_synonyms=bool(
+                            optional(req.body, "include_synonyms", default=False)
+                        ),
                         include_documentation=docs,
                     )
             elif rtype == RESOURCE_GROUP:
@@ -253,12 +277,12 @@ class ClusterHandlers:
                     self.core.config,
                     self.core.share.groups.describe_group_configs(name),
                     wanted,
-                    include_synonyms=bool(field(req.body, "include_synonyms", default=False)),
+                    include_synonyms=bool(optional(req.body, "include_synonyms", default=False)),
                     include_documentation=docs,
                 )
             elif rtype == RESOURCE_BROKER:
                 wrong = broker_resource_error(self.core.node_id, name, describe=True)
-                synonyms = bool(field(req.body, "include_synonyms", default=False))
+                synonyms = bool(optional(req.body, "include_synonyms", default=False))
                 if wrong is not None:
                     error, message = ErrorCode.INVALID_REQUEST, wrong
                 elif name == "":
@@ -290,7 +314,9 @@ class ClusterHandlers:
         return DescribeConfigsResponse(results=tuple(results))
 
     @api(ApiKey.DESCRIBE_LOG_DIRS)
-    async def describe_log_dirs(self, req: DecodedRequest) -> DescribeLogDirsResponse:
+    async def describe_log_dirs(
+        self, req: DecodedRequest[DescribeLogDirsRequestView]
+    ) -> DescribeLogDirsResponse:
         """One log directory (the data dir) with the size of each partition's segments."""
         wanted = req.body.topics
         selected: dict[str, set[int] | None] | None = None

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from typing import Any
+import uuid
+from collections.abc import Iterable
+from typing import cast
 
 from coordinator.broker import BrokerCore
 from coordinator.log.group_commit import GroupCommit, sync_due
@@ -20,13 +22,18 @@ from coordinator.protocol.data_messages import (
     ProduceResponse,
     TopicProduceResponse,
 )
+from coordinator.protocol.request_views import (
+    FetchRequestView,
+    ListOffsetsRequestView,
+    ProduceRequestView,
+    TopicProduceDataView,
+)
 from coordinator.protocol.responses import Handler, WaitForAppend, api, handler_table, millis
-from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.protocol.wire import DecodedRequest, optional
 from txn.api_keys import ApiKey
 from txn.batch import BatchFormatError, iter_batches
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
-from txn.limits import INT32_MAX
 
 
 class DataHandlers:
@@ -42,9 +49,9 @@ class DataHandlers:
         self.table: dict[int, Handler] = handler_table(self)
 
     @api(ApiKey.PRODUCE)
-    async def produce(self, req: DecodedRequest) -> ProduceResponse | None:
+    async def produce(self, req: DecodedRequest[ProduceRequestView]) -> ProduceResponse | None:
         body = req.body
-        transactional_id = field(body, "transactional_id")
+        transactional_id = body.transactional_id
         acks_ok = int(body.acks) in (-1, 0, 1)
         if transactional_id is None and has_transactional_records(body):
             # Kafka refuses the whole request before anything else (handleProduceRequest).
@@ -116,16 +123,20 @@ class DataHandlers:
             responses = [_storage_error(t, lost) for t in responses]
         return ProduceResponse(responses=tuple(responses))
 
-    def _fetch_once(self, req: DecodedRequest) -> tuple[FetchResponse, int]:
+    def _fetch_once(self, req: DecodedRequest[FetchRequestView]) -> tuple[FetchResponse, int]:
         body = req.body
-        read_committed = int(field(body, "isolation_level", default=0)) == 1
+        read_committed = int(body.isolation_level) == 1
         total = 0
-        budget = int(field(body, "max_bytes", default=INT32_MAX))
+        budget = int(body.max_bytes)
         responses: list[FetchableTopicResponse] = []
         for topic in body.topics:
-            topic_id = field(topic, "topic_id")
-            name = field(topic, "topic")
-            info = self.core.topics.by_id(topic_id) if name is None else self.core.topics.get(name)
+            topic_id: uuid.UUID | None = optional(topic, "topic_id", default=None)  # v13+
+            name: str | None = optional(topic, "topic", default=None)  # v4-12
+            info = (
+                self.core.topics.by_id(cast(uuid.UUID, topic_id))
+                if name is None
+                else self.core.topics.get(name)
+            )
             parts: list[FetchPartitionData] = []
             for p in topic.partitions:
                 index = int(p.partition)
@@ -190,7 +201,7 @@ class DataHandlers:
         return FetchResponse(error_code=ErrorCode.NONE, responses=tuple(responses)), total
 
     @api(ApiKey.FETCH)
-    async def fetch(self, req: DecodedRequest) -> FetchResponse:
+    async def fetch(self, req: DecodedRequest[FetchRequestView]) -> FetchResponse:
         body = req.body
         clock = self.core.clock
         deadline_ms = clock.now_ms() + millis(body.max_wait)
@@ -206,9 +217,11 @@ class DataHandlers:
             await self._wait_for_append(deadline_ms)
 
     @api(ApiKey.LIST_OFFSETS)
-    async def list_offsets(self, req: DecodedRequest) -> ListOffsetsResponse:
+    async def list_offsets(
+        self, req: DecodedRequest[ListOffsetsRequestView]
+    ) -> ListOffsetsResponse:
         body = req.body
-        read_committed = int(field(body, "isolation_level", default=0)) == 1
+        read_committed = int(optional(body, "isolation_level", default=0)) == 1
         topics: list[ListOffsetsTopicResponse] = []
         for topic in body.topics:
             parts: list[ListOffsetsPartitionResponse] = []
@@ -245,7 +258,7 @@ def _log_append_time(ms: int, version: int) -> datetime.datetime | int | None:
     )
 
 
-def has_transactional_records(body: Any) -> bool:
+def has_transactional_records(body: ProduceRequestView) -> bool:
     """Kafka's RequestUtils.hasTransactionalRecords: any batch of the request transactional."""
     for topic in body.topic_data:
         for pdata in topic.partition_data:
@@ -261,7 +274,7 @@ def has_transactional_records(body: Any) -> bool:
 
 
 def refused_topics(
-    topics: Any, error: ErrorCode, log_append_time: int | None = -1
+    topics: Iterable[TopicProduceDataView], error: ErrorCode, log_append_time: int | None = -1
 ) -> tuple[TopicProduceResponse, ...]:
     """Produce's answer for every partition of ``topics`` (the request's topic_data) refused
     with ``error`` before anything is appended (error_message None, as Kafka 4.4)."""
@@ -282,7 +295,7 @@ def refused_topics(
     )
 
 
-def _refuse_all(body: Any, error: ErrorCode) -> ProduceResponse | None:
+def _refuse_all(body: ProduceRequestView, error: ErrorCode) -> ProduceResponse | None:
     """ProduceRequest.getErrorResponse: every partition answers ``error`` (acks=0: nothing)."""
     if int(body.acks) == 0:
         return None

@@ -9,9 +9,11 @@ when the rebalance does.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
-from collections.abc import Callable
-from typing import Any, TypeVar
+import uuid
+from collections.abc import Callable, Iterable
+from typing import TypeVar, cast
 
 from coordinator.broker import BrokerCore
 from coordinator.group.offset_commands import Committer, OffsetMap
@@ -42,6 +44,26 @@ from coordinator.protocol.group_messages import (
     TopicErrors,
     heartbeat_response,
 )
+from coordinator.protocol.group_request_views import (
+    AddOffsetsToTxnRequestView,
+    ConsumerGroupDescribeRequestView,
+    ConsumerGroupHeartbeatRequestView,
+    DescribeGroupsRequestView,
+    HeartbeatRequestView,
+    JoinGroupRequestView,
+    LeaveGroupMemberView,
+    LeaveGroupRequestV0To2View,
+    LeaveGroupRequestView,
+    OffsetCommitRequestTopicView,
+    OffsetCommitRequestView,
+    OffsetDeleteRequestView,
+    OffsetFetchRequestGroupView,
+    OffsetFetchRequestTopicView,
+    OffsetFetchRequestV1To7View,
+    OffsetFetchRequestView,
+    SyncGroupRequestView,
+    TxnOffsetCommitRequestView,
+)
 from coordinator.protocol.responses import Handler, api, handler_table, millis
 from coordinator.protocol.txn_messages import (
     AddOffsetsToTxnResponse,
@@ -49,7 +71,7 @@ from coordinator.protocol.txn_messages import (
     TxnOffsetCommitResponse,
     TxnOffsetCommitTopic,
 )
-from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.protocol.wire import DecodedRequest, optional
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, KafkaStorageError
 from txn.ids import TopicPartition
@@ -59,11 +81,12 @@ log = logging.getLogger("sharetxn.groups")
 R = TypeVar("R")
 
 
-def _offsets(topics: Any) -> OffsetMap:
+def _offsets(topics: Iterable[OffsetCommitRequestTopicView]) -> OffsetMap:
+    """OffsetCommit's or TxnOffsetCommit's topics (the same shape) as an offset map."""
     out: OffsetMap = {}
     for topic in topics:
         for p in topic.partitions:
-            epoch = int(field(p, "committed_leader_epoch", default=-1))
+            epoch = int(optional(p, "committed_leader_epoch", default=-1))
             out[TopicPartition(topic.name, int(p.partition_index))] = (
                 int(p.committed_offset),
                 epoch,
@@ -103,14 +126,17 @@ class GroupHandlers:
     # -- membership -----------------------------------------------------------------------------
 
     @api(ApiKey.JOIN_GROUP)
-    async def join_group(self, req: DecodedRequest) -> JoinGroupResponse:
+    async def join_group(self, req: DecodedRequest[JoinGroupRequestView]) -> JoinGroupResponse:
         b = req.body
         session = millis(b.session_timeout)
-        rebalance = millis(field(b, "rebalance_timeout", default=session))
+        rebalance_timeout: datetime.timedelta | None = optional(
+            b, "rebalance_timeout", default=None
+        )  # v1+
+        rebalance = session if rebalance_timeout is None else millis(rebalance_timeout)
         request = JoinRequest(
             group_id=b.group_id,
             member_id=b.member_id or "",
-            group_instance_id=field(b, "group_instance_id"),
+            group_instance_id=optional(b, "group_instance_id", default=None),
             protocol_type=b.protocol_type,
             protocols=[(p.name, bytes(p.metadata)) for p in b.protocols],
             session_timeout_ms=session,
@@ -118,7 +144,7 @@ class GroupHandlers:
             client_id=req.client_id or "",
             client_host=f"/{req.client_host}" if req.client_host else "",
             require_known_member_id=req.api_version >= 4,
-            reason=field(b, "reason"),
+            reason=optional(b, "reason", default=None),
             skip_assignment_supported=req.api_version >= 9,
         )
         result: JoinResult = await self._deferred(
@@ -140,7 +166,7 @@ class GroupHandlers:
         )
 
     @api(ApiKey.SYNC_GROUP)
-    async def sync_group(self, req: DecodedRequest) -> SyncGroupResponse:
+    async def sync_group(self, req: DecodedRequest[SyncGroupRequestView]) -> SyncGroupResponse:
         b = req.body
         assignments = {a.member_id: bytes(a.assignment) for a in b.assignments}
         result: SyncResult = await self._deferred(
@@ -148,9 +174,9 @@ class GroupHandlers:
                 b.group_id,
                 int(b.generation_id),
                 b.member_id,
-                field(b, "group_instance_id"),
-                field(b, "protocol_type"),
-                field(b, "protocol_name"),
+                optional(b, "group_instance_id", default=None),
+                optional(b, "protocol_type", default=None),
+                optional(b, "protocol_name", default=None),
                 assignments,
                 respond,
             )
@@ -163,19 +189,24 @@ class GroupHandlers:
         )
 
     @api(ApiKey.HEARTBEAT)
-    async def heartbeat(self, req: DecodedRequest) -> HeartbeatResponse:
+    async def heartbeat(self, req: DecodedRequest[HeartbeatRequestView]) -> HeartbeatResponse:
         b = req.body
         error = self.core.groups.heartbeat(
-            b.group_id, int(b.generation_id), b.member_id, field(b, "group_instance_id")
+            b.group_id,
+            int(b.generation_id),
+            b.member_id,
+            optional(b, "group_instance_id", default=None),
         )
         return HeartbeatResponse(error_code=error)
 
     @api(ApiKey.LEAVE_GROUP)
-    async def leave_group(self, req: DecodedRequest) -> LeaveGroupResponse:
+    async def leave_group(self, req: DecodedRequest[LeaveGroupRequestView]) -> LeaveGroupResponse:
         b = req.body
-        members = field(b, "members")
+        members: tuple[LeaveGroupMemberView, ...] | None = optional(b, "members", default=None)
         if members is None:  # v0-2: one member
-            identities: list[tuple[str, str | None]] = [(b.member_id, None)]
+            identities: list[tuple[str, str | None]] = [
+                (cast(LeaveGroupRequestV0To2View, b).member_id, None)
+            ]
         else:
             identities = [(m.member_id or "", m.group_instance_id) for m in members]
         error, results = self.core.groups.leave(b.group_id, identities)
@@ -190,7 +221,9 @@ class GroupHandlers:
         )
 
     @api(ApiKey.DESCRIBE_GROUPS)
-    async def describe_groups(self, req: DecodedRequest) -> DescribeGroupsResponse:
+    async def describe_groups(
+        self, req: DecodedRequest[DescribeGroupsRequestView]
+    ) -> DescribeGroupsResponse:
         groups = tuple(
             DescribedGroup(
                 error_code=d.error,
@@ -217,14 +250,17 @@ class GroupHandlers:
     # -- the consumer group protocol (KIP-848) -------------------------------------------------
 
     @api(ApiKey.CONSUMER_GROUP_HEARTBEAT)
-    async def consumer_group_heartbeat(self, req: DecodedRequest) -> GroupHeartbeatResponse:
+    async def consumer_group_heartbeat(
+        self, req: DecodedRequest[ConsumerGroupHeartbeatRequestView]
+    ) -> GroupHeartbeatResponse:
         b = req.body
         owned = None
         if b.topic_partitions is not None:
             owned = {
                 t.topic_id: frozenset(int(p) for p in t.partitions) for t in b.topic_partitions
             }
-        if field(b, "subscribed_topic_regex"):  # librdkafka sends "" for "none"
+        regex: str | None = optional(b, "subscribed_topic_regex", default=None)  # v1
+        if regex:  # librdkafka sends "" for "none"
             return GroupHeartbeatResponse(
                 error_code=ErrorCode.INVALID_REQUEST,
                 error_message="SubscribedTopicRegex is not supported by this broker.",
@@ -248,7 +284,9 @@ class GroupHandlers:
         return heartbeat_response(result, assignment)
 
     @api(ApiKey.CONSUMER_GROUP_DESCRIBE)
-    async def consumer_group_describe(self, req: DecodedRequest) -> ConsumerGroupDescribeResponse:
+    async def consumer_group_describe(
+        self, req: DecodedRequest[ConsumerGroupDescribeRequestView]
+    ) -> ConsumerGroupDescribeResponse:
         groups: list[ConsumerDescribedGroup] = []
         for group_id, error, group in self.core.groups.describe_consumer_protocol(
             list(req.body.group_ids)
@@ -288,7 +326,7 @@ class GroupHandlers:
             )
         return ConsumerGroupDescribeResponse(groups=tuple(groups))
 
-    def _named(self, parts: dict[Any, frozenset[int]]) -> DescribedAssignment:
+    def _named(self, parts: dict[uuid.UUID, frozenset[int]]) -> DescribedAssignment:
         out = []
         for topic_id, partitions in sorted(parts.items()):
             info = self.core.topics.by_id(topic_id)
@@ -304,15 +342,17 @@ class GroupHandlers:
     # -- offsets --------------------------------------------------------------------------------
 
     @api(ApiKey.OFFSET_COMMIT)
-    async def offset_commit(self, req: DecodedRequest) -> OffsetCommitResponse:
+    async def offset_commit(
+        self, req: DecodedRequest[OffsetCommitRequestView]
+    ) -> OffsetCommitResponse:
         b = req.body
         offsets = _offsets(b.topics)
         groups = self.core.groups
         committer = Committer(
             b.group_id,
-            int(field(b, "generation_id_or_member_epoch", "generation_id", default=-1)),
-            field(b, "member_id", default="") or "",
-            field(b, "group_instance_id"),
+            int(b.generation_id_or_member_epoch),
+            b.member_id or "",
+            optional(b, "group_instance_id", default=None),
         )
         results, token = groups.commit_offsets_deferred(committer, offsets)
         if token is not None:
@@ -330,12 +370,18 @@ class GroupHandlers:
         return OffsetCommitResponse(topics=_errors_by_topic(results))
 
     @api(ApiKey.OFFSET_FETCH)
-    async def offset_fetch(self, req: DecodedRequest) -> OffsetFetchResponse:
+    async def offset_fetch(
+        self, req: DecodedRequest[OffsetFetchRequestView]
+    ) -> OffsetFetchResponse:
         b = req.body
-        require_stable = bool(field(b, "require_stable", default=False))
-        groups = field(b, "groups")
+        require_stable = bool(optional(b, "require_stable", default=False))
+        groups: tuple[OffsetFetchRequestGroupView, ...] | None = optional(
+            b, "groups", default=None
+        )  # v8+
+        wanted: list[tuple[str, tuple[OffsetFetchRequestTopicView, ...] | None]]
         if groups is None:
-            wanted = [(b.group_id, b.topics)]
+            one = cast(OffsetFetchRequestV1To7View, b)
+            wanted = [(one.group_id, one.topics)]
         else:
             wanted = [(g.group_id, g.topics) for g in groups]
         answers = []
@@ -372,7 +418,9 @@ class GroupHandlers:
         return OffsetFetchResponse(groups=tuple(answers))
 
     @api(ApiKey.OFFSET_DELETE)
-    async def offset_delete(self, req: DecodedRequest) -> OffsetDeleteResponse:
+    async def offset_delete(
+        self, req: DecodedRequest[OffsetDeleteRequestView]
+    ) -> OffsetDeleteResponse:
         b = req.body
         partitions = [
             TopicPartition(t.name, int(p.partition_index)) for t in b.topics for p in t.partitions
@@ -385,7 +433,9 @@ class GroupHandlers:
     # -- transactional offsets (KIP-98, KIP-447) ------------------------------------------------
 
     @api(ApiKey.ADD_OFFSETS_TO_TXN)
-    async def add_offsets_to_txn(self, req: DecodedRequest) -> AddOffsetsToTxnResponse:
+    async def add_offsets_to_txn(
+        self, req: DecodedRequest[AddOffsetsToTxnRequestView]
+    ) -> AddOffsetsToTxnResponse:
         b = req.body
         if not b.group_id:
             return AddOffsetsToTxnResponse(error_code=ErrorCode.INVALID_GROUP_ID)
@@ -395,16 +445,18 @@ class GroupHandlers:
         return AddOffsetsToTxnResponse(error_code=error)
 
     @api(ApiKey.TXN_OFFSET_COMMIT)
-    async def txn_offset_commit(self, req: DecodedRequest) -> TxnOffsetCommitResponse:
+    async def txn_offset_commit(
+        self, req: DecodedRequest[TxnOffsetCommitRequestView]
+    ) -> TxnOffsetCommitResponse:
         b = req.body
         results = self.core.txn_offset_commit(
             b.transactional_id,
             int(b.producer_id),
             int(b.producer_epoch),
             b.group_id,
-            int(field(b, "generation_id", default=-1)),
-            field(b, "member_id", default="") or "",
-            field(b, "group_instance_id"),
+            int(optional(b, "generation_id", default=-1)),
+            optional(b, "member_id", default="") or "",
+            optional(b, "group_instance_id", default=None),
             _offsets(b.topics),
         )
         topics: dict[str, list[TxnOffsetCommitPartition]] = {}

@@ -3,11 +3,12 @@
 The thin adapter between the wire and ``BrokerCore``, split by API family: cluster and
 metadata (``cluster_handlers``), topic administration (``topic_handlers``), the data path
 (``data_handlers``), transactions (``txn_handlers``), consumer groups (``group_handlers``) and
-share groups with KIP-1289 (``share_handlers``).  Each handler reads request fields by name
-(``wire.field`` copes with names that differ across versions), calls the core and returns a
-typed message (``*_messages.py``; a dict in the families not yet typed) that ``wire.render``
-turns into the negotiated response version.  Fetch and ShareFetch
-long-poll until data arrives or ``max_wait`` passes on the broker's Clock.
+share groups with KIP-1289 (``share_handlers``).  Each handler reads its request through the
+version-free view of its API (``*request_views``; ``wire.optional`` reads a field some
+versions lack, with a declared type), calls the core and returns a typed message
+(``*_messages.py``; a dict in the families not yet typed) that ``wire.render`` turns into the
+negotiated response version.  Fetch and ShareFetch long-poll until data arrives or
+``max_wait`` passes on the broker's Clock.
 """
 
 from __future__ import annotations

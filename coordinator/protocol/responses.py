@@ -19,10 +19,10 @@ class Message(Protocol):
 
 #: What a handler answers: a typed message, or (families not yet typed) a dict.
 Body = Message | dict[str, Any]
-Handler = Callable[[DecodedRequest], Awaitable[Body | None]]
+Handler = Callable[[DecodedRequest[Any]], Awaitable[Body | None]]
 #: Wait until a log append or ``deadline_ms`` on the broker's Clock, whichever comes first.
 WaitForAppend = Callable[[int], Awaitable[None]]
-M = TypeVar("M", bound=Callable[..., Any])
+M = TypeVar("M")
 
 _API_KEY = "api_key"
 

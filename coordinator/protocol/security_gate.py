@@ -21,6 +21,10 @@ from coordinator.protocol.acl_handlers import AdminHandler, SecurityAdminHandler
 from coordinator.protocol.acl_messages import SaslAuthenticateResponse, SaslHandshakeResponse
 from coordinator.protocol.acl_rule_table import authorize_request
 from coordinator.protocol.acl_rules import RequestContext, TopicDirectory
+from coordinator.protocol.admin_request_views import (
+    SaslAuthenticateRequestView,
+    SaslHandshakeRequestView,
+)
 from coordinator.protocol.responses import Body, Handler
 from coordinator.protocol.session import Session
 from coordinator.protocol.wire import DecodedRequest
@@ -139,7 +143,7 @@ class SecurityGate:
         return ErrorCode.ILLEGAL_SASL_STATE
 
     async def handle(
-        self, session: Session, req: DecodedRequest, handler: Handler | None
+        self, session: Session, req: DecodedRequest[Any], handler: Handler | None
     ) -> Body | bool | None:
         key = req.api_key
         if key == ApiKey.SASL_HANDSHAKE:
@@ -161,7 +165,9 @@ class SecurityGate:
             ctx = RequestContext(ctx.authorizer, ctx.principal, ctx.host, self.topics)
         return await authorize_request(ctx, req, handler)
 
-    def _handshake(self, session: Session, req: DecodedRequest) -> SaslHandshakeResponse:
+    def _handshake(
+        self, session: Session, req: DecodedRequest[SaslHandshakeRequestView]
+    ) -> SaslHandshakeResponse:
         enabled = tuple(self.enabled_mechanisms(session.listener))
         if (
             not session.listener.protocol.uses_sasl
@@ -190,7 +196,9 @@ class SecurityGate:
         )
         return SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=enabled)
 
-    def _authenticate(self, session: Session, req: DecodedRequest) -> SaslAuthenticateResponse:
+    def _authenticate(
+        self, session: Session, req: DecodedRequest[SaslAuthenticateRequestView]
+    ) -> SaslAuthenticateResponse:
         server = session.sasl
         if server is None or session.authenticated:
             session.close_after_response = True

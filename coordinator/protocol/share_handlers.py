@@ -13,8 +13,8 @@ acquisition passes.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import cast
 
 from coordinator.broker import BrokerCore
 from coordinator.protocol.broker_config_alter import broker_alter_refusal
@@ -26,6 +26,11 @@ from coordinator.protocol.group_messages import (
     ListGroupsResponse,
     heartbeat_response,
 )
+from coordinator.protocol.group_request_views import (
+    DeleteGroupsRequestView,
+    ListGroupsRequestView,
+)
+from coordinator.protocol.request_views import IncrementalAlterConfigsRequestView
 from coordinator.protocol.responses import Handler, WaitForAppend, api, handler_table, millis
 from coordinator.protocol.share_messages import (
     AcquiredRecords,
@@ -53,6 +58,19 @@ from coordinator.protocol.share_messages import (
     ShareGroupMember,
     ShareTopicPartitions,
 )
+from coordinator.protocol.share_request_views import (
+    AcknowledgeTopicView,
+    AddShareAcksToTxnRequestView,
+    AlterShareGroupOffsetsRequestView,
+    DeleteShareGroupOffsetsRequestView,
+    DescribeShareGroupOffsetsRequestView,
+    DescribeSharePendingAcksRequestView,
+    ShareAcknowledgeRequestView,
+    ShareFetchRequestView,
+    ShareGroupDescribeRequestView,
+    ShareGroupHeartbeatRequestView,
+    TxnShareAcknowledgeRequestView,
+)
 from coordinator.protocol.topic_messages import AlterConfigsResourceResponse
 from coordinator.protocol.txn_messages import (
     AddShareAcksToTxnResponse,
@@ -63,7 +81,7 @@ from coordinator.protocol.txn_messages import (
     TxnShareAcknowledgeResponse,
     TxnShareAcknowledgeTopic,
 )
-from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.protocol.wire import DecodedRequest, optional
 from coordinator.share.group_model import ShareGroupDescription, ShareGroupMemberDescription
 from coordinator.share.manager import PartitionAcks
 from coordinator.share.share_partition import AckBatch
@@ -71,7 +89,6 @@ from coordinator.share_fetch import ShareFetchPoll, ShareFetchRequest, ShareSess
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 from txn.ids import TopicIdPartition
-from txn.limits import SHARE_FETCH_MAX_RECORDS
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
@@ -114,7 +131,14 @@ def _described_member(m: ShareGroupMemberDescription) -> ShareGroupMember:
     )
 
 
-def _acks_of(topics: Any) -> list[PartitionAcks]:
+def _id(topic_id: uuid.UUID | None) -> uuid.UUID:
+    """A requested topic id: kio decodes the zero id as None, passed on as it was before the
+    request was typed (the view says ``UUID | None``, ``TopicIdPartition`` takes a UUID)."""
+    return cast(uuid.UUID, topic_id)
+
+
+def _acks_of(topics: Iterable[AcknowledgeTopicView]) -> list[PartitionAcks]:
+    """ShareFetch's or ShareAcknowledge's acknowledgements (the same shape), by partition."""
     out: list[PartitionAcks] = []
     for topic in topics:
         for p in topic.partitions:
@@ -126,7 +150,9 @@ def _acks_of(topics: Any) -> list[PartitionAcks]:
             ]
             if batches:
                 out.append(
-                    PartitionAcks(TopicIdPartition(topic.topic_id, int(p.partition_index)), batches)
+                    PartitionAcks(
+                        TopicIdPartition(_id(topic.topic_id), int(p.partition_index)), batches
+                    )
                 )
     return out
 
@@ -157,7 +183,9 @@ class ShareHandlers:
     # -- membership -----------------------------------------------------------------------------
 
     @api(ApiKey.SHARE_GROUP_HEARTBEAT)
-    async def share_group_heartbeat(self, req: DecodedRequest) -> GroupHeartbeatResponse:
+    async def share_group_heartbeat(
+        self, req: DecodedRequest[ShareGroupHeartbeatRequestView]
+    ) -> GroupHeartbeatResponse:
         b = req.body
         subscribed = None if b.subscribed_topic_names is None else list(b.subscribed_topic_names)
         result = self.share.heartbeat(
@@ -172,15 +200,19 @@ class ShareHandlers:
         return heartbeat_response(result, result.assignment)
 
     @api(ApiKey.SHARE_GROUP_DESCRIBE)
-    async def share_group_describe(self, req: DecodedRequest) -> ShareGroupDescribeResponse:
+    async def share_group_describe(
+        self, req: DecodedRequest[ShareGroupDescribeRequestView]
+    ) -> ShareGroupDescribeResponse:
         descriptions = self.share.groups.describe(list(req.body.group_ids))
         return ShareGroupDescribeResponse(groups=tuple(_described_group(d) for d in descriptions))
 
     @api(ApiKey.LIST_GROUPS)
-    async def list_groups(self, req: DecodedRequest) -> ListGroupsResponse:
+    async def list_groups(self, req: DecodedRequest[ListGroupsRequestView]) -> ListGroupsResponse:
         b = req.body
-        states = list(field(b, "states_filter", default=()) or ())
-        types = list(field(b, "types_filter", default=()) or ())
+        states_filter: tuple[str, ...] = optional(b, "states_filter", default=())  # v4+
+        types_filter: tuple[str, ...] = optional(b, "types_filter", default=())  # v5+
+        states = list(states_filter or ())
+        types = list(types_filter or ())
         listings = tuple(
             ListedGroup(
                 group_id=g.group_id,
@@ -193,7 +225,9 @@ class ShareHandlers:
         return ListGroupsResponse(error_code=ErrorCode.NONE, groups=listings)
 
     @api(ApiKey.DELETE_GROUPS)
-    async def delete_groups(self, req: DecodedRequest) -> DeleteGroupsResponse:
+    async def delete_groups(
+        self, req: DecodedRequest[DeleteGroupsRequestView]
+    ) -> DeleteGroupsResponse:
         results = self.core.group_admin.delete_groups(list(req.body.groups_names))
         return DeleteGroupsResponse(
             results=tuple(
@@ -204,29 +238,31 @@ class ShareHandlers:
     # -- fetch and acknowledge ------------------------------------------------------------------
 
     @staticmethod
-    def _session_of(req: DecodedRequest) -> ShareSessionKey:
+    def _session_of(
+        req: DecodedRequest[ShareFetchRequestView] | DecodedRequest[ShareAcknowledgeRequestView],
+    ) -> ShareSessionKey:
         """ShareFetch's and ShareAcknowledge's group id, member id and session epoch."""
         b = req.body
         epoch = int(b.share_session_epoch)
         return ShareSessionKey(b.group_id or "", b.member_id or "", epoch, req.connection_id)
 
     @api(ApiKey.SHARE_FETCH)
-    async def share_fetch(self, req: DecodedRequest) -> ShareFetchResponse:
+    async def share_fetch(self, req: DecodedRequest[ShareFetchRequestView]) -> ShareFetchResponse:
         b = req.body
         request = ShareFetchRequest(
             self._session_of(req),
             requested=[
-                TopicIdPartition(t.topic_id, int(p.partition_index))
+                TopicIdPartition(_id(t.topic_id), int(p.partition_index))
                 for t in b.topics
                 for p in t.partitions
             ],
             forgotten=[
-                TopicIdPartition(t.topic_id, int(p))
-                for t in field(b, "forgotten_topics_data", default=())
+                TopicIdPartition(_id(t.topic_id), int(p))
+                for t in b.forgotten_topics_data
                 for p in t.partitions
             ],
             acks=_acks_of(b.topics),
-            max_records=int(field(b, "max_records", default=SHARE_FETCH_MAX_RECORDS) or 0),
+            max_records=int(b.max_records or 0),
             max_bytes=int(b.max_bytes),
             min_bytes=int(b.min_bytes),
             max_wait_ms=millis(b.max_wait),
@@ -269,7 +305,9 @@ class ShareHandlers:
         )
 
     @api(ApiKey.SHARE_ACKNOWLEDGE)
-    async def share_acknowledge(self, req: DecodedRequest) -> ShareAcknowledgeResponse:
+    async def share_acknowledge(
+        self, req: DecodedRequest[ShareAcknowledgeRequestView]
+    ) -> ShareAcknowledgeResponse:
         result = self.core.share_fetches.acknowledge(
             self._session_of(req), _acks_of(req.body.topics)
         )
@@ -296,7 +334,9 @@ class ShareHandlers:
     # -- KIP-1289 -------------------------------------------------------------------------------
 
     @api(ApiKey.ADD_SHARE_ACKS_TO_TXN)
-    async def add_share_acks_to_txn(self, req: DecodedRequest) -> AddShareAcksToTxnResponse:
+    async def add_share_acks_to_txn(
+        self, req: DecodedRequest[AddShareAcksToTxnRequestView]
+    ) -> AddShareAcksToTxnResponse:
         """AddShareAcksToTxn: add each (group, topic partition)'s share-state partition."""
         b = req.body
         topics: dict[str, list[int]] = {}
@@ -308,7 +348,9 @@ class ShareHandlers:
         return AddShareAcksToTxnResponse(error_code=error)
 
     @api(ApiKey.TXN_SHARE_ACKNOWLEDGE)
-    async def txn_share_acknowledge(self, req: DecodedRequest) -> TxnShareAcknowledgeResponse:
+    async def txn_share_acknowledge(
+        self, req: DecodedRequest[TxnShareAcknowledgeRequestView]
+    ) -> TxnShareAcknowledgeResponse:
         b = req.body
         acks: list[PartitionAcks] = []
         by_topic: dict[uuid.UUID, list[TxnShareAcknowledgePartition]] = {}
@@ -350,7 +392,7 @@ class ShareHandlers:
 
     @api(ApiKey.DESCRIBE_SHARE_PENDING_ACKS)
     async def describe_share_pending_acks(
-        self, req: DecodedRequest
+        self, req: DecodedRequest[DescribeSharePendingAcksRequestView]
     ) -> DescribeSharePendingAcksResponse:
         """DescribeSharePendingAcks (sharetxn admin API): staged acks per producer."""
         ids = [int(p) for p in req.body.producer_ids]
@@ -382,7 +424,7 @@ class ShareHandlers:
 
     @api(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
     async def describe_share_group_offsets(
-        self, req: DecodedRequest
+        self, req: DecodedRequest[DescribeShareGroupOffsetsRequestView]
     ) -> DescribeShareGroupOffsetsResponse:
         admin = self.core.group_admin
         groups = []
@@ -418,7 +460,7 @@ class ShareHandlers:
 
     @api(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
     async def alter_share_group_offsets(
-        self, req: DecodedRequest
+        self, req: DecodedRequest[AlterShareGroupOffsetsRequestView]
     ) -> AlterShareGroupOffsetsResponse:
         b = req.body
         starts = [
@@ -444,7 +486,7 @@ class ShareHandlers:
 
     @api(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
     async def delete_share_group_offsets(
-        self, req: DecodedRequest
+        self, req: DecodedRequest[DeleteShareGroupOffsetsRequestView]
     ) -> DeleteShareGroupOffsetsResponse:
         b = req.body
         change = self.core.group_admin.delete_share_offsets(
@@ -463,7 +505,7 @@ class ShareHandlers:
 
     @api(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     async def incremental_alter_configs(
-        self, req: DecodedRequest
+        self, req: DecodedRequest[IncrementalAlterConfigsRequestView]
     ) -> IncrementalAlterConfigsResponse:
         b = req.body
         responses: list[AlterConfigsResourceResponse] = []

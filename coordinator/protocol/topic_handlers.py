@@ -4,11 +4,22 @@ and the legacy AlterConfigs (topics; on a broker, checked as IncrementalAlterCon
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import cast
 
 from coordinator.broker import BrokerCore
 from coordinator.partition_limits import create_partitions_refusal, create_topics_refusal
 from coordinator.protocol.broker_config_alter import broker_alter_refusal
+from coordinator.protocol.request_views import (
+    AlterConfigsRequestView,
+    CreatableTopicView,
+    CreatePartitionsRequestView,
+    CreatePartitionsTopicView,
+    CreateTopicsRequestView,
+    DeleteRecordsRequestView,
+    DeleteTopicsRequestV1To5View,
+    DeleteTopicsRequestV6To6View,
+    DeleteTopicsRequestView,
+)
 from coordinator.protocol.responses import Handler, api, handler_table
 from coordinator.protocol.topic_messages import (
     AlterConfigsResourceResponse,
@@ -30,7 +41,7 @@ from coordinator.protocol.topic_requests import (
     counts_refusal,
     duplicated,
 )
-from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.protocol.wire import DecodedRequest
 from coordinator.reserved_topics import create_refusal, partitions_refusal
 from coordinator.topics import partition_count_error
 from txn.api_keys import ApiKey
@@ -48,9 +59,11 @@ class TopicHandlers:
         self.table: dict[int, Handler] = handler_table(self)
 
     @api(ApiKey.CREATE_TOPICS)
-    async def create_topics(self, req: DecodedRequest) -> CreateTopicsResponse:
+    async def create_topics(
+        self, req: DecodedRequest[CreateTopicsRequestView]
+    ) -> CreateTopicsResponse:
         body = req.body
-        validate_only = bool(field(body, "validate_only", default=False))
+        validate_only = bool(body.validate_only)
         # Kafka answers a name given twice once, INVALID_REQUEST, after the other topics.
         twice = duplicated([t.name for t in body.topics])
         topics = [t for t in body.topics if t.name not in twice]
@@ -69,7 +82,7 @@ class TopicHandlers:
         out = tuple(self._create_topic(topic, validate_only) for topic in topics)
         return CreateTopicsResponse(topics=out + tail)
 
-    def _create_topic(self, topic: Any, validate_only: bool) -> CreatableTopicResult:
+    def _create_topic(self, topic: CreatableTopicView, validate_only: bool) -> CreatableTopicResult:
         """One topic of CreateTopics, checked in the order of Kafka's controller: the name, an
         existing or colliding topic, the configs, then assignments or counts."""
         name = str(topic.name)
@@ -78,7 +91,8 @@ class TopicHandlers:
         configs: dict[str, str | None] = {c.name: c.value for c in topic.configs}
         try:
             self.core.topics.check_new(name, configs)
-        except KafkaProtocolError as exc:
+        # KafkaProtocolError's constructor takes ``**ids: Any``: the one Any this module sees.
+        except KafkaProtocolError as exc:  # type: ignore[misc]
             return _refused_topic(name, exc.code, exc.message or str(exc))
         partitions, replication = int(topic.num_partitions), int(topic.replication_factor)
         brokers = {self.core.node_id}
@@ -113,7 +127,9 @@ class TopicHandlers:
         )
 
     @api(ApiKey.ALTER_CONFIGS)
-    async def alter_configs(self, req: DecodedRequest) -> AlterConfigsResponse:
+    async def alter_configs(
+        self, req: DecodedRequest[AlterConfigsRequestView]
+    ) -> AlterConfigsResponse:
         """Kafka's legacy AlterConfigs: a topic's configs become exactly the ones given."""
         body = req.body
         responses: list[AlterConfigsResourceResponse] = []
@@ -146,15 +162,17 @@ class TopicHandlers:
         return AlterConfigsResponse(responses=tuple(responses))
 
     @api(ApiKey.DELETE_TOPICS)
-    async def delete_topics(self, req: DecodedRequest) -> DeleteTopicsResponse:
+    async def delete_topics(
+        self, req: DecodedRequest[DeleteTopicsRequestView]
+    ) -> DeleteTopicsResponse:
         body = req.body
         entries: list[tuple[str | None, uuid.UUID | None]]
         if hasattr(body, "topic_names"):
-            entries = [(n, None) for n in body.topic_names]
+            entries = [(n, None) for n in cast(DeleteTopicsRequestV1To5View, body).topic_names]
         else:
             entries = [
                 (t.name, t.topic_id if t.topic_id is not None and t.topic_id.int else None)
-                for t in body.topics
+                for t in cast(DeleteTopicsRequestV6To6View, body).topics
             ]
         # Kafka refuses names or ids given twice, and a name whose topic's id is given too.
         names = [n for n, _ in entries if n is not None]
@@ -213,8 +231,10 @@ class TopicHandlers:
         )
 
     @api(ApiKey.CREATE_PARTITIONS)
-    async def create_partitions(self, req: DecodedRequest) -> CreatePartitionsResponse:
-        validate_only = bool(field(req.body, "validate_only", default=False))
+    async def create_partitions(
+        self, req: DecodedRequest[CreatePartitionsRequestView]
+    ) -> CreatePartitionsResponse:
+        validate_only = bool(req.body.validate_only)
         # Kafka answers a name given twice once, INVALID_REQUEST, before the other topics.
         twice = duplicated([t.name for t in req.body.topics])
         topics = [t for t in req.body.topics if t.name not in twice]
@@ -240,7 +260,9 @@ class TopicHandlers:
         results = tuple(self._create_partitions(t, validate_only) for t in topics)
         return CreatePartitionsResponse(results=head + results)
 
-    def _create_partitions(self, topic: Any, validate_only: bool) -> CreatePartitionsTopicResult:
+    def _create_partitions(
+        self, topic: CreatePartitionsTopicView, validate_only: bool
+    ) -> CreatePartitionsTopicResult:
         name, count = str(topic.name), int(topic.count)
         refusal = partitions_refusal(name)
         info = self.core.topics.get(name)
@@ -265,7 +287,9 @@ class TopicHandlers:
         )
 
     @api(ApiKey.DELETE_RECORDS)
-    async def delete_records(self, req: DecodedRequest) -> DeleteRecordsResponse:
+    async def delete_records(
+        self, req: DecodedRequest[DeleteRecordsRequestView]
+    ) -> DeleteRecordsResponse:
         topics: list[DeleteRecordsTopicResult] = []
         for topic in req.body.topics:
             parts: list[DeleteRecordsPartitionResult] = []

@@ -4,8 +4,19 @@ DescribeTransactions, DescribeProducers."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from coordinator.broker import BrokerCore
+from coordinator.protocol.request_views import (
+    AddPartitionsToTxnRequestV0To3View,
+    AddPartitionsToTxnRequestV4To5View,
+    AddPartitionsToTxnRequestView,
+    DescribeProducersRequestView,
+    DescribeTransactionsRequestView,
+    EndTxnRequestView,
+    InitProducerIdRequestView,
+    ListTransactionsRequestView,
+)
 from coordinator.protocol.responses import Handler, api, handler_table, millis
 from coordinator.protocol.txn_messages import (
     AddPartitionsToTxnPartitionResult,
@@ -23,7 +34,7 @@ from coordinator.protocol.txn_messages import (
     ListTransactionsResponse,
     TransactionTopic,
 )
-from coordinator.protocol.wire import DecodedRequest, field
+from coordinator.protocol.wire import DecodedRequest, optional
 from coordinator.txn_results import ProducerResult
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
@@ -62,15 +73,17 @@ class TxnHandlers:
         self.table: dict[int, Handler] = handler_table(self)
 
     @api(ApiKey.INIT_PRODUCER_ID)
-    async def init_producer_id(self, req: DecodedRequest) -> InitProducerIdResponse:
+    async def init_producer_id(
+        self, req: DecodedRequest[InitProducerIdRequestView]
+    ) -> InitProducerIdResponse:
         body = req.body
         result = self.core.txn_coordinator.init_producer_id(
             body.transactional_id,
             millis(body.transaction_timeout),
-            int(field(body, "producer_id", default=-1)),
-            int(field(body, "producer_epoch", default=-1)),
-            enable_2pc=bool(field(body, "enable2_pc", default=False)),
-            keep_prepared_txn=bool(field(body, "keep_prepared_txn", default=False)),
+            int(optional(body, "producer_id", default=-1)),
+            int(optional(body, "producer_epoch", default=-1)),
+            enable_2pc=bool(optional(body, "enable2_pc", default=False)),
+            keep_prepared_txn=bool(optional(body, "keep_prepared_txn", default=False)),
         )
         return InitProducerIdResponse(
             error_code=_producer_error(result, fenced_unknown=req.api_version < 4),
@@ -81,13 +94,15 @@ class TxnHandlers:
         )
 
     @api(ApiKey.ADD_PARTITIONS_TO_TXN)
-    async def add_partitions_to_txn(self, req: DecodedRequest) -> AddPartitionsToTxnResponse:
-        body = req.body
+    async def add_partitions_to_txn(
+        self, req: DecodedRequest[AddPartitionsToTxnRequestView]
+    ) -> AddPartitionsToTxnResponse:
         coordinator = self.core.txn_coordinator
         if req.api_version <= 3:
+            old = cast(AddPartitionsToTxnRequestV0To3View, req.body)
             partitions = [
                 TopicPartition(t.name, int(p))
-                for t in body.v3_and_below_topics
+                for t in old.v3_and_below_topics
                 for p in t.partitions
             ]
             refused = _refused_partitions(partitions, self._partition_exists)
@@ -102,9 +117,9 @@ class TxnHandlers:
                     )
                 )
             results = coordinator.add_partitions_to_txn(
-                body.v3_and_below_transactional_id,
-                int(body.v3_and_below_producer_id),
-                int(body.v3_and_below_producer_epoch),
+                old.v3_and_below_transactional_id,
+                int(old.v3_and_below_producer_id),
+                int(old.v3_and_below_producer_epoch),
                 partitions,
             )
             if req.api_version < 2:
@@ -116,7 +131,7 @@ class TxnHandlers:
                 results_by_topic_v3_and_below=partition_errors_by_topic(results)
             )
         per_txn: list[AddPartitionsToTxnResult] = []
-        for txn in body.transactions:
+        for txn in cast(AddPartitionsToTxnRequestV4To5View, req.body).transactions:
             partitions = [TopicPartition(t.name, int(p)) for t in txn.topics for p in t.partitions]
             internal = _refused_partitions(partitions, lambda _tp: True)
             if internal:
@@ -155,7 +170,7 @@ class TxnHandlers:
         return info is not None and 0 <= tp.partition < info.num_partitions
 
     @api(ApiKey.END_TXN)
-    async def end_txn(self, req: DecodedRequest) -> EndTxnResponse:
+    async def end_txn(self, req: DecodedRequest[EndTxnRequestView]) -> EndTxnResponse:
         body = req.body
         result = self.core.txn_coordinator.end_txn(
             body.transactional_id,
@@ -171,12 +186,14 @@ class TxnHandlers:
         )
 
     @api(ApiKey.LIST_TRANSACTIONS)
-    async def list_transactions(self, req: DecodedRequest) -> ListTransactionsResponse:
+    async def list_transactions(
+        self, req: DecodedRequest[ListTransactionsRequestView]
+    ) -> ListTransactionsResponse:
         body = req.body
         listings = self.core.txn_coordinator.list_transactions(
             list(body.state_filters),
             [int(p) for p in body.producer_id_filters],
-            int(field(body, "duration_filter", default=-1)),
+            int(optional(body, "duration_filter", default=-1)),
         )
         return ListTransactionsResponse(
             error_code=self.core.txn_coordinator.availability(),
@@ -194,7 +211,9 @@ class TxnHandlers:
         )
 
     @api(ApiKey.DESCRIBE_TRANSACTIONS)
-    async def describe_transactions(self, req: DecodedRequest) -> DescribeTransactionsResponse:
+    async def describe_transactions(
+        self, req: DecodedRequest[DescribeTransactionsRequestView]
+    ) -> DescribeTransactionsResponse:
         descriptions = self.core.txn_coordinator.describe_transactions(
             list(req.body.transactional_ids)
         )
@@ -221,7 +240,9 @@ class TxnHandlers:
         return DescribeTransactionsResponse(transaction_states=tuple(states))
 
     @api(ApiKey.DESCRIBE_PRODUCERS)
-    async def describe_producers(self, req: DecodedRequest) -> DescribeProducersResponse:
+    async def describe_producers(
+        self, req: DecodedRequest[DescribeProducersRequestView]
+    ) -> DescribeProducersResponse:
         topics: list[DescribeProducersTopic] = []
         for topic in req.body.topics:
             parts: list[DescribeProducersPartition] = []

@@ -13,7 +13,7 @@ import struct
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from kio.serial import entity_reader, entity_writer
 
@@ -45,13 +45,25 @@ class FrameError(Exception):
         self.correlation_id = correlation_id
 
 
+#: A request body's type: a handler names the version-free view of its API (``*request_views``).
+B = TypeVar("B")
+T = TypeVar("T")
+
+
 @dataclass(frozen=True, slots=True)
-class DecodedRequest:
+class DecodedRequest(Generic[B]):
+    """A decoded request frame; ``body`` is the kio entity of the negotiated version.
+
+    A handler declares ``DecodedRequest[XRequestView]``: the fields every supported version
+    of its API has.  ``decode_request`` answers ``DecodedRequest[Any]``, the one place a body's
+    type is not known: the dispatcher picks the handler by ``api_key``.
+    """
+
     api_key: int
     api_version: int
     correlation_id: int
     client_id: str | None
-    body: Any
+    body: B
     connection_id: int = 0
     client_host: str = ""
 
@@ -64,7 +76,7 @@ def peek_header(frame: bytes) -> tuple[int, int, int]:
     return int(key), int(version), int(correlation_id)
 
 
-def decode_request(frame: bytes) -> DecodedRequest:
+def decode_request(frame: bytes) -> DecodedRequest[Any]:
     """Decode a request frame (without its length prefix); raises FrameError."""
     api_key, api_version, correlation_id = peek_header(frame)
     try:
@@ -92,9 +104,11 @@ def decode_request(frame: bytes) -> DecodedRequest:
             api_version,
             correlation_id,
         ) from exc
-    return DecodedRequest(
+    # Not ``DecodedRequest[Any](...)``: that sets ``__orig_class__`` on the frozen instance.
+    request: DecodedRequest[Any] = DecodedRequest(
         api_key, api_version, correlation_id, getattr(header, "client_id", None), body
     )
+    return request
 
 
 def response_class(api_key: int, api_version: int) -> type:
@@ -123,9 +137,10 @@ def encode_response(
     return buf.getvalue()
 
 
-def field(body: Any, *names: str, default: Any = None) -> Any:
-    """The first attribute of ``body`` among ``names`` (field names differ across versions)."""
+def optional(body: object, *names: str, default: T) -> T:
+    """A field some versions lack: the first attribute of ``body`` among ``names``, else
+    ``default``, declared to be of ``default``'s type (or the type the caller asks for)."""
     for name in names:
         if hasattr(body, name):
-            return getattr(body, name)
+            return cast(T, getattr(body, name))
     return default

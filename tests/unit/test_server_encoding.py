@@ -26,7 +26,7 @@ def test_a_response_field_left_none_is_an_error_answer_not_a_close() -> None:
     )
     server = KafkaServer(core, "127.0.0.1", 9092)
 
-    async def broken(_req: DecodedRequest) -> dict[str, Any]:
+    async def broken(_req: DecodedRequest[Any]) -> dict[str, Any]:
         return {"error_code": 0, "api_keys": [{"api_key": None, "min_version": 0}]}
 
     server.handlers.table[18] = broken

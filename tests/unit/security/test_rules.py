@@ -104,7 +104,7 @@ class World:
         listener = Listener("PLAINTEXT", "127.0.0.1", 9092, SecurityProtocol.PLAINTEXT)
         self.session = self.gate.open_session(listener, "127.0.0.1", None)
         self.session.principal = "User:alice"
-        self.seen: list[DecodedRequest] = []
+        self.seen: list[DecodedRequest[Any]] = []
 
     def topic_id(self, name: str) -> uuid.UUID:
         info = self.core.topics.get(name)
@@ -116,7 +116,7 @@ class World:
         req = DecodedRequest(key, version, 7, "test", request)
         handler = self.handlers.table[key]
 
-        async def recording(r: DecodedRequest) -> Body | None:
+        async def recording(r: DecodedRequest[Any]) -> Body | None:
             self.seen.append(r)
             return await handler(r)
 

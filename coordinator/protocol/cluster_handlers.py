@@ -45,19 +45,29 @@ from coordinator.protocol.share_handlers import (
     ShareHandlers,
 )
 from coordinator.protocol.wire import DecodedRequest, field
-from coordinator.reserved_topics import listed_internal_topic, listed_internal_topics
 from coordinator.security.listeners import CURRENT_ENDPOINT
 from coordinator.topics import TopicInfo
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 from txn.ids import (
+    GROUP_METADATA_TOPIC,
+    KAFKA_INTERNAL_TOPICS,
     KEY_TYPE_GROUP,
     KEY_TYPE_SHARE,
     KEY_TYPE_TRANSACTION,
+    SHARE_GROUP_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
     TopicPartition,
 )
 from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
 from txn.topic_names import topic_name_error
+
+#: FindCoordinator's key type -> the internal topic Kafka creates on its first lookup.
+_COORDINATOR_TOPICS = {
+    KEY_TYPE_GROUP: GROUP_METADATA_TOPIC,
+    KEY_TYPE_TRANSACTION: TRANSACTION_STATE_TOPIC,
+    KEY_TYPE_SHARE: SHARE_GROUP_STATE_TOPIC,
+}
 
 
 class ClusterHandlers:
@@ -111,8 +121,9 @@ class ClusterHandlers:
         cluster_id = self.core.cluster_id
         if requested is None or (req.api_version == 0 and not requested):
             infos = [(t.name, t) for t in self.core.visible_topics()]
-            # Kafka lists its internal topics too (is_internal; clients leave them out).
-            infos += [(t.name, t) for t in listed_internal_topics(self.core.config, cluster_id)]
+            # Kafka lists its internal topics too once created (is_internal; clients leave them
+            # out).
+            infos += [(t.name, t) for t in self.core.internal_topics.all_listed(cluster_id)]
         else:
             infos = []
             for topic in requested:
@@ -122,11 +133,15 @@ class ClusterHandlers:
                     info = self.core.topics.by_id(topic_id)
                     infos.append((info.name if info else None, info))
                     continue
-                info = listed_internal_topic(name, self.core.config, cluster_id)
-                if info is None:
-                    info = (
-                        self.core.ensure_topic(name) if auto_create else self.core.topics.get(name)
-                    )
+                if name in KAFKA_INTERNAL_TOPICS:
+                    # Kafka creates its internal topic when auto-creation would create a topic.
+                    if auto_create and self.core.config.get_bool("auto.create.topics.enable"):
+                        self.core.internal_topics.create(name, self.core.clock.now_ms())
+                    info = self.core.internal_topics.listed(name, cluster_id)
+                elif auto_create:
+                    info = self.core.ensure_topic(name)
+                else:
+                    info = self.core.topics.get(name)
                 infos.append((name, info))
         topics: list[MetadataResponseTopic] = []
         node = self.core.node_id
@@ -143,7 +158,7 @@ class ClusterHandlers:
                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         name=name,
                         topic_id=uuid.UUID(int=0),
-                        is_internal=False,
+                        is_internal=name in KAFKA_INTERNAL_TOPICS,  # as Kafka, before creation
                     )
                 )
                 continue
@@ -212,6 +227,10 @@ class ClusterHandlers:
                     error_message=message,
                 )
             )
+        topic = _COORDINATOR_TOPICS.get(key_type)
+        if topic is not None and any(r.error_code is ErrorCode.NONE for r in results):
+            # Kafka creates the coordinators' internal topic on the first lookup.
+            self.core.internal_topics.create(topic, self.core.clock.now_ms())
         if req.api_version >= 4:
             return FindCoordinatorResponse(coordinators=tuple(results))
         if not results:
@@ -230,8 +249,8 @@ class ClusterHandlers:
             error = ErrorCode.NONE
             message = None
             if rtype == RESOURCE_TOPIC:
-                info = self.core.topics.get(name) or listed_internal_topic(
-                    name, self.core.config, self.core.cluster_id
+                info = self.core.topics.get(name) or self.core.internal_topics.listed(
+                    name, self.core.cluster_id
                 )
                 invalid = describe_topic_name_error(name)
                 if invalid is not None:

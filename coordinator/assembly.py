@@ -123,6 +123,8 @@ class Coordinators:
     groups: ConsumerGroupCoordinator
     # "topic-partition" -> log: the internal logs the cleaner compacts.
     compacted_logs: dict[str, PartitionLog]
+    # Kafka's internal topic -> its partitions' coordinator logs (kept current on reopen).
+    internal_logs: dict[str, dict[int, PartitionLog]]
 
 
 def assemble_coordinators(
@@ -161,6 +163,13 @@ def assemble_coordinators(
     )
     compacted[f"{GROUP_METADATA_TOPIC}-{SHARE_GROUPS_PARTITION}"] = share_groups_log
     share_state_config = internal("share.coordinator.state.topic.segment.bytes")
+    state_logs: dict[int, PartitionLog] = {}
+
+    def open_state_log(index: int) -> PartitionLog:
+        opened = storage.open_log(SHARE_GROUP_STATE_TOPIC, index, share_state_config)
+        state_logs[index] = opened
+        return opened
+
     group_runtime = share_group_runtime(clock, config, share_groups_log)
     state_shard = ShareStateShard(clock, config, topic_exists=topic_partition_exists(topics))
     share = ShareManager(
@@ -170,7 +179,7 @@ def assemble_coordinators(
         partitions,
         group_runtime,
         share_state_runtime(state_shard),
-        lambda p: storage.open_log(SHARE_GROUP_STATE_TOPIC, p, share_state_config),
+        open_state_log,
         on_event=on_share_event,
     )
     share.load()
@@ -189,4 +198,12 @@ def assemble_coordinators(
     groups.load()
     share.groups.is_foreign_group = groups.has_group
     txn.on_timeout_abort = share.on_transaction_timed_out
-    return Coordinators(txn, share, groups, compacted)
+    by_topic = {
+        TRANSACTION_STATE_TOPIC: {0: txn_log},
+        GROUP_METADATA_TOPIC: {
+            SHARE_GROUPS_PARTITION: share_groups_log,
+            CONSUMER_GROUPS_PARTITION: groups_log,
+        },
+        SHARE_GROUP_STATE_TOPIC: state_logs,
+    }
+    return Coordinators(txn, share, groups, compacted, by_topic)

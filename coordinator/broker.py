@@ -27,6 +27,7 @@ from coordinator.partition_limits import total_partitions_refusal
 from coordinator.producer_ids import ProducerIdManager
 from coordinator.reserved_topics import (
     FORGET_CONFIG,
+    InternalTopics,
     alter_configs_refusal,
     client_created,
     create_refusal,
@@ -151,6 +152,7 @@ class BrokerCore:
         self.share = coordinators.share
         self.groups = coordinators.groups
         self._compacted_internal.update(coordinators.compacted_logs)
+        self.internal_topics = InternalTopics(self.topics, coordinators.internal_logs, self.config)
         self.group_admin = GroupAdmin(self.topics, self.partitions, self.groups, self.share)
         self.share_fetches = ShareFetches(self.share, clock)
         self._schedule_flush()

@@ -6,15 +6,18 @@ re-configures them; the answers follow Apache Kafka 4.4 where Kafka refuses too 
 DeleteRecords to an internal topic, CreateTopics of ``__cluster_metadata``) and are
 INVALID_TOPIC_EXCEPTION where Kafka would let an administrator change an internal topic
 (docs/conformance.md, "Internal topics").  Metadata lists Kafka's internal topics as Kafka
-lists them (``listed_internal_topic``).
+lists them (``listed_internal_topic``), once Kafka would have created them
+(``InternalTopics``).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 
 from coordinator.log.data_dir import DataDirError
-from coordinator.topics import TopicInfo
+from coordinator.log.storage import PartitionLog
+from coordinator.topics import TopicInfo, TopicRegistry
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 from txn.ids import (
@@ -82,10 +85,51 @@ def listed_internal_topic(name: str, config: BrokerConfig, cluster_id: str) -> T
     return TopicInfo(name, topic_id, config.get_int(setting), configs, internal=True)
 
 
-def listed_internal_topics(config: BrokerConfig, cluster_id: str) -> list[TopicInfo]:
-    """Every internal topic Metadata lists (``listed_internal_topic``), by name."""
-    out = [listed_internal_topic(name, config, cluster_id) for name in sorted(_LISTED_PARTITIONS)]
-    return [info for info in out if info is not None]
+class InternalTopics:
+    """Which of Kafka's internal topics exist, created when Kafka 4.4 creates them.
+
+    Kafka creates each lazily: ``__consumer_offsets`` on the first FindCoordinator for a
+    group, ``__transaction_state`` on the first for a transactional id,
+    ``__share_group_state`` on the first for a share-state key (its group coordinator looks
+    one up before it first initializes or reads a share partition's state), and any of them
+    when Metadata names it with auto-creation (``auto.create.topics.enable`` and the
+    request's ``allow_auto_topic_creation``).  ``create`` records the fact in the topic
+    registry's log; a topic whose coordinator log holds a record exists too (the share
+    coordinator's first read writes one; a data directory from before this record).
+    """
+
+    def __init__(
+        self,
+        registry: TopicRegistry,
+        logs: Mapping[str, Mapping[int, PartitionLog]],
+        config: BrokerConfig,
+    ) -> None:
+        self._registry = registry
+        self._logs = logs
+        self._config = config
+
+    def created(self, name: str) -> bool:
+        if name not in _LISTED_PARTITIONS:
+            return False
+        if self._registry.internal_created(name):
+            return True
+        return any(log.log_end_offset > 0 for log in self._logs.get(name, {}).values())
+
+    def create(self, name: str, now_ms: int) -> None:
+        """Kafka's internal topic ``name`` is created now (if it was not)."""
+        if name in _LISTED_PARTITIONS and not self.created(name):
+            self._registry.mark_internal(name, now_ms)
+
+    def listed(self, name: str, cluster_id: str) -> TopicInfo | None:
+        """``listed_internal_topic(name)`` once created, else None."""
+        if not self.created(name):
+            return None
+        return listed_internal_topic(name, self._config, cluster_id)
+
+    def all_listed(self, cluster_id: str) -> list[TopicInfo]:
+        """Every created internal topic as Metadata lists it, by name."""
+        out = [self.listed(name, cluster_id) for name in sorted(_LISTED_PARTITIONS)]
+        return [info for info in out if info is not None]
 
 
 def create_refusal(name: str) -> Refusal | None:

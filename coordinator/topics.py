@@ -86,13 +86,18 @@ class TopicRegistry:
         # Counts the records applied: unchanged while no topic was created, grown, altered
         # or deleted (the share-group coordinator skips re-planning its groups then).
         self.version = 0
+        # Kafka's internal topics created so far (``mark_internal``; coordinator.reserved_topics).
+        self._internal_created: set[str] = set()
         for _header, raw in log.batches(0):
             self._apply(_decode(raw))
 
     def _apply(self, record: dict[str, object]) -> None:
-        self.version += 1
         kind = record["type"]
         name = str(record["name"])
+        if kind == "internal":  # not a topic change: the version stays
+            self._internal_created.add(name)
+            return
+        self.version += 1
         if kind == "topic":
             configs = record.get("configs") or {}
             assert isinstance(configs, dict)
@@ -125,6 +130,20 @@ class TopicRegistry:
 
     def get(self, name: str) -> TopicInfo | None:
         return self._by_name.get(name)
+
+    def internal_created(self, name: str) -> bool:
+        """Whether ``mark_internal(name)`` was recorded (now or before a restart)."""
+        return name in self._internal_created
+
+    def mark_internal(self, name: str, now_ms: int) -> bool:
+        """Record that Kafka's internal topic ``name`` now exists (once; True if new).
+
+        Only the fact is kept: the topic's shape is the broker config's
+        (``coordinator.reserved_topics.listed_internal_topic``), its log the coordinator's."""
+        if name in self._internal_created:
+            return False
+        self._write({"type": "internal", "name": name}, now_ms)
+        return True
 
     def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         return self._by_id.get(topic_id)

@@ -53,19 +53,29 @@ from coordinator.protocol.share_handlers import (
     ShareHandlers,
 )
 from coordinator.protocol.wire import DecodedRequest, optional
-from coordinator.reserved_topics import listed_internal_topic, listed_internal_topics
 from coordinator.security.listeners import CURRENT_ENDPOINT
 from coordinator.topics import TopicInfo
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 from txn.ids import (
+    GROUP_METADATA_TOPIC,
+    KAFKA_INTERNAL_TOPICS,
     KEY_TYPE_GROUP,
     KEY_TYPE_SHARE,
     KEY_TYPE_TRANSACTION,
+    SHARE_GROUP_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC,
     TopicPartition,
 )
 from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
 from txn.topic_names import topic_name_error
+
+#: FindCoordinator's key type -> the internal topic Kafka creates on its first lookup.
+_COORDINATOR_TOPICS = {
+    KEY_TYPE_GROUP: GROUP_METADATA_TOPIC,
+    KEY_TYPE_TRANSACTION: TRANSACTION_STATE_TOPIC,
+    KEY_TYPE_SHARE: SHARE_GROUP_STATE_TOPIC,
+}
 
 
 class ClusterHandlers:
@@ -121,8 +131,9 @@ class ClusterHandlers:
         cluster_id = self.core.cluster_id
         if requested is None or (req.api_version == 0 and not requested):
             infos = [(t.name, t) for t in self.core.visible_topics()]
-            # Kafka lists its internal topics too (is_internal; clients leave them out).
-            infos += [(t.name, t) for t in listed_internal_topics(self.core.config, cluster_id)]
+            # Kafka lists its internal topics too once created (is_internal; clients leave them
+            # out).
+            infos += [(t.name, t) for t in self.core.internal_topics.all_listed(cluster_id)]
         else:
             infos = []
             for topic in requested:
@@ -135,13 +146,15 @@ class ClusterHandlers:
                 # A null name without an id (v10+) is looked up as None, as it was before the
                 # request was typed: the view says ``str | None``, the registry takes ``str``.
                 looked_up = cast(str, name)
-                info = listed_internal_topic(looked_up, self.core.config, cluster_id)
-                if info is None:
-                    info = (
-                        self.core.ensure_topic(looked_up)
-                        if auto_create
-                        else self.core.topics.get(looked_up)
-                    )
+                if looked_up in KAFKA_INTERNAL_TOPICS:
+                    # Kafka creates its internal topic when auto-creation would create a topic.
+                    if auto_create and self.core.config.get_bool("auto.create.topics.enable"):
+                        self.core.internal_topics.create(looked_up, self.core.clock.now_ms())
+                    info = self.core.internal_topics.listed(looked_up, cluster_id)
+                elif auto_create:
+                    info = self.core.ensure_topic(looked_up)
+                else:
+                    info = self.core.topics.get(looked_up)
                 infos.append((name, info))
         topics: list[MetadataResponseTopic] = []
         node = self.core.node_id
@@ -158,7 +171,7 @@ class ClusterHandlers:
                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         name=name,
                         topic_id=uuid.UUID(int=0),
-                        is_internal=False,
+                        is_internal=name in KAFKA_INTERNAL_TOPICS,  # as Kafka, before creation
                     )
                 )
                 continue
@@ -232,6 +245,10 @@ class ClusterHandlers:
                     error_message=message,
                 )
             )
+        topic = _COORDINATOR_TOPICS.get(key_type)
+        if topic is not None and any(r.error_code is ErrorCode.NONE for r in results):
+            # Kafka creates the coordinators' internal topic on the first lookup.
+            self.core.internal_topics.create(topic, self.core.clock.now_ms())
         if req.api_version >= 4:
             return FindCoordinatorResponse(coordinators=tuple(results))
         if not results:
@@ -252,8 +269,8 @@ class ClusterHandlers:
             error = ErrorCode.NONE
             message = None
             if rtype == RESOURCE_TOPIC:
-                info = self.core.topics.get(name) or listed_internal_topic(
-                    name, self.core.config, self.core.cluster_id
+                info = self.core.topics.get(name) or self.core.internal_topics.listed(
+                    name, self.core.cluster_id
                 )
                 invalid = describe_topic_name_error(name)
                 if invalid is not None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from coordinator.launcher import LocalBroker
+from tests.integration.test_internal_topics import connect, metadata
 from tests.sharetxn_cli import run_cli
 from txn.exit_codes import ExitCode
 
@@ -136,6 +137,11 @@ def test_topics_list_and_describe_internal_topics(broker: LocalBroker) -> None:
     b = broker.bootstrap_servers
     assert ok_json(*topics(b, "--create", "--topic", "orders"))["result"] == "NONE"
     internal = ["__consumer_offsets", "__share_group_state", "__transaction_state"]
+    conn = connect(broker)  # Kafka creates its internal topics on first use: use them
+    try:
+        metadata(conn, internal, auto_create=True)
+    finally:
+        conn.close()
     assert ok_json(*topics(b, "--list")) == [*internal, "orders"]
     assert ok_json(*topics(b, "--list", "--exclude-internal")) == ["orders"]
     described = {d["topic"]: d for d in ok_json(*topics(b, "--describe"))}

@@ -157,10 +157,9 @@ def test_offset_rewind_through_auto_created_consumer_offsets(tmp_path: Path) -> 
                     ErrorCode.INVALID_TOPIC_EXCEPTION
                 )
             all_topics = conn.request(3, 12, {"topics": None, "allow_auto_topic_creation": True})
+            # the group's commits created __consumer_offsets; no transaction nor share group
             assert sorted((t.name, bool(t.is_internal)) for t in all_topics.topics) == [
                 ("__consumer_offsets", True),
-                ("__share_group_state", True),
-                ("__transaction_state", True),
                 ("orders", False),
             ]
             assert committed(conn, "orders") == 10
@@ -352,3 +351,64 @@ def _append_legacy_topic_record(data: Path, name: str) -> None:
 
 def test_private_names_are_the_reserved_set() -> None:
     assert PRIVATE_TOPICS <= RESERVED_TOPICS
+
+
+def _internal_listed(conn: BrokerConnection) -> list[str]:
+    listed = conn.request(3, 12, {"topics": None, "allow_auto_topic_creation": True})
+    return sorted(t.name for t in listed.topics if t.is_internal)
+
+
+def _describe_error(conn: BrokerConnection, name: str) -> int:
+    body = {
+        "resources": [
+            {"resource_type": 2, "resource_name": name, "configuration_keys": ["cleanup.policy"]}
+        ],
+        "include_synonyms": False,
+        "include_documentation": False,
+    }
+    return int(conn.request(32, 4, body).results[0].error_code)
+
+
+def test_internal_topics_appear_when_kafka_creates_them(tmp_path: Path) -> None:
+    """As Kafka 4.4: each internal topic exists from the first FindCoordinator of its key
+    type (or Metadata naming it with auto-creation) on, and after a restart."""
+    with LocalBroker(data_dir=tmp_path / "data") as broker:
+        conn = connect(broker)
+        try:
+            assert _internal_listed(conn) == []
+            for name in sorted(KAFKA_INTERNAL_TOPICS):
+                (topic,) = metadata(conn, [name], auto_create=False).topics
+                assert int(topic.error_code) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name
+                assert topic.is_internal
+                assert _describe_error(conn, name) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                created = create_topic(conn, name)  # refused as before
+                assert int(created.error_code) == ErrorCode.TOPIC_ALREADY_EXISTS
+            assert _internal_listed(conn) == []
+            conn.request(10, 4, {"key_type": 0, "coordinator_keys": ["g"]})
+            assert _internal_listed(conn) == ["__consumer_offsets"]
+            assert _describe_error(conn, "__consumer_offsets") == ErrorCode.NONE
+            conn.request(10, 4, {"key_type": 1, "coordinator_keys": ["t"]})
+            assert _internal_listed(conn) == ["__consumer_offsets", "__transaction_state"]
+        finally:
+            conn.close()
+        broker.restart()
+        conn = connect(broker)
+        try:
+            assert _internal_listed(conn) == ["__consumer_offsets", "__transaction_state"]
+            (topic,) = metadata(conn, ["__share_group_state"], auto_create=True).topics
+            assert int(topic.error_code) == ErrorCode.NONE
+            assert len(topic.partitions) == 50
+            assert _internal_listed(conn) == sorted(KAFKA_INTERNAL_TOPICS)
+        finally:
+            conn.close()
+
+
+def test_share_state_topic_on_its_coordinator_lookup(plain_broker: LocalBroker) -> None:
+    conn = connect(plain_broker)
+    try:
+        assert _internal_listed(conn) == []
+        key = f"g:{uuid.uuid4()}:0"
+        conn.request(10, 6, {"key_type": 2, "coordinator_keys": [key]})
+        assert _internal_listed(conn) == ["__share_group_state"]
+    finally:
+        conn.close()

@@ -28,6 +28,7 @@ from txn.ids import (
     KAFKA_INTERNAL_TOPICS,
     PRIVATE_TOPICS,
     RESERVED_TOPICS,
+    TRANSACTION_STATE_TOPIC,
     TopicPartition,
     is_reserved_topic,
 )
@@ -177,3 +178,54 @@ def test_internal_record_is_not_refused() -> None:
     registry.create(GROUP_METADATA_TOPIC, 2, T0, internal=True)
     c = core(storage)
     assert all(tp.topic != GROUP_METADATA_TOPIC for tp in c.partitions)
+
+
+def _listed(c: BrokerCore) -> list[str]:
+    return [t.name for t in c.internal_topics.all_listed("cluster")]
+
+
+def test_internal_topics_exist_once_created_and_after_restart() -> None:
+    """As in Kafka 4.4, each internal topic exists from its first trigger on (FindCoordinator
+    or Metadata auto-creation); the fact is one record in the topic registry's log."""
+    storage = MemoryStorage()
+    c = core(storage)
+    assert _listed(c) == []
+    assert c.internal_topics.listed(GROUP_METADATA_TOPIC, "cluster") is None
+    version = c.topics.version
+    c.internal_topics.create(TRANSACTION_STATE_TOPIC, T0)
+    c.internal_topics.create(TRANSACTION_STATE_TOPIC, T0)  # recorded once
+    c.internal_topics.create("orders", T0)  # not an internal topic: nothing
+    c.internal_topics.create(CLUSTER_METADATA_TOPIC, T0)
+    assert c.topics.version == version  # no topic changed
+    assert _listed(c) == [TRANSACTION_STATE_TOPIC]
+    listed = c.internal_topics.listed(TRANSACTION_STATE_TOPIC, "cluster")
+    assert listed is not None and listed.internal and listed.num_partitions == 50
+    metadata_log = storage.open_log(CLUSTER_METADATA_TOPIC, 0, LogConfig())
+    records = [json.loads(_record_value(raw)) for _h, raw in metadata_log.batches(0)]
+    assert records == [{"name": TRANSACTION_STATE_TOPIC, "type": "internal"}]
+    assert c.topics.all() == []
+    again = core(storage)
+    assert _listed(again) == [TRANSACTION_STATE_TOPIC]
+    assert again.topics.all() == []
+
+
+def test_internal_topic_with_coordinator_records_exists() -> None:
+    """A coordinator log that holds a record (a data directory written before the registry
+    recorded the creation, or the share coordinator's first read) makes its topic exist."""
+    storage = MemoryStorage()
+    c = core(storage)
+    result = c.txn_coordinator.init_producer_id("t1", 60_000)
+    assert result.error is ErrorCode.NONE
+    assert _listed(c) == [TRANSACTION_STATE_TOPIC]
+    again = core(storage)
+    assert _listed(again) == [TRANSACTION_STATE_TOPIC]
+    assert not again.topics.internal_created(TRANSACTION_STATE_TOPIC)
+
+
+def _record_value(raw: bytes) -> bytes:
+    from kio.records.readers import read_batch  # noqa: PLC0415 - as the registry reads it
+
+    batch, _ = read_batch(raw, 0)
+    value = batch.records[0].value
+    assert value is not None
+    return bytes(value)

@@ -304,6 +304,7 @@ class BrokerCore:
                     settings.cleaner,
                     partition.transactions_for_cleaner,
                     after=functools.partial(self._after_clean, tp),
+                    delete_delay_ms=settings.file_delete_delay_ms,
                 )
             )
         internal_policy = topic_log_settings(self._log_config, self.config, {}).cleaner
@@ -315,6 +316,7 @@ class BrokerCore:
                     internal_policy,
                     functools.partial(transactions_of, log_),
                     flush_first=True,
+                    delete_delay_ms=self.config.get_int("log.segment.delete.delay.ms"),
                 )
             )
         self.dirty_ratio_max = dirtiest

@@ -344,9 +344,10 @@ class BrokerCore:
             return
         self.share.on_data_appended(tp)
         log_ = partition.log
+        retired = log_.retired_mark  # files retired later get their own delay
 
         def purge() -> None:
-            log_.purge_deleted()
+            log_.purge_deleted(retired)
 
         self.clock.schedule(max(delete_delay_ms, 0), purge)
 

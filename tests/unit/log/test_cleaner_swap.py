@@ -232,3 +232,23 @@ def test_a_kill_at_any_step_of_the_swap_loads_old_or_new_records(
         again = FileLog(tmp_path / f"t-{n}", config)
         assert [(h.base_offset, bytes(raw)) for h, raw in again.batches(0)] in (before, after)
         again.close()
+
+
+def test_a_purge_removes_only_the_files_retired_before_it_was_scheduled(tmp_path: Path) -> None:
+    log = FileLog(tmp_path / "t-0", LogConfig(segment_bytes=2 * ONE))
+    _fill(log, "acabx")  # [0: a c] [2: a b] [4: x]
+    _compact(log)  # segment 0 keeps c
+    first = log.retired_mark
+    first_files = set(log.directory.glob("*.deleted"))
+    assert {p.name for p in first_files} == {f"{0:020d}.log.deleted"}
+    _fill(log, "c")  # [4: x c]
+    _fill(log, "z")  # the active [6: z]
+    _compact(log)  # segment 0 again, its first file not yet removed: a numbered name
+    later = set(log.directory.glob("*.deleted")) - first_files
+    assert f"{0:020d}.log.1.deleted" in {p.name for p in later}
+    assert [h.base_offset for h, _ in log.batches(0)] == [2, 3, 4, 5, 6]
+    assert later and len(set(log.directory.glob("*.deleted"))) == log.retired_mark
+    assert log.purge_deleted(first) > 0
+    assert set(log.directory.glob("*.deleted")) == later
+    assert log.purge_deleted() > 0 and not list(log.directory.glob("*.deleted"))
+    log.close()

@@ -306,6 +306,7 @@ class BrokerCore:
                     settings.cleaner,
                     partition.transactions_for_cleaner,
                     after=functools.partial(self._after_clean, tp),
+                    delete_delay_ms=settings.file_delete_delay_ms,
                 )
             )
         internal_policy = topic_log_settings(self._log_config, self.config, {}).cleaner
@@ -317,6 +318,7 @@ class BrokerCore:
                     internal_policy,
                     functools.partial(transactions_of, log_),
                     flush_first=True,
+                    delete_delay_ms=self.config.get_int("log.segment.delete.delay.ms"),
                 )
             )
         self.dirty_ratio_max = dirtiest
@@ -344,9 +346,10 @@ class BrokerCore:
             return
         self.share.on_data_appended(tp)
         log_ = partition.log
+        retired = log_.retired_mark  # files retired later get their own delay
 
         def purge() -> None:
-            log_.purge_deleted()
+            log_.purge_deleted(retired)
 
         self.clock.schedule(max(delete_delay_ms, 0), purge)
 

@@ -4,8 +4,8 @@ Kafka's rules (``LogCleaner``, ``LogCleanerManager``), pure functions over batch
 
 * **Cleanable range.** Whole non-active segments from the log start offset below the first
   uncleanable offset: the smallest of the active segment's base, the last stable offset
-  (no open transaction is cleaned) and the base of the first segment holding a record
-  younger than ``min.compaction.lag.ms``.
+  (no open transaction is cleaned) and the base of the first dirty segment (from the
+  cleaner checkpoint on) holding a record younger than ``min.compaction.lag.ms``.
 * **When.** The dirty ratio -- bytes after the cleaner checkpoint over all bytes of the
   range -- reaches ``min.cleanable.dirty.ratio``, or the first dirty segment's first batch
   is older than ``max.compaction.lag.ms``.
@@ -42,14 +42,26 @@ class CleanerPolicy:
 
 
 def cleanable_segments(
-    segments: Sequence[SegmentInfo], last_stable_offset: int, now_ms: int, policy: CleanerPolicy
+    segments: Sequence[SegmentInfo],
+    last_stable_offset: int,
+    now_ms: int,
+    policy: CleanerPolicy,
+    first_dirty: int = 0,
 ) -> int:
-    """How many segments, from the first, may be cleaned."""
+    """How many segments, from the first, may be cleaned.
+
+    ``min.compaction.lag.ms`` (when above 0) is checked on the dirty segments only, from
+    the one holding ``first_dirty`` (the cleaner checkpoint) on, as Kafka's
+    ``LogCleanerManager.cleanableOffsets`` does: a segment cleaned earlier never holds a
+    pass back, however recent its records."""
     uncleanable = min(segments[-1].base_offset, last_stable_offset)
-    for seg in segments[:-1]:
-        if now_ms - seg.largest_timestamp_ms < policy.min_compaction_lag_ms:
-            uncleanable = min(uncleanable, seg.base_offset)
-            break
+    if policy.min_compaction_lag_ms > 0:
+        bases = [seg.base_offset for seg in segments]
+        dirty_from = max(bisect.bisect_right(bases, first_dirty) - 1, 0)
+        for seg in segments[dirty_from:-1]:
+            if now_ms - seg.largest_timestamp_ms < policy.min_compaction_lag_ms:
+                uncleanable = min(uncleanable, seg.base_offset)
+                break
     count = 0
     while count < len(segments) - 1 and segments[count + 1].base_offset <= uncleanable:
         count += 1

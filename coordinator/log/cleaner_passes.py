@@ -10,6 +10,7 @@ pass in flight.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,8 @@ class CleanTarget:
     # Internal logs: make every appended record durable before a pass copies any (their
     # coordinators may append without flushing at once).
     flush_first: bool = False
+    # file.delete.delay.ms: the files a swap retired are removed that long after it.
+    delete_delay_ms: int = 60_000
 
 
 @dataclass
@@ -81,6 +84,13 @@ class CleanerStats:
     bytes_removed: int = 0
     dirty_ratio_max: float = 0.0
     states: dict[str, CleanerState] = field(default_factory=dict)
+
+
+def _purge(target: CleanTarget, through: int) -> None:
+    try:
+        target.log.purge_deleted(through)
+    except OSError as exc:
+        log.error("removing the retired segments of %s failed: %s", target.name, exc)
 
 
 class LogCleaner:
@@ -136,6 +146,11 @@ class LogCleaner:
             state.due_ms = outcome.due_ms
             if not outcome.contents:
                 return
+            retired = target.log.retired_mark
+            if retired:  # the old files go after file.delete.delay.ms, as in Kafka
+                self._clock.schedule(
+                    max(target.delete_delay_ms, 0), functools.partial(_purge, target, retired)
+                )
             self.stats.runs += 1
             self.stats.bytes_removed += outcome.bytes_before - outcome.bytes_after
             log.info(

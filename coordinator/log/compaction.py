@@ -79,11 +79,11 @@ def plan_clean(
     state: CleanerState,
 ) -> CleanJob | None:
     segments = log.segments()
-    count = cleanable_segments(segments, last_stable_offset, now_ms, policy)
+    first_dirty = max(log.cleaned_offset, log.log_start_offset)
+    count = cleanable_segments(segments, last_stable_offset, now_ms, policy, first_dirty)
     if count == 0:
         return None
     chosen = tuple(segments[:count])
-    first_dirty = max(log.cleaned_offset, log.log_start_offset)
     due = state.due_ms <= now_ms and log.cleaned_offset > log.log_start_offset
     if not due and not needs_cleaning(chosen, first_dirty, now_ms, policy):
         return None

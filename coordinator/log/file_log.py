@@ -292,13 +292,20 @@ class _Segment:
         self.log_path.unlink(missing_ok=True)
         self.index_path.unlink(missing_ok=True)
 
-    def retire(self) -> Path:
-        """Close and rename to ``*.log.deleted`` (removed later); returns the new path."""
-        self.close()
+    def retire(self, *, keep_index: bool = False) -> None:
+        """Rename to ``*.log.deleted`` (a free name of that form), to be removed later; reads
+        through this object go on from the renamed file until then.  The ``.index`` file is
+        removed, unless a new segment of the same base owns it (``keep_index``)."""
+        self._handles.close(self.log_path)  # a new file may take the old path
         retired = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
+        number = 0
+        while retired.exists():  # an earlier swap of this base is still awaiting removal
+            number += 1
+            retired = self.log_path.with_name(f"{self.log_path.name}.{number}{DELETED_SUFFIX}")
         self.log_path.rename(retired)
-        self.index_path.unlink(missing_ok=True)
-        return retired
+        self.log_path = retired
+        if not keep_index:
+            self.index_path.unlink(missing_ok=True)
 
     def info(self) -> SegmentInfo:
         largest = self.max_timestamp_ms if self.max_timestamp_ms >= 0 else self.modified_ms
@@ -329,7 +336,8 @@ class FileLog(LogBase):
         self._start = 0
         self._end = 0
         self._closed = False
-        self._retired: list[Path] = []  # segment files awaiting purge_deleted
+        self._retired: list[tuple[int, _Segment]] = []  # (mark, segment) awaiting removal
+        self._retired_mark = 0  # segments retired over the log's life
         self._cleaned_offset: int | None = None  # set once the cleaner has run
         try:
             self._open()
@@ -536,7 +544,11 @@ class FileLog(LogBase):
         return self._cleaned_offset or 0
 
     def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
-        """The cleaner's swap (``file_swap``), then the segments are reopened."""
+        """The cleaner's swap (``file_swap``), as Kafka's replaceSegments: only the cleaned
+        segments change.  Each new segment keeps the old one's times and is walked header by
+        header for its index (the cleaner wrote it whole); the old files are retired, to be
+        removed by ``purge_deleted`` after ``file.delete.delay.ms``; the other segments, the
+        active one included, are left as they are (no rescan)."""
         self._check_open()
         if not contents:  # nothing changed: only the checkpoint moves
             file_swap.write_checkpoint(self._dir, cleaned_offset)
@@ -544,22 +556,45 @@ class FileLog(LogBase):
             return
         if max(contents) >= self._segments[-1].base:
             raise ValueError("the active segment cannot be replaced")
-        self.flush()
-        file_swap.stage_and_commit(self._dir, contents, self._segments[0].base, cleaned_offset)
-        for seg in self._segments:
-            seg.close()
-        self._segments.clear()
-        self._bases.clear()
-        self._open()
+        old = {seg.base: seg for seg in self._segments}
+        mtimes = {base: old[base].modified_ms for base in contents}
+        replaced, removed = file_swap.stage_and_commit(
+            self._dir, contents, self._segments[0].base, cleaned_offset, mtimes
+        )
+        for base in replaced:
+            self._retire(old[base], keep_index=True)
+            file_swap.install(self._dir, base)
+            new = _Segment(self._dir, base, self._handles, create=False)
+            new.created_ms, new.modified_ms = old[base].created_ms, old[base].modified_ms
+            self._scan(new, verify_crc=False, gaps=True)
+            new.rewrite_index()
+            self._segments[self._bases.index(base)] = new
+        for base in removed:
+            self._retire(old[base])
+            number = self._bases.index(base)
+            del self._segments[number], self._bases[number]
+        file_swap.complete(self._dir, cleaned_offset)
+        self._cleaned_offset = cleaned_offset
 
-    def purge_deleted(self) -> int:
-        """Remove the segment files retired by earlier start-offset advances; bytes freed."""
+    @property
+    def retired_mark(self) -> int:
+        """How many segments were retired so far (``purge_deleted``'s ``through``)."""
+        return self._retired_mark
+
+    def purge_deleted(self, through: int | None = None) -> int:
+        """Remove the files of retired segments (those among the first ``through`` retired,
+        or all); bytes freed.  Reads of a removed segment fail with EBADF."""
         freed = 0
-        retired, self._retired = self._retired, []
-        for path in retired:
+        keep: list[tuple[int, _Segment]] = []
+        for mark, seg in self._retired:
+            if through is not None and mark > through:
+                keep.append((mark, seg))
+                continue
+            seg.close()
             with contextlib.suppress(FileNotFoundError):
-                freed += path.stat().st_size
-                path.unlink()
+                freed += seg.log_path.stat().st_size
+                seg.log_path.unlink()
+        self._retired = keep
         return freed
 
     def close(self, *, flush: bool = True) -> None:
@@ -575,6 +610,8 @@ class FileLog(LogBase):
         finally:
             self._closed = True
             for seg in self._segments:
+                seg.close()
+            for _mark, seg in self._retired:
                 seg.close()
 
     # -- internals ---------------------------------------------------------------------------
@@ -623,11 +660,16 @@ class FileLog(LogBase):
             self._roll()
         deleted = False
         while len(segs) > 1 and segs[1].base <= offset:
-            self._retired.append(segs.pop(0).retire())
+            self._retire(segs.pop(0))
             self._bases.pop(0)
             deleted = True
         if deleted:
             fsync_dir(self._dir)
+
+    def _retire(self, seg: _Segment, *, keep_index: bool = False) -> None:
+        seg.retire(keep_index=keep_index)
+        self._retired_mark += 1
+        self._retired.append((self._retired_mark, seg))
 
     def _write_start_checkpoint(self) -> None:
         path = self._dir / START_OFFSET_FILE

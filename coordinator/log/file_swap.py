@@ -1,17 +1,20 @@
 """The log cleaner's crash-safe segment swap for ``FileLog``.
 
-1. Each new segment is written to ``{base}.log.cleaned`` and fsynced.
+1. Each new segment is written to ``{base}.log.cleaned`` with the old segment's
+   modification time (Kafka's cleaner keeps it, for retention) and fsynced.
 2. A manifest ``cleaner-swap`` (JSON: the bases replaced, the bases removed, the new cleaner
    checkpoint) is written atomically (temp file, fsync, rename, fsync directory).  This is
    the commit point.
-3. The ``.cleaned`` files are renamed over their ``.log`` files (``rename`` replaces
-   atomically), removed segments are unlinked, ``cleaner-offset-checkpoint`` is written,
-   and the manifest is removed.
+3. Each old ``.log`` file is renamed to a ``.deleted`` name (``FileLog`` removes it after
+   ``file.delete.delay.ms``, so a reader of the old segment keeps its bytes meanwhile) and
+   each ``.cleaned`` file is renamed to ``.log``; then ``cleaner-offset-checkpoint`` is
+   written and the manifest removed (``complete``).
 
-Opening a log first finishes a committed swap (step 3 is idempotent) or, without a
-manifest, discards ``.cleaned`` files: a crash leaves either every old segment or every new
-one.  The checkpoint file also marks the log as compacted, which relaxes recovery's rule
-that batch offsets are contiguous (compaction leaves gaps, as in Kafka).
+Opening a log first removes ``.deleted`` files, then finishes a committed swap (``finish``:
+step 3 is idempotent, whichever rename a crash interrupted) or, without a manifest, discards
+``.cleaned`` files: a crash leaves either every old segment or every new one.  The
+checkpoint file also marks the log as compacted, which relaxes recovery's rule that batch
+offsets are contiguous (compaction leaves gaps, as in Kafka).
 """
 
 from __future__ import annotations
@@ -27,13 +30,15 @@ MANIFEST = "cleaner-swap"
 CHECKPOINT = "cleaner-offset-checkpoint"
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
+def _write_atomically(path: Path, data: bytes, mtime_ms: int | None = None) -> None:
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
+        if mtime_ms is not None:
+            os.utime(fd, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -44,13 +49,24 @@ def _segment(directory: Path, base: int) -> Path:
     return directory / f"{base:020d}.log"
 
 
+def staged(directory: Path, base: int) -> Path:
+    return directory / f"{base:020d}.log{CLEANED_SUFFIX}"
+
+
 def stage_and_commit(
-    directory: Path, contents: dict[int, list[bytes]], keep_empty: int, cleaned_offset: int
-) -> None:
+    directory: Path,
+    contents: dict[int, list[bytes]],
+    keep_empty: int,
+    cleaned_offset: int,
+    mtimes_ms: dict[int, int] | None = None,
+) -> tuple[list[int], list[int]]:
     """Steps 1 and 2: write the cleaned segments, then the manifest (the commit point).
 
-    ``keep_empty`` is the base of a segment kept (empty) even when it has no batches left.
+    ``keep_empty`` is the base of a segment kept (empty) even when it has no batches left;
+    ``mtimes_ms`` the modification times the new files take.  Returns the bases replaced and
+    the bases removed.
     """
+    mtimes = mtimes_ms or {}
     replaced: list[int] = []
     removed: list[int] = []
     for base, batches in sorted(contents.items()):
@@ -58,9 +74,24 @@ def stage_and_commit(
             removed.append(base)
             continue
         replaced.append(base)
-        _write_atomically(directory / f"{base:020d}.log{CLEANED_SUFFIX}", b"".join(batches))
+        _write_atomically(staged(directory, base), b"".join(batches), mtimes.get(base))
     manifest = {"replaced": replaced, "removed": removed, "cleaned_offset": cleaned_offset}
     _write_atomically(directory / MANIFEST, json.dumps(manifest).encode())
+    fsync_dir(directory)
+    return replaced, removed
+
+
+def install(directory: Path, base: int) -> None:
+    """Step 3 for one replaced segment, once its old file was renamed away."""
+    staged(directory, base).replace(_segment(directory, base))
+
+
+def complete(directory: Path, cleaned_offset: int) -> None:
+    """The end of step 3: the checkpoint, then the manifest goes."""
+    fsync_dir(directory)
+    _write_atomically(directory / CHECKPOINT, f"{cleaned_offset}\n".encode())
+    fsync_dir(directory)
+    (directory / MANIFEST).unlink()
     fsync_dir(directory)
 
 
@@ -74,16 +105,12 @@ def finish(directory: Path) -> None:
             leftover.unlink()
         return
     for base in manifest["replaced"]:
-        staged = directory / f"{int(base):020d}.log{CLEANED_SUFFIX}"
-        if staged.exists():
-            staged.replace(_segment(directory, int(base)))
+        if staged(directory, int(base)).exists():
+            install(directory, int(base))
     for base in manifest["removed"]:
         _segment(directory, int(base)).unlink(missing_ok=True)
         (directory / f"{int(base):020d}.index").unlink(missing_ok=True)
-    _write_atomically(directory / CHECKPOINT, f"{int(manifest['cleaned_offset'])}\n".encode())
-    fsync_dir(directory)
-    manifest_path.unlink()
-    fsync_dir(directory)
+    complete(directory, int(manifest["cleaned_offset"]))
 
 
 def write_checkpoint(directory: Path, cleaned_offset: int) -> None:

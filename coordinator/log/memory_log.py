@@ -306,8 +306,12 @@ class BatchListLog(LogBase):
         data = self._data
         return data.segments.view(data.bases, data.headers, data.start, data.end)
 
-    def purge_deleted(self) -> int:
+    def purge_deleted(self, through: int | None = None) -> int:
         return 0
+
+    @property
+    def retired_mark(self) -> int:
+        return 0  # nothing is ever retired: segments of a batch list have no files
 
     @property
     def cleaned_offset(self) -> int:

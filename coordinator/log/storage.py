@@ -117,8 +117,14 @@ class PartitionLog(Protocol):
         """Apply changed settings (a topic's configs were altered) from the next append on."""
         ...
 
-    def purge_deleted(self) -> int:
-        """Remove the files of segments deleted earlier (file.delete.delay.ms); bytes freed."""
+    def purge_deleted(self, through: int | None = None) -> int:
+        """Remove the files of segments deleted earlier (file.delete.delay.ms): those among
+        the first ``through`` retired (``retired_mark``), or all; bytes freed."""
+        ...
+
+    @property
+    def retired_mark(self) -> int:
+        """How many segments were retired (renamed ``.deleted``) so far; 0: never any."""
         ...
 
     @property

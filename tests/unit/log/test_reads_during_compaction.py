@@ -178,21 +178,35 @@ def _on_disk(directory: Path) -> set[tuple[int, bytes]]:
     return out
 
 
-def test_an_iterator_opened_before_a_swap_fails_instead_of_mixing_files(tmp_path: Path) -> None:
-    """``batches`` is a snapshot that must not outlive a swap (the broker copies what a cleaner
-    pass needs before it hands the copy out): a later segment read through it fails with EBADF,
-    never returns bytes of the new files at the old positions."""
+def test_an_iterator_opened_before_a_swap_reads_the_old_segments_until_they_are_purged(
+    tmp_path: Path,
+) -> None:
+    """As in Kafka, a swap renames the old files ``.deleted`` and removes them later
+    (``file.delete.delay.ms``): an iterator opened before the swap reads the old bytes to the
+    end; once the old files are purged, a read through it fails with EBADF, never returns
+    bytes of the new files at the old positions."""
     log = _open("file", tmp_path / "t-0")
     _fill(log, "ababababx")
     before = [(h.base_offset, bytes(raw)) for h, raw in log.batches(0)]
     it = log.batches(0)
     first = next(it)
     _compact(log)
+    assert list(log.directory.glob("*.deleted"))
     seen = [(first[0].base_offset, bytes(first[1]))]
+    seen.extend((h.base_offset, bytes(raw)) for h, raw in it)
+    assert seen == before
+    assert isinstance(log, FileLog)
+    log.close()
+    log = _open("file", tmp_path / "t-1")
+    assert isinstance(log, FileLog)
+    _fill(log, "ababababx")
+    it = log.batches(0)
+    next(it)
+    _compact(log)
+    assert log.purge_deleted() > 0 and not list(log.directory.glob("*.deleted"))
     with pytest.raises(OSError) as failure:
-        seen.extend((h.base_offset, bytes(raw)) for h, raw in it)
+        list(it)
     assert failure.value.errno == errno.EBADF
-    assert seen == before[: len(seen)]
     log.close()
 
 

@@ -238,10 +238,21 @@ class ConsumerMembership:
         owned: Partitions | None = None,
         client_id: str = "",
         client_host: str = "",
+        server_member_id: bool = False,
     ) -> tuple[ConsumerHeartbeatResult, ConsumerGroupChange | None]:
-        """The answer, and the group's change (None: an error)."""
+        """The answer, and the group's change (None: an error).
+
+        ``server_member_id``: a v0 request, whose join may leave the member id to the
+        coordinator; from v1 (KIP-1082) every request carries the client's own id.
+        """
         if (error := self.availability()) is not ErrorCode.NONE:
             return ConsumerHeartbeatResult(error), None
+        if not member_id and (
+            not server_member_id or member_epoch > 0 or member_epoch == LEAVE_EPOCH
+        ):
+            return ConsumerHeartbeatResult(
+                ErrorCode.INVALID_REQUEST, "MemberId can't be empty."
+            ), None
         if not group_id:
             return ConsumerHeartbeatResult(
                 ErrorCode.INVALID_REQUEST, "GroupId can't be empty."

@@ -267,8 +267,10 @@ class Partition:
         if header.has_producer_id:
             check = self.producers.check(header)
             if check.error is not ErrorCode.NONE:
+                # Kafka's producer state errors carry the partition's log start offset.
                 return AppendResult(
                     check.error,
+                    log_start_offset=self.log_start_offset,
                     error_message=f"{check.error.name} for producer {header.producer_id}",
                 )
             if check.duplicate_of is not None:
@@ -314,11 +316,13 @@ class Partition:
         pid = header.producer_id
         # Kafka 4.4 answers these refusals without an error message.
         if not header.is_transactional:
+            start = self.log_start_offset  # an append's refusal: Kafka answers it
             if open_txn:
                 # Kafka's ProducerAppendInfo: "Expected transactional write from producer ..."
-                return AppendResult(ErrorCode.INVALID_TXN_STATE)
+                return AppendResult(ErrorCode.INVALID_TXN_STATE, log_start_offset=start)
             if txn_producer is not None and txn_producer(pid):
-                return AppendResult(ErrorCode.INVALID_TXN_STATE)  # sharetxn: on any partition
+                # sharetxn: on any partition
+                return AppendResult(ErrorCode.INVALID_TXN_STATE, log_start_offset=start)
             return None
         if transactional_id is None:
             # Kafka answers the whole request so (KafkaApis.handleProduceRequest).

@@ -42,6 +42,10 @@ from txn.errors import ErrorCode
 
 log = logging.getLogger("sharetxn.groups")
 
+#: A member's timers: its session, its revocation and, for a classic member, Kafka's join
+#: and sync timeouts (each its rebalance timeout).
+MEMBER_TIMERS = ("consumer-session", "revoke", "classic-join", "classic-sync")
+
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 ASSIGNORS = ("uniform", "range")
@@ -238,10 +242,21 @@ class ConsumerMembership:
         owned: Partitions | None = None,
         client_id: str = "",
         client_host: str = "",
+        server_member_id: bool = False,
     ) -> tuple[ConsumerHeartbeatResult, ConsumerGroupChange | None]:
-        """The answer, and the group's change (None: an error)."""
+        """The answer, and the group's change (None: an error).
+
+        ``server_member_id``: a v0 request, whose join may leave the member id to the
+        coordinator; from v1 (KIP-1082) every request carries the client's own id.
+        """
         if (error := self.availability()) is not ErrorCode.NONE:
             return ConsumerHeartbeatResult(error), None
+        if not member_id and (
+            not server_member_id or member_epoch > 0 or member_epoch == LEAVE_EPOCH
+        ):
+            return ConsumerHeartbeatResult(
+                ErrorCode.INVALID_REQUEST, "MemberId can't be empty."
+            ), None
         if not group_id:
             return ConsumerHeartbeatResult(
                 ErrorCode.INVALID_REQUEST, "GroupId can't be empty."
@@ -288,7 +303,7 @@ class ConsumerMembership:
                 # assignment and the epoch of the member that left for a while (no rebalance).
                 old = static
                 group.remove_member(old.member_id)
-                for kind in ("consumer-session", "revoke"):
+                for kind in MEMBER_TIMERS:
                     self._timers.cancel((kind, group_id, old.member_id))
                 if old.member_id != member_id:
                     group.move_target(old.member_id, member_id)
@@ -483,6 +498,17 @@ class ConsumerMembership:
         log.info("consumer group %s: member %s session timed out", group_id, member_id)
         self._remove_persisted(group_id, member_id)
 
+    def fence(self, key: tuple[str, str, str], why: str) -> None:
+        """A classic member's join or sync timer fired: it is removed, as its session would."""
+        self._timers.by_key.pop(key, None)
+        _kind, group_id, member_id = key
+        group = self._consumer_groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if member is None or member.classic is None or self._runtime.closed:
+            return
+        log.info("consumer group %s: classic member %s failed to %s", group_id, member_id, why)
+        self._remove_persisted(group_id, member_id)
+
     def _remove_persisted(self, group_id: str, member_id: str) -> None:
         """A timer removes a member: written like a heartbeat's change, retried on failure."""
         group = ConsumerGroupChange(group_id, self._consumer_groups[group_id])
@@ -515,7 +541,7 @@ class ConsumerMembership:
 
     def remove_member(self, group: ConsumerGroupChange, member_id: str) -> None:
         group.remove_member(member_id)
-        for kind in ("consumer-session", "revoke"):
+        for kind in MEMBER_TIMERS:
             self._timers.cancel((kind, group.group_id, member_id))
         self.new_target(group)
 

@@ -34,7 +34,7 @@ from coordinator.group.classic import ClassicGroup, ClassicMember, ClassicState
 from coordinator.group.classic_membership import ClassicMembership
 from coordinator.group.consumer_change import ConsumerGroupChange
 from coordinator.group.consumer_model import ConsumerMember, ConsumerProtocolGroup, Partitions
-from coordinator.group.consumer_protocol import ConsumerMembership, records_of
+from coordinator.group.consumer_protocol import MEMBER_TIMERS, ConsumerMembership, records_of
 from coordinator.group.consumer_records import ClassicMeta, Record
 from coordinator.group.embedded import (
     CONSUMER_PROTOCOL_TYPE,
@@ -147,8 +147,8 @@ class MixedMembership:
             # The instance restarted with a new member id: it takes the old member's place.
             replaced = change.remove_member(static.member_id)
             assert replaced is not None
-            self._timers.cancel(("consumer-session", group.group_id, replaced.member_id))
-            self._timers.cancel(("revoke", group.group_id, replaced.member_id))
+            for kind in MEMBER_TIMERS:
+                self._timers.cancel((kind, group.group_id, replaced.member_id))
             existing = replace(replaced, member_id=member_id)
             change.move_target(replaced.member_id, member_id)
         topics = frozenset(subscription.topics)
@@ -181,6 +181,9 @@ class MixedMembership:
             respond(JoinResult(error, member_id))
             return
         self._consumer.arm_session(group.group_id, member)
+        # As Kafka: the join is done; the member must now sync within its rebalance timeout.
+        self._timers.cancel(("classic-join", group.group_id, member_id))
+        self._arm_timeout("classic-sync", group.group_id, member, "sync in time", again=True)
         log.info(
             "consumer group %s: classic member %s joins at epoch %d",
             group.group_id,
@@ -238,7 +241,9 @@ class MixedMembership:
         ):
             return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if group.epoch > member.epoch and not member.revoking:
+            self._arm_timeout("classic-join", group.group_id, member, "rejoin in time")
             return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
+        self._timers.cancel(("classic-sync", group.group_id, member.member_id))
         self._consumer.arm_session(group.group_id, member)
         assignment = self._assignment_bytes(member, member.assigned)
         return SyncResult(ErrorCode.NONE, assignment, CONSUMER_PROTOCOL_TYPE, name)
@@ -253,8 +258,23 @@ class MixedMembership:
             return ErrorCode.ILLEGAL_GENERATION
         self._consumer.arm_session(group.group_id, member)
         if member.epoch < group.epoch or member.revoking or self._free_for(group, member):
+            self._arm_timeout("classic-join", group.group_id, member, "rejoin in time")
             return ErrorCode.REBALANCE_IN_PROGRESS  # rejoin to revoke, or to collect more
         return ErrorCode.NONE
+
+    def _arm_timeout(
+        self, kind: str, group_id: str, member: ConsumerMember, why: str, *, again: bool = False
+    ) -> None:
+        """Kafka's join (armed only if absent) or sync timeout of a classic member: the
+        member is removed unless it joins (syncs) within its rebalance timeout."""
+        key = (kind, group_id, member.member_id)
+        if again or key not in self._timers.by_key:
+            self._timers.arm(
+                self._clock,
+                key,
+                member.rebalance_timeout_ms,
+                lambda: self._consumer.fence(key, why),
+            )
 
     def _free_for(self, group: ConsumerProtocolGroup, member: ConsumerMember) -> bool:
         """Whether partitions of the member's target that nobody holds now wait for it."""
@@ -383,7 +403,7 @@ class MixedMembership:
         # Replaying the records made the classic group; its members keep every protocol
         # they sent (the record holds the selected one's metadata only).
         for member_id in group.members:
-            for kind in ("consumer-session", "revoke"):
+            for kind in MEMBER_TIMERS:
                 self._timers.cancel((kind, group_id, member_id))
         installed = self._groups[group_id]
         for member in installed.members.values():

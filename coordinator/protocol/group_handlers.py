@@ -269,6 +269,7 @@ class GroupHandlers:
             b.group_id,
             b.member_id or "",
             int(b.member_epoch),
+            server_member_id=req.api_version == 0,  # KIP-1082: from v1 the client names itself
             instance_id=b.instance_id,
             rack_id=b.rack_id,
             rebalance_timeout_ms=millis(b.rebalance_timeout),
@@ -347,6 +348,15 @@ class GroupHandlers:
     ) -> OffsetCommitResponse:
         b = req.body
         offsets = _offsets(b.topics)
+        # As Kafka's KafkaApis: partitions of unknown topics (or past a topic's count) are
+        # answered UNKNOWN_TOPIC_OR_PARTITION before the group coordinator sees the rest.
+        unknown = {
+            tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in offsets if not self._known(tp)
+        }
+        if unknown:
+            offsets = {tp: v for tp, v in offsets.items() if tp not in unknown}
+            if not offsets:
+                return OffsetCommitResponse(topics=_errors_by_topic(unknown))
         groups = self.core.groups
         committer = Committer(
             b.group_id,
@@ -367,7 +377,11 @@ class GroupHandlers:
                 results = dict.fromkeys(results, ErrorCode.KAFKA_STORAGE_ERROR)
             else:
                 groups.durable(token)
-        return OffsetCommitResponse(topics=_errors_by_topic(results))
+        return OffsetCommitResponse(topics=_errors_by_topic({**unknown, **results}))
+
+    def _known(self, tp: TopicPartition) -> bool:
+        info = self.core.topics.get(tp.topic)
+        return info is not None and 0 <= tp.partition < info.num_partitions
 
     @api(ApiKey.OFFSET_FETCH)
     async def offset_fetch(

@@ -250,7 +250,17 @@ def test_many_members_and_large_metadata_stay_bounded(group_broker: LocalBroker)
             "committed_leader_epoch": -1,
             "committed_metadata": "m" * 5000,
         }
-        topics = [{"name": "t", "partitions": [big]}]
+        # an existing topic: a commit to an unknown one is UNKNOWN_TOPIC_OR_PARTITION first
+        topic = {
+            "name": group,
+            "num_partitions": 1,
+            "replication_factor": 1,
+            "assignments": [],
+            "configs": [],
+        }
+        created = client.request(19, 7, {"topics": [topic], "timeout": 10000})
+        assert int(created.topics[0].error_code) == 0
+        topics = [{"name": group, "partitions": [big]}]
         resp = client.request(8, 9, commit_body(group, "", -1, topics))
         assert int(resp.topics[0].partitions[0].error_code) == 12  # OFFSET_METADATA_TOO_LARGE
     finally:

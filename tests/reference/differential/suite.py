@@ -46,19 +46,12 @@ SETTINGS: dict[str, str] = {
 _EPOCHS = "group epochs: Kafka bumps the group epoch on metadata refreshes too"
 _START = "share start offsets: Kafka reports the persisted start offset, written lazily"
 _MARKERS = "share acquisition: Kafka acquires the offsets of transaction markers too"
-_PRODUCE = "produce: idempotence edge cases"
-_GROUPS = "consumer groups: validation of heartbeats and commits"
 _INTERNAL = "internal topics: the coordinators' logs are not changed by clients"
 KNOWN_DIFFERENCES: dict[str, str] = {
     "internal-topics/change_internal_topic_validate_only": _INTERNAL,
-    "consumer-groups/heartbeat_errors": _GROUPS,
     "consumer-groups/heartbeat_join_assigns_all": _EPOCHS,
     "consumer-groups/leave_and_rejoin": _EPOCHS,
-    "consumer-groups/simple_commit_and_fetch": _GROUPS,
     "malformed/transactional_produce_with_idempotent_pid": "transactional batch, no transaction",
-    "produce-fetch/idempotent_epochs": _PRODUCE,
-    "produce-fetch/idempotent_first_sequence_not_zero": _PRODUCE,
-    "produce-fetch/idempotent_sequences": _PRODUCE,
     "timestamps/list_offsets_max_after_delete_records": "MAX_TIMESTAMP below the log start",
     "share/accept_moves_start_offset": _START,
     "share/accept_part_moves_start_offset": _START,

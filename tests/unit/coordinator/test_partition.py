@@ -175,3 +175,18 @@ def test_idle_producers_expire_but_open_transactions_do_not() -> None:
     p.append(batch(1, pid=9, epoch=0, seq=0, txn=True), NOW, transactional_id="x", verifier=allow)
     assert p.producers.remove_expired(NOW + 10_000, expiration_ms=1_000) == [4]
     assert p.open_transactions() == {9: 1}
+
+
+def test_producer_state_refusals_carry_the_log_start_offset() -> None:
+    p = Partition(TP, MemoryLog())
+    p.append(batch(3, pid=7, epoch=1, seq=0), NOW)
+    p.append(batch(2), NOW)
+    assert p.delete_records(2) == (ErrorCode.NONE, 2)
+    gap = p.append(batch(1, pid=7, epoch=1, seq=9), NOW)
+    old = p.append(batch(1, pid=7, epoch=0, seq=3), NOW)
+    assert (gap.error, gap.log_start_offset) == (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, 2)
+    assert (old.error, old.log_start_offset) == (ErrorCode.INVALID_PRODUCER_EPOCH, 2)
+    # an idempotent write while the producer's transaction is open (Kafka's ProducerAppendInfo)
+    p.append(batch(1, pid=9, epoch=0, seq=0, txn=True), NOW, transactional_id="x", verifier=allow)
+    plain = p.append(batch(1, pid=9, epoch=0, seq=1), NOW)
+    assert (plain.error, plain.log_start_offset) == (ErrorCode.INVALID_TXN_STATE, 2)

@@ -867,6 +867,11 @@ class BrokerCore:
     def describe_producers(self, tp: TopicPartition) -> tuple[ErrorCode, list[ActiveProducer]]:
         partition = self.partitions.get(tp)
         if partition is None:
+            internal = self.internal_topics.listed(tp.topic, self.cluster_id)
+            if internal is not None and 0 <= tp.partition < internal.num_partitions:
+                # A partition Metadata lists (Kafka's internal topic): its coordinator's records
+                # are kept in sharetxn's own layout, where no producer appends.
+                return ErrorCode.NONE, []
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []
         return ErrorCode.NONE, [
             ActiveProducer(

@@ -52,7 +52,7 @@ a violation is caused by the mutation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
 from dataclasses import replace as replace_field
 from typing import Any
@@ -426,7 +426,12 @@ def _offset_fetch_unstable(stack: ExitStack) -> None:
 
 def _skip_group_fencing(stack: ExitStack) -> None:
     def validate_consumer_commit(
-        self: ConsumerGroupCoordinator, group: ConsumerProtocolGroup, member_id: str, epoch: int
+        self: ConsumerGroupCoordinator,
+        group: ConsumerProtocolGroup,
+        member_id: str,
+        epoch: int,
+        partitions: Iterable[tuple[str, int]] = (),
+        transactional: bool = False,
     ) -> ErrorCode:
         return ErrorCode.NONE
 

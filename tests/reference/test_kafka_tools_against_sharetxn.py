@@ -19,6 +19,7 @@ from coordinator.launcher import LocalBroker
 from producer import Admin
 from producer.admin import TopicSpec
 from producer.protocol.connection import BrokerConnection
+from tests.integration.test_internal_topics import metadata
 from tests.reference.in_transaction import in_transaction
 from tests.reference.kafka import java_available, run_tool
 from txn.batch import build_batch
@@ -168,6 +169,12 @@ def test_kafka_topics(sharetxn: str) -> None:
 def test_kafka_topics_shows_internal_topics(sharetxn: str) -> None:
     """Listed and described as on Kafka, left out with --exclude-internal."""
     internal = ["__consumer_offsets", "__share_group_state", "__transaction_state"]
+    host, _, port = sharetxn.rpartition(":")
+    conn = BrokerConnection(host, int(port))  # Kafka creates them on first use: use them
+    try:
+        metadata(conn, internal, auto_create=True)
+    finally:
+        conn.close()
     listed = tool("kafka-topics", "--bootstrap-server", sharetxn, "--list").split()
     assert set(internal) <= set(listed)
     excluded = tool("kafka-topics", "--bootstrap-server", sharetxn, "--list", "--exclude-internal")

@@ -267,10 +267,15 @@ class Partition:
         if header.has_producer_id:
             check = self.producers.check(header)
             if check.error is not ErrorCode.NONE:
-                # Kafka's producer state errors carry the partition's log start offset.
+                # Kafka's producer state errors carry the partition's log start offset; a
+                # transactional batch at a stale epoch is refused before the log, by the
+                # transaction's verification (KIP-890), which answers -1.
+                stale = check.error in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED)
                 return AppendResult(
                     check.error,
-                    log_start_offset=self.log_start_offset,
+                    log_start_offset=-1
+                    if header.is_transactional and stale
+                    else self.log_start_offset,
                     error_message=f"{check.error.name} for producer {header.producer_id}",
                 )
             if check.duplicate_of is not None:

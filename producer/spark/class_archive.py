@@ -178,19 +178,39 @@ class ClassArchive:
         except OSError:
             return None
         self.prune()
-        return self.path.with_name(f"{self.path.name}.{uuid.uuid4().hex[:12]}.tmp")
+        target = self.path.with_name(f"{self.path.name}.{uuid.uuid4().hex[:12]}.tmp")
+        if self.jars is not None:
+            with contextlib.suppress(OSError):
+                _jars_note(target).write_text(str(self.jars))
+        return target
 
     def prune(self) -> None:
-        """Remove the other archives whose Spark jars are gone (~170 MB each)."""
+        """Remove what other archives left behind (~170 MB each): archives whose Spark jars
+        are gone (a deleted virtual environment's), dumps for such archives or whose writer
+        died long ago without a note of its jars, and notes of dumps that never started."""
+        now = time.time()
         for other in self.path.parent.glob("spark-*.jsa"):
-            try:
-                jars = _jars_note(other).read_text().strip()
-            except OSError:
-                continue  # made before the note existed, or being installed: left alone
+            jars = _noted_jars(other)
             if other != self.path and jars and not os.path.isdir(jars):
-                for stale in (other, _checked(other), _jars_note(other)):
-                    with contextlib.suppress(OSError):
-                        stale.unlink()
+                _remove(other, _checked(other), _jars_note(other))
+        for dumped in self.path.parent.glob("spark-*.jsa.*.tmp"):
+            if dumped.name.startswith(f"{self.path.name}."):
+                continue  # this archive's: adopt() decides
+            group = _dumper(dumped)
+            if group is not None and _alive(group):
+                continue
+            jars = _noted_jars(dumped)
+            try:
+                old = now - dumped.stat().st_mtime > STALE_TMP_S
+            except OSError:
+                continue
+            if (jars and not os.path.isdir(jars)) or (not jars and old):
+                _remove(dumped, _owner(dumped), _jars_note(dumped))
+        for owner in self.path.parent.glob("spark-*.jsa.*.tmp.owner"):
+            dumped = owner.with_name(owner.name.removesuffix(".owner"))
+            group = _dumper(dumped)
+            if not dumped.exists() and (group is None or not _alive(group)):
+                _remove(owner, _jars_note(dumped))
 
     def note_dumper(self, dumped: Path, process_group: int) -> None:
         """Driver ``process_group`` writes ``dumped`` when its JVM exits."""
@@ -206,10 +226,7 @@ class ClassArchive:
         now = time.time()
         for dumped in self.path.parent.glob(f"{self.path.name}.*.tmp"):
             owner = _owner(dumped)
-            try:
-                group = int(owner.read_text())
-            except (OSError, ValueError):
-                group = None
+            group = _dumper(dumped)
             if group is not None and not _alive(group):
                 self.install(dumped)
             elif group is None or self.ready:
@@ -217,14 +234,14 @@ class ClassArchive:
                     if now - dumped.stat().st_mtime > STALE_TMP_S:
                         dumped.unlink()
             if not dumped.exists():
-                with contextlib.suppress(OSError):
-                    owner.unlink()
+                _remove(owner, _jars_note(dumped))
 
     def install(self, dumped: Path) -> bool:
         """Make ``dumped`` (written by a JVM that has exited) the archive, if it maps."""
         try:
             if dumped.stat().st_size > 0 and not self.ready:
                 os.replace(dumped, self.path)
+                _remove(_jars_note(dumped))
                 usable = self.usable()
                 if usable and self.jars is not None:
                     _jars_note(self.path).write_text(str(self.jars))
@@ -246,6 +263,28 @@ def _jars_note(archive: Path) -> Path:
 
 def _owner(dumped: Path) -> Path:
     return dumped.with_name(f"{dumped.name}.owner")
+
+
+def _dumper(dumped: Path) -> int | None:
+    """The process group writing ``dumped`` (None: not noted)."""
+    try:
+        return int(_owner(dumped).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _noted_jars(archive: Path) -> str:
+    """The Spark jars' directory noted beside an archive or a dump ("" when none)."""
+    try:
+        return _jars_note(archive).read_text().strip()
+    except OSError:
+        return ""
+
+
+def _remove(*paths: Path) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 def _alive(process_group: int) -> bool:

@@ -66,6 +66,43 @@ def test_an_ownerless_dump_is_removed_when_stale(tmp_path: Path) -> None:
     assert not dumped.exists() and not archive.ready
 
 
+def test_dumps_left_by_other_environments_are_removed(tmp_path: Path) -> None:
+    """A venv's first run leaves a dump for its next run; once that venv is gone (or the
+    dump's writer died long ago with no note of its jars), the dump is removed."""
+    cache = tmp_path / "cds"
+    cache.mkdir()
+    gone, kept_jars = tmp_path / "gone-venv-jars", tmp_path / "kept-venv-jars"
+    kept_jars.mkdir()
+    other = ClassArchive(cache / "spark-a.jsa", gone)
+    kept = ClassArchive(cache / "spark-b.jsa", kept_jars)
+    dumps = {}
+    for name, owner in ((other, _dead_group()), (kept, _dead_group())):
+        target = name.dump_target()
+        assert target is not None
+        target.write_bytes(b"archive")
+        name.note_dumper(target, owner)
+        dumps[name.path.name] = target
+    running = ClassArchive(cache / "spark-c.jsa", kept_jars).dump_target()
+    assert running is not None
+    running.write_bytes(b"half")
+    ClassArchive(cache / "spark-c.jsa").note_dumper(running, os.getpgrp())
+    orphan_owner = cache / "spark-d.jsa.0123.tmp.owner"
+    orphan_owner.write_text(str(_dead_group()))
+    unnoted = cache / "spark-e.jsa.4567.tmp"
+    unnoted.write_bytes(b"old")
+    old = time.time() - STALE_TMP_S - 1
+    os.utime(unnoted, (old, old))
+
+    ClassArchive(cache / "spark-new.jsa", kept_jars).dump_target()
+
+    left = {p.name for p in cache.iterdir()}
+    assert dumps["spark-a.jsa"].name not in left  # its venv is gone
+    assert dumps["spark-b.jsa"].name in left  # its venv's next run adopts it
+    assert running.name in left  # still being written
+    assert orphan_owner.name not in left and unnoted.name not in left
+    assert not any(n.startswith("spark-a.jsa") for n in left)
+
+
 @pytest.mark.skipif(shutil.which("java") is None, reason="no java on the PATH")
 def test_a_truncated_archive_is_removed_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -113,6 +150,7 @@ def test_archives_of_spark_jars_that_are_gone_are_pruned(
         "spark-kept.jsa",
         "spark-kept.jsa.checked",
         "spark-kept.jsa.jars",
+        f"{target.name}.jars",  # the dump notes its jars too
         "spark-old.jsa",
         "spark-old.jsa.checked",
     ]

@@ -763,7 +763,7 @@ class BrokerCore:
             self._notify(tp)
         return result
 
-    def partition_log(self, tp: TopicPartition) -> object | None:
+    def partition_log(self, tp: TopicPartition) -> PartitionLog | None:
         """The log of ``tp`` (for the Produce path's group commit), or None."""
         partition = self.partitions.get(tp)
         return None if partition is None else partition.log

@@ -293,9 +293,10 @@ class Partition:
                 ErrorCode.INVALID_RECORD, error_message="transactional batch needs a producer id"
             )
         try:
-            unflushed = getattr(self.log, "append_unflushed", None) if defer_flush else None
             stored = (
-                unflushed(raw, now_ms) if unflushed is not None else self.log.append(raw, now_ms)
+                self.log.append_unflushed(raw, now_ms)
+                if defer_flush
+                else self.log.append(raw, now_ms)
             )
         except KafkaProtocolError as exc:
             return AppendResult(exc.code, error_message=str(exc))

@@ -371,7 +371,7 @@ class FileLog(LogBase):
 
     def append_unflushed(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
         """``append``, with the message flush rule's fsync left to the caller (group commit:
-        ``group_commit.sync_due`` says whether the rule wants one, ``fsync_later`` does it)."""
+        ``flush_due`` says whether the rule wants one, ``fsync_later`` does it)."""
         return self._append(batch, now_ms, flush=False)
 
     def _append(

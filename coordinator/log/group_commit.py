@@ -26,14 +26,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
+class Flushable(Protocol):
+    """A log the group commit makes durable (any ``PartitionLog``)."""
+
+    def flush(self) -> None: ...
+
+
+@runtime_checkable
 class DeferredSync(Protocol):
     """A log whose fsync can run on another thread while appends go on (``FileLog``)."""
 
     @property
     def unflushed_messages(self) -> int: ...
+
+    @property
+    def closed(self) -> bool: ...
 
     def fsync_later(self) -> Callable[[], None]: ...
 
@@ -41,17 +51,9 @@ class DeferredSync(Protocol):
 
 
 #: The outcome of one round: the logs whose fsync failed, with the error.
-Failures = dict[object, BaseException]
+Failures = dict[Flushable | DeferredSync, BaseException]
 #: Runs a round's fsyncs off the event loop (a worker thread by default).
 Runner = Callable[[Callable[[], Failures]], Awaitable[Failures]]
-
-
-def sync_due(log: object) -> bool:
-    """True if ``log``'s flush policy wants an fsync that was left to the caller."""
-    unflushed = getattr(log, "unflushed_messages", 0)
-    config = getattr(log, "config", None)
-    interval = getattr(config, "flush_interval_messages", None)
-    return interval is not None and unflushed >= interval
 
 
 #: fsyncs faster than this on average (seconds) run on the event loop even when other
@@ -74,14 +76,14 @@ class GroupCommit:
         self.others_waiting = others_waiting
         self._waiters = 0  # requests waiting for the next round
         self.fsync_s = 0.0  # moving average of one round's fsyncs, in seconds
-        self._pending: dict[int, object] = {}  # id(log) -> log, for the next round
+        self._pending: dict[int, DeferredSync] = {}  # id(log) -> log, for the next round
         self._next: asyncio.Future[Failures] | None = None
         self._task: asyncio.Task[None] | None = None
         #: rounds run and fsyncs issued (one per log per round), for tests and metrics
         self.rounds = 0
         self.fsyncs = 0
 
-    def request(self, logs: Iterable[object]) -> asyncio.Future[Failures]:
+    def request(self, logs: Iterable[Flushable | DeferredSync]) -> asyncio.Future[Failures]:
         """A future that resolves, with the logs that failed, once every log in ``logs`` was
         fsynced by a round that began after this call (a failed log: KafkaStorageError)."""
         loop = asyncio.get_running_loop()
@@ -91,9 +93,9 @@ class GroupCommit:
         self._waiters += 1
         failed: Failures = {}
         for log in logs:
-            if not hasattr(log, "fsync_later"):
+            if not isinstance(log, DeferredSync):
                 try:
-                    log.flush()  # type: ignore[attr-defined]
+                    log.flush()
                 except Exception as exc:  # reported like a failed round
                     failed[log] = exc
                 continue
@@ -115,14 +117,14 @@ class GroupCommit:
         choice: ``others_waiting`` set)."""
         return self.others_waiting is not None and self.fsync_s < INLINE_BELOW_S
 
-    def sync_now(self, logs: Iterable[object]) -> Failures:
+    def sync_now(self, logs: Iterable[Flushable]) -> Failures:
         """fsync ``logs`` at once on this thread (each log's own ``flush``); the failures."""
         failed: Failures = {}
         began = time.perf_counter()
         for log in logs:
             self.fsyncs += 1
             try:
-                log.flush()  # type: ignore[attr-defined]
+                log.flush()
             except Exception as exc:
                 failed[log] = exc
         self.fsync_s += (time.perf_counter() - began - self.fsync_s) / 8
@@ -136,12 +138,11 @@ class GroupCommit:
             assert future is not None
             failed: Failures = {}
             syncs: list[tuple[DeferredSync, int, Callable[[], None]]] = []
-            for log in logs:
-                target: DeferredSync = log  # type: ignore[assignment]
+            for target in logs:
                 try:
                     syncs.append((target, target.unflushed_messages, target.fsync_later()))
                 except Exception as exc:  # closed (deleted) meanwhile
-                    failed[log] = exc
+                    failed[target] = exc
             self.rounds += 1
             self.fsyncs += len(syncs)
 
@@ -166,7 +167,7 @@ class GroupCommit:
             except Exception as exc:
                 failed.update({log: exc for log in logs})
             for target, count, _sync in syncs:
-                if target not in failed and not getattr(target, "closed", False):
+                if target not in failed and not target.closed:
                     target.synced(count)
             if not future.done():
                 future.set_result(failed)

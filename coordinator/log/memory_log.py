@@ -163,6 +163,16 @@ class LogBase(ABC):
         if self._policy.time_due(now_ms):
             self.flush()
 
+    @abstractmethod
+    def append(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader: ...
+
+    def append_unflushed(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
+        """A log that cannot defer its fsync applies the flush rule as ``append`` does."""
+        return self.append(batch, now_ms)
+
+    def flush_due(self) -> bool:
+        return self.unflushed_messages >= self._config.flush_interval_messages
+
     def synced(self, messages: int) -> None:
         """A deferred fsync (``fsync_later``) made the first ``messages`` unflushed durable."""
         self._policy.forget(messages)

@@ -87,6 +87,15 @@ class PartitionLog(Protocol):
         """Every batch whose last offset is >= start_offset, in order (for replay and scans)."""
         ...
 
+    def append_unflushed(self, batch: bytes | bytearray | memoryview, now_ms: int) -> BatchHeader:
+        """``append`` with the message flush rule's fsync left to the caller (the Produce
+        path's group commit); a log that cannot defer its fsync flushes as ``append``."""
+        ...
+
+    def flush_due(self) -> bool:
+        """True if the message flush rule wants an fsync that ``append_unflushed`` left."""
+        ...
+
     def flush(self) -> None:
         """Make every appended byte durable."""
         ...

@@ -9,7 +9,8 @@ from collections.abc import Iterable
 from typing import cast
 
 from coordinator.broker import BrokerCore
-from coordinator.log.group_commit import GroupCommit, sync_due
+from coordinator.log.group_commit import GroupCommit
+from coordinator.log.storage import PartitionLog
 from coordinator.protocol.data_messages import (
     BatchIndexAndErrorMessage,
     FetchableTopicResponse,
@@ -57,7 +58,7 @@ class DataHandlers:
             # Kafka refuses the whole request before anything else (handleProduceRequest).
             return _refuse_all(body, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         responses: list[TopicProduceResponse] = []
-        touched: dict[TopicPartition, object] = {}
+        touched: dict[TopicPartition, PartitionLog] = {}
         for topic in body.topic_data:
             parts: list[PartitionProduceResponse] = []
             for pdata in topic.partition_data:
@@ -103,7 +104,7 @@ class DataHandlers:
             responses.append(
                 TopicProduceResponse(name=topic.name, partition_responses=tuple(parts))
             )
-        due = {tp: target for tp, target in touched.items() if sync_due(target)}
+        due = {tp: target for tp, target in touched.items() if target.flush_due()}
         if int(body.acks) == 0:
             if due:
                 self.group_commit.request(due.values())

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from coordinator.log.file_log import FileLog
-from coordinator.log.group_commit import Failures, GroupCommit, sync_due
+from coordinator.log.group_commit import Failures, GroupCommit
 from coordinator.log.memory_log import MemoryLog
 from coordinator.log.storage import LogConfig
 from txn.batch import build_batch
@@ -19,6 +19,7 @@ class FakeLog:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.closed = False
         self.unflushed_messages = 0
         self.snapshots: list[int] = []
         self.fsyncs = 0
@@ -164,13 +165,13 @@ def test_file_log_append_unflushed_leaves_the_fsync_to_the_group_commit(tmp_path
     batch = build_batch([(None, b"v")], timestamp_ms=1_700_000_000_000)
     log.append_unflushed(batch, 1)
     log.append_unflushed(batch, 2)
-    assert sync_due(log) and log.unflushed_messages == 2
+    assert log.flush_due() and log.unflushed_messages == 2
 
     async def scenario() -> Failures:
         return await GroupCommit().request([log])
 
     assert asyncio.run(scenario()) == {}
-    assert not sync_due(log) and log.unflushed_messages == 0
+    assert not log.flush_due() and log.unflushed_messages == 0
     log.append(batch, 3)  # the inline rule is unchanged
     assert log.unflushed_messages == 0
     log.close()

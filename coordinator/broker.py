@@ -566,6 +566,10 @@ class BrokerCore:
     def visible_topics(self) -> list[TopicInfo]:
         return [t for t in self.topics.all() if t.name not in RESERVED_TOPICS]
 
+    def topic_exists(self, name: str) -> bool:
+        """A user topic, or an internal topic already created (Kafka's metadata cache)."""
+        return self.topics.get(name) is not None or self.internal_topics.created(name)
+
     def gauges(self) -> dict[str, int]:
         """Point-in-time figures for the metrics exporter (plain reads, any thread)."""
         return {

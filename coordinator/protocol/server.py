@@ -75,7 +75,7 @@ class KafkaServer:
         self.gate = gate or SecurityGate(core.config, SecurityMetadata(MemorySecurityStorage()))
         self.gate.topics = TopicDirectory(
             name_of=lambda topic_id: getattr(core.topics.by_id(topic_id), "name", None),
-            exists=lambda name: core.topics.get(name) is not None,
+            exists=core.topic_exists,
             auto_create=lambda: core.config.get_bool("auto.create.topics.enable"),
         )
         self._ssl_contexts = dict(ssl_contexts or {})

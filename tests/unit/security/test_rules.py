@@ -78,7 +78,7 @@ class World:
             SecurityMetadata(MemorySecurityStorage()),
             TopicDirectory(
                 name_of=lambda i: getattr(core.topics.by_id(i), "name", None),
-                exists=lambda n: core.topics.get(n) is not None,
+                exists=core.topic_exists,
                 auto_create=lambda: True,
             ),
         )
@@ -593,6 +593,33 @@ def test_metadata_hides_and_refuses(world: World) -> None:
         "absent": E.TOPIC_AUTHORIZATION_FAILED,
     }
     assert world.core.topics.get("absent") is None  # not auto-created
+
+
+def test_metadata_of_an_internal_topic_needs_create_only_before_it_exists(world: World) -> None:
+    """As Kafka: auto-creation asks for CREATE only for topics its metadata cache lacks; an
+    internal topic already created is described to a principal that may DESCRIBE it."""
+    assert world.gate.authorizer is not None
+    world.gate.authorizer.create(
+        [
+            AclBinding(
+                ResourceType.TOPIC,
+                "__consumer_offsets",
+                PatternType.LITERAL,
+                "User:alice",
+                "*",
+                AclOperation.DESCRIBE,
+                AclPermissionType.ALLOW,
+            )
+        ]
+    )
+    body = {"topics": [{"name": "__consumer_offsets"}], "allow_auto_topic_creation": True}
+    before = world.call(3, 12, body)
+    assert dict(codes(before)) == {"__consumer_offsets": E.TOPIC_AUTHORIZATION_FAILED}
+    assert not world.core.internal_topics.created("__consumer_offsets")
+    world.core.internal_topics.create("__consumer_offsets", world.core.clock.now_ms())
+    after = world.call(3, 12, body)
+    assert dict(codes(after)).get("__consumer_offsets") == E.NONE
+    assert [t["is_internal"] for t in after["topics"]] == [True]
 
 
 def test_every_rule_case_covers_a_served_api() -> None:

@@ -45,8 +45,9 @@ class RecordMetadata(NamedTuple):
     """Where a sent record was written.
 
     ``offset`` is -1 only when a broker reported a duplicate without the original offset;
-    ``timestamp`` is the record's CreateTime in ms (one per batch, as the batch is encoded),
-    or the time the broker appended it when the topic uses LogAppendTime (as Kafka's client).
+    ``timestamp`` is the record's CreateTime in ms (the one given to ``send``, else the time
+    of the batch's first record), or the time the broker appended it when the topic uses
+    LogAppendTime (as Kafka's client).
     """
 
     topic: str
@@ -134,6 +135,8 @@ class ProducerBatch:
     timestamp_ms: int
     records: list[tuple[bytes | None, bytes | None]] = field(default_factory=list)
     headers: list[list[Header]] = field(default_factory=list)
+    #: Each record's own CreateTime where ``send`` was given one (None: the batch's).
+    timestamps: list[int | None] = field(default_factory=list)
     # None for a record sent without a future (``append(..., track=False)``).
     futures: list[Future[RecordMetadata] | None] = field(default_factory=list)
     size: int = HEADER_SIZE
@@ -154,12 +157,25 @@ class ProducerBatch:
     def record_count(self) -> int:
         return len(self.records)
 
+    def record_timestamps(self) -> list[int] | None:
+        """Each record's CreateTime when some record has its own, else None (all the batch's)."""
+        if not any(t is not None for t in self.timestamps):
+            return None
+        return [self.timestamp_ms if t is None else t for t in self.timestamps]
+
     def complete(self, base_offset: int, log_append_time_ms: int | None = None) -> None:
-        timestamp = self.timestamp_ms if log_append_time_ms is None else log_append_time_ms
+        own = self.record_timestamps()
         for index, future in enumerate(self.futures):
             if future is None:
                 continue
             offset = base_offset + index if base_offset >= 0 else -1
+            timestamp = (
+                log_append_time_ms
+                if log_append_time_ms is not None
+                else own[index]
+                if own is not None
+                else self.timestamp_ms
+            )
             _resolve(future, RecordMetadata(self.tp.topic, self.tp.partition, offset, timestamp))
         self.done.set()
 
@@ -205,11 +221,13 @@ class RecordAccumulator:
         value: bytes | None,
         headers: list[Header],
         timestamp_ms: int,
+        record_timestamp_ms: int | None = None,
     ) -> Future[RecordMetadata]:
-        """Add a record to ``tp``'s open batch (a new one if it would overflow batch.size)."""
+        """Add a record to ``tp``'s open batch (a new one if it would overflow batch.size);
+        ``record_timestamp_ms``: the record's own CreateTime (None: ``timestamp_ms``, now)."""
         future: Future[RecordMetadata] = Future()
         future.set_running_or_notify_cancel()  # a record handed to the producer can't be taken back
-        self._append(tp, key, value, headers, timestamp_ms, future)
+        self._append(tp, key, value, headers, timestamp_ms, future, record_timestamp_ms)
         return future
 
     def append_untracked(
@@ -232,6 +250,7 @@ class RecordAccumulator:
         headers: list[Header],
         timestamp_ms: int,
         future: Future[RecordMetadata] | None,
+        record_timestamp_ms: int | None = None,
     ) -> None:
         size = record_size(key, value, headers)
         with self._cond:
@@ -252,6 +271,7 @@ class RecordAccumulator:
                 self._wake_locked()
             batch.records.append((key, value))
             batch.headers.append(headers)
+            batch.timestamps.append(record_timestamp_ms)
             batch.futures.append(future)
             batch.size += size
             if batch.size >= self.batch_size:
@@ -319,6 +339,7 @@ class RecordAccumulator:
                 batch.timestamp_ms,
                 records=[batch.records[i] for i in group],
                 headers=[batch.headers[i] for i in group],
+                timestamps=[batch.timestamps[i] for i in group] if batch.timestamps else [],
                 futures=[batch.futures[i] for i in group],
                 size=HEADER_SIZE
                 + sum(record_size(*batch.records[i], batch.headers[i]) for i in group),

@@ -86,14 +86,27 @@ class ProducerCore:
         key: bytes | str | None = None,
         partition: int | None = None,
         headers: HeadersArg = None,
+        timestamp_ms: int | None = None,
     ) -> Future[RecordMetadata]:
         """Queue one record; the future resolves with its offset once the leader wrote it.
+
+        ``timestamp_ms``: the record's CreateTime (Kafka's ``ProducerRecord`` timestamp;
+        None: now).  A topic with ``message.timestamp.type=LogAppendTime`` replaces it.
 
         Raises at once (not through the future) for misuse, bad arguments, or when the
         topic's metadata cannot be had within ``max.block.ms``; in a transaction that last
         case makes the transaction abortable, since the record is not part of it.
         """
         self._check_allowed(Operation.SEND)
+        if timestamp_ms is not None and (
+            isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int) or timestamp_ms < 0
+        ):
+            # Kafka's ProducerRecord refuses it so.
+            msg = (
+                f"Invalid timestamp: {timestamp_ms}. "
+                "Timestamp should always be non-negative or null."
+            )
+            raise ValueError(msg)
         key_bytes = _to_bytes(key, "key")
         value_bytes = _to_bytes(value, "value")
         record_headers = _headers(headers)
@@ -106,6 +119,7 @@ class ProducerCore:
                 value_bytes,
                 record_headers,
                 int(time.time() * 1000),
+                timestamp_ms,
             )
 
     def send_many(self, topic: str, records: Iterable[tuple[bytes | None, bytes | None]]) -> int:

@@ -336,6 +336,7 @@ class Sender:
             payload = build_batch(
                 batch.records,
                 timestamp_ms=batch.timestamp_ms,
+                timestamps=batch.record_timestamps(),
                 producer_id=pid,
                 producer_epoch=epoch,
                 base_sequence=base_sequence,

@@ -2,28 +2,54 @@
 
 ``producer.sink.FileSink``
     appends each record's value as one line to ``file`` (Connect's ``FileStreamSinkTask``:
-    a null value is written as ``null``).  ``put`` writes the batch with one ``write`` to a
-    file opened with ``O_APPEND`` (so tasks and workers can share a file), ``flush`` fsyncs
-    it; records are acknowledged only after that.  At-least-once: a record whose
-    acknowledgement is lost is written again.
+    a null value is written as ``null``; text as UTF-8; a value a converter made into
+    another object, such as JsonConverter's dicts, as compact JSON).  ``put`` writes the
+    batch with one ``write`` to a file opened with ``O_APPEND`` (so tasks and workers can
+    share a file), ``flush`` fsyncs it; records are acknowledged only after that.
+    At-least-once: a record whose acknowledgement is lost is written again.
 
 ``producer.sink.KafkaTopicSink``
     copies each record to ``target.topic`` through ``self.context.send`` (key and headers
-    kept), optionally through ``transform``: a dotted path to a function taking a
-    ``SinkRecord`` and returning the new value (bytes or str), or None to drop the record.
+    kept; values a converter made into other objects are written as FileSink writes them),
+    optionally through ``transform``: a dotted path to a function taking a ``SinkRecord``
+    and returning the new value (bytes or str), or None to drop the record.
     With ``share.delivery.semantics=exactly-once`` every input appears in the target topic
     exactly once for a ``read_committed`` reader.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
+from typing import Any
 
 from producer.sink.config import SinkConfigError
 from producer.sink.task import SinkRecord, SinkTask, load_object
 
-__all__ = ["FileSink", "KafkaTopicSink"]
+__all__ = ["FileSink", "KafkaTopicSink", "as_bytes"]
+
+
+def as_bytes(value: Any) -> bytes | None:
+    """A converted value as bytes: bytes as they are, text as UTF-8, others as compact JSON."""
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    text = json.dumps(value, separators=(",", ":"), default=_json_default)
+    return text.encode("utf-8")
+
+
+def _line(value: Any) -> bytes:
+    data = as_bytes(value)
+    return (b"null" if data is None else data) + b"\n"
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return value.decode("utf-8", errors="replace")
+    msg = f"cannot write a {type(value).__name__} value"
+    raise TypeError(msg)
 
 
 class FileSink(SinkTask):
@@ -44,7 +70,7 @@ class FileSink(SinkTask):
         if self._fd is None:
             msg = "FileSink.put() before start()"
             raise RuntimeError(msg)
-        lines = b"".join((b"null" if r.value is None else r.value) + b"\n" for r in records)
+        lines = b"".join(_line(r.value) for r in records)
         view = memoryview(lines)
         while view:
             written = os.write(self._fd, view)
@@ -89,9 +115,10 @@ class KafkaTopicSink(SinkTask):
 
     def put(self, records: list[SinkRecord]) -> None:
         for record in records:
-            value: bytes | str | None = record.value
+            value: bytes | str | None = as_bytes(record.value)
             if self._transform is not None:
                 value = self._transform(record)
                 if value is None:
                     continue
-            self.context.send(self.target, value, key=record.key, headers=record.headers)
+            headers = [(k, as_bytes(v)) for k, v in record.headers]
+            self.context.send(self.target, value, key=as_bytes(record.key), headers=headers)

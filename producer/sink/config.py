@@ -8,7 +8,13 @@ default; KIP-1302: ``share`` enables share groups for every connector), ``consum
 and ``producer.<key>`` client settings for every connector.
 
 Connector keys: ``name`` and ``connector.class`` (a ``SinkTask`` subclass by dotted path)
-required; ``tasks.max`` (1); ``topics`` (comma-separated, required);
+required; ``tasks.max`` (1); ``topics`` (comma-separated) or ``topics.regex`` (a regular
+expression a whole topic name matches; internal topics never match; the topics are looked
+up again every ``consumer.metadata.max.age.ms``, 5 minutes), exactly one of them;
+``key.converter``, ``value.converter``, ``header.converter`` (``producer.sink.converters``;
+ByteArrayConverter by default) with their ``<key>.<setting>`` keys; Connect's
+``errors.tolerance``, ``errors.retry.timeout``, ``errors.retry.delay.max.ms``,
+``errors.log.enable`` and ``errors.log.include.messages`` (``producer.sink.errors``);
 ``consumer.override.group.protocol`` and ``consumer.override.<key>`` /
 ``producer.override.<key>`` (win over the worker's ``consumer.``/``producer.`` keys: the
 KIP's "Configuration Resolution Order"); and the KIP's ``share.*`` keys:
@@ -53,6 +59,8 @@ from producer.consumer.share_consumer import DEFAULTS as SHARE_CONSUMER_DEFAULTS
 from producer.consumer.share_consumer import ShareConsumerConfig
 from producer.produce.transactional_producer import ProducerConfig
 from producer.protocol.config_values import as_bool
+from producer.sink.converters import load_converter
+from producer.sink.errors import TOLERANCES, ErrorHandling
 from txn.config import default_of
 
 __all__ = [
@@ -99,7 +107,9 @@ _PRODUCER_KEYS: Final = frozenset(
         "compression.type",
     }
 )
-_BYTE_ARRAY_CONVERTER: Final = "org.apache.kafka.connect.converters.ByteArrayConverter"
+CONVERTER_KEYS: Final = ("key.converter", "value.converter", "header.converter")
+#: How often ``topics.regex`` is matched again (the consumer's metadata.max.age.ms).
+DEFAULT_METADATA_MAX_AGE_MS: Final = 300_000
 _GROUP_ID = re.compile(r"[A-Za-z0-9._-]+")
 
 
@@ -118,7 +128,7 @@ class SinkConfig:
     name: str
     connector_class: str
     tasks_max: int
-    topics: tuple[str, ...]
+    topics: tuple[str, ...]  # empty with topics_regex
     bootstrap_servers: str
     group_protocol: str
     share_group_id: str
@@ -131,6 +141,10 @@ class SinkConfig:
     dlq_replication_factor: int
     dlq_context_headers: bool
     transactional_id_prefix: str
+    topics_regex: str | None = None
+    metadata_max_age_ms: int = DEFAULT_METADATA_MAX_AGE_MS
+    converters: dict[str, str] = field(default_factory=dict)  # key -> class, where set
+    errors: ErrorHandling = field(default_factory=ErrorHandling)
     consumer: dict[str, Any] = field(default_factory=dict)
     producer: dict[str, Any] = field(default_factory=dict)
     task: dict[str, str] = field(default_factory=dict)
@@ -138,6 +152,14 @@ class SinkConfig:
     @property
     def exactly_once(self) -> bool:
         return self.delivery_semantics == EXACTLY_ONCE
+
+    def matching(self, topics: list[str]) -> tuple[str, ...]:
+        """The topics this connector reads among ``topics`` (all of ``self.topics``, or the
+        ones ``topics.regex`` matches whole)."""
+        if self.topics_regex is None:
+            return self.topics
+        pattern = re.compile(self.topics_regex)
+        return tuple(sorted(t for t in topics if pattern.fullmatch(t)))
 
     def group_configs(self) -> dict[str, str]:
         """The share-group configs this connector sets (KIP-1302 key -> group config)."""
@@ -270,17 +292,36 @@ def resolve(worker: Mapping[str, Any], connector: Mapping[str, Any] | None = Non
     bootstrap = _text(props, "bootstrap.servers")
     if bootstrap is None:
         raise SinkConfigError("bootstrap.servers", "is required (HOST:PORT[,HOST:PORT...])")
-    if _text(props, "topics.regex") is not None:
-        raise SinkConfigError("topics.regex", "is not supported: list the topics in 'topics'")
     topics = tuple(t.strip() for t in (_text(props, "topics") or "").split(",") if t.strip())
-    if not topics:
-        raise SinkConfigError("topics", "is required (comma-separated topic names)")
-    for key in ("key.converter", "value.converter", "header.converter"):
+    topics_regex = _text(props, "topics.regex")
+    # Connect's SinkConnectorConfig.validate messages
+    if topics and topics_regex is not None:
+        raise SinkConfigError(
+            "topics", "topics and topics.regex are mutually exclusive options, but both are set."
+        )
+    if not topics and topics_regex is None:
+        raise SinkConfigError("topics", "Must configure one of topics or topics.regex")
+    if topics_regex is not None:
+        try:
+            re.compile(topics_regex)
+        except re.error as exc:
+            raise SinkConfigError("topics.regex", f"invalid regular expression: {exc}") from None
+    converters: dict[str, str] = {}
+    for key in CONVERTER_KEYS:
         converter = _text(props, key)
-        if converter is not None and converter != _BYTE_ARRAY_CONVERTER:
-            raise SinkConfigError(
-                key, f"records reach tasks as bytes; only {_BYTE_ARRAY_CONVERTER} is supported"
-            )
+        try:
+            load_converter(key, converter, {k: str(v) for k, v in props.items()})
+        except ValueError as exc:
+            raise SinkConfigError(key, str(exc).removeprefix(f"{key}: ")) from None
+        if converter is not None:
+            converters[key] = converter
+    errors = ErrorHandling(
+        tolerance=_choice(props, "errors.tolerance", "none", TOLERANCES),
+        retry_timeout_ms=_int(props, "errors.retry.timeout", 0, -1),
+        retry_delay_max_ms=_int(props, "errors.retry.delay.max.ms", 60_000, 1),
+        log_enable=_bool(props, "errors.log.enable", False),
+        log_include_messages=_bool(props, "errors.log.include.messages", False),
+    )
 
     # The KIP's resolution order: the worker's consumer.group.protocol, then the
     # connector's consumer.override.group.protocol.
@@ -315,6 +356,10 @@ def resolve(worker: Mapping[str, Any], connector: Mapping[str, Any] | None = Non
     }
     consumer_settings.pop("group.protocol", None)
     reset = consumer_settings.pop("auto.offset.reset", None)
+    max_age = consumer_settings.pop("metadata.max.age.ms", None)
+    metadata_max_age_ms = DEFAULT_METADATA_MAX_AGE_MS
+    if max_age is not None:
+        metadata_max_age_ms = _int({max_age[1]: max_age[0]}, max_age[1], 0, 0)
     auto_offset_reset: str | None = None
     if reset is not None:
         value, full = reset
@@ -340,6 +385,18 @@ def resolve(worker: Mapping[str, Any], connector: Mapping[str, Any] | None = Non
     _check_clients(consumer_settings, producer_settings)
 
     dlq_topic = _text(props, "errors.deadletterqueue.topic.name")
+    if dlq_topic is not None and dlq_topic in topics:
+        raise SinkConfigError(
+            "topics",
+            f"The DLQ topic '{dlq_topic}' may not be included in the list of topics "
+            f"('topics={','.join(topics)}') consumed by the connector",
+        )
+    if dlq_topic is not None and topics_regex and re.fullmatch(topics_regex, dlq_topic):
+        raise SinkConfigError(
+            "topics.regex",
+            f"The DLQ topic '{dlq_topic}' may not be matched by the regex for the topics "
+            f"('topics.regex={topics_regex}') consumed by the connector",
+        )
     prefix = _text(props, "transactional.id.prefix") or _default_prefix(name)
     return SinkConfig(
         name=name,
@@ -360,6 +417,10 @@ def resolve(worker: Mapping[str, Any], connector: Mapping[str, Any] | None = Non
         ),
         dlq_context_headers=_bool(props, "errors.deadletterqueue.context.headers.enable", False),
         transactional_id_prefix=prefix,
+        topics_regex=topics_regex,
+        metadata_max_age_ms=metadata_max_age_ms,
+        converters=converters,
+        errors=errors,
         consumer=consumer,
         producer=producer,
         task={k: str(v) for k, v in props.items() if v is not None},

@@ -24,7 +24,9 @@ import traceback
 from typing import Final
 
 from producer.admin import Admin, TopicSpec
-from producer.sink.task import Headers, OutputRecord, SinkRecord
+from producer.protocol.types import Record
+from producer.sink.errors import StageError
+from producer.sink.task import Headers, OutputRecord
 from txn.errors import ErrorCode
 
 __all__ = ["HEADER_PREFIX", "DeadLetterQueue", "ensure_topic"]
@@ -75,13 +77,19 @@ class DeadLetterQueue:
         self._task_class = _class_name(task_class)
         self._context_headers = context_headers
 
-    def record(self, failed: SinkRecord, error: BaseException) -> OutputRecord:
-        headers: Headers = failed.headers
+    def record(self, failed: Record, error: BaseException) -> OutputRecord:
+        """The dead letter of ``failed``: its own key, value, headers and timestamp (as
+        Connect's reporter keeps the original record's timestamp)."""
+        headers: Headers = tuple(failed.headers)
         if self._context_headers:
             headers = (*headers, *self.error_headers(failed, error))
-        return OutputRecord(self.topic, failed.value, failed.key, headers)
+        timestamp = failed.timestamp if failed.timestamp >= 0 else None
+        return OutputRecord(self.topic, failed.value, failed.key, headers, timestamp)
 
-    def error_headers(self, failed: SinkRecord, error: BaseException) -> Headers:
+    def error_headers(self, failed: Record, error: BaseException) -> Headers:
+        stage, executing = STAGE_TASK_PUT, self._task_class
+        if isinstance(error, StageError):  # a converter's failure, with what it raised
+            stage, executing, error = error.stage.value, error.executing_class, error.error
         trace = "".join(traceback.format_exception(error))
         return (
             (HEADER_PREFIX + "topic", _utf8(failed.topic)),
@@ -89,8 +97,8 @@ class DeadLetterQueue:
             (HEADER_PREFIX + "offset", _utf8(failed.offset)),
             (HEADER_PREFIX + "connector.name", _utf8(self._connector)),
             (HEADER_PREFIX + "task.id", _utf8(self._task_id)),
-            (HEADER_PREFIX + "stage", _utf8(STAGE_TASK_PUT)),
-            (HEADER_PREFIX + "class.name", _utf8(self._task_class)),
+            (HEADER_PREFIX + "stage", _utf8(stage)),
+            (HEADER_PREFIX + "class.name", _utf8(executing)),
             (HEADER_PREFIX + "exception.class.name", _utf8(_class_name(type(error)))),
             (HEADER_PREFIX + "exception.message", _utf8(error)),
             (HEADER_PREFIX + "exception.stacktrace", _utf8(trace)),

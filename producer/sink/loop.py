@@ -1,6 +1,12 @@
 """``WorkerShareSinkTask``: one sink task driven by a share consumer (KIP-1302's main loop).
 
-poll → convert → ``put`` (+ ``flush``) → acknowledge → commit, one batch at a time:
+poll → convert → ``put`` (+ ``flush``) → acknowledge → commit, one batch at a time.
+
+Convert: each record's key, value and headers go through the connector's converters
+(``producer.sink.converters``); a record that fails is handled by ``errors.tolerance``
+(``producer.sink.errors``): rejected (and dead-lettered) with ``all``, the task fails with
+``none``.  With ``topics.regex`` the task subscribes to the matching topics and looks again
+every ``metadata.max.age.ms``.  Then:
 
 - success: ACCEPT (a record the task reported with ``context.report`` is rejected instead);
 - ``RetriableException``: RELEASE, so the broker redelivers the record with a higher
@@ -23,19 +29,24 @@ returns the records to the group with their delivery counts.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
+from producer.admin import Admin
 from producer.consumer.share_consumer import ShareConsumer
 from producer.produce.transactional_producer import RecordMetadata, TransactionalProducer
 from producer.produce.txn_manager import TxnState
 from producer.protocol.types import AcknowledgeType, Record
-from producer.sink.config import SinkConfig
+from producer.sink.config import CONVERTER_KEYS, SinkConfig
+from producer.sink.converters import BYTE_ARRAY_CONVERTER, Converter, load_converter
 from producer.sink.dlq import DeadLetterQueue
+from producer.sink.errors import Stage, StageError, ToleranceExceeded
 from producer.sink.metrics import SinkTaskMetrics
 from producer.sink.task import (
     OutputRecord,
@@ -100,6 +111,9 @@ class WorkerShareSinkTask:
         self._consumer: ShareConsumer | None = None
         self._producer: TransactionalProducer | None = None
         self._dlq: DeadLetterQueue | None = None
+        self._converters: dict[str, tuple[str, Converter]] = {}
+        self._topics: Admin | None = None  # looks up topics.regex's topics
+        self._next_lookup = 0.0
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -141,10 +155,42 @@ class WorkerShareSinkTask:
                 f"task {self.task_id} of {cfg.name} ({cfg.connector_class}) failed in start(): "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
+        for key in CONVERTER_KEYS:
+            name = cfg.converters.get(key, BYTE_ARRAY_CONVERTER)
+            self._converters[key] = (name, load_converter(key, name, cfg.task))
         consumer = ShareConsumer(cfg.consumer_config())
         self._consumer = consumer
-        consumer.subscribe(cfg.topics)
+        if cfg.topics_regex is None:
+            consumer.subscribe(cfg.topics)
+        else:
+            self._topics = Admin(
+                {
+                    "bootstrap.servers": cfg.bootstrap_servers,
+                    "client.id": f"connector-topics-{cfg.name}-{self.task_id}",
+                }
+            )
+            self._match_topics(consumer)
         return task
+
+    def _match_topics(self, consumer: ShareConsumer) -> None:
+        """Subscribe to the topics ``topics.regex`` matches now (none: unsubscribed)."""
+        assert self._topics is not None
+        cfg = self.config
+        self._next_lookup = time.monotonic() + cfg.metadata_max_age_ms / 1000
+        try:
+            matched = cfg.matching(list(self._topics.list_topics()))
+        except KafkaProtocolError as exc:
+            log.warning("%s task %d: topics not listed: %s", cfg.name, self.task_id, exc)
+            return
+        if set(matched) != consumer.subscription():
+            log.info(
+                "%s task %d: topics.regex=%s matches %s",
+                cfg.name,
+                self.task_id,
+                cfg.topics_regex,
+                ",".join(matched) or "no topic",
+            )
+            consumer.subscribe(matched)
 
     def _close(self, task: SinkTask | None) -> None:
         if task is not None:
@@ -156,6 +202,8 @@ class WorkerShareSinkTask:
             self._consumer.close()
         if self._producer is not None:
             self._producer.close()
+        if self._topics is not None:
+            self._topics.close()
 
     # -- one iteration ----------------------------------------------------------------------
 
@@ -163,6 +211,11 @@ class WorkerShareSinkTask:
         """Poll once; deliver, acknowledge and commit what came."""
         consumer = self._consumer
         assert consumer is not None
+        if self._topics is not None and time.monotonic() >= self._next_lookup:
+            self._match_topics(consumer)
+        if not consumer.subscription():
+            self._stop.wait(POLL_TIMEOUT_S)  # topics.regex matches nothing yet
+            return
         records = consumer.poll(POLL_TIMEOUT_S)
         if not records:
             return
@@ -199,8 +252,58 @@ class WorkerShareSinkTask:
         outputs, errant = context.worker_take()
         return None, outputs, {_key(r): e for r, e in errant}
 
-    def _deliver(self, task: SinkTask, records: list[Record]) -> _Batch:
-        sink_records = [SinkRecord.from_record(r) for r in records]
+    def _convert(self, record: Record) -> SinkRecord | StageError:
+        """The convert step; a failure tolerated by ``errors.tolerance=all`` is returned."""
+        raw = SinkRecord.from_record(record)
+        if all(name == BYTE_ARRAY_CONVERTER for name, _c in self._converters.values()):
+            return raw
+        errors = self.config.errors
+        topic = record.topic
+
+        def through(key: str, stage: Stage, data: bytes | None) -> Any:
+            name, converter = self._converters[key]
+            return errors.run(lambda: converter.to_connect(topic, data), stage, name)
+
+        try:
+            key = through("key.converter", Stage.KEY_CONVERTER, record.key)
+            value = through("value.converter", Stage.VALUE_CONVERTER, record.value)
+            headers = tuple(
+                (k, through("header.converter", Stage.HEADER_CONVERTER, v))
+                for k, v in record.headers
+            )
+        except StageError as failure:
+            where = (
+                f"{{topic='{topic}', partition={record.partition}, offset={record.offset}, "
+                f"timestamp={record.timestamp}}}"
+            )
+            errors.report(f"{self.config.name}-{self.task_id}", failure, where)
+            if not errors.tolerates:
+                raise ToleranceExceeded(failure) from failure.error
+            return failure
+        return dataclasses.replace(raw, key=key, value=value, headers=headers)
+
+    def _deliver(self, task: SinkTask, polled: list[Record]) -> _Batch:
+        converted = [(r, self._convert(r)) for r in polled]
+        unconverted = [
+            Outcome(r, AcknowledgeType.REJECT, c) for r, c in converted if isinstance(c, StageError)
+        ]
+        if unconverted:
+            log.warning(
+                "%s task %d: rejecting %d records their converters failed",
+                self.config.name,
+                self.task_id,
+                len(unconverted),
+            )
+        good = [(r, c) for r, c in converted if not isinstance(c, StageError)]
+        batch = self._deliver_converted(task, [r for r, _ in good], [c for _, c in good])
+        batch.outcomes.extend(unconverted)
+        return batch
+
+    def _deliver_converted(
+        self, task: SinkTask, records: list[Record], sink_records: list[SinkRecord]
+    ) -> _Batch:
+        if not records:
+            return _Batch([], [])
         error, outputs, errant = self._put(task, sink_records)
         if error is None:
             return _Batch(
@@ -253,7 +356,7 @@ class WorkerShareSinkTask:
         if self._dlq is None:
             return {}
         return {
-            i: self._dlq.record(SinkRecord.from_record(o.record), o.error)
+            i: self._dlq.record(o.record, o.error)
             for i, o in enumerate(outcomes)
             if o.ack is AcknowledgeType.REJECT and o.error is not None
         }
@@ -275,7 +378,7 @@ class WorkerShareSinkTask:
         futures: list[Future[RecordMetadata] | None] = []
         for r in records:
             try:
-                futures.append(producer.send(r.topic, r.value, key=r.key, headers=list(r.headers)))
+                futures.append(_send(producer, r))
             except KafkaProtocolError:
                 log.exception(
                     "%s task %d: cannot produce to %s", self.config.name, self.task_id, r.topic
@@ -340,7 +443,7 @@ class WorkerShareSinkTask:
         try:
             producer.begin_transaction()
             for r in [*batch.outputs, *dead.values()]:
-                producer.send(r.topic, r.value, key=r.key, headers=list(r.headers))
+                _send(producer, r)
             producer.send_share_acks_to_transaction(acks, consumer.group_metadata())
             self._commit(producer)
         except KafkaProtocolError as exc:
@@ -367,6 +470,12 @@ class WorkerShareSinkTask:
 
     def _abort(self, producer: TransactionalProducer) -> None:
         _retry(producer.abort_transaction, lambda: True)
+
+
+def _send(producer: TransactionalProducer, r: OutputRecord) -> Future[RecordMetadata]:
+    return producer.send(
+        r.topic, r.value, key=r.key, headers=list(r.headers), timestamp_ms=r.timestamp_ms
+    )
 
 
 def _retry(end_transaction: Callable[[], None], may_retry: Callable[[], bool]) -> None:

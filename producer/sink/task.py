@@ -72,17 +72,19 @@ class RetriableException(ConnectException):
 class SinkRecord:
     """One record handed to ``SinkTask.put`` (Connect's ``SinkRecord`` plus the delivery count).
 
-    ``key``, ``value`` and header values are the record's bytes (Connect's
-    ``ByteArrayConverter``); ``timestamp`` is in milliseconds since the epoch (-1: none);
-    ``delivery_count`` is 1 on the first delivery and grows with each redelivery.
+    ``key``, ``value`` and header values are what the connector's converters made of the
+    record's bytes (``key.converter`` and the like, ``producer.sink.converters``): the bytes
+    themselves with the default ``ByteArrayConverter``; ``timestamp`` is in milliseconds
+    since the epoch (-1: none); ``delivery_count`` is 1 on the first delivery and grows with
+    each redelivery.
     """
 
     topic: str
     partition: int
     offset: int
-    key: bytes | None
-    value: bytes | None
-    headers: Headers = ()
+    key: Any
+    value: Any
+    headers: tuple[tuple[str, Any], ...] = ()
     timestamp: int = -1
     delivery_count: int = 1
 
@@ -100,7 +102,7 @@ class SinkRecord:
             record.delivery_count,
         )
 
-    def header(self, name: str) -> bytes | None:
+    def header(self, name: str) -> Any:
         """The value of the last header called ``name`` (None if absent)."""
         for key, value in reversed(self.headers):
             if key == name:
@@ -110,12 +112,14 @@ class SinkRecord:
 
 @dataclass(frozen=True, slots=True)
 class OutputRecord:
-    """A record a task wrote with ``context.send``, waiting for the worker to produce it."""
+    """A record a task wrote with ``context.send``, waiting for the worker to produce it
+    (``timestamp_ms``: its CreateTime, None: when produced)."""
 
     topic: str
     value: bytes | None
     key: bytes | None = None
     headers: Headers = ()
+    timestamp_ms: int | None = None
 
 
 def _as_bytes(value: object, what: str) -> bytes | None:

@@ -148,7 +148,7 @@ class SinkWorker:
             cfg.name,
             cfg.tasks_max,
             cfg.share_group_id,
-            ",".join(cfg.topics),
+            ",".join(cfg.topics) or f"matching {cfg.topics_regex}",
             cfg.delivery_semantics,
             cfg.acknowledgement_mode,
         )

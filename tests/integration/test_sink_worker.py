@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, Producer
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
@@ -248,3 +249,84 @@ def test_sink_task_metrics(sbroker: LocalBroker, tmp_path: Path) -> None:
     assert found["sink-task-metrics/sink-record-reject"] == 1
     assert found["sink-task-metrics/sink-record-redelivery"] == 1
     assert found["sink-task-metrics/acknowledge-time"] == worker.stats.snapshot().batches
+
+
+def test_topics_regex_json_converter_and_errors_tolerance(
+    sbroker: LocalBroker, tmp_path: Path
+) -> None:
+    """``topics.regex`` reads every matching topic (one created while the worker runs too);
+    JsonConverter hands the task values; with ``errors.tolerance=all`` a record that is not
+    JSON is rejected to the dead-letter topic, as Connect's, with its stage, the converter's
+    class and its own timestamp; the rest are written."""
+    bs = sbroker.bootstrap_servers
+    _topic, name = new_names("rx")
+    first, second, other = f"{name}-a", f"{name}-b", f"x{name}-a"
+    dlq = f"{name}-dlq"
+    create_topics(bs, (first, 1), (other, 1))
+    stock = Producer({"bootstrap.servers": bs})
+    for i in range(3):
+        stock.produce(first, value=json.dumps({"n": i}).encode(), timestamp=1_600_000_000_000 + i)
+    stock.produce(first, value=b"not json", timestamp=1_500_000_000_000)
+    stock.produce(other, value=b'{"n": 99}')
+    assert stock.flush(15) == 0
+    out = tmp_path / "out.txt"
+    config = sink_config(
+        bs,
+        name,
+        "",
+        **{
+            "topics.regex": f"{name}-[ab]",
+            "connector.class": "producer.sink.FileSink",
+            "file": str(out),
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+            "errors.tolerance": "all",
+            "errors.log.enable": "true",
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.topic.replication.factor": "1",
+            "errors.deadletterqueue.context.headers.enable": "true",
+            "consumer.override.metadata.max.age.ms": "500",
+        },
+    )
+    with SinkWorker(config) as worker:
+        wait_for(lambda: len(lines(out)) >= 3, 30, "3 lines from the first topic")
+        create_topics(bs, (second, 1))
+        stock.produce(second, value=b'{"n": 10}')
+        assert stock.flush(15) == 0
+        wait_for(lambda: len(lines(out)) >= 4, 30, "the new matching topic's record")
+        wait_for(lambda: worker.stats.snapshot().dlq >= 1, 10, "a dead letter")
+    assert worker.failure is None
+    assert sorted(lines(out)) == sorted(['{"n":0}', '{"n":1}', '{"n":2}', '{"n":10}'])
+    letters = read_topic(bs, dlq, 1, expect_at_least=1, isolation="read_uncommitted")
+    assert [m.value() for m in letters] == [b"not json"]
+    headers = dict(letters[0].headers() or [])
+    assert headers[HEADER_PREFIX + "stage"] == b"VALUE_CONVERTER"
+    assert headers[HEADER_PREFIX + "class.name"] == b"org.apache.kafka.connect.json.JsonConverter"
+    assert headers[HEADER_PREFIX + "exception.class.name"].endswith(b"DataException")
+    assert letters[0].timestamp()[1] == 1_500_000_000_000
+
+
+def test_errors_tolerance_none_fails_the_task_on_a_conversion_error(
+    sbroker: LocalBroker, tmp_path: Path
+) -> None:
+    bs = sbroker.bootstrap_servers
+    topic, name = input_topic(bs, 1, ["plain text"])
+    config = sink_config(
+        bs,
+        name,
+        topic,
+        **{
+            "connector.class": "producer.sink.FileSink",
+            "file": str(tmp_path / "out.txt"),
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        },
+    )
+    worker = SinkWorker(config)
+    worker.start()
+    try:
+        assert worker.wait(30), "the task should fail"
+    finally:
+        worker.stop()
+    assert worker.failure is not None
+    assert "Tolerance exceeded in error handler" in str(worker.failure)
+    assert lines(tmp_path / "out.txt") == []

@@ -127,6 +127,32 @@ def test_idempotent_2000_records_over_three_partitions_exactly_once(
     assert all(located[(m.partition, m.offset)] == f"v{i}".encode() for i, m in enumerate(metas))
 
 
+def test_records_keep_the_timestamp_given_to_send(txn_broker: LocalBroker) -> None:
+    """As Kafka's ProducerRecord timestamp: each record of a batch keeps its own CreateTime,
+    one without takes the send time; a negative one is refused at once."""
+    bootstrap = txn_broker.bootstrap_servers
+    topic = new_topic(bootstrap, 1)
+    given = [1_600_000_000_000, None, 1_500_000_000_000, 0]
+    with TransactionalProducer({"bootstrap.servers": bootstrap, "linger.ms": 50}) as producer:
+        before = int(time.time() * 1000)
+        futures = [
+            producer.send(topic, f"v{i}".encode(), timestamp_ms=ts) for i, ts in enumerate(given)
+        ]
+        producer.flush(30)
+        metas = [f.result(0) for f in futures]
+        with pytest.raises(ValueError, match="Invalid timestamp: -1"):
+            producer.send(topic, b"x", timestamp_ms=-1)
+    assert len({m.offset for m in metas}) == 4 and metas[-1].offset == 3
+    messages = read_messages(
+        bootstrap, topic, 1, "read_uncommitted", 4, first_idle_s=5, timeout_s=30
+    )
+    stamps = {m.value(): m.timestamp()[1] for m in messages}
+    assert stamps[b"v0"] == metas[0].timestamp == given[0]
+    assert stamps[b"v2"] == metas[2].timestamp == given[2]
+    assert stamps[b"v3"] == metas[3].timestamp == 0
+    assert before <= stamps[b"v1"] == metas[1].timestamp <= int(time.time() * 1000)
+
+
 def test_keyed_partitions_match_librdkafka_murmur2(txn_broker: LocalBroker) -> None:
     bootstrap = txn_broker.bootstrap_servers
     ours, theirs = new_topic(bootstrap, 7), new_topic(bootstrap, 7)

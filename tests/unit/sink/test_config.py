@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from producer.protocol.types import Record
 from producer.sink import SinkConfigError, resolve
 from producer.sink.dlq import HEADER_PREFIX, DeadLetterQueue
 from producer.sink.task import SinkRecord, SinkTask, SinkTaskContext
@@ -113,7 +114,28 @@ def test_exactly_once_uses_a_transactional_consumer_and_one_id_per_task() -> Non
         ),
         ({"tasks.max": "-1"}, "tasks.max"),
         ({"topics": " , "}, "topics"),
-        ({"topics.regex": "o.*"}, "topics.regex"),
+        ({"topics.regex": "o.*"}, "topics"),  # both set
+        ({"topics": "", "topics.regex": "o(["}, "topics.regex"),
+        ({"errors.tolerance": "some"}, "errors.tolerance"),
+        ({"errors.retry.timeout": "-2"}, "errors.retry.timeout"),
+        ({"errors.log.enable": "maybe"}, "errors.log.enable"),
+        (
+            {
+                "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+                "value.converter.converter.encoding": "klingon",
+            },
+            "value.converter",
+        ),
+        ({"key.converter": "no.such.Converter"}, "key.converter"),
+        ({"errors.deadletterqueue.topic.name": "b"}, "topics"),
+        (
+            {
+                "topics": "",
+                "topics.regex": "orders-.*",
+                "errors.deadletterqueue.topic.name": "orders-dlq",
+            },
+            "topics.regex",
+        ),
         ({"share.group.id": "bad id!"}, "share.group.id"),
         ({"consumer.override.max.poll.records": "many"}, "consumer.override.max.poll.records"),
         ({"consumer.override.no.such.key": "1"}, "consumer.override.no.such.key"),
@@ -133,6 +155,46 @@ def test_a_bad_value_is_reported_with_its_key(extra: dict[str, str], key: str) -
     assert str(info.value).startswith(key), str(info.value)
 
 
+def test_connects_messages_for_topics_and_the_dead_letter_topic() -> None:
+    bare = {k: v for k, v in CONNECTOR.items() if k != "topics"}
+    with pytest.raises(SinkConfigError, match=r"Must configure one of topics or topics\.regex"):
+        resolve(WORKER, bare)
+    with pytest.raises(SinkConfigError, match="mutually exclusive options, but both are set"):
+        resolve(WORKER, {**CONNECTOR, "topics.regex": "a"})
+    with pytest.raises(
+        SinkConfigError,
+        match=r"The DLQ topic 'b' may not be included in the list of topics \('topics=a,b'\)",
+    ):
+        resolve(WORKER, {**CONNECTOR, "errors.deadletterqueue.topic.name": "b"})
+
+
+def test_topics_regex_matches_whole_names_and_errors_keys_have_connects_defaults() -> None:
+    bare = {k: v for k, v in CONNECTOR.items() if k != "topics"}
+    cfg = resolve(WORKER, {**bare, "topics.regex": "orders-[0-9]+"})
+    assert cfg.topics == ()
+    assert cfg.matching(["orders-1", "orders-12", "orders-1x", "xorders-1", "orders-"]) == (
+        "orders-1",
+        "orders-12",
+    )
+    assert cfg.metadata_max_age_ms == 300_000
+    assert (cfg.errors.tolerance, cfg.errors.retry_timeout_ms) == ("none", 0)
+    assert (cfg.errors.retry_delay_max_ms, cfg.errors.log_enable) == (60_000, False)
+    assert cfg.errors.log_include_messages is False
+    assert cfg.converters == {}
+    tuned = resolve(
+        WORKER,
+        {
+            **CONNECTOR,
+            "consumer.override.metadata.max.age.ms": "1000",
+            "errors.tolerance": "all",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        },
+    )
+    assert tuned.metadata_max_age_ms == 1000 and tuned.errors.tolerates
+    assert tuned.converters == {"value.converter": "org.apache.kafka.connect.json.JsonConverter"}
+    assert "metadata.max.age.ms" not in tuned.consumer_config()
+
+
 def test_bootstrap_servers_is_required() -> None:
     with pytest.raises(SinkConfigError, match=r"^bootstrap\.servers"):
         resolve({"consumer.group.protocol": "share"}, CONNECTOR)
@@ -145,7 +207,7 @@ def test_task_keys_reach_the_task_untouched() -> None:
 
 
 def test_dead_letter_record_carries_connects_error_headers() -> None:
-    failed = SinkRecord("orders", 2, 41, b"k", b"v", (("h", b"1"),), 1000, 5)
+    failed = Record("orders", 2, 41, b"k", b"v", (("h", b"1"),), 1000, 5)
     try:
         raise ValueError("no such customer")
     except ValueError as exc:
@@ -153,6 +215,7 @@ def test_dead_letter_record_carries_connects_error_headers() -> None:
     dlq = DeadLetterQueue("orders-dlq", "orders", 3, SinkTask, context_headers=True)
     out = dlq.record(failed, error)
     assert (out.topic, out.key, out.value) == ("orders-dlq", b"k", b"v")
+    assert out.timestamp_ms == 1000  # the original record's, as Connect's reporter
     headers = dict(out.headers)
     assert headers["h"] == b"1"
     assert headers[HEADER_PREFIX + "topic"] == b"orders"

@@ -8,6 +8,10 @@ frame (an array of N elements needs at least N times its element's smallest enco
 the native reader only ever sees lengths it can honour.  Tagged fields are checked inside
 their declared size.  It reads nothing into objects: it only moves a position.
 
+Each schema class is compiled once into closures: consecutive fixed-size fields are one
+bound, an array of fixed-size elements is one multiplication, and error texts are built
+only on failure.
+
 Used by the broker for every request (``coordinator.protocol.wire``) and by the client library for
 every response (a hostile or broken broker must not take the client down either).
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -120,140 +125,221 @@ def _min_element(step: _Step, flexible: bool) -> int:
     return max(1, _min_step(dataclasses.replace(step, array=False), flexible))
 
 
-class _Cursor:
-    __slots__ = ("buf", "end", "pos")
+Buf = bytes | bytearray | memoryview
+#: A compiled check: the position after the value at ``pos``, within ``end``.
+_Check = Callable[[Buf, int, int], int]
 
-    def __init__(self, buf: bytes | memoryview, pos: int, end: int) -> None:
-        self.buf = buf
-        self.pos = pos
-        self.end = end
+_INT16 = struct.Struct(">h").unpack_from
+_INT32 = struct.Struct(">i").unpack_from
 
-    def need(self, n: int, what: str) -> None:
-        if n < 0 or self.pos + n > self.end:
-            msg = f"{what}: {n} bytes wanted, {self.end - self.pos} left"
+
+def _short(what: str, wanted: int, left: int) -> WireBoundsError:
+    return WireBoundsError(f"{what}: {wanted} bytes wanted, {left} left")
+
+
+def _uvarint(buf: Buf, pos: int, end: int, what: str) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= end:
+            raise _short(what, 1, end - pos)
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 63:
+            msg = f"{what}: varint too long"
             raise WireBoundsError(msg)
 
-    def skip(self, n: int, what: str) -> None:
-        self.need(n, what)
-        self.pos += n
 
-    def int16(self, what: str) -> int:
-        self.need(2, what)
-        (value,) = struct.unpack_from(">h", self.buf, self.pos)
-        self.pos += 2
-        return int(value)
+_Length = Callable[[Buf, int, int], tuple[int, int]]
 
-    def int32(self, what: str) -> int:
-        self.need(4, what)
-        (value,) = struct.unpack_from(">i", self.buf, self.pos)
-        self.pos += 4
-        return int(value)
 
-    def uvarint(self, what: str) -> int:
-        value = shift = 0
-        while True:
-            self.need(1, what)
-            byte = self.buf[self.pos]
-            self.pos += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-            if shift > 63:
-                msg = f"{what}: varint too long"
+def _length_reader(step: _Step, flexible: bool, what: str) -> _Length:
+    """Reads a string's, bytes' or array's length (-1: null), refusing what cannot be."""
+    nullable = step.nullable or step.kind == "records"
+    wide = step.array or step.kind in ("bytes", "records")
+
+    def read(buf: Buf, pos: int, end: int) -> tuple[int, int]:
+        if flexible:
+            n, pos = _uvarint(buf, pos, end, what)
+            n -= 1
+        elif wide:
+            if pos + 4 > end:
+                raise _short(what, 4, end - pos)
+            n = _INT32(buf, pos)[0]
+            pos += 4
+        else:
+            if pos + 2 > end:
+                raise _short(what, 2, end - pos)
+            n = _INT16(buf, pos)[0]
+            pos += 2
+        if n < 0:
+            if n < -1:
+                msg = f"{what}: negative length {n}"
                 raise WireBoundsError(msg)
+            if not nullable:
+                msg = f"{what}: null where the schema has no null"
+                raise WireBoundsError(msg)
+        return n, pos
+
+    return read
 
 
-def _length(cur: _Cursor, step: _Step, flexible: bool, what: str) -> int:
-    """A string's, bytes' or array's length (-1: null)."""
-    if flexible:
-        n = cur.uvarint(what) - 1
-    elif step.array or step.kind in ("bytes", "records"):
-        n = cur.int32(what)
-    else:
-        n = cur.int16(what)
-    if n < -1:
-        msg = f"{what}: negative length {n}"
-        raise WireBoundsError(msg)
-    if n == -1 and not step.nullable and step.kind != "records":
-        msg = f"{what}: null where the schema has no null"
-        raise WireBoundsError(msg)
-    return n
+def _fixed_run(names: list[tuple[str, int]], where: str) -> _Check:
+    """Consecutive fixed-size fields, checked at once."""
+    total = sum(size for _n, size in names)
+
+    def check(buf: Buf, pos: int, end: int) -> int:
+        if pos + total > end:
+            at = pos
+            for name, size in names:  # the error names the first field that does not fit
+                if at + size > end:
+                    raise _short(f"{where}.{name}", size, end - at)
+                at += size
+        return pos + total
+
+    return check
 
 
-def _value(cur: _Cursor, step: _Step, flexible: bool, what: str) -> None:
+def _element_check(step: _Step, flexible: bool, what: str) -> tuple[_Check | None, int]:
+    """One element of ``step``'s array: its check (None: fixed size) and smallest size."""
+    element = dataclasses.replace(step, array=False, nullable=False)
+    smallest = _min_element(step, flexible)
+    if element.kind in _FIXED:
+        return None, _FIXED[element.kind]
+    return _value_check(element, flexible, what), smallest
+
+
+def _value_check(step: _Step, flexible: bool, what: str) -> _Check:
     if step.kind in _FIXED:
-        cur.skip(_FIXED[step.kind], what)
-    elif step.kind in _VARIABLE:
-        n = _length(cur, step, flexible, what)
-        if n > 0:
-            cur.skip(n, what)
-    else:
-        assert step.entity is not None
-        if step.nullable and not step.array:
-            cur.need(1, what)
-            marker = cur.buf[cur.pos]
-            cur.pos += 1
-            if marker == 0xFF:  # -1: null
-                return
-        _entity(cur, step.entity, what)
+        return _fixed_run([(step.name, _FIXED[step.kind])], what.rpartition(".")[0])
+    if step.kind in _VARIABLE:
+        length = _length_reader(step, flexible, what)
+
+        def variable(buf: Buf, pos: int, end: int) -> int:
+            n, pos = length(buf, pos, end)
+            if n > 0:
+                if pos + n > end:
+                    raise _short(what, n, end - pos)
+                pos += n
+            return pos
+
+        return variable
+    assert step.entity is not None
+    entity = _entity_check(step.entity)
+    if not (step.nullable and not step.array):
+        return entity
+
+    def nullable_entity(buf: Buf, pos: int, end: int) -> int:
+        if pos >= end:
+            raise _short(what, 1, end - pos)
+        marker = buf[pos]
+        if marker == 0xFF:  # -1: null
+            return pos + 1
+        return entity(buf, pos + 1, end)
+
+    return nullable_entity
 
 
-def _field(cur: _Cursor, step: _Step, flexible: bool, where: str) -> None:
+def _field_check(step: _Step, flexible: bool, where: str) -> _Check:
     what = f"{where}.{step.name}"
     if not step.array:
-        _value(cur, step, flexible, what)
-        return
-    count = _length(cur, step, flexible, what)
-    if count <= 0:
-        return
-    smallest = _min_element(step, flexible)
-    if count * smallest > cur.end - cur.pos:
-        msg = f"{what}: {count} elements cannot fit in {cur.end - cur.pos} bytes"
-        raise WireBoundsError(msg)
-    element = dataclasses.replace(step, array=False, nullable=False)
-    for _ in range(count):
-        _value(cur, element, flexible, what)
+        return _value_check(step, flexible, what)
+    length = _length_reader(step, flexible, what)
+    element, smallest = _element_check(step, flexible, what)
+
+    def array(buf: Buf, pos: int, end: int) -> int:
+        count, pos = length(buf, pos, end)
+        if count <= 0:
+            return pos
+        if count * smallest > end - pos:
+            msg = f"{what}: {count} elements cannot fit in {end - pos} bytes"
+            raise WireBoundsError(msg)
+        if element is None:  # fixed-size elements: all of them fit
+            return pos + count * smallest
+        for _ in range(count):
+            pos = element(buf, pos, end)
+        return pos
+
+    return array
 
 
-def _entity(cur: _Cursor, cls: type, where: str) -> None:
+@cache
+def _entity_check(cls: type) -> _Check:
+    """The compiled check of entity ``cls`` (fixed-size runs merged into one bound)."""
     plan = _plan(cls)
+    where = cls.__name__
+    checks: list[_Check] = []
+    run: list[tuple[str, int]] = []
     for step in plan.steps:
-        _field(cur, step, plan.flexible, where)
-    if plan.flexible:
-        for _ in range(cur.uvarint(f"{where} tagged fields")):
-            tag = cur.uvarint(f"{where} tag")
-            size = cur.uvarint(f"{where} tag {tag} size")
-            cur.need(size, f"{where} tag {tag}")
-            tagged = plan.tagged.get(tag)
-            if tagged is None:
-                cur.pos += size
-                continue
-            inner = _Cursor(cur.buf, cur.pos, cur.pos + size)
-            _field(inner, tagged, True, where)
-            cur.pos += size
+        if step.kind in _FIXED and not step.array:
+            run.append((step.name, _FIXED[step.kind]))
+            continue
+        if run:
+            checks.append(_fixed_run(run, where))
+            run = []
+        checks.append(_field_check(step, plan.flexible, where))
+    if run:
+        checks.append(_fixed_run(run, where))
+    if not plan.flexible:
+        if len(checks) == 1:
+            return checks[0]
+
+        def fields(buf: Buf, pos: int, end: int) -> int:
+            for check in checks:
+                pos = check(buf, pos, end)
+            return pos
+
+        return fields
+    tagged = {tag: _field_check(step, True, where) for tag, step in plan.tagged.items()}
+    what = f"{where} tagged fields"
+
+    def flexible_fields(buf: Buf, pos: int, end: int) -> int:
+        for check in checks:
+            pos = check(buf, pos, end)
+        count, pos = _uvarint(buf, pos, end, what)
+        for _ in range(count):
+            tag, pos = _uvarint(buf, pos, end, f"{where} tag")
+            size, pos = _uvarint(buf, pos, end, f"{where} tag {tag} size")
+            if pos + size > end:
+                raise _short(f"{where} tag {tag}", size, end - pos)
+            inner = tagged.get(tag)
+            if inner is not None:
+                inner(buf, pos, pos + size)
+            pos += size
+        return pos
+
+    return flexible_fields
 
 
-def check_entity(cls: type, buf: bytes | memoryview, pos: int = 0) -> int:
+def check_entity(cls: type, buf: Buf, pos: int = 0) -> int:
     """Check the entity ``cls`` encoded at ``pos``; the position after it."""
-    cur = _Cursor(buf, pos, len(buf))
-    _entity(cur, cls, cls.__name__)
-    return cur.pos
+    return _entity_check(cls)(buf, pos, len(buf))
 
 
-def check_request_header(frame: bytes | memoryview, flexible: bool) -> int:
+def check_request_header(frame: Buf, flexible: bool) -> int:
     """Request header v1/v2: the client id is a legacy nullable string in both; the position
     of the body."""
-    cur = _Cursor(frame, 0, len(frame))
-    cur.skip(8, "request header")
-    n = cur.int16("client id")
+    end = len(frame)
+    if end < 10:
+        raise _short("request header", 10, end)
+    n = _INT16(frame, 8)[0]
+    pos = 10
     if n < -1:
         msg = f"client id: negative length {n}"
         raise WireBoundsError(msg)
     if n > 0:
-        cur.skip(n, "client id")
+        if pos + n > end:
+            raise _short("client id", n, end - pos)
+        pos += n
     if flexible:
-        for _ in range(cur.uvarint("header tagged fields")):
-            cur.uvarint("header tag")
-            cur.skip(cur.uvarint("header tag size"), "header tag")
-    return cur.pos
+        count, pos = _uvarint(frame, pos, end, "header tagged fields")
+        for _ in range(count):
+            _tag, pos = _uvarint(frame, pos, end, "header tag")
+            size, pos = _uvarint(frame, pos, end, "header tag size")
+            if pos + size > end:
+                raise _short("header tag", size, end - pos)
+            pos += size
+    return pos

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import struct
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -15,6 +16,7 @@ from kio.serial import entity_reader, entity_writer
 
 from coordinator.protocol.api_versions import SUPPORTED
 from coordinator.protocol.wire import FrameError, decode_request
+from tests.unit import wire_guard_reference as reference
 from txn.kip1289_schema import load_request
 from txn.wire_guard import WireBoundsError, check_entity, check_request_header
 from txn.wire_render import render
@@ -121,3 +123,55 @@ def test_every_response_schema_is_understood(api_key: int, version: int) -> None
     buf = io.BytesIO()
     entity_writer(cls)(buf, render(cls, {}))
     assert check_entity(cls, buf.getvalue(), 0) == len(buf.getvalue())
+
+
+def _outcome(check: Any, cls: type, data: bytes, at: int) -> int | str:
+    try:
+        return int(check(cls, data, at))
+    except WireBoundsError:
+        return "refused"
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    which=st.sampled_from(VERSIONS),
+    edits=st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), min_size=0, max_size=6),
+    cut=st.integers(0, 400),
+    tail=st.binary(max_size=12),
+)
+def test_the_compiled_check_agrees_with_the_schema_walker(
+    which: tuple[int, int], edits: list[tuple[int, int]], cut: int, tail: bytes
+) -> None:
+    """The compiled check (merged fixed runs, fixed arrays in one step) accepts and refuses
+    exactly what the first, step-by-step walker did, at the same end position."""
+    api_key, version = which
+    cls = load_request(api_key, version)
+    raw = bytearray(frame(api_key, version, {}))
+    at = check_request_header(bytes(raw), bool(cls.__header_schema__.__flexible__))
+    for where, byte in edits:
+        raw[where % len(raw)] = byte
+    mutated = bytes(raw[: max(at, min(cut, len(raw)))]) + tail
+    assert _outcome(check_entity, cls, mutated, at) == _outcome(
+        reference.check_entity, cls, mutated, at
+    )
+
+
+def test_the_compiled_check_agrees_on_populated_messages() -> None:
+    produce = frame(
+        0,
+        11,
+        {
+            "acks": -1,
+            "timeout": 1000,
+            "topic_data": [
+                {"name": "t", "partition_data": [{"index": p, "records": b"\x01" * 99}]}
+                for p in range(3)
+            ],
+        },
+    )
+    cls = load_request(0, 11)
+    at = check_request_header(produce, False)
+    for cut in range(at, len(produce) + 1):
+        assert _outcome(check_entity, cls, produce[:cut], at) == _outcome(
+            reference.check_entity, cls, produce[:cut], at
+        ), cut

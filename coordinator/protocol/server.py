@@ -4,8 +4,9 @@ Each connection is served in order (Kafka clients rely on responses arriving
 in request order).  A Produce waits for its fsync in the group commit
 (``coordinator.log.group_commit``), which other connections' requests share.
 A frame that cannot be decoded, an unknown API or version, or an oversized
-frame is answered with Kafka's error where the response has a place for one,
-and otherwise the connection alone is closed; no other connection is disturbed.
+frame closes the connection alone, as Kafka's SocketServer (an ApiVersions
+request at a version not served is answered at v0, as KIP-511 specifies); no
+other connection is disturbed.
 """
 
 from __future__ import annotations
@@ -269,18 +270,26 @@ class KafkaServer:
             # Clients retry ApiVersions at v0 after this answer, as KIP-511 specifies.
             return self._api_versions_v0(correlation_id, ErrorCode.UNSUPPORTED_VERSION)
         if not is_supported(key, version):
+            # As Kafka's SocketServer (parseRequestHeader: "not enabled", an
+            # InvalidRequestException): the connection is closed, nothing answered.
             name = SUPPORTED.get(key, (f"api {key}",))[0]
-            log.info("unsupported request %s v%d", name, version)
-            return self._error_frame(key, version, correlation_id, ErrorCode.UNSUPPORTED_VERSION)
+            log.info(
+                "closing connection %d from %s: %s v%d is not enabled",
+                connection_id,
+                client_host,
+                name,
+                version,
+            )
+            return False
         try:
             request = dataclasses.replace(
                 decode_request(frame), connection_id=connection_id, client_host=client_host
             )
         except FrameError as exc:
-            log.info("bad frame: %s", exc)
-            if not session.authenticated:
-                return False  # as Kafka's SaslServerAuthenticator (InvalidRequestException)
-            return self._error_frame(key, version, correlation_id, exc.error_code)
+            # As Kafka (RequestContext.parseRequest's InvalidRequestException, before and after
+            # authentication): a body that cannot be decoded closes the connection.
+            log.info("closing connection %d from %s: %s", connection_id, client_host, exc)
+            return False
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "connection %d: %s v%d (correlation id %d, %d bytes)",

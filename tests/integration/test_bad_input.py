@@ -129,6 +129,28 @@ def test_unsupported_api_versions_request_gets_v0_error(shared_broker: LocalBrok
     assert (correlation, error) == (7, 35)
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [
+        # Heartbeat v3 (its response has an error code): the group id runs past the frame
+        struct.pack(">hhih", 12, 3, 7, 1) + b"x" + b"\x00\x05ab",
+        # Heartbeat at a version no broker serves
+        struct.pack(">hhih", 12, 99, 7, 1) + b"x" + b"\x00" * 10,
+        # FindCoordinator v0 with a null key
+        struct.pack(">hhih", 10, 0, 7, 1) + b"x" + b"\xff\xff",
+        # an unknown API key
+        struct.pack(">hhih", 2000, 0, 7, 1) + b"x",
+    ],
+    ids=["undecodable", "unsupported-version", "null-key", "unknown-api"],
+)
+def test_undecodable_or_unsupported_requests_close_the_connection(
+    shared_broker: LocalBroker, payload: bytes
+) -> None:
+    """As Kafka's SocketServer (InvalidRequestException): closed, nothing answered."""
+    assert _send_and_read(shared_broker.bootstrap_servers, payload) is None
+    _still_serves(shared_broker.bootstrap_servers)
+
+
 def test_unknown_topic_gets_an_error(shared_broker: LocalBroker) -> None:
     client = WireClient(shared_broker.bootstrap_servers)
     try:

@@ -30,7 +30,7 @@ from coordinator.protocol.session import Session
 from coordinator.protocol.wire import DecodedRequest
 from coordinator.security.acls import Authorizer, parse_principals
 from coordinator.security.listeners import Listener
-from coordinator.security.sasl import SUPPORTED_MECHANISMS, new_server, plain_users
+from coordinator.security.sasl import PLAIN, SUPPORTED_MECHANISMS, new_server, plain_users
 from coordinator.security.scram import SaslAuthenticationFailedError, ScramMechanism
 from coordinator.security.store import SecurityMetadata
 from coordinator.security.tls import ANONYMOUS, principal_of
@@ -97,6 +97,19 @@ class SecurityGate:
             msg = (
                 f"listener {listener.name}: sasl.enabled.mechanisms={','.join(enabled)} is not "
                 f"served; choose among {', '.join(SUPPORTED_MECHANISMS)}"
+            )
+            raise InvalidConfigError(msg)
+        if PLAIN in enabled and not self.config.get_listener_str(
+            listener.name, "plain.sasl.jaas.config"
+        ):
+            # Kafka's JaasContext refuses to start the listener with this message (no JAAS
+            # file is ever read here: the per-listener config is the only source of users).
+            context = f"{listener.name.lower()}.KafkaServer"
+            msg = (
+                f"Could not find a 'KafkaServer' or '{context}' entry in the JAAS "
+                "configuration. System property 'java.security.auth.login.config' is not set"
+                f" (set listener.name.{listener.name.lower()}.plain.sasl.jaas.config to a "
+                'PlainLoginModule with its user_NAME="password" entries)'
             )
             raise InvalidConfigError(msg)
 

@@ -249,6 +249,15 @@ def test_broker_refuses_settings_it_cannot_serve(tmp_path: Path, certs: CertFile
     gssapi = run_broker(tmp_path, {**SASL_CONFIG, "sasl.enabled.mechanisms": "GSSAPI"})
     assert gssapi.returncode == 1
     assert "sasl.enabled.mechanisms" in gssapi.stderr
+    no_jaas = {k: v for k, v in SASL_CONFIG.items() if not k.endswith("jaas.config")}
+    plain = run_broker(tmp_path, no_jaas)
+    assert plain.returncode == 1
+    # Kafka's JaasContext message, and the config to set
+    assert (
+        "Could not find a 'KafkaServer' or 'sasl_plaintext.KafkaServer' entry in the JAAS "
+        "configuration. System property 'java.security.auth.login.config' is not set"
+    ) in plain.stderr
+    assert "listener.name.sasl_plaintext.plain.sasl.jaas.config" in plain.stderr
     authorizer = run_broker(tmp_path, {"authorizer.class.name": "com.example.Custom"})
     assert authorizer.returncode == 1
     assert "StandardAuthorizer" in authorizer.stderr

@@ -3,7 +3,8 @@
 Kept apart from ``txn.config`` so the security vocabulary reads in one place.
 ``listener.name.<listener>.<config>`` keys (Kafka's per-listener overrides, e.g.
 ``listener.name.sasl_plaintext.plain.sasl.jaas.config``) are accepted as strings
-for the configs in ``LISTENER_OVERRIDABLE`` and for ``<mechanism>.sasl.jaas.config``.
+for the configs in ``LISTENER_OVERRIDABLE``, ``max.connections`` and
+``<mechanism>.sasl.jaas.config``.
 """
 
 from __future__ import annotations
@@ -98,7 +99,11 @@ def is_listener_override(key: str) -> bool:
     _listener, sep, rest = key[len(LISTENER_PREFIX) :].partition(".")
     if not sep or not _listener:
         return False
-    return rest in LISTENER_OVERRIDABLE or rest.endswith(".sasl.jaas.config")
+    return (
+        rest in LISTENER_OVERRIDABLE
+        or rest == "max.connections"  # Kafka's per-listener connection limit
+        or rest.endswith(".sasl.jaas.config")
+    )
 
 
 def is_sensitive(key: str) -> bool:

@@ -25,6 +25,8 @@ from coordinator.protocol.admin_request_views import (
     SaslAuthenticateRequestView,
     SaslHandshakeRequestView,
 )
+from coordinator.protocol.authorized_operations import APIS as OPERATION_APIS
+from coordinator.protocol.authorized_operations import with_authorized_operations
 from coordinator.protocol.responses import Body, Handler
 from coordinator.protocol.session import Session
 from coordinator.protocol.wire import DecodedRequest
@@ -172,11 +174,17 @@ class SecurityGate:
         if handler is None:
             return CLOSE
         if self.authorizer is None or key == ApiKey.API_VERSIONS:
-            return await handler(req)
-        ctx = RequestContext(self.authorizer, session.principal, session.client_host)
-        if self.topics is not None:
-            ctx = RequestContext(ctx.authorizer, ctx.principal, ctx.host, self.topics)
-        return await authorize_request(ctx, req, handler)
+            body = await handler(req)
+        else:
+            ctx = RequestContext(self.authorizer, session.principal, session.client_host)
+            if self.topics is not None:
+                ctx = RequestContext(ctx.authorizer, ctx.principal, ctx.host, self.topics)
+            body = await authorize_request(ctx, req, handler)
+        if key in OPERATION_APIS and body is not None:
+            body = with_authorized_operations(
+                req, body, self.authorizer, session.principal, session.client_host
+            )
+        return body
 
     def _handshake(
         self, session: Session, req: DecodedRequest[SaslHandshakeRequestView]

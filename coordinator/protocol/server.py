@@ -214,8 +214,12 @@ class KafkaServer:
                 await asyncio.sleep(0.1)
                 continue
             host = _client_host(address)
-            while not self.quotas.slot_available(listener.name):
-                await self._slot_freed()
+            try:
+                while not self.quotas.slot_available(listener.name):
+                    await self._slot_freed()
+            except asyncio.CancelledError:
+                conn.close()  # the broker stops while this one waits for a slot
+                raise
             refused = self.quotas.acquire(host, listener.name)
             if refused is not None:
                 # As Kafka's ConnectionQuotas: closed at once, nothing read or answered.

@@ -23,6 +23,9 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourcePatternType,
     ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
 )
 
 from coordinator.launcher import LocalBroker
@@ -422,11 +425,6 @@ def test_authorized_operations_follow_the_acls(broker: LocalBroker) -> None:
         assert ops == {topic: topic_ops, "not-for-alice": -(2**31)}
         unasked = raw.request(3, 12, {**ask, "include_topic_authorized_operations": False})
         assert {int(t.topic_authorized_operations) for t in unasked.topics} == {-(2**31)}
-        # the cluster: alice may not DESCRIBE it, so 0 (Metadata v10 and DescribeCluster)
-        v10 = raw.request(3, 10, {**ask, "include_cluster_authorized_operations": True})
-        assert int(v10.cluster_authorized_operations) == 0
-        cluster = raw.request(60, 0, {"include_cluster_authorized_operations": True})
-        assert int(cluster.cluster_authorized_operations) == 0
         # DescribeGroups v5, ConsumerGroupDescribe and ShareGroupDescribe: READ implies DESCRIBE
         group_ops = _bits(AclOperation.READ, AclOperation.DESCRIBE)
         groups = raw.request(15, 5, {"groups": [group], "include_authorized_operations": True})
@@ -472,5 +470,34 @@ def test_authorized_operations_follow_the_acls(broker: LocalBroker) -> None:
             )
         finally:
             super_user.close()
+    finally:
+        raw.close()
+
+
+def test_cluster_authorized_operations(broker: LocalBroker) -> None:
+    """0 for a principal that may not DESCRIBE the cluster (Kafka), else its operations."""
+    user = unique("dave")
+    upsert = UserScramCredentialUpsertion(
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"dave-secret"
+    )
+    client = admin(broker)
+    for future in client.alter_user_scram_credentials([upsert]).values():
+        future.result(10)
+    security = ClientSecurity.from_config(sasl("SCRAM-SHA-512", user, "dave-secret"))
+    raw = BrokerConnection("127.0.0.1", broker.port, security=security)
+    try:
+
+        def cluster_ops() -> tuple[int, int]:
+            v10 = raw.request(3, 10, {"topics": [], "include_cluster_authorized_operations": True})
+            cluster = raw.request(60, 0, {"include_cluster_authorized_operations": True})
+            return (
+                int(v10.cluster_authorized_operations),
+                int(cluster.cluster_authorized_operations),
+            )
+
+        assert cluster_ops() == (0, 0)
+        allow(broker, ResourceType.BROKER, "kafka-cluster", AclOperation.ALTER, f"User:{user}")
+        both = _bits(AclOperation.ALTER, AclOperation.DESCRIBE)  # ALTER implies DESCRIBE
+        assert cluster_ops() == (both, both)
     finally:
         raw.close()

@@ -151,6 +151,51 @@ def _pkcs12_trusted(get: Callable[[str], str | None]) -> str:
     return "".join(c.certificate.public_bytes(serialization.Encoding.PEM).decode() for c in certs)
 
 
+def _check_store_settings(
+    get: Callable[[str], str | None], keystore_type: str, truststore_type: str
+) -> None:
+    """The combinations Kafka's DefaultSslEngineFactory refuses, with its messages."""
+    key, chain, location = (
+        get("ssl.keystore.key"),
+        get("ssl.keystore.certificate.chain"),
+        get("ssl.keystore.location"),
+    )
+    refusals = (
+        (
+            key is not None and keystore_type != "PEM",
+            "SSL private key can be specified only for PEM, but key store type is "
+            f"{keystore_type}.",
+        ),
+        (
+            key is not None and location is not None,
+            "Both SSL key store location and separate private key are specified.",
+        ),
+        (
+            key is None and chain is not None,
+            "SSL certificate chain is specified, but private key is not specified",
+        ),
+        (
+            get("ssl.truststore.certificates") is not None and truststore_type != "PEM",
+            "SSL trust store certs can be specified only for PEM, but trust store type is "
+            f"{truststore_type}.",
+        ),
+        (
+            keystore_type == "PEM" and get("ssl.keystore.password") is not None,
+            "SSL key store password cannot be specified with PEM format, only key password "
+            "may be specified",
+        ),
+        (
+            truststore_type == "PEM"
+            and get("ssl.truststore.password") is not None
+            and (get("ssl.truststore.location") or get("ssl.truststore.certificates")),
+            "SSL trust store password cannot be specified for PEM format.",
+        ),
+    )
+    for refused, msg in refusals:
+        if refused:
+            raise InvalidConfigError(msg)
+
+
 def server_context(config: BrokerConfig, listener: str, *, sasl: bool = False) -> ssl.SSLContext:
     """The SSL context of one listener (``listener.name.<listener>.ssl.*`` overrides).
 
@@ -182,6 +227,7 @@ def server_context(config: BrokerConfig, listener: str, *, sasl: bool = False) -
         get("ssl.keystore.certificate.chain"),
         get("ssl.keystore.key"),
     )
+    _check_store_settings(get, keystore_type, truststore_type)
     try:
         if keystore_type == "PKCS12":
             _load_pkcs12_keystore(context, get, listener)

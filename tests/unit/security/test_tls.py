@@ -37,6 +37,7 @@ def test_keystore_from_a_file_or_inline(tmp_path: Path) -> None:
                 "listener.name.internal.ssl.keystore.key": text[:key_end],
                 "listener.name.internal.ssl.keystore.certificate.chain": text[key_end:],
                 "listener.name.internal.ssl.truststore.certificates": certs.ca.read_text(),
+                "ssl.truststore.type": "PEM",
                 "listener.name.internal.ssl.client.auth": "required",
                 "ssl.client.auth": "none",
             }
@@ -103,6 +104,41 @@ def test_sasl_ssl_ignores_the_unprefixed_client_auth(tmp_path: Path) -> None:
             "Failed to load SSL truststore .*ca.p12 of type PKCS12",
         ),
         ({"ssl.keystore.type": "PEM"}, "ssl.keystore.location"),
+        # Kafka's DefaultSslEngineFactory refusals
+        (
+            {
+                "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": "{keystore}",
+                "ssl.keystore.password": "x",
+            },
+            "SSL key store password cannot be specified with PEM format",
+        ),
+        (
+            {
+                "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": "{keystore}",
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": "{keystore}",
+                "ssl.truststore.password": "x",
+            },
+            "SSL trust store password cannot be specified for PEM format.",
+        ),
+        (
+            {
+                "ssl.keystore.type": "PKCS12",
+                "ssl.keystore.key": "k",
+                "ssl.keystore.certificate.chain": "c",
+            },
+            "SSL private key can be specified only for PEM, but key store type is PKCS12.",
+        ),
+        (
+            {
+                "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": "{keystore}",
+                "ssl.truststore.certificates": "c",
+            },
+            "SSL trust store certs can be specified only for PEM, but trust store type is JKS.",
+        ),
         (
             {
                 "ssl.keystore.type": "PEM",

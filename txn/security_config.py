@@ -3,7 +3,8 @@
 Kept apart from ``txn.config`` so the security vocabulary reads in one place.
 ``listener.name.<listener>.<config>`` keys (Kafka's per-listener overrides, e.g.
 ``listener.name.sasl_plaintext.plain.sasl.jaas.config``) are accepted as strings
-for the configs in ``LISTENER_OVERRIDABLE`` and for ``<mechanism>.sasl.jaas.config``.
+for the configs in ``LISTENER_OVERRIDABLE``, ``max.connections`` and
+``<mechanism>.sasl.jaas.config``.
 """
 
 from __future__ import annotations
@@ -31,17 +32,17 @@ SECURITY_CONFIGS: Final[tuple[tuple[Any, ...], ...]] = (
         "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
         "Listener name to security protocol.",
     ),
-    # --- TLS (PEM only) ----------------------------------------------------------------------
-    ("ssl.keystore.type", "str", "JKS", "Format of the key store; only PEM is served."),
-    ("ssl.keystore.location", "str", None, "PEM file: private key and certificate chain."),
+    # --- TLS (PEM or PKCS12) ------------------------------------------------------------------
+    ("ssl.keystore.type", "str", "JKS", "Format of the key store: PKCS12 or PEM (JKS is not)."),
+    ("ssl.keystore.location", "str", None, "Key store file (PEM: private key and chain)."),
     ("ssl.keystore.certificate.chain", "str", None, "PEM certificate chain (inline)."),
     ("ssl.keystore.key", "str", None, "PEM private key (inline)."),
-    ("ssl.keystore.password", "str", None, "Unused with PEM files (Kafka's name)."),
+    ("ssl.keystore.password", "str", None, "Password of a PKCS12 key store (unused with PEM)."),
     ("ssl.key.password", "str", None, "Password of an encrypted PEM private key."),
-    ("ssl.truststore.type", "str", "JKS", "Format of the trust store; only PEM."),
-    ("ssl.truststore.location", "str", None, "PEM file of trusted CA certificates."),
+    ("ssl.truststore.type", "str", "JKS", "Format of the trust store: PKCS12 or PEM."),
+    ("ssl.truststore.location", "str", None, "Trust store file (PEM: CA certificates)."),
     ("ssl.truststore.certificates", "str", None, "Trusted CA certificates (inline PEM)."),
-    ("ssl.truststore.password", "str", None, "Unused with PEM files (Kafka's name)."),
+    ("ssl.truststore.password", "str", None, "Password of a PKCS12 trust store (optional)."),
     (
         "ssl.client.auth",
         "str",
@@ -98,7 +99,11 @@ def is_listener_override(key: str) -> bool:
     _listener, sep, rest = key[len(LISTENER_PREFIX) :].partition(".")
     if not sep or not _listener:
         return False
-    return rest in LISTENER_OVERRIDABLE or rest.endswith(".sasl.jaas.config")
+    return (
+        rest in LISTENER_OVERRIDABLE
+        or rest == "max.connections"  # Kafka's per-listener connection limit
+        or rest.endswith(".sasl.jaas.config")
+    )
 
 
 def is_sensitive(key: str) -> bool:

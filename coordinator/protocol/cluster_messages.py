@@ -78,6 +78,7 @@ class MetadataResponse:
     cluster_id: str | None
     controller_id: int
     topics: tuple[MetadataResponseTopic, ...]
+    cluster_authorized_operations: int = OPERATIONS_NOT_REQUESTED  # v8-v10
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -25,12 +25,14 @@ from coordinator.protocol.admin_request_views import (
     SaslAuthenticateRequestView,
     SaslHandshakeRequestView,
 )
+from coordinator.protocol.authorized_operations import APIS as OPERATION_APIS
+from coordinator.protocol.authorized_operations import with_authorized_operations
 from coordinator.protocol.responses import Body, Handler
 from coordinator.protocol.session import Session
 from coordinator.protocol.wire import DecodedRequest
 from coordinator.security.acls import Authorizer, parse_principals
 from coordinator.security.listeners import Listener
-from coordinator.security.sasl import SUPPORTED_MECHANISMS, new_server, plain_users
+from coordinator.security.sasl import PLAIN, SUPPORTED_MECHANISMS, new_server, plain_users
 from coordinator.security.scram import SaslAuthenticationFailedError, ScramMechanism
 from coordinator.security.store import SecurityMetadata
 from coordinator.security.tls import ANONYMOUS, principal_of
@@ -99,6 +101,19 @@ class SecurityGate:
                 f"served; choose among {', '.join(SUPPORTED_MECHANISMS)}"
             )
             raise InvalidConfigError(msg)
+        if PLAIN in enabled and not self.config.get_listener_str(
+            listener.name, "plain.sasl.jaas.config"
+        ):
+            # Kafka's JaasContext refuses to start the listener with this message (no JAAS
+            # file is ever read here: the per-listener config is the only source of users).
+            context = f"{listener.name.lower()}.KafkaServer"
+            msg = (
+                f"Could not find a 'KafkaServer' or '{context}' entry in the JAAS "
+                "configuration. System property 'java.security.auth.login.config' is not set"
+                f" (set listener.name.{listener.name.lower()}.plain.sasl.jaas.config to a "
+                'PlainLoginModule with its user_NAME="password" entries)'
+            )
+            raise InvalidConfigError(msg)
 
     def _plain_users(self, listener: Listener) -> dict[str, str]:
         jaas = self.config.get_listener_str(listener.name, "plain.sasl.jaas.config")
@@ -159,11 +174,17 @@ class SecurityGate:
         if handler is None:
             return CLOSE
         if self.authorizer is None or key == ApiKey.API_VERSIONS:
-            return await handler(req)
-        ctx = RequestContext(self.authorizer, session.principal, session.client_host)
-        if self.topics is not None:
-            ctx = RequestContext(ctx.authorizer, ctx.principal, ctx.host, self.topics)
-        return await authorize_request(ctx, req, handler)
+            body = await handler(req)
+        else:
+            ctx = RequestContext(self.authorizer, session.principal, session.client_host)
+            if self.topics is not None:
+                ctx = RequestContext(ctx.authorizer, ctx.principal, ctx.host, self.topics)
+            body = await authorize_request(ctx, req, handler)
+        if key in OPERATION_APIS and body is not None:
+            body = with_authorized_operations(
+                req, body, self.authorizer, session.principal, session.client_host
+            )
+        return body
 
     def _handshake(
         self, session: Session, req: DecodedRequest[SaslHandshakeRequestView]

@@ -4,8 +4,9 @@ Each connection is served in order (Kafka clients rely on responses arriving
 in request order).  A Produce waits for its fsync in the group commit
 (``coordinator.log.group_commit``), which other connections' requests share.
 A frame that cannot be decoded, an unknown API or version, or an oversized
-frame is answered with Kafka's error where the response has a place for one,
-and otherwise the connection alone is closed; no other connection is disturbed.
+frame closes the connection alone, as Kafka's SocketServer (an ApiVersions
+request at a version not served is answered at v0, as KIP-511 specifies); no
+other connection is disturbed.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
+import ipaddress
 import logging
+import socket
 import ssl
 import time
 from collections.abc import Callable
@@ -52,6 +54,39 @@ from txn.errors import ErrorCode
 
 log = logging.getLogger("sharetxn.server")
 
+#: The listen backlog (asyncio's default): where clients wait while max.connections is reached.
+BACKLOG = 100
+
+
+def _client_host(address: object) -> str:
+    """The client's address as text; an IPv4 client of a dual-stack socket as IPv4."""
+    if not isinstance(address, tuple) or not address:
+        return ""
+    text = str(address[0])
+    with contextlib.suppress(ValueError):
+        ip = ipaddress.ip_address(text)
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+    return text
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A non-blocking listening socket on ``host`` (empty: every address, IPv4 and IPv6)."""
+    if not host:
+        if socket.has_dualstack_ipv6():
+            sock = socket.create_server(
+                ("", port), family=socket.AF_INET6, backlog=BACKLOG, dualstack_ipv6=True
+            )
+        else:
+            sock = socket.create_server(("", port), backlog=BACKLOG)
+    else:
+        family, _type, _proto, _name, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.create_server(address, family=family, backlog=BACKLOG)
+    sock.setblocking(False)
+    return sock
+
 
 class KafkaServer:
     """Serves one ``BrokerCore`` on its listeners (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)."""
@@ -82,13 +117,15 @@ class KafkaServer:
         #: listener name -> (bound host, bound port) and the advertised (host, port)
         self.bound: dict[str, tuple[str, int]] = {}
         self.advertised: dict[str, tuple[str, int]] = {}
-        self._servers: list[asyncio.base_events.Server] = []
+        self._sockets: list[socket.socket] = []
+        self._acceptors: list[asyncio.Task[None]] = []
+        self._slot_waiter: asyncio.Future[None] | None = None
         self._append_waiters: list[Callable[[], None]] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._next_connection_id = 0
         self.max_request_bytes = core.config.get_int("socket.request.max.bytes")
         self.max_sasl_receive_bytes = core.config.get_int("sasl.server.max.receive.size")
-        self.quotas = ConnectionQuotas.from_config(core.config)
+        self.quotas = ConnectionQuotas.from_config(core.config, (x.name for x in self.listeners))
         idle_ms = core.config.get_int("connections.max.idle.ms")
         self.idle_timeout_s = None if idle_ms < 0 else idle_ms / 1000
         # Called after every answered request: (API name, milliseconds, bytes in, bytes out).
@@ -121,17 +158,13 @@ class KafkaServer:
 
     async def start(self) -> None:
         for listener in self.listeners:
-            server = await asyncio.start_server(
-                functools.partial(self._serve_listener, listener),
-                listener.host or None,
-                listener.port,
-                limit=1 << 20,
-                ssl=self._ssl_contexts.get(listener.name) if listener.protocol.uses_tls else None,
-            )
-            self._servers.append(server)
-            port = int(server.sockets[0].getsockname()[1])
+            sock = _listening_socket(listener.host, listener.port)
+            self._sockets.append(sock)
+            context = self._ssl_contexts.get(listener.name) if listener.protocol.uses_tls else None
+            port = int(sock.getsockname()[1])
             self.bound[listener.name] = (listener.host, port)
             self.advertised[listener.name] = advertised_endpoint(listener, port)
+            self._acceptors.append(asyncio.create_task(self._accept_loop(listener, sock, context)))
         first = self.listeners[0]
         self.host, self.port = self.advertised[first.name]
         self.handlers.set_address(self.host, self.port)
@@ -141,42 +174,110 @@ class KafkaServer:
         return len(self._connections)
 
     async def stop(self) -> None:
-        for server in self._servers:
-            server.close()
+        for acceptor in self._acceptors:
+            acceptor.cancel()
+        for acceptor in self._acceptors:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await acceptor
+        for sock in self._sockets:
+            sock.close()
         for task in list(self._connections):
             task.cancel()
         for task in list(self._connections):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        for server in self._servers:
-            with contextlib.suppress(Exception):
-                await server.wait_closed()
+
+    async def _slot_freed(self) -> None:
+        if self._slot_waiter is None or self._slot_waiter.done():
+            self._slot_waiter = asyncio.get_running_loop().create_future()
+        await self._slot_waiter
+
+    def _release(self, host: str, listener: str) -> None:
+        self.quotas.release(host, listener)
+        if self._slot_waiter is not None and not self._slot_waiter.done():
+            self._slot_waiter.set_result(None)
+
+    async def _accept_loop(
+        self, listener: Listener, sock: socket.socket, context: ssl.SSLContext | None
+    ) -> None:
+        """Kafka's Acceptor: accept, wait for a connection slot, count the connection.
+
+        While ``max.connections`` (or the listener's own limit) is reached, nothing more is
+        accepted: the clients wait in the kernel's listen backlog, as on Kafka.
+        """
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, address = await loop.sock_accept(sock)
+            except OSError as exc:  # e.g. EMFILE: try again shortly rather than spin
+                log.warning("listener %s: accept failed: %s", listener.name, exc)
+                await asyncio.sleep(0.1)
+                continue
+            host = _client_host(address)
+            try:
+                while not self.quotas.slot_available(listener.name):
+                    await self._slot_freed()
+            except asyncio.CancelledError:
+                conn.close()  # the broker stops while this one waits for a slot
+                raise
+            refused = self.quotas.acquire(host, listener.name)
+            if refused is not None:
+                # As Kafka's ConnectionQuotas: closed at once, nothing read or answered.
+                log.warning("Rejected connection from %s, %s", host, refused)
+                conn.close()
+                continue
+            task = asyncio.create_task(self._open(listener, conn, host, context))
+            self._connections.add(task)
+
+    async def _open(
+        self,
+        listener: Listener,
+        conn: socket.socket,
+        host: str,
+        context: ssl.SSLContext | None,
+    ) -> None:
+        """Streams over an accepted socket (after its TLS handshake), then serve them."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        try:
+            reader = asyncio.StreamReader(limit=1 << 20)
+            protocol = asyncio.StreamReaderProtocol(reader)
+            transport, _ = await loop.connect_accepted_socket(lambda: protocol, conn, ssl=context)
+        except BaseException as exc:
+            log.debug("connection from %s on %s not opened: %r", host, listener.name, exc)
+            conn.close()
+            if task is not None:
+                self._connections.discard(task)
+            self._release(host, listener.name)
+            if isinstance(exc, OSError | ssl.SSLError | TimeoutError):
+                return  # the client went away or its TLS handshake failed
+            raise
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        await self._serve_listener(listener, reader, writer, host)
 
     async def _serve_listener(
-        self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        listener: Listener,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        host: str,
     ) -> None:
         CURRENT_ENDPOINT.set(self.advertised.get(listener.name))
-        peer = writer.get_extra_info("peername")
-        host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
         session = self.gate.open_session(listener, host, writer.get_extra_info("ssl_object"))
-        await self._serve(reader, writer, session)
+        await self._serve(reader, writer, session, listener.name)
 
     async def _serve(
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
-        session: Session | None = None,
+        session: Session,
+        listener_name: str,
     ) -> None:
+        """Serve a connection counted by the acceptor, until it closes; then free its slot."""
         task = asyncio.current_task()
         assert task is not None
         peer = writer.get_extra_info("peername")
-        host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
-        refused = self.quotas.acquire(host)
-        if refused is not None:
-            # As Kafka's ConnectionQuotas: closed at once, nothing read or answered.
-            log.warning("Rejected connection from %s: %s", host, refused)
-            writer.close()
-            return
+        host = session.client_host
         self._connections.add(task)
         self._next_connection_id += 1
         connection_id = self._next_connection_id
@@ -192,7 +293,7 @@ class KafkaServer:
         finally:
             log.debug("connection %d from %s closed", connection_id, peer)
             self._connections.discard(task)
-            self.quotas.release(host)
+            self._release(host, listener_name)
             # Share sessions live as long as their connection (Kafka releases their records).
             self.core.share.on_connection_closed(connection_id)
             writer.close()
@@ -269,18 +370,26 @@ class KafkaServer:
             # Clients retry ApiVersions at v0 after this answer, as KIP-511 specifies.
             return self._api_versions_v0(correlation_id, ErrorCode.UNSUPPORTED_VERSION)
         if not is_supported(key, version):
+            # As Kafka's SocketServer (parseRequestHeader: "not enabled", an
+            # InvalidRequestException): the connection is closed, nothing answered.
             name = SUPPORTED.get(key, (f"api {key}",))[0]
-            log.info("unsupported request %s v%d", name, version)
-            return self._error_frame(key, version, correlation_id, ErrorCode.UNSUPPORTED_VERSION)
+            log.info(
+                "closing connection %d from %s: %s v%d is not enabled",
+                connection_id,
+                client_host,
+                name,
+                version,
+            )
+            return False
         try:
             request = dataclasses.replace(
                 decode_request(frame), connection_id=connection_id, client_host=client_host
             )
         except FrameError as exc:
-            log.info("bad frame: %s", exc)
-            if not session.authenticated:
-                return False  # as Kafka's SaslServerAuthenticator (InvalidRequestException)
-            return self._error_frame(key, version, correlation_id, exc.error_code)
+            # As Kafka (RequestContext.parseRequest's InvalidRequestException, before and after
+            # authentication): a body that cannot be decoded closes the connection.
+            log.info("closing connection %d from %s: %s", connection_id, client_host, exc)
+            return False
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "connection %d: %s v%d (correlation id %d, %d bytes)",

@@ -1,10 +1,12 @@
 """Socket-level limits of the protocol server, with Kafka's configs and behaviour.
 
-- ``max.connections`` and ``max.connections.per.ip`` (with
-  ``max.connections.per.ip.overrides``): a connection over either limit is closed as
-  soon as it is accepted (nothing is read or answered). Over the per-IP limit Kafka's
-  ``ConnectionQuotas`` closes it too; over ``max.connections`` Kafka's acceptor waits for
-  a free slot instead (docs/conformance.md, "Connections and limits").
+- ``max.connections`` (broker-wide) and ``listener.name.<listener>.max.connections``: as
+  Kafka's ``ConnectionQuotas.waitForConnectionSlot``, a listener at either limit stops
+  accepting until a connection closes; the clients waiting meanwhile wait in the
+  kernel's listen backlog (no socket is queued here beyond the one accepted).
+- ``max.connections.per.ip`` (with ``max.connections.per.ip.overrides``): a connection
+  from an address at its limit is closed as soon as it is accepted (nothing is read or
+  answered), as Kafka's ``TooManyConnectionsException``.
 - Frame sizes: ``socket.request.max.bytes`` once a connection may send requests;
   on a SASL listener, until the client has authenticated, ``sasl.server.max.receive.size``
   (512 KiB), as Kafka's ``SaslServerAuthenticator``.  A larger size prefix closes the
@@ -22,9 +24,11 @@ import ipaddress
 import logging
 import socket
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from txn.config import BrokerConfig, per_ip_overrides
+from txn.errors import InvalidConfigError
 
 log = logging.getLogger("sharetxn.server")
 
@@ -55,44 +59,76 @@ def _resolve(host: str) -> str:
 
 @dataclass(slots=True)
 class ConnectionQuotas:
-    """Counts open connections, in all and per client address."""
+    """Counts open connections: in all, per listener and per client address."""
 
     max_connections: int
     max_per_ip: int
     overrides: dict[str, int]
+    #: listener name (upper case) -> its ``listener.name.<listener>.max.connections``
+    listener_max: dict[str, int] = field(default_factory=dict)
     _per_ip: dict[str, int] = field(default_factory=dict)
+    _per_listener: dict[str, int] = field(default_factory=dict)
     _total: int = 0
 
     @classmethod
-    def from_config(cls, config: BrokerConfig) -> ConnectionQuotas:
+    def from_config(cls, config: BrokerConfig, listeners: Iterable[str] = ()) -> ConnectionQuotas:
         raw = per_ip_overrides(config.get_str("max.connections.per.ip.overrides"))
+        listener_max: dict[str, int] = {}
+        for name in listeners:
+            key = f"listener.name.{name.lower()}.max.connections"
+            text = config.get(key)
+            if text is None:
+                continue
+            try:
+                value = int(str(text))
+            except ValueError:
+                value = -1
+            if value < 0:
+                msg = f"Invalid value {text} for configuration {key}: Value must be at least 0"
+                raise InvalidConfigError(msg)
+            listener_max[name.upper()] = value
         return cls(
             config.get_int("max.connections"),
             config.get_int("max.connections.per.ip"),
             {_resolve(host): count for host, count in raw.items()},
+            listener_max,
         )
 
     def limit_for(self, host: str) -> int:
         return self.overrides.get(host, self.max_per_ip)
 
-    def acquire(self, host: str) -> str | None:
-        """Count a new connection from ``host``; or the reason it must be closed."""
-        if self._total >= self.max_connections:
-            return f"max.connections ({self.max_connections}) reached"
+    def slot_available(self, listener: str = "") -> bool:
+        """Whether ``listener`` may accept one more connection (Kafka's connectionSlotAvailable)."""
+        limit = self.listener_max.get(listener.upper())
+        if limit is not None and self._per_listener.get(listener.upper(), 0) >= limit:
+            return False
+        return self._total < self.max_connections
+
+    def acquire(self, host: str, listener: str = "") -> str | None:
+        """Count a connection accepted from ``host`` while a slot was available; or the
+        reason it must be closed (``host`` is at its per-address limit: not counted)."""
         limit = self.limit_for(host)
         if self._per_ip.get(host, 0) >= limit:
             return f"address already has the configured maximum of {limit} connections"
         self._total += 1
         self._per_ip[host] = self._per_ip.get(host, 0) + 1
+        name = listener.upper()
+        self._per_listener[name] = self._per_listener.get(name, 0) + 1
         return None
 
-    def release(self, host: str) -> None:
+    def release(self, host: str, listener: str = "") -> None:
         self._total -= 1
         left = self._per_ip.get(host, 0) - 1
         if left > 0:
             self._per_ip[host] = left
         else:
             self._per_ip.pop(host, None)
+        name = listener.upper()
+        left = self._per_listener.get(name, 0) - 1
+        if left > 0:
+            self._per_listener[name] = left
+        else:
+            self._per_listener.pop(name, None)
 
 
 async def _read(reader: asyncio.StreamReader, n: int, idle_s: float | None) -> bytes:

@@ -1,20 +1,25 @@
-"""TLS for SSL and SASL_SSL listeners, from PEM (Kafka's ``ssl.keystore.type=PEM``).
+"""TLS for SSL and SASL_SSL listeners, from PEM or PKCS12 stores (Kafka's store types).
 
-The key store is a PEM file holding the private key and the certificate chain
+``ssl.keystore.type=PEM``: a PEM file holding the private key and the certificate chain
 (``ssl.keystore.location``) or the two inline (``ssl.keystore.key`` and
 ``ssl.keystore.certificate.chain``); the trust store is a PEM file of CA
 certificates (``ssl.truststore.location``) or inline
-(``ssl.truststore.certificates``).  ``ssl.client.auth`` = none, requested or
-required.  A client that presented a certificate is ``User:<its subject DN>``
-in RFC 2253 form, as Kafka's default principal builder names it.
+(``ssl.truststore.certificates``).  ``PKCS12``: the file at ``ssl.keystore.location``
+opened with ``ssl.keystore.password`` (required, as Kafka; its key under the same
+password, as keytool makes them), the trust store's every certificate trusted
+(``ssl.truststore.password`` optional, as Kafka).  JKS needs Java: refused.
+``ssl.client.auth`` = none, requested or required.  A client that presented a
+certificate is ``User:<its subject DN>`` in RFC 2253 form, as Kafka's default principal
+builder names it.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import ssl
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -84,6 +89,113 @@ def _pem_files(chain: str, key: str) -> Iterator[tuple[str, str]]:
         yield paths[0], paths[1]
 
 
+#: ``ssl.keystore.type`` / ``ssl.truststore.type`` values served (Kafka's JKS needs Java).
+STORE_TYPES = ("PEM", "PKCS12")
+
+
+def _read_pkcs12(path: str, password: str | None, kind: str) -> Any:
+    """A PKCS12 file opened with ``password``; Kafka's message if it cannot be."""
+    from cryptography.hazmat.primitives.serialization import pkcs12  # noqa: PLC0415
+
+    data = Path(path).read_bytes()
+    try:
+        return pkcs12.load_pkcs12(data, None if password is None else password.encode())
+    except ValueError:
+        msg = f"Failed to load SSL {kind} {path} of type PKCS12 (wrong password or not PKCS12)"
+        raise InvalidConfigError(msg) from None
+
+
+def _load_pkcs12_keystore(
+    context: ssl.SSLContext, get: Callable[[str], str | None], listener: str
+) -> None:
+    """The key and certificate chain of a PKCS12 key store, as Kafka's FileBasedStore."""
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
+
+    location, store_password = get("ssl.keystore.location"), get("ssl.keystore.password")
+    if not location:
+        msg = f"listener {listener} uses TLS: set ssl.keystore.location (a PKCS12 key store)"
+        raise InvalidConfigError(msg)
+    if store_password is None:
+        msg = "SSL key store is specified, but key store password is not specified."
+        raise InvalidConfigError(msg)
+    # As Java's PKCS12 key stores: one password for the file and its key (keytool refuses a
+    # different key password for PKCS12), so ssl.key.password is not needed here.
+    store = _read_pkcs12(location, store_password, "keystore")
+    if store.key is None or store.cert is None:
+        msg = f"Failed to load SSL keystore {location} of type PKCS12: it holds no private key"
+        raise InvalidConfigError(msg)
+    # Handed to the ssl module encrypted with a one-time password (never in clear on disk).
+    one_time = secrets.token_urlsafe(24)
+    key_pem = store.key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(one_time.encode()),
+    ).decode()
+    chain = [store.cert.certificate, *(c.certificate for c in store.additional_certs)]
+    chain_pem = "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in chain)
+    with _pem_files(chain_pem, key_pem) as (chain_path, key_path):
+        context.load_cert_chain(chain_path, key_path, password=one_time)
+
+
+def _pkcs12_trusted(get: Callable[[str], str | None]) -> str:
+    """Every certificate of a PKCS12 trust store, as PEM."""
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
+
+    location = get("ssl.truststore.location")
+    assert location is not None
+    store = _read_pkcs12(location, get("ssl.truststore.password"), "truststore")
+    certs = ([store.cert] if store.cert is not None else []) + list(store.additional_certs)
+    if not certs:
+        msg = f"Failed to load SSL truststore {location} of type PKCS12: it holds no certificate"
+        raise InvalidConfigError(msg)
+    return "".join(c.certificate.public_bytes(serialization.Encoding.PEM).decode() for c in certs)
+
+
+def _check_store_settings(
+    get: Callable[[str], str | None], keystore_type: str, truststore_type: str
+) -> None:
+    """The combinations Kafka's DefaultSslEngineFactory refuses, with its messages."""
+    key, chain, location = (
+        get("ssl.keystore.key"),
+        get("ssl.keystore.certificate.chain"),
+        get("ssl.keystore.location"),
+    )
+    refusals = (
+        (
+            key is not None and keystore_type != "PEM",
+            "SSL private key can be specified only for PEM, but key store type is "
+            f"{keystore_type}.",
+        ),
+        (
+            key is not None and location is not None,
+            "Both SSL key store location and separate private key are specified.",
+        ),
+        (
+            key is None and chain is not None,
+            "SSL certificate chain is specified, but private key is not specified",
+        ),
+        (
+            get("ssl.truststore.certificates") is not None and truststore_type != "PEM",
+            "SSL trust store certs can be specified only for PEM, but trust store type is "
+            f"{truststore_type}.",
+        ),
+        (
+            keystore_type == "PEM" and get("ssl.keystore.password") is not None,
+            "SSL key store password cannot be specified with PEM format, only key password "
+            "may be specified",
+        ),
+        (
+            truststore_type == "PEM"
+            and get("ssl.truststore.password") is not None
+            and (get("ssl.truststore.location") or get("ssl.truststore.certificates")),
+            "SSL trust store password cannot be specified for PEM format.",
+        ),
+    )
+    for refused, msg in refusals:
+        if refused:
+            raise InvalidConfigError(msg)
+
+
 def server_context(config: BrokerConfig, listener: str, *, sasl: bool = False) -> ssl.SSLContext:
     """The SSL context of one listener (``listener.name.<listener>.ssl.*`` overrides).
 
@@ -94,11 +206,18 @@ def server_context(config: BrokerConfig, listener: str, *, sasl: bool = False) -
     def get(key: str) -> str | None:
         return config.get_listener_str(listener, key)
 
-    for store in ("ssl.keystore.type", "ssl.truststore.type"):
-        kind = (get(store) or "").upper()
+    keystore_type = (get("ssl.keystore.type") or "").upper()
+    truststore_type = (get("ssl.truststore.type") or "").upper()
+    for store, kind in (
+        ("ssl.keystore.type", keystore_type),
+        ("ssl.truststore.type", truststore_type),
+    ):
         relevant = store == "ssl.keystore.type" or get("ssl.truststore.location")
-        if relevant and kind != "PEM":
-            msg = f"{store}={kind}: only PEM key and trust stores are supported (set {store}=PEM)"
+        if relevant and kind not in STORE_TYPES:
+            msg = (
+                f"Invalid value {kind} for configuration {store}: {kind} stores are not "
+                f"supported here (set {store} to PKCS12 or PEM)"
+            )
             raise InvalidConfigError(msg)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
@@ -108,8 +227,11 @@ def server_context(config: BrokerConfig, listener: str, *, sasl: bool = False) -
         get("ssl.keystore.certificate.chain"),
         get("ssl.keystore.key"),
     )
+    _check_store_settings(get, keystore_type, truststore_type)
     try:
-        if location:
+        if keystore_type == "PKCS12":
+            _load_pkcs12_keystore(context, get, listener)
+        elif location:
             context.load_cert_chain(location, password=password)
         elif chain and key:
             with _pem_files(chain, key) as (chain_path, key_path):
@@ -124,7 +246,9 @@ def server_context(config: BrokerConfig, listener: str, *, sasl: bool = False) -
             get("ssl.truststore.location"),
             get("ssl.truststore.certificates"),
         )
-        if trust_file:
+        if trust_file and truststore_type == "PKCS12":
+            context.load_verify_locations(cadata=_pkcs12_trusted(get))
+        elif trust_file:
             context.load_verify_locations(cafile=trust_file)
         elif trust_inline:
             context.load_verify_locations(cadata=trust_inline)

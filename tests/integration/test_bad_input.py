@@ -129,6 +129,28 @@ def test_unsupported_api_versions_request_gets_v0_error(shared_broker: LocalBrok
     assert (correlation, error) == (7, 35)
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [
+        # Heartbeat v3 (its response has an error code): the group id runs past the frame
+        struct.pack(">hhih", 12, 3, 7, 1) + b"x" + b"\x00\x05ab",
+        # Heartbeat at a version no broker serves
+        struct.pack(">hhih", 12, 99, 7, 1) + b"x" + b"\x00" * 10,
+        # FindCoordinator v0 with a null key
+        struct.pack(">hhih", 10, 0, 7, 1) + b"x" + b"\xff\xff",
+        # an unknown API key
+        struct.pack(">hhih", 2000, 0, 7, 1) + b"x",
+    ],
+    ids=["undecodable", "unsupported-version", "null-key", "unknown-api"],
+)
+def test_undecodable_or_unsupported_requests_close_the_connection(
+    shared_broker: LocalBroker, payload: bytes
+) -> None:
+    """As Kafka's SocketServer (InvalidRequestException): closed, nothing answered."""
+    assert _send_and_read(shared_broker.bootstrap_servers, payload) is None
+    _still_serves(shared_broker.bootstrap_servers)
+
+
 def test_unknown_topic_gets_an_error(shared_broker: LocalBroker) -> None:
     client = WireClient(shared_broker.bootstrap_servers)
     try:
@@ -178,12 +200,15 @@ def test_idle_connections_are_closed_and_connections_capped(
     with LocalBroker(data_dir=tmp_path_factory.mktemp("conn"), config=config) as b:
         idle = WireClient(b.bootstrap_servers)
         busy = WireClient(b.bootstrap_servers)
-        # a third connection is over max.connections: closed at once
+        assert int(busy.request(18, 3, {"client_software_name": "t"}).error_code) == 0
+        # A third connection is over max.connections: as Kafka's acceptor, the broker stops
+        # accepting (the client waits in the listen backlog) until a connection closes.
         third = WireClient(b.bootstrap_servers)
-        with pytest.raises((ConnectionError, OSError)):
-            third.send_raw(third.encode(18, 3, {"client_software_name": "t"}))
-            third.recv_frame()
-        third.close()
+        third.send_raw(third.encode(18, 3, {"client_software_name": "t"}))
+        third.sock.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            third.sock.recv(4)
+        third.sock.settimeout(10)
         for _ in range(15):  # busy keeps talking; idle says nothing for longer than 1 s
             resp = busy.request(18, 3, {"client_software_name": "t"})
             assert int(resp.error_code) == 0
@@ -191,7 +216,35 @@ def test_idle_connections_are_closed_and_connections_capped(
         with pytest.raises((ConnectionError, OSError)):
             idle.recv_frame()  # the broker closed it
         idle.close()
+        # idle's slot went to the waiting connection: its request is answered now
+        assert third.recv_frame()
+        third.close()
         busy.close()
+
+
+def test_a_listener_limit_holds_its_clients_until_a_slot_frees(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """``listener.name.<l>.max.connections``: the listener waits; others are not affected."""
+    config = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT",
+        "listener.name.plaintext.max.connections": "1",
+    }
+    with LocalBroker(data_dir=tmp_path_factory.mktemp("lst"), config=config) as b:
+        plain, other = b.listener_bootstrap("PLAINTEXT"), b.listener_bootstrap("OTHER")
+        first = WireClient(plain)
+        assert int(first.request(18, 3, {"client_software_name": "t"}).error_code) == 0
+        waiting = WireClient(plain)
+        waiting.send_raw(waiting.encode(18, 3, {"client_software_name": "t"}))
+        waiting.sock.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            waiting.sock.recv(4)
+        _still_serves(other)  # the broker-wide limit is not reached
+        first.close()
+        waiting.sock.settimeout(10)
+        assert waiting.recv_frame()
+        waiting.close()
 
 
 HUGE_LENGTHS = [

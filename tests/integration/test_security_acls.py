@@ -23,6 +23,9 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourcePatternType,
     ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
 )
 
 from coordinator.launcher import LocalBroker
@@ -382,3 +385,119 @@ def test_command_config_for_every_client_command(broker: LocalBroker, tmp_path: 
         ["txn", "list"],
     ):
         assert main([*command, *common, "--command-config", str(librdkafka_style)]) == 0, command
+
+
+def _bits(*ops: AclOperation) -> int:
+    return sum(1 << int(op.value) for op in ops)
+
+
+def test_authorized_operations_follow_the_acls(broker: LocalBroker) -> None:
+    """As Kafka's AuthHelper.authorizedOperations: the operations alice's ACLs allow, with
+    DESCRIBE implied by READ (and DESCRIBE_CONFIGS by ALTER_CONFIGS); INT32_MIN unasked."""
+    topic, group, share = unique("ops"), unique("ops-group"), unique("ops-share")
+    create_topic(broker, topic)
+    allow(broker, ResourceType.GROUP, share, AclOperation.READ)
+    allow(broker, ResourceType.TOPIC, topic, AclOperation.READ)
+    allow(broker, ResourceType.TOPIC, topic, AclOperation.ALTER_CONFIGS)
+    allow(broker, ResourceType.GROUP, group, AclOperation.READ)
+    raw = BrokerConnection("127.0.0.1", broker.port, security=ClientSecurity.from_config(ALICE))
+    topic_ops = _bits(
+        AclOperation.READ,
+        AclOperation.DESCRIBE,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.DESCRIBE_CONFIGS,
+    )
+    every_topic_op = _bits(
+        AclOperation.READ,
+        AclOperation.WRITE,
+        AclOperation.CREATE,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    )
+    try:
+        ask = {"topics": [{"name": topic}, {"name": "not-for-alice"}]}
+        asked = raw.request(3, 12, {**ask, "include_topic_authorized_operations": True})
+        ops = {t.name: int(t.topic_authorized_operations) for t in asked.topics}
+        # a topic alice may not describe: refused, no operations (as Kafka)
+        assert ops == {topic: topic_ops, "not-for-alice": -(2**31)}
+        unasked = raw.request(3, 12, {**ask, "include_topic_authorized_operations": False})
+        assert {int(t.topic_authorized_operations) for t in unasked.topics} == {-(2**31)}
+        # DescribeGroups v5, ConsumerGroupDescribe and ShareGroupDescribe: READ implies DESCRIBE
+        group_ops = _bits(AclOperation.READ, AclOperation.DESCRIBE)
+        groups = raw.request(15, 5, {"groups": [group], "include_authorized_operations": True})
+        assert [int(g.authorized_operations) for g in groups.groups] == [group_ops]
+        member = {"member_id": uuid.uuid4().hex, "member_epoch": 0}
+        subscribed = {"subscribed_topic_names": [topic], **member}
+        joined = raw.request(
+            68,
+            1,
+            {"group_id": group, "rebalance_timeout": 30000, "topic_partitions": [], **subscribed},
+        )
+        assert int(joined.error_code) == ErrorCode.NONE
+        assert int(raw.request(76, 1, {"group_id": share, **subscribed}).error_code) == 0
+        for key, version, name in ((69, 0, group), (77, 1, share)):
+            body = {"group_ids": [name, unique("unknown")], "include_authorized_operations": True}
+            described = raw.request(key, version, body)
+            # an unknown group is an error: no operations (as Kafka)
+            assert [int(g.authorized_operations) for g in described.groups] == [
+                group_ops,
+                -(2**31),
+            ], key
+            body["include_authorized_operations"] = False
+            unasked_groups = raw.request(key, version, body)
+            assert {int(g.authorized_operations) for g in unasked_groups.groups} == {-(2**31)}
+        # a super user: every operation the resource type supports
+        super_user = BrokerConnection(
+            "127.0.0.1", broker.port, security=ClientSecurity.from_config(ADMIN)
+        )
+        try:
+            every = super_user.request(3, 12, {**ask, "include_topic_authorized_operations": True})
+            assert int(every.topics[0].topic_authorized_operations) == every_topic_op
+            every_cluster = super_user.request(
+                60, 0, {"include_cluster_authorized_operations": True}
+            )
+            assert int(every_cluster.cluster_authorized_operations) == _bits(
+                AclOperation.CREATE,
+                AclOperation.CLUSTER_ACTION,
+                AclOperation.DESCRIBE_CONFIGS,
+                AclOperation.ALTER_CONFIGS,
+                AclOperation.IDEMPOTENT_WRITE,
+                AclOperation.ALTER,
+                AclOperation.DESCRIBE,
+            )
+        finally:
+            super_user.close()
+    finally:
+        raw.close()
+
+
+def test_cluster_authorized_operations(broker: LocalBroker) -> None:
+    """0 for a principal that may not DESCRIBE the cluster (Kafka), else its operations."""
+    user = unique("dave")
+    upsert = UserScramCredentialUpsertion(
+        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"dave-secret"
+    )
+    client = admin(broker)
+    for future in client.alter_user_scram_credentials([upsert]).values():
+        future.result(10)
+    security = ClientSecurity.from_config(sasl("SCRAM-SHA-512", user, "dave-secret"))
+    raw = BrokerConnection("127.0.0.1", broker.port, security=security)
+    try:
+
+        def cluster_ops() -> tuple[int, int]:
+            v10 = raw.request(3, 10, {"topics": [], "include_cluster_authorized_operations": True})
+            cluster = raw.request(60, 0, {"include_cluster_authorized_operations": True})
+            return (
+                int(v10.cluster_authorized_operations),
+                int(cluster.cluster_authorized_operations),
+            )
+
+        assert cluster_ops() == (0, 0)
+        allow(broker, ResourceType.BROKER, "kafka-cluster", AclOperation.ALTER, f"User:{user}")
+        both = _bits(AclOperation.ALTER, AclOperation.DESCRIBE)  # ALTER implies DESCRIBE
+        assert cluster_ops() == (both, both)
+    finally:
+        raw.close()

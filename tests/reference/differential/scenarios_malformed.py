@@ -84,6 +84,23 @@ def garbage_body(ctx: Ctx) -> Any:
 
 
 @scenario(AREA)
+def garbage_body_with_error_code(ctx: Ctx) -> Any:
+    # Heartbeat v3: its response has a top-level error code; the group id runs past the frame
+    return _reaction_to(ctx, _header(12, 3) + b"\x00\x05ab")
+
+
+@scenario(AREA)
+def unsupported_version_with_error_code(ctx: Ctx) -> Any:
+    return _reaction_to(ctx, _header(12, 99) + b"\x00" * 10)
+
+
+@scenario(AREA)
+def garbage_api_versions_body(ctx: Ctx) -> Any:
+    # ApiVersions v3 (flexible): the client software name's length runs past the frame
+    return _reaction_to(ctx, _header(18, 3) + b"\x00\x7fab")
+
+
+@scenario(AREA)
 def truncated_header(ctx: Ctx) -> Any:
     return _reaction_to(ctx, b"\x00\x03")
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 
 from coordinator.launcher import LocalBroker
 from tests.reference.differential import (  # noqa: F401 - registers the scenarios
+    scenarios_authorized_ops,
     scenarios_config_broker,
     scenarios_config_describe,
     scenarios_config_group,

@@ -175,47 +175,124 @@ def decode_batch(
         return DecodedBatch(header.base_offset, header.last_offset, True, ())
     codec = header.attributes & ATTR_COMPRESSION_MASK
     body = decompress(codec, bytes(buf[pos + HEADER_SIZE : end]))
+    if not isinstance(body, bytes):  # slices of it become the records' keys and values
+        body = bytes(body)
     log_append_time = bool(header.attributes & ATTR_TIMESTAMP_TYPE)
-    records: list[DecodedRecord] = []
-    p = 0
     try:
-        for _ in range(header.records_count):
-            length, p = _varint(body, p)
-            rec_end = p + length
-            if length < 0 or rec_end > len(body):
-                msg = f"record length {length} runs past the batch"
-                raise CorruptRecordError(msg)
-            p += 1  # attributes
-            ts_delta, p = _varint(body, p)
-            offset_delta, p = _varint(body, p)
-            key, p = _blob(body, p)
-            value, p = _blob(body, p)
-            count, p = _varint(body, p)
-            headers: list[tuple[str, bytes | None]] = []
-            for _h in range(count):
-                hkey, p = _blob(body, p)
-                hvalue, p = _blob(body, p)
-                headers.append(((hkey or b"").decode("utf-8", "replace"), hvalue))
-            if p != rec_end:
-                msg = f"record at offset delta {offset_delta} has {rec_end - p} stray bytes"
-                raise CorruptRecordError(msg)
-            timestamp = (
-                header.max_timestamp if log_append_time else header.base_timestamp + ts_delta
-            )
-            records.append(
-                DecodedRecord(
-                    header.base_offset + offset_delta,
-                    timestamp,
-                    key,
-                    value,
-                    tuple(headers),
-                    int(log_append_time),
-                )
-            )
+        records = _decode_records(body, header, log_append_time)
     except IndexError as exc:
         msg = f"record batch at offset {header.base_offset} is truncated"
         raise CorruptRecordError(msg) from exc
     return DecodedBatch(header.base_offset, header.last_offset, False, tuple(records))
+
+
+def _decode_records(body: bytes, header: BatchHeader, log_append_time: bool) -> list[DecodedRecord]:
+    """The records of one uncompressed records section.
+
+    The hot loop of every fetch: varints of one or two bytes (lengths up to 8 KB, deltas,
+    counts) are read inline; longer ones, and every bound, go through ``_uvarint``.  An
+    IndexError means the section ended inside a record.
+    """
+    records: list[DecodedRecord] = []
+    append = records.append
+    size = len(body)
+    base_offset = header.base_offset
+    base_timestamp = header.base_timestamp
+    stamp = int(log_append_time)
+    no_headers: tuple[tuple[str, bytes | None], ...] = ()
+    p = 0
+    for _ in range(header.records_count):
+        # length (zigzag varint), inline for one and two bytes
+        b = body[p]
+        if b < 0x80:
+            raw = b
+            p += 1
+        elif body[p + 1] < 0x80:
+            raw = (b & 0x7F) | (body[p + 1] << 7)
+            p += 2
+        else:
+            raw, p = _uvarint(body, p)
+        length = (raw >> 1) ^ -(raw & 1)
+        rec_end = p + length
+        if length < 0 or rec_end > size:
+            msg = f"record length {length} runs past the batch"
+            raise CorruptRecordError(msg)
+        p += 1  # attributes
+        b = body[p]
+        if b < 0x80:
+            raw = b
+            p += 1
+        else:
+            raw, p = _uvarint(body, p)
+        ts_delta = (raw >> 1) ^ -(raw & 1)
+        b = body[p]
+        if b < 0x80:
+            raw = b
+            p += 1
+        else:
+            raw, p = _uvarint(body, p)
+        offset_delta = (raw >> 1) ^ -(raw & 1)
+        # key
+        b = body[p]
+        if b < 0x80:
+            raw = b
+            p += 1
+        elif body[p + 1] < 0x80:
+            raw = (b & 0x7F) | (body[p + 1] << 7)
+            p += 2
+        else:
+            raw, p = _uvarint(body, p)
+        n = (raw >> 1) ^ -(raw & 1)
+        if n < 0:
+            key = None
+        else:
+            if p + n > rec_end:
+                msg = "record field runs past the end of the batch"
+                raise CorruptRecordError(msg)
+            key = body[p : p + n]
+            p += n
+        # value
+        b = body[p]
+        if b < 0x80:
+            raw = b
+            p += 1
+        elif body[p + 1] < 0x80:
+            raw = (b & 0x7F) | (body[p + 1] << 7)
+            p += 2
+        else:
+            raw, p = _uvarint(body, p)
+        n = (raw >> 1) ^ -(raw & 1)
+        if n < 0:
+            value = None
+        else:
+            if p + n > rec_end:
+                msg = "record field runs past the end of the batch"
+                raise CorruptRecordError(msg)
+            value = body[p : p + n]
+            p += n
+        count, p = _varint(body, p)
+        headers = no_headers
+        if count > 0:
+            found: list[tuple[str, bytes | None]] = []
+            for _h in range(count):
+                hkey, p = _blob(body, p)
+                hvalue, p = _blob(body, p)
+                found.append(((hkey or b"").decode("utf-8", "replace"), hvalue))
+            headers = tuple(found)
+        if p != rec_end:
+            msg = f"record at offset delta {offset_delta} has {rec_end - p} stray bytes"
+            raise CorruptRecordError(msg)
+        append(
+            DecodedRecord(
+                base_offset + offset_delta,
+                header.max_timestamp if log_append_time else base_timestamp + ts_delta,
+                key,
+                value,
+                headers,
+                stamp,
+            )
+        )
+    return records
 
 
 def decode_records(buf: bytes, *, check_crc: bool = True) -> Iterator[DecodedRecord]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import signal
+from types import FrameType
 
 from rich.console import Console
 
@@ -68,14 +70,24 @@ def run(args: argparse.Namespace) -> int:
         f"driver kill {'on' if args.crash else 'off'}, "
         f"{per_task * args.read_tasks:,} records a batch"
     )
-    result = run_demo(
-        records=args.records,
-        crash=args.crash,
-        keep=args.keep,
-        records_per_task=per_task,
-        read_tasks=args.read_tasks,
-        console=console,
-    )
+
+    def terminated(signum: int, _frame: FrameType | None) -> None:
+        # SIGTERM (``timeout``, a supervisor) unwinds as Ctrl-C does: the drivers and the
+        # broker are stopped on the way out instead of being left running.
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        result = run_demo(
+            records=args.records,
+            crash=args.crash,
+            keep=args.keep,
+            records_per_task=per_task,
+            read_tasks=args.read_tasks,
+            console=console,
+        )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     console.print(summary_table(result))
     if args.keep:
         console.print(f"data kept in {result.data_dir}")

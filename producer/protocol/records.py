@@ -174,9 +174,8 @@ def decode_batch(
     if header.is_control:
         return DecodedBatch(header.base_offset, header.last_offset, True, ())
     codec = header.attributes & ATTR_COMPRESSION_MASK
-    body = decompress(codec, bytes(buf[pos + HEADER_SIZE : end]))
-    if not isinstance(body, bytes):  # slices of it become the records' keys and values
-        body = bytes(body)
+    # bytes (not a buffer): slices of it become the records' keys and values
+    body = bytes(decompress(codec, bytes(buf[pos + HEADER_SIZE : end])))
     log_append_time = bool(header.attributes & ATTR_TIMESTAMP_TYPE)
     try:
         records = _decode_records(body, header, log_append_time)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -37,3 +41,47 @@ def test_sharetxn_demo_kills_the_driver_and_stays_exactly_once() -> None:
     for line in ("duplicates", "lost", "unacknowledged inputs", "open transactions"):
         row = next(r for r in out.splitlines() if line in r)
         assert row.split()[-2] == "0", row
+
+
+def _processes_naming(text: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if text.encode() in f.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def test_sigterm_stops_the_demos_broker_and_drivers() -> None:
+    """``timeout`` or a supervisor stops the demo with SIGTERM: it exits 143 and leaves no
+    broker or Spark driver behind (they run in sessions of their own)."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "chaos.cli", "demo", "--records", "300"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"},
+    ) as demo:
+        assert demo.stdout is not None
+        work = ""
+        deadline = time.monotonic() + 120
+        for line in demo.stdout:
+            if line.startswith("broker ") and ", data in " in line:
+                work = line.rsplit(", data in ", 1)[1].strip()
+                break
+            assert time.monotonic() < deadline, "the demo never started its broker"
+        assert work, "no broker line"
+        time.sleep(3)  # the first driver and the broker are running
+        assert _processes_naming(work), "the demo's processes should be running now"
+        demo.send_signal(signal.SIGTERM)
+        demo.stdout.read()
+        assert demo.wait(60) == 128 + signal.SIGTERM
+    deadline = time.monotonic() + 20
+    while _processes_naming(work) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _processes_naming(work) == [], f"left running after SIGTERM: {work}"

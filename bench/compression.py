@@ -14,7 +14,7 @@ rounds; figures are medians.
 Example::
 
     python bench/compression.py                  # about 1 minute
-    python bench/compression.py --baseline-rev HEAD~5 --json out.json
+    python bench/compression.py --baseline-rev HEAD~5 --baseline-cramjam --json out.json
 """
 
 from __future__ import annotations
@@ -97,6 +97,11 @@ def measure(tree: Path, batch_file: Path, seconds: float, records: int, hide: bo
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline-rev", default=BASELINE_REV)
+    parser.add_argument(
+        "--baseline-cramjam",
+        action="store_true",
+        help="let the baseline use cramjam (for a baseline newer than the move to cramjam)",
+    )
     parser.add_argument("--records", type=int, default=500, help="records per batch")
     toolkit.add_int_options(parser, batches=20, value_bytes=200)
     parser.add_argument("--seconds", type=float, default=1.5, help="per case and round")
@@ -126,7 +131,9 @@ def main(argv: list[str] | None = None) -> int:
             cases[codec] = (
                 toolkit.Series(codec, f"{codec}, this tree", decoding(codec, ROOT, False)),
                 toolkit.Series(
-                    f"{codec}-base", f"{codec}, baseline", decoding(codec, worktree, True)
+                    f"{codec}-base",
+                    f"{codec}, baseline",
+                    decoding(codec, worktree, not args.baseline_cramjam),
                 ),
             )
         series = [case for pair in cases.values() for case in pair]

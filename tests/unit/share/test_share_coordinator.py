@@ -445,7 +445,9 @@ def test_read_with_a_higher_leader_epoch_records_it(bench: Bench) -> None:
     assert bench.total_records() == before + 1
     _, record_key, value = bench.records(KEY)[-1]
     assert record_key.record_type is ShareRecordType.SHARE_UPDATE
-    assert value == ShareUpdateValue(0, 2, 5, ())
+    # The bump carries the recorded start offset and delivery complete count (0 since
+    # initialization: the write above carried none, -1, with a lower start offset).
+    assert value == ShareUpdateValue(0, 2, 5, (), delivery_complete_count=0)
     view = c.state(KEY)
     assert view is not None
     assert view.leader_epoch == 2
@@ -476,7 +478,7 @@ def test_leader_bump_is_a_snapshot_when_one_is_due() -> None:
     assert bench.coordinator.read_state(KEY, 7).error is E.NONE
     _, _, value = bench.records(KEY)[-1]
     now = bench.clock.now_ms()
-    assert value == ShareSnapshotValue(1, 0, 7, 3, now, now, ())
+    assert value == ShareSnapshotValue(1, 0, 7, 3, now, now, (), delivery_complete_count=0)
 
 
 # --- delete and summary ----------------------------------------------------------------------
@@ -516,7 +518,7 @@ def test_read_state_summary(bench: Bench) -> None:
     assert c.read_state_summary(KEY, 0) == StateSummary(E.NONE, 0, 0, -1)
     bench.init(state_epoch=3, start=10)
     c.read_state(KEY, 4)
-    assert c.read_state_summary(KEY, 1) == StateSummary(E.NONE, 3, 4, 10)  # no fencing
+    assert c.read_state_summary(KEY, 1) == StateSummary(E.NONE, 3, 4, 10, 0)  # no fencing
     assert bench.total_records() == 2  # initialize + the leader bump; the summary wrote nothing
 
 

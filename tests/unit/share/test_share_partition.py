@@ -749,3 +749,24 @@ def test_restart_reloads_the_persisted_state() -> None:
     assert persister.reads == [0, 1]
     assert (again.start_offset, again.end_offset, again.next_fetch_offset) == (5, 7, 5)
     assert acquire(again) == [(5, 6, 2), (7, 14, 1)]
+
+
+def test_a_restart_from_the_lagging_start_offset_resumes_where_the_partition_was() -> None:
+    """Each write carries the SPSO before it, so the persisted start lags; the state read back
+    moves past the records it says are complete and redelivers exactly the others."""
+    log, persister, _, sp = rig(5, 5)  # 0-4, 5-9
+    assert acquire(sp) == [(0, 9, 1)]
+    assert sp.acknowledge("m1", [AckBatch(0, 9, [ACCEPT] * 3 + [RELEASE] + [ACCEPT] * 6)]) is (
+        ErrorCode.NONE
+    )
+    assert (sp.start_offset, persister.start_offset) == (3, 0)
+    assert persister.delivery_complete_count == 9
+    again = make_sp(log, persister)
+    assert (again.start_offset, again.end_offset, again.next_fetch_offset) == (3, 10, 3)
+    assert acquire(again) == [(3, 3, 2)]
+    assert again.acknowledge("m1", [ack(3, 3, ACCEPT)]) is ErrorCode.NONE
+    assert (persister.last_write.start_offset, persister.last_write.delivery_complete_count) == (
+        3,
+        7,
+    )
+    assert (again.start_offset, again.end_offset) == (10, 10)

@@ -350,12 +350,13 @@ def read_share(
 
 
 def check_all_acknowledged(ctx: RunContext, label: str, group: str) -> None:
-    """The group's share-partition start offsets reached the high watermarks."""
+    """The group delivered every record up to the high watermarks (start offset plus the
+    records delivered from it, as Kafka's DescribeShareGroupOffsets reports them)."""
     from producer.admin import Admin  # noqa: PLC0415
 
     with Admin(ctx.bootstrap) as admin:
-        offsets = admin.describe_share_group_offsets(group, [ctx.topic.name])
-    got = sorted((o.partition, o.start_offset) for o in offsets)
+        progress = admin.share_group_progress(group, [ctx.topic.name])
+    got = sorted((tp.partition, o) for tp, o in progress.items())
     want = list(enumerate(ctx.topic.high_watermarks))
     if got != want:
         raise toolkit.CheckFailed(f"{label}: share-partition start offsets {got}, expected {want}")

@@ -117,10 +117,10 @@ def new_group(bootstrap: str) -> str:
 def all_acknowledged(bootstrap: str, group: str, topic: str, end: dict[int, int]) -> bool:
     with Admin(bootstrap) as admin:
         try:
-            offsets = admin.describe_share_group_offsets(group, [topic])
+            progress = admin.share_group_progress(group, [topic])
         except Exception:
             return False
-    return {o.partition: o.start_offset for o in offsets} == end
+    return {tp.partition: o for tp, o in progress.items()} == end
 
 
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:

@@ -392,9 +392,9 @@ def check_start_offsets(
     deadline = time.monotonic() + 10
     with Admin(ctx.bootstrap) as admin:
         while time.monotonic() < deadline:
-            offsets = admin.describe_share_group_offsets(group, [ctx.input_topic])
-            # -1: a share partition this group never fetched from (nothing acknowledged there)
-            got = sorted((o.partition, max(o.start_offset, 0)) for o in offsets)
+            progress = admin.share_group_progress(group, [ctx.input_topic])
+            # -1: a share partition this group never wrote (nothing acknowledged there)
+            got = sorted((tp.partition, max(o, 0)) for tp, o in progress.items())
             if got == want:
                 return
             time.sleep(0.05)  # commit markers are written after EndTxn answers

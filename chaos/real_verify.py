@@ -99,8 +99,8 @@ def read_state(
     state = FinalState()
     partitions = admin.list_topics()
     ends = {p: admin.list_offsets(Tp(input_topic, p), -1) for p in partitions[input_topic]}
-    for offset in admin.describe_share_group_offsets(group, [input_topic]):
-        state.spso[offset.partition] = (offset.start_offset, ends.get(offset.partition, 0))
+    for tp, progress in admin.share_group_progress(group, [input_topic]).items():
+        state.spso[tp.partition] = (progress, ends.get(tp.partition, 0))
     for p, end in ends.items():
         state.spso.setdefault(p, (-1, end))
     for p in partitions[output_topic]:

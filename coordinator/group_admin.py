@@ -165,11 +165,15 @@ class GroupAdmin:
                 summary = self._share.persister.read_state_summary(
                     ShareStateKey(group_id, info.topic_id, p), 0
                 )
-                start = summary.start_offset if summary.error is ErrorCode.NONE else -1
+                ok = summary.error is ErrorCode.NONE
+                start = summary.start_offset if ok else -1
+                complete = summary.delivery_complete_count if ok else -1
                 data = self._partitions.get(TopicPartition(name, p))
+                # Kafka's lag (KIP-1226): end offset - persisted start offset - the records at
+                # or above it whose delivery is complete; -1 while either is unknown.
                 lag = -1
-                if data is not None and start >= 0:
-                    lag = max(0, data.high_watermark - start)
+                if data is not None and start >= 0 and complete >= 0:
+                    lag = data.high_watermark - start - complete
                 rows.append(ShareOffset(p, ErrorCode.NONE, start, leader_epoch=0, lag=lag))
             topic_id = info.topic_id if info else NO_TOPIC_ID
             out.append(ShareOffsetsTopic(name, topic_id, tuple(rows)))

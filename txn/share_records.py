@@ -16,18 +16,29 @@ ShareSnapshot value (version 0, flexible)::
     CreateTimestamp int64 | WriteTimestamp int64
     StateBatches compact array of
         {FirstOffset int64, LastOffset int64, DeliveryState int8, DeliveryCount int16, tags}
-    tagged fields: 1000 FenceLeaderEpoch int32, 1001 FenceStateEpoch int32 (this broker's)
+    tagged fields: 0 DeliveryCompleteCount int32 (Kafka's, KIP-1226; -1 = unknown, absent),
+    this broker's 1000 FenceLeaderEpoch int32, 1001 FenceStateEpoch int32, 1002 ResetOffset int64
 
 ShareUpdate value (version 0, flexible)::
 
     version int16 = 0
     SnapshotEpoch int32 | LeaderEpoch int32 | StartOffset int64 (-1 = unchanged)
-    StateBatches (as above) | tagged fields
+    StateBatches (as above)
+    tagged fields: 0 DeliveryCompleteCount int32 (-1 = unknown, absent), 1002 ResetOffset int64
 
 A ShareUpdate has no StateEpoch.  A null value is a tombstone: the key's state is deleted
 (Kafka always writes tombstones with a ShareSnapshot key; a null ShareUpdate value is decoded
 as a tombstone too).  Unknown tagged fields are skipped on decode, so later versions can add
-fields (Kafka's DeliveryCompleteCount, the KIP-1289 staging fields) without breaking replay.
+fields (the KIP-1289 staging fields) without breaking replay.
+
+**DeliveryCompleteCount** (KIP-1226): the records at or above StartOffset whose delivery is
+complete (ACKNOWLEDGED or ARCHIVED), as the share partition counted them when it wrote;
+DescribeShareGroupOffsets reports lag = end offset - StartOffset - DeliveryCompleteCount.
+
+**ResetOffset.**  Kafka persists nothing when a share partition first takes the position
+``share.auto.offset.reset`` chose: StartOffset stays -1 until the first acknowledgement is
+written.  This broker records that position (while StartOffset is -1) so that a restart
+resumes there rather than at a later "latest"; what Kafka reports (StartOffset -1) is unchanged.
 
 **Fence epochs.**  A key is fenced against the highest leader and state epoch any of its
 records carried, and a re-initialization records a lower leader (and maybe state) epoch than
@@ -98,9 +109,11 @@ class ShareSnapshotValue:
     create_timestamp: int
     write_timestamp: int
     state_batches: tuple[StateBatch, ...] = ()
+    delivery_complete_count: int = -1  # tagged (KIP-1226); -1: unknown
     # The key's fences when higher than leader_epoch / state_epoch (tagged; None: not higher).
     fence_leader_epoch: int | None = None
     fence_state_epoch: int | None = None
+    reset_offset: int | None = None  # tagged: the pinned reset position while start is -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +124,8 @@ class ShareUpdateValue:
     leader_epoch: int
     start_offset: int
     state_batches: tuple[StateBatch, ...] = ()
+    delivery_complete_count: int = -1  # tagged (KIP-1226); -1: unknown
+    reset_offset: int | None = None  # tagged: the pinned reset position while start is -1
 
 
 ShareRecordValue = ShareSnapshotValue | ShareUpdateValue
@@ -133,8 +148,19 @@ _VALUE_TYPES: dict[ShareRecordType, type[ShareRecordValue]] = {
 }
 
 
-#: ShareSnapshot tagged fields: tag -> the int32 field it carries.
-_SNAPSHOT_TAGS = {1000: "fence_leader_epoch", 1001: "fence_state_epoch"}
+#: Each value's tagged fields: tag -> (field, struct code, the value that is not written).
+_TAGS: dict[type[ShareRecordValue], dict[int, tuple[str, str, int | None]]] = {
+    ShareSnapshotValue: {
+        0: ("delivery_complete_count", "i", -1),
+        1000: ("fence_leader_epoch", "i", None),
+        1001: ("fence_state_epoch", "i", None),
+        1002: ("reset_offset", "q", None),
+    },
+    ShareUpdateValue: {
+        0: ("delivery_complete_count", "i", -1),
+        1002: ("reset_offset", "q", None),
+    },
+}
 
 
 def _check_range(name: str, value: int, bounds: tuple[int, int]) -> None:
@@ -226,32 +252,31 @@ def encode_value(value: ShareRecordValue | None) -> bytes | None:
 
 
 def _encode_tags(value: ShareRecordValue) -> bytes:
-    """The value's tagged fields (a snapshot's fence epochs that are set), in tag order."""
-    tagged: list[tuple[int, int]] = []
-    if isinstance(value, ShareSnapshotValue):
-        for tag, name in sorted(_SNAPSHOT_TAGS.items()):
-            field_value = getattr(value, name)
-            if field_value is not None:
-                tagged.append((tag, field_value))
+    """The value's tagged fields that differ from their "absent" value, in tag order."""
+    tagged: list[tuple[int, bytes]] = []
+    for tag, (name, code, absent) in sorted(_TAGS[type(value)].items()):
+        field_value = getattr(value, name)
+        if field_value is not None and field_value != absent:
+            tagged.append((tag, _pack(code, (name,), (field_value,))))
     out = bytearray(uvarint(len(tagged)))
-    for tag, field_value in tagged:
-        data = _pack("i", (_SNAPSHOT_TAGS[tag],), (field_value,))
+    for tag, data in tagged:
         out += uvarint(tag) + uvarint(len(data)) + data
     return bytes(out)
 
 
-def _decode_tags(reader: Reader) -> dict[str, int]:
-    """A snapshot's known tagged fields by name (unknown tags are skipped)."""
+def _decode_tags(reader: Reader, value_type: type[ShareRecordValue]) -> dict[str, int]:
+    """A value's known tagged fields by name (unknown tags are skipped)."""
     known: dict[str, int] = {}
+    tags = _TAGS[value_type]
     for _ in range(reader.uvarint()):
         tag = reader.uvarint()
         data = reader.raw(reader.uvarint())
-        name = _SNAPSHOT_TAGS.get(tag)
-        if name is None:
+        if tag not in tags:
             continue
-        if len(data) != 4:
-            raise ShareRecordFormatError(f"tagged field {tag} is {len(data)} bytes, not 4")
-        (known[name],) = struct.unpack(">i", data)
+        name, code, _absent = tags[tag]
+        if len(data) != struct.calcsize(">" + code):
+            raise ShareRecordFormatError(f"tagged field {tag} is {len(data)} bytes")
+        (known[name],) = struct.unpack(">" + code, data)
     return known
 
 
@@ -269,12 +294,7 @@ def decode_value(
     codes, names = _VALUE_HEADS[value_type]
     head = dict(zip(names, reader.unpack(">" + codes), strict=True))
     batches = _decode_batches(reader)
-    value: ShareRecordValue
-    if value_type is ShareSnapshotValue:
-        value = ShareSnapshotValue(**head, state_batches=batches, **_decode_tags(reader))
-    else:
-        value = ShareUpdateValue(**head, state_batches=batches)
-        reader.skip_tagged_fields()
+    value = value_type(**head, state_batches=batches, **_decode_tags(reader, value_type))
     if not reader.at_end():
         raise ShareRecordFormatError(f"trailing bytes after the {record_type.name} value")
     return value

@@ -261,13 +261,13 @@ def append_batch(
     append_coalesced(out, PersisterStateBatch(first, last, state, dc))
 
 
-def write_batches(plan: Sequence[Change], new_start: int) -> list[PersisterStateBatch]:
-    """The state batches a write carries: changed ranges at or above the new SPSO."""
+def write_batches(plan: Sequence[Change], start: int) -> list[PersisterStateBatch]:
+    """The state batches a write carries: changed ranges at or above its start offset."""
     out: list[PersisterStateBatch] = []
     for change in plan:
         if change.renew or change.state is RecordState.TX_PENDING:
             continue
-        first = max(change.first, new_start)
+        first = max(change.first, start)
         if first > change.last:
             continue
         append_batch(out, first, change.last, int(change.state), change.delivery_count)

@@ -204,6 +204,25 @@ class InFlightState:
             p = seg_end + 1
         return p
 
+    def terminal_count(self, overlay: Sequence[Change] | None) -> int:
+        """ACKNOWLEDGED/ARCHIVED records from the SPSO on (Kafka's deliveryCompleteCount), with
+        ``overlay`` (sorted, disjoint, not applied yet) winning where it lies."""
+        start = self.start
+        count = 0
+        for run in self.runs.iter_from(start):
+            if run.state is not None and run.state.is_terminal:
+                count += run.last - max(run.first, start) + 1
+        for change in overlay or ():
+            first = max(change.first, start)
+            if first > change.last:
+                continue
+            for run in self.runs.overlapping(first, change.last):
+                if run.state is not None and run.state.is_terminal:
+                    count -= min(run.last, change.last) - max(run.first, first) + 1
+            if change.state.is_terminal and not change.renew:
+                count += change.last - first + 1
+        return count
+
     # -- applying plans ----------------------------------------------------------------------------
 
     def apply_load(self, plan: LoadPlan) -> None:

@@ -36,12 +36,19 @@ class PersisterStateBatch:
 
 @dataclass(frozen=True, slots=True)
 class StateWrite:
-    """What a WriteShareGroupState carries for one key (start offset -1 = unchanged)."""
+    """What a WriteShareGroupState carries for one key (start offset -1 = unchanged).
+
+    ``delivery_complete_count`` (v1, KIP-1226): the records at or above ``start_offset`` whose
+    delivery is complete, -1 if unknown.  ``reset_offset`` is this broker's own: the position
+    ``share.auto.offset.reset`` chose, recorded while the start offset is still -1 (-1: none).
+    """
 
     state_epoch: int
     leader_epoch: int
     start_offset: int
     batches: Sequence[PersisterStateBatch]
+    delivery_complete_count: int = -1
+    reset_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,12 +20,13 @@ NONE; otherwise nothing changes and the persister's error (mapped as Kafka
 maps it) is returned.  Acquisitions are not persisted (as in Kafka); lock
 expiry, session release and transaction completion are.
 
-What a write carries (``write_batches``): the changed ranges at or above the
-SPSO the write produces, coalesced by (state, delivery count), and
-``start_offset`` = that SPSO when it differs from the last persisted one,
-else -1 ("unchanged").  Ranges that fall below the new SPSO are omitted: the
-share coordinator prunes them anyway.  This reproduces KIP-932's worked
-example (see tests/unit/share/test_worked_example.py).
+What a write carries, as Apache Kafka 4.4's share partition: ``start_offset`` = the
+SPSO *before* the write (the SPSO moves once the write succeeded, so the persisted
+start offset lags one write behind), the changed ranges at or above it
+(``write_batches``, coalesced by (state, delivery count)), and the delivery complete
+count (KIP-1226): the ACKNOWLEDGED/ARCHIVED records from that start offset on, the
+write's changes included.  DescribeShareGroupOffsets reports that start offset, and
+lag = end offset - start offset - delivery complete count.
 
 Log start movement: Kafka's share partition says "LSO" for the *log start*
 offset (retention, DeleteRecords).  When it passes the SPSO, AVAILABLE records
@@ -35,8 +36,10 @@ SPEO = max(SPEO, SPSO); the new start is persisted with the next write.  The
 It is checked on every public operation and by ``on_log_appended``.
 
 A fresh state (persisted start -1) takes ``auto_offset_reset`` (latest = the
-high watermark, under read_committed too; earliest = the log start) and
-persists it at once, so a restart resumes there.
+high watermark, under read_committed too; earliest = the log start).  Kafka
+persists nothing then (the start offset stays -1 until the first write); this
+broker records the position as the state's reset offset, which Kafka's view does
+not show, so a restart resumes there rather than at a later "latest".
 
 Shape: one ``InFlightState`` (``partition_state``: record states, delivery counts, owners,
 acquisition locks, pending transactional acks, SPSO/SPEO) and pure planners that read it and
@@ -249,11 +252,13 @@ class SharePartition:
         start = self._reset_offset() if fresh else result.start_offset
         loaded = plan_load(result.state_epoch, start, result.batches)
         if fresh:
-            # Pin the position auto.offset.reset chose, so a restart does not jump to a later
-            # "latest" and skip what was produced in between.
-            error = self._persister.write_state(
-                self.key, StateWrite(result.state_epoch, self._config.leader_epoch, start, [])
+            # Record the position auto.offset.reset chose, so a restart does not jump to a
+            # later "latest" and skip what was produced in between.  The start offset stays -1
+            # (unchanged) until the first acknowledgement is written, as in Kafka.
+            write = StateWrite(
+                result.state_epoch, self._config.leader_epoch, -1, [], reset_offset=start
             )
+            error = self._persister.write_state(self.key, write)
             if error is not ErrorCode.NONE:
                 return map_persister_error(error, initializing=True)
         self._inflight.apply_load(loaded)
@@ -507,14 +512,15 @@ class SharePartition:
         if all(c.renew for c in plan):
             self._apply(plan)  # RENEW changes no state and persists nothing
             return ErrorCode.NONE
+        start = inflight.start  # what the write carries: the SPSO moves after it
         if not atomic:
             self._apply(plan)
+            complete = inflight.terminal_count(None)
             inflight.advance_start()
-            error = self._persist(plan, inflight.start)
+            error = self._persist(plan, start, complete)
             self._drain_deferred()
             return error
-        new_start = inflight.terminal_prefix_end(plan)
-        error = self._persist(plan, new_start)
+        error = self._persist(plan, start, inflight.terminal_count(plan))
         if error is not ErrorCode.NONE:
             self._drain_deferred()
             return map_persister_error(error, initializing=False)
@@ -523,22 +529,29 @@ class SharePartition:
         self._drain_deferred()
         return ErrorCode.NONE
 
-    def _persist(self, plan: list[Change], new_start: int) -> ErrorCode:
+    def _persist(self, plan: list[Change], start: int, complete: int) -> ErrorCode:
+        """Write ``plan`` with the SPSO ``start`` and the delivery complete count ``complete``
+        (nothing to write: no batches and the start offset already persisted)."""
         inflight = self._inflight
-        batches = write_batches(plan, new_start)
-        start_field = new_start if new_start != inflight.persisted_start else -1
-        if not batches and start_field < 0:
+        batches = write_batches(plan, start)
+        if not batches and start == inflight.persisted_start:
             return ErrorCode.NONE
         mark = inflight.begin_write(plan)
         try:
             error = self._persister.write_state(
                 self.key,
-                StateWrite(inflight.state_epoch, self._config.leader_epoch, start_field, batches),
+                StateWrite(
+                    inflight.state_epoch,
+                    self._config.leader_epoch,
+                    start,
+                    batches,
+                    delivery_complete_count=complete,
+                ),
             )
         finally:
             inflight.end_write(mark)
-        if error is ErrorCode.NONE and start_field >= 0:
-            inflight.persisted(start_field)
+        if error is ErrorCode.NONE:
+            inflight.persisted(start)
         return error
 
     def _apply(self, plan: Sequence[Change]) -> None:

@@ -101,6 +101,17 @@ class KeyState:
     # First offset of a committed transactional batch materialized into this state after its
     # latest snapshot: until a new snapshot holds it, replay needs the log from there.
     materialized_floor: int | None = None
+    # KIP-1226: the records at or above the start offset whose delivery is complete, as the
+    # share partition last wrote it (-1: not written yet).
+    delivery_complete_count: int = -1
+    # The position share.auto.offset.reset chose, recorded while start_offset is still -1 (so
+    # a restart resumes there); -1: none.
+    reset_offset: int = -1
+
+    @property
+    def effective_start(self) -> int:
+        """Where a share partition resumes: the start offset, else the recorded reset one."""
+        return self.start_offset if self.start_offset >= 0 else self.reset_offset
 
 
 @dataclass
@@ -153,6 +164,15 @@ def from_state_records(batches: Iterable[StateBatch]) -> tuple[PersisterStateBat
 
 
 _TERMINAL_STATES = frozenset({2, 4})  # ACKNOWLEDGED, ARCHIVED
+
+
+def terminal_count(start: int, batches: Sequence[PersisterStateBatch]) -> int:
+    """The ACKNOWLEDGED/ARCHIVED offsets of ``batches`` at or above ``start``."""
+    return sum(
+        batch.last_offset - max(batch.first_offset, start) + 1
+        for batch in batches
+        if batch.last_offset >= start and batch.delivery_state in _TERMINAL_STATES
+    )
 
 
 def past_terminal_prefix(start: int, batches: Sequence[PersisterStateBatch]) -> int:

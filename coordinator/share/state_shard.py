@@ -55,6 +55,7 @@ from coordinator.share.state_partitions import (
     from_state_records,
     partition_for,
     past_terminal_prefix,
+    terminal_count,
     to_state_records,
 )
 from txn.clock import Clock
@@ -187,7 +188,8 @@ class ShareStateShard:
         """InitializeShareGroupState: a fresh snapshot (no merge), snapshot epoch +1 or 0.
 
         A state epoch below the recorded one is FENCED_STATE_EPOCH (-1 skips the check, as in
-        Kafka).  The leader epoch is recorded as 0; batches are cleared.
+        Kafka).  The leader epoch is recorded as 0; batches are cleared; the delivery complete
+        count is -1 for start offset -1 (nothing read yet), else 0 (Kafka's ShareGroupOffset).
         """
         if (error := self._check_key(key)) is not None:
             return _answer(error)
@@ -206,6 +208,7 @@ class ShareStateShard:
             start_offset=start_offset,
             create_timestamp=now,
             write_timestamp=now,
+            delivery_complete_count=-1 if start_offset == UNINITIALIZED_START_OFFSET else 0,
         )
         return _write(key, _with_fences(value, entry))
 
@@ -218,7 +221,8 @@ class ShareStateShard:
         InitializeShareGroupState).  A leader epoch below the highest recorded one is
         FENCED_LEADER_EPOCH -- including -1 once an epoch is recorded, as in Kafka, so callers
         must send their real (>= 0) leader epoch.  A higher epoch is recorded with a write
-        before the state is returned.
+        before the state is returned.  While the start offset is -1, the start answered is the
+        recorded reset position (-1 if none: ``share.auto.offset.reset`` applies).
         """
         if (error := self._check_key(key)) is not None:
             return CoordinatorResult((), ReadStateResult(error))
@@ -239,13 +243,15 @@ class ShareStateShard:
         result = ReadStateResult(
             ErrorCode.NONE,
             state_epoch=entry.state_epoch,
-            start_offset=entry.start_offset,
+            start_offset=entry.effective_start,
             batches=entry.batches,
         )
         if leader_epoch in (NO_EPOCH, entry.fence_leader_epoch):
             return CoordinatorResult((), result)
         # A new leader: record its epoch (a ShareUpdate, or a snapshot when one is due).
-        value = self._next_record(entry, entry.start_offset, (), leader_epoch)
+        value = self._next_record(
+            entry, StateWrite(NO_EPOCH, leader_epoch, entry.start_offset, ()), leader_epoch
+        )
         return CoordinatorResult([ShareStateRecord.of(key, value)], result)
 
     def write_state(self, key: ShareStateKey, write: StateWrite) -> Result:
@@ -257,6 +263,11 @@ class ShareStateShard:
         (FENCED_STATE_EPOCH), a topic partition unknown to the metadata
         (UNKNOWN_TOPIC_OR_PARTITION).  A write never changes the recorded leader or state
         epoch (only reads and initialization do, as in Kafka).
+
+        As Kafka 4.4's ShareCoordinatorShard: the start offset recorded is the higher of the
+        written and the recorded one; the delivery complete count is the written one, the
+        higher of both when the start offsets are equal, the recorded one when the written
+        start offset is lower.
         """
         if (error := self._check_key(key)) is not None:
             return _answer(error)
@@ -271,7 +282,7 @@ class ShareStateShard:
             return _answer(ErrorCode.FENCED_STATE_EPOCH)
         if not self._known_topic(key):
             return _answer(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        value = self._next_record(entry, write.start_offset, write.batches, entry.leader_epoch)
+        value = self._next_record(entry, write, entry.leader_epoch)
         return _write(key, value)
 
     def delete_state(self, key: ShareStateKey) -> Result:
@@ -358,8 +369,9 @@ class ShareStateShard:
     def read_state_summary(self, key: ShareStateKey) -> StateSummary:
         """ReadShareGroupStateSummary: no fencing, no write.
 
-        A key with no state answers NONE with start offset -1 and epochs 0, as Kafka does.
-        ``delivery_complete_count`` (KIP-1226) is not tracked and is always -1.
+        A key with no state answers NONE with start offset -1, delivery complete count -1 and
+        epochs 0, as Kafka does.  The start offset is the one Kafka persists: -1 until the
+        share partition first writes its state (a recorded reset position is not reported).
         """
         if (error := self._check_key(key)) is not None:
             return StateSummary(error)
@@ -378,6 +390,7 @@ class ShareStateShard:
             state_epoch=entry.state_epoch,
             leader_epoch=entry.leader_epoch,
             start_offset=entry.start_offset,
+            delivery_complete_count=entry.delivery_complete_count,
         )
 
     def state(self, key: ShareStateKey) -> ShareStateView | None:
@@ -539,7 +552,9 @@ class ShareStateShard:
     def _valid_write(write: StateWrite) -> bool:
         if not (_in_range(write.state_epoch, _INT32) and _in_range(write.leader_epoch, _INT32)):
             return False
-        if not -1 <= write.start_offset <= _INT64_MAX:
+        if not -1 <= write.start_offset <= _INT64_MAX or not -1 <= write.reset_offset <= _INT64_MAX:
+            return False
+        if not -1 <= write.delivery_complete_count <= _INT32[1]:
             return False
         return all(
             0 <= b.first_offset <= b.last_offset <= _INT64_MAX
@@ -552,16 +567,25 @@ class ShareStateShard:
         return self._topic_exists is None or self._topic_exists(key.topic_id, key.partition)
 
     def _next_record(
-        self,
-        entry: KeyState,
-        start_offset: int,
-        batches: Sequence[PersisterStateBatch],
-        leader_epoch: int,
+        self, entry: KeyState, write: StateWrite, leader_epoch: int
     ) -> ShareRecordValue:
-        """The record for a write to ``entry``: a snapshot when one is due, else an update."""
+        """The record for a write to ``entry``: a snapshot when one is due, else an update.
+
+        Kafka's rule: the start offset never goes back (the higher of the written and the
+        recorded one), and the delivery complete count goes with the start offset it counts
+        from (see ``write_state``).
+        """
+        new_start = max(write.start_offset, entry.start_offset)
+        count = write.delivery_complete_count
+        if write.start_offset == entry.start_offset:
+            count = max(count, entry.delivery_complete_count)
+        elif write.start_offset < entry.start_offset:
+            count = entry.delivery_complete_count
+        reset = write.reset_offset if write.reset_offset >= 0 else None
         if entry.update_count >= self._updates_per_snapshot:
-            new_start = entry.start_offset if start_offset == NO_START_OFFSET else start_offset
             now = self._clock.now_ms()
+            if reset is None and new_start < 0 and entry.reset_offset >= 0:
+                reset = entry.reset_offset
             snapshot = ShareSnapshotValue(
                 snapshot_epoch=entry.snapshot_epoch + 1,
                 state_epoch=entry.state_epoch,
@@ -569,14 +593,18 @@ class ShareStateShard:
                 start_offset=new_start,
                 create_timestamp=now,
                 write_timestamp=now,
-                state_batches=to_state_records(combine(entry.batches, batches, new_start)),
+                state_batches=to_state_records(combine(entry.batches, write.batches, new_start)),
+                delivery_complete_count=count,
+                reset_offset=reset if new_start < 0 else None,
             )
             return _with_fences(snapshot, entry)
         return ShareUpdateValue(
             snapshot_epoch=entry.snapshot_epoch,
             leader_epoch=leader_epoch,
-            start_offset=start_offset,
-            state_batches=to_state_records(combine((), batches, start_offset)),
+            start_offset=new_start,
+            state_batches=to_state_records(combine((), write.batches, new_start)),
+            delivery_complete_count=count,
+            reset_offset=reset,
         )
 
 
@@ -595,6 +623,8 @@ def _resnapshot(entry: KeyState, write_timestamp: int) -> ShareSnapshotValue:
         create_timestamp=entry.create_timestamp,
         write_timestamp=write_timestamp,
         state_batches=to_state_records(entry.batches),
+        delivery_complete_count=entry.delivery_complete_count,
+        reset_offset=entry.reset_offset if entry.start_offset < 0 <= entry.reset_offset else None,
     )
     return _with_fences(snapshot, entry)
 
@@ -641,6 +671,8 @@ def _apply(
             ),
             update_count=0,
             snapshot_offset=offset,
+            delivery_complete_count=value.delivery_complete_count,
+            reset_offset=_or(value.reset_offset, -1),
         )
     elif current is None:
         # An update with no snapshot before it (Kafka takes it as the state).
@@ -657,12 +689,17 @@ def _apply(
             fence_state_epoch=DEFAULT_STATE_EPOCH,
             update_count=0,
             snapshot_offset=offset,
+            delivery_complete_count=value.delivery_complete_count,
+            reset_offset=_or(value.reset_offset, -1),
         )
     else:
         start = (
             current.start_offset if value.start_offset == NO_START_OFFSET else value.start_offset
         )
         current.start_offset = start
+        current.delivery_complete_count = value.delivery_complete_count
+        if value.reset_offset is not None:
+            current.reset_offset = value.reset_offset
         if value.leader_epoch != NO_EPOCH:
             current.leader_epoch = value.leader_epoch
         current.fence_leader_epoch = max(current.fence_leader_epoch, value.leader_epoch)
@@ -707,9 +744,13 @@ def _materialize(part: StatePartition, pending: PendingTxnUpdates) -> None:
                 overlay(batches, from_state_records(value.state_batches), entry.start_offset)
             )
         # The committed acks may complete a prefix: the start offset moves past it, as
-        # the share partition's own next write would have moved it.
-        start = past_terminal_prefix(entry.start_offset, batches)
-        entry.start_offset = start
+        # the share partition's own next write would have moved it; the delivery complete
+        # count is what the batches from there on hold.
+        start = entry.effective_start
+        if start >= 0:
+            start = past_terminal_prefix(start, batches)
+            entry.start_offset = start
+            entry.delivery_complete_count = terminal_count(start, batches)
         entry.batches = tuple(combine(batches, (), start))
         # The acks live only in the pending batch (and the marker) until a snapshot holds
         # them: pruning must not pass that batch before then.

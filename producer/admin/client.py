@@ -533,6 +533,31 @@ class Admin(ConsumerGroupAdmin):
             for p in t.partitions
         ]
 
+    def share_group_progress(self, group_id: str, topics: list[str]) -> dict[TopicPartition, int]:
+        """How far the share group has delivered each partition of ``topics``.
+
+        DescribeShareGroupOffsets answers Kafka's persisted start offset, which lags one
+        write behind, and a lag that leaves out the records from it whose delivery is
+        complete: end offset - lag is the start offset plus those records, the end offset
+        once everything is delivered.  The end offsets are read first, so a record produced
+        meanwhile is never counted as delivered.  -1 for a partition the group has not
+        written yet; its start offset when the lag is unknown.
+        """
+        ends = {
+            TopicPartition(t, p): self.list_offsets(TopicPartition(t, p), -1)
+            for t, parts in self.list_topics().items()
+            if t in topics
+            for p in parts
+        }
+        out: dict[TopicPartition, int] = {}
+        for o in self.describe_share_group_offsets(group_id, topics):
+            tp = TopicPartition(o.topic, o.partition)
+            if o.start_offset < 0 or o.lag < 0 or tp not in ends:
+                out[tp] = o.start_offset
+            else:
+                out[tp] = ends[tp] - o.lag
+        return out
+
     def alter_share_group_offsets(
         self, group_id: str, offsets: dict[TopicPartition, int]
     ) -> dict[TopicPartition, ErrorCode]:

@@ -162,10 +162,7 @@ def verify(
     verdict.unexpected = len(set(counts) - expected)
     verdict.redeliveries = sum(1 for v in values if not v.endswith(b"|1"))
     with Admin(bootstrap) as admin:
-        spso = {
-            TopicPartition(o.topic, o.partition): o.start_offset
-            for o in admin.describe_share_group_offsets(group, [topic])
-        }
+        spso = admin.share_group_progress(group, [topic])
         for p in admin.list_topics().get(topic, []):
             tp = TopicPartition(topic, p)
             end = admin.list_offsets(tp, -1, read_committed=True)
@@ -283,8 +280,9 @@ class DriverProcess:
 
 
 def acknowledged(admin: Admin, group: str = GROUP, topic: str = INPUT) -> int:
-    """Records acknowledged so far: the sum of the share group's start offsets."""
-    return sum(max(o.start_offset, 0) for o in admin.describe_share_group_offsets(group, [topic]))
+    """Records acknowledged so far: the sum of how far the share group delivered each
+    partition (``Admin.share_group_progress``)."""
+    return sum(max(o, 0) for o in admin.share_group_progress(group, [topic]).values())
 
 
 def in_doubt_batch(checkpoint: Path, admin: Admin, prefix: str = PREFIX) -> int | None:

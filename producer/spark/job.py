@@ -153,10 +153,7 @@ def start(
 def drained(admin: Admin, cfg: JobConfig, eos: ExactlyOnce | None = None) -> bool:
     """Every input record acknowledged (SPSO at the LSO) and every intent resolved."""
     partitions = admin.list_topics().get(cfg.input_topic, [])
-    spso = {
-        TopicPartition(o.topic, o.partition): o.start_offset
-        for o in admin.describe_share_group_offsets(cfg.group_id, [cfg.input_topic])
-    }
+    spso = admin.share_group_progress(cfg.group_id, [cfg.input_topic])
     for p in partitions:
         tp = TopicPartition(cfg.input_topic, p)
         end = admin.list_offsets(tp, -1, read_committed=True)

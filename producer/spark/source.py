@@ -285,10 +285,7 @@ class ShareStreamReader(DataSourceStreamReader):
             self._subscribe(admin.list_topics())  # at every trigger, as Spark's Kafka source
         if not self._partitions:
             return False
-        spso = {
-            TopicPartition(o.topic, o.partition): o.start_offset
-            for o in admin.describe_share_group_offsets(self.opts.group_id, list(self._topics))
-        }
+        spso = admin.share_group_progress(self.opts.group_id, list(self._topics))
         for tp in self._partitions:
             end = admin.list_offsets(tp, -1, read_committed=True)
             if end > max(spso.get(tp, -1), 0):

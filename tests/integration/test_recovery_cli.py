@@ -201,7 +201,8 @@ def test_killed_prepared_transaction_is_listed_described_and_committed(
     (step,) = plan["plan"]
     assert step["action"] == "commit" and step["evidence"]["kind"] == "prepared-txn-state"
     assert any("8 pending share acks" in e for e in step["effects"])
-    assert state_of(b, tid) == "Ongoing" and offsets(b, group, topic_in) == 0  # nothing changed
+    # Nothing changed: no share state written yet (Kafka's start offset -1).
+    assert state_of(b, tid) == "Ongoing" and offsets(b, group, topic_in) == -1
     assert not audit.exists()
 
     code, done = cli(capsys, b, *commit, "--prepared-state", str(state), "--apply")

@@ -69,8 +69,8 @@ def test_implicit_mode_consumes_everything_once(share_broker: LocalBroker) -> No
     assert sorted(m.value() for m in got) == sorted(f"r{i}".encode() for i in range(50))
     assert {m.delivery_count() for m in got} == {1}
     with Admin(b) as admin:
-        offsets = admin.describe_share_group_offsets("implicit", [topic])
-    assert sorted((o.partition, o.start_offset) for o in offsets) == [(0, 25), (1, 25)]
+        progress = admin.share_group_progress("implicit", [topic])
+    assert sorted((tp.partition, o) for tp, o in progress.items()) == [(0, 25), (1, 25)]
 
 
 def test_explicit_accept_and_release_redelivers(share_broker: LocalBroker) -> None:
@@ -99,8 +99,8 @@ def test_reject_archives(share_broker: LocalBroker) -> None:
     assert poll_until(c, 1, timeout_s=2) == []
     c.close()
     with Admin(b) as admin:
-        (offset,) = admin.describe_share_group_offsets("reject", [topic])
-    assert offset.start_offset == 6
+        (progress,) = admin.share_group_progress("reject", [topic]).values()
+    assert progress == 6
 
 
 def test_delivery_limit_archives(share_broker: LocalBroker) -> None:

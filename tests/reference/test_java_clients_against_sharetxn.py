@@ -28,9 +28,6 @@ pytestmark = pytest.mark.reference
 #: "scenario.field" -> why sharetxn's observation differs (docs/conformance.md).
 KNOWN_DIFFERENCES: dict[str, str] = {
     "admin_transactions.abort": "WriteTxnMarkers is broker-only in sharetxn",
-    "share_implicit.start_offsets": "Kafka reports the persisted start offset, written lazily",
-    "share_explicit.start_offsets": "Kafka reports the persisted start offset, written lazily",
-    "admin_share_offsets.offsets_after_consume": "Kafka reports the persisted start offset",
 }
 
 
@@ -94,7 +91,8 @@ def test_share_consumer_implicit(observed: dict[str, dict[str, Any]]) -> None:
     assert row["first_delivery_count"] == 1
     assert row["commit_errors"] == 0
     assert row["lock_timeout_ms"] == 30000
-    assert row["start_offsets"] == {"0": 10}
+    # As Kafka: the start offset a write carries is the one before it (all 10 in one write).
+    assert row["start_offsets"] == {"0": 0}
     assert row["after_restart"] == 0
 
 
@@ -107,7 +105,8 @@ def test_share_consumer_explicit_release_reject_delivery_limit(
     # share.delivery.count.limit=2 and are archived; REJECTed 4 and 5 never come back.
     assert row["redelivered"] == {"2": 2, "3": 2}
     assert row["after_limit"] == 0
-    assert row["start_offsets"] == {"0": 6}
+    # The last write (2 and 3 archived at the limit) carried the start offset before it.
+    assert row["start_offsets"] == {"0": 2}
 
 
 def test_share_consumer_lock_timeout(observed: dict[str, dict[str, Any]]) -> None:
@@ -126,7 +125,7 @@ def test_admin_topics_and_configs(observed: dict[str, dict[str, Any]]) -> None:
 def test_admin_share_group_offsets(observed: dict[str, dict[str, Any]]) -> None:
     row = _ok(observed, "admin_share_offsets")
     assert (row["state_active"], row["members"], row["state_empty"]) == ("Stable", 1, "Empty")
-    assert row["offsets_after_consume"] == {"0": 5}
+    assert row["offsets_after_consume"] == {"0": 0}  # the start offset before the write
     assert row["offsets_after_alter"] == {"0": 2}
     assert row["after_alter"] == [2, 3, 4]
     assert row["offsets_after_delete"] == {"0": None}

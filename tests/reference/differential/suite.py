@@ -19,6 +19,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_produce,
     scenarios_share,
     scenarios_share_fidelity,
+    scenarios_share_start,
     scenarios_timestamps,
     scenarios_topics,
     scenarios_txn,
@@ -57,21 +58,10 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 #: "pending", not failed; each is listed in docs/conformance.md ("Differential suite", open
 #: differences).  Remove an entry once its scenario is identical.
 _EPOCHS = "open: Kafka bumps the group epoch on metadata refreshes too"
-_START = "open: Kafka reports the persisted share start offset, written lazily"
 _MARKERS = "open: Kafka acquires the offsets of transaction markers too"
 PENDING: dict[str, str] = {
     "consumer-groups/heartbeat_join_assigns_all": _EPOCHS,
     "consumer-groups/leave_and_rejoin": _EPOCHS,
-    "share/accept_moves_start_offset": _START,
-    "share/accept_part_moves_start_offset": _START,
-    "share/auto_offset_reset_earliest": _START,
-    "share/auto_offset_reset_latest_default": _START,
-    "share/delivery_count_limit_archives": _START,
-    "share/describe_offsets_before_and_after": _START,
-    "share/per_offset_ack_types": _START,
-    "share/piggybacked_ack_in_fetch": _START,
-    "share/reject_archives": _START,
-    "topics/delete_and_recreate_share_state": _START,
     "share/describe_share_group": _EPOCHS,
     "share/heartbeat_epoch_progression": _EPOCHS,
     "share/rejoin_after_leave": _EPOCHS,

@@ -61,6 +61,9 @@ class WriteCall:
     leader_epoch: int
     start_offset: int
     batches: tuple[tuple[int, int, int, int], ...]  # (first, last, state, dc)
+    # Not compared: tests check it where it matters.
+    delivery_complete_count: int = field(default=-1, compare=False)
+    reset_offset: int = field(default=-1, compare=False)
 
 
 def sb(first: int, last: int, state: RecordState, dc: int) -> tuple[int, int, int, int]:
@@ -74,6 +77,8 @@ class FakePersister:
 
     state_epoch: int = 0
     start_offset: int = -1
+    reset_offset: int = -1  # recorded while start_offset is -1
+    delivery_complete_count: int = -1
     offsets: dict[int, tuple[int, int]] = field(default_factory=dict)  # offset -> (state, dc)
     read_error: ErrorCode = ErrorCode.NONE
     write_errors: list[ErrorCode] = field(default_factory=list)  # next writes answer these
@@ -103,6 +108,8 @@ class FakePersister:
     ) -> ErrorCode:
         self.state_epoch = state_epoch
         self.start_offset = start_offset
+        self.reset_offset = -1
+        self.delivery_complete_count = -1 if start_offset < 0 else 0
         self.offsets.clear()
         return ErrorCode.NONE
 
@@ -112,7 +119,8 @@ class FakePersister:
         if self.read_error is not ErrorCode.NONE:
             return ReadStateResult(self.read_error)
         batches = self.raw_batches if self.raw_batches is not None else self.persisted()
-        return ReadStateResult(ErrorCode.NONE, self.state_epoch, self.start_offset, tuple(batches))
+        start = self.start_offset if self.start_offset >= 0 else self.reset_offset
+        return ReadStateResult(ErrorCode.NONE, self.state_epoch, start, tuple(batches))
 
     def write_state(self, key: ShareStateKey, write: StateWrite) -> ErrorCode:
         assert key == KEY
@@ -121,7 +129,14 @@ class FakePersister:
             for b in write.batches
         ]
         self.writes.append(
-            WriteCall(write.state_epoch, write.leader_epoch, write.start_offset, tuple(batches))
+            WriteCall(
+                write.state_epoch,
+                write.leader_epoch,
+                write.start_offset,
+                tuple(batches),
+                write.delivery_complete_count,
+                write.reset_offset,
+            )
         )
         if self.on_write is not None:
             hook, self.on_write = self.on_write, None
@@ -130,22 +145,34 @@ class FakePersister:
             return self.write_errors.pop(0)
         if self.write_error is not ErrorCode.NONE:
             return self.write_error
+        if write.reset_offset >= 0:
+            self.reset_offset = write.reset_offset
+        if write.start_offset >= self.start_offset:
+            self.delivery_complete_count = write.delivery_complete_count
         self.merge(write.start_offset, batches)
         return ErrorCode.NONE
 
     def delete_state(self, key: ShareStateKey) -> ErrorCode:
         self.start_offset = -1
+        self.reset_offset = -1
+        self.delivery_complete_count = -1
         self.offsets.clear()
         return ErrorCode.NONE
 
     def read_state_summary(self, key: ShareStateKey, leader_epoch: int) -> StateSummary:
-        return StateSummary(ErrorCode.NONE, self.state_epoch, leader_epoch, self.start_offset)
+        return StateSummary(
+            ErrorCode.NONE,
+            self.state_epoch,
+            leader_epoch,
+            self.start_offset,
+            self.delivery_complete_count,
+        )
 
     # -- the durable view -----------------------------------------------------------------------
 
     def merge(self, start_offset: int, batches: Iterable[tuple[int, int, int, int]]) -> None:
         if start_offset >= 0:
-            self.start_offset = start_offset
+            self.start_offset = max(self.start_offset, start_offset)
         for first, last, state, dc in batches:
             for offset in range(first, last + 1):
                 self.offsets[offset] = (state, dc)

@@ -445,7 +445,9 @@ def test_read_with_a_higher_leader_epoch_records_it(bench: Bench) -> None:
     assert bench.total_records() == before + 1
     _, record_key, value = bench.records(KEY)[-1]
     assert record_key.record_type is ShareRecordType.SHARE_UPDATE
-    assert value == ShareUpdateValue(0, 2, 5, ())
+    # The bump carries the recorded start offset and delivery complete count (0 since
+    # initialization: the write above carried none, -1, with a lower start offset).
+    assert value == ShareUpdateValue(0, 2, 5, (), delivery_complete_count=0)
     view = c.state(KEY)
     assert view is not None
     assert view.leader_epoch == 2
@@ -476,7 +478,7 @@ def test_leader_bump_is_a_snapshot_when_one_is_due() -> None:
     assert bench.coordinator.read_state(KEY, 7).error is E.NONE
     _, _, value = bench.records(KEY)[-1]
     now = bench.clock.now_ms()
-    assert value == ShareSnapshotValue(1, 0, 7, 3, now, now, ())
+    assert value == ShareSnapshotValue(1, 0, 7, 3, now, now, (), delivery_complete_count=0)
 
 
 # --- delete and summary ----------------------------------------------------------------------
@@ -516,7 +518,7 @@ def test_read_state_summary(bench: Bench) -> None:
     assert c.read_state_summary(KEY, 0) == StateSummary(E.NONE, 0, 0, -1)
     bench.init(state_epoch=3, start=10)
     c.read_state(KEY, 4)
-    assert c.read_state_summary(KEY, 1) == StateSummary(E.NONE, 3, 4, 10)  # no fencing
+    assert c.read_state_summary(KEY, 1) == StateSummary(E.NONE, 3, 4, 10, 0)  # no fencing
     assert bench.total_records() == 2  # initialize + the leader bump; the summary wrote nothing
 
 
@@ -540,3 +542,52 @@ def test_topic_deletion_tombstones_its_keys(bench: Bench) -> None:
     assert bench.coordinator.on_topics_deleted([TOPIC]) is E.NONE
     assert bench.coordinator.keys() == [keys[2]]
     assert bench.restart().keys() == [keys[2]]
+
+
+# --- KIP-1226 delivery complete count and the lazily written start offset -------------------
+
+
+def test_start_offset_and_delivery_complete_count_follow_kafkas_rule(bench: Bench) -> None:
+    """Kafka 4.4's ShareCoordinatorShard: the start offset never goes back; the delivery
+    complete count goes with it (the higher of both for the same start, kept for a lower)."""
+    c = bench.coordinator
+
+    def summary() -> tuple[int, int]:
+        s = c.read_state_summary(KEY, 0)
+        return s.start_offset, s.delivery_complete_count
+
+    bench.init(start=-1)
+    assert summary() == (-1, -1)
+    # The share partition records the reset position; Kafka's view stays -1.
+    assert c.write_state(KEY, StateWrite(0, 0, -1, [], reset_offset=5)) is E.NONE
+    assert summary() == (-1, -1)
+    assert c.read_state(KEY, 0).start_offset == 5
+    write = StateWrite(0, 0, 5, [b(5, 6, ACKED, 1)], delivery_complete_count=2)
+    assert c.write_state(KEY, write) is E.NONE
+    assert summary() == (5, 2)
+    assert c.write_state(KEY, StateWrite(0, 0, 3, [], delivery_complete_count=9)) is E.NONE
+    assert summary() == (5, 2)  # a lower start offset: both kept
+    assert c.write_state(KEY, StateWrite(0, 0, 5, [], delivery_complete_count=1)) is E.NONE
+    assert summary() == (5, 2)  # the same start offset: the higher count
+    write = StateWrite(0, 0, 7, [b(7, 7, ARCHIVED, 1)], delivery_complete_count=1)
+    assert c.write_state(KEY, write) is E.NONE
+    assert summary() == (7, 1)
+    restarted = bench.restart()
+    assert restarted.read_state_summary(KEY, 0).delivery_complete_count == 1
+    assert restarted.read_state(KEY, 0) == ReadStateResult(E.NONE, 0, 7, (b(7, 7, ARCHIVED, 1),))
+    assert restarted.initialize_state(KEY, 1, 10) is E.NONE  # AlterShareGroupOffsets
+    assert restarted.read_state_summary(KEY, 0).delivery_complete_count == 0
+
+
+def test_reset_offset_survives_a_snapshot_and_a_restart() -> None:
+    bench = Bench(per_snapshot=0)  # every write is a snapshot
+    bench.init(start=-1)
+    c = bench.coordinator
+    assert c.write_state(KEY, StateWrite(0, 0, -1, [], reset_offset=4)) is E.NONE
+    _, record_key, value = bench.records(KEY)[-1]
+    assert record_key.record_type is ShareRecordType.SHARE_SNAPSHOT
+    assert isinstance(value, ShareSnapshotValue)
+    assert (value.start_offset, value.reset_offset) == (-1, 4)
+    restarted = bench.restart()
+    assert restarted.read_state(KEY, 0).start_offset == 4
+    assert restarted.read_state_summary(KEY, 0).start_offset == -1

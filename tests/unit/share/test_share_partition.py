@@ -81,7 +81,11 @@ def test_fresh_state_uses_auto_offset_reset_and_pins_it() -> None:
     latest = FakePersister()
     sp = make_sp(log, latest)
     assert (sp.start_offset, sp.end_offset) == (10, 10)
-    assert [(w.start_offset, w.batches) for w in latest.writes] == [(10, ())]
+    # As Kafka, the start offset stays -1 until the first acknowledgement is written; the
+    # position is recorded as the reset offset, so a restart resumes there.
+    assert [(w.start_offset, w.batches, w.reset_offset) for w in latest.writes] == [(-1, (), 10)]
+    assert (latest.start_offset, latest.delivery_complete_count) == (-1, -1)
+    assert make_sp(log, latest).start_offset == 10
     earliest = FakePersister()
     sp2 = make_sp(log, earliest, config=SharePartitionConfig(auto_offset_reset="earliest"))
     assert (sp2.start_offset, sp2.end_offset, sp2.next_fetch_offset) == (0, 0, 0)
@@ -258,8 +262,11 @@ def test_48_release_at_the_delivery_limit_archives() -> None:
     assert (sp.next_fetch_offset, sp.start_offset, sp.end_offset) == (15, 15, 15)
     assert sp.state_batches() == []
     assert sp.in_flight_count == 0
-    assert persister.last_write.start_offset == 15
-    assert persister.last_write.batches == ()
+    # As Kafka: the write carries the SPSO before it (the SPSO moves once it succeeded) and the
+    # records from there whose delivery is complete.
+    assert persister.last_write.start_offset == 5
+    assert persister.last_write.batches == (sb(5, 14, ARCHIVED, 2),)
+    assert persister.last_write.delivery_complete_count == 10
     assert events.get("released") == 10
     assert events.get("archived") == 10
     assert events.get("redelivered") == 10
@@ -290,9 +297,11 @@ def test_49_lock_timeout_reaches_the_delivery_limit() -> None:
     assert sp.record_state(0) == (ACQUIRED, 2, "m1")
     assert persister.last_write.batches == (sb(10, 19, ARCHIVED, 2),)
     assert (sp.start_offset, sp.next_fetch_offset) == (0, 20)
+    assert persister.last_write.delivery_complete_count == 10
     clock.advance(LOCK)
     assert (sp.start_offset, sp.end_offset) == (20, 20)
-    assert persister.last_write.start_offset == 20
+    assert persister.last_write.start_offset == 0  # the SPSO before the write
+    assert persister.last_write.delivery_complete_count == 20
 
 
 def test_50_lock_timeout_moves_the_start_offset() -> None:
@@ -310,8 +319,9 @@ def test_50_lock_timeout_moves_the_start_offset() -> None:
     assert sp.next_fetch_offset == 5
     assert states(sp, 5, 9) == [(AVAILABLE, 1, "")] * 5
     assert sp.record_state(0) is None  # archived and evicted below the SPSO
-    assert persister.last_write.start_offset == 5
-    assert persister.last_write.batches == ()
+    assert persister.last_write.start_offset == 0  # the SPSO before the write
+    assert persister.last_write.batches == (sb(0, 4, ARCHIVED, 2),)
+    assert persister.last_write.delivery_complete_count == 5
 
 
 # -- scenario 51: session release ------------------------------------------------------------------
@@ -481,7 +491,8 @@ def test_55_log_start_movement_archives_available_batches() -> None:
     # Acknowledging records below the SPSO is ignored; 17-19 of 17-21 are skipped.
     assert sp.acknowledge("m1", [ack(7, 11, ACCEPT), ack(17, 21, ACCEPT)]) is ErrorCode.NONE
     last = persister.writes[-1]
-    assert (last.start_offset, last.batches) == (22, ())
+    assert (last.start_offset, last.batches) == (20, (sb(20, 21, ACKNOWLEDGED, 1),))
+    assert last.delivery_complete_count == 12  # 20-21, 27-31 and 32-36
     assert sp.record_state(7) == (ACQUIRED, 1, "m1")  # still held: its lock will archive it
     # Records that were acquired before the move come back only as ARCHIVED.
     sp.release_acquired_records("m1")
@@ -554,9 +565,15 @@ def test_acknowledgements_below_the_start_offset_are_ignored() -> None:
     # A batch straddling the start offset acknowledges only its cached part.
     assert sp.acknowledge("m1", [ack(2, 6, REJECT)]) is ErrorCode.NONE
     assert sp.record_state(5) is None  # archived and evicted
-    assert (persister.last_write.start_offset, persister.last_write.batches) == (7, ())
+    assert (persister.last_write.start_offset, persister.last_write.batches) == (
+        5,
+        (sb(5, 6, ARCHIVED, 1),),
+    )
     assert sp.acknowledge("m1", [ack(2, 8, REJECT)]) is ErrorCode.NONE
-    assert (persister.last_write.start_offset, persister.last_write.batches) == (9, ())
+    assert (persister.last_write.start_offset, persister.last_write.batches) == (
+        7,
+        (sb(7, 8, ARCHIVED, 1),),
+    )
 
 
 def test_validate_ack_batches_is_the_request_level_check() -> None:
@@ -576,12 +593,18 @@ def test_per_offset_types_and_coalesced_write() -> None:
     acquire(sp)
     types = [ACCEPT, ACCEPT, GAP, REJECT, RELEASE, RELEASE, ACCEPT, RENEW, RENEW, ACCEPT]
     assert sp.acknowledge("m1", [AckBatch(0, 9, types)]) is ErrorCode.NONE
-    assert persister.last_write.start_offset == 4  # 0-3 are terminal now
+    # The SPSO before the write (it moves to 4 once the write succeeded), and 0-3, 6 and 9
+    # complete.
+    assert persister.last_write.start_offset == 0
     assert persister.last_write.batches == (
+        sb(0, 1, ACKNOWLEDGED, 1),
+        sb(2, 3, ARCHIVED, 1),
         sb(4, 5, AVAILABLE, 1),
         sb(6, 6, ACKNOWLEDGED, 1),
         sb(9, 9, ACKNOWLEDGED, 1),
     )
+    assert persister.last_write.delivery_complete_count == 6
+    assert sp.start_offset == 4
     assert states(sp, 4, 9) == [
         (AVAILABLE, 1, ""),
         (AVAILABLE, 1, ""),
@@ -726,3 +749,24 @@ def test_restart_reloads_the_persisted_state() -> None:
     assert persister.reads == [0, 1]
     assert (again.start_offset, again.end_offset, again.next_fetch_offset) == (5, 7, 5)
     assert acquire(again) == [(5, 6, 2), (7, 14, 1)]
+
+
+def test_a_restart_from_the_lagging_start_offset_resumes_where_the_partition_was() -> None:
+    """Each write carries the SPSO before it, so the persisted start lags; the state read back
+    moves past the records it says are complete and redelivers exactly the others."""
+    log, persister, _, sp = rig(5, 5)  # 0-4, 5-9
+    assert acquire(sp) == [(0, 9, 1)]
+    assert sp.acknowledge("m1", [AckBatch(0, 9, [ACCEPT] * 3 + [RELEASE] + [ACCEPT] * 6)]) is (
+        ErrorCode.NONE
+    )
+    assert (sp.start_offset, persister.start_offset) == (3, 0)
+    assert persister.delivery_complete_count == 9
+    again = make_sp(log, persister)
+    assert (again.start_offset, again.end_offset, again.next_fetch_offset) == (3, 10, 3)
+    assert acquire(again) == [(3, 3, 2)]
+    assert again.acknowledge("m1", [ack(3, 3, ACCEPT)]) is ErrorCode.NONE
+    assert (persister.last_write.start_offset, persister.last_write.delivery_complete_count) == (
+        3,
+        7,
+    )
+    assert (again.start_offset, again.end_offset) == (10, 10)

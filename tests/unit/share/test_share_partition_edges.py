@@ -74,8 +74,10 @@ def test_read_committed_archives_aborted_records_and_skips_markers() -> None:
     assert events.get("archived") == 5  # the aborted records; markers are not records
     assert sp.acknowledge("m1", [ack(0, 4, ACCEPT)]) is ErrorCode.NONE
     assert sp.start_offset == 12  # the SPSO steps over aborted records and markers
-    assert persister.last_write.start_offset == 12
-    assert persister.last_write.batches == ()
+    # The write carries the SPSO before it and counts the archived records as complete.
+    assert persister.last_write.start_offset == 0
+    assert persister.last_write.batches == (sb(0, 4, ACKNOWLEDGED, 1),)
+    assert persister.last_write.delivery_complete_count == 12
     # The acquired ranges never include an archived offset.
     assert sp.acknowledge("m1", [ack(9, 12, ACCEPT)]) is ErrorCode.NONE
     assert sp.start_offset == 13
@@ -146,8 +148,14 @@ def test_tx_pending_holds_records_until_the_marker() -> None:
     assert sp.pending_acks() == []
     assert states(sp, 3, 4) == [(AVAILABLE, 1, ""), (ACKNOWLEDGED, 1, "")]
     assert sp.start_offset == 3
-    assert persister.last_write.start_offset == 3
-    assert persister.last_write.batches == (sb(3, 3, AVAILABLE, 1), sb(4, 4, ACKNOWLEDGED, 1))
+    assert persister.last_write.start_offset == 0  # the SPSO before the write
+    assert persister.last_write.batches == (
+        sb(0, 1, ACKNOWLEDGED, 1),
+        sb(2, 2, ARCHIVED, 1),
+        sb(3, 3, AVAILABLE, 1),
+        sb(4, 4, ACKNOWLEDGED, 1),
+    )
+    assert persister.last_write.delivery_complete_count == 4
 
 
 def test_tx_pending_abort_reverts_and_respects_the_limit() -> None:
@@ -160,8 +168,9 @@ def test_tx_pending_abort_reverts_and_respects_the_limit() -> None:
     # dc 2 reached the limit of 2: archived; dc 1 goes back to AVAILABLE with its count.
     assert states(sp, 2, 4) == [(AVAILABLE, 1, "")] * 3
     assert sp.start_offset == 2
-    assert persister.last_write.start_offset == 2
-    assert persister.last_write.batches == (sb(2, 4, AVAILABLE, 1),)
+    assert persister.last_write.start_offset == 0  # the SPSO before the write
+    assert persister.last_write.batches == (sb(0, 1, ARCHIVED, 2), sb(2, 4, AVAILABLE, 1))
+    assert persister.last_write.delivery_complete_count == 2
     assert sp.next_fetch_offset == 2
 
 
@@ -210,7 +219,8 @@ def test_twenty_thousand_records_acquire_and_acknowledge() -> None:
     assert events.get("acknowledged") == 20_000
     assert events.get("acquired") == 20_000 + events.get("released")
     assert sp.state_batches() == []
-    assert persister.start_offset == 20_000
+    # The persisted start offset lags one write behind; every record from it on is complete.
+    assert persister.start_offset + persister.delivery_complete_count == 20_000
 
 
 def test_twenty_thousand_in_flight_records_stay_few_runs() -> None:

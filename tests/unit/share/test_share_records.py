@@ -152,9 +152,34 @@ def test_update_layout_has_no_state_epoch() -> None:
 def test_unknown_tagged_fields_are_skipped() -> None:
     raw = encode_value(update(state_batches=()))
     assert raw is not None
-    # Replace the empty tag section with one tag (0, 4 bytes): Kafka's DeliveryCompleteCount.
-    with_tag = raw[:-1] + b"\x01" + b"\x00" + b"\x04" + struct.pack(">i", 42)
+    # Replace the empty tag section with one unknown tag (7, 4 bytes).
+    with_tag = raw[:-1] + b"\x01" + b"\x07" + b"\x04" + struct.pack(">i", 42)
     assert decode_value(T.SHARE_UPDATE, with_tag) == update(state_batches=())
+
+
+def test_delivery_complete_count_is_kafkas_tag_zero() -> None:
+    """KIP-1226's DeliveryCompleteCount: tag 0, int32, written only when not -1 (Kafka 4.4)."""
+    raw = encode_value(update(state_batches=()))
+    assert raw is not None
+    with_tag = raw[:-1] + b"\x01" + b"\x00" + b"\x04" + struct.pack(">i", 42)
+    value = update(state_batches=(), delivery_complete_count=42)
+    assert encode_value(value) == with_tag
+    assert decode_value(T.SHARE_UPDATE, with_tag) == value
+    snap = snapshot(state_batches=(), delivery_complete_count=3, fence_leader_epoch=9)
+    snap_raw = encode_value(snap)
+    assert snap_raw is not None
+    assert snap_raw.endswith(
+        b"\x02" + b"\x00\x04" + struct.pack(">i", 3) + b"\xe8\x07\x04" + struct.pack(">i", 9)
+    )
+    assert decode_value(T.SHARE_SNAPSHOT, snap_raw) == snap
+
+
+def test_reset_offset_is_a_tagged_field_of_this_broker() -> None:
+    value = update(state_batches=(), start_offset=-1, reset_offset=1 << 40)
+    raw = encode_value(value)
+    assert raw is not None
+    assert raw.endswith(b"\x01" + b"\xea\x07\x08" + struct.pack(">q", 1 << 40))
+    assert decode_value(T.SHARE_UPDATE, raw) == value
 
 
 def test_snapshot_fence_epochs_are_tagged_fields() -> None:

@@ -7,15 +7,16 @@ records gets exactly the records the KIP gives it (acquisition rounds up to a
 log batch).  Consumer 1 acquires 110-112 ten seconds before the others, so its
 lock is the one that times out.
 
-One step differs, on purpose.  "Acknowledge 110 (consumer 1)" moves the SPSO
-from 110 to 111; the KIP writes ``StartOffset -1, [110-110 ACKNOWLEDGED dc 2]``
-there, but writes ``StartOffset 110, []`` for the identical situation of
-"Acknowledge 100-109" (the acknowledged records end up below the new SPSO).
-The table is inconsistent between those two steps; this implementation follows
-one rule for both (the new SPSO, no batches below it).  Both writes mean the
-same durable state, which the test proves by replaying the KIP's writes and
-ours into two persisters and comparing their normalized contents after every
-step.
+The writes follow Apache Kafka 4.4, not the KIP's table: Kafka persists nothing
+when the partition starts (the position is recorded here as the reset offset,
+which Kafka's view does not show), and every write carries the SPSO *before* it
+with the changed batches, the SPSO moving once the write succeeded.  So where
+the KIP writes ``StartOffset 110, []`` for "Acknowledge 100-109", Kafka and this
+implementation write ``StartOffset 100, [100-109 ACKNOWLEDGED dc 1]`` (the KIP
+itself writes that shape for "Acknowledge 110"), and where the KIP writes -1
+("unchanged") the write carries the unchanged SPSO.  Both mean the same durable
+state, which the test proves by replaying the KIP's writes and ours into two
+persisters and comparing their normalized contents after every step.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ Batch = tuple[int, int, int, int]
 
 def effective(persister: FakePersister) -> tuple[int, tuple[Batch, ...]]:
     """Durable state with the start offset moved past a terminal prefix (same meaning)."""
-    start = persister.start_offset
+    start = persister.start_offset if persister.start_offset >= 0 else persister.reset_offset
     batches = [
         (b.first_offset, b.last_offset, b.delivery_state, b.delivery_count)
         for b in persister.persisted()
@@ -119,8 +120,10 @@ def test_kip932_worked_example() -> None:
     sp = make_sp(log, ours, clock)
     ex = Example(log, sp, ours, FakePersister(), clock)
 
-    # Starting state: SPSO=100, SPEO=100; {"StartOffset": 100, "StateBatches": []}
-    ex.step(spso=100, speo=100, records={}, write=(100, ()))
+    # Starting state: SPSO=100, SPEO=100; {"StartOffset": 100, "StateBatches": []}.  Kafka
+    # writes nothing; here the start offset stays -1 and 100 is the recorded reset offset.
+    ex.step(spso=100, speo=100, records={}, write=(-1, ()), kip_write=(100, ()))
+    assert ours.last_write.reset_offset == 100
 
     # Fetch records 100-109: acquired, delivery count 1.
     log.append_batches(5, 5)
@@ -129,7 +132,14 @@ def test_kip932_worked_example() -> None:
 
     # Acknowledge 100-109: SPSO=110; {"StartOffset": 110, "StateBatches": []}
     assert sp.acknowledge(C1, [ack(100, 109, ACCEPT)]) is ErrorCode.NONE
-    ex.step(spso=110, speo=110, records={}, write=(110, ()))
+    ex.step(
+        spso=110,
+        speo=110,
+        records={},
+        write=(100, (sb(100, 109, ACKNOWLEDGED, 1),)),
+        kip_write=(110, ()),
+    )
+    assert ours.last_write.delivery_complete_count == 10
     assert sp.record_state(100) is None  # evicted
 
     # Fetch records 110-119: consumer 1 gets 110-112, consumer 2 113-118, consumer 3 119.
@@ -156,7 +166,8 @@ def test_kip932_worked_example() -> None:
         spso=110,
         speo=120,
         records={(110, 110): (AVAILABLE, 1, "")},
-        write=(-1, (sb(110, 110, AVAILABLE, 1),)),
+        write=(110, (sb(110, 110, AVAILABLE, 1),)),
+        kip_write=(-1, (sb(110, 110, AVAILABLE, 1),)),
     )
     assert sp.next_fetch_offset == 110
 
@@ -166,7 +177,8 @@ def test_kip932_worked_example() -> None:
         spso=110,
         speo=120,
         records={(119, 119): (ACKNOWLEDGED, 1, "")},
-        write=(-1, (sb(119, 119, ACKNOWLEDGED, 1),)),
+        write=(110, (sb(119, 119, ACKNOWLEDGED, 1),)),
+        kip_write=(-1, (sb(119, 119, ACKNOWLEDGED, 1),)),
     )
 
     # Fetch records 110, 120 (consumer 1): 110 with delivery count 2, 120 with 1.
@@ -188,7 +200,8 @@ def test_kip932_worked_example() -> None:
         spso=110,
         speo=121,
         records={(111, 112): (AVAILABLE, 1, "")},
-        write=(-1, (sb(111, 112, AVAILABLE, 1),)),
+        write=(110, (sb(111, 112, AVAILABLE, 1),)),
+        kip_write=(-1, (sb(111, 112, AVAILABLE, 1),)),
     )
 
     # Acknowledge 113-118 (consumer 2): {-1, [113-118 Acknowledged dc 1]}
@@ -198,7 +211,8 @@ def test_kip932_worked_example() -> None:
         spso=110,
         speo=121,
         records={(113, 118): (ACKNOWLEDGED, 1, "")},
-        write=(-1, (sb(113, 118, ACKNOWLEDGED, 1),)),
+        write=(110, (sb(113, 118, ACKNOWLEDGED, 1),)),
+        kip_write=(-1, (sb(113, 118, ACKNOWLEDGED, 1),)),
     )
 
     # Fetch records 111, 112 (consumer 3): delivery count 2.
@@ -211,25 +225,33 @@ def test_kip932_worked_example() -> None:
         write=None,
     )
 
-    # Acknowledge 110 (consumer 1): SPSO=111.  The KIP writes {-1, [110-110 Acked dc 2]}; this
-    # implementation writes the new SPSO (110 is below it).  Same durable meaning (checked).
+    # Acknowledge 110 (consumer 1): SPSO=111.  The KIP writes {-1, [110-110 Acked dc 2]}, as
+    # Kafka does (with the unchanged SPSO 110 for -1).
     clock.advance(1_000)
     assert sp.acknowledge(C1, [ack(110, 110, ACCEPT)]) is ErrorCode.NONE
     ex.step(
         spso=111,
         speo=121,
         records={},
-        write=(111, ()),
+        write=(110, (sb(110, 110, ACKNOWLEDGED, 2),)),
         kip_write=(-1, (sb(110, 110, ACKNOWLEDGED, 2),)),
     )
+    assert ours.last_write.delivery_complete_count == 8  # 110, 113-118 and 119
 
     # Acknowledge 111, 112 (consumer 3): SPSO=120; {"StartOffset": 120, "StateBatches": []}
     clock.advance(1_000)
     assert sp.acknowledge(C3, [ack(111, 112, ACCEPT)]) is ErrorCode.NONE
-    ex.step(spso=120, speo=121, records={}, write=(120, ()))
+    ex.step(
+        spso=120,
+        speo=121,
+        records={},
+        write=(111, (sb(111, 112, ACKNOWLEDGED, 2),)),
+        kip_write=(120, ()),
+    )
     assert sp.state_batches() == [PersisterStateBatch(120, 120, int(ACQUIRED), 1)]
-    assert ours.start_offset == 120
-    assert ours.persisted() == []
+    # Kafka's persisted view: start 111 (one write behind), 111-119 complete: lag 121-111-9 = 1.
+    assert (ours.start_offset, ours.delivery_complete_count) == (111, 9)
+    assert effective(ours) == (120, ())
 
     # The durable state alone is enough for a new leader: 120 was never acknowledged, so it
     # comes back (acquisitions are not persisted, hence delivery count 1 again).

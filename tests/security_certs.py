@@ -26,6 +26,7 @@ class CertFiles:
     other_ca: Path  # a CA nobody trusts
     server_p12: Path  # the broker's key and chain, PKCS12 under STORE_PASSWORD
     ca_p12: Path  # the CA certificate alone, PKCS12 under STORE_PASSWORD
+    client_p12: Path  # the client's key and certificate, PKCS12 under STORE_PASSWORD
 
 
 def _name(**parts: str) -> x509.Name:
@@ -117,6 +118,7 @@ def make_certs(directory: Path) -> CertFiles:
         other_ca=directory / "other-ca.pem",
         server_p12=directory / "server.p12",
         ca_p12=directory / "ca.p12",
+        client_p12=directory / "client.p12",
     )
     paths.ca.write_bytes(_pem(ca))
     paths.server_keystore.write_bytes(_key_pem(server_key) + _pem(server) + _pem(ca))
@@ -129,5 +131,8 @@ def make_certs(directory: Path) -> CertFiles:
     )
     paths.ca_p12.write_bytes(
         pkcs12.serialize_key_and_certificates(b"ca", None, None, [ca], protect)
+    )
+    paths.client_p12.write_bytes(
+        pkcs12.serialize_key_and_certificates(b"client", client_key, client, [ca], protect)
     )
     return paths

@@ -15,17 +15,13 @@ builder names it.
 
 from __future__ import annotations
 
-import os
-import secrets
 import ssl
-import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from txn.config import BrokerConfig
 from txn.errors import InvalidConfigError
+from txn.tls_stores import load_pkcs12_key_store, pem_files, pkcs12_trusted_pem
 
 ANONYMOUS = "User:ANONYMOUS"
 
@@ -75,42 +71,14 @@ def principal_of(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> str:
     return f"User:{dn}" if dn else ANONYMOUS
 
 
-@contextmanager
-def _pem_files(chain: str, key: str) -> Iterator[tuple[str, str]]:
-    """Inline PEM written to private temporary files for the ssl module, removed after."""
-    with tempfile.TemporaryDirectory(prefix="sharetxn-tls-") as tmp:
-        paths = []
-        for name, text in (("chain.pem", chain), ("key.pem", key)):
-            path = Path(tmp) / name
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
-            paths.append(str(path))
-        yield paths[0], paths[1]
-
-
 #: ``ssl.keystore.type`` / ``ssl.truststore.type`` values served (Kafka's JKS needs Java).
 STORE_TYPES = ("PEM", "PKCS12")
-
-
-def _read_pkcs12(path: str, password: str | None, kind: str) -> Any:
-    """A PKCS12 file opened with ``password``; Kafka's message if it cannot be."""
-    from cryptography.hazmat.primitives.serialization import pkcs12  # noqa: PLC0415
-
-    data = Path(path).read_bytes()
-    try:
-        return pkcs12.load_pkcs12(data, None if password is None else password.encode())
-    except ValueError:
-        msg = f"Failed to load SSL {kind} {path} of type PKCS12 (wrong password or not PKCS12)"
-        raise InvalidConfigError(msg) from None
 
 
 def _load_pkcs12_keystore(
     context: ssl.SSLContext, get: Callable[[str], str | None], listener: str
 ) -> None:
     """The key and certificate chain of a PKCS12 key store, as Kafka's FileBasedStore."""
-    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
-
     location, store_password = get("ssl.keystore.location"), get("ssl.keystore.password")
     if not location:
         msg = f"listener {listener} uses TLS: set ssl.keystore.location (a PKCS12 key store)"
@@ -118,37 +86,14 @@ def _load_pkcs12_keystore(
     if store_password is None:
         msg = "SSL key store is specified, but key store password is not specified."
         raise InvalidConfigError(msg)
-    # As Java's PKCS12 key stores: one password for the file and its key (keytool refuses a
-    # different key password for PKCS12), so ssl.key.password is not needed here.
-    store = _read_pkcs12(location, store_password, "keystore")
-    if store.key is None or store.cert is None:
-        msg = f"Failed to load SSL keystore {location} of type PKCS12: it holds no private key"
-        raise InvalidConfigError(msg)
-    # Handed to the ssl module encrypted with a one-time password (never in clear on disk).
-    one_time = secrets.token_urlsafe(24)
-    key_pem = store.key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.BestAvailableEncryption(one_time.encode()),
-    ).decode()
-    chain = [store.cert.certificate, *(c.certificate for c in store.additional_certs)]
-    chain_pem = "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in chain)
-    with _pem_files(chain_pem, key_pem) as (chain_path, key_path):
-        context.load_cert_chain(chain_path, key_path, password=one_time)
+    load_pkcs12_key_store(context, location, store_password)
 
 
 def _pkcs12_trusted(get: Callable[[str], str | None]) -> str:
     """Every certificate of a PKCS12 trust store, as PEM."""
-    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
-
     location = get("ssl.truststore.location")
     assert location is not None
-    store = _read_pkcs12(location, get("ssl.truststore.password"), "truststore")
-    certs = ([store.cert] if store.cert is not None else []) + list(store.additional_certs)
-    if not certs:
-        msg = f"Failed to load SSL truststore {location} of type PKCS12: it holds no certificate"
-        raise InvalidConfigError(msg)
-    return "".join(c.certificate.public_bytes(serialization.Encoding.PEM).decode() for c in certs)
+    return pkcs12_trusted_pem(location, get("ssl.truststore.password"))
 
 
 def _check_store_settings(
@@ -234,7 +179,7 @@ def server_context(config: BrokerConfig, listener: str, *, sasl: bool = False) -
         elif location:
             context.load_cert_chain(location, password=password)
         elif chain and key:
-            with _pem_files(chain, key) as (chain_path, key_path):
+            with pem_files(chain, key) as (chain_path, key_path):
                 context.load_cert_chain(chain_path, key_path, password=password)
         else:
             msg = (

@@ -6,7 +6,9 @@
 and ``ssl.key.location`` (the client certificate and key, PEM),
 ``ssl.key.password`` and ``ssl.endpoint.identification.algorithm`` (``https``,
 the default, checks the broker's host name; ``none`` does not).  The same keys
-work with every sharetxn client and with ``--command-config`` files.
+work with every sharetxn client and with ``--command-config`` files, as do the Java
+clients' ``ssl.truststore.*`` and ``ssl.keystore.*`` (``type`` PEM or PKCS12, with
+``location`` and ``password``; JKS needs Java and is refused).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Final
 
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, InvalidConfigError, SaslAuthenticationFailedError, error_for_code
+from txn.tls_stores import load_pkcs12_key_store, pkcs12_trusted_pem
 
 SECURITY_DEFAULTS: Final[dict[str, Any]] = {
     "security.protocol": "plaintext",
@@ -65,6 +68,10 @@ class ClientSecurity:
     key_location: str | None = None
     key_password: str | None = None
     check_hostname: bool = True
+    #: PKCS12 stores (the Java clients' ``ssl.truststore``/``ssl.keystore`` of that type):
+    #: (location, password)
+    pkcs12_truststore: tuple[str, str | None] | None = None
+    pkcs12_keystore: tuple[str, str] | None = None
 
     @property
     def uses_tls(self) -> bool:
@@ -87,11 +94,30 @@ class ClientSecurity:
         username, password = _opt(values["sasl.username"]), _opt(values["sasl.password"])
         if values["sasl.jaas.config"] and username is None:
             username, password = _jaas_credentials(str(values["sasl.jaas.config"]))
-        java_pem = {
-            key: _opt(values[f"{key}.location"])
+        types = {
+            key: str(values[f"{key}.type"] or "PEM").strip().upper()
             for key in ("ssl.truststore", "ssl.keystore")
-            if str(values[f"{key}.type"] or "PEM").upper() == "PEM"
         }
+        for key, kind in types.items():
+            if kind not in ("PEM", "PKCS12"):
+                msg = (
+                    f"{key}.type={kind} is not supported by this client (PEM or PKCS12; "
+                    "convert a JKS store with keytool -importkeystore -deststoretype PKCS12)"
+                )
+                raise InvalidConfigError(msg)
+        java_pem = {
+            key: _opt(values[f"{key}.location"]) for key, kind in types.items() if kind == "PEM"
+        }
+        pkcs12: dict[str, tuple[str, str | None]] = {}
+        for key, kind in types.items():
+            location = _opt(values[f"{key}.location"])
+            if kind == "PKCS12" and location is not None:
+                pkcs12[key] = (location, _opt(values[f"{key}.password"]))
+        keystore = pkcs12.get("ssl.keystore")
+        if keystore is not None and keystore[1] is None:
+            # Kafka's DefaultSslEngineFactory message
+            msg = "SSL key store is specified, but key store password is not specified."
+            raise InvalidConfigError(msg)
         security = cls(
             protocol=protocol,
             mechanism=mechanism,
@@ -103,6 +129,8 @@ class ClientSecurity:
             key_location=_opt(values["ssl.key.location"]) or java_pem.get("ssl.keystore"),
             key_password=_opt(values["ssl.key.password"]),
             check_hostname=str(values["ssl.endpoint.identification.algorithm"]).lower() == "https",
+            pkcs12_truststore=pkcs12.get("ssl.truststore"),
+            pkcs12_keystore=(keystore[0], keystore[1] or "") if keystore is not None else None,
         )
         if security.uses_sasl:
             if mechanism not in _MECHANISMS:
@@ -131,9 +159,14 @@ class ClientSecurity:
     def ssl_context(self) -> ssl.SSLContext | None:
         if not self.uses_tls:
             return None
-        context = ssl.create_default_context(cafile=self.ca_location)
+        if self.pkcs12_truststore is not None:
+            context = ssl.create_default_context(cadata=pkcs12_trusted_pem(*self.pkcs12_truststore))
+        else:
+            context = ssl.create_default_context(cafile=self.ca_location)
         context.check_hostname = self.check_hostname
-        if self.certificate_location and self.key_location:
+        if self.pkcs12_keystore is not None:
+            load_pkcs12_key_store(context, *self.pkcs12_keystore)
+        elif self.certificate_location and self.key_location:
             context.load_cert_chain(
                 self.certificate_location, self.key_location, password=self.key_password
             )

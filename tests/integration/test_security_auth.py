@@ -26,7 +26,7 @@ from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
 from producer.produce.transactional_producer import TransactionalProducer
 from tests.security_certs import STORE_PASSWORD, CertFiles, make_certs
-from txn.errors import SaslAuthenticationFailedError
+from txn.errors import InvalidConfigError, SaslAuthenticationFailedError
 
 pytestmark = pytest.mark.integration
 
@@ -276,6 +276,31 @@ def test_pkcs12_stores(tmp_path: Path, certs: CertFiles) -> None:
         address = b.listener_bootstrap("SSL")
         assert round_trip(address, mutual, "over-pkcs12") == [b"hello"]
         assert refused(address, {"security.protocol": "SSL", "ssl.ca.location": str(certs.ca)})
+        # Our clients take the Java clients' PKCS12 stores (a --command-config file's keys).
+        java_style = {
+            "security.protocol": "SSL",
+            "ssl.truststore.type": "PKCS12",
+            "ssl.truststore.location": str(certs.ca_p12),
+            "ssl.truststore.password": STORE_PASSWORD,
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(certs.client_p12),
+            "ssl.keystore.password": STORE_PASSWORD,
+        }
+        with Admin({"bootstrap.servers": address, **java_style}) as ours:
+            ours.create_topics([TopicSpec("over-pkcs12-ours", 1)])
+        producer = TransactionalProducer({"bootstrap.servers": address, **java_style})
+        producer.send("over-pkcs12-ours", b"ours").result(15)
+        producer.close()
+        with pytest.raises(InvalidConfigError, match="of type PKCS12"):
+            Admin(
+                {
+                    "bootstrap.servers": address,
+                    **java_style,
+                    "ssl.keystore.password": "wrong",
+                }
+            ).list_topics()
+        with pytest.raises(InvalidConfigError, match="JKS is not supported by this client"):
+            Admin({"bootstrap.servers": address, **java_style, "ssl.truststore.type": "JKS"})
     wrong = run_broker(tmp_path / "w", {**config, "ssl.keystore.password": "wrong"})
     assert wrong.returncode == 1
     assert f"Failed to load SSL keystore {certs.server_p12} of type PKCS12" in wrong.stderr

@@ -18,7 +18,7 @@ from coordinator.assembly import CONSUMER_GROUPS_PARTITION, assemble_coordinator
 from coordinator.group.offset_commands import Committer
 from coordinator.group_admin import GroupAdmin
 from coordinator.log.cleaner_passes import CleanerExecutor, CleanTarget, LogCleaner
-from coordinator.log.compaction import CleanResult, transactions_of
+from coordinator.log.compaction import CleanResult, last_records_of, transactions_of
 from coordinator.log.storage import LogConfig, PartitionLog, Storage
 from coordinator.log_settings import TopicLogSettings, default_topic_configs, topic_log_settings
 from coordinator.marker_channel import MarkerChannel, TxnMarker
@@ -305,6 +305,7 @@ class BrokerCore:
                     partition.log,
                     settings.cleaner,
                     partition.transactions_for_cleaner,
+                    producers=partition.producers_for_cleaner,
                     after=functools.partial(self._after_clean, tp),
                     delete_delay_ms=settings.file_delete_delay_ms,
                 )
@@ -317,6 +318,7 @@ class BrokerCore:
                     log_,
                     internal_policy,
                     functools.partial(transactions_of, log_),
+                    producers=functools.partial(last_records_of, log_),
                     flush_first=True,
                     delete_delay_ms=self.config.get_int("log.segment.delete.delay.ms"),
                 )
@@ -327,7 +329,7 @@ class BrokerCore:
     def _after_clean(self, tp: TopicPartition, result: CleanResult) -> None:
         partition = self.partitions.get(tp)
         if partition is not None:
-            partition.after_clean(result.job.end, result.kept_markers)
+            partition.after_clean(result.end, result.kept_markers)
         self.share.on_data_appended(tp)
 
     @property

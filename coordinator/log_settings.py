@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from coordinator.log.cleaner import CleanerPolicy
+from coordinator.log.cleaner import CleanerPolicy, offset_map_entries
 from coordinator.log.segments import RetentionPolicy
 from coordinator.log.storage import LogConfig
 from coordinator.log.timestamps import TimestampPolicy
@@ -109,6 +109,7 @@ def topic_log_settings(
                 "max.compaction.lag.ms", broker.get_int("log.cleaner.max.compaction.lag.ms")
             ),
             max_decompressed_bytes=decompressed_limit(max_message_bytes),
+            offset_map_entries=offset_map_entries(broker.get_int("log.cleaner.dedupe.buffer.size")),
         ),
         max_message_bytes=max_message_bytes,
         timestamps=TimestampPolicy(

@@ -125,6 +125,8 @@ class Partition:
 
     def _apply(self, header: BatchHeader, raw: bytes | bytearray | memoryview) -> None:
         if header.is_control:
+            if header.records_count == 0:
+                return  # a marker the cleaner emptied: its transaction is gone (as in Kafka)
             ctype = control_type_of(raw, 0, header)
             coordinator_epoch = -1
             first = self.producers.on_marker(header, coordinator_epoch)
@@ -461,6 +463,15 @@ class Partition:
         return self.last_stable_offset, [
             (a.producer_id, a.first_offset, a.last_offset) for a in self._aborted
         ]
+
+    def producers_for_cleaner(self) -> dict[int, tuple[int, int]]:
+        """Each active producer's last data offset (-1: none) and epoch: the cleaner keeps
+        that batch (emptied if need be) so its sequence and epoch survive (Kafka's
+        ``lastRecordsOfActiveProducers``)."""
+        return {
+            pid: (entry.batches[-1].last_offset if entry.batches else -1, entry.epoch)
+            for pid, entry in self.producers.producers.items()
+        }
 
     def after_clean(self, end: int, kept_markers: frozenset[int]) -> None:
         """A clean of the offsets below ``end`` kept these markers: an aborted transaction

@@ -202,6 +202,8 @@ class BrokerCore:
                     tp,
                     self.storage.open_log(info.name, index, settings.log),
                     settings.max_message_bytes,
+                    now_ms=self.clock.now_ms(),
+                    producer_expiration_ms=self.config.get_int("producer.id.expiration.ms"),
                 )
                 partition.compacted = settings.compact and not info.internal
                 partition.timestamps = settings.timestamps
@@ -561,6 +563,7 @@ class BrokerCore:
         self.share.close()
         for partition in self.partitions.values():
             partition.log.flush()
+            partition.take_snapshot()
         self.storage.close()
 
     # -- topics ---------------------------------------------------------------------------------

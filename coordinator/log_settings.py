@@ -75,6 +75,7 @@ def topic_log_settings(
     log = LogConfig(
         segment_bytes=number("internal.segment.bytes", number("segment.bytes", base.segment_bytes)),
         segment_ms=number("segment.ms", broker_segment_ms(broker)),
+        segment_jitter_ms=number("segment.jitter.ms", 0),
         index_interval_bytes=base.index_interval_bytes,
         flush_interval_messages=base.flush_interval_messages,
         flush_interval_ms=base.flush_interval_ms,

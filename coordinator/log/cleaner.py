@@ -9,12 +9,15 @@ Kafka's rules (``LogCleaner``, ``LogCleanerManager``), pure functions over batch
 * **When.** The dirty ratio -- bytes after the cleaner checkpoint over all bytes of the
   range -- reaches ``min.cleanable.dirty.ratio``, or the first dirty segment's first batch
   is older than ``max.compaction.lag.ms``.
-* **What stays.** The latest record of each key in the range (its offset map); records of
-  aborted transactions go, and never count as the latest; key-less records go.  A
-  tombstone (null value) stays until it is older than ``delete.retention.ms`` (here: by its
-  record timestamp).  A transaction marker stays while any record of its transaction stays
-  before it, or while it is younger than ``delete.retention.ms``.  Batches keep their
-  offsets; a batch that lost records is rewritten with the rest (``rebuild_batch``).
+* **What stays.** Per record: past the offset map's last offset, or its key's latest in
+  the map (built from the cleaner checkpoint on, without aborted records, bounded by
+  ``log.cleaner.dedupe.buffer.size``: a pass that fills it stops at the last batch mapped).
+  Key-less records go.  A tombstone stays until its batch's delete horizon (KIP-534: set by
+  the first cleaning that keeps it, to that time plus ``delete.retention.ms``, in the batch
+  header) has passed.  A transaction marker stays while the pass saw a batch of its
+  transaction, then gets a horizon as a tombstone does.  A producer's last batch and the
+  range's last batch stay, emptied if need be.  Batches keep their offsets; a batch that
+  lost records is rewritten with the rest (``rebuild_batch``).
 """
 
 from __future__ import annotations

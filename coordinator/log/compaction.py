@@ -7,9 +7,11 @@
   removable (``CleanerState.due_ms``): without that, a log that stops receiving writes
   would keep its last tombstones forever.  (Kafka's cleaner picks a log by its dirty ratio
   only, so there its tombstones wait for new writes: a deliberate difference.)
-* ``run_clean`` (anywhere, pure): the kept batches per segment, leaving out the segments
-  whose bytes would not change (they are not rewritten), and the time the earliest kept
-  tombstone or marker becomes removable.
+* ``run_clean`` (anywhere, pure): the offset map from the cleaner checkpoint (bounded: when
+  it fills, only the segments up to the last batch mapped are cleaned and the checkpoint
+  stops there), the kept batches per segment, leaving out the segments whose bytes would
+  not change (they are not rewritten), and the time the earliest kept tombstone or marker
+  becomes removable.
 * ``apply_clean`` (on the loop): the atomic swap, unless the log changed under the pass
   (its start offset moved past a planned segment, or a planned segment is gone): then the
   result is dropped and the next pass plans again.

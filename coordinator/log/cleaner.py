@@ -226,7 +226,7 @@ class _Rules:
         self.due = LONG_MAX
         self.committed: set[int] = set()  # producers whose committed batches were traversed
         self.aborted_seen: set[int] = set()  # producers whose aborted batches were traversed
-        self.txn_kept: set[int] = set()  # producers whose transaction kept records
+        self.txn_kept: set[int] = set()  # producers whose transaction kept a batch
 
     def _discardable(self, header: BatchHeader, raw: bytes) -> bool:
         pid = header.producer_id
@@ -258,6 +258,14 @@ class _Rules:
 
     def filter(self, header: BatchHeader, raw: bytes) -> bytes | None:
         """The batch as it stays (``raw`` itself, rewritten or emptied), or None."""
+        out = self._filter(header, raw)
+        if out is not None and header.is_transactional and not header.is_control:
+            # a batch of the transaction stays (even emptied): the next pass traverses it
+            # too, so its marker cannot go then -- no pass is due for it
+            self.txn_kept.add(header.producer_id)
+        return out
+
+    def _filter(self, header: BatchHeader, raw: bytes) -> bytes | None:
         horizon = header.delete_horizon_ms
         can_discard = self._discardable(header, raw)
         if header.is_control:
@@ -288,8 +296,6 @@ class _Rules:
         except InflatedBatchError:
             return raw  # over the decompression bound: kept whole, unread
         if kept:
-            if header.is_transactional:
-                self.txn_kept.add(header.producer_id)
             if tombstones:
                 if horizon is None:
                     new = self.now + self.policy.delete_retention_ms

@@ -11,11 +11,12 @@ from coordinator.log.cleaner_passes import CleanTarget, LogCleaner
 from coordinator.log.memory_log import MemoryLog, MemoryStorage
 from coordinator.log.storage import LogConfig
 from coordinator.partition import Partition
-from txn.batch import ATTR_DELETE_HORIZON, build_batch, parse_header
+from txn.batch import ATTR_DELETE_HORIZON, ControlType, build_batch, parse_header
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
+from txn.limits import LONG_MAX
 from txn.record_keys import records_of
 
 T0 = 1_700_000_000_000
@@ -152,3 +153,30 @@ def test_the_broker_sizes_the_offset_map_from_the_dedupe_buffer() -> None:
     settings = [s for _tp, _p, s in core._client_partitions()]
     assert [s.cleaner.offset_map_entries for s in settings] == [90]
     core.close()
+
+
+def test_a_marker_behind_an_emptied_last_batch_asks_for_no_pass() -> None:
+    """A transactional producer's only batch was superseded: it stays, emptied (the
+    producer's last batch), so its COMMIT marker stays too (a pass traverses the batch,
+    as Kafka's CleanedTransactionMetadata): no later pass can remove the marker, so none
+    is made due for it."""
+    log = _log()
+    partition = Partition(TopicPartition("t", 0), log)
+    raw = build_batch(
+        [(b"a", b"1")],
+        timestamp_ms=T0,
+        producer_id=9,
+        producer_epoch=0,
+        base_sequence=0,
+        transactional=True,
+    )
+    assert partition.append(raw, T0, transactional_id="x").error is ErrorCode.NONE
+    assert partition.write_marker(9, 0, 0, ControlType.COMMIT, T0) is ErrorCode.NONE
+    for key in (b"a", b"b", b"c"):
+        plain = build_batch([(key, b"x")], timestamp_ms=T0)
+        assert partition.append(plain, T0).error is ErrorCode.NONE
+    cleaner = LogCleaner(ManualClock(T0 + 1000))
+    cleaner.run_pass([_target(log, 1000, partition)])
+    kept = [(h.base_offset, h.records_count, h.is_control) for h, _ in log.batches(0)]
+    assert kept[:2] == [(0, 0, False), (1, 1, True)]
+    assert cleaner.state("t-0").due_ms == LONG_MAX

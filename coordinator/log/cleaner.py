@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from coordinator.log.storage import SegmentInfo
 from txn.batch import BatchHeader, ControlType, control_type_of
-from txn.limits import LONG_MAX
+from txn.limits import INT32_MAX, LONG_MAX
 from txn.record_keys import (
     InflatedBatchError,
     RecordView,
@@ -138,9 +138,10 @@ def _digest(key: bytes) -> bytes:
 
 
 def offset_map_entries(buffer_bytes: int, load_factor: float = 0.9) -> int:
-    """How many keys a pass maps (``log.cleaner.dedupe.buffer.size`` over Kafka's 24 bytes
-    per slot -- a 16-byte MD5 and an 8-byte offset -- times the load factor, at least 1)."""
-    return max(int(buffer_bytes // 24 * load_factor), 1)
+    """How many keys a pass maps (``log.cleaner.dedupe.buffer.size``, at most 2^31 - 1 bytes
+    as Kafka's one cleaner thread takes, over 24 bytes a slot -- a 16-byte MD5 and an 8-byte
+    offset -- times the load factor; at least 1)."""
+    return max(int(min(buffer_bytes, INT32_MAX) // 24 * load_factor), 1)
 
 
 def build_offset_map(

@@ -59,6 +59,7 @@ def test_offset_map_entries_follow_the_dedupe_buffer() -> None:
     assert offset_map_entries(128 * 1024 * 1024) == 5_033_164  # Kafka's default map
     assert offset_map_entries(240) == 9
     assert offset_map_entries(0) == 1
+    assert offset_map_entries(1 << 40) == offset_map_entries((1 << 31) - 1)  # one thread's
 
 
 def test_a_tiny_offset_map_cleans_in_passes_to_what_one_pass_gives() -> None:

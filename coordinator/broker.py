@@ -18,7 +18,7 @@ from coordinator.assembly import CONSUMER_GROUPS_PARTITION, assemble_coordinator
 from coordinator.group.offset_commands import Committer
 from coordinator.group_admin import GroupAdmin
 from coordinator.log.cleaner_passes import CleanerExecutor, CleanTarget, LogCleaner
-from coordinator.log.compaction import CleanResult, transactions_of
+from coordinator.log.compaction import CleanResult, last_records_of, transactions_of
 from coordinator.log.storage import LogConfig, PartitionLog, Storage
 from coordinator.log_settings import TopicLogSettings, default_topic_configs, topic_log_settings
 from coordinator.marker_channel import MarkerChannel, TxnMarker
@@ -202,6 +202,8 @@ class BrokerCore:
                     tp,
                     self.storage.open_log(info.name, index, settings.log),
                     settings.max_message_bytes,
+                    now_ms=self.clock.now_ms(),
+                    producer_expiration_ms=self.config.get_int("producer.id.expiration.ms"),
                 )
                 partition.compacted = settings.compact and not info.internal
                 partition.timestamps = settings.timestamps
@@ -305,6 +307,7 @@ class BrokerCore:
                     partition.log,
                     settings.cleaner,
                     partition.transactions_for_cleaner,
+                    producers=partition.producers_for_cleaner,
                     after=functools.partial(self._after_clean, tp),
                     delete_delay_ms=settings.file_delete_delay_ms,
                 )
@@ -317,6 +320,7 @@ class BrokerCore:
                     log_,
                     internal_policy,
                     functools.partial(transactions_of, log_),
+                    producers=functools.partial(last_records_of, log_),
                     flush_first=True,
                     delete_delay_ms=self.config.get_int("log.segment.delete.delay.ms"),
                 )
@@ -327,7 +331,7 @@ class BrokerCore:
     def _after_clean(self, tp: TopicPartition, result: CleanResult) -> None:
         partition = self.partitions.get(tp)
         if partition is not None:
-            partition.after_clean(result.job.end, result.kept_markers)
+            partition.after_clean(result.end, result.kept_markers)
         self.share.on_data_appended(tp)
 
     @property
@@ -559,6 +563,7 @@ class BrokerCore:
         self.share.close()
         for partition in self.partitions.values():
             partition.log.flush()
+            partition.take_snapshot()
         self.storage.close()
 
     # -- topics ---------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from coordinator.log.cleaner import CleanerPolicy
+from coordinator.log.cleaner import CleanerPolicy, offset_map_entries
 from coordinator.log.segments import RetentionPolicy
 from coordinator.log.storage import LogConfig
 from coordinator.log.timestamps import TimestampPolicy
@@ -75,6 +75,7 @@ def topic_log_settings(
     log = LogConfig(
         segment_bytes=number("internal.segment.bytes", number("segment.bytes", base.segment_bytes)),
         segment_ms=number("segment.ms", broker_segment_ms(broker)),
+        segment_jitter_ms=number("segment.jitter.ms", 0),
         index_interval_bytes=base.index_interval_bytes,
         flush_interval_messages=base.flush_interval_messages,
         flush_interval_ms=base.flush_interval_ms,
@@ -109,6 +110,7 @@ def topic_log_settings(
                 "max.compaction.lag.ms", broker.get_int("log.cleaner.max.compaction.lag.ms")
             ),
             max_decompressed_bytes=decompressed_limit(max_message_bytes),
+            offset_map_entries=offset_map_entries(broker.get_int("log.cleaner.dedupe.buffer.size")),
         ),
         max_message_bytes=max_message_bytes,
         timestamps=TimestampPolicy(

@@ -28,7 +28,13 @@ from coordinator.log.timestamps import (
     stamp,
     validate_batch,
 )
-from coordinator.producer_state import ProducerStateManager
+from coordinator.producer_state import (
+    ProducerEntry,
+    ProducerStateManager,
+    delete_snapshots_below,
+    load_snapshot,
+    write_snapshot,
+)
 from txn.batch import (
     BatchFormatError,
     BatchHeader,
@@ -42,6 +48,7 @@ from txn.batch import (
 from txn.compression import DecompressedTooLargeError, decompressed_limit
 from txn.errors import ErrorCode, KafkaProtocolError, SharetxnError
 from txn.ids import TopicPartition
+from txn.limits import LONG_MAX
 
 log = logging.getLogger("sharetxn.partition")
 
@@ -83,7 +90,13 @@ class Partition:
     """A partition's log plus the state derived from it."""
 
     def __init__(
-        self, tp: TopicPartition, log_: PartitionLog, max_batch_bytes: int = 1048588
+        self,
+        tp: TopicPartition,
+        log_: PartitionLog,
+        max_batch_bytes: int = 1048588,
+        *,
+        now_ms: int | None = None,
+        producer_expiration_ms: int | None = None,
     ) -> None:
         self.tp = tp
         self.log = log_
@@ -96,7 +109,9 @@ class Partition:
         self.producers = ProducerStateManager()
         self._aborted: list[AbortedTxn] = []
         self._aborted_last: list[int] = []
-        self._replay()
+        self._snapshot_offset = -1  # the newest producer-state snapshot's offset
+        self._replay(now_ms, producer_expiration_ms)
+        self._active_base = self.log.active_segment_base
 
     # -- derived offsets ------------------------------------------------------------------------
 
@@ -119,12 +134,52 @@ class Partition:
 
     # -- recovery -------------------------------------------------------------------------------
 
-    def _replay(self) -> None:
+    def _replay(self, now_ms: int | None, expiration_ms: int | None) -> None:
+        """Rebuild the state from the log: the producers from the newest snapshot and the
+        batches from its offset on (every batch when there is none), the open and aborted
+        transactions from every batch (Kafka: the snapshot and the transaction index)."""
+        found = load_snapshot(self.log, str(self.tp))
+        offset, entries = found if found is not None else (LONG_MAX, [])
         for header, raw in self.log.batches(0):
+            if header.base_offset >= offset:
+                self._load_producers(entries, now_ms, expiration_ms)
+                offset = LONG_MAX
             self._apply(header, raw)
+        if offset < LONG_MAX:
+            self._load_producers(entries, now_ms, expiration_ms)
+        if found is not None:
+            self._snapshot_offset = found[0]
+        self.take_snapshot()  # at the log end, as Kafka after loading
+
+    def _load_producers(
+        self, entries: list[ProducerEntry], now_ms: int | None, expiration_ms: int | None
+    ) -> None:
+        if now_ms is None or expiration_ms is None:
+            self.producers.producers = {e.producer_id: e for e in entries}
+        else:
+            self.producers.load(entries, now_ms, expiration_ms)
+
+    def take_snapshot(self, offset: int | None = None) -> None:
+        """Write the producer state as of ``offset`` (the log end by default) unless a snapshot
+        at or past it exists (Kafka's ``takeSnapshot``: on a roll, after loading, on stop)."""
+        at = self.high_watermark if offset is None else offset
+        if at <= max(self._snapshot_offset, self.log_start_offset):
+            return
+        if write_snapshot(self.log, at, self.producers.producers.values(), str(self.tp)):
+            self._snapshot_offset = at
+
+    def _after_append(self) -> None:
+        """Called after an append, before its batch is applied: if the log rolled, snapshot
+        the state as of the new segment's base (Kafka's roll)."""
+        base = self.log.active_segment_base
+        if base != self._active_base:
+            self._active_base = base
+            self.take_snapshot(base)
 
     def _apply(self, header: BatchHeader, raw: bytes | bytearray | memoryview) -> None:
         if header.is_control:
+            if header.records_count == 0:
+                return  # a marker the cleaner emptied: its transaction is gone (as in Kafka)
             ctype = control_type_of(raw, 0, header)
             coordinator_epoch = -1
             first = self.producers.on_marker(header, coordinator_epoch)
@@ -303,6 +358,7 @@ class Partition:
         except OSError as exc:
             log.error("append to %s failed: %s", self.tp, exc)
             return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR, error_message=str(exc))
+        self._after_append()
         if header.has_producer_id:
             self.producers.on_data_batch(stored)
         # the Produce response's log_append_time: -1 unless the topic stamps appends
@@ -374,6 +430,7 @@ class Partition:
         except OSError as exc:
             log.error("marker append to %s failed: %s", self.tp, exc)
             return ErrorCode.KAFKA_STORAGE_ERROR
+        self._after_append()
         self._apply(header, batch)
         return ErrorCode.NONE
 
@@ -463,6 +520,15 @@ class Partition:
             (a.producer_id, a.first_offset, a.last_offset) for a in self._aborted
         ]
 
+    def producers_for_cleaner(self) -> dict[int, tuple[int, int]]:
+        """Each active producer's last data offset (-1: none) and epoch: the cleaner keeps
+        that batch (emptied if need be) so its sequence and epoch survive (Kafka's
+        ``lastRecordsOfActiveProducers``)."""
+        return {
+            pid: (entry.batches[-1].last_offset if entry.batches else -1, entry.epoch)
+            for pid, entry in self.producers.producers.items()
+        }
+
     def after_clean(self, end: int, kept_markers: frozenset[int]) -> None:
         """A clean of the offsets below ``end`` kept these markers: an aborted transaction
         whose ABORT marker the cleaner removed (with all its data) leaves the aborted index,
@@ -481,6 +547,7 @@ class Partition:
     def _advance_start(self, target: int) -> None:
         """Raise the log start offset durably and forget aborted transactions wholly below it."""
         self.log.advance_start_offset(target)
+        delete_snapshots_below(self.log, self.log_start_offset)
         keep = bisect.bisect_left(self._aborted_last, target)
         del self._aborted[:keep]
         del self._aborted_last[:keep]

@@ -3,18 +3,27 @@
 For each producer id the partition keeps the epoch, the last five appended
 batches (for duplicate detection, answered with the original offset) and the
 first offset of the producer's open transaction on this partition.  The state
-is rebuilt on start by replaying batch headers from the log, so it survives a
-restart without a snapshot file.
+is rebuilt on start from the newest snapshot (``encode_snapshot``, Kafka's
+ProducerSnapshot v1 layout, kept by ``coordinator.log.producer_snapshots``) and
+the batches after it, or from the whole log when there is none.
 """
 
 from __future__ import annotations
 
+import logging
+import struct
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from crc32c import crc32c
+
+from coordinator.log.storage import PartitionLog
 from txn.batch import NO_SEQUENCE, BatchHeader
 from txn.errors import ErrorCode
 from txn.limits import next_sequence
+
+log = logging.getLogger("sharetxn.partition")
 
 DUPLICATE_WINDOW = 5
 
@@ -52,6 +61,67 @@ class SequenceCheck:
 
 def _next_seq(seq: int) -> int:
     return next_sequence(seq)
+
+
+class SnapshotFormatError(ValueError):
+    """Bytes that are not a producer-state snapshot (refused: the log is replayed instead)."""
+
+
+_SNAPSHOT_VERSION = 1
+_SNAPSHOT_HEAD = struct.Struct(">hIi")  # version, CRC32C of the rest, entry count
+_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
+
+
+def encode_snapshot(entries: Iterable[ProducerEntry]) -> bytes:
+    """Kafka's ProducerSnapshot v1: per producer its epoch, last batch (last sequence, last
+    offset, offset delta), last timestamp, coordinator epoch and open transaction's first
+    offset (-1: none).  Only the last batch is kept, as in Kafka's snapshots."""
+    body = bytearray()
+    count = 0
+    for e in entries:
+        last = e.batches[-1] if e.batches else None
+        body += _SNAPSHOT_ENTRY.pack(
+            e.producer_id,
+            e.epoch,
+            last.last_seq if last else NO_SEQUENCE,
+            last.last_offset if last else -1,
+            last.last_offset - last.first_offset if last else 0,
+            e.last_timestamp_ms,
+            e.coordinator_epoch,
+            -1 if e.current_txn_first_offset is None else e.current_txn_first_offset,
+        )
+        count += 1
+    rest = struct.pack(">i", count) + bytes(body)
+    return struct.pack(">hI", _SNAPSHOT_VERSION, crc32c(rest)) + rest
+
+
+def decode_snapshot(data: bytes) -> list[ProducerEntry]:
+    """The entries of a snapshot; SnapshotFormatError unless it is exactly one, intact."""
+    if len(data) < _SNAPSHOT_HEAD.size:
+        raise SnapshotFormatError(f"{len(data)} bytes: shorter than a snapshot header")
+    version, crc, count = _SNAPSHOT_HEAD.unpack_from(data)
+    if version != _SNAPSHOT_VERSION:
+        raise SnapshotFormatError(f"unknown snapshot version {version}")
+    if count < 0 or len(data) != _SNAPSHOT_HEAD.size + count * _SNAPSHOT_ENTRY.size:
+        raise SnapshotFormatError(f"{count} entries do not fill {len(data)} bytes")
+    if crc32c(memoryview(data)[6:]) != crc:
+        raise SnapshotFormatError("snapshot CRC mismatch")
+    out: list[ProducerEntry] = []
+    for pos in range(_SNAPSHOT_HEAD.size, len(data), _SNAPSHOT_ENTRY.size):
+        pid, epoch, last_seq, last_offset, delta, ts, coord, txn = _SNAPSHOT_ENTRY.unpack_from(
+            data, pos
+        )
+        if pid < 0 or delta < 0:
+            raise SnapshotFormatError(f"bad snapshot entry for producer {pid}")
+        entry = ProducerEntry(pid, epoch, coordinator_epoch=coord, last_timestamp_ms=ts)
+        entry.current_txn_first_offset = txn if txn >= 0 else None
+        if last_offset >= 0:
+            first_seq = last_seq if last_seq == NO_SEQUENCE else next_sequence(last_seq, -delta)
+            entry.batches.append(
+                BatchMetadata(first_seq, last_seq, last_offset - delta, last_offset, ts)
+            )
+        out.append(entry)
+    return out
 
 
 class ProducerStateManager:
@@ -122,6 +192,16 @@ class ProducerStateManager:
         entry.last_timestamp_ms = header.max_timestamp
         return first
 
+    def load(self, entries: Iterable[ProducerEntry], now_ms: int, expiration_ms: int) -> None:
+        """Replace the state with a snapshot's entries, leaving out the producers already
+        expired (no open transaction, idle ``expiration_ms`` or more), as Kafka loads one."""
+        self.producers = {
+            e.producer_id: e
+            for e in entries
+            if e.current_txn_first_offset is not None
+            or now_ms - e.last_timestamp_ms < expiration_ms
+        }
+
     def open_transactions(self) -> dict[int, int]:
         """producer id -> first offset of its open transaction."""
         return {
@@ -140,3 +220,58 @@ class ProducerStateManager:
         for pid in expired:
             del self.producers[pid]
         return expired
+
+
+def load_snapshot(log_: PartitionLog, name: str) -> tuple[int, list[ProducerEntry]] | None:
+    """The newest readable snapshot of ``log_`` above its start offset and at most its end,
+    as Kafka's ``truncateAndReload`` picks one: those out of that range are deleted, and so
+    is one that is unreadable, too large or malformed (logged; the next older is tried, and
+    with none left the log is replayed from its start)."""
+    store = log_.snapshots
+    if store is None:
+        return None
+    try:
+        offsets = store.offsets()
+        for offset in offsets:
+            if offset <= log_.log_start_offset or offset > log_.log_end_offset:
+                store.delete(offset)
+        for offset in reversed(offsets):
+            if log_.log_start_offset < offset <= log_.log_end_offset:
+                try:
+                    return offset, decode_snapshot(store.read(offset))
+                except (OSError, SnapshotFormatError) as exc:
+                    log.warning("%s: producer snapshot at %d refused: %s", name, offset, exc)
+                    store.delete(offset)
+    except OSError as exc:
+        log.error("%s: producer snapshots unreadable, replaying the log: %s", name, exc)
+    return None
+
+
+def write_snapshot(
+    log_: PartitionLog, offset: int, entries: Iterable[ProducerEntry], name: str
+) -> bool:
+    """Keep the producer state as of ``offset``; False if there is no store or it failed
+    (logged: the state is then rebuilt from an older snapshot and the log)."""
+    store = log_.snapshots
+    if store is None:
+        return False
+    try:
+        store.write(offset, encode_snapshot(entries))
+    except OSError as exc:
+        log.error("%s: writing the producer snapshot at %d failed: %s", name, offset, exc)
+        return False
+    return True
+
+
+def delete_snapshots_below(log_: PartitionLog, offset: int) -> None:
+    """Retention or DeleteRecords moved the log start: the snapshots below it go (Kafka
+    deletes a segment's snapshot with it); the state in memory stays."""
+    store = log_.snapshots
+    if store is None:
+        return
+    try:
+        for at in store.offsets():
+            if at < offset:
+                store.delete(at)
+    except OSError as exc:
+        log.error("deleting producer snapshots below %d failed: %s", offset, exc)

@@ -34,6 +34,8 @@ ATTR_COMPRESSION_MASK = 0x07
 ATTR_TIMESTAMP_TYPE = 0x08
 ATTR_TRANSACTIONAL = 0x10
 ATTR_CONTROL = 0x20
+# KIP-534: the cleaner set the batch's delete horizon, stored as its base timestamp.
+ATTR_DELETE_HORIZON = 0x40
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -98,6 +100,12 @@ class BatchHeader(NamedTuple):
     @property
     def has_producer_id(self) -> bool:
         return self.producer_id >= 0
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """When the cleaner may remove this batch's tombstones (or the marker): set by the
+        first cleaning that kept them (KIP-534), None before."""
+        return self.base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
 
 
 _new_tuple = tuple.__new__  # BatchHeader._make without its length check: the format has 13
@@ -248,7 +256,13 @@ def build_control_batch(
 def control_type_of(
     buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader
 ) -> ControlType:
-    """Read the marker type of a control batch (its single record's key)."""
+    """Read the marker type of a control batch (its single record's key).
+
+    A control batch with no record is what the cleaner keeps of a producer's last marker once
+    its transaction is wholly cleaned (KIP-534): it reads as COMMIT, nothing to skip (Kafka's
+    consumer and producer state ignore it too)."""
+    if header.records_count == 0:
+        return ControlType.COMMIT
     # The first record starts at pos+61: length varint, attributes, ts delta, offset delta,
     # key length varint, then the 4-byte key.  All varints here are one byte.
     view = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]

@@ -204,6 +204,7 @@ _LONG: Final = frozenset(
     {
         "connections.max.idle.ms",
         "log.cleaner.backoff.ms",
+        "log.cleaner.dedupe.buffer.size",
         "log.cleaner.delete.retention.ms",
         "log.cleaner.max.compaction.lag.ms",
         "log.cleaner.min.compaction.lag.ms",

@@ -75,6 +75,12 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("log.segment.delete.delay.ms", "int", 60000, "Default file.delete.delay.ms."),
     ConfigDef("log.cleaner.enable", "bool", True, "Compact cleanup.policy=compact topics."),
     ConfigDef("log.cleaner.backoff.ms", "int", 15000, "Pause between cleaner passes."),
+    ConfigDef(
+        "log.cleaner.dedupe.buffer.size",
+        "int",
+        134217728,
+        "Memory of the cleaner's offset map (24 bytes a key); a pass maps that many keys.",
+    ),
     ConfigDef("log.cleaner.delete.retention.ms", "int", 86400000, "Default delete.retention.ms."),
     ConfigDef(
         "log.cleaner.min.cleanable.ratio", "str", "0.5", "Default min.cleanable.dirty.ratio."
@@ -342,6 +348,7 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "log.retention.check.interval.ms": (1, None),
     "log.segment.delete.delay.ms": (0, None),
     "log.cleaner.backoff.ms": (0, None),
+    "log.cleaner.dedupe.buffer.size": (0, None),
     "log.cleaner.delete.retention.ms": (0, None),
     "log.cleaner.min.compaction.lag.ms": (0, None),
     "log.cleaner.max.compaction.lag.ms": (1, None),

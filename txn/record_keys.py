@@ -20,13 +20,16 @@ from crc32c import crc32c
 
 from txn.batch import (
     ATTR_COMPRESSION_MASK,
+    ATTR_CONTROL,
+    ATTR_DELETE_HORIZON,
     ATTR_TIMESTAMP_TYPE,
+    ATTR_TRANSACTIONAL,
     HEADER_SIZE,
     LOG_OVERHEAD,
     BatchFormatError,
     BatchHeader,
 )
-from txn.codec import Reader
+from txn.codec import Reader, uvarint
 from txn.compression import DecompressedTooLargeError, compress, decompress
 from txn.errors import SharetxnError
 
@@ -103,26 +106,63 @@ def keyless_records(
 
 
 def rebuild_batch(
-    batch: bytes | bytearray | memoryview, header: BatchHeader, kept: list[RecordView]
+    batch: bytes | bytearray | memoryview,
+    header: BatchHeader,
+    kept: list[RecordView],
+    delete_horizon_ms: int | None = None,
 ) -> bytes:
-    """``batch`` holding only the records ``kept`` (taken from it, in order)."""
-    body = b"".join(record.raw for record in kept)
+    """``batch`` holding only the records ``kept`` (taken from it, in order).
+
+    With ``delete_horizon_ms`` (KIP-534: the first cleaning that keeps a tombstone or the
+    marker of an emptied transaction sets it), the batch gets the DELETE_HORIZON attribute
+    and the horizon as its base timestamp; each record's timestamp delta is re-encoded
+    against it, so the records keep their timestamps (Kafka's ``MemoryRecords.filterTo``)."""
+    attributes = header.attributes
+    base_timestamp = header.base_timestamp
+    records = [record.raw for record in kept]
+    if delete_horizon_ms is not None:
+        attributes |= ATTR_DELETE_HORIZON
+        base_timestamp = delete_horizon_ms
+        records = [_with_delta(r.raw, r.timestamp_ms - delete_horizon_ms) for r in kept]
+    body = b"".join(records)
     codec = header.attributes & ATTR_COMPRESSION_MASK
     if codec:
         body = compress(codec, body)
     max_timestamp = header.max_timestamp
     if not header.attributes & ATTR_TIMESTAMP_TYPE and kept:
         max_timestamp = max(record.timestamp_ms for record in kept)
+    return _framed(header, attributes, base_timestamp, max_timestamp, len(kept), body)
+
+
+def empty_batch(header: BatchHeader) -> bytes:
+    """The header of ``header``'s batch with no records: what the cleaner keeps of a
+    producer's last batch, so its sequence and epoch survive (Kafka's
+    ``DefaultRecordBatch.writeEmptyHeader``: no compression, no delete horizon, both
+    timestamps the batch's max timestamp, the same offsets)."""
+    keep = ATTR_TIMESTAMP_TYPE | ATTR_TRANSACTIONAL | ATTR_CONTROL
+    return _framed(
+        header, header.attributes & keep, header.max_timestamp, header.max_timestamp, 0, b""
+    )
+
+
+def _framed(
+    header: BatchHeader,
+    attributes: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    count: int,
+    body: bytes,
+) -> bytes:
     after_crc = (
         _AFTER_CRC.pack(
-            header.attributes,
+            attributes,
             header.last_offset_delta,
-            header.base_timestamp,
+            base_timestamp,
             max_timestamp,
             header.producer_id,
             header.producer_epoch,
             header.base_sequence,
-            len(kept),
+            count,
         )
         + body
     )
@@ -131,3 +171,17 @@ def rebuild_batch(
         header.base_offset, batch_length, header.partition_leader_epoch, header.magic
     )
     return prefix + struct.pack(">I", crc32c(after_crc)) + after_crc
+
+
+def _with_delta(raw: bytes, timestamp_delta: int) -> bytes:
+    """A record (its length varint and body) with its timestamp delta replaced."""
+    reader = Reader(raw, BatchFormatError)
+    reader.varint()  # the length
+    attributes = reader.raw(1)
+    reader.varint()  # the old delta
+    body = attributes + _zigzag_varint(timestamp_delta) + raw[reader.pos :]
+    return _zigzag_varint(len(body)) + body
+
+
+def _zigzag_varint(value: int) -> bytes:
+    return uvarint((value << 1) ^ (value >> 63))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -69,6 +69,9 @@ class CleanTarget:
     # The last stable offset and the aborted transactions (a data partition knows them; an
     # internal log is scanned).
     transactions: Callable[[], tuple[int, Sequence[Aborted]]]
+    # The active producers' last data offset (-1: none) and epoch: their last batch stays,
+    # emptied if need be (a data partition knows them; an internal log is scanned).
+    producers: Callable[[], Mapping[int, tuple[int, int]]] = dict
     # Told after a swap (the aborted index forgets removed markers, share partitions follow).
     after: Callable[[CleanResult], None] = lambda _result: None
     # Internal logs: make every appended record durable before a pass copies any (their
@@ -116,7 +119,9 @@ class LogCleaner:
                 continue
             try:
                 lso, aborted = target.transactions()
-                job = plan_clean(target.log, lso, aborted, now, target.policy, state)
+                job = plan_clean(
+                    target.log, lso, aborted, now, target.policy, state, target.producers()
+                )
                 if job is None:
                     continue
                 if target.flush_first:

@@ -7,9 +7,11 @@
   removable (``CleanerState.due_ms``): without that, a log that stops receiving writes
   would keep its last tombstones forever.  (Kafka's cleaner picks a log by its dirty ratio
   only, so there its tombstones wait for new writes: a deliberate difference.)
-* ``run_clean`` (anywhere, pure): the kept batches per segment, leaving out the segments
-  whose bytes would not change (they are not rewritten), and the time the earliest kept
-  tombstone or marker becomes removable.
+* ``run_clean`` (anywhere, pure): the offset map from the cleaner checkpoint (bounded: when
+  it fills, only the segments up to the last batch mapped are cleaned and the checkpoint
+  stops there), the kept batches per segment, leaving out the segments whose bytes would
+  not change (they are not rewritten), and the time the earliest kept tombstone or marker
+  becomes removable.
 * ``apply_clean`` (on the loop): the atomic swap, unless the log changed under the pass
   (its start offset moved past a planned segment, or a planned segment is gone): then the
   result is dropped and the next pass plans again.
@@ -20,11 +22,13 @@ hands ``run_clean`` to a worker (the server); the decisions are the same.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from coordinator.log.cleaner import (
+    CleanContext,
     CleanerPolicy,
+    build_offset_map,
     by_segment,
     clean_with_horizon,
     cleanable_segments,
@@ -34,6 +38,8 @@ from coordinator.log.storage import PartitionLog, SegmentInfo
 from txn.batch import BatchHeader, ControlType, control_type_of, parse_header
 
 Aborted = tuple[int, int, int]  # (producer id, first offset, marker offset)
+#: producer id -> (its last data offset, -1 if none; its epoch): the active producers
+LastRecords = Mapping[int, tuple[int, int]]
 
 
 @dataclass
@@ -54,6 +60,8 @@ class CleanJob:
     now_ms: int
     policy: CleanerPolicy
     log_start: int
+    first_dirty: int = 0  # the cleaner checkpoint: the offset map starts there
+    last_records: tuple[tuple[int, int, int], ...] = ()  # (producer id, last data, epoch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +76,13 @@ class CleanResult:
     # ABORT marker went must leave the aborted index too (a read_committed client skips a
     # producer's batches from an aborted transaction's first offset until its marker).
     kept_markers: frozenset[int] = frozenset()
+    # The new cleaner checkpoint: ``job.end``, or less when the offset map filled up
+    # (the next pass goes on from there).
+    cleaned_to: int = -1
+
+    @property
+    def end(self) -> int:
+        return self.job.end if self.cleaned_to < 0 else self.cleaned_to
 
 
 def plan_clean(
@@ -77,6 +92,7 @@ def plan_clean(
     now_ms: int,
     policy: CleanerPolicy,
     state: CleanerState,
+    last_records: LastRecords | None = None,
 ) -> CleanJob | None:
     segments = log.segments()
     first_dirty = max(log.cleaned_offset, log.log_start_offset)
@@ -95,6 +111,8 @@ def plan_clean(
         now_ms,
         policy,
         log.log_start_offset,
+        first_dirty,
+        tuple(sorted((pid, last, epoch) for pid, (last, epoch) in (last_records or {}).items())),
     )
 
 
@@ -119,12 +137,26 @@ def run_clean(job: CleanJob, batches: Sequence[tuple[BatchHeader, bytes]]) -> Cl
             for _pid, first, last in by_pid.get(header.producer_id, ())
         )
 
-    kept, due = clean_with_horizon(batches, is_aborted, job.now_ms, job.policy)
-    grouped = by_segment(job.segments, kept)
-    original = by_segment(job.segments, [raw for _h, raw in batches])
+    first_dirty = min(job.first_dirty, job.end)
+    offset_map = build_offset_map(batches, first_dirty, job.end, is_aborted, job.policy)
+    # Kafka's doClean: the segments up to the last offset mapped are cleaned, the rest wait.
+    end = job.end
+    if offset_map.full:
+        end = max(offset_map.latest_offset + 1, first_dirty)
+    segments = tuple(s for s in job.segments if s.base_offset < end) or job.segments[:1]
+    upper = (
+        job.segments[len(segments)].base_offset if len(segments) < len(job.segments) else job.end
+    )
+    cleaned = [(h, raw) for h, raw in batches if h.base_offset < upper]
+    producers = {pid: (last, epoch) for pid, last, epoch in job.last_records}
+    context = CleanContext(offset_map, job.end, producers)
+    kept, due = clean_with_horizon(cleaned, is_aborted, job.now_ms, job.policy, context)
+    grouped = by_segment(segments, kept)
+    original = by_segment(segments, [raw for _h, raw in cleaned])
     changed = {base: out for base, out in grouped.items() if out != original.get(base, [])}
-    before = sum(s.size_bytes for s in job.segments)
-    markers = frozenset(h.base_offset for h in map(parse_header, kept) if h.is_control)
+    before = sum(s.size_bytes for s in segments)
+    rest = [raw for h, raw in batches if h.base_offset >= upper]
+    markers = frozenset(h.base_offset for h in map(parse_header, kept + rest) if h.is_control)
     return CleanResult(
         job,
         changed,
@@ -133,6 +165,7 @@ def run_clean(job: CleanJob, batches: Sequence[tuple[BatchHeader, bytes]]) -> Cl
         due,
         tuple(base for base in grouped if base not in changed),
         markers,
+        -1 if end == job.end else end,
     )
 
 
@@ -146,7 +179,7 @@ def apply_clean(log: PartitionLog, result: CleanResult) -> bool:
             return False
     if log.log_start_offset != job.log_start:
         return False
-    log.replace_segments(result.contents, job.end)
+    log.replace_segments(result.contents, result.end)
     return True
 
 
@@ -164,3 +197,19 @@ def transactions_of(log: PartitionLog) -> tuple[int, list[Aborted]]:
             open_txns.setdefault(header.producer_id, header.base_offset)
     lso = min(open_txns.values()) if open_txns else log.log_end_offset
     return lso, aborted
+
+
+def last_records_of(log: PartitionLog) -> dict[int, tuple[int, int]]:
+    """The last data offset (-1: none since its last epoch) and epoch of every producer of a
+    log without a ``Partition`` (the internal logs), by a scan of its batch headers."""
+    out: dict[int, tuple[int, int]] = {}
+    for header, _raw in log.batches(log.log_start_offset):
+        if not header.has_producer_id:
+            continue
+        last, epoch = out.get(header.producer_id, (-1, header.producer_epoch))
+        if header.producer_epoch != epoch:
+            last = -1
+        if not header.is_control:
+            last = header.last_offset
+        out[header.producer_id] = (last, header.producer_epoch)
+    return out

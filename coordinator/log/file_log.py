@@ -62,7 +62,8 @@ from coordinator.log.memory_log import (
     out_of_range,
     validate_batch,
 )
-from coordinator.log.segments import should_roll
+from coordinator.log.producer_snapshots import FileSnapshots, SnapshotStore
+from coordinator.log.segments import roll_jitter_ms, should_roll
 from coordinator.log.storage import LogConfig, SegmentInfo
 from txn.batch import HEADER_SIZE, BatchFormatError, BatchHeader, crc_ok, parse_header
 from txn.errors import ClosedError, KafkaStorageError
@@ -192,6 +193,7 @@ class _Segment:
         self.created_ms = self.modified_ms = stat.st_mtime_ns // 1_000_000
         self.max_timestamp_ms = -1
         self.first_timestamp_ms = -1  # largest timestamp of the first batch (segment.ms rule)
+        self.roll_jitter_ms = 0  # segment.jitter.ms: drawn when the log creates or loads it
         self.next_offset = base
         self.index_offsets = array("q")
         self.index_positions = array("q")
@@ -389,6 +391,7 @@ class FileLog(LogBase):
                 batch=header,
                 now_ms=now_ms,
                 config=self._config,
+                jitter_ms=seg.roll_jitter_ms,
             )
             or header.last_offset - seg.base > _MAX_RELATIVE_OFFSET
         ):
@@ -540,6 +543,14 @@ class FileLog(LogBase):
         return [seg.info() for seg in self._segments]
 
     @property
+    def active_segment_base(self) -> int:
+        return self._bases[-1]
+
+    @property
+    def snapshots(self) -> SnapshotStore | None:
+        return FileSnapshots(self._dir)
+
+    @property
     def cleaned_offset(self) -> int:
         return self._cleaned_offset or 0
 
@@ -636,6 +647,7 @@ class FileLog(LogBase):
 
     def _add_segment(self, base: int, now_ms: int | None = None) -> _Segment:
         seg = _Segment(self._dir, base, self._handles, create=True)
+        seg.roll_jitter_ms = roll_jitter_ms(self._config)
         if now_ms is not None:
             seg.created_ms = seg.modified_ms = now_ms
         self._segments.append(seg)
@@ -724,6 +736,7 @@ class FileLog(LogBase):
             self._bases.append(base)
         if bases:
             self._recover()
+        self._segments[-1].roll_jitter_ms = roll_jitter_ms(self._config)
         self._end = self._segments[-1].next_offset
         self._start = min(max(checkpoint or 0, self._segments[0].base), self._end)
         if checkpoint is not None and self._start < checkpoint:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
+from coordinator.log.producer_snapshots import MemorySnapshots, SnapshotStore
 from coordinator.log.segments import ListSegments
 from coordinator.log.storage import LogConfig, SegmentInfo
 from txn.batch import BatchFormatError, BatchHeader, crc_ok, parse_header, set_base_offset
@@ -153,6 +154,11 @@ class LogBase(ABC):
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def snapshots(self) -> SnapshotStore | None:
+        """Where producer-state snapshots are kept; None: none are (replayed from the log)."""
+        return None
 
     @property
     def unflushed_messages(self) -> int:
@@ -301,6 +307,11 @@ class BatchListLog(LogBase):
     def log_end_offset(self) -> int:
         return self._data.end
 
+    @property
+    def active_segment_base(self) -> int:
+        bases = self._data.segments.bases
+        return bases[-1] if bases else self._data.start
+
     def read(self, offset: int, max_bytes: int) -> bytes:
         """Whole batches from the one containing ``offset``; the first regardless of size."""
         self._check_open()
@@ -369,6 +380,7 @@ class MemoryData:
     end: int = 0
     segments: ListSegments = field(default_factory=ListSegments)
     cleaned_offset: int = 0
+    snapshots: MemorySnapshots = field(default_factory=MemorySnapshots)
 
 
 class MemoryLog(BatchListLog):
@@ -383,7 +395,9 @@ class MemoryLog(BatchListLog):
     def __init__(self, config: LogConfig | None = None, *, _data: MemoryData | None = None):
         self._config = config or LogConfig()
         check_config(self._config)
-        self._data = _data if _data is not None else MemoryData()
+        data = _data if _data is not None else MemoryData()
+        self._data = data
+        self._snapshots = data.snapshots
         self._policy = FlushPolicy(self._config)
         self._closed = False
         self.flush_count = 0
@@ -404,6 +418,10 @@ class MemoryLog(BatchListLog):
     def _after_cut(self) -> None:
         if not self._data.headers:
             self._data.segments = ListSegments()
+
+    @property
+    def snapshots(self) -> SnapshotStore | None:
+        return self._snapshots
 
     def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
         self._check_open()

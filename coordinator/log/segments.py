@@ -3,7 +3,8 @@
 Both follow Apache Kafka (``LogSegment.shouldRoll``, ``UnifiedLog.deleteOldSegments``):
 
 * An append rolls the active segment when it is non-empty and either the batch would take it
-  past ``segment.bytes``, or the batch's largest timestamp is more than ``segment.ms`` after
+  past ``segment.bytes``, or the batch's largest timestamp is more than ``segment.ms`` (less
+  the segment's random ``segment.jitter.ms`` share, drawn when it was created) after
   the largest timestamp of the segment's first batch (the time since the segment was created
   when that batch had no timestamp).  Time alone never rolls: an idle segment is rolled by
   the next append, or by retention when all of it has expired.
@@ -21,12 +22,15 @@ This module is pure: it reads ``SegmentInfo`` lists and returns offsets.
 from __future__ import annotations
 
 import bisect
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from coordinator.log.storage import LogConfig, SegmentInfo
 from txn.batch import BatchHeader, parse_header
+
+_JITTER_RNG = random.Random()  # segment.jitter.ms: unseeded, as Kafka's
 
 
 class ListLog(Protocol):
@@ -45,8 +49,10 @@ def should_roll(
     batch: BatchHeader,
     now_ms: int,
     config: LogConfig,
+    jitter_ms: int = 0,
 ) -> bool:
-    """Whether appending ``batch`` starts a new segment (Kafka's LogSegment.shouldRoll)."""
+    """Whether appending ``batch`` starts a new segment (Kafka's LogSegment.shouldRoll):
+    ``segment.ms`` less the segment's jitter (``roll_jitter_ms``) is its time limit."""
     if size == 0:
         return False
     if size + batch.size > config.segment_bytes:
@@ -55,7 +61,15 @@ def should_roll(
         waited = batch.max_timestamp - first_timestamp_ms
     else:
         waited = now_ms - created_ms
-    return waited > config.segment_ms
+    return waited > config.segment_ms - jitter_ms
+
+
+def roll_jitter_ms(config: LogConfig, rng: random.Random = _JITTER_RNG) -> int:
+    """A new segment's jitter (``segment.jitter.ms``): drawn at random below the smaller of
+    it and ``segment.ms``, 0 when unset (Kafka's ``LogConfig.randomSegmentJitter``), so the
+    segments of many partitions do not all roll at once."""
+    bound = min(config.segment_jitter_ms, config.segment_ms)
+    return rng.randrange(bound) if bound > 0 else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +158,7 @@ class ListSegments:
     modified_ms: list[int] = field(default_factory=list)
     active_size: int = 0
     active_first_timestamp_ms: int = -1
+    active_jitter_ms: int = 0
 
     def before_append(self, batch: BatchHeader, now_ms: int, config: LogConfig) -> None:
         """Roll if ``batch`` (base offset assigned) does not belong in the active segment."""
@@ -154,8 +169,10 @@ class ListSegments:
             batch=batch,
             now_ms=now_ms,
             config=config,
+            jitter_ms=self.active_jitter_ms,
         ):
             self._add(batch.base_offset, now_ms)
+            self.active_jitter_ms = roll_jitter_ms(config)
 
     def after_append(self, batch: BatchHeader, now_ms: int) -> None:
         if self.active_size == 0:

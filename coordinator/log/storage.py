@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from coordinator.log.producer_snapshots import SnapshotStore
 from txn.batch import BatchHeader
 from txn.compression import Codec
 
@@ -28,6 +29,8 @@ class LogConfig:
     # segment.ms (log.roll.ms): an append rolls a non-empty active segment once its record
     # timestamps span this long (Kafka's LogSegment.shouldRoll).
     segment_ms: int = 7 * 24 * 60 * 60 * 1000
+    # segment.jitter.ms: each new segment rolls up to this much (drawn at random) earlier
+    segment_jitter_ms: int = 0
     index_interval_bytes: int = 4096  # log.index.interval.bytes
     # log.flush.interval.messages: fsync once this many messages are unflushed.
     # 1 means fsync on every append (our default: a single node has no replicas).
@@ -115,6 +118,16 @@ class PartitionLog(Protocol):
 
     def segments(self) -> list[SegmentInfo]:
         """The segments in offset order; the last is the active one."""
+        ...
+
+    @property
+    def active_segment_base(self) -> int:
+        """The base offset of the active segment (a change means the log rolled)."""
+        ...
+
+    @property
+    def snapshots(self) -> SnapshotStore | None:
+        """Where the partition keeps its producer-state snapshots (None: it keeps none)."""
         ...
 
     @property

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -22,6 +23,7 @@ from coordinator.launcher import LocalBroker
 from producer import Admin, TransactionalProducer
 from producer.admin import TopicSpec
 from tests.reference.kafka import ReferenceKafka, java_available, run_tool
+from txn.batch import ATTR_DELETE_HORIZON, BatchFormatError, BatchHeader, iter_batches
 from txn.errors import ErrorCode
 
 pytestmark = pytest.mark.reference
@@ -129,9 +131,11 @@ def _watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
         consumer.close()
 
 
-def _java_console_consumer_to_idle(bootstrap: str, topic: str) -> list[tuple[int, str, str]]:
+def _java_console_consumer_to_idle(
+    bootstrap: str, topic: str, idle_ms: int = 8000
+) -> list[tuple[int, str, str]]:
     """(offset, key, value) of every record the console consumer reads from the start until
-    nothing comes for 8 s."""
+    nothing comes for ``idle_ms``."""
     args = [
         "--bootstrap-server",
         bootstrap,
@@ -139,7 +143,7 @@ def _java_console_consumer_to_idle(bootstrap: str, topic: str) -> list[tuple[int
         topic,
         "--from-beginning",
         "--timeout-ms",
-        "8000",
+        str(idle_ms),
         "--formatter-property",
         "print.offset=true",
         "--formatter-property",
@@ -228,6 +232,80 @@ def test_java_consumer_reads_client_and_cleaner_batches(sharetxn: LocalBroker, c
 
 def _checkpointed(directory: Path) -> bool:
     return (directory / "cleaner-offset-checkpoint").exists()
+
+
+def _stored_batches(directory: Path) -> list[BatchHeader]:
+    """The headers of the batches in the log's segment files (read while the broker runs:
+    a segment the cleaner swaps meanwhile is read again on the next look)."""
+    out: list[BatchHeader] = []
+    for segment in sorted(directory.glob("*.log")):
+        data = segment.read_bytes()
+        with contextlib.suppress(BatchFormatError):  # a tail being written: seen next look
+            out.extend(header for _pos, header in iter_batches(data))
+    return out
+
+
+def _send_each(bootstrap: str, topic: str, codec: str, rows: list[tuple[str, str | None]]) -> None:
+    """One batch per record, each in a segment of its own (segment.ms is 100 ms)."""
+    producer = TransactionalProducer(
+        {"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 0}
+    )
+    try:
+        for key, value in rows:
+            time.sleep(0.15)
+            sent = producer.send(topic, value, key=key, partition=0)
+            producer.flush()
+            sent.result(timeout=30)
+    finally:
+        producer.close()
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_java_consumer_reads_delete_horizon_and_emptied_batches(
+    sharetxn: LocalBroker, codec: str
+) -> None:
+    """KIP-534 as the cleaner writes it: tombstones kept with the batch's delete horizon (the
+    DELETE_HORIZON attribute, the horizon as base timestamp, records' deltas against it) and
+    a producer's last batch kept empty once another writer superseded its record.  Kafka's
+    console consumer reads them: every tombstone (value null) and value, in offset order."""
+    bootstrap = sharetxn.bootstrap_servers
+    topic = f"horizon-{codec}-{uuid.uuid4().hex[:6]}"
+    configs = {
+        "cleanup.policy": "compact",
+        "segment.ms": "100",
+        "min.cleanable.dirty.ratio": "0.01",
+        "delete.retention.ms": "600000",
+    }
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        created = admin.create_topics([TopicSpec(topic, 1, 1, configs=configs)])
+        assert created[topic] == ErrorCode.NONE
+    rows: list[tuple[str, str | None]] = [(f"k{n}", f"v{n}") for n in range(4)]
+    rows += [("k0", None), ("k1", None), ("e", "first")]
+    _send_each(bootstrap, topic, codec, rows)  # one idempotent producer: its last is "e"
+    _send_each(bootstrap, topic, codec, [("e", "second"), ("k2", "w2"), ("z", "end")])
+    directory = sharetxn.data_dir / f"{topic}-0"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        headers = _stored_batches(directory)
+        horizons = [h for h in headers if h.attributes & ATTR_DELETE_HORIZON]
+        emptied = [h for h in headers if h.records_count == 0]
+        if len(horizons) == 2 and emptied:
+            break
+        time.sleep(0.5)
+    assert len(horizons) == 2 and all(h.base_timestamp > h.max_timestamp for h in horizons)
+    assert [h.base_offset for h in emptied] == [6]  # the first producer's "e"
+    # Nothing is written meanwhile: a long idle time lets a slow start read everything.
+    seen = _java_console_consumer_to_idle(bootstrap, topic, idle_ms=30_000)
+    offsets = [offset for offset, _key, _value in seen]
+    assert offsets == sorted(set(offsets))
+    assert {key: value for _offset, key, value in seen} == {
+        "k0": "null",
+        "k1": "null",
+        "k2": "w2",
+        "k3": "v3",
+        "e": "second",
+        "z": "end",
+    }
 
 
 @pytest.mark.parametrize("codec", CODECS)

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from coordinator.launcher import LocalBroker
 from tests.reference.differential import (  # noqa: F401 - registers the scenarios
     scenarios_authorized_ops,
+    scenarios_compaction,
     scenarios_config_broker,
     scenarios_config_describe,
     scenarios_config_group,
@@ -36,6 +37,7 @@ SETTINGS: dict[str, str] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
     "log.initial.task.delay.ms": "1000",
     "log.retention.check.interval.ms": "1000",
+    "log.cleaner.backoff.ms": "500",
     # the reference harness's partition counts of Kafka's internal topics
     "offsets.topic.num.partitions": "3",
     "transaction.state.log.num.partitions": "3",

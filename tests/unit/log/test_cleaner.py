@@ -109,10 +109,19 @@ def test_latest_value_per_key_stays_with_its_offset() -> None:
     assert kept[0] == batches[1][1]  # untouched batches are copied as they are
 
 
-def test_tombstones_stay_for_delete_retention_ms() -> None:
+def test_tombstones_stay_for_delete_retention_ms_from_the_first_cleaning() -> None:
+    """KIP-534: the first cleaning that keeps a tombstone sets its batch's delete horizon
+    (that cleaning's time plus delete.retention.ms), whatever the record's timestamp; a
+    later cleaning past the horizon removes it."""
     batches = [at(0, [(b"a", b"1")]), at(1, [(b"a", None)], ts=T0 + 10)]
-    assert offsets(clean(batches, never_aborted, T0 + DAY, POLICY)) == [1]
-    assert offsets(clean(batches, never_aborted, T0 + 10 + DAY, POLICY)) == []
+    first = clean(batches, never_aborted, T0 + 5 * DAY, POLICY)
+    assert offsets(first) == [1]
+    header = parse_header(first[0])
+    assert header.delete_horizon_ms == T0 + 6 * DAY
+    assert [r.timestamp_ms for r in records_of(first[0], header)] == [T0 + 10]
+    again = [(parse_header(raw), raw) for raw in first]
+    assert clean(again, never_aborted, T0 + 6 * DAY - 1, POLICY) == first
+    assert offsets(clean(again, never_aborted, T0 + 6 * DAY, POLICY)) == []
 
 
 def test_aborted_records_go_and_markers_stay_while_needed() -> None:
@@ -143,18 +152,24 @@ def test_aborted_records_go_and_markers_stay_while_needed() -> None:
         aborted,
         (parse_header(commit_raw), bytes(commit_raw)),
         (parse_header(abort_raw), bytes(abort_raw)),
+        at(4, [(b"z", b"1")]),  # the last batch of a round stays even if emptied
     ]
 
     def is_aborted(header: BatchHeader) -> bool:
         return header.producer_id == 6
 
-    young = clean(batches, is_aborted, T0, POLICY)
-    # The aborted value never shadows the committed one; both markers are young.
-    assert [parse_header(b).base_offset for b in young] == [0, 2, 3]
-    assert table(young) == {b"a": b"c"}
-    old = clean(batches, is_aborted, T0 + 2 * DAY, POLICY)
-    # The COMMIT marker stays while its record does; the ABORT marker has nothing left.
-    assert [parse_header(b).base_offset for b in old] == [0, 2]
+    first = clean(batches, is_aborted, T0 + 2 * DAY, POLICY)
+    # The aborted value never shadows the committed one; the ABORT marker stays while the
+    # pass saw a batch of its transaction (as Kafka's CleanedTransactionMetadata).
+    assert [parse_header(b).base_offset for b in first] == [0, 2, 3, 4]
+    assert table(first) == {b"a": b"c", b"z": b"1"}
+    assert all(parse_header(b).delete_horizon_ms is None for b in first)
+    # The next pass finds the ABORT marker's transaction empty: it sets its delete horizon.
+    second = clean([(parse_header(b), b) for b in first], is_aborted, T0 + 3 * DAY, POLICY)
+    assert [parse_header(b).delete_horizon_ms for b in second] == [None, None, T0 + 4 * DAY, None]
+    # Past the horizon it goes; the COMMIT marker stays while its record does.
+    third = clean([(parse_header(b), b) for b in second], is_aborted, T0 + 4 * DAY, POLICY)
+    assert [parse_header(b).base_offset for b in third] == [0, 2, 4]
 
 
 def _seg(base: int, nxt: int, size: int, largest: int, first: int = -1) -> SegmentInfo:
@@ -200,7 +215,8 @@ def test_random_histories_keep_the_table() -> None:
         assert table(once) == expected
         twice = clean([(parse_header(b), b) for b in once], never_aborted, T0 + offset, POLICY)
         assert table(twice) == expected and offsets(twice) == offsets(once)
-        late = clean(batches, never_aborted, T0 + offset + 2 * DAY, POLICY)
+        # the first pass set the tombstones' delete horizon; past it they go
+        late = clean([(parse_header(b), b) for b in once], never_aborted, T0 + offset + DAY, POLICY)
         assert table(late) == expected  # tombstones gone, the table the same
         assert all(_value(r.raw) is not None for b in late for r in records_of(b, parse_header(b)))
 
@@ -370,14 +386,24 @@ def test_a_removed_abort_marker_leaves_the_aborted_index() -> None:
     for seq in range(1, 4):
         txn(b"b", seq, ControlType.COMMIT)
     assert partition.fetch(0, 10**6, read_committed=True).aborted
-    cleaner = LogCleaner(ManualClock(T0 + DAY))
+    clock = ManualClock(T0 + DAY)
+    cleaner = LogCleaner(clock)
     target = CleanTarget(
         "t-0",
         partition.log,
         CleanerPolicy(delete_retention_ms=1000, min_cleanable_dirty_ratio=0.01),
         partition.transactions_for_cleaner,
-        after=lambda result: partition.after_clean(result.job.end, result.kept_markers),
+        producers=partition.producers_for_cleaner,
+        after=lambda result: partition.after_clean(result.end, result.kept_markers),
     )
+    # The first pass removes the aborted data (its marker stays: the pass saw a batch of its
+    # transaction), the next sets the marker's delete horizon, the one past it removes it.
+    assert cleaner.run_pass([target]) > 0
+    assert partition.fetch(0, 10**6, read_committed=True).aborted
+    clock.advance(1)
+    cleaner.run_pass([target])
+    assert partition.fetch(0, 10**6, read_committed=True).aborted
+    clock.advance(1000)
     assert cleaner.run_pass([target]) > 0
     fetched = partition.fetch(0, 10**6, read_committed=True)
     assert fetched.aborted == ()

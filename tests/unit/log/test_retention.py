@@ -316,8 +316,10 @@ def test_compacted_partition_refuses_keyless_records_with_kafka_record_errors(co
 def test_idempotent_producer_continues_after_retention_removed_its_batches(
     tmp_path: Path,
 ) -> None:
-    """No producer-state snapshot: after a restart the producer is unknown, and an unknown
-    producer may continue at any sequence, as in Kafka."""
+    """Retention removed every batch: the only producer-state snapshot is at the log start,
+    which Kafka does not load, so after a restart the producer is unknown, and an unknown
+    producer may continue at any sequence, as in Kafka (tests/unit/log/
+    test_producer_snapshots.py: with later batches the snapshot keeps it)."""
     clock = ManualClock(T0)
     core = _core(FileStorage(tmp_path), clock)
     configs = {"retention.ms": str(HOUR), "internal.segment.bytes": "100"}

@@ -21,13 +21,11 @@ from coordinator.protocol.cluster_messages import (
     DescribeLogDirsResponse,
     DescribeLogDirsResult,
     DescribeLogDirsTopic,
-    FinalizedFeatureKey,
     FindCoordinatorResponse,
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
-    SupportedFeatureKey,
 )
 from coordinator.protocol.config_describe import (
     broker_resource_error,
@@ -37,6 +35,7 @@ from coordinator.protocol.config_describe import (
     describe_topic_configs,
     describe_topic_name_error,
 )
+from coordinator.protocol.features import FINALIZED_EPOCH, finalized_features, supported_features
 from coordinator.protocol.request_views import (
     ApiVersionsRequestView,
     DescribeClusterRequestView,
@@ -67,7 +66,6 @@ from txn.ids import (
     TRANSACTION_STATE_TOPIC,
     TopicPartition,
 )
-from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
 from txn.topic_names import topic_name_error
 
 #: FindCoordinator's key type -> the internal topic Kafka creates on its first lookup.
@@ -106,20 +104,14 @@ class ClusterHandlers:
         )
         if req.api_version < 3:
             return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=keys)
-        # KIP-1289 is told by this feature: its API keys alone collide with Kafka 4.4's.
-        level = KIP1289_FEATURE_LEVEL
+        # KIP-1289 is told by share.transaction.version: its API keys alone collide with
+        # Kafka 4.4's (coordinator.protocol.features).
         return ApiVersionsResponse(
             error_code=ErrorCode.NONE,
             api_keys=keys,
-            supported_features=(
-                SupportedFeatureKey(name=KIP1289_FEATURE, min_version=level, max_version=level),
-            ),
-            finalized_features_epoch=0,
-            finalized_features=(
-                FinalizedFeatureKey(
-                    name=KIP1289_FEATURE, max_version_level=level, min_version_level=level
-                ),
-            ),
+            supported_features=supported_features(req.api_version),
+            finalized_features_epoch=FINALIZED_EPOCH,
+            finalized_features=finalized_features(),
         )
 
     @api(ApiKey.METADATA)

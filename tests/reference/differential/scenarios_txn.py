@@ -333,3 +333,83 @@ def txn_offset_commit(ctx: Ctx) -> Any:
         "end": end,
         "after": after,
     }
+
+
+def _txn_commit_body(tid: str, group: str, pid: int, epoch: int, topics: Any) -> dict[str, Any]:
+    return {
+        "transactional_id": tid,
+        "group_id": group,
+        "producer_id": pid,
+        "producer_epoch": epoch,
+        "generation_id": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [
+            {
+                "name": name,
+                "partitions": [
+                    {
+                        "partition_index": index,
+                        "committed_offset": 3,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": None,
+                    }
+                    for index in indexes
+                ],
+            }
+            for name, indexes in topics
+        ],
+    }
+
+
+@scenario(AREA)
+def txn_offset_commit_unknown_topic_or_partition(ctx: Ctx) -> Any:
+    """TxnOffsetCommit naming a topic that does not exist and a partition past the topic's
+    count, beside a partition that exists; then what the group holds once committed."""
+    t = ctx.create_topic("t")
+    group = ctx.name("g")
+    ctx.find_coordinator(group, 0)
+    tid, pid, epoch = _begin(ctx, t)
+    body = {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch}
+    add = ctx.call(25, {**body, "group_id": group})
+    missing = ctx.name("none")
+    commit = ctx.call(28, _txn_commit_body(tid, group, pid, epoch, [(t, [0, 4]), (missing, [0])]))
+    answers = sorted(
+        [str(topic.name) == t, int(p.partition_index), plain(p.error_code, "error_code")]
+        for topic in commit.topics
+        for p in topic.partitions
+    )
+    end = ctx.end_txn(tid, pid, epoch, True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        resp = ctx.call(
+            9,
+            {
+                "groups": [
+                    {
+                        "group_id": group,
+                        "member_id": None,
+                        "member_epoch": -1,
+                        "topics": [
+                            {"name": t, "partition_indexes": [0, 4]},
+                            {"name": missing, "partition_indexes": [0]},
+                        ],
+                    }
+                ],
+                "require_stable": True,
+            },
+        )
+        if "UNSTABLE_OFFSET_COMMIT" not in str(plain(resp.groups[0])):
+            break
+        time.sleep(0.05)
+    fetched = sorted(
+        [str(topic.name) == t, int(p.partition_index), int(p.committed_offset)]
+        for topic in resp.groups[0].topics
+        for p in topic.partitions
+    )
+    return {
+        "add_offsets": plain(add.error_code, "error_code"),
+        "commit": answers,
+        "end": end,
+        "fetched": fetched,
+    }

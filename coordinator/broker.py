@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from coordinator.assembly import CONSUMER_GROUPS_PARTITION, assemble_coordinators
 from coordinator.group.offset_commands import Committer
 from coordinator.group_admin import GroupAdmin
+from coordinator.internal_producers import producers_of
 from coordinator.log.cleaner_passes import CleanerExecutor, CleanTarget, LogCleaner
 from coordinator.log.compaction import CleanResult, transactions_of
 from coordinator.log.storage import LogConfig, PartitionLog, Storage
@@ -152,6 +153,7 @@ class BrokerCore:
         self.share = coordinators.share
         self.groups = coordinators.groups
         self._compacted_internal.update(coordinators.compacted_logs)
+        self._coordinator_logs = coordinators.internal_logs
         self.internal_topics = InternalTopics(self.topics, coordinators.internal_logs, self.config)
         self.group_admin = GroupAdmin(self.topics, self.partitions, self.groups, self.share)
         self.share_fetches = ShareFetches(self.share, clock)
@@ -869,9 +871,11 @@ class BrokerCore:
         if partition is None:
             internal = self.internal_topics.listed(tp.topic, self.cluster_id)
             if internal is not None and 0 <= tp.partition < internal.num_partitions:
-                # A partition Metadata lists (Kafka's internal topic): its coordinator's records
-                # are kept in sharetxn's own layout, where no producer appends.
-                return ErrorCode.NONE, []
+                # A partition Metadata lists (Kafka's internal topic): the producers of the
+                # transactional records its coordinator keeps there (offset commits), if any.
+                log = self._coordinator_logs.get(tp.topic, {}).get(tp.partition)
+                expiry_ms = self.config.get_int("producer.id.expiration.ms")
+                return ErrorCode.NONE, producers_of(log, self.clock.now_ms(), expiry_ms)
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []
         return ErrorCode.NONE, [
             ActiveProducer(

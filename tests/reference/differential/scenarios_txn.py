@@ -413,3 +413,52 @@ def txn_offset_commit_unknown_topic_or_partition(ctx: Ctx) -> Any:
         "end": end,
         "fetched": fetched,
     }
+
+
+def _producers_on_offsets_topic(ctx: Ctx, pid: int) -> list[list[Any]]:
+    """``pid``'s entries in DescribeProducers over every ``__consumer_offsets`` partition (the
+    partition holding a group differs: Kafka hashes the group id, sharetxn keeps one)."""
+    meta = ctx.call(3, {"topics": [{"name": "__consumer_offsets"}]})
+    count = len(meta.topics[0].partitions)
+    resp = ctx.call(
+        61, {"topics": [{"name": "__consumer_offsets", "partition_indexes": list(range(count))}]}
+    )
+    return sorted(
+        [
+            plain(p.error_code, "error_code"),
+            int(a.producer_epoch),
+            int(a.last_sequence),
+            int(a.coordinator_epoch) >= 0,
+            int(a.current_txn_start_offset) >= 0,
+            int(a.last_timestamp) > 0,
+        ]
+        for p in resp.topics[0].partitions
+        for a in p.active_producers
+        if int(a.producer_id) == pid
+    )
+
+
+@scenario(AREA)
+def describe_producers_of_transactional_offset_commits(ctx: Ctx) -> Any:
+    """DescribeProducers on ``__consumer_offsets`` shows the producer of an open transactional
+    offset commit (``kafka-transactions.sh find-hanging`` looks there), then after its end."""
+    t = ctx.create_topic("t")
+    group = ctx.name("g")
+    ctx.find_coordinator(group, 0)
+    tid, pid, epoch = _begin(ctx, t)
+    out: dict[str, Any] = {"before": _producers_on_offsets_topic(ctx, pid)}
+    add = ctx.call(
+        25,
+        {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "group_id": group},
+    )
+    out["add_offsets"] = plain(add.error_code, "error_code")
+    ctx.call(28, _txn_commit_body(tid, group, pid, epoch, [(t, [0])]))
+    out["open"] = _producers_on_offsets_topic(ctx, pid)
+    out["end"] = ctx.end_txn(tid, pid, epoch, True)
+    deadline = time.monotonic() + 10
+    done = _producers_on_offsets_topic(ctx, pid)
+    while any(row[4] for row in done) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        done = _producers_on_offsets_topic(ctx, pid)
+    out["ended"] = done
+    return out

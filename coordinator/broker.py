@@ -866,6 +866,9 @@ class BrokerCore:
                 self._notify(tp)
         return results
 
+    def has_coordinator_log(self, tp: TopicPartition) -> bool:
+        return tp.partition in self._coordinator_logs.get(tp.topic, {})
+
     def describe_producers(self, tp: TopicPartition) -> tuple[ErrorCode, list[ActiveProducer]]:
         partition = self.partitions.get(tp)
         if partition is None:

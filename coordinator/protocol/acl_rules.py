@@ -47,6 +47,7 @@ from coordinator.protocol.request_views import (
     FetchRequestView,
     InitProducerIdRequestView,
     ProduceRequestView,
+    WriteTxnMarkersRequestView,
 )
 from coordinator.protocol.responses import Body, Handler, Message
 from coordinator.protocol.share_request_views import ShareGroupHeartbeatRequestView
@@ -71,12 +72,15 @@ from coordinator.protocol.txn_messages import (
     DescribeSharePendingAcksResponse,
     EndTxnResponse,
     InitProducerIdResponse,
+    WritableTxnMarkerResult,
+    WriteTxnMarkersResponse,
+    marker_results,
 )
 from coordinator.protocol.wire import DecodedRequest, optional
 from coordinator.security.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
-from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
 
 OP = AclOperation
 RT = ResourceType
@@ -262,6 +266,31 @@ def group_rule(op: AclOperation) -> Callable[[RequestContext, DecodedRequest[Any
 
 def cluster_rule(op: AclOperation) -> Callable[[RequestContext, DecodedRequest[Any], Handler], Any]:
     return guarded(lambda ctx, _b: None if ctx.cluster(op) else CLUSTER_DENIED)
+
+
+async def write_txn_markers_rule(
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
+) -> Response:
+    """CLUSTER_ACTION on the cluster, as Kafka; without it every partition is answered
+    CLUSTER_AUTHORIZATION_FAILED (the response has no top-level error)."""
+    if ctx.cluster(OP.CLUSTER_ACTION):
+        return await handler(req)
+    body: WriteTxnMarkersRequestView = req.body
+    return WriteTxnMarkersResponse(
+        markers=tuple(
+            WritableTxnMarkerResult(
+                producer_id=int(m.producer_id),
+                topics=marker_results(
+                    {
+                        TopicPartition(t.name, int(i)): CLUSTER_DENIED
+                        for t in m.topics
+                        for i in t.partition_indexes
+                    }
+                ),
+            )
+            for m in body.markers
+        )
+    )
 
 
 async def open_rule(_ctx: RequestContext, req: DecodedRequest[Any], handler: Handler) -> Response:

@@ -3,10 +3,11 @@
 APIs Kafka serves only between brokers and controllers are neither advertised nor served
 here: the share-group state RPCs (InitializeShareGroupState, ReadShareGroupState,
 WriteShareGroupState, DeleteShareGroupState, ReadShareGroupStateSummary) are calls
-inside this broker (``coordinator.share.persister``), WriteTxnMarkers goes from the
-transaction coordinator to the partitions through ``coordinator.marker_channel``, and
-nothing of KRaft's is served.  A request for any of them gets UNSUPPORTED_VERSION, as an
-unknown API does.
+inside this broker (``coordinator.share.persister``), and nothing of KRaft's is served.  A
+request for any of them gets UNSUPPORTED_VERSION, as an unknown API does.  WriteTxnMarkers
+is served as Kafka serves it, to a client with CLUSTER_ACTION (``kafka-transactions.sh
+abort``; ``coordinator.protocol.client_markers``); the transaction coordinator's own
+markers go to the partitions through ``coordinator.marker_channel``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ _VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.INIT_PRODUCER_ID: (0, 6),
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
     ApiKey.END_TXN: (0, 5),
+    ApiKey.WRITE_TXN_MARKERS: (1, 2),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),

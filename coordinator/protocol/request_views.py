@@ -369,6 +369,29 @@ class DescribeProducersRequestView(Protocol):
     topics: tuple[TopicRequestView, ...]
 
 
+class WritableTxnMarkerTopicView(Protocol):
+    """``topics`` of WritableTxnMarkerView."""
+
+    name: str
+    partition_indexes: tuple[int, ...]
+
+
+class WritableTxnMarkerView(Protocol):
+    """``markers`` of WriteTxnMarkersRequestView."""
+
+    producer_id: int
+    producer_epoch: int
+    transaction_result: bool
+    topics: tuple[WritableTxnMarkerTopicView, ...]
+    coordinator_epoch: int
+
+
+class WriteTxnMarkersRequestView(Protocol):
+    """WriteTxnMarkers request, v1-v2."""
+
+    markers: tuple[WritableTxnMarkerView, ...]
+
+
 class IncrementalAlterConfigsAlterConfigsResourceAlterableConfigView(Protocol):
     """``configs`` of IncrementalAlterConfigsAlterConfigsResourceView."""
 

@@ -462,3 +462,70 @@ def describe_producers_of_transactional_offset_commits(ctx: Ctx) -> Any:
         done = _producers_on_offsets_topic(ctx, pid)
     out["ended"] = done
     return out
+
+
+def _write_markers(ctx: Ctx, pid: int, epoch: int, coordinator_epoch: int, parts: Any) -> Any:
+    """WriteTxnMarkers(ABORT) from a client, as ``Admin.abortTransaction`` sends it."""
+    resp = ctx.call(
+        27,
+        {
+            "markers": [
+                {
+                    "producer_id": pid,
+                    "producer_epoch": epoch,
+                    "transaction_result": False,
+                    "coordinator_epoch": coordinator_epoch,
+                    "topics": [{"name": name, "partition_indexes": ps} for name, ps in parts],
+                }
+            ]
+        },
+    )
+    return sorted(
+        [str(t.name), int(p.partition_index), plain(p.error_code, "error_code")]
+        for m in resp.markers
+        for t in m.topics
+        for p in t.partitions
+    )
+
+
+def _producer_on(ctx: Ctx, t: str, pid: int) -> list[Any]:
+    resp = ctx.call(61, {"topics": [{"name": t, "partition_indexes": [0]}]})
+    return [
+        [int(a.producer_epoch), int(a.last_sequence), int(a.current_txn_start_offset)]
+        for a in resp.topics[0].partitions[0].active_producers
+        if int(a.producer_id) == pid
+    ]
+
+
+@scenario(AREA)
+def write_txn_markers_from_a_client(ctx: Ctx) -> Any:
+    """An administrator aborts an open transaction on a partition with WriteTxnMarkers
+    (``kafka-transactions.sh abort``): the marker is written, read_committed readers move
+    past it; a stale epoch, an unknown topic and partition are refused."""
+    t = ctx.create_topic("t")
+    ctx.produce(t, ["before"])
+    tid, pid, epoch = _begin(ctx, t)
+    ctx.add_partitions(tid, pid, epoch, t)
+    ctx.produce(t, ["open"], pid=pid, epoch=epoch, seq=0, txn_id=tid)
+    out: dict[str, Any] = {"open": _producer_on(ctx, t, pid)}
+    out["lso_open"] = ctx.fetch(t, 0, isolation=1)
+    resp = ctx.call(61, {"topics": [{"name": t, "partition_indexes": [0]}]})
+    (coordinator_epoch,) = [
+        int(a.coordinator_epoch)
+        for a in resp.topics[0].partitions[0].active_producers
+        if int(a.producer_id) == pid
+    ]
+    out["abort"] = _write_markers(ctx, pid, epoch, coordinator_epoch, [(t, [0])])
+    ctx.wait_lso(t, 3)
+    out["after"] = _producer_on(ctx, t, pid)
+    out["read_committed"] = ctx.fetch(t, 0, isolation=1)
+    out["unknown"] = _write_markers(
+        ctx, pid, epoch, coordinator_epoch, [(t, [3]), (ctx.name("none"), [0])]
+    )
+    # A newer epoch of the producer on the partition: a marker of the older one is refused.
+    _, pid2, epoch2 = ctx.init_pid(tid, pid=pid, epoch=epoch)
+    ctx.add_partitions(tid, pid2, epoch2, t)
+    ctx.produce(t, ["next"], pid=pid2, epoch=epoch2, seq=0, txn_id=tid)
+    out["stale_epoch"] = _write_markers(ctx, pid2, epoch2 - 1, coordinator_epoch, [(t, [0])])
+    out["end"] = ctx.end_txn(tid, pid2, epoch2, False)
+    return out

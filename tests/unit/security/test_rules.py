@@ -184,6 +184,25 @@ CASES: dict[str, Case] = {
         },
         {"secret": E.TOPIC_AUTHORIZATION_FAILED, "allowed": E.NONE},
     ),
+    "WriteTxnMarkers": (  # CLUSTER_ACTION on the cluster, else every partition refused
+        27,
+        2,
+        lambda w: {
+            "markers": [
+                {
+                    "producer_id": 1,
+                    "producer_epoch": 0,
+                    "transaction_result": False,
+                    "coordinator_epoch": 0,
+                    "topics": [
+                        {"name": "secret", "partition_indexes": [0]},
+                        {"name": "allowed", "partition_indexes": [0]},
+                    ],
+                }
+            ]
+        },
+        {"secret": E.CLUSTER_AUTHORIZATION_FAILED, "allowed": E.CLUSTER_AUTHORIZATION_FAILED},
+    ),
     "DeleteRecords": (
         21,
         2,

@@ -44,7 +44,8 @@ def _coordinator_path(core: BrokerCore, tp: TopicPartition) -> bool | None:
         return None
     if tp.topic == GROUP_METADATA_TOPIC:
         return tp.partition == CONSUMER_GROUPS_PARTITION
-    return tp.topic == SHARE_GROUP_STATE_TOPIC and core.has_coordinator_log(tp)
+    held = core.coordinator_logs.get(tp.topic, {})
+    return tp.topic == SHARE_GROUP_STATE_TOPIC and tp.partition in held
 
 
 def write_client_markers(core: BrokerCore, marker: TxnMarker) -> dict[TopicPartition, ErrorCode]:

@@ -87,6 +87,7 @@ RULES: Final[dict[int, Any]] = {
     ),
     ApiKey.OFFSET_DELETE: g.offset_delete_rule,
     ApiKey.DESCRIBE_CLUSTER: open_rule,
+    ApiKey.UPDATE_FEATURES: cluster_rule(OP.ALTER),
     ApiKey.DESCRIBE_PRODUCERS: describe_producers_rule,
     ApiKey.DESCRIBE_TRANSACTIONS: g.describe_transactions_rule,
     ApiKey.LIST_TRANSACTIONS: g.list_transactions_rule,

@@ -24,6 +24,7 @@ from coordinator.protocol.cluster_messages import (
     DescribeLogDirsResponse,
     MetadataResponse,
     MetadataResponseTopic,
+    UpdateFeaturesResponse,
 )
 from coordinator.protocol.data_handlers import has_transactional_records, refused_topics
 from coordinator.protocol.data_messages import (
@@ -214,6 +215,7 @@ WHOLE_REQUEST_DENIALS: dict[int, Callable[[ErrorCode, int], Message]] = {
     ApiKey.ADD_OFFSETS_TO_TXN: lambda code, _version: AddOffsetsToTxnResponse(error_code=code),
     ApiKey.ADD_SHARE_ACKS_TO_TXN: lambda code, _version: AddShareAcksToTxnResponse(error_code=code),
     ApiKey.DESCRIBE_LOG_DIRS: lambda code, _version: DescribeLogDirsResponse(error_code=code),
+    ApiKey.UPDATE_FEATURES: lambda code, _version: UpdateFeaturesResponse(error_code=code),
     ApiKey.DESCRIBE_SHARE_PENDING_ACKS: lambda code, _version: DescribeSharePendingAcksResponse(
         error_code=code
     ),

@@ -35,6 +35,7 @@ _VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.UPDATE_FEATURES: (0, 2),  # the levels are fixed (coordinator.protocol.features)
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),

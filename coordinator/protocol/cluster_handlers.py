@@ -7,6 +7,7 @@ import uuid
 from typing import Any, cast
 
 from coordinator.broker import BrokerCore
+from coordinator.protocol.admin_request_views import UpdateFeaturesRequestView
 from coordinator.protocol.api_versions import SUPPORTED
 from coordinator.protocol.cluster_messages import (
     ApiVersion,
@@ -26,6 +27,7 @@ from coordinator.protocol.cluster_messages import (
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
+    UpdateFeaturesResponse,
 )
 from coordinator.protocol.config_describe import (
     broker_resource_error,
@@ -35,7 +37,12 @@ from coordinator.protocol.config_describe import (
     describe_topic_configs,
     describe_topic_name_error,
 )
-from coordinator.protocol.features import FINALIZED_EPOCH, finalized_features, supported_features
+from coordinator.protocol.features import (
+    FINALIZED_EPOCH,
+    finalized_features,
+    supported_features,
+    update_features,
+)
 from coordinator.protocol.request_views import (
     ApiVersionsRequestView,
     DescribeClusterRequestView,
@@ -113,6 +120,15 @@ class ClusterHandlers:
             finalized_features_epoch=FINALIZED_EPOCH,
             finalized_features=finalized_features(),
         )
+
+    @api(ApiKey.UPDATE_FEATURES)
+    async def update_features(
+        self, req: DecodedRequest[UpdateFeaturesRequestView]
+    ) -> UpdateFeaturesResponse:
+        """The levels are fixed (``coordinator.protocol.features``): only the current ones
+        are accepted, as Kafka's controller accepts only levels it supports."""
+        updates = [(str(u.feature), int(u.max_version_level)) for u in req.body.feature_updates]
+        return update_features(updates, self.core.node_id, req.api_version)
 
     @api(ApiKey.METADATA)
     async def metadata(self, req: DecodedRequest[MetadataRequestView]) -> MetadataResponse:

@@ -16,21 +16,30 @@ the broker does, so sharetxn advertises only what it implements:
 
 Left out: ``metadata.version`` and ``kraft.version`` (there is no KRaft metadata log or
 quorum here), ``eligible.leader.replicas.version`` (no replicas) and ``streams.version`` (no
-streams groups).  The levels are fixed: UpdateFeatures is not served.
+streams groups).  Each is supported at exactly its finalized level (sharetxn cannot turn
+share groups or KIP-848 off), so UpdateFeatures answers as Kafka's controller answers for
+levels it does not support: a request for the current level succeeds, any other level is
+INVALID_UPDATE_VERSION ("only supports versions 1-1").
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from coordinator.protocol.cluster_messages import FinalizedFeatureKey, SupportedFeatureKey
+from coordinator.protocol.cluster_messages import (
+    FinalizedFeatureKey,
+    SupportedFeatureKey,
+    UpdatableFeatureResult,
+    UpdateFeaturesResponse,
+)
+from txn.errors import ErrorCode
 from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
 
 #: feature name -> (supported min, supported max, finalized level)
 FEATURES: Final[dict[str, tuple[int, int, int]]] = {
-    "group.version": (0, 1, 1),
-    "share.version": (0, 1, 1),
-    "transaction.version": (0, 1, 1),
+    "group.version": (1, 1, 1),
+    "share.version": (1, 1, 1),
+    "transaction.version": (1, 1, 1),
     KIP1289_FEATURE: (KIP1289_FEATURE_LEVEL, KIP1289_FEATURE_LEVEL, KIP1289_FEATURE_LEVEL),
 }
 
@@ -54,4 +63,40 @@ def finalized_features() -> tuple[FinalizedFeatureKey, ...]:
         FinalizedFeatureKey(name=name, max_version_level=level, min_version_level=level)
         for name, (_lo, _hi, level) in sorted(FEATURES.items())
         if level > 0
+    )
+
+
+def _refusal(name: str, level: int, node_id: int) -> str | None:
+    """Kafka's controller's reason for refusing ``name`` at ``level`` (None: accepted), in
+    its order.  The current level is always accepted; no other is supported here."""
+    if level < 0:
+        reason = "A feature version cannot be less than 0."
+    elif name not in FEATURES:
+        reason = f"Local controller {node_id} does not support this feature."
+    else:
+        lo, hi, _level = FEATURES[name]
+        if lo <= level <= hi:
+            return None
+        reason = f"Local controller {node_id} only supports versions {lo}-{hi}"
+    return f"Invalid update version {level} for feature {name}. {reason}"
+
+
+def update_features(
+    updates: list[tuple[str, int]], node_id: int, api_version: int
+) -> UpdateFeaturesResponse:
+    """UpdateFeatures: all or nothing, as Kafka; validate-only or not, nothing changes."""
+    for name, level in updates:
+        reason = _refusal(name, level, node_id)
+        if reason is not None:
+            return UpdateFeaturesResponse(
+                error_code=ErrorCode.INVALID_UPDATE_VERSION,
+                error_message="The update failed for all features since the following"
+                f" feature had an error: {reason}",
+            )
+    results = tuple(
+        UpdatableFeatureResult(feature=name, error_code=ErrorCode.NONE, error_message="NONE")
+        for name, _level in updates
+    )
+    return UpdateFeaturesResponse(
+        error_code=ErrorCode.NONE, results=results if api_version < 2 else ()
     )

@@ -104,7 +104,7 @@ class MetadataRequestView(Protocol):
 
 
 class ApiVersionsRequestView(Protocol):
-    """ApiVersions request, v0-v3. Only in some versions: ``client_software_name``,
+    """ApiVersions request, v0-v4. Only in some versions: ``client_software_name``,
     ``client_software_version``.
     """
 

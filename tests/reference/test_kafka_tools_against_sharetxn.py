@@ -440,3 +440,27 @@ def test_consumer_groups_reset_to_datetime_finds_records_inside_a_batch(sharetxn
             )
         )
         assert [group, topic, "0", offset] in reset, (when, reset)
+
+
+FEATURES_TOOL = "org.apache.kafka.tools.FeatureCommand"  # bin/kafka-features.sh
+
+
+def test_kafka_features_describe_and_upgrade(sharetxn: str) -> None:
+    """The features sharetxn implements, each at its one supported level
+    (``coordinator.protocol.features``); an upgrade past it is refused as Kafka refuses it."""
+    out = tool(FEATURES_TOOL, "--bootstrap-server", sharetxn, "describe")
+    levels = {row[1]: (row[3], row[5], row[7]) for row in _rows(out)}
+    assert levels == {
+        "group.version": ("1", "1", "1"),
+        "share.version": ("1", "1", "1"),
+        "transaction.version": ("1", "1", "1"),
+        "share.transaction.version": ("1", "1", "1"),
+    }
+    tool(FEATURES_TOOL, "--bootstrap-server", sharetxn, "upgrade", "--feature", "group.version=1")
+    refused = run_tool(
+        FEATURES_TOOL,
+        ["--bootstrap-server", sharetxn, "upgrade", "--feature", "transaction.version=2"],
+        timeout=120,
+    )
+    assert refused.returncode != 0
+    assert "only supports versions 1-1" in refused.stdout + refused.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import time
 from typing import Any
 
@@ -529,3 +530,32 @@ def write_txn_markers_from_a_client(ctx: Ctx) -> Any:
     out["stale_epoch"] = _write_markers(ctx, pid2, epoch2 - 1, coordinator_epoch, [(t, [0])])
     out["end"] = ctx.end_txn(tid, pid2, epoch2, False)
     return out
+
+
+@scenario(AREA)
+def update_features_all_or_nothing(ctx: Ctx) -> Any:
+    """UpdateFeatures (validate-only: the suite's Kafka is shared) of ``group.version``, whose
+    level both finalize at 1: the current level is accepted; a level not supported, a negative
+    one or an unknown feature fails the whole request (INVALID_UPDATE_VERSION)."""
+
+    def update(*updates: tuple[str, int]) -> Any:
+        resp = ctx.call(
+            57,
+            {
+                "timeout": datetime.timedelta(seconds=30),
+                "validate_only": True,
+                "feature_updates": [
+                    {"feature": f, "max_version_level": level, "upgrade_type": 1}
+                    for f, level in updates
+                ],
+            },
+            version=1,
+        )
+        return plain(resp)
+
+    return {
+        "current": update(("group.version", 1)),
+        "unsupported": update(("group.version", 1), ("group.version", 2)),
+        "negative": update(("group.version", -1)),
+        "unknown": update(("no.such.version", 1)),
+    }

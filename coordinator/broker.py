@@ -25,7 +25,7 @@ from coordinator.log_settings import TopicLogSettings, default_topic_configs, to
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.partition import AppendResult, FetchData, Partition
 from coordinator.partition_limits import total_partitions_refusal
-from coordinator.producer_ids import holds_key, open_producer_ids
+from coordinator.producer_ids import legacy_log_pending, open_producer_ids
 from coordinator.reserved_topics import (
     FORGET_CONFIG,
     InternalTopics,
@@ -120,9 +120,7 @@ class BrokerCore:
             self.rng,
             {name: value for name, (value, _) in default_topic_configs(self.config).items()},
         )
-        # An older version's producer id log, not migrated yet (``coordinator.producer_ids``).
-        legacy_ids = (LEGACY_PRODUCER_IDS_LOG, 0) in storage.list_logs()
-        self._refuse_client_created_internal_topics(legacy_ids and not holds_key(metadata_log))
+        self._refuse_client_created_internal_topics(legacy_log_pending(storage, metadata_log))
         self.partitions: dict[TopicPartition, Partition] = {}
         # All client partitions together (sharetxn.max.partitions).
         self.max_partitions = self.config.get_int("sharetxn.max.partitions")

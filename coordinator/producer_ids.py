@@ -121,6 +121,13 @@ def holds_key(log: PartitionLog) -> bool:
     return _state(log)[1] is not None
 
 
+def legacy_log_pending(storage: Storage, log: PartitionLog) -> bool:
+    """Whether an older version's ``__producer_ids`` log is still to be migrated into the
+    metadata log ``log`` (a directory of that name is a client's topic once ``log`` holds
+    the key: ``holds_key``)."""
+    return (LEGACY_PRODUCER_IDS_LOG, 0) in storage.list_logs() and not holds_key(log)
+
+
 def migrate_legacy_log(legacy: PartitionLog, log: PartitionLog) -> None:
     """Copy the state of an older version's ``__producer_ids`` log into ``log``: its key
     record (unless ``log`` has one) and its next unused slot (if above ``log``'s), durable

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from coordinator.assembly import CONSUMER_GROUPS_PARTITION, assemble_coordinators
 from coordinator.group.offset_commands import Committer
 from coordinator.group_admin import GroupAdmin
+from coordinator.internal_producers import producers_of
 from coordinator.log.cleaner_passes import CleanerExecutor, CleanTarget, LogCleaner
 from coordinator.log.compaction import CleanResult, last_records_of, transactions_of
 from coordinator.log.storage import LogConfig, PartitionLog, Storage
@@ -24,7 +25,7 @@ from coordinator.log_settings import TopicLogSettings, default_topic_configs, to
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.partition import AppendResult, FetchData, Partition
 from coordinator.partition_limits import total_partitions_refusal
-from coordinator.producer_ids import ProducerIdManager
+from coordinator.producer_ids import legacy_log_pending, open_producer_ids
 from coordinator.reserved_topics import (
     FORGET_CONFIG,
     InternalTopics,
@@ -48,7 +49,7 @@ from txn.errors import ErrorCode, KafkaProtocolError
 from txn.ids import (
     CLUSTER_METADATA_TOPIC,
     GROUP_METADATA_TOPIC,
-    PRODUCER_IDS_TOPIC,
+    LEGACY_PRODUCER_IDS_LOG,
     RESERVED_TOPICS,
     SHARE_GROUP_STATE_TOPIC,
     TopicIdPartition,
@@ -112,12 +113,14 @@ class BrokerCore:
         # The compacted internal logs (Kafka's cleanup.policy=compact internal topics), by name.
         self._compacted_internal: dict[str, PartitionLog] = {}
         self.cleaner = LogCleaner(clock, cleaner_executor)
+        # The topics and the producer id blocks, as Kafka's KRaft metadata log.
+        metadata_log = storage.open_log(CLUSTER_METADATA_TOPIC, 0, self._internal_log_config)
         self.topics = TopicRegistry(
-            storage.open_log(CLUSTER_METADATA_TOPIC, 0, self._internal_log_config),
+            metadata_log,
             self.rng,
             {name: value for name, (value, _) in default_topic_configs(self.config).items()},
         )
-        self._refuse_client_created_internal_topics()
+        self._refuse_client_created_internal_topics(legacy_log_pending(storage, metadata_log))
         self.partitions: dict[TopicPartition, Partition] = {}
         # All client partitions together (sharetxn.max.partitions).
         self.max_partitions = self.config.get_int("sharetxn.max.partitions")
@@ -130,8 +133,11 @@ class BrokerCore:
         for info in self.topics.all():
             self._open_partitions(info)
         # Scrambled: a producer id cannot be guessed from another one (docs/security.md).
-        self.producer_ids = ProducerIdManager(
-            storage.open_log(PRODUCER_IDS_TOPIC, 0, self._internal_log_config),
+        self.producer_ids = open_producer_ids(
+            storage,
+            metadata_log,
+            self._internal_log_config,
+            user_topic=self.topics.get(LEGACY_PRODUCER_IDS_LOG) is not None,
             scramble_rng=self.rng,
         )
         self.marker_channel = MarkerChannel(clock, self)
@@ -152,6 +158,7 @@ class BrokerCore:
         self.share = coordinators.share
         self.groups = coordinators.groups
         self._compacted_internal.update(coordinators.compacted_logs)
+        self.coordinator_logs = coordinators.internal_logs
         self.internal_topics = InternalTopics(self.topics, coordinators.internal_logs, self.config)
         self.group_admin = GroupAdmin(self.topics, self.partitions, self.groups, self.share)
         self.share_fetches = ShareFetches(self.share, clock)
@@ -162,11 +169,11 @@ class BrokerCore:
 
     # -- plumbing -------------------------------------------------------------------------------
 
-    def _refuse_client_created_internal_topics(self) -> None:
+    def _refuse_client_created_internal_topics(self, legacy_ids: bool) -> None:
         """A topic a client created under a reserved name (older versions let Metadata
         auto-create one) shares its files with a coordinator's log: refuse to start, or
-        forget the topic's record when the operator asked for it."""
-        bad = client_created(self.topics.all())
+        forget the topic's record when the operator asked for it (``client_created``)."""
+        bad = client_created(self.topics.all(), legacy_producer_ids=legacy_ids)
         if not bad:
             return
         if not self.config.get_bool(FORGET_CONFIG):
@@ -878,9 +885,11 @@ class BrokerCore:
         if partition is None:
             internal = self.internal_topics.listed(tp.topic, self.cluster_id)
             if internal is not None and 0 <= tp.partition < internal.num_partitions:
-                # A partition Metadata lists (Kafka's internal topic): its coordinator's records
-                # are kept in sharetxn's own layout, where no producer appends.
-                return ErrorCode.NONE, []
+                # A partition Metadata lists (Kafka's internal topic): the producers of the
+                # transactional records its coordinator keeps there (offset commits), if any.
+                log = self.coordinator_logs.get(tp.topic, {}).get(tp.partition)
+                expiry_ms = self.config.get_int("producer.id.expiration.ms")
+                return ErrorCode.NONE, producers_of(log, self.clock.now_ms(), expiry_ms)
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, []
         return ErrorCode.NONE, [
             ActiveProducer(

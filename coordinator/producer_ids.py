@@ -5,7 +5,11 @@ ProducerIdsRecord in ``__cluster_metadata``; the broker serves ids from its curr
 one manager does both: before the first id of a new block is handed out, a record saying "ids
 below ``next_producer_id`` are taken" is appended to the log given by the caller and flushed.
 On construction the log is replayed, so a restarted broker starts at the next unused block and
-never reuses an id (at most the rest of the last block is skipped).
+never reuses an id (at most the rest of the last block is skipped).  The broker's log is
+``__cluster_metadata``, as Kafka's, shared with the topic records (``coordinator.topics``,
+whose records have no key: these have one).  Older versions kept these records in a log of
+their own, ``__producer_ids``, a name clients could then not use; ``open_producer_ids``
+copies what it holds into the metadata log and removes it (``migrate_legacy_log``).
 
 Record (one per batch)::
 
@@ -29,9 +33,10 @@ import hashlib
 import random
 import struct
 
-from coordinator.log.storage import PartitionLog
+from coordinator.log.storage import LogConfig, PartitionLog, Storage
 from txn.batch import build_batch
 from txn.clock import Clock
+from txn.ids import LEGACY_PRODUCER_IDS_LOG
 from txn.limits import LONG_MAX as _LONG_MAX
 from txn.txn_log import read_records
 
@@ -90,6 +95,72 @@ def producer_id_key_record_key() -> bytes:
     return _KEY.pack(0, PRODUCER_ID_KEY_RECORD_TYPE)
 
 
+def _state(log: PartitionLog) -> tuple[int, tuple[bytes, int] | None]:
+    """The log's next unused slot and its scrambling key record (secret, legacy bound)."""
+    start = 0
+    scramble_key: tuple[bytes, int] | None = None
+    for _header, batch in log.batches(log.log_start_offset):
+        for key, value in read_records(batch):
+            next_id = decode_next_producer_id(key, value)
+            if next_id is not None:
+                start = max(start, next_id)
+            elif key == producer_id_key_record_key() and value is not None:
+                _version, secret, bound = _KEY_VALUE.unpack(value)
+                scramble_key = scramble_key or (secret, bound)
+    return start, scramble_key
+
+
+def _append_flushed(log: PartitionLog, key: bytes, value: bytes, timestamp_ms: int) -> None:
+    log.append(build_batch([(key, value)], timestamp_ms=timestamp_ms), max(timestamp_ms, 0))
+    log.flush()
+
+
+def holds_key(log: PartitionLog) -> bool:
+    """Whether ``log`` holds the scrambling key record (every broker writes one on its first
+    start; a metadata log without one is an older version's, whose key is in the legacy log)."""
+    return _state(log)[1] is not None
+
+
+def legacy_log_pending(storage: Storage, log: PartitionLog) -> bool:
+    """Whether an older version's ``__producer_ids`` log is still to be migrated into the
+    metadata log ``log`` (a directory of that name is a client's topic once ``log`` holds
+    the key: ``holds_key``)."""
+    return (LEGACY_PRODUCER_IDS_LOG, 0) in storage.list_logs() and not holds_key(log)
+
+
+def migrate_legacy_log(legacy: PartitionLog, log: PartitionLog) -> None:
+    """Copy the state of an older version's ``__producer_ids`` log into ``log``: its key
+    record (unless ``log`` has one) and its next unused slot (if above ``log``'s), durable
+    before the caller removes the legacy log.  Idempotent: a crash before the removal
+    copies nothing twice."""
+    legacy_start, legacy_key = _state(legacy)
+    start, key = _state(log)
+    if legacy_key is not None and key is None:
+        value = _KEY_VALUE.pack(0, *legacy_key)
+        _append_flushed(log, producer_id_key_record_key(), value, -1)
+    if legacy_start > start:
+        value = encode_producer_ids_value(0, 0, legacy_start)
+        _append_flushed(log, producer_ids_key(), value, -1)
+
+
+def open_producer_ids(
+    storage: Storage,
+    log: PartitionLog,
+    legacy_config: LogConfig,
+    *,
+    user_topic: bool,
+    scramble_rng: random.Random,
+) -> ProducerIdManager:
+    """The broker's manager over the metadata log ``log``, after migrating an older
+    version's ``__producer_ids`` log into it (unless ``user_topic``: that directory is then
+    a client's topic of that name)."""
+    if not user_topic and (LEGACY_PRODUCER_IDS_LOG, 0) in storage.list_logs():
+        legacy = storage.open_log(LEGACY_PRODUCER_IDS_LOG, 0, legacy_config)
+        migrate_legacy_log(legacy, log)
+        storage.delete_log(LEGACY_PRODUCER_IDS_LOG, 0)
+    return ProducerIdManager(log, scramble_rng=scramble_rng)
+
+
 class ProducerIdManager:
     """Hands out unique producer ids; ``generate_producer_id`` may append to the log."""
 
@@ -112,16 +183,7 @@ class ProducerIdManager:
         self._block_size = block_size
         self._broker_id = broker_id
         self._broker_epoch = broker_epoch
-        start = 0
-        scramble_key: tuple[bytes, int] | None = None
-        for _header, batch in log.batches(log.log_start_offset):
-            for key, value in read_records(batch):
-                next_id = decode_next_producer_id(key, value)
-                if next_id is not None:
-                    start = max(start, next_id)
-                elif key == producer_id_key_record_key() and value is not None:
-                    _version, secret, bound = _KEY_VALUE.unpack(value)
-                    scramble_key = scramble_key or (secret, bound)
+        start, scramble_key = _state(log)
         # Nothing may be served from a block whose record was not read back: start a new one.
         self._next_id = start
         self._block_end = start

@@ -24,6 +24,7 @@ from txn.ids import (
     CLUSTER_METADATA_TOPIC,
     GROUP_METADATA_TOPIC,
     KAFKA_INTERNAL_TOPICS,
+    LEGACY_PRODUCER_IDS_LOG,
     PRIVATE_TOPICS,
     RESERVED_TOPICS,
     SHARE_GROUP_STATE_TOPIC,
@@ -189,10 +190,17 @@ def write_refusal(name: str) -> ErrorCode | None:
 FORGET_CONFIG = "sharetxn.forget.client.created.internal.topics"
 
 
-def client_created(topics: list[TopicInfo]) -> list[TopicInfo]:
-    """The topics a client created under a reserved name (older versions allowed it)."""
+def client_created(
+    topics: list[TopicInfo], *, legacy_producer_ids: bool = False
+) -> list[TopicInfo]:
+    """The topics a client created under a reserved name (older versions allowed it).
+
+    ``__producer_ids`` is an ordinary name now, but where an older version's producer id log
+    is still to be migrated (``legacy_producer_ids``), a topic of that name was created by a
+    client of that version and shares the log's files."""
+    names = RESERVED_TOPICS | ({LEGACY_PRODUCER_IDS_LOG} if legacy_producer_ids else set())
     return sorted(
-        (t for t in topics if t.name in RESERVED_TOPICS and not t.internal),
+        (t for t in topics if t.name in names and not t.internal),
         key=lambda t: t.name,
     )
 

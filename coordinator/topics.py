@@ -1,8 +1,9 @@
 """Topic metadata: names, stable topic ids and partition counts, kept in a log.
 
 Topic ids must be stable across restarts (Fetch v13+ addresses topics by id
-only), so every create, partition increase and delete is a JSON record in the
-internal ``__cluster_metadata`` log, replayed on start.
+only), so every create, partition increase and delete is a JSON record (without a key) in
+the internal ``__cluster_metadata`` log, replayed on start.  The log also holds the producer
+id blocks (``coordinator.producer_ids``), keyed records skipped here.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from txn.topic_names import (
     topic_name_error,
     unified,
 )
+from txn.txn_log import read_records
 
 #: Kafka's InvalidPartitionsException for a new topic's partition count of 0 or less.
 NON_POSITIVE_PARTITIONS = "Number of partitions was set to an invalid non-positive value."
@@ -89,7 +91,9 @@ class TopicRegistry:
         # Kafka's internal topics created so far (``mark_internal``; coordinator.reserved_topics).
         self._internal_created: set[str] = set()
         for _header, raw in log.batches(0):
-            self._apply(_decode(raw))
+            record = _decode(raw)
+            if record is not None:
+                self._apply(record)
 
     def _apply(self, record: dict[str, object]) -> None:
         kind = record["type"]
@@ -307,11 +311,12 @@ class TopicRegistry:
         return info
 
 
-def _decode(raw: bytes) -> dict[str, object]:
-    from kio.records.readers import read_batch  # noqa: PLC0415 - only needed on replay
-
-    batch, _ = read_batch(raw, 0)
-    value = batch.records[0].value
+def _decode(raw: bytes) -> dict[str, object] | None:
+    """A topic record (None for the log's other records: the producer id blocks, which have
+    a key, ``coordinator.producer_ids``)."""
+    ((key, value),) = read_records(raw)
+    if key is not None:
+        return None
     assert value is not None
     decoded = json.loads(value)
     assert isinstance(decoded, dict)

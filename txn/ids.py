@@ -20,7 +20,10 @@ GROUP_METADATA_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 SHARE_GROUP_STATE_TOPIC = "__share_group_state"
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
-PRODUCER_IDS_TOPIC = "__producer_ids"
+#: Where older versions kept the producer id blocks (now in ``__cluster_metadata``, as
+#: Kafka's ProducerIdsRecord): read once and removed on load (``coordinator.producer_ids``).
+#: An ordinary topic name, as in Kafka.
+LEGACY_PRODUCER_IDS_LOG = "__producer_ids"
 
 # The reserved topic names: the broker's own logs, kept in the data directory under these
 # topic-partition names.  No client creates, writes, deletes, re-partitions or re-configures
@@ -31,9 +34,10 @@ PRODUCER_IDS_TOPIC = "__producer_ids"
 KAFKA_INTERNAL_TOPICS = frozenset(
     {GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC}
 )
-#: sharetxn's private logs, which no client sees (as Kafka's ``__cluster_metadata``):
-#: CreateTopics answers INVALID_REQUEST, every other API UNKNOWN_TOPIC_OR_PARTITION.
-PRIVATE_TOPICS = frozenset({CLUSTER_METADATA_TOPIC, PRODUCER_IDS_TOPIC})
+#: sharetxn's private log, which no client sees, as Kafka's ``__cluster_metadata`` (the
+#: topics and the producer id blocks): CreateTopics answers INVALID_REQUEST, every other API
+#: UNKNOWN_TOPIC_OR_PARTITION.
+PRIVATE_TOPICS = frozenset({CLUSTER_METADATA_TOPIC})
 RESERVED_TOPICS = KAFKA_INTERNAL_TOPICS | PRIVATE_TOPICS
 
 

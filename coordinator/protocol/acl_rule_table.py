@@ -33,6 +33,7 @@ from coordinator.protocol.acl_rules import (
     metadata_rule,
     open_rule,
     produce_rule,
+    write_txn_markers_rule,
 )
 from coordinator.protocol.cluster_messages import DescribeConfigsResponse
 from coordinator.protocol.responses import Handler
@@ -64,6 +65,7 @@ RULES: Final[dict[int, Any]] = {
     ApiKey.ADD_PARTITIONS_TO_TXN: g.add_partitions_to_txn_rule,
     ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn_rule,
     ApiKey.END_TXN: end_txn_rule,
+    ApiKey.WRITE_TXN_MARKERS: write_txn_markers_rule,
     ApiKey.TXN_OFFSET_COMMIT: g.txn_offset_commit_rule,
     ApiKey.DESCRIBE_CONFIGS: configs_rule(
         OP.DESCRIBE_CONFIGS,
@@ -85,6 +87,7 @@ RULES: Final[dict[int, Any]] = {
     ),
     ApiKey.OFFSET_DELETE: g.offset_delete_rule,
     ApiKey.DESCRIBE_CLUSTER: open_rule,
+    ApiKey.UPDATE_FEATURES: cluster_rule(OP.ALTER),
     ApiKey.DESCRIBE_PRODUCERS: describe_producers_rule,
     ApiKey.DESCRIBE_TRANSACTIONS: g.describe_transactions_rule,
     ApiKey.LIST_TRANSACTIONS: g.list_transactions_rule,

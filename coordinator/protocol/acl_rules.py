@@ -24,6 +24,7 @@ from coordinator.protocol.cluster_messages import (
     DescribeLogDirsResponse,
     MetadataResponse,
     MetadataResponseTopic,
+    UpdateFeaturesResponse,
 )
 from coordinator.protocol.data_handlers import has_transactional_records, refused_topics
 from coordinator.protocol.data_messages import (
@@ -47,6 +48,7 @@ from coordinator.protocol.request_views import (
     FetchRequestView,
     InitProducerIdRequestView,
     ProduceRequestView,
+    WriteTxnMarkersRequestView,
 )
 from coordinator.protocol.responses import Body, Handler, Message
 from coordinator.protocol.share_request_views import ShareGroupHeartbeatRequestView
@@ -71,12 +73,15 @@ from coordinator.protocol.txn_messages import (
     DescribeSharePendingAcksResponse,
     EndTxnResponse,
     InitProducerIdResponse,
+    WritableTxnMarkerResult,
+    WriteTxnMarkersResponse,
+    marker_results,
 )
 from coordinator.protocol.wire import DecodedRequest, optional
 from coordinator.security.acls import CLUSTER_NAME, AclOperation, Authorizer, ResourceType
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
-from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
 
 OP = AclOperation
 RT = ResourceType
@@ -210,6 +215,7 @@ WHOLE_REQUEST_DENIALS: dict[int, Callable[[ErrorCode, int], Message]] = {
     ApiKey.ADD_OFFSETS_TO_TXN: lambda code, _version: AddOffsetsToTxnResponse(error_code=code),
     ApiKey.ADD_SHARE_ACKS_TO_TXN: lambda code, _version: AddShareAcksToTxnResponse(error_code=code),
     ApiKey.DESCRIBE_LOG_DIRS: lambda code, _version: DescribeLogDirsResponse(error_code=code),
+    ApiKey.UPDATE_FEATURES: lambda code, _version: UpdateFeaturesResponse(error_code=code),
     ApiKey.DESCRIBE_SHARE_PENDING_ACKS: lambda code, _version: DescribeSharePendingAcksResponse(
         error_code=code
     ),
@@ -262,6 +268,31 @@ def group_rule(op: AclOperation) -> Callable[[RequestContext, DecodedRequest[Any
 
 def cluster_rule(op: AclOperation) -> Callable[[RequestContext, DecodedRequest[Any], Handler], Any]:
     return guarded(lambda ctx, _b: None if ctx.cluster(op) else CLUSTER_DENIED)
+
+
+async def write_txn_markers_rule(
+    ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
+) -> Response:
+    """CLUSTER_ACTION on the cluster, as Kafka; without it every partition is answered
+    CLUSTER_AUTHORIZATION_FAILED (the response has no top-level error)."""
+    if ctx.cluster(OP.CLUSTER_ACTION):
+        return await handler(req)
+    body: WriteTxnMarkersRequestView = req.body
+    return WriteTxnMarkersResponse(
+        markers=tuple(
+            WritableTxnMarkerResult(
+                producer_id=int(m.producer_id),
+                topics=marker_results(
+                    {
+                        TopicPartition(t.name, int(i)): CLUSTER_DENIED
+                        for t in m.topics
+                        for i in t.partition_indexes
+                    }
+                ),
+            )
+            for m in body.markers
+        )
+    )
 
 
 async def open_rule(_ctx: RequestContext, req: DecodedRequest[Any], handler: Handler) -> Response:

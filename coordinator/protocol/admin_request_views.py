@@ -1,4 +1,4 @@
-"""Version-free views of the requests of SASL, ACLs and SCRAM credentials.
+"""Version-free views of the requests of SASL, ACLs, SCRAM credentials and UpdateFeatures.
 
 ``wire.decode_request`` hands a handler the kio entity of the negotiated version; a handler
 reads it through the view of its API (``DecodedRequest[XRequestView]``), a ``Protocol``
@@ -109,3 +109,17 @@ class AlterUserScramCredentialsRequestView(Protocol):
 
     deletions: tuple[ScramCredentialDeletionView, ...]
     upsertions: tuple[ScramCredentialUpsertionView, ...]
+
+
+class FeatureUpdateKeyView(Protocol):
+    """``feature_updates`` of UpdateFeaturesRequestView."""
+
+    feature: str
+    max_version_level: int
+
+
+class UpdateFeaturesRequestView(Protocol):
+    """UpdateFeatures request, v0-v2. Only in some versions: ``allow_downgrade`` (v0),
+    ``upgrade_type`` and ``validate_only`` (v1+)."""
+
+    feature_updates: tuple[FeatureUpdateKeyView, ...]

@@ -3,10 +3,11 @@
 APIs Kafka serves only between brokers and controllers are neither advertised nor served
 here: the share-group state RPCs (InitializeShareGroupState, ReadShareGroupState,
 WriteShareGroupState, DeleteShareGroupState, ReadShareGroupStateSummary) are calls
-inside this broker (``coordinator.share.persister``), WriteTxnMarkers goes from the
-transaction coordinator to the partitions through ``coordinator.marker_channel``, and
-nothing of KRaft's is served.  A request for any of them gets UNSUPPORTED_VERSION, as an
-unknown API does.
+inside this broker (``coordinator.share.persister``), and nothing of KRaft's is served.  A
+request for any of them gets UNSUPPORTED_VERSION, as an unknown API does.  WriteTxnMarkers
+is served as Kafka serves it, to a client with CLUSTER_ACTION (``kafka-transactions.sh
+abort``; ``coordinator.protocol.client_markers``); the transaction coordinator's own
+markers go to the partitions through ``coordinator.marker_channel``.
 """
 
 from __future__ import annotations
@@ -22,17 +23,19 @@ _VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.LIST_OFFSETS: (1, 11),
     ApiKey.METADATA: (0, 12),
     ApiKey.FIND_COORDINATOR: (0, 6),
-    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.API_VERSIONS: (0, 4),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 6),
     ApiKey.ADD_PARTITIONS_TO_TXN: (0, 5),
     ApiKey.END_TXN: (0, 5),
+    ApiKey.WRITE_TXN_MARKERS: (1, 2),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.UPDATE_FEATURES: (0, 2),  # the levels are fixed (coordinator.protocol.features)
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),

@@ -7,6 +7,7 @@ import uuid
 from typing import Any, cast
 
 from coordinator.broker import BrokerCore
+from coordinator.protocol.admin_request_views import UpdateFeaturesRequestView
 from coordinator.protocol.api_versions import SUPPORTED
 from coordinator.protocol.cluster_messages import (
     ApiVersion,
@@ -21,13 +22,12 @@ from coordinator.protocol.cluster_messages import (
     DescribeLogDirsResponse,
     DescribeLogDirsResult,
     DescribeLogDirsTopic,
-    FinalizedFeatureKey,
     FindCoordinatorResponse,
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
-    SupportedFeatureKey,
+    UpdateFeaturesResponse,
 )
 from coordinator.protocol.config_describe import (
     broker_resource_error,
@@ -36,6 +36,12 @@ from coordinator.protocol.config_describe import (
     describe_group_configs,
     describe_topic_configs,
     describe_topic_name_error,
+)
+from coordinator.protocol.features import (
+    FINALIZED_EPOCH,
+    finalized_features,
+    supported_features,
+    update_features,
 )
 from coordinator.protocol.request_views import (
     ApiVersionsRequestView,
@@ -67,7 +73,6 @@ from txn.ids import (
     TRANSACTION_STATE_TOPIC,
     TopicPartition,
 )
-from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
 from txn.topic_names import topic_name_error
 
 #: FindCoordinator's key type -> the internal topic Kafka creates on its first lookup.
@@ -106,21 +111,24 @@ class ClusterHandlers:
         )
         if req.api_version < 3:
             return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=keys)
-        # KIP-1289 is told by this feature: its API keys alone collide with Kafka 4.4's.
-        level = KIP1289_FEATURE_LEVEL
+        # KIP-1289 is told by share.transaction.version: its API keys alone collide with
+        # Kafka 4.4's (coordinator.protocol.features).
         return ApiVersionsResponse(
             error_code=ErrorCode.NONE,
             api_keys=keys,
-            supported_features=(
-                SupportedFeatureKey(name=KIP1289_FEATURE, min_version=level, max_version=level),
-            ),
-            finalized_features_epoch=0,
-            finalized_features=(
-                FinalizedFeatureKey(
-                    name=KIP1289_FEATURE, max_version_level=level, min_version_level=level
-                ),
-            ),
+            supported_features=supported_features(req.api_version),
+            finalized_features_epoch=FINALIZED_EPOCH,
+            finalized_features=finalized_features(),
         )
+
+    @api(ApiKey.UPDATE_FEATURES)
+    async def update_features(
+        self, req: DecodedRequest[UpdateFeaturesRequestView]
+    ) -> UpdateFeaturesResponse:
+        """The levels are fixed (``coordinator.protocol.features``): only the current ones
+        are accepted, as Kafka's controller accepts only levels it supports."""
+        updates = [(str(u.feature), int(u.max_version_level)) for u in req.body.feature_updates]
+        return update_features(updates, self.core.node_id, req.api_version)
 
     @api(ApiKey.METADATA)
     async def metadata(self, req: DecodedRequest[MetadataRequestView]) -> MetadataResponse:

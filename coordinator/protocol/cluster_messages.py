@@ -44,6 +44,22 @@ class ApiVersionsResponse:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class UpdatableFeatureResult:
+    feature: str
+    error_code: ErrorCode
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateFeaturesResponse:
+    """Per-feature results up to v1 (v2 has only the top-level error)."""
+
+    error_code: ErrorCode
+    error_message: str | None = None
+    results: tuple[UpdatableFeatureResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MetadataResponseBroker:
     node_id: int
     host: str

@@ -463,16 +463,25 @@ class GroupHandlers:
         self, req: DecodedRequest[TxnOffsetCommitRequestView]
     ) -> TxnOffsetCommitResponse:
         b = req.body
-        results = self.core.txn_offset_commit(
-            b.transactional_id,
-            int(b.producer_id),
-            int(b.producer_epoch),
-            b.group_id,
-            int(optional(b, "generation_id", default=-1)),
-            optional(b, "member_id", default="") or "",
-            optional(b, "group_instance_id", default=None),
-            _offsets(b.topics),
-        )
+        offsets = _offsets(b.topics)
+        # As Kafka's KafkaApis (and OffsetCommit): partitions of unknown topics (or past a
+        # topic's count) are answered UNKNOWN_TOPIC_OR_PARTITION and not staged; the rest go
+        # to the coordinators.
+        results: dict[TopicPartition, ErrorCode] = {
+            tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for tp in offsets if not self._known(tp)
+        }
+        known = {tp: v for tp, v in offsets.items() if tp not in results}
+        if known:
+            results |= self.core.txn_offset_commit(
+                b.transactional_id,
+                int(b.producer_id),
+                int(b.producer_epoch),
+                b.group_id,
+                int(optional(b, "generation_id", default=-1)),
+                optional(b, "member_id", default="") or "",
+                optional(b, "group_instance_id", default=None),
+                known,
+            )
         topics: dict[str, list[TxnOffsetCommitPartition]] = {}
         for tp, error in results.items():
             topics.setdefault(tp.topic, []).append(

@@ -104,7 +104,7 @@ class MetadataRequestView(Protocol):
 
 
 class ApiVersionsRequestView(Protocol):
-    """ApiVersions request, v0-v3. Only in some versions: ``client_software_name``,
+    """ApiVersions request, v0-v4. Only in some versions: ``client_software_name``,
     ``client_software_version``.
     """
 
@@ -367,6 +367,29 @@ class DescribeProducersRequestView(Protocol):
     """DescribeProducers request, v0-v0."""
 
     topics: tuple[TopicRequestView, ...]
+
+
+class WritableTxnMarkerTopicView(Protocol):
+    """``topics`` of WritableTxnMarkerView."""
+
+    name: str
+    partition_indexes: tuple[int, ...]
+
+
+class WritableTxnMarkerView(Protocol):
+    """``markers`` of WriteTxnMarkersRequestView."""
+
+    producer_id: int
+    producer_epoch: int
+    transaction_result: bool
+    topics: tuple[WritableTxnMarkerTopicView, ...]
+    coordinator_epoch: int
+
+
+class WriteTxnMarkersRequestView(Protocol):
+    """WriteTxnMarkers request, v1-v2."""
+
+    markers: tuple[WritableTxnMarkerView, ...]
 
 
 class IncrementalAlterConfigsAlterConfigsResourceAlterableConfigView(Protocol):

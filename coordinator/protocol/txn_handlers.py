@@ -1,5 +1,5 @@
 """Transaction APIs: InitProducerId, AddPartitionsToTxn, EndTxn, ListTransactions,
-DescribeTransactions, DescribeProducers."""
+DescribeTransactions, DescribeProducers, WriteTxnMarkers (from a client)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from collections.abc import Callable
 from typing import cast
 
 from coordinator.broker import BrokerCore
+from coordinator.marker_channel import TxnMarker
+from coordinator.protocol.client_markers import write_client_markers
 from coordinator.protocol.request_views import (
     AddPartitionsToTxnRequestV0To3View,
     AddPartitionsToTxnRequestV4To5View,
@@ -16,6 +18,7 @@ from coordinator.protocol.request_views import (
     EndTxnRequestView,
     InitProducerIdRequestView,
     ListTransactionsRequestView,
+    WriteTxnMarkersRequestView,
 )
 from coordinator.protocol.responses import Handler, api, handler_table, millis
 from coordinator.protocol.txn_messages import (
@@ -33,10 +36,14 @@ from coordinator.protocol.txn_messages import (
     ListedTransaction,
     ListTransactionsResponse,
     TransactionTopic,
+    WritableTxnMarkerResult,
+    WriteTxnMarkersResponse,
+    marker_results,
 )
 from coordinator.protocol.wire import DecodedRequest, optional
 from coordinator.txn_results import ProducerResult
 from txn.api_keys import ApiKey
+from txn.batch import ControlType
 from txn.errors import ErrorCode
 from txn.ids import KAFKA_INTERNAL_TOPICS, TopicPartition
 from txn.state import TransactionState
@@ -259,6 +266,36 @@ class TxnHandlers:
                 )
             topics.append(DescribeProducersTopic(name=topic.name, partitions=tuple(parts)))
         return DescribeProducersResponse(topics=tuple(topics))
+
+    @api(ApiKey.WRITE_TXN_MARKERS)
+    async def write_txn_markers(
+        self, req: DecodedRequest[WriteTxnMarkersRequestView]
+    ) -> WriteTxnMarkersResponse:
+        """A client's markers (``coordinator.protocol.client_markers``; CLUSTER_ACTION is
+        checked by the authorizer's rule)."""
+        results: list[WritableTxnMarkerResult] = []
+        for m in req.body.markers:
+            partitions = tuple(
+                TopicPartition(t.name, int(index))
+                for t in m.topics
+                for index in t.partition_indexes
+            )
+            result = ControlType.COMMIT if m.transaction_result else ControlType.ABORT
+            marker = TxnMarker(
+                "",
+                int(m.producer_id),
+                int(m.producer_epoch),
+                int(m.coordinator_epoch),
+                result,
+                partitions,
+            )
+            errors = write_client_markers(self.core, marker)
+            results.append(
+                WritableTxnMarkerResult(
+                    producer_id=int(m.producer_id), topics=marker_results(errors)
+                )
+            )
+        return WriteTxnMarkersResponse(markers=tuple(results))
 
 
 def _refused_partitions(

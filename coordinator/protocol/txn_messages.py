@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from coordinator.txn_results import ActiveProducer
 from txn.errors import ErrorCode
-from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
+from txn.ids import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TopicPartition
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,6 +114,44 @@ class DescribeProducersTopic:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DescribeProducersResponse:
     topics: tuple[DescribeProducersTopic, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritableTxnMarkerPartitionResult:
+    partition_index: int
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritableTxnMarkerTopicResult:
+    name: str
+    partitions: tuple[WritableTxnMarkerPartitionResult, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WritableTxnMarkerResult:
+    producer_id: int
+    topics: tuple[WritableTxnMarkerTopicResult, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WriteTxnMarkersResponse:
+    markers: tuple[WritableTxnMarkerResult, ...]
+
+
+def marker_results(
+    errors: dict[TopicPartition, ErrorCode],
+) -> tuple[WritableTxnMarkerTopicResult, ...]:
+    """WriteTxnMarkers' per-topic results of one marker, topics in request order."""
+    grouped: dict[str, list[WritableTxnMarkerPartitionResult]] = {}
+    for tp, error in errors.items():
+        grouped.setdefault(tp.topic, []).append(
+            WritableTxnMarkerPartitionResult(partition_index=tp.partition, error_code=error)
+        )
+    return tuple(
+        WritableTxnMarkerTopicResult(name=name, partitions=tuple(parts))
+        for name, parts in grouped.items()
+    )
 
 
 # -- staging in a transaction: KIP-98's offsets, KIP-1289's share acknowledgements --------------

@@ -284,7 +284,7 @@ def test_broker_only_apis_are_neither_advertised_nor_served(shared_broker: Local
     try:
         resp = client.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})
         advertised = {int(k.api_key) for k in resp.api_keys}
-        assert advertised.isdisjoint({27, 83, 84, 85, 86, 87})  # WriteTxnMarkers, share state
+        assert advertised.isdisjoint({83, 84, 85, 86, 87})  # the share state RPCs
         frame = client.encode(85, 0, {"group_id": "g", "topics": []})  # WriteShareGroupState
         client.send_raw(frame)
         # As Kafka for an API not enabled on the listener: the connection is closed (its

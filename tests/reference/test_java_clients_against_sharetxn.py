@@ -26,9 +26,7 @@ from tests.reference.kafka import ReferenceKafka
 pytestmark = pytest.mark.reference
 
 #: "scenario.field" -> why sharetxn's observation differs (docs/conformance.md).
-KNOWN_DIFFERENCES: dict[str, str] = {
-    "admin_transactions.abort": "WriteTxnMarkers is broker-only in sharetxn",
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}
 
 
 def _jdk_or_skip() -> None:
@@ -140,8 +138,8 @@ def test_admin_transactions_producers_fence(observed: dict[str, dict[str, Any]])
     assert row["producers"] == 1
     assert row["producer_matches"] is True
     assert row["txn_start_offset"] == 0
-    # Admin.abortTransaction sends WriteTxnMarkers, broker-only here (docs/conformance.md).
-    assert row["abort"] == "UnsupportedVersionException"
+    # Admin.abortTransaction sends WriteTxnMarkers, served to a client with CLUSTER_ACTION.
+    assert row["abort"] == "ok"
     assert row["fenced_epoch_bumped"] is True
     assert row["after_fence_state"] == "Empty"
     assert row["zombie"] == "ProducerFencedException"

@@ -7,6 +7,7 @@ real sharetxn broker and checks the tool's own output.  One broker serves the mo
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import uuid
@@ -346,28 +347,56 @@ def test_kafka_transactions_force_terminate(sharetxn: str) -> None:
     assert out.split() == ["after"]
 
 
-def test_kafka_transactions_abort_needs_write_txn_markers(sharetxn: str) -> None:
-    """Documented difference (docs/conformance.md): WriteTxnMarkers is broker-only here."""
-    topic = _topic(sharetxn)
-    tid = _name("hang")
-    _leave_transaction_open(sharetxn, topic, tid)
-    done = run_tool(
-        "kafka-transactions",
-        [
+def _find_hanging(bootstrap: str) -> list[list[str]]:
+    """``find-hanging`` on broker 1, every open transaction counted (no minimum age)."""
+    return _rows(
+        tool(
+            "kafka-transactions",
             "--bootstrap-server",
-            sharetxn,
+            bootstrap,
+            "find-hanging",
+            "--broker-id",
+            "1",
+            "--max-transaction-timeout",
+            "0",
+        )
+    )
+
+
+def test_kafka_transactions_find_hanging_then_abort(tmp_path: Path) -> None:
+    """A hanging transaction: its producer died with the transaction open, and the
+    coordinator's state was lost (``__transaction_state`` removed while the broker was
+    down), so no coordinator will ever write its marker.  ``find-hanging`` lists it and
+    ``abort`` (Admin.abortTransaction: WriteTxnMarkers from a client) ends it."""
+    data = tmp_path / "data"
+    tid = _name("hang")
+    with LocalBroker(data_dir=data) as broker:
+        topic = _topic(broker.bootstrap_servers)
+        _leave_transaction_open(broker.bootstrap_servers, topic, tid)
+    shutil.rmtree(data / "__transaction_state-0")
+    with LocalBroker(data_dir=data) as broker:
+        bootstrap = broker.bootstrap_servers
+        hanging = _find_hanging(bootstrap)
+        assert len(hanging) == 2, hanging  # the header and the transaction
+        row = dict(zip(hanging[0], hanging[1], strict=True))
+        assert (row["Topic"], row["Partition"], row["StartOffset"]) == (topic, "0", "0")
+        tool(
+            "kafka-transactions",
+            "--bootstrap-server",
+            bootstrap,
             "abort",
             "--topic",
             topic,
             "--partition",
             "0",
             "--start-offset",
-            "0",
-        ],
-        timeout=120,
-    )
-    assert done.returncode == 1
-    assert "does not support WRITE_TXN_MARKERS" in done.stderr
+            row["StartOffset"],
+        )
+        assert len(_find_hanging(bootstrap)) == 1  # only the header
+        # The aborted record is skipped; a read_committed reader sees what follows.
+        with in_transaction(bootstrap, _name("next"), topic, b"after") as producer:
+            producer.commit_transaction()
+        assert _read_committed(bootstrap, topic, 1).split() == ["after"]
 
 
 def test_consumer_groups_reset_to_datetime_finds_records_inside_a_batch(sharetxn: str) -> None:
@@ -411,3 +440,27 @@ def test_consumer_groups_reset_to_datetime_finds_records_inside_a_batch(sharetxn
             )
         )
         assert [group, topic, "0", offset] in reset, (when, reset)
+
+
+FEATURES_TOOL = "org.apache.kafka.tools.FeatureCommand"  # bin/kafka-features.sh
+
+
+def test_kafka_features_describe_and_upgrade(sharetxn: str) -> None:
+    """The features sharetxn implements, each at its one supported level
+    (``coordinator.protocol.features``); an upgrade past it is refused as Kafka refuses it."""
+    out = tool(FEATURES_TOOL, "--bootstrap-server", sharetxn, "describe")
+    levels = {row[1]: (row[3], row[5], row[7]) for row in _rows(out)}
+    assert levels == {
+        "group.version": ("1", "1", "1"),
+        "share.version": ("1", "1", "1"),
+        "transaction.version": ("1", "1", "1"),
+        "share.transaction.version": ("1", "1", "1"),
+    }
+    tool(FEATURES_TOOL, "--bootstrap-server", sharetxn, "upgrade", "--feature", "group.version=1")
+    refused = run_tool(
+        FEATURES_TOOL,
+        ["--bootstrap-server", sharetxn, "upgrade", "--feature", "transaction.version=2"],
+        timeout=120,
+    )
+    assert refused.returncode != 0
+    assert "only supports versions 1-1" in refused.stdout + refused.stderr

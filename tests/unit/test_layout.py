@@ -43,6 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "coordinator.share_fetch",
         "coordinator.txn_coordinator",
         "coordinator.txn_results",
+        "coordinator.internal_producers",
         "coordinator.txn_shard",
     ),
     ("coordinator.assembly", "coordinator.broker"),  # the composition root, the broker core

@@ -234,3 +234,29 @@ def describe_configs_of_internal_topic(ctx: Ctx) -> Any:
         }
         for topic in INTERNAL
     }
+
+
+def _delete(ctx: Ctx, topic: str) -> str:
+    body = {"topics": [{"name": topic, "topic_id": uuid.UUID(int=0)}], "timeout": 10000}
+    resp = ctx.call(20, body)
+    deadline = time.monotonic() + 10
+    while int(ctx.metadata([topic]).topics[0].error_code) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return str(plain(resp.responses[0].error_code, "error_code"))
+
+
+@scenario(AREA)
+def producer_ids_is_an_ordinary_topic_name(ctx: Ctx) -> Any:
+    """``__producer_ids`` names no internal topic in Kafka (the blocks are ProducerIdsRecords
+    in the metadata log): a client creates, writes, reads and deletes a topic of that name."""
+    topic = "__producer_ids"
+    _delete(ctx, topic)  # a run stopped half-way may have left it (not observed)
+    out: dict[str, Any] = {"create": ctx.create_topic_raw(topic)}
+    ctx.wait_topic(topic, 1)
+    meta = ctx.metadata([topic]).topics[0]
+    out["metadata"] = [plain(meta.error_code, "error_code"), bool(meta.is_internal)]
+    out["produce"] = ctx.produce(topic, ["a", "b"])
+    out["fetch"] = ctx.fetch(topic, 0)["records"]
+    out["delete"] = _delete(ctx, topic)
+    out["after"] = plain(ctx.metadata([topic]).topics[0].error_code, "error_code")
+    return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import time
 from typing import Any
 
@@ -332,4 +333,229 @@ def txn_offset_commit(ctx: Ctx) -> Any:
         "pending_require_stable": pending,
         "end": end,
         "after": after,
+    }
+
+
+def _txn_commit_body(tid: str, group: str, pid: int, epoch: int, topics: Any) -> dict[str, Any]:
+    return {
+        "transactional_id": tid,
+        "group_id": group,
+        "producer_id": pid,
+        "producer_epoch": epoch,
+        "generation_id": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [
+            {
+                "name": name,
+                "partitions": [
+                    {
+                        "partition_index": index,
+                        "committed_offset": 3,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": None,
+                    }
+                    for index in indexes
+                ],
+            }
+            for name, indexes in topics
+        ],
+    }
+
+
+@scenario(AREA)
+def txn_offset_commit_unknown_topic_or_partition(ctx: Ctx) -> Any:
+    """TxnOffsetCommit naming a topic that does not exist and a partition past the topic's
+    count, beside a partition that exists; then what the group holds once committed."""
+    t = ctx.create_topic("t")
+    group = ctx.name("g")
+    ctx.find_coordinator(group, 0)
+    tid, pid, epoch = _begin(ctx, t)
+    body = {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch}
+    add = ctx.call(25, {**body, "group_id": group})
+    missing = ctx.name("none")
+    commit = ctx.call(28, _txn_commit_body(tid, group, pid, epoch, [(t, [0, 4]), (missing, [0])]))
+    answers = sorted(
+        [str(topic.name) == t, int(p.partition_index), plain(p.error_code, "error_code")]
+        for topic in commit.topics
+        for p in topic.partitions
+    )
+    end = ctx.end_txn(tid, pid, epoch, True)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        resp = ctx.call(
+            9,
+            {
+                "groups": [
+                    {
+                        "group_id": group,
+                        "member_id": None,
+                        "member_epoch": -1,
+                        "topics": [
+                            {"name": t, "partition_indexes": [0, 4]},
+                            {"name": missing, "partition_indexes": [0]},
+                        ],
+                    }
+                ],
+                "require_stable": True,
+            },
+        )
+        if "UNSTABLE_OFFSET_COMMIT" not in str(plain(resp.groups[0])):
+            break
+        time.sleep(0.05)
+    fetched = sorted(
+        [str(topic.name) == t, int(p.partition_index), int(p.committed_offset)]
+        for topic in resp.groups[0].topics
+        for p in topic.partitions
+    )
+    return {
+        "add_offsets": plain(add.error_code, "error_code"),
+        "commit": answers,
+        "end": end,
+        "fetched": fetched,
+    }
+
+
+def _producers_on_offsets_topic(ctx: Ctx, pid: int) -> list[list[Any]]:
+    """``pid``'s entries in DescribeProducers over every ``__consumer_offsets`` partition (the
+    partition holding a group differs: Kafka hashes the group id, sharetxn keeps one)."""
+    meta = ctx.call(3, {"topics": [{"name": "__consumer_offsets"}]})
+    count = len(meta.topics[0].partitions)
+    resp = ctx.call(
+        61, {"topics": [{"name": "__consumer_offsets", "partition_indexes": list(range(count))}]}
+    )
+    return sorted(
+        [
+            plain(p.error_code, "error_code"),
+            int(a.producer_epoch),
+            int(a.last_sequence),
+            int(a.coordinator_epoch) >= 0,
+            int(a.current_txn_start_offset) >= 0,
+            int(a.last_timestamp) > 0,
+        ]
+        for p in resp.topics[0].partitions
+        for a in p.active_producers
+        if int(a.producer_id) == pid
+    )
+
+
+@scenario(AREA)
+def describe_producers_of_transactional_offset_commits(ctx: Ctx) -> Any:
+    """DescribeProducers on ``__consumer_offsets`` shows the producer of an open transactional
+    offset commit (``kafka-transactions.sh find-hanging`` looks there), then after its end."""
+    t = ctx.create_topic("t")
+    group = ctx.name("g")
+    ctx.find_coordinator(group, 0)
+    tid, pid, epoch = _begin(ctx, t)
+    out: dict[str, Any] = {"before": _producers_on_offsets_topic(ctx, pid)}
+    add = ctx.call(
+        25,
+        {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "group_id": group},
+    )
+    out["add_offsets"] = plain(add.error_code, "error_code")
+    ctx.call(28, _txn_commit_body(tid, group, pid, epoch, [(t, [0])]))
+    out["open"] = _producers_on_offsets_topic(ctx, pid)
+    out["end"] = ctx.end_txn(tid, pid, epoch, True)
+    deadline = time.monotonic() + 10
+    done = _producers_on_offsets_topic(ctx, pid)
+    while any(row[4] for row in done) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        done = _producers_on_offsets_topic(ctx, pid)
+    out["ended"] = done
+    return out
+
+
+def _write_markers(ctx: Ctx, pid: int, epoch: int, coordinator_epoch: int, parts: Any) -> Any:
+    """WriteTxnMarkers(ABORT) from a client, as ``Admin.abortTransaction`` sends it."""
+    resp = ctx.call(
+        27,
+        {
+            "markers": [
+                {
+                    "producer_id": pid,
+                    "producer_epoch": epoch,
+                    "transaction_result": False,
+                    "coordinator_epoch": coordinator_epoch,
+                    "topics": [{"name": name, "partition_indexes": ps} for name, ps in parts],
+                }
+            ]
+        },
+    )
+    return sorted(
+        [str(t.name), int(p.partition_index), plain(p.error_code, "error_code")]
+        for m in resp.markers
+        for t in m.topics
+        for p in t.partitions
+    )
+
+
+def _producer_on(ctx: Ctx, t: str, pid: int) -> list[Any]:
+    resp = ctx.call(61, {"topics": [{"name": t, "partition_indexes": [0]}]})
+    return [
+        [int(a.producer_epoch), int(a.last_sequence), int(a.current_txn_start_offset)]
+        for a in resp.topics[0].partitions[0].active_producers
+        if int(a.producer_id) == pid
+    ]
+
+
+@scenario(AREA)
+def write_txn_markers_from_a_client(ctx: Ctx) -> Any:
+    """An administrator aborts an open transaction on a partition with WriteTxnMarkers
+    (``kafka-transactions.sh abort``): the marker is written, read_committed readers move
+    past it; a stale epoch, an unknown topic and partition are refused."""
+    t = ctx.create_topic("t")
+    ctx.produce(t, ["before"])
+    tid, pid, epoch = _begin(ctx, t)
+    ctx.add_partitions(tid, pid, epoch, t)
+    ctx.produce(t, ["open"], pid=pid, epoch=epoch, seq=0, txn_id=tid)
+    out: dict[str, Any] = {"open": _producer_on(ctx, t, pid)}
+    out["lso_open"] = ctx.fetch(t, 0, isolation=1)
+    resp = ctx.call(61, {"topics": [{"name": t, "partition_indexes": [0]}]})
+    (coordinator_epoch,) = [
+        int(a.coordinator_epoch)
+        for a in resp.topics[0].partitions[0].active_producers
+        if int(a.producer_id) == pid
+    ]
+    out["abort"] = _write_markers(ctx, pid, epoch, coordinator_epoch, [(t, [0])])
+    ctx.wait_lso(t, 3)
+    out["after"] = _producer_on(ctx, t, pid)
+    out["read_committed"] = ctx.fetch(t, 0, isolation=1)
+    out["unknown"] = _write_markers(
+        ctx, pid, epoch, coordinator_epoch, [(t, [3]), (ctx.name("none"), [0])]
+    )
+    # A newer epoch of the producer on the partition: a marker of the older one is refused.
+    _, pid2, epoch2 = ctx.init_pid(tid, pid=pid, epoch=epoch)
+    ctx.add_partitions(tid, pid2, epoch2, t)
+    ctx.produce(t, ["next"], pid=pid2, epoch=epoch2, seq=0, txn_id=tid)
+    out["stale_epoch"] = _write_markers(ctx, pid2, epoch2 - 1, coordinator_epoch, [(t, [0])])
+    out["end"] = ctx.end_txn(tid, pid2, epoch2, False)
+    return out
+
+
+@scenario(AREA)
+def update_features_all_or_nothing(ctx: Ctx) -> Any:
+    """UpdateFeatures (validate-only: the suite's Kafka is shared) of ``group.version``, whose
+    level both finalize at 1: the current level is accepted; a level not supported, a negative
+    one or an unknown feature fails the whole request (INVALID_UPDATE_VERSION)."""
+
+    def update(*updates: tuple[str, int]) -> Any:
+        resp = ctx.call(
+            57,
+            {
+                "timeout": datetime.timedelta(seconds=30),
+                "validate_only": True,
+                "feature_updates": [
+                    {"feature": f, "max_version_level": level, "upgrade_type": 1}
+                    for f, level in updates
+                ],
+            },
+            version=1,
+        )
+        return plain(resp)
+
+    return {
+        "current": update(("group.version", 1)),
+        "unsupported": update(("group.version", 1), ("group.version", 2)),
+        "negative": update(("group.version", -1)),
+        "unknown": update(("no.such.version", 1)),
     }

@@ -46,6 +46,7 @@ COMMON: dict[int, int] = {
     24: 3,  # AddPartitionsToTxn (client form)
     25: 4,  # AddOffsetsToTxn
     26: 4,  # EndTxn (transaction version 1)
+    27: 2,  # WriteTxnMarkers (a client's: kafka-transactions.sh abort)
     28: 4,  # TxnOffsetCommit
     32: 4,  # DescribeConfigs
     37: 3,  # CreatePartitions

@@ -184,6 +184,25 @@ CASES: dict[str, Case] = {
         },
         {"secret": E.TOPIC_AUTHORIZATION_FAILED, "allowed": E.NONE},
     ),
+    "WriteTxnMarkers": (  # CLUSTER_ACTION on the cluster, else every partition refused
+        27,
+        2,
+        lambda w: {
+            "markers": [
+                {
+                    "producer_id": 1,
+                    "producer_epoch": 0,
+                    "transaction_result": False,
+                    "coordinator_epoch": 0,
+                    "topics": [
+                        {"name": "secret", "partition_indexes": [0]},
+                        {"name": "allowed", "partition_indexes": [0]},
+                    ],
+                }
+            ]
+        },
+        {"secret": E.CLUSTER_AUTHORIZATION_FAILED, "allowed": E.CLUSTER_AUTHORIZATION_FAILED},
+    ),
     "DeleteRecords": (
         21,
         2,
@@ -637,6 +656,7 @@ WHOLE_REQUEST_REFUSED = (
     ApiKey.ADD_OFFSETS_TO_TXN,
     ApiKey.ADD_SHARE_ACKS_TO_TXN,
     ApiKey.DESCRIBE_LOG_DIRS,
+    ApiKey.UPDATE_FEATURES,
     ApiKey.DESCRIBE_SHARE_PENDING_ACKS,
     ApiKey.CONSUMER_GROUP_HEARTBEAT,
     ApiKey.SHARE_GROUP_HEARTBEAT,

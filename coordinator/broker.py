@@ -22,6 +22,7 @@ from coordinator.log.cleaner_passes import CleanerExecutor, CleanTarget, LogClea
 from coordinator.log.compaction import CleanResult, last_records_of, transactions_of
 from coordinator.log.storage import LogConfig, PartitionLog, Storage
 from coordinator.log_settings import TopicLogSettings, default_topic_configs, topic_log_settings
+from coordinator.log_tasks import repeat, schedule_flush, schedule_producer_expiry
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.partition import AppendResult, FetchData, Partition
 from coordinator.partition_limits import total_partitions_refusal
@@ -162,8 +163,9 @@ class BrokerCore:
         self.internal_topics = InternalTopics(self.topics, coordinators.internal_logs, self.config)
         self.group_admin = GroupAdmin(self.topics, self.partitions, self.groups, self.share)
         self.share_fetches = ShareFetches(self.share, clock)
-        self._schedule_flush()
-        self._schedule_producer_expiry()
+        live = self.partitions.values
+        schedule_flush(self.clock, self._log_config.flush_interval_ms, live)
+        schedule_producer_expiry(self.clock, self.config.get_int("producer.id.expiration.ms"), live)
         self._schedule_retention()
         self._schedule_cleaner()
 
@@ -240,19 +242,12 @@ class BrokerCore:
         """Apply retention every ``log.retention.check.interval.ms``, off the request path
         (Kafka's kafka-log-retention task, first run after ``log.initial.task.delay.ms``)."""
         interval = self.config.get_int("log.retention.check.interval.ms")
-        self._repeat(self.config.get_int("log.initial.task.delay.ms"), interval, self.run_retention)
-
-    def _repeat(self, first_ms: int, interval_ms: int, task: Callable[[], object]) -> None:
-        """Run ``task`` after ``first_ms``, then ``interval_ms`` after each run ends (whether
-        it raised or not)."""
-
-        def tick() -> None:
-            try:
-                task()
-            finally:
-                self.clock.schedule(interval_ms, tick)
-
-        self.clock.schedule(first_ms, tick)
+        repeat(
+            self.clock,
+            self.config.get_int("log.initial.task.delay.ms"),
+            interval,
+            self.run_retention,
+        )
 
     def _client_partitions(self) -> Iterator[tuple[TopicPartition, Partition, TopicLogSettings]]:
         """The partitions of the topics clients use (not internal, not hidden) with their log
@@ -296,7 +291,7 @@ class BrokerCore:
         if not self.config.get_bool("log.cleaner.enable"):
             return
         interval = self.config.get_int("log.cleaner.backoff.ms")
-        self._repeat(interval, interval, self.run_cleaner)
+        repeat(self.clock, interval, interval, self.run_cleaner)
 
     def run_cleaner(self) -> int:
         """One cleaner pass over the compacted topic partitions and the compacted internal
@@ -363,32 +358,6 @@ class BrokerCore:
             log_.purge_deleted(retired)
 
         self.clock.schedule(max(delete_delay_ms, 0), purge)
-
-    def _schedule_flush(self) -> None:
-        interval = self._log_config.flush_interval_ms
-        if interval is None:
-            return
-
-        def tick() -> None:
-            now = self.clock.now_ms()
-            for partition in self.partitions.values():
-                partition.log.maybe_flush(now)
-            self.clock.schedule(interval, tick)
-
-        self.clock.schedule(interval, tick)
-
-    def _schedule_producer_expiry(self) -> None:
-        """Forget idle idempotent producers (producer.id.expiration.ms), as Kafka does."""
-        expiration_ms = self.config.get_int("producer.id.expiration.ms")
-        check_ms = min(expiration_ms, 600_000)  # Kafka checks every 10 minutes
-
-        def tick() -> None:
-            now = self.clock.now_ms()
-            for partition in self.partitions.values():
-                partition.producers.remove_expired(now, expiration_ms)
-            self.clock.schedule(check_ms, tick)
-
-        self.clock.schedule(check_ms, tick)
 
     def add_append_listener(self, listener: Callable[[TopicPartition], None]) -> None:
         """Called after every append (used by the server to wake long-polling fetches)."""

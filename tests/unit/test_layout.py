@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "coordinator.topics",
         "coordinator.reserved_topics",
         "coordinator.log_settings",
+        "coordinator.log_tasks",
         "coordinator.producer_ids",
         "coordinator.marker_channel",
         "coordinator.metrics",

@@ -29,6 +29,7 @@ from coordinator.protocol.cluster_messages import (
     DescribeConfigsResourceResult,
     DescribeConfigsSynonym,
 )
+from coordinator.share.group_config import INTERNAL_GROUP_CONFIGS
 from txn.broker_config_defs import broker_config_type, is_read_only
 from txn.config import CONFIG_DEFS, BrokerConfig
 from txn.limits import LONG_MAX
@@ -477,18 +478,44 @@ def describe_cluster_default_configs(
 
 #: A group's config -> the broker setting giving its default (None: a fixed default).
 _GROUP_SYNONYMS: Final[Mapping[str, str | None]] = {
+    "consumer.assignment.interval.ms": "group.consumer.assignment.interval.ms",
     "consumer.heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
     "consumer.session.timeout.ms": "group.consumer.session.timeout.ms",
+    "errors.deadletterqueue.copy.record.enable": None,
+    "errors.deadletterqueue.topic.name": None,
+    "share.assignment.interval.ms": "group.share.assignment.interval.ms",
     "share.auto.offset.reset": None,
     "share.delivery.count.limit": "group.share.delivery.count.limit",
     "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
     "share.isolation.level": None,
+    "share.partition.max.record.locks": "group.share.partition.max.record.locks",
     "share.record.lock.duration.ms": "group.share.record.lock.duration.ms",
+    "share.renew.acknowledge.enable": None,
     "share.session.timeout.ms": "group.share.session.timeout.ms",
 }
+#: Kafka's BOOLEAN group configs (the internal ones too); the rest without a synonym are
+#: STRING, with one INT.
+_GROUP_BOOLEANS: Final[frozenset[str]] = frozenset(
+    (
+        "errors.deadletterqueue.copy.record.enable",
+        "share.renew.acknowledge.enable",
+        *INTERNAL_GROUP_CONFIGS,
+    )
+)
 _GROUP_DOCS: Final[Mapping[str, str]] = {
+    "consumer.assignment.interval.ms": "How often a KIP-848 group's assignment is computed"
+    " (sharetxn computes it at once).",
     "consumer.heartbeat.interval.ms": "Heartbeat interval of the consumer group's members.",
     "consumer.session.timeout.ms": "How long a consumer group member may go without heartbeating.",
+    "errors.deadletterqueue.copy.record.enable": "Whether the dead-letter queue holds copies"
+    " of the records (sharetxn has no dead-letter queues).",
+    "errors.deadletterqueue.topic.name": "The share group's dead-letter queue topic"
+    " (sharetxn has no dead-letter queues).",
+    "share.assignment.interval.ms": "How often a share group's assignment is computed"
+    " (sharetxn computes it at once).",
+    "share.partition.max.record.locks": "Records in flight per share partition.",
+    "share.renew.acknowledge.enable": "Whether members may renew their acquisition locks"
+    " (RENEW acknowledgements).",
     "share.auto.offset.reset": "Where a share group starts reading a partition it has no "
     "state for: latest, earliest or by_duration:<ISO-8601 duration>.",
     "share.delivery.count.limit": "Deliveries of a record before it is archived.",
@@ -515,7 +542,10 @@ def describe_group_configs(
         if keys is not None and name not in keys:
             continue
         synonym = _GROUP_SYNONYMS.get(name)
-        if synonym is None:
+        internal = INTERNAL_GROUP_CONFIGS.get(name)
+        if internal is not None:
+            chain = [_synonym(internal, "true", ConfigSource.DEFAULT)]
+        elif synonym is None:
             chain = [_synonym(name, _FIXED_GROUP.get(name, value), ConfigSource.DEFAULT)]
         else:
             chain = _broker_chain(broker, (synonym,))
@@ -528,14 +558,23 @@ def describe_group_configs(
                 read_only=False,
                 config_source=chain[0].source,
                 synonyms=tuple(chain) if include_synonyms else (),
-                config_type=TYPE_IDS[ConfigType.INT if synonym else ConfigType.STRING],
-                documentation=_GROUP_DOCS.get(name) if include_documentation else None,
+                config_type=TYPE_IDS[_group_type(name, synonym)],
+                documentation=_GROUP_DOCS.get(name, "") if include_documentation else None,
             )
         )
     return out
 
 
+def _group_type(name: str, synonym: str | None) -> ConfigType:
+    if name in _GROUP_BOOLEANS:
+        return ConfigType.BOOLEAN
+    return ConfigType.INT if synonym else ConfigType.STRING
+
+
 _FIXED_GROUP: Final[Mapping[str, str]] = {
+    "errors.deadletterqueue.copy.record.enable": "false",
+    "errors.deadletterqueue.topic.name": "",
     "share.auto.offset.reset": "latest",
     "share.isolation.level": "read_uncommitted",
+    "share.renew.acknowledge.enable": "true",
 }

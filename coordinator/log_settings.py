@@ -14,7 +14,7 @@ from coordinator.log.cleaner import CleanerPolicy
 from coordinator.log.segments import RetentionPolicy
 from coordinator.log.storage import LogConfig
 from coordinator.log.timestamps import TimestampPolicy
-from txn.compression import decompressed_limit, topic_codec
+from txn.compression import Codec, decompressed_limit, topic_codec
 from txn.config import BrokerConfig
 from txn.topic_configs import cleanup_policy
 
@@ -57,6 +57,15 @@ def broker_segment_ms(config: BrokerConfig) -> int:
     return config.get_int("log.roll.hours") * _HOUR_MS
 
 
+def compression_level(codec: Codec | None, topic_configs: Mapping[str, str]) -> int | None:
+    """The topic's ``compression.<codec>.level`` for the codec it stores batches with (None:
+    not set, or a codec without levels)."""
+    if codec not in (Codec.GZIP, Codec.LZ4, Codec.ZSTD):
+        return None
+    raw = topic_configs.get(f"compression.{codec.name.lower()}.level")
+    return None if raw is None else int(raw.strip())
+
+
 def topic_log_settings(
     base: LogConfig, broker: BrokerConfig, topic_configs: Mapping[str, str]
 ) -> TopicLogSettings:
@@ -72,13 +81,15 @@ def topic_log_settings(
     policy = cleanup_policy(
         topic_configs.get("cleanup.policy", broker.get_str("log.cleanup.policy"))
     )
+    codec = topic_codec(topic_configs.get("compression.type", ""))
     log = LogConfig(
         segment_bytes=number("internal.segment.bytes", number("segment.bytes", base.segment_bytes)),
         segment_ms=number("segment.ms", broker_segment_ms(broker)),
         index_interval_bytes=base.index_interval_bytes,
         flush_interval_messages=base.flush_interval_messages,
         flush_interval_ms=base.flush_interval_ms,
-        compression=topic_codec(topic_configs.get("compression.type", "")),
+        compression=codec,
+        compression_level=compression_level(codec, topic_configs),
     )
     max_message_bytes = number("max.message.bytes", broker.get_int("message.max.bytes"))
     retention = RetentionPolicy(

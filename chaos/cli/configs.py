@@ -6,10 +6,14 @@
     sharetxn configs --entity-type groups --entity-name G --alter \\
         --delete-config share.auto.offset.reset
     sharetxn configs --entity-type brokers --entity-name 1 --describe --all
+    sharetxn configs --entity-type broker-loggers --entity-name 1 --alter \\
+        --add-config sharetxn.partition=DEBUG
 
 ``--add-config`` takes ``k=v`` pairs separated by commas; a value holding commas is written
 in brackets (``k=[a,b]``), as in kafka-configs.sh.  ``--describe`` shows the values set on
-the entity; ``--all`` adds defaults and static broker values.
+the entity; ``--all`` adds defaults and static broker values.  ``broker-loggers`` are the
+broker's loggers and their levels (TRACE, DEBUG, INFO, WARN, ERROR, FATAL); a deleted level
+follows the logger's parents again.
 """
 
 from __future__ import annotations
@@ -28,7 +32,13 @@ from chaos.cli.support import (
     guarded,
     run_admin,
 )
-from producer.admin import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, Admin
+from producer.admin import (
+    RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER,
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
+    Admin,
+)
 from txn.errors import ErrorCode, UnknownTopicOrPartitionError
 
 EXAMPLES = f"""examples:
@@ -38,17 +48,32 @@ EXAMPLES = f"""examples:
   sharetxn configs --entity-type groups --entity-name orders --alter \\
       --add-config share.auto.offset.reset=earliest
   sharetxn configs --entity-type brokers --entity-name 1 --describe --all
+  sharetxn configs --entity-type broker-loggers --entity-name 1 --describe
+  sharetxn configs --entity-type broker-loggers --entity-name 1 --alter \\
+      --add-config sharetxn.partition=DEBUG
 
 {EXIT_CODES_HELP}"""
 
-ENTITY_TYPES = {"topics": RESOURCE_TOPIC, "groups": RESOURCE_GROUP, "brokers": RESOURCE_BROKER}
-_SINGULAR = {"topics": "topic", "groups": "group", "brokers": "broker"}
+ENTITY_TYPES = {
+    "topics": RESOURCE_TOPIC,
+    "groups": RESOURCE_GROUP,
+    "brokers": RESOURCE_BROKER,
+    "broker-loggers": RESOURCE_BROKER_LOGGER,
+}
+_SINGULAR = {
+    "topics": "topic",
+    "groups": "group",
+    "brokers": "broker",
+    "broker-loggers": "broker-logger",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_command_options(parser, EXAMPLES)
     parser.add_argument("--entity-type", required=True, choices=sorted(ENTITY_TYPES))
-    parser.add_argument("--entity-name", metavar="NAME", help="topic, group or broker id")
+    parser.add_argument(
+        "--entity-name", metavar="NAME", help="topic, group or broker id (brokers, broker-loggers)"
+    )
     parser.add_argument(
         "--entity-default", action="store_true", help="brokers: the cluster-wide defaults"
     )
@@ -150,9 +175,9 @@ def _act(admin: Admin, console: Console, args: argparse.Namespace, name: str) ->
             )
         for e in shown:
             value = "null" if e.sensitive else e.value
+            synonyms = "" if resource == RESOURCE_BROKER_LOGGER else f"{e.source}:{e.name}={value}"
             console.print(
-                f"  {e.name}={value} sensitive={str(e.sensitive).lower()} "
-                f"synonyms={{{e.source}:{e.name}={value}}}",
+                f"  {e.name}={value} sensitive={str(e.sensitive).lower()} synonyms={{{synonyms}}}",
                 markup=False,
                 soft_wrap=True,
             )

@@ -8,6 +8,10 @@ from typing import Any, cast
 
 from coordinator.broker import BrokerCore
 from coordinator.protocol.api_versions import SUPPORTED
+from coordinator.protocol.broker_loggers import (
+    describe_broker_loggers,
+    describe_logger_resource_error,
+)
 from coordinator.protocol.cluster_messages import (
     ApiVersion,
     ApiVersionsResponse,
@@ -48,6 +52,7 @@ from coordinator.protocol.request_views import (
 from coordinator.protocol.responses import Handler, api, handler_table
 from coordinator.protocol.share_handlers import (
     RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER,
     RESOURCE_GROUP,
     RESOURCE_TOPIC,
     ShareHandlers,
@@ -297,6 +302,13 @@ class ClusterHandlers:
                     include_synonyms=bool(optional(req.body, "include_synonyms", default=False)),
                     include_documentation=docs,
                 )
+            elif rtype == RESOURCE_BROKER_LOGGER:
+                wrong = describe_logger_resource_error(self.core.node_id, name)
+                if wrong is not None:
+                    error, message = ErrorCode.INVALID_REQUEST, wrong
+                else:
+                    message = ""
+                    configs = describe_broker_loggers(wanted)
             elif rtype == RESOURCE_BROKER:
                 wrong = broker_resource_error(self.core.node_id, name, describe=True)
                 synonyms = bool(optional(req.body, "include_synonyms", default=False))

@@ -51,6 +51,7 @@ from txn.topic_config_defs import ConfigOperation
 
 _TOPIC_RESOURCE = 2
 _BROKER_RESOURCE = 4
+_BROKER_LOGGER_RESOURCE = 8
 
 
 class TopicHandlers:
@@ -152,6 +153,8 @@ class TopicHandlers:
                     validate_only=bool(body.validate_only),
                     replace_all=True,
                 )
+            elif rtype == _BROKER_LOGGER_RESOURCE:
+                message = f"Unknown resource type {rtype}"  # Kafka's: incremental alters only
             else:
                 message = f"AlterConfigs does not alter resource type {rtype}"
             responses.append(

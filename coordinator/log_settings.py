@@ -7,13 +7,14 @@ and ``log.roll.ms`` beats ``log.roll.hours``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from coordinator.log.cleaner import CleanerPolicy
 from coordinator.log.segments import RetentionPolicy
 from coordinator.log.storage import LogConfig
 from coordinator.log.timestamps import TimestampPolicy
+from coordinator.partition import Partition
 from txn.compression import Codec, decompressed_limit, topic_codec
 from txn.config import BrokerConfig
 from txn.topic_configs import cleanup_policy
@@ -55,6 +56,27 @@ def broker_segment_ms(config: BrokerConfig) -> int:
     if ms is not None:
         return ms
     return config.get_int("log.roll.hours") * _HOUR_MS
+
+
+def reconfigure_partitions(partitions: Iterable[Partition], settings: TopicLogSettings) -> None:
+    """A topic's open partitions take its new settings (they apply to the next append,
+    retention pass or cleaning)."""
+    for partition in partitions:
+        partition.log.reconfigure(settings.log)
+        partition.compacted = settings.compact
+        partition.max_batch_bytes = settings.max_message_bytes
+        partition.timestamps = settings.timestamps
+
+
+def base_log_config(config: BrokerConfig) -> LogConfig:
+    """The log settings the broker's ``log.*`` configs give every topic's partitions."""
+    flush_ms = config.get_int("log.flush.interval.ms")
+    return LogConfig(
+        segment_bytes=config.get_int("log.segment.bytes"),
+        index_interval_bytes=config.get_int("log.index.interval.bytes"),
+        flush_interval_messages=config.get_int("log.flush.interval.messages"),
+        flush_interval_ms=None if flush_ms < 0 else flush_ms,
+    )
 
 
 def compression_level(codec: Codec | None, topic_configs: Mapping[str, str]) -> int | None:

@@ -75,6 +75,13 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("log.segment.delete.delay.ms", "int", 60000, "Default file.delete.delay.ms."),
     ConfigDef("log.cleaner.enable", "bool", True, "Compact cleanup.policy=compact topics."),
     ConfigDef("log.cleaner.backoff.ms", "int", 15000, "Pause between cleaner passes."),
+    ConfigDef(
+        "log.cleaner.threads",
+        "int",
+        1,
+        "Kafka's cleaner thread count: taken and described; sharetxn's cleaner runs one pass"
+        " at a time.",
+    ),
     ConfigDef("log.cleaner.delete.retention.ms", "int", 86400000, "Default delete.retention.ms."),
     ConfigDef(
         "log.cleaner.min.cleanable.ratio", "str", "0.5", "Default min.cleanable.dirty.ratio."
@@ -379,6 +386,7 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "log.retention.check.interval.ms": (1, None),
     "log.segment.delete.delay.ms": (0, None),
     "log.cleaner.backoff.ms": (0, None),
+    "log.cleaner.threads": (0, None),
     "log.cleaner.delete.retention.ms": (0, None),
     "log.cleaner.min.compaction.lag.ms": (0, None),
     "log.cleaner.max.compaction.lag.ms": (1, None),

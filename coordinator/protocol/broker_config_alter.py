@@ -1,5 +1,6 @@
 """AlterConfigs and IncrementalAlterConfigs on a BROKER resource, checked as Kafka 4.4
-checks them; sharetxn's broker configs are static, so only ``validate_only`` succeeds.
+checks them; a change that passes is applied by ``BrokerCore.alter_broker_configs``
+(``coordinator.broker_dynamic``) unless ``validate_only``.
 
 Kafka's order, observed by the differential suite: the resource name (this broker's id or
 "" for the cluster default), then each operation (a null value, APPEND or SUBTRACT on a
@@ -25,11 +26,7 @@ from txn.broker_config_defs import (
 from txn.errors import ErrorCode
 from txn.topic_config_defs import ConfigOperation, ConfigType, config_value_error
 
-__all__ = ["STATIC_BROKER_REFUSAL", "broker_alter_refusal"]
-
-STATIC_BROKER_REFUSAL = (
-    "broker configs are static: set them when the broker starts (sharetxn broker --set KEY=VALUE)"
-)
+__all__ = ["broker_alter_refusal", "legacy_broker_ops"]
 
 Op = tuple[str, int, str | None]
 
@@ -76,11 +73,10 @@ def broker_alter_refusal(
     resource: str,
     ops: Sequence[Op],
     *,
-    validate_only: bool,
     replace_all: bool = False,
 ) -> tuple[ErrorCode, str | None]:
-    """The error and message answering an alter of BROKER ``resource`` with ``ops``
-    (config, ConfigOperation, value); AlterConfigs (``replace_all``: the configs given
+    """The refusal of an alter of BROKER ``resource`` with ``ops`` (config,
+    ConfigOperation, value), or (NONE, None); AlterConfigs (``replace_all``: the configs given
     replace the resource's) sends each config as a SET."""
     wrong = broker_resource_error(node_id, resource, describe=False)
     if wrong is not None:
@@ -115,6 +111,12 @@ def broker_alter_refusal(
     if replace_all and resource == "" and _MIN_ISR not in {name for name, _op, _value in ops}:
         # AlterConfigs replaces the cluster default's configs: the formatted min.insync.replicas
         return ErrorCode.INVALID_CONFIG, _MIN_ISR_KEPT
-    if validate_only:
-        return ErrorCode.NONE, None
-    return ErrorCode.INVALID_REQUEST, STATIC_BROKER_REFUSAL
+    return ErrorCode.NONE, None
+
+
+def legacy_broker_ops(current: Sequence[str], given: Sequence[tuple[str, str | None]]) -> list[Op]:
+    """The legacy AlterConfigs on a broker as operations: the configs given replace the
+    resource's dynamic ones (those not given are deleted)."""
+    named = {name for name, _value in given}
+    ops: list[Op] = [(name, ConfigOperation.DELETE, None) for name in current if name not in named]
+    return ops + [(name, ConfigOperation.SET, value) for name, value in given]

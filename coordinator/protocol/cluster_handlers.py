@@ -285,18 +285,19 @@ class ClusterHandlers:
                 else:
                     message = ""  # Kafka answers an empty message, not null
                     configs = describe_topic_configs(
-                        self.core.config,
+                        self.core.dynamic.static,
                         info.configs,
                         wanted,
                         include_synonyms=bool(
                             optional(req.body, "include_synonyms", default=False)
                         ),
                         include_documentation=docs,
+                        dynamic=self.core.dynamic.layers,
                     )
             elif rtype == RESOURCE_GROUP:
                 message = ""
                 configs = describe_group_configs(
-                    self.core.config,
+                    self.core.dynamic.static,
                     self.core.share.groups.describe_group_configs(name),
                     wanted,
                     include_synonyms=bool(optional(req.body, "include_synonyms", default=False)),
@@ -317,15 +318,19 @@ class ClusterHandlers:
                 elif name == "":
                     message = ""
                     configs = describe_cluster_default_configs(
-                        wanted, include_synonyms=synonyms, include_documentation=docs
+                        wanted,
+                        include_synonyms=synonyms,
+                        include_documentation=docs,
+                        dynamic=self.core.dynamic.layers,
                     )
                 else:
                     message = ""
                     configs = describe_broker_configs(
-                        self.core.config,
+                        self.core.dynamic.static,
                         wanted,
                         include_synonyms=synonyms,
                         include_documentation=docs,
+                        dynamic=self.core.dynamic.layers,
                     )
             else:
                 error, message = ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}"

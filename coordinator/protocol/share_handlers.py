@@ -518,9 +518,9 @@ class ShareHandlers:
                 refusal: str | None = f"configs of resource type {rtype} cannot be altered"
                 ops = [(c.name, int(c.config_operation), c.value) for c in r.configs]
                 if rtype == RESOURCE_BROKER:
-                    code, refusal = broker_alter_refusal(
-                        self.core.node_id, r.resource_name, ops, validate_only=bool(b.validate_only)
-                    )
+                    code, refusal = broker_alter_refusal(self.core.node_id, r.resource_name, ops)
+                    if code is ErrorCode.NONE and not b.validate_only:
+                        self.core.alter_broker_configs(r.resource_name, ops)
                 elif rtype == RESOURCE_BROKER_LOGGER:
                     code, refusal = alter_broker_loggers(
                         self.core.node_id, r.resource_name, ops, validate_only=bool(b.validate_only)

@@ -8,7 +8,7 @@ from typing import cast
 
 from coordinator.broker import BrokerCore
 from coordinator.partition_limits import create_partitions_refusal, create_topics_refusal
-from coordinator.protocol.broker_config_alter import broker_alter_refusal
+from coordinator.protocol.broker_config_alter import broker_alter_refusal, legacy_broker_ops
 from coordinator.protocol.request_views import (
     AlterConfigsRequestView,
     CreatableTopicView,
@@ -147,12 +147,12 @@ class TopicHandlers:
             elif rtype == _BROKER_RESOURCE:
                 ops = [(c.name, ConfigOperation.SET, c.value) for c in r.configs]
                 error, message = broker_alter_refusal(
-                    self.core.node_id,
-                    name,
-                    ops,
-                    validate_only=bool(body.validate_only),
-                    replace_all=True,
+                    self.core.node_id, name, ops, replace_all=True
                 )
+                if error is ErrorCode.NONE and not body.validate_only:
+                    current = list(self.core.dynamic.configs_of(name))
+                    given = [(c.name, c.value) for c in r.configs]
+                    self.core.alter_broker_configs(name, legacy_broker_ops(current, given))
             elif rtype == _BROKER_LOGGER_RESOURCE:
                 message = f"Unknown resource type {rtype}"  # Kafka's: incremental alters only
             else:

@@ -1,9 +1,8 @@
-"""Alters of a BROKER resource, checked as Kafka checks them; only validate_only passes."""
+"""Alters of a BROKER resource, checked as Kafka checks them."""
 
 from __future__ import annotations
 
 from coordinator.protocol.broker_config_alter import (
-    STATIC_BROKER_REFUSAL,
     broker_alter_refusal,
     java_hash_set_order,
 )
@@ -16,25 +15,17 @@ SET, DELETE, APPEND = 0, 1, 2
 
 def test_resource_names() -> None:
     ops = [("message.max.bytes", SET, "1000")]
-    assert broker_alter_refusal(1, "1", ops, validate_only=True) == (ErrorCode.NONE, None)
-    assert broker_alter_refusal(1, "", ops, validate_only=True) == (ErrorCode.NONE, None)
-    assert broker_alter_refusal(1, "2", ops, validate_only=True) == (
+    assert broker_alter_refusal(1, "1", ops) == (ErrorCode.NONE, None)
+    assert broker_alter_refusal(1, "", ops) == (ErrorCode.NONE, None)
+    assert broker_alter_refusal(1, "2", ops) == (
         ErrorCode.INVALID_REQUEST,
         "Unexpected broker id, expected 1, but received 2",
     )
 
 
-def test_a_valid_change_is_refused_unless_validate_only() -> None:
-    ops = [("log.retention.ms", SET, "1000")]
-    assert broker_alter_refusal(1, "1", ops, validate_only=False) == (
-        ErrorCode.INVALID_REQUEST,
-        STATIC_BROKER_REFUSAL,
-    )
-
-
 def test_read_only_values_and_operations() -> None:
     def check(*ops: tuple[str, int, str | None]) -> tuple[ErrorCode, str | None]:
-        return broker_alter_refusal(1, "1", list(ops), validate_only=True)
+        return broker_alter_refusal(1, "1", list(ops))
 
     assert check(("node.id", SET, "2"), ("broker.id", SET, "2")) == (
         ErrorCode.INVALID_REQUEST,
@@ -80,7 +71,7 @@ def test_broker_description_marks_static_settings_and_read_only_ones() -> None:
 
 def test_per_broker_configs_are_refused_on_the_cluster_default() -> None:
     def check(name: str, *ops: tuple[str, int, str | None]) -> tuple[ErrorCode, str | None]:
-        return broker_alter_refusal(1, name, list(ops), validate_only=True)
+        return broker_alter_refusal(1, name, list(ops))
 
     per_broker = "Cannot update these configs at default cluster level, broker id must be specified"
     sasl = ("sasl.enabled.mechanisms", SET, "PLAIN")

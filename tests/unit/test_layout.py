@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "coordinator.topics",
         "coordinator.reserved_topics",
         "coordinator.log_settings",
+        "coordinator.broker_dynamic",
         "coordinator.producer_ids",
         "coordinator.marker_channel",
         "coordinator.metrics",

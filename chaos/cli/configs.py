@@ -38,6 +38,7 @@ from producer.admin import (
     RESOURCE_GROUP,
     RESOURCE_TOPIC,
     Admin,
+    ConfigEntry,
 )
 from txn.errors import ErrorCode, UnknownTopicOrPartitionError
 
@@ -143,6 +144,11 @@ def _entity_name(args: argparse.Namespace) -> str:
     return str(args.entity_name)
 
 
+def _set_on(entry: ConfigEntry, name: str) -> bool:
+    """Set on the entity itself: the cluster default's are its dynamic defaults."""
+    return entry.source == "DYNAMIC_DEFAULT_BROKER_CONFIG" if name == "" else entry.explicit
+
+
 def _act(admin: Admin, console: Console, args: argparse.Namespace, name: str) -> int:
     resource = ENTITY_TYPES[args.entity_type]
     label = f"{_SINGULAR[args.entity_type]} {name or '<default>'}"
@@ -152,7 +158,7 @@ def _act(admin: Admin, console: Console, args: argparse.Namespace, name: str) ->
         except UnknownTopicOrPartitionError:
             msg = f"The {_SINGULAR[args.entity_type]} '{name}' doesn't exist"
             raise CliError(msg, ExitCode.NOT_FOUND) from None
-        shown = sorted((e for e in entries if args.all or e.explicit), key=lambda e: e.name)
+        shown = sorted((e for e in entries if args.all or _set_on(e, name)), key=lambda e: e.name)
         if args.json:
             rows: list[dict[str, object]] = [
                 {
@@ -193,7 +199,7 @@ def _act(admin: Admin, console: Console, args: argparse.Namespace, name: str) ->
         except UnknownTopicOrPartitionError:
             msg = f"The {_SINGULAR[args.entity_type]} '{name}' doesn't exist"
             raise CliError(msg, ExitCode.NOT_FOUND) from None
-        current = {e.name for e in entries if e.explicit}
+        current = {e.name for e in entries if _set_on(e, name)}
         if invalid := [k for k in delete if k not in current]:
             raise CliError(f"Invalid config(s): {','.join(invalid)}")
     result = admin.incremental_alter_configs(resource, name, set_configs, delete)

@@ -13,9 +13,13 @@ updates only per broker (Kafka's ``DynamicBrokerConfig.validateConfigs``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 
+from coordinator.broker_dynamic import changed_configs
 from coordinator.protocol.config_describe import broker_resource_error
+from coordinator.security.listeners import listeners_from_config
+from coordinator.security.tls import server_context
 from txn.broker_config_defs import (
     DYNAMIC_BROKER_CONFIGS,
     DYNAMIC_SECURITY_CONFIGS,
@@ -23,10 +27,11 @@ from txn.broker_config_defs import (
     is_read_only,
     listener_base_name,
 )
-from txn.errors import ErrorCode
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode, InvalidConfigError
 from txn.topic_config_defs import ConfigOperation, ConfigType, config_value_error
 
-__all__ = ["broker_alter_refusal", "legacy_broker_ops"]
+__all__ = ["broker_alter_refusal", "legacy_broker_ops", "tls_store_refusal"]
 
 Op = tuple[str, int, str | None]
 
@@ -120,3 +125,37 @@ def legacy_broker_ops(current: Sequence[str], given: Sequence[tuple[str, str | N
     named = {name for name, _value in given}
     ops: list[Op] = [(name, ConfigOperation.DELETE, None) for name in current if name not in named]
     return ops + [(name, ConfigOperation.SET, value) for name, value in given]
+
+
+_LISTENER_SSL = re.compile(r"listener\.name\.([^.]*)\.ssl\..*", re.DOTALL)
+
+
+def tls_store_refusal(
+    static: BrokerConfig, current: Mapping[str, str], ops: Sequence[Op]
+) -> tuple[ErrorCode, str] | None:
+    """Load the key and trust stores a change of ``listener.name.<listener>.ssl.*`` gives
+    one of this broker's TLS listeners (``current``: this broker's dynamic configs), as Kafka
+    loads them before it answers, validate-only or not; the refusal if they do not load."""
+    touched = {m.group(1).lower() for name, _op, _v in ops if (m := _LISTENER_SSL.fullmatch(name))}
+    if not touched:
+        return None
+    prefixed = {
+        name: value
+        for name, value in changed_configs(current, ops).items()
+        if _LISTENER_SSL.fullmatch(name)
+    }
+    try:
+        listeners = listeners_from_config(static, ("127.0.0.1", 0))
+        config = static.with_overrides(prefixed)
+    except InvalidConfigError:
+        return None
+    for listener in listeners:
+        if listener.name.lower() in touched and listener.protocol.uses_tls:
+            try:
+                server_context(config, listener.name, sasl=listener.protocol.uses_sasl)
+            except InvalidConfigError as exc:
+                message = (
+                    f"Validation of dynamic config update of listener {listener.name} failed: {exc}"
+                )
+                return ErrorCode.INVALID_REQUEST, message
+    return None

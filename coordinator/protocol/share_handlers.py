@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import cast
 
 from coordinator.broker import BrokerCore
-from coordinator.protocol.broker_config_alter import broker_alter_refusal
+from coordinator.protocol.broker_config_alter import broker_alter_refusal, tls_store_refusal
 from coordinator.protocol.broker_loggers import alter_broker_loggers
 from coordinator.protocol.group_messages import (
     DeletableGroupResult,
@@ -519,6 +519,11 @@ class ShareHandlers:
                 ops = [(c.name, int(c.config_operation), c.value) for c in r.configs]
                 if rtype == RESOURCE_BROKER:
                     code, refusal = broker_alter_refusal(self.core.node_id, r.resource_name, ops)
+                    stores = tls_store_refusal(
+                        self.core.dynamic.static, self.core.dynamic.configs_of(r.resource_name), ops
+                    )
+                    if code is ErrorCode.NONE and stores is not None:
+                        code, refusal = stores
                     if code is ErrorCode.NONE and not b.validate_only:
                         self.core.alter_broker_configs(r.resource_name, ops)
                 elif rtype == RESOURCE_BROKER_LOGGER:

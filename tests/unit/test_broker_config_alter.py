@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from coordinator.protocol.broker_config_alter import (
     broker_alter_refusal,
     java_hash_set_order,
+    tls_store_refusal,
 )
 from coordinator.protocol.config_describe import describe_broker_configs
+from tests.security_certs import make_certs
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 
@@ -105,3 +109,30 @@ def test_per_broker_configs_are_refused_on_the_cluster_default() -> None:
     assert check("", sasl, ("message.max.bytes", SET, "-1"))[1] == (
         "Invalid value -1 for configuration message.max.bytes: Value must be at least 0"
     )
+
+
+def test_new_tls_stores_are_loaded_before_the_answer(tmp_path: Path) -> None:
+    """A change of a TLS listener's stores is answered only once they load (validate-only
+    too), as Kafka loads them; other listeners' and plain listeners' are not loaded."""
+    certs = make_certs(tmp_path)
+    static = BrokerConfig(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(certs.server_keystore),
+        }
+    )
+    good = [("listener.name.ssl.ssl.keystore.location", SET, str(certs.server_keystore))]
+    assert tls_store_refusal(static, {}, good) is None
+    missing = [("listener.name.ssl.ssl.keystore.location", SET, str(tmp_path / "none.pem"))]
+    refusal = tls_store_refusal(static, {}, missing)
+    assert refusal is not None and refusal[0] is ErrorCode.INVALID_REQUEST
+    assert "listener SSL" in refusal[1] and "cannot load TLS key" in refusal[1]
+    not_a_key = [("listener.name.ssl.ssl.keystore.location", SET, str(certs.ca))]
+    assert tls_store_refusal(static, {}, not_a_key) is not None
+    plain = [("listener.name.plaintext.ssl.keystore.location", SET, str(tmp_path / "none.pem"))]
+    assert tls_store_refusal(static, {}, plain) is None
+    # the listener's dynamic configs so far count: deleting a good override falls back
+    current = {"listener.name.ssl.ssl.keystore.location": str(tmp_path / "none.pem")}
+    delete = [("listener.name.ssl.ssl.keystore.location", DELETE, None)]
+    assert tls_store_refusal(static, current, delete) is None

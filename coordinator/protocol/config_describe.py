@@ -556,7 +556,7 @@ def describe_cluster_default_configs(
                 is_sensitive=sensitive,
                 synonyms=chain if include_synonyms else (),
                 config_type=0 if custom else _dynamic_type(name),
-                documentation=doc if include_documentation else None,
+                documentation=doc if include_documentation and not custom else None,
             )
         )
     return out

@@ -197,7 +197,10 @@ TOPIC_KEYS = ["max.message.bytes", "retention.ms", "segment.bytes"]
 def dynamic_broker_configs(ctx: Ctx) -> Any:
     """Dynamic broker configs, per broker and cluster-wide: sources and synonyms on the
     broker, the cluster default and a topic (the topic defaults follow them), a produce
-    against a lowered message.max.bytes; everything is deleted again."""
+    that only a raised message.max.bytes admits, the legacy AlterConfigs replacing a
+    broker's dynamic configs; everything is deleted again.  Scenarios run side by side on
+    one broker: the values only widen limits (longer retention, larger batches and
+    segments), so no other scenario's records are refused or deleted meanwhile."""
     t = ctx.create_topic("dyn")
 
     def state() -> Any:
@@ -208,30 +211,32 @@ def dynamic_broker_configs(ctx: Ctx) -> Any:
             "topic": describe(ctx, TOPIC_RESOURCE, t, TOPIC_KEYS),
         }
 
-    out: dict[str, Any] = {}
+    def produce_big() -> Any:
+        done = ctx.produce(t, ["x" * 1_200_000])
+        return done["error_code"]
+
+    out: dict[str, Any] = {"produce before": produce_big()}
     broker_ops = [
-        ("log.retention.ms", SET, "100000"),
-        ("message.max.bytes", SET, "2000"),
+        ("log.retention.ms", SET, "691200000"),
+        ("message.max.bytes", SET, "2000000"),
         ("no.such.config", SET, "x"),
         ("log.cleaner.threads", SET, "2"),
     ]
     out["set broker"] = _apply(ctx, "1", broker_ops)
     out["after broker"] = state()
-    big = ctx.produce(t, ["x" * 5000])
-    out["produce too large"] = [big["error_code"], big["base_offset"]]
-    cluster_ops = [("log.retention.ms", SET, "200000"), ("log.segment.bytes", SET, "2097152")]
+    out["produce raised"] = produce_big()
+    cluster_ops = [("log.retention.ms", SET, "777600000"), ("log.segment.bytes", SET, "2000000000")]
     out["set cluster"] = _apply(ctx, "", cluster_ops)
     out["after cluster"] = state()
     out["delete broker"] = _apply(ctx, "1", [(n, DELETE, None) for n, _o, _v in broker_ops])
     out["delete cluster"] = _apply(ctx, "", [(n, DELETE, None) for n, _o, _v in cluster_ops])
     out["after delete"] = state()
-    fits = ctx.produce(t, ["x" * 5000])
-    out["produce again"] = fits["error_code"]
+    out["produce after"] = produce_big()
+    out["legacy"] = _legacy_replace(ctx)
     return out
 
 
-@scenario(AREA)
-def legacy_alter_broker_configs_replace(ctx: Ctx) -> Any:
+def _legacy_replace(ctx: Ctx) -> Any:
     """The legacy AlterConfigs replaces a broker's dynamic configs with those given."""
 
     def legacy(configs: dict[str, str]) -> Any:
@@ -248,8 +253,9 @@ def legacy_alter_broker_configs_replace(ctx: Ctx) -> Any:
         keys = ["message.max.bytes", "log.retention.ms"]
         return [plain(resp.responses[0].error_code, "error_code"), describe(ctx, BROKER, "1", keys)]
 
-    return {
+    out = {
         "first": legacy({"message.max.bytes": "2000000"}),
-        "second": legacy({"log.retention.ms": "100000"}),
-        "empty": legacy({}),
+        "second": legacy({"log.retention.ms": "691200000"}),
     }
+    out["cleared"] = _apply(ctx, "1", [("log.retention.ms", DELETE, None)])
+    return out

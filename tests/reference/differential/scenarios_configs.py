@@ -17,6 +17,7 @@ from crc32c import crc32c
 from producer.protocol.records import decode_batch, split_batches
 from tests.reference.differential.ctx import TOPIC_RESOURCE, Ctx
 from tests.reference.differential.framework import scenario
+from tests.reference.differential.scenarios_config_describe import once_applied
 from tests.reference.differential.wire import plain
 from txn.batch import HEADER_SIZE, build_batch, parse_header
 from txn.codec import uvarint
@@ -322,13 +323,23 @@ def compression_type_keeps_producer_state(ctx: Ctx) -> Any:
     return {**out, "stored": batches}
 
 
+def _applied(ctx: Ctx, topic: str, codec: str) -> None:
+    """Wait until the topic's compression.type reads ``codec``: Kafka applies an alter to its
+    metadata after answering it."""
+    once_applied(
+        ctx, TOPIC_RESOURCE, topic, ["compression.type"], lambda v: v["compression.type"] == codec
+    )
+
+
 @scenario(AREA)
 def compression_type_change_applies_to_next_append(ctx: Ctx) -> Any:
     t = ctx.create_topic("ct-alter")
     ctx.produce(t, [], batch=_codec_batch("snappy", ["one"]))
     altered = ctx.alter_configs(TOPIC_RESOURCE, t, {"compression.type": "zstd"})
+    _applied(ctx, t, "zstd")
     ctx.produce(t, [], batch=_codec_batch("snappy", ["two"]))
     back = ctx.alter_configs(TOPIC_RESOURCE, t, {"compression.type": None})
+    _applied(ctx, t, "producer")
     ctx.produce(t, [], batch=_codec_batch("gzip", ["three"]))
     return {"altered": altered, "back": back, "stored": _stored(ctx, t)}
 

@@ -12,11 +12,15 @@ and described.  Checks happen before (``coordinator.protocol.broker_config_alter
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from txn.config import BrokerConfig
+from txn.errors import InvalidConfigError
 from txn.topic_config_defs import ConfigOperation, parse_list
+
+log = logging.getLogger("sharetxn.broker")
 
 __all__ = ["NO_DYNAMIC", "DynamicBrokerConfigs", "DynamicLayers", "Op", "changed_configs"]
 
@@ -53,6 +57,20 @@ def changed_configs(current: Mapping[str, str], ops: Sequence[Op]) -> dict[str, 
     return out
 
 
+def _usable(name: str, value: str) -> bool:
+    """Whether the broker takes ``name`` and reads ``value`` (Kafka's validator passed it
+    already; one the broker cannot read is kept and described, never used, so a recorded
+    value cannot stop the broker from starting)."""
+    if not BrokerConfig.is_known(name):
+        return False
+    try:
+        BrokerConfig({name: value})
+    except InvalidConfigError:
+        log.warning("dynamic broker config %s=%r is recorded but not used", name, value)
+        return False
+    return True
+
+
 class DynamicBrokerConfigs:
     """The dynamic configs of this broker and of the cluster default, and the effective
     settings they give."""
@@ -84,7 +102,7 @@ class DynamicBrokerConfigs:
         configs the broker takes."""
         layers = self.layers
         merged = {**layers.cluster, **layers.broker}
-        known = {name: value for name, value in merged.items() if BrokerConfig.is_known(name)}
+        known = {name: value for name, value in merged.items() if _usable(name, value)}
         return self.static.with_overrides(known) if known else self.static
 
     def replace(self, resource: str, configs: Mapping[str, str]) -> BrokerConfig:

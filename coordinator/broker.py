@@ -15,13 +15,20 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from coordinator.assembly import CONSUMER_GROUPS_PARTITION, assemble_coordinators
+from coordinator.broker_dynamic import DynamicBrokerConfigs, Op, changed_configs
 from coordinator.group.offset_commands import Committer
 from coordinator.group_admin import GroupAdmin
 from coordinator.internal_producers import producers_of
 from coordinator.log.cleaner_passes import CleanerExecutor, CleanTarget, LogCleaner
 from coordinator.log.compaction import CleanResult, last_records_of, transactions_of
 from coordinator.log.storage import LogConfig, PartitionLog, Storage
-from coordinator.log_settings import TopicLogSettings, default_topic_configs, topic_log_settings
+from coordinator.log_settings import (
+    TopicLogSettings,
+    base_log_config,
+    default_topic_configs,
+    reconfigure_partitions,
+    topic_log_settings,
+)
 from coordinator.log_tasks import repeat, schedule_flush, schedule_producer_expiry
 from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.partition import AppendResult, FetchData, Partition
@@ -98,22 +105,14 @@ class BrokerCore:
         self.clock = clock
         self.config = config or BrokerConfig()
         self.rng = rng or random.Random()
-        self._log_config = LogConfig(
-            segment_bytes=self.config.get_int("log.segment.bytes"),
-            index_interval_bytes=self.config.get_int("log.index.interval.bytes"),
-            flush_interval_messages=self.config.get_int("log.flush.interval.messages"),
-            flush_interval_ms=(
-                None
-                if self.config.get_int("log.flush.interval.ms") < 0
-                else self.config.get_int("log.flush.interval.ms")
-            ),
-        )
+        self._log_config = base_log_config(self.config)
         # Coordinator logs are durable before any decision is acted on: every coordinator calls
         # flush() right after its append, so the log itself must not fsync a second time.
         self._internal_log_config = LogConfig(flush_interval_messages=LONG_MAX)
         # The compacted internal logs (Kafka's cleanup.policy=compact internal topics), by name.
         self._compacted_internal: dict[str, PartitionLog] = {}
         self.cleaner = LogCleaner(clock, cleaner_executor)
+        self.partitions: dict[TopicPartition, Partition] = {}
         # The topics and the producer id blocks, as Kafka's KRaft metadata log.
         metadata_log = storage.open_log(CLUSTER_METADATA_TOPIC, 0, self._internal_log_config)
         self.topics = TopicRegistry(
@@ -121,8 +120,10 @@ class BrokerCore:
             self.rng,
             {name: value for name, (value, _) in default_topic_configs(self.config).items()},
         )
+        # Dynamic broker configs (recorded in the metadata log) over the static ones.
+        self.dynamic = DynamicBrokerConfigs(self.config, self.node_id, self.topics.broker_configs)
+        self._reconfigure(self.dynamic.effective())
         self._refuse_client_created_internal_topics(legacy_log_pending(storage, metadata_log))
-        self.partitions: dict[TopicPartition, Partition] = {}
         # All client partitions together (sharetxn.max.partitions).
         self.max_partitions = self.config.get_int("sharetxn.max.partitions")
         # Cumulative log-cleanup figures (metrics): bytes and segments retention deleted.
@@ -190,6 +191,21 @@ class BrokerCore:
                 FORGET_CONFIG,
                 ", ".join(f"{info.name}-{i}" for i in range(info.num_partitions)),
             )
+
+    def _reconfigure(self, config: BrokerConfig) -> None:
+        """Take new effective broker settings: the topics' log defaults follow them."""
+        self.config = config
+        self._log_config = base_log_config(config)
+        self.topics.set_defaults({k: v for k, (v, _) in default_topic_configs(config).items()})
+        for info in self.topics.all():
+            self._apply_log_settings(info)
+
+    def alter_broker_configs(self, resource: str, ops: Sequence[Op]) -> None:
+        """Record checked dynamic changes of BROKER ``resource`` and apply them at once."""
+        configs = changed_configs(self.dynamic.configs_of(resource), ops)
+        self.topics.set_broker_configs(resource, configs, self.clock.now_ms())
+        self._reconfigure(self.dynamic.replace(resource, configs))
+        log.info("dynamic broker configs of %r now %s", resource, configs or "{}")
 
     def log_settings(self, info: TopicInfo) -> TopicLogSettings:
         """The topic's effective log settings (its configs over the broker's defaults)."""
@@ -652,9 +668,7 @@ class BrokerCore:
         validate_only: bool = False,
     ) -> tuple[ErrorCode, str | None]:
         """SET and DELETE on a topic's configs (the legacy AlterConfigs)."""
-        ops: list[tuple[str, int, str | None]] = [
-            (k, ConfigOperation.SET, v) for k, v in set_configs.items()
-        ]
+        ops: list[Op] = [(k, ConfigOperation.SET, v) for k, v in set_configs.items()]
         ops += [(k, ConfigOperation.DELETE, None) for k in delete_configs]
         return self.incremental_alter_topic_configs(name, ops, validate_only=validate_only)
 
@@ -677,15 +691,13 @@ class BrokerCore:
             return exc.code, None if exc.code is ErrorCode.UNKNOWN_SERVER_ERROR else message
         if not validate_only:
             log.info("topic %s configs now %s", name, info.configs or "{}")
-            settings = self.log_settings(info)
-            for index in range(info.num_partitions):
-                partition = self.partitions.get(TopicPartition(name, index))
-                if partition is not None:
-                    partition.log.reconfigure(settings.log)
-                    partition.compacted = settings.compact
-                    partition.max_batch_bytes = settings.max_message_bytes
-                    partition.timestamps = settings.timestamps
+            self._apply_log_settings(info)
         return ErrorCode.NONE, None
+
+    def _apply_log_settings(self, info: TopicInfo) -> None:
+        tps = (TopicPartition(info.name, index) for index in range(info.num_partitions))
+        opened = [p for tp in tps if (p := self.partitions.get(tp)) is not None]
+        reconfigure_partitions(opened, self.log_settings(info))
 
     def create_partitions(
         self, name: str, count: int, *, validate_only: bool = False

@@ -7,14 +7,15 @@ and ``log.roll.ms`` beats ``log.roll.hours``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from coordinator.log.cleaner import CleanerPolicy, offset_map_entries
 from coordinator.log.segments import RetentionPolicy
 from coordinator.log.storage import LogConfig
 from coordinator.log.timestamps import TimestampPolicy
-from txn.compression import decompressed_limit, topic_codec
+from coordinator.partition import Partition
+from txn.compression import Codec, decompressed_limit, topic_codec
 from txn.config import BrokerConfig
 from txn.topic_configs import cleanup_policy
 
@@ -57,6 +58,36 @@ def broker_segment_ms(config: BrokerConfig) -> int:
     return config.get_int("log.roll.hours") * _HOUR_MS
 
 
+def reconfigure_partitions(partitions: Iterable[Partition], settings: TopicLogSettings) -> None:
+    """A topic's open partitions take its new settings (they apply to the next append,
+    retention pass or cleaning)."""
+    for partition in partitions:
+        partition.log.reconfigure(settings.log)
+        partition.compacted = settings.compact
+        partition.max_batch_bytes = settings.max_message_bytes
+        partition.timestamps = settings.timestamps
+
+
+def base_log_config(config: BrokerConfig) -> LogConfig:
+    """The log settings the broker's ``log.*`` configs give every topic's partitions."""
+    flush_ms = config.get_int("log.flush.interval.ms")
+    return LogConfig(
+        segment_bytes=config.get_int("log.segment.bytes"),
+        index_interval_bytes=config.get_int("log.index.interval.bytes"),
+        flush_interval_messages=config.get_int("log.flush.interval.messages"),
+        flush_interval_ms=None if flush_ms < 0 else flush_ms,
+    )
+
+
+def compression_level(codec: Codec | None, topic_configs: Mapping[str, str]) -> int | None:
+    """The topic's ``compression.<codec>.level`` for the codec it stores batches with (None:
+    not set, or a codec without levels)."""
+    if codec not in (Codec.GZIP, Codec.LZ4, Codec.ZSTD):
+        return None
+    raw = topic_configs.get(f"compression.{codec.name.lower()}.level")
+    return None if raw is None else int(raw.strip())
+
+
 def topic_log_settings(
     base: LogConfig, broker: BrokerConfig, topic_configs: Mapping[str, str]
 ) -> TopicLogSettings:
@@ -72,6 +103,7 @@ def topic_log_settings(
     policy = cleanup_policy(
         topic_configs.get("cleanup.policy", broker.get_str("log.cleanup.policy"))
     )
+    codec = topic_codec(topic_configs.get("compression.type", ""))
     log = LogConfig(
         segment_bytes=number("internal.segment.bytes", number("segment.bytes", base.segment_bytes)),
         segment_ms=number("segment.ms", broker_segment_ms(broker)),
@@ -79,7 +111,8 @@ def topic_log_settings(
         index_interval_bytes=base.index_interval_bytes,
         flush_interval_messages=base.flush_interval_messages,
         flush_interval_ms=base.flush_interval_ms,
-        compression=topic_codec(topic_configs.get("compression.type", "")),
+        compression=codec,
+        compression_level=compression_level(codec, topic_configs),
     )
     max_message_bytes = number("max.message.bytes", broker.get_int("message.max.bytes"))
     retention = RetentionPolicy(

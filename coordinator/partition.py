@@ -291,14 +291,18 @@ class Partition:
     def _recompress(self, raw: bytes) -> bytes | AppendResult:
         """The batch in the topic's ``compression.type`` (Kafka's LogValidator), which must
         still fit ``max.message.bytes`` (Kafka checks a recompressed batch's size again)."""
-        target = self.log.config.compression
+        config = self.log.config
         try:
             out = recompress(
-                raw, parse_header(raw), target, decompressed_limit(self.max_batch_bytes)
+                raw,
+                parse_header(raw),
+                config.compression,
+                decompressed_limit(self.max_batch_bytes),
+                config.compression_level,
             )
         except DecompressedTooLargeError as exc:
             return AppendResult(ErrorCode.MESSAGE_TOO_LARGE, error_message=str(exc))
-        except SharetxnError as exc:
+        except (SharetxnError, BatchFormatError) as exc:
             return AppendResult(ErrorCode.CORRUPT_MESSAGE, error_message=str(exc))
         if out is not raw and len(out) > self.max_batch_bytes:
             return AppendResult(

@@ -90,6 +90,9 @@ class TopicRegistry:
         self.version = 0
         # Kafka's internal topics created so far (``mark_internal``; coordinator.reserved_topics).
         self._internal_created: set[str] = set()
+        # Dynamic broker configs by resource (this broker's id, "" the cluster default):
+        # coordinator.broker_dynamic.
+        self.broker_configs: dict[str, dict[str, str]] = {}
         for _header, raw in log.batches(0):
             record = _decode(raw)
             if record is not None:
@@ -100,6 +103,11 @@ class TopicRegistry:
         name = str(record["name"])
         if kind == "internal":  # not a topic change: the version stays
             self._internal_created.add(name)
+            return
+        if kind == "broker_configs":  # not a topic change either
+            configs = record.get("configs") or {}
+            assert isinstance(configs, dict)
+            self.broker_configs[name] = {str(k): str(v) for k, v in configs.items()}
             return
         self.version += 1
         if kind == "topic":
@@ -148,6 +156,14 @@ class TopicRegistry:
             return False
         self._write({"type": "internal", "name": name}, now_ms)
         return True
+
+    def set_broker_configs(self, resource: str, configs: Mapping[str, str], now_ms: int) -> None:
+        """Record the dynamic configs of BROKER ``resource`` (replacing its earlier ones)."""
+        self._write({"type": "broker_configs", "name": resource, "configs": dict(configs)}, now_ms)
+
+    def set_defaults(self, defaults: Mapping[str, str]) -> None:
+        """The broker's topic-config defaults changed (dynamic broker configs)."""
+        self._defaults = defaults
 
     def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         return self._by_id.get(topic_id)

@@ -2,9 +2,9 @@
 update it dynamically, and the validator Kafka runs on a new value.
 
 Facts observed on Apache Kafka 4.4 by the differential suite
-(``tests/reference/differential/scenarios_config_broker.py``).  sharetxn's broker configs
-are static; these rules give Kafka's answers to a DescribeConfigs, and to an alter checked
-with ``validate_only``.
+(``tests/reference/differential/scenarios_config_broker.py``).  These rules give Kafka's
+answers to a DescribeConfigs and the checks of an alter (``coordinator.broker_dynamic``
+applies the changes that pass).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ __all__ = [
     "DYNAMIC_BROKER_CONFIGS",
     "DYNAMIC_SECURITY_CONFIGS",
     "broker_config_type",
+    "is_kafka_config",
     "is_per_broker",
     "is_read_only",
     "listener_base_name",
@@ -55,6 +56,7 @@ DYNAMIC_BROKER_CONFIGS: Final[Mapping[str, ConfigDef]] = {
         ConfigDef("log.cleaner.max.compaction.lag.ms", _L, at_least(1)),
         ConfigDef("log.cleaner.min.cleanable.ratio", _D, between(0, 1)),
         ConfigDef("log.cleaner.min.compaction.lag.ms", _L, at_least(0)),
+        ConfigDef("log.cleaner.threads", _I, at_least(0)),
         ConfigDef("log.cleanup.policy", _LIST, list_of("compact", "delete")),
         ConfigDef("log.flush.interval.messages", _L, at_least(1)),
         ConfigDef("log.flush.interval.ms", _L),
@@ -188,6 +190,19 @@ def is_per_broker(name: str) -> bool:
         return True
     base = listener_base_name(name)
     return base is not None and base not in _CLUSTER_LEVEL_LISTENER_CONFIGS
+
+
+def is_kafka_config(name: str) -> bool:
+    """Whether Kafka knows broker config ``name`` (a custom one is described as sensitive,
+    read-only and of unknown type)."""
+    base = listener_base_name(name) or name
+    return (
+        base in DYNAMIC_BROKER_CONFIGS
+        or base in _LISTENER_CONFIGS
+        or base in _KAFKA_READ_ONLY
+        or base == "min.insync.replicas"
+        or BrokerConfig.is_known(base)
+    )
 
 
 def is_read_only(name: str) -> bool:

@@ -30,6 +30,7 @@ from txn.lz4_frame import compress_frame
 
 __all__ = [
     "CODEC_NAMES",
+    "DEFAULT_LEVELS",
     "Codec",
     "CorruptCompressedDataError",
     "DecompressedTooLargeError",
@@ -222,6 +223,25 @@ def decompress(codec: int, data: bytes, max_bytes: int | None = None) -> bytes:
         raise CorruptCompressedDataError(msg) from exc
 
 
-def compress(codec: int, data: bytes) -> bytes:
-    """Compress a records section with ``codec``."""
-    return _COMPRESS[_codec(codec)](data)
+#: Kafka's default level of each codec that has levels (KIP-390): gzip's -1 is zlib's 6; lz4's
+#: 9 is lz4's fast compressor (any other level its high-compression one).
+DEFAULT_LEVELS: dict[Codec, int] = {Codec.GZIP: 6, Codec.LZ4: 9, Codec.ZSTD: 3}
+
+
+def _compress_at(codec: Codec, data: bytes, level: int) -> bytes:
+    if codec is Codec.GZIP:
+        return bytes(cramjam.gzip.compress(data, level=6 if level == -1 else level))
+    if codec is Codec.LZ4:
+        return compress_frame(data, None if level == DEFAULT_LEVELS[Codec.LZ4] else level)
+    if codec is Codec.ZSTD:
+        return bytes(cramjam.zstd.compress(data, level=level))
+    return _COMPRESS[codec](data)
+
+
+def compress(codec: int, data: bytes, level: int | None = None) -> bytes:
+    """Compress a records section with ``codec``; at ``level`` (a topic's
+    ``compression.<codec>.level``, Kafka's meaning) when given, else the codec's default."""
+    chosen = _codec(codec)
+    if level is None:
+        return _COMPRESS[chosen](data)
+    return _compress_at(chosen, data, level)

@@ -81,6 +81,13 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         134217728,
         "Memory of the cleaner's offset map (24 bytes a key); a pass maps that many keys.",
     ),
+    ConfigDef(
+        "log.cleaner.threads",
+        "int",
+        1,
+        "Kafka's cleaner thread count: taken and described; sharetxn's cleaner runs one pass"
+        " at a time.",
+    ),
     ConfigDef("log.cleaner.delete.retention.ms", "int", 86400000, "Default delete.retention.ms."),
     ConfigDef(
         "log.cleaner.min.cleanable.ratio", "str", "0.5", "Default min.cleanable.dirty.ratio."
@@ -224,6 +231,19 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         15000,
         "Highest KIP-848 heartbeat interval.",
     ),
+    ConfigDef("group.consumer.assignment.interval.ms", "int", 1000, "KIP-848 assignment interval."),
+    ConfigDef(
+        "group.consumer.min.assignment.interval.ms",
+        "int",
+        0,
+        "Lowest KIP-848 assignment interval.",
+    ),
+    ConfigDef(
+        "group.consumer.max.assignment.interval.ms",
+        "int",
+        15000,
+        "Highest KIP-848 assignment interval.",
+    ),
     ConfigDef(
         "group.consumer.migration.policy",
         "str",
@@ -259,6 +279,30 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("group.share.max.record.lock.duration.ms", "int", 60000, "Highest lock duration."),
     ConfigDef("group.share.min.delivery.count.limit", "int", 2, "Lowest delivery count limit."),
     ConfigDef("group.share.max.delivery.count.limit", "int", 10, "Highest delivery count limit."),
+    ConfigDef(
+        "group.share.min.partition.max.record.locks",
+        "int",
+        100,
+        "Lowest share.partition.max.record.locks a group may set.",
+    ),
+    ConfigDef(
+        "group.share.max.partition.max.record.locks",
+        "int",
+        4000,
+        "Highest share.partition.max.record.locks a group may set.",
+    ),
+    ConfigDef(
+        "group.share.assignment.interval.ms", "int", 1000, "Share group assignment interval."
+    ),
+    ConfigDef(
+        "group.share.min.assignment.interval.ms", "int", 0, "Lowest share assignment interval."
+    ),
+    ConfigDef(
+        "group.share.max.assignment.interval.ms",
+        "int",
+        15000,
+        "Highest share assignment interval.",
+    ),
     ConfigDef(
         "share.coordinator.state.topic.num.partitions",
         "int",
@@ -349,6 +393,7 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "log.segment.delete.delay.ms": (0, None),
     "log.cleaner.backoff.ms": (0, None),
     "log.cleaner.dedupe.buffer.size": (0, None),
+    "log.cleaner.threads": (0, None),
     "log.cleaner.delete.retention.ms": (0, None),
     "log.cleaner.min.compaction.lag.ms": (0, None),
     "log.cleaner.max.compaction.lag.ms": (1, None),
@@ -396,6 +441,14 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "group.share.max.record.lock.duration.ms": (30000, 3600000),
     "group.share.min.delivery.count.limit": (2, 10),
     "group.share.max.delivery.count.limit": (2, 10),
+    "group.share.min.partition.max.record.locks": (100, 2000),
+    "group.share.max.partition.max.record.locks": (2000, 10000),
+    "group.share.assignment.interval.ms": (0, None),
+    "group.share.min.assignment.interval.ms": (0, None),
+    "group.share.max.assignment.interval.ms": (0, None),
+    "group.consumer.assignment.interval.ms": (0, None),
+    "group.consumer.min.assignment.interval.ms": (0, None),
+    "group.consumer.max.assignment.interval.ms": (0, None),
     "share.coordinator.state.topic.num.partitions": (1, None),
     "share.coordinator.snapshot.update.records.per.snapshot": (0, 500),
     "share.coordinator.state.topic.prune.interval.ms": (1, None),

@@ -54,8 +54,12 @@ def _xxh32_short(data: bytes, seed: int = 0) -> int:
 _HEADER = _MAGIC + bytes([_FLG, _BD, (_xxh32_short(bytes([_FLG, _BD])) >> 8) & 0xFF])
 
 
-def compress_frame(data: bytes) -> bytes:
-    """``data`` as one LZ4 frame of independent blocks, readable by every Kafka client."""
+def compress_frame(data: bytes, level: int | None = None) -> bytes:
+    """``data`` as one LZ4 frame of independent blocks, readable by every Kafka client: with
+    lz4's fast compressor, or its high-compression one at ``level`` (1-17), as Kafka's
+    ``compression.lz4.level`` other than 9 asks."""
+    if level is not None:
+        return _high_compression_frame(data, level)
     out = bytearray(_HEADER)
     view = memoryview(data)
     for start in range(0, len(data), _BLOCK):
@@ -65,5 +69,33 @@ def compress_frame(data: bytes) -> bytes:
             out += struct.pack("<I", len(packed)) + packed
         else:
             out += struct.pack("<I", len(chunk) | _STORED) + chunk
+    out += _END_MARK
+    return bytes(out)
+
+
+_FLG_BLOCK_CHECKSUM = 0x10
+_FLG_CONTENT_SIZE = 0x08
+
+
+def _high_compression_frame(data: bytes, level: int) -> bytes:
+    """The blocks lz4's high-compression frame encoder writes at ``level`` (independent, 64
+    KiB), framed again as Kafka's writer frames them (no block or content checksums)."""
+    compressor = cramjam.lz4.Compressor(level=level, block_linked=False, content_checksum=False)
+    compressor.compress(data)
+    frame = bytes(compressor.finish())
+    flg = frame[4]
+    pos = 7 + (8 if flg & _FLG_CONTENT_SIZE else 0)  # magic, FLG, BD, [content size], HC
+    checksum = 4 if flg & _FLG_BLOCK_CHECKSUM else 0
+    if frame[:4] != _MAGIC or frame[5] != _BD:
+        msg = "lz4's frame encoder wrote an unexpected frame header"
+        raise ValueError(msg)
+    out = bytearray(_HEADER)
+    while True:
+        (size,) = struct.unpack_from("<I", frame, pos)
+        if size == 0:
+            break
+        end = pos + 4 + (size & ~_STORED)
+        out += frame[pos:end]
+        pos = end + checksum
     out += _END_MARK
     return bytes(out)

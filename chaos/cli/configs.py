@@ -6,10 +6,14 @@
     sharetxn configs --entity-type groups --entity-name G --alter \\
         --delete-config share.auto.offset.reset
     sharetxn configs --entity-type brokers --entity-name 1 --describe --all
+    sharetxn configs --entity-type broker-loggers --entity-name 1 --alter \\
+        --add-config sharetxn.partition=DEBUG
 
 ``--add-config`` takes ``k=v`` pairs separated by commas; a value holding commas is written
 in brackets (``k=[a,b]``), as in kafka-configs.sh.  ``--describe`` shows the values set on
-the entity; ``--all`` adds defaults and static broker values.
+the entity; ``--all`` adds defaults and static broker values.  ``broker-loggers`` are the
+broker's loggers and their levels (TRACE, DEBUG, INFO, WARN, ERROR, FATAL); a deleted level
+follows the logger's parents again.
 """
 
 from __future__ import annotations
@@ -28,7 +32,14 @@ from chaos.cli.support import (
     guarded,
     run_admin,
 )
-from producer.admin import RESOURCE_BROKER, RESOURCE_GROUP, RESOURCE_TOPIC, Admin
+from producer.admin import (
+    RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER,
+    RESOURCE_GROUP,
+    RESOURCE_TOPIC,
+    Admin,
+    ConfigEntry,
+)
 from txn.errors import ErrorCode, UnknownTopicOrPartitionError
 
 EXAMPLES = f"""examples:
@@ -38,17 +49,32 @@ EXAMPLES = f"""examples:
   sharetxn configs --entity-type groups --entity-name orders --alter \\
       --add-config share.auto.offset.reset=earliest
   sharetxn configs --entity-type brokers --entity-name 1 --describe --all
+  sharetxn configs --entity-type broker-loggers --entity-name 1 --describe
+  sharetxn configs --entity-type broker-loggers --entity-name 1 --alter \\
+      --add-config sharetxn.partition=DEBUG
 
 {EXIT_CODES_HELP}"""
 
-ENTITY_TYPES = {"topics": RESOURCE_TOPIC, "groups": RESOURCE_GROUP, "brokers": RESOURCE_BROKER}
-_SINGULAR = {"topics": "topic", "groups": "group", "brokers": "broker"}
+ENTITY_TYPES = {
+    "topics": RESOURCE_TOPIC,
+    "groups": RESOURCE_GROUP,
+    "brokers": RESOURCE_BROKER,
+    "broker-loggers": RESOURCE_BROKER_LOGGER,
+}
+_SINGULAR = {
+    "topics": "topic",
+    "groups": "group",
+    "brokers": "broker",
+    "broker-loggers": "broker-logger",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_command_options(parser, EXAMPLES)
     parser.add_argument("--entity-type", required=True, choices=sorted(ENTITY_TYPES))
-    parser.add_argument("--entity-name", metavar="NAME", help="topic, group or broker id")
+    parser.add_argument(
+        "--entity-name", metavar="NAME", help="topic, group or broker id (brokers, broker-loggers)"
+    )
     parser.add_argument(
         "--entity-default", action="store_true", help="brokers: the cluster-wide defaults"
     )
@@ -118,6 +144,11 @@ def _entity_name(args: argparse.Namespace) -> str:
     return str(args.entity_name)
 
 
+def _set_on(entry: ConfigEntry, name: str) -> bool:
+    """Set on the entity itself: the cluster default's are its dynamic defaults."""
+    return entry.source == "DYNAMIC_DEFAULT_BROKER_CONFIG" if name == "" else entry.explicit
+
+
 def _act(admin: Admin, console: Console, args: argparse.Namespace, name: str) -> int:
     resource = ENTITY_TYPES[args.entity_type]
     label = f"{_SINGULAR[args.entity_type]} {name or '<default>'}"
@@ -127,7 +158,7 @@ def _act(admin: Admin, console: Console, args: argparse.Namespace, name: str) ->
         except UnknownTopicOrPartitionError:
             msg = f"The {_SINGULAR[args.entity_type]} '{name}' doesn't exist"
             raise CliError(msg, ExitCode.NOT_FOUND) from None
-        shown = sorted((e for e in entries if args.all or e.explicit), key=lambda e: e.name)
+        shown = sorted((e for e in entries if args.all or _set_on(e, name)), key=lambda e: e.name)
         if args.json:
             rows: list[dict[str, object]] = [
                 {
@@ -150,9 +181,9 @@ def _act(admin: Admin, console: Console, args: argparse.Namespace, name: str) ->
             )
         for e in shown:
             value = "null" if e.sensitive else e.value
+            synonyms = "" if resource == RESOURCE_BROKER_LOGGER else f"{e.source}:{e.name}={value}"
             console.print(
-                f"  {e.name}={value} sensitive={str(e.sensitive).lower()} "
-                f"synonyms={{{e.source}:{e.name}={value}}}",
+                f"  {e.name}={value} sensitive={str(e.sensitive).lower()} synonyms={{{synonyms}}}",
                 markup=False,
                 soft_wrap=True,
             )
@@ -168,7 +199,7 @@ def _act(admin: Admin, console: Console, args: argparse.Namespace, name: str) ->
         except UnknownTopicOrPartitionError:
             msg = f"The {_SINGULAR[args.entity_type]} '{name}' doesn't exist"
             raise CliError(msg, ExitCode.NOT_FOUND) from None
-        current = {e.name for e in entries if e.explicit}
+        current = {e.name for e in entries if _set_on(e, name)}
         if invalid := [k for k in delete if k not in current]:
             raise CliError(f"Invalid config(s): {','.join(invalid)}")
     result = admin.incremental_alter_configs(resource, name, set_configs, delete)

@@ -40,6 +40,8 @@ class LogConfig:
     flush_interval_ms: int | None = None
     # compression.type: the codec batches are stored with (None: each as produced)
     compression: Codec | None = None
+    # compression.<codec>.level of that codec (None: the codec's default; KIP-390)
+    compression_level: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,6 +91,7 @@ CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 NO_TOPIC_ID = uuid.UUID(int=0)
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_GROUP = 2, 4, 32
+RESOURCE_BROKER_LOGGER = 8
 
 Response = Body | None
 T = TypeVar("T")
@@ -601,7 +602,7 @@ def configs_rule(
                 return None if ctx.topic(topic_op, name) else TOPIC_DENIED
             if rtype == RESOURCE_GROUP:
                 return None if ctx.group(topic_op, name) else GROUP_DENIED
-            if rtype == RESOURCE_BROKER:
+            if rtype in (RESOURCE_BROKER, RESOURCE_BROKER_LOGGER):
                 return None if ctx.cluster(topic_op) else CLUSTER_DENIED
             return None
 

@@ -1,5 +1,6 @@
 """AlterConfigs and IncrementalAlterConfigs on a BROKER resource, checked as Kafka 4.4
-checks them; sharetxn's broker configs are static, so only ``validate_only`` succeeds.
+checks them; a change that passes is applied by ``BrokerCore.alter_broker_configs``
+(``coordinator.broker_dynamic``) unless ``validate_only``.
 
 Kafka's order, observed by the differential suite: the resource name (this broker's id or
 "" for the cluster default), then each operation (a null value, APPEND or SUBTRACT on a
@@ -12,9 +13,13 @@ updates only per broker (Kafka's ``DynamicBrokerConfig.validateConfigs``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 
+from coordinator.broker_dynamic import changed_configs
 from coordinator.protocol.config_describe import broker_resource_error
+from coordinator.security.listeners import listeners_from_config
+from coordinator.security.tls import server_context
 from txn.broker_config_defs import (
     DYNAMIC_BROKER_CONFIGS,
     DYNAMIC_SECURITY_CONFIGS,
@@ -22,14 +27,11 @@ from txn.broker_config_defs import (
     is_read_only,
     listener_base_name,
 )
-from txn.errors import ErrorCode
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode, InvalidConfigError
 from txn.topic_config_defs import ConfigOperation, ConfigType, config_value_error
 
-__all__ = ["STATIC_BROKER_REFUSAL", "broker_alter_refusal"]
-
-STATIC_BROKER_REFUSAL = (
-    "broker configs are static: set them when the broker starts (sharetxn broker --set KEY=VALUE)"
-)
+__all__ = ["broker_alter_refusal", "legacy_broker_ops", "tls_store_refusal"]
 
 Op = tuple[str, int, str | None]
 
@@ -76,11 +78,10 @@ def broker_alter_refusal(
     resource: str,
     ops: Sequence[Op],
     *,
-    validate_only: bool,
     replace_all: bool = False,
 ) -> tuple[ErrorCode, str | None]:
-    """The error and message answering an alter of BROKER ``resource`` with ``ops``
-    (config, ConfigOperation, value); AlterConfigs (``replace_all``: the configs given
+    """The refusal of an alter of BROKER ``resource`` with ``ops`` (config,
+    ConfigOperation, value), or (NONE, None); AlterConfigs (``replace_all``: the configs given
     replace the resource's) sends each config as a SET."""
     wrong = broker_resource_error(node_id, resource, describe=False)
     if wrong is not None:
@@ -115,6 +116,46 @@ def broker_alter_refusal(
     if replace_all and resource == "" and _MIN_ISR not in {name for name, _op, _value in ops}:
         # AlterConfigs replaces the cluster default's configs: the formatted min.insync.replicas
         return ErrorCode.INVALID_CONFIG, _MIN_ISR_KEPT
-    if validate_only:
-        return ErrorCode.NONE, None
-    return ErrorCode.INVALID_REQUEST, STATIC_BROKER_REFUSAL
+    return ErrorCode.NONE, None
+
+
+def legacy_broker_ops(current: Sequence[str], given: Sequence[tuple[str, str | None]]) -> list[Op]:
+    """The legacy AlterConfigs on a broker as operations: the configs given replace the
+    resource's dynamic ones (those not given are deleted)."""
+    named = {name for name, _value in given}
+    ops: list[Op] = [(name, ConfigOperation.DELETE, None) for name in current if name not in named]
+    return ops + [(name, ConfigOperation.SET, value) for name, value in given]
+
+
+_LISTENER_SSL = re.compile(r"listener\.name\.([^.]*)\.ssl\..*", re.DOTALL)
+
+
+def tls_store_refusal(
+    static: BrokerConfig, current: Mapping[str, str], ops: Sequence[Op]
+) -> tuple[ErrorCode, str] | None:
+    """Load the key and trust stores a change of ``listener.name.<listener>.ssl.*`` gives
+    one of this broker's TLS listeners (``current``: this broker's dynamic configs), as Kafka
+    loads them before it answers, validate-only or not; the refusal if they do not load."""
+    touched = {m.group(1).lower() for name, _op, _v in ops if (m := _LISTENER_SSL.fullmatch(name))}
+    if not touched:
+        return None
+    prefixed = {
+        name: value
+        for name, value in changed_configs(current, ops).items()
+        if _LISTENER_SSL.fullmatch(name)
+    }
+    try:
+        listeners = listeners_from_config(static, ("127.0.0.1", 0))
+        config = static.with_overrides(prefixed)
+    except InvalidConfigError:
+        return None
+    for listener in listeners:
+        if listener.name.lower() in touched and listener.protocol.uses_tls:
+            try:
+                server_context(config, listener.name, sasl=listener.protocol.uses_sasl)
+            except InvalidConfigError as exc:
+                message = (
+                    f"Validation of dynamic config update of listener {listener.name} failed: {exc}"
+                )
+                return ErrorCode.INVALID_REQUEST, message
+    return None

@@ -9,6 +9,10 @@ from typing import Any, cast
 from coordinator.broker import BrokerCore
 from coordinator.protocol.admin_request_views import UpdateFeaturesRequestView
 from coordinator.protocol.api_versions import SUPPORTED
+from coordinator.protocol.broker_loggers import (
+    describe_broker_loggers,
+    describe_logger_resource_error,
+)
 from coordinator.protocol.cluster_messages import (
     ApiVersion,
     ApiVersionsResponse,
@@ -54,6 +58,7 @@ from coordinator.protocol.request_views import (
 from coordinator.protocol.responses import Handler, api, handler_table
 from coordinator.protocol.share_handlers import (
     RESOURCE_BROKER,
+    RESOURCE_BROKER_LOGGER,
     RESOURCE_GROUP,
     RESOURCE_TOPIC,
     ShareHandlers,
@@ -288,23 +293,31 @@ class ClusterHandlers:
                 else:
                     message = ""  # Kafka answers an empty message, not null
                     configs = describe_topic_configs(
-                        self.core.config,
+                        self.core.dynamic.static,
                         info.configs,
                         wanted,
                         include_synonyms=bool(
                             optional(req.body, "include_synonyms", default=False)
                         ),
                         include_documentation=docs,
+                        dynamic=self.core.dynamic.layers,
                     )
             elif rtype == RESOURCE_GROUP:
                 message = ""
                 configs = describe_group_configs(
-                    self.core.config,
+                    self.core.dynamic.static,
                     self.core.share.groups.describe_group_configs(name),
                     wanted,
                     include_synonyms=bool(optional(req.body, "include_synonyms", default=False)),
                     include_documentation=docs,
                 )
+            elif rtype == RESOURCE_BROKER_LOGGER:
+                wrong = describe_logger_resource_error(self.core.node_id, name)
+                if wrong is not None:
+                    error, message = ErrorCode.INVALID_REQUEST, wrong
+                else:
+                    message = ""
+                    configs = describe_broker_loggers(wanted)
             elif rtype == RESOURCE_BROKER:
                 wrong = broker_resource_error(self.core.node_id, name, describe=True)
                 synonyms = bool(optional(req.body, "include_synonyms", default=False))
@@ -313,15 +326,19 @@ class ClusterHandlers:
                 elif name == "":
                     message = ""
                     configs = describe_cluster_default_configs(
-                        wanted, include_synonyms=synonyms, include_documentation=docs
+                        wanted,
+                        include_synonyms=synonyms,
+                        include_documentation=docs,
+                        dynamic=self.core.dynamic.layers,
                     )
                 else:
                     message = ""
                     configs = describe_broker_configs(
-                        self.core.config,
+                        self.core.dynamic.static,
                         wanted,
                         include_synonyms=synonyms,
                         include_documentation=docs,
+                        dynamic=self.core.dynamic.layers,
                     )
             else:
                 error, message = ErrorCode.INVALID_REQUEST, f"unsupported resource type {rtype}"

@@ -25,11 +25,19 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Final
 
+from coordinator.broker_dynamic import NO_DYNAMIC, DynamicLayers
 from coordinator.protocol.cluster_messages import (
     DescribeConfigsResourceResult,
     DescribeConfigsSynonym,
 )
-from txn.broker_config_defs import broker_config_type, is_read_only
+from coordinator.share.group_config import INTERNAL_GROUP_CONFIGS
+from txn.broker_config_defs import (
+    DYNAMIC_BROKER_CONFIGS,
+    broker_config_type,
+    is_kafka_config,
+    is_read_only,
+    listener_base_name,
+)
 from txn.config import CONFIG_DEFS, BrokerConfig
 from txn.limits import LONG_MAX
 from txn.security_config import is_sensitive
@@ -271,6 +279,8 @@ def _static(broker: BrokerConfig, name: str) -> str | None:
 def _default(name: str) -> str | None:
     if name in _FIXED_BROKER:
         return _FIXED_BROKER[name]
+    if not BrokerConfig.is_known(name):
+        return None
     builtin = BrokerConfig()[name]
     if builtin is None or _UNSET.get(name, object()) == builtin:
         return None
@@ -283,14 +293,31 @@ def _effective(broker: BrokerConfig, name: str) -> str | None:
     return static if static is not None else _default(name)
 
 
-def _broker_chain(broker: BrokerConfig, synonyms: tuple[str, ...]) -> list[DescribeConfigsSynonym]:
+def _cluster_value(broker: BrokerConfig, dynamic: DynamicLayers, name: str) -> str | None:
+    """``name``'s cluster-default dynamic value: set with an alter, or the one Kafka's
+    storage tool writes when it formats a cluster."""
+    value = dynamic.cluster.get(name)
+    if value is None and name in _FORMATTED_DEFAULTS:
+        return _effective(broker, name)
+    return value
+
+
+def _broker_chain(
+    broker: BrokerConfig, synonyms: tuple[str, ...], dynamic: DynamicLayers = NO_DYNAMIC
+) -> list[DescribeConfigsSynonym]:
+    """Kafka's synonyms of a config: every synonym's per-broker dynamic value, then each
+    one's cluster default, static value and built-in default, from the config's own name on."""
     if not synonyms:
         return []
     primary = synonyms[0]
     chain: list[DescribeConfigsSynonym] = []
-    if primary in _FORMATTED_DEFAULTS:
-        value = _effective(broker, primary)
-        chain.append(_synonym(primary, value, ConfigSource.DYNAMIC_DEFAULT_BROKER))
+    for name in synonyms:
+        if name in dynamic.broker:
+            chain.append(_synonym(name, dynamic.broker[name], ConfigSource.DYNAMIC_BROKER))
+    for name in synonyms:
+        value = _cluster_value(broker, dynamic, name)
+        if value is not None:
+            chain.append(_synonym(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER))
     for name in synonyms:
         static = _static(broker, name)
         if static is not None:
@@ -308,11 +335,18 @@ def _synonym(name: str, value: str | None, source: int) -> DescribeConfigsSynony
     return DescribeConfigsSynonym(name=name, value=value, source=source)
 
 
-def _broker_value(broker: BrokerConfig, spec: _Topic) -> str:
+def _broker_value(broker: BrokerConfig, spec: _Topic, dynamic: DynamicLayers = NO_DYNAMIC) -> str:
     """The value a topic that does not set the config has: the first of the broker's
-    synonyms set at start (``log.retention.ms`` over ``.minutes`` over ``.hours``), else the
-    first with a default, else the topic default."""
-    for pick in (_static, lambda _broker, name: _default(name)):
+    synonyms set dynamically for this broker, then for the cluster, then at start
+    (``log.retention.ms`` over ``.minutes`` over ``.hours``), else the first with a default,
+    else the topic default."""
+    picks = (
+        lambda _broker, name: dynamic.broker.get(name),
+        lambda _broker, name: dynamic.cluster.get(name),
+        _static,
+        lambda _broker, name: _default(name),
+    )
+    for pick in picks:
         for synonym in spec.synonyms:
             given = pick(broker, synonym)
             if given is not None:
@@ -339,6 +373,7 @@ def describe_topic_configs(
     *,
     include_synonyms: bool,
     include_documentation: bool,
+    dynamic: DynamicLayers = NO_DYNAMIC,
 ) -> list[DescribeConfigsResourceResult]:
     """A topic's DescribeConfigs entries (only ``keys`` when given), sorted by name."""
     names = [*_TOPICS, *(n for n in _INTERNAL_DOCS if n in topic_configs)]
@@ -347,13 +382,13 @@ def describe_topic_configs(
         if keys is not None and name not in keys:
             continue
         spec = _TOPICS.get(name)
-        chain = _broker_chain(broker, spec.synonyms) if spec is not None else []
+        chain = _broker_chain(broker, spec.synonyms, dynamic) if spec is not None else []
         override = topic_configs.get(name)
         if override is not None:
             value: str | None = canonical_value(name, override)
             chain.insert(0, _synonym(name, value, ConfigSource.TOPIC))
         else:
-            value = _broker_value(broker, spec) if spec is not None else None
+            value = _broker_value(broker, spec, dynamic) if spec is not None else None
         doc = spec.doc if spec is not None else _INTERNAL_DOCS[name]
         out.append(
             DescribeConfigsResourceResult(
@@ -417,23 +452,38 @@ def describe_broker_configs(
     *,
     include_synonyms: bool,
     include_documentation: bool,
+    dynamic: DynamicLayers = NO_DYNAMIC,
 ) -> list[DescribeConfigsResourceResult]:
-    """This broker's DescribeConfigs entries: every config it takes, set at start
-    (STATIC_BROKER_CONFIG) or not (DEFAULT_CONFIG); read-only unless Kafka updates it
-    dynamically; secrets hidden."""
-    out = describe_cluster_default_configs(
-        keys, include_synonyms=include_synonyms, include_documentation=include_documentation
-    )
-    if out and include_synonyms:  # the built-in default follows the cluster default
-        default = _synonym(out[0].name, out[0].value, ConfigSource.DEFAULT)
-        out = [replace(out[0], synonyms=(*out[0].synonyms, default))]
+    """This broker's DescribeConfigs entries: every config it takes, set dynamically for it
+    (DYNAMIC_BROKER_CONFIG) or the cluster (DYNAMIC_DEFAULT_BROKER_CONFIG), set at start
+    (STATIC_BROKER_CONFIG) or not (DEFAULT_CONFIG), and the other configs set dynamically;
+    read-only unless Kafka updates it dynamically; secrets hidden."""
+    taken = {defn.name for defn in CONFIG_DEFS}
+    out = [
+        replace(e, config_source=ConfigSource.DYNAMIC_BROKER) if e.name in dynamic.broker else e
+        for e in describe_cluster_default_configs(
+            keys,
+            include_synonyms=include_synonyms,
+            include_documentation=include_documentation,
+            dynamic=DynamicLayers(dynamic.broker, {**dynamic.cluster, **dynamic.broker}),
+            skip=taken,
+        )
+    ]
+    if include_synonyms:  # each chain as this broker sees it, down to the built-in default
+        out = [
+            replace(e, synonyms=_other_chain(broker, e.name, dynamic, sensitive=e.is_sensitive))
+            for e in out
+        ]
     for defn in CONFIG_DEFS:
         if keys is not None and defn.name not in keys:
             continue
         sensitive = is_sensitive(defn.name)
-        chain = _broker_chain(broker, _broker_synonyms(defn.name))
+        chain = _broker_chain(broker, _broker_synonyms(defn.name), dynamic)
         raw = broker[defn.name]
         value = None if raw is None or _UNSET.get(defn.name, object()) == raw else _text(raw)
+        given = dynamic.broker.get(defn.name, dynamic.cluster.get(defn.name))
+        if given is not None:
+            value = given
         if sensitive:
             value = None
             chain = [
@@ -454,41 +504,107 @@ def describe_broker_configs(
     return sorted(out, key=lambda e: e.name)
 
 
+def _other_chain(
+    broker: BrokerConfig, name: str, dynamic: DynamicLayers, *, sensitive: bool
+) -> tuple[DescribeConfigsSynonym, ...]:
+    """The synonyms of a config the broker does not take: its dynamic values, then its
+    built-in default where Kafka has one sharetxn knows."""
+    chain = _broker_chain(broker, (name,), dynamic)
+    if sensitive:
+        chain = [replace(s, value=None) for s in chain]
+    return tuple(chain)
+
+
+def _dynamic_type(name: str) -> int:
+    """Kafka's type id of a dynamic config the broker does not take."""
+    if name in _FORMATTED_DEFAULTS:
+        return TYPE_IDS[ConfigType.INT]
+    base = listener_base_name(name) or name
+    kafka = broker_config_type(base, "")
+    if kafka:
+        return kafka
+    defn = DYNAMIC_BROKER_CONFIGS.get(base)
+    return TYPE_IDS[defn.type if defn is not None else ConfigType.STRING]
+
+
 def describe_cluster_default_configs(
-    keys: Collection[str] | None, *, include_synonyms: bool, include_documentation: bool
+    keys: Collection[str] | None,
+    *,
+    include_synonyms: bool,
+    include_documentation: bool,
+    dynamic: DynamicLayers = NO_DYNAMIC,
+    skip: Collection[str] = (),
 ) -> list[DescribeConfigsResourceResult]:
-    """The cluster-wide dynamic defaults: the one Kafka's storage tool writes."""
-    name, value = "min.insync.replicas", "1"
-    if keys is not None and name not in keys:
-        return []
-    chain = (_synonym(name, value, ConfigSource.DYNAMIC_DEFAULT_BROKER),)
-    return [
-        DescribeConfigsResourceResult(
-            name=name,
-            value=value,
-            read_only=False,
-            config_source=ConfigSource.DYNAMIC_DEFAULT_BROKER,
-            synonyms=chain if include_synonyms else (),
-            config_type=TYPE_IDS[ConfigType.INT],
-            documentation=_TOPICS[name].doc if include_documentation else None,
+    """The cluster-wide dynamic defaults: the one Kafka's storage tool writes and those set
+    with an alter (``skip``: names described elsewhere)."""
+    values = {"min.insync.replicas": "1", **dynamic.cluster}
+    out = []
+    for name, value in sorted(values.items()):
+        if (keys is not None and name not in keys) or name in skip:
+            continue
+        custom = not is_kafka_config(name)  # Kafka: unknown type, so sensitive and read-only
+        sensitive = custom or is_sensitive(listener_base_name(name) or name)
+        chain = (_synonym(name, None if sensitive else value, ConfigSource.DYNAMIC_DEFAULT_BROKER),)
+        spec = _TOPICS.get(name)
+        doc = spec.doc if spec is not None else DYNAMIC_DOC
+        out.append(
+            DescribeConfigsResourceResult(
+                name=name,
+                value=None if sensitive else value,
+                read_only=custom,
+                config_source=ConfigSource.DYNAMIC_DEFAULT_BROKER,
+                is_sensitive=sensitive,
+                synonyms=chain if include_synonyms else (),
+                config_type=0 if custom else _dynamic_type(name),
+                documentation=doc if include_documentation and not custom else None,
+            )
         )
-    ]
+    return out
+
+
+DYNAMIC_DOC = "A broker config set at run time (sharetxn describes it, its broker does not use it)."
 
 
 #: A group's config -> the broker setting giving its default (None: a fixed default).
 _GROUP_SYNONYMS: Final[Mapping[str, str | None]] = {
+    "consumer.assignment.interval.ms": "group.consumer.assignment.interval.ms",
     "consumer.heartbeat.interval.ms": "group.consumer.heartbeat.interval.ms",
     "consumer.session.timeout.ms": "group.consumer.session.timeout.ms",
+    "errors.deadletterqueue.copy.record.enable": None,
+    "errors.deadletterqueue.topic.name": None,
+    "share.assignment.interval.ms": "group.share.assignment.interval.ms",
     "share.auto.offset.reset": None,
     "share.delivery.count.limit": "group.share.delivery.count.limit",
     "share.heartbeat.interval.ms": "group.share.heartbeat.interval.ms",
     "share.isolation.level": None,
+    "share.partition.max.record.locks": "group.share.partition.max.record.locks",
     "share.record.lock.duration.ms": "group.share.record.lock.duration.ms",
+    "share.renew.acknowledge.enable": None,
     "share.session.timeout.ms": "group.share.session.timeout.ms",
 }
+#: Kafka's BOOLEAN group configs (the internal ones too); the rest without a synonym are
+#: STRING, with one INT.
+_GROUP_BOOLEANS: Final[frozenset[str]] = frozenset(
+    (
+        "errors.deadletterqueue.copy.record.enable",
+        "share.renew.acknowledge.enable",
+        *INTERNAL_GROUP_CONFIGS,
+    )
+)
 _GROUP_DOCS: Final[Mapping[str, str]] = {
+    "consumer.assignment.interval.ms": "How often a KIP-848 group's assignment is computed"
+    " (sharetxn computes it at once).",
     "consumer.heartbeat.interval.ms": "Heartbeat interval of the consumer group's members.",
     "consumer.session.timeout.ms": "How long a consumer group member may go without heartbeating.",
+    "errors.deadletterqueue.copy.record.enable": "Whether the dead-letter queue holds copies"
+    " of the records (sharetxn has no dead-letter queues).",
+    "errors.deadletterqueue.topic.name": "The share group's dead-letter queue topic"
+    " (sharetxn has no dead-letter queues).",
+    "share.assignment.interval.ms": "How often a share group's assignment is computed"
+    " (sharetxn computes it at once).",
+    "share.partition.max.record.locks": "Records in flight per share partition.",
+    "share.renew.acknowledge.enable": "Whether members may renew their acquisition locks"
+    " (RENEW acknowledgements).",
     "share.auto.offset.reset": "Where a share group starts reading a partition it has no "
     "state for: latest, earliest or by_duration:<ISO-8601 duration>.",
     "share.delivery.count.limit": "Deliveries of a record before it is archived.",
@@ -515,7 +631,10 @@ def describe_group_configs(
         if keys is not None and name not in keys:
             continue
         synonym = _GROUP_SYNONYMS.get(name)
-        if synonym is None:
+        internal = INTERNAL_GROUP_CONFIGS.get(name)
+        if internal is not None:
+            chain = [_synonym(internal, "true", ConfigSource.DEFAULT)]
+        elif synonym is None:
             chain = [_synonym(name, _FIXED_GROUP.get(name, value), ConfigSource.DEFAULT)]
         else:
             chain = _broker_chain(broker, (synonym,))
@@ -528,14 +647,23 @@ def describe_group_configs(
                 read_only=False,
                 config_source=chain[0].source,
                 synonyms=tuple(chain) if include_synonyms else (),
-                config_type=TYPE_IDS[ConfigType.INT if synonym else ConfigType.STRING],
-                documentation=_GROUP_DOCS.get(name) if include_documentation else None,
+                config_type=TYPE_IDS[_group_type(name, synonym)],
+                documentation=_GROUP_DOCS.get(name, "") if include_documentation else None,
             )
         )
     return out
 
 
+def _group_type(name: str, synonym: str | None) -> ConfigType:
+    if name in _GROUP_BOOLEANS:
+        return ConfigType.BOOLEAN
+    return ConfigType.INT if synonym else ConfigType.STRING
+
+
 _FIXED_GROUP: Final[Mapping[str, str]] = {
+    "errors.deadletterqueue.copy.record.enable": "false",
+    "errors.deadletterqueue.topic.name": "",
     "share.auto.offset.reset": "latest",
     "share.isolation.level": "read_uncommitted",
+    "share.renew.acknowledge.enable": "true",
 }

@@ -126,6 +126,7 @@ class KafkaServer:
         self.max_request_bytes = core.config.get_int("socket.request.max.bytes")
         self.max_sasl_receive_bytes = core.config.get_int("sasl.server.max.receive.size")
         self.quotas = ConnectionQuotas.from_config(core.config, (x.name for x in self.listeners))
+        core.dynamic.on_change(self.quotas.reconfigure)  # max.connections* at run time
         idle_ms = core.config.get_int("connections.max.idle.ms")
         self.idle_timeout_s = None if idle_ms < 0 else idle_ms / 1000
         # Called after every answered request: (API name, milliseconds, bytes in, bytes out).

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable
 from typing import cast
 
 from coordinator.broker import BrokerCore
-from coordinator.protocol.broker_config_alter import broker_alter_refusal
+from coordinator.protocol.broker_config_alter import broker_alter_refusal, tls_store_refusal
+from coordinator.protocol.broker_loggers import alter_broker_loggers
 from coordinator.protocol.group_messages import (
     DeletableGroupResult,
     DeleteGroupsResponse,
@@ -92,6 +93,7 @@ from txn.ids import TopicIdPartition
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+RESOURCE_BROKER_LOGGER = 8
 RESOURCE_GROUP = 32
 
 
@@ -514,9 +516,18 @@ class ShareHandlers:
             if rtype not in (RESOURCE_GROUP, RESOURCE_TOPIC):
                 code = ErrorCode.INVALID_REQUEST
                 refusal: str | None = f"configs of resource type {rtype} cannot be altered"
+                ops = [(c.name, int(c.config_operation), c.value) for c in r.configs]
                 if rtype == RESOURCE_BROKER:
-                    ops = [(c.name, int(c.config_operation), c.value) for c in r.configs]
-                    code, refusal = broker_alter_refusal(
+                    code, refusal = broker_alter_refusal(self.core.node_id, r.resource_name, ops)
+                    stores = tls_store_refusal(
+                        self.core.dynamic.static, self.core.dynamic.configs_of(r.resource_name), ops
+                    )
+                    if code is ErrorCode.NONE and stores is not None:
+                        code, refusal = stores
+                    if code is ErrorCode.NONE and not b.validate_only:
+                        self.core.alter_broker_configs(r.resource_name, ops)
+                elif rtype == RESOURCE_BROKER_LOGGER:
+                    code, refusal = alter_broker_loggers(
                         self.core.node_id, r.resource_name, ops, validate_only=bool(b.validate_only)
                     )
                 responses.append(

@@ -8,7 +8,11 @@ from typing import cast
 
 from coordinator.broker import BrokerCore
 from coordinator.partition_limits import create_partitions_refusal, create_topics_refusal
-from coordinator.protocol.broker_config_alter import broker_alter_refusal
+from coordinator.protocol.broker_config_alter import (
+    broker_alter_refusal,
+    legacy_broker_ops,
+    tls_store_refusal,
+)
 from coordinator.protocol.request_views import (
     AlterConfigsRequestView,
     CreatableTopicView,
@@ -51,6 +55,7 @@ from txn.topic_config_defs import ConfigOperation
 
 _TOPIC_RESOURCE = 2
 _BROKER_RESOURCE = 4
+_BROKER_LOGGER_RESOURCE = 8
 
 
 class TopicHandlers:
@@ -146,12 +151,17 @@ class TopicHandlers:
             elif rtype == _BROKER_RESOURCE:
                 ops = [(c.name, ConfigOperation.SET, c.value) for c in r.configs]
                 error, message = broker_alter_refusal(
-                    self.core.node_id,
-                    name,
-                    ops,
-                    validate_only=bool(body.validate_only),
-                    replace_all=True,
+                    self.core.node_id, name, ops, replace_all=True
                 )
+                current = self.core.dynamic.configs_of(name)
+                legacy = legacy_broker_ops(list(current), [(c.name, c.value) for c in r.configs])
+                stores = tls_store_refusal(self.core.dynamic.static, current, legacy)
+                if error is ErrorCode.NONE and stores is not None:
+                    error, message = stores
+                if error is ErrorCode.NONE and not body.validate_only:
+                    self.core.alter_broker_configs(name, legacy)
+            elif rtype == _BROKER_LOGGER_RESOURCE:
+                message = f"Unknown resource type {rtype}"  # Kafka's: incremental alters only
             else:
                 message = f"AlterConfigs does not alter resource type {rtype}"
             responses.append(

@@ -94,6 +94,12 @@ class ConnectionQuotas:
             listener_max,
         )
 
+    def reconfigure(self, config: BrokerConfig) -> None:
+        """New limits (dynamic broker configs); open connections are kept."""
+        fresh = ConnectionQuotas.from_config(config)
+        self.max_connections, self.max_per_ip = fresh.max_connections, fresh.max_per_ip
+        self.overrides = fresh.overrides
+
     def limit_for(self, host: str) -> int:
         return self.overrides.get(host, self.max_per_ip)
 

@@ -44,6 +44,12 @@ AUTO_OFFSET_RESET = "share.auto.offset.reset"
 ISOLATION_LEVEL = "share.isolation.level"
 CONSUMER_SESSION_TIMEOUT_MS = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
+CONSUMER_ASSIGNMENT_INTERVAL_MS = "consumer.assignment.interval.ms"
+PARTITION_MAX_RECORD_LOCKS = "share.partition.max.record.locks"
+SHARE_ASSIGNMENT_INTERVAL_MS = "share.assignment.interval.ms"
+RENEW_ACKNOWLEDGE_ENABLE = "share.renew.acknowledge.enable"
+DLQ_TOPIC_NAME = "errors.deadletterqueue.topic.name"
+DLQ_COPY_RECORD_ENABLE = "errors.deadletterqueue.copy.record.enable"
 
 READ_UNCOMMITTED = "read_uncommitted"
 READ_COMMITTED = "read_committed"
@@ -57,11 +63,13 @@ _BOUND_KEYS = tuple(
         "heartbeat.interval.ms",
         "record.lock.duration.ms",
         "delivery.count.limit",
+        "partition.max.record.locks",
+        "assignment.interval.ms",
     )
     for kind in ("min", "max")
 ) + tuple(
     f"group.consumer.{kind}.{name}"
-    for name in ("session.timeout.ms", "heartbeat.interval.ms")
+    for name in ("session.timeout.ms", "heartbeat.interval.ms", "assignment.interval.ms")
     for kind in ("min", "max")
 )
 BROKER_BOUND_DEFAULTS: dict[str, int] = {key: int(default_of(key)) for key in _BOUND_KEYS}
@@ -93,16 +101,36 @@ _INT_CONFIGS: dict[str, _IntConfig] = {
         _IntConfig(HEARTBEAT_INTERVAL_MS, "group.share.heartbeat.interval.ms", 1),
         _IntConfig(RECORD_LOCK_DURATION_MS, "group.share.record.lock.duration.ms", 1000),
         _IntConfig(DELIVERY_COUNT_LIMIT, "group.share.delivery.count.limit", 2),
+        _IntConfig(PARTITION_MAX_RECORD_LOCKS, "group.share.partition.max.record.locks", 100),
+        _IntConfig(CONSUMER_ASSIGNMENT_INTERVAL_MS, "group.consumer.assignment.interval.ms", 0),
+        _IntConfig(SHARE_ASSIGNMENT_INTERVAL_MS, "group.share.assignment.interval.ms", 0),
     )
 }
 
 _STRING_DEFAULTS: dict[str, str] = {
     AUTO_OFFSET_RESET: "latest",
     ISOLATION_LEVEL: READ_UNCOMMITTED,
+    DLQ_TOPIC_NAME: "",
 }
 
-GROUP_CONFIG_NAMES: tuple[str, ...] = (*_INT_CONFIGS, *_STRING_DEFAULTS)
-"""Every group config a group accepts (the KIP-848 ``consumer.*`` ones and the share ones)."""
+#: Kafka 4.4's BOOLEAN group configs and their fixed defaults.
+_BOOL_DEFAULTS: dict[str, str] = {
+    RENEW_ACKNOWLEDGE_ENABLE: "true",
+    DLQ_COPY_RECORD_ENABLE: "false",
+}
+
+#: Kafka's internal group configs (GroupConfig.isInternal): accepted, described only when set
+#: (or named), each defaulting to the broker setting ``group.<name>`` (true).
+INTERNAL_GROUP_CONFIGS: dict[str, str] = {
+    "consumer.assignor.offload.enable": "group.consumer.assignor.offload.enable",
+    "share.assignor.offload.enable": "group.share.assignor.offload.enable",
+}
+
+GROUP_CONFIG_NAMES: tuple[str, ...] = (*_INT_CONFIGS, *_STRING_DEFAULTS, *_BOOL_DEFAULTS)
+"""Every group config a group lists: the KIP-848 ``consumer.*`` ones, the share ones and the
+dead-letter-queue ones (Kafka 4.4's GroupConfig, but its streams-group configs)."""
+
+_ACCEPTED: frozenset[str] = frozenset((*GROUP_CONFIG_NAMES, *INTERNAL_GROUP_CONFIGS))
 
 _DURATION = re.compile(
     r"P(?:(?P<d>\d+)D)?(?:T(?=\d)(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+)(?:\.(?P<f>\d{1,9}))?S)?)?",
@@ -136,6 +164,8 @@ class ShareGroupConfig:
     delivery_count_limit: int
     auto_offset_reset: str  # "latest", "earliest" or "by_duration:<duration>"
     isolation_level: str  # "read_uncommitted" or "read_committed"
+    #: ``share.partition.max.record.locks``: records in flight per share partition.
+    partition_max_record_locks: int = int(default_of("group.share.partition.max.record.locks"))
 
     @property
     def read_committed(self) -> bool:
@@ -172,6 +202,7 @@ class GroupConfigDefs:
         """Every group config's value when the group does not override it."""
         out = {name: str(self._broker_int(spec.broker_key)) for name, spec in _INT_CONFIGS.items()}
         out.update(_STRING_DEFAULTS)
+        out.update(_BOOL_DEFAULTS)
         return out
 
     def normalize(self, name: str, raw: object) -> str:
@@ -188,6 +219,10 @@ class GroupConfigDefs:
                     f"String must be one of: {READ_COMMITTED}, {READ_UNCOMMITTED}"
                 )
             return text
+        if name in _BOOL_DEFAULTS or name in INTERNAL_GROUP_CONFIGS:
+            return _normalize_bool(name, raw)
+        if name == DLQ_TOPIC_NAME:
+            return str(raw).strip()
         raise InvalidConfigError(f"Unknown group config name: {name}")
 
     def _check_int(self, name: str, raw: object) -> int:
@@ -221,9 +256,9 @@ class GroupConfigDefs:
     ) -> dict[str, str]:
         """The overrides after setting ``to_set`` and deleting ``to_delete``; raises if invalid."""
         for name in (*to_set, *to_delete):
-            if name not in GROUP_CONFIG_NAMES:
+            if name not in _ACCEPTED:
                 raise InvalidConfigError(f"Unknown group config name: {name}")
-        overrides = {k: v for k, v in current.items() if k in GROUP_CONFIG_NAMES}
+        overrides = {k: v for k, v in current.items() if k in _ACCEPTED}
         for name in to_delete:
             overrides.pop(name, None)
         for name, raw in to_set.items():
@@ -254,6 +289,7 @@ class GroupConfigDefs:
             delivery_count_limit=int(values[DELIVERY_COUNT_LIMIT]),
             auto_offset_reset=values[AUTO_OFFSET_RESET],
             isolation_level=values[ISOLATION_LEVEL],
+            partition_max_record_locks=int(values[PARTITION_MAX_RECORD_LOCKS]),
         )
 
     def consumer_timing(self, overrides: Mapping[str, str]) -> tuple[int, int]:
@@ -271,20 +307,33 @@ class GroupConfigDefs:
         return out[0], out[1]
 
     def describe(self, overrides: Mapping[str, str]) -> dict[str, tuple[str, bool]]:
-        """Every group config as (value, is_default), as DescribeConfigs reports it."""
-        effective = self.effective(overrides)
-        session, heartbeat = self.consumer_timing(overrides)
-        values = {
-            CONSUMER_SESSION_TIMEOUT_MS: str(session),
-            CONSUMER_HEARTBEAT_INTERVAL_MS: str(heartbeat),
-            SESSION_TIMEOUT_MS: str(effective.session_timeout_ms),
-            HEARTBEAT_INTERVAL_MS: str(effective.heartbeat_interval_ms),
-            RECORD_LOCK_DURATION_MS: str(effective.record_lock_duration_ms),
-            DELIVERY_COUNT_LIMIT: str(effective.delivery_count_limit),
-            AUTO_OFFSET_RESET: effective.auto_offset_reset,
-            ISOLATION_LEVEL: effective.isolation_level,
-        }
-        return {name: (values[name], name not in overrides) for name in GROUP_CONFIG_NAMES}
+        """Every group config as (value, is_default), as DescribeConfigs reports it (an
+        internal one only when the group sets it, as Kafka)."""
+        values = self.defaults()
+        for name, raw in overrides.items():
+            if name not in values:
+                continue
+            if name in _INT_CONFIGS:
+                low, high = self.bounds(name)
+                values[name] = str(min(max(int(raw), low), high))
+            else:
+                values[name] = raw
+        out = {name: (values[name], name not in overrides) for name in GROUP_CONFIG_NAMES}
+        for name in INTERNAL_GROUP_CONFIGS:
+            if name in overrides:
+                out[name] = (overrides[name], False)
+        return out
+
+
+def _normalize_bool(name: str, raw: object) -> str:
+    """A BOOLEAN config's stored form, as Kafka's ConfigDef parses it (case-insensitive)."""
+    text = str(raw).strip().lower()
+    if text not in ("true", "false"):
+        raise InvalidConfigError(
+            f"Invalid value {raw} for configuration {name}:"
+            " Expected value to be either true or false"
+        )
+    return text
 
 
 def _normalize_auto_offset_reset(raw: object) -> str:

@@ -284,6 +284,7 @@ class ShareManager:
             self.config,
             delivery_count_limit=group.delivery_count_limit,
             record_lock_duration_ms=group.record_lock_duration_ms,
+            max_in_flight_records=group.partition_max_record_locks,
             isolation=group.isolation_level,
             auto_offset_reset="earliest" if reset == "earliest" else "latest",
             reset_duration_ms=group.auto_offset_reset_duration_ms,

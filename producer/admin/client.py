@@ -24,6 +24,7 @@ from txn.ids import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, TopicPartition
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+RESOURCE_BROKER_LOGGER = 8
 RESOURCE_GROUP = 32
 CONFIG_SET = 0
 CONFIG_DELETE = 1
@@ -629,7 +630,8 @@ class Admin(ConsumerGroupAdmin):
         *,
         validate_only: bool = False,
     ) -> ItemResult:
-        """IncrementalAlterConfigs on one resource (topic 2, broker 4, group 32)."""
+        """IncrementalAlterConfigs on one resource (topic 2, broker 4, broker logger 8,
+        group 32)."""
         configs = [
             {"name": k, "config_operation": CONFIG_SET, "value": v}
             for k, v in (set_configs or {}).items()
@@ -663,7 +665,8 @@ class Admin(ConsumerGroupAdmin):
         }
 
     def describe_config_entries(self, resource_type: int, name: str) -> list[ConfigEntry]:
-        """DescribeConfigs with each entry's source (topic 2, broker 4, group 32)."""
+        """DescribeConfigs with each entry's source (topic 2, broker 4, broker logger 8,
+        group 32)."""
         body = {
             "resources": [
                 {"resource_type": resource_type, "resource_name": name, "configuration_keys": None}

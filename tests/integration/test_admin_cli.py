@@ -132,6 +132,49 @@ def test_group_configs(broker: LocalBroker) -> None:
     assert any(c["name"] == "transaction.max.timeout.ms" for c in everything["configs"])
 
 
+def test_dynamic_broker_configs(broker: LocalBroker) -> None:
+    """``--entity-type brokers --alter``: this broker's and the cluster default's dynamic
+    configs, as kafka-configs.sh sets Kafka's."""
+    b = broker.bootstrap_servers
+    done = alter(b, "brokers", "1", "--add-config", "log.retention.ms=100000")
+    assert done.returncode == 0, done.stderr
+    assert described(b, "brokers", "1") == {"log.retention.ms": "100000"}
+    default = ("configs", "--entity-type", "brokers", "--entity-default", "--bootstrap-server", b)
+    assert (
+        sharetxn(*default, "--alter", "--add-config", "log.segment.bytes=2097152").returncode == 0
+    )
+    shown = {c["name"]: c["value"] for c in ok_json(*default, "--describe")["configs"]}
+    assert shown == {"log.segment.bytes": "2097152", "min.insync.replicas": "1"}
+    read_only = alter(b, "brokers", "1", "--add-config", "num.partitions=3")
+    assert read_only.returncode == ExitCode.FAILED
+    assert "Cannot update these configs dynamically: [num.partitions]" in read_only.stderr
+    assert alter(b, "brokers", "1", "--delete-config", "log.retention.ms").returncode == 0
+    assert sharetxn(*default, "--alter", "--delete-config", "log.segment.bytes").returncode == 0
+    assert described(b, "brokers", "1") == {}
+
+
+def test_broker_logger_levels(broker: LocalBroker) -> None:
+    """``--entity-type broker-loggers``: the broker's loggers and their levels, as
+    kafka-configs.sh shows and changes Kafka's."""
+    b = broker.bootstrap_servers
+    levels = described(b, "broker-loggers", "1")
+    assert levels["root"] == "INFO" and levels["sharetxn.partition"] == "INFO"
+    done = alter(b, "broker-loggers", "1", "--add-config", "sharetxn.partition=DEBUG")
+    assert done.returncode == 0, done.stderr
+    assert "Completed updating config for broker-logger 1." in done.stdout
+    assert described(b, "broker-loggers", "1")["sharetxn.partition"] == "DEBUG"
+    shown = sharetxn(*configs(b, "broker-loggers", "1", "--describe")).stdout
+    assert "  sharetxn.partition=DEBUG sensitive=false synonyms={}" in shown.splitlines()
+    bad = alter(b, "broker-loggers", "1", "--add-config", "sharetxn.partition=LOUD")
+    assert bad.returncode == ExitCode.FAILED
+    assert "Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN" in bad.stderr
+    missing = alter(b, "broker-loggers", "1", "--add-config", "no.such.logger=DEBUG")
+    assert "Logger no.such.logger does not exist!" in missing.stderr
+    reset = alter(b, "broker-loggers", "1", "--delete-config", "sharetxn.partition")
+    assert reset.returncode == 0, reset.stderr
+    assert described(b, "broker-loggers", "1")["sharetxn.partition"] == "INFO"
+
+
 def test_topics_list_and_describe_internal_topics(broker: LocalBroker) -> None:
     """As kafka-topics.sh: internal topics are listed unless --exclude-internal."""
     b = broker.bootstrap_servers

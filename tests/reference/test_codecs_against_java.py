@@ -1,9 +1,10 @@
 """Compressed batches across implementations, for gzip, snappy, lz4 and zstd.
 
-* Batches the client library writes, and batches sharetxn's cleaner rewrites when it compacts
-  a topic, are read by Apache Kafka 4.4's Java console consumer (``KafkaLZ4BlockInputStream``
-  refuses LZ4 frames whose blocks depend on each other: "Dependent block stream is
-  unsupported").
+* Batches the client library writes, batches sharetxn's cleaner rewrites when it compacts
+  a topic, and batches the broker compresses again for a topic's ``compression.type`` (at its
+  ``compression.<codec>.level``) are read by Apache Kafka 4.4's Java console consumer
+  (``KafkaLZ4BlockInputStream`` refuses LZ4 frames whose blocks depend on each other:
+  "Dependent block stream is unsupported").
 * Batches the client library writes are accepted by Apache Kafka's broker.
 """
 
@@ -228,6 +229,54 @@ def test_java_consumer_reads_client_and_cleaner_batches(sharetxn: LocalBroker, c
     assert offsets[-1] == high - 1, f"read up to offset {offsets[-1]} of {topic}, its end is {high}"
     assert {key: value for _offset, key, value in seen} == last
     assert len(seen) < high  # the cleaner removed records before the reader got to them
+
+
+#: A topic level other than the codec's default for each codec that has levels (KIP-390).
+LEVELS = {"gzip": "1", "lz4": "17", "zstd": "19"}
+
+
+def _produce_batches(bootstrap: str, topic: str, codec: str, batches: int) -> list[tuple[str, str]]:
+    """``batches`` batches of 10 records each with the producer's ``codec``."""
+    producer = TransactionalProducer(
+        {"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 50}
+    )
+    out: list[tuple[str, str]] = []
+    try:
+        for batch in range(batches):
+            sent = []
+            for index in range(10):
+                key, value = f"k{index}", f"{codec}-{batch}-{index}-{uuid.uuid4().hex}"
+                sent.append(producer.send(topic, value.encode(), key=key.encode(), partition=0))
+                out.append((key, value))
+            producer.flush()
+            for future in sent:
+                future.result(timeout=30)
+    finally:
+        producer.close()
+    return out
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_java_consumer_reads_batches_the_broker_compressed(
+    sharetxn: LocalBroker, codec: str
+) -> None:
+    """A topic whose ``compression.type`` differs from the producer's: the broker writes each
+    batch again with the topic's codec, at the topic's level, and Kafka's Java consumer reads
+    every record."""
+    bootstrap = sharetxn.bootstrap_servers
+    topic = f"recompressed-{codec}-{uuid.uuid4().hex[:6]}"
+    configs = {"compression.type": codec}
+    if codec in LEVELS:
+        configs[f"compression.{codec}.level"] = LEVELS[codec]
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        assert admin.create_topics([TopicSpec(topic, 1, 1, configs=configs)])[topic] == (
+            ErrorCode.NONE
+        )
+    other = "gzip" if codec != "gzip" else "zstd"
+    records = _produce_batches(bootstrap, topic, "none", 3)
+    records += _produce_batches(bootstrap, topic, other, 3)
+    assert _read_all(bootstrap, topic) == records
+    assert _java_console_consumer(bootstrap, topic, len(records)) == records
 
 
 def _checkpointed(directory: Path) -> bool:

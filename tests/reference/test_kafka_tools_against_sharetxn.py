@@ -198,6 +198,18 @@ def test_kafka_configs_on_topics_and_groups(sharetxn: str) -> None:
     assert _EARLIEST in described
 
 
+def test_kafka_configs_on_broker_loggers(sharetxn: str) -> None:
+    """``kafka-configs.sh --entity-type broker-loggers``: sharetxn's loggers and levels."""
+    described = _configs(sharetxn, "--describe", "broker-loggers", "1")
+    assert "  root=INFO sensitive=false synonyms={}" in described.splitlines()
+    _configs(sharetxn, "--alter", "broker-loggers", "1", "--add-config", "sharetxn.share=DEBUG")
+    described = _configs(sharetxn, "--describe", "broker-loggers", "1")
+    assert "  sharetxn.share=DEBUG sensitive=false synonyms={}" in described.splitlines()
+    _configs(sharetxn, "--alter", "broker-loggers", "1", "--delete-config", "sharetxn.share")
+    described = _configs(sharetxn, "--describe", "broker-loggers", "1")
+    assert "  sharetxn.share=INFO sensitive=false synonyms={}" in described.splitlines()
+
+
 def test_console_producer_and_consumers(sharetxn: str) -> None:
     topic = _topic_holding(sharetxn, "a\nb\nc\n", "--command-property", "enable.idempotence=true")
     group = _name("console")

@@ -1,13 +1,16 @@
-"""Alters of a BROKER resource, checked as Kafka checks them; only validate_only passes."""
+"""Alters of a BROKER resource, checked as Kafka checks them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from coordinator.protocol.broker_config_alter import (
-    STATIC_BROKER_REFUSAL,
     broker_alter_refusal,
     java_hash_set_order,
+    tls_store_refusal,
 )
 from coordinator.protocol.config_describe import describe_broker_configs
+from tests.security_certs import make_certs
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 
@@ -16,25 +19,17 @@ SET, DELETE, APPEND = 0, 1, 2
 
 def test_resource_names() -> None:
     ops = [("message.max.bytes", SET, "1000")]
-    assert broker_alter_refusal(1, "1", ops, validate_only=True) == (ErrorCode.NONE, None)
-    assert broker_alter_refusal(1, "", ops, validate_only=True) == (ErrorCode.NONE, None)
-    assert broker_alter_refusal(1, "2", ops, validate_only=True) == (
+    assert broker_alter_refusal(1, "1", ops) == (ErrorCode.NONE, None)
+    assert broker_alter_refusal(1, "", ops) == (ErrorCode.NONE, None)
+    assert broker_alter_refusal(1, "2", ops) == (
         ErrorCode.INVALID_REQUEST,
         "Unexpected broker id, expected 1, but received 2",
     )
 
 
-def test_a_valid_change_is_refused_unless_validate_only() -> None:
-    ops = [("log.retention.ms", SET, "1000")]
-    assert broker_alter_refusal(1, "1", ops, validate_only=False) == (
-        ErrorCode.INVALID_REQUEST,
-        STATIC_BROKER_REFUSAL,
-    )
-
-
 def test_read_only_values_and_operations() -> None:
     def check(*ops: tuple[str, int, str | None]) -> tuple[ErrorCode, str | None]:
-        return broker_alter_refusal(1, "1", list(ops), validate_only=True)
+        return broker_alter_refusal(1, "1", list(ops))
 
     assert check(("node.id", SET, "2"), ("broker.id", SET, "2")) == (
         ErrorCode.INVALID_REQUEST,
@@ -80,7 +75,7 @@ def test_broker_description_marks_static_settings_and_read_only_ones() -> None:
 
 def test_per_broker_configs_are_refused_on_the_cluster_default() -> None:
     def check(name: str, *ops: tuple[str, int, str | None]) -> tuple[ErrorCode, str | None]:
-        return broker_alter_refusal(1, name, list(ops), validate_only=True)
+        return broker_alter_refusal(1, name, list(ops))
 
     per_broker = "Cannot update these configs at default cluster level, broker id must be specified"
     sasl = ("sasl.enabled.mechanisms", SET, "PLAIN")
@@ -114,3 +109,30 @@ def test_per_broker_configs_are_refused_on_the_cluster_default() -> None:
     assert check("", sasl, ("message.max.bytes", SET, "-1"))[1] == (
         "Invalid value -1 for configuration message.max.bytes: Value must be at least 0"
     )
+
+
+def test_new_tls_stores_are_loaded_before_the_answer(tmp_path: Path) -> None:
+    """A change of a TLS listener's stores is answered only once they load (validate-only
+    too), as Kafka loads them; other listeners' and plain listeners' are not loaded."""
+    certs = make_certs(tmp_path)
+    static = BrokerConfig(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(certs.server_keystore),
+        }
+    )
+    good = [("listener.name.ssl.ssl.keystore.location", SET, str(certs.server_keystore))]
+    assert tls_store_refusal(static, {}, good) is None
+    missing = [("listener.name.ssl.ssl.keystore.location", SET, str(tmp_path / "none.pem"))]
+    refusal = tls_store_refusal(static, {}, missing)
+    assert refusal is not None and refusal[0] is ErrorCode.INVALID_REQUEST
+    assert "listener SSL" in refusal[1] and "cannot load TLS key" in refusal[1]
+    not_a_key = [("listener.name.ssl.ssl.keystore.location", SET, str(certs.ca))]
+    assert tls_store_refusal(static, {}, not_a_key) is not None
+    plain = [("listener.name.plaintext.ssl.keystore.location", SET, str(tmp_path / "none.pem"))]
+    assert tls_store_refusal(static, {}, plain) is None
+    # the listener's dynamic configs so far count: deleting a good override falls back
+    current = {"listener.name.ssl.ssl.keystore.location": str(tmp_path / "none.pem")}
+    delete = [("listener.name.ssl.ssl.keystore.location", DELETE, None)]
+    assert tls_store_refusal(static, current, delete) is None

@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "coordinator.reserved_topics",
         "coordinator.log_settings",
         "coordinator.log_tasks",
+        "coordinator.broker_dynamic",
         "coordinator.producer_ids",
         "coordinator.marker_channel",
         "coordinator.metrics",

@@ -1,6 +1,5 @@
-"""Broker configs: DescribeConfigs of the broker and of the cluster default, and alters of
-them checked with ``validate_only`` (sharetxn's broker configs are static: an alter that
-Kafka would apply is refused, docs/conformance.md "Configs").
+"""Broker configs: DescribeConfigs of the broker and of the cluster default, alters of
+them checked with ``validate_only``, and dynamic configs applied (then deleted again).
 
 The broker's id is 1 on both sides.  Described keys are configs both brokers take whose
 values do not depend on the machine (paths, ports).
@@ -8,9 +7,10 @@ values do not depend on the machine (paths, ports).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from tests.reference.differential.ctx import Ctx
+from tests.reference.differential.ctx import TOPIC_RESOURCE, Ctx
 from tests.reference.differential.framework import scenario
 from tests.reference.differential.scenarios_config_describe import describe
 from tests.reference.differential.wire import plain
@@ -58,6 +58,8 @@ ALTERS: tuple[tuple[str, list[tuple[str, int, str | None]]], ...] = (
     ("null value", [("message.max.bytes", SET, None)]),
     ("null before read-only", [("num.partitions", SET, "2"), ("message.max.bytes", SET, None)]),
     ("read-only before bad value", [("message.max.bytes", SET, "-1"), ("node.id", SET, "2")]),
+    ("cleaner threads", [("log.cleaner.threads", SET, "2")]),
+    ("cleaner threads negative", [("log.cleaner.threads", SET, "-1")]),
 )
 
 
@@ -163,4 +165,97 @@ def per_broker_and_cluster_wide_configs(ctx: Ctx) -> Any:
         ctx, "", {"sasl.enabled.mechanisms": "PLAIN", "min.insync.replicas": "1"}
     )
     out["legacy broker: sasl mechanisms"] = _legacy(ctx, "1", {"sasl.enabled.mechanisms": "PLAIN"})
+    return out
+
+
+def _apply(ctx: Ctx, name: str, ops: list[tuple[str, int, str | None]]) -> Any:
+    """IncrementalAlterConfigs on a broker resource, applied (not validate-only)."""
+    configs = [{"name": n, "config_operation": o, "value": v} for n, o, v in ops]
+    resp = ctx.call(
+        44,
+        {
+            "resources": [{"resource_type": BROKER, "resource_name": name, "configs": configs}],
+            "validate_only": False,
+        },
+    )
+    return plain(resp.responses[0].error_code, "error_code")
+
+
+DYNAMIC_KEYS = [
+    "log.cleaner.threads",
+    "log.retention.hours",
+    "log.retention.ms",
+    "log.segment.bytes",
+    "message.max.bytes",
+    "min.insync.replicas",
+    "no.such.config",
+]
+TOPIC_KEYS = ["max.message.bytes", "retention.ms", "segment.bytes"]
+
+
+@scenario(AREA)
+def dynamic_broker_configs(ctx: Ctx) -> Any:
+    """Dynamic broker configs, per broker and cluster-wide: sources and synonyms on the
+    broker, the cluster default and a topic (the topic defaults follow them), a produce
+    that only a raised message.max.bytes admits, the legacy AlterConfigs replacing a
+    broker's dynamic configs; everything is deleted again.  Scenarios run side by side on
+    one broker: the values only widen limits (longer retention, larger batches and
+    segments), so no other scenario's records are refused or deleted meanwhile."""
+    t = ctx.create_topic("dyn")
+
+    def state() -> Any:
+        time.sleep(1)  # Kafka applies an alter to its metadata after answering it
+        return {
+            "broker": describe(ctx, BROKER, "1", DYNAMIC_KEYS),
+            "cluster default": describe(ctx, BROKER, "", DYNAMIC_KEYS),
+            "topic": describe(ctx, TOPIC_RESOURCE, t, TOPIC_KEYS),
+        }
+
+    def produce_big() -> Any:
+        done = ctx.produce(t, ["x" * 1_200_000])
+        return done["error_code"]
+
+    out: dict[str, Any] = {"produce before": produce_big()}
+    broker_ops = [
+        ("log.retention.ms", SET, "691200000"),
+        ("message.max.bytes", SET, "2000000"),
+        ("no.such.config", SET, "x"),
+        ("log.cleaner.threads", SET, "2"),
+    ]
+    out["set broker"] = _apply(ctx, "1", broker_ops)
+    out["after broker"] = state()
+    out["produce raised"] = produce_big()
+    cluster_ops = [("log.retention.ms", SET, "777600000"), ("log.segment.bytes", SET, "2000000000")]
+    out["set cluster"] = _apply(ctx, "", cluster_ops)
+    out["after cluster"] = state()
+    out["delete broker"] = _apply(ctx, "1", [(n, DELETE, None) for n, _o, _v in broker_ops])
+    out["delete cluster"] = _apply(ctx, "", [(n, DELETE, None) for n, _o, _v in cluster_ops])
+    out["after delete"] = state()
+    out["produce after"] = produce_big()
+    out["legacy"] = _legacy_replace(ctx)
+    return out
+
+
+def _legacy_replace(ctx: Ctx) -> Any:
+    """The legacy AlterConfigs replaces a broker's dynamic configs with those given."""
+
+    def legacy(configs: dict[str, str]) -> Any:
+        body = [{"name": k, "value": v} for k, v in configs.items()]
+        resp = ctx.call(
+            33,
+            {
+                "resources": [{"resource_type": BROKER, "resource_name": "1", "configs": body}],
+                "validate_only": False,
+            },
+            version=2,
+        )
+        time.sleep(1)
+        keys = ["message.max.bytes", "log.retention.ms"]
+        return [plain(resp.responses[0].error_code, "error_code"), describe(ctx, BROKER, "1", keys)]
+
+    out = {
+        "first": legacy({"message.max.bytes": "2000000"}),
+        "second": legacy({"log.retention.ms": "691200000"}),
+    }
+    out["cleared"] = _apply(ctx, "1", [("log.retention.ms", DELETE, None)])
     return out

@@ -2,9 +2,9 @@
 synonyms, and IncrementalAlterConfigs checked against the broker's bounds in Kafka's words.
 
 The suite's settings lower ``group.share.min.session.timeout.ms`` (1000) and
-``group.share.min.heartbeat.interval.ms`` (500) on both brokers.  Only the share configs
-are described: Kafka also lists consumer, streams, dead-letter and assignment-interval
-configs sharetxn does not take (docs/conformance.md, "Configs").
+``group.share.min.heartbeat.interval.ms`` (500) on both brokers.  The streams-group configs
+Kafka also lists are left out (sharetxn has no streams groups: docs/conformance.md,
+"Configs").
 """
 
 from __future__ import annotations
@@ -26,6 +26,20 @@ SHARE_KEYS = [
     "share.isolation.level",
     "share.record.lock.duration.ms",
     "share.session.timeout.ms",
+]
+#: Kafka 4.4's other group configs but the streams ones (and two internal ones, listed only
+#: once set).
+KAFKA44_KEYS = [
+    "consumer.assignment.interval.ms",
+    "consumer.assignor.offload.enable",
+    "consumer.heartbeat.interval.ms",
+    "consumer.session.timeout.ms",
+    "errors.deadletterqueue.copy.record.enable",
+    "errors.deadletterqueue.topic.name",
+    "share.assignment.interval.ms",
+    "share.assignor.offload.enable",
+    "share.partition.max.record.locks",
+    "share.renew.acknowledge.enable",
 ]
 
 CASES: tuple[tuple[str, str], ...] = (
@@ -49,6 +63,20 @@ CASES: tuple[tuple[str, str], ...] = (
     ("share.isolation.level", "sometimes"),
     ("share.isolation.level", "read_committed"),
     ("share.nope", "1"),
+    ("share.partition.max.record.locks", "99"),
+    ("share.partition.max.record.locks", "4001"),
+    ("share.partition.max.record.locks", "x"),
+    ("share.partition.max.record.locks", "150"),
+    ("share.renew.acknowledge.enable", "yes"),
+    ("share.renew.acknowledge.enable", "FALSE"),
+    ("share.assignment.interval.ms", "-1"),
+    ("share.assignment.interval.ms", "15001"),
+    ("consumer.assignment.interval.ms", "0"),
+    ("errors.deadletterqueue.topic.name", "dlq"),
+    ("errors.deadletterqueue.copy.record.enable", "1"),
+    ("errors.deadletterqueue.copy.record.enable", "true"),
+    ("consumer.assignor.offload.enable", "maybe"),
+    ("share.assignor.offload.enable", "false"),
 )
 
 
@@ -104,5 +132,39 @@ def describe_group_configs(ctx: Ctx) -> Any:
         g,
         ["share.session.timeout.ms"],
         lambda v: v["share.session.timeout.ms"] != "50000",
+    )
+    return out
+
+
+@scenario(AREA)
+def describe_kafka44_group_configs(ctx: Ctx) -> Any:
+    """Kafka 4.4's newer group configs: defaults, then overrides in their parsed form (an
+    internal one is listed once set), then deleted."""
+    g = ctx.name("g44")
+    out = {"defaults": describe(ctx, GROUP_RESOURCE, g, KAFKA44_KEYS)}
+    ctx.group_config(
+        g,
+        {
+            "share.partition.max.record.locks": " 150 ",
+            "share.renew.acknowledge.enable": "FALSE",
+            "errors.deadletterqueue.topic.name": " dlq ",
+            "errors.deadletterqueue.copy.record.enable": "True",
+            "consumer.assignor.offload.enable": "false",
+        },
+    )
+    out["set"] = once_applied(
+        ctx,
+        GROUP_RESOURCE,
+        g,
+        KAFKA44_KEYS,
+        lambda v: v["share.partition.max.record.locks"] == "150",
+    )
+    ctx.group_config(g, {"share.partition.max.record.locks": None})
+    out["deleted"] = once_applied(
+        ctx,
+        GROUP_RESOURCE,
+        g,
+        ["share.partition.max.record.locks"],
+        lambda v: v["share.partition.max.record.locks"] != "150",
     )
     return out

@@ -8,14 +8,20 @@ created: CreateTopics runs with ``validate_only``, alters run against one plain 
 
 from __future__ import annotations
 
+import struct
 import time
 from typing import Any
+
+from crc32c import crc32c
 
 from producer.protocol.records import decode_batch, split_batches
 from tests.reference.differential.ctx import TOPIC_RESOURCE, Ctx
 from tests.reference.differential.framework import scenario
+from tests.reference.differential.scenarios_config_describe import once_applied
 from tests.reference.differential.wire import plain
-from txn.batch import build_batch
+from txn.batch import HEADER_SIZE, build_batch, parse_header
+from txn.codec import uvarint
+from txn.compression import compress, decompress
 
 AREA = "configs"
 
@@ -317,13 +323,23 @@ def compression_type_keeps_producer_state(ctx: Ctx) -> Any:
     return {**out, "stored": batches}
 
 
+def _applied(ctx: Ctx, topic: str, codec: str) -> None:
+    """Wait until the topic's compression.type reads ``codec``: Kafka applies an alter to its
+    metadata after answering it."""
+    once_applied(
+        ctx, TOPIC_RESOURCE, topic, ["compression.type"], lambda v: v["compression.type"] == codec
+    )
+
+
 @scenario(AREA)
 def compression_type_change_applies_to_next_append(ctx: Ctx) -> Any:
     t = ctx.create_topic("ct-alter")
     ctx.produce(t, [], batch=_codec_batch("snappy", ["one"]))
     altered = ctx.alter_configs(TOPIC_RESOURCE, t, {"compression.type": "zstd"})
+    _applied(ctx, t, "zstd")
     ctx.produce(t, [], batch=_codec_batch("snappy", ["two"]))
     back = ctx.alter_configs(TOPIC_RESOURCE, t, {"compression.type": None})
+    _applied(ctx, t, "producer")
     ctx.produce(t, [], batch=_codec_batch("gzip", ["three"]))
     return {"altered": altered, "back": back, "stored": _stored(ctx, t)}
 
@@ -338,3 +354,72 @@ def compression_type_uncompressed_too_large(ctx: Ctx) -> Any:
     small = ctx.produce(t, [], batch=_codec_batch("gzip", ["z" * 400]))
     big = ctx.produce(t, [], batch=_codec_batch("gzip", ["z" * 5000]))
     return {"small": small, "big": big, "stored": [b["codec"] for b in _stored(ctx, t)]}
+
+
+def _zigzag(value: int) -> bytes:
+    return uvarint((value << 1) ^ (value >> 63))
+
+
+def _unusual_batch(codec: str) -> bytes:
+    """Three records as no Kafka producer writes them: record attributes 1, timestamp deltas
+    500, 501, 502 from a base timestamp below the first record's; uncompressed or ``codec``."""
+    section = b""
+    for index in range(3):
+        value = f"odd-{index}".encode()
+        body = (
+            b"\x01"
+            + _zigzag(500 + index)
+            + _zigzag(index)
+            + _zigzag(1)
+            + b"k"
+            + _zigzag(len(value))
+            + value
+            + _zigzag(1)  # one header
+            + _zigzag(1)
+            + b"h"
+            + _zigzag(1)
+            + b"v"
+        )
+        section += _zigzag(len(body)) + body
+    if codec != "none":
+        section = _compress(codec, section)
+    after = struct.pack(">hiqqqhii", CODECS[codec], 2, _T0 - 500, _T0 + 2, -1, -1, -1, 3)
+    after += section
+    head = struct.pack(">qiib", 0, HEADER_SIZE - 12 + len(section), -1, 2)
+    return head + struct.pack(">I", crc32c(after)) + after
+
+
+def _compress(codec: str, section: bytes) -> bytes:
+    return compress(CODECS[codec], section)
+
+
+def _records_section(ctx: Ctx, topic: str) -> list[str]:
+    """Each stored batch's records as bytes (decompressed): how the broker wrote them."""
+    data = ctx.fetch_raw(topic)
+    out = []
+    for pos, header in split_batches(data):
+        raw = data[pos : pos + header.size]
+        codec = parse_header(raw).attributes & 0x07
+        section = raw[HEADER_SIZE:]
+        out.append((decompress(codec, section) if codec else section).hex())
+    return out
+
+
+@scenario(AREA)
+def compression_type_rewrites_records(ctx: Ctx) -> Any:
+    """A batch the broker compresses again is built again (Kafka's LogValidator): record
+    attributes 0, deltas from the first record's timestamp; a batch kept as produced keeps
+    its records' bytes.  The topic's compression level changes no record."""
+    out: dict[str, Any] = {}
+    for topic_type, level in (("gzip", "1"), ("zstd", None), ("producer", None), ("lz4", "12")):
+        configs = {"compression.type": topic_type}
+        if level is not None:
+            configs[f"compression.{topic_type}.level"] = level
+        t = ctx.create_topic(f"ct-rw-{topic_type}", configs=configs)
+        produced = [ctx.produce(t, [], batch=_unusual_batch(c)) for c in ("none", "snappy")]
+        out[topic_type] = {
+            "produced": [p["error_code"] for p in produced],
+            "stored": _stored(ctx, t),
+            "records": _records_section(ctx, t),
+        }
+    return out

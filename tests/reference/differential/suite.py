@@ -12,6 +12,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_config_broker,
     scenarios_config_describe,
     scenarios_config_group,
+    scenarios_config_loggers,
     scenarios_configs,
     scenarios_groups,
     scenarios_internal,

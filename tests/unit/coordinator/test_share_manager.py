@@ -128,3 +128,21 @@ def test_state_survives_a_restart() -> None:
     error, sp = restarted.share.share_partition("g", tip)
     assert error is ErrorCode.NONE and sp is not None
     assert sp.start_offset == 2
+
+
+def test_share_partition_max_record_locks_is_a_group_config() -> None:
+    """``share.partition.max.record.locks`` (Kafka 4.4's group config) bounds the records one
+    group holds in flight per partition, over the broker's default (2000)."""
+    core = make_core()
+    core.create_topic("t", 1, 1)
+    for _ in range(3):
+        produce(core, "t", 100)
+    tip = TopicIdPartition(core.topics.get("t").topic_id, 0)  # type: ignore[union-attr]
+    join(core, "wide", "m1", "t")
+    assert fetch(core, "wide", "m1", 0, tip).acquired_count == 300
+    error, _ = core.share.groups.alter_group_configs(
+        "narrow", {"share.partition.max.record.locks": "100"}
+    )
+    assert error is ErrorCode.NONE
+    join(core, "narrow", "m1", "t")
+    assert fetch(core, "narrow", "m1", 0, tip).acquired_count == 100

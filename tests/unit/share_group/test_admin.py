@@ -94,7 +94,36 @@ def test_describe_configs_defaults(bench: Bench) -> None:
         "share.delivery.count.limit": ("5", True),
         "share.auto.offset.reset": ("latest", True),
         "share.isolation.level": ("read_uncommitted", True),
+        "share.partition.max.record.locks": ("2000", True),
+        "consumer.assignment.interval.ms": ("1000", True),
+        "share.assignment.interval.ms": ("1000", True),
+        "errors.deadletterqueue.topic.name": ("", True),
+        "share.renew.acknowledge.enable": ("true", True),
+        "errors.deadletterqueue.copy.record.enable": ("false", True),
     }
+
+
+def test_kafka_44_group_configs_are_stored_as_kafka_parses_them(bench: Bench) -> None:
+    error, _ = bench.coordinator.alter_group_configs(
+        GROUP,
+        {
+            "share.renew.acknowledge.enable": "FALSE",
+            "errors.deadletterqueue.topic.name": " dlq ",
+            "share.partition.max.record.locks": " 150 ",
+            "consumer.assignor.offload.enable": "False",
+        },
+        [],
+        False,
+    )
+    assert error is E.NONE
+    configs = bench.coordinator.describe_group_configs(GROUP)
+    assert configs["share.renew.acknowledge.enable"] == ("false", False)
+    assert configs["errors.deadletterqueue.topic.name"] == ("dlq", False)
+    assert configs["share.partition.max.record.locks"] == ("150", False)
+    # An internal config (Kafka's GroupConfig.isInternal) is listed once set.
+    assert configs["consumer.assignor.offload.enable"] == ("false", False)
+    assert "share.assignor.offload.enable" not in configs
+    assert bench.coordinator.group_config(GROUP).partition_max_record_locks == 150
 
 
 def test_alter_configs_set_and_delete(bench: Bench) -> None:
@@ -192,7 +221,18 @@ def test_by_duration_auto_offset_reset(bench: Bench) -> None:
         ("share.session.timeout.ms", "-1", "Value must be at least 1"),
         ("consumer.session.timeout.ms", "44999", "must be in the range 45000 to 60000"),
         ("consumer.heartbeat.interval.ms", "15001", "must be in the range 5000 to 15000"),
-        ("consumer.assignment.interval.ms", "1000", "Unknown group config name"),
+        ("consumer.assignment.interval.ms", "15001", "must be in the range 0 to 15000"),
+        ("share.assignment.interval.ms", "-1", "Value must be at least 0"),
+        ("share.partition.max.record.locks", "99", "Value must be at least 100"),
+        ("share.partition.max.record.locks", "4001", "must be in the range 100 to 4000"),
+        (
+            "share.renew.acknowledge.enable",
+            "yes",
+            "Invalid value yes for configuration share.renew.acknowledge.enable: Expected value"
+            " to be either true or false",
+        ),
+        ("errors.deadletterqueue.copy.record.enable", "1", "either true or false"),
+        ("streams.session.timeout.ms", "50000", "Unknown group config name"),
         ("share.bogus", "1", "Unknown group config name: share.bogus"),
     ],
 )

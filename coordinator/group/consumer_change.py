@@ -15,7 +15,12 @@ order, the subscribed topology and the assignor -- the group takes after the wri
 
 from __future__ import annotations
 
-from coordinator.group.consumer_model import ConsumerMember, ConsumerProtocolGroup, Partitions
+from coordinator.group.consumer_model import (
+    INITIAL_GROUP_EPOCH,
+    ConsumerMember,
+    ConsumerProtocolGroup,
+    Partitions,
+)
 from coordinator.group.consumer_records import (
     CURRENT_ASSIGNMENT,
     GROUP_METADATA,
@@ -84,8 +89,8 @@ class ConsumerGroupChange:
     def __init__(self, group_id: str, group: ConsumerProtocolGroup | None) -> None:
         self.group_id = group_id
         self.group = group
-        self.epoch = group.epoch if group is not None else 0
-        self.assignment_epoch = group.assignment_epoch if group is not None else 0
+        self.epoch = group.epoch if group is not None else INITIAL_GROUP_EPOCH
+        self.assignment_epoch = group.assignment_epoch if group is not None else INITIAL_GROUP_EPOCH
         # New maps; their members are the group's own until changed (then new objects).
         self.members: dict[str, ConsumerMember] = dict(group.members) if group else {}
         self.target: dict[str, Partitions] = dict(group.target) if group else {}

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from coordinator.group.consumer_records import ClassicMeta
 
 __all__ = [
+    "INITIAL_GROUP_EPOCH",
     "ConsumerMember",
     "ConsumerProtocolGroup",
     "Partitions",
@@ -22,6 +23,10 @@ __all__ = [
 ]
 
 Partitions = dict[uuid.UUID, frozenset[int]]
+
+#: A new KIP-848 (or share) group's epoch and target assignment epoch before its first
+#: change: Kafka 4.4 starts a group at 1, so the first member's join makes epoch 2.
+INITIAL_GROUP_EPOCH = 1
 
 
 @dataclass(slots=True)
@@ -48,8 +53,8 @@ class ConsumerMember:
 @dataclass(slots=True)
 class ConsumerProtocolGroup:
     group_id: str
-    epoch: int = 0
-    assignment_epoch: int = 0
+    epoch: int = INITIAL_GROUP_EPOCH
+    assignment_epoch: int = INITIAL_GROUP_EPOCH
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target: dict[str, Partitions] = field(default_factory=dict)
     assignor: str = "uniform"

@@ -48,6 +48,7 @@ from coordinator.share.assignor import SimpleAssignor
 from coordinator.share.group_config import ShareGroupConfig
 from coordinator.share.group_model import (
     GROUP_TYPE,
+    INITIAL_GROUP_EPOCH,
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     NO_ASSIGNMENT,
@@ -342,13 +343,13 @@ class ShareGroupCoordinator:
         old_metadata = group.subscription_metadata if group is not None else {}
         old_assignable = assignable_partitions(current_state, old_metadata)
         assignable = assignable_partitions(new_state, metadata)
-        epoch = group.epoch if group is not None else 0
-        assignment_epoch = group.assignment_epoch if group is not None else 0
+        epoch = group.epoch if group is not None else INITIAL_GROUP_EPOCH
+        assignment_epoch = group.assignment_epoch if group is not None else INITIAL_GROUP_EPOCH
         target = dict(group.target) if group is not None else {}
 
         records: list[GroupRecord] = []
         if force_bump or metadata != old_metadata or assignable != old_assignable:
-            epoch += 1
+            epoch += 1 if group is not None or members else 0  # created empty: epoch 1
             subscriptions = {
                 m: [metadata[n][0] for n in member.subscribed if n in metadata]
                 for m, member in members.items()

@@ -51,9 +51,10 @@ def parts(result: ConsumerHeartbeatResult) -> frozenset[int]:
 def test_first_member_takes_every_partition() -> None:
     b = Bench()
     r = b.beat("m1", 0)
-    assert r.error is E.NONE and r.member_epoch == 1 and parts(r) == {0, 1, 2, 3}
+    # Kafka 4.4 starts a group at epoch 1: the first join makes epoch 2.
+    assert r.error is E.NONE and r.member_epoch == 2 and parts(r) == {0, 1, 2, 3}
     assert r.heartbeat_interval_ms == 5000
-    again = b.beat("m1", 1, owned=r.assignment)
+    again = b.beat("m1", 2, owned=r.assignment)
     assert again.assignment is None  # unchanged: not sent
     (listing,) = b.coord.list_groups(types=["consumer"])
     assert (listing.group_id, listing.state) == (G, "Stable")
@@ -63,13 +64,13 @@ def test_a_joining_member_waits_for_the_revocation() -> None:
     b = Bench()
     r1 = b.beat("m1", 0)
     r2 = b.beat("m2", 0)
-    assert r2.member_epoch == 2 and parts(r2) == frozenset()  # its partitions are still m1's
-    revoke = b.beat("m1", 1, owned=r1.assignment)
-    assert revoke.member_epoch == 1 and len(parts(revoke)) == 2  # keep two, give two up
-    assert b.beat("m2", 2).assignment is None  # m1 has not released yet
-    done = b.beat("m1", 1, owned=revoke.assignment)
-    assert done.member_epoch == 2 and done.assignment is None
-    given = b.beat("m2", 2)
+    assert r2.member_epoch == 3 and parts(r2) == frozenset()  # its partitions are still m1's
+    revoke = b.beat("m1", 2, owned=r1.assignment)
+    assert revoke.member_epoch == 2 and len(parts(revoke)) == 2  # keep two, give two up
+    assert b.beat("m2", 3).assignment is None  # m1 has not released yet
+    done = b.beat("m1", 2, owned=revoke.assignment)
+    assert done.member_epoch == 3 and done.assignment is None
+    given = b.beat("m2", 3)
     assert parts(given) == {0, 1, 2, 3} - parts(revoke)
     (desc,) = b.coord.describe_consumer_protocol([G])
     assert desc[2] is not None and desc[2].state == "Stable"
@@ -155,9 +156,9 @@ def test_kip848_groups_survive_a_restart() -> None:
     b = Bench()
     r1 = b.beat("m1", 0)
     b.beat("m2", 0)
-    revoke = b.beat("m1", 1, owned=r1.assignment)
-    b.beat("m1", 1, owned=revoke.assignment)
-    given = b.beat("m2", 2)
+    revoke = b.beat("m1", 2, owned=r1.assignment)
+    b.beat("m1", 2, owned=revoke.assignment)
+    given = b.beat("m2", 3)
     log = b.log
     b.coord.close()
     again = consumer_group_coordinator(
@@ -166,14 +167,14 @@ def test_kip848_groups_survive_a_restart() -> None:
     again.load()
     (desc,) = again.describe_consumer_protocol([G])
     group = desc[2]
-    assert group is not None and group.epoch == 2 and group.assignment_epoch == 2
-    assert {m: v.epoch for m, v in group.members.items()} == {"m1": 2, "m2": 2}
+    assert group is not None and group.epoch == 3 and group.assignment_epoch == 3
+    assert {m: v.epoch for m, v in group.members.items()} == {"m1": 3, "m2": 3}
     owned_m2 = given.assignment
     assert owned_m2 is not None
     assert group.members["m2"].assigned == owned_m2
     # the members carry on at their epochs: no rejoin, no rebalance
-    assert again.consumer_heartbeat(G, "m2", 2, owned=owned_m2).error is E.NONE
-    assert again.consumer_heartbeat(G, "m1", 2).member_epoch == 2
+    assert again.consumer_heartbeat(G, "m2", 3, owned=owned_m2).error is E.NONE
+    assert again.consumer_heartbeat(G, "m1", 3).member_epoch == 3
     assert again.consumer_heartbeat(G, "m1", -1).member_epoch == -1
     restarted = consumer_group_coordinator(b.clock, BrokerConfig(), log, topics=b.topics)
     restarted.load()
@@ -193,8 +194,8 @@ def test_a_failed_write_leaves_the_group_as_it_was() -> None:
     assert b.beat("m2", 0).error is E.NOT_COORDINATOR  # a storage error, as Kafka maps it
     b.log.append = real_append  # type: ignore[method-assign]
     (desc,) = b.coord.describe_consumer_protocol([G])
-    assert desc[2] is not None and list(desc[2].members) == ["m1"] and desc[2].epoch == 1
-    assert b.beat("m1", 1, owned=r1.assignment).error is E.NONE
+    assert desc[2] is not None and list(desc[2].members) == ["m1"] and desc[2].epoch == 2
+    assert b.beat("m1", 2, owned=r1.assignment).error is E.NONE
 
 
 def test_consumer_records_round_trip() -> None:

@@ -20,6 +20,7 @@ from coordinator.group.consumer_model import (
     ConsumerMember,
     ConsumerProtocolGroup,
     Partitions,
+    held_epochs,
 )
 from coordinator.group.consumer_records import (
     CURRENT_ASSIGNMENT,
@@ -60,9 +61,17 @@ def metadata_value(m: ConsumerMember) -> MemberMetadataValue:
 
 
 def assignment_value(m: ConsumerMember) -> CurrentAssignmentValue:
-    """A member's ConsumerGroupCurrentMemberAssignment value."""
+    """A member's ConsumerGroupCurrentMemberAssignment value, with each partition's
+    assignment epoch (KIP-1251) as Kafka 4.4 writes it: the epoch it already had, or the
+    member epoch it comes with."""
+    epochs = held_epochs(m)
     return CurrentAssignmentValue(
-        m.epoch, m.previous_epoch, 1 if m.revoking else 0, dict(m.assigned), dict(m.revoking)
+        m.epoch,
+        m.previous_epoch,
+        1 if m.revoking else 0,
+        dict(m.assigned),
+        dict(m.revoking),
+        epochs or None,
     )
 
 

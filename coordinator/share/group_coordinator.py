@@ -454,10 +454,17 @@ class ShareGroupCoordinator:
     def mark_initialized(
         self, group_id: str, topic_id: uuid.UUID, partitions: Iterable[int]
     ) -> ErrorCode:
-        """InitializeShareGroupState succeeded: the partitions become assignable.
+        """``mark_initialized_topics`` for one topic's partitions."""
+        return self.mark_initialized_topics(group_id, {topic_id: partitions})
+
+    def mark_initialized_topics(
+        self, group_id: str, partitions: Mapping[uuid.UUID, Iterable[int]]
+    ) -> ErrorCode:
+        """InitializeShareGroupState succeeded: the partitions (by topic id) become assignable.
 
         Partitions that are not initializing are ignored (a retry is harmless).  A group with
-        subscribed members gets a new epoch and target assignment.
+        subscribed members gets one new epoch and target assignment for them all, as Kafka
+        initializes a group's partitions with one request and bumps the epoch once.
         """
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
@@ -468,12 +475,13 @@ class ShareGroupCoordinator:
                 if group_id not in self._shard.groups
                 else ErrorCode.NONE
             )
-        done = frozenset(partitions) & state.initializing.get(topic_id, frozenset())
-        if not done:
-            return ErrorCode.NONE
         new_state = state.copy()
-        remove_from_sets(new_state.initializing, topic_id, done)
-        add_to_sets(new_state.initialized, topic_id, done)
+        for topic_id, parts in partitions.items():
+            done = frozenset(parts) & state.initializing.get(topic_id, frozenset())
+            remove_from_sets(new_state.initializing, topic_id, done)
+            add_to_sets(new_state.initialized, topic_id, done)
+        if new_state.same_sets(state):
+            return ErrorCode.NONE
         return self._replan(group_id, new_state)
 
     def mark_deleted(

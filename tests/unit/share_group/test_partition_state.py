@@ -149,3 +149,16 @@ def test_pending_work_survives_a_restart(bench: Bench) -> None:
     assert bench.coordinator.groups_with_pending_state_work() == [GROUP]
     assert bench.coordinator.partitions_to_initialize(GROUP) == [(foo, 1)]
     assert bench.coordinator.initialized_partitions(GROUP) == {foo: frozenset({0})}
+
+
+def test_partitions_of_several_topics_initialized_together_bump_the_epoch_once(
+    bench: Bench,
+) -> None:
+    """Kafka initializes a group's new share partitions with one InitializeShareGroupState
+    and bumps the group epoch once for them, whatever the number of topics."""
+    bench.create_topic("bar", 2)
+    assert bench.join("m1", ["foo", "bar"]).member_epoch == 2
+    bench.initialize_all()
+    view = bench.coordinator.group(GROUP)
+    assert view is not None and (view.group_epoch, view.assignment_epoch) == (3, 3)
+    assert bench.beat("m1", 2).member_epoch == 3

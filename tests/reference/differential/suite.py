@@ -11,6 +11,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_config_describe,
     scenarios_config_group,
     scenarios_configs,
+    scenarios_epochs,
     scenarios_groups,
     scenarios_internal,
     scenarios_malformed,
@@ -55,12 +56,10 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 #: Scenario -> its open difference (issue 27: to be aligned with Kafka).  Reported as
 #: "pending", not failed; each is listed in docs/conformance.md ("Differential suite", open
 #: differences).  Remove an entry once its scenario is identical.
-_EPOCHS = "open: Kafka bumps the group epoch on metadata refreshes too"
+_INTERVAL = "open: Kafka computes a group's target assignment at most once per assignment interval"
 _START = "open: Kafka reports the persisted share start offset, written lazily"
 _MARKERS = "open: Kafka acquires the offsets of transaction markers too"
 PENDING: dict[str, str] = {
-    "consumer-groups/heartbeat_join_assigns_all": _EPOCHS,
-    "consumer-groups/leave_and_rejoin": _EPOCHS,
     "share/accept_moves_start_offset": _START,
     "share/accept_part_moves_start_offset": _START,
     "share/auto_offset_reset_earliest": _START,
@@ -71,11 +70,9 @@ PENDING: dict[str, str] = {
     "share/piggybacked_ack_in_fetch": _START,
     "share/reject_archives": _START,
     "topics/delete_and_recreate_share_state": _START,
-    "share/describe_share_group": _EPOCHS,
-    "share/heartbeat_epoch_progression": _EPOCHS,
-    "share/rejoin_after_leave": _EPOCHS,
-    "share/subscribe_unknown_topic": _EPOCHS,
-    "share/two_members_two_partitions": _EPOCHS,
+    "share/heartbeat_epoch_progression": _INTERVAL,
+    "share/epoch_after_topic_created_at_once": _INTERVAL,
+    "share/epoch_after_partitions_added_at_once": _INTERVAL,
     "share/isolation_read_committed": _MARKERS,
     "share/isolation_read_uncommitted": _MARKERS,
     "share/start_by_duration_committed_after_abort": _MARKERS,

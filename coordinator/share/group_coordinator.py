@@ -4,11 +4,13 @@ This is the share-group half of Kafka's ``GroupMetadataManager`` (KIP-932), sans
 ``Clock``, one ``PartitionLog`` (its durable state), the ``BrokerConfig`` and a ``TopicLookup``.
 
 **ShareGroupHeartbeat** (v1 semantics).  The client generates its member id.  Member epoch 0
-joins (and creates the group), -1 leaves.  The group epoch moves whenever membership, a
-subscription, the subscribed topics' metadata or the set of assignable partitions changes; the
-SimpleAssignor then computes a new target assignment at once (Kafka computes it at the next
-heartbeat; the member sees the same thing).  A member picks up the target assignment and the
-assignment epoch on its own next heartbeat.  There is no revocation phase.
+joins (and creates the group at epoch 1, as Kafka 4.4).  The group epoch moves whenever
+membership, a subscription, the subscribed topics' metadata or the set of assignable partitions
+changes (one bump for partitions of several topics initialized together); the SimpleAssignor
+then computes a new target assignment at once (Kafka bumps at the group's next heartbeat and
+computes at most once per assignment interval; the member sees the same partitions).  A
+member picks up the target assignment and the assignment epoch on its own next heartbeat.
+There is no revocation phase.
 
 **Two-stage partition initialization** (ShareGroupPartitionMetadata).  A subscribed partition is
 first recorded as *initializing*; the broker calls the share coordinator's

@@ -247,6 +247,7 @@ def _share_settle(ctx: Ctx, g: str, members: Sequence[ShareMember], total: int) 
 @scenario(SHARE)
 def epoch_initializes_several_topics(ctx: Ctx) -> Any:
     t, u = ctx.create_topic("s", 3), ctx.create_topic("u", 2)
+    coordinator_sees(ctx, u, 2)
     g = share_group(ctx)
     m = ShareMember(ctx, g, [t, u])
     return _share_settle(ctx, g, [m], 5)
@@ -266,6 +267,7 @@ def _share_topic_created(ctx: Ctx, pause_s: float) -> Any:
 
 def _share_partitions_added(ctx: Ctx, pause_s: float) -> Any:
     t = ctx.create_topic("s", 1)
+    coordinator_sees(ctx, t, 1)
     g = share_group(ctx)
     m = ShareMember(ctx, g, [t])
     before = _share_settle(ctx, g, [m], 1)
@@ -301,6 +303,7 @@ def epoch_after_partitions_added_at_once(ctx: Ctx) -> Any:
 @scenario(SHARE)
 def epoch_after_topic_deleted(ctx: Ctx) -> Any:
     kept, gone = ctx.create_topic("s", 1), ctx.create_topic("d", 2)
+    coordinator_sees(ctx, gone, 2)
     g = share_group(ctx)
     m = ShareMember(ctx, g, [kept, gone])
     before = _share_settle(ctx, g, [m], 3)
@@ -311,6 +314,7 @@ def epoch_after_topic_deleted(ctx: Ctx) -> Any:
 @scenario(SHARE)
 def epoch_two_members_settle(ctx: Ctx) -> Any:
     t = ctx.create_topic("s", 2)
+    coordinator_sees(ctx, t, 2)
     g = share_group(ctx)
     a = ShareMember(ctx, g, [t])
     alone = _share_settle(ctx, g, [a], 2)

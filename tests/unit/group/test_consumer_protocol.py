@@ -226,3 +226,31 @@ def test_consumer_records_round_trip() -> None:
         assert decode_consumer_key(raw_key) == key
         assert decode_consumer_value(key, encode_consumer_value(value)) == value
     assert encode_consumer_key(ConsumerKey(3, "g")) == b"\x00\x03\x00\x01g"
+
+
+def test_the_group_epoch_moves_with_the_subscribed_topics_metadata() -> None:
+    """As Kafka 4.4: a group starts at epoch 1; a join, a subscription change and each change
+    of the subscribed topics' metadata (a topic created, grown or deleted), seen at the next
+    heartbeat, bump it once; a heartbeat that changes nothing does not."""
+    b = Bench()
+    r = b.beat("m1", 0)
+    assert (r.member_epoch, len(parts(r))) == (2, 4)
+    assert b.beat("m1", 2, owned=r.assignment).member_epoch == 2  # nothing changed
+    b.topics.add_partitions("orders", 6, b.clock.now_ms())
+    grown = b.beat("m1", 2, owned=r.assignment)
+    assert (grown.member_epoch, len(parts(grown))) == (3, 6)
+    assert b.beat("m1", 3, owned=grown.assignment).member_epoch == 3
+    wider = b.beat("m1", 3, owned=grown.assignment, topics=["orders", "later"])
+    assert wider.member_epoch == 4  # the subscription changed; "later" does not exist yet
+    b.topics.create("later", 1, b.clock.now_ms())
+    created = b.beat("m1", 4, owned=grown.assignment)
+    assert created.member_epoch == 5
+    assert sum(len(ps) for ps in (created.assignment or {}).values()) == 7
+    later = b.topics.get("later")
+    assert later is not None
+    b.topics.delete("later", b.clock.now_ms())
+    owned_orders = {t: ps for t, ps in (created.assignment or {}).items() if t != later.topic_id}
+    deleted = b.beat("m1", 5, owned=owned_orders)  # the bump; "later"-0 is revoked first
+    assert b.beat("m1", deleted.member_epoch, owned=owned_orders).member_epoch == 6
+    (desc,) = b.coord.describe_consumer_protocol([G])
+    assert desc[2] is not None and (desc[2].epoch, desc[2].assignment_epoch) == (6, 6)

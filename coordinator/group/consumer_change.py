@@ -15,7 +15,13 @@ order, the subscribed topology and the assignor -- the group takes after the wri
 
 from __future__ import annotations
 
-from coordinator.group.consumer_model import ConsumerMember, ConsumerProtocolGroup, Partitions
+from coordinator.group.consumer_model import (
+    INITIAL_GROUP_EPOCH,
+    ConsumerMember,
+    ConsumerProtocolGroup,
+    Partitions,
+    held_epochs,
+)
 from coordinator.group.consumer_records import (
     CURRENT_ASSIGNMENT,
     GROUP_METADATA,
@@ -55,9 +61,17 @@ def metadata_value(m: ConsumerMember) -> MemberMetadataValue:
 
 
 def assignment_value(m: ConsumerMember) -> CurrentAssignmentValue:
-    """A member's ConsumerGroupCurrentMemberAssignment value."""
+    """A member's ConsumerGroupCurrentMemberAssignment value, with each partition's
+    assignment epoch (KIP-1251) as Kafka 4.4 writes it: the epoch it already had, or the
+    member epoch it comes with."""
+    epochs = held_epochs(m)
     return CurrentAssignmentValue(
-        m.epoch, m.previous_epoch, 1 if m.revoking else 0, dict(m.assigned), dict(m.revoking)
+        m.epoch,
+        m.previous_epoch,
+        1 if m.revoking else 0,
+        dict(m.assigned),
+        dict(m.revoking),
+        epochs or None,
     )
 
 
@@ -84,8 +98,8 @@ class ConsumerGroupChange:
     def __init__(self, group_id: str, group: ConsumerProtocolGroup | None) -> None:
         self.group_id = group_id
         self.group = group
-        self.epoch = group.epoch if group is not None else 0
-        self.assignment_epoch = group.assignment_epoch if group is not None else 0
+        self.epoch = group.epoch if group is not None else INITIAL_GROUP_EPOCH
+        self.assignment_epoch = group.assignment_epoch if group is not None else INITIAL_GROUP_EPOCH
         # New maps; their members are the group's own until changed (then new objects).
         self.members: dict[str, ConsumerMember] = dict(group.members) if group else {}
         self.target: dict[str, Partitions] = dict(group.target) if group else {}

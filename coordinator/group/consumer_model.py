@@ -13,15 +13,21 @@ from dataclasses import dataclass, field
 from coordinator.group.consumer_records import ClassicMeta
 
 __all__ = [
+    "INITIAL_GROUP_EPOCH",
     "ConsumerMember",
     "ConsumerProtocolGroup",
     "Partitions",
     "assignment_epochs",
+    "held_epochs",
     "preferred_assignor",
     "subscribed_topics",
 ]
 
 Partitions = dict[uuid.UUID, frozenset[int]]
+
+#: A new KIP-848 (or share) group's epoch and target assignment epoch before its first
+#: change: Kafka 4.4 starts a group at 1, so the first member's join makes epoch 2.
+INITIAL_GROUP_EPOCH = 1
 
 
 @dataclass(slots=True)
@@ -48,8 +54,8 @@ class ConsumerMember:
 @dataclass(slots=True)
 class ConsumerProtocolGroup:
     group_id: str
-    epoch: int = 0
-    assignment_epoch: int = 0
+    epoch: int = INITIAL_GROUP_EPOCH
+    assignment_epoch: int = INITIAL_GROUP_EPOCH
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target: dict[str, Partitions] = field(default_factory=dict)
     assignor: str = "uniform"
@@ -85,9 +91,10 @@ def assignment_epochs(
 ) -> dict[tuple[uuid.UUID, int], int]:
     """The assignment epochs of a member's next current assignment (KIP-1251): a partition it
     already held keeps the epoch it was assigned at, one new to it takes ``epoch`` (the
-    member epoch it comes with).  Derived as each current-assignment record is replayed, so
-    the log's records give the same epochs on load.  A static member that left for a while
-    (epoch -2) has its partitions' epochs reset to 0, as in Kafka."""
+    member epoch it comes with).  Written in each current-assignment record (Kafka 4.4's
+    tagged ``AssignmentEpochs``), so a reload after compaction keeps them; a record without
+    them is given the epochs derived here on replay; there a static member that left for a
+    while (epoch -2) has its partitions' epochs reset to 0, as Kafka reads such a record."""
     known = {} if epoch == -2 else member.assignment_epochs
     epoch = max(epoch, 0)
     out: dict[tuple[uuid.UUID, int], int] = {}
@@ -95,4 +102,18 @@ def assignment_epochs(
         for topic_id, numbers in parts.items():
             for p in numbers:
                 out[(topic_id, p)] = known.get((topic_id, p), epoch)
+    return out
+
+
+def held_epochs(member: ConsumerMember) -> dict[tuple[uuid.UUID, int], int]:
+    """What ``member``'s current-assignment record says of its partitions' assignment epochs
+    (KIP-1251): a partition it already held keeps its epoch -- through a static member's
+    temporary leave (epoch -2) too, as Kafka 4.4 keeps them -- and one new to it takes the
+    member's epoch."""
+    epoch = max(member.epoch, 0)
+    out: dict[tuple[uuid.UUID, int], int] = {}
+    for parts in (member.assigned, member.revoking):
+        for topic_id, numbers in parts.items():
+            for p in numbers:
+                out[(topic_id, p)] = member.assignment_epochs.get((topic_id, p), epoch)
     return out

@@ -12,7 +12,8 @@ per-member records ``member string``:
   [TopicId uuid, Partitions []int32]``
 - 8 ConsumerGroupCurrentMemberAssignment (group, member) -> value v0 ``MemberEpoch int32,
   PreviousMemberEpoch int32, State int8, AssignedPartitions [...], PartitionsPendingRevocation
-  [...]``
+  [...]``; each topic's entry carries, as Kafka 4.4's, the tagged field 0
+  ``AssignmentEpochs []int32`` (nullable, aligned with its partitions: KIP-1251)
 
 Values are flexible (compact strings and arrays, tagged fields); a null value is a tombstone.
 Reading bounds every length by what is left.  Key version 4 (partition metadata) is not
@@ -40,6 +41,8 @@ TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
 CONSUMER_KEY_VERSIONS = frozenset({3, 4, 5, 6, 7, 8})
 
 Partitions = dict[uuid.UUID, frozenset[int]]
+# KIP-1251: the member epoch at which each (topic id, partition) was assigned to the member.
+AssignmentEpochs = dict[tuple[uuid.UUID, int], int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,9 @@ class CurrentAssignmentValue:
     state: int  # 0 stable, 1 unrevoked partitions, 2 unreleased partitions (Kafka's MemberState)
     assigned: Partitions
     revoking: Partitions
+    # Each assigned or revoking partition's assignment epoch; None: the record has none (an
+    # older writer's), and replay derives them from the member's earlier records.
+    epochs: AssignmentEpochs | None = None
 
 
 ConsumerValue = GroupEpochValue | MemberMetadataValue | TargetMemberValue | CurrentAssignmentValue
@@ -102,12 +108,18 @@ def _cstr(text: str | None) -> bytes:
     return b"\x00" if text is None else compact_string(text)
 
 
-def _partitions(parts: Partitions) -> bytes:
+def _partitions(parts: Partitions, epochs: AssignmentEpochs | None = None) -> bytes:
     out = uvarint(len(parts) + 1)
     for topic_id, numbers in sorted(parts.items()):
         ordered = sorted(numbers)
         out += topic_id.bytes + uvarint(len(ordered) + 1)
-        out += struct.pack(f">{len(ordered)}i", *ordered) + b"\x00"  # + no tagged fields
+        out += struct.pack(f">{len(ordered)}i", *ordered)
+        if epochs is None:
+            out += b"\x00"  # no tagged fields
+            continue
+        values = [epochs.get((topic_id, p), 0) for p in ordered]
+        tagged = uvarint(len(values) + 1) + struct.pack(f">{len(values)}i", *values)
+        out += uvarint(1) + uvarint(0) + uvarint(len(tagged)) + tagged  # tag 0: AssignmentEpochs
     return out
 
 
@@ -143,7 +155,8 @@ def encode_consumer_value(value: ConsumerValue | None) -> bytes | None:
         out += _partitions(value.partitions)
     else:
         out += struct.pack(">iib", value.epoch, value.previous_epoch, value.state)
-        out += _partitions(value.assigned) + _partitions(value.revoking)
+        out += _partitions(value.assigned, value.epochs)
+        out += _partitions(value.revoking, value.epochs)
     return out + b"\x00"  # no tagged fields
 
 
@@ -186,13 +199,26 @@ class _Reader(RecordReader):
             self.uvarint()  # tag
             self.take(self.uvarint())
 
-    def partitions(self) -> Partitions:
+    def partitions(self, epochs: AssignmentEpochs | None = None) -> Partitions:
+        """A ``[]TopicPartitions``; each topic's AssignmentEpochs (tag 0) go into ``epochs``
+        when they match its partitions one for one (Kafka ignores them otherwise)."""
         out: Partitions = {}
         for _ in range(self.count()):
             topic_id = uuid.UUID(bytes=self.take(16))
             n = self.count()
-            out[topic_id] = frozenset(self.unpack(f">{n}i"))
-            self.skip_tags()
+            numbers = self.unpack(f">{n}i")
+            out[topic_id] = frozenset(numbers)
+            for _ in range(self.uvarint()):
+                tag, size = self.uvarint(), self.uvarint()
+                end = self.pos + size
+                if tag == 0 and epochs is not None:
+                    count = self.uvarint() - 1  # -1: null
+                    if count == n:
+                        values = self.unpack(f">{n}i")
+                        epochs.update(
+                            ((topic_id, p), e) for p, e in zip(numbers, values, strict=True)
+                        )
+                self.pos = end
         return out
 
 
@@ -240,7 +266,14 @@ def decode_consumer_value(key: ConsumerKey, raw: bytes | None) -> ConsumerValue 
         value = TargetMemberValue(r.partitions())
     elif key.version == CURRENT_ASSIGNMENT:
         epoch, previous, state = r.unpack(">iib")
-        value = CurrentAssignmentValue(epoch, previous, state, r.partitions(), r.partitions())
+        epochs: AssignmentEpochs = {}
+        assigned, revoking = r.partitions(epochs), r.partitions(epochs)
+        complete = all(
+            (t, p) in epochs for parts in (assigned, revoking) for t in parts for p in parts[t]
+        )
+        value = CurrentAssignmentValue(
+            epoch, previous, state, assigned, revoking, epochs if complete and epochs else None
+        )
     else:
         msg = f"key version {key.version} has no value this coordinator reads"
         raise GroupRecordFormatError(msg)

@@ -222,8 +222,12 @@ class MembershipManager:
             member.classic = value.classic
         elif isinstance(value, CurrentAssignmentValue) and member_id in group.members:
             member = group.members[member_id]
-            member.assignment_epochs = assignment_epochs(
-                member, value.epoch, value.assigned, value.revoking
+            # KIP-1251: the record's assignment epochs; an older record without them: derived
+            # from the member's earlier records (a partition it held keeps its epoch).
+            member.assignment_epochs = (
+                dict(value.epochs)
+                if value.epochs is not None
+                else assignment_epochs(member, value.epoch, value.assigned, value.revoking)
             )
             member.epoch, member.previous_epoch = value.epoch, value.previous_epoch
             member.assigned, member.revoking = dict(value.assigned), dict(value.revoking)

@@ -4,11 +4,13 @@ This is the share-group half of Kafka's ``GroupMetadataManager`` (KIP-932), sans
 ``Clock``, one ``PartitionLog`` (its durable state), the ``BrokerConfig`` and a ``TopicLookup``.
 
 **ShareGroupHeartbeat** (v1 semantics).  The client generates its member id.  Member epoch 0
-joins (and creates the group), -1 leaves.  The group epoch moves whenever membership, a
-subscription, the subscribed topics' metadata or the set of assignable partitions changes; the
-SimpleAssignor then computes a new target assignment at once (Kafka computes it at the next
-heartbeat; the member sees the same thing).  A member picks up the target assignment and the
-assignment epoch on its own next heartbeat.  There is no revocation phase.
+joins (and creates the group at epoch 1, as Kafka 4.4).  The group epoch moves whenever
+membership, a subscription, the subscribed topics' metadata or the set of assignable partitions
+changes (one bump for partitions of several topics initialized together); the SimpleAssignor
+then computes a new target assignment at once (Kafka bumps at the group's next heartbeat and
+computes at most once per assignment interval; the member sees the same partitions).  A
+member picks up the target assignment and the assignment epoch on its own next heartbeat.
+There is no revocation phase.
 
 **Two-stage partition initialization** (ShareGroupPartitionMetadata).  A subscribed partition is
 first recorded as *initializing*; the broker calls the share coordinator's
@@ -48,6 +50,7 @@ from coordinator.share.assignor import SimpleAssignor
 from coordinator.share.group_config import ShareGroupConfig
 from coordinator.share.group_model import (
     GROUP_TYPE,
+    INITIAL_GROUP_EPOCH,
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
     NO_ASSIGNMENT,
@@ -342,13 +345,13 @@ class ShareGroupCoordinator:
         old_metadata = group.subscription_metadata if group is not None else {}
         old_assignable = assignable_partitions(current_state, old_metadata)
         assignable = assignable_partitions(new_state, metadata)
-        epoch = group.epoch if group is not None else 0
-        assignment_epoch = group.assignment_epoch if group is not None else 0
+        epoch = group.epoch if group is not None else INITIAL_GROUP_EPOCH
+        assignment_epoch = group.assignment_epoch if group is not None else INITIAL_GROUP_EPOCH
         target = dict(group.target) if group is not None else {}
 
         records: list[GroupRecord] = []
         if force_bump or metadata != old_metadata or assignable != old_assignable:
-            epoch += 1
+            epoch += 1 if group is not None or members else 0  # created empty: epoch 1
             subscriptions = {
                 m: [metadata[n][0] for n in member.subscribed if n in metadata]
                 for m, member in members.items()
@@ -453,10 +456,17 @@ class ShareGroupCoordinator:
     def mark_initialized(
         self, group_id: str, topic_id: uuid.UUID, partitions: Iterable[int]
     ) -> ErrorCode:
-        """InitializeShareGroupState succeeded: the partitions become assignable.
+        """``mark_initialized_topics`` for one topic's partitions."""
+        return self.mark_initialized_topics(group_id, {topic_id: partitions})
+
+    def mark_initialized_topics(
+        self, group_id: str, partitions: Mapping[uuid.UUID, Iterable[int]]
+    ) -> ErrorCode:
+        """InitializeShareGroupState succeeded: the partitions (by topic id) become assignable.
 
         Partitions that are not initializing are ignored (a retry is harmless).  A group with
-        subscribed members gets a new epoch and target assignment.
+        subscribed members gets one new epoch and target assignment for them all, as Kafka
+        initializes a group's partitions with one request and bumps the epoch once.
         """
         if (error := self.availability()) is not ErrorCode.NONE:
             return error
@@ -467,12 +477,13 @@ class ShareGroupCoordinator:
                 if group_id not in self._shard.groups
                 else ErrorCode.NONE
             )
-        done = frozenset(partitions) & state.initializing.get(topic_id, frozenset())
-        if not done:
-            return ErrorCode.NONE
         new_state = state.copy()
-        remove_from_sets(new_state.initializing, topic_id, done)
-        add_to_sets(new_state.initialized, topic_id, done)
+        for topic_id, parts in partitions.items():
+            done = frozenset(parts) & state.initializing.get(topic_id, frozenset())
+            remove_from_sets(new_state.initializing, topic_id, done)
+            add_to_sets(new_state.initialized, topic_id, done)
+        if new_state.same_sets(state):
+            return ErrorCode.NONE
         return self._replan(group_id, new_state)
 
     def mark_deleted(

@@ -192,13 +192,18 @@ class GroupMember:
     assigned: Assignment = NO_ASSIGNMENT
 
 
+#: A new share group's epoch and assignment epoch before its first change: Kafka 4.4 starts a
+#: group at 1, so the first member's join makes epoch 2.
+INITIAL_GROUP_EPOCH = 1
+
+
 @dataclass(slots=True)
 class ShareGroup:
     group_id: str
-    epoch: int = 0
+    epoch: int = INITIAL_GROUP_EPOCH
     subscription_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
     members: dict[str, GroupMember] = field(default_factory=dict)
-    assignment_epoch: int = 0
+    assignment_epoch: int = INITIAL_GROUP_EPOCH
     target: dict[str, Assignment] = field(default_factory=dict)
 
     @property

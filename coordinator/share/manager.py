@@ -242,8 +242,8 @@ class ShareManager:
                     log.warning("initializing share state %s failed: %s", key, error.name)
                     continue
             by_topic.setdefault(topic_id, []).append(partition)
-        for topic_id, parts in by_topic.items():
-            self.groups.mark_initialized(group_id, topic_id, parts)
+        if by_topic:
+            self.groups.mark_initialized_topics(group_id, by_topic)
         deleting = self.groups.partitions_to_delete(group_id)
         gone: dict[uuid.UUID, list[int]] = {}
         for topic_id, partition in deleting:

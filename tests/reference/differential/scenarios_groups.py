@@ -7,6 +7,7 @@ from typing import Any
 
 from tests.reference.differential.ctx import Ctx, client_uuid, member_fields
 from tests.reference.differential.framework import scenario
+from tests.reference.differential.scenarios_epochs import coordinator_sees
 from tests.reference.differential.wire import plain
 
 AREA = "consumer-groups"
@@ -68,6 +69,7 @@ def _group(ctx: Ctx) -> str:
 def _joined(ctx: Ctx) -> tuple[str, str, Member]:
     """(topic, group, member): a member of a new group that owns the new topic's partition."""
     t = ctx.create_topic("c")
+    coordinator_sees(ctx, t, 1)
     g = _group(ctx)
     m = Member(ctx, g, [t])
     m.join(1)
@@ -138,6 +140,7 @@ def _describe(ctx: Ctx, g: str) -> Any:
 @scenario(AREA)
 def heartbeat_join_assigns_all(ctx: Ctx) -> Any:
     t = ctx.create_topic("c", 3)
+    coordinator_sees(ctx, t, 3)
     g = _group(ctx)
     m = Member(ctx, g, [t])
     first = m.heartbeat()

@@ -1,8 +1,9 @@
 """Group membership: static members in both group protocols, commits at an earlier member
 epoch (KIP-1251 assignment epochs), and the KIP-848 per-group ``consumer.*`` configs.
 
-Epoch numbers are compared relatively (Kafka bumps group epochs on metadata refreshes too,
-docs/conformance.md "group epochs"): an observation says "the same epoch as before", not 7.
+Epoch numbers are compared relatively (the epochs Kafka's members hold depend on timing:
+it computes a target assignment at most once per assignment interval, docs/conformance.md
+"group epochs"): an observation says "the same epoch as before", not 7.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_config_group,
     scenarios_config_loggers,
     scenarios_configs,
+    scenarios_epochs,
     scenarios_groups,
     scenarios_internal,
     scenarios_malformed,
@@ -60,16 +61,12 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 #: Scenario -> its open difference (issue 27: to be aligned with Kafka).  Reported as
 #: "pending", not failed; each is listed in docs/conformance.md ("Differential suite", open
 #: differences).  Remove an entry once its scenario is identical.
-_EPOCHS = "open: Kafka bumps the group epoch on metadata refreshes too"
+_INTERVAL = "open: Kafka computes a group's target assignment at most once per assignment interval"
 _MARKERS = "open: Kafka acquires the offsets of transaction markers too"
 PENDING: dict[str, str] = {
-    "consumer-groups/heartbeat_join_assigns_all": _EPOCHS,
-    "consumer-groups/leave_and_rejoin": _EPOCHS,
-    "share/describe_share_group": _EPOCHS,
-    "share/heartbeat_epoch_progression": _EPOCHS,
-    "share/rejoin_after_leave": _EPOCHS,
-    "share/subscribe_unknown_topic": _EPOCHS,
-    "share/two_members_two_partitions": _EPOCHS,
+    "share/heartbeat_epoch_progression": _INTERVAL,
+    "share/epoch_after_topic_created_at_once": _INTERVAL,
+    "share/epoch_after_partitions_added_at_once": _INTERVAL,
     "share/isolation_read_committed": _MARKERS,
     "share/isolation_read_uncommitted": _MARKERS,
     "share/start_by_duration_committed_after_abort": _MARKERS,

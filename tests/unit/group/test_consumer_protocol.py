@@ -51,9 +51,10 @@ def parts(result: ConsumerHeartbeatResult) -> frozenset[int]:
 def test_first_member_takes_every_partition() -> None:
     b = Bench()
     r = b.beat("m1", 0)
-    assert r.error is E.NONE and r.member_epoch == 1 and parts(r) == {0, 1, 2, 3}
+    # Kafka 4.4 starts a group at epoch 1: the first join makes epoch 2.
+    assert r.error is E.NONE and r.member_epoch == 2 and parts(r) == {0, 1, 2, 3}
     assert r.heartbeat_interval_ms == 5000
-    again = b.beat("m1", 1, owned=r.assignment)
+    again = b.beat("m1", 2, owned=r.assignment)
     assert again.assignment is None  # unchanged: not sent
     (listing,) = b.coord.list_groups(types=["consumer"])
     assert (listing.group_id, listing.state) == (G, "Stable")
@@ -63,13 +64,13 @@ def test_a_joining_member_waits_for_the_revocation() -> None:
     b = Bench()
     r1 = b.beat("m1", 0)
     r2 = b.beat("m2", 0)
-    assert r2.member_epoch == 2 and parts(r2) == frozenset()  # its partitions are still m1's
-    revoke = b.beat("m1", 1, owned=r1.assignment)
-    assert revoke.member_epoch == 1 and len(parts(revoke)) == 2  # keep two, give two up
-    assert b.beat("m2", 2).assignment is None  # m1 has not released yet
-    done = b.beat("m1", 1, owned=revoke.assignment)
-    assert done.member_epoch == 2 and done.assignment is None
-    given = b.beat("m2", 2)
+    assert r2.member_epoch == 3 and parts(r2) == frozenset()  # its partitions are still m1's
+    revoke = b.beat("m1", 2, owned=r1.assignment)
+    assert revoke.member_epoch == 2 and len(parts(revoke)) == 2  # keep two, give two up
+    assert b.beat("m2", 3).assignment is None  # m1 has not released yet
+    done = b.beat("m1", 2, owned=revoke.assignment)
+    assert done.member_epoch == 3 and done.assignment is None
+    given = b.beat("m2", 3)
     assert parts(given) == {0, 1, 2, 3} - parts(revoke)
     (desc,) = b.coord.describe_consumer_protocol([G])
     assert desc[2] is not None and desc[2].state == "Stable"
@@ -155,9 +156,9 @@ def test_kip848_groups_survive_a_restart() -> None:
     b = Bench()
     r1 = b.beat("m1", 0)
     b.beat("m2", 0)
-    revoke = b.beat("m1", 1, owned=r1.assignment)
-    b.beat("m1", 1, owned=revoke.assignment)
-    given = b.beat("m2", 2)
+    revoke = b.beat("m1", 2, owned=r1.assignment)
+    b.beat("m1", 2, owned=revoke.assignment)
+    given = b.beat("m2", 3)
     log = b.log
     b.coord.close()
     again = consumer_group_coordinator(
@@ -166,14 +167,14 @@ def test_kip848_groups_survive_a_restart() -> None:
     again.load()
     (desc,) = again.describe_consumer_protocol([G])
     group = desc[2]
-    assert group is not None and group.epoch == 2 and group.assignment_epoch == 2
-    assert {m: v.epoch for m, v in group.members.items()} == {"m1": 2, "m2": 2}
+    assert group is not None and group.epoch == 3 and group.assignment_epoch == 3
+    assert {m: v.epoch for m, v in group.members.items()} == {"m1": 3, "m2": 3}
     owned_m2 = given.assignment
     assert owned_m2 is not None
     assert group.members["m2"].assigned == owned_m2
     # the members carry on at their epochs: no rejoin, no rebalance
-    assert again.consumer_heartbeat(G, "m2", 2, owned=owned_m2).error is E.NONE
-    assert again.consumer_heartbeat(G, "m1", 2).member_epoch == 2
+    assert again.consumer_heartbeat(G, "m2", 3, owned=owned_m2).error is E.NONE
+    assert again.consumer_heartbeat(G, "m1", 3).member_epoch == 3
     assert again.consumer_heartbeat(G, "m1", -1).member_epoch == -1
     restarted = consumer_group_coordinator(b.clock, BrokerConfig(), log, topics=b.topics)
     restarted.load()
@@ -193,8 +194,8 @@ def test_a_failed_write_leaves_the_group_as_it_was() -> None:
     assert b.beat("m2", 0).error is E.NOT_COORDINATOR  # a storage error, as Kafka maps it
     b.log.append = real_append  # type: ignore[method-assign]
     (desc,) = b.coord.describe_consumer_protocol([G])
-    assert desc[2] is not None and list(desc[2].members) == ["m1"] and desc[2].epoch == 1
-    assert b.beat("m1", 1, owned=r1.assignment).error is E.NONE
+    assert desc[2] is not None and list(desc[2].members) == ["m1"] and desc[2].epoch == 2
+    assert b.beat("m1", 2, owned=r1.assignment).error is E.NONE
 
 
 def test_consumer_records_round_trip() -> None:
@@ -225,3 +226,31 @@ def test_consumer_records_round_trip() -> None:
         assert decode_consumer_key(raw_key) == key
         assert decode_consumer_value(key, encode_consumer_value(value)) == value
     assert encode_consumer_key(ConsumerKey(3, "g")) == b"\x00\x03\x00\x01g"
+
+
+def test_the_group_epoch_moves_with_the_subscribed_topics_metadata() -> None:
+    """As Kafka 4.4: a group starts at epoch 1; a join, a subscription change and each change
+    of the subscribed topics' metadata (a topic created, grown or deleted), seen at the next
+    heartbeat, bump it once; a heartbeat that changes nothing does not."""
+    b = Bench()
+    r = b.beat("m1", 0)
+    assert (r.member_epoch, len(parts(r))) == (2, 4)
+    assert b.beat("m1", 2, owned=r.assignment).member_epoch == 2  # nothing changed
+    b.topics.add_partitions("orders", 6, b.clock.now_ms())
+    grown = b.beat("m1", 2, owned=r.assignment)
+    assert (grown.member_epoch, len(parts(grown))) == (3, 6)
+    assert b.beat("m1", 3, owned=grown.assignment).member_epoch == 3
+    wider = b.beat("m1", 3, owned=grown.assignment, topics=["orders", "later"])
+    assert wider.member_epoch == 4  # the subscription changed; "later" does not exist yet
+    b.topics.create("later", 1, b.clock.now_ms())
+    created = b.beat("m1", 4, owned=grown.assignment)
+    assert created.member_epoch == 5
+    assert sum(len(ps) for ps in (created.assignment or {}).values()) == 7
+    later = b.topics.get("later")
+    assert later is not None
+    b.topics.delete("later", b.clock.now_ms())
+    owned_orders = {t: ps for t, ps in (created.assignment or {}).items() if t != later.topic_id}
+    deleted = b.beat("m1", 5, owned=owned_orders)  # the bump; "later"-0 is revoked first
+    assert b.beat("m1", deleted.member_epoch, owned=owned_orders).member_epoch == 6
+    (desc,) = b.coord.describe_consumer_protocol([G])
+    assert desc[2] is not None and (desc[2].epoch, desc[2].assignment_epoch) == (6, 6)

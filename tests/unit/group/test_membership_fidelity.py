@@ -3,18 +3,47 @@ member epoch (KIP-1251 assignment epochs), on a manual clock."""
 
 from __future__ import annotations
 
+import uuid
+from dataclasses import replace
 from typing import Any
 
 from coordinator.group.consumer_model import Partitions
 from coordinator.group.consumer_protocol import ConsumerHeartbeatResult
+from coordinator.group.consumer_records import (
+    CURRENT_ASSIGNMENT,
+    ConsumerKey,
+    ConsumerValue,
+    CurrentAssignmentValue,
+    decode_consumer_key,
+    decode_consumer_value,
+    encode_consumer_value,
+)
 from coordinator.group.offset_commands import Committer
+from coordinator.group.records import GroupRecordFormatError
 from coordinator.group.results import JoinRequest, JoinResult, SyncResult
+from coordinator.log.cleaner import CleanerPolicy, clean
+from coordinator.log.memory_log import MemoryLog
 from tests.unit.group.orders_bench import OrdersBench
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
+from txn.txn_log import read_records
 
 E = ErrorCode
 G = "cg"
+T = uuid.UUID(int=7)
+
+
+def replayed(log: MemoryLog) -> list[tuple[ConsumerKey, ConsumerValue | None]]:
+    """The KIP-848 records of ``log``, in order."""
+    out: list[tuple[ConsumerKey, ConsumerValue | None]] = []
+    for _header, batch in log.batches():
+        for raw_key, raw_value in read_records(batch):
+            try:
+                key = decode_consumer_key(raw_key or b"")
+            except GroupRecordFormatError:
+                continue
+            out.append((key, decode_consumer_value(key, raw_value)))
+    return out
 
 
 class Bench(OrdersBench):
@@ -121,6 +150,52 @@ def test_assignment_epochs_survive_a_reload() -> None:
     b.coord = b.new()
     assert b.commit("m1", first, min(kept)) is E.NONE
     assert b.commit("m1", first, min(gone)) is E.STALE_MEMBER_EPOCH
+
+
+def compacted(log: MemoryLog) -> MemoryLog:
+    """A copy of ``log`` with only the latest record of each key, as the cleaner leaves it."""
+    kept = clean(list(log.batches()), lambda _h: False, 0, CleanerPolicy())
+    out = MemoryLog()
+    for batch in kept:
+        out.append(batch, 0)
+    return out
+
+
+def test_assignment_epochs_survive_compaction_and_a_reload() -> None:
+    """Each current-assignment record carries its partitions' assignment epochs (Kafka
+    4.4's tagged AssignmentEpochs): the member's earlier records are not needed."""
+    b = Bench()
+    first, kept, gone = rebalanced(b)
+    members = [
+        (key, value)
+        for key, value in replayed(b.log)
+        if isinstance(value, CurrentAssignmentValue) and key.member_id == "m1"
+    ]
+    assert len(members) > 1  # m1's record at its first epoch, then the later ones
+    b.log = compacted(b.log)
+    ((_, latest),) = [
+        (key, value)
+        for key, value in replayed(b.log)
+        if isinstance(value, CurrentAssignmentValue) and key.member_id == "m1"
+    ]
+    assert latest.epoch > first and latest.epochs is not None
+    assert {p for (_t, p), e in latest.epochs.items() if e == first} == kept
+    b.coord = b.new()
+    assert b.commit("m1", first, min(kept)) is E.NONE
+    assert b.commit("m1", first, min(gone)) is E.STALE_MEMBER_EPOCH
+
+
+def test_a_record_without_assignment_epochs_derives_them_on_replay() -> None:
+    """A current-assignment record an older writer made (no AssignmentEpochs) gives its
+    partitions the epochs the member's earlier records show."""
+    value = CurrentAssignmentValue(3, 2, 0, {T: frozenset({0, 1})}, {})
+    raw = encode_consumer_value(value)
+    # partition 1, no tagged field for the topic, no revoking topic, no tagged field
+    assert raw is not None and raw.endswith(b"\x00\x00\x00\x01" + b"\x00" + b"\x01" + b"\x00")
+    with_epochs = replace(value, epochs={(T, 0): 2, (T, 1): 3})
+    key = ConsumerKey(CURRENT_ASSIGNMENT, G, "m")
+    assert decode_consumer_value(key, raw) == value
+    assert decode_consumer_value(key, encode_consumer_value(with_epochs)) == with_epochs
 
 
 def test_a_static_member_leaves_for_a_while_and_is_replaced_in_place() -> None:

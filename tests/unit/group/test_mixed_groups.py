@@ -107,8 +107,8 @@ def partitions(sync: SyncResult) -> set[int]:
 def test_a_classic_member_joins_a_consumer_group_and_shares_the_partitions() -> None:
     b = Bench()
     first = b.beat("m1", 0)
-    assert first.member_epoch == 1
-    b.beat("m1", 1, owned=first.assignment)
+    assert first.member_epoch == 2  # a new group is at epoch 1
+    b.beat("m1", 2, owned=first.assignment)
     joined = b.join_new()
     assert joined.error is E.NONE
     assert (joined.protocol_type, joined.protocol, joined.leader, joined.members) == (
@@ -122,18 +122,18 @@ def test_a_classic_member_joins_a_consumer_group_and_shares_the_partitions() -> 
     assert sync.error is E.NONE and partitions(sync) == set()
     # nothing to collect yet: its partitions are still held
     assert b.coord.heartbeat(G, joined.generation, joined.member_id, None) is E.NONE
-    revoke = b.beat("m1", 1, owned=first.assignment)
+    revoke = b.beat("m1", 2, owned=first.assignment)
     assert revoke.assignment is not None
     kept = revoke.assignment
-    released = b.beat("m1", 1, owned=kept)
-    assert released.member_epoch == 2
+    released = b.beat("m1", 2, owned=kept)
+    assert released.member_epoch == 3
     # now they are free: the classic member is asked to rejoin
     assert b.coord.heartbeat(G, joined.generation, joined.member_id, None) is (
         E.REBALANCE_IN_PROGRESS
     )
     # the classic member rejoins (REBALANCE_IN_PROGRESS) and collects its partitions
     again = b.join(joined.member_id)
-    assert again.error is E.NONE and again.generation == 2
+    assert again.error is E.NONE and again.generation == 3
     sync = b.sync(joined.member_id, again.generation)
     assert len(partitions(sync)) == 2
     assert partitions(sync).isdisjoint(p for ps in kept.values() for p in ps)
@@ -270,18 +270,18 @@ def test_a_classic_members_rejoin_is_in_the_log() -> None:
     timeout) is written, so a restart finds the member as it was live."""
     b = Bench()
     first = b.beat("m1", 0)
-    b.beat("m1", 1, owned=first.assignment)
+    b.beat("m1", 2, owned=first.assignment)
     joined = b.join_new()
-    revoke = b.beat("m1", 1, owned=first.assignment)
+    revoke = b.beat("m1", 2, owned=first.assignment)
     assert revoke.assignment is not None
-    b.beat("m1", 1, owned=revoke.assignment)
+    b.beat("m1", 2, owned=revoke.assignment)
     again = b.join(joined.member_id)
-    assert again.error is E.NONE and again.generation == 2
+    assert again.error is E.NONE and again.generation == 3
     (live,) = b.coord.describe_consumer_protocol([G])
     assert live[2] is not None
     member = live[2].members[joined.member_id]
     epoch, assigned = member.epoch, dict(member.assigned)
-    assert epoch == 2 and assigned
+    assert epoch == 3 and assigned
     b.coord.close()
     b.coord = b.new()
     (reloaded,) = b.coord.describe_consumer_protocol([G])

@@ -55,8 +55,8 @@ def members(b: Bench) -> set[str]:
 
 def consumer_member(b: Bench) -> None:
     first = b.beat("m1", 0)
-    assert first.member_epoch == 1
-    b.beat("m1", 1, owned=first.assignment)
+    assert first.member_epoch == 2  # a new group is at epoch 1
+    b.beat("m1", 2, owned=first.assignment)
 
 
 def test_a_classic_member_that_does_not_sync_in_time_is_removed() -> None:

@@ -72,8 +72,9 @@ class Bench(FailoverBench[ShareGroupCoordinator]):
     def initialize_all(self, group_id: str = GROUP) -> None:
         """What the broker does: InitializeShareGroupState, then mark the partitions."""
         pending = self.coordinator.partitions_to_initialize(group_id)
-        for topic_id, partitions in by_topic(pending).items():
-            assert self.coordinator.mark_initialized(group_id, topic_id, partitions) is E.NONE
+        if pending:
+            partitions = by_topic(pending)
+            assert self.coordinator.mark_initialized_topics(group_id, partitions) is E.NONE
 
     def delete_all(self, group_id: str = GROUP) -> None:
         pending = self.coordinator.partitions_to_delete(group_id)

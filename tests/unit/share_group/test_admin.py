@@ -15,13 +15,13 @@ def test_describe_a_stable_group(bench: Bench) -> None:
     foo = bench.topic_id("foo")
     bench.join("m1", ["foo"])
     bench.coordinator.heartbeat(
-        HeartbeatRequest(GROUP, "m1", 1, "r1", None, client_id="cid", client_host="/1.2.3.4")
+        HeartbeatRequest(GROUP, "m1", 2, "r1", None, client_id="cid", client_host="/1.2.3.4")
     )
     bench.initialize_all()
     bench.settle()
     (desc,) = bench.coordinator.describe([GROUP])
     assert (desc.error, desc.group_state, desc.assignor_name) == (E.NONE, "Stable", "simple")
-    assert (desc.group_epoch, desc.assignment_epoch) == (2, 2)
+    assert (desc.group_epoch, desc.assignment_epoch) == (3, 3)
     (member,) = desc.members
     assert (member.member_id, member.rack_id, member.client_id, member.client_host) == (
         "m1",
@@ -29,7 +29,7 @@ def test_describe_a_stable_group(bench: Bench) -> None:
         "cid",
         "/1.2.3.4",
     )
-    assert member.member_epoch == 2
+    assert member.member_epoch == 3
     assert member.subscribed_topic_names == ("foo",)
     assert [(a.topic_id, a.topic_name, a.partitions) for a in member.assignment] == [
         (foo, "foo", (0, 1))
@@ -74,11 +74,11 @@ def test_delete_groups(bench: Bench) -> None:
     assert bench.coordinator.delete_groups(["idle"]) == {"idle": E.GROUP_ID_NOT_FOUND}
 
 
-def test_deleted_group_can_be_created_again_from_epoch_one(bench: Bench) -> None:
+def test_deleted_group_starts_again_at_epoch_one(bench: Bench) -> None:
     bench.join("m1", ["foo"])
     bench.coordinator.heartbeat(HeartbeatRequest(GROUP, "m1", -1, None, None))
     bench.coordinator.delete_groups([GROUP])
-    assert bench.join("m1", ["foo"]).member_epoch == 1
+    assert bench.join("m1", ["foo"]).member_epoch == 2  # epoch 1, then the join
 
 
 # --- configs ----------------------------------------------------------------------------------

@@ -20,10 +20,10 @@ def test_only_initialized_partitions_are_assignable(bench: Bench) -> None:
     foo = bench.topic_id("foo")
     bench.join("m1", ["foo"])
     assert bench.coordinator.mark_initialized(GROUP, foo, [1]) is E.NONE
-    assert bench.beat("m1", 1).assignment == [(foo, [1])]
+    assert bench.beat("m1", 2).assignment == [(foo, [1])]
     assert bench.coordinator.partitions_to_initialize(GROUP) == [(foo, 0)]
     assert bench.coordinator.mark_initialized(GROUP, foo, [0]) is E.NONE
-    assert bench.beat("m1", 2).assignment == [(foo, [0, 1])]
+    assert bench.beat("m1", 3).assignment == [(foo, [0, 1])]
     assert bench.coordinator.groups_with_pending_state_work() == []
 
 
@@ -63,7 +63,7 @@ def test_added_partitions_initialize_and_bump_the_epoch(bench: Bench) -> None:
     bench.topics.add_partitions("foo", 3, bench.clock.now_ms())
     assert bench.coordinator.on_topics_changed() == [GROUP]
     view = bench.coordinator.group(GROUP)
-    assert view is not None and view.group_epoch == 3
+    assert view is not None and view.group_epoch == 4
     assert bench.coordinator.partitions_to_initialize(GROUP) == [(foo, 2)]
     bench.initialize_all()
     assert bench.settle() == {"m1": {(foo, 0), (foo, 1), (foo, 2)}}
@@ -149,3 +149,16 @@ def test_pending_work_survives_a_restart(bench: Bench) -> None:
     assert bench.coordinator.groups_with_pending_state_work() == [GROUP]
     assert bench.coordinator.partitions_to_initialize(GROUP) == [(foo, 1)]
     assert bench.coordinator.initialized_partitions(GROUP) == {foo: frozenset({0})}
+
+
+def test_partitions_of_several_topics_initialized_together_bump_the_epoch_once(
+    bench: Bench,
+) -> None:
+    """Kafka initializes a group's new share partitions with one InitializeShareGroupState
+    and bumps the group epoch once for them, whatever the number of topics."""
+    bench.create_topic("bar", 2)
+    assert bench.join("m1", ["foo", "bar"]).member_epoch == 2
+    bench.initialize_all()
+    view = bench.coordinator.group(GROUP)
+    assert view is not None and (view.group_epoch, view.assignment_epoch) == (3, 3)
+    assert bench.beat("m1", 2).member_epoch == 3

@@ -14,13 +14,13 @@ def test_silent_member_is_removed_after_the_session_timeout(bench: Bench) -> Non
     bench.join("m2", ["foo"])
     bench.clock.advance(SESSION_MS - 1)
     assert bench.removed == []
-    bench.beat("m2", 2)  # m2 stays alive; m1 stays silent
+    bench.beat("m2", 3)  # m2 stays alive; m1 stays silent
     bench.clock.advance(1)
     assert bench.removed == [(GROUP, "m1")]
     view = bench.coordinator.group(GROUP)
     assert view is not None
     assert set(view.members) == {"m2"}
-    assert view.group_epoch == 3  # the removal bumped the epoch
+    assert view.group_epoch == 4  # the removal bumped the epoch
 
 
 def test_each_heartbeat_restarts_the_timer(bench: Bench) -> None:
@@ -38,7 +38,7 @@ def test_expired_member_must_rejoin(bench: Bench) -> None:
     bench.join("m1", ["foo"])
     bench.clock.advance(SESSION_MS)
     assert bench.beat("m1", 1).error is E.UNKNOWN_MEMBER_ID
-    assert bench.join("m1", ["foo"]).member_epoch == 3
+    assert bench.join("m1", ["foo"]).member_epoch == 4
 
 
 def test_leave_cancels_the_timer(bench: Bench) -> None:
@@ -47,7 +47,7 @@ def test_leave_cancels_the_timer(bench: Bench) -> None:
     bench.clock.advance(10 * SESSION_MS)
     assert bench.removed == [(GROUP, "m1")]  # from the leave, not a second time
     view = bench.coordinator.group(GROUP)
-    assert view is not None and view.group_epoch == 2
+    assert view is not None and view.group_epoch == 3
 
 
 def test_group_config_overrides_the_session_timeout(bench: Bench) -> None:

@@ -13,6 +13,9 @@ per-member records ``member string``:
 - 8 ConsumerGroupCurrentMemberAssignment (group, member) -> value v0 ``MemberEpoch int32,
   PreviousMemberEpoch int32, State int8, AssignedPartitions [...], PartitionsPendingRevocation
   [...]``
+- 16 ConsumerGroupRegularExpression (group, regex) -> value v0 ``Topics []string, Version
+  int64, Timestamp int64``: a subscribed regex's resolution (the key's second string is the
+  regex, held in ``ConsumerKey.member_id``)
 
 Values are flexible (compact strings and arrays, tagged fields); a null value is a tombstone.
 Reading bounds every length by what is left.  Key version 4 (partition metadata) is not
@@ -37,7 +40,9 @@ from txn.codec import compact_string, uvarint
 
 GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
-CONSUMER_KEY_VERSIONS = frozenset({3, 4, 5, 6, 7, 8})
+REGULAR_EXPRESSION = 16
+CONSUMER_KEY_VERSIONS = frozenset({3, 4, 5, 6, 7, 8, 16})
+_TWO_STRING_KEYS = (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT, REGULAR_EXPRESSION)
 
 Partitions = dict[uuid.UUID, frozenset[int]]
 
@@ -89,7 +94,19 @@ class CurrentAssignmentValue:
     revoking: Partitions
 
 
-ConsumerValue = GroupEpochValue | MemberMetadataValue | TargetMemberValue | CurrentAssignmentValue
+@dataclass(frozen=True, slots=True)
+class RegexValue:
+    """A regex's resolution: the topics it matched (that the member whose heartbeat asked
+    could describe), the topic metadata's version then, and when (ms)."""
+
+    topics: tuple[str, ...]
+    version: int
+    timestamp: int
+
+
+ConsumerValue = (
+    GroupEpochValue | MemberMetadataValue | TargetMemberValue | CurrentAssignmentValue | RegexValue
+)
 
 # One record of __consumer_offsets partition 1: a key, and its value or None (a tombstone).
 Record = tuple[OffsetKey | GroupKey | ConsumerKey, OffsetValue | GroupValue | ConsumerValue | None]
@@ -141,6 +158,9 @@ def encode_consumer_value(value: ConsumerValue | None) -> bytes | None:
             return out + b"\x01" + uvarint(0) + uvarint(len(tagged)) + tagged
     elif isinstance(value, TargetMemberValue):
         out += _partitions(value.partitions)
+    elif isinstance(value, RegexValue):
+        out += uvarint(len(value.topics) + 1) + b"".join(_cstr(t) for t in value.topics)
+        out += struct.pack(">qq", value.version, value.timestamp)
     else:
         out += struct.pack(">iib", value.epoch, value.previous_epoch, value.state)
         out += _partitions(value.assigned) + _partitions(value.revoking)
@@ -203,7 +223,7 @@ def decode_consumer_key(raw: bytes) -> ConsumerKey:
         msg = f"not a consumer-group key version: {version}"
         raise GroupRecordFormatError(msg)
     group = r.string()
-    member = r.string() if version in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT) else None
+    member = r.string() if version in _TWO_STRING_KEYS else None
     return ConsumerKey(version, group, member)
 
 
@@ -241,6 +261,10 @@ def decode_consumer_value(key: ConsumerKey, raw: bytes | None) -> ConsumerValue 
     elif key.version == CURRENT_ASSIGNMENT:
         epoch, previous, state = r.unpack(">iib")
         value = CurrentAssignmentValue(epoch, previous, state, r.partitions(), r.partitions())
+    elif key.version == REGULAR_EXPRESSION:
+        topics = tuple(r.cstr() or "" for _ in range(r.count()))
+        version, timestamp = r.unpack(">qq")
+        value = RegexValue(topics, version, timestamp)
     else:
         msg = f"key version {key.version} has no value this coordinator reads"
         raise GroupRecordFormatError(msg)

@@ -359,7 +359,7 @@ class ConsumerMembership:
                     server_assignor,
                     rebalance_timeout_ms,
                     owned=owned,
-                    regex=subscribed_topic_regex,
+                    regex="" if subscribed_topic_regex is None else subscribed_topic_regex,
                 )
                 log.info("consumer group %s: member %s joins", group_id, member_id)
             changed = old is None or old.subscribed != member.subscribed

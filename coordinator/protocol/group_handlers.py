@@ -316,7 +316,7 @@ class GroupHandlers:
                             client_id=m.client_id,
                             client_host=m.client_host,
                             subscribed_topic_names=tuple(sorted(m.subscribed)),
-                            subscribed_topic_regex=m.regex,
+                            subscribed_topic_regex=m.regex or "",  # Kafka: "", no regex
                             assignment=self._named(m.assigned),
                             target_assignment=self._named(group.target.get(m.member_id, {})),
                         )

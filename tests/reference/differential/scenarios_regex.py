@@ -203,3 +203,24 @@ def regex_internal_topics(ctx: Ctx) -> Any:
     m = RegexMember(ctx, g, f"__consumer_offsets|d-rxi-{ctx.token}", None)
     assigned = m.until([t], timeout_s=15)
     return {"assigned": assigned, "partitions": sorted(len(ps) for ps in m.owned.values())}
+
+
+@scenario(AREA)
+def regex_metadata_of_assigned_topic_ids(ctx: Ctx) -> Any:
+    """What Java's consumer asks once a regex got it topics it has no metadata for: Metadata
+    by topic id with an empty name."""
+    t = ctx.create_topic("rxm", 2)
+    resp = ctx.call(
+        3,
+        {
+            "topics": [{"name": "", "topic_id": ctx.topic_id(t)}],
+            "allow_auto_topic_creation": False,
+        },
+        version=12,
+    )
+    (topic,) = resp.topics
+    return {
+        "error": plain(topic.error_code, "error_code"),
+        "name": topic.name,
+        "partitions": len(topic.partitions),
+    }

@@ -349,6 +349,12 @@ class ConsumerMembership:
                 )
             else:
                 old = group.members.pop(member_id, None)  # a rejoin: a new member, last in order
+                regex = subscribed_topic_regex
+                if old is not None and (regex is None or subscribed_topic_names is None):
+                    # a rejoin keeps what the request leaves out, as Kafka's member does
+                    regex = old.regex if regex is None else regex
+                    if subscribed_topic_names is None:
+                        subscribed = old.subscribed
                 member = ConsumerMember(
                     member_id,
                     instance_id,
@@ -359,7 +365,7 @@ class ConsumerMembership:
                     server_assignor,
                     rebalance_timeout_ms,
                     owned=owned,
-                    regex="" if subscribed_topic_regex is None else subscribed_topic_regex,
+                    regex="" if regex is None else regex,
                 )
                 log.info("consumer group %s: member %s joins", group_id, member_id)
             changed = old is None or old.subscribed != member.subscribed

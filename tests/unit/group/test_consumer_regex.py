@@ -230,3 +230,15 @@ def test_names_and_a_regex_together() -> None:
     b.resolve()
     r = b.beat("m1", r.member_epoch)
     assert len(owned(r)) == 6
+
+
+def test_a_rejoin_keeps_what_it_leaves_out() -> None:
+    b = Bench()
+    b.topics.create("payments", 1, 0)
+    b.beat("m1", 0, regex="pay.*", topics=["orders"])
+    b.resolve()
+    b.beat("m1", 0, topics=["orders"])  # epoch 0 again: the regex stays
+    assert b.group().members["m1"].regex == "pay.*"
+    b.beat("m1", 0, regex="ord.*")  # and so do the names
+    member = b.group().members["m1"]
+    assert member.regex == "ord.*" and member.subscribed == frozenset({"orders"})

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from coordinator.group.coordinator import ConsumerGroupCoordinator
+from coordinator.group.parts import TopicCatalog
 from coordinator.group.shard import ConsumerGroupShard, GroupMeter, GroupRuntime
 from coordinator.log.storage import LogConfig, PartitionLog, Storage
 from coordinator.marker_channel import MarkerChannel
@@ -86,6 +87,7 @@ def consumer_group_coordinator(
     on_event: EventSink | None = None,
     topics: TopicLookup | None = None,
     consumer_timing: Callable[[str], tuple[int, int]] | None = None,
+    topic_catalog: TopicCatalog | None = None,
 ) -> ConsumerGroupCoordinator:
     """A ``ConsumerGroupCoordinator`` (not loaded) over ``log``, handed its runtime and the
     metric emitter its shard shares; ``on_event(group id, meter, count)`` gets the meters."""
@@ -98,6 +100,7 @@ def consumer_group_coordinator(
         is_share_group=is_share_group,
         topics=topics,
         consumer_timing=consumer_timing,
+        topic_catalog=topic_catalog,
     )
 
 
@@ -194,6 +197,7 @@ def assemble_coordinators(
         on_event=on_group_event,
         topics=topics,
         consumer_timing=share.groups.consumer_timing,
+        topic_catalog=topics,
     )
     groups.load()
     share.groups.is_foreign_group = groups.has_group

@@ -88,6 +88,8 @@ class TopicRegistry:
         # Counts the records applied: unchanged while no topic was created, grown, altered
         # or deleted (the share-group coordinator skips re-planning its groups then).
         self.version = 0
+        # ``version`` when a topic was last created (a group's regexes are resolved again).
+        self.created_version = 0
         # Kafka's internal topics created so far (``mark_internal``; coordinator.reserved_topics).
         self._internal_created: set[str] = set()
         # Dynamic broker configs by resource (this broker's id, "" the cluster default):
@@ -120,6 +122,8 @@ class TopicRegistry:
                 configs={str(k): str(v) for k, v in configs.items()},
                 internal=bool(record.get("internal", False)),
             )
+            if name not in self._by_name:
+                self.created_version = self.version
             self._by_name[name] = info
             self._by_id[info.topic_id] = info
             if has_collision_chars(name):

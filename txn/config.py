@@ -214,6 +214,12 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "group.consumer.heartbeat.interval.ms", "int", 5000, "KIP-848 member heartbeat interval."
     ),
     ConfigDef(
+        "group.consumer.regex.refresh.interval.ms",
+        "int",
+        600000,
+        "How often a KIP-848 group's topic regexes are resolved again (Kafka's internal config).",
+    ),
+    ConfigDef(
         "group.consumer.min.session.timeout.ms", "int", 45000, "Lowest KIP-848 session timeout."
     ),
     ConfigDef(
@@ -420,6 +426,7 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "offset.metadata.max.bytes": (0, None),
     "group.consumer.session.timeout.ms": (1, None),
     "group.consumer.heartbeat.interval.ms": (1, None),
+    "group.consumer.regex.refresh.interval.ms": (10000, None),
     "group.consumer.min.session.timeout.ms": (1, None),
     "group.consumer.max.session.timeout.ms": (1, None),
     "group.consumer.min.heartbeat.interval.ms": (1, None),

@@ -26,6 +26,7 @@ from coordinator.group.consumer_records import (
     CURRENT_ASSIGNMENT,
     GROUP_METADATA,
     MEMBER_METADATA,
+    REGULAR_EXPRESSION,
     TARGET_MEMBER,
     TARGET_METADATA,
     ConsumerKey,
@@ -34,6 +35,7 @@ from coordinator.group.consumer_records import (
     GroupEpochValue,
     MemberMetadataValue,
     Record,
+    RegexValue,
     TargetMemberValue,
 )
 
@@ -53,7 +55,7 @@ def metadata_value(m: ConsumerMember) -> MemberMetadataValue:
         m.client_id,
         m.client_host,
         tuple(sorted(m.subscribed)),
-        None,
+        m.regex,
         m.rebalance_timeout_ms,
         m.server_assignor,
         m.classic,
@@ -88,6 +90,8 @@ def records_of(group: ConsumerProtocolGroup) -> dict[ConsumerKey, ConsumerValue]
         out[ConsumerKey(CURRENT_ASSIGNMENT, gid, m.member_id)] = assignment_value(m)
     for member_id, partitions in group.target.items():
         out[ConsumerKey(TARGET_MEMBER, gid, member_id)] = TargetMemberValue(dict(partitions))
+    for regex, resolution in group.resolved.items():
+        out[ConsumerKey(REGULAR_EXPRESSION, gid, regex)] = resolution
     return out
 
 
@@ -105,6 +109,7 @@ class ConsumerGroupChange:
         self.target: dict[str, Partitions] = dict(group.target) if group else {}
         self.assignor = group.assignor if group is not None else "uniform"
         self.topology = group.topology if group is not None else ()
+        self.resolved: dict[str, RegexValue] = dict(group.resolved) if group else {}
         self._records: dict[ConsumerKey, ConsumerValue | None] = {}
 
     @property
@@ -158,6 +163,15 @@ class ConsumerGroupChange:
             None if live is None else assignment_value(live),
         )
         return member
+
+    def put_regex(self, regex: str, resolution: RegexValue | None) -> None:
+        """A regex's resolution (None: its tombstone, no member subscribes to it any more)."""
+        if resolution is None:
+            self.resolved.pop(regex, None)
+        else:
+            self.resolved[regex] = resolution
+        live = self.group.resolved.get(regex) if self.group is not None else None
+        self._emit(ConsumerKey(REGULAR_EXPRESSION, self.group_id, regex), resolution, live)
 
     # -- the target assignment ------------------------------------------------------------
 

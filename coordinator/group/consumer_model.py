@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from coordinator.group.consumer_records import ClassicMeta
+from coordinator.group.consumer_records import ClassicMeta, RegexValue
 
 __all__ = [
     "INITIAL_GROUP_EPOCH",
@@ -49,6 +49,15 @@ class ConsumerMember:
     owned: Partitions | None = None  # what the member last said it owns
     sent: Partitions | None = None  # the assignment last sent to it
     classic: ClassicMeta | None = None  # a classic-protocol member (``coordinator.group.mixed``)
+    regex: str | None = None  # SubscribedTopicRegex (KIP-848; "" or None: none)
+    # The topics the group's resolution of ``regex`` matched: kept with the member, from the
+    # group's regex records (``coordinator.group.consumer_regex``), not written with it.
+    regex_topics: frozenset[str] = frozenset()
+
+    @property
+    def topics(self) -> frozenset[str]:
+        """What the member is subscribed to: its topic names and its regex's topics."""
+        return self.subscribed | self.regex_topics if self.regex_topics else self.subscribed
 
 
 @dataclass(slots=True)
@@ -60,6 +69,7 @@ class ConsumerProtocolGroup:
     target: dict[str, Partitions] = field(default_factory=dict)
     assignor: str = "uniform"
     topology: tuple[tuple[str, str, int], ...] = ()  # (topic, id, partitions) last assigned
+    resolved: dict[str, RegexValue] = field(default_factory=dict)  # the members' regexes
 
     @property
     def state(self) -> str:
@@ -76,7 +86,7 @@ class ConsumerProtocolGroup:
 def subscribed_topics(members: dict[str, ConsumerMember]) -> frozenset[str]:
     topics: set[str] = set()
     for m in members.values():
-        topics |= m.subscribed
+        topics |= m.topics
     return frozenset(topics)
 
 

@@ -33,6 +33,7 @@ from coordinator.group.consumer_model import (
     subscribed_topics,
 )
 from coordinator.group.consumer_records import Record
+from coordinator.group.consumer_regex import DescribeFilter, RegexStatus, RegexSubscriptions
 from coordinator.group.offsets import OffsetStore
 from coordinator.group.parts import GroupContext
 from coordinator.group.records import OffsetKey
@@ -129,7 +130,7 @@ def assign(
     out: dict[str, dict[uuid.UUID, set[int]]] = {m: {} for m in members}
     if assignor == "range":
         for name, (topic_id, count) in sorted(topics.items()):
-            subscribers = sorted(m for m, v in members.items() if name in v.subscribed)
+            subscribers = sorted(m for m, v in members.items() if name in v.topics)
             if not subscribers:
                 continue
             per, extra = divmod(count, len(subscribers))
@@ -146,7 +147,7 @@ def assign(
             for p in range(count)
         ]
         eligible = {
-            (tid, p): sorted(m for m, v in members.items() if name in v.subscribed)
+            (tid, p): sorted(m for m, v in members.items() if name in v.topics)
             for name, tid, p in partitions
         }
         load = dict.fromkeys(members, 0)
@@ -198,6 +199,13 @@ class ConsumerMembership:
         self._write = context.write
         self._take_over = take_over_classic
         self._downgrade = maybe_downgrade
+        self.regexes = RegexSubscriptions(
+            context,
+            context.topic_catalog,
+            topology=self.topology,
+            new_target=self.new_target,
+            write_change=self.write_change,
+        )
 
     @property
     def offsets(self) -> OffsetStore:
@@ -238,16 +246,20 @@ class ConsumerMembership:
         rack_id: str | None = None,
         rebalance_timeout_ms: int = -1,
         subscribed_topic_names: list[str] | None = None,
+        subscribed_topic_regex: str | None = None,
         server_assignor: str | None = None,
         owned: Partitions | None = None,
         client_id: str = "",
         client_host: str = "",
         server_member_id: bool = False,
+        may_describe: DescribeFilter | None = None,
     ) -> tuple[ConsumerHeartbeatResult, ConsumerGroupChange | None]:
         """The answer, and the group's change (None: an error).
 
         ``server_member_id``: a v0 request, whose join may leave the member id to the
         coordinator; from v1 (KIP-1082) every request carries the client's own id.
+        ``may_describe``: whether the request's principal may describe a topic (its regex
+        resolves to those it may; None: every topic).
         """
         if (error := self.availability()) is not ErrorCode.NONE:
             return ConsumerHeartbeatResult(error), None
@@ -267,10 +279,11 @@ class ConsumerMembership:
                 f"ServerAssignor {server_assignor} is not supported. "
                 f"Supported assignors: {', '.join(ASSIGNORS)}.",
             ), None
-        if member_epoch == 0 and subscribed_topic_names is None:
+        if member_epoch == 0 and subscribed_topic_names is None and subscribed_topic_regex is None:
             return ConsumerHeartbeatResult(
                 ErrorCode.INVALID_REQUEST,
-                "SubscribedTopicNames must be set in first request.",
+                "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                "(re-)joining.",
             ), None
         if (
             self._is_share_group(group_id)
@@ -297,6 +310,8 @@ class ConsumerMembership:
                     f"Static member {member_id} with instance id {instance_id} cannot join the "
                     f"group because the instance id is owned by {static.member_id} member.",
                 ), None
+            if (invalid := self.regexes.invalid(subscribed_topic_regex)) is not None:
+                return ConsumerHeartbeatResult(ErrorCode.INVALID_REGULAR_EXPRESSION, invalid), None
             old: ConsumerMember | None
             if static is not None:
                 # The instance is back under a new member id: it takes the place, the
@@ -314,6 +329,9 @@ class ConsumerMembership:
                     client_id=client_id,
                     client_host=client_host,
                     subscribed=subscribed,
+                    regex=subscribed_topic_regex
+                    if subscribed_topic_regex is not None
+                    else old.regex,
                     server_assignor=server_assignor,
                     rebalance_timeout_ms=rebalance_timeout_ms,
                     epoch=0,
@@ -331,6 +349,12 @@ class ConsumerMembership:
                 )
             else:
                 old = group.members.pop(member_id, None)  # a rejoin: a new member, last in order
+                regex = subscribed_topic_regex
+                if old is not None and (regex is None or subscribed_topic_names is None):
+                    # a rejoin keeps what the request leaves out, as Kafka's member does
+                    regex = old.regex if regex is None else regex
+                    if subscribed_topic_names is None:
+                        subscribed = old.subscribed
                 member = ConsumerMember(
                     member_id,
                     instance_id,
@@ -341,6 +365,7 @@ class ConsumerMembership:
                     server_assignor,
                     rebalance_timeout_ms,
                     owned=owned,
+                    regex="" if regex is None else regex,
                 )
                 log.info("consumer group %s: member %s joins", group_id, member_id)
             changed = old is None or old.subscribed != member.subscribed
@@ -350,7 +375,9 @@ class ConsumerMembership:
             member_or_error = self._heartbeating_member(live, member_id, member_epoch, owned)
             if isinstance(member_or_error, ConsumerHeartbeatResult):
                 return member_or_error, None
-            member = member_or_error
+            if (invalid := self.regexes.invalid(subscribed_topic_regex)) is not None:
+                return ConsumerHeartbeatResult(ErrorCode.INVALID_REGULAR_EXPRESSION, invalid), None
+            member = old = member_or_error
             changed = False
             if subscribed_topic_names is not None:
                 subscribed = frozenset(subscribed_topic_names)
@@ -360,6 +387,10 @@ class ConsumerMembership:
                 member = replace(member, server_assignor=server_assignor)
             if owned is not None:
                 member = replace(member, owned=owned)
+            if subscribed_topic_regex is not None:
+                member = replace(member, regex=subscribed_topic_regex)
+        member, regex_status = self.regexes.update(group, old, member, may_describe)
+        changed |= regex_status is RegexStatus.UPDATED_AND_RESOLVED
         group.put_member(member)
         if changed or self.topology(group.members) != group.topology:
             self.new_target(group)
@@ -543,6 +574,7 @@ class ConsumerMembership:
         group.remove_member(member_id)
         for kind in MEMBER_TIMERS:
             self._timers.cancel((kind, group.group_id, member_id))
+        self.regexes.drop_unused(group)
         self.new_target(group)
 
     def _consumer_leave(

@@ -14,6 +14,9 @@ per-member records ``member string``:
   PreviousMemberEpoch int32, State int8, AssignedPartitions [...], PartitionsPendingRevocation
   [...]``; each topic's entry carries, as Kafka 4.4's, the tagged field 0
   ``AssignmentEpochs []int32`` (nullable, aligned with its partitions: KIP-1251)
+- 16 ConsumerGroupRegularExpression (group, regex) -> value v0 ``Topics []string, Version
+  int64, Timestamp int64``: a subscribed regex's resolution (the key's second string is the
+  regex, held in ``ConsumerKey.member_id``)
 
 Values are flexible (compact strings and arrays, tagged fields); a null value is a tombstone.
 Reading bounds every length by what is left.  Key version 4 (partition metadata) is not
@@ -38,7 +41,9 @@ from txn.codec import compact_string, uvarint
 
 GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
-CONSUMER_KEY_VERSIONS = frozenset({3, 4, 5, 6, 7, 8})
+REGULAR_EXPRESSION = 16
+CONSUMER_KEY_VERSIONS = frozenset({3, 4, 5, 6, 7, 8, 16})
+_TWO_STRING_KEYS = (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT, REGULAR_EXPRESSION)
 
 Partitions = dict[uuid.UUID, frozenset[int]]
 # KIP-1251: the member epoch at which each (topic id, partition) was assigned to the member.
@@ -95,7 +100,19 @@ class CurrentAssignmentValue:
     epochs: AssignmentEpochs | None = None
 
 
-ConsumerValue = GroupEpochValue | MemberMetadataValue | TargetMemberValue | CurrentAssignmentValue
+@dataclass(frozen=True, slots=True)
+class RegexValue:
+    """A regex's resolution: the topics it matched (that the member whose heartbeat asked
+    could describe), the topic metadata's version then, and when (ms)."""
+
+    topics: tuple[str, ...]
+    version: int
+    timestamp: int
+
+
+ConsumerValue = (
+    GroupEpochValue | MemberMetadataValue | TargetMemberValue | CurrentAssignmentValue | RegexValue
+)
 
 # One record of __consumer_offsets partition 1: a key, and its value or None (a tombstone).
 Record = tuple[OffsetKey | GroupKey | ConsumerKey, OffsetValue | GroupValue | ConsumerValue | None]
@@ -153,6 +170,9 @@ def encode_consumer_value(value: ConsumerValue | None) -> bytes | None:
             return out + b"\x01" + uvarint(0) + uvarint(len(tagged)) + tagged
     elif isinstance(value, TargetMemberValue):
         out += _partitions(value.partitions)
+    elif isinstance(value, RegexValue):
+        out += uvarint(len(value.topics) + 1) + b"".join(_cstr(t) for t in value.topics)
+        out += struct.pack(">qq", value.version, value.timestamp)
     else:
         out += struct.pack(">iib", value.epoch, value.previous_epoch, value.state)
         out += _partitions(value.assigned, value.epochs)
@@ -229,7 +249,7 @@ def decode_consumer_key(raw: bytes) -> ConsumerKey:
         msg = f"not a consumer-group key version: {version}"
         raise GroupRecordFormatError(msg)
     group = r.string()
-    member = r.string() if version in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT) else None
+    member = r.string() if version in _TWO_STRING_KEYS else None
     return ConsumerKey(version, group, member)
 
 
@@ -274,6 +294,10 @@ def decode_consumer_value(key: ConsumerKey, raw: bytes | None) -> ConsumerValue 
         value = CurrentAssignmentValue(
             epoch, previous, state, assigned, revoking, epochs if complete and epochs else None
         )
+    elif key.version == REGULAR_EXPRESSION:
+        topics = tuple(r.cstr() or "" for _ in range(r.count()))
+        version, timestamp = r.unpack(">qq")
+        value = RegexValue(topics, version, timestamp)
     else:
         msg = f"key version {key.version} has no value this coordinator reads"
         raise GroupRecordFormatError(msg)

@@ -64,7 +64,7 @@ from coordinator.group.offset_commands import (
     OffsetMap,
 )
 from coordinator.group.offsets import OffsetStore
-from coordinator.group.parts import GroupContext
+from coordinator.group.parts import GroupContext, TopicCatalog
 from coordinator.group.results import (
     FetchedOffset,
     GroupDescription,
@@ -100,15 +100,24 @@ class ConsumerGroupCoordinator:
         is_share_group: Callable[[str], bool] = lambda _g: False,
         topics: TopicLookup | None = None,
         consumer_timing: Callable[[str], tuple[int, int]] | None = None,
+        topic_catalog: TopicCatalog | None = None,
     ) -> None:
         """``runtime``: the runtime of ``__consumer_offsets`` partition 1, owning the shard;
         ``meter``: the metric emitter the shard reports through too (both built by
-        ``coordinator.assembly``)."""
+        ``coordinator.assembly``); ``topic_catalog``: every topic, for regex subscriptions."""
         self._clock = clock
         self._runtime = runtime
         self._timers = Timers()
         context = GroupContext(
-            clock, config, runtime, self._timers, meter, topics, is_share_group, consumer_timing
+            clock,
+            config,
+            runtime,
+            self._timers,
+            meter,
+            topics,
+            is_share_group,
+            consumer_timing,
+            topic_catalog,
         )
         self._context = context
         # The shard's state, one object each for the coordinator's life (replay changes them).

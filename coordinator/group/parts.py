@@ -10,8 +10,9 @@ check, the write (records as a ``CoordinatorResult`` on the runtime) and the met
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from coordinator.group.classic import ClassicGroup
 from coordinator.group.consumer_model import ConsumerProtocolGroup
@@ -25,7 +26,26 @@ from txn.clock import Clock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 
-__all__ = ["GroupContext"]
+__all__ = ["GroupContext", "TopicCatalog"]
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class TopicCatalog(Protocol):
+    """Every topic and the topic metadata's versions: ``version`` grows with each change,
+    ``created_version`` is its value when a topic was last created (what a group's regexes
+    are resolved against; ``coordinator.topics.TopicRegistry`` fits)."""
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def created_version(self) -> int: ...
+
+    def all(self) -> Sequence[_Named]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +62,8 @@ class GroupContext:
     # group id -> (session timeout, heartbeat interval) of a KIP-848 group's members: its
     # consumer.* group configs over the broker's settings (None: the broker's settings)
     consumer_timing: Callable[[str], tuple[int, int]] | None = None
+    # every topic, for the groups' regex subscriptions (None: no topic matches a regex)
+    topic_catalog: TopicCatalog | None = None
 
     @property
     def groups(self) -> dict[str, ClassicGroup]:

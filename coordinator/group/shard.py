@@ -28,6 +28,7 @@ from coordinator.group.consumer_records import (
     CONSUMER_KEY_VERSIONS,
     GROUP_METADATA,
     MEMBER_METADATA,
+    REGULAR_EXPRESSION,
     TARGET_MEMBER,
     ConsumerKey,
     ConsumerValue,
@@ -35,6 +36,7 @@ from coordinator.group.consumer_records import (
     GroupEpochValue,
     MemberMetadataValue,
     Record,
+    RegexValue,
     TargetMemberValue,
     decode_consumer_key,
     decode_consumer_value,
@@ -220,6 +222,18 @@ class MembershipManager:
             member.rebalance_timeout_ms = value.rebalance_timeout_ms
             member.server_assignor = value.server_assignor
             member.classic = value.classic
+            member.regex = value.regex
+            resolution = group.resolved.get(value.regex) if value.regex else None
+            member.regex_topics = frozenset(resolution.topics) if resolution else frozenset()
+        elif key.version == REGULAR_EXPRESSION:
+            if isinstance(value, RegexValue):
+                group.resolved[member_id] = value
+            else:
+                group.resolved.pop(member_id, None)
+            topics = frozenset(value.topics) if isinstance(value, RegexValue) else frozenset()
+            for member in group.members.values():
+                if member.regex == member_id:  # the key's second string is the regex
+                    member.regex_topics = topics
         elif isinstance(value, CurrentAssignmentValue) and member_id in group.members:
             member = group.members[member_id]
             # KIP-1251: the record's assignment epochs; an older record without them: derived

@@ -44,6 +44,7 @@ from coordinator.protocol.group_messages import (
     SyncGroupResponse,
 )
 from coordinator.protocol.group_request_views import ConsumerGroupHeartbeatRequestView
+from coordinator.protocol.request_topics import DESCRIBABLE
 from coordinator.protocol.request_views import (
     FetchRequestView,
     InitProducerIdRequestView,
@@ -343,7 +344,8 @@ add_share_acks_to_txn_rule = guarded(_share_acks_denial)
 async def membership_rule(
     ctx: RequestContext, req: DecodedRequest[Any], handler: Handler
 ) -> Response:
-    """Consumer/ShareGroupHeartbeat: READ on the group, DESCRIBE on subscribed topics."""
+    """Consumer/ShareGroupHeartbeat: READ on the group, DESCRIBE on subscribed topics; a
+    regex resolves to the topics the principal may describe (``request_topics``)."""
     b: ConsumerGroupHeartbeatRequestView | ShareGroupHeartbeatRequestView = req.body
     if not ctx.group(OP.READ, b.group_id):
         return denied_request(req, GROUP_DENIED)
@@ -354,7 +356,11 @@ async def membership_rule(
             "error_code": TOPIC_DENIED,
             "error_message": f"Topic authorization failed for topics {refused}",
         }
-    return await handler(req)
+    token = DESCRIBABLE.set(lambda topic: ctx.topic(OP.DESCRIBE, topic))  # a regex's topics
+    try:
+        return await handler(req)
+    finally:
+        DESCRIBABLE.reset(token)
 
 
 # -- multi-resource rules: filter, call, merge --------------------------------------------------

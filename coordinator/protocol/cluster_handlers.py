@@ -152,7 +152,8 @@ class ClusterHandlers:
             for topic in requested:
                 name = topic.name
                 topic_id: uuid.UUID | None = optional(topic, "topic_id", default=None)
-                if name is None and topic_id is not None:
+                # By id when one is given: Java's consumer names assigned topic ids with "".
+                if not name and topic_id is not None and topic_id.int != 0:
                     info = self.core.topics.by_id(topic_id)
                     infos.append((info.name if info else None, info))
                     continue

@@ -64,6 +64,7 @@ from coordinator.protocol.group_request_views import (
     SyncGroupRequestView,
     TxnOffsetCommitRequestView,
 )
+from coordinator.protocol.request_topics import DESCRIBABLE
 from coordinator.protocol.responses import Handler, api, handler_table, millis
 from coordinator.protocol.txn_messages import (
     AddOffsetsToTxnResponse,
@@ -260,11 +261,6 @@ class GroupHandlers:
                 t.topic_id: frozenset(int(p) for p in t.partitions) for t in b.topic_partitions
             }
         regex: str | None = optional(b, "subscribed_topic_regex", default=None)  # v1
-        if regex:  # librdkafka sends "" for "none"
-            return GroupHeartbeatResponse(
-                error_code=ErrorCode.INVALID_REQUEST,
-                error_message="SubscribedTopicRegex is not supported by this broker.",
-            )
         result = self.core.groups.consumer_heartbeat(
             b.group_id,
             b.member_id or "",
@@ -276,6 +272,8 @@ class GroupHandlers:
             subscribed_topic_names=None
             if b.subscribed_topic_names is None
             else list(b.subscribed_topic_names),
+            subscribed_topic_regex=regex,  # "" (librdkafka's and Java's "none"): no regex
+            may_describe=DESCRIBABLE.get(),
             server_assignor=b.server_assignor,
             owned=owned,
             client_id=req.client_id or "",
@@ -318,6 +316,7 @@ class GroupHandlers:
                             client_id=m.client_id,
                             client_host=m.client_host,
                             subscribed_topic_names=tuple(sorted(m.subscribed)),
+                            subscribed_topic_regex=m.regex or "",  # Kafka: "", no regex
                             assignment=self._named(m.assigned),
                             target_assignment=self._named(group.target.get(m.member_id, {})),
                         )

@@ -188,7 +188,23 @@ class GroupConsumer:
         self._membership.subscribe(names)
         self._membership.start()
 
+    def subscribe_pattern(self, pattern: str) -> None:
+        """Subscribe to every topic the RE2J regular expression ``pattern`` matches whole,
+        resolved by the group coordinator (KIP-848 ``SubscribedTopicRegex``; Java's
+        ``subscribe(SubscriptionPattern)``).  A pattern the coordinator refuses fails the
+        next ``poll()`` with ``InvalidRegularExpressionError``."""
+        self._check_open()
+        if not isinstance(pattern, str) or not pattern:
+            msg = "subscribe_pattern() needs a regular expression"
+            raise ValueError(msg)
+        self._subscription = ("", pattern)
+        self._membership.subscribe_pattern(pattern)
+        self._membership.start()
+
     def subscription(self) -> set[str]:
+        """The topic names subscribed to (a pattern subscription: the topics assigned)."""
+        if self._subscription[:1] == ("",):
+            return {tp.topic for tp in self._owned}
         return set(self._subscription)
 
     def assignment(self) -> set[TopicPartition]:

@@ -67,6 +67,7 @@ class GroupMembership(HeartbeatThread):
         self._lock = threading.Lock()
         self.changed = threading.Condition(self._lock)
         self._send_lock = threading.Lock()
+        # topic names, or ("", regex) for a regex subscription (KIP-848 SubscribedTopicRegex)
         self._subscription: tuple[str, ...] = ()
         self._sent_subscription: tuple[str, ...] | None = None
         self._owned: frozenset[TopicPartition] = frozenset()
@@ -85,6 +86,10 @@ class GroupMembership(HeartbeatThread):
         with self._lock:
             self._subscription = topics
         self._wakeup.set()
+
+    def subscribe_pattern(self, regex: str) -> None:
+        """Subscribe to the topics an RE2J regex matches, resolved by the coordinator."""
+        self.subscribe(("", regex))
 
     def set_owned(self, owned: frozenset[TopicPartition]) -> None:
         """The partitions the consumer consumes now (sent with the next heartbeat, at once)."""
@@ -128,15 +133,18 @@ class GroupMembership(HeartbeatThread):
                     return 3_600_000  # idle until subscribe() wakes us
                 full = epoch == JOIN_EPOCH or topics != self._sent_subscription
                 send_owned = full or owned != self._sent_owned
+            regex = topics[1] if topics[0] == "" else None
             body = {
                 "group_id": self.group_id,
                 "member_id": self.member_id,
                 "member_epoch": epoch,
                 "rebalance_timeout": self._rebalance_timeout_ms if full else -1,
-                "subscribed_topic_names": list(topics) if full else None,
+                "subscribed_topic_names": list(topics) if full and regex is None else None,
                 "server_assignor": self._server_assignor if full else None,
                 "topic_partitions": self._owned_body(owned) if send_owned else None,
             }
+            if full:  # "" drops a regex, as Java's consumer sends when it subscribes to names
+                body["subscribed_topic_regex"] = regex if regex is not None else ""
             try:
                 node = self._client.coordinator_for(KEY_TYPE_GROUP, self.group_id)
                 resp = self._client.send(node, ApiKey.CONSUMER_GROUP_HEARTBEAT, body)

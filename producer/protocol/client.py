@@ -79,6 +79,7 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.DESCRIBE_PRODUCERS: 0,
     ApiKey.DESCRIBE_TRANSACTIONS: 0,
     ApiKey.LIST_TRANSACTIONS: 1,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: 1,  # SubscribedTopicRegex; the member names itself
     ApiKey.SHARE_GROUP_HEARTBEAT: 1,
     ApiKey.SHARE_GROUP_DESCRIBE: 1,
     ApiKey.SHARE_FETCH: 1,

@@ -32,6 +32,7 @@ SCENARIOS: tuple[str, ...] = (
     "producer_fencing",
     "consumer_group_classic",
     "consumer_group_consumer",
+    "consumer_group_pattern",
     "share_implicit",
     "share_explicit",
     "share_lock_timeout",

@@ -65,6 +65,16 @@ def test_producer_transactions_commit_and_abort(observed: dict[str, dict[str, An
     assert row["end_offsets"] == {"0": 9, "1": 9}
 
 
+def test_consumer_group_pattern(observed: dict[str, dict[str, Any]]) -> None:
+    """``subscribe(SubscriptionPattern)`` (KIP-848 SubscribedTopicRegex) gets every partition
+    of the topics the regex matches whole, and a pattern RE2J refuses fails the poll."""
+    row = _ok(observed, "consumer_group_pattern")
+    assert row["assigned"] == ["rx-eu-0", "rx-eu-1", "rx-us-0"]
+    assert row["consumed"] == 10
+    assert row["invalid_pattern"].startswith("InvalidRegularExpression")
+    assert "is not a valid regular expression" in row["invalid_pattern"]
+
+
 def test_producer_fencing(observed: dict[str, dict[str, Any]]) -> None:
     row = _ok(observed, "producer_fencing")
     # The new instance's InitProducerId bumped the epoch and aborted the zombie's

@@ -20,6 +20,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_malformed,
     scenarios_membership,
     scenarios_produce,
+    scenarios_regex,
     scenarios_share,
     scenarios_share_fidelity,
     scenarios_share_start,
@@ -56,6 +57,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "timestamps/list_offsets_max_after_delete_records": "MAX_TIMESTAMP below the log start",
     "share/alter_offsets_empty_group": "share offsets: Kafka keeps its cached state after alter",
     "share/auto_offset_reset_by_duration_zero": "by_duration with no recent record",
+    "consumer-groups/regex_internal_topics": "regex subscriptions: internal topics not matched",
 }
 
 #: Scenario -> its open difference (issue 27: to be aligned with Kafka).  Reported as

@@ -37,6 +37,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
@@ -83,6 +84,7 @@ public final class Interop {
                 case "producer_fencing" -> producerFencing(out);
                 case "consumer_group_classic" -> consumerGroup(out, "classic");
                 case "consumer_group_consumer" -> consumerGroup(out, "consumer");
+                case "consumer_group_pattern" -> consumerGroupPattern(out);
                 case "share_implicit" -> shareImplicit(out);
                 case "share_explicit" -> shareExplicit(out);
                 case "share_lock_timeout" -> shareLockTimeout(out);
@@ -214,6 +216,51 @@ public final class Interop {
             for (int i = 0; i < 3; i++) again += c.poll(POLL).count();
             out.put("after_restart", again);
             out.put("restart_assigned", c.assignment().size());
+        }
+    }
+
+    /** KIP-848 regex subscription: subscribe(SubscriptionPattern) sends SubscribedTopicRegex. */
+    private void consumerGroupPattern(Map<String, Object> out) throws Exception {
+        String eu = topic("rx-eu", 2);
+        String us = topic("rx-us", 1);
+        String other = topic("rx-other-x", 1);
+        produce(eu, 2, 6);
+        produce(us, 1, 4);
+        produce(other, 1, 3);
+        Map<String, Object> cfg = new HashMap<>(consumerConfig("read_committed"));
+        cfg.put("group.id", prefix + "-cg-pattern");
+        cfg.put("group.protocol", "consumer");
+        cfg.put("auto.offset.reset", "earliest");
+        cfg.put("enable.auto.commit", "false");
+        int seen = 0;
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cfg)) {
+            c.subscribe(new SubscriptionPattern(prefix + "-rx-[a-z]{2}"));
+            long deadline = System.currentTimeMillis() + DEADLINE_MS;
+            while (seen < 10 && System.currentTimeMillis() < deadline) {
+                seen += c.poll(POLL).count();
+            }
+            List<String> topics = new ArrayList<>();
+            for (TopicPartition tp : c.assignment()) {
+                topics.add(tp.topic().substring(prefix.length() + 1) + "-" + tp.partition());
+            }
+            java.util.Collections.sort(topics);
+            out.put("assigned", topics);
+        }
+        out.put("consumed", seen);
+        cfg.put("group.id", prefix + "-cg-bad-pattern");
+        try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cfg)) {
+            c.subscribe(new SubscriptionPattern("rx-(?=eu)"));
+            long deadline = System.currentTimeMillis() + DEADLINE_MS;
+            String error = "none";
+            while (System.currentTimeMillis() < deadline) {
+                try {
+                    c.poll(POLL);
+                } catch (RuntimeException e) {
+                    error = e.getClass().getSimpleName() + ": " + e.getMessage();
+                    break;
+                }
+            }
+            out.put("invalid_pattern", error);
         }
     }
 

@@ -33,7 +33,7 @@ class Acquisition:
     acquired: list[AcquiredRange]
     count: int
     redelivered: int  # acquired with a delivery count above 1
-    archived: int  # control-batch-free records archived on the way (aborted, or AVAILABLE ones)
+    archived: int  # aborted records archived on the way (read_committed)
 
 
 def plan_acquire(
@@ -52,8 +52,10 @@ def plan_acquire(
 
     Stops once ``max_fetch_records`` are acquired, rounded up to the end of the log batch being
     taken; new records are further bounded by ``max_in_flight_records`` minus the records
-    already in flight, also rounded up to a log-batch boundary.  Control batches and aborted
-    transactional records (``aborted``) are archived, never acquired.  Redeliveries are
+    already in flight, also rounded up to a log-batch boundary.  Control batches are acquired
+    as data is (the client acknowledges their offsets as GAP); aborted transactional records
+    (``aborted``, read_committed) are archived, never acquired, but new ones count towards the
+    records wanted, as in Kafka 4.4.  Redeliveries are
     throttled as Kafka 4.4 throttles them (``_ThrottleWalk``, KAFKA-17541).
     """
     start = state.start
@@ -68,6 +70,7 @@ def plan_acquire(
     touched_last = -1
     new_first = -1
     new_last = -1
+    new_aborted = 0
     limit = config.delivery_count_limit
     walk = _ThrottleWalk(
         state,
@@ -83,9 +86,13 @@ def plan_acquire(
         hi = header.last_offset
         if lo > hi:
             continue
-        control = header.is_control
-        skip = control or (
-            bool(aborted) and header.is_transactional and _is_aborted(header, aborted)
+        # Control batches are acquired as data (the client acknowledges their offsets as
+        # GAP); only aborted data batches are left out (read_committed), as Kafka 4.4.
+        skip = (
+            bool(aborted)
+            and header.is_transactional
+            and not header.is_control
+            and _is_aborted(header, aborted)
         )
         got = 0
         full = False
@@ -102,8 +109,7 @@ def plan_acquire(
                 a = max(run.first, lo)
                 z = min(run.last, seg_hi)
                 if skip:
-                    if run.state is RecordState.AVAILABLE or not control:
-                        archived += z - a + 1
+                    archived += z - a + 1
                     steps.append(AcquireStep("archive", a, z, 0))
                     continue
                 prior = 0 if run.state is None else run.delivery_count
@@ -125,26 +131,27 @@ def plan_acquire(
         if lo <= hi and not walk.stop and not walk.leaving_throttled():
             # Beyond the cache: new records.
             new_first = lo if new_first < 0 else new_first
-            if skip:
+            # Kafka takes the new log batches while fewer than the records wanted are taken,
+            # aborted ones included (they are archived after being taken).
+            room = min(
+                max_fetch_records - count - got - new_aborted,
+                config.max_in_flight_records - (end - start),
+            )
+            if room <= 0:
+                touched_last = lo - 1
+                full = True
+            elif skip:
                 steps.append(AcquireStep("new_archived", lo, hi, 0))
                 end = hi + 1
                 new_last = hi
-                if not control:
-                    archived += hi - lo + 1
+                archived += hi - lo + 1
+                new_aborted += hi - lo + 1
             else:
-                room = min(
-                    max_fetch_records - count - got,
-                    config.max_in_flight_records - (end - start),
-                )
-                if room > 0:
-                    steps.append(AcquireStep("new_acquired", lo, hi, 1))
-                    end = hi + 1
-                    new_last = hi
-                    _append_range(acquired, lo, hi, 1)
-                    got += hi - lo + 1
-                else:
-                    touched_last = lo - 1
-                    full = True
+                steps.append(AcquireStep("new_acquired", lo, hi, 1))
+                end = hi + 1
+                new_last = hi
+                _append_range(acquired, lo, hi, 1)
+                got += hi - lo + 1
         if got:
             spans.append((pos, pos + header.size))
             count += got

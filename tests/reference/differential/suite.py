@@ -57,7 +57,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 #: differences).  Remove an entry once its scenario is identical.
 _EPOCHS = "open: Kafka bumps the group epoch on metadata refreshes too"
 _START = "open: Kafka reports the persisted share start offset, written lazily"
-_MARKERS = "open: Kafka acquires the offsets of transaction markers too"
 PENDING: dict[str, str] = {
     "consumer-groups/heartbeat_join_assigns_all": _EPOCHS,
     "consumer-groups/leave_and_rejoin": _EPOCHS,
@@ -76,15 +75,6 @@ PENDING: dict[str, str] = {
     "share/rejoin_after_leave": _EPOCHS,
     "share/subscribe_unknown_topic": _EPOCHS,
     "share/two_members_two_partitions": _EPOCHS,
-    "share/isolation_read_committed": _MARKERS,
-    "share/isolation_read_uncommitted": _MARKERS,
-    "share/start_by_duration_committed_after_abort": _MARKERS,
-    "share/start_by_duration_committed_open_txn_aborts": _MARKERS,
-    "share/start_by_duration_committed_open_txn_before_window": _MARKERS,
-    "share/start_earliest_committed_after_abort": _MARKERS,
-    "share/start_earliest_committed_open_txn_commits": _MARKERS,
-    "share/start_latest_committed_open_txn_aborts": _MARKERS,
-    "share/start_latest_committed_open_txn_commits": _MARKERS,
     "share/max_records_record_limit_mode": "open: share acquisition in record_limit mode",
 }
 

@@ -17,6 +17,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_membership,
     scenarios_produce,
     scenarios_share,
+    scenarios_share_acquire,
     scenarios_share_fidelity,
     scenarios_timestamps,
     scenarios_topics,
@@ -75,7 +76,6 @@ PENDING: dict[str, str] = {
     "share/rejoin_after_leave": _EPOCHS,
     "share/subscribe_unknown_topic": _EPOCHS,
     "share/two_members_two_partitions": _EPOCHS,
-    "share/max_records_record_limit_mode": "open: share acquisition in record_limit mode",
 }
 
 

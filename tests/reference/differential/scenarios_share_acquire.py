@@ -4,6 +4,7 @@ left out under ``read_committed``, ShareFetch v2's ``record_limit`` mode (KIP-12
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from tests.reference.differential.ctx import Ctx
@@ -192,6 +193,17 @@ def record_limit_redelivers_split_batch(ctx: Ctx) -> Any:
         "rest": _one(m),
         "ack": _ack(m, t, (0, 5, ACCEPT)),
     }
+
+
+@scenario(AREA)
+def record_limit_lock_timeout(ctx: Ctx) -> Any:
+    """The two records record_limit took time out; the rest of the batch was never delivered."""
+    t = ctx.create_topic("s")
+    _batches(ctx, t, 6)
+    m = _member(ctx, t, {"share.record.lock.duration.ms": "1000"})
+    first = _one(m, max_records=2, acquire_mode=RECORD_LIMIT)
+    time.sleep(1.6)
+    return {"first": first, "after_timeout": _one(m)}
 
 
 @scenario(AREA)

@@ -47,8 +47,8 @@ class ShareFetchRequest:
     max_wait_ms: int = 0
     #: ShareFetch v2's ShareAcquireMode: record_limit (KIP-1206) takes exactly MaxRecords
     record_limit: bool = False
-    #: BatchSize: new records beyond it are split into several in-flight batches (0: never)
-    batch_size: int = 0
+    #: BatchSize: new records beyond it are split into several in-flight batches (None: never)
+    batch_size: int | None = None
 
 
 @dataclass(slots=True)
@@ -89,7 +89,7 @@ class _Acquiring:
     min_bytes: int
     deadline_ms: int
     record_limit: bool = False
-    batch_size: int = 0
+    batch_size: int | None = None
 
     def step(self, outcome: ShareFetchOutcome) -> int | None:
         self.share.acquire(

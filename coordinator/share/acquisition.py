@@ -48,7 +48,7 @@ def plan_acquire(
     aborted: tuple[AbortedTxn, ...],
     now_ms: int,
     record_limit: bool = False,
-    batch_size: int = 0,
+    batch_size: int | None = None,
 ) -> Acquisition:
     """Acquire from the log batches read at ``fetch_from`` (``raw``, parsed as ``batches``).
 
@@ -58,12 +58,12 @@ def plan_acquire(
     the limit before each batch (a batch is taken whole); new records log batch by log batch
     (rounded up to the end of the log batch being taken).  In ``record_limit`` mode (KIP-1206)
     exactly the limit is taken: a log batch is split, its records not taken stay in flight as
-    AVAILABLE, never delivered.  Otherwise new records longer than ``batch_size`` form several
-    in-flight batches, cut at log batches.  The acquired ranges never span two in-flight
-    batches.  Control batches are acquired as data is (the client acknowledges their offsets
-    as GAP); aborted transactional records (``aborted``, read_committed) are archived, never
-    acquired, but count towards the limit.  Redeliveries are throttled as Kafka 4.4 throttles
-    them (``_ThrottleWalk``, KAFKA-17541).
+    AVAILABLE, never delivered.  Otherwise new records longer than ``batch_size`` (None: no
+    limit) form several in-flight batches, cut at log batches.  The acquired ranges never
+    span two in-flight batches.  Control batches are acquired as data is (the client
+    acknowledges their offsets as GAP); aborted transactional records (``aborted``,
+    read_committed) are archived, never acquired, but count towards the limit.
+    Redeliveries are throttled as Kafka 4.4 throttles them (``_ThrottleWalk``, KAFKA-17541).
     """
     start = state.start
     end = state.end
@@ -182,7 +182,7 @@ def plan_acquire(
             spans.append((pos, pos + header.size))
             count += got
     if fresh:
-        _plan_fresh(fresh, fresh_bases, 0 if record_limit else batch_size, steps, acquired, keys)
+        _plan_fresh(fresh, fresh_bases, None if record_limit else batch_size, steps, acquired, keys)
     lock = None
     if acquired:
         lock = AcquisitionLock(
@@ -207,19 +207,20 @@ _FRESH_STEP: Final[dict[str, Literal["new_acquired", "new_archived", "new_availa
 def _plan_fresh(
     fresh: list[tuple[_FreshKind, int, int]],
     bases: list[int],
-    batch_size: int,
+    batch_size: int | None,
     steps: list[AcquireStep],
     acquired: list[AcquiredRange],
     keys: list[tuple[int, int] | None],
 ) -> None:
     """The steps and acquired ranges of the new records: one in-flight batch, or (more than
     ``batch_size`` records, ShareFetch's BatchSize) several, cut at the first log batch that
-    starts ``batch_size`` or more records after the current one's start, as Kafka 4.4."""
+    starts ``batch_size`` or more records after the current one's start, as Kafka 4.4 (so a
+    BatchSize of 0 or less cuts at every log batch; Kafka also answers an empty range then)."""
     first, last = fresh[0][1], fresh[-1][2]
     cuts = [first]
-    if 0 < batch_size < last - first + 1:
+    if batch_size is not None and batch_size < last - first + 1:
         for base in bases:
-            if base - cuts[-1] >= batch_size:
+            if base > cuts[-1] and base - cuts[-1] >= batch_size:
                 cuts.append(base)
     pieces = [(c, cuts[i + 1] - 1 if i + 1 < len(cuts) else last) for i, c in enumerate(cuts)]
     for kind, a, z in fresh:

@@ -420,7 +420,7 @@ class ShareManager:
         outcome: ShareFetchOutcome,
         *,
         record_limit: bool = False,
-        batch_size: int = 0,
+        batch_size: int | None = None,
     ) -> None:
         """Acquire records from the session's partitions into ``outcome`` (one pass); at most
         ``max_records`` in all (ShareFetch's MaxRecords, exact in ``record_limit`` mode)."""

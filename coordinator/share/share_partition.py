@@ -310,7 +310,7 @@ class SharePartition:
         max_bytes: int,
         *,
         record_limit: bool = False,
-        batch_size: int = 0,
+        batch_size: int | None = None,
     ) -> AcquireResult:
         """Acquire records for ``member_id``: AVAILABLE ones first, then new ones from the log.
 

@@ -260,3 +260,12 @@ def batch_size_split_redelivered(ctx: Ctx) -> Any:
     middle = _one(m)
     _ack(m, t, (0, 5, RELEASE))
     return {"first": first, "middle": middle, "all": _one(m)}
+
+
+@scenario(AREA)
+def batch_size_zero(ctx: Ctx) -> Any:
+    t = ctx.create_topic("s")
+    _batches(ctx, t, 2, 2, 2)
+    m = _member(ctx, t)
+    first = m.fetch(max_records=6, batch_size=0)
+    return {"first": first, "then": _one(m, max_records=6, batch_size=0)}

@@ -51,6 +51,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "timestamps/list_offsets_max_after_delete_records": "MAX_TIMESTAMP below the log start",
     "share/alter_offsets_empty_group": "share offsets: Kafka keeps its cached state after alter",
     "share/auto_offset_reset_by_duration_zero": "by_duration with no recent record",
+    "share/batch_size_zero": "BatchSize 0: Kafka answers an empty acquired range",
 }
 
 #: Scenario -> its open difference (issue 27: to be aligned with Kafka).  Reported as

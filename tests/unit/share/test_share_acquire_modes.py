@@ -25,7 +25,7 @@ BIG = 1 << 20
 
 
 def take(
-    sp: SharePartition, n: int = 500, *, record_limit: bool = False, batch_size: int = 0
+    sp: SharePartition, n: int = 500, *, record_limit: bool = False, batch_size: int | None = None
 ) -> list[tuple[int, int, int]]:
     return ranges(sp.acquire("m1", n, BIG, record_limit=record_limit, batch_size=batch_size))
 
@@ -93,6 +93,12 @@ def test_batch_size_split_batches_come_back_each_alone() -> None:
     assert take(sp) == [(2, 3, 2)]
     assert sp.acknowledge("m1", [ack(0, 5, RELEASE)]) is ErrorCode.NONE
     assert take(sp) == [(0, 1, 2), (2, 3, 3), (4, 5, 2)]
+
+
+def test_batch_size_zero_cuts_at_every_log_batch() -> None:
+    """Kafka 4.4 does too, and answers an empty range (0, -1) first: not copied."""
+    _log, _persister, _clock, sp = rig(2, 2, 2)
+    assert take(sp, 6, batch_size=0) == [(0, 1, 1), (2, 3, 1), (4, 5, 1)]
 
 
 def test_batch_size_not_below_the_records_taken_splits_nothing() -> None:

@@ -45,6 +45,10 @@ class ShareFetchRequest:
     max_bytes: int = 0  # 0 or less: no limit
     min_bytes: int = 1
     max_wait_ms: int = 0
+    #: ShareFetch v2's ShareAcquireMode: record_limit (KIP-1206) takes exactly MaxRecords
+    record_limit: bool = False
+    #: BatchSize: new records beyond it are split into several in-flight batches (None: never)
+    batch_size: int | None = None
 
 
 @dataclass(slots=True)
@@ -84,16 +88,30 @@ class _Acquiring:
     max_bytes: int
     min_bytes: int
     deadline_ms: int
+    record_limit: bool = False
+    batch_size: int | None = None
 
     def step(self, outcome: ShareFetchOutcome) -> int | None:
         self.share.acquire(
-            self.group_id, self.member_id, self.session, self.max_records, self.max_bytes, outcome
+            self.group_id,
+            self.member_id,
+            self.session,
+            self.max_records,
+            self.max_bytes,
+            outcome,
+            record_limit=self.record_limit,
+            batch_size=self.batch_size,
         )
         got = sum(
             len(p.result.records) for p in outcome.partitions.values() if p.result is not None
         )
         now_ms = self.clock.now_ms()
-        if got >= self.min_bytes or now_ms >= self.deadline_ms or outcome.acquired_count > 0:
+        if (
+            got >= self.min_bytes
+            or now_ms >= self.deadline_ms
+            or outcome.acquired_count > 0
+            or outcome.archived > 0
+        ):
             return None
         if self.share.sessions.get(self.group_id, self.member_id) is not self.session:
             return None  # closed or replaced while we waited
@@ -175,6 +193,8 @@ class ShareFetches:
             max_bytes=request.max_bytes if request.max_bytes > 0 else INT32_MAX,
             min_bytes=max(request.min_bytes, 1),
             deadline_ms=self._clock.now_ms() + request.max_wait_ms,
+            record_limit=request.record_limit,
+            batch_size=request.batch_size,
         )
         return ShareFetchPoll(outcome, lock_ms, full, acquiring)
 

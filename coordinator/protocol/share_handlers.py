@@ -92,6 +92,7 @@ from txn.errors import ErrorCode
 from txn.ids import TopicIdPartition
 
 RESOURCE_TOPIC = 2
+ACQUIRE_RECORD_LIMIT = 1  # ShareFetch v2 ShareAcquireMode (0: batch_optimized), KIP-1206
 RESOURCE_BROKER = 4
 RESOURCE_BROKER_LOGGER = 8
 RESOURCE_GROUP = 32
@@ -268,6 +269,9 @@ class ShareHandlers:
             max_bytes=int(b.max_bytes),
             min_bytes=int(b.min_bytes),
             max_wait_ms=millis(b.max_wait),
+            # v2+: ShareAcquireMode
+            record_limit=optional(b, "share_acquire_mode", default=0) == ACQUIRE_RECORD_LIMIT,
+            batch_size=int(b.batch_size),
         )
         poll = self.core.share_fetches.fetch(request)
         while (wake_ms := poll.step()) is not None:

@@ -6,7 +6,7 @@ starts the lock timer."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Literal
 
 from coordinator.partition import AbortedTxn
 from coordinator.share.inflight import AcquisitionLock, Run
@@ -33,7 +33,7 @@ class Acquisition:
     acquired: list[AcquiredRange]
     count: int
     redelivered: int  # acquired with a delivery count above 1
-    archived: int  # control-batch-free records archived on the way (aborted, or AVAILABLE ones)
+    archived: int  # aborted records archived on the way (read_committed)
 
 
 def plan_acquire(
@@ -47,19 +47,31 @@ def plan_acquire(
     batches: list[tuple[int, BatchHeader]],
     aborted: tuple[AbortedTxn, ...],
     now_ms: int,
+    record_limit: bool = False,
+    batch_size: int | None = None,
 ) -> Acquisition:
     """Acquire from the log batches read at ``fetch_from`` (``raw``, parsed as ``batches``).
 
-    Stops once ``max_fetch_records`` are acquired, rounded up to the end of the log batch being
-    taken; new records are further bounded by ``max_in_flight_records`` minus the records
-    already in flight, also rounded up to a log-batch boundary.  Control batches and aborted
-    transactional records (``aborted``) are archived, never acquired.  Redeliveries are
-    throttled as Kafka 4.4 throttles them (``_ThrottleWalk``, KAFKA-17541).
+    As Kafka 4.4's ``SharePartition.acquire``: at most ``max_fetch_records`` records, and no
+    more new ones than ``max_in_flight_records`` leaves room for (at that limit, only records
+    already in flight).  Cached records are taken in-flight batch by in-flight batch, checking
+    the limit before each batch (a batch is taken whole); new records log batch by log batch
+    (rounded up to the end of the log batch being taken).  In ``record_limit`` mode (KIP-1206)
+    exactly the limit is taken: a log batch is split, its records not taken stay in flight as
+    AVAILABLE, never delivered.  Otherwise new records longer than ``batch_size`` (None: no
+    limit) form several in-flight batches, cut at log batches.  The acquired ranges never
+    span two in-flight batches.  Control batches are acquired as data is (the client
+    acknowledges their offsets as GAP); aborted transactional records (``aborted``,
+    read_committed) are archived, never acquired, but count towards the limit.
+    Redeliveries are throttled as Kafka 4.4 throttles them (``_ThrottleWalk``, KAFKA-17541).
     """
     start = state.start
     end = state.end
     steps: list[AcquireStep] = []
     acquired: list[AcquiredRange] = []
+    keys: list[tuple[int, int] | None] = []  # the in-flight batch of each acquired range
+    fresh: list[tuple[_FreshKind, int, int]] = []  # new records, planned once all are known
+    fresh_bases: list[int] = []  # the base offsets of the log batches they come from
     spans: list[tuple[int, int]] = []
     count = 0
     redelivered = 0
@@ -76,80 +88,101 @@ def plan_acquire(
         batches[0][1].base_offset if batches else fetch_from,
         batches[-1][1].last_offset if batches else fetch_from,
     )
+    last_read = batches[-1][1].last_offset if batches else fetch_from - 1
+    wanted = min(max_fetch_records, config.max_in_flight_records - (end - start))
+    if wanted <= 0 and fetch_from < end:
+        wanted = min(max_fetch_records, end - fetch_from)  # the in-flight records only
+        last_read = min(last_read, end - 1)
+    taken = 0  # records taken, aborted ones included (Kafka counts them before archiving)
+    current: tuple[int, int] | None = None  # the in-flight batch being walked
+    stop = False
     for pos, header in batches:
-        if count >= max_fetch_records or walk.stop:
+        if stop or walk.stop:
             break
         lo = max(header.base_offset, fetch_from, start)
-        hi = header.last_offset
+        hi = min(header.last_offset, last_read)
         if lo > hi:
             continue
-        control = header.is_control
-        skip = control or (
-            bool(aborted) and header.is_transactional and _is_aborted(header, aborted)
+        # Control batches are acquired as data (the client acknowledges their offsets as
+        # GAP); only aborted data batches are left out (read_committed), as Kafka 4.4.
+        skip = (
+            bool(aborted)
+            and header.is_transactional
+            and not header.is_control
+            and _is_aborted(header, aborted)
         )
         got = 0
-        full = False
         if touched_first < 0:
             touched_first = lo
         touched_last = hi
         if lo < end:
             seg_hi = min(hi, end - 1)
             for run in state.runs.overlapping(lo, seg_hi):
-                if walk.enter(run, count + got):
+                key = run.batch if run.batch is not None else (run.first, run.last)
+                if key != current:
+                    if taken >= wanted:
+                        stop = True
+                        break
+                    current = key
+                if walk.enter(run, taken):
                     break
                 if run.pending is not None or run.state not in (None, RecordState.AVAILABLE):
                     continue
                 a = max(run.first, lo)
                 z = min(run.last, seg_hi)
+                if record_limit:
+                    z = min(z, a + wanted - taken - 1)
                 if skip:
-                    if run.state is RecordState.AVAILABLE or not control:
-                        archived += z - a + 1
+                    archived += z - a + 1
+                    taken += z - a + 1
                     steps.append(AcquireStep("archive", a, z, 0))
-                    continue
-                prior = 0 if run.state is None else run.delivery_count
-                z = walk.last_to_take(prior, a, z)
-                if z < a:
-                    break
-                if run.state is None:
-                    new_first = a if new_first < 0 else new_first
-                    new_last = z
-                dc = prior + 1
-                steps.append(AcquireStep("lock", a, z, dc))
-                _append_range(acquired, a, z, dc)
-                got += z - a + 1
-                if dc > 1:
-                    redelivered += z - a + 1
-                if walk.took(dc, z - a + 1):
+                else:
+                    prior = 0 if run.state is None else run.delivery_count
+                    z = walk.last_to_take(prior, a, z)
+                    if z < a:
+                        break
+                    if run.state is None:
+                        new_first = a if new_first < 0 else new_first
+                        new_last = z
+                    dc = prior + 1
+                    steps.append(AcquireStep("lock", a, z, dc))
+                    _append_range(acquired, keys, a, z, dc, None if run.state is None else key)
+                    got += z - a + 1
+                    taken += z - a + 1
+                    if dc > 1:
+                        redelivered += z - a + 1
+                    if walk.took(dc, z - a + 1):
+                        break
+                if record_limit and taken >= wanted:
+                    stop = True
                     break
             lo = seg_hi + 1
-        if lo <= hi and not walk.stop and not walk.leaving_throttled():
-            # Beyond the cache: new records.
-            new_first = lo if new_first < 0 else new_first
-            if skip:
-                steps.append(AcquireStep("new_archived", lo, hi, 0))
-                end = hi + 1
-                new_last = hi
-                if not control:
-                    archived += hi - lo + 1
+        if lo <= hi and not stop and not walk.stop and not walk.leaving_throttled():
+            # Beyond the cache: new records, while fewer than wanted are taken.
+            room = wanted - taken
+            if room <= 0:
+                touched_last = lo - 1
+                stop = True
             else:
-                room = min(
-                    max_fetch_records - count - got,
-                    config.max_in_flight_records - (end - start),
-                )
-                if room > 0:
-                    steps.append(AcquireStep("new_acquired", lo, hi, 1))
-                    end = hi + 1
-                    new_last = hi
-                    _append_range(acquired, lo, hi, 1)
-                    got += hi - lo + 1
+                new_first = lo if new_first < 0 else new_first
+                new_last = hi
+                end = hi + 1
+                last = min(hi, lo + room - 1) if record_limit else hi
+                fresh_bases.append(header.base_offset)
+                fresh.append(("archived" if skip else "acquired", lo, last))
+                taken += last - lo + 1
+                if skip:
+                    archived += last - lo + 1
                 else:
-                    touched_last = lo - 1
-                    full = True
+                    got += last - lo + 1
+                if last < hi:
+                    fresh.append(("available", last + 1, hi))
+                    stop = True
         if got:
             spans.append((pos, pos + header.size))
             count += got
-        if full or walk.stop:
-            break
+    if fresh:
+        _plan_fresh(fresh, fresh_bases, None if record_limit else batch_size, steps, acquired, keys)
     lock = None
     if acquired:
         lock = AcquisitionLock(
@@ -161,6 +194,44 @@ def plan_acquire(
     new_batch = (new_first, new_last) if new_first >= 0 else None
     plan = AcquirePlan(tuple(steps), lock, (touched_first, touched_last), new_batch)
     return Acquisition(plan, _join_spans(raw, spans), acquired, count, redelivered, archived)
+
+
+_FreshKind = Literal["acquired", "archived", "available"]
+_FRESH_STEP: Final[dict[str, Literal["new_acquired", "new_archived", "new_available"]]] = {
+    "acquired": "new_acquired",
+    "archived": "new_archived",
+    "available": "new_available",
+}
+
+
+def _plan_fresh(
+    fresh: list[tuple[_FreshKind, int, int]],
+    bases: list[int],
+    batch_size: int | None,
+    steps: list[AcquireStep],
+    acquired: list[AcquiredRange],
+    keys: list[tuple[int, int] | None],
+) -> None:
+    """The steps and acquired ranges of the new records: one in-flight batch, or (more than
+    ``batch_size`` records, ShareFetch's BatchSize) several, cut at the first log batch that
+    starts ``batch_size`` or more records after the current one's start, as Kafka 4.4 (so a
+    BatchSize of 0 or less cuts at every log batch; Kafka also answers an empty range then)."""
+    first, last = fresh[0][1], fresh[-1][2]
+    cuts = [first]
+    if batch_size is not None and batch_size < last - first + 1:
+        for base in bases:
+            if base > cuts[-1] and base - cuts[-1] >= batch_size:
+                cuts.append(base)
+    pieces = [(c, cuts[i + 1] - 1 if i + 1 < len(cuts) else last) for i, c in enumerate(cuts)]
+    for kind, a, z in fresh:
+        for piece in pieces:
+            lo, hi = max(a, piece[0]), min(z, piece[1])
+            if lo > hi:
+                continue
+            batch = piece if len(pieces) > 1 else None  # None: the acquisition's batch
+            steps.append(AcquireStep(_FRESH_STEP[kind], lo, hi, int(kind == "acquired"), batch))
+            if kind == "acquired":
+                _append_range(acquired, keys, lo, hi, 1, batch)
 
 
 def throttle_limit(delivery_count_limit: int) -> int:
@@ -290,11 +361,26 @@ def _is_aborted(header: BatchHeader, aborted: tuple[AbortedTxn, ...]) -> bool:
     return any(a.producer_id == pid and a.first_offset <= base <= a.last_offset for a in aborted)
 
 
-def _append_range(out: list[AcquiredRange], first: int, last: int, dc: int) -> None:
-    if out and out[-1].last_offset + 1 == first and out[-1].delivery_count == dc:
+def _append_range(
+    out: list[AcquiredRange],
+    keys: list[tuple[int, int] | None],
+    first: int,
+    last: int,
+    dc: int,
+    key: tuple[int, int] | None,
+) -> None:
+    """Add an acquired range, joined to the last one if adjacent, with the same delivery count
+    and in the same in-flight batch ``key`` (None: this acquisition's new records), as Kafka."""
+    if (
+        out
+        and out[-1].last_offset + 1 == first
+        and out[-1].delivery_count == dc
+        and keys[-1] == key
+    ):
         out[-1] = AcquiredRange(out[-1].first_offset, last, dc)
     else:
         out.append(AcquiredRange(first, last, dc))
+        keys.append(key)
 
 
 def _join_spans(raw: bytes, spans: list[tuple[int, int]]) -> bytes:

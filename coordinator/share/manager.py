@@ -104,6 +104,9 @@ class ShareFetchOutcome:
     error_message: str | None = None
     partitions: dict[TopicIdPartition, PartitionFetch] = field(default_factory=dict)
     session: ShareSession | None = None
+    #: aborted records read and archived, nothing acquired from them: answered at once, as
+    #: Kafka answers once its log read found records
+    archived: int = 0
 
     @property
     def acquired_count(self) -> int:
@@ -416,8 +419,12 @@ class ShareManager:
         max_records: int,
         max_bytes: int,
         outcome: ShareFetchOutcome,
+        *,
+        record_limit: bool = False,
+        batch_size: int | None = None,
     ) -> None:
-        """Acquire records from the session's partitions into ``outcome`` (one pass)."""
+        """Acquire records from the session's partitions into ``outcome`` (one pass); at most
+        ``max_records`` in all (ShareFetch's MaxRecords, exact in ``record_limit`` mode)."""
         remaining = max_records
         budget = max_bytes
         for tip in session.fetch_order():
@@ -428,10 +435,13 @@ class ShareManager:
             if sp is None:
                 entry.error = error
                 continue
-            result = sp.acquire(member_id, remaining, budget)
+            result = sp.acquire(
+                member_id, remaining, budget, record_limit=record_limit, batch_size=batch_size
+            )
             if result.error is not ErrorCode.NONE:
                 entry.error = result.error
                 continue
+            outcome.archived += result.archived
             if result.acquired:
                 if entry.result is None or not entry.result.acquired:
                     entry.result = result

@@ -126,6 +126,9 @@ class AcquireResult:
     records: bytes = b""  # whole RecordBatch v2 batches covering the acquired offsets
     acquired: list[AcquiredRange] = field(default_factory=list)
     error: ErrorCode = ErrorCode.NONE
+    #: aborted records read and archived (read_committed); Kafka answers a ShareFetch whose
+    #: log read found records even when none of them could be acquired
+    archived: int = 0
 
     @property
     def count(self) -> int:

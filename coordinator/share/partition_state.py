@@ -54,14 +54,18 @@ class AcquireStep(NamedTuple):
     """One step of an acquisition, applied in order.
 
     ``lock``: AVAILABLE or never-fetched cached records become ACQUIRED with ``delivery_count``;
-    ``archive``: cached records are archived (control batches, aborted records);
-    ``new_archived`` / ``new_acquired``: records beyond the cache join it in that state.
+    ``archive``: cached records are archived (aborted records under read_committed);
+    ``new_archived`` / ``new_acquired``: records beyond the cache join it in that state;
+    ``new_available``: records beyond the cache join it AVAILABLE, never delivered (the rest
+    of a log batch split by ShareFetch's record_limit mode).
+    ``batch``: the in-flight batch of new records, if not the plan's ``new_batch``.
     """
 
-    kind: Literal["lock", "archive", "new_archived", "new_acquired"]
+    kind: Literal["lock", "archive", "new_archived", "new_acquired", "new_available"]
     first: int
     last: int
     delivery_count: int
+    batch: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,12 +274,17 @@ class InFlightState:
 
     def apply_acquire(self, plan: AcquirePlan) -> None:
         lock = plan.lock
-        for kind, first, last, dc in plan.steps:
+        for kind, first, last, dc, step_batch in plan.steps:
+            batch = step_batch if step_batch is not None else plan.new_batch
             if kind == "archive":
                 self._archive_range(first, last)
             elif kind == "new_archived":
-                self.runs.append(Run(first, last, RecordState.ARCHIVED, 0, batch=plan.new_batch))
+                self.runs.append(Run(first, last, RecordState.ARCHIVED, 0, batch=batch))
                 self.end = last + 1
+            elif kind == "new_available":
+                self.runs.append(Run(first, last, RecordState.AVAILABLE, 0, batch=batch))
+                self.end = last + 1
+                self.find_next = True
             else:
                 assert lock is not None
                 if kind == "lock":
@@ -297,7 +306,7 @@ class InFlightState:
                             1,
                             lock.member_id,
                             lock,
-                            batch=plan.new_batch,
+                            batch=batch,
                         )
                     )
                     self.end = last + 1
@@ -346,7 +355,7 @@ class InFlightState:
         self.runs.drop_below(self.start, keep_states=_HELD)
 
     def _archive_range(self, first: int, last: int) -> None:
-        """Archive AVAILABLE or never-fetched offsets (control batches, aborted records)."""
+        """Archive AVAILABLE or never-fetched offsets (aborted records)."""
         for run in self.runs.isolate(first, last):
             if run.state is not None:
                 check_transition(run.state, RecordState.ARCHIVED)

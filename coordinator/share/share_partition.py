@@ -308,11 +308,20 @@ class SharePartition:
 
     # -- acquisition -----------------------------------------------------------------------------
 
-    def acquire(self, member_id: str, max_fetch_records: int, max_bytes: int) -> AcquireResult:
+    def acquire(
+        self,
+        member_id: str,
+        max_fetch_records: int,
+        max_bytes: int,
+        *,
+        record_limit: bool = False,
+        batch_size: int | None = None,
+    ) -> AcquireResult:
         """Acquire records for ``member_id``: AVAILABLE ones first, then new ones from the log.
 
         Reads the log from ``next_fetch_offset`` (at most ``max_bytes``, at least one batch);
-        ``plan_acquire`` says what is taken.
+        ``plan_acquire`` says what is taken (``record_limit``: ShareFetch's record_limit acquire
+        mode; ``batch_size``: its BatchSize).
         """
         if self._status is not SharePartitionState.ACTIVE:
             return AcquireResult(error=self._inactive_error())
@@ -363,6 +372,8 @@ class SharePartition:
             batches=batches,
             aborted=aborted,
             now_ms=self._clock.now_ms(),
+            record_limit=record_limit,
+            batch_size=batch_size,
         )
         self._inflight.apply_acquire(taken.plan)
         lock = taken.plan.lock
@@ -372,7 +383,7 @@ class SharePartition:
         self._emit(EVENT_ACQUIRED, taken.count)
         self._emit(EVENT_REDELIVERED, taken.redelivered)
         self._emit(EVENT_ARCHIVED, taken.archived)
-        return AcquireResult(taken.records, taken.acquired)
+        return AcquireResult(taken.records, taken.acquired, archived=taken.archived)
 
     def release_acquired_records(self, member_id: str) -> ErrorCode:
         """Share session closed or member left: its ACQUIRED records go back (``plan_release``).

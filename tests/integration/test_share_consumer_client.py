@@ -588,3 +588,28 @@ def test_transactional_producer_markers_are_skipped(broker: LocalBroker) -> None
         assert poll_until(c, 1, timeout_s=1.5) == []
         assert c.commit_sync() in ({TopicPartition(topic, 0): None}, {})
     assert [r.value for r in got] == [f"b{x}-{i}".encode() for x in range(3) for i in range(4)]
+
+
+def test_read_committed_markers_acquired_and_aborted_records_left_out(broker: LocalBroker) -> None:
+    """Under read_committed the broker acquires the markers' offsets but not the aborted
+    records (as Kafka 4.4); the client delivers the committed records once, acknowledges the
+    markers as GAP, and its commit goes through."""
+    b = broker.bootstrap_servers
+    group, topic = group_and_topic(b, 1, 0, **{"share.isolation.level": "read_committed"})
+    producer = Producer({"bootstrap.servers": b, "transactional.id": f"tx-{uuid.uuid4().hex[:6]}"})
+    producer.init_transactions(10)
+    for batch, commit in enumerate((True, False, True)):
+        producer.begin_transaction()
+        for i in range(4):
+            producer.produce(topic, value=f"b{batch}-{i}".encode(), partition=0)
+        if commit:
+            producer.commit_transaction(10)
+        else:
+            producer.abort_transaction(10)
+    with subscribed(b, group, topic) as c:
+        got = poll_until(c, 8)
+        assert poll_until(c, 1, timeout_s=1.5) == []
+        c.commit_sync()
+    assert [r.value for r in got] == [f"b{x}-{i}".encode() for x in (0, 2) for i in range(4)]
+    with subscribed(b, group, topic) as again:
+        assert poll_until(again, 1, timeout_s=1.5) == []

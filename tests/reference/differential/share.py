@@ -112,6 +112,7 @@ class ShareMember:
         session_epoch: int | None = None,
         partitions: Sequence[int] = (0,),
         acquire_mode: int = 0,
+        batch_size: int | None = None,
         renew: bool = False,
         topics: list[dict[str, Any]] | None = None,
     ) -> Any:
@@ -133,7 +134,7 @@ class ShareMember:
                 "min_bytes": 1,
                 "max_bytes": 1 << 20,
                 "max_records": max_records,
-                "batch_size": max_records,
+                "batch_size": max_records if batch_size is None else batch_size,
                 "share_acquire_mode": acquire_mode,
                 "is_renew_ack": renew,
                 "topics": [] if epoch > 0 and not acks and not renew else topics,

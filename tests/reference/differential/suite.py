@@ -22,6 +22,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_produce,
     scenarios_regex,
     scenarios_share,
+    scenarios_share_acquire,
     scenarios_share_fidelity,
     scenarios_share_start,
     scenarios_timestamps,
@@ -58,27 +59,17 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "share/alter_offsets_empty_group": "share offsets: Kafka keeps its cached state after alter",
     "share/auto_offset_reset_by_duration_zero": "by_duration with no recent record",
     "consumer-groups/regex_internal_topics": "regex subscriptions: internal topics not matched",
+    "share/batch_size_zero": "BatchSize 0: Kafka answers an empty acquired range",
 }
 
 #: Scenario -> its open difference (issue 27: to be aligned with Kafka).  Reported as
 #: "pending", not failed; each is listed in docs/conformance.md ("Differential suite", open
 #: differences).  Remove an entry once its scenario is identical.
 _INTERVAL = "open: Kafka computes a group's target assignment at most once per assignment interval"
-_MARKERS = "open: Kafka acquires the offsets of transaction markers too"
 PENDING: dict[str, str] = {
     "share/heartbeat_epoch_progression": _INTERVAL,
     "share/epoch_after_topic_created_at_once": _INTERVAL,
     "share/epoch_after_partitions_added_at_once": _INTERVAL,
-    "share/isolation_read_committed": _MARKERS,
-    "share/isolation_read_uncommitted": _MARKERS,
-    "share/start_by_duration_committed_after_abort": _MARKERS,
-    "share/start_by_duration_committed_open_txn_aborts": _MARKERS,
-    "share/start_by_duration_committed_open_txn_before_window": _MARKERS,
-    "share/start_earliest_committed_after_abort": _MARKERS,
-    "share/start_earliest_committed_open_txn_commits": _MARKERS,
-    "share/start_latest_committed_open_txn_aborts": _MARKERS,
-    "share/start_latest_committed_open_txn_commits": _MARKERS,
-    "share/max_records_record_limit_mode": "open: share acquisition in record_limit mode",
 }
 
 

@@ -56,7 +56,7 @@ def acquire(sp: SharePartition, member: str = "m1", n: int = 500) -> list[tuple[
 # -- read_committed --------------------------------------------------------------------------------
 
 
-def test_read_committed_archives_aborted_records_and_skips_markers() -> None:
+def test_read_committed_archives_aborted_records_and_acquires_markers() -> None:
     log = DataLog()
     log.append_txn(pid=1)  # 0-4 committed below
     log.append_txn(pid=2)  # 5-9 aborted below
@@ -69,16 +69,18 @@ def test_read_committed_archives_aborted_records_and_skips_markers() -> None:
         log, persister, config=SharePartitionConfig(isolation="read_committed"), events=events
     )
     result = sp.acquire("m1", 500, BIG)
-    assert ranges(result) == [(0, 4, 1), (12, 16, 1)]
-    assert states(sp, 5, 11) == [(ARCHIVED, 0, "")] * 7
-    assert events.get("archived") == 5  # the aborted records; markers are not records
+    # As Kafka 4.4: the markers' offsets are acquired too (the client acknowledges them as GAP).
+    assert ranges(result) == [(0, 4, 1), (10, 16, 1)]
+    assert states(sp, 5, 9) == [(ARCHIVED, 0, "")] * 5
+    assert states(sp, 10, 11) == [(ACQUIRED, 1, "m1")] * 2
+    assert events.get("archived") == 5  # the aborted records
     assert sp.acknowledge("m1", [ack(0, 4, ACCEPT)]) is ErrorCode.NONE
-    assert sp.start_offset == 12  # the SPSO steps over aborted records and markers
+    assert sp.start_offset == 10  # the SPSO steps over the aborted records
     # The write carries the SPSO before it and counts the archived records as complete.
     assert persister.last_write.start_offset == 0
     assert persister.last_write.batches == (sb(0, 4, ACKNOWLEDGED, 1),)
-    assert persister.last_write.delivery_complete_count == 12
-    # The acquired ranges never include an archived offset.
+    assert persister.last_write.delivery_complete_count == 10
+    # The acquired ranges never include an archived offset; the markers are acknowledged GAP.
     assert sp.acknowledge("m1", [ack(9, 12, ACCEPT)]) is ErrorCode.NONE
     assert sp.start_offset == 13
 
@@ -95,21 +97,20 @@ def test_read_committed_stops_at_the_last_stable_offset() -> None:
     assert sp.on_log_appended() is False
     log.end_txn(3, commit=True)  # 15
     assert sp.on_log_appended() is True
-    assert acquire(sp) == [(5, 14, 1)]
-    assert sp.record_state(15) == (ARCHIVED, 0, "")
+    assert acquire(sp) == [(5, 15, 1)]  # the commit marker too
+    assert sp.record_state(15) == (ACQUIRED, 1, "m1")
 
 
-def test_read_uncommitted_delivers_aborted_records_but_never_markers() -> None:
+def test_read_uncommitted_delivers_aborted_records_and_markers() -> None:
     log = DataLog()
     log.append_txn(pid=2)  # 0-4
     log.end_txn(2, commit=False)  # 5
     log.append(5)  # 6-10
     sp = make_sp(log, FakePersister.with_state(0))
-    assert acquire(sp) == [(0, 4, 1), (6, 10, 1)]
-    assert sp.record_state(5) == (ARCHIVED, 0, "")
-    assert sp.acknowledge("m1", [ack(0, 4, ACCEPT), ack(5, 5, GAP)]) is (
-        ErrorCode.INVALID_RECORD_STATE
-    )
+    assert acquire(sp) == [(0, 10, 1)]
+    assert sp.record_state(5) == (ACQUIRED, 1, "m1")
+    assert sp.acknowledge("m1", [ack(0, 4, ACCEPT), ack(5, 5, GAP)]) is ErrorCode.NONE
+    assert sp.start_offset == 6
 
 
 # -- KIP-1289: TX_PENDING --------------------------------------------------------------------------
@@ -269,9 +270,9 @@ def test_switching_to_read_committed_never_redelivers_aborted_records() -> None:
     assert acquire(sp, n=5) == [(0, 4, 1)]
     assert sp.acknowledge("m1", [ack(0, 4, RELEASE)]) is ErrorCode.NONE
     sp.update_config(SharePartitionConfig(isolation="read_committed"))
-    assert acquire(sp) == [(6, 10, 1)]
+    assert acquire(sp) == [(5, 10, 1)]  # the abort marker and the records after it
     assert states(sp, 0, 4) == [None] * 5  # archived, then evicted below the SPSO
-    assert sp.start_offset == 6
+    assert sp.start_offset == 5
     assert events.get("archived") == 5
 
 

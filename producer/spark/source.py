@@ -155,6 +155,9 @@ class ShareStreamReader(DataSourceStreamReader):
         self._topics: tuple[str, ...] = options.topics  # subscribePattern: resolved
         self._partitions: list[TopicPartition] = []
         self._held: DriverShareConsumer | None = None  # deliverySemantics=at-least-once
+        #: End offsets of partitions the group has not written yet, when a batch last looked
+        #: at them (Kafka persists nothing until the first acknowledgement).
+        self._tried_ends: dict[TopicPartition, int] = {}
 
     # -- driver ---------------------------------------------------------------------------
 
@@ -279,18 +282,32 @@ class ShareStreamReader(DataSourceStreamReader):
             log.info("kafka-share: share group %s configured with %s", group, wanted)
 
     def _records_available(self) -> bool:
-        """Whether the group has records past its start offset (SPSO < LSO somewhere)."""
+        """Whether the group has records past its start offset (SPSO < LSO somewhere).
+
+        A partition the group has not written yet has no start offset to compare (Kafka
+        persists it with the first acknowledgement): whether records wait there depends on
+        ``share.auto.offset.reset``, so a batch looks once per end offset (a group at
+        ``latest`` then finds nothing and the query idles until records come).
+        """
         admin = self._admin_client()
         if self.opts.topic_pattern is not None:
             self._subscribe(admin.list_topics())  # at every trigger, as Spark's Kafka source
         if not self._partitions:
             return False
         spso = admin.share_group_progress(self.opts.group_id, list(self._topics))
+        available = False
+        unwritten: dict[TopicPartition, int] = {}
         for tp in self._partitions:
             end = admin.list_offsets(tp, -1, read_committed=True)
-            if end > max(spso.get(tp, -1), 0):
-                return True
-        return False
+            start = spso.get(tp, -1)
+            if start >= 0:
+                available = available or end > start
+            elif end > 0:
+                unwritten[tp] = end
+                available = available or self._tried_ends.get(tp) != end
+        if available:
+            self._tried_ends.update(unwritten)
+        return available
 
     def _commit_decided(self) -> None:
         from producer.spark.resolve import commit_decided  # noqa: PLC0415

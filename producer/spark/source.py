@@ -156,8 +156,10 @@ class ShareStreamReader(DataSourceStreamReader):
         self._partitions: list[TopicPartition] = []
         self._held: DriverShareConsumer | None = None  # deliverySemantics=at-least-once
         #: End offsets of partitions the group has not written yet, when a batch last looked
-        #: at them (Kafka persists nothing until the first acknowledgement).
+        #: at them (Kafka persists nothing until the first acknowledgement), and the group's
+        #: progress then: forgotten once the progress moves.
         self._tried_ends: dict[TopicPartition, int] = {}
+        self._progress_seen: dict[TopicPartition, int] = {}
 
     # -- driver ---------------------------------------------------------------------------
 
@@ -286,8 +288,9 @@ class ShareStreamReader(DataSourceStreamReader):
 
         A partition the group has not written yet has no start offset to compare (Kafka
         persists it with the first acknowledgement): whether records wait there depends on
-        ``share.auto.offset.reset``, so a batch looks once per end offset (a group at
-        ``latest`` then finds nothing and the query idles until records come).
+        ``share.auto.offset.reset``.  So a batch looks; if the group's progress has not
+        moved since (the batch found nothing: a group at ``latest``), the partition is not
+        looked at again until its end offset moves, and the query idles.
         """
         admin = self._admin_client()
         if self.opts.topic_pattern is not None:
@@ -295,6 +298,9 @@ class ShareStreamReader(DataSourceStreamReader):
         if not self._partitions:
             return False
         spso = admin.share_group_progress(self.opts.group_id, list(self._topics))
+        if spso != self._progress_seen:  # the last batch got somewhere: look everywhere again
+            self._tried_ends.clear()
+            self._progress_seen = dict(spso)
         available = False
         unwritten: dict[TopicPartition, int] = {}
         for tp in self._partitions:

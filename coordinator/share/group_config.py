@@ -271,8 +271,9 @@ class GroupConfigDefs:
             )
         return overrides
 
-    def effective(self, overrides: Mapping[str, str]) -> ShareGroupConfig:
-        """The group's settings: overrides (clamped to today's bounds) over broker defaults."""
+    def _values(self, overrides: Mapping[str, str]) -> dict[str, str]:
+        """Every group config's value: the overrides (clamped to today's bounds) over the
+        broker defaults."""
         values = self.defaults()
         for name, raw in overrides.items():
             if name not in values:
@@ -282,6 +283,11 @@ class GroupConfigDefs:
                 values[name] = str(min(max(int(raw), low), high))
             else:
                 values[name] = raw
+        return values
+
+    def effective(self, overrides: Mapping[str, str]) -> ShareGroupConfig:
+        """The group's settings: overrides (clamped to today's bounds) over broker defaults."""
+        values = self._values(overrides)
         return ShareGroupConfig(
             session_timeout_ms=int(values[SESSION_TIMEOUT_MS]),
             heartbeat_interval_ms=int(values[HEARTBEAT_INTERVAL_MS]),
@@ -309,15 +315,7 @@ class GroupConfigDefs:
     def describe(self, overrides: Mapping[str, str]) -> dict[str, tuple[str, bool]]:
         """Every group config as (value, is_default), as DescribeConfigs reports it (an
         internal one only when the group sets it, as Kafka)."""
-        values = self.defaults()
-        for name, raw in overrides.items():
-            if name not in values:
-                continue
-            if name in _INT_CONFIGS:
-                low, high = self.bounds(name)
-                values[name] = str(min(max(int(raw), low), high))
-            else:
-                values[name] = raw
+        values = self._values(overrides)
         out = {name: (values[name], name not in overrides) for name in GROUP_CONFIG_NAMES}
         for name in INTERNAL_GROUP_CONFIGS:
             if name in overrides:

@@ -15,6 +15,7 @@ broker launcher).
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 import tempfile
 import time
@@ -157,6 +158,7 @@ def run_demo(
     records_per_task: int = DEMO_RECORDS_PER_TASK,
     read_tasks: int | None = DEMO_READ_TASKS,
     console: Console | None = None,
+    standby: bool = True,
 ) -> DemoResult:
     console = console or Console()
     started = time.monotonic()
@@ -173,6 +175,7 @@ def run_demo(
         drivers: list[DriverProcess] = []
 
         def driver(*extra: str, dumper: bool, go: bool = False) -> DriverProcess:
+            go_file = work / f"go-{len(drivers) + 1}"
             started_driver = DriverProcess(
                 None if go else bootstrap,
                 checkpoint,
@@ -180,7 +183,7 @@ def run_demo(
                 records_per_partition=records_per_task,
                 read_tasks=read_tasks,
                 extra_args=(*extra, *_java_conf(dumping if dumper else java_options)),
-                go_file=work / "go" if go else None,
+                go_file=go_file if go else None,
             )
             drivers.append(started_driver)
             if dumper and dump_to is not None and archive is not None:
@@ -205,13 +208,20 @@ def run_demo(
                 with console.status(f"writing {records:,} input records"):
                     prepare_input(bootstrap, records)
                 current.go(bootstrap)
+                restart: Callable[[], DriverProcess] | None = None
+                if crash and standby:
+                    # The second driver starts its JVM and SparkSession now, while the first
+                    # one works, and waits: it starts the query from the checkpoint only
+                    # once the first driver is dead (``go`` after the kill).
+                    console.print(
+                        "standby driver starting (it takes the checkpoint over only after the kill)"
+                    )
+                    waiting = driver(dumper=True, go=True)
+                    restart = functools.partial(_take_over, waiting, bootstrap)
+                elif crash:
+                    restart = functools.partial(driver, dumper=True)
                 current, kills, killed_batch = _run_drivers(
-                    console,
-                    bootstrap,
-                    checkpoint,
-                    current,
-                    records,
-                    restart=(lambda: driver(dumper=True)) if crash else None,
+                    console, bootstrap, checkpoint, current, records, restart=restart
                 )
                 pipeline_seconds = time.monotonic() - pipeline_started
                 # The driver stops Spark (and may write the class-data archive) meanwhile.
@@ -243,6 +253,12 @@ def run_demo(
             for started_driver in drivers:
                 if started_driver.poll() is None:
                     started_driver.kill()
+
+
+def _take_over(standby: DriverProcess, bootstrap: str) -> DriverProcess:
+    """The standby driver starts the query: called once the killed driver is gone."""
+    standby.go(bootstrap)
+    return standby
 
 
 def _run_drivers(

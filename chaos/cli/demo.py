@@ -32,6 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="kill the driver midway and restart it (default: --crash)",
     )
     parser.add_argument(
+        "--cold-restart",
+        action="store_true",
+        help="start the second driver only after the kill (default: a standby driver starts "
+        "its JVM and SparkSession beforehand and takes the checkpoint over after the kill)",
+    )
+    parser.add_argument(
         "--keep",
         action="store_true",
         help="keep the broker data, checkpoint and driver logs for inspection",
@@ -85,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
             records_per_task=per_task,
             read_tasks=args.read_tasks,
             console=console,
+            standby=not args.cold_restart,
         )
     finally:
         signal.signal(signal.SIGTERM, previous)

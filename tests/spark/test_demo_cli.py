@@ -30,6 +30,8 @@ def test_sharetxn_demo_kills_the_driver_and_stays_exactly_once() -> None:
     assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
     assert "100 records a batch" in out
     assert "SIGKILL of the Spark driver during batch 1" in out
+    # The second driver warms up beforehand; it starts the query only after the kill.
+    assert out.index("standby driver starting") < out.index("SIGKILL of the Spark driver")
     kills = next(r for r in out.splitlines() if "driver SIGKILLs" in r)
     assert "1 (batch 1)" in kills, kills
     redeliveries = next(r for r in out.splitlines() if "redeliveries" in r)

@@ -157,3 +157,19 @@ def test_sasl_users_and_mechanisms_changed_at_run_time(tmp_path: Path) -> None:
             # PLAIN no longer enabled on the listener: its users are refused
             _alter(admin, {"listener.name.sasl_plaintext.sasl.enabled.mechanisms": "SCRAM-SHA-256"})
             assert _refused(sasl_addr, plain("alice", "alice-secret"))
+
+
+def test_a_listener_added_at_run_time_is_bound_again_after_a_restart(tmp_path: Path) -> None:
+    extra = f"127.0.0.1:{_free_port()}"
+    with LocalBroker(data_dir=tmp_path / "d") as b:
+        with Admin({"bootstrap.servers": b.bootstrap_servers}) as admin:
+            _alter(
+                admin,
+                {
+                    "listeners": f"PLAINTEXT://{b.bootstrap_servers},EXTRA://{extra}",
+                    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT",
+                },
+            )
+    # the dynamic configs are replayed from the metadata log when the broker starts
+    with LocalBroker(data_dir=tmp_path / "d"):
+        assert _round_trip(extra, {}, "after-restart") == [b"hello"]

@@ -42,7 +42,7 @@ from coordinator.security.limits import (
     FrameRefused,
     read_frame,
 )
-from coordinator.security.listener_changes import plan_listeners
+from coordinator.security.listener_changes import plan_listeners, tls_settings
 from coordinator.security.listeners import (
     CURRENT_ENDPOINT,
     Listener,
@@ -124,6 +124,10 @@ class KafkaServer:
         #: the settings the listeners are bound with, and the --listen address (no `listeners`)
         self._listen = (host, port)
         self._config = self.gate.config
+        #: what each TLS listener's SSL context was made from (listener_changes.tls_settings)
+        self._tls_loaded = {
+            x.name: tls_settings(self._config, x) for x in self.listeners if x.protocol.uses_tls
+        }
         self._started = False
         self._listener_of: dict[asyncio.Task[None], str] = {}
         self._slot_waiter: asyncio.Future[None] | None = None
@@ -193,13 +197,14 @@ class KafkaServer:
         if not self._started:
             return
         try:
-            plan = plan_listeners(self.listeners, self._config, config, self._listen)
+            plan = plan_listeners(self.listeners, self._tls_loaded, config, self._listen)
         except InvalidConfigError as exc:
             log.error("listener configs not applied (the listeners are kept): %s", exc)
             return
         self.gate.config = config
         self._config = config
         self._ssl_contexts.update(plan.contexts)
+        self._tls_loaded.update(plan.loaded)
         for name in plan.contexts:
             log.info("listener %s: new TLS settings, used for new connections", name)
         for listener in plan.removed:
@@ -237,6 +242,7 @@ class KafkaServer:
         self.bound.pop(listener.name, None)
         self.advertised.pop(listener.name, None)
         self._ssl_contexts.pop(listener.name, None)
+        self._tls_loaded.pop(listener.name, None)
         self.listeners = [x for x in self.listeners if x.name != listener.name]
         log.info("listener %s removed", listener.name)
 

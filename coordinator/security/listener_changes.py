@@ -6,8 +6,10 @@ does to the listeners, decided here and applied by the protocol server.
   value is bound, one no longer named is closed (with its connections); the others keep
   their socket, as Kafka's ``SocketServer.addListeners`` / ``removeListeners``.
 * ``listener.name.<listener>.ssl.*``: a TLS listener whose stores or client-auth setting
-  changed gets a new SSL context, used for the connections accepted from then on (those
-  already open keep theirs, as Kafka's reconfigured SslFactory).
+  changed, or whose store files were written since they were loaded (set the config again,
+  to the same path: Kafka's ``reloadUpdatedFilesWithoutConfigChange``), gets a new SSL
+  context, used for the connections accepted from then on (those already open keep theirs,
+  as Kafka's reconfigured SslFactory).
 * ``listener.name.<listener>.sasl.enabled.mechanisms`` and
   ``listener.name.<listener>.<mechanism>.sasl.jaas.config``: read by the security gate at
   each handshake, so they hold for the next authentication.
@@ -17,6 +19,7 @@ does to the listeners, decided here and applied by the protocol server.
 
 from __future__ import annotations
 
+import os
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,7 +36,7 @@ from txn.config import BrokerConfig
 from txn.errors import InvalidConfigError
 from txn.security_config import LISTENER_OVERRIDABLE
 
-__all__ = ["ListenerPlan", "listener_refusal", "plan_listeners", "tls_settings"]
+__all__ = ["ListenerPlan", "TlsSettings", "listener_refusal", "plan_listeners", "tls_settings"]
 
 _TLS_KEYS = tuple(sorted(k for k in LISTENER_OVERRIDABLE if k.startswith("ssl.")))
 
@@ -46,28 +49,46 @@ class ListenerPlan:
     added: tuple[Listener, ...] = ()
     removed: tuple[Listener, ...] = ()
     contexts: Mapping[str, ssl.SSLContext] = field(default_factory=dict)
+    #: ``tls_settings`` of each new context, to compare the next change with
+    loaded: Mapping[str, TlsSettings] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
         return not (self.added or self.removed or self.contexts)
 
 
-def tls_settings(config: BrokerConfig, listener: Listener) -> tuple[str | None, ...]:
-    """Everything a listener's SSL context is made from (its per-listener values first)."""
+TlsSettings = tuple[object, ...]
+
+
+def _modified(path: str | None) -> int | None:
+    if not path:
+        return None
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def tls_settings(config: BrokerConfig, listener: Listener) -> TlsSettings:
+    """Everything a listener's SSL context is made from (its per-listener values first), and
+    when its store files were last written."""
     prefixed = config.get(f"listener.name.{listener.name.lower()}.ssl.client.auth")
+    stores = ("ssl.keystore.location", "ssl.truststore.location")
     return (
         *(config.get_listener_str(listener.name, key) for key in _TLS_KEYS),
         None if prefixed is None else str(prefixed),
+        *(_modified(config.get_listener_str(listener.name, key)) for key in stores),
     )
 
 
 def plan_listeners(
     current: list[Listener],
-    old: BrokerConfig,
+    loaded: Mapping[str, TlsSettings],
     new: BrokerConfig,
     listen: tuple[str, int],
 ) -> ListenerPlan:
-    """The change from ``current`` (bound with ``old``) to the listeners ``new`` gives.
+    """The change from ``current`` (their SSL contexts made with ``loaded``) to the
+    listeners ``new`` gives.
 
     A listener keeps its socket while its name stays (Kafka compares listeners by name);
     its SSL context is made again when its TLS settings changed.  Raises InvalidConfigError
@@ -80,15 +101,17 @@ def plan_listeners(
     added = tuple(listener for listener in wanted if listener.name not in names)
     removed = tuple(listener for listener in current if listener.name not in kept)
     contexts: dict[str, ssl.SSLContext] = {}
+    made: dict[str, TlsSettings] = {}
     for listener in wanted:
         if not listener.protocol.uses_tls:
             continue
-        fresh = listener.name not in names
-        if fresh or tls_settings(old, listener) != tls_settings(new, listener):
+        settings = tls_settings(new, listener)
+        if listener.name not in names or loaded.get(listener.name) != settings:
             contexts[listener.name] = server_context(
                 new, listener.name, sasl=listener.protocol.uses_sasl
             )
-    return ListenerPlan(added=added, removed=removed, contexts=contexts)
+            made[listener.name] = settings
+    return ListenerPlan(added=added, removed=removed, contexts=contexts, loaded=made)
 
 
 def _names(text: str | None) -> list[str]:

@@ -128,6 +128,11 @@ def test_a_rotated_key_store_holds_for_new_connections(tmp_path: Path) -> None:
         # the connection opened before the rotation keeps going
         kept.produce("before", b"still")
         assert kept.flush(20) == 0
+        # rewritten in place, then set again to the same path: loaded again (as Kafka)
+        new.server_keystore.write_bytes(old.server_keystore.read_bytes())
+        with Admin({"bootstrap.servers": b.listener_bootstrap("PLAINTEXT")}) as admin:
+            _alter(admin, {"listener.name.ssl.ssl.keystore.location": str(new.server_keystore)})
+        assert _round_trip(ssl_addr, _tls(old), "in-place") == [b"hello"]
 
 
 def test_sasl_users_and_mechanisms_changed_at_run_time(tmp_path: Path) -> None:
@@ -161,15 +166,17 @@ def test_sasl_users_and_mechanisms_changed_at_run_time(tmp_path: Path) -> None:
 
 def test_a_listener_added_at_run_time_is_bound_again_after_a_restart(tmp_path: Path) -> None:
     extra = f"127.0.0.1:{_free_port()}"
-    with LocalBroker(data_dir=tmp_path / "d") as b:
-        with Admin({"bootstrap.servers": b.bootstrap_servers}) as admin:
-            _alter(
-                admin,
-                {
-                    "listeners": f"PLAINTEXT://{b.bootstrap_servers},EXTRA://{extra}",
-                    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT",
-                },
-            )
+    with (
+        LocalBroker(data_dir=tmp_path / "d") as b,
+        Admin({"bootstrap.servers": b.bootstrap_servers}) as admin,
+    ):
+        _alter(
+            admin,
+            {
+                "listeners": f"PLAINTEXT://{b.bootstrap_servers},EXTRA://{extra}",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT",
+            },
+        )
     # the dynamic configs are replayed from the metadata log when the broker starts
     with LocalBroker(data_dir=tmp_path / "d"):
         assert _round_trip(extra, {}, "after-restart") == [b"hello"]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from coordinator.security.listener_changes import plan_listeners
+from coordinator.security.listener_changes import plan_listeners, tls_settings
 from coordinator.security.listeners import listeners_from_config
 from tests.security_certs import make_certs
 from txn.config import BrokerConfig
@@ -25,11 +26,11 @@ def test_listeners_added_and_removed_by_name() -> None:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT",
         }
     )
-    plan = plan_listeners(current, old, new, LISTEN)
+    plan = plan_listeners(current, {}, new, LISTEN)
     assert [x.name for x in plan.added] == ["EXTRA"] and not plan.removed
-    back = plan_listeners(listeners_from_config(new, LISTEN), new, old, LISTEN)
+    back = plan_listeners(listeners_from_config(new, LISTEN), {}, old, LISTEN)
     assert [x.name for x in back.removed] == ["EXTRA"] and not back.added
-    assert plan_listeners(current, old, old, LISTEN).empty
+    assert plan_listeners(current, {}, old, LISTEN).empty
 
 
 def test_tls_contexts_made_again_only_when_their_settings_change(tmp_path: Path) -> None:
@@ -42,12 +43,19 @@ def test_tls_contexts_made_again_only_when_their_settings_change(tmp_path: Path)
         }
     )
     current = listeners_from_config(old, LISTEN)
+    loaded = {"SSL": tls_settings(old, current[1])}
     same = old.with_overrides({"message.max.bytes": "2000"})
-    assert plan_listeners(current, old, same, LISTEN).empty
+    assert plan_listeners(current, loaded, same, LISTEN).empty
     rotated = old.with_overrides(
         {"listener.name.ssl.ssl.keystore.location": str(second.server_keystore)}
     )
-    assert set(plan_listeners(current, old, rotated, LISTEN).contexts) == {"SSL"}
+    plan = plan_listeners(current, loaded, rotated, LISTEN)
+    assert set(plan.contexts) == {"SSL"} and plan.loaded["SSL"] == tls_settings(rotated, current[1])
     broken = old.with_overrides({"listener.name.ssl.ssl.keystore.location": str(tmp_path)})
     with pytest.raises(InvalidConfigError):
-        plan_listeners(current, old, broken, LISTEN)
+        plan_listeners(current, loaded, broken, LISTEN)
+    # the same path, its file written since it was loaded: loaded again (as Kafka)
+    first.server_keystore.write_bytes(second.server_keystore.read_bytes())
+    stat = first.server_keystore.stat()
+    os.utime(first.server_keystore, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert set(plan_listeners(current, loaded, same, LISTEN).contexts) == {"SSL"}

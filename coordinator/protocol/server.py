@@ -227,6 +227,11 @@ class KafkaServer:
             )
         if self.listeners:
             self._set_first_address()
+        try:  # listener.name.<listener>.max.connections of the listeners now bound
+            names = [x.name for x in self.listeners]
+            self.quotas.listener_max = ConnectionQuotas.from_config(config, names).listener_max
+        except InvalidConfigError as exc:
+            log.error("listener connection limits not applied: %s", exc)
 
     def _close_listener(self, listener: Listener) -> None:
         """Stop accepting on ``listener`` and close its connections (Kafka's removeListeners)."""

@@ -8,10 +8,12 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Consumer, KafkaError, Producer
 
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin
+from tests.kafka_wire import WireClient
 from tests.security_certs import CertFiles, make_certs
 from txn.errors import ErrorCode
 
@@ -180,3 +182,32 @@ def test_a_listener_added_at_run_time_is_bound_again_after_a_restart(tmp_path: P
     # the dynamic configs are replayed from the metadata log when the broker starts
     with LocalBroker(data_dir=tmp_path / "d"):
         assert _round_trip(extra, {}, "after-restart") == [b"hello"]
+
+
+def test_a_listener_connection_limit_set_at_run_time(tmp_path: Path) -> None:
+    """``listener.name.<listener>.max.connections`` of a listener added at run time: its
+    clients wait once it is reached (Kafka's acceptor)."""
+    extra = f"127.0.0.1:{_free_port()}"
+    with (
+        LocalBroker(data_dir=tmp_path / "d") as b,
+        Admin({"bootstrap.servers": b.bootstrap_servers}) as admin,
+    ):
+        _alter(
+            admin,
+            {
+                "listeners": f"PLAINTEXT://{b.bootstrap_servers},EXTRA://{extra}",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT",
+                "listener.name.extra.max.connections": "1",
+            },
+        )
+        first = WireClient(extra)
+        assert int(first.request(18, 3, {"client_software_name": "t"}).error_code) == 0
+        waiting = WireClient(extra)
+        waiting.send_raw(waiting.encode(18, 3, {"client_software_name": "t"}))
+        waiting.sock.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            waiting.sock.recv(4)
+        first.close()
+        waiting.sock.settimeout(10)
+        assert waiting.recv_frame()
+        waiting.close()

@@ -6,8 +6,10 @@ Each change of a resource's dynamic configs is a record in ``__cluster_metadata`
 registry's log: ``TopicRegistry.set_broker_configs``), replayed when the broker starts, so the
 configs outlive a restart as Kafka's ConfigRecords do.  The broker's effective settings are
 its static ones (``sharetxn broker --set``) under the cluster default's under its own, for the
-configs it takes; the others Kafka updates dynamically (``txn.broker_config_defs``) are kept
-and described.  Checks happen before (``coordinator.protocol.broker_config_alter``).
+configs it takes (per-listener ``listener.name.<listener>.*`` ones too: the protocol server
+applies the listener, TLS and SASL changes, ``coordinator.security.listener_changes``); the
+others Kafka updates dynamically (``txn.broker_config_defs``) are kept and described.
+Checks happen before (``coordinator.protocol.broker_config_alter``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 
 from txn.config import BrokerConfig
 from txn.errors import InvalidConfigError
+from txn.security_config import is_listener_override
 from txn.topic_config_defs import ConfigOperation, parse_list
 
 log = logging.getLogger("sharetxn.broker")
@@ -61,7 +64,7 @@ def _usable(name: str, value: str) -> bool:
     """Whether the broker takes ``name`` and reads ``value`` (Kafka's validator passed it
     already; one the broker cannot read is kept and described, never used, so a recorded
     value cannot stop the broker from starting)."""
-    if not BrokerConfig.is_known(name):
+    if not (BrokerConfig.is_known(name) or is_listener_override(name)):
         return False
     try:
         BrokerConfig({name: value})

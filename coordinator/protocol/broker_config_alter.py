@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from coordinator.broker_dynamic import changed_configs
 from coordinator.protocol.config_describe import broker_resource_error
+from coordinator.security.listener_changes import listener_refusal
 from coordinator.security.listeners import listeners_from_config
 from coordinator.security.tls import server_context
 from txn.broker_config_defs import (
@@ -128,29 +129,41 @@ def legacy_broker_ops(current: Sequence[str], given: Sequence[tuple[str, str | N
 
 
 _LISTENER_SSL = re.compile(r"listener\.name\.([^.]*)\.ssl\..*", re.DOTALL)
+_LISTENER_SET = ("listeners", "listener.security.protocol.map")
+_ANY_PORT = ("127.0.0.1", 0)
 
 
 def tls_store_refusal(
     static: BrokerConfig, current: Mapping[str, str], ops: Sequence[Op]
 ) -> tuple[ErrorCode, str] | None:
-    """Load the key and trust stores a change of ``listener.name.<listener>.ssl.*`` gives
-    one of this broker's TLS listeners (``current``: this broker's dynamic configs), as Kafka
-    loads them before it answers, validate-only or not; the refusal if they do not load."""
+    """Kafka's checks of a change of this broker's listeners (``current``: its dynamic
+    configs; ``coordinator.security.listener_changes``), then load the key and trust stores a
+    change of ``listener.name.<listener>.ssl.*`` gives one of its TLS listeners, as Kafka
+    loads them before it answers, validate-only or not; the refusal if either fails."""
+    changed = changed_configs(current, ops)
     touched = {m.group(1).lower() for name, _op, _v in ops if (m := _LISTENER_SSL.fullmatch(name))}
-    if not touched:
+    listeners_touched = any(name in _LISTENER_SET for name, _op, _v in ops)
+    if not touched and not listeners_touched:
         return None
-    prefixed = {
-        name: value
-        for name, value in changed_configs(current, ops).items()
-        if _LISTENER_SSL.fullmatch(name)
-    }
     try:
-        listeners = listeners_from_config(static, ("127.0.0.1", 0))
-        config = static.with_overrides(prefixed)
+        old = static.with_overrides({k: v for k, v in current.items() if k in _LISTENER_SET})
+        new = static.with_overrides({k: v for k, v in changed.items() if k in _LISTENER_SET})
+    except InvalidConfigError as exc:
+        return ErrorCode.INVALID_REQUEST, str(exc)
+    if listeners_touched:
+        refusal = listener_refusal(old, new, _ANY_PORT)
+        if refusal is not None:
+            return ErrorCode.INVALID_REQUEST, refusal
+    prefixed = {name: value for name, value in changed.items() if _LISTENER_SSL.fullmatch(name)}
+    try:
+        listeners = listeners_from_config(new, _ANY_PORT)
+        before = {x.name for x in listeners_from_config(old, _ANY_PORT)}
+        config = new.with_overrides(prefixed)
     except InvalidConfigError:
         return None
     for listener in listeners:
-        if listener.name.lower() in touched and listener.protocol.uses_tls:
+        checked = listener.name.lower() in touched or listener.name not in before
+        if checked and listener.protocol.uses_tls:
             try:
                 server_context(config, listener.name, sasl=listener.protocol.uses_sasl)
             except InvalidConfigError as exc:

@@ -31,6 +31,13 @@ from coordinator.protocol.cluster_messages import (
     DescribeConfigsSynonym,
 )
 from coordinator.share.group_config import INTERNAL_GROUP_CONFIGS
+from coordinator.share.streams_group_config import (
+    STREAMS_DOCS,
+    STREAMS_GROUP_CONFIGS,
+    STREAMS_LISTS,
+    STREAMS_STRINGS,
+    streams_synonym,
+)
 from txn.broker_config_defs import (
     DYNAMIC_BROKER_CONFIGS,
     broker_config_type,
@@ -632,7 +639,9 @@ def describe_group_configs(
             continue
         synonym = _GROUP_SYNONYMS.get(name)
         internal = INTERNAL_GROUP_CONFIGS.get(name)
-        if internal is not None:
+        if name in STREAMS_GROUP_CONFIGS:
+            chain = [_synonym(*streams_synonym(name), ConfigSource.DEFAULT)]
+        elif internal is not None:
             chain = [_synonym(internal, "true", ConfigSource.DEFAULT)]
         elif synonym is None:
             chain = [_synonym(name, _FIXED_GROUP.get(name, value), ConfigSource.DEFAULT)]
@@ -648,7 +657,11 @@ def describe_group_configs(
                 config_source=chain[0].source,
                 synonyms=tuple(chain) if include_synonyms else (),
                 config_type=TYPE_IDS[_group_type(name, synonym)],
-                documentation=_GROUP_DOCS.get(name, "") if include_documentation else None,
+                documentation=(
+                    _GROUP_DOCS.get(name, STREAMS_DOCS.get(name, ""))
+                    if include_documentation
+                    else None
+                ),
             )
         )
     return out
@@ -657,6 +670,10 @@ def describe_group_configs(
 def _group_type(name: str, synonym: str | None) -> ConfigType:
     if name in _GROUP_BOOLEANS:
         return ConfigType.BOOLEAN
+    if name in STREAMS_GROUP_CONFIGS:
+        if name in STREAMS_LISTS:
+            return ConfigType.LIST
+        return ConfigType.STRING if name in STREAMS_STRINGS else ConfigType.INT
     return ConfigType.INT if synonym else ConfigType.STRING
 
 

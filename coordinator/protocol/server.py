@@ -42,6 +42,7 @@ from coordinator.security.limits import (
     FrameRefused,
     read_frame,
 )
+from coordinator.security.listener_changes import plan_listeners, tls_settings
 from coordinator.security.listeners import (
     CURRENT_ENDPOINT,
     Listener,
@@ -50,7 +51,8 @@ from coordinator.security.listeners import (
 )
 from coordinator.security.store import MemorySecurityStorage, SecurityMetadata
 from txn.api_keys import ApiKey
-from txn.errors import ErrorCode
+from txn.config import BrokerConfig
+from txn.errors import ErrorCode, InvalidConfigError
 
 log = logging.getLogger("sharetxn.server")
 
@@ -117,8 +119,17 @@ class KafkaServer:
         #: listener name -> (bound host, bound port) and the advertised (host, port)
         self.bound: dict[str, tuple[str, int]] = {}
         self.advertised: dict[str, tuple[str, int]] = {}
-        self._sockets: list[socket.socket] = []
-        self._acceptors: list[asyncio.Task[None]] = []
+        self._sockets: dict[str, socket.socket] = {}
+        self._acceptors: dict[str, asyncio.Task[None]] = {}
+        #: the settings the listeners are bound with, and the --listen address (no `listeners`)
+        self._listen = (host, port)
+        self._config = self.gate.config
+        #: what each TLS listener's SSL context was made from (listener_changes.tls_settings)
+        self._tls_loaded = {
+            x.name: tls_settings(self._config, x) for x in self.listeners if x.protocol.uses_tls
+        }
+        self._started = False
+        self._listener_of: dict[asyncio.Task[None], str] = {}
         self._slot_waiter: asyncio.Future[None] | None = None
         self._append_waiters: list[Callable[[], None]] = []
         self._connections: set[asyncio.Task[None]] = set()
@@ -127,6 +138,7 @@ class KafkaServer:
         self.max_sasl_receive_bytes = core.config.get_int("sasl.server.max.receive.size")
         self.quotas = ConnectionQuotas.from_config(core.config, (x.name for x in self.listeners))
         core.dynamic.on_change(self.quotas.reconfigure)  # max.connections* at run time
+        core.dynamic.on_change(self.reconfigure)  # listeners, TLS and SASL at run time
         idle_ms = core.config.get_int("connections.max.idle.ms")
         self.idle_timeout_s = None if idle_ms < 0 else idle_ms / 1000
         # Called after every answered request: (API name, milliseconds, bytes in, bytes out).
@@ -159,28 +171,99 @@ class KafkaServer:
 
     async def start(self) -> None:
         for listener in self.listeners:
-            sock = _listening_socket(listener.host, listener.port)
-            self._sockets.append(sock)
-            context = self._ssl_contexts.get(listener.name) if listener.protocol.uses_tls else None
-            port = int(sock.getsockname()[1])
-            self.bound[listener.name] = (listener.host, port)
-            self.advertised[listener.name] = advertised_endpoint(listener, port)
-            self._acceptors.append(asyncio.create_task(self._accept_loop(listener, sock, context)))
+            self._bind(listener)
+        self._started = True
+        self._set_first_address()
+        # Dynamic listener configs recorded before this start (replayed with the metadata log).
+        self.reconfigure(self.core.config)
+
+    def _bind(self, listener: Listener) -> None:
+        sock = _listening_socket(listener.host, listener.port)
+        port = int(sock.getsockname()[1])
+        self._sockets[listener.name] = sock
+        self.bound[listener.name] = (listener.host, port)
+        self.advertised[listener.name] = advertised_endpoint(listener, port)
+        self._acceptors[listener.name] = asyncio.create_task(self._accept_loop(listener, sock))
+
+    def _set_first_address(self) -> None:
         first = self.listeners[0]
         self.host, self.port = self.advertised[first.name]
         self.handlers.set_address(self.host, self.port)
+
+    def reconfigure(self, config: BrokerConfig) -> None:
+        """Apply new effective settings to the listeners (``listener_changes.plan_listeners``):
+        bind the added ones, close the removed ones with their connections, take new SSL
+        contexts for new connections; SASL mechanisms and users are read at each handshake."""
+        if not self._started:
+            return
+        try:
+            plan = plan_listeners(self.listeners, self._tls_loaded, config, self._listen)
+        except InvalidConfigError as exc:
+            log.error("listener configs not applied (the listeners are kept): %s", exc)
+            return
+        self.gate.config = config
+        self._config = config
+        self._ssl_contexts.update(plan.contexts)
+        self._tls_loaded.update(plan.loaded)
+        for name in plan.contexts:
+            log.info("listener %s: new TLS settings, used for new connections", name)
+        for listener in plan.removed:
+            self._close_listener(listener)
+        for listener in plan.added:
+            try:
+                self.gate.check_listener(listener)
+                self._bind(listener)
+            except (OSError, InvalidConfigError) as exc:
+                log.error("listener %s not bound: %s", listener.name, exc)
+                continue
+            self.listeners.append(listener)
+            bound_host, bound_port = self.bound[listener.name]
+            log.info(
+                "listener %s (%s) added on %s:%d",
+                listener.name,
+                listener.protocol.value,
+                bound_host,
+                bound_port,
+            )
+        if self.listeners:
+            self._set_first_address()
+        try:  # listener.name.<listener>.max.connections of the listeners now bound
+            names = [x.name for x in self.listeners]
+            self.quotas.listener_max = ConnectionQuotas.from_config(config, names).listener_max
+        except InvalidConfigError as exc:
+            log.error("listener connection limits not applied: %s", exc)
+
+    def _close_listener(self, listener: Listener) -> None:
+        """Stop accepting on ``listener`` and close its connections (Kafka's removeListeners)."""
+        acceptor = self._acceptors.pop(listener.name, None)
+        if acceptor is not None:
+            acceptor.cancel()
+        sock = self._sockets.pop(listener.name, None)
+        if sock is not None:
+            sock.close()
+        for task, name in list(self._listener_of.items()):
+            if name == listener.name:
+                task.cancel()
+        self.bound.pop(listener.name, None)
+        self.advertised.pop(listener.name, None)
+        self._ssl_contexts.pop(listener.name, None)
+        self._tls_loaded.pop(listener.name, None)
+        self.listeners = [x for x in self.listeners if x.name != listener.name]
+        log.info("listener %s removed", listener.name)
 
     @property
     def connection_count(self) -> int:
         return len(self._connections)
 
     async def stop(self) -> None:
-        for acceptor in self._acceptors:
+        self._started = False
+        acceptors = list(self._acceptors.values())
+        for acceptor in acceptors:
             acceptor.cancel()
-        for acceptor in self._acceptors:
+        for acceptor in acceptors:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await acceptor
-        for sock in self._sockets:
+        for sock in self._sockets.values():
             sock.close()
         for task in list(self._connections):
             task.cancel()
@@ -198,13 +281,12 @@ class KafkaServer:
         if self._slot_waiter is not None and not self._slot_waiter.done():
             self._slot_waiter.set_result(None)
 
-    async def _accept_loop(
-        self, listener: Listener, sock: socket.socket, context: ssl.SSLContext | None
-    ) -> None:
+    async def _accept_loop(self, listener: Listener, sock: socket.socket) -> None:
         """Kafka's Acceptor: accept, wait for a connection slot, count the connection.
 
         While ``max.connections`` (or the listener's own limit) is reached, nothing more is
-        accepted: the clients wait in the kernel's listen backlog, as on Kafka.
+        accepted: the clients wait in the kernel's listen backlog, as on Kafka.  A TLS
+        connection gets the listener's SSL context of the moment it is accepted.
         """
         loop = asyncio.get_running_loop()
         while True:
@@ -227,8 +309,10 @@ class KafkaServer:
                 log.warning("Rejected connection from %s, %s", host, refused)
                 conn.close()
                 continue
+            context = self._ssl_contexts.get(listener.name) if listener.protocol.uses_tls else None
             task = asyncio.create_task(self._open(listener, conn, host, context))
             self._connections.add(task)
+            self._listener_of[task] = listener.name
 
     async def _open(
         self,
@@ -249,6 +333,7 @@ class KafkaServer:
             conn.close()
             if task is not None:
                 self._connections.discard(task)
+                self._listener_of.pop(task, None)
             self._release(host, listener.name)
             if isinstance(exc, OSError | ssl.SSLError | TimeoutError):
                 return  # the client went away or its TLS handshake failed
@@ -294,6 +379,7 @@ class KafkaServer:
         finally:
             log.debug("connection %d from %s closed", connection_id, peer)
             self._connections.discard(task)
+            self._listener_of.pop(task, None)
             self._release(host, listener_name)
             # Share sessions live as long as their connection (Kafka releases their records).
             self.core.share.on_connection_closed(connection_id)

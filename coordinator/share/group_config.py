@@ -32,6 +32,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from coordinator.share.streams_group_config import (
+    STREAMS_DEFAULTS,
+    STREAMS_GROUP_CONFIGS,
+    normalize_streams,
+)
 from txn.config import default_of
 from txn.errors import ErrorCode, InvalidConfigError
 from txn.limits import INT32_MAX, INT32_MIN
@@ -126,9 +131,14 @@ INTERNAL_GROUP_CONFIGS: dict[str, str] = {
     "share.assignor.offload.enable": "group.share.assignor.offload.enable",
 }
 
-GROUP_CONFIG_NAMES: tuple[str, ...] = (*_INT_CONFIGS, *_STRING_DEFAULTS, *_BOOL_DEFAULTS)
-"""Every group config a group lists: the KIP-848 ``consumer.*`` ones, the share ones and the
-dead-letter-queue ones (Kafka 4.4's GroupConfig, but its streams-group configs)."""
+GROUP_CONFIG_NAMES: tuple[str, ...] = (
+    *_INT_CONFIGS,
+    *_STRING_DEFAULTS,
+    *_BOOL_DEFAULTS,
+    *STREAMS_DEFAULTS,
+)
+"""Every group config a group lists: the KIP-848 ``consumer.*`` ones, the share ones, the
+dead-letter-queue ones and the streams ones (Kafka 4.4's GroupConfig)."""
 
 _ACCEPTED: frozenset[str] = frozenset((*GROUP_CONFIG_NAMES, *INTERNAL_GROUP_CONFIGS))
 
@@ -203,6 +213,7 @@ class GroupConfigDefs:
         out = {name: str(self._broker_int(spec.broker_key)) for name, spec in _INT_CONFIGS.items()}
         out.update(_STRING_DEFAULTS)
         out.update(_BOOL_DEFAULTS)
+        out.update(STREAMS_DEFAULTS)
         return out
 
     def normalize(self, name: str, raw: object) -> str:
@@ -223,6 +234,8 @@ class GroupConfigDefs:
             return _normalize_bool(name, raw)
         if name == DLQ_TOPIC_NAME:
             return str(raw).strip()
+        if name in STREAMS_GROUP_CONFIGS:
+            return normalize_streams(name, raw)
         raise InvalidConfigError(f"Unknown group config name: {name}")
 
     def _check_int(self, name: str, raw: object) -> int:

@@ -136,3 +136,49 @@ def test_new_tls_stores_are_loaded_before_the_answer(tmp_path: Path) -> None:
     current = {"listener.name.ssl.ssl.keystore.location": str(tmp_path / "none.pem")}
     delete = [("listener.name.ssl.ssl.keystore.location", DELETE, None)]
     assert tls_store_refusal(static, current, delete) is None
+
+
+def test_listener_changes_checked_as_kafka() -> None:
+    static = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:9092"})
+    added = "PLAINTEXT://127.0.0.1:9092,EXTRA://127.0.0.1:0"
+    assert tls_store_refusal(static, {}, [("listeners", SET, added)]) == (
+        ErrorCode.INVALID_REQUEST,
+        "Error creating broker listeners from '[PLAINTEXT://127.0.0.1:9092, "
+        "EXTRA://127.0.0.1:0]': No security protocol defined for listener EXTRA",
+    )
+    mapped = ("listener.security.protocol.map", SET, "PLAINTEXT:PLAINTEXT,EXTRA:PLAINTEXT")
+    assert tls_store_refusal(static, {}, [("listeners", SET, added), mapped]) is None
+    changed = [("listener.security.protocol.map", SET, "PLAINTEXT:SSL")]
+    refusal = tls_store_refusal(static, {}, changed)
+    assert refusal is not None
+    assert (
+        "Security protocol cannot be updated for existing listener ListenerName(PLAINTEXT)"
+        in (refusal[1])
+    )
+    advertised = BrokerConfig(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:9092",
+            "advertised.listeners": "PLAINTEXT://broker:9092",
+        }
+    )
+    gone = [("listeners", SET, "EXTRA://127.0.0.1:0"), mapped]
+    assert tls_store_refusal(advertised, {}, gone) == (
+        ErrorCode.INVALID_REQUEST,
+        "requirement failed: advertised.listeners listener names must be equal to or a subset "
+        "of the ones defined in listeners. Found PLAINTEXT. The valid options based on the "
+        "current configuration are EXTRA",
+    )
+
+
+def test_a_tls_listener_added_needs_stores_that_load(tmp_path: Path) -> None:
+    static = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:9092"})
+    ops = [
+        ("listeners", SET, "PLAINTEXT://127.0.0.1:9092,SSL://127.0.0.1:0"),
+        ("listener.name.ssl.ssl.keystore.type", SET, "PEM"),
+        ("listener.name.ssl.ssl.keystore.location", SET, str(tmp_path / "none.pem")),
+    ]
+    refusal = tls_store_refusal(static, {}, ops)
+    assert refusal is not None and "listener SSL" in refusal[1]
+    certs = make_certs(tmp_path)
+    ops[2] = ("listener.name.ssl.ssl.keystore.location", SET, str(certs.server_keystore))
+    assert tls_store_refusal(static, {}, ops) is None

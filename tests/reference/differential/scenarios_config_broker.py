@@ -7,13 +7,14 @@ values do not depend on the machine (paths, ports).
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Any
 
 from tests.reference.differential.ctx import TOPIC_RESOURCE, Ctx
 from tests.reference.differential.framework import scenario
 from tests.reference.differential.scenarios_config_describe import describe
-from tests.reference.differential.wire import plain
+from tests.reference.differential.wire import Wire, plain
 
 AREA = "configs"
 BROKER = 4
@@ -258,4 +259,105 @@ def _legacy_replace(ctx: Ctx) -> Any:
         "second": legacy({"log.retention.ms": "691200000"}),
     }
     out["cleared"] = _apply(ctx, "1", [("log.retention.ms", DELETE, None)])
+    return out
+
+
+def _broker_value(ctx: Ctx, key: str) -> str | None:
+    got = describe(ctx, BROKER, "1", [key], synonyms=False, documentation=False)
+    entry = got["configs"].get(key)
+    return None if entry is None else entry["value"]
+
+
+def _listener_message(message: str | None) -> str | None:
+    """Kafka names every listener in some refusals (its controller's too): the reason only."""
+    if message and message.startswith("Error creating broker listeners from"):
+        return message.split("': ", 1)[1]
+    return message
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _answers(address: str) -> bool:
+    try:
+        wire = Wire(address)
+    except OSError:
+        return False
+    try:
+        wire.call(18, {"client_software_name": "d", "client_software_version": "1"})
+        return True
+    except Exception:
+        return False
+    finally:
+        wire.close()
+
+
+def _until(check: Any, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+@scenario(AREA)
+def dynamic_listener_configs(ctx: Ctx) -> Any:
+    """Listener configs of the broker: Kafka's checks of a new ``listeners`` and protocol
+    map, per-listener TLS and SASL configs, then a listener added (bound at once) and
+    removed again by deleting the dynamic configs."""
+    listeners = _broker_value(ctx, "listeners") or f"PLAINTEXT://{ctx.bootstrap}"
+    protocols = _broker_value(ctx, "listener.security.protocol.map") or ""
+    extra = "EXTRA://127.0.0.1:0"
+
+    def check(ops: list[tuple[str, int, str | None]]) -> Any:
+        got = _incremental(ctx, "1", ops)
+        return {**got, "message": _listener_message(got["message"])}
+
+    out = {
+        "no protocol": check([("listeners", SET, f"{listeners},{extra}")]),
+        "added": check(
+            [
+                ("listeners", SET, f"{listeners},{extra}"),
+                ("listener.security.protocol.map", SET, f"{protocols},EXTRA:PLAINTEXT"),
+            ]
+        ),
+        "protocol changed": check(
+            [
+                (
+                    "listener.security.protocol.map",
+                    SET,
+                    protocols.replace("PLAINTEXT:PLAINTEXT", "PLAINTEXT:SSL", 1),
+                )
+            ]
+        ),
+        "advertised": check([("advertised.listeners", SET, f"PLAINTEXT://{ctx.bootstrap}")]),
+        "key store of a plaintext listener": check(
+            [("listener.name.plaintext.ssl.keystore.location", SET, "/no/such/file")]
+        ),
+        "sasl mechanisms of a listener": check(
+            [("listener.name.plaintext.sasl.enabled.mechanisms", SET, "PLAIN")]
+        ),
+    }
+    address = f"127.0.0.1:{_free_port()}"
+    out["applied"] = _apply(
+        ctx,
+        "1",
+        [
+            ("listeners", SET, f"{listeners},EXTRA://{address}"),
+            ("listener.security.protocol.map", SET, f"{protocols},EXTRA:PLAINTEXT"),
+        ],
+    )
+    out["new listener answers"] = _until(lambda: _answers(address))
+    source = describe(ctx, BROKER, "1", ["listeners"], synonyms=False, documentation=False)
+    out["listeners source"] = source["configs"]["listeners"]["source"]
+    out["deleted"] = _apply(
+        ctx,
+        "1",
+        [("listeners", DELETE, None), ("listener.security.protocol.map", DELETE, None)],
+    )
+    out["new listener closed"] = _until(lambda: not _answers(address))
     return out

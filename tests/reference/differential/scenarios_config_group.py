@@ -3,8 +3,7 @@ synonyms, and IncrementalAlterConfigs checked against the broker's bounds in Kaf
 
 The suite's settings lower ``group.share.min.session.timeout.ms`` (1000) and
 ``group.share.min.heartbeat.interval.ms`` (500) on both brokers.  The streams-group configs
-Kafka also lists are left out (sharetxn has no streams groups: docs/conformance.md,
-"Configs").
+(KIP-1071) are checked and described too, though sharetxn serves no streams groups.
 """
 
 from __future__ import annotations
@@ -166,5 +165,72 @@ def describe_kafka44_group_configs(ctx: Ctx) -> Any:
         g,
         ["share.partition.max.record.locks"],
         lambda v: v["share.partition.max.record.locks"] != "150",
+    )
+    return out
+
+
+STREAMS_KEYS = [
+    "streams.assignment.interval.ms",
+    "streams.assignor.name",
+    "streams.heartbeat.interval.ms",
+    "streams.initial.rebalance.delay.ms",
+    "streams.num.standby.replicas",
+    "streams.rack.aware.assignment.tags",
+    "streams.session.timeout.ms",
+]
+
+STREAMS_CASES: tuple[tuple[str, str], ...] = (
+    ("streams.heartbeat.interval.ms", "4999"),
+    ("streams.heartbeat.interval.ms", "15001"),
+    ("streams.heartbeat.interval.ms", "x"),
+    ("streams.heartbeat.interval.ms", "6000"),
+    ("streams.session.timeout.ms", "0"),
+    ("streams.session.timeout.ms", "1"),
+    ("streams.session.timeout.ms", "50000"),
+    ("streams.num.standby.replicas", "-1"),
+    ("streams.num.standby.replicas", "3"),
+    ("streams.num.standby.replicas", "2"),
+    ("streams.num.standby.replicas", "x"),
+    ("streams.initial.rebalance.delay.ms", "-1"),
+    ("streams.initial.rebalance.delay.ms", "999999999"),
+    ("streams.assignment.interval.ms", "-1"),
+    ("streams.assignment.interval.ms", "0"),
+    ("streams.assignment.interval.ms", "15001"),
+    ("streams.assignor.name", "bogus"),
+    ("streams.assignor.name", ""),
+    ("streams.assignor.name", "sticky"),
+    ("streams.rack.aware.assignment.tags", "a,b"),
+    ("streams.rack.aware.assignment.tags", "a,,b"),
+    ("streams.rack.aware.assignment.tags", ""),
+    ("streams.nope", "1"),
+)
+
+
+@scenario(AREA)
+def streams_group_configs(ctx: Ctx) -> Any:
+    """Kafka 4.4's streams-group configs: each value checked, APPEND refused, then the
+    defaults, overrides (in their parsed form) and deleted ones described."""
+    g = ctx.name("gs")
+    out: dict[str, Any] = {f"{n}={v!r}": _alter(ctx, g, [(n, SET, v)]) for n, v in STREAMS_CASES}
+    out["append to tags"] = _alter(ctx, g, [("streams.rack.aware.assignment.tags", APPEND, "x")])
+    out["defaults"] = describe(ctx, GROUP_RESOURCE, g, STREAMS_KEYS)
+    ctx.group_config(
+        g,
+        {
+            "streams.num.standby.replicas": " 1 ",
+            "streams.rack.aware.assignment.tags": "zone, rack",
+            "streams.session.timeout.ms": "50000",
+        },
+    )
+    out["set"] = once_applied(
+        ctx, GROUP_RESOURCE, g, STREAMS_KEYS, lambda v: v["streams.num.standby.replicas"] == "1"
+    )
+    ctx.group_config(g, {"streams.num.standby.replicas": None})
+    out["deleted"] = once_applied(
+        ctx,
+        GROUP_RESOURCE,
+        g,
+        ["streams.num.standby.replicas"],
+        lambda v: v["streams.num.standby.replicas"] == "0",
     )
     return out

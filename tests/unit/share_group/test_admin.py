@@ -100,6 +100,13 @@ def test_describe_configs_defaults(bench: Bench) -> None:
         "errors.deadletterqueue.topic.name": ("", True),
         "share.renew.acknowledge.enable": ("true", True),
         "errors.deadletterqueue.copy.record.enable": ("false", True),
+        "streams.session.timeout.ms": ("45000", True),
+        "streams.heartbeat.interval.ms": ("5000", True),
+        "streams.num.standby.replicas": ("0", True),
+        "streams.initial.rebalance.delay.ms": ("3000", True),
+        "streams.assignment.interval.ms": ("1000", True),
+        "streams.assignor.name": ("sticky", True),
+        "streams.rack.aware.assignment.tags": ("", True),
     }
 
 
@@ -232,7 +239,11 @@ def test_by_duration_auto_offset_reset(bench: Bench) -> None:
             " to be either true or false",
         ),
         ("errors.deadletterqueue.copy.record.enable", "1", "either true or false"),
-        ("streams.session.timeout.ms", "50000", "Unknown group config name"),
+        ("streams.session.timeout.ms", "44999", "must be in the range 45000 to 60000"),
+        ("streams.num.standby.replicas", "3", "must be less than or equal to 2"),
+        ("streams.assignor.name", "range", "'range' is not a registered task assignor"),
+        ("streams.rack.aware.assignment.tags", "a,,b", "values must not be empty"),
+        ("streams.bogus", "1", "Unknown group config name: streams.bogus"),
         ("share.bogus", "1", "Unknown group config name: share.bogus"),
     ],
 )

@@ -112,3 +112,23 @@ def test_connection_limits_follow_dynamic_configs() -> None:
     assert not quotas.slot_available()
     quotas.release("10.0.0.1")
     assert quotas.slot_available()
+
+
+def test_producer_id_expiration_follows_the_dynamic_config() -> None:
+    """``producer.id.expiration.ms`` is dynamic in Kafka: an idle producer is forgotten at the
+    next check once the new, shorter expiry has passed."""
+    c = core(MemoryStorage())
+    c.create_topic("t", 1, 1)
+    tp = TopicPartition("t", 0)
+    batch = build_batch(
+        [(None, b"x")],
+        timestamp_ms=c.clock.now_ms(),
+        producer_id=7,
+        producer_epoch=0,
+        base_sequence=0,
+    )
+    assert c.produce(tp, batch, None).error is ErrorCode.NONE
+    assert [p.producer_id for p in c.describe_producers(tp)[1]] == [7]
+    c.alter_broker_configs("", [("producer.id.expiration.ms", SET, "60000")])
+    c.clock.advance(10 * 60 * 1000)  # the check scheduled at start (every 10 minutes)
+    assert c.describe_producers(tp)[1] == []

@@ -166,7 +166,8 @@ class BrokerCore:
         self.share_fetches = ShareFetches(self.share, clock)
         live = self.partitions.values
         schedule_flush(self.clock, self._log_config.flush_interval_ms, live)
-        schedule_producer_expiry(self.clock, self.config.get_int("producer.id.expiration.ms"), live)
+        expiry = "producer.id.expiration.ms"  # dynamic: read at each check
+        schedule_producer_expiry(self.clock, lambda: self.config.get_int(expiry), live)
         self._schedule_retention()
         self._schedule_cleaner()
 

@@ -79,12 +79,17 @@ def base_log_config(config: BrokerConfig) -> LogConfig:
     )
 
 
-def compression_level(codec: Codec | None, topic_configs: Mapping[str, str]) -> int | None:
-    """The topic's ``compression.<codec>.level`` for the codec it stores batches with (None:
-    not set, or a codec without levels)."""
+def compression_level(
+    codec: Codec | None, topic_configs: Mapping[str, str], broker: BrokerConfig | None = None
+) -> int | None:
+    """The topic's ``compression.<codec>.level`` for the codec it stores batches with, else
+    the broker's when set (None: neither set, or a codec without levels)."""
     if codec not in (Codec.GZIP, Codec.LZ4, Codec.ZSTD):
         return None
-    raw = topic_configs.get(f"compression.{codec.name.lower()}.level")
+    name = f"compression.{codec.name.lower()}.level"
+    raw = topic_configs.get(name)
+    if raw is None and broker is not None and broker.is_set(name):
+        raw = str(broker.get_int(name))
     return None if raw is None else int(raw.strip())
 
 
@@ -103,7 +108,8 @@ def topic_log_settings(
     policy = cleanup_policy(
         topic_configs.get("cleanup.policy", broker.get_str("log.cleanup.policy"))
     )
-    codec = topic_codec(topic_configs.get("compression.type", ""))
+    # A topic without compression.type takes the broker's (Kafka's server default).
+    codec = topic_codec(topic_configs.get("compression.type", broker.get_str("compression.type")))
     log = LogConfig(
         segment_bytes=number("internal.segment.bytes", number("segment.bytes", base.segment_bytes)),
         segment_ms=number("segment.ms", broker_segment_ms(broker)),
@@ -112,7 +118,7 @@ def topic_log_settings(
         flush_interval_messages=base.flush_interval_messages,
         flush_interval_ms=base.flush_interval_ms,
         compression=codec,
-        compression_level=compression_level(codec, topic_configs),
+        compression_level=compression_level(codec, topic_configs, broker),
     )
     max_message_bytes = number("max.message.bytes", broker.get_int("message.max.bytes"))
     retention = RetentionPolicy(

@@ -42,15 +42,16 @@ def schedule_flush(
 
 
 def schedule_producer_expiry(
-    clock: Clock, expiration_ms: int, partitions: Callable[[], Iterable[Partition]]
+    clock: Clock, expiration_ms: Callable[[], int], partitions: Callable[[], Iterable[Partition]]
 ) -> None:
-    """Forget idle idempotent producers (``producer.id.expiration.ms``), as Kafka does."""
-    check_ms = min(expiration_ms, PRODUCER_EXPIRY_CHECK_MS)
+    """Forget idle idempotent producers (``producer.id.expiration.ms``, read at every check:
+    a dynamic broker config, as Kafka's), as Kafka does."""
 
     def tick() -> None:
         now = clock.now_ms()
+        expiry = expiration_ms()
         for partition in partitions():
-            partition.producers.remove_expired(now, expiration_ms)
-        clock.schedule(check_ms, tick)
+            partition.producers.remove_expired(now, expiry)
+        clock.schedule(min(expiry, PRODUCER_EXPIRY_CHECK_MS), tick)
 
-    clock.schedule(check_ms, tick)
+    clock.schedule(min(expiration_ms(), PRODUCER_EXPIRY_CHECK_MS), tick)

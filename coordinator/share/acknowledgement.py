@@ -25,7 +25,8 @@ def plan_acks(
     """Validate every batch against the cache and turn it into changes (nothing applied).
 
     With ``txn`` (producer id, epoch) the changes make the records TX_PENDING.  RENEW changes
-    carry one new lock (returned too) covering the renewed records.
+    carry one new lock (returned too) covering the renewed records; with the group's
+    ``share.renew.acknowledge.enable`` false a RENEW is INVALID_RECORD_STATE, as in Kafka 4.4.
     """
     start, end = state.start, state.end
     plan: list[Change] = []
@@ -54,6 +55,8 @@ def plan_acks(
                 return ErrorCode.INVALID_RECORD_STATE
             for s, e, ack in _segments(a, z, batch.first_offset, types):
                 if ack is AcknowledgeType.RENEW:
+                    if not config.renew_acknowledge_enabled:
+                        return ErrorCode.INVALID_RECORD_STATE
                     if renew_lock is None:
                         renew_lock = AcquisitionLock(
                             run.member_id, s, e, now_ms + config.record_lock_duration_ms

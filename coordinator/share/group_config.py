@@ -176,6 +176,8 @@ class ShareGroupConfig:
     isolation_level: str  # "read_uncommitted" or "read_committed"
     #: ``share.partition.max.record.locks``: records in flight per share partition.
     partition_max_record_locks: int = int(default_of("group.share.partition.max.record.locks"))
+    #: ``share.renew.acknowledge.enable``: whether RENEW acknowledgements are taken (KIP-1222).
+    renew_acknowledge_enabled: bool = True
 
     @property
     def read_committed(self) -> bool:
@@ -309,6 +311,7 @@ class GroupConfigDefs:
             auto_offset_reset=values[AUTO_OFFSET_RESET],
             isolation_level=values[ISOLATION_LEVEL],
             partition_max_record_locks=int(values[PARTITION_MAX_RECORD_LOCKS]),
+            renew_acknowledge_enabled=values[RENEW_ACKNOWLEDGE_ENABLE] == "true",
         )
 
     def consumer_timing(self, overrides: Mapping[str, str]) -> tuple[int, int]:

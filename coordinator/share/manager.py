@@ -291,6 +291,7 @@ class ShareManager:
             isolation=group.isolation_level,
             auto_offset_reset="earliest" if reset == "earliest" else "latest",
             reset_duration_ms=group.auto_offset_reset_duration_ms,
+            renew_acknowledge_enabled=group.renew_acknowledge_enabled,
         )
 
     # -- share partitions -----------------------------------------------------------------------

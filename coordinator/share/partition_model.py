@@ -68,6 +68,8 @@ class SharePartitionConfig:
     #: "latest" for when no record is that recent).
     reset_duration_ms: int | None = None
     leader_epoch: int = 0
+    #: ``share.renew.acknowledge.enable``: false refuses RENEW acknowledgements (KIP-1222).
+    renew_acknowledge_enabled: bool = True
 
     def __post_init__(self) -> None:
         for name, _key in _BROKER_SETTINGS:

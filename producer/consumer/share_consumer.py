@@ -47,6 +47,7 @@ from contextlib import contextmanager
 from typing import Any, Final
 
 from producer.consumer.share_consumer_config import (
+    ACQUIRE_MODES,
     DEFAULTS,
     MODES,
     ShareConsumerConfig,
@@ -132,6 +133,7 @@ class ShareConsumer:
         self._metadata_stale = False
         self._lock_timeout_ms: int | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._turn = 0  # record_limit: the next node to acquire from
         # single-thread use, close from anywhere
         self._guard = threading.Condition(threading.Lock())
         self._owner: int | None = None
@@ -155,6 +157,11 @@ class ShareConsumer:
     @property
     def acknowledgement_mode(self) -> str:
         return self._mode
+
+    @property
+    def acquire_mode(self) -> str:
+        """``share.acquire.mode``: "batch_optimized" or "record_limit"."""
+        return self._cfg.acquire_mode
 
     @property
     def member_id(self) -> str:
@@ -538,6 +545,11 @@ class ShareConsumer:
     ) -> tuple[list[Record], bool]:
         """One ShareFetch per node with work; returns the records and whether anything was sent."""
         desired = self._leaders(assignment)
+        only = None  # record_limit (KIP-1206): one node acquires a round, at most max.poll.records
+        if self._cfg.record_limit and len(desired) > 1:
+            only = sorted(desired)[self._turn % len(desired)]
+            self._turn += 1
+            desired = {only: desired[only]}  # the others' acks go in a ShareAcknowledge below
         nodes = set(desired)
         for node, s in self._sessions.items():
             if s.epoch > INITIAL_EPOCH and (s.partitions or self._has_acks(node)):
@@ -562,7 +574,7 @@ class ShareConsumer:
         remaining_ms = max(0, int((deadline - time.monotonic()) * 1000))
         max_wait = min(self._cfg.fetch_max_wait_ms, remaining_ms)
         outgoing: list[Outgoing] = []
-        for node in sorted(nodes):
+        for node in sorted(nodes if only is None else {only}):
             session = self._sessions.setdefault(node, Session(node))
             fetch = self._build_fetch(session, desired.get(node, set()), max_wait)
             if fetch is not None:
@@ -617,6 +629,7 @@ class ShareConsumer:
             "max_bytes": self._cfg.fetch_max_bytes,
             "max_records": self._cfg.max_poll_records,
             "batch_size": self._cfg.max_poll_records,
+            "share_acquire_mode": ACQUIRE_MODES[self._cfg.acquire_mode],
             "topics": topics,
             "forgotten_topics_data": gone,
         }
@@ -625,9 +638,13 @@ class ShareConsumer:
     def _exchange_all(self, outgoing: list[Outgoing], api_key: ApiKey) -> list[Any]:
         """Send one request per node (concurrently when there are several); exceptions returned."""
 
+        # record_limit needs ShareFetch v2 (Kafka's client: "The v1 ShareFetch only supports
+        # ShareAcquireMode.BATCH_OPTIMIZED"): an older broker fails the poll.
+        low = 2 if api_key is ApiKey.SHARE_FETCH and self._cfg.record_limit else 1
+
         def one(out: Outgoing) -> Any:
             try:
-                return self._client.send(out.session.node_id, api_key, out.body, min_version=1)
+                return self._client.send(out.session.node_id, api_key, out.body, min_version=low)
             except SharetxnError as exc:
                 return exc
 

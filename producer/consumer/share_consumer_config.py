@@ -13,15 +13,21 @@ from producer.protocol.client_defaults import CONSUMER_DEFAULTS
 from producer.protocol.config_values import consumer_int
 from producer.protocol.security import PLAINTEXT, SECURITY_KEYS, ClientSecurity
 
-__all__ = ["DEFAULTS", "MODES", "ShareConsumerConfig", "new_member_id"]
+__all__ = ["ACQUIRE_MODES", "DEFAULTS", "MODES", "ShareConsumerConfig", "new_member_id"]
 
 MODES: Final = ("implicit", "explicit", "transactional")
+
+#: ``share.acquire.mode`` (KIP-1206): its values and their ShareFetch v2 ``ShareAcquireMode``
+#: ids.  ``record_limit`` makes the broker acquire at most ``max.poll.records`` per fetch.
+ACQUIRE_MODES: Final[dict[str, int]] = {"batch_optimized": 0, "record_limit": 1}
 
 # Kafka config name -> default.  Anything else is rejected.
 DEFAULTS: Final[dict[str, Any]] = {
     **CONSUMER_DEFAULTS,
     "client.id": "sharetxn-share-consumer",
     "share.acknowledgement.mode": "implicit",
+    # Kafka's default is the enum constant's name, upper case; values are case-insensitive.
+    "share.acquire.mode": "BATCH_OPTIMIZED",
     "rack.id": None,
 }
 
@@ -39,6 +45,26 @@ _INT_KEYS: Final = (
 def new_member_id() -> str:
     """A 22-character url-safe base64 uuid4, as librdkafka and the Java client make them."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode("ascii")
+
+
+def _acquire_mode(raw: object) -> str:
+    """``share.acquire.mode`` as Kafka's validator takes it: a string, trimmed, either mode in
+    any case."""
+    if not isinstance(raw, str):
+        msg = (
+            f"Invalid value {raw} for configuration share.acquire.mode: Expected value to be a"
+            f" string, but it was a {type(raw).__name__}"
+        )
+        raise ValueError(msg)
+    mode = raw.strip().lower()
+    if mode not in ACQUIRE_MODES:
+        msg = (
+            f"Invalid value {raw.strip()} for configuration share.acquire.mode: Invalid value"
+            f" `{raw.strip()}` for configuration share.acquire.mode. The value must either be"
+            " 'batch_optimized' or 'record_limit'."
+        )
+        raise ValueError(msg)
+    return mode
 
 
 # -- configuration ---------------------------------------------------------------------------------
@@ -60,6 +86,12 @@ class ShareConsumerConfig:
     retry_backoff_max_ms: int
     check_crcs: bool
     security: ClientSecurity = PLAINTEXT
+    #: ``share.acquire.mode``: "batch_optimized" or "record_limit" (lower case).
+    acquire_mode: str = "batch_optimized"
+
+    @property
+    def record_limit(self) -> bool:
+        return self.acquire_mode == "record_limit"
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> ShareConsumerConfig:
@@ -84,6 +116,7 @@ class ShareConsumerConfig:
                 f"not {values['share.acknowledgement.mode']!r}"
             )
             raise ValueError(msg)
+        acquire_mode = _acquire_mode(values["share.acquire.mode"])
         ints = {
             key: consumer_int("ShareConsumer", key, values[key], ValueError) for key in _INT_KEYS
         }
@@ -112,6 +145,7 @@ class ShareConsumerConfig:
             retry_backoff_max_ms=max(ints["retry.backoff.max.ms"], ints["retry.backoff.ms"]),
             check_crcs=bool(crcs),
             security=ClientSecurity.from_config(config),
+            acquire_mode=acquire_mode,
         )
 
     def new_client(self) -> KafkaClient:

@@ -82,7 +82,7 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: 1,  # SubscribedTopicRegex; the member names itself
     ApiKey.SHARE_GROUP_HEARTBEAT: 1,
     ApiKey.SHARE_GROUP_DESCRIBE: 1,
-    ApiKey.SHARE_FETCH: 1,
+    ApiKey.SHARE_FETCH: 2,  # ShareAcquireMode (KIP-1206)
     ApiKey.SHARE_ACKNOWLEDGE: 1,
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: 1,
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: 0,

@@ -281,6 +281,39 @@ def test_share_consumer_explicit_release_and_delivery_count(
     assert (offset.topic, offset.partition, offset.lag) == (topic, 0, 0)
 
 
+def test_share_consumer_record_limit(reference_kafka: ReferenceKafka, admin: Admin) -> None:
+    """``share.acquire.mode=record_limit`` (KIP-1206): no poll returns more than
+    ``max.poll.records``, the log batch is split; ``batch_optimized`` takes it whole."""
+    bootstrap = reference_kafka.bootstrap_servers
+    sizes: dict[str, list[int]] = {}
+    for mode in ("record_limit", "batch_optimized"):
+        topic = _topic(admin)
+        group = _share_group(admin)
+        _produce(bootstrap, topic, [f"v{i}".encode() for i in range(10)])
+        consumer = ShareConsumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "share.acknowledgement.mode": "explicit",
+                "share.acquire.mode": mode,
+                "max.poll.records": 3,
+            }
+        )
+        try:
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + 30
+            while sum(sizes.get(mode, [])) < 10 and time.monotonic() < deadline:
+                got = consumer.poll(0.5)
+                for r in got:
+                    consumer.acknowledge(r, AcknowledgeType.ACCEPT)
+                if got:
+                    sizes.setdefault(mode, []).append(len(got))
+            consumer.commit_sync()
+        finally:
+            consumer.close()
+    assert sizes == {"record_limit": [3, 3, 3, 1], "batch_optimized": [10]}
+
+
 def test_share_consumer_implicit(reference_kafka: ReferenceKafka, admin: Admin) -> None:
     bootstrap = reference_kafka.bootstrap_servers
     topic = _topic(admin, partitions=2)

@@ -239,6 +239,8 @@ def legacy_alter_configs(ctx: Ctx) -> Any:
 
 # -- compression.type: the codec a topic stores batches with -------------------------------
 
+BROKER = 4  # the BROKER resource type; "" is the cluster default
+
 #: Kafka's codec ids, as a batch's attributes carry them.
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 TOPIC_TYPES = ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")
@@ -342,6 +344,22 @@ def compression_type_change_applies_to_next_append(ctx: Ctx) -> Any:
     _applied(ctx, t, "producer")
     ctx.produce(t, [], batch=_codec_batch("gzip", ["three"]))
     return {"altered": altered, "back": back, "stored": _stored(ctx, t)}
+
+
+@scenario(AREA)
+def compression_type_broker_default_applies(ctx: Ctx) -> Any:
+    """A topic without compression.type takes the broker's, set as the cluster default at
+    run time (and back to producer once deleted)."""
+    t = ctx.create_topic("ct-broker")
+    try:
+        altered = ctx.alter_configs(BROKER, "", {"compression.type": "gzip"})
+        _applied(ctx, t, "gzip")
+        ctx.produce(t, [], batch=_codec_batch("snappy", ["one"]))
+    finally:
+        back = ctx.alter_configs(BROKER, "", {"compression.type": None})
+    _applied(ctx, t, "producer")
+    ctx.produce(t, [], batch=_codec_batch("lz4", ["two"]))
+    return {"altered": altered, "back": back, "codecs": [b["codec"] for b in _stored(ctx, t)]}
 
 
 @scenario(AREA)

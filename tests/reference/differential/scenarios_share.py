@@ -180,6 +180,18 @@ def renew_keeps_lock(ctx: Ctx) -> Any:
 
 
 @scenario(AREA)
+def renew_refused_when_disabled(ctx: Ctx) -> Any:
+    """``share.renew.acknowledge.enable=false``: a RENEW is INVALID_RECORD_STATE (the records
+    stay acquired); an ACCEPT still works."""
+    t = ctx.create_topic("s")
+    ctx.produce(t, ["a", "b"])
+    _, m = _joined(ctx, t, {"share.renew.acknowledge.enable": "false"})
+    got = m.fetch_until(2)
+    renew = m.acknowledge(_acks(t, 0, 1, RENEW), renew=True)
+    return {"got": got, "renew": renew, "accept": m.acknowledge(_acks(t, 0, 1, ACCEPT))}
+
+
+@scenario(AREA)
 def ack_unacquired_offsets(ctx: Ctx) -> Any:
     return _acknowledged(ctx, beyond=[(10, 12, [ACCEPT])], valid_after=[(0, 4, [ACCEPT])])
 

@@ -47,11 +47,16 @@ def _ack(m: ShareMember, t: str, *batches: tuple[int, int, int]) -> Any:
 
 
 def _txn(ctx: Ctx, t: str, values: list[str], commit: bool) -> None:
+    """A transaction of ``values``, ended; returns once its marker is in the log.  Kafka's EndTxn
+    answers before the coordinator writes the markers, so without the wait a record produced
+    next could land before the marker on Kafka and after it on sharetxn."""
+    start = int(ctx.fetch(t)["high_watermark"])
     tid = ctx.name("tx")
     _, pid, epoch = ctx.init_pid(tid)
     ctx.add_partitions(tid, pid, epoch, t)
     ctx.produce(t, values, pid=pid, epoch=epoch, seq=0, txn_id=tid)
     ctx.end_txn(tid, pid, epoch, commit)
+    ctx.wait_lso(t, start + len(values) + 1)
 
 
 # -- transaction markers and aborted records ----------------------------------------------------
@@ -123,19 +128,78 @@ def acquire_markers_max_records(ctx: Ctx) -> Any:
     return {"fetches": [_one(m, max_records=2) for _ in range(3)]}
 
 
-@scenario(AREA)
-def acquire_aborted_counts_towards_max_records(ctx: Ctx) -> Any:
-    """An aborted transaction of three records, then plain ones, read with MaxRecords 2."""
+def _aborted_then_plain(ctx: Ctx) -> str:
+    """0-2 an aborted transaction, 3 its marker, 4-6 one log batch of plain records."""
     t = ctx.create_topic("s")
     _txn(ctx, t, ["a0", "a1", "a2"], False)
     ctx.produce(t, ["p0", "p1", "p2"])
     ctx.wait_lso(t, 7)
-    m = _member(ctx, t, READ_COMMITTED)
+    return t
+
+
+def _fetches(m: ShareMember, n: int, **kw: Any) -> list[Any]:
+    """The acquired ranges of ``n`` ShareFetches, one list per fetch (empty: none acquired)."""
+    out = []
+    for _ in range(n):
+        resp = m.fetch(**kw)
+        out.append([r for p in resp["partitions"] for r in p["acquired_records"]])
+    return out
+
+
+@scenario(AREA)
+def acquire_aborted_counts_towards_max_records(ctx: Ctx) -> Any:
+    """An aborted transaction of three records, then plain ones, read with MaxRecords 2: the
+    aborted records fill the first fetch (nothing acquired), the next takes the marker and
+    the whole log batch."""
+    m = _member(ctx, _aborted_then_plain(ctx), READ_COMMITTED)
     first = m.fetch(max_records=2)
     return {
         "first": [p["acquired_records"] for p in first["partitions"]],
         "next": _one(m, max_records=2),
     }
+
+
+@scenario(AREA)
+def acquire_aborted_max_records_one(ctx: Ctx) -> Any:
+    """The same log with MaxRecords 1: the marker comes alone, then the log batch whole."""
+    m = _member(ctx, _aborted_then_plain(ctx), READ_COMMITTED)
+    return {"fetches": _fetches(m, 4, max_records=1)}
+
+
+@scenario(AREA)
+def acquire_aborted_record_limit(ctx: Ctx) -> Any:
+    """The same log in record_limit mode with MaxRecords 2: the log batch is split."""
+    m = _member(ctx, _aborted_then_plain(ctx), READ_COMMITTED)
+    return {"fetches": _fetches(m, 4, max_records=2, acquire_mode=RECORD_LIMIT)}
+
+
+@scenario(AREA)
+def acquire_aborted_then_committed_within_max_records(ctx: Ctx) -> Any:
+    """An aborted transaction, a committed one and a plain record, all within MaxRecords: one
+    fetch acquires everything but the aborted records, the ranges split around them."""
+    t = ctx.create_topic("s")
+    _txn(ctx, t, ["a0", "a1"], False)
+    _txn(ctx, t, ["c0", "c1"], True)
+    ctx.produce(t, ["p0"])
+    ctx.wait_lso(t, 7)
+    m = _member(ctx, t, READ_COMMITTED)
+    got = _one(m, max_records=10)
+    return {
+        "acquired": got,
+        "ack": _ack(m, t, (2, 2, GAP), (3, 4, ACCEPT), (5, 5, GAP), (6, 6, ACCEPT)),
+    }
+
+
+@scenario(AREA)
+def acquire_committed_then_plain_max_records(ctx: Ctx) -> Any:
+    """A committed transaction of three records, then a log batch of three, read_committed
+    with MaxRecords 2 (batch_optimized): each fetch rounds up to the end of a log batch."""
+    t = ctx.create_topic("s")
+    _txn(ctx, t, ["c0", "c1", "c2"], True)
+    ctx.produce(t, ["p0", "p1", "p2"])
+    ctx.wait_lso(t, 7)
+    m = _member(ctx, t, READ_COMMITTED)
+    return {"fetches": _fetches(m, 3, max_records=2)}
 
 
 # -- in-flight batches on redelivery ------------------------------------------------------------

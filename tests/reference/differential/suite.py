@@ -67,9 +67,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 #: differences).  Remove an entry once its scenario is identical.
 _INTERVAL = "open: Kafka computes a group's target assignment at most once per assignment interval"
 PENDING: dict[str, str] = {
-    "share/acquire_aborted_counts_towards_max_records": (
-        "open: after aborted records, Kafka cuts the next acquisition at MaxRecords"
-    ),
     "share/heartbeat_epoch_progression": _INTERVAL,
     "share/epoch_after_topic_created_at_once": _INTERVAL,
     "share/epoch_after_partitions_added_at_once": _INTERVAL,

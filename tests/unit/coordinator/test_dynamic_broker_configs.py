@@ -11,6 +11,7 @@ from coordinator.protocol.config_describe import describe_broker_configs, descri
 from coordinator.security.limits import ConnectionQuotas
 from txn.batch import build_batch
 from txn.clock import ManualClock
+from txn.compression import Codec
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
@@ -112,3 +113,50 @@ def test_connection_limits_follow_dynamic_configs() -> None:
     assert not quotas.slot_available()
     quotas.release("10.0.0.1")
     assert quotas.slot_available()
+
+
+def test_producer_id_expiration_follows_the_dynamic_config() -> None:
+    """``producer.id.expiration.ms`` is dynamic in Kafka: an idle producer is forgotten at the
+    next check once the new, shorter expiry has passed."""
+    c = core(MemoryStorage())
+    c.create_topic("t", 1, 1)
+    tp = TopicPartition("t", 0)
+    batch = build_batch(
+        [(None, b"x")],
+        timestamp_ms=c.clock.now_ms(),
+        producer_id=7,
+        producer_epoch=0,
+        base_sequence=0,
+    )
+    assert c.produce(tp, batch, None).error is ErrorCode.NONE
+    assert [p.producer_id for p in c.describe_producers(tp)[1]] == [7]
+    c.alter_broker_configs("", [("producer.id.expiration.ms", SET, "60000")])
+    c.clock.advance(10 * 60 * 1000)  # the check scheduled at start (every 10 minutes)
+    assert c.describe_producers(tp)[1] == []
+
+
+def test_topics_without_compression_type_take_the_brokers() -> None:
+    """The broker's ``compression.type`` (static or a dynamic cluster default) is the codec of
+    topics that do not set their own, as Kafka's server default; a topic's own wins."""
+    c = core(MemoryStorage())
+    c.create_topic("t", 1, 1)
+    c.create_topic("own", 1, 1, configs={"compression.type": "producer"})
+    plain, own = c.topics.get("t"), c.topics.get("own")
+    assert plain is not None and own is not None
+    assert c.log_settings(plain).log.compression is None
+    c.alter_broker_configs("", [("compression.type", SET, "gzip")])
+    assert c.log_settings(plain).log.compression is Codec.GZIP
+    assert c.log_settings(own).log.compression is None
+    c.alter_broker_configs("", [("compression.type", DELETE, None)])
+    assert c.log_settings(plain).log.compression is None
+    static = BrokerCore(
+        MemoryStorage(),
+        ManualClock(),
+        BrokerConfig({"compression.type": "zstd", "compression.zstd.level": "7"}),
+        random.Random(3),
+    )
+    static.create_topic("t", 1, 1)
+    info = static.topics.get("t")
+    assert info is not None
+    settings = static.log_settings(info).log
+    assert (settings.compression, settings.compression_level) == (Codec.ZSTD, 7)

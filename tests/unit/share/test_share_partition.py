@@ -772,3 +772,17 @@ def test_a_restart_from_the_lagging_start_offset_resumes_where_the_partition_was
         7,
     )
     assert (again.start_offset, again.end_offset) == (10, 10)
+
+
+def test_renew_refused_when_the_group_disables_it() -> None:
+    """``share.renew.acknowledge.enable=false``: a RENEW is INVALID_RECORD_STATE and changes
+    nothing (Kafka 4.4); re-enabled, the same RENEW is taken."""
+    _, persister, _, sp = rig(5, 5)
+    acquire(sp, n=10)
+    sp.update_config(SharePartitionConfig(renew_acknowledge_enabled=False))
+    refused = sp.acknowledge("m1", [ack(0, 4, ACCEPT), ack(5, 9, RENEW)])
+    assert refused is ErrorCode.INVALID_RECORD_STATE
+    assert sp.record_state(0) == (ACQUIRED, 1, "m1")  # the whole request was refused
+    assert persister.writes == []
+    sp.update_config(SharePartitionConfig())
+    assert sp.acknowledge("m1", [ack(5, 9, RENEW)]) is ErrorCode.NONE

@@ -9,6 +9,8 @@ tests/reference).
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pytest
 
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
+from tests.sharetxn_cli import run_cli
 from txn.errors import ErrorCode, SaslAuthenticationFailedError, error_for_code
 
 pytestmark = pytest.mark.integration
@@ -132,3 +135,46 @@ def test_disabled_without_a_secret_key(tmp_path: Path) -> None:
                 admin.create_delegation_token()
             with pytest.raises(DISABLED):
                 admin.describe_delegation_tokens()
+
+
+def test_cli_like_kafka_delegation_tokens(broker: LocalBroker, tmp_path: Path) -> None:
+    alice = tmp_path / "alice.properties"
+    alice.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+        "sasl.username=alice\nsasl.password=alice-secret\n"
+    )
+    bootstrap = ("--bootstrap-server", _sasl_bootstrap(broker), "--command-config", str(alice))
+
+    def tokens(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli("delegation-tokens", *bootstrap, *args, timeout=60)
+
+    plan = tokens("--create", "--renewer-principal", "User:bob", "--json")
+    assert plan.returncode == 0, plan.stderr
+    assert json.loads(plan.stdout)[0]["renewers"] == "User:bob"
+    assert json.loads(tokens("--describe", "--json").stdout) == []  # the plan created nothing
+    created = tokens("--create", "--renewer-principal", "User:bob", "--execute", "--json")
+    assert created.returncode == 0, created.stderr
+    token = json.loads(created.stdout)
+    assert token["owner"] == "User:alice" and token["renewers"] == "User:bob"
+    (described,) = json.loads(
+        tokens("--describe", "--owner-principal", "User:alice", "--json").stdout
+    )
+    assert described["token_id"] == token["token_id"]
+    renewed = tokens(
+        "--renew", "--hmac", token["hmac"], "--renew-time-period", "60000", "--execute"
+    )
+    assert renewed.returncode == 0 and "Completed renew operation" in renewed.stdout
+    expired = tokens("--expire", "--hmac", token["hmac"], "--execute", "--json")
+    assert expired.returncode == 0 and json.loads(expired.stdout)["operation"] == "expire"
+    again = tokens("--expire", "--hmac", token["hmac"], "--execute")
+    assert again.returncode == 1 and "DELEGATION_TOKEN_NOT_FOUND" in again.stderr
+    usage = tokens("--renew")
+    assert usage.returncode == 64 and "--hmac" in usage.stderr
+    plaintext = run_cli(
+        "delegation-tokens",
+        "--bootstrap-server",
+        broker.listener_bootstrap("PLAINTEXT"),
+        "--describe",
+        timeout=60,
+    )
+    assert plaintext.returncode == 1 and "REQUEST_NOT_ALLOWED" in plaintext.stderr

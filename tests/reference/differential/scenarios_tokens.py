@@ -15,10 +15,12 @@ from typing import Any
 
 from tests.reference.differential.ctx import Ctx
 from tests.reference.differential.framework import scenario
+from tests.reference.differential.scenarios_config_describe import describe
 from txn.api_keys import ApiKey
 
 AREA = "delegation-tokens"
 _NO_LIMIT = datetime.timedelta(milliseconds=-1)
+BROKER = 4  # DescribeConfigs resource type
 
 
 def _raw(ctx: Ctx, key: ApiKey, versions: range, body: dict[str, Any]) -> dict[str, str]:
@@ -82,3 +84,15 @@ def token_api_versions(ctx: Ctx) -> Any:
         for k in resp.api_keys
         if int(k.api_key) in keys
     )
+
+
+@scenario(AREA)
+def token_broker_configs(ctx: Ctx) -> Any:
+    """DescribeConfigs of the ``delegation.token.*`` broker configs (the key unset here)."""
+    keys = [
+        "delegation.token.secret.key",
+        "delegation.token.max.lifetime.ms",
+        "delegation.token.expiry.time.ms",
+        "delegation.token.expiry.check.interval.ms",
+    ]
+    return describe(ctx, BROKER, "1", keys)

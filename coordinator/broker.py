@@ -45,6 +45,7 @@ from coordinator.reserved_topics import (
     refuse_client_created,
     write_refusal,
 )
+from coordinator.security.token_store import DelegationTokenStore
 from coordinator.share.manager import PartitionAcks, VerifiedAcks
 from coordinator.share.persister import ShareStateKey
 from coordinator.share_fetch import ShareFetches
@@ -122,6 +123,7 @@ class BrokerCore:
         )
         # Dynamic broker configs (recorded in the metadata log) over the static ones.
         self.dynamic = DynamicBrokerConfigs(self.config, self.node_id, self.topics.broker_configs)
+        self.tokens = DelegationTokenStore(metadata_log, self.config, clock)  # KIP-48, same log
         self._reconfigure(self.dynamic.effective())
         self._refuse_client_created_internal_topics(legacy_log_pending(storage, metadata_log))
         # All client partitions together (sharetxn.max.partitions).

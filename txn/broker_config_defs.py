@@ -218,6 +218,9 @@ def is_read_only(name: str) -> bool:
 _LONG: Final = frozenset(
     {
         "connections.max.idle.ms",
+        "delegation.token.expiry.check.interval.ms",
+        "delegation.token.expiry.time.ms",
+        "delegation.token.max.lifetime.ms",
         "log.cleaner.backoff.ms",
         "log.cleaner.dedupe.buffer.size",
         "log.cleaner.delete.retention.ms",
@@ -241,6 +244,7 @@ _LISTS: Final = frozenset(
 )
 _PASSWORDS: Final = frozenset(
     {
+        "delegation.token.secret.key",
         "ssl.key.password",
         "ssl.keystore.certificate.chain",
         "ssl.keystore.key",

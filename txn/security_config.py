@@ -72,6 +72,31 @@ SECURITY_CONFIGS: Final[tuple[tuple[Any, ...], ...]] = (
         False,
         "Allow a request on a resource no ACL matches.",
     ),
+    # --- delegation tokens (KIP-48; coordinator.security.tokens) -----------------------------
+    (
+        "delegation.token.secret.key",
+        "str",
+        None,
+        "Secret key of the tokens' HMAC (unset or empty: delegation tokens are disabled).",
+    ),
+    (
+        "delegation.token.max.lifetime.ms",
+        "int",
+        7 * 24 * 60 * 60 * 1000,
+        "Longest life of a token; renewals cannot take it further. Default 7 days.",
+    ),
+    (
+        "delegation.token.expiry.time.ms",
+        "int",
+        24 * 60 * 60 * 1000,
+        "Validity of a token before it needs to be renewed. Default 1 day.",
+    ),
+    (
+        "delegation.token.expiry.check.interval.ms",
+        "int",
+        60 * 60 * 1000,
+        "Scan interval to remove expired delegation tokens.",
+    ),
 )
 
 #: Configs whose values are never shown (DescribeConfigs, the start-up log).
@@ -81,6 +106,7 @@ SENSITIVE_CONFIGS: Final[frozenset[str]] = frozenset(
         "ssl.key.password",
         "ssl.keystore.key",
         "ssl.truststore.password",
+        "delegation.token.secret.key",
     }
 )
 

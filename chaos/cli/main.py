@@ -36,6 +36,10 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
         "chaos.cli.share_groups",
         "list, describe, reset and delete share groups (like kafka-share-groups.sh)",
     ),
+    "delegation-tokens": (
+        "chaos.cli.delegation_tokens",
+        "create, renew, expire and describe delegation tokens (like kafka-delegation-tokens.sh)",
+    ),
     "sink": (
         "chaos.cli.sink",
         "run share-group sink tasks (KIP-1302), at-least-once or exactly-once "

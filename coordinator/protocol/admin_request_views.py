@@ -1,4 +1,5 @@
-"""Version-free views of the requests of SASL, ACLs, SCRAM credentials and UpdateFeatures.
+"""Version-free views of the requests of SASL, ACLs, SCRAM credentials, delegation tokens and
+UpdateFeatures.
 
 ``wire.decode_request`` hands a handler the kio entity of the negotiated version; a handler
 reads it through the view of its API (``DecodedRequest[XRequestView]``), a ``Protocol``
@@ -12,6 +13,7 @@ tests/unit/test_request_views.py checks each view against every supported versio
 
 from __future__ import annotations
 
+import datetime
 from typing import Protocol
 
 
@@ -123,3 +125,51 @@ class UpdateFeaturesRequestView(Protocol):
     ``upgrade_type`` and ``validate_only`` (v1+)."""
 
     feature_updates: tuple[FeatureUpdateKeyView, ...]
+
+
+class CreatableRenewersView(Protocol):
+    """``renewers`` of CreateDelegationTokenRequestView."""
+
+    principal_type: str
+    principal_name: str
+
+
+class CreateDelegationTokenRequestView(Protocol):
+    """CreateDelegationToken request, v1-v3."""
+
+    renewers: tuple[CreatableRenewersView, ...]
+    max_lifetime: datetime.timedelta
+
+
+class CreateDelegationTokenRequestV3To3View(CreateDelegationTokenRequestView, Protocol):
+    """CreateDelegationToken request, v3: the owner (KIP-373; null: the requester)."""
+
+    owner_principal_type: str | None
+    owner_principal_name: str | None
+
+
+class RenewDelegationTokenRequestView(Protocol):
+    """RenewDelegationToken request, v1-v2."""
+
+    hmac: bytes
+    renew_period: datetime.timedelta
+
+
+class ExpireDelegationTokenRequestView(Protocol):
+    """ExpireDelegationToken request, v1-v2."""
+
+    hmac: bytes
+    expiry_time_period: datetime.timedelta
+
+
+class DescribeDelegationTokenOwnerView(Protocol):
+    """``owners`` of DescribeDelegationTokenRequestView."""
+
+    principal_type: str
+    principal_name: str
+
+
+class DescribeDelegationTokenRequestView(Protocol):
+    """DescribeDelegationToken request, v1-v3."""
+
+    owners: tuple[DescribeDelegationTokenOwnerView, ...] | None

@@ -73,6 +73,11 @@ _VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.DELETE_ACLS: (1, 3),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    # Delegation tokens (KIP-48, KIP-373; coordinator/protocol/token_handlers.py).
+    ApiKey.CREATE_DELEGATION_TOKEN: (1, 3),
+    ApiKey.RENEW_DELEGATION_TOKEN: (1, 2),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: (1, 2),
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: (1, 3),
 }
 #: api key -> (Kafka's name of the API, min version, max version)
 SUPPORTED: Final[dict[int, tuple[str, int, int]]] = {

@@ -29,13 +29,20 @@ from coordinator.protocol.authorized_operations import APIS as OPERATION_APIS
 from coordinator.protocol.authorized_operations import with_authorized_operations
 from coordinator.protocol.responses import Body, Handler
 from coordinator.protocol.session import Session
+from coordinator.protocol.token_handlers import DelegationTokenHandlers
 from coordinator.protocol.wire import DecodedRequest
 from coordinator.security.acls import Authorizer, parse_principals
 from coordinator.security.listeners import Listener
 from coordinator.security.sasl import PLAIN, SUPPORTED_MECHANISMS, new_server, plain_users
-from coordinator.security.scram import SaslAuthenticationFailedError, ScramMechanism
+from coordinator.security.scram import (
+    SaslAuthenticationFailedError,
+    ScramCredential,
+    ScramMechanism,
+)
 from coordinator.security.store import SecurityMetadata
 from coordinator.security.tls import ANONYMOUS, principal_of
+from coordinator.security.token_store import DelegationTokenStore
+from coordinator.security.tokens import principal_name
 from txn.api_keys import ApiKey
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode, InvalidConfigError
@@ -81,7 +88,10 @@ class SecurityGate:
                 persist=metadata.save_acls,
             )
         self.admin = SecurityAdminHandlers(metadata, lambda: self.authorizer)
-        self.table: dict[int, AdminHandler] = {**self.admin.table}
+        # The broker's delegation tokens (set with the broker core: KafkaServer).
+        self.tokens: DelegationTokenStore | None = None
+        tokens = DelegationTokenHandlers(lambda: self.tokens, lambda: self.authorizer)
+        self.table: dict[int, AdminHandler] = {**self.admin.table, **tokens.table}
 
     # -- configuration --------------------------------------------------------------------------
 
@@ -121,6 +131,19 @@ class SecurityGate:
 
     def _scram_lookup(self, mechanism: ScramMechanism, user: str) -> Any:
         return self.metadata.scram_credential(mechanism, user)
+
+    def _token_lookup(
+        self, mechanism: ScramMechanism, token_id: str
+    ) -> tuple[ScramCredential, str] | None:
+        """A delegation token's SCRAM credential and its owner's name (Kafka's
+        DelegationTokenCache: a token authenticates until it is removed)."""
+        if self.tokens is None:
+            return None
+        credential = self.tokens.tokens.credential(mechanism, token_id)
+        owner = self.tokens.tokens.owner(token_id)
+        if credential is None or owner is None:
+            return None
+        return credential, principal_name(owner)
 
     # -- connections ----------------------------------------------------------------------------
 
@@ -213,7 +236,7 @@ class SecurityGate:
         listener = session.listener
         session.mechanism = mechanism
         session.sasl = new_server(
-            mechanism, lambda: self._plain_users(listener), self._scram_lookup
+            mechanism, lambda: self._plain_users(listener), self._scram_lookup, self._token_lookup
         )
         return SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=enabled)
 
@@ -247,6 +270,7 @@ class SecurityGate:
         if server.complete:
             session.principal = server.principal
             session.authenticated = True
+            session.token_authenticated = bool(getattr(server, "token_authenticated", False))
             log.debug(
                 "%s authenticated from %s with %s",
                 session.principal,

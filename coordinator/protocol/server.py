@@ -115,6 +115,7 @@ class KafkaServer:
             exists=core.topic_exists,
             auto_create=lambda: core.config.get_bool("auto.create.topics.enable"),
         )
+        self.gate.tokens = core.tokens
         self._ssl_contexts = dict(ssl_contexts or {})
         #: listener name -> (bound host, bound port) and the advertised (host, port)
         self.bound: dict[str, tuple[str, int]] = {}

@@ -24,6 +24,8 @@ class Session:
     authenticated: bool = True
     mechanism: str | None = None
     sasl: SaslServer | None = None
+    #: Authenticated with a delegation token (Kafka's ``KafkaPrincipal.tokenAuthenticated``).
+    token_authenticated: bool = False
     #: Set when the response being sent must be the connection's last.
     close_after_response: bool = False
     extra: dict[str, Any] = field(default_factory=dict)

@@ -19,6 +19,7 @@ from coordinator.security.scram import (
     SaslAuthenticationFailedError,
     ScramMechanism,
     ScramServer,
+    TokenLookup,
 )
 
 PLAIN = "PLAIN"
@@ -100,7 +101,8 @@ def new_server(
     mechanism: str,
     plain_users_of: Callable[[], Mapping[str, str]],
     scram_lookup: CredentialLookup,
+    token_lookup: TokenLookup | None = None,
 ) -> SaslServer:
     if mechanism == PLAIN:
         return PlainServer(plain_users_of())
-    return ScramServer(ScramMechanism.from_name(mechanism), scram_lookup)
+    return ScramServer(ScramMechanism.from_name(mechanism), scram_lookup, token_lookup=token_lookup)

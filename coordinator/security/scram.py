@@ -4,7 +4,10 @@ A stored credential is Kafka's: salt, StoredKey = H(HMAC(SaltedPassword,
 "Client Key")), ServerKey = HMAC(SaltedPassword, "Server Key") and the
 iteration count; the password itself is never kept.  ``ScramServer`` is a
 sans-IO exchange: ``evaluate(client message) -> server message`` twice, then
-``principal`` names the user.  The server nonce comes from an injectable function
+``principal`` names the user.  A client-first message with the ``tokenauth=true`` extension
+authenticates with a delegation token (KIP-48): the user name is the token id, the password
+the token's HMAC in base64, and the principal is the token's owner (``token_authenticated``).
+The server nonce comes from an injectable function
 (``os.urandom`` by default) so the exchange can be replayed in tests.
 """
 
@@ -15,6 +18,7 @@ import enum
 import hashlib
 import hmac
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -109,6 +113,25 @@ def _saslname(value: str) -> str:
 
 
 CredentialLookup = Callable[[ScramMechanism, str], ScramCredential | None]
+#: (mechanism, token id) -> the token's credential and its owner's name, or None.
+TokenLookup = Callable[[ScramMechanism, str], tuple[ScramCredential, str] | None]
+
+_EXTENSION_NAME = re.compile(r"[A-Za-z]+")
+
+
+def _client_first_bare(bare: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The n= and r= attributes of a client-first-message-bare and its extensions
+    (``,name=value`` after the nonce, as Kafka's ClientFirstMessage)."""
+    parts = bare.split(",")
+    attrs = _attributes(",".join(parts[:2]))
+    extensions: dict[str, str] = {}
+    for part in parts[2:]:
+        key, sep, value = part.partition("=")
+        if not sep or not _EXTENSION_NAME.fullmatch(key):
+            msg = f"invalid SCRAM message attribute {part[:20]!r}"
+            raise SaslAuthenticationFailedError(msg)
+        extensions.setdefault(key, value)
+    return attrs, extensions
 
 
 class ScramServer:
@@ -119,9 +142,14 @@ class ScramServer:
         mechanism: ScramMechanism,
         lookup: CredentialLookup,
         server_nonce: Callable[[], str] | None = None,
+        token_lookup: TokenLookup | None = None,
     ) -> None:
         self.mechanism = mechanism
         self._lookup = lookup
+        self._token_lookup = token_lookup
+        #: The authorization id: the user, or the owner of the token authenticated with.
+        self.authorization_id: str | None = None
+        self.token_authenticated = False
         self._server_nonce = server_nonce or (lambda: base64.b64encode(os.urandom(18)).decode())
         self._step = 0
         self._credential: ScramCredential | None = None
@@ -161,7 +189,7 @@ class ScramServer:
         authzid = parts[1][2:] if parts[1].startswith("a=") else ""
         self._gs2_header = f"{parts[0]},{parts[1]},"
         self._client_first_bare = parts[2]
-        attrs = _attributes(parts[2])
+        attrs, extensions = _client_first_bare(parts[2])
         if "n" not in attrs or "r" not in attrs or not attrs["r"]:
             msg = "invalid SCRAM client-first message"
             raise SaslAuthenticationFailedError(msg)
@@ -169,7 +197,17 @@ class ScramServer:
         if authzid and _saslname(authzid) != self.username:
             msg = "Authentication failed: client requested an authorization id that is different"
             raise SaslAuthenticationFailedError(msg)
-        self._credential = self._lookup(self.mechanism, self.username)
+        if extensions.get("tokenauth", "").lower() == "true":
+            found = (
+                self._token_lookup(self.mechanism, self.username) if self._token_lookup else None
+            )
+            if found is None:  # Kafka: "Invalid tokenId", a SaslException (generic answer)
+                raise self._failed()
+            self._credential, self.authorization_id = found
+            self.token_authenticated = True
+        else:
+            self._credential = self._lookup(self.mechanism, self.username)
+            self.authorization_id = self.username
         if self._credential is None:
             raise self._failed()
         self._nonce = attrs["r"] + self._server_nonce()
@@ -210,5 +248,5 @@ class ScramServer:
 
     @property
     def principal(self) -> str:
-        assert self.complete and self.username is not None
-        return f"User:{self.username}"
+        assert self.complete and self.authorization_id is not None
+        return f"User:{self.authorization_id}"

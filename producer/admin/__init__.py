@@ -1,6 +1,7 @@
 """``Admin``: topics, configs, transactions, consumer and share groups (like Kafka's Admin).
 
-``client`` holds ``Admin`` and its result types; ``groups`` its consumer-group calls.
+``client`` holds ``Admin`` and its result types; ``groups`` its consumer-group calls;
+``tokens`` its delegation-token calls.
 """
 
 from producer.admin.client import (
@@ -25,6 +26,7 @@ from producer.admin.client import (
     TransactionListing,
     topic_id_of,
 )
+from producer.admin.tokens import DelegationToken
 
 __all__ = [
     "CONFIG_DELETE",
@@ -35,6 +37,7 @@ __all__ = [
     "RESOURCE_TOPIC",
     "Admin",
     "ConfigEntry",
+    "DelegationToken",
     "GroupListing",
     "ItemResult",
     "ProducerState",

@@ -72,6 +72,9 @@ class ClientSecurity:
     #: (location, password)
     pkcs12_truststore: tuple[str, str | None] | None = None
     pkcs12_keystore: tuple[str, str] | None = None
+    #: SCRAM with a delegation token (the JAAS option ``tokenauth="true"``, KIP-48): the
+    #: username is the token id, the password its HMAC in base64.
+    token_auth: bool = False
 
     @property
     def uses_tls(self) -> bool:
@@ -92,8 +95,12 @@ class ClientSecurity:
         mechanism = str(values["sasl.mechanism"] or values["sasl.mechanisms"] or "GSSAPI")
         mechanism = mechanism.strip().upper()
         username, password = _opt(values["sasl.username"]), _opt(values["sasl.password"])
-        if values["sasl.jaas.config"] and username is None:
-            username, password = _jaas_credentials(str(values["sasl.jaas.config"]))
+        token_auth = False
+        if values["sasl.jaas.config"]:
+            jaas = str(values["sasl.jaas.config"])
+            token_auth = _jaas_token_auth(jaas)
+            if username is None:
+                username, password = _jaas_credentials(jaas)
         types = {
             key: str(values[f"{key}.type"] or "PEM").strip().upper()
             for key in ("ssl.truststore", "ssl.keystore")
@@ -131,6 +138,7 @@ class ClientSecurity:
             check_hostname=str(values["ssl.endpoint.identification.algorithm"]).lower() == "https",
             pkcs12_truststore=pkcs12.get("ssl.truststore"),
             pkcs12_keystore=(keystore[0], keystore[1] or "") if keystore is not None else None,
+            token_auth=token_auth,
         )
         if security.uses_sasl:
             if mechanism not in _MECHANISMS:
@@ -187,7 +195,9 @@ class ClientSecurity:
         client: _SaslClient = (
             _PlainClient(self.username, self.password)
             if self.mechanism == "PLAIN"
-            else _ScramClient(self.mechanism, self.username, self.password)
+            else _ScramClient(
+                self.mechanism, self.username, self.password, token_auth=self.token_auth
+            )
         )
         token: bytes | None = client.first()
         while token is not None:
@@ -208,6 +218,12 @@ def _jaas_credentials(jaas: str) -> tuple[str | None, str | None]:
         return None if value is None else re.sub(r"\\(.)", r"\1", value)
 
     return unescape(username), unescape(password)
+
+
+def _jaas_token_auth(jaas: str) -> bool:
+    """Whether a ScramLoginModule line sets ``tokenauth="true"`` (a delegation token)."""
+    found = re.search(r'tokenauth\s*=\s*"?(\w+)"?', jaas)
+    return found is not None and found.group(1).lower() == "true"
 
 
 def _opt(value: Any) -> str | None:
@@ -236,12 +252,16 @@ class _PlainClient(_SaslClient):
 class _ScramClient(_SaslClient):
     """RFC 5802 client: client-first, client-final, then the server signature is checked."""
 
-    def __init__(self, mechanism: str, username: str, password: str) -> None:
+    def __init__(
+        self, mechanism: str, username: str, password: str, *, token_auth: bool = False
+    ) -> None:
         self._hash = _MECHANISMS[mechanism] or "sha256"
         self._password = password
         name = username.replace("=", "=3D").replace(",", "=2C")
         self._nonce = base64.b64encode(os.urandom(24)).decode()
-        self._first_bare = f"n={name},r={self._nonce}"
+        # The tokenauth extension after the nonce (Kafka's ScramExtensions).
+        extension = ",tokenauth=true" if token_auth else ""
+        self._first_bare = f"n={name},r={self._nonce}{extension}"
         self._step = 0
         self._server_signature = b""
 

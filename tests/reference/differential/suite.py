@@ -26,6 +26,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_share_fidelity,
     scenarios_share_start,
     scenarios_timestamps,
+    scenarios_tokens,
     scenarios_topics,
     scenarios_txn,
 )

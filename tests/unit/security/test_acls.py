@@ -166,5 +166,9 @@ def test_every_served_api_has_an_authorization_rule() -> None:
         ApiKey.DELETE_ACLS,
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+        ApiKey.CREATE_DELEGATION_TOKEN,
+        ApiKey.RENEW_DELEGATION_TOKEN,
+        ApiKey.EXPIRE_DELEGATION_TOKEN,
+        ApiKey.DESCRIBE_DELEGATION_TOKEN,
     }
     assert set(SUPPORTED) - own == set(RULES)

@@ -80,9 +80,11 @@ NOT_FOUND_ERRORS = frozenset(
         ErrorCode.UNKNOWN_TOPIC_ID,
         ErrorCode.GROUP_ID_NOT_FOUND,
         ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
+        ErrorCode.DELEGATION_TOKEN_NOT_FOUND,
     }
 )
-"""The broker's answers that mean "no such topic, partition, group or transactional id"."""
+"""The broker's answers that mean "no such topic, partition, group, transactional id or
+delegation token"."""
 
 
 def error_exit_code(error: ErrorCode) -> ExitCode:

@@ -167,7 +167,7 @@ def test_cli_like_kafka_delegation_tokens(broker: LocalBroker, tmp_path: Path) -
     expired = tokens("--expire", "--hmac", token["hmac"], "--execute", "--json")
     assert expired.returncode == 0 and json.loads(expired.stdout)["operation"] == "expire"
     again = tokens("--expire", "--hmac", token["hmac"], "--execute")
-    assert again.returncode == 1 and "DELEGATION_TOKEN_NOT_FOUND" in again.stderr
+    assert again.returncode == 66 and "DELEGATION_TOKEN_NOT_FOUND" in again.stderr
     usage = tokens("--renew")
     assert usage.returncode == 64 and "--hmac" in usage.stderr
     plaintext = run_cli(

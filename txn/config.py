@@ -69,6 +69,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("log.retention.bytes", "int", -1, "Default retention.bytes (-1: no limit)."),
     ConfigDef("log.roll.hours", "int", 168, "Default segment.ms, in hours."),
     ConfigDef("log.roll.ms", "int", None, "Default segment.ms."),
+    ConfigDef("log.roll.jitter.hours", "int", 0, "Default segment.jitter.ms, in hours."),
+    ConfigDef("log.roll.jitter.ms", "int", None, "Default segment.jitter.ms."),
     ConfigDef("log.cleanup.policy", "str", "delete", "Default cleanup.policy."),
     ConfigDef("log.retention.check.interval.ms", "int", 300000, "How often retention is applied."),
     ConfigDef("log.initial.task.delay.ms", "int", 30000, "Delay of the first retention check."),

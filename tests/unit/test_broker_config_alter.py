@@ -136,3 +136,17 @@ def test_new_tls_stores_are_loaded_before_the_answer(tmp_path: Path) -> None:
     current = {"listener.name.ssl.ssl.keystore.location": str(tmp_path / "none.pem")}
     delete = [("listener.name.ssl.ssl.keystore.location", DELETE, None)]
     assert tls_store_refusal(static, current, delete) is None
+
+
+def test_a_negative_roll_jitter_fails_kafkas_requirement() -> None:
+    refused = broker_alter_refusal(1, "1", [("log.roll.jitter.ms", 0, "-1")])
+    assert refused == (
+        ErrorCode.INVALID_REQUEST,
+        "requirement failed: log.roll.jitter.ms must be greater than or equal to 0",
+    )
+    assert broker_alter_refusal(1, "", [("log.roll.jitter.ms", 0, "0")]) == (ErrorCode.NONE, None)
+    hours = broker_alter_refusal(1, "1", [("log.roll.jitter.hours", 0, "1")])
+    assert hours == (
+        ErrorCode.INVALID_REQUEST,
+        "Cannot update these configs dynamically: [log.roll.jitter.hours]",
+    )

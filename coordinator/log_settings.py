@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from coordinator.log.cleaner import CleanerPolicy, offset_map_entries
+from coordinator.log.cleaner import CleanerPolicy, cleaner_io_buffer_bytes, offset_map_entries
 from coordinator.log.segments import RetentionPolicy
 from coordinator.log.storage import LogConfig
 from coordinator.log.timestamps import TimestampPolicy
@@ -152,6 +152,10 @@ def topic_log_settings(
             ),
             max_decompressed_bytes=decompressed_limit(max_message_bytes),
             offset_map_entries=offset_map_entries(broker.get_int("log.cleaner.dedupe.buffer.size")),
+            io_buffer_bytes=cleaner_io_buffer_bytes(
+                broker.get_int("log.cleaner.io.buffer.size"), broker.get_int("log.cleaner.threads")
+            ),
+            max_io_buffer_bytes=max(max_message_bytes, broker.get_int("message.max.bytes")),
         ),
         max_message_bytes=max_message_bytes,
         timestamps=TimestampPolicy(

@@ -53,6 +53,7 @@ DYNAMIC_BROKER_CONFIGS: Final[Mapping[str, ConfigDef]] = {
         ConfigDef("listeners", _LIST),
         ConfigDef("log.cleaner.backoff.ms", _L, at_least(0)),
         ConfigDef("log.cleaner.delete.retention.ms", _L, at_least(0)),
+        ConfigDef("log.cleaner.io.buffer.size", _I, at_least(0)),
         ConfigDef("log.cleaner.max.compaction.lag.ms", _L, at_least(1)),
         ConfigDef("log.cleaner.min.cleanable.ratio", _D, between(0, 1)),
         ConfigDef("log.cleaner.min.compaction.lag.ms", _L, at_least(0)),

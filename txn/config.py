@@ -84,6 +84,12 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "Memory of the cleaner's offset map (24 bytes a key); a pass maps that many keys.",
     ),
     ConfigDef(
+        "log.cleaner.io.buffer.size",
+        "int",
+        524288,
+        "Memory of the cleaner's read and write buffers (half each); a larger batch grows them.",
+    ),
+    ConfigDef(
         "log.cleaner.threads",
         "int",
         1,
@@ -401,6 +407,9 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "log.segment.delete.delay.ms": (0, None),
     "log.cleaner.backoff.ms": (0, None),
     "log.cleaner.dedupe.buffer.size": (0, None),
+    "log.cleaner.io.buffer.size": (0, None),
+    "log.roll.jitter.hours": (0, None),
+    "log.roll.jitter.ms": (0, None),
     "log.cleaner.threads": (0, None),
     "log.cleaner.delete.retention.ms": (0, None),
     "log.cleaner.min.compaction.lag.ms": (0, None),

@@ -10,11 +10,16 @@ is corrupt.  After each segment the buffer is back to its first size (``restoreB
 A pass's memory is so bounded by the buffer and the largest batch, whatever the segments'
 sizes.
 
+The kept batches of a segment go out through a write buffer of the read buffer's size (as
+Kafka's, grown with it): a file log's to the segment's staged file (``file_swap.staged``,
+flushed whenever the buffer fills; the swap fsyncs and installs it), so a pass holds no
+segment whole, read or written.
+
 ``FileRange`` names the files of a file log's planned segments (sent to the cleaner worker,
-which reads them itself); ``MemoryRange`` holds a memory log's batches (already in memory).
-Both give the batches segment by segment, as often as the pass asks (the offset map, then
-the copy).  ``ReadBuffer.on_size`` is told each size the buffer takes (tests measure the
-peak with it).
+which reads them itself); ``MemoryRange`` holds a memory log's batches (already in memory)
+and keeps its output in memory.  Both give the batches segment by segment, as often as the
+pass asks (the offset map, then the copy).  ``ReadBuffer.on_size`` is told each size the
+buffer takes (tests measure the peak with it).
 """
 
 from __future__ import annotations
@@ -23,7 +28,10 @@ import os
 import struct
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
 
+from coordinator.log.file_swap import Staged, staged
 from txn.batch import LOG_OVERHEAD, BatchHeader, parse_header
 
 _LENGTH = struct.Struct(">i")  # the batch length, after the base offset
@@ -70,6 +78,68 @@ class ReadBuffer:
             self._resize(self.initial)
 
 
+class SegmentWriter(Protocol):
+    def write(self, raw: bytes) -> None: ...
+
+    def finish(self, keep: bool) -> list[bytes] | Staged | None:
+        """The segment's output if ``keep`` (None otherwise: anything written is dropped)."""
+        ...
+
+
+class MemoryWriter:
+    def __init__(self) -> None:
+        self.batches: list[bytes] = []
+
+    def write(self, raw: bytes) -> None:
+        self.batches.append(raw)
+
+    def finish(self, keep: bool) -> list[bytes] | Staged | None:
+        return self.batches if keep else None
+
+
+class StagedWriter:
+    """Writes a segment's kept batches to its staged file through a write buffer of the read
+    buffer's current size (the file is created on the first flush)."""
+
+    def __init__(self, path: Path, buffer: ReadBuffer) -> None:
+        self._path = path
+        self._buffer = buffer
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._fd: int | None = None
+        self._written = 0
+
+    def write(self, raw: bytes) -> None:
+        self._pending.append(raw)
+        self._pending_bytes += len(raw)
+        if self._pending_bytes >= self._buffer.size:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._fd is None:
+            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        for raw in self._pending:
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(self._fd, view) :]
+        self._written += self._pending_bytes
+        self._pending.clear()
+        self._pending_bytes = 0
+
+    def finish(self, keep: bool) -> list[bytes] | Staged | None:
+        try:
+            if keep:
+                self._flush()
+        finally:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+        if not keep:
+            self._path.unlink(missing_ok=True)
+            return None
+        return Staged(str(self._path), self._written)
+
+
 @dataclass(frozen=True, slots=True)
 class SegmentFile:
     path: str
@@ -84,6 +154,10 @@ class FileRange:
 
     segments: tuple[SegmentFile, ...]
     log_start: int = 0
+
+    def writer(self, index: int, buffer: ReadBuffer) -> SegmentWriter:
+        seg = self.segments[index]
+        return StagedWriter(staged(Path(seg.path).parent, seg.base_offset), buffer)
 
     def batches(self, index: int, buffer: ReadBuffer) -> Batches:
         seg = self.segments[index]
@@ -133,6 +207,10 @@ class MemoryRange:
     """The planned segments of a memory log: their batches, by segment."""
 
     segments: tuple[tuple[tuple[BatchHeader, bytes], ...], ...]
+
+    def writer(self, index: int, buffer: ReadBuffer) -> SegmentWriter:
+        del index, buffer
+        return MemoryWriter()
 
     def batches(self, index: int, buffer: ReadBuffer) -> Batches:
         del buffer  # in memory already

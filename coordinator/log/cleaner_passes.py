@@ -24,6 +24,7 @@ from coordinator.log.compaction import (
     CleanJob,
     CleanResult,
     apply_clean,
+    drop_staged,
     job_range,
     plan_clean,
     run_clean,
@@ -144,9 +145,11 @@ class LogCleaner:
                 applied = apply_clean(target.log, outcome)
             except Exception as exc:  # a closed or failing log: the next pass plans again
                 log.error("swapping the cleaned segments of %s failed: %s", target.name, exc)
+                drop_staged(outcome)
                 return
             if not applied:
                 log.info("the log %s moved during its clean; the pass is dropped", target.name)
+                drop_staged(outcome)
                 return
             state.due_ms = outcome.due_ms
             if not outcome.contents:

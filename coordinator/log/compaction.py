@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from coordinator.log.cleaner import (
     CleanContext,
@@ -43,6 +44,7 @@ from coordinator.log.cleaner_io import (
     memory_range,
 )
 from coordinator.log.file_log import LOG_SUFFIX, FileLog
+from coordinator.log.file_swap import Staged
 from coordinator.log.storage import PartitionLog, SegmentInfo
 from txn.batch import BatchHeader, ControlType, control_type_of
 
@@ -76,7 +78,8 @@ class CleanJob:
 @dataclass(frozen=True, slots=True)
 class CleanResult:
     job: CleanJob
-    contents: dict[int, list[bytes]]  # only the segments that change
+    # Only the segments that change: their batches, or (a file log's) their staged file.
+    contents: dict[int, list[bytes] | Staged]
     bytes_before: int
     bytes_after: int
     due_ms: int
@@ -185,30 +188,41 @@ def run_clean(
     count = sum(1 for s in job.segments if s.base_offset < end) or 1
     producers = {pid: (last, epoch) for pid, last, epoch in job.last_records}
     rules = CleanRules(is_aborted, job.now_ms, policy, CleanContext(offset_map, job.end, producers))
-    changed: dict[int, list[bytes]] = {}
+    changed: dict[int, list[bytes] | Staged] = {}
     unchanged: list[int] = []
     bytes_after = 0
     markers: set[int] = set()
-    for number, seg in enumerate(job.segments[:count]):
-        kept: list[bytes] = []
-        differs = False
-        with contextlib.closing(source.batches(number, buffer)) as batches:
-            for header, raw in batches:
-                out = rules.filter(header, raw)
-                if out is None:
-                    differs = True
-                    continue
-                differs = differs or (out is not raw and out != raw)
-                kept.append(out)
-                bytes_after += len(out)
-                if header.is_control:
-                    markers.add(header.base_offset)
-        if differs:
-            changed[seg.base_offset] = kept
-        else:
-            unchanged.append(seg.base_offset)
-    with contextlib.closing(read(range(count, len(job.segments)))) as rest:
-        markers.update(h.base_offset for h, _raw in rest if h.is_control)
+    try:
+        for number, seg in enumerate(job.segments[:count]):
+            writer = source.writer(number, buffer)
+            differs = False
+            try:
+                with contextlib.closing(source.batches(number, buffer)) as batches:
+                    for header, raw in batches:
+                        out = rules.filter(header, raw)
+                        if out is None:
+                            differs = True
+                            continue
+                        differs = differs or (out is not raw and out != raw)
+                        writer.write(out)
+                        bytes_after += len(out)
+                        if header.is_control:
+                            markers.add(header.base_offset)
+            except BaseException:
+                writer.finish(keep=False)
+                raise
+            output = writer.finish(keep=differs)
+            if output is None:
+                unchanged.append(seg.base_offset)
+            else:
+                changed[seg.base_offset] = output
+        with contextlib.closing(read(range(count, len(job.segments)))) as rest:
+            markers.update(h.base_offset for h, _raw in rest if h.is_control)
+    except BaseException:
+        for staged_out in changed.values():  # a failed pass leaves no staged file behind
+            if isinstance(staged_out, Staged):
+                Path(staged_out.path).unlink(missing_ok=True)
+        raise
     return CleanResult(
         job,
         changed,
@@ -231,8 +245,22 @@ def apply_clean(log: PartitionLog, result: CleanResult) -> bool:
             return False
     if log.log_start_offset != job.log_start:
         return False
-    log.replace_segments(result.contents, result.end)
+    contents = result.contents
+    lists = {base: out for base, out in contents.items() if not isinstance(out, Staged)}
+    if len(lists) == len(contents):
+        log.replace_segments(lists, result.end)
+    elif isinstance(log, FileLog):
+        log.replace_segments(contents, result.end)
+    else:
+        raise TypeError(f"staged segments for a log without files: {log!r}")
     return True
+
+
+def drop_staged(result: CleanResult) -> None:
+    """Remove the files a pass staged that will not be swapped in (the log moved)."""
+    for out in result.contents.values():
+        if isinstance(out, Staged):
+            Path(out.path).unlink(missing_ok=True)
 
 
 def transactions_of(log: PartitionLog) -> tuple[int, list[Aborted]]:

@@ -19,7 +19,15 @@ from coordinator.log.cleaner_io import (
     memory_range,
 )
 from coordinator.log.cleaner_passes import CleanTarget, InlineCleanerExecutor, LogCleaner
+from coordinator.log.compaction import (
+    CleanerState,
+    apply_clean,
+    job_range,
+    plan_clean,
+    run_clean,
+)
 from coordinator.log.file_log import FileStorage
+from coordinator.log.file_swap import Staged
 from coordinator.log.memory_log import MemoryLog
 from coordinator.log.storage import LogConfig, PartitionLog
 from coordinator.log_settings import topic_log_settings
@@ -112,3 +120,28 @@ def test_a_memory_range_splits_its_batches_by_segment() -> None:
     bases = [s.base_offset for s in log.segments()]
     split = memory_range(bases, list(log.batches(0)))
     assert [len(group) for group in split.segments] == [1] * len(bases)
+
+
+def test_a_file_logs_cleaned_segments_are_staged_not_held(tmp_path: Path) -> None:
+    """Little to remove (mostly distinct keys): the kept batches go to the staged files
+    through the write buffer; the result names the files, the swap installs them."""
+    policy = CleanerPolicy(min_cleanable_dirty_ratio=0.01, io_buffer_bytes=8 * KIB)
+    storage = FileStorage(tmp_path, LogConfig(segment_bytes=256 * KIB))
+    log = storage.open_log("t", 0)
+    for n in range(1000):  # 100 keys written twice, the rest once
+        key = b"k%d" % (n % 600) if n < 700 else b"u%d" % n
+        log.append(build_batch([(key, b"x" * 900)], timestamp_ms=T0 + n), T0 + n)
+    expected = _values(log)
+    job = plan_clean(log, log.log_end_offset, [], T0 + 10**6, policy, CleanerState())
+    assert job is not None
+    sizes: list[int] = []
+    result = run_clean(job, job_range(log, job), sizes.append)
+    assert set(sizes) == {8 * KIB}
+    assert result.contents and all(isinstance(o, Staged) for o in result.contents.values())
+    staged = [Path(o.path) for o in result.contents.values() if isinstance(o, Staged)]
+    assert all(p.exists() for p in staged)
+    assert apply_clean(log, result)
+    assert not any(p.exists() for p in staged)  # installed as the segments
+    kept = _values(log)
+    assert len(kept) == 900 and set(kept) <= set(expected)
+    log.close()

@@ -563,6 +563,50 @@ def markers_keep_the_coordinator_epoch(ctx: Ctx) -> Any:
 
 
 @scenario(AREA)
+def offsets_partition_keeps_the_coordinator_epoch(ctx: Ctx) -> Any:
+    """The ``__consumer_offsets`` partition holding a transactional offset commit keeps its
+    marker's coordinator epoch: a client's WriteTxnMarkers naming an older one is refused
+    (TRANSACTION_COORDINATOR_FENCED), the same one is taken.  (Which partition holds it
+    differs: Kafka hashes the group id.)"""
+    t = ctx.create_topic("t")
+    group = ctx.name("g")
+    ctx.find_coordinator(group, 0)
+    tid, pid, epoch = _begin(ctx, t)
+    ctx.call(
+        25,
+        {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "group_id": group},
+    )
+    ctx.call(28, _txn_commit_body(tid, group, pid, epoch, [(t, [0])]))
+    out: dict[str, Any] = {"end": ctx.end_txn(tid, pid, epoch, True)}
+    deadline = time.monotonic() + 10
+    while any(row[4] for row in _producers_on_offsets_topic(ctx, pid)):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    meta = ctx.call(3, {"topics": [{"name": "__consumer_offsets"}]})
+    count = len(meta.topics[0].partitions)
+    resp = ctx.call(
+        61, {"topics": [{"name": "__consumer_offsets", "partition_indexes": list(range(count))}]}
+    )
+    held = [
+        (int(p.partition_index), int(a.coordinator_epoch))
+        for p in resp.topics[0].partitions
+        for a in p.active_producers
+        if int(a.producer_id) == pid
+    ]
+    out["held"] = len(held)
+    ((partition, current),) = held
+    parts = [("__consumer_offsets", [partition])]
+
+    def errors(coordinator_epoch: int) -> list[Any]:
+        return [row[2] for row in _write_markers(ctx, pid, epoch, coordinator_epoch, parts)]
+
+    out["older"] = errors(current - 1)
+    out["same"] = errors(current)
+    return out
+
+
+@scenario(AREA)
 def update_features_all_or_nothing(ctx: Ctx) -> Any:
     """UpdateFeatures (validate-only: the suite's Kafka is shared) of ``group.version``, whose
     level both finalize at 1: the current level is accepted; a level not supported, a negative

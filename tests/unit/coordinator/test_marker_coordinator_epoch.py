@@ -26,7 +26,7 @@ from txn.batch import (
 from txn.clock import ManualClock
 from txn.config import BrokerConfig
 from txn.errors import ErrorCode
-from txn.ids import TopicPartition
+from txn.ids import GROUP_METADATA_TOPIC, TopicPartition
 
 T0 = 1_700_000_000_000
 TP = TopicPartition("t", 0)
@@ -151,3 +151,25 @@ def test_a_snapshot_written_before_markers_kept_their_epoch_still_loads() -> Non
     assert entry is not None and entry.coordinator_epoch == -1
     assert partition.write_marker(PID, 0, 0, ControlType.COMMIT, T0) is ErrorCode.NONE
     assert entry.coordinator_epoch == 0
+
+
+def test_a_client_marker_below_the_offsets_partitions_coordinator_epoch_is_fenced() -> None:
+    core = _core(MemoryStorage(), ManualClock(T0))
+    assert core.create_topic("t", 1, 1).error is ErrorCode.NONE
+    started = core.txn_coordinator.init_producer_id("tx", 60_000)
+    pid, epoch = started.producer_id, started.producer_epoch
+    assert core.add_offsets_to_txn("tx", pid, epoch) is ErrorCode.NONE
+    staged = core.txn_offset_commit("tx", pid, epoch, "g", -1, "", None, {TP: (5, -1, None)})
+    assert staged == {TP: ErrorCode.NONE}
+    core.internal_topics.create(GROUP_METADATA_TOPIC, T0)
+    offsets = core.consumer_offsets_partition
+
+    def marker(coordinator_epoch: int, producer_epoch: int = epoch) -> TxnMarker:
+        return TxnMarker("", pid, producer_epoch, coordinator_epoch, ControlType.ABORT, (offsets,))
+
+    assert write_client_markers(core, marker(5)) == {offsets: ErrorCode.NONE}
+    assert _coordinator_epochs(core, offsets) == {pid: 5}
+    fenced = {offsets: ErrorCode.TRANSACTION_COORDINATOR_FENCED}
+    assert write_client_markers(core, marker(4)) == fenced
+    assert write_client_markers(core, marker(5)) == {offsets: ErrorCode.NONE}
+    core.close()

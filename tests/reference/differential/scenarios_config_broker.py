@@ -268,7 +268,9 @@ JITTER_KEYS = ["log.roll.jitter.hours", "log.roll.jitter.ms"]
 def roll_jitter_broker_defaults(ctx: Ctx) -> Any:
     """``log.roll.jitter.ms`` (dynamic) and ``log.roll.jitter.hours`` (read-only) give a topic
     without ``segment.jitter.ms`` its value, with their synonyms; a topic's own value wins.
-    The values are a few milliseconds: other scenarios' segments roll as before."""
+    The value is set on the cluster default only (``dynamic_broker_configs``, which may run
+    meanwhile, replaces this broker's dynamic configs) and is a few milliseconds: other
+    scenarios' segments roll as before."""
     plain_topic = ctx.create_topic("jit")
     own = ctx.create_topic("jitown", configs={"segment.jitter.ms": "5"})
 
@@ -284,12 +286,8 @@ def roll_jitter_broker_defaults(ctx: Ctx) -> Any:
     out: dict[str, Any] = {"before": state()}
     out["hours"] = _incremental(ctx, "1", [("log.roll.jitter.hours", SET, "1")])
     out["negative"] = _incremental(ctx, "1", [("log.roll.jitter.ms", SET, "-1")])
-    out["set broker"] = _apply(ctx, "1", [("log.roll.jitter.ms", SET, "3")])
-    out["after broker"] = state()
     out["set cluster"] = _apply(ctx, "", [("log.roll.jitter.ms", SET, "2")])
     out["after cluster"] = state()
-    out["delete broker"] = _apply(ctx, "1", [("log.roll.jitter.ms", DELETE, None)])
-    out["cluster only"] = state()
     out["delete cluster"] = _apply(ctx, "", [("log.roll.jitter.ms", DELETE, None)])
     out["after delete"] = state()
     return out

@@ -2,8 +2,10 @@
 
 The broker core plans a pass and applies its swap on the event loop
 (``coordinator.log.cleaner_passes``); what runs here is ``run_clean`` alone -- decoding
-every record of the range, the offset map, the kept batches -- a pure function of the
-planned job and the batches' bytes, so the worker needs nothing of the broker's state.
+every record of the range, the offset map, the kept batches -- a function of the planned
+job and its range: a file log's segment files, which the worker reads itself through the
+pass's bounded buffer (``coordinator.log.cleaner_io``), or a memory log's batches.  The
+worker needs nothing of the broker's state.
 
 A process rather than a thread: the copy is Python work and would hold the GIL the event
 loop needs.  The worker is ``python -m coordinator.cleaner_worker``, started on the first
@@ -27,17 +29,16 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
 from typing import IO
 
+from coordinator.log.cleaner_io import CleanRange
 from coordinator.log.cleaner_passes import Done
 from coordinator.log.compaction import CleanJob, CleanResult, run_clean
-from txn.batch import BatchHeader
 
 log = logging.getLogger("sharetxn.cleaner")
 
 _LENGTH = struct.Struct(">Q")
-_Item = tuple[CleanJob, list[tuple[BatchHeader, bytes]], Done]
+_Item = tuple[CleanJob, CleanRange, Done]
 
 
 def _send(stream: IO[bytes], payload: object) -> None:
@@ -65,13 +66,11 @@ class ProcessCleanerExecutor:
         self._thread: threading.Thread | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
-    def submit(
-        self, job: CleanJob, batches: Sequence[tuple[BatchHeader, bytes]], done: Done
-    ) -> None:
+    def submit(self, job: CleanJob, source: CleanRange, done: Done) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._feed, name="cleaner-feed", daemon=True)
             self._thread.start()
-        self._queue.put((job, list(batches), done))
+        self._queue.put((job, source, done))
 
     def _worker(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._process.poll() is not None:
@@ -86,12 +85,12 @@ class ProcessCleanerExecutor:
 
     def _feed(self) -> None:
         while (item := self._queue.get()) is not None:
-            job, batches, done = item
+            job, source, done = item
             outcome: CleanResult | BaseException
             try:
                 worker = self._worker()
                 assert worker.stdin is not None and worker.stdout is not None
-                _send(worker.stdin, (job, batches))
+                _send(worker.stdin, (job, source))
                 answer = _receive(worker.stdout)
                 if isinstance(answer, CleanResult):
                     outcome = answer

@@ -1,8 +1,9 @@
 """A topic's effective log settings: its configs over the broker's ``log.*`` defaults.
 
 Kafka's precedence: a topic config wins; otherwise the broker default, where
-``log.retention.ms`` beats ``log.retention.minutes`` beats ``log.retention.hours``
-and ``log.roll.ms`` beats ``log.roll.hours``.
+``log.retention.ms`` beats ``log.retention.minutes`` beats ``log.retention.hours``,
+``log.roll.ms`` beats ``log.roll.hours`` and ``log.roll.jitter.ms`` beats
+``log.roll.jitter.hours``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from coordinator.log.cleaner import CleanerPolicy, offset_map_entries
+from coordinator.log.cleaner import CleanerPolicy, cleaner_io_buffer_bytes, offset_map_entries
 from coordinator.log.segments import RetentionPolicy
 from coordinator.log.storage import LogConfig
 from coordinator.log.timestamps import TimestampPolicy
@@ -56,6 +57,13 @@ def broker_segment_ms(config: BrokerConfig) -> int:
     if ms is not None:
         return ms
     return config.get_int("log.roll.hours") * _HOUR_MS
+
+
+def broker_segment_jitter_ms(config: BrokerConfig) -> int:
+    ms = config.get_optional_int("log.roll.jitter.ms")
+    if ms is not None:
+        return ms
+    return config.get_int("log.roll.jitter.hours") * _HOUR_MS
 
 
 def reconfigure_partitions(partitions: Iterable[Partition], settings: TopicLogSettings) -> None:
@@ -113,7 +121,7 @@ def topic_log_settings(
     log = LogConfig(
         segment_bytes=number("internal.segment.bytes", number("segment.bytes", base.segment_bytes)),
         segment_ms=number("segment.ms", broker_segment_ms(broker)),
-        segment_jitter_ms=number("segment.jitter.ms", 0),
+        segment_jitter_ms=number("segment.jitter.ms", broker_segment_jitter_ms(broker)),
         index_interval_bytes=base.index_interval_bytes,
         flush_interval_messages=base.flush_interval_messages,
         flush_interval_ms=base.flush_interval_ms,
@@ -150,6 +158,10 @@ def topic_log_settings(
             ),
             max_decompressed_bytes=decompressed_limit(max_message_bytes),
             offset_map_entries=offset_map_entries(broker.get_int("log.cleaner.dedupe.buffer.size")),
+            io_buffer_bytes=cleaner_io_buffer_bytes(
+                broker.get_int("log.cleaner.io.buffer.size"), broker.get_int("log.cleaner.threads")
+            ),
+            max_io_buffer_bytes=max(max_message_bytes, broker.get_int("message.max.bytes")),
         ),
         max_message_bytes=max_message_bytes,
         timestamps=TimestampPolicy(
@@ -176,6 +188,7 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "retention.bytes": ("log.retention.bytes",),
     "segment.bytes": ("log.segment.bytes",),
     "segment.ms": ("log.roll.ms", "log.roll.hours"),
+    "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
     "file.delete.delay.ms": ("log.segment.delete.delay.ms",),
     "delete.retention.ms": ("log.cleaner.delete.retention.ms",),
     "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio",),
@@ -193,6 +206,7 @@ def default_topic_configs(broker: BrokerConfig) -> dict[str, tuple[str, bool]]:
         "retention.bytes": str(broker.get_int("log.retention.bytes")),
         "segment.bytes": str(broker.get_int("log.segment.bytes")),
         "segment.ms": str(broker_segment_ms(broker)),
+        "segment.jitter.ms": str(broker_segment_jitter_ms(broker)),
         "file.delete.delay.ms": str(broker.get_int("log.segment.delete.delay.ms")),
         "delete.retention.ms": str(broker.get_int("log.cleaner.delete.retention.ms")),
         "min.cleanable.dirty.ratio": broker.get_str("log.cleaner.min.cleanable.ratio"),

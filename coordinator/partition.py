@@ -40,6 +40,7 @@ from txn.batch import (
     BatchHeader,
     ControlType,
     build_control_batch,
+    control_coordinator_epoch,
     control_type_of,
     crc_ok,
     iter_batches,
@@ -181,7 +182,7 @@ class Partition:
             if header.records_count == 0:
                 return  # a marker the cleaner emptied: its transaction is gone (as in Kafka)
             ctype = control_type_of(raw, 0, header)
-            coordinator_epoch = -1
+            coordinator_epoch = control_coordinator_epoch(raw, 0, header)
             first = self.producers.on_marker(header, coordinator_epoch)
             if ctype is ControlType.ABORT and first is not None:
                 self._aborted.append(AbortedTxn(header.producer_id, first, header.base_offset))
@@ -417,9 +418,9 @@ class Partition:
         now_ms: int,
     ) -> ErrorCode:
         """Append a COMMIT/ABORT control batch ending ``producer_id``'s transaction here."""
-        entry = self.producers.get(producer_id)
-        if entry is not None and producer_epoch < entry.epoch:
-            return ErrorCode.INVALID_PRODUCER_EPOCH
+        error = self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        if error is not ErrorCode.NONE:
+            return error
         batch = build_control_batch(
             result,
             producer_id=producer_id,

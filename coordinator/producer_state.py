@@ -159,7 +159,11 @@ class ProducerStateManager:
         entry = self.producers.get(header.producer_id)
         if entry is None or header.producer_epoch > entry.epoch:
             old_txn = entry.current_txn_first_offset if entry else None
-            entry = ProducerEntry(header.producer_id, header.producer_epoch)
+            # A new epoch keeps the coordinator epoch of the last marker, as in Kafka.
+            coordinator_epoch = entry.coordinator_epoch if entry else -1
+            entry = ProducerEntry(
+                header.producer_id, header.producer_epoch, coordinator_epoch=coordinator_epoch
+            )
             entry.current_txn_first_offset = old_txn
             self.producers[header.producer_id] = entry
         if header.base_sequence != NO_SEQUENCE:
@@ -176,6 +180,28 @@ class ProducerStateManager:
             entry.current_txn_first_offset = header.base_offset
         entry.last_timestamp_ms = header.max_timestamp
         return entry
+
+    def check_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int
+    ) -> ErrorCode:
+        """Whether a marker may end ``producer_id``'s transaction here, as Kafka's
+        ``appendEndTxnMarker`` checks one: INVALID_PRODUCER_EPOCH below the producer's epoch,
+        then TRANSACTION_COORDINATOR_FENCED below the coordinator epoch of the last marker
+        the partition took (a zombie coordinator, or a client naming an older one)."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return ErrorCode.NONE
+        if producer_epoch < entry.epoch:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        if coordinator_epoch < entry.coordinator_epoch:
+            log.info(
+                "marker of producer %d refused: coordinator epoch %d (zombie), %d (current)",
+                producer_id,
+                coordinator_epoch,
+                entry.coordinator_epoch,
+            )
+            return ErrorCode.TRANSACTION_COORDINATOR_FENCED
+        return ErrorCode.NONE
 
     def on_marker(self, header: BatchHeader, coordinator_epoch: int) -> int | None:
         """Record a control marker; returns the first offset of the transaction it ends."""

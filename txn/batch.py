@@ -276,3 +276,42 @@ def control_type_of(
     idx += 1
     _version, ctype = struct.unpack_from(">hh", view, idx)
     return ControlType(ctype)
+
+
+def _skip_varint(view: memoryview, idx: int) -> int:
+    while view[idx] & 0x80:
+        idx += 1
+    return idx + 1
+
+
+def _zigzag_at(view: memoryview, idx: int) -> tuple[int, int]:
+    raw = shift = 0
+    while True:
+        byte = view[idx]
+        idx += 1
+        raw |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return (raw >> 1) ^ -(raw & 1), idx
+
+
+def control_coordinator_epoch(
+    buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader
+) -> int:
+    """The coordinator epoch a transaction marker carries (its record's value: version int16,
+    coordinator epoch int32); -1 for a batch the cleaner emptied or a value too short."""
+    if header.records_count == 0:
+        return -1
+    view = memoryview(buf)[pos + HEADER_SIZE : pos + header.size]
+    try:
+        idx = 0
+        for _ in range(4):  # length, attributes (one byte), timestamp delta, offset delta
+            idx = _skip_varint(view, idx)
+        key_len, idx = _zigzag_at(view, idx)
+        idx += max(key_len, 0)
+        value_len, idx = _zigzag_at(view, idx)
+        if value_len < 6 or idx + 6 > len(view):
+            return -1
+        return int(struct.unpack_from(">i", view, idx + 2)[0])
+    except IndexError:
+        return -1

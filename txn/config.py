@@ -69,6 +69,8 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef("log.retention.bytes", "int", -1, "Default retention.bytes (-1: no limit)."),
     ConfigDef("log.roll.hours", "int", 168, "Default segment.ms, in hours."),
     ConfigDef("log.roll.ms", "int", None, "Default segment.ms."),
+    ConfigDef("log.roll.jitter.hours", "int", 0, "Default segment.jitter.ms, in hours."),
+    ConfigDef("log.roll.jitter.ms", "int", None, "Default segment.jitter.ms."),
     ConfigDef("log.cleanup.policy", "str", "delete", "Default cleanup.policy."),
     ConfigDef(
         "compression.type",
@@ -90,6 +92,12 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "int",
         134217728,
         "Memory of the cleaner's offset map (24 bytes a key); a pass maps that many keys.",
+    ),
+    ConfigDef(
+        "log.cleaner.io.buffer.size",
+        "int",
+        524288,
+        "Memory of the cleaner's read and write buffers (half each); a larger batch grows them.",
     ),
     ConfigDef(
         "log.cleaner.threads",
@@ -409,6 +417,9 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "log.segment.delete.delay.ms": (0, None),
     "log.cleaner.backoff.ms": (0, None),
     "log.cleaner.dedupe.buffer.size": (0, None),
+    "log.cleaner.io.buffer.size": (0, None),
+    "log.roll.jitter.hours": (0, None),
+    "log.roll.jitter.ms": (0, None),
     "log.cleaner.threads": (0, None),
     "log.cleaner.delete.retention.ms": (0, None),
     "log.cleaner.min.compaction.lag.ms": (0, None),

@@ -53,6 +53,18 @@ class CleanerPolicy:
     #: The keys one pass maps (``offset_map_entries`` of ``log.cleaner.dedupe.buffer.size``,
     #: Kafka's default 128 MiB).
     offset_map_entries: int = 5_033_164
+    #: The read buffer a pass starts with (``cleaner_io_buffer_bytes``: Kafka's 512 KiB
+    #: ``log.cleaner.io.buffer.size`` over its read and write buffers) and the size up to which
+    #: a larger batch doubles it: the larger of the topic's ``max.message.bytes`` and the
+    #: broker's ``message.max.bytes`` (``coordinator.log.cleaner_io``).
+    io_buffer_bytes: int = 262_144
+    max_io_buffer_bytes: int = 1_048_588
+
+
+def cleaner_io_buffer_bytes(io_buffer_size: int, threads: int) -> int:
+    """The read buffer of one cleaner, as Kafka's ``LogCleaner`` sizes it: the configured
+    bytes shared by its threads, half for reading and half for writing."""
+    return io_buffer_size // max(threads, 1) // 2
 
 
 def cleanable_segments(
@@ -201,7 +213,7 @@ def clean_with_horizon(
         end = batches[-1][0].last_offset + 1 if batches else 0
         unbounded = dataclasses.replace(policy, offset_map_entries=LONG_MAX)
         context = CleanContext(build_offset_map(batches, 0, end, is_aborted, unbounded), end, {})
-    rules = _Rules(is_aborted, now_ms, policy, context)
+    rules = CleanRules(is_aborted, now_ms, policy, context)
     out: list[bytes] = []
     for header, raw in batches:
         kept = rules.filter(header, raw)
@@ -210,7 +222,7 @@ def clean_with_horizon(
     return out, rules.due
 
 
-class _Rules:
+class CleanRules:
     """Kafka's ``Cleaner.cleanInto`` filter and ``CleanedTransactionMetadata``, per batch."""
 
     def __init__(

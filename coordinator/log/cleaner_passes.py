@@ -17,18 +17,19 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from coordinator.log.cleaner import CleanerPolicy
+from coordinator.log.cleaner_io import CleanRange
 from coordinator.log.compaction import (
     Aborted,
     CleanerState,
     CleanJob,
     CleanResult,
     apply_clean,
-    job_batches,
+    drop_staged,
+    job_range,
     plan_clean,
     run_clean,
 )
 from coordinator.log.storage import PartitionLog
-from txn.batch import BatchHeader
 from txn.clock import Clock
 
 log = logging.getLogger("sharetxn.cleaner")
@@ -37,22 +38,22 @@ Done = Callable[[CleanResult | BaseException], None]
 
 
 class CleanerExecutor(Protocol):
-    def submit(
-        self, job: CleanJob, batches: Sequence[tuple[BatchHeader, bytes]], done: Done
-    ) -> None:
-        """Run ``run_clean(job, batches)`` and call ``done`` with its result (or the error)
+    def submit(self, job: CleanJob, source: CleanRange, done: Done) -> None:
+        """Run ``run_clean(job, source)`` and call ``done`` with its result (or the error)
         on the caller's loop."""
         ...
 
 
 class InlineCleanerExecutor:
-    """Runs the copy at once, on the caller's thread."""
+    """Runs the copy at once, on the caller's thread; ``on_buffer_size`` is told each size
+    the pass's read buffer takes (tests)."""
 
-    def submit(
-        self, job: CleanJob, batches: Sequence[tuple[BatchHeader, bytes]], done: Done
-    ) -> None:
+    def __init__(self, on_buffer_size: Callable[[int], None] | None = None) -> None:
+        self.on_buffer_size = on_buffer_size
+
+    def submit(self, job: CleanJob, source: CleanRange, done: Done) -> None:
         try:
-            result = run_clean(job, batches)
+            result = run_clean(job, source, self.on_buffer_size)
         except Exception as exc:  # reported to the pass, which logs it
             done(exc)
             return
@@ -126,12 +127,12 @@ class LogCleaner:
                     continue
                 if target.flush_first:
                     target.log.flush()
-                batches = job_batches(target.log, job)
+                source = job_range(target.log, job)
             except Exception as exc:  # a failing log: logged, the next pass plans again
                 log.error("planning a clean of %s failed: %s", target.name, exc)
                 continue
             state.busy = True
-            self.executor.submit(job, batches, self._finisher(target, state))
+            self.executor.submit(job, source, self._finisher(target, state))
         return self.stats.bytes_removed - before
 
     def _finisher(self, target: CleanTarget, state: CleanerState) -> Done:
@@ -144,9 +145,11 @@ class LogCleaner:
                 applied = apply_clean(target.log, outcome)
             except Exception as exc:  # a closed or failing log: the next pass plans again
                 log.error("swapping the cleaned segments of %s failed: %s", target.name, exc)
+                drop_staged(outcome)
                 return
             if not applied:
                 log.info("the log %s moved during its clean; the pass is dropped", target.name)
+                drop_staged(outcome)
                 return
             state.due_ms = outcome.due_ms
             if not outcome.contents:

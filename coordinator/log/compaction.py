@@ -22,20 +22,31 @@ hands ``run_clean`` to a worker (the server); the decisions are the same.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from coordinator.log.cleaner import (
     CleanContext,
     CleanerPolicy,
+    CleanRules,
     build_offset_map,
-    by_segment,
-    clean_with_horizon,
     cleanable_segments,
     needs_cleaning,
 )
+from coordinator.log.cleaner_io import (
+    Batches,
+    CleanRange,
+    FileRange,
+    ReadBuffer,
+    SegmentFile,
+    memory_range,
+)
+from coordinator.log.file_log import LOG_SUFFIX, FileLog
+from coordinator.log.file_swap import Staged
 from coordinator.log.storage import PartitionLog, SegmentInfo
-from txn.batch import BatchHeader, ControlType, control_type_of, parse_header
+from txn.batch import BatchHeader, ControlType, control_type_of
 
 Aborted = tuple[int, int, int]  # (producer id, first offset, marker offset)
 #: producer id -> (its last data offset, -1 if none; its epoch): the active producers
@@ -67,7 +78,8 @@ class CleanJob:
 @dataclass(frozen=True, slots=True)
 class CleanResult:
     job: CleanJob
-    contents: dict[int, list[bytes]]  # only the segments that change
+    # Only the segments that change: their batches, or (a file log's) their staged file.
+    contents: dict[int, list[bytes] | Staged]
     bytes_before: int
     bytes_after: int
     due_ms: int
@@ -116,17 +128,44 @@ def plan_clean(
     )
 
 
-def job_batches(log: PartitionLog, job: CleanJob) -> list[tuple[BatchHeader, bytes]]:
-    """The planned range's batches, copied (a worker may hold them while the log moves on)."""
-    out: list[tuple[BatchHeader, bytes]] = []
+def job_range(log: PartitionLog, job: CleanJob) -> CleanRange:
+    """What the pass reads: a file log's planned segment files (read by the pass through its
+    bounded buffer, up to their planned sizes: those segments are not written meanwhile), or
+    a memory log's batches of the range, copied (a worker may hold them while the log moves
+    on)."""
+    if isinstance(log, FileLog):
+        return FileRange(
+            tuple(
+                SegmentFile(
+                    str(log.directory / f"{seg.base_offset:020d}{LOG_SUFFIX}"),
+                    seg.base_offset,
+                    seg.size_bytes,
+                )
+                for seg in job.segments
+            ),
+            job.log_start,
+        )
+    batches: list[tuple[BatchHeader, bytes]] = []
     for header, raw in log.batches(0):
         if header.base_offset >= job.end:
             break
-        out.append((header, bytes(raw)))
-    return out
+        batches.append((header, bytes(raw)))
+    return memory_range([seg.base_offset for seg in job.segments], batches)
 
 
-def run_clean(job: CleanJob, batches: Sequence[tuple[BatchHeader, bytes]]) -> CleanResult:
+def run_clean(
+    job: CleanJob, source: CleanRange, on_buffer_size: Callable[[int], None] | None = None
+) -> CleanResult:
+    """The pass: its segments read through one bounded buffer (``coordinator.log.cleaner_io``)
+    once for the offset map, once for the copy; a segment whose bytes would not change is
+    not held.  ``on_buffer_size`` is told each size the read buffer takes."""
+    policy = job.policy
+    buffer = ReadBuffer(policy.io_buffer_bytes, policy.max_io_buffer_bytes, on_buffer_size)
+
+    def read(numbers: Iterable[int]) -> Batches:
+        for number in numbers:
+            yield from source.batches(number, buffer)
+
     by_pid: dict[int, list[Aborted]] = {}
     for entry in job.aborted:
         by_pid.setdefault(entry[0], []).append(entry)
@@ -138,33 +177,60 @@ def run_clean(job: CleanJob, batches: Sequence[tuple[BatchHeader, bytes]]) -> Cl
         )
 
     first_dirty = min(job.first_dirty, job.end)
-    offset_map = build_offset_map(batches, first_dirty, job.end, is_aborted, job.policy)
+    # Only the dirty segments are mapped (below them every batch was cleaned already).
+    dirty = [n for n, seg in enumerate(job.segments) if seg.next_offset > first_dirty]
+    with contextlib.closing(read(dirty)) as mapped:
+        offset_map = build_offset_map(mapped, first_dirty, job.end, is_aborted, policy)
     # Kafka's doClean: the segments up to the last offset mapped are cleaned, the rest wait.
     end = job.end
     if offset_map.full:
         end = max(offset_map.latest_offset + 1, first_dirty)
-    segments = tuple(s for s in job.segments if s.base_offset < end) or job.segments[:1]
-    upper = (
-        job.segments[len(segments)].base_offset if len(segments) < len(job.segments) else job.end
-    )
-    cleaned = [(h, raw) for h, raw in batches if h.base_offset < upper]
+    count = sum(1 for s in job.segments if s.base_offset < end) or 1
     producers = {pid: (last, epoch) for pid, last, epoch in job.last_records}
-    context = CleanContext(offset_map, job.end, producers)
-    kept, due = clean_with_horizon(cleaned, is_aborted, job.now_ms, job.policy, context)
-    grouped = by_segment(segments, kept)
-    original = by_segment(segments, [raw for _h, raw in cleaned])
-    changed = {base: out for base, out in grouped.items() if out != original.get(base, [])}
-    before = sum(s.size_bytes for s in segments)
-    rest = [raw for h, raw in batches if h.base_offset >= upper]
-    markers = frozenset(h.base_offset for h in map(parse_header, kept + rest) if h.is_control)
+    rules = CleanRules(is_aborted, job.now_ms, policy, CleanContext(offset_map, job.end, producers))
+    changed: dict[int, list[bytes] | Staged] = {}
+    unchanged: list[int] = []
+    bytes_after = 0
+    markers: set[int] = set()
+    try:
+        for number, seg in enumerate(job.segments[:count]):
+            writer = source.writer(number, buffer)
+            differs = False
+            try:
+                with contextlib.closing(source.batches(number, buffer)) as batches:
+                    for header, raw in batches:
+                        out = rules.filter(header, raw)
+                        if out is None:
+                            differs = True
+                            continue
+                        differs = differs or (out is not raw and out != raw)
+                        writer.write(out)
+                        bytes_after += len(out)
+                        if header.is_control:
+                            markers.add(header.base_offset)
+            except BaseException:
+                writer.finish(keep=False)
+                raise
+            output = writer.finish(keep=differs)
+            if output is None:
+                unchanged.append(seg.base_offset)
+            else:
+                changed[seg.base_offset] = output
+        with contextlib.closing(read(range(count, len(job.segments)))) as rest:
+            markers.update(h.base_offset for h, _raw in rest if h.is_control)
+    except BaseException:
+        for staged_out in changed.values():  # a failed pass leaves no staged file behind
+            if isinstance(staged_out, Staged):
+                Path(staged_out.path).unlink(missing_ok=True)
+        raise
     return CleanResult(
         job,
         changed,
-        before,
-        sum(len(raw) for raw in kept),
-        due,
-        tuple(base for base in grouped if base not in changed),
-        markers,
+        sum(s.size_bytes for s in job.segments[:count]),
+        bytes_after,
+        rules.due,
+        tuple(unchanged),
+        frozenset(markers),
         -1 if end == job.end else end,
     )
 
@@ -179,8 +245,22 @@ def apply_clean(log: PartitionLog, result: CleanResult) -> bool:
             return False
     if log.log_start_offset != job.log_start:
         return False
-    log.replace_segments(result.contents, result.end)
+    contents = result.contents
+    lists = {base: out for base, out in contents.items() if not isinstance(out, Staged)}
+    if len(lists) == len(contents):
+        log.replace_segments(lists, result.end)
+    elif isinstance(log, FileLog):
+        log.replace_segments(contents, result.end)
+    else:
+        raise TypeError(f"staged segments for a log without files: {log!r}")
     return True
+
+
+def drop_staged(result: CleanResult) -> None:
+    """Remove the files a pass staged that will not be swapped in (the log moved)."""
+    for out in result.contents.values():
+        if isinstance(out, Staged):
+            Path(out.path).unlink(missing_ok=True)
 
 
 def transactions_of(log: PartitionLog) -> tuple[int, list[Aborted]]:

@@ -554,7 +554,7 @@ class FileLog(LogBase):
     def cleaned_offset(self) -> int:
         return self._cleaned_offset or 0
 
-    def replace_segments(self, contents: dict[int, list[bytes]], cleaned_offset: int) -> None:
+    def replace_segments(self, contents: file_swap.Contents, cleaned_offset: int) -> None:
         """The cleaner's swap (``file_swap``), as Kafka's replaceSegments: only the cleaned
         segments change.  Each new segment keeps the old one's times and is walked header by
         header for its index (the cleaner wrote it whole); the old files are retired, to be

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from coordinator.log.data_dir import fsync_dir
@@ -53,9 +55,33 @@ def staged(directory: Path, base: int) -> Path:
     return directory / f"{base:020d}.log{CLEANED_SUFFIX}"
 
 
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """A cleaned segment the cleaner wrote to its ``staged`` path already (step 1 without
+    the fsync), through its bounded write buffer."""
+
+    path: str
+    size_bytes: int
+
+
+#: Per replaced segment: its batches, or the file the cleaner staged them in.
+Contents = Mapping[int, Sequence[bytes] | Staged]
+
+
+def _seal(path: Path, mtime_ms: int | None) -> None:
+    """Step 1's end for a segment written elsewhere: its time, then fsync."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        if mtime_ms is not None:
+            os.utime(fd, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def stage_and_commit(
     directory: Path,
-    contents: dict[int, list[bytes]],
+    contents: Contents,
     keep_empty: int,
     cleaned_offset: int,
     mtimes_ms: dict[int, int] | None = None,
@@ -70,11 +96,17 @@ def stage_and_commit(
     replaced: list[int] = []
     removed: list[int] = []
     for base, batches in sorted(contents.items()):
-        if not batches and base != keep_empty:
+        empty = batches.size_bytes == 0 if isinstance(batches, Staged) else not batches
+        if empty and base != keep_empty:
+            if isinstance(batches, Staged):
+                Path(batches.path).unlink(missing_ok=True)
             removed.append(base)
             continue
         replaced.append(base)
-        _write_atomically(staged(directory, base), b"".join(batches), mtimes.get(base))
+        if isinstance(batches, Staged):
+            _seal(staged(directory, base), mtimes.get(base))
+        else:
+            _write_atomically(staged(directory, base), b"".join(batches), mtimes.get(base))
     manifest = {"replaced": replaced, "removed": removed, "cleaned_offset": cleaned_offset}
     _write_atomically(directory / MANIFEST, json.dumps(manifest).encode())
     fsync_dir(directory)

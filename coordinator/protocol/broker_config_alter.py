@@ -7,8 +7,9 @@ Kafka's order, observed by the differential suite: the resource name (this broke
 config that is no list), then the configs it cannot update dynamically (named together),
 then the SSL configs it reloads only per listener (named without the
 ``listener.name.<listener>.`` prefix), then each value against its config's validator (a
-per-listener config's as its base config's), then, on the cluster default, the configs it
-updates only per broker (Kafka's ``DynamicBrokerConfig.validateConfigs``).
+per-listener config's as its base config's) and Kafka's requirements of the new settings,
+then, on the cluster default, the configs it updates only per broker (Kafka's
+``DynamicBrokerConfig.validateConfigs``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,18 @@ _PER_LISTENER = (
 _CLUSTER_DEFAULT = (
     "Cannot update these configs at default cluster level, broker id must be specified"
 )
+
+
+#: Kafka's KafkaConfig requirements (checked on the new settings after each value's own
+#: validator), with no validator of their own: the config and its least value.
+_REQUIRED_AT_LEAST = {"log.roll.jitter.ms": 0}
+
+
+def _requirement_failed(name: str, value: str) -> str | None:
+    low = _REQUIRED_AT_LEAST.get(name)
+    if low is None or int(value.strip()) >= low:
+        return None
+    return f"requirement failed: {name} must be greater than or equal to {low}"
 
 
 def _named(reason: str, names: Sequence[str]) -> str:
@@ -108,7 +121,7 @@ def broker_alter_refusal(
         defn = DYNAMIC_BROKER_CONFIGS.get(listener_base_name(name) or name)
         if defn is None or value is None or op != ConfigOperation.SET:
             continue
-        reason = config_value_error(defn, value)
+        reason = config_value_error(defn, value) or _requirement_failed(name, value)
         if reason is not None:
             return ErrorCode.INVALID_REQUEST, reason
     per_broker = java_hash_set_order([name for name in names if is_per_broker(name)])

@@ -16,6 +16,11 @@ time, with Kafka's answers for what only a client can name:
   transactional offset commits and a share-state partition its KIP-1289 staged
   acknowledgements, as for the coordinator's markers; the other partitions Metadata lists
   hold no transactional records here, so there is nothing to end (NONE).
+
+As Kafka's producer state, each partition keeps the coordinator epoch of the last marker
+it took: a marker naming an older one is refused TRANSACTION_COORDINATOR_FENCED (a user
+partition checks it itself; on a coordinator's partition it is checked here, against the
+producer state DescribeProducers shows, after the producer epoch).
 """
 
 from __future__ import annotations
@@ -48,6 +53,18 @@ def _coordinator_path(core: BrokerCore, tp: TopicPartition) -> bool | None:
     return tp.topic == SHARE_GROUP_STATE_TOPIC and tp.partition in held
 
 
+def _fenced(core: BrokerCore, tp: TopicPartition, marker: TxnMarker) -> bool:
+    """Whether the producer's last marker on coordinator partition ``tp`` named a newer
+    coordinator epoch (a marker of an older producer epoch is left to the partition)."""
+    _error, producers = core.describe_producers(tp)
+    return any(
+        p.producer_id == marker.producer_id
+        and marker.producer_epoch >= p.producer_epoch
+        and marker.coordinator_epoch < p.coordinator_epoch
+        for p in producers
+    )
+
+
 def write_client_markers(core: BrokerCore, marker: TxnMarker) -> dict[TopicPartition, ErrorCode]:
     """Each partition of ``marker``'s answer (the caller checked CLUSTER_ACTION)."""
     results: dict[TopicPartition, ErrorCode] = {}
@@ -59,6 +76,9 @@ def write_client_markers(core: BrokerCore, marker: TxnMarker) -> dict[TopicParti
                 continue
             if not path:
                 results[tp] = ErrorCode.NONE
+                continue
+            if _fenced(core, tp, marker):
+                results[tp] = ErrorCode.TRANSACTION_COORDINATOR_FENCED
                 continue
         elif tp not in core.partitions:
             results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

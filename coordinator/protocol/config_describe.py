@@ -245,8 +245,6 @@ _INTERNAL_DOCS: Final[Mapping[str, str]] = {
 
 #: Broker settings sharetxn does not take (fixed at Kafka's defaults); None: no default.
 _FIXED_BROKER: Final[Mapping[str, str | None]] = {
-    "log.roll.jitter.ms": None,
-    "log.roll.jitter.hours": "0",
     "log.index.size.max.bytes": "10485760",
     "unclean.leader.election.enable": "false",
     "min.insync.replicas": "1",

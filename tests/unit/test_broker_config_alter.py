@@ -182,3 +182,17 @@ def test_a_tls_listener_added_needs_stores_that_load(tmp_path: Path) -> None:
     certs = make_certs(tmp_path)
     ops[2] = ("listener.name.ssl.ssl.keystore.location", SET, str(certs.server_keystore))
     assert tls_store_refusal(static, {}, ops) is None
+
+
+def test_a_negative_roll_jitter_fails_kafkas_requirement() -> None:
+    refused = broker_alter_refusal(1, "1", [("log.roll.jitter.ms", 0, "-1")])
+    assert refused == (
+        ErrorCode.INVALID_REQUEST,
+        "requirement failed: log.roll.jitter.ms must be greater than or equal to 0",
+    )
+    assert broker_alter_refusal(1, "", [("log.roll.jitter.ms", 0, "0")]) == (ErrorCode.NONE, None)
+    hours = broker_alter_refusal(1, "1", [("log.roll.jitter.hours", 0, "1")])
+    assert hours == (
+        ErrorCode.INVALID_REQUEST,
+        "Cannot update these configs dynamically: [log.roll.jitter.hours]",
+    )

@@ -133,3 +133,18 @@ def test_group_alter_refusals() -> None:
         "Can't APPEND to key share.isolation.level because its type is not LIST.",
     )
     assert group_alter_refusal("g", [("share.session.timeout.ms", 1, None)]) is None
+
+
+def test_segment_jitter_takes_the_broker_roll_jitter_settings() -> None:
+    got = _entries(BrokerConfig({"log.roll.jitter.ms": "1234"}), {}, "segment.jitter.ms")
+    assert got["segment.jitter.ms"] == (
+        "1234",
+        ConfigSource.STATIC_BROKER,
+        [
+            ("log.roll.jitter.ms", "1234", ConfigSource.STATIC_BROKER),
+            ("log.roll.jitter.hours", "0", ConfigSource.DEFAULT),
+        ],
+    )
+    # As for log.retention.hours: the coarser unit gives the value, as a default.
+    got = _entries(BrokerConfig({"log.roll.jitter.hours": "3"}), {}, "segment.jitter.ms")
+    assert got["segment.jitter.ms"] == ("10800000", ConfigSource.DEFAULT, [])

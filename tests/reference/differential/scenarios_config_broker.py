@@ -360,4 +360,35 @@ def dynamic_listener_configs(ctx: Ctx) -> Any:
         [("listeners", DELETE, None), ("listener.security.protocol.map", DELETE, None)],
     )
     out["new listener closed"] = _until(lambda: not _answers(address))
+
+
+JITTER_KEYS = ["log.roll.jitter.hours", "log.roll.jitter.ms"]
+
+
+@scenario(AREA)
+def roll_jitter_broker_defaults(ctx: Ctx) -> Any:
+    """``log.roll.jitter.ms`` (dynamic) and ``log.roll.jitter.hours`` (read-only) give a topic
+    without ``segment.jitter.ms`` its value, with their synonyms; a topic's own value wins.
+    The value is set on the cluster default only (``dynamic_broker_configs``, which may run
+    meanwhile, replaces this broker's dynamic configs) and is a few milliseconds: other
+    scenarios' segments roll as before."""
+    plain_topic = ctx.create_topic("jit")
+    own = ctx.create_topic("jitown", configs={"segment.jitter.ms": "5"})
+
+    def state() -> Any:
+        time.sleep(1)  # Kafka applies an alter to its metadata after answering it
+        return {
+            "broker": describe(ctx, BROKER, "1", JITTER_KEYS),
+            "cluster default": describe(ctx, BROKER, "", JITTER_KEYS),
+            "topic": describe(ctx, TOPIC_RESOURCE, plain_topic, ["segment.jitter.ms"]),
+            "own": describe(ctx, TOPIC_RESOURCE, own, ["segment.jitter.ms"]),
+        }
+
+    out: dict[str, Any] = {"before": state()}
+    out["hours"] = _incremental(ctx, "1", [("log.roll.jitter.hours", SET, "1")])
+    out["negative"] = _incremental(ctx, "1", [("log.roll.jitter.ms", SET, "-1")])
+    out["set cluster"] = _apply(ctx, "", [("log.roll.jitter.ms", SET, "2")])
+    out["after cluster"] = state()
+    out["delete cluster"] = _apply(ctx, "", [("log.roll.jitter.ms", DELETE, None)])
+    out["after delete"] = state()
     return out

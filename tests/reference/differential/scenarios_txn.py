@@ -532,6 +532,80 @@ def write_txn_markers_from_a_client(ctx: Ctx) -> Any:
     return out
 
 
+def _coordinator_epoch_on(ctx: Ctx, t: str, pid: int) -> list[int]:
+    resp = ctx.call(61, {"topics": [{"name": t, "partition_indexes": [0]}]})
+    return [
+        int(a.coordinator_epoch)
+        for a in resp.topics[0].partitions[0].active_producers
+        if int(a.producer_id) == pid
+    ]
+
+
+@scenario(AREA)
+def markers_keep_the_coordinator_epoch(ctx: Ctx) -> Any:
+    """A partition keeps the coordinator epoch of the last marker it took: DescribeProducers
+    shows it after a commit; a client's WriteTxnMarkers naming an older one is refused
+    (TRANSACTION_COORDINATOR_FENCED), the same or a newer one is taken."""
+    t, tid, pid, epoch = _topic_and_producer(ctx, "before")
+    ctx.add_partitions(tid, pid, epoch, t)
+    ctx.produce(t, ["in"], pid=pid, epoch=epoch, seq=0, txn_id=tid)
+    out: dict[str, Any] = {"open": _coordinator_epoch_on(ctx, t, pid)}
+    out["end"] = ctx.end_txn(tid, pid, epoch, True)
+    out["lso"] = ctx.wait_lso(t, 3)
+    out["committed"] = committed = _coordinator_epoch_on(ctx, t, pid)
+    (current,) = committed
+    out["older"] = _write_markers(ctx, pid, epoch, current - 1, [(t, [0])])
+    out["same"] = _write_markers(ctx, pid, epoch, current, [(t, [0])])
+    out["newer"] = _write_markers(ctx, pid, epoch, current + 2, [(t, [0])])
+    out["after_newer"] = [e - current for e in _coordinator_epoch_on(ctx, t, pid)]
+    out["previous_now_older"] = _write_markers(ctx, pid, epoch, current + 1, [(t, [0])])
+    return out
+
+
+@scenario(AREA)
+def offsets_partition_keeps_the_coordinator_epoch(ctx: Ctx) -> Any:
+    """The ``__consumer_offsets`` partition holding a transactional offset commit keeps its
+    marker's coordinator epoch: a client's WriteTxnMarkers naming an older one is refused
+    (TRANSACTION_COORDINATOR_FENCED), the same one is taken.  (Which partition holds it
+    differs: Kafka hashes the group id.)"""
+    t = ctx.create_topic("t")
+    group = ctx.name("g")
+    ctx.find_coordinator(group, 0)
+    tid, pid, epoch = _begin(ctx, t)
+    ctx.call(
+        25,
+        {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "group_id": group},
+    )
+    ctx.call(28, _txn_commit_body(tid, group, pid, epoch, [(t, [0])]))
+    out: dict[str, Any] = {"end": ctx.end_txn(tid, pid, epoch, True)}
+    deadline = time.monotonic() + 10
+    while any(row[4] for row in _producers_on_offsets_topic(ctx, pid)):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    meta = ctx.call(3, {"topics": [{"name": "__consumer_offsets"}]})
+    count = len(meta.topics[0].partitions)
+    resp = ctx.call(
+        61, {"topics": [{"name": "__consumer_offsets", "partition_indexes": list(range(count))}]}
+    )
+    held = [
+        (int(p.partition_index), int(a.coordinator_epoch))
+        for p in resp.topics[0].partitions
+        for a in p.active_producers
+        if int(a.producer_id) == pid
+    ]
+    out["held"] = len(held)
+    ((partition, current),) = held
+    parts = [("__consumer_offsets", [partition])]
+
+    def errors(coordinator_epoch: int) -> list[Any]:
+        return [row[2] for row in _write_markers(ctx, pid, epoch, coordinator_epoch, parts)]
+
+    out["older"] = errors(current - 1)
+    out["same"] = errors(current)
+    return out
+
+
 @scenario(AREA)
 def update_features_all_or_nothing(ctx: Ctx) -> Any:
     """UpdateFeatures (validate-only: the suite's Kafka is shared) of ``group.version``, whose

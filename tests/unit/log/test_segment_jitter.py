@@ -71,3 +71,14 @@ def test_the_topic_config_reaches_the_log() -> None:
     settings = topic_log_settings(LogConfig(), BrokerConfig(), {"segment.jitter.ms": "250"})
     assert settings.log.segment_jitter_ms == 250
     assert topic_log_settings(LogConfig(), BrokerConfig(), {}).log.segment_jitter_ms == 0
+
+
+def test_the_broker_defaults_give_a_topic_without_it_its_jitter() -> None:
+    """log.roll.jitter.ms, else log.roll.jitter.hours (Kafka's LogConfig synonyms); the topic's
+    own segment.jitter.ms wins."""
+    hours = BrokerConfig({"log.roll.jitter.hours": 2})
+    assert topic_log_settings(LogConfig(), hours, {}).log.segment_jitter_ms == 7_200_000
+    both = BrokerConfig({"log.roll.jitter.hours": 2, "log.roll.jitter.ms": 500})
+    assert topic_log_settings(LogConfig(), both, {}).log.segment_jitter_ms == 500
+    topic = {"segment.jitter.ms": "250"}
+    assert topic_log_settings(LogConfig(), both, topic).log.segment_jitter_ms == 250

@@ -218,6 +218,7 @@ def is_read_only(name: str) -> bool:
 _LONG: Final = frozenset(
     {
         "connections.max.idle.ms",
+        "connections.max.reauth.ms",
         "log.cleaner.backoff.ms",
         "log.cleaner.dedupe.buffer.size",
         "log.cleaner.delete.retention.ms",
@@ -234,10 +235,17 @@ _LONG: Final = frozenset(
         "log.roll.ms",
         "log.segment.delete.delay.ms",
         "offsets.retention.check.interval.ms",
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms",
     }
 )
 _LISTS: Final = frozenset(
-    {"advertised.listeners", "listeners", "log.cleanup.policy", "sasl.enabled.mechanisms"}
+    {
+        "advertised.listeners",
+        "listeners",
+        "log.cleanup.policy",
+        "sasl.enabled.mechanisms",
+        "sasl.oauthbearer.expected.audience",
+    }
 )
 _PASSWORDS: Final = frozenset(
     {

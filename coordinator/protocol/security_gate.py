@@ -247,8 +247,9 @@ class SecurityGate:
             session.sasl = None
             return None
         if session.expiry_ms is not None and now > session.expiry_ms:
-            log.debug(
-                "closing connection from %s on %s: its SASL session ended %d ms ago",
+            log.info(
+                "closing connection from %s on %s: its SASL session ended %d ms ago (KIP-368:"
+                " the client did not re-authenticate in time)",
                 session.client_host,
                 session.listener.name,
                 now - session.expiry_ms,

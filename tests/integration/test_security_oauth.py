@@ -206,3 +206,4 @@ def test_our_clients_reauthenticate_and_a_silent_connection_is_closed(tmp_path: 
                 {"client_software_name": "t", "client_software_version": "1"},
             )
         raw.close()
+        assert broker.wait_for_output("SASL session ended")

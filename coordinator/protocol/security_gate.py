@@ -290,11 +290,10 @@ class SecurityGate:
         self, session: Session, req: DecodedRequest[SaslHandshakeRequestView]
     ) -> SaslHandshakeResponse:
         enabled = tuple(self.enabled_mechanisms(session.listener))
-        if (
-            not session.listener.protocol.uses_sasl
-            or session.sasl is not None
-            or (session.authenticated)
-        ):
+        if session.authenticated:
+            # Kafka's KafkaApis (not a re-authentication): refused, the connection kept.
+            return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=())
+        if not session.listener.protocol.uses_sasl or session.sasl is not None:
             session.close_after_response = True
             return SaslHandshakeResponse(
                 error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=enabled
@@ -336,7 +335,14 @@ class SecurityGate:
                 session.reauth_refusal,
             )
             return CLOSE
-        if server is None or session.authenticated:
+        if session.authenticated:
+            # Kafka's KafkaApis: refused, the connection kept.
+            return SaslAuthenticateResponse(
+                error_code=ErrorCode.ILLEGAL_SASL_STATE,
+                error_message="SaslAuthenticate request received after successful authentication",
+                auth_bytes=b"",
+            )
+        if server is None:
             session.close_after_response = True
             return SaslAuthenticateResponse(
                 error_code=ErrorCode.ILLEGAL_SASL_STATE,
@@ -391,7 +397,10 @@ class SecurityGate:
                 lifetime,
             )
         return SaslAuthenticateResponse(
-            error_code=ErrorCode.NONE, auth_bytes=token, session_lifetime=lifetime
+            error_code=ErrorCode.NONE,
+            error_message="",  # Kafka: the schema default, not null
+            auth_bytes=token,
+            session_lifetime=lifetime,
         )
 
 

@@ -176,6 +176,8 @@ class ClientSecurity:
     @property
     def principal(self) -> str:
         """Who the broker will see (for audit logs): the SASL user, else the certificate."""
+        if self.uses_sasl and self.mechanism == "OAUTHBEARER":
+            return "User:<the subject of the OAUTHBEARER token>"
         if self.uses_sasl:
             return f"User:{self.username}"
         if self.uses_tls and self.certificate_location:

@@ -220,6 +220,7 @@ def is_read_only(name: str) -> bool:
 _LONG: Final = frozenset(
     {
         "connections.max.idle.ms",
+        "connections.max.reauth.ms",
         "delegation.token.expiry.check.interval.ms",
         "delegation.token.expiry.time.ms",
         "delegation.token.max.lifetime.ms",
@@ -240,10 +241,17 @@ _LONG: Final = frozenset(
         "log.roll.ms",
         "log.segment.delete.delay.ms",
         "offsets.retention.check.interval.ms",
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms",
     }
 )
 _LISTS: Final = frozenset(
-    {"advertised.listeners", "listeners", "log.cleanup.policy", "sasl.enabled.mechanisms"}
+    {
+        "advertised.listeners",
+        "listeners",
+        "log.cleanup.policy",
+        "sasl.enabled.mechanisms",
+        "sasl.oauthbearer.expected.audience",
+    }
 )
 _PASSWORDS: Final = frozenset(
     {

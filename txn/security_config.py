@@ -55,7 +55,48 @@ SECURITY_CONFIGS: Final[tuple[tuple[Any, ...], ...]] = (
         "sasl.enabled.mechanisms",
         "str",
         "GSSAPI",
-        "SASL mechanisms served (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; GSSAPI is not).",
+        "SASL mechanisms served (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER; GSSAPI is not).",
+    ),
+    (
+        "connections.max.reauth.ms",
+        "int",
+        0,
+        "KIP-368: a SASL session's longest life before the client must re-authenticate on the"
+        " connection (0: no limit beyond an OAUTHBEARER token's own expiry).",
+    ),
+    (
+        "sasl.server.callback.handler.class",
+        "str",
+        None,
+        "OAUTHBEARER token validation: unset (the unsecured validator) or"
+        " org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler.",
+    ),
+    (
+        "sasl.oauthbearer.jwks.endpoint.url",
+        "str",
+        None,
+        "KIP-768: the JWKS (file: or https: URL) whose keys sign the accepted JWTs.",
+    ),
+    (
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+        "int",
+        3600000,
+        "How often the JWKS is fetched again.",
+    ),
+    (
+        "sasl.oauthbearer.expected.audience",
+        "str",
+        None,
+        "Comma-separated audiences of which a JWT's aud claim must hold one.",
+    ),
+    ("sasl.oauthbearer.expected.issuer", "str", None, "The iss claim a JWT must have."),
+    ("sasl.oauthbearer.sub.claim.name", "str", "sub", "The JWT claim naming the principal."),
+    ("sasl.oauthbearer.scope.claim.name", "str", "scope", "The JWT claim holding its scope."),
+    (
+        "sasl.oauthbearer.clock.skew.seconds",
+        "int",
+        30,
+        "Clock difference allowed between the broker and the token issuer.",
     ),
     # --- authorization -----------------------------------------------------------------------
     (
@@ -117,6 +158,17 @@ LISTENER_OVERRIDABLE: Final[frozenset[str]] = frozenset(
 
 LISTENER_PREFIX: Final = "listener.name."
 
+#: Configs Kafka reads per listener and SASL mechanism as well
+#: (``listener.name.<listener>.<mechanism>.<config>``, e.g.
+#: ``listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms``).
+MECHANISM_OVERRIDABLE: Final[frozenset[str]] = frozenset(
+    {
+        "connections.max.reauth.ms",
+        "sasl.server.callback.handler.class",
+        *(str(d[0]) for d in SECURITY_CONFIGS if str(d[0]).startswith("sasl.oauthbearer.")),
+    }
+)
+
 
 def is_listener_override(key: str) -> bool:
     """Whether ``key`` is a ``listener.name.<listener>.<config>`` override we accept."""
@@ -127,8 +179,9 @@ def is_listener_override(key: str) -> bool:
         return False
     return (
         rest in LISTENER_OVERRIDABLE
-        or rest == "max.connections"  # Kafka's per-listener connection limit
+        or rest in ("max.connections", "connections.max.reauth.ms")  # Kafka's per listener
         or rest.endswith(".sasl.jaas.config")
+        or rest.partition(".")[2] in MECHANISM_OVERRIDABLE
     )
 
 

@@ -181,8 +181,6 @@ def _decode_v1_partitions(reader: Reader) -> frozenset[TopicPartition]:
     return frozenset(partitions)
 
 
-
-
 def decode_value(buf: bytes | bytearray | memoryview | None) -> TransactionLogValue | None:
     """The value in ``buf``; None for a tombstone.  Raises TxnLogFormatError on bad bytes."""
     if buf is None:

@@ -120,3 +120,5 @@ class SaslAuthenticateResponse:
     error_code: ErrorCode
     auth_bytes: bytes
     error_message: str | None = None
+    #: KIP-368 (v1+): how long the session lives before re-authentication; 0 is forever.
+    session_lifetime: int = 0

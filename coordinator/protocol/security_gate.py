@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import ssl
+import time
+from collections.abc import Callable
 from typing import Any, Final
 
 from coordinator.protocol.acl_handlers import AdminHandler, SecurityAdminHandlers
@@ -33,7 +35,28 @@ from coordinator.protocol.token_handlers import DelegationTokenHandlers
 from coordinator.protocol.wire import DecodedRequest
 from coordinator.security.acls import Authorizer, parse_principals
 from coordinator.security.listeners import Listener
-from coordinator.security.sasl import PLAIN, SUPPORTED_MECHANISMS, new_server, plain_users
+from coordinator.security.oauthbearer import (
+    OAUTHBEARER,
+    SECURED_HANDLER,
+    SECURED_HANDLER_OLD,
+    UNSECURED_HANDLER,
+    TokenValidator,
+    UnsecuredValidator,
+    secured_validator,
+)
+from coordinator.security.reauth import (
+    MIN_REAUTH_INTERVAL_MS,
+    mechanism_change_message,
+    principal_change_message,
+    session_lifetime_ms,
+)
+from coordinator.security.sasl import (
+    PLAIN,
+    SUPPORTED_MECHANISMS,
+    new_server,
+    parse_jaas,
+    plain_users,
+)
 from coordinator.security.scram import (
     SaslAuthenticationFailedError,
     ScramCredential,
@@ -92,6 +115,9 @@ class SecurityGate:
         self.tokens: DelegationTokenStore | None = None
         tokens = DelegationTokenHandlers(lambda: self.tokens, lambda: self.authorizer)
         self.table: dict[int, AdminHandler] = {**self.admin.table, **tokens.table}
+        #: The broker's clock (``KafkaServer`` gives it its core's): token expiry, KIP-368.
+        self.now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000
+        self._oauth_validators: dict[str, TokenValidator] = {}
 
     # -- configuration --------------------------------------------------------------------------
 
@@ -111,19 +137,65 @@ class SecurityGate:
                 f"served; choose among {', '.join(SUPPORTED_MECHANISMS)}"
             )
             raise InvalidConfigError(msg)
-        if PLAIN in enabled and not self.config.get_listener_str(
-            listener.name, "plain.sasl.jaas.config"
+        for mechanism, module in (
+            (PLAIN, "PlainLoginModule"),
+            (OAUTHBEARER, "OAuthBearerLoginModule"),
         ):
-            # Kafka's JaasContext refuses to start the listener with this message (no JAAS
-            # file is ever read here: the per-listener config is the only source of users).
-            context = f"{listener.name.lower()}.KafkaServer"
-            msg = (
-                f"Could not find a 'KafkaServer' or '{context}' entry in the JAAS "
-                "configuration. System property 'java.security.auth.login.config' is not set"
-                f" (set listener.name.{listener.name.lower()}.plain.sasl.jaas.config to a "
-                'PlainLoginModule with its user_NAME="password" entries)'
-            )
-            raise InvalidConfigError(msg)
+            if mechanism in enabled and not self._jaas(listener, mechanism):
+                # Kafka's JaasContext refuses to start the listener with this message (no JAAS
+                # file is ever read here: the per-listener config is the only source).
+                context = f"{listener.name.lower()}.KafkaServer"
+                key = f"listener.name.{listener.name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+                msg = (
+                    f"Could not find a 'KafkaServer' or '{context}' entry in the JAAS "
+                    "configuration. System property 'java.security.auth.login.config' is not "
+                    f"set (set {key} to a {module} line)"
+                )
+                raise InvalidConfigError(msg)
+        if OAUTHBEARER in enabled:
+            self._oauth_validators[listener.name] = self._oauth_validator(listener)
+
+    def _jaas(self, listener: Listener, mechanism: str) -> str | None:
+        return self.config.get_listener_str(
+            listener.name, f"{mechanism.lower()}.sasl.jaas.config"
+        ) or self.config.get_listener_str(listener.name, "sasl.jaas.config")
+
+    def mechanism_config(self, listener: Listener, mechanism: str, key: str) -> str | None:
+        """``listener.name.<l>.<mechanism>.<key>``, else ``listener.name.<l>.<key>``, else
+        ``key`` (Kafka's prefixes for the configs of one listener's SASL mechanism)."""
+        prefixed = self.config.get_listener_str(listener.name, f"{mechanism.lower()}.{key}")
+        if prefixed is not None:
+            return prefixed
+        return self.config.get_listener_str(listener.name, key)
+
+    def _oauth_validator(self, listener: Listener) -> TokenValidator:
+        handler = (
+            self.mechanism_config(listener, OAUTHBEARER, "sasl.server.callback.handler.class") or ""
+        ).strip()
+        if handler in ("", UNSECURED_HANDLER):
+            _module, options = parse_jaas(self._jaas(listener, OAUTHBEARER) or "")
+            return UnsecuredValidator(options)
+        if handler in (SECURED_HANDLER, SECURED_HANDLER_OLD):
+            return secured_validator(lambda key: self.mechanism_config(listener, OAUTHBEARER, key))
+        msg = (
+            f"listener {listener.name}: sasl.server.callback.handler.class {handler!r} is not "
+            f"served for OAUTHBEARER (leave it unset for the unsecured validator, or use "
+            f"{SECURED_HANDLER})"
+        )
+        raise InvalidConfigError(msg)
+
+    def _validator_of(self, listener: Listener) -> TokenValidator:
+        validator = self._oauth_validators.get(listener.name)
+        if validator is None:
+            validator = self._oauth_validators[listener.name] = self._oauth_validator(listener)
+        return validator
+
+    def max_reauth_ms(self, listener: Listener, mechanism: str) -> int:
+        text = self.mechanism_config(listener, mechanism, "connections.max.reauth.ms")
+        try:
+            return int(text) if text else 0
+        except ValueError:
+            return 0
 
     def _plain_users(self, listener: Listener) -> dict[str, str]:
         jaas = self.config.get_listener_str(listener.name, "plain.sasl.jaas.config")
@@ -134,16 +206,17 @@ class SecurityGate:
 
     def _token_lookup(
         self, mechanism: ScramMechanism, token_id: str
-    ) -> tuple[ScramCredential, str] | None:
-        """A delegation token's SCRAM credential and its owner's name (Kafka's
-        DelegationTokenCache: a token authenticates until it is removed)."""
+    ) -> tuple[ScramCredential, str, int] | None:
+        """A delegation token's SCRAM credential, its owner's name and its expiry (Kafka's
+        DelegationTokenCache: a token authenticates until it is removed; the session it
+        opens ends at the token's expiry, KIP-368)."""
         if self.tokens is None:
             return None
         credential = self.tokens.tokens.credential(mechanism, token_id)
-        owner = self.tokens.tokens.owner(token_id)
-        if credential is None or owner is None:
+        token = self.tokens.tokens.tokens.get(token_id)
+        if credential is None or token is None:
             return None
-        return credential, principal_name(owner)
+        return credential, principal_name(token.owner), token.expiry_ms
 
     # -- connections ----------------------------------------------------------------------------
 
@@ -180,6 +253,34 @@ class SecurityGate:
         _log_refused(session, key, "during")
         return ErrorCode.ILLEGAL_SASL_STATE
 
+    def after_authentication(self, session: Session, key: int) -> bool | None:
+        """KIP-368 on an authenticated SASL connection whose session ends (``expiry_ms``).
+
+        As Kafka's SocketServer: a SaslHandshake begins re-authentication (unless one began
+        less than a second ago); any other request after the session's end closes the
+        connection unanswered (CLOSE); None: serve it.
+        """
+        now = self.now_ms()
+        if key == ApiKey.SASL_HANDSHAKE and (
+            session.reauth_started_ms is None
+            or now - session.reauth_started_ms >= MIN_REAUTH_INTERVAL_MS
+        ):
+            session.reauth_started_ms = now
+            session.reauth_from = session.principal
+            session.authenticated = False
+            session.sasl = None
+            return None
+        if session.expiry_ms is not None and now > session.expiry_ms:
+            log.info(
+                "closing connection from %s on %s: its SASL session ended %d ms ago (KIP-368:"
+                " the client did not re-authenticate in time)",
+                session.client_host,
+                session.listener.name,
+                now - session.expiry_ms,
+            )
+            return CLOSE
+        return None
+
     async def handle(
         self, session: Session, req: DecodedRequest[Any], handler: Handler | None
     ) -> Body | bool | None:
@@ -213,11 +314,10 @@ class SecurityGate:
         self, session: Session, req: DecodedRequest[SaslHandshakeRequestView]
     ) -> SaslHandshakeResponse:
         enabled = tuple(self.enabled_mechanisms(session.listener))
-        if (
-            not session.listener.protocol.uses_sasl
-            or session.sasl is not None
-            or (session.authenticated)
-        ):
+        if session.authenticated:
+            # Kafka's KafkaApis (not a re-authentication): refused, the connection kept.
+            return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=())
+        if not session.listener.protocol.uses_sasl or session.sasl is not None:
             session.close_after_response = True
             return SaslHandshakeResponse(
                 error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=enabled
@@ -234,50 +334,100 @@ class SecurityGate:
                 error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled
             )
         listener = session.listener
+        if session.reauth_from is not None and mechanism != session.mechanism:
+            # Kafka answers the handshake, then closes at the SaslAuthenticate that follows.
+            session.reauth_refusal = mechanism_change_message(mechanism, str(session.mechanism))
+            log.debug(session.reauth_refusal)
         session.mechanism = mechanism
         session.sasl = new_server(
-            mechanism, lambda: self._plain_users(listener), self._scram_lookup, self._token_lookup
+            mechanism,
+            lambda: self._plain_users(listener),
+            self._scram_lookup,
+            self._token_lookup,
+            (lambda: self._validator_of(listener), self.now_ms),
         )
         return SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=enabled)
 
     def _authenticate(
         self, session: Session, req: DecodedRequest[SaslAuthenticateRequestView]
-    ) -> SaslAuthenticateResponse:
+    ) -> SaslAuthenticateResponse | bool:
         server = session.sasl
-        if server is None or session.authenticated:
+        if session.reauth_refusal is not None:
+            log.info(
+                "Failed re-authentication with %s on listener %s: %s",
+                session.client_host,
+                session.listener.name,
+                session.reauth_refusal,
+            )
+            return CLOSE
+        if session.authenticated:
+            # Kafka's KafkaApis: refused, the connection kept.
+            return SaslAuthenticateResponse(
+                error_code=ErrorCode.ILLEGAL_SASL_STATE,
+                error_message="SaslAuthenticate request received after successful authentication",
+                auth_bytes=b"",
+            )
+        if server is None:
             session.close_after_response = True
             return SaslAuthenticateResponse(
                 error_code=ErrorCode.ILLEGAL_SASL_STATE,
                 error_message="Unexpected SaslAuthenticate request: no SASL exchange under way",
                 auth_bytes=b"",
             )
+        reauthenticating = session.reauth_from is not None
         try:
             token = server.evaluate(bytes(req.body.auth_bytes))
+            if (
+                server.complete
+                and session.reauth_from is not None
+                and server.principal != session.reauth_from
+            ):
+                msg = principal_change_message(session.reauth_from, server.principal)
+                raise SaslAuthenticationFailedError(msg)
         except SaslAuthenticationFailedError as exc:
+            message = str(exc)
+            if reauthenticating:
+                message = message.replace("during authentication", "during re-authentication")
             log.info(
-                "Failed authentication with %s on listener %s (mechanism %s): %s",
+                "Failed %s with %s on listener %s (mechanism %s): %s",
+                "re-authentication" if reauthenticating else "authentication",
                 session.client_host,
                 session.listener.name,
                 session.mechanism,
-                exc,
+                message,
             )
             session.close_after_response = True
             return SaslAuthenticateResponse(
                 error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
-                error_message=str(exc),
+                error_message=message,
                 auth_bytes=b"",
             )
+        lifetime = 0
         if server.complete:
             session.principal = server.principal
             session.authenticated = True
             session.token_authenticated = bool(getattr(server, "token_authenticated", False))
+            session.reauth_from = None
+            assert session.mechanism is not None
+            lifetime, session.expiry_ms = session_lifetime_ms(
+                self.now_ms(),
+                getattr(server, "credential_expiry_ms", None),
+                self.max_reauth_ms(session.listener, session.mechanism),
+            )
             log.debug(
-                "%s authenticated from %s with %s",
+                "%s %s from %s with %s (session lifetime %d ms)",
                 session.principal,
+                "re-authenticated" if reauthenticating else "authenticated",
                 session.client_host,
                 session.mechanism,
+                lifetime,
             )
-        return SaslAuthenticateResponse(error_code=ErrorCode.NONE, auth_bytes=token)
+        return SaslAuthenticateResponse(
+            error_code=ErrorCode.NONE,
+            error_message="",  # Kafka: the schema default, not null
+            auth_bytes=token,
+            session_lifetime=lifetime,
+        )
 
 
 def _log_refused(session: Session, key: int, when: str) -> None:

@@ -110,6 +110,7 @@ class KafkaServer:
             Listener("PLAINTEXT", host, port, SecurityProtocol.PLAINTEXT)
         ]
         self.gate = gate or SecurityGate(core.config, SecurityMetadata(MemorySecurityStorage()))
+        self.gate.now_ms = core.clock.now_ms
         self.gate.topics = TopicDirectory(
             name_of=lambda topic_id: getattr(core.topics.by_id(topic_id), "name", None),
             exists=core.topic_exists,
@@ -446,6 +447,12 @@ class KafkaServer:
         key, version, correlation_id = peek_header(frame)
         if session is None:
             session = self.gate.open_session(self.listeners[0], client_host, None)
+        if (
+            session.authenticated
+            and session.expiry_ms is not None
+            and self.gate.after_authentication(session, key) is CLOSE
+        ):
+            return False  # KIP-368: the SASL session ended (decided on the header alone)
         if not session.authenticated:
             # Checked on the header alone: no request body is decoded before authentication.
             verdict = self.gate.before_authentication(session, key)

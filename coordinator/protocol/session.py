@@ -28,4 +28,12 @@ class Session:
     token_authenticated: bool = False
     #: Set when the response being sent must be the connection's last.
     close_after_response: bool = False
+    #: KIP-368: when the SASL session ends (ms on the broker's clock), None: never.
+    expiry_ms: int | None = None
+    #: While re-authenticating: the principal the session had (it must not change).
+    reauth_from: str | None = None
+    #: When the last re-authentication began (at most one a second).
+    reauth_started_ms: int | None = None
+    #: A re-authentication that asked for another mechanism: its refusal.
+    reauth_refusal: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -2,7 +2,8 @@
 
 ``PlainServer`` checks ``authzid NUL username NUL password`` against the
 ``user_NAME="password"`` options of
-``listener.name.<listener>.plain.sasl.jaas.config``; SCRAM lives in ``scram``.
+``listener.name.<listener>.plain.sasl.jaas.config``; SCRAM lives in ``scram``,
+OAUTHBEARER in ``oauthbearer``.
 Both answer ``evaluate(token) -> token`` and raise
 ``SaslAuthenticationFailedError`` with a message that never holds a password.
 """
@@ -14,6 +15,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from coordinator.security.oauthbearer import OAUTHBEARER, OAuthBearerServer, TokenValidator
 from coordinator.security.scram import (
     CredentialLookup,
     SaslAuthenticationFailedError,
@@ -25,7 +27,7 @@ from coordinator.security.scram import (
 PLAIN = "PLAIN"
 SCRAM_SHA_256 = "SCRAM-SHA-256"
 SCRAM_SHA_512 = "SCRAM-SHA-512"
-SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)
+SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)
 
 
 class SaslServer(Protocol):
@@ -102,7 +104,13 @@ def new_server(
     plain_users_of: Callable[[], Mapping[str, str]],
     scram_lookup: CredentialLookup,
     token_lookup: TokenLookup | None = None,
+    oauth: tuple[Callable[[], TokenValidator], Callable[[], int]] | None = None,
 ) -> SaslServer:
+    """A server for ``mechanism``; OAUTHBEARER needs ``oauth``: (its validator, the clock)."""
     if mechanism == PLAIN:
         return PlainServer(plain_users_of())
+    if mechanism == OAUTHBEARER:
+        assert oauth is not None
+        validator_of, now_ms = oauth
+        return OAuthBearerServer(validator_of(), now_ms)
     return ScramServer(ScramMechanism.from_name(mechanism), scram_lookup, token_lookup=token_lookup)

@@ -114,7 +114,8 @@ def _saslname(value: str) -> str:
 
 CredentialLookup = Callable[[ScramMechanism, str], ScramCredential | None]
 #: (mechanism, token id) -> the token's credential and its owner's name, or None.
-TokenLookup = Callable[[ScramMechanism, str], tuple[ScramCredential, str] | None]
+#: A delegation token's SCRAM credential, its owner's name and its expiry (ms since the epoch).
+TokenLookup = Callable[[ScramMechanism, str], tuple[ScramCredential, str, int] | None]
 
 _EXTENSION_NAME = re.compile(r"[A-Za-z]+")
 
@@ -150,6 +151,8 @@ class ScramServer:
         #: The authorization id: the user, or the owner of the token authenticated with.
         self.authorization_id: str | None = None
         self.token_authenticated = False
+        #: A token's expiry: the session ends then (KIP-368; Kafka's CREDENTIAL_LIFETIME_MS).
+        self.credential_expiry_ms: int | None = None
         self._server_nonce = server_nonce or (lambda: base64.b64encode(os.urandom(18)).decode())
         self._step = 0
         self._credential: ScramCredential | None = None
@@ -203,7 +206,7 @@ class ScramServer:
             )
             if found is None:  # Kafka: "Invalid tokenId", a SaslException (generic answer)
                 raise self._failed()
-            self._credential, self.authorization_id = found
+            self._credential, self.authorization_id, self.credential_expiry_ms = found
             self.token_authenticated = True
         else:
             self._credential = self._lookup(self.mechanism, self.username)

@@ -9,10 +9,12 @@ rendered into the negotiated version (``txn.wire_render.render``).
 from __future__ import annotations
 
 import io
+import random
 import socket
 import ssl
 import struct
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -61,6 +63,8 @@ class BrokerConnection:
         self.versions: dict[int, tuple[int, int]] = {}
         #: Finalized feature levels (ApiVersions v3), e.g. ``{"share.version": 2}``.
         self.features: dict[str, int] = {}
+        #: KIP-368: when (time.monotonic()) to re-authenticate before the next request.
+        self._reauth_at: float | None = None
 
     @property
     def address(self) -> str:
@@ -113,7 +117,7 @@ class BrokerConnection:
                         int(k.api_key): (int(k.min_version), int(k.max_version))
                         for k in resp.api_keys
                     }
-                self.security.authenticate(self._roundtrip, self.address)
+                self._session_started(self.security.authenticate(self._roundtrip, self.address))
             except OSError as exc:
                 # A broker that accepts and then drops the connection (starting up, shutting
                 # down, or restarting after a crash) is a network error: retriable.
@@ -123,6 +127,14 @@ class BrokerConnection:
             except BaseException:
                 self._close_locked()
                 raise
+
+    def _session_started(self, lifetime_ms: int) -> None:
+        """Re-authenticate after 85-95% of the session's lifetime, as the Java clients."""
+        if lifetime_ms <= 0:
+            self._reauth_at = None
+            return
+        share = random.uniform(0.85, 0.95)
+        self._reauth_at = time.monotonic() + lifetime_ms * share / 1000
 
     def pick_version(self, api_key: ApiKey, client_max: int, client_min: int = 0) -> int:
         """The highest version both sides support."""
@@ -176,6 +188,15 @@ class BrokerConnection:
                 msg = f"connection to {self.address} is closed"
                 raise ClosedError(msg)
             try:
+                if self._reauth_at is not None and time.monotonic() >= self._reauth_at:
+                    # KIP-368: SaslHandshake + SaslAuthenticate again on this connection
+                    # (a refusal closes it, as the broker does).
+                    try:
+                        lifetime = self.security.authenticate(self._roundtrip, self.address)
+                    except Exception:
+                        self._close_locked()
+                        raise
+                    self._session_started(lifetime)
                 return exchange()
             except OSError as exc:
                 self._close_locked()

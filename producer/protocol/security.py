@@ -1,4 +1,5 @@
-"""Client security with librdkafka's option names: TLS and SASL (PLAIN, SCRAM-SHA-256/512).
+"""Client security with librdkafka's option names: TLS and SASL (PLAIN, SCRAM-SHA-256/512,
+OAUTHBEARER: its token options in ``producer.protocol.oauth``).
 
 ``security.protocol`` = plaintext, ssl, sasl_plaintext or sasl_ssl;
 ``sasl.mechanism`` (or ``sasl.mechanisms``), ``sasl.username``,
@@ -23,6 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from producer.protocol.oauth import OAuthBearerClient, TokenSource, jaas_options, token_source
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, InvalidConfigError, SaslAuthenticationFailedError, error_for_code
 from txn.tls_stores import load_pkcs12_key_store, pkcs12_trusted_pem
@@ -47,11 +49,26 @@ SECURITY_DEFAULTS: Final[dict[str, Any]] = {
     "ssl.keystore.type": None,
     "ssl.keystore.location": None,
     "ssl.keystore.password": None,
+    # OAUTHBEARER (producer.protocol.oauth): librdkafka's and the Java clients' names.
+    "sasl.oauthbearer.config": None,
+    "enable.sasl.oauthbearer.unsecure.jwt": None,
+    "sasl.oauthbearer.method": None,
+    "sasl.oauthbearer.token.endpoint.url": None,
+    "sasl.oauthbearer.client.id": None,
+    "sasl.oauthbearer.client.secret": None,
+    "sasl.oauthbearer.scope": None,
+    "sasl.login.callback.handler.class": None,
+    "oauth_cb": None,
 }
 SECURITY_KEYS: Final = frozenset(SECURITY_DEFAULTS)
 
 _PROTOCOLS: Final = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
-_MECHANISMS: Final = {"PLAIN": None, "SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+_MECHANISMS: Final = {
+    "PLAIN": None,
+    "SCRAM-SHA-256": "sha256",
+    "SCRAM-SHA-512": "sha512",
+    "OAUTHBEARER": None,
+}
 
 #: ``exchange(api_key, version, body) -> response`` on an open connection.
 Exchange = Callable[[ApiKey, int, Mapping[str, Any]], Any]
@@ -75,6 +92,8 @@ class ClientSecurity:
     #: SCRAM with a delegation token (the JAAS option ``tokenauth="true"``, KIP-48): the
     #: username is the token id, the password its HMAC in base64.
     token_auth: bool = False
+    #: OAUTHBEARER's token (``producer.protocol.oauth``).
+    oauth: TokenSource | None = None
 
     @property
     def uses_tls(self) -> bool:
@@ -96,7 +115,7 @@ class ClientSecurity:
         mechanism = mechanism.strip().upper()
         username, password = _opt(values["sasl.username"]), _opt(values["sasl.password"])
         token_auth = False
-        if values["sasl.jaas.config"]:
+        if values["sasl.jaas.config"] and mechanism != "OAUTHBEARER":
             jaas = str(values["sasl.jaas.config"])
             token_auth = _jaas_token_auth(jaas)
             if username is None:
@@ -139,6 +158,11 @@ class ClientSecurity:
             pkcs12_truststore=pkcs12.get("ssl.truststore"),
             pkcs12_keystore=(keystore[0], keystore[1] or "") if keystore is not None else None,
             token_auth=token_auth,
+            oauth=(
+                token_source(values, jaas_options(_opt(values["sasl.jaas.config"])))
+                if mechanism == "OAUTHBEARER" and protocol.startswith("sasl")
+                else None
+            ),
         )
         if security.uses_sasl:
             if mechanism not in _MECHANISMS:
@@ -147,7 +171,9 @@ class ClientSecurity:
                     f"(use {', '.join(_MECHANISMS)})"
                 )
                 raise InvalidConfigError(msg)
-            if security.username is None or security.password is None:
+            if mechanism != "OAUTHBEARER" and (
+                security.username is None or security.password is None
+            ):
                 msg = f"sasl.mechanism {mechanism} needs sasl.username and sasl.password"
                 raise InvalidConfigError(msg)
         if bool(security.certificate_location) != bool(security.key_location):
@@ -158,6 +184,8 @@ class ClientSecurity:
     @property
     def principal(self) -> str:
         """Who the broker will see (for audit logs): the SASL user, else the certificate."""
+        if self.uses_sasl and self.mechanism == "OAUTHBEARER":
+            return "User:<the subject of the OAUTHBEARER token>"
         if self.uses_sasl:
             return f"User:{self.username}"
         if self.uses_tls and self.certificate_location:
@@ -180,10 +208,13 @@ class ClientSecurity:
             )
         return context
 
-    def authenticate(self, exchange: Exchange, address: str) -> None:
-        """SaslHandshake v1 then SaslAuthenticate rounds (KIP-152)."""
+    def authenticate(self, exchange: Exchange, address: str) -> int:
+        """SaslHandshake v1 then SaslAuthenticate rounds (KIP-152); again to re-authenticate.
+
+        Returns the session lifetime the broker gave (KIP-368, ms; 0: no limit).
+        """
         if not self.uses_sasl:
-            return
+            return 0
         hs = exchange(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": self.mechanism})
         if int(hs.error_code) != ErrorCode.NONE:
             msg = (
@@ -191,22 +222,32 @@ class ClientSecurity:
                 f"(enabled: {', '.join(hs.mechanisms) or 'none'})"
             )
             raise error_for_code(int(hs.error_code))(msg)
-        assert self.username is not None and self.password is not None
-        client: _SaslClient = (
-            _PlainClient(self.username, self.password)
-            if self.mechanism == "PLAIN"
-            else _ScramClient(
-                self.mechanism, self.username, self.password, token_auth=self.token_auth
+        client: _SaslClient | OAuthBearerClient
+        if self.mechanism == "OAUTHBEARER":
+            assert self.oauth is not None
+            client = OAuthBearerClient(self.oauth)
+        else:
+            assert self.username is not None and self.password is not None
+            client = (
+                _PlainClient(self.username, self.password)
+                if self.mechanism == "PLAIN"
+                else _ScramClient(
+                    self.mechanism, self.username, self.password, token_auth=self.token_auth
+                )
             )
-        )
         token: bytes | None = client.first()
+        lifetime_ms = 0
         while token is not None:
             resp = exchange(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
             if int(resp.error_code) != ErrorCode.NONE:
                 reason = resp.error_message or "authentication failed"
-                msg = f"SASL {self.mechanism} authentication of {self.username!r} failed: {reason}"
+                who = "its token" if self.username is None else repr(self.username)
+                msg = f"SASL {self.mechanism} authentication of {who} failed: {reason}"
                 raise error_for_code(int(resp.error_code))(msg, broker=address)
+            lifetime = getattr(resp, "session_lifetime", None)
+            lifetime_ms = int(lifetime.total_seconds() * 1000) if lifetime is not None else 0
             token = client.next(bytes(resp.auth_bytes))
+        return lifetime_ms
 
 
 def _jaas_credentials(jaas: str) -> tuple[str | None, str | None]:

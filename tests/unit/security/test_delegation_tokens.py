@@ -191,7 +191,8 @@ def test_scram_with_a_token_authenticates_as_its_owner() -> None:
 
     def lookup(mechanism: ScramMechanism, token_id: str) -> object:
         cred, owner = t.credential(mechanism, token_id), t.owner(token_id)
-        return None if cred is None or owner is None else (cred, owner.partition(":")[2])
+        expiry = t.tokens[token_id].expiry_ms if token_id in t.tokens else 0
+        return None if cred is None or owner is None else (cred, owner.partition(":")[2], expiry)
 
     for mechanism in ScramMechanism:
         server = ScramServer(mechanism, lambda _m, _u: None, token_lookup=lookup)  # type: ignore[arg-type]
@@ -199,6 +200,7 @@ def test_scram_with_a_token_authenticates_as_its_owner() -> None:
         _exchange(server, client)
         assert server.complete and server.token_authenticated
         assert server.principal == CAROL
+        assert server.credential_expiry_ms == t.tokens["token-0"].expiry_ms  # KIP-368
     # Without the extension the token id is an unknown user.
     server = ScramServer(ScramMechanism.SCRAM_SHA_256, lambda _m, _u: None, token_lookup=lookup)  # type: ignore[arg-type]
     try:

@@ -1,0 +1,218 @@
+"""``sharetxn sink distributed``: two worker processes in one group, kill -9, tasks move.
+
+Each worker is a real ``python -m chaos.cli sink distributed`` process with a
+connect-distributed.properties file; connectors are created over the REST API (on a follower,
+so the request is forwarded to the leader) and kept in the config topic in Connect's format.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from coordinator.launcher import LocalBroker
+from tests.integration.sink_helpers import BROKER_CONFIG, input_topic, lines, produce, wait_for
+from tests.integration.sink_rest_helpers import call, task_states
+from tests.stock_reads import read_messages
+
+pytestmark = pytest.mark.integration
+
+READY = "sharetxn sink worker "
+
+
+class DistributedWorker:
+    """A ``sharetxn sink distributed`` child process; its output is collected by a thread."""
+
+    def __init__(self, props: dict[str, str], path: Path) -> None:
+        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
+        cmd = [sys.executable, "-m", "chaos.cli", "sink", "distributed", str(path)]
+        self.process = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self.output: list[str] = []
+        self.url = ""
+        self.ready = threading.Event()
+        self._pump = threading.Thread(target=self._read, daemon=True)
+        self._pump.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line.rstrip("\n"))
+            if line.startswith(READY) and not self.url:
+                self.url = line[len(READY) :].split()[0]
+                self.ready.set()
+        self.ready.set()
+
+    @property
+    def worker_id(self) -> str:
+        return self.url.removeprefix("http://").rstrip("/")
+
+    def wait_ready(self) -> None:
+        assert self.ready.wait(90), self.output
+        assert self.process.poll() is None and self.url, self.output
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(10)
+
+    def terminate(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(90)
+        self._pump.join(5)
+        return code
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.kill()
+        self._pump.join(5)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def dbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
+    with LocalBroker(data_dir=tmp_path_factory.mktemp("sinkd") / "d", config=BROKER_CONFIG) as b:
+        yield b
+
+
+@pytest.fixture
+def workers() -> Iterator[list[DistributedWorker]]:
+    started: list[DistributedWorker] = []
+    yield started
+    for w in started:
+        w.close()
+
+
+def worker_props(bootstrap: str, group: str) -> dict[str, str]:
+    """connect-distributed.properties, Connect's key names, for one broker."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "config.storage.topic": f"{group}-configs",
+        "offset.storage.topic": f"{group}-offsets",
+        "status.storage.topic": f"{group}-status",
+        "config.storage.replication.factor": "1",
+        "offset.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        "listeners": "http://127.0.0.1:0",
+        "consumer.group.protocol": "share",
+        "session.timeout.ms": "6000",
+        "heartbeat.interval.ms": "1000",
+    }
+
+
+def statuses(url: str, name: str) -> dict[int, tuple[str, str]]:
+    code, body = call("GET", f"{url}connectors/{name}/status")
+    return task_states(body) if code == 200 else {}
+
+
+def test_two_workers_share_tasks_and_a_killed_workers_tasks_move(
+    dbroker: LocalBroker, tmp_path: Path, workers: list[DistributedWorker]
+) -> None:
+    bs = dbroker.bootstrap_servers
+    group = f"connect-cluster-{uuid.uuid4().hex[:6]}"
+    first = [f"a{i}" for i in range(150)]
+    topic, name = input_topic(bs, 3, first, batch=5, fast=True)
+    for i in range(2):
+        workers.append(DistributedWorker(worker_props(bs, group), tmp_path / f"w{i}.properties"))
+    for w in workers:
+        w.wait_ready()
+    out = tmp_path / "out.txt"
+    config = {
+        "connector.class": "producer.sink.FileSink",
+        "topics": topic,
+        "file": str(out),
+        "tasks.max": "4",
+        "share.acquisition.lock.timeout.ms": "2000",
+        "consumer.override.fetch.max.wait.ms": "100",
+        "consumer.override.max.poll.records": "10",
+    }
+    ids = {w.worker_id for w in workers}
+    # The leader is the one that answers for itself; ask both: one of them forwards.
+    for w in workers:
+        code, body = call("PUT", f"{w.url}connectors/{name}/config", config)
+        assert code in (200, 201), body
+    wait_for(
+        lambda: (
+            {s for s, _ in statuses(workers[0].url, name).values()} == {"RUNNING"}
+            and len(statuses(workers[0].url, name)) == 4
+        ),
+        60,
+        "four running tasks",
+    )
+    owners = {wid for _, wid in statuses(workers[1].url, name).values()}
+    assert owners == ids, "the leader spread the tasks over both workers"
+    wait_for(lambda: set(lines(out)) >= set(first), 60, "the first records")
+
+    # kill -9 one worker: after its session times out, its tasks go to the other
+    victim, survivor = workers
+    victim.kill()
+    wait_for(
+        lambda: (
+            set(statuses(survivor.url, name).items())
+            == {(t, ("RUNNING", survivor.worker_id)) for t in range(4)}
+        ),
+        90,
+        "every task running on the survivor",
+    )
+    second = [f"b{i}" for i in range(150)]
+    produce(bs, topic, second, batch=5)
+    wait_for(lambda: set(lines(out)) >= set(first + second), 60, "every record")
+    # at-least-once (KIP-1302 on a share group): every record, a killed batch maybe twice
+    assert set(Counter(lines(out))) == set(first + second)
+
+    # The config topic holds Connect's records.
+    records = read_messages(
+        bs, f"{group}-configs", 1, "read_uncommitted", 6, first_idle_s=2, timeout_s=30
+    )
+    keys = {m.key().decode() for m in records}
+    assert {f"connector-{name}", f"commit-{name}"} | {f"task-{name}-{t}" for t in range(4)} <= keys
+    assert survivor.terminate() == 0
+    assert any("stopped" in line for line in survivor.output)
+
+
+def test_restart_and_delete_from_a_follower_are_forwarded(
+    dbroker: LocalBroker, tmp_path: Path, workers: list[DistributedWorker]
+) -> None:
+    bs = dbroker.bootstrap_servers
+    group = f"connect-cluster-{uuid.uuid4().hex[:6]}"
+    topic, name = input_topic(bs, 1, ["x"])
+    for i in range(2):
+        workers.append(DistributedWorker(worker_props(bs, group), tmp_path / f"w{i}.properties"))
+    for w in workers:
+        w.wait_ready()
+    config = {
+        "connector.class": "producer.sink.FileSink",
+        "topics": topic,
+        "file": str(tmp_path / "o"),
+    }
+    code, created = call("POST", f"{workers[1].url}connectors", {"name": name, "config": config})
+    assert code == 201, created
+    assert created["tasks"] == [] and created["type"] == "sink"
+    for w in workers:
+        wait_for(lambda w=w: call("GET", f"{w.url}connectors")[1] == [name], 30, "the config")
+    wait_for(lambda: statuses(workers[0].url, name) != {}, 30, "a task status")
+    code, body = call("POST", f"{workers[0].url}connectors", {"name": name, "config": config})
+    assert (code, body["message"]) == (409, f"Connector {name} already exists")
+    for w in workers:
+        code, _ = call("POST", f"{w.url}connectors/{name}/restart?includeTasks=true")
+        assert code == 202
+    code, _ = call("DELETE", f"{workers[1].url}connectors/{name}")
+    assert code == 204
+    for w in workers:
+        wait_for(lambda w=w: call("GET", f"{w.url}connectors")[1] == [], 30, "the delete")
+    assert all(w.terminate() == 0 for w in workers)

@@ -57,6 +57,8 @@ from producer.sink.herder import (
     RESTARTING,
     RUNNING,
     UNASSIGNED,
+    UNKNOWN,
+    UNKNOWN_RESTART,
     Conflict,
     Herder,
     LocalTasks,
@@ -408,7 +410,7 @@ class DistributedHerder(Herder):
         self._refresh()
 
     def set_target_state(self, name: str, state: str) -> None:
-        self.connector_config(name)
+        self.require(name, UNKNOWN)
         if state == STOPPED:
             self._require_leader("transition connectors to the STOPPED state")
             self._config_log.send(config_key(COMMIT_PREFIX, name), json_value({"tasks": 0}))
@@ -417,7 +419,7 @@ class DistributedHerder(Herder):
         self._refresh()
 
     def restart(self, name: str, include_tasks: bool, only_failed: bool) -> dict[str, Any] | None:
-        self.connector_config(name)
+        self.require(name, UNKNOWN_RESTART)
         self._require_leader("restart connectors")
         status = self.connector_status(name)
         value = json_value({"include-tasks": include_tasks, "only-failed": only_failed})

@@ -13,6 +13,7 @@ Connect's states: a connector or task is ``UNASSIGNED``, ``RUNNING``, ``PAUSED``
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import traceback
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Final
 
+from producer.admin import Admin
 from producer.protocol.client import KafkaClient
 from producer.sink.config import SinkConfigError, resolve
 from producer.sink.connect_protocol import PAUSED, STARTED, STOPPED
@@ -95,6 +97,11 @@ class NotLeader(HerderError):
 
 def not_found(name: str) -> NotFound:
     return NotFound(f"Connector {name} not found")
+
+
+#: Connect's 404 messages for pause/resume/stop and for restart (not ``not_found``'s).
+UNKNOWN: Final = "Unknown connector {}"
+UNKNOWN_RESTART: Final = "Unknown connector: {}"
 
 
 def sharetxn_version() -> str:
@@ -250,8 +257,34 @@ class Herder:
             for t in range(self.task_count(name))
         ]
 
+    def require(self, name: str, message: str) -> None:
+        """NotFound with Connect's ``message`` (``UNKNOWN``...) unless ``name`` exists."""
+        if name not in self.connectors():
+            raise NotFound(message.format(name))
+
+    def offsets(self, name: str) -> dict[str, Any]:
+        """Connect's sink offsets body from the share group's start offsets (KIP-1302:
+        every record before a partition's start offset is delivered)."""
+        config = resolve(self.worker, self.connector_config(name))
+        with Admin({"bootstrap.servers": config.bootstrap_servers}) as admin:
+            topics = list(config.topics) or [
+                t for t in admin.list_topics() if re.fullmatch(config.topics_regex or "", t)
+            ]
+            found = admin.describe_share_group_offsets(config.share_group_id, topics)
+        return {
+            "offsets": [
+                {
+                    "partition": {"kafka_topic": o.topic, "kafka_partition": o.partition},
+                    "offset": {"kafka_offset": o.start_offset},
+                }
+                for o in sorted(found, key=lambda o: (o.topic, o.partition))
+                if o.start_offset >= 0
+            ]
+        }
+
     def check_config(self, name: str, config: Mapping[str, str]) -> None:
         """A config ``resolve`` refuses is a 400, as Connect's validation failure."""
+        check_class(config)
         problems = validate(self.worker, config)["error_count"]
         if problems:
             errors = [
@@ -266,6 +299,20 @@ class Herder:
             )
         if config.get("name", name) != name:
             raise BadRequest("connector name mismatch")
+
+
+def check_class(config: Mapping[str, str]) -> None:
+    """Connect's 400s for a config without a loadable connector class."""
+    cls = config.get("connector.class")
+    if not cls:
+        raise BadRequest("Connector config contains no connector type")
+    try:
+        load_task_class(plugin_class(cls))
+    except ValueError:
+        raise BadRequest(
+            "Failed to find any class that implements Connector and which name matches "
+            f"{cls}, available connectors are: {', '.join(BUILTIN_PLUGINS)}"
+        ) from None
 
 
 def task_config(connector: Mapping[str, str]) -> dict[str, str]:
@@ -409,13 +456,13 @@ class StandaloneHerder(Herder):
 
     def set_target_state(self, name: str, state: str) -> None:
         with self._lock:
-            self.connector_config(name)
+            self.require(name, UNKNOWN)
             self._states[name] = state
             self._restart_tasks(name)
 
     def restart(self, name: str, include_tasks: bool, only_failed: bool) -> dict[str, Any] | None:
         with self._lock:
-            self.connector_config(name)
+            self.require(name, UNKNOWN_RESTART)
             if not include_tasks:
                 return None
             running = self._running.get(name)

@@ -13,6 +13,7 @@ GET      ``/connectors/{name}``                            info: name, config, t
 GET/PUT  ``/connectors/{name}/config``                     config; PUT: 201 created, 200
 GET      ``/connectors/{name}/status``                     connector and task states
 GET      ``/connectors/{name}/tasks``                      ``[{"id", "config"}]``
+GET      ``/connectors/{name}/offsets``                    the share group's start offsets
 POST     ``/connectors/{name}/restart``                    204; with ``includeTasks`` or
                                                            ``onlyFailed``: 202 and status
 PUT      ``/connectors/{name}/pause|resume|stop``          202
@@ -49,6 +50,7 @@ from producer.sink.herder import (
     Herder,
     HerderError,
     NotLeader,
+    check_class,
     plugin_class,
     plugins,
     validate,
@@ -186,7 +188,8 @@ def _known_path(parts: list[str]) -> bool:
     if parts[0] == "connectors":
         return len(parts) <= 2 or (
             len(parts) == 3
-            and parts[2] in ("config", "status", "tasks", "restart", "pause", "resume", "stop")
+            and parts[2]
+            in ("config", "status", "tasks", "offsets", "restart", "pause", "resume", "stop")
         )
     if parts[0] == "connector-plugins":
         return len(parts) == 1 or (len(parts) == 4 and parts[2:] == ["config", "validate"])
@@ -227,6 +230,7 @@ def _route(
         ("config", "PUT"): lambda: _put_config(h, name, body),
         ("status", "GET"): lambda: (200, h.connector_status(name)),
         ("tasks", "GET"): lambda: (200, h.task_configs(name)),
+        ("offsets", "GET"): lambda: (200, h.offsets(name)),
         ("restart", "POST"): lambda: _restart(h, name, query),
         ("pause", "PUT"): lambda: _done(202, h.set_target_state, name, PAUSED),
         ("resume", "PUT"): lambda: _done(202, h.set_target_state, name, STARTED),
@@ -297,11 +301,9 @@ def _restart(h: Herder, name: str, query: dict[str, list[str]]) -> Reply:
 def _validate(h: Herder, plugin: str, body: Any) -> Reply:
     config = _config_body(body)
     given = config.get("connector.class")
-    if given is not None and plugin_class(given) != plugin_class(plugin):
-        raise BadRequest(
-            "Included connector type " + given + " does not match request type " + plugin
-        )
-    config["connector.class"] = given or plugin
+    if given is not None and given != plugin and plugin_class(given) != plugin_class(plugin):
+        raise BadRequest(f"Included connector type {given} does not match request type {plugin}")
+    check_class(config)
     return 200, validate(h.worker, config)
 
 

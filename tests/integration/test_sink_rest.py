@@ -82,6 +82,13 @@ def test_connector_lifecycle(rbroker: LocalBroker, worker: str, tmp_path: Path) 
     assert call("GET", worker + f"connectors/{name}/config") == (200, {**config, "name": name})
     wait_for(lambda: len(lines(out)) >= len(values), 30, "every record in the file")
     assert set(lines(out)) == set(values)
+    # the share group's start offsets, in Connect's sink offsets shape
+    code, offsets = call("GET", worker + f"connectors/{name}/offsets")
+    assert code == 200
+    for entry in offsets["offsets"]:
+        assert set(entry["partition"]) == {"kafka_topic", "kafka_partition"}
+        assert entry["partition"]["kafka_topic"] == topic
+        assert entry["offset"]["kafka_offset"] >= 0
 
     code, status = call("GET", worker + f"connectors/{name}/status")
     assert code == 200
@@ -119,7 +126,12 @@ def test_errors_are_connects_json(worker: str, tmp_path: Path) -> None:
     assert call("GET", worker + "connectors/nope") == (404, missing)
     assert call("GET", worker + "connectors/nope/config") == (404, missing)
     assert call("DELETE", worker + "connectors/nope") == (404, missing)
-    assert call("PUT", worker + "connectors/nope/pause") == (404, missing)
+    for action in ("pause", "resume", "stop"):
+        unknown = {"error_code": 404, "message": "Unknown connector nope"}
+        assert call("PUT", worker + f"connectors/nope/{action}") == (404, unknown)
+    code, body = call("POST", worker + "connectors/nope/restart?includeTasks=true")
+    assert (code, body["message"]) == (404, "Unknown connector: nope")
+    assert call("GET", worker + "connectors/nope/offsets") == (404, missing)
     code, body = call("GET", worker + "connectors/nope/status")
     assert (code, body["message"]) == (404, "No status found for connector nope")
     assert call("GET", worker + "nowhere")[0] == 404
@@ -132,15 +144,29 @@ def test_errors_are_connects_json(worker: str, tmp_path: Path) -> None:
     code, body = call("POST", worker + "connectors", bad)
     assert code == 400 and body["error_code"] == 400
     assert "Must configure one of topics or topics.regex" in body["message"]
+    code, body = call("PUT", worker + "connectors/a/config", {"topics": "t"})
+    assert (code, body["message"]) == (400, "Connector config contains no connector type")
+    code, body = call("PUT", worker + "connectors/a/config", {"connector.class": "no.Such"})
+    assert code == 400
+    assert body["message"].startswith(
+        "Failed to find any class that implements Connector and which name matches no.Such, "
+    )
 
 
 def test_validate(worker: str, tmp_path: Path) -> None:
     url = worker + "connector-plugins/FileSink/config/validate"
-    code, result = call("PUT", url, {"name": "v", "topics": "t", "file": str(tmp_path / "f")})
+    config = {"connector.class": "FileSink", "name": "v", "topics": "t"}
+    code, result = call("PUT", url, {**config, "file": str(tmp_path / "f")})
     assert code == 200
     assert result["name"] == "producer.sink.FileSink" and result["error_count"] == 0
     assert {"definition", "value"} == set(result["configs"][0])
-    code, result = call("PUT", url, {"name": "v", "share.max.delivery.count": "five"})
+    bad = {"connector.class": "FileSink", "name": "v", "share.max.delivery.count": "five"}
+    code, result = call("PUT", url, bad)
     assert result["error_count"] >= 1
     errors = {c["value"]["name"]: c["value"]["errors"] for c in result["configs"]}
     assert errors["topics"] or errors.get("share.max.delivery.count")
+    code, body = call("PUT", url, {"connector.class": "Other"})
+    assert (code, body["message"]) == (
+        400,
+        "Included connector type Other does not match request type FileSink",
+    )

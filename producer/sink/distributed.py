@@ -65,6 +65,7 @@ from producer.sink.herder import (
     NotFound,
     NotLeader,
     not_found,
+    stop_all,
     task_config,
 )
 from producer.sink.kafka_log import KafkaLog
@@ -176,7 +177,8 @@ class DistributedHerder(Herder):
         for thread in self._threads:
             thread.join(90)
         with self._lock:
-            self._stop_all()
+            stopping = self._take_all()
+        stop_all(stopping)
         self._member.leave()
         self._member.close()
         self._config_log.close()
@@ -214,16 +216,19 @@ class DistributedHerder(Herder):
                 else:
                     self._statuses[key] = json.loads(value)
 
-        self._config_log.read_to_end(on_config)
-        self._status_log.read_to_end(on_status)
+        # Always the herder's lock first, then a log's (the tick holds it while it writes).
+        with self._lock:
+            self._config_log.read_to_end(on_config)
+            self._status_log.read_to_end(on_status)
 
     # -- the rebalance ---------------------------------------------------------------------
 
     def _rebalance(self) -> None:
         """Eager: give everything up, join, start the new assignment."""
         with self._lock:
-            self._stop_all()
+            stopping = self._take_all()
             self._assignment = None
+        stop_all(stopping)
         self._rejoin.clear()
         self._refresh()
         meta = encode_metadata(WorkerMetadata(self.url, self._state.offset - 1))
@@ -266,6 +271,7 @@ class DistributedHerder(Herder):
 
     def _tick(self) -> None:
         self._refresh()
+        stopping: list[LocalTasks] = []
         with self._lock:
             if self._leader:
                 self._write_task_configs()
@@ -274,9 +280,10 @@ class DistributedHerder(Herder):
                     return
             if self._assignment is None:
                 return
-            self._apply_restarts()
-            self._reconcile()
+            stopping = self._reconcile(self._apply_restarts())
             self._write_statuses()
+        # Tasks finish their batches without holding up the REST API.
+        stop_all(stopping)
 
     def _write_task_configs(self) -> None:
         """The leader writes a connector's task configs when they are not its config's."""
@@ -295,10 +302,13 @@ class DistributedHerder(Herder):
             self._config_log.send(config_key(COMMIT_PREFIX, name), json_value({"tasks": count}))
         self._refresh()
 
-    def _reconcile(self) -> None:
-        """Run the assigned tasks that should run, with their current configs."""
+    def _reconcile(self, stopping: list[LocalTasks]) -> list[LocalTasks]:
+        """Run the assigned tasks that should run, with their current configs; the tasks
+        that should not run any more, to be stopped (``stopping``: already on their way;
+        they start again on the next pass, once they stopped)."""
         assignment = self._assignment
         assert assignment is not None
+        stopping = list(stopping)
         for name in list(self._local):
             tasks = self._local[name].task_ids
             config = self._state.task_config(name, tasks[0]) if tasks else {}
@@ -307,18 +317,23 @@ class DistributedHerder(Herder):
                 or self._state.target_state(name) != STARTED
                 or config != self._local_configs.get(name)
             ):
-                self._local.pop(name).stop()
+                stopping.append(self._local.pop(name))
+        busy = {local.name for local in stopping}
         for name in assignment.tasks:
             tasks = [t for t in assignment.task_ids(name) if t < self._state.tasks(name)]
-            if not tasks or name in self._local or name not in self._state.connectors:
+            if not tasks or name in self._local or name in busy:
+                continue
+            if name not in self._state.connectors:
                 continue
             if self._state.target_state(name) != STARTED:
                 continue
             config = self._state.task_config(name, tasks[0])
             self._local[name] = LocalTasks(self.worker, config, tasks)
             self._local_configs[name] = config
+        return stopping
 
-    def _apply_restarts(self) -> None:
+    def _apply_restarts(self) -> list[LocalTasks]:
+        stopping: list[LocalTasks] = []
         for name, include_tasks, only_failed, offset in self._state.restarts:
             if offset < self._restart_mark:
                 continue
@@ -331,7 +346,8 @@ class DistributedHerder(Herder):
                 continue
             for task in running.task_ids:
                 self._put_status(status_key(name, task), RESTARTING, None)
-            self._local.pop(name).stop()
+            stopping.append(self._local.pop(name))
+        return stopping
 
     def _write_statuses(self) -> None:
         assignment = self._assignment
@@ -358,10 +374,12 @@ class DistributedHerder(Herder):
         value = status_value(state, self.worker_id, self._member.generation, trace)
         self._status_log.send(key, value)
 
-    def _stop_all(self) -> None:
-        for name in list(self._local):
-            self._local.pop(name).stop()
+    def _take_all(self) -> list[LocalTasks]:
+        """Every running connector's tasks, to be stopped once the lock is released."""
         self._written.clear()
+        taken = list(self._local.values())
+        self._local.clear()
+        return taken
 
     # -- what the REST API calls -----------------------------------------------------------
 

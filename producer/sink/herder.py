@@ -39,6 +39,7 @@ __all__ = [
     "NotFound",
     "NotLeader",
     "StandaloneHerder",
+    "stop_all",
 ]
 
 log = logging.getLogger("producer.sink")
@@ -151,13 +152,11 @@ class LocalTasks:
             if not self._stopped.is_set():
                 sink.start(self.task_ids)
         except BaseException as exc:
-            log.warning(
-                "connector %s: tasks %s failed to start: %s", self._name, self.task_ids, exc
-            )
+            log.warning("connector %s: tasks %s failed to start: %s", self.name, self.task_ids, exc)
             self.start_error = exc
 
     @property
-    def _name(self) -> str:
+    def name(self) -> str:
         return str(self._connector.get("name"))
 
     def states(self) -> dict[int, tuple[str, str | None]]:
@@ -172,12 +171,26 @@ class LocalTasks:
             out[task] = (RUNNING, None) if error is None else (FAILED, trace_of(error))
         return out
 
+    def request_stop(self) -> None:
+        """Ask the tasks to stop; ``stop`` waits for them."""
+        self._stopped.set()
+        if self._sink is not None:
+            self._sink.request_stop()
+
     def stop(self) -> None:
         """Each task finishes, acknowledges and commits its batch, then stops."""
-        self._stopped.set()
+        self.request_stop()
         self._thread.join(60)
         if self._sink is not None:
             self._sink.stop()
+
+
+def stop_all(tasks: list[LocalTasks]) -> None:
+    """Stop several connectors' tasks at once (they finish their batches in parallel)."""
+    for local in tasks:
+        local.request_stop()
+    for local in tasks:
+        local.stop()
 
 
 # -- the interface --------------------------------------------------------------------------

@@ -7,11 +7,6 @@ so the request is forwarded to the leader) and kept in the config topic in Conne
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -21,66 +16,10 @@ import pytest
 
 from coordinator.launcher import LocalBroker
 from tests.integration.sink_helpers import BROKER_CONFIG, input_topic, lines, produce, wait_for
-from tests.integration.sink_rest_helpers import call, task_states
+from tests.integration.sink_rest_helpers import WorkerProcess, call, task_states
 from tests.stock_reads import read_messages
 
 pytestmark = pytest.mark.integration
-
-READY = "sharetxn sink worker "
-
-
-class DistributedWorker:
-    """A ``sharetxn sink distributed`` child process; its output is collected by a thread."""
-
-    def __init__(self, props: dict[str, str], path: Path) -> None:
-        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
-        cmd = [sys.executable, "-m", "chaos.cli", "sink", "distributed", str(path)]
-        self.process = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        self.output: list[str] = []
-        self.url = ""
-        self.ready = threading.Event()
-        self._pump = threading.Thread(target=self._read, daemon=True)
-        self._pump.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.output.append(line.rstrip("\n"))
-            if line.startswith(READY) and not self.url:
-                self.url = line[len(READY) :].split()[0]
-                self.ready.set()
-        self.ready.set()
-
-    @property
-    def worker_id(self) -> str:
-        return self.url.removeprefix("http://").rstrip("/")
-
-    def wait_ready(self) -> None:
-        assert self.ready.wait(90), self.output
-        assert self.process.poll() is None and self.url, self.output
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait(10)
-
-    def terminate(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        code = self.process.wait(90)
-        self._pump.join(5)
-        return code
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.kill()
-        self._pump.join(5)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +29,8 @@ def dbroker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
 
 
 @pytest.fixture
-def workers() -> Iterator[list[DistributedWorker]]:
-    started: list[DistributedWorker] = []
+def workers() -> Iterator[list[WorkerProcess]]:
+    started: list[WorkerProcess] = []
     yield started
     for w in started:
         w.close()
@@ -121,14 +60,16 @@ def statuses(url: str, name: str) -> dict[int, tuple[str, str]]:
 
 
 def test_two_workers_share_tasks_and_a_killed_workers_tasks_move(
-    dbroker: LocalBroker, tmp_path: Path, workers: list[DistributedWorker]
+    dbroker: LocalBroker, tmp_path: Path, workers: list[WorkerProcess]
 ) -> None:
     bs = dbroker.bootstrap_servers
     group = f"connect-cluster-{uuid.uuid4().hex[:6]}"
     first = [f"a{i}" for i in range(150)]
     topic, name = input_topic(bs, 3, first, batch=5, fast=True)
     for i in range(2):
-        workers.append(DistributedWorker(worker_props(bs, group), tmp_path / f"w{i}.properties"))
+        workers.append(
+            WorkerProcess("distributed", worker_props(bs, group), tmp_path / f"w{i}.properties")
+        )
     for w in workers:
         w.wait_ready()
     out = tmp_path / "out.txt"
@@ -186,13 +127,15 @@ def test_two_workers_share_tasks_and_a_killed_workers_tasks_move(
 
 
 def test_restart_and_delete_from_a_follower_are_forwarded(
-    dbroker: LocalBroker, tmp_path: Path, workers: list[DistributedWorker]
+    dbroker: LocalBroker, tmp_path: Path, workers: list[WorkerProcess]
 ) -> None:
     bs = dbroker.bootstrap_servers
     group = f"connect-cluster-{uuid.uuid4().hex[:6]}"
     topic, name = input_topic(bs, 1, ["x"])
     for i in range(2):
-        workers.append(DistributedWorker(worker_props(bs, group), tmp_path / f"w{i}.properties"))
+        workers.append(
+            WorkerProcess("distributed", worker_props(bs, group), tmp_path / f"w{i}.properties")
+        )
     for w in workers:
         w.wait_ready()
     config = {

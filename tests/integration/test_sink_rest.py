@@ -11,7 +11,7 @@ from coordinator.launcher import LocalBroker
 from producer.sink.herder import StandaloneHerder
 from producer.sink.rest import RestServer
 from tests.integration.sink_helpers import BROKER_CONFIG, input_topic, lines, wait_for
-from tests.integration.sink_rest_helpers import call, task_states
+from tests.integration.sink_rest_helpers import WorkerProcess, call, task_states
 
 pytestmark = pytest.mark.integration
 
@@ -170,3 +170,25 @@ def test_validate(worker: str, tmp_path: Path) -> None:
         400,
         "Included connector type Other does not match request type FileSink",
     )
+
+
+def test_sharetxn_sink_standalone(rbroker: LocalBroker, tmp_path: Path) -> None:
+    """``sharetxn sink standalone worker.properties connector.properties``: a process."""
+    bs = rbroker.bootstrap_servers
+    values = [f"v{i}" for i in range(20)]
+    topic, name = input_topic(bs, 1, values)
+    out = tmp_path / "out.txt"
+    props = {
+        "bootstrap.servers": bs,
+        "consumer.group.protocol": "share",
+        "listeners": "http://127.0.0.1:0",
+    }
+    connector = {"name": name, **file_sink(topic, out)}
+    worker = WorkerProcess("standalone", props, tmp_path / "worker.properties", connector)
+    try:
+        worker.wait_ready()
+        assert call("GET", worker.url + "connectors") == (200, [name])
+        wait_for(lambda: set(lines(out)) >= set(values), 30, "every record")
+        assert worker.terminate() == 0
+    finally:
+        worker.close()

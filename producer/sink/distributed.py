@@ -467,6 +467,9 @@ class DistributedHerder(Herder):
                 "type": "sink",
             }
 
+    def ready(self) -> bool:
+        return self.joined.is_set()
+
     def wait_until_joined(self, timeout_s: float) -> bool:
         deadline = time.monotonic() + timeout_s
         while not self.joined.wait(0.1):

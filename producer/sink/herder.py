@@ -270,6 +270,28 @@ class Herder:
             for t in range(self.task_count(name))
         ]
 
+    def ready(self) -> bool:
+        """Whether the worker finished starting (``GET /health``)."""
+        return True
+
+    def task_status(self, name: str, task: int) -> dict[str, Any]:
+        try:
+            found = self.connector_status(name)["tasks"]
+        except NotFound:
+            found = []
+        for entry in found:
+            if entry["id"] == task:
+                return dict(entry)
+        raise NotFound(f"No status found for task {name}-{task}")
+
+    def restart_task(self, name: str, task: int) -> None:
+        """Restart a task: here, every task of its connector that this cluster runs (a
+        ``SinkWorker`` runs a connector's tasks together)."""
+        self.require(name, UNKNOWN_RESTART)
+        if not 0 <= task < self.task_count(name):
+            raise NotFound(f"Unknown task: {name}-{task}")
+        self.restart(name, include_tasks=True, only_failed=False)
+
     def require(self, name: str, message: str) -> None:
         """NotFound with Connect's ``message`` (``UNKNOWN``...) unless ``name`` exists."""
         if name not in self.connectors():

@@ -7,6 +7,7 @@ Endpoints and JSON shapes as Connect's ``RootResource``, ``ConnectorsResource`` 
 method   path                                              answer
 =======  ================================================  ===============================
 GET      ``/``                                             version, commit, cluster id
+GET      ``/health``                                       healthy (200) or starting (503)
 GET      ``/connectors[?expand=status&expand=info]``       names (or name -> expansions)
 POST     ``/connectors``  ``{"name", "config"}``           201, the connector's info
 GET      ``/connectors/{name}``                            info: name, config, tasks, type
@@ -17,6 +18,8 @@ GET      ``/connectors/{name}/offsets``                    the share group's sta
 POST     ``/connectors/{name}/restart``                    204; with ``includeTasks`` or
                                                            ``onlyFailed``: 202 and status
 PUT      ``/connectors/{name}/pause|resume|stop``          202
+GET      ``/connectors/{name}/tasks/{n}/status``           the task's state
+POST     ``/connectors/{name}/tasks/{n}/restart``          204
 DELETE   ``/connectors/{name}``                            204
 GET      ``/connector-plugins``                            ``[{"class", "type", "version"}]``
 PUT      ``/connector-plugins/{plugin}/config/validate``   Connect's ``ConfigInfos``
@@ -186,11 +189,15 @@ def _known_path(parts: list[str]) -> bool:
     if not parts:
         return True
     if parts[0] == "connectors":
+        if len(parts) == 5 and parts[2] == "tasks" and parts[3].lstrip("-").isdigit():
+            return parts[4] in ("status", "restart")
         return len(parts) <= 2 or (
             len(parts) == 3
             and parts[2]
             in ("config", "status", "tasks", "offsets", "restart", "pause", "resume", "stop")
         )
+    if parts == ["health"]:
+        return True
     if parts[0] == "connector-plugins":
         return len(parts) == 1 or (len(parts) == 4 and parts[2:] == ["config", "validate"])
     return False
@@ -202,6 +209,8 @@ def _route(
     n = len(parts)
     if n == 0 and method == "GET":
         return lambda: (200, h.server_info())
+    if parts == ["health"] and method == "GET":
+        return lambda: _health(h)
     if parts[:1] == ["connector-plugins"]:
         if n == 1 and method == "GET":
             return lambda: (200, plugins())
@@ -223,6 +232,13 @@ def _route(
         if method == "DELETE":
             return lambda: _done(204, h.delete_connector, name)
         return None
+    if n == 5 and parts[2] == "tasks" and parts[3].lstrip("-").isdigit():
+        task = int(parts[3])
+        if parts[4] == "status" and method == "GET":
+            return lambda: (200, h.task_status(name, task))
+        if parts[4] == "restart" and method == "POST":
+            return lambda: _done(204, h.restart_task, name, task)
+        return None
     if n != 3:
         return None
     table: dict[tuple[str, str], Callable[[], Reply]] = {
@@ -239,7 +255,15 @@ def _route(
     return table.get((parts[2], method))
 
 
-def _done(code: int, action: Callable[..., None], *args: str) -> Reply:
+def _health(h: Herder) -> Reply:
+    """KIP-1017's ``GET /health``."""
+    if h.ready():
+        message = "Worker has completed startup and is ready to handle requests."
+        return 200, {"status": "healthy", "message": message}
+    return 503, {"status": "starting", "message": "Worker is still starting up."}
+
+
+def _done(code: int, action: Callable[..., None], *args: str | int) -> Reply:
     action(*args)
     return code, None
 

@@ -49,6 +49,8 @@ def file_sink(topic: str, out: Path, **extra: str) -> dict[str, str]:
 
 
 def test_root_and_plugins(worker: str) -> None:
+    healthy = "Worker has completed startup and is ready to handle requests."
+    assert call("GET", worker + "health") == (200, {"status": "healthy", "message": healthy})
     code, info = call("GET", worker)
     assert code == 200
     assert set(info) == {"version", "commit", "kafka_cluster_id"}
@@ -94,6 +96,11 @@ def test_connector_lifecycle(rbroker: LocalBroker, worker: str, tmp_path: Path) 
     assert code == 200
     assert status["connector"]["state"] == "RUNNING" and status["type"] == "sink"
     assert {s for s, _ in task_states(status).values()} == {"RUNNING"}
+    code, task = call("GET", worker + f"connectors/{name}/tasks/1/status")
+    assert (code, task["id"], task["state"]) == (200, 1, "RUNNING")
+    code, body = call("GET", worker + f"connectors/{name}/tasks/7/status")
+    assert (code, body["message"]) == (404, f"No status found for task {name}-7")
+    assert call("POST", worker + f"connectors/{name}/tasks/0/restart") == (204, None)
     code, tasks = call("GET", worker + f"connectors/{name}/tasks")
     assert code == 200
     assert [t["id"] for t in tasks] == [{"connector": name, "task": t} for t in (0, 1)]

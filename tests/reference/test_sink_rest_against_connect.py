@@ -48,6 +48,10 @@ SAME: list[tuple[str, str, Any]] = [
     ("PUT", "connectors/a/config", {"name": "b", "topics": "t"}),
     ("PUT", "connectors/a/config", {"topics": "t"}),
     ("PUT", "connector-plugins/Foo/config/validate", {"connector.class": "Bar"}),
+    ("GET", "health", None),
+    ("GET", "connectors/a/tasks/0/status", None),
+    ("GET", "connectors/a/tasks/x/status", None),
+    ("POST", "connectors/a/tasks/0/restart", None),
     ("GET", "nowhere", None),
     ("DELETE", "connectors", None),
 ]

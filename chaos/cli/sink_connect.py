@@ -21,7 +21,7 @@ from pathlib import Path
 from types import FrameType
 
 from chaos.cli.support import CliError, read_properties, report_error
-from producer.sink.distributed import DistributedHerder
+from producer.sink.distributed import DistributedHerder, DistributedSettings
 from producer.sink.herder import Herder, HerderError, StandaloneHerder
 from producer.sink.rest import RestServer
 from txn.errors import KafkaProtocolError, RetriableError
@@ -87,6 +87,7 @@ def run_standalone(args: argparse.Namespace) -> int:
 def run_distributed(args: argparse.Namespace) -> int:
     try:
         props = _worker_props(args)
+        DistributedSettings(props)  # every config error before the port is bound
         rest = RestServer(props)
         herder = DistributedHerder(props, rest.url)
     except (CliError, ValueError, OSError) as exc:

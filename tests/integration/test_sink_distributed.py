@@ -10,12 +10,22 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from coordinator.launcher import LocalBroker
-from tests.integration.sink_helpers import BROKER_CONFIG, input_topic, lines, produce, wait_for
+from tests.integration.sink_helpers import (
+    BROKER_CONFIG,
+    eos_topics,
+    fast_group,
+    input_topic,
+    lines,
+    produce,
+    read_topic,
+    wait_for,
+)
 from tests.integration.sink_rest_helpers import WorkerProcess, call, task_states
 from tests.stock_reads import read_messages
 
@@ -52,6 +62,10 @@ def worker_props(bootstrap: str, group: str) -> dict[str, str]:
         "session.timeout.ms": "6000",
         "heartbeat.interval.ms": "1000",
     }
+
+
+def lists(url: str, names: list[str]) -> bool:
+    return bool(call("GET", f"{url}connectors")[1] == names)
 
 
 def statuses(url: str, name: str) -> dict[int, tuple[str, str]]:
@@ -147,7 +161,7 @@ def test_restart_and_delete_from_a_follower_are_forwarded(
     assert code == 201, created
     assert created["tasks"] == [] and created["type"] == "sink"
     for w in workers:
-        wait_for(lambda w=w: call("GET", f"{w.url}connectors")[1] == [name], 30, "the config")
+        wait_for(partial(lists, w.url, [name]), 30, "the config")
     wait_for(lambda: statuses(workers[0].url, name) != {}, 30, "a task status")
     code, body = call("POST", f"{workers[0].url}connectors", {"name": name, "config": config})
     assert (code, body["message"]) == (409, f"Connector {name} already exists")
@@ -157,5 +171,58 @@ def test_restart_and_delete_from_a_follower_are_forwarded(
     code, _ = call("DELETE", f"{workers[1].url}connectors/{name}")
     assert code == 204
     for w in workers:
-        wait_for(lambda w=w: call("GET", f"{w.url}connectors")[1] == [], 30, "the delete")
+        wait_for(partial(lists, w.url, []), 30, "the delete")
     assert all(w.terminate() == 0 for w in workers)
+
+
+def test_exactly_once_survives_a_killed_worker(
+    dbroker: LocalBroker, tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    """KafkaTopicSink, exactly-once: a worker killed mid-stream; each record once."""
+    bs = dbroker.bootstrap_servers
+    group = f"connect-cluster-{uuid.uuid4().hex[:6]}"
+    topic, name, target = eos_topics(bs, 3, 3)
+    fast_group(bs, f"connect-{name}")
+    first = [f"a{i}" for i in range(200)]
+    produce(bs, topic, first, batch=10)
+    for i in range(2):
+        props = worker_props(bs, group)
+        workers.append(WorkerProcess("distributed", props, tmp_path / f"w{i}.properties"))
+    for w in workers:
+        w.wait_ready()
+    config = {
+        "connector.class": "producer.sink.KafkaTopicSink",
+        "topics": topic,
+        "target.topic": target,
+        "tasks.max": "2",
+        "share.delivery.semantics": "exactly-once",
+        "share.acquisition.lock.timeout.ms": "2000",
+        "producer.override.transaction.timeout.ms": "3000",
+        "consumer.override.fetch.max.wait.ms": "100",
+        "consumer.override.max.poll.records": "10",
+    }
+    code, body = call("PUT", f"{workers[0].url}connectors/{name}/config", config)
+    assert code == 201, body
+    wait_for(
+        lambda: (
+            {wid for _, wid in statuses(workers[0].url, name).values()}
+            == {w.worker_id for w in workers}
+        ),
+        60,
+        "a task on each worker",
+    )
+    victim, survivor = workers
+    victim.kill()
+    second = [f"b{i}" for i in range(200)]
+    produce(bs, topic, second, batch=10)
+    wait_for(
+        lambda: (
+            set(statuses(survivor.url, name).items())
+            == {(t, ("RUNNING", survivor.worker_id)) for t in range(2)}
+        ),
+        90,
+        "both tasks on the survivor",
+    )
+    got = read_topic(bs, target, 3, expect_at_least=400, timeout_s=90)
+    assert survivor.terminate() == 0
+    assert Counter(m.value() for m in got) == Counter(v.encode() for v in first + second)

@@ -68,6 +68,11 @@ def lists(url: str, names: list[str]) -> bool:
     return bool(call("GET", f"{url}connectors")[1] == names)
 
 
+def connector_state(url: str, name: str, state: str) -> bool:
+    code, body = call("GET", f"{url}connectors/{name}/status")
+    return code == 200 and body["connector"]["state"] == state
+
+
 def statuses(url: str, name: str) -> dict[int, tuple[str, str]]:
     code, body = call("GET", f"{url}connectors/{name}/status")
     return task_states(body) if code == 200 else {}
@@ -168,6 +173,15 @@ def test_restart_and_delete_from_a_follower_are_forwarded(
     for w in workers:
         code, _ = call("POST", f"{w.url}connectors/{name}/restart?includeTasks=true")
         assert code == 202
+    # pause and resume are written by any worker; stop is the leader's (forwarded)
+    for action, state in (("pause", "PAUSED"), ("resume", "RUNNING"), ("stop", "STOPPED")):
+        for w in workers:
+            assert call("PUT", f"{w.url}connectors/{name}/{action}") == (202, None)
+        wait_for(
+            partial(connector_state, workers[0].url, name, state), 30, f"the connector {state}"
+        )
+    code, status = call("GET", f"{workers[1].url}connectors/{name}/status")
+    assert status["tasks"] == [], "a stopped connector has no tasks"
     code, _ = call("DELETE", f"{workers[1].url}connectors/{name}")
     assert code == 204
     for w in workers:

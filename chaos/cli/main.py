@@ -43,7 +43,7 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
     "sink": (
         "chaos.cli.sink",
         "run share-group sink tasks (KIP-1302), at-least-once or exactly-once "
-        "(like connect-standalone.sh)",
+        "(like connect-standalone.sh and connect-distributed.sh, with Connect's REST API)",
     ),
     "txn": (
         "chaos.cli.transactions",
@@ -88,6 +88,7 @@ EXAMPLES = """examples:
   sharetxn configs --entity-type topics --entity-name orders --describe
   sharetxn share-groups --describe --group orders --bootstrap-server 127.0.0.1:9092
   sharetxn sink run orders-to-file.properties
+  sharetxn sink distributed connect-distributed.properties
   sharetxn txn list --state Ongoing --older-than 15m
   sharetxn recover --checkpoint /chk/orders-query --execute
 """

@@ -1,5 +1,8 @@
 """``sharetxn sink run CONFIG.properties [CONNECTOR.properties]``: a share sink worker process.
 
+(``sharetxn sink standalone`` and ``sharetxn sink distributed`` run workers with Connect's
+REST API: ``chaos.cli.sink_connect``.)
+
 Shaped like ``connect-standalone.sh``: a worker properties file and a connector properties
 file, or one file holding both.  Prints ``sharetxn sink NAME running ...`` once every task
 has started, then a live status line (records/s, acknowledged, released, rejected, DLQ) and a
@@ -19,6 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from chaos.cli import sink_connect
 from chaos.cli.support import EXIT_CODES_HELP, CliError, read_properties, report_error
 from producer.sink.config import SinkConfigError
 from producer.sink.metrics import StatsSnapshot
@@ -75,6 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run_parser.add_argument(
         "--json", action="store_true", help="print the summary as JSON (no status line)"
     )
+    sink_connect.add_parsers(actions)
 
 
 def _line(snap: StatsSnapshot, rate: float) -> str:
@@ -100,6 +105,10 @@ def _summary(snap: StatsSnapshot, elapsed_s: float) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "standalone":
+        return sink_connect.run_standalone(args)
+    if args.action == "distributed":
+        return sink_connect.run_distributed(args)
     try:
         worker_props: dict[str, Any] = dict(read_properties(args.config))
         connector_props = read_properties(args.connector) if args.connector else None

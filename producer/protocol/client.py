@@ -63,6 +63,10 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     ApiKey.OFFSET_FETCH: 7,  # one group, require_stable
     ApiKey.FIND_COORDINATOR: 4,  # batched keys from v4
     ApiKey.DESCRIBE_GROUPS: 5,
+    ApiKey.JOIN_GROUP: 7,  # classic groups: the sink worker's "connect" group
+    ApiKey.SYNC_GROUP: 5,
+    ApiKey.HEARTBEAT: 4,
+    ApiKey.LEAVE_GROUP: 4,
     ApiKey.LIST_GROUPS: 5,
     ApiKey.CREATE_TOPICS: 7,
     ApiKey.DELETE_TOPICS: 6,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Self
 
 from opentelemetry.metrics import MeterProvider
@@ -118,11 +118,15 @@ class SinkWorker:
                 except Exception as exc:
                     raise SinkWorkerError(str(exc)) from exc
 
-    def start(self) -> None:
-        """Prepare, then start the tasks; raises if one of them fails to start."""
+    def start(self, task_ids: Sequence[int] | None = None) -> None:
+        """Prepare, then start the tasks; raises if one of them fails to start.
+
+        ``task_ids``: only these of the connector's ``tasks.max`` tasks (a distributed
+        worker runs the ones its group assigned it); all of them by default.
+        """
         self.prepare()
         cfg = self.config
-        for task_id in range(cfg.tasks_max):
+        for task_id in range(cfg.tasks_max) if task_ids is None else task_ids:
             runner = WorkerShareSinkTask(
                 cfg,
                 task_id,
@@ -146,7 +150,7 @@ class SinkWorker:
         log.info(
             "sink %s: %d task(s) on share group %s, topics %s, %s, acknowledgement mode %s",
             cfg.name,
-            cfg.tasks_max,
+            len(self._tasks),
             cfg.share_group_id,
             ",".join(cfg.topics) or f"matching {cfg.topics_regex}",
             cfg.delivery_semantics,
@@ -159,6 +163,10 @@ class SinkWorker:
     def failure(self) -> BaseException | None:
         """The first task error, if any."""
         return next((t.error for t in self._tasks if t.error is not None), None)
+
+    def task_errors(self) -> dict[int, BaseException | None]:
+        """Each started task's error (None while it runs or after it stopped cleanly)."""
+        return {t.task_id: t.error for t in self._tasks}
 
     @property
     def running(self) -> bool:

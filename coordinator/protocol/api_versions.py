@@ -73,6 +73,9 @@ _VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.DELETE_ACLS: (1, 3),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    # Client quotas (coordinator/quotas; KIP-546).
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
 }
 #: api key -> (Kafka's name of the API, min version, max version)
 SUPPORTED: Final[dict[int, tuple[str, int, int]]] = {

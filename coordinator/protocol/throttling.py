@@ -1,0 +1,110 @@
+"""Client quota enforcement on the request path, as Kafka's KafkaApis applies its quota
+managers (KIP-13, KIP-124, KIP-219).
+
+For each answered request the broker records the client's usage -- a Produce its request
+size against ``producer_byte_rate``, a Fetch its response size against
+``consumer_byte_rate``, every request its handling time against ``request_percentage`` -- and
+answers the largest throttle time in the response's ThrottleTimeMs.  The server then mutes
+the connection for that time after sending the response (KIP-219); to a client too old to
+throttle itself (Produce below v6, Fetch below v8) the response is sent after the wait.  The
+decisions are the quota managers' (``coordinator.quotas``), on the broker's Clock.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator.quotas.managers import user_name
+from coordinator.quotas.store import ClientQuotas
+from txn.api_keys import ApiKey
+
+__all__ = ["EXEMPT", "Throttle", "Throttler", "with_throttle_time"]
+
+#: Requests no quota applies to: the ones before and during authentication.
+EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+#: The first version of an API whose clients throttle themselves (KIP-219).
+_CLIENT_THROTTLES = {ApiKey.PRODUCE: 6, ApiKey.FETCH: 8}
+
+
+@dataclass(frozen=True, slots=True)
+class Throttle:
+    """A decision: milliseconds to mute, and whether to wait before sending (old clients)."""
+
+    ms: int = 0
+    before_response: bool = False
+
+
+NO_THROTTLE = Throttle()
+
+
+def with_throttle_time(body: Any, throttle_ms: int) -> dict[str, Any]:
+    """The response with ThrottleTimeMs set."""
+    fields = (
+        dict(body)
+        if isinstance(body, Mapping)
+        else {f.name: getattr(body, f.name) for f in dataclasses.fields(body)}
+    )
+    return {**fields, "throttle_time": throttle_ms}
+
+
+class Throttler:
+    """Applies the broker's client quotas to answered requests."""
+
+    def __init__(self, quotas: ClientQuotas) -> None:
+        self.quotas = quotas
+
+    def _decision(self, key: int, version: int, ms: int) -> Throttle:
+        if ms <= 0:
+            return NO_THROTTLE
+        first = _CLIENT_THROTTLES.get(ApiKey(key)) if key in _CLIENT_THROTTLES else None
+        return Throttle(ms, before_response=first is not None and version < first)
+
+    def request(
+        self,
+        key: int,
+        version: int,
+        principal: str,
+        client_id: str | None,
+        request_bytes: int,
+        handler_ms: float,
+        answered: bool,
+    ) -> Throttle:
+        """The throttle of a request other than a Fetch (``answered``: it has a response;
+        an acks=0 Produce has none and no request-time quota, as Kafka)."""
+        if key in EXEMPT:
+            return NO_THROTTLE
+        user, client = user_name(principal), client_id or ""
+        now = self.quotas.clock.now_ms()
+        bandwidth = 0
+        if key == ApiKey.PRODUCE:
+            bandwidth = self.quotas.produce.record(user, client, request_bytes, now)
+        request_ms = (
+            self.quotas.request.record(user, client, handler_ms / 10.0, now) if answered else 0
+        )
+        if bandwidth > request_ms:
+            self.quotas.produce.throttled(user, client, bandwidth)
+        else:
+            self.quotas.request.throttled(user, client, request_ms)
+        return self._decision(key, version, max(bandwidth, request_ms))
+
+    def fetch(
+        self,
+        version: int,
+        principal: str,
+        client_id: str | None,
+        response_bytes: int,
+        handler_ms: float,
+    ) -> Throttle:
+        """The throttle of a consumer Fetch answering ``response_bytes``."""
+        user, client = user_name(principal), client_id or ""
+        now = self.quotas.clock.now_ms()
+        bandwidth = self.quotas.fetch.record(user, client, response_bytes, now)
+        request_ms = self.quotas.request.record(user, client, handler_ms / 10.0, now)
+        if bandwidth > request_ms:
+            self.quotas.fetch.throttled(user, client, bandwidth)
+        else:
+            self.quotas.request.throttled(user, client, request_ms)
+        return self._decision(ApiKey.FETCH, version, max(bandwidth, request_ms))

@@ -31,7 +31,12 @@ from coordinator.protocol.handlers import Handlers
 from coordinator.protocol.quota_handlers import QuotaHandlers
 from coordinator.protocol.security_gate import CLOSE, SecurityGate
 from coordinator.protocol.session import Session
-from coordinator.protocol.throttling import Throttle, Throttler, with_throttle_time
+from coordinator.protocol.throttling import (
+    Throttle,
+    Throttler,
+    throttled_fetch,
+    with_throttle_time,
+)
 from coordinator.protocol.wire import (
     FrameError,
     decode_request,
@@ -435,6 +440,8 @@ class KafkaServer:
                 correlation_id,
                 len(frame),
             )
+        if key == ApiKey.FETCH:
+            request = self.throttler.limit_fetch(session.principal, request)
         waited = [0.0]
         _WAITED_MS.set(waited)
         started = time.perf_counter()
@@ -466,7 +473,11 @@ class KafkaServer:
                 )
             if throttle.ms > 0:
                 self._throttles[connection_id] = throttle
-                body = with_throttle_time(body, throttle.ms)
+                body = (
+                    throttled_fetch(throttle.ms)
+                    if key == ApiKey.FETCH
+                    else with_throttle_time(body, throttle.ms)
+                )
                 encoded = encode_response(key, version, correlation_id, body)
             return encoded
         except Exception:

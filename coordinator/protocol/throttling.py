@@ -4,10 +4,12 @@ managers (KIP-13, KIP-124, KIP-219).
 For each answered request the broker records the client's usage -- a Produce its request
 size against ``producer_byte_rate``, a Fetch its response size against
 ``consumer_byte_rate``, every request its handling time against ``request_percentage`` -- and
-answers the largest throttle time in the response's ThrottleTimeMs.  The server then mutes
-the connection for that time after sending the response (KIP-219); to a client too old to
-throttle itself (Produce below v6, Fetch below v8) the response is sent after the wait.  The
-decisions are the quota managers' (``coordinator.quotas``), on the broker's Clock.
+answers the largest throttle time in the response's ThrottleTimeMs.  A throttled Fetch
+carries no data, and a Fetch never asks for more than its quota lets through in one window.
+The server then mutes the connection for the throttle time after sending the response
+(KIP-219); to a client too old to throttle itself (Produce below v6, Fetch below v8) the
+response is sent after the wait.  The decisions are the quota managers'
+(``coordinator.quotas``), on the broker's Clock.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from coordinator.protocol.wire import DecodedRequest
 from coordinator.quotas.managers import user_name
 from coordinator.quotas.store import ClientQuotas
 from txn.api_keys import ApiKey
+from txn.errors import ErrorCode
 
-__all__ = ["EXEMPT", "Throttle", "Throttler", "with_throttle_time"]
+__all__ = ["EXEMPT", "Throttle", "Throttler", "throttled_fetch", "with_throttle_time"]
 
 #: Requests no quota applies to: the ones before and during authentication.
 EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
@@ -38,6 +42,16 @@ class Throttle:
 
 
 NO_THROTTLE = Throttle()
+
+
+def throttled_fetch(throttle_ms: int) -> dict[str, Any]:
+    """Kafka's answer to a throttled Fetch: no partitions (``getThrottledResponse``)."""
+    return {
+        "error_code": ErrorCode.NONE,
+        "responses": (),
+        "session_id": 0,
+        "throttle_time": throttle_ms,
+    }
 
 
 def with_throttle_time(body: Any, throttle_ms: int) -> dict[str, Any]:
@@ -90,6 +104,19 @@ class Throttler:
             self.quotas.request.throttled(user, client, request_ms)
         return self._decision(key, version, max(bandwidth, request_ms))
 
+    def limit_fetch(self, principal: str, request: DecodedRequest[Any]) -> DecodedRequest[Any]:
+        """A consumer Fetch asks for at most what its quota lets through in one window
+        (Kafka: ``maxValueInQuotaWindow`` caps max_bytes, and min_bytes by it)."""
+        cap = self.quotas.fetch.max_value_in_window(user_name(principal), request.client_id or "")
+        body = request.body
+        if cap is None or int(body.max_bytes) <= cap:
+            return request
+        max_bytes = int(cap)
+        limited = dataclasses.replace(
+            body, max_bytes=max_bytes, min_bytes=min(int(body.min_bytes), max_bytes)
+        )
+        return dataclasses.replace(request, body=limited)
+
     def fetch(
         self,
         version: int,
@@ -103,6 +130,10 @@ class Throttler:
         now = self.quotas.clock.now_ms()
         bandwidth = self.quotas.fetch.record(user, client, response_bytes, now)
         request_ms = self.quotas.request.record(user, client, handler_ms / 10.0, now)
+        if bandwidth > 0 or request_ms > 0:
+            # Kafka answers a throttled Fetch with no data (``throttled_fetch``): its bytes
+            # are taken back from the rate.
+            self.quotas.fetch.unrecord(user, client, response_bytes, now)
         if bandwidth > request_ms:
             self.quotas.fetch.throttled(user, client, bandwidth)
         else:

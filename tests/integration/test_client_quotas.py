@@ -1,0 +1,157 @@
+"""Client quotas on a real broker: AlterClientQuotas / DescribeClientQuotas on the wire, and
+a producer over its producer_byte_rate is throttled (librdkafka sees the throttle time and its
+throughput follows the quota)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from coordinator.launcher import LocalBroker
+from tests.kafka_wire import WireClient
+from txn.api_keys import ApiKey
+from txn.errors import ErrorCode
+
+pytestmark = pytest.mark.integration
+
+QUOTA = 100 * 1024  # bytes per second
+
+
+def _alter(bootstrap: str, entity: list[tuple[str, str | None]], **ops: float) -> Any:
+    client = WireClient(bootstrap)
+    try:
+        return client.request(
+            ApiKey.ALTER_CLIENT_QUOTAS,
+            1,
+            {
+                "entries": [
+                    {
+                        "entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+                        "ops": [{"key": k, "value": v, "remove": False} for k, v in ops.items()],
+                    }
+                ],
+                "validate_only": False,
+            },
+        )
+    finally:
+        client.close()
+
+
+def _describe(bootstrap: str) -> Any:
+    client = WireClient(bootstrap)
+    try:
+        return client.request(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, {"components": [], "strict": False})
+    finally:
+        client.close()
+
+
+def test_quotas_are_recorded_and_survive_a_restart(tmp_path: Any) -> None:
+    with LocalBroker(data_dir=tmp_path / "d") as broker:
+        answer = _alter(broker.bootstrap_servers, [("client-id", "slow")], producer_byte_rate=1024)
+        assert [e.error_code for e in answer.entries] == [ErrorCode.NONE]
+        bad = _alter(broker.bootstrap_servers, [("user", "u")], foo=1)
+        assert bad.entries[0].error_message == "Invalid configuration key foo"
+        broker.restart()
+        described = _describe(broker.bootstrap_servers)
+        assert described.error_code == ErrorCode.NONE
+        assert [
+            (
+                [(d.entity_type, d.entity_name) for d in e.entity],
+                [(v.key, v.value) for v in e.values],
+            )
+            for e in described.entries
+        ] == [([("client-id", "slow")], [("producer_byte_rate", 1024.0)])]
+
+
+def test_a_producer_over_its_quota_is_throttled(tmp_path: Any) -> None:
+    config = {"quota.window.num": "3", "quota.window.size.seconds": "1"}
+    with LocalBroker(data_dir=tmp_path / "d", config=config) as broker:
+        _alter(broker.bootstrap_servers, [("client-id", "slow")], producer_byte_rate=QUOTA)
+        throttles: list[int] = []
+        producer = Producer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "client.id": "slow",
+                "linger.ms": 5,
+                "batch.size": 16384,
+                "throttle_cb": lambda event: throttles.append(event.throttle_time),
+            }
+        )
+        payload = b"x" * 1024
+        total = 600 * 1024
+        started = time.monotonic()
+        for _ in range(total // len(payload)):
+            while True:
+                try:
+                    producer.produce("quota-topic", payload)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            producer.poll(0)
+        assert producer.flush(60) == 0
+        elapsed = time.monotonic() - started
+        producer.poll(0.5)
+        assert throttles, "librdkafka saw no throttle time"
+        # The first ~two windows' worth goes at once; the rest follows the quota.
+        assert total / elapsed < 2.5 * QUOTA, (total, elapsed)
+        assert elapsed > (total - 3 * QUOTA) / QUOTA * 0.8, elapsed
+
+
+def _fetch(bootstrap: str, topic: str, max_bytes: int) -> Any:
+    client = WireClient(bootstrap)
+    try:
+        return client.request(
+            ApiKey.FETCH,
+            12,
+            {
+                "replica_id": -1,
+                "max_wait": 0,
+                "min_bytes": 0,
+                "max_bytes": max_bytes,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": [
+                    {
+                        "topic": topic,
+                        "partitions": [
+                            {
+                                "partition": 0,
+                                "current_leader_epoch": -1,
+                                "fetch_offset": 0,
+                                "last_fetched_epoch": -1,
+                                "log_start_offset": -1,
+                                "partition_max_bytes": max_bytes,
+                            }
+                        ],
+                    }
+                ],
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            },
+        )
+    finally:
+        client.close()
+
+
+def test_a_consumer_over_its_quota_gets_a_throttled_empty_fetch(tmp_path: Any) -> None:
+    with LocalBroker(data_dir=tmp_path / "d") as broker:
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
+        for _ in range(40):
+            producer.produce("fetched", b"y" * 1000)
+            assert producer.flush(10) == 0  # one batch each
+        # WireClient's client id is "tests": 1 KB/s lets 10 KB through per quota window.
+        _alter(broker.bootstrap_servers, [("client-id", "tests")], consumer_byte_rate=1024)
+        first = _fetch(broker.bootstrap_servers, "fetched", 1 << 20)
+        records = first.responses[0].partitions[0].records
+        assert 0 < len(records) <= 10 * 1024 + 1100  # capped to the quota window's bytes
+        for _ in range(5):
+            answer = _fetch(broker.bootstrap_servers, "fetched", 1 << 20)
+            if answer.throttle_time.total_seconds() > 0:
+                assert answer.responses == ()  # Kafka's throttled response: no data
+                break
+        else:
+            pytest.fail("no Fetch was throttled")

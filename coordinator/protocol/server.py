@@ -442,6 +442,7 @@ class KafkaServer:
             )
         if key == ApiKey.FETCH:
             request = self.throttler.limit_fetch(session.principal, request)
+        self.throttler.begin(key, version, session.principal, request.client_id)
         waited = [0.0]
         _WAITED_MS.set(waited)
         started = time.perf_counter()

@@ -14,23 +14,77 @@ response is sent after the wait.  The decisions are the quota managers'
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from coordinator.protocol.wire import DecodedRequest
-from coordinator.quotas.managers import user_name
+from coordinator.quotas.managers import MutationQuotaManager, user_name
 from coordinator.quotas.store import ClientQuotas
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode
 
-__all__ = ["EXEMPT", "Throttle", "Throttler", "throttled_fetch", "with_throttle_time"]
+__all__ = [
+    "EXEMPT",
+    "THROTTLED",
+    "MutationQuota",
+    "Throttle",
+    "Throttler",
+    "mutation_quota",
+    "throttled_fetch",
+    "with_throttle_time",
+]
 
 #: Requests no quota applies to: the ones before and during authentication.
 EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 #: The first version of an API whose clients throttle themselves (KIP-219).
 _CLIENT_THROTTLES = {ApiKey.PRODUCE: 6, ApiKey.FETCH: 8}
+
+
+#: The first version of CreateTopics, CreatePartitions and DeleteTopics whose mutations are
+#: refused over the controller mutation quota (KIP-599; older ones are throttled only).
+_STRICT_MUTATIONS = {ApiKey.CREATE_TOPICS: 6, ApiKey.CREATE_PARTITIONS: 3, ApiKey.DELETE_TOPICS: 5}
+#: Kafka's message of THROTTLING_QUOTA_EXCEEDED.
+THROTTLED = "The throttling quota has been exceeded."
+
+
+@dataclass(slots=True)
+class MutationQuota:
+    """The controller mutation quota of one CreateTopics, CreatePartitions or DeleteTopics
+    (Kafka's Strict/PermissiveControllerMutationQuota)."""
+
+    manager: MutationQuotaManager
+    user: str
+    client_id: str
+    strict: bool
+    now_ms: int
+    throttle_ms: int = 0
+
+    def permit(self, partitions: int) -> bool:
+        """Take ``partitions`` mutations: False (THROTTLING_QUOTA_EXCEEDED) when a strict
+        quota has no credit left before them; a permissive one only throttles."""
+        m, user, client, now = self.manager, self.user, self.client_id, self.now_ms
+        if self.strict:
+            if m.exceeded(user, client, now):
+                self.throttle_ms = m.throttle_time_ms(user, client, now)
+                return False
+            m.record(user, client, partitions, now)
+            return True
+        m.record(user, client, partitions, now)
+        self.throttle_ms = max(self.throttle_ms, m.throttle_time_ms(user, client, now))
+        return True
+
+
+_MUTATION: contextvars.ContextVar[MutationQuota | None] = contextvars.ContextVar(
+    "mutation_quota", default=None
+)
+
+
+def mutation_quota() -> MutationQuota | None:
+    """The controller mutation quota of the request being handled (None: no quota)."""
+    return _MUTATION.get()
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +152,27 @@ class Throttler:
         request_ms = (
             self.quotas.request.record(user, client, handler_ms / 10.0, now) if answered else 0
         )
+        mutation = _MUTATION.get()
+        if mutation is not None:
+            _MUTATION.set(None)
+            bandwidth = max(bandwidth, mutation.throttle_ms)
         if bandwidth > request_ms:
-            self.quotas.produce.throttled(user, client, bandwidth)
+            manager = self.quotas.produce if mutation is None else self.quotas.mutation.base
+            manager.throttled(user, client, bandwidth)
         else:
             self.quotas.request.throttled(user, client, request_ms)
         return self._decision(key, version, max(bandwidth, request_ms))
+
+    def begin(self, key: int, version: int, principal: str, client_id: str | None) -> None:
+        """Before a request is handled: the controller mutation quota of a topic mutation."""
+        manager = self.quotas.mutation
+        if key not in _STRICT_MUTATIONS or not manager.base.enabled:
+            _MUTATION.set(None)
+            return
+        strict = version >= _STRICT_MUTATIONS[ApiKey(key)]
+        now = self.quotas.clock.now_ms()
+        quota = MutationQuota(manager, user_name(principal), client_id or "", strict, now)
+        _MUTATION.set(quota)
 
     def limit_fetch(self, principal: str, request: DecodedRequest[Any]) -> DecodedRequest[Any]:
         """A consumer Fetch asks for at most what its quota lets through in one window

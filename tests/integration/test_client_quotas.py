@@ -155,3 +155,45 @@ def test_a_consumer_over_its_quota_gets_a_throttled_empty_fetch(tmp_path: Any) -
                 break
         else:
             pytest.fail("no Fetch was throttled")
+
+
+def _create_topic(bootstrap: str, name: str, partitions: int, version: int) -> Any:
+    client = WireClient(bootstrap)
+    try:
+        return client.request(
+            ApiKey.CREATE_TOPICS,
+            version,
+            {
+                "topics": [
+                    {
+                        "name": name,
+                        "num_partitions": partitions,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [],
+                    }
+                ],
+                "timeout": 30000,
+                "validate_only": False,
+            },
+        )
+    finally:
+        client.close()
+
+
+def test_controller_mutation_quota_strict_and_permissive(tmp_path: Any) -> None:
+    with LocalBroker(data_dir=tmp_path / "d") as broker:
+        bootstrap = broker.bootstrap_servers
+        _alter(bootstrap, [("client-id", "tests")], controller_mutation_rate=1)
+        # A burst of 11 credits (11 windows of 1 s at 1 per second): the first request may
+        # take more than there is, the next strict one is refused.
+        first = _create_topic(bootstrap, "m1", 20, 7)
+        assert first.topics[0].error_code == ErrorCode.NONE
+        second = _create_topic(bootstrap, "m2", 1, 7)
+        assert second.topics[0].error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
+        assert second.topics[0].error_message == "The throttling quota has been exceeded."
+        assert 8000 <= second.throttle_time.total_seconds() * 1000 <= 9000
+        # CreateTopics v5 predates KIP-599's strict mode: created, and throttled.
+        old = _create_topic(bootstrap, "m3", 1, 5)
+        assert old.topics[0].error_code == ErrorCode.NONE
+        assert old.throttle_time.total_seconds() > 8

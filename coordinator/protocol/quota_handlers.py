@@ -13,12 +13,14 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from coordinator.protocol.admin_request_views import (
+    AlterClientQuotasRequestView,
+    DescribeClientQuotasRequestView,
+)
 from coordinator.protocol.quota_messages import (
     AlterClientQuotasEntry,
-    AlterClientQuotasRequestView,
     AlterClientQuotasResponse,
     DescribeClientQuotasEntry,
-    DescribeClientQuotasRequestView,
     DescribeClientQuotasResponse,
     QuotaEntityData,
     QuotaValueData,
@@ -81,6 +83,7 @@ class QuotaHandlers:
             )
         return DescribeClientQuotasResponse(
             error_code=ErrorCode.NONE,
+            error_message="",  # Kafka's answer carries an empty message, not null
             entries=tuple(
                 DescribeClientQuotasEntry(
                     entity=_entity_data(entity),

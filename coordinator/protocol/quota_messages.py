@@ -1,59 +1,11 @@
-"""Typed requests and responses of DescribeClientQuotas and AlterClientQuotas, named as
-Kafka's newest schemas (``quota_handlers``)."""
+"""Typed responses of DescribeClientQuotas and AlterClientQuotas, named as Kafka's newest
+schemas (``quota_handlers``; their request views are in ``admin_request_views``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 from txn.errors import ErrorCode
-
-# -- requests (the fields every supported version has) ------------------------------------------
-
-
-class QuotaComponentView(Protocol):
-    """``components`` of DescribeClientQuotasRequestView."""
-
-    entity_type: str
-    match_type: int
-    match: str | None
-
-
-class DescribeClientQuotasRequestView(Protocol):
-    """DescribeClientQuotas request, v0-v1."""
-
-    components: tuple[QuotaComponentView, ...]
-    strict: bool
-
-
-class QuotaEntityView(Protocol):
-    """``entity`` of an AlterClientQuotas entry."""
-
-    entity_type: str
-    entity_name: str | None
-
-
-class QuotaOpView(Protocol):
-    """``ops`` of an AlterClientQuotas entry."""
-
-    key: str
-    value: float
-    remove: bool
-
-
-class QuotaAlterEntryView(Protocol):
-    """``entries`` of AlterClientQuotasRequestView."""
-
-    entity: tuple[QuotaEntityView, ...]
-    ops: tuple[QuotaOpView, ...]
-
-
-class AlterClientQuotasRequestView(Protocol):
-    """AlterClientQuotas request, v0-v1."""
-
-    entries: tuple[QuotaAlterEntryView, ...]
-    validate_only: bool
-
 
 # -- responses ----------------------------------------------------------------------------------
 

@@ -26,7 +26,10 @@ from coordinator.quotas.managers import ClientQuotaManager, MutationQuotaManager
 from txn.clock import Clock
 from txn.config import BrokerConfig
 
-__all__ = ["ClientQuotas", "QuotaRecords"]
+__all__ = ["ClientQuotas", "QuotaFigure", "QuotaRecords"]
+
+#: One figure of the quota metrics: (instrument, value, attributes).
+QuotaFigure = tuple[str, float, dict[str, str]]
 
 log = logging.getLogger("sharetxn.quotas")
 
@@ -91,3 +94,26 @@ class ClientQuotas:
             log.info("client quotas of %s now %s", dict(entity), values or "{}")
         self._update_managers()
         return results
+
+    def figures(self) -> list[QuotaFigure]:
+        """The quota metrics, per quota type and (user, client-id) as Kafka tags them:
+        ``client-quota-rate`` (Kafka's ``byte-rate`` of Produce and Fetch, ``request-time`` of
+        Request, in percent), ``client-quota-throttles`` and ``client-quota-throttle-time``
+        (cumulative; their ratio is Kafka's ``throttle-time`` average)."""
+        now = self.clock.now_ms()
+        out: list[QuotaFigure] = []
+        managers = (
+            ("Produce", self.produce),
+            ("Fetch", self.fetch),
+            ("Request", self.request),
+            ("ControllerMutation", self.mutation.base),
+        )
+        for kind, manager in managers:
+            for (user, client), rate in list(manager.rates.items()):
+                tags = {"quota-type": kind, "user": user, "client-id": client}
+                out.append(("client-quota-rate", rate.measure(now), tags))
+            for (user, client), stats in list(manager.throttles.items()):
+                tags = {"quota-type": kind, "user": user, "client-id": client}
+                out.append(("client-quota-throttles", float(stats.count), tags))
+                out.append(("client-quota-throttle-time", float(stats.total_ms), tags))
+        return out

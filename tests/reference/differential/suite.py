@@ -20,6 +20,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_malformed,
     scenarios_membership,
     scenarios_produce,
+    scenarios_quotas,
     scenarios_regex,
     scenarios_share,
     scenarios_share_acquire,

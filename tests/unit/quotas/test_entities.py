@@ -139,3 +139,16 @@ def test_duplicate_entities_and_keys() -> None:
     )
     assert len(results) == 1 and isinstance(results[0], tuple)
     assert "Ignoring duplicate entity" in str(results[0][1])
+
+
+def test_quota_figures_for_the_metrics() -> None:
+    c = core(MemoryStorage())
+    assert alter(c, entry({"client-id": "c"}, producer_byte_rate=1024.0)) == [None]
+    quotas = c.client_quotas
+    now = c.clock.now_ms()
+    throttle = quotas.produce.record("u", "c", 102400.0, now)
+    quotas.produce.throttled("u", "c", throttle)
+    figures = {(name, tags["quota-type"]): value for name, value, tags in quotas.figures()}
+    assert figures[("client-quota-rate", "Produce")] == 102400.0 / 10
+    assert figures[("client-quota-throttles", "Produce")] == 1
+    assert figures[("client-quota-throttle-time", "Produce")] == throttle > 0

@@ -166,5 +166,8 @@ def test_every_served_api_has_an_authorization_rule() -> None:
         ApiKey.DELETE_ACLS,
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+        # client quotas: authorized by their handlers (coordinator.protocol.quota_handlers)
+        ApiKey.DESCRIBE_CLIENT_QUOTAS,
+        ApiKey.ALTER_CLIENT_QUOTAS,
     }
     assert set(SUPPORTED) - own == set(RULES)

@@ -256,6 +256,13 @@ class KafkaServer:
             except asyncio.CancelledError:
                 conn.close()  # the broker stops while this one waits for a slot
                 raise
+            hold_ms = self.core.client_quotas.accept_connection(host)
+            if hold_ms > 0:
+                # As Kafka's ConnectionQuotas (KIP-612): over its IP's connection_creation_rate,
+                # the connection is held unread for the throttle time, then closed.
+                log.debug("connection from %s throttled for %d ms", host, hold_ms)
+                self.core.clock.schedule(hold_ms, conn.close)
+                continue
             refused = self.quotas.acquire(host, listener.name)
             if refused is not None:
                 # As Kafka's ConnectionQuotas: closed at once, nothing read or answered.

@@ -16,13 +16,21 @@ default each have their own.  Times come from the caller (the broker's Clock).
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from coordinator.quotas.entities import CLIENT_ID, USER, Entity
+from coordinator.quotas.entities import CLIENT_ID, CONNECTION_CREATION_RATE, IP, USER, Entity
 from coordinator.quotas.rates import Rate, TokenBucket, throttle_time_ms
 
-__all__ = ["ClientQuotaManager", "MutationQuotaManager", "Part", "QuotaKey", "user_name"]
+__all__ = [
+    "ClientQuotaManager",
+    "ConnectionRateManager",
+    "MutationQuotaManager",
+    "Part",
+    "QuotaKey",
+    "user_name",
+]
 
 #: One side of a quota entity: None absent, (None,) the default, (name,) a given name.
 Part = tuple[str | None] | None
@@ -225,3 +233,55 @@ class MutationQuotaManager:
         if bound is None:
             return 0
         return self._bucket(tags).throttle_time_ms(bound, now_ms)
+
+
+def _address(text: str) -> str:
+    """An address in one form (``::ffff:10.0.0.1`` and ``10.0.0.1`` alike); a host name as
+    given (it is not resolved: only addresses match connections)."""
+    try:
+        ip = ipaddress.ip_address(text)
+    except ValueError:
+        return text
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+@dataclass(slots=True)
+class ConnectionRateManager:
+    """KIP-612's per-IP ``connection_creation_rate`` (Kafka's ConnectionQuotas): new
+    connections per second from one address, its own quota or the default IP entity's."""
+
+    samples: int
+    window_ms: int
+    overrides: dict[str | None, float] = field(default_factory=dict)
+    rates: dict[str, Rate] = field(default_factory=dict)
+    throttled: int = 0
+
+    def update(self, entities: Mapping[Entity, Mapping[str, float]]) -> None:
+        overrides: dict[str | None, float] = {}
+        for entity, values in entities.items():
+            parts = dict(entity)
+            if set(parts) == {IP} and CONNECTION_CREATION_RATE in values:
+                name = parts[IP]
+                overrides[None if name is None else _address(name)] = values[
+                    CONNECTION_CREATION_RATE
+                ]
+        self.overrides = overrides
+
+    def accept(self, host: str, now_ms: int) -> int:
+        """Count a new connection from ``host``: 0 to accept it, else how long Kafka holds it
+        before closing it unread (at most one window; the connection is not counted)."""
+        address = _address(host)
+        bound = self.overrides.get(address, self.overrides.get(None))
+        if bound is None:
+            return 0
+        rate = self.rates.get(address)
+        if rate is None:
+            rate = self.rates[address] = Rate(self.samples, self.window_ms)
+        rate.record(1.0, now_ms)
+        throttle = min(throttle_time_ms(rate, bound, now_ms), self.window_ms)
+        if throttle > 0:
+            rate.record(-1.0, now_ms)  # refused: not counted
+            self.throttled += 1
+        return throttle

@@ -83,6 +83,20 @@ class Rate:
         total = sum(s.value for s in self._samples)
         return total / (self.window_size_ms(now_ms) / 1000.0)
 
+    def peek(self, now_ms: int) -> float:
+        """The rate at ``now_ms`` without touching the samples (for another thread: the
+        metrics exporter)."""
+        expire_age = self.samples * self.window_ms
+        live = [s for s in list(self._samples) if now_ms - s.last_window_ms < expire_age]
+        oldest = min((s.last_window_ms for s in live), default=now_ms)
+        if len(live) < len(self._samples):
+            oldest = min(oldest, now_ms)  # an expired sample counts as one reset now
+        elapsed = now_ms - oldest
+        full = elapsed // self.window_ms
+        if full < self.samples - 1:
+            elapsed += (self.samples - 1 - full) * self.window_ms
+        return sum(s.value for s in live) / (max(elapsed, 1) / 1000.0)
+
 
 def throttle_time_ms(rate: Rate, bound: float, now_ms: int) -> int:
     """How long the client waits for ``rate`` to come back to ``bound`` if nothing more is

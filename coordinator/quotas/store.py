@@ -22,7 +22,11 @@ from coordinator.quotas.entities import (
     match_entities,
     validate_alterations,
 )
-from coordinator.quotas.managers import ClientQuotaManager, MutationQuotaManager
+from coordinator.quotas.managers import (
+    ClientQuotaManager,
+    ConnectionRateManager,
+    MutationQuotaManager,
+)
 from txn.clock import Clock
 from txn.config import BrokerConfig
 
@@ -60,6 +64,7 @@ class ClientQuotas:
         self.mutation = MutationQuotaManager(
             ClientQuotaManager(CONTROLLER_MUTATION_RATE, mutation_samples, mutation_window_ms)
         )
+        self.connections = ConnectionRateManager(samples, window_ms)
         self.entities: dict[Entity, dict[str, float]] = {
             decode_entity(name): dict(values) for name, values in records.client_quotas.items()
         }
@@ -68,6 +73,12 @@ class ClientQuotas:
     def _update_managers(self) -> None:
         for manager in (self.produce, self.fetch, self.request, self.mutation.base):
             manager.update(self.entities)
+        self.connections.update(self.entities)
+
+    def accept_connection(self, host: str) -> int:
+        """0 to accept a new connection from ``host``; else the milliseconds to hold it
+        before closing it, unread (its IP's ``connection_creation_rate`` is exceeded)."""
+        return self.connections.accept(host, self.clock.now_ms())
 
     def describe(
         self, components: Sequence[DescribeFilter], strict: bool
@@ -111,7 +122,7 @@ class ClientQuotas:
         for kind, manager in managers:
             for (user, client), rate in list(manager.rates.items()):
                 tags = {"quota-type": kind, "user": user, "client-id": client}
-                out.append(("client-quota-rate", rate.measure(now), tags))
+                out.append(("client-quota-rate", rate.peek(now), tags))
             for (user, client), stats in list(manager.throttles.items()):
                 tags = {"quota-type": kind, "user": user, "client-id": client}
                 out.append(("client-quota-throttles", float(stats.count), tags))

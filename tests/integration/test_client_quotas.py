@@ -197,3 +197,23 @@ def test_controller_mutation_quota_strict_and_permissive(tmp_path: Any) -> None:
         old = _create_topic(bootstrap, "m3", 1, 5)
         assert old.topics[0].error_code == ErrorCode.NONE
         assert old.throttle_time.total_seconds() > 8
+
+
+def test_connection_creation_rate_of_an_ip(tmp_path: Any) -> None:
+    with LocalBroker(data_dir=tmp_path / "d") as broker:
+        bootstrap = broker.bootstrap_servers
+        answer = _alter(bootstrap, [("ip", "127.0.0.1")], connection_creation_rate=1)
+        assert [e.error_code for e in answer.entries] == [ErrorCode.NONE]
+        served = closed = 0
+        for _ in range(16):
+            client = WireClient(bootstrap, timeout_s=5.0)
+            try:
+                client.request(ApiKey.API_VERSIONS, 3, {})
+                served += 1
+            except (ConnectionError, OSError):
+                closed += 1  # held unread for the throttle time, then closed
+            finally:
+                client.close()
+        # 1 per second, measured over at least 10 s: the first ten pass (the alter's own
+        # connection came before the quota), one more if the closes took over a window.
+        assert 10 <= served <= 11 and served + closed == 16, (served, closed)

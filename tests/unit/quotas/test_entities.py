@@ -81,7 +81,7 @@ def test_alter_validate_only_describe_and_restart() -> None:
     again = core(storage)  # replayed from __cluster_metadata
     assert again.client_quotas.entities == c.client_quotas.entities
 
-    def describe(strict: bool, *filters: DescribeFilter) -> list[object]:
+    def describe(strict: bool, *filters: DescribeFilter) -> list[str]:
         return sorted(str(e) for e, _ in again.client_quotas.describe(list(filters), strict))
 
     assert len(describe(False)) == 3

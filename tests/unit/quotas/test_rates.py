@@ -77,3 +77,24 @@ def test_token_bucket() -> None:
     assert bucket.available(2.0, 0) == -8
     assert bucket.throttle_time_ms(2.0, 0) == 4000
     assert bucket.throttle_time_ms(2.0, 4000) == 0
+
+
+def test_peek_agrees_with_measure() -> None:
+    rate = Rate(11, 1000)
+    for t in range(0, 30_000, 700):
+        rate.record(100, t)
+        assert rate.peek(t + 350) == Rate.measure(rate, t + 350)
+
+
+def test_connection_creation_rate_per_ip() -> None:
+    from coordinator.quotas.managers import ConnectionRateManager  # noqa: PLC0415
+
+    m = ConnectionRateManager(11, 1000)
+    assert m.accept("10.0.0.1", 0) == 0  # no quota
+    m.update({(("ip", "10.0.0.1"),): {"connection_creation_rate": 2.0}})
+    accepted = [m.accept("::ffff:10.0.0.1", 0) for _ in range(25)]
+    assert accepted[:20] == [0] * 20  # 20 in the first 10 s of windows
+    assert all(0 < t <= 1000 for t in accepted[20:])  # at most one window
+    assert m.accept("10.0.0.2", 0) == 0  # another address, and no default
+    m.update({(("ip", None),): {"connection_creation_rate": 1.0}})
+    assert [m.accept("10.0.0.2", 0) for _ in range(11)][-1] > 0

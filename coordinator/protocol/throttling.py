@@ -28,7 +28,6 @@ from txn.errors import ErrorCode
 
 __all__ = [
     "EXEMPT",
-    "THROTTLED",
     "MutationQuota",
     "Throttle",
     "Throttler",
@@ -46,8 +45,6 @@ _CLIENT_THROTTLES = {ApiKey.PRODUCE: 6, ApiKey.FETCH: 8}
 #: The first version of CreateTopics, CreatePartitions and DeleteTopics whose mutations are
 #: refused over the controller mutation quota (KIP-599; older ones are throttled only).
 _STRICT_MUTATIONS = {ApiKey.CREATE_TOPICS: 6, ApiKey.CREATE_PARTITIONS: 3, ApiKey.DELETE_TOPICS: 5}
-#: Kafka's message of THROTTLING_QUOTA_EXCEEDED.
-THROTTLED = "The throttling quota has been exceeded."
 
 
 @dataclass(slots=True)

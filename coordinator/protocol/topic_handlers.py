@@ -25,7 +25,7 @@ from coordinator.protocol.request_views import (
     DeleteTopicsRequestView,
 )
 from coordinator.protocol.responses import Handler, api, handler_table
-from coordinator.protocol.throttling import THROTTLED, mutation_quota
+from coordinator.protocol.throttling import mutation_quota
 from coordinator.protocol.topic_messages import (
     AlterConfigsResourceResponse,
     AlterConfigsResponse,
@@ -116,7 +116,7 @@ class TopicHandlers:
         if refusal is not None:
             return _refused_topic(name, *refusal)
         if (quota := mutation_quota()) is not None and not quota.permit(partitions):
-            return _refused_topic(name, ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED)
+            return _refused_topic(name, ErrorCode.THROTTLING_QUOTA_EXCEEDED, None)
         result = self.core.create_topic(
             name,
             partitions,
@@ -247,7 +247,7 @@ class TopicHandlers:
                 name=name,
                 topic_id=info.topic_id,
                 error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED,
-                error_message=THROTTLED,
+                error_message=None,
             )
         result = self.core.delete_topic(name)
         return DeletableTopicResult(
@@ -311,7 +311,7 @@ class TopicHandlers:
         quota = mutation_quota()
         if quota is not None and info is not None and not quota.permit(count - info.num_partitions):
             return CreatePartitionsTopicResult(
-                name=name, error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED, error_message=THROTTLED
+                name=name, error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED, error_message=None
             )
         result = self.core.create_partitions(name, count, validate_only=validate_only)
         return CreatePartitionsTopicResult(

@@ -191,7 +191,7 @@ def test_controller_mutation_quota_strict_and_permissive(tmp_path: Any) -> None:
         assert first.topics[0].error_code == ErrorCode.NONE
         second = _create_topic(bootstrap, "m2", 1, 7)
         assert second.topics[0].error_code == ErrorCode.THROTTLING_QUOTA_EXCEEDED
-        assert second.topics[0].error_message == "The throttling quota has been exceeded."
+        assert second.topics[0].error_message is None  # Kafka leaves out the generic text
         assert 8000 <= second.throttle_time.total_seconds() * 1000 <= 9000
         # CreateTopics v5 predates KIP-599's strict mode: created, and throttled.
         old = _create_topic(bootstrap, "m3", 1, 5)

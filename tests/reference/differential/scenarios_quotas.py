@@ -219,3 +219,153 @@ def produce_over_quota_is_throttled(ctx: Ctx) -> Any:
         slow.close()
     out["remove"] = _alter(ctx, [([("client-id", client)], {"producer_byte_rate": None})])
     return out
+
+
+def _as(ctx: Ctx, client_id: str, key: ApiKey, body: dict[str, Any]) -> Any:
+    """One request on a new connection of ``client_id`` (a throttled connection is muted)."""
+    wire = Wire(ctx.bootstrap, client_id=client_id)
+    try:
+        return wire.call(key, body)
+    finally:
+        wire.close()
+
+
+def _create(name: str, partitions: int) -> dict[str, Any]:
+    return {
+        "topics": [
+            {
+                "name": name,
+                "num_partitions": partitions,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            }
+        ],
+        "timeout": 30000,
+        "validate_only": False,
+    }
+
+
+@scenario(AREA)
+def controller_mutation_quota(ctx: Ctx) -> Any:
+    """KIP-599: CreateTopics and CreatePartitions over controller_mutation_rate (strict:
+    THROTTLING_QUOTA_EXCEEDED once the burst is spent)."""
+    client = ctx.name("mut")
+    first, second = ctx.name("m1"), ctx.name("m2")
+    out: dict[str, Any] = {
+        "alter": _alter(ctx, [([("client-id", client)], {"controller_mutation_rate": 1.0})])
+    }
+    time.sleep(1.0)  # Kafka's brokers take the quota from the metadata log
+
+    def topics(resp: Any) -> Any:
+        return {
+            "throttled": resp.throttle_time.total_seconds() > 0,
+            "topics": [[plain(t.error_code, "error_code"), t.error_message] for t in resp.topics],
+        }
+
+    # a burst of 11 (11 windows of 1 s): the first request may take more than there is
+    out["create_burst"] = topics(_as(ctx, client, ApiKey.CREATE_TOPICS, _create(first, 20)))
+    out["create_refused"] = topics(_as(ctx, client, ApiKey.CREATE_TOPICS, _create(second, 1)))
+    parts = _as(
+        ctx,
+        client,
+        ApiKey.CREATE_PARTITIONS,
+        {
+            "topics": [{"name": first, "count": 21, "assignments": None}],
+            "timeout": 30000,
+            "validate_only": False,
+        },
+    )
+    out["partitions_refused"] = {
+        "throttled": parts.throttle_time.total_seconds() > 0,
+        "results": [[plain(r.error_code, "error_code"), r.error_message] for r in parts.results],
+    }
+    out["remove"] = _alter(ctx, [([("client-id", client)], {"controller_mutation_rate": None})])
+    ctx.call(
+        ApiKey.DELETE_TOPICS,
+        {"topics": [{"name": first, "topic_id": None}], "timeout_ms": 30000},
+    )
+    return out
+
+
+@scenario(AREA)
+def controller_mutation_quota_delete(ctx: Ctx) -> Any:
+    """DeleteTopics over controller_mutation_rate once the burst is spent (KIP-599)."""
+    client = ctx.name("del")
+    topic = ctx.create_topic("d", 20)
+    out: dict[str, Any] = {
+        "alter": _alter(ctx, [([("client-id", client)], {"controller_mutation_rate": 1.0})])
+    }
+    time.sleep(1.0)
+    spent = _as(ctx, client, ApiKey.CREATE_TOPICS, _create(ctx.name("big"), 20))
+    out["create_burst"] = [plain(t.error_code, "error_code") for t in spent.topics]
+    deleted = _as(
+        ctx,
+        client,
+        ApiKey.DELETE_TOPICS,
+        {"topics": [{"name": topic, "topic_id": None}], "timeout_ms": 30000},
+    )
+    out["delete_refused"] = {
+        "throttled": deleted.throttle_time.total_seconds() > 0,
+        "responses": [
+            [plain(r.error_code, "error_code"), r.error_message] for r in deleted.responses
+        ],
+    }
+    out["remove"] = _alter(ctx, [([("client-id", client)], {"controller_mutation_rate": None})])
+    for name in (topic, ctx.name("big")):
+        ctx.call(
+            ApiKey.DELETE_TOPICS,
+            {"topics": [{"name": name, "topic_id": None}], "timeout_ms": 30000},
+        )
+    return out
+
+
+@scenario(AREA)
+def fetch_over_quota_answers_no_data(ctx: Ctx) -> Any:
+    """A Fetch far over consumer_byte_rate: throttled, and answered without partitions."""
+    client = ctx.name("reader")
+    topic = ctx.create_topic("f", 1)
+    ctx.produce(topic, ["y" * 60_000])
+    out: dict[str, Any] = {
+        "alter": _alter(ctx, [([("client-id", client)], {"consumer_byte_rate": 1024.0})])
+    }
+    time.sleep(1.0)
+    body = {
+        "replica_id": -1,
+        "max_wait": 0,
+        "min_bytes": 0,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic_id": ctx.topic_id(topic),
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": 0,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+    answers = []
+    for _ in range(2):
+        resp = _as(ctx, client, ApiKey.FETCH, body)
+        answers.append(
+            {
+                "throttled": resp.throttle_time.total_seconds() > 0,
+                "error": plain(resp.error_code, "error_code"),
+                "records": [len(p.records or b"") for t in resp.responses for p in t.partitions],
+            }
+        )
+    out["fetches"] = answers
+    out["remove"] = _alter(ctx, [([("client-id", client)], {"consumer_byte_rate": None})])
+    return out

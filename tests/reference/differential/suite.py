@@ -61,6 +61,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "share/auto_offset_reset_by_duration_zero": "by_duration with no recent record",
     "consumer-groups/regex_internal_topics": "regex subscriptions: internal topics not matched",
     "share/batch_size_zero": "BatchSize 0: Kafka answers an empty acquired range",
+    "quotas/controller_mutation_quota_delete": "DeleteTopics over its quota: Kafka times out",
 }
 
 #: Scenario -> its open difference (issue 27: to be aligned with Kafka).  Reported as

@@ -34,6 +34,7 @@ from coordinator.marker_channel import MarkerChannel, TxnMarker
 from coordinator.partition import AppendResult, FetchData, Partition
 from coordinator.partition_limits import total_partitions_refusal
 from coordinator.producer_ids import legacy_log_pending, open_producer_ids
+from coordinator.quotas.store import ClientQuotas
 from coordinator.reserved_topics import (
     FORGET_CONFIG,
     InternalTopics,
@@ -125,6 +126,7 @@ class BrokerCore:
         self.dynamic = DynamicBrokerConfigs(self.config, self.node_id, self.topics.broker_configs)
         self.tokens = DelegationTokenStore(metadata_log, self.config, clock)  # KIP-48, same log
         self._reconfigure(self.dynamic.effective())
+        self.client_quotas = ClientQuotas(self.topics, clock, self.config)  # coordinator.quotas
         self._refuse_client_created_internal_topics(legacy_log_pending(storage, metadata_log))
         # All client partitions together (sharetxn.max.partitions).
         self.max_partitions = self.config.get_int("sharetxn.max.partitions")

@@ -31,6 +31,7 @@ from coordinator.log.file_log import FileStorage
 from coordinator.log.storage import LogConfig
 from coordinator.metrics import (
     BrokerMetrics,
+    ClientQuotaMetrics,
     GroupCoordinatorMetrics,
     ShareGroupMetrics,
     ShareTransactionMetrics,
@@ -127,6 +128,7 @@ async def serve(
         lambda: {**core.gauges(), "connection-count": server.connection_count}
     )
     server.request_observer = broker_metrics.request
+    ClientQuotaMetrics(core.client_quotas.figures)
     await server.start()
     if endpoint is not None:
         print(f"sharetxn broker metrics on {endpoint.url}", flush=True)

@@ -198,3 +198,45 @@ _OBSERVED_COUNTERS: Final = {
     "log-cleaner-runs": ("{run}", "Compacted partitions cleaned"),
     "log-cleaner-bytes-removed": ("By", "Bytes the log cleaner removed"),
 }
+
+
+class ClientQuotaMetrics:
+    """Client quota figures (``coordinator.quotas``): ``client-quota-rate`` (gauge; Kafka's
+    ``byte-rate`` / ``request-time`` per ``user`` and ``client-id``), ``client-quota-throttles``
+    and ``client-quota-throttle-time`` (counters, ms; Kafka's ``throttle-time`` is their
+    ratio), each with a ``quota-type`` (Produce, Fetch, Request, ControllerMutation)."""
+
+    def __init__(
+        self,
+        figures: Callable[[], list[tuple[str, float, dict[str, str]]]],
+        provider: MeterProvider | None = None,
+    ) -> None:
+        meter = _broker_meter(provider)
+        self._figures = figures
+        meter.create_observable_gauge(
+            "client-quota-rate",
+            callbacks=[self._observer("client-quota-rate")],
+            description="A client's measured rate against its quota (bytes/s, or percent)",
+        )
+        meter.create_observable_counter(
+            "client-quota-throttles",
+            callbacks=[self._observer("client-quota-throttles")],
+            unit="{throttle}",
+            description="Responses throttled by a client quota",
+        )
+        meter.create_observable_counter(
+            "client-quota-throttle-time",
+            callbacks=[self._observer("client-quota-throttle-time")],
+            unit="ms",
+            description="Throttle time answered to clients over a quota",
+        )
+
+    def _observer(self, name: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+        def observe(_options: CallbackOptions) -> Iterable[Observation]:
+            try:
+                figures = self._figures()
+            except RuntimeError:  # changed under the exporter's thread: skip once
+                return []
+            return [Observation(value, tags) for n, value, tags in figures if n == name]
+
+        return observe

@@ -95,6 +95,8 @@ class TopicRegistry:
         # Dynamic broker configs by resource (this broker's id, "" the cluster default):
         # coordinator.broker_dynamic.
         self.broker_configs: dict[str, dict[str, str]] = {}
+        # Client quotas by entity (its JSON form): coordinator.quotas.
+        self.client_quotas: dict[str, dict[str, float]] = {}
         for _header, raw in log.batches(0):
             record = _decode(raw)
             if record is not None:
@@ -110,6 +112,14 @@ class TopicRegistry:
             configs = record.get("configs") or {}
             assert isinstance(configs, dict)
             self.broker_configs[name] = {str(k): str(v) for k, v in configs.items()}
+            return
+        if kind == "client_quotas":  # nor is this
+            quotas = record.get("quotas") or {}
+            assert isinstance(quotas, dict)
+            if quotas:
+                self.client_quotas[name] = {str(k): float(v) for k, v in quotas.items()}
+            else:
+                self.client_quotas.pop(name, None)
             return
         self.version += 1
         if kind == "topic":
@@ -164,6 +174,10 @@ class TopicRegistry:
     def set_broker_configs(self, resource: str, configs: Mapping[str, str], now_ms: int) -> None:
         """Record the dynamic configs of BROKER ``resource`` (replacing its earlier ones)."""
         self._write({"type": "broker_configs", "name": resource, "configs": dict(configs)}, now_ms)
+
+    def set_client_quotas(self, entity: str, quotas: Mapping[str, float], now_ms: int) -> None:
+        """Record the client quotas of ``entity`` (replacing its earlier ones; none: gone)."""
+        self._write({"type": "client_quotas", "name": entity, "quotas": dict(quotas)}, now_ms)
 
     def set_defaults(self, defaults: Mapping[str, str]) -> None:
         """The broker's topic-config defaults changed (dynamic broker configs)."""

@@ -167,6 +167,18 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         600000,
         "A connection with no request for this long is closed (-1: never).",
     ),
+    # Client quotas (docs/security.md): the windows a client's rates are measured over.
+    ConfigDef("quota.window.num", "int", 11, "Samples kept for client quotas."),
+    ConfigDef("quota.window.size.seconds", "int", 1, "Time span of each client quota sample."),
+    ConfigDef(
+        "controller.quota.window.num", "int", 11, "Samples kept for controller mutation quotas."
+    ),
+    ConfigDef(
+        "controller.quota.window.size.seconds",
+        "int",
+        1,
+        "Time span of each controller mutation quota sample.",
+    ),
     # --- idempotence and transactions -------------------------------------------------------
     ConfigDef("transaction.max.timeout.ms", "int", 900000, "Largest transaction.timeout.ms."),
     ConfigDef("transactional.id.expiration.ms", "int", 604800000, "Idle id expiry."),
@@ -434,6 +446,10 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "delegation.token.max.lifetime.ms": (1, None),
     "delegation.token.expiry.time.ms": (1, None),
     "delegation.token.expiry.check.interval.ms": (1, None),
+    "quota.window.num": (1, None),
+    "quota.window.size.seconds": (1, None),
+    "controller.quota.window.num": (1, None),
+    "controller.quota.window.size.seconds": (1, None),
     "transaction.max.timeout.ms": (1, None),
     "transactional.id.expiration.ms": (1, None),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": (1, None),

@@ -8,12 +8,16 @@
     sharetxn configs --entity-type brokers --entity-name 1 --describe --all
     sharetxn configs --entity-type broker-loggers --entity-name 1 --alter \\
         --add-config sharetxn.partition=DEBUG
+    sharetxn configs --entity-type users --entity-name alice --alter \\
+        --add-config producer_byte_rate=1048576
+    sharetxn configs --entity-type clients --entity-default --describe
 
 ``--add-config`` takes ``k=v`` pairs separated by commas; a value holding commas is written
 in brackets (``k=[a,b]``), as in kafka-configs.sh.  ``--describe`` shows the values set on
 the entity; ``--all`` adds defaults and static broker values.  ``broker-loggers`` are the
 broker's loggers and their levels (TRACE, DEBUG, INFO, WARN, ERROR, FATAL); a deleted level
-follows the logger's parents again.
+follows the logger's parents again.  ``users``, ``clients`` and ``ips`` are client quota
+entities (``chaos.cli.quota_configs``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import argparse
 
 from rich.console import Console
 
+from chaos.cli.quota_configs import QUOTA_ENTITY_TYPES, quota_action
 from chaos.cli.support import (
     EXIT_CODES_HELP,
     CliError,
@@ -52,6 +57,11 @@ EXAMPLES = f"""examples:
   sharetxn configs --entity-type broker-loggers --entity-name 1 --describe
   sharetxn configs --entity-type broker-loggers --entity-name 1 --alter \\
       --add-config sharetxn.partition=DEBUG
+  sharetxn configs --entity-type users --entity-name alice --alter \\
+      --add-config producer_byte_rate=1048576,consumer_byte_rate=2097152
+  sharetxn configs --entity-type users --entity-name alice --entity-type clients \\
+      --entity-default --alter --add-config request_percentage=50
+  sharetxn configs --entity-type clients --describe
 
 {EXIT_CODES_HELP}"""
 
@@ -69,14 +79,47 @@ _SINGULAR = {
 }
 
 
+class _InOrder(argparse.Action):
+    """--entity-type / --entity-name / --entity-default, also kept in the order given (a
+    quota entity pairs each type with the name that follows it, as kafka-configs.sh)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        if self.dest == "entity_type":
+            namespace.entity_types = [*getattr(namespace, "entity_types", []), values]
+        else:
+            name = None if self.dest == "entity_default" else values
+            namespace.entity_names = [*getattr(namespace, "entity_names", []), name]
+        setattr(namespace, self.dest, True if self.dest == "entity_default" else values)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_command_options(parser, EXAMPLES)
-    parser.add_argument("--entity-type", required=True, choices=sorted(ENTITY_TYPES))
+    parser.set_defaults(entity_types=[], entity_names=[])
     parser.add_argument(
-        "--entity-name", metavar="NAME", help="topic, group or broker id (brokers, broker-loggers)"
+        "--entity-type",
+        required=True,
+        choices=sorted({*ENTITY_TYPES, *QUOTA_ENTITY_TYPES}),
+        action=_InOrder,
+        help="repeatable for a (users, clients) quota entity",
     )
     parser.add_argument(
-        "--entity-default", action="store_true", help="brokers: the cluster-wide defaults"
+        "--entity-name",
+        metavar="NAME",
+        action=_InOrder,
+        help="topic, group, broker id (brokers, broker-loggers), user, client id or ip",
+    )
+    parser.add_argument(
+        "--entity-default",
+        nargs=0,
+        default=False,
+        action=_InOrder,
+        help="brokers: the cluster-wide defaults; users, clients, ips: the default entity",
     )
     add_actions(parser, {"describe": "show configs", "alter": "set or delete configs"})
     parser.add_argument("--all", action="store_true", help="--describe: defaults too")
@@ -123,13 +166,32 @@ def _split_top_level(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if any(t in QUOTA_ENTITY_TYPES for t in args.entity_types):
+        return guarded(args, lambda: _run_quotas(args))
+
     def body() -> int:
+        if len(args.entity_types) > 1:
+            msg = "only users and clients --entity-type may be given together"
+            raise CliError(msg, ExitCode.USAGE)
         name = _entity_name(args)
         return run_admin(
             args, "sharetxn-configs", lambda admin, console: _act(admin, console, args, name)
         )
 
     return guarded(args, body)
+
+
+def _run_quotas(args: argparse.Namespace) -> int:
+    set_configs = parse_add_config(args.add_config)
+    delete = [k for item in args.delete_config for k in _split_top_level(item)]
+    if args.alter and not set_configs and not delete:
+        msg = "--alter needs --add-config and/or --delete-config"
+        raise CliError(msg, ExitCode.USAGE)
+    return run_admin(
+        args,
+        "sharetxn-configs",
+        lambda admin, console: quota_action(admin, console, args, set_configs, delete),
+    )
 
 
 def _entity_name(args: argparse.Namespace) -> str:

@@ -25,7 +25,8 @@ _EXTERNAL: dict[str, tuple[str, str]] = {
     ),
     "configs": (
         "chaos.cli.configs",
-        "describe and alter topic, group and broker configs (like kafka-configs.sh)",
+        "describe and alter topic, group and broker configs and client quotas "
+        "(like kafka-configs.sh)",
     ),
     "consumer-groups": (
         "chaos.cli.consumer_groups",

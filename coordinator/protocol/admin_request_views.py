@@ -173,3 +173,50 @@ class DescribeDelegationTokenRequestView(Protocol):
     """DescribeDelegationToken request, v1-v3."""
 
     owners: tuple[DescribeDelegationTokenOwnerView, ...] | None
+
+
+# -- client quotas (coordinator.protocol.quota_handlers) -----------------------------------------
+
+
+class QuotaComponentView(Protocol):
+    """``components`` of DescribeClientQuotasRequestView."""
+
+    entity_type: str
+    match_type: int
+    match: str | None
+
+
+class DescribeClientQuotasRequestView(Protocol):
+    """DescribeClientQuotas request, v0-v1."""
+
+    components: tuple[QuotaComponentView, ...]
+    strict: bool
+
+
+class QuotaEntityView(Protocol):
+    """``entity`` of an AlterClientQuotas entry."""
+
+    entity_type: str
+    entity_name: str | None
+
+
+class QuotaOpView(Protocol):
+    """``ops`` of an AlterClientQuotas entry."""
+
+    key: str
+    value: float
+    remove: bool
+
+
+class QuotaAlterEntryView(Protocol):
+    """``entries`` of AlterClientQuotasRequestView."""
+
+    entity: tuple[QuotaEntityView, ...]
+    ops: tuple[QuotaOpView, ...]
+
+
+class AlterClientQuotasRequestView(Protocol):
+    """AlterClientQuotas request, v0-v1."""
+
+    entries: tuple[QuotaAlterEntryView, ...]
+    validate_only: bool

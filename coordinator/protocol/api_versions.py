@@ -78,6 +78,9 @@ _VERSIONS: Final[dict[ApiKey, tuple[int, int]]] = {
     ApiKey.RENEW_DELEGATION_TOKEN: (1, 2),
     ApiKey.EXPIRE_DELEGATION_TOKEN: (1, 2),
     ApiKey.DESCRIBE_DELEGATION_TOKEN: (1, 3),
+    # Client quotas (coordinator/quotas; KIP-546).
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
 }
 #: api key -> (Kafka's name of the API, min version, max version)
 SUPPORTED: Final[dict[int, tuple[str, int, int]]] = {

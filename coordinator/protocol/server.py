@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import ipaddress
 import logging
@@ -27,8 +28,15 @@ from coordinator.log.group_commit import GroupCommit
 from coordinator.protocol.acl_rules import TopicDirectory
 from coordinator.protocol.api_versions import SUPPORTED, is_supported
 from coordinator.protocol.handlers import Handlers
+from coordinator.protocol.quota_handlers import QuotaHandlers
 from coordinator.protocol.security_gate import CLOSE, SecurityGate
 from coordinator.protocol.session import Session
+from coordinator.protocol.throttling import (
+    Throttle,
+    Throttler,
+    throttled_fetch,
+    with_throttle_time,
+)
 from coordinator.protocol.wire import (
     FrameError,
     decode_request,
@@ -55,6 +63,9 @@ from txn.config import BrokerConfig
 from txn.errors import ErrorCode, InvalidConfigError
 
 log = logging.getLogger("sharetxn.server")
+
+#: Milliseconds the current request spent long-polling (not handling time for its quota).
+_WAITED_MS: contextvars.ContextVar[list[float]] = contextvars.ContextVar("waited_ms")
 
 #: The listen backlog (asyncio's default): where clients wait while max.connections is reached.
 BACKLOG = 100
@@ -149,6 +160,11 @@ class KafkaServer:
         self._handling = 0  # requests being handled, over every connection
         self.group_commit = GroupCommit(others_waiting=lambda waiters: self._handling > waiters)
         self.handlers = Handlers(core, host, port, self._wait_for_append, self.group_commit)
+        # Client quotas (coordinator.quotas): their APIs, and the mutes they ask for.
+        gate_table = self.gate.table
+        gate_table.update(QuotaHandlers(core.client_quotas, lambda: self.gate.authorizer).table)
+        self.throttler = Throttler(core.client_quotas)
+        self._throttles: dict[int, Throttle] = {}
 
     def _on_append(self, _tp: object) -> None:
         waiters, self._append_waiters = self._append_waiters, []
@@ -166,8 +182,27 @@ class KafkaServer:
         clock = self.core.clock
         self._append_waiters.append(wake)
         timer = clock.schedule(max(0, deadline_ms - clock.now_ms()), wake)
+        started = time.perf_counter()
         try:
             await woken
+        finally:
+            timer.cancel()
+            waited = _WAITED_MS.get(None)
+            if waited is not None:
+                waited[0] += (time.perf_counter() - started) * 1000
+
+    async def _mute(self, throttle_ms: int) -> None:
+        """Read nothing more from the connection for ``throttle_ms`` on the broker's Clock
+        (KIP-219: the quota managers decided it)."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def wake() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        timer = self.core.clock.schedule(throttle_ms, wake)
+        try:
+            await done
         finally:
             timer.cancel()
 
@@ -305,6 +340,13 @@ class KafkaServer:
             except asyncio.CancelledError:
                 conn.close()  # the broker stops while this one waits for a slot
                 raise
+            hold_ms = self.core.client_quotas.accept_connection(host)
+            if hold_ms > 0:
+                # As Kafka's ConnectionQuotas (KIP-612): over its IP's connection_creation_rate,
+                # the connection is held unread for the throttle time, then closed.
+                log.debug("connection from %s throttled for %d ms", host, hold_ms)
+                self.core.clock.schedule(hold_ms, conn.close)
+                continue
             refused = self.quotas.acquire(host, listener.name)
             if refused is not None:
                 # As Kafka's ConnectionQuotas: closed at once, nothing read or answered.
@@ -430,9 +472,14 @@ class KafkaServer:
                 self.request_observer(api, elapsed_ms, size + 4, out)
             if response is False:
                 return
+            throttle = self._throttles.pop(connection_id, None)
+            if throttle is not None and throttle.before_response:
+                await self._mute(throttle.ms)  # a client that does not throttle itself
             if isinstance(response, bytes):
                 writer.write(response)
                 await writer.drain()
+            if throttle is not None and not throttle.before_response:
+                await self._mute(throttle.ms)
             if session.close_after_response:
                 return  # e.g. after SASL_AUTHENTICATION_FAILED, as Kafka
 
@@ -494,17 +541,47 @@ class KafkaServer:
                 correlation_id,
                 len(frame),
             )
+        if key == ApiKey.FETCH:
+            request = self.throttler.limit_fetch(session.principal, request)
+        self.throttler.begin(key, version, session.principal, request.client_id)
+        waited = [0.0]
+        _WAITED_MS.set(waited)
+        started = time.perf_counter()
         try:
             body = await self.gate.handle(session, request, self.handlers.table.get(key))
         except Exception:
             log.exception("handler for api %d v%d failed", key, version)
             return self._error_frame(key, version, correlation_id, ErrorCode.UNKNOWN_SERVER_ERROR)
+        handler_ms = max(0.0, (time.perf_counter() - started) * 1000 - waited[0])
         if body is CLOSE:
             return False
+        principal, client_id = session.principal, request.client_id
         if body is None or body is True:
+            throttle = self.throttler.request(
+                key, version, principal, client_id, len(frame), handler_ms, answered=False
+            )
+            if throttle.ms > 0:
+                self._throttles[connection_id] = throttle
             return None
         try:
-            return encode_response(key, version, correlation_id, body)
+            encoded = encode_response(key, version, correlation_id, body)
+            if key == ApiKey.FETCH:
+                throttle = self.throttler.fetch(
+                    version, principal, client_id, len(encoded), handler_ms
+                )
+            else:
+                throttle = self.throttler.request(
+                    key, version, principal, client_id, len(frame), handler_ms, answered=True
+                )
+            if throttle.ms > 0:
+                self._throttles[connection_id] = throttle
+                body = (
+                    throttled_fetch(throttle.ms)
+                    if key == ApiKey.FETCH
+                    else with_throttle_time(body, throttle.ms)
+                )
+                encoded = encode_response(key, version, correlation_id, body)
+            return encoded
         except Exception:
             # A response that cannot be encoded (a field left None) is a broker bug: answered
             # like a failed handler, the connection kept where the response has an error code.

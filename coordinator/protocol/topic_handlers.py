@@ -25,6 +25,7 @@ from coordinator.protocol.request_views import (
     DeleteTopicsRequestView,
 )
 from coordinator.protocol.responses import Handler, api, handler_table
+from coordinator.protocol.throttling import mutation_quota
 from coordinator.protocol.topic_messages import (
     AlterConfigsResourceResponse,
     AlterConfigsResponse,
@@ -46,7 +47,7 @@ from coordinator.protocol.topic_requests import (
     duplicated,
 )
 from coordinator.protocol.wire import DecodedRequest
-from coordinator.reserved_topics import create_refusal, partitions_refusal
+from coordinator.reserved_topics import create_refusal, delete_refusal, partitions_refusal
 from coordinator.topics import partition_count_error
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, KafkaProtocolError
@@ -114,6 +115,8 @@ class TopicHandlers:
             refusal = counts_refusal(partitions, replication, len(brokers))
         if refusal is not None:
             return _refused_topic(name, *refusal)
+        if (quota := mutation_quota()) is not None and not quota.permit(partitions):
+            return _refused_topic(name, ErrorCode.THROTTLING_QUOTA_EXCEEDED, None)
         result = self.core.create_topic(
             name,
             partitions,
@@ -232,6 +235,20 @@ class TopicHandlers:
         return DeleteTopicsResponse(responses=tuple(out))
 
     def _delete_topic(self, name: str) -> DeletableTopicResult:
+        info = self.core.topics.get(name)
+        quota = mutation_quota()
+        if (
+            quota is not None
+            and info is not None
+            and delete_refusal(name) is None
+            and not quota.permit(info.num_partitions)
+        ):
+            return DeletableTopicResult(
+                name=name,
+                topic_id=info.topic_id,
+                error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+                error_message=None,
+            )
         result = self.core.delete_topic(name)
         return DeletableTopicResult(
             name=name,
@@ -291,6 +308,11 @@ class TopicHandlers:
         if refusal is not None:
             code, text = refusal
             return CreatePartitionsTopicResult(name=name, error_code=code, error_message=text)
+        quota = mutation_quota()
+        if quota is not None and info is not None and not quota.permit(count - info.num_partitions):
+            return CreatePartitionsTopicResult(
+                name=name, error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED, error_message=None
+            )
         result = self.core.create_partitions(name, count, validate_only=validate_only)
         return CreatePartitionsTopicResult(
             name=name, error_code=result.error, error_message=result.message

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from producer.admin.groups import ConsumerGroupAdmin
+from producer.admin.quotas import ClientQuotaAdmin
 from producer.admin.tokens import DelegationTokenAdmin
 from producer.protocol.client import KafkaClient, check_error
 from producer.protocol.client_defaults import REQUEST_TIMEOUT_MS
@@ -190,7 +191,7 @@ def _item(entry: Any) -> ItemResult:
     return ItemResult(ErrorCode(int(entry.error_code)), str(message) if message else None)
 
 
-class Admin(ConsumerGroupAdmin, DelegationTokenAdmin):
+class Admin(ConsumerGroupAdmin, DelegationTokenAdmin, ClientQuotaAdmin):
     """Kafka administration for sharetxn brokers (and standard APIs on any Kafka cluster)."""
 
     def __init__(self, config: dict[str, Any] | str) -> None:

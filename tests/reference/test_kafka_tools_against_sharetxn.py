@@ -210,6 +210,67 @@ def test_kafka_configs_on_broker_loggers(sharetxn: str) -> None:
     assert "  sharetxn.share=INFO sensitive=false synonyms={}" in described.splitlines()
 
 
+def test_kafka_configs_on_client_quotas(sharetxn: str) -> None:
+    """``kafka-configs.sh --entity-type users|clients``: client quotas (KIP-546)."""
+    user, client = _name("quser"), _name("qclient")
+    _configs(sharetxn, "--alter", "users", user, "--add-config", "producer_byte_rate=1048576")
+    _configs(
+        sharetxn,
+        "--alter",
+        "users",
+        user,
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        client,
+        "--add-config",
+        "consumer_byte_rate=2048,request_percentage=50.5",
+    )
+    described = _configs(sharetxn, "--describe", "users", user)
+    assert f"Quota configs for user-principal '{user}' are producer_byte_rate=1048576.0" in (
+        described
+    )
+    both = _configs(
+        sharetxn, "--describe", "users", user, "--entity-type", "clients", "--entity-name", client
+    )
+    assert "consumer_byte_rate=2048.0" in both and "request_percentage=50.5" in both
+    defaults = tool(
+        "kafka-configs",
+        "--bootstrap-server",
+        sharetxn,
+        "--alter",
+        "--entity-type",
+        "clients",
+        "--entity-default",
+        "--add-config",
+        "producer_byte_rate=1000000000",
+    )
+    assert defaults.strip() == "Completed updating default config for clients in the cluster."
+    described = tool(
+        "kafka-configs",
+        "--bootstrap-server",
+        sharetxn,
+        "--describe",
+        "--entity-type",
+        "clients",
+        "--entity-default",
+    )
+    assert "producer_byte_rate=1.0E9" in described
+    _configs(sharetxn, "--alter", "users", user, "--delete-config", "producer_byte_rate")
+    assert "producer_byte_rate" not in _configs(sharetxn, "--describe", "users", user)
+    tool(
+        "kafka-configs",
+        "--bootstrap-server",
+        sharetxn,
+        "--alter",
+        "--entity-type",
+        "clients",
+        "--entity-default",
+        "--delete-config",
+        "producer_byte_rate",
+    )
+
+
 def test_console_producer_and_consumers(sharetxn: str) -> None:
     topic = _topic_holding(sharetxn, "a\nb\nc\n", "--command-property", "enable.idempotence=true")
     group = _name("console")

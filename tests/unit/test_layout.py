@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "coordinator.cleaner_worker",
         "coordinator.shard_runtime",
         "coordinator.security",
+        "coordinator.quotas",
     ),
     ("coordinator.share",),
     (

@@ -36,6 +36,10 @@ KEYS = [
     "ssl.keystore.password",
     "transaction.max.timeout.ms",
     "min.insync.replicas",
+    "quota.window.num",
+    "quota.window.size.seconds",
+    "controller.quota.window.num",
+    "controller.quota.window.size.seconds",
 ]
 
 #: (label, operations) checked on the broker and on the cluster default.

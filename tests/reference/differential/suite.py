@@ -20,6 +20,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_malformed,
     scenarios_membership,
     scenarios_produce,
+    scenarios_quotas,
     scenarios_regex,
     scenarios_share,
     scenarios_share_acquire,
@@ -61,6 +62,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "share/auto_offset_reset_by_duration_zero": "by_duration with no recent record",
     "consumer-groups/regex_internal_topics": "regex subscriptions: internal topics not matched",
     "share/batch_size_zero": "BatchSize 0: Kafka answers an empty acquired range",
+    "quotas/controller_mutation_quota_delete": "DeleteTopics over its quota: Kafka times out",
 }
 
 #: Scenario -> its open difference (issue 27: to be aligned with Kafka).  Reported as

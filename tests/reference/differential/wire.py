@@ -53,6 +53,8 @@ COMMON: dict[int, int] = {
     42: 2,  # DeleteGroups
     44: 1,  # IncrementalAlterConfigs
     47: 0,  # OffsetDelete
+    48: 1,  # DescribeClientQuotas
+    49: 1,  # AlterClientQuotas
     60: 1,  # DescribeCluster
     61: 0,  # DescribeProducers
     65: 0,  # DescribeTransactions

@@ -170,5 +170,8 @@ def test_every_served_api_has_an_authorization_rule() -> None:
         ApiKey.RENEW_DELEGATION_TOKEN,
         ApiKey.EXPIRE_DELEGATION_TOKEN,
         ApiKey.DESCRIBE_DELEGATION_TOKEN,
+        # client quotas: authorized by their handlers (coordinator.protocol.quota_handlers)
+        ApiKey.DESCRIBE_CLIENT_QUOTAS,
+        ApiKey.ALTER_CLIENT_QUOTAS,
     }
     assert set(SUPPORTED) - own == set(RULES)

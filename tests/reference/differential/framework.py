@@ -20,20 +20,23 @@ class Scenario:
     name: str
     area: str
     fn: ScenarioFn
+    #: It changes broker-wide state (cluster-default or broker configs) that other scenarios
+    #: would see: run alone, after the others.
+    exclusive: bool = False
 
 
 REGISTRY: dict[str, Scenario] = {}
 
 
-def scenario(area: str) -> Callable[[ScenarioFn], ScenarioFn]:
-    """Register ``fn`` as the scenario ``area/fn-name``."""
+def scenario(area: str, *, exclusive: bool = False) -> Callable[[ScenarioFn], ScenarioFn]:
+    """Register ``fn`` as the scenario ``area/fn-name`` (``exclusive``: run alone)."""
 
     def register(fn: ScenarioFn) -> ScenarioFn:
         name = f"{area}/{fn.__name__}"
         if name in REGISTRY:
             msg = f"two scenarios named {name}"
             raise ValueError(msg)
-        REGISTRY[name] = Scenario(name, area, fn)
+        REGISTRY[name] = Scenario(name, area, fn, exclusive)
         return fn
 
     return register
@@ -109,6 +112,7 @@ def run_all(
     warm_up(kafka)
     warm_up(sharetxn)
     chosen = [REGISTRY[n] for n in (names if names is not None else sorted(REGISTRY))]
+    observed: list[tuple[Scenario, Any, Any]] = []
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [
             (
@@ -117,25 +121,35 @@ def run_all(
                 pool.submit(run_one, sc, sharetxn, f"{token}{i:03d}", "sharetxn"),
             )
             for i, sc in enumerate(chosen)
+            if not sc.exclusive
         ]
-        outcomes = []
-        for sc, fk, fs in futures:
-            k, s = fk.result(), fs.result()
-            k = k if isinstance(k, dict) else {"observed": k}
-            s = s if isinstance(s, dict) else {"observed": s}
-            diffs = diff_paths(k, s)
-            if "raised" in k or "raised" in s:
-                status, reason = "open", "the scenario raised"
-                diffs = diffs or [f"raised: {k.get('raised')} / {s.get('raised')}"]
-            elif not diffs:
-                status, reason = "identical", ""
-            elif sc.name in known:
-                status, reason = "documented", known[sc.name]
-            elif sc.name in pending:
-                status, reason = "pending", pending[sc.name]
-            else:
-                status, reason = "open", ""
-            outcomes.append(Outcome(sc.name, sc.area, k, s, status, reason, diffs))
+        observed += [(sc, fk.result(), fs.result()) for sc, fk, fs in futures]
+    # Broker-wide changes, one scenario at a time once nothing else runs (both brokers at once).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for i, sc in enumerate(chosen):
+            if sc.exclusive:
+                fk = pool.submit(run_one, sc, kafka, f"{token}{i:03d}", "kafka")
+                fs = pool.submit(run_one, sc, sharetxn, f"{token}{i:03d}", "sharetxn")
+                observed.append((sc, fk.result(), fs.result()))
+    order = {sc.name: i for i, sc in enumerate(chosen)}
+    observed.sort(key=lambda o: order[o[0].name])
+    outcomes = []
+    for sc, k_seen, s_seen in observed:
+        k = k_seen if isinstance(k_seen, dict) else {"observed": k_seen}
+        s = s_seen if isinstance(s_seen, dict) else {"observed": s_seen}
+        diffs = diff_paths(k, s)
+        if "raised" in k or "raised" in s:
+            status, reason = "open", "the scenario raised"
+            diffs = diffs or [f"raised: {k.get('raised')} / {s.get('raised')}"]
+        elif not diffs:
+            status, reason = "identical", ""
+        elif sc.name in known:
+            status, reason = "documented", known[sc.name]
+        elif sc.name in pending:
+            status, reason = "pending", pending[sc.name]
+        else:
+            status, reason = "open", ""
+        outcomes.append(Outcome(sc.name, sc.area, k, s, status, reason, diffs))
     return outcomes
 
 

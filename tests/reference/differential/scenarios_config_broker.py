@@ -95,7 +95,7 @@ def _legacy(ctx: Ctx, name: str, configs: dict[str, str]) -> Any:
     return {"error": plain(r.error_code, "error_code"), "message": r.error_message}
 
 
-@scenario(AREA)
+@scenario(AREA, exclusive=True)
 def describe_broker_configs(ctx: Ctx) -> Any:
     return {
         "broker": describe(ctx, BROKER, "1", KEYS),
@@ -106,7 +106,7 @@ def describe_broker_configs(ctx: Ctx) -> Any:
     }
 
 
-@scenario(AREA)
+@scenario(AREA, exclusive=True)
 def incremental_alter_broker_configs(ctx: Ctx) -> Any:
     out = {}
     for label, ops in ALTERS:
@@ -117,7 +117,7 @@ def incremental_alter_broker_configs(ctx: Ctx) -> Any:
     return out
 
 
-@scenario(AREA)
+@scenario(AREA, exclusive=True)
 def legacy_alter_broker_configs(ctx: Ctx) -> Any:
     return {
         "read-only": _legacy(ctx, "1", {"num.partitions": "3"}),
@@ -159,7 +159,7 @@ PER_BROKER_ALTERS: tuple[tuple[str, list[tuple[str, int, str | None]]], ...] = (
 )
 
 
-@scenario(AREA)
+@scenario(AREA, exclusive=True)
 def per_broker_and_cluster_wide_configs(ctx: Ctx) -> Any:
     """Configs Kafka updates only per broker are refused on the cluster default ("")."""
     out = {}
@@ -198,7 +198,7 @@ DYNAMIC_KEYS = [
 TOPIC_KEYS = ["max.message.bytes", "retention.ms", "segment.bytes"]
 
 
-@scenario(AREA)
+@scenario(AREA, exclusive=True)
 def dynamic_broker_configs(ctx: Ctx) -> Any:
     """Dynamic broker configs, per broker and cluster-wide: sources and synonyms on the
     broker, the cluster default and a topic (the topic defaults follow them), a produce
@@ -308,7 +308,7 @@ def _until(check: Any, timeout_s: float = 10.0) -> bool:
     return True
 
 
-@scenario(AREA)
+@scenario(AREA, exclusive=True)
 def dynamic_listener_configs(ctx: Ctx) -> Any:
     """Listener configs of the broker: Kafka's checks of a new ``listeners`` and protocol
     map, per-listener TLS and SASL configs, then a listener added (bound at once) and
@@ -369,7 +369,7 @@ def dynamic_listener_configs(ctx: Ctx) -> Any:
 JITTER_KEYS = ["log.roll.jitter.hours", "log.roll.jitter.ms"]
 
 
-@scenario(AREA)
+@scenario(AREA, exclusive=True)
 def roll_jitter_broker_defaults(ctx: Ctx) -> Any:
     """``log.roll.jitter.ms`` (dynamic) and ``log.roll.jitter.hours`` (read-only) give a topic
     without ``segment.jitter.ms`` its value, with their synonyms; a topic's own value wins.

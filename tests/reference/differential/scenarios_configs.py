@@ -346,7 +346,7 @@ def compression_type_change_applies_to_next_append(ctx: Ctx) -> Any:
     return {"altered": altered, "back": back, "stored": _stored(ctx, t)}
 
 
-@scenario(AREA)
+@scenario(AREA, exclusive=True)
 def compression_type_broker_default_applies(ctx: Ctx) -> Any:
     """A topic without compression.type takes the broker's, set as the cluster default at
     run time (and back to producer once deleted)."""

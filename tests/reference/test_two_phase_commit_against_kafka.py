@@ -38,6 +38,7 @@ from txn.limits import INT32_MAX
 
 pytestmark = pytest.mark.reference
 
+
 @pytest.fixture(autouse=True)
 def _operator(monkeypatch: pytest.MonkeyPatch) -> None:
     """``sharetxn txn ... --apply`` needs an operator name (``$USER``)."""

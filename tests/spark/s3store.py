@@ -36,6 +36,8 @@ def hadoop_version() -> str:
         return jar.name.removeprefix("hadoop-client-api-").removesuffix(".jar")
     msg = f"no hadoop-client-api jar in {jars}"
     raise S3Error(msg)
+
+
 ACCESS_KEY = "sharetxn-test"
 SECRET_KEY = "sharetxn-test-secret"
 BUCKET = "sharetxn-checkpoints"

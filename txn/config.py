@@ -275,7 +275,6 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "offsets.retention.check.interval.ms", "int", 600000, "How often offsets are expired."
     ),
     # --- share groups -----------------------------------------------------------------------
-    ConfigDef("group.share.enable", "bool", True, "Serve share groups."),
     ConfigDef(
         "group.share.delivery.count.limit", "int", 5, "Deliveries before a record is archived."
     ),

@@ -397,11 +397,17 @@ class ShareManager:
         return lookup.error, lookup.session
 
     def acknowledge(
-        self, group_id: str, member_id: str, acks: list[PartitionAcks]
+        self,
+        group_id: str,
+        member_id: str,
+        acks: list[PartitionAcks],
+        *,
+        renew_ack: bool = False,
     ) -> dict[TopicIdPartition, ErrorCode]:
+        """``renew_ack``: the request's IsRenewAck, without which a RENEW is INVALID_REQUEST."""
         out: dict[TopicIdPartition, ErrorCode] = {}
         for pa in acks:
-            error = validate_ack_batches(pa.batches)
+            error = validate_ack_batches(pa.batches, renew_allowed=renew_ack)
             if error is not ErrorCode.NONE:
                 out[pa.tip] = error
                 continue

@@ -146,13 +146,14 @@ class AckBatch:
     ack_types: Sequence[int]
 
 
-def validate_ack_batches(batches: Sequence[AckBatch]) -> ErrorCode:
+def validate_ack_batches(batches: Sequence[AckBatch], *, renew_allowed: bool = True) -> ErrorCode:
     """The request-level checks Kafka makes before the share partition sees the batches.
 
     INVALID_REQUEST for: first > last or a negative offset; batches not strictly ascending or
     overlapping; no types; a type list that is neither one entry nor one per offset; an unknown
-    type.  (Kafka's KafkaApis lets a batch start on the previous batch's last offset; here any
-    overlap is rejected.)
+    type; a RENEW unless ``renew_allowed`` (Kafka's KafkaApis takes one only in a request
+    whose IsRenewAck is set).  (Kafka's KafkaApis lets a batch start on the previous batch's
+    last offset; here any overlap is rejected.)
     """
     prev_last = -1
     for batch in batches:
@@ -164,8 +165,10 @@ def validate_ack_batches(batches: Sequence[AckBatch]) -> ErrorCode:
             return ErrorCode.INVALID_REQUEST
         for value in types:
             try:
-                AcknowledgeType.parse(value)
+                kind = AcknowledgeType.parse(value)
             except InvalidRequestError:
+                return ErrorCode.INVALID_REQUEST
+            if kind is AcknowledgeType.RENEW and not renew_allowed:
                 return ErrorCode.INVALID_REQUEST
         prev_last = last
     return ErrorCode.NONE

@@ -278,6 +278,19 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
     ConfigDef(
         "group.share.delivery.count.limit", "int", 5, "Deliveries before a record is archived."
     ),
+    # KIP-1191 dead-letter queues of share groups
+    ConfigDef(
+        "errors.deadletterqueue.auto.create.topics.enable",
+        "bool",
+        False,
+        "Create a share group's dead-letter topic when it does not exist.",
+    ),
+    ConfigDef(
+        "errors.deadletterqueue.topic.name.prefix",
+        "str",
+        "dlq.",
+        'The prefix a share group\'s dead-letter topic name must have ("": any name).',
+    ),
     ConfigDef("group.share.record.lock.duration.ms", "int", 30000, "Acquisition lock duration."),
     ConfigDef(
         "group.share.partition.max.record.locks", "int", 2000, "In-flight records per partition."

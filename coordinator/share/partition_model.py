@@ -35,6 +35,8 @@ EVENT_REJECTED: Final = "rejected"  # REJECT -> ARCHIVED
 EVENT_ARCHIVED: Final = "archived"  # -> ARCHIVED otherwise (GAP, limit, log start, aborted txn)
 
 EventSink = Callable[[str, int], None]
+#: (first offset, last offset, delivery count, cause): records archived for a dead-letter cause
+DeadLetterSink = Callable[[int, int, int, str], None]
 
 
 class SharePartitionState(enum.Enum):
@@ -206,16 +208,45 @@ class Change:
     lock: AcquisitionLock | None = None  # RENEW: the new lock
     renew: bool = False
     event: str | None = None
+    #: why the records go to the group's dead-letter topic (KIP-1191), if they are archived
+    #: for a reason that sends them there: Kafka's cause message
+    dead_letter: str | None = None
 
     @property
     def count(self) -> int:
         return self.last - self.first + 1
 
 
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """Records first..last of ``topic``-``partition`` archived in ``group_id`` for ``cause``
+    (KIP-1191: bound for the group's dead-letter topic)."""
+
+    group_id: str
+    topic: str
+    partition: int
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+    cause: str
+
+
+#: Kafka's causes of a dead letter (its ``__dlq.errors.message`` header)
+CLIENT_REJECT: Final = "Offset rejected by client."
+DELIVERY_COUNT_EXCEEDED: Final = "Offset delivery count exceeded the threshold."
+
+
 def back_to_available(first: int, last: int, dc: int, config: SharePartitionConfig) -> Change:
     """RELEASE, lock timeout or transaction abort: AVAILABLE, or ARCHIVED at the limit."""
     if dc >= config.delivery_count_limit:
-        return Change(first, last, RecordState.ARCHIVED, dc, event=EVENT_ARCHIVED)
+        return Change(
+            first,
+            last,
+            RecordState.ARCHIVED,
+            dc,
+            event=EVENT_ARCHIVED,
+            dead_letter=DELIVERY_COUNT_EXCEEDED,
+        )
     return Change(first, last, RecordState.AVAILABLE, dc, event=EVENT_RELEASED)
 
 
@@ -256,7 +287,9 @@ def ack_change(
     if ack is AcknowledgeType.ACCEPT:
         return Change(first, last, RecordState.ACKNOWLEDGED, dc, event=EVENT_ACKNOWLEDGED)
     if ack is AcknowledgeType.REJECT:
-        return Change(first, last, RecordState.ARCHIVED, dc, event=EVENT_REJECTED)
+        return Change(
+            first, last, RecordState.ARCHIVED, dc, event=EVENT_REJECTED, dead_letter=CLIENT_REJECT
+        )
     if ack is AcknowledgeType.GAP:
         return Change(first, last, RecordState.ARCHIVED, dc, event=EVENT_ARCHIVED)
     return back_to_available(first, last, dc, config)

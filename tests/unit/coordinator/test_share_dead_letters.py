@@ -9,7 +9,6 @@ import uuid
 from coordinator.broker import BrokerCore
 from coordinator.log.memory_log import MemoryStorage
 from coordinator.share.manager import PartitionAcks
-from coordinator.share.partition_model import DeadLetter
 from coordinator.share.share_partition import AckBatch
 from coordinator.share_dead_letters import topic_refusal
 from coordinator.share_fetch import ShareFetchRequest, ShareSessionKey
@@ -53,8 +52,8 @@ def _setup(core: BrokerCore, group_configs: dict[str, object]) -> TopicIdPartiti
     return tip
 
 
-def _dead_letters(core: BrokerCore, topic: str) -> list[tuple[int, bytes | None, list[str]]]:
-    """(partition, value, header keys=values) of every record of ``topic``."""
+def _dead_letters(core: BrokerCore, topic: str) -> list[tuple[int, bytes | None, int]]:
+    """(partition, key, offset) of every record of ``topic``."""
     out = []
     info = core.topics.get(topic)
     assert info is not None
@@ -161,4 +160,3 @@ def test_group_config_refuses_internal_name() -> None:
     )
     assert error is ErrorCode.INVALID_CONFIG
     assert message == "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'"
-    assert DeadLetter("g", "t", 0, 0, 0, 1, "x").cause == "x"

@@ -49,6 +49,7 @@ from coordinator.reserved_topics import (
 from coordinator.security.token_store import DelegationTokenStore
 from coordinator.share.manager import PartitionAcks, VerifiedAcks
 from coordinator.share.persister import ShareStateKey
+from coordinator.share_dead_letters import ShareDeadLetters
 from coordinator.share_fetch import ShareFetches
 from coordinator.topics import TopicInfo, TopicRegistry
 from coordinator.txn_results import ActiveProducer
@@ -168,6 +169,7 @@ class BrokerCore:
         self.internal_topics = InternalTopics(self.topics, coordinators.internal_logs, self.config)
         self.group_admin = GroupAdmin(self.topics, self.partitions, self.groups, self.share)
         self.share_fetches = ShareFetches(self.share, clock)
+        self.share.dead_letters = ShareDeadLetters(self).enqueue
         live = self.partitions.values
         schedule_flush(self.clock, self._log_config.flush_interval_ms, live)
         expiry = "producer.id.expiration.ms"  # dynamic: read at each check

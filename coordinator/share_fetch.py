@@ -49,6 +49,23 @@ class ShareFetchRequest:
     record_limit: bool = False
     #: BatchSize: new records beyond it are split into several in-flight batches (None: never)
     batch_size: int | None = None
+    #: v2's IsRenewAck: the request only renews locks (acknowledgements, no acquisition)
+    renew_ack: bool = False
+
+
+def renew_fetch_error(request: ShareFetchRequest) -> str | None:
+    """Kafka's check of a renewing ShareFetch: its fetch limits must all be zero (the message
+    lists each one that is not, as Kafka's KafkaApis words it); None when it passes."""
+    if not request.renew_ack:
+        return None
+    named = (
+        ("maxBytes", request.max_bytes),
+        ("minBytes", request.min_bytes),
+        ("maxRecords", request.max_records),
+        ("maxWaitMs", request.max_wait_ms),
+    )
+    wrong = "".join(f"{name} must be set to 0, " for name, value in named if value != 0)
+    return f"{wrong}if isRenewAck is true." if wrong else None
 
 
 @dataclass(slots=True)
@@ -160,6 +177,9 @@ class ShareFetches:
         if not group_id or not member_id:
             message = "group and member id are required"
             return ShareFetchPoll(ShareFetchOutcome(ErrorCode.INVALID_REQUEST, message), lock_ms)
+        if renew_fetch_error(request) is not None:
+            # Kafka answers with the error alone (no message, no lock timeout)
+            return ShareFetchPoll(ShareFetchOutcome(ErrorCode.INVALID_REQUEST), 0)
         acks = list(request.acks)
         if epoch == INITIAL_EPOCH and acks:
             message = "acknowledgements need an open share session"
@@ -172,7 +192,8 @@ class ShareFetches:
         full = epoch == INITIAL_EPOCH
         # Acknowledgements first: records they release may be acquired by this same fetch.
         if acks:
-            for tip, ack_error in share.acknowledge(group_id, member_id, acks).items():
+            answers = share.acknowledge(group_id, member_id, acks, renew_ack=request.renew_ack)
+            for tip, ack_error in answers.items():
                 entry = outcome.partitions.setdefault(tip, PartitionFetch(tip))
                 entry.ack_error = ack_error
                 entry.acked = True
@@ -183,6 +204,8 @@ class ShareFetches:
         session.forget(list(request.forgotten))
         if epoch != INITIAL_EPOCH:  # a new session already expects epoch 1
             share.sessions.advance(session)
+        if request.renew_ack:  # as Kafka: a renewing ShareFetch acquires nothing
+            return ShareFetchPoll(outcome, lock_ms, full)
         acquiring = _Acquiring(
             share,
             self._clock,
@@ -199,7 +222,7 @@ class ShareFetches:
         return ShareFetchPoll(outcome, lock_ms, full, acquiring)
 
     def acknowledge(
-        self, key: ShareSessionKey, acks: Sequence[PartitionAcks]
+        self, key: ShareSessionKey, acks: Sequence[PartitionAcks], *, renew_ack: bool = False
     ) -> ShareAcknowledgeResult:
         """ShareAcknowledge in an open share session (it cannot open one)."""
         group_id, member_id, epoch = key.group_id, key.member_id, key.epoch
@@ -214,7 +237,7 @@ class ShareFetches:
         error, session = share.open_or_check_session(group_id, member_id, epoch, key.connection_id)
         if session is None or error is not ErrorCode.NONE:
             return ShareAcknowledgeResult(error, None, lock_ms)
-        results = share.acknowledge(group_id, member_id, list(acks))
+        results = share.acknowledge(group_id, member_id, list(acks), renew_ack=renew_ack)
         if share.is_final(epoch):
             share.close_session(group_id, member_id)
         else:

@@ -295,9 +295,21 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "offsets.retention.check.interval.ms", "int", 600000, "How often offsets are expired."
     ),
     # --- share groups -----------------------------------------------------------------------
-    ConfigDef("group.share.enable", "bool", True, "Serve share groups."),
     ConfigDef(
         "group.share.delivery.count.limit", "int", 5, "Deliveries before a record is archived."
+    ),
+    # KIP-1191 dead-letter queues of share groups
+    ConfigDef(
+        "errors.deadletterqueue.auto.create.topics.enable",
+        "bool",
+        False,
+        "Create a share group's dead-letter topic when it does not exist.",
+    ),
+    ConfigDef(
+        "errors.deadletterqueue.topic.name.prefix",
+        "str",
+        "dlq.",
+        'The prefix a share group\'s dead-letter topic name must have ("": any name).',
     ),
     ConfigDef("group.share.record.lock.duration.ms", "int", 30000, "Acquisition lock duration."),
     ConfigDef(

@@ -6,8 +6,8 @@ Kafka 4.4 finalizes (``kafka-storage format`` defaults) ``metadata.version`` 4.4
 the broker does, so sharetxn advertises only what it implements:
 
 - ``group.version`` 1: KIP-848's consumer rebalance protocol (ConsumerGroupHeartbeat).
-- ``share.version`` 1: share groups (KIP-932).  Level 2 adds share-group dead-letter queues,
-  not implemented here.
+- ``share.version`` 2: share groups (KIP-932, level 1) and their dead-letter queues
+  (KIP-1191, level 2: ``coordinator.share_dead_letters``), all level 2 gates in Kafka 4.4.
 - ``transaction.version`` 1.  Level 2 is KIP-890 part 2: clients then bump the epoch at every
   EndTxn (v5) and add partitions implicitly with Produce v12, which sharetxn does not serve
   (Produce up to v10), so a Java producer told level 2 could not produce in a transaction.
@@ -38,7 +38,7 @@ from txn.kip1289_schema import KIP1289_FEATURE, KIP1289_FEATURE_LEVEL
 #: feature name -> (supported min, supported max, finalized level)
 FEATURES: Final[dict[str, tuple[int, int, int]]] = {
     "group.version": (1, 1, 1),
-    "share.version": (1, 1, 1),
+    "share.version": (2, 2, 2),
     "transaction.version": (1, 1, 1),
     KIP1289_FEATURE: (KIP1289_FEATURE_LEVEL, KIP1289_FEATURE_LEVEL, KIP1289_FEATURE_LEVEL),
 }

@@ -272,6 +272,7 @@ class ShareHandlers:
             # v2+: ShareAcquireMode
             record_limit=optional(b, "share_acquire_mode", default=0) == ACQUIRE_RECORD_LIMIT,
             batch_size=int(b.batch_size),
+            renew_ack=bool(optional(b, "is_renew_ack", default=False)),
         )
         poll = self.core.share_fetches.fetch(request)
         while (wake_ms := poll.step()) is not None:
@@ -315,7 +316,9 @@ class ShareHandlers:
         self, req: DecodedRequest[ShareAcknowledgeRequestView]
     ) -> ShareAcknowledgeResponse:
         result = self.core.share_fetches.acknowledge(
-            self._session_of(req), _acks_of(req.body.topics)
+            self._session_of(req),
+            _acks_of(req.body.topics),
+            renew_ack=bool(optional(req.body, "is_renew_ack", default=False)),
         )
         by_topic: dict[uuid.UUID, list[ShareAcknowledgePartition]] = {}
         for tip, ack_error in result.results.items():

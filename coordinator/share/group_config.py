@@ -178,6 +178,10 @@ class ShareGroupConfig:
     partition_max_record_locks: int = int(default_of("group.share.partition.max.record.locks"))
     #: ``share.renew.acknowledge.enable``: whether RENEW acknowledgements are taken (KIP-1222).
     renew_acknowledge_enabled: bool = True
+    #: ``errors.deadletterqueue.topic.name``: the group's dead-letter topic ("" for none)
+    dlq_topic_name: str = ""
+    #: ``errors.deadletterqueue.copy.record.enable``: dead letters carry the record's key/value
+    dlq_copy_record: bool = False
 
     @property
     def read_committed(self) -> bool:
@@ -284,6 +288,9 @@ class GroupConfigDefs:
             raise InvalidConfigError(
                 f"{SESSION_TIMEOUT_MS} must be greater than {HEARTBEAT_INTERVAL_MS}"
             )
+        if merged.get(DLQ_TOPIC_NAME, "").startswith("__"):
+            # KIP-1191: Kafka's GroupConfig refuses an internal-looking DLQ topic name
+            raise InvalidConfigError(f"{DLQ_TOPIC_NAME}: DLQ topic name must not start with '__'")
         return overrides
 
     def _values(self, overrides: Mapping[str, str]) -> dict[str, str]:
@@ -312,6 +319,8 @@ class GroupConfigDefs:
             isolation_level=values[ISOLATION_LEVEL],
             partition_max_record_locks=int(values[PARTITION_MAX_RECORD_LOCKS]),
             renew_acknowledge_enabled=values[RENEW_ACKNOWLEDGE_ENABLE] == "true",
+            dlq_topic_name=values[DLQ_TOPIC_NAME],
+            dlq_copy_record=values[DLQ_COPY_RECORD_ENABLE] == "true",
         )
 
     def consumer_timing(self, overrides: Mapping[str, str]) -> tuple[int, int]:

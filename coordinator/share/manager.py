@@ -29,6 +29,7 @@ from coordinator.share.group_config import ShareGroupConfig
 from coordinator.share.group_coordinator import ShareGroupCoordinator
 from coordinator.share.group_model import HeartbeatRequest, HeartbeatResult
 from coordinator.share.group_shard import ShareGroupRuntime
+from coordinator.share.partition_model import DeadLetter, DeadLetterSink
 from coordinator.share.persister import ShareStateKey
 from coordinator.share.sessions import (
     FINAL_EPOCH,
@@ -155,6 +156,9 @@ class ShareManager:
         # producer id -> when its first pending share ack arrived (for the KIP's metrics)
         self._txn_started_ms: dict[int, int] = {}
         self.on_txn_metric: Callable[[str, int], None] | None = None
+        #: KIP-1191: takes (dead letter, the group's dead-letter topic, copy the records?);
+        #: set by the broker (``coordinator.share_dead_letters``)
+        self.dead_letters: Callable[[DeadLetter, str, bool], None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -294,6 +298,25 @@ class ShareManager:
             renew_acknowledge_enabled=group.renew_acknowledge_enabled,
         )
 
+    def _dead_letter_sink(self, group_id: str, tp: TopicPartition) -> DeadLetterSink:
+        """Where ``group_id``'s share partition of ``tp`` reports records archived for a
+        dead-letter cause: to the group's dead-letter topic when it has one (Kafka's
+        ``isDLQEnabledForGroup``: ``share.version`` 2, finalized here, and the topic set)."""
+
+        def sink(first: int, last: int, delivery_count: int, cause: str) -> None:
+            writer = self.dead_letters
+            if writer is None:
+                return
+            config = self.groups.group_config(group_id)
+            if not config.dlq_topic_name:
+                return
+            letter = DeadLetter(
+                group_id, tp.topic, tp.partition, first, last, delivery_count, cause
+            )
+            writer(letter, config.dlq_topic_name, config.dlq_copy_record)
+
+        return sink
+
     # -- share partitions -----------------------------------------------------------------------
 
     def share_partition(
@@ -331,6 +354,7 @@ class ShareManager:
                 self.clock,
                 self.partition_config(group_id),
                 on_event=self._event_sink(group_id),
+                on_dead_letter=self._dead_letter_sink(group_id, tp),
             )
             self.share_partitions[key] = sp
         fresh = sp.state is not SharePartitionState.ACTIVE
@@ -397,11 +421,17 @@ class ShareManager:
         return lookup.error, lookup.session
 
     def acknowledge(
-        self, group_id: str, member_id: str, acks: list[PartitionAcks]
+        self,
+        group_id: str,
+        member_id: str,
+        acks: list[PartitionAcks],
+        *,
+        renew_ack: bool = False,
     ) -> dict[TopicIdPartition, ErrorCode]:
+        """``renew_ack``: the request's IsRenewAck, without which a RENEW is INVALID_REQUEST."""
         out: dict[TopicIdPartition, ErrorCode] = {}
         for pa in acks:
-            error = validate_ack_batches(pa.batches)
+            error = validate_ack_batches(pa.batches, renew_allowed=renew_ack)
             if error is not ErrorCode.NONE:
                 out[pa.tip] = error
                 continue

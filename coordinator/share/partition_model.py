@@ -35,6 +35,8 @@ EVENT_REJECTED: Final = "rejected"  # REJECT -> ARCHIVED
 EVENT_ARCHIVED: Final = "archived"  # -> ARCHIVED otherwise (GAP, limit, log start, aborted txn)
 
 EventSink = Callable[[str, int], None]
+#: (first offset, last offset, delivery count, cause): records archived for a dead-letter cause
+DeadLetterSink = Callable[[int, int, int, str], None]
 
 
 class SharePartitionState(enum.Enum):
@@ -146,13 +148,14 @@ class AckBatch:
     ack_types: Sequence[int]
 
 
-def validate_ack_batches(batches: Sequence[AckBatch]) -> ErrorCode:
+def validate_ack_batches(batches: Sequence[AckBatch], *, renew_allowed: bool = True) -> ErrorCode:
     """The request-level checks Kafka makes before the share partition sees the batches.
 
     INVALID_REQUEST for: first > last or a negative offset; batches not strictly ascending or
     overlapping; no types; a type list that is neither one entry nor one per offset; an unknown
-    type.  (Kafka's KafkaApis lets a batch start on the previous batch's last offset; here any
-    overlap is rejected.)
+    type; a RENEW unless ``renew_allowed`` (Kafka's KafkaApis takes one only in a request
+    whose IsRenewAck is set).  (Kafka's KafkaApis lets a batch start on the previous batch's
+    last offset; here any overlap is rejected.)
     """
     prev_last = -1
     for batch in batches:
@@ -164,8 +167,10 @@ def validate_ack_batches(batches: Sequence[AckBatch]) -> ErrorCode:
             return ErrorCode.INVALID_REQUEST
         for value in types:
             try:
-                AcknowledgeType.parse(value)
+                kind = AcknowledgeType.parse(value)
             except InvalidRequestError:
+                return ErrorCode.INVALID_REQUEST
+            if kind is AcknowledgeType.RENEW and not renew_allowed:
                 return ErrorCode.INVALID_REQUEST
         prev_last = last
     return ErrorCode.NONE
@@ -203,16 +208,45 @@ class Change:
     lock: AcquisitionLock | None = None  # RENEW: the new lock
     renew: bool = False
     event: str | None = None
+    #: why the records go to the group's dead-letter topic (KIP-1191), if they are archived
+    #: for a reason that sends them there: Kafka's cause message
+    dead_letter: str | None = None
 
     @property
     def count(self) -> int:
         return self.last - self.first + 1
 
 
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """Records first..last of ``topic``-``partition`` archived in ``group_id`` for ``cause``
+    (KIP-1191: bound for the group's dead-letter topic)."""
+
+    group_id: str
+    topic: str
+    partition: int
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+    cause: str
+
+
+#: Kafka's causes of a dead letter (its ``__dlq.errors.message`` header)
+CLIENT_REJECT: Final = "Offset rejected by client."
+DELIVERY_COUNT_EXCEEDED: Final = "Offset delivery count exceeded the threshold."
+
+
 def back_to_available(first: int, last: int, dc: int, config: SharePartitionConfig) -> Change:
     """RELEASE, lock timeout or transaction abort: AVAILABLE, or ARCHIVED at the limit."""
     if dc >= config.delivery_count_limit:
-        return Change(first, last, RecordState.ARCHIVED, dc, event=EVENT_ARCHIVED)
+        return Change(
+            first,
+            last,
+            RecordState.ARCHIVED,
+            dc,
+            event=EVENT_ARCHIVED,
+            dead_letter=DELIVERY_COUNT_EXCEEDED,
+        )
     return Change(first, last, RecordState.AVAILABLE, dc, event=EVENT_RELEASED)
 
 
@@ -253,7 +287,9 @@ def ack_change(
     if ack is AcknowledgeType.ACCEPT:
         return Change(first, last, RecordState.ACKNOWLEDGED, dc, event=EVENT_ACKNOWLEDGED)
     if ack is AcknowledgeType.REJECT:
-        return Change(first, last, RecordState.ARCHIVED, dc, event=EVENT_REJECTED)
+        return Change(
+            first, last, RecordState.ARCHIVED, dc, event=EVENT_REJECTED, dead_letter=CLIENT_REJECT
+        )
     if ack is AcknowledgeType.GAP:
         return Change(first, last, RecordState.ARCHIVED, dc, event=EVENT_ARCHIVED)
     return back_to_available(first, last, dc, config)

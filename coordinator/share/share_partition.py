@@ -76,6 +76,7 @@ from coordinator.share.partition_model import (
     AcquireResult,
     AutoOffsetReset,
     Change,
+    DeadLetterSink,
     EventSink,
     Isolation,
     PartitionData,
@@ -142,6 +143,7 @@ class SharePartition:
         config: SharePartitionConfig | None = None,
         *,
         on_event: EventSink | None = None,
+        on_dead_letter: DeadLetterSink | None = None,
     ) -> None:
         self.group_id = group_id
         self.topic_id = topic_id
@@ -152,6 +154,7 @@ class SharePartition:
         self._clock = clock
         self._config = config or SharePartitionConfig()
         self._on_event = on_event
+        self._on_dead_letter = on_dead_letter
         self._status = SharePartitionState.EMPTY
         self._inflight = InFlightState()
 
@@ -568,6 +571,13 @@ class SharePartition:
     def _apply(self, plan: Sequence[Change]) -> None:
         for kind, count in self._inflight.apply(plan).items():
             self._emit(kind, count)
+        if self._on_dead_letter is None:
+            return
+        for change in plan:
+            if change.dead_letter is not None and change.state is RecordState.ARCHIVED:
+                self._on_dead_letter(
+                    change.first, change.last, change.delivery_count, change.dead_letter
+                )
 
     def _emit(self, kind: str, count: int) -> None:
         if count <= 0 or self._on_event is None:

@@ -37,7 +37,7 @@ def test_features_advertised(tmp_path: Path) -> None:
         == finalized_v3
         == {
             "group.version": 1,
-            "share.version": 1,
+            "share.version": 2,  # with KIP-1191 dead-letter queues, as Kafka 4.4
             "transaction.version": 1,  # not 2: KIP-890 part 2 needs Produce v12, not served
             "share.transaction.version": 1,
         }
@@ -48,7 +48,7 @@ def test_features_advertised(tmp_path: Path) -> None:
         == supported_v3
         == {
             "group.version": (1, 1),
-            "share.version": (1, 1),
+            "share.version": (2, 2),
             "transaction.version": (1, 1),
             "share.transaction.version": (1, 1),
         }
@@ -86,12 +86,12 @@ def test_update_features_accepts_only_the_current_levels(tmp_path: Path) -> None
         bootstrap = broker.bootstrap_servers
         ok = _update(bootstrap, 1, ("group.version", 1), ("transaction.version", 1))
         assert ok == ("NONE", ["group.version", "transaction.version"])
-        assert _update(bootstrap, 2, ("share.version", 1)) == ("NONE", [])
-        for level in (0, 2, -1):
+        assert _update(bootstrap, 2, ("share.version", 2)) == ("NONE", [])
+        for level in (0, 1, -1):
             assert _update(bootstrap, 1, ("group.version", 1), ("share.version", level)) == (
                 "INVALID_UPDATE_VERSION",
                 [],
             )
         assert _update(bootstrap, 0, ("metadata.version", 33))[0] == "INVALID_UPDATE_VERSION"
         _supported, finalized = _api_versions(bootstrap, 4)
-        assert finalized["share.version"] == 1
+        assert finalized["share.version"] == 2

@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "coordinator.group",
         "coordinator.group_admin",
         "coordinator.share_fetch",
+        "coordinator.share_dead_letters",
         "coordinator.txn_coordinator",
         "coordinator.txn_results",
         "coordinator.internal_producers",

@@ -639,3 +639,31 @@ def share_group_id_used_by_consumer_group(ctx: Ctx) -> Any:
         "commit": plain(resp.topics[0].partitions[0].error_code, "error_code"),
         "share_heartbeat": plain(m.heartbeat().error_code, "error_code"),
     }
+
+
+@scenario(AREA)
+def renew_fetch_needs_zero_limits(ctx: Ctx) -> Any:
+    """A ShareFetch with IsRenewAck whose MaxBytes/MinBytes/MaxRecords/MaxWaitMs are not all
+    zero is INVALID_REQUEST (the session epoch stays); with all zero it renews the locks and
+    acquires nothing."""
+    t, _, m, _ = _two_acquired(ctx)
+    bad = m.fetch_raw(_acks(t, 0, 1, RENEW), renew=True, max_records=5, max_wait_ms=0)
+    zero = {"max_records": 0, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 0}
+    renewed = m.fetch(_acks(t, 0, 1, RENEW), renew=True, batch_size=0, **zero)
+    return {
+        "refused": plain(bad.error_code, "error_code"),
+        "refused_message": bad.error_message,
+        "refused_lock_timeout": plain(bad.acquisition_lock_timeout),
+        "renewed": renewed,
+        "accept": m.acknowledge(_acks(t, 0, 1, ACCEPT)),
+    }
+
+
+@scenario(AREA)
+def renew_type_needs_renew_flag(ctx: Ctx) -> Any:
+    """A RENEW acknowledgement in a request without IsRenewAck is INVALID_REQUEST for its
+    partition (ShareAcknowledge and ShareFetch alike); the records stay acquired."""
+    t, _, m, _ = _two_acquired(ctx)
+    ack = m.acknowledge(_acks(t, 0, 1, RENEW))
+    fetched = m.fetch(_acks(t, 0, 1, RENEW), max_wait_ms=100)
+    return {"ack": ack, "fetch": fetched, "accept": m.acknowledge(_acks(t, 0, 1, ACCEPT))}

@@ -115,6 +115,8 @@ class ShareMember:
         batch_size: int | None = None,
         renew: bool = False,
         topics: list[dict[str, Any]] | None = None,
+        min_bytes: int = 1,
+        max_bytes: int = 1 << 20,
     ) -> Any:
         if topics is None:
             topics = self._topics(acks, with_all=True)
@@ -131,8 +133,8 @@ class ShareMember:
             0,
             lambda epoch: {
                 "max_wait": max_wait_ms,
-                "min_bytes": 1,
-                "max_bytes": 1 << 20,
+                "min_bytes": min_bytes,
+                "max_bytes": max_bytes,
                 "max_records": max_records,
                 "batch_size": max_records if batch_size is None else batch_size,
                 "share_acquire_mode": acquire_mode,

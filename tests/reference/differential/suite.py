@@ -24,6 +24,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_regex,
     scenarios_share,
     scenarios_share_acquire,
+    scenarios_share_dlq,
     scenarios_share_fidelity,
     scenarios_share_start,
     scenarios_timestamps,

@@ -205,6 +205,7 @@ class ShareGroup:
     members: dict[str, GroupMember] = field(default_factory=dict)
     assignment_epoch: int = INITIAL_GROUP_EPOCH
     target: dict[str, Assignment] = field(default_factory=dict)
+    assignment_timestamp_ms: int = 0  # when ``target`` was computed (0: unknown)
 
     @property
     def state(self) -> str:

@@ -65,6 +65,7 @@ class ConsumerProtocolGroup:
     group_id: str
     epoch: int = INITIAL_GROUP_EPOCH
     assignment_epoch: int = INITIAL_GROUP_EPOCH
+    assignment_timestamp: int = 0  # when ``target`` was computed, in ms (0: unknown)
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target: dict[str, Partitions] = field(default_factory=dict)
     assignor: str = "uniform"

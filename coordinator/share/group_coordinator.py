@@ -76,6 +76,7 @@ from coordinator.share.group_model import (
     add_to_sets,
     as_assignment_list,
     assignable_partitions,
+    can_compute_next_target_assignment,
     current_assignment_record_of,
     fenced_message,
     flatten_sets,
@@ -100,12 +101,6 @@ log = logging.getLogger(__name__)
 
 
 # --- the coordinator --------------------------------------------------------------------------
-
-
-def can_compute_next_target_assignment(last_ms: int, interval_ms: int, now_ms: int) -> bool:
-    """Kafka's test: a group computes its next target assignment when it has not computed one
-    (or its time is unknown: 0), when its interval is 0, or once the interval has passed."""
-    return last_ms == 0 or interval_ms == 0 or now_ms >= last_ms + interval_ms
 
 
 def topics_version(topics: TopicLookup) -> int | None:

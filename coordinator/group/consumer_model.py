@@ -76,6 +76,8 @@ class ConsumerProtocolGroup:
     def state(self) -> str:
         if not self.members:
             return "Empty"
+        if self.epoch > self.assignment_epoch:
+            return "Assigning"  # Kafka's: the epoch's target assignment is not computed yet
         if any(m.epoch != self.assignment_epoch or m.revoking for m in self.members.values()):
             return "Reconciling"
         return "Stable"

@@ -596,7 +596,8 @@ class ConsumerMembership:
 
     def remove_member(self, group: ConsumerGroupChange, member_id: str) -> None:
         """A member leaves (or is removed): its records' and its target's tombstones and a new
-        group epoch, whose target assignment the next heartbeat computes (as Kafka)."""
+        group epoch, whose target assignment the next heartbeat computes (as Kafka; the last
+        member's leave writes the empty group's target, so the next join assigns at once)."""
         group.remove_member(member_id)
         group.drop_target(member_id)
         for kind in MEMBER_TIMERS:
@@ -604,6 +605,8 @@ class ConsumerMembership:
         self.regexes.drop_unused(group)
         group.topology = self.topology(group.members)
         group.bump_epoch()
+        if not group.members:
+            group.new_target({}, 0)  # as Kafka: an empty group's target, at no known time
 
     def _consumer_leave(
         self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None

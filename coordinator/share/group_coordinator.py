@@ -373,6 +373,9 @@ class ShareGroupCoordinator:
                 epoch += 1
                 records.append(GroupEpochRecord(group_id, epoch, metadata))
                 log.info("share group %s: epoch %d, %d member(s)", group_id, epoch, len(members))
+                if not members:  # as Kafka: an empty group's target, at no known time
+                    assignment_epoch, target = epoch, {}
+                    records.append(TargetAssignmentRecord(group_id, epoch, target))
             last = group.assignment_timestamp_ms if group is not None else 0
             if (
                 assign

@@ -16,8 +16,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from tests.reference.differential.ctx import Ctx, client_uuid, member_fields
+from tests.reference.differential.ctx import GROUP_RESOURCE, Ctx, client_uuid, member_fields
 from tests.reference.differential.framework import scenario
+from tests.reference.differential.scenarios_config_describe import once_applied
 from tests.reference.differential.share import ShareMember, describe_group, share_group
 from tests.reference.differential.wire import plain
 
@@ -254,12 +255,20 @@ def epoch_initializes_several_topics(ctx: Ctx) -> Any:
     return _share_settle(ctx, g, [m], 5)
 
 
+def set_interval(ctx: Ctx, g: str, name: str, value: str | None) -> str | None:
+    """The group's own assignment interval ``name`` set to ``value`` (None: not set): the
+    alter's error, once a description shows it (Kafka applies a group config from its
+    metadata after answering the alter)."""
+    if value is None:
+        return None
+    error = ctx.group_config(g, {name: value})
+    once_applied(ctx, GROUP_RESOURCE, g, [name], lambda v: v.get(name) == value)
+    return error
+
+
 def _interval(ctx: Ctx, g: str, interval_ms: str | None) -> None:
     """The group's own ``share.assignment.interval.ms`` (None: the broker's, 1 s)."""
-    if (
-        interval_ms is not None
-        and ctx.group_config(g, {ASSIGNMENT_INTERVAL: interval_ms}) != "NONE"
-    ):
+    if set_interval(ctx, g, ASSIGNMENT_INTERVAL, interval_ms) not in (None, "NONE"):
         msg = "the group's assignment interval was not set"
         raise RuntimeError(msg)
 

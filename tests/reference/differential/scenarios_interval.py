@@ -24,6 +24,7 @@ from tests.reference.differential.scenarios_epochs import (
     _settle,
     _share_settle,
     coordinator_sees,
+    set_interval,
 )
 from tests.reference.differential.share import ShareMember, describe_group, share_group
 
@@ -47,11 +48,7 @@ def _consumer_second_member(ctx: Ctx, pause_s: float, interval_ms: str | None = 
     t = ctx.create_topic("c", 4)
     coordinator_sees(ctx, t, 4)
     g = _group(ctx)
-    altered = (
-        None
-        if interval_ms is None
-        else ctx.group_config(g, {"consumer.assignment.interval.ms": interval_ms})
-    )
+    altered = set_interval(ctx, g, "consumer.assignment.interval.ms", interval_ms)
     a = Consumer(ctx, g, [t])
     alone = _settle(ctx, g, [a], 4)
     time.sleep(pause_s)
@@ -110,11 +107,7 @@ def _share_second_member(ctx: Ctx, pause_s: float, interval_ms: str | None = Non
     t = ctx.create_topic("s", 2)
     coordinator_sees(ctx, t, 2)
     g = share_group(ctx)
-    altered = (
-        None
-        if interval_ms is None
-        else ctx.group_config(g, {"share.assignment.interval.ms": interval_ms})
-    )
+    altered = set_interval(ctx, g, "share.assignment.interval.ms", interval_ms)
     a = ShareMember(ctx, g, [t])
     alone = _share_settle(ctx, g, [a], 2)
     time.sleep(pause_s)

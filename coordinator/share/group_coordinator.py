@@ -6,16 +6,17 @@ This is the share-group half of Kafka's ``GroupMetadataManager`` (KIP-932), sans
 **ShareGroupHeartbeat** (v1 semantics).  The client generates its member id.  Member epoch 0
 joins (and creates the group at epoch 1, as Kafka 4.4).  The group epoch moves whenever
 membership, a subscription, the subscribed topics' metadata or the set of assignable partitions
-changes (one bump for partitions of several topics initialized together).  A heartbeat then
-has the SimpleAssignor compute a new target assignment, at most once per
+changes (one bump for partitions of several topics initialized together).  The bump (not a
+member's removal) or a later heartbeat then has the SimpleAssignor compute a new target
+assignment, at most once per
 ``share.assignment.interval.ms`` (the group's, else the broker's
 ``group.share.assignment.interval.ms``, 1 s; the time of the last one is written with it, as
 Kafka 4.4's AssignmentTimestamp): an epoch bumped sooner waits, members stay at the previous
 target's epoch meanwhile, and partitions initialized in the wait join that assignment instead
 of bumping the epoch again.  A member picks up the target assignment and the assignment epoch
 on its own next heartbeat.  There is no revocation phase.  (Kafka bumps for the subscribed
-topics' metadata and newly initialized partitions at the group's next heartbeat; this
-coordinator when they happen.)
+topics' metadata and newly initialized partitions at the group's next heartbeat, and assigns
+there; this coordinator when they happen.)
 
 **Two-stage partition initialization** (ShareGroupPartitionMetadata).  A subscribed partition is
 first recorded as *initializing*; the broker calls the share coordinator's
@@ -228,7 +229,7 @@ class ShareGroupCoordinator:
         )
         subscription_changed = updated.subscribed != base.subscribed
         members[member_id] = updated
-        plan = self._plan(group_id, group, members, force_bump=subscription_changed, assign=True)
+        plan = self._plan(group_id, group, members, force_bump=subscription_changed)
 
         records: list[GroupRecord] = []
         member_record = member_record_of(group_id, updated)
@@ -303,7 +304,7 @@ class ShareGroupCoordinator:
         """Tombstone the member and bump the group epoch; then tell ``on_member_removed``."""
         group_id = group.group_id
         members = {m: v for m, v in group.members.items() if m != member_id}
-        plan = self._plan(group_id, group, members, force_bump=True)
+        plan = self._plan(group_id, group, members, force_bump=True, assign=False)
         records: list[GroupRecord] = [
             Tombstone("current", group_id, member_id),
             Tombstone("member", group_id, member_id),
@@ -330,16 +331,17 @@ class ShareGroupCoordinator:
         *,
         force_bump: bool,
         partition_state: StatePartitionMetadata | None = None,
-        assign: bool = False,
+        assign: bool = True,
     ) -> GroupPlan:
         """Re-evaluate a group with ``members`` (and optionally a changed partition state).
 
         Returns the records that bring the group there: the partition-state record when
         partitions must start initializing or deleting, a bumped group epoch when membership,
         a subscription, topic metadata or the assignable partitions changed, and -- with
-        ``assign`` (a member's heartbeat), when the epoch is ahead of the target's and the
-        group's assignment interval has passed since its last target assignment -- a new
-        target assignment (Kafka computes it at most once per interval, only in heartbeats).
+        ``assign``, when the epoch is ahead of the target's and the group's assignment
+        interval has passed since its last target assignment -- a new target assignment
+        (Kafka computes it at most once per interval, in the heartbeat that bumps the epoch
+        or a later one; a member's removal does not compute it).
         """
         current_state = self._shard.partition_states.get(group_id)
         base = partition_state if partition_state is not None else current_state

@@ -88,6 +88,7 @@ def consumer_group_coordinator(
     topics: TopicLookup | None = None,
     consumer_timing: Callable[[str], tuple[int, int]] | None = None,
     topic_catalog: TopicCatalog | None = None,
+    consumer_assignment_interval: Callable[[str], int] | None = None,
 ) -> ConsumerGroupCoordinator:
     """A ``ConsumerGroupCoordinator`` (not loaded) over ``log``, handed its runtime and the
     metric emitter its shard shares; ``on_event(group id, meter, count)`` gets the meters."""
@@ -101,6 +102,7 @@ def consumer_group_coordinator(
         topics=topics,
         consumer_timing=consumer_timing,
         topic_catalog=topic_catalog,
+        consumer_assignment_interval=consumer_assignment_interval,
     )
 
 
@@ -198,6 +200,7 @@ def assemble_coordinators(
         topics=topics,
         consumer_timing=share.groups.consumer_timing,
         topic_catalog=topics,
+        consumer_assignment_interval=share.groups.consumer_assignment_interval_ms,
     )
     groups.load()
     share.groups.is_foreign_group = groups.has_group

@@ -83,7 +83,9 @@ def records_of(group: ConsumerProtocolGroup) -> dict[ConsumerKey, ConsumerValue]
     gid = group.group_id
     out: dict[ConsumerKey, ConsumerValue] = {
         ConsumerKey(GROUP_METADATA, gid): GroupEpochValue(group.epoch),
-        ConsumerKey(TARGET_METADATA, gid): GroupEpochValue(group.assignment_epoch),
+        ConsumerKey(TARGET_METADATA, gid): GroupEpochValue(
+            group.assignment_epoch, group.assignment_timestamp
+        ),
     }
     for m in group.members.values():
         out[ConsumerKey(MEMBER_METADATA, gid, m.member_id)] = metadata_value(m)
@@ -104,6 +106,7 @@ class ConsumerGroupChange:
         self.group = group
         self.epoch = group.epoch if group is not None else INITIAL_GROUP_EPOCH
         self.assignment_epoch = group.assignment_epoch if group is not None else INITIAL_GROUP_EPOCH
+        self.assignment_timestamp = group.assignment_timestamp if group is not None else 0
         # New maps; their members are the group's own until changed (then new objects).
         self.members: dict[str, ConsumerMember] = dict(group.members) if group else {}
         self.target: dict[str, Partitions] = dict(group.target) if group else {}
@@ -190,21 +193,38 @@ class ConsumerGroupChange:
             self._emit_target_member(new_id, self.target[new_id])
             self._emit_target_member(old_id, None)
 
-    def new_epoch(self, target: dict[str, Partitions]) -> None:
-        """A new group epoch with its target assignment: the group epoch record, the target
-        of each member whose target changed (a tombstone for a member that has none now),
-        and the target's epoch."""
-        old = self.target
+    def bump_epoch(self) -> None:
+        """A new group epoch: its record (the target assignment follows when it may be
+        computed, ``new_target``)."""
         self.epoch += 1
-        self.target = target
-        self.assignment_epoch = self.epoch
-        gid = self.group_id
         live = self.group
         self._emit(
-            ConsumerKey(GROUP_METADATA, gid),
+            ConsumerKey(GROUP_METADATA, self.group_id),
             GroupEpochValue(self.epoch),
             None if live is None else GroupEpochValue(live.epoch),
         )
+
+    @property
+    def assignment_pending(self) -> bool:
+        """Whether the group epoch is ahead of the target assignment's."""
+        return self.epoch > self.assignment_epoch
+
+    def drop_target(self, member_id: str) -> None:
+        """A member left: the tombstone of its target (the others' wait for the next target
+        assignment)."""
+        if self.target.pop(member_id, None) is not None:
+            self._emit_target_member(member_id, None)
+
+    def new_target(self, target: dict[str, Partitions], now_ms: int) -> None:
+        """The target assignment of the group epoch, computed at ``now_ms``: the target of each
+        member whose target changed (a tombstone for a member that has none now), and the
+        target's epoch and time."""
+        old = self.target
+        self.target = target
+        self.assignment_epoch = self.epoch
+        self.assignment_timestamp = now_ms
+        gid = self.group_id
+        live = self.group
         for member_id, partitions in target.items():
             self._emit_target_member(member_id, partitions)
         for member_id in old:
@@ -212,8 +232,10 @@ class ConsumerGroupChange:
                 self._emit_target_member(member_id, None)
         self._emit(
             ConsumerKey(TARGET_METADATA, gid),
-            GroupEpochValue(self.assignment_epoch),
-            None if live is None else GroupEpochValue(live.assignment_epoch),
+            GroupEpochValue(self.assignment_epoch, now_ms),
+            None
+            if live is None
+            else GroupEpochValue(live.assignment_epoch, live.assignment_timestamp),
         )
 
     # -- after the write ------------------------------------------------------------------

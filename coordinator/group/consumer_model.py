@@ -65,6 +65,7 @@ class ConsumerProtocolGroup:
     group_id: str
     epoch: int = INITIAL_GROUP_EPOCH
     assignment_epoch: int = INITIAL_GROUP_EPOCH
+    assignment_timestamp: int = 0  # when ``target`` was computed, in ms (0: unknown)
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     target: dict[str, Partitions] = field(default_factory=dict)
     assignor: str = "uniform"
@@ -75,6 +76,8 @@ class ConsumerProtocolGroup:
     def state(self) -> str:
         if not self.members:
             return "Empty"
+        if self.epoch > self.assignment_epoch:
+            return "Assigning"  # Kafka's: the epoch's target assignment is not computed yet
         if any(m.epoch != self.assignment_epoch or m.revoking for m in self.members.values()):
             return "Reconciling"
         return "Stable"

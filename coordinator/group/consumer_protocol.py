@@ -2,7 +2,9 @@
 
 Members heartbeat with their subscription; the coordinator keeps a group epoch that moves
 whenever membership, a subscription or a subscribed topic's partitions change, computes the
-target assignment at once with the ``uniform`` or ``range`` assignor, and reconciles each
+target assignment with the ``uniform`` or ``range`` assignor at most once per assignment
+interval (``consumer.assignment.interval.ms``, else the broker's, 1 s: an epoch bumped sooner
+waits for a heartbeat after it, as Kafka 4.4), and reconciles each
 member towards it: partitions the member must give up are revoked first (the member's epoch
 stays until its heartbeat no longer owns them), and a partition is handed to its new owner
 only once the old one released it.  A member that has no revocation left takes the group's
@@ -38,7 +40,7 @@ from coordinator.group.offsets import OffsetStore
 from coordinator.group.parts import GroupContext
 from coordinator.group.records import OffsetKey
 from coordinator.group.results import GroupDescription, MemberDescription
-from coordinator.share.group_model import GroupHeartbeatResult
+from coordinator.share.group_model import GroupHeartbeatResult, can_compute_next_target_assignment
 from txn.errors import ErrorCode
 
 log = logging.getLogger("sharetxn.groups")
@@ -394,6 +396,7 @@ class ConsumerMembership:
         group.put_member(member)
         if changed or self.topology(group.members) != group.topology:
             self.new_target(group)
+        self.assign_if_due(group)
         member = self.reconcile(group, group.members[member_id])
         self.arm_session(group_id, member)
         full = member_epoch == 0 or (owned is not None and owned != member.assigned)
@@ -446,16 +449,37 @@ class ConsumerMembership:
         return tuple(out)
 
     def new_target(self, group: ConsumerGroupChange) -> None:
-        """A new group epoch and its target assignment, over the change's members."""
+        """A new group epoch (membership, a subscription or the subscribed topics changed)
+        and, when it is due, its target assignment (``assign_if_due``)."""
         group.topology = self.topology(group.members)
-        topics = {name: (uuid.UUID(tid), count) for name, tid, count in group.topology}
-        group.assignor = preferred_assignor(group.members)
-        group.new_epoch(assign(group.assignor, group.members, topics, group.target))
+        group.bump_epoch()
         log.info(
-            "consumer group %s: epoch %d, %d member(s), assignor %s",
+            "consumer group %s: epoch %d, %d member(s)",
             group.group_id,
             group.epoch,
             len(group.members),
+        )
+        self.assign_if_due(group)
+
+    def assign_if_due(self, group: ConsumerGroupChange) -> None:
+        """The target assignment of the group epoch, over the change's members, when the epoch
+        is ahead of the target's and the group's assignment interval (its
+        ``consumer.assignment.interval.ms``, else the broker's, 1 s) has passed since the last
+        one: Kafka 4.4 computes it at most once per interval, in a member's heartbeat."""
+        if not group.assignment_pending:
+            return
+        now = self._clock.now_ms()
+        interval = self._context.consumer_assignment_interval_ms(group.group_id)
+        if not can_compute_next_target_assignment(group.assignment_timestamp, interval, now):
+            return
+        group.topology = self.topology(group.members)
+        topics = {name: (uuid.UUID(tid), count) for name, tid, count in group.topology}
+        group.assignor = preferred_assignor(group.members)
+        group.new_target(assign(group.assignor, group.members, topics, group.target), now)
+        log.info(
+            "consumer group %s: target assignment of epoch %d, assignor %s",
+            group.group_id,
+            group.epoch,
             group.assignor,
         )
 
@@ -571,11 +595,18 @@ class ConsumerMembership:
                 self.arm_session(group.group_id, member)
 
     def remove_member(self, group: ConsumerGroupChange, member_id: str) -> None:
+        """A member leaves (or is removed): its records' and its target's tombstones and a new
+        group epoch, whose target assignment the next heartbeat computes (as Kafka; the last
+        member's leave writes the empty group's target, so the next join assigns at once)."""
         group.remove_member(member_id)
+        group.drop_target(member_id)
         for kind in MEMBER_TIMERS:
             self._timers.cancel((kind, group.group_id, member_id))
         self.regexes.drop_unused(group)
-        self.new_target(group)
+        group.topology = self.topology(group.members)
+        group.bump_epoch()
+        if not group.members:
+            group.new_target({}, 0)  # as Kafka: an empty group's target, at no known time
 
     def _consumer_leave(
         self, group_id: str, member_id: str, member_epoch: int, instance_id: str | None

@@ -8,6 +8,7 @@ per-member records ``member string``:
   ClientId, ClientHost, SubscribedTopicNames []string, SubscribedTopicRegex (nullable),
   RebalanceTimeoutMs int32, ServerAssignor (nullable)`` (+ tagged ClassicMemberMetadata)
 - 6 ConsumerGroupTargetAssignmentMetadata (group) -> value v0 ``AssignmentEpoch int32``
+  (+ tagged field 0 ``AssignmentTimestamp int64``, written when not 0, as Kafka 4.4's)
 - 7 ConsumerGroupTargetAssignmentMember (group, member) -> value v0 ``TopicPartitions
   [TopicId uuid, Partitions []int32]``
 - 8 ConsumerGroupCurrentMemberAssignment (group, member) -> value v0 ``MemberEpoch int32,
@@ -60,6 +61,9 @@ class ConsumerKey:
 @dataclass(frozen=True, slots=True)
 class GroupEpochValue:
     epoch: int
+    # A target assignment's AssignmentTimestamp (tagged field 0, Kafka 4.4): when it was
+    # computed, in ms (0: unknown, not written); always 0 in a group epoch record.
+    timestamp: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +159,8 @@ def encode_consumer_value(value: ConsumerValue | None) -> bytes | None:
     out = struct.pack(">h", 0)
     if isinstance(value, GroupEpochValue):
         out += struct.pack(">i", value.epoch)
+        if value.timestamp:
+            return out + b"\x01" + uvarint(0) + uvarint(8) + struct.pack(">q", value.timestamp)
     elif isinstance(value, MemberMetadataValue):
         out += _cstr(value.instance_id) + _cstr(value.rack_id)
         out += _cstr(value.client_id) + _cstr(value.client_host)
@@ -263,7 +269,15 @@ def decode_consumer_value(key: ConsumerKey, raw: bytes | None) -> ConsumerValue 
         raise GroupRecordFormatError(msg)
     value: ConsumerValue
     if key.version in (GROUP_METADATA, TARGET_METADATA):
-        value = GroupEpochValue(r.unpack(">i")[0])
+        (epoch,) = r.unpack(">i")
+        timestamp = 0
+        for _ in range(r.uvarint()):
+            tag, size = r.uvarint(), r.uvarint()
+            end = r.pos + size
+            if tag == 0 and key.version == TARGET_METADATA and size == 8:
+                (timestamp,) = r.unpack(">q")
+            r.pos = end
+        return GroupEpochValue(epoch, timestamp)
     elif key.version == MEMBER_METADATA:
         instance, rack = r.cstr(), r.cstr()
         client, host = r.cstr() or "", r.cstr() or ""

@@ -101,6 +101,7 @@ class ConsumerGroupCoordinator:
         topics: TopicLookup | None = None,
         consumer_timing: Callable[[str], tuple[int, int]] | None = None,
         topic_catalog: TopicCatalog | None = None,
+        consumer_assignment_interval: Callable[[str], int] | None = None,
     ) -> None:
         """``runtime``: the runtime of ``__consumer_offsets`` partition 1, owning the shard;
         ``meter``: the metric emitter the shard reports through too (both built by
@@ -118,6 +119,7 @@ class ConsumerGroupCoordinator:
             is_share_group,
             consumer_timing,
             topic_catalog,
+            consumer_assignment_interval,
         )
         self._context = context
         # The shard's state, one object each for the coordinator's life (replay changes them).

@@ -175,6 +175,7 @@ class MixedMembership:
         change.put_member(member)
         if changed or self._consumer.topology(change.members) != change.topology:
             self._consumer.new_target(change)
+        self._consumer.assign_if_due(change)
         member = self._consumer.reconcile(change, change.members[member_id])
         error = self._consumer.write_change(change)
         if error is not ErrorCode.NONE:

@@ -64,6 +64,9 @@ class GroupContext:
     consumer_timing: Callable[[str], tuple[int, int]] | None = None
     # every topic, for the groups' regex subscriptions (None: no topic matches a regex)
     topic_catalog: TopicCatalog | None = None
+    # group id -> a KIP-848 group's assignment interval (ms): its consumer.assignment.interval.ms
+    # over the broker's setting (None: the broker's setting)
+    consumer_assignment_interval: Callable[[str], int] | None = None
 
     @property
     def groups(self) -> dict[str, ClassicGroup]:
@@ -91,6 +94,11 @@ class GroupContext:
         if self.consumer_timing is not None:
             return self.consumer_timing(group_id)[1]
         return self.config.get_int("group.consumer.heartbeat.interval.ms")
+
+    def consumer_assignment_interval_ms(self, group_id: str) -> int:
+        if self.consumer_assignment_interval is not None:
+            return self.consumer_assignment_interval(group_id)
+        return self.config.get_int("group.consumer.assignment.interval.ms")
 
     def emit(self, group_id: str, meter: str, count: int) -> None:
         self.meter.emit(group_id, meter, count)

@@ -205,6 +205,7 @@ class MembershipManager:
                 group.epoch = value.epoch
             else:
                 group.assignment_epoch = value.epoch
+                group.assignment_timestamp = value.timestamp
         elif key.version == TARGET_MEMBER:
             if isinstance(value, TargetMemberValue):
                 group.target[member_id] = dict(value.partitions)

@@ -182,6 +182,8 @@ class ShareGroupConfig:
     dlq_topic_name: str = ""
     #: ``errors.deadletterqueue.copy.record.enable``: dead letters carry the record's key/value
     dlq_copy_record: bool = False
+    #: ``share.assignment.interval.ms``: the least time between two target assignments.
+    assignment_interval_ms: int = int(default_of("group.share.assignment.interval.ms"))
 
     @property
     def read_committed(self) -> bool:
@@ -321,21 +323,28 @@ class GroupConfigDefs:
             renew_acknowledge_enabled=values[RENEW_ACKNOWLEDGE_ENABLE] == "true",
             dlq_topic_name=values[DLQ_TOPIC_NAME],
             dlq_copy_record=values[DLQ_COPY_RECORD_ENABLE] == "true",
+            assignment_interval_ms=int(values[SHARE_ASSIGNMENT_INTERVAL_MS]),
         )
 
     def consumer_timing(self, overrides: Mapping[str, str]) -> tuple[int, int]:
         """A KIP-848 consumer group's (session timeout, heartbeat interval) in ms: its
         ``consumer.*`` overrides (clamped to today's bounds) over the broker's settings."""
-        out = []
-        for name in (CONSUMER_SESSION_TIMEOUT_MS, CONSUMER_HEARTBEAT_INTERVAL_MS):
-            spec = _INT_CONFIGS[name]
-            raw = overrides.get(name)
-            if raw is None:
-                out.append(self._broker_int(spec.broker_key))
-            else:
-                low, high = self.bounds(name)
-                out.append(min(max(int(raw), low), high))
-        return out[0], out[1]
+        return (
+            self._consumer_int(overrides, CONSUMER_SESSION_TIMEOUT_MS),
+            self._consumer_int(overrides, CONSUMER_HEARTBEAT_INTERVAL_MS),
+        )
+
+    def consumer_assignment_interval_ms(self, overrides: Mapping[str, str]) -> int:
+        """A KIP-848 consumer group's ``consumer.assignment.interval.ms`` (clamped to today's
+        bounds) over the broker's ``group.consumer.assignment.interval.ms``."""
+        return self._consumer_int(overrides, CONSUMER_ASSIGNMENT_INTERVAL_MS)
+
+    def _consumer_int(self, overrides: Mapping[str, str], name: str) -> int:
+        raw = overrides.get(name)
+        if raw is None:
+            return self._broker_int(_INT_CONFIGS[name].broker_key)
+        low, high = self.bounds(name)
+        return min(max(int(raw), low), high)
 
     def describe(self, overrides: Mapping[str, str]) -> dict[str, tuple[str, bool]]:
         """Every group config as (value, is_default), as DescribeConfigs reports it (an

@@ -6,11 +6,17 @@ This is the share-group half of Kafka's ``GroupMetadataManager`` (KIP-932), sans
 **ShareGroupHeartbeat** (v1 semantics).  The client generates its member id.  Member epoch 0
 joins (and creates the group at epoch 1, as Kafka 4.4).  The group epoch moves whenever
 membership, a subscription, the subscribed topics' metadata or the set of assignable partitions
-changes (one bump for partitions of several topics initialized together); the SimpleAssignor
-then computes a new target assignment at once (Kafka bumps at the group's next heartbeat and
-computes at most once per assignment interval; the member sees the same partitions).  A
-member picks up the target assignment and the assignment epoch on its own next heartbeat.
-There is no revocation phase.
+changes (one bump for partitions of several topics initialized together).  The bump (not a
+member's removal) or a later heartbeat then has the SimpleAssignor compute a new target
+assignment, at most once per
+``share.assignment.interval.ms`` (the group's, else the broker's
+``group.share.assignment.interval.ms``, 1 s; the time of the last one is written with it, as
+Kafka 4.4's AssignmentTimestamp): an epoch bumped sooner waits, members stay at the previous
+target's epoch meanwhile, and partitions initialized in the wait join that assignment instead
+of bumping the epoch again.  A member picks up the target assignment and the assignment epoch
+on its own next heartbeat.  There is no revocation phase.  (Kafka bumps for the subscribed
+topics' metadata and newly initialized partitions at the group's next heartbeat, and assigns
+there; this coordinator when they happen.)
 
 **Two-stage partition initialization** (ShareGroupPartitionMetadata).  A subscribed partition is
 first recorded as *initializing*; the broker calls the share coordinator's
@@ -71,6 +77,7 @@ from coordinator.share.group_model import (
     add_to_sets,
     as_assignment_list,
     assignable_partitions,
+    can_compute_next_target_assignment,
     current_assignment_record_of,
     fenced_message,
     flatten_sets,
@@ -297,7 +304,7 @@ class ShareGroupCoordinator:
         """Tombstone the member and bump the group epoch; then tell ``on_member_removed``."""
         group_id = group.group_id
         members = {m: v for m, v in group.members.items() if m != member_id}
-        plan = self._plan(group_id, group, members, force_bump=True)
+        plan = self._plan(group_id, group, members, force_bump=True, assign=False)
         records: list[GroupRecord] = [
             Tombstone("current", group_id, member_id),
             Tombstone("member", group_id, member_id),
@@ -324,13 +331,17 @@ class ShareGroupCoordinator:
         *,
         force_bump: bool,
         partition_state: StatePartitionMetadata | None = None,
+        assign: bool = True,
     ) -> GroupPlan:
         """Re-evaluate a group with ``members`` (and optionally a changed partition state).
 
         Returns the records that bring the group there: the partition-state record when
-        partitions must start initializing or deleting, and -- when membership, a subscription,
-        topic metadata or the assignable partitions changed -- a bumped group epoch and a new
-        target assignment.
+        partitions must start initializing or deleting, a bumped group epoch when membership,
+        a subscription, topic metadata or the assignable partitions changed, and -- with
+        ``assign``, when the epoch is ahead of the target's and the group's assignment
+        interval has passed since its last target assignment -- a new target assignment
+        (Kafka computes it at most once per interval, in the heartbeat that bumps the epoch
+        or a later one; a member's removal does not compute it).
         """
         current_state = self._shard.partition_states.get(group_id)
         base = partition_state if partition_state is not None else current_state
@@ -350,17 +361,40 @@ class ShareGroupCoordinator:
         target = dict(group.target) if group is not None else {}
 
         records: list[GroupRecord] = []
-        if force_bump or metadata != old_metadata or assignable != old_assignable:
-            epoch += 1 if group is not None or members else 0  # created empty: epoch 1
-            subscriptions = {
-                m: [metadata[n][0] for n in member.subscribed if n in metadata]
-                for m, member in members.items()
-            }
-            target = self._assignor.assign(subscriptions, assignable, target)
-            assignment_epoch = epoch
-            records.append(GroupEpochRecord(group_id, epoch, metadata))
-            records.append(TargetAssignmentRecord(group_id, assignment_epoch, target))
-            log.info("share group %s: epoch %d, %d member(s)", group_id, epoch, len(members))
+        # Partitions that became assignable (or stopped being) bump the epoch unless a target
+        # assignment is already pending: that one takes them (Kafka's initialized partitions
+        # join the assignment that waits for its interval).
+        bump = force_bump or metadata != old_metadata
+        bump |= assignable != old_assignable and epoch == assignment_epoch
+        if group is None and not members:
+            if bump:  # created empty (AlterShareGroupOffsets): epoch 1, its empty target
+                records.append(GroupEpochRecord(group_id, epoch, metadata))
+                records.append(TargetAssignmentRecord(group_id, assignment_epoch, target))
+        else:
+            if bump:
+                epoch += 1
+                records.append(GroupEpochRecord(group_id, epoch, metadata))
+                log.info("share group %s: epoch %d, %d member(s)", group_id, epoch, len(members))
+                if not members:  # as Kafka: an empty group's target, at no known time
+                    assignment_epoch, target = epoch, {}
+                    records.append(TargetAssignmentRecord(group_id, epoch, target))
+            last = group.assignment_timestamp_ms if group is not None else 0
+            if (
+                assign
+                and epoch > assignment_epoch
+                and can_compute_next_target_assignment(
+                    last, self.group_config(group_id).assignment_interval_ms, self._clock.now_ms()
+                )
+            ):
+                subscriptions = {
+                    m: [metadata[n][0] for n in member.subscribed if n in metadata]
+                    for m, member in members.items()
+                }
+                target = self._assignor.assign(subscriptions, assignable, target)
+                assignment_epoch = epoch
+                records.append(
+                    TargetAssignmentRecord(group_id, assignment_epoch, target, self._clock.now_ms())
+                )
         if current_state is None or not new_state.same_sets(current_state):
             if not new_state.is_empty():
                 records.append(partition_state_record_of(group_id, new_state))
@@ -719,6 +753,13 @@ class ShareGroupCoordinator:
         """A KIP-848 consumer group's (session timeout, heartbeat interval) in ms: its
         ``consumer.*`` group configs over the broker's settings."""
         return self._shard.config_defs.consumer_timing(self._shard.configs.get(group_id, {}))
+
+    def consumer_assignment_interval_ms(self, group_id: str) -> int:
+        """A KIP-848 consumer group's assignment interval in ms: its
+        ``consumer.assignment.interval.ms`` over the broker's setting."""
+        return self._shard.config_defs.consumer_assignment_interval_ms(
+            self._shard.configs.get(group_id, {})
+        )
 
     def describe_group_configs(self, group_id: str) -> dict[str, tuple[str, bool]]:
         """Every share-group config of ``group_id`` as (value, is_default)."""

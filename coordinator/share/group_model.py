@@ -205,6 +205,7 @@ class ShareGroup:
     members: dict[str, GroupMember] = field(default_factory=dict)
     assignment_epoch: int = INITIAL_GROUP_EPOCH
     target: dict[str, Assignment] = field(default_factory=dict)
+    assignment_timestamp_ms: int = 0  # when ``target`` was computed (0: unknown)
 
     @property
     def state(self) -> str:
@@ -248,6 +249,13 @@ class GroupPlan:
     assignment_epoch: int
     target: dict[str, Assignment]
     metadata: dict[str, tuple[uuid.UUID, int]]
+
+
+def can_compute_next_target_assignment(last_ms: int, interval_ms: int, now_ms: int) -> bool:
+    """Kafka's test, for share and KIP-848 groups: a group computes its next target assignment
+    when it has not computed one (or its time is unknown: 0), when its interval is 0, or once
+    the interval has passed since the last one."""
+    return last_ms == 0 or interval_ms == 0 or now_ms >= last_ms + interval_ms
 
 
 def add_to_sets(sets: _Sets, topic_id: uuid.UUID, parts: Iterable[int]) -> None:

@@ -78,6 +78,9 @@ class TargetAssignmentRecord:
     group_id: str
     assignment_epoch: int
     assignment: Mapping[str, frozenset[TopicIdPartition]]
+    # When the assignment was computed (the clock's ms; 0: unknown), as Kafka 4.4's
+    # AssignmentTimestamp: the group's next assignment waits for its assignment interval.
+    timestamp_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +182,8 @@ def _encode_value(record: GroupRecord) -> bytes | None:
                 "assignment_epoch": record.assignment_epoch,
                 "members": {m: _assignment(a) for m, a in sorted(record.assignment.items())},
             }
+            if record.timestamp_ms:
+                body["timestamp_ms"] = record.timestamp_ms
         case PartitionStateRecord():
             body = {
                 "initializing": _partition_sets(record.initializing),
@@ -286,6 +291,7 @@ def _decode_body(
             group_id,
             int(body["assignment_epoch"]),
             {str(m): _read_assignment(a) for m, a in members.items()},
+            int(body.get("timestamp_ms", 0)),
         )
     if kind == "partitions":
         return PartitionStateRecord(

@@ -128,6 +128,7 @@ class ShareGroupShard:
             case TargetAssignmentRecord():
                 group = self._group_for_replay(record.group_id)
                 group.assignment_epoch = record.assignment_epoch
+                group.assignment_timestamp_ms = record.timestamp_ms
                 group.target = dict(record.assignment)
             case PartitionStateRecord():
                 self.partition_states[record.group_id] = StatePartitionMetadata(

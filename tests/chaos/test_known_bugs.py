@@ -154,7 +154,10 @@ def test_b4_a_join_answered_after_a_retried_initialization_carries_the_assignmen
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clock = ManualClock()
-    core = BrokerCore(MemoryStorage(), clock, BrokerConfig({}), random.Random(3))
+    # The join's second pass assigns the newly initialized partitions only with no assignment
+    # interval (Kafka allows 0; with its default 1 s the member is assigned a second later).
+    config = BrokerConfig({"group.share.assignment.interval.ms": 0})
+    core = BrokerCore(MemoryStorage(), clock, config, random.Random(3))
     core.create_topic("in", 3, 1)
     info = core.topics.get("in")
     assert info is not None

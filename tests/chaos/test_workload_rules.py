@@ -108,8 +108,10 @@ def test_after_a_bump_the_stale_copy_is_refused_and_the_next_transaction_is_whol
     assert p.visible() == ["c1", "c2", "c3"]
 
 
-def test_seed_40024_a_failed_produce_is_followed_by_an_epoch_bump() -> None:
-    result = run_seed(40024, 2000)
+def test_a_seed_with_failed_produces_follows_each_with_an_epoch_bump() -> None:
+    # Seed 40024 itself no longer fails a Produce since share groups assign at most once per
+    # assignment interval (the workload's timing moved); seed 40025 does, three times.
+    result = run_seed(40025, 2000)
     assert result.ok, [v.describe() for v in result.violations[:2]]
     entries = result.history.entries
     calls = {e.op: e for e in entries if e.type == "invoke"}

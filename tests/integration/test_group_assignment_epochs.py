@@ -38,6 +38,8 @@ CLEANER = {
     "log.cleaner.min.cleanable.ratio": "0.01",
     "log.cleaner.backoff.ms": "200",
     "log.initial.task.delay.ms": "200",
+    # the second member's join rebalances at once (Kafka's default waits a second for it)
+    "group.consumer.assignment.interval.ms": "0",
 }
 
 

@@ -149,6 +149,16 @@ def _last_lag(log: Path, batches: int) -> dict[str, float]:
         time.sleep(0.5)
 
 
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[LocalBroker]:
+    """A broker whose share groups assign at once (an assignment interval of 0): the
+    kafka-share source's read tasks join for one trigger each and do not yet wait for the
+    default interval (1 s, Kafka 4.4's)."""
+    config = {"group.share.assignment.interval.ms": "0"}
+    with LocalBroker(data_dir=tmp_path / "data", config=config) as running:
+        yield running
+
+
 def output_topic(bootstrap: str, name: str = OUTPUT) -> None:
     with Admin(bootstrap) as admin:
         admin.create_topics([TopicSpec(name, 2)])

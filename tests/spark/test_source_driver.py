@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,16 @@ from producer.spark.options import SourceOptions
 from producer.spark.source import ReadTask, ShareStreamReader, arrow_schema, read_task
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[LocalBroker]:
+    """A broker whose share groups assign at once (an assignment interval of 0): each read
+    task here has a second to be assigned; with Kafka's default interval (1 s) a new group's
+    partitions come at the member's next heartbeat, as on Kafka."""
+    config = {"group.share.assignment.interval.ms": "0"}
+    with LocalBroker(data_dir=tmp_path / "data", config=config) as running:
+        yield running
 
 
 def reader(broker: LocalBroker, chk: Path, **extra: str) -> ShareStreamReader:

@@ -17,6 +17,7 @@ from tests.reference.differential import (  # noqa: F401 - registers the scenari
     scenarios_epochs,
     scenarios_groups,
     scenarios_internal,
+    scenarios_interval,
     scenarios_malformed,
     scenarios_membership,
     scenarios_produce,
@@ -69,12 +70,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
 #: Scenario -> its open difference (issue 27: to be aligned with Kafka).  Reported as
 #: "pending", not failed; each is listed in docs/conformance.md ("Differential suite", open
 #: differences).  Remove an entry once its scenario is identical.
-_INTERVAL = "open: Kafka computes a group's target assignment at most once per assignment interval"
-PENDING: dict[str, str] = {
-    "share/heartbeat_epoch_progression": _INTERVAL,
-    "share/epoch_after_topic_created_at_once": _INTERVAL,
-    "share/epoch_after_partitions_added_at_once": _INTERVAL,
-}
+PENDING: dict[str, str] = {}
 
 
 @contextlib.contextmanager

@@ -19,7 +19,12 @@ from txn.errors import ErrorCode
 from txn.ids import TopicIdPartition, TopicPartition
 
 CONFIG = BrokerConfig(
-    {"group.share.min.session.timeout.ms": "1000", "group.share.min.heartbeat.interval.ms": "500"}
+    {
+        "group.share.min.session.timeout.ms": "1000",
+        "group.share.min.heartbeat.interval.ms": "500",
+        # a join is answered with the partitions it initialized (no assignment interval)
+        "group.share.assignment.interval.ms": "0",
+    }
 )
 
 

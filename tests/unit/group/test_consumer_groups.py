@@ -44,7 +44,10 @@ class Bench:
     shares: set[str] = field(default_factory=set)
     events: list[tuple[str, str, int]] = field(default_factory=list)
     config: dict[str, str] = field(
-        default_factory=lambda: {"group.initial.rebalance.delay.ms": "0"}
+        default_factory=lambda: {
+            "group.initial.rebalance.delay.ms": "0",
+            "group.consumer.assignment.interval.ms": "0",
+        }
     )
     coord: ConsumerGroupCoordinator = field(init=False)
 

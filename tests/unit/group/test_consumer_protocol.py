@@ -162,7 +162,7 @@ def test_kip848_groups_survive_a_restart() -> None:
     log = b.log
     b.coord.close()
     again = consumer_group_coordinator(
-        b.clock, BrokerConfig({"group.initial.rebalance.delay.ms": "0"}), log, topics=b.topics
+        b.clock, BrokerConfig(b.broker_config()), log, topics=b.topics
     )
     again.load()
     (desc,) = again.describe_consumer_protocol([G])
@@ -176,7 +176,9 @@ def test_kip848_groups_survive_a_restart() -> None:
     assert again.consumer_heartbeat(G, "m2", 3, owned=owned_m2).error is E.NONE
     assert again.consumer_heartbeat(G, "m1", 3).member_epoch == 3
     assert again.consumer_heartbeat(G, "m1", -1).member_epoch == -1
-    restarted = consumer_group_coordinator(b.clock, BrokerConfig(), log, topics=b.topics)
+    restarted = consumer_group_coordinator(
+        b.clock, BrokerConfig(b.broker_config()), log, topics=b.topics
+    )
     restarted.load()
     (desc,) = restarted.describe_consumer_protocol([G])
     assert desc[2] is not None and list(desc[2].members) == ["m2"]

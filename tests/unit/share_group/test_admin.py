@@ -6,7 +6,7 @@ import pytest
 
 from coordinator.share.group_config import BROKER_BOUND_DEFAULTS, ShareGroupConfig
 from coordinator.share.group_model import HeartbeatRequest
-from tests.unit.share_group.group_bench import GROUP, Bench, E
+from tests.unit.share_group.group_bench import GROUP, INTERVAL, Bench, E
 
 # --- describe / list --------------------------------------------------------------------------
 
@@ -84,7 +84,8 @@ def test_deleted_group_starts_again_at_epoch_one(bench: Bench) -> None:
 # --- configs ----------------------------------------------------------------------------------
 
 
-def test_describe_configs_defaults(bench: Bench) -> None:
+def test_describe_configs_defaults() -> None:
+    bench = Bench(overrides={INTERVAL: 1000})  # the broker's default
     assert bench.coordinator.describe_group_configs(GROUP) == {
         "consumer.session.timeout.ms": ("45000", True),
         "consumer.heartbeat.interval.ms": ("5000", True),
@@ -133,7 +134,9 @@ def test_kafka_44_group_configs_are_stored_as_kafka_parses_them(bench: Bench) ->
     assert bench.coordinator.group_config(GROUP).partition_max_record_locks == 150
 
 
-def test_alter_configs_set_and_delete(bench: Bench) -> None:
+def test_alter_configs_set_and_delete() -> None:
+    bench = Bench(overrides={INTERVAL: 1000})  # the broker's default
+    bench.create_topic("foo", 2)
     coordinator = bench.coordinator
     error, message = coordinator.alter_group_configs(
         GROUP,

@@ -179,6 +179,13 @@ class ShareConsumer:
     def subscription(self) -> set[str]:
         return set(self._subscription)
 
+    def assignment(self) -> set[TopicPartition]:
+        """The partitions the group assigned this member so far (a sharetxn extension:
+        Kafka's ShareConsumer has no ``assignment()``).  Empty until a heartbeat brings
+        them: with Kafka 4.4's ``group.share.assignment.interval.ms`` a new member's
+        partitions may come one heartbeat interval after it joined."""
+        return set(self._membership.snapshot()[1])
+
     # -- single-thread guard ----------------------------------------------------------------------
 
     @contextmanager

@@ -481,6 +481,11 @@ def _check_task_query(task: ReadTask) -> None:
         raise SparkConfigError(msg)
 
 
+#: How long a read task waits for its share-group member to be assigned partitions before
+#: its ``pollTimeoutMs`` starts (the member's heartbeat interval, 5 s by default, and more).
+ASSIGNMENT_WAIT_S = 15.0
+
+
 def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
     """Acquire, stage ACCEPT in a prepared transaction, then yield the rows (Arrow)."""
     tid = task.transactional_id
@@ -515,6 +520,13 @@ def read_task(task: ReadTask) -> Iterator[pa.RecordBatch]:
         # Fences an earlier attempt of this task (its prepared acks revert to available).
         producer.init_transactions()
         consumer.subscribe(task.topics)
+        # ``pollTimeoutMs`` counts from the member's assignment: the driver plans a batch
+        # only when records are there, and a new member's partitions may come a heartbeat
+        # interval after it joined (the group's assignment interval, Kafka 4.4's 1 s).
+        assigned_by = time.monotonic() + ASSIGNMENT_WAIT_S
+        while not consumer.assignment() and time.monotonic() < assigned_by:
+            records.extend(consumer.poll(0.05))
+            consumer.acknowledge_delivered()
         deadline = time.monotonic() + task.poll_timeout_ms / 1000
         while len(records) < task.max_records:
             remaining = deadline - time.monotonic()

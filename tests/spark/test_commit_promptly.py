@@ -151,11 +151,9 @@ def _last_lag(log: Path, batches: int) -> dict[str, float]:
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[LocalBroker]:
-    """A broker whose share groups assign at once (an assignment interval of 0): the
-    kafka-share source's read tasks join for one trigger each and do not yet wait for the
-    default interval (1 s, Kafka 4.4's)."""
-    config = {"group.share.assignment.interval.ms": "0"}
-    with LocalBroker(data_dir=tmp_path / "data", config=config) as running:
+    """A broker with Kafka 4.4's share-group assignment interval (1 s): the kafka-share
+    source's read tasks join for one trigger each and wait for their assignment."""
+    with LocalBroker(data_dir=tmp_path / "data") as running:
         yield running
 
 

@@ -22,11 +22,9 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[LocalBroker]:
-    """A broker whose share groups assign at once (an assignment interval of 0): each read
-    task here has a second to be assigned; with Kafka's default interval (1 s) a new group's
-    partitions come at the member's next heartbeat, as on Kafka."""
-    config = {"group.share.assignment.interval.ms": "0"}
-    with LocalBroker(data_dir=tmp_path / "data", config=config) as running:
+    """A broker with Kafka 4.4's share-group assignment interval (1 s): a new group's
+    partitions come at the member's next heartbeat, and each read task waits for them."""
+    with LocalBroker(data_dir=tmp_path / "data") as running:
         yield running
 
 

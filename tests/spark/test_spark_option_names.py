@@ -24,12 +24,9 @@ DRIVER = Path(__file__).parent / "spark_names_driver.py"
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[LocalBroker]:
-    """A broker whose share groups assign at once (an assignment interval of 0).  With the
-    default interval (1 s, Kafka 4.4's) the source's read tasks, each a share-group member
-    for one trigger, were not assigned within this query's triggers: the source does not yet
-    wait for a share group's assignment interval."""
-    config = {"group.share.assignment.interval.ms": "0"}
-    with LocalBroker(data_dir=tmp_path / "data", config=config) as running:
+    """A broker with Kafka 4.4's share-group assignment interval (1 s): the source's read
+    tasks, each a share-group member for one trigger, wait for their assignment."""
+    with LocalBroker(data_dir=tmp_path / "data") as running:
         yield running
 
 

@@ -43,7 +43,8 @@ OPTIONS: dict[str, str] = {
     "kafka.share.parallelism": "read tasks per batch (alias numPartitions; default 1, or with "
     f"deliverySemantics={AT_LEAST_ONCE} the subscribed topics' partition count)",
     "transactional.id.prefix": f"prefix of the read transactions' ids (default {DEFAULT_PREFIX})",
-    "pollTimeoutMs": f"how long a read task waits for records (default {DEFAULT_POLL_TIMEOUT_MS})",
+    "pollTimeoutMs": "how long a read task waits for records once assigned "
+    f"(default {DEFAULT_POLL_TIMEOUT_MS})",
     "startingOffsets": "earliest|latest: set the group's share.auto.offset.reset; "
     "without it the share group must already exist",
     "deliverySemantics": f"{EXACTLY_ONCE} (default; needs KIP-1289) or {AT_LEAST_ONCE}: "

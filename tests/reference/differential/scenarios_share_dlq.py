@@ -252,11 +252,14 @@ def dlq_dynamic_broker_configs(ctx: Ctx) -> Any:
                 ctx, {"errors.deadletterqueue.topic.name": dlq}, records=1, prefix=f"src-{label}"
             )
             out[f"{label} ack"] = m.acknowledge({(t, 0): [(0, 0, [REJECT])]})
-            time.sleep(2)
-            exists = plain(ctx.metadata([dlq]).topics[0].error_code, "error_code")
+            exists = "UNKNOWN_TOPIC_OR_PARTITION"
+            deadline = time.monotonic() + 30  # Kafka's writer creates the topic, then retries
+            while exists != "NONE" and time.monotonic() < deadline:
+                time.sleep(0.5)
+                exists = plain(ctx.metadata([dlq]).topics[0].error_code, "error_code")
             out[f"{label} topic"] = exists
             if exists == "NONE":
-                letters = _letters(ctx, dlq, 1)
+                letters = _letters(ctx, dlq, 1, timeout_s=30)
                 out[f"{label} letters"] = [(d["offset"], d["value"]) for d in letters]
         out["set broker"] = _alter_broker(ctx, "1", [(PREFIX, SET, "b.")], validate=False)
         out["after broker"] = state()

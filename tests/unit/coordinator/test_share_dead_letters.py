@@ -6,8 +6,12 @@ from __future__ import annotations
 import random
 import uuid
 
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
 from coordinator.broker import BrokerCore
 from coordinator.log.memory_log import MemoryStorage
+from coordinator.metrics import ShareGroupMetrics
 from coordinator.protocol.config_describe import describe_broker_configs
 from coordinator.share.manager import PartitionAcks
 from coordinator.share.partition_model import DeadLetter
@@ -276,3 +280,23 @@ def test_broker_configs_are_dynamic() -> None:
     entry = described["errors.deadletterqueue.topic.name.prefix"]
     assert entry.value == ""
     assert not entry.read_only
+
+
+def test_dead_letter_queue_meters_per_group() -> None:
+    reader = InMemoryMetricReader()
+    core = _core(**{"errors.deadletterqueue.auto.create.topics.enable": "true"})
+    core.add_share_event_listener(ShareGroupMetrics(MeterProvider(metric_readers=[reader])).record)
+    tip = _setup(core, {"errors.deadletterqueue.topic.name": "dlq.t"})
+    acks = [PartitionAcks(tip, [AckBatch(0, 1, [REJECT])])]
+    assert core.share.acknowledge("g", "m1", acks) == {tip: ErrorCode.NONE}
+    core.clock.run_due()  # type: ignore[attr-defined]
+    points = {
+        (m.name, dict(p.attributes or {}).get("group.id")): p.value
+        for rm in reader.get_metrics_data().resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        for p in m.data.data_points
+    }
+    assert points[("dead-letter-queue-record-count", "g")] == 2
+    assert points[("dead-letter-queue-total-produce-requests", "g")] == 1
+    assert ("dead-letter-queue-failed-produce-requests", "g") not in points

@@ -169,7 +169,7 @@ class BrokerCore:
         self.internal_topics = InternalTopics(self.topics, coordinators.internal_logs, self.config)
         self.group_admin = GroupAdmin(self.topics, self.partitions, self.groups, self.share)
         self.share_fetches = ShareFetches(self.share, clock)
-        self.share.dead_letters = ShareDeadLetters(self).enqueue
+        self.share.dead_letters = ShareDeadLetters(self, self._on_share_event).enqueue
         live = self.partitions.values
         schedule_flush(self.clock, self._log_config.flush_interval_ms, live)
         expiry = "producer.id.expiration.ms"  # dynamic: read at each check

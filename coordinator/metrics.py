@@ -33,6 +33,15 @@ _DESCRIPTIONS: Final = {
 }
 
 
+#: KIP-1191's dead-letter queue meters (Kafka's ``ShareGroupMetrics``), per group; the event
+#: kinds ``coordinator.share_dead_letters`` reports
+DEAD_LETTER_QUEUE_METERS: Final = {
+    "dead-letter-queue-record-count": "Dead letters written to share groups' DLQ topics",
+    "dead-letter-queue-total-produce-requests": "Produce requests sent to DLQ topics",
+    "dead-letter-queue-failed-produce-requests": "Produce requests to DLQ topics that failed",
+}
+
+
 def _broker_meter(provider: MeterProvider | None) -> Meter:
     return (provider or metrics.get_meter_provider()).get_meter("sharetxn.broker")
 
@@ -50,18 +59,19 @@ class _CountersPerGroup:
 
 
 class ShareGroupMetrics(_CountersPerGroup):
-    """Counters ``share-group-records-<kind>`` per group."""
+    """Counters ``share-group-records-<kind>`` per group, and the dead-letter queue ones."""
 
     def __init__(self, provider: MeterProvider | None = None) -> None:
         meter = _broker_meter(provider)
-        super().__init__(
-            {
-                kind: meter.create_counter(
-                    f"share-group-records-{kind}", unit="{record}", description=_DESCRIPTIONS[kind]
-                )
-                for kind in SHARE_RECORD_EVENTS
-            }
-        )
+        counters = {
+            kind: meter.create_counter(
+                f"share-group-records-{kind}", unit="{record}", description=_DESCRIPTIONS[kind]
+            )
+            for kind in SHARE_RECORD_EVENTS
+        }
+        for name, description in DEAD_LETTER_QUEUE_METERS.items():
+            counters[name] = meter.create_counter(name, description=description)
+        super().__init__(counters)
 
 
 GROUP_COORDINATOR_METERS: Final = {

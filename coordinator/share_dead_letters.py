@@ -14,8 +14,14 @@ existing topic without the topic config ``errors.deadletterqueue.group.enable=tr
 missing topic while the broker's ``errors.deadletterqueue.auto.create.topics.enable`` is off
 (on: it is created with the broker's default partition count and that topic config set, and
 ``message.timestamp.type=CreateTime``); a name without the broker's
-``errors.deadletterqueue.topic.name.prefix``.  A refused or failed write is logged and the
-records stay archived, as in Kafka.
+``errors.deadletterqueue.topic.name.prefix`` (both dynamic broker configs, read when the
+write happens).  A refused or failed write is logged and the records stay archived, as in
+Kafka.
+
+A range is written as Kafka's writer sends it: in batches of at most the dead-letter topic's
+``max.message.bytes`` (``split_at``), one Produce each, in order; a failed one ends the
+write.  Each Produce, each failure and the dead letters written are counted per group as
+Kafka's ``ShareGroupMetrics`` DLQ meters count them.
 
 The share partition reports the archived ranges (``SharePartition``'s dead-letter sink) and
 the write is scheduled on the clock, after the operation that archived them, as Kafka's
@@ -26,8 +32,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Protocol
+from typing import Final, Protocol
 
+from coordinator.log_settings import TopicLogSettings
 from coordinator.partition import AppendResult, FetchData
 from coordinator.share.partition_model import DeadLetter
 from coordinator.topics import TopicInfo, TopicRegistry
@@ -45,6 +52,15 @@ log = logging.getLogger(__name__)
 GROUP_ENABLE = "errors.deadletterqueue.group.enable"
 AUTO_CREATE = "errors.deadletterqueue.auto.create.topics.enable"
 NAME_PREFIX = "errors.deadletterqueue.topic.name.prefix"
+#: the share events of the writer (Kafka's ``ShareGroupMetrics`` meters
+#: ``DeadLetterQueueRecordCount``, ``DeadLetterQueueTotalProduceRequestsPerSec`` and
+#: ``DeadLetterQueueFailedProduceRequestsPerSec``): dead letters written, Produce requests
+#: sent to a dead-letter topic, and those that failed
+RECORDS: Final = "dead-letter-queue-record-count"
+PRODUCE_REQUESTS: Final = "dead-letter-queue-total-produce-requests"
+FAILED_PRODUCE_REQUESTS: Final = "dead-letter-queue-failed-produce-requests"
+#: the record batch's own bytes, before its records (Kafka's ``RECORD_BATCH_OVERHEAD``)
+BATCH_OVERHEAD: Final = 61
 #: Kafka reads at most this much of the source partition per pass for the records to copy
 _READ_BYTES = 1 << 20
 
@@ -95,6 +111,61 @@ def topic_refusal(
     return None
 
 
+def _varint_size(value: int) -> int:
+    zigzag = (value << 1) ^ (value >> 63)
+    size = 1
+    while zigzag >= 0x80:
+        zigzag >>= 7
+        size += 1
+    return size
+
+
+def _blob_size(blob: bytes | None) -> int:
+    return 1 if blob is None else _varint_size(len(blob)) + len(blob)
+
+
+def record_size(
+    offset_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: list[tuple[str, bytes | None]],
+) -> int:
+    """The encoded size of a record (its length varint included) with timestamp delta 0."""
+    body = 1 + 1 + _varint_size(offset_delta) + _blob_size(key) + _blob_size(value)
+    body += _varint_size(len(headers))
+    for name, header_value in headers:
+        body += _blob_size(name.encode()) + _blob_size(header_value)
+    return _varint_size(body) + body
+
+
+#: (source offset, (key, value), headers) of one dead letter
+Letter = tuple[int, tuple[bytes | None, bytes | None], list[tuple[str, bytes | None]]]
+
+
+def split_at(letters: list[Letter], max_bytes: int) -> list[list[Letter]]:
+    """The batches Kafka's writer sends ``letters`` in, one Produce each: a batch takes
+    records while it stays within ``max_bytes`` (the topic's ``max.message.bytes``), its
+    first record even when that alone is larger, and ends once it has passed the bound."""
+    batches: list[list[Letter]] = []
+    current: list[Letter] = []
+    size = BATCH_OVERHEAD
+    for letter in letters:
+        _, (key, value), headers = letter
+        grown = record_size(len(current), key, value, headers)
+        if current and size + grown > max_bytes:
+            batches.append(current)
+            current, size = [], BATCH_OVERHEAD
+            grown = record_size(0, key, value, headers)
+        current.append(letter)
+        size += grown
+        if size > max_bytes:
+            batches.append(current)
+            current, size = [], BATCH_OVERHEAD
+    if current:
+        batches.append(current)
+    return batches
+
+
 def _key_value(raw: bytes) -> tuple[bytes | None, bytes | None]:
     """The key and value of one encoded record (its length varint first)."""
     reader = Reader(raw, BatchFormatError)
@@ -139,16 +210,27 @@ class DeadLetterHost(Protocol):
         self, tp: TopicPartition, offset: int, max_bytes: int, *, read_committed: bool
     ) -> FetchData: ...
 
+    def log_settings(self, info: TopicInfo) -> TopicLogSettings: ...
+
 
 #: (dead letter, the group's dead-letter topic, copy the records?)
 DeadLetterJob = tuple[DeadLetter, str, bool]
 
 
 class ShareDeadLetters:
-    """Writes share groups' dead letters into their dead-letter topics on one broker."""
+    """Writes share groups' dead letters into their dead-letter topics on one broker, and
+    counts them with Kafka's ``ShareGroupMetrics`` DLQ meters (events ``RECORDS``,
+    ``PRODUCE_REQUESTS``, ``FAILED_PRODUCE_REQUESTS`` per group, given to ``on_event``)."""
 
-    def __init__(self, host: DeadLetterHost) -> None:
+    def __init__(
+        self, host: DeadLetterHost, on_event: Callable[[str, str, int], None] | None = None
+    ) -> None:
         self._host = host
+        self._on_event = on_event
+
+    def _event(self, group_id: str, kind: str, count: int) -> None:
+        if self._on_event is not None:
+            self._on_event(group_id, kind, count)
 
     def enqueue(self, letter: DeadLetter, topic: str, copy_record: bool) -> None:
         """Write ``letter`` once the current operation is over (a timer of delay 0)."""
@@ -185,23 +267,32 @@ class ShareDeadLetters:
                 log.error("share group %s: could not create DLQ topic %s", letter.group_id, topic)
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         originals = self._originals(letter) if copy_record else {}
-        offsets = range(letter.first_offset, letter.last_offset + 1)
-        records = [originals.get(offset, (None, None)) for offset in offsets]
-        batch = build_batch(
-            records,
-            timestamp_ms=host.clock.now_ms(),
-            headers=[dead_letter_headers(letter, offset) for offset in offsets],
-        )
         destination = TopicPartition(topic, letter.partition % info.num_partitions)
-        result = host.produce(destination, batch, None)
-        if result.error is not ErrorCode.NONE:
-            log.error(
-                "share group %s: DLQ write to %s failed: %s",
-                letter.group_id,
-                destination,
-                result.error.name,
+        max_bytes = host.log_settings(info).max_message_bytes
+        now_ms = host.clock.now_ms()
+        letters = [
+            (offset, originals.get(offset, (None, None)), dead_letter_headers(letter, offset))
+            for offset in range(letter.first_offset, letter.last_offset + 1)
+        ]
+        for chunk in split_at(letters, max_bytes):
+            batch = build_batch(
+                [key_value for _, key_value, _ in chunk],
+                timestamp_ms=now_ms,
+                headers=[headers for _, _, headers in chunk],
             )
-        return result.error
+            self._event(letter.group_id, PRODUCE_REQUESTS, 1)
+            result = host.produce(destination, batch, None)
+            if result.error is not ErrorCode.NONE:
+                self._event(letter.group_id, FAILED_PRODUCE_REQUESTS, 1)
+                log.error(
+                    "share group %s: DLQ write to %s failed: %s",
+                    letter.group_id,
+                    destination,
+                    result.error.name,
+                )
+                return result.error
+            self._event(letter.group_id, RECORDS, len(chunk))
+        return ErrorCode.NONE
 
     def _originals(self, letter: DeadLetter) -> dict[int, tuple[bytes | None, bytes | None]]:
         """The key and value of each record of the letter's range still in the log."""

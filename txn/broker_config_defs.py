@@ -49,6 +49,9 @@ DYNAMIC_BROKER_CONFIGS: Final[Mapping[str, ConfigDef]] = {
     d.name: d
     for d in (
         ConfigDef("compression.type", _S, one_of(*COMPRESSION_TYPES)),
+        # KIP-1191: the group coordinator's reconfigurable dead-letter queue configs
+        ConfigDef("errors.deadletterqueue.auto.create.topics.enable", _B),
+        ConfigDef("errors.deadletterqueue.topic.name.prefix", _S),
         ConfigDef("listener.security.protocol.map", _S),
         ConfigDef("listeners", _LIST),
         ConfigDef("log.cleaner.backoff.ms", _L, at_least(0)),

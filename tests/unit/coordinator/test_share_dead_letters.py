@@ -6,11 +6,27 @@ from __future__ import annotations
 import random
 import uuid
 
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
 from coordinator.broker import BrokerCore
 from coordinator.log.memory_log import MemoryStorage
+from coordinator.metrics import ShareGroupMetrics
+from coordinator.protocol.config_describe import describe_broker_configs
 from coordinator.share.manager import PartitionAcks
+from coordinator.share.partition_model import DeadLetter
 from coordinator.share.share_partition import AckBatch
-from coordinator.share_dead_letters import topic_refusal
+from coordinator.share_dead_letters import (
+    BATCH_OVERHEAD,
+    FAILED_PRODUCE_REQUESTS,
+    PRODUCE_REQUESTS,
+    RECORDS,
+    Letter,
+    dead_letter_headers,
+    record_size,
+    split_at,
+    topic_refusal,
+)
 from coordinator.share_fetch import ShareFetchRequest, ShareSessionKey
 from coordinator.topics import TopicInfo
 from txn.batch import build_batch, iter_batches
@@ -160,3 +176,127 @@ def test_group_config_refuses_internal_name() -> None:
     )
     assert error is ErrorCode.INVALID_CONFIG
     assert message == "errors.deadletterqueue.topic.name: DLQ topic name must not start with '__'"
+
+
+def _batch_sizes(core: BrokerCore, topic: str) -> list[int]:
+    data = core.fetch(TopicPartition(topic, 0), 0, 1 << 20, read_committed=False)
+    return [header.last_offset - header.base_offset + 1 for _, header in iter_batches(data.records)]
+
+
+def test_range_split_at_the_topics_max_message_bytes() -> None:
+    events: list[tuple[str, str, int]] = []
+    core = _core()
+    core.add_share_event_listener(lambda g, kind, n: events.append((g, kind, n)))
+    source = DeadLetter("g", "t", 1, 0, 2, 1, "Offset rejected by client.")
+    two = BATCH_OVERHEAD + sum(
+        record_size(i, f"k{i}".encode(), f"v{i}".encode(), dead_letter_headers(source, i))
+        for i in range(2)
+    )
+    # two dead letters fit in the bound, the third does not: batches of 2 and 1
+    core.create_topic(
+        "dlq.x",
+        1,
+        1,
+        {"errors.deadletterqueue.group.enable": "true", "max.message.bytes": str(two)},
+    )
+    tip = _setup(
+        core,
+        {
+            "errors.deadletterqueue.topic.name": "dlq.x",
+            "errors.deadletterqueue.copy.record.enable": "true",
+        },
+    )
+    acks = [PartitionAcks(tip, [AckBatch(0, 2, [REJECT])])]
+    assert core.share.acknowledge("g", "m1", acks) == {tip: ErrorCode.NONE}
+    core.clock.run_due()  # type: ignore[attr-defined]
+    assert _batch_sizes(core, "dlq.x") == [2, 1]
+    dlq = [e for e in events if e[1].startswith("dead-letter-queue")]
+    assert dlq == [
+        ("g", PRODUCE_REQUESTS, 1),
+        ("g", RECORDS, 2),
+        ("g", PRODUCE_REQUESTS, 1),
+        ("g", RECORDS, 1),
+    ]
+
+
+def test_split_rules() -> None:
+    def letters(*sizes: int) -> list[Letter]:
+        return [(i, (None, b"x" * n), []) for i, n in enumerate(sizes)]
+
+    def sizes(batches: list[list[Letter]]) -> list[int]:
+        return [len(batch) for batch in batches]
+
+    unit = record_size(0, None, b"x" * 100, [])
+    bound = BATCH_OVERHEAD + 2 * unit
+    assert sizes(split_at(letters(100, 100, 100, 100, 100), bound)) == [2, 2, 1]
+    # a record alone larger than the bound is sent alone
+    assert sizes(split_at(letters(100, 1000, 100), bound)) == [1, 1, 1]
+    assert split_at([], bound) == []
+
+
+def test_failed_write_is_counted() -> None:
+    events: list[tuple[str, str, int]] = []
+    core = _core()
+    core.add_share_event_listener(lambda g, kind, n: events.append((g, kind, n)))
+    core.create_topic(
+        "dlq.x",
+        1,
+        1,
+        {"errors.deadletterqueue.group.enable": "true", "max.message.bytes": "100"},
+    )
+    tip = _setup(core, {"errors.deadletterqueue.topic.name": "dlq.x"})
+    acks = [PartitionAcks(tip, [AckBatch(0, 0, [REJECT])])]
+    assert core.share.acknowledge("g", "m1", acks) == {tip: ErrorCode.NONE}
+    core.clock.run_due()  # type: ignore[attr-defined]
+    assert _batch_sizes(core, "dlq.x") == []  # too large for the topic
+    dlq = [e for e in events if e[1].startswith("dead-letter-queue")]
+    assert dlq == [("g", PRODUCE_REQUESTS, 1), ("g", FAILED_PRODUCE_REQUESTS, 1)]
+
+
+def test_broker_configs_are_dynamic() -> None:
+    core = _core()
+    tip = _setup(core, {"errors.deadletterqueue.topic.name": "q.t"})
+    core.alter_broker_configs(
+        "",
+        [
+            ("errors.deadletterqueue.auto.create.topics.enable", 0, "true"),
+            ("errors.deadletterqueue.topic.name.prefix", 0, ""),
+        ],
+    )
+    acks = [PartitionAcks(tip, [AckBatch(0, 0, [REJECT])])]
+    assert core.share.acknowledge("g", "m1", acks) == {tip: ErrorCode.NONE}
+    core.clock.run_due()  # type: ignore[attr-defined]
+    assert _dead_letters(core, "q.t") == [(0, None, 0)]
+    described = {
+        e.name: e
+        for e in describe_broker_configs(
+            core.dynamic.static,
+            ["errors.deadletterqueue.topic.name.prefix"],
+            include_synonyms=True,
+            include_documentation=False,
+            dynamic=core.dynamic.layers,
+        )
+    }
+    entry = described["errors.deadletterqueue.topic.name.prefix"]
+    assert entry.value == ""
+    assert not entry.read_only
+
+
+def test_dead_letter_queue_meters_per_group() -> None:
+    reader = InMemoryMetricReader()
+    core = _core(**{"errors.deadletterqueue.auto.create.topics.enable": "true"})
+    core.add_share_event_listener(ShareGroupMetrics(MeterProvider(metric_readers=[reader])).record)
+    tip = _setup(core, {"errors.deadletterqueue.topic.name": "dlq.t"})
+    acks = [PartitionAcks(tip, [AckBatch(0, 1, [REJECT])])]
+    assert core.share.acknowledge("g", "m1", acks) == {tip: ErrorCode.NONE}
+    core.clock.run_due()  # type: ignore[attr-defined]
+    points = {
+        (m.name, dict(p.attributes or {}).get("group.id")): p.value
+        for rm in reader.get_metrics_data().resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        for p in m.data.data_points
+    }
+    assert points[("dead-letter-queue-record-count", "g")] == 2
+    assert points[("dead-letter-queue-total-produce-requests", "g")] == 1
+    assert ("dead-letter-queue-failed-produce-requests", "g") not in points

@@ -36,6 +36,7 @@ from producer.spark.demo import (
     BROKER_CONFIG,
     DEMO_READ_TASKS,
     DEMO_RECORDS_PER_TASK,
+    GROUP,
     KILL_BATCHES,
     KILLED_BATCH,
     POLL_S,
@@ -206,7 +207,7 @@ def run_demo(
                 bootstrap = broker.bootstrap_servers
                 console.print(f"broker {bootstrap}, data in {work}")
                 with console.status(f"writing {records:,} input records"):
-                    prepare_input(bootstrap, records)
+                    prepare_input(bootstrap, records, group=GROUP)
                 current.go(bootstrap)
                 restart: Callable[[], DriverProcess] | None = None
                 if crash and standby:

@@ -61,11 +61,27 @@ def input_value(i: int) -> bytes:
 
 
 def prepare_input(
-    bootstrap: str, records: int, *, partitions: int = 3, topic: str = INPUT, output: str = OUTPUT
+    bootstrap: str,
+    records: int,
+    *,
+    partitions: int = 3,
+    topic: str = INPUT,
+    output: str = OUTPUT,
+    group: str | None = None,
 ) -> None:
-    """Create the topics and write ``records`` unique values, spread over the partitions."""
+    """Create the topics and write ``records`` unique values, spread over the partitions.
+
+    With ``group``, that share group is created with its start offsets at 0 (as ``sharetxn
+    share-groups --reset-offsets --to-earliest --execute`` does): its partitions are
+    initialized before the first read task joins, which is then assigned at once instead of
+    one heartbeat interval (5 s) later, as a brand-new group's first member is on Kafka 4.4.
+    """
     with Admin(bootstrap) as admin:
         admin.create_topics([TopicSpec(topic, partitions), TopicSpec(output, partitions)])
+        if group is not None:
+            admin.alter_share_group_offsets(
+                group, {TopicPartition(topic, p): 0 for p in range(partitions)}
+            )
     # Batches of 100 records: a share fetch acquires whole batches, so small ones let
     # maxRecordsPerPartition cut batches finely.
     producer = Producer(

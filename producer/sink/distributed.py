@@ -69,12 +69,16 @@ from producer.sink.herder import (
     task_config,
 )
 from producer.sink.kafka_log import KafkaLog
+from producer.sink.loggers import LEVELS
 
 __all__ = ["DistributedHerder", "DistributedSettings"]
 
 log = logging.getLogger("producer.sink")
 
 _TICK_S: Final = 0.25
+TOPIC_STATUS_PREFIX: Final = "status-topic-"
+TOPIC_SEPARATOR: Final = ":connector-"
+LOGGER_PREFIX: Final = "logger-cluster-"
 
 
 class DistributedSettings:
@@ -208,6 +212,10 @@ class DistributedHerder(Herder):
         def on_config(key: str, value: bytes | None, _part: int, offset: int) -> None:
             with self._lock:
                 self._state.apply(key, value, offset)
+            if key.startswith(LOGGER_PREFIX) and value:
+                level = str(json.loads(value).get("level") or "")
+                if level.upper() in LEVELS:
+                    self.loggers.set_level(key[len(LOGGER_PREFIX) :], level)
 
         def on_status(key: str, value: bytes | None, _part: int, _offset: int) -> None:
             with self._lock:
@@ -361,6 +369,9 @@ class DistributedHerder(Herder):
                 self._put_status(status_key(name), state, None)
             running = self._local.get(name)
             states = running.states() if running is not None else {}
+            if running is not None and self.topic_tracking:
+                for topic, task in running.new_topics().items():
+                    self._status_log.send(topic_key(topic, name), topic_value(topic, name, task))
             for task in assignment.task_ids(name):
                 if task >= self._state.tasks(name):
                     continue
@@ -426,6 +437,7 @@ class DistributedHerder(Herder):
         self._config_log.send(config_key(CONNECTOR_PREFIX, name), None)
         self._config_log.send(config_key(TARGET_STATE_PREFIX, name), None)
         self._refresh()
+        self.forget_topics(name)
 
     def set_target_state(self, name: str, state: str) -> None:
         self.require(name, UNKNOWN)
@@ -449,6 +461,32 @@ class DistributedHerder(Herder):
                 task["state"] = RESTARTING
                 task.pop("trace", None)
         return status
+
+    def target_state(self, name: str) -> str:
+        with self._lock:
+            return self._state.target_state(name)
+
+    def topics_of(self, name: str) -> list[str]:
+        self._refresh()
+        with self._lock:
+            return sorted(_topics_in(self._statuses, name))
+
+    def forget_topics(self, name: str) -> None:
+        self._refresh()
+        with self._lock:
+            topics = sorted(_topics_in(self._statuses, name))
+        for topic in topics:
+            self._status_log.send(topic_key(topic, name), None)
+        self._refresh()
+
+    def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """KIP-976: every worker applies the level when it reads the record."""
+        value = json_value({"level": level})
+        self._config_log.send(f"{LOGGER_PREFIX}{namespace}", value)
+        self._refresh()
+
+    def before_offsets_change(self) -> None:
+        self._require_leader("process external offsets modification requests")
 
     def connector_status(self, name: str) -> dict[str, Any]:
         self._refresh()
@@ -476,6 +514,31 @@ class DistributedHerder(Herder):
             if self.error is not None or time.monotonic() > deadline:
                 return False
         return True
+
+
+def topic_key(topic: str, connector: str) -> str:
+    """Connect's status-topic key of a connector's active topic (KIP-558)."""
+    return f"{TOPIC_STATUS_PREFIX}{topic}{TOPIC_SEPARATOR}{connector}"
+
+
+def topic_value(topic: str, connector: str, task: int) -> bytes | None:
+    body = {
+        "name": topic,
+        "connector": connector,
+        "task": task,
+        "partition": 0,
+        "discoverTimestamp": int(time.time() * 1000),
+    }
+    return json_value({"topic": body})
+
+
+def _topics_in(statuses: Mapping[str, Any], connector: str) -> set[str]:
+    suffix = TOPIC_SEPARATOR + connector
+    return {
+        key[len(TOPIC_STATUS_PREFIX) : -len(suffix)]
+        for key in statuses
+        if key.startswith(TOPIC_STATUS_PREFIX) and key.endswith(suffix)
+    }
 
 
 def _state_body(record: Mapping[str, Any]) -> dict[str, Any]:

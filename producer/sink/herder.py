@@ -25,6 +25,7 @@ from producer.admin import Admin
 from producer.protocol.client import KafkaClient
 from producer.sink.config import SinkConfigError, resolve
 from producer.sink.connect_protocol import PAUSED, STARTED, STOPPED
+from producer.sink.loggers import Loggers
 from producer.sink.task import SinkTask, load_task_class
 from producer.sink.worker import SinkWorker
 from txn.api_keys import ApiKey
@@ -86,6 +87,10 @@ class BadRequest(HerderError):
     status = 400
 
 
+class Forbidden(HerderError):
+    status = 403
+
+
 class NotLeader(HerderError):
     """Only the leader may do this; the REST layer forwards the request to ``leader_url``."""
 
@@ -94,6 +99,10 @@ class NotLeader(HerderError):
     def __init__(self, message: str, leader_url: str | None) -> None:
         super().__init__(message)
         self.leader_url = leader_url
+
+
+def _enabled(worker: Mapping[str, Any], key: str) -> bool:
+    return str(worker.get(key, "true")).strip().lower() != "false"
 
 
 def not_found(name: str) -> NotFound:
@@ -142,6 +151,7 @@ class LocalTasks:
         self._sink: SinkWorker | None = None
         self.start_error: BaseException | None = None
         self._thread = threading.Thread(target=self._start, daemon=True)
+        self._recorded: set[str] = set()
         self._stopped = threading.Event()
         self._thread.start()
 
@@ -169,6 +179,17 @@ class LocalTasks:
         for task in self.task_ids:
             error = errors.get(task)
             out[task] = (RUNNING, None) if error is None else (FAILED, trace_of(error))
+        return out
+
+    def new_topics(self) -> dict[str, int]:
+        """Topics the tasks received records from since the last call: topic -> a task
+        (Connect records a topic once per task run, KIP-558)."""
+        seen = self._sink.active_topics() if self._sink is not None else {}
+        out: dict[str, int] = {}
+        for task, topics in sorted(seen.items()):
+            for topic in sorted(topics - self._recorded):
+                out.setdefault(topic, task)
+        self._recorded.update(out)
         return out
 
     def request_stop(self) -> None:
@@ -217,6 +238,9 @@ class Herder:
     def __init__(self, worker: Mapping[str, Any]) -> None:
         self.worker = task_worker_settings(worker)
         self._cluster_id: str | None = None
+        self.loggers = Loggers()
+        self.topic_tracking = _enabled(worker, "topic.tracking.enable")
+        self.topic_reset = _enabled(worker, "topic.tracking.allow.reset")
 
     # configs (subclasses)
     def connectors(self) -> list[str]:
@@ -245,7 +269,63 @@ class Herder:
     def connector_status(self, name: str) -> dict[str, Any]:
         raise NotImplementedError
 
+    def target_state(self, name: str) -> str:
+        raise NotImplementedError
+
+    def topics_of(self, name: str) -> list[str]:
+        """The connector's active topics, sorted (KIP-558)."""
+        raise NotImplementedError
+
+    def forget_topics(self, name: str) -> None:
+        raise NotImplementedError
+
+    def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """``?scope=cluster``: in one process the cluster is this worker, as Connect's
+        standalone herder."""
+        self.loggers.set_level(namespace, level)
+
+    def before_offsets_change(self) -> None:
+        """Raise ``NotLeader`` where only the leader may change offsets."""
+
     # shared
+    def active_topics(self, name: str) -> list[str]:
+        if not self.topic_tracking:
+            raise Forbidden("Topic tracking is disabled.")
+        return self.topics_of(name)
+
+    def reset_active_topics(self, name: str) -> None:
+        if not self.topic_tracking:
+            raise Forbidden("Topic tracking is disabled.")
+        if not self.topic_reset:
+            raise Forbidden("Topic tracking reset is disabled.")
+        self.forget_topics(name)
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:
+        """Connect's ``PATCH .../config``: ``null`` removes a key, the rest set theirs."""
+        config = self.connector_config(name)
+        for key, value in patch.items():
+            if value is None:
+                config.pop(key, None)
+            else:
+                config[key] = value
+        _, info = self.put_connector_config(name, config, allow_replace=True)
+        return info
+
+    def offsets_target(self, name: str) -> tuple[dict[str, Any], str, str]:
+        """Connect's checks before changing offsets (the connector exists, is STOPPED and
+        has no tasks); the admin client's config, the connector and its share group."""
+        self.before_offsets_change()
+        if name not in self.connectors():
+            raise not_found(name)
+        if self.target_state(name) != STOPPED or self.task_count(name) != 0:
+            raise BadRequest(
+                "Connectors must be in the STOPPED state before their offsets can be modified. "
+                "This can be done for the specified connector by issuing a 'PUT' request to the "
+                f"'/connectors/{name}/stop' endpoint"
+            )
+        config = resolve(self.worker, self.connector_config(name))
+        return {"bootstrap.servers": config.bootstrap_servers}, name, config.share_group_id
+
     def server_info(self) -> dict[str, Any]:
         if self._cluster_id is None:
             try:
@@ -452,6 +532,7 @@ class StandaloneHerder(Herder):
         self._states: dict[str, str] = {}
         self._running: dict[str, LocalTasks] = {}
         self._restarting: set[str] = set()
+        self._topics: dict[str, set[str]] = {}
 
     def connectors(self) -> list[str]:
         with self._lock:
@@ -488,6 +569,7 @@ class StandaloneHerder(Herder):
             self._stop_tasks(name)
             del self._configs[name]
             self._states.pop(name, None)
+            self._topics.pop(name, None)
 
     def set_target_state(self, name: str, state: str) -> None:
         with self._lock:
@@ -529,7 +611,27 @@ class StandaloneHerder(Herder):
                     tasks.append({"id": task, **Status(task_state, self.worker_id, trace).body()})
             return {"name": name, "connector": connector.body(), "tasks": tasks, "type": "sink"}
 
+    def target_state(self, name: str) -> str:
+        with self._lock:
+            return self._states.get(name, STARTED)
+
+    def topics_of(self, name: str) -> list[str]:
+        with self._lock:
+            self._collect_topics(name)
+            return sorted(self._topics.get(name, ()))
+
+    def forget_topics(self, name: str) -> None:
+        with self._lock:
+            self._collect_topics(name)
+            self._topics.pop(name, None)
+
+    def _collect_topics(self, name: str) -> None:
+        running = self._running.get(name)
+        if running is not None and name in self._configs:
+            self._topics.setdefault(name, set()).update(running.new_topics())
+
     def _stop_tasks(self, name: str) -> None:
+        self._collect_topics(name)
         running = self._running.pop(name, None)
         if running is not None:
             running.stop()

@@ -29,6 +29,7 @@ from typing import Any, Final
 from producer.sink.connect_protocol import (
     COMMIT_PREFIX,
     CONNECTOR_PREFIX,
+    CONNECTOR_TASK,
     EAGER_PROTOCOL,
     ERROR_NONE,
     PROTOCOL_TYPE,
@@ -65,6 +66,7 @@ from producer.sink.herder import (
     NotFound,
     NotLeader,
     not_found,
+    restart_plan,
     stop_all,
     task_config,
 )
@@ -157,6 +159,7 @@ class DistributedHerder(Herder):
         self._local: dict[str, LocalTasks] = {}
         self._local_configs: dict[str, dict[str, str]] = {}
         self._restart_mark = 0
+        self._owners: dict[tuple[str, int], str] = {}
         self._written: dict[str, tuple[str, str | None]] = {}
         self._threads: list[threading.Thread] = []
         self.error: BaseException | None = None
@@ -265,6 +268,14 @@ class DistributedHerder(Herder):
             offset = self._state.offset - 1
             self._planned_counts = counts
         plan = assign_eager(metas, counts)
+        with self._lock:
+            self._owners = {
+                (name, task): metas[member].url
+                for member, tasks in plan.items()
+                for name, ids in tasks.items()
+                for task in ids
+                if task != CONNECTOR_TASK
+            }
         return {
             member: encode_assignment(
                 Assignment(ERROR_NONE, self._member.member_id, self.url, offset, tasks)
@@ -288,7 +299,8 @@ class DistributedHerder(Herder):
                     return
             if self._assignment is None:
                 return
-            stopping = self._reconcile(self._apply_restarts())
+            self._apply_restarts()
+            stopping = self._reconcile([])
             self._write_statuses()
         # Tasks finish their batches without holding up the REST API.
         stop_all(stopping)
@@ -340,8 +352,9 @@ class DistributedHerder(Herder):
             self._local_configs[name] = config
         return stopping
 
-    def _apply_restarts(self) -> list[LocalTasks]:
-        stopping: list[LocalTasks] = []
+    def _apply_restarts(self) -> None:
+        """KIP-745: restart this worker's tasks a restart request names (with
+        ``only-failed``, the failed ones); the others run on."""
         for name, include_tasks, only_failed, offset in self._state.restarts:
             if offset < self._restart_mark:
                 continue
@@ -349,13 +362,11 @@ class DistributedHerder(Herder):
             running = self._local.get(name)
             if not include_tasks or running is None:
                 continue
-            failed = any(s == FAILED for s, _ in running.states().values())
-            if only_failed and not failed:
-                continue
-            for task in running.task_ids:
+            states = running.states()
+            chosen = [t for t in running.task_ids if not only_failed or states[t][0] == FAILED]
+            for task in chosen:
                 self._put_status(status_key(name, task), RESTARTING, None)
-            stopping.append(self._local.pop(name))
-        return stopping
+            running.restart(chosen)
 
     def _write_statuses(self) -> None:
         assignment = self._assignment
@@ -454,13 +465,26 @@ class DistributedHerder(Herder):
         status = self.connector_status(name)
         value = json_value({"include-tasks": include_tasks, "only-failed": only_failed})
         self._config_log.send(config_key(RESTART_PREFIX, name), value)
-        if not include_tasks:
+        if not include_tasks and not only_failed:
             return None
-        for task in status["tasks"]:
-            if not only_failed or task["state"] == FAILED:
-                task["state"] = RESTARTING
-                task.pop("trace", None)
-        return status
+        return restart_plan(status, include_tasks, only_failed)[0]
+
+    def restart_one(self, name: str, task: int) -> None:
+        """Restart a task this worker runs; else the leader forwards the request to the
+        worker it assigned the task to, as Connect (a follower, to the leader)."""
+        with self._lock:
+            assignment = self._assignment
+            running = self._local.get(name)
+            if assignment is not None and task in assignment.task_ids(name):
+                if running is not None and task in running.task_ids:
+                    self._put_status(status_key(name, task), RESTARTING, None)
+                    running.restart([task])
+                return
+            owner = self._owners.get((name, task)) if self._leader else None
+        message = "Cannot restart task since it is not assigned to this member"
+        if owner is not None and owner != self.url:
+            raise NotLeader(message, owner)
+        raise NotLeader(message, self.leader_url)
 
     def target_state(self, name: str) -> str:
         with self._lock:

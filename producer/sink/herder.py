@@ -139,8 +139,70 @@ def trace_of(error: BaseException) -> str:
 # -- the tasks this process runs ------------------------------------------------------------
 
 
+class _TaskRun:
+    """One task of a connector on its own ``SinkWorker``, started in the background (after
+    ``previous``, the run it replaces, stopped)."""
+
+    def __init__(
+        self,
+        worker: Mapping[str, Any],
+        connector: Mapping[str, str],
+        task: int,
+        previous: _TaskRun | None = None,
+    ) -> None:
+        self.task = task
+        self._worker_config = worker
+        self._connector = connector
+        self._previous = previous
+        self._sink: SinkWorker | None = None
+        self.start_error: BaseException | None = None
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._start, daemon=True)
+        self._thread.start()
+
+    def _start(self) -> None:
+        try:
+            if self._previous is not None:
+                self._previous.stop()
+                self._previous = None
+            if self._stopped.is_set():
+                return
+            sink = SinkWorker(self._worker_config, self._connector)
+            self._sink = sink
+            if not self._stopped.is_set():
+                sink.start([self.task])
+        except BaseException as exc:
+            name = self._connector.get("name")
+            log.warning("connector %s: task %d failed to start: %s", name, self.task, exc)
+            self.start_error = exc
+
+    def state(self) -> tuple[str, str | None]:
+        if self.start_error is not None:
+            return FAILED, trace_of(self.start_error)
+        if self._previous is not None:
+            return RESTARTING, None
+        error = self._sink.task_errors().get(self.task) if self._sink is not None else None
+        return (RUNNING, None) if error is None else (FAILED, trace_of(error))
+
+    def topics(self) -> set[str]:
+        return set().union(*self._sink.active_topics().values()) if self._sink else set()
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+        if self._sink is not None:
+            self._sink.request_stop()
+
+    def stop(self) -> None:
+        """The task finishes, acknowledges and commits its batch, then stops."""
+        self.request_stop()
+        self._thread.join(60)
+        if self._sink is not None:
+            self._sink.stop()
+
+
 class LocalTasks:
-    """Some tasks of one connector, run by a ``SinkWorker`` started in the background."""
+    """Some tasks of one connector, each run by its own ``SinkWorker`` in the background,
+    so that one task restarts alone (Connect's ``POST .../tasks/{n}/restart``)."""
 
     def __init__(
         self, worker: Mapping[str, Any], connector: Mapping[str, str], task_ids: Sequence[int]
@@ -148,22 +210,8 @@ class LocalTasks:
         self.task_ids = list(task_ids)
         self._worker_config = dict(worker)
         self._connector = {k: v for k, v in connector.items() if k != TASK_CLASS}
-        self._sink: SinkWorker | None = None
-        self.start_error: BaseException | None = None
-        self._thread = threading.Thread(target=self._start, daemon=True)
         self._recorded: set[str] = set()
-        self._stopped = threading.Event()
-        self._thread.start()
-
-    def _start(self) -> None:
-        try:
-            sink = SinkWorker(self._worker_config, self._connector)
-            self._sink = sink
-            if not self._stopped.is_set():
-                sink.start(self.task_ids)
-        except BaseException as exc:
-            log.warning("connector %s: tasks %s failed to start: %s", self.name, self.task_ids, exc)
-            self.start_error = exc
+        self._runs = {t: _TaskRun(self._worker_config, self._connector, t) for t in task_ids}
 
     @property
     def name(self) -> str:
@@ -171,39 +219,36 @@ class LocalTasks:
 
     def states(self) -> dict[int, tuple[str, str | None]]:
         """Each task's (state, trace)."""
-        if self.start_error is not None:
-            trace = trace_of(self.start_error)
-            return {t: (FAILED, trace) for t in self.task_ids}
-        errors = self._sink.task_errors() if self._sink is not None else {}
-        out: dict[int, tuple[str, str | None]] = {}
-        for task in self.task_ids:
-            error = errors.get(task)
-            out[task] = (RUNNING, None) if error is None else (FAILED, trace_of(error))
-        return out
+        return {task: run.state() for task, run in sorted(self._runs.items())}
+
+    def restart(self, tasks: Sequence[int]) -> None:
+        """Restart these tasks (each stops, then starts again); the others run on."""
+        for task in tasks:
+            old = self._runs.get(task)
+            if old is not None:
+                old.request_stop()
+                self._runs[task] = _TaskRun(self._worker_config, self._connector, task, old)
 
     def new_topics(self) -> dict[str, int]:
         """Topics the tasks received records from since the last call: topic -> a task
         (Connect records a topic once per task run, KIP-558)."""
-        seen = self._sink.active_topics() if self._sink is not None else {}
         out: dict[str, int] = {}
-        for task, topics in sorted(seen.items()):
-            for topic in sorted(topics - self._recorded):
+        for task, run in sorted(self._runs.items()):
+            for topic in sorted(run.topics() - self._recorded):
                 out.setdefault(topic, task)
         self._recorded.update(out)
         return out
 
     def request_stop(self) -> None:
         """Ask the tasks to stop; ``stop`` waits for them."""
-        self._stopped.set()
-        if self._sink is not None:
-            self._sink.request_stop()
+        for run in self._runs.values():
+            run.request_stop()
 
     def stop(self) -> None:
         """Each task finishes, acknowledges and commits its batch, then stops."""
         self.request_stop()
-        self._thread.join(60)
-        if self._sink is not None:
-            self._sink.stop()
+        for run in self._runs.values():
+            run.stop()
 
 
 def stop_all(tasks: list[LocalTasks]) -> None:
@@ -365,12 +410,14 @@ class Herder:
         raise NotFound(f"No status found for task {name}-{task}")
 
     def restart_task(self, name: str, task: int) -> None:
-        """Restart a task: here, every task of its connector that this cluster runs (a
-        ``SinkWorker`` runs a connector's tasks together)."""
+        """Restart one task alone (the connector's other tasks run on)."""
         self.require(name, UNKNOWN_RESTART)
         if not 0 <= task < self.task_count(name):
             raise NotFound(f"Unknown task: {name}-{task}")
-        self.restart(name, include_tasks=True, only_failed=False)
+        self.restart_one(name, task)
+
+    def restart_one(self, name: str, task: int) -> None:
+        raise NotImplementedError
 
     def require(self, name: str, message: str) -> None:
         """NotFound with Connect's ``message`` (``UNKNOWN``...) unless ``name`` exists."""
@@ -414,6 +461,25 @@ class Herder:
             )
         if config.get("name", name) != name:
             raise BadRequest("connector name mismatch")
+
+
+def restart_plan(
+    status: dict[str, Any], include_tasks: bool, only_failed: bool
+) -> tuple[dict[str, Any], list[int]]:
+    """KIP-745's plan: the status with what restarts ``RESTARTING`` (the connector unless
+    ``only_failed`` and it did not fail; with ``include_tasks``, the tasks, or only the
+    failed ones), and the tasks to restart."""
+    connector = status["connector"]
+    if not only_failed or connector["state"] == FAILED:
+        connector["state"] = RESTARTING
+        connector.pop("trace", None)
+    chosen: list[int] = []
+    for task in status["tasks"]:
+        if include_tasks and (not only_failed or task["state"] == FAILED):
+            task["state"] = RESTARTING
+            task.pop("trace", None)
+            chosen.append(int(task["id"]))
+    return status, chosen
 
 
 def check_class(config: Mapping[str, str]) -> None:
@@ -580,18 +646,19 @@ class StandaloneHerder(Herder):
     def restart(self, name: str, include_tasks: bool, only_failed: bool) -> dict[str, Any] | None:
         with self._lock:
             self.require(name, UNKNOWN_RESTART)
-            if not include_tasks:
+            if not include_tasks and not only_failed:
                 return None
+            status, chosen = restart_plan(self.connector_status(name), include_tasks, only_failed)
             running = self._running.get(name)
-            failed = running is not None and any(s == FAILED for s, _ in running.states().values())
-            status = self.connector_status(name)
-            if failed or not only_failed:
-                for task in status["tasks"]:
-                    if not only_failed or task["state"] == FAILED:
-                        task["state"] = RESTARTING
-                        task.pop("trace", None)
-                self._restart_tasks(name)
+            if running is not None and chosen:
+                running.restart(chosen)
             return status
+
+    def restart_one(self, name: str, task: int) -> None:
+        with self._lock:
+            running = self._running.get(name)
+            if running is not None:
+                running.restart([task])
 
     def connector_status(self, name: str) -> dict[str, Any]:
         with self._lock:

@@ -240,3 +240,68 @@ def test_exactly_once_survives_a_killed_worker(
     got = read_topic(bs, target, 3, expect_at_least=400, timeout_s=90)
     assert survivor.terminate() == 0
     assert Counter(m.value() for m in got) == Counter(v.encode() for v in first + second)
+
+
+def test_one_task_restarts_alone_on_either_worker(
+    dbroker: LocalBroker, tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    """``POST .../tasks/{n}/restart`` on a worker that does not run the task is forwarded
+    (to the leader, then to the task's worker); the connector's other tasks run on.  Also:
+    active topics and a cluster-wide logger level seen from both workers."""
+    bs = dbroker.bootstrap_servers
+    group = f"connect-cluster-{uuid.uuid4().hex[:6]}"
+    topic, name = input_topic(bs, 4, [f"r{i}" for i in range(20)], fast=True)
+    for i in range(2):
+        workers.append(
+            WorkerProcess("distributed", worker_props(bs, group), tmp_path / f"w{i}.properties")
+        )
+    for w in workers:
+        w.wait_ready()
+    log = tmp_path / "starts.txt"
+    config = {
+        "connector.class": "tests.integration.sink_tasks.StartCountingSink",
+        "topics": topic,
+        "file": str(tmp_path / "out.txt"),
+        "tasks.max": "4",
+        "starts.file": str(log),
+        "consumer.override.fetch.max.wait.ms": "100",
+    }
+    code, body = call("PUT", f"{workers[0].url}connectors/{name}/config", config)
+    assert code == 201, body
+    wait_for(
+        lambda: (
+            {s for s, _ in statuses(workers[0].url, name).values()} == {"RUNNING"}
+            and len(statuses(workers[0].url, name)) == 4
+        ),
+        60,
+        "four running tasks",
+    )
+    wait_for(lambda: len(lines(log)) == 4, 30, "four starts")
+    owners = {t: wid for t, (_, wid) in statuses(workers[0].url, name).items()}
+    by_id = {w.worker_id: w for w in workers}
+    expected: Counter[int] = Counter({t: 1 for t in range(4)})
+    for task, owner in sorted(owners.items()):
+        other = next(w for w in workers if w.worker_id != owner)
+        assert by_id[owner] is not other
+        code, body = call("POST", f"{other.url}connectors/{name}/tasks/{task}/restart")
+        assert (code, body) == (204, None)
+        expected[task] += 1
+        wait_for(
+            lambda e=dict(expected): Counter(int(x.split()[1]) for x in lines(log)) == e,
+            30,
+            f"task {task} started again, alone",
+        )
+    topics = {name: {"topics": [topic]}}
+    for w in workers:
+        wait_for(
+            lambda u=w.url: call("GET", f"{u}connectors/{name}/topics")[1] == topics, 30, "topics"
+        )
+    path = "admin/loggers/producer.sink.rest"
+    assert call("PUT", f"{workers[0].url}{path}?scope=cluster", {"level": "WARN"}) == (204, None)
+    for w in workers:
+        wait_for(
+            lambda u=w.url: (call("GET", u + path)[1] or {}).get("level") == "WARN",
+            30,
+            "cluster level",
+        )
+    assert call("DELETE", f"{workers[1].url}connectors/{name}") == (204, None)

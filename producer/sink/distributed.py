@@ -19,8 +19,10 @@ the records it held come back to the share group.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Mapping
@@ -30,7 +32,6 @@ from producer.sink.connect_protocol import (
     COMMIT_PREFIX,
     CONNECTOR_PREFIX,
     CONNECTOR_TASK,
-    EAGER_PROTOCOL,
     ERROR_NONE,
     PROTOCOL_TYPE,
     RESTART_PREFIX,
@@ -52,6 +53,23 @@ from producer.sink.connect_protocol import (
     status_value,
     target_state_value,
 )
+from producer.sink.cooperative import (
+    DEFAULT,
+    EAGER,
+    PROTOCOLS,
+    SESSIONED,
+    VERSIONS,
+    CoopAssignment,
+    CooperativeAssignor,
+    CoopMetadata,
+    Item,
+    decode_coop_assignment,
+    decode_coop_metadata,
+    encode_coop_assignment,
+    encode_coop_metadata,
+    items_of,
+    tasks_of,
+)
 from producer.sink.group_member import GroupMember
 from producer.sink.herder import (
     FAILED,
@@ -65,6 +83,7 @@ from producer.sink.herder import (
     LocalTasks,
     NotFound,
     NotLeader,
+    Stoppable,
     not_found,
     restart_plan,
     stop_all,
@@ -81,6 +100,7 @@ _TICK_S: Final = 0.25
 TOPIC_STATUS_PREFIX: Final = "status-topic-"
 TOPIC_SEPARATOR: Final = ":connector-"
 LOGGER_PREFIX: Final = "logger-cluster-"
+SESSION_KEY: Final = "session-key"
 
 
 class DistributedSettings:
@@ -113,6 +133,12 @@ class DistributedSettings:
         self.session_timeout_ms = number("session.timeout.ms", 10_000)
         self.heartbeat_interval_ms = number("heartbeat.interval.ms", 3_000)
         self.rebalance_timeout_ms = number("rebalance.timeout.ms", 60_000)
+        self.protocol = get("connect.protocol", SESSIONED).lower()
+        if self.protocol not in PROTOCOLS:
+            msg = f"connect.protocol: must be one of {', '.join(PROTOCOLS)}, not {self.protocol!r}"
+            raise ValueError(msg)
+        self.max_delay_ms = number("scheduled.rebalance.max.delay.ms", 300_000)
+        self.key_ttl_ms = number("inter.worker.key.ttl.ms", 3_600_000)
 
 
 class DistributedHerder(Herder):
@@ -160,6 +186,11 @@ class DistributedHerder(Herder):
         self._local_configs: dict[str, dict[str, str]] = {}
         self._restart_mark = 0
         self._owners: dict[tuple[str, int], str] = {}
+        self._protocol = DEFAULT if s.protocol == EAGER else ""
+        self._owned: set[Item] | None = None
+        self.session_key: dict[str, Any] | None = None
+        self._rejoin_at: float | None = None
+        self._assignor = CooperativeAssignor(s.max_delay_ms)
         self._written: dict[str, tuple[str, str | None]] = {}
         self._threads: list[threading.Thread] = []
         self.error: BaseException | None = None
@@ -194,7 +225,8 @@ class DistributedHerder(Herder):
     def _tick_loop(self) -> None:
         try:
             while not self._stop.is_set():
-                if self._assignment is None or self._rejoin.is_set():
+                due = self._rejoin_at is not None and time.monotonic() >= self._rejoin_at
+                if self._assignment is None or self._rejoin.is_set() or due:
                     self._rebalance()
                 self._tick()
                 self._stop.wait(_TICK_S)
@@ -215,6 +247,8 @@ class DistributedHerder(Herder):
         def on_config(key: str, value: bytes | None, _part: int, offset: int) -> None:
             with self._lock:
                 self._state.apply(key, value, offset)
+            if key == SESSION_KEY and value:
+                self.session_key = json.loads(value)
             if key.startswith(LOGGER_PREFIX) and value:
                 level = str(json.loads(value).get("level") or "")
                 if level.upper() in LEVELS:
@@ -235,38 +269,97 @@ class DistributedHerder(Herder):
     # -- the rebalance ---------------------------------------------------------------------
 
     def _rebalance(self) -> None:
-        """Eager: give everything up, join, start the new assignment."""
-        with self._lock:
-            stopping = self._take_all()
-            self._assignment = None
-        stop_all(stopping)
+        """Join the group.  Eager (``default``): give everything up first, then start the
+        new assignment.  Incremental cooperative (``compatible``, ``sessioned``): keep
+        running, give up what the leader revokes (then join again at once), start what it
+        assigns, and join again after its ``delay``."""
+        eager = self._protocol == DEFAULT
+        if eager:
+            with self._lock:
+                stopping = self._take_all()
+                self._assignment = None
+                self._owned = None
+            stop_all(stopping)
         self._rejoin.clear()
+        self._rejoin_at = None
         self._refresh()
-        meta = encode_metadata(WorkerMetadata(self.url, self._state.offset - 1))
-        joined = self._member.join([(EAGER_PROTOCOL, meta)], self._assign)
-        assignment = decode_assignment(joined.assignment)
-        self._refresh()
+        offset = self._state.offset - 1
         with self._lock:
+            owned = None if self._owned is None else set(self._owned)
+        protocols = [
+            (
+                name,
+                encode_metadata(WorkerMetadata(self.url, offset))
+                if name == DEFAULT
+                else encode_coop_metadata(CoopMetadata(self.url, offset, owned), VERSIONS[name]),
+            )
+            for name in PROTOCOLS[self.settings.protocol]
+        ]
+        joined = self._member.join(protocols, self._assign)
+        self._refresh()
+        revoked: set[Item] = set()
+        delay_ms = 0
+        if joined.protocol == DEFAULT:
+            if not eager:
+                with self._lock:
+                    stopping = self._take_all()
+                stop_all(stopping)
+            assignment = decode_assignment(joined.assignment)
+            now_owned = items_of(assignment.tasks)
+        else:
+            coop = decode_coop_assignment(joined.assignment)
+            revoked, delay_ms = coop.revoked, coop.delay_ms
+            now_owned = ((owned or set()) - revoked) | coop.assigned
+            assignment = Assignment(
+                coop.error, coop.leader, coop.leader_url, coop.config_offset, tasks_of(now_owned)
+            )
+        with self._lock:
+            giving_up = self._revoke(revoked)
+            self._protocol = joined.protocol
             self._leader = joined.leader_id == joined.member_id
             self._assignment = assignment
+            self._owned = now_owned
             self._assigned_counts = self._planned_counts if self._leader else {}
+        stop_all(giving_up)
+        if revoked:
+            self._rejoin.set()
+        elif delay_ms > 0:
+            self._rejoin_at = time.monotonic() + delay_ms / 1000
         log.info(
-            "sink worker %s: generation %d, leader %s, assigned %s",
+            "sink worker %s: generation %d (%s), leader %s, running %s, revoked %s, delay %d ms",
             self.worker_id,
             joined.generation,
+            joined.protocol,
             assignment.leader_url,
             assignment.tasks,
+            tasks_of(revoked),
+            delay_ms,
         )
         self.joined.set()
 
+    def _revoke(self, revoked: set[Item]) -> list[Stoppable]:
+        """Take the revoked tasks off this worker (stopped by the caller, lock released)."""
+        stopping: list[Stoppable] = []
+        for name, ids in tasks_of(revoked).items():
+            for task in ids:
+                self._written.pop(status_key(name, None if task == CONNECTOR_TASK else task), None)
+            local = self._local.get(name)
+            if local is None:
+                continue
+            stopping += local.remove([t for t in ids if t != CONNECTOR_TASK])
+            if not local.task_ids:
+                del self._local[name]
+        return stopping
+
     def _assign(self, protocol: str, members: dict[str, bytes]) -> dict[str, bytes]:
-        del protocol
         self._refresh()
-        metas = {m: decode_metadata(b) for m, b in members.items()}
         with self._lock:
             counts = self._counts()
             offset = self._state.offset - 1
             self._planned_counts = counts
+        if protocol != DEFAULT:
+            return self._assign_cooperative(protocol, members, counts, offset)
+        metas = {m: decode_metadata(b) for m, b in members.items()}
         plan = assign_eager(metas, counts)
         with self._lock:
             self._owners = {
@@ -283,6 +376,27 @@ class DistributedHerder(Herder):
             for member, tasks in plan.items()
         }
 
+    def _assign_cooperative(
+        self, protocol: str, members: dict[str, bytes], counts: dict[str, int], offset: int
+    ) -> dict[str, bytes]:
+        metas = {m: decode_coop_metadata(b) for m, b in members.items()}
+        now_ms = int(time.monotonic() * 1000)
+        plan, delay = self._assignor.assign(metas, counts, now_ms)
+        with self._lock:
+            self._owners = {
+                item: url
+                for item, url in self._assignor.previous.items()
+                if item[1] != CONNECTOR_TASK
+            }
+        leader = self._member.member_id
+        return {
+            member: encode_coop_assignment(
+                CoopAssignment(ERROR_NONE, leader, self.url, offset, gained, lost, delay),
+                VERSIONS[protocol],
+            )
+            for member, (gained, lost) in plan.items()
+        }
+
     def _counts(self) -> dict[str, int]:
         return {name: self._state.tasks(name) for name in self._state.connectors}
 
@@ -292,6 +406,8 @@ class DistributedHerder(Herder):
         self._refresh()
         stopping: list[LocalTasks] = []
         with self._lock:
+            if self._leader and self._protocol == SESSIONED:
+                self._rotate_session_key()
             if self._leader:
                 self._write_task_configs()
                 if self._counts() != self._assigned_counts:
@@ -322,6 +438,24 @@ class DistributedHerder(Herder):
             self._config_log.send(config_key(COMMIT_PREFIX, name), json_value({"tasks": count}))
         self._refresh()
 
+    def _rotate_session_key(self) -> None:
+        """KIP-507: the leader writes a new session key when there is none or it is older
+        than ``inter.worker.key.ttl.ms``."""
+        now = int(time.time() * 1000)
+        key = self.session_key
+        if (
+            key is not None
+            and now - int(key.get("creation-timestamp", 0)) < self.settings.key_ttl_ms
+        ):
+            return
+        value = {
+            "key": base64.b64encode(secrets.token_bytes(32)).decode(),
+            "algorithm": "HmacSHA256",
+            "creation-timestamp": now,
+        }
+        self.session_key = value
+        self._config_log.send(SESSION_KEY, json_value(value))
+
     def _reconcile(self, stopping: list[LocalTasks]) -> list[LocalTasks]:
         """Run the assigned tasks that should run, with their current configs; the tasks
         that should not run any more, to be stopped (``stopping``: already on their way;
@@ -341,11 +475,15 @@ class DistributedHerder(Herder):
         busy = {local.name for local in stopping}
         for name in assignment.tasks:
             tasks = [t for t in assignment.task_ids(name) if t < self._state.tasks(name)]
-            if not tasks or name in self._local or name in busy:
-                continue
-            if name not in self._state.connectors:
+            if not tasks or name in busy or name not in self._state.connectors:
                 continue
             if self._state.target_state(name) != STARTED:
+                continue
+            local = self._local.get(name)
+            if local is not None:
+                missing = [t for t in tasks if t not in local.task_ids]
+                if missing:  # an incremental assignment gave this worker more of them
+                    local.add(missing)
                 continue
             config = self._state.task_config(name, tasks[0])
             self._local[name] = LocalTasks(self.worker, config, tasks)

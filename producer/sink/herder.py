@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from producer.admin import Admin
 from producer.protocol.client import KafkaClient
@@ -40,6 +40,7 @@ __all__ = [
     "NotFound",
     "NotLeader",
     "StandaloneHerder",
+    "Stoppable",
     "stop_all",
 ]
 
@@ -229,6 +230,21 @@ class LocalTasks:
                 old.request_stop()
                 self._runs[task] = _TaskRun(self._worker_config, self._connector, task, old)
 
+    def add(self, tasks: Sequence[int]) -> None:
+        """Start these tasks too (an incremental assignment gave them to this worker)."""
+        for task in tasks:
+            if task not in self._runs:
+                self._runs[task] = _TaskRun(self._worker_config, self._connector, task)
+        self.task_ids = sorted(self._runs)
+
+    def remove(self, tasks: Sequence[int]) -> list[Stoppable]:
+        """Give these tasks up: their runs, to be stopped (once the caller's lock is off)."""
+        taken: list[Stoppable] = [self._runs.pop(t) for t in tasks if t in self._runs]
+        for run in taken:
+            run.request_stop()
+        self.task_ids = sorted(self._runs)
+        return taken
+
     def new_topics(self) -> dict[str, int]:
         """Topics the tasks received records from since the last call: topic -> a task
         (Connect records a topic once per task run, KIP-558)."""
@@ -251,7 +267,13 @@ class LocalTasks:
             run.stop()
 
 
-def stop_all(tasks: list[LocalTasks]) -> None:
+class Stoppable(Protocol):
+    def request_stop(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def stop_all(tasks: Sequence[Stoppable]) -> None:
     """Stop several connectors' tasks at once (they finish their batches in parallel)."""
     for local in tasks:
         local.request_stop()

@@ -61,6 +61,8 @@ def worker_props(bootstrap: str, group: str) -> dict[str, str]:
         "consumer.group.protocol": "share",
         "session.timeout.ms": "6000",
         "heartbeat.interval.ms": "1000",
+        # a killed worker's tasks wait this long for it to come back (5 minutes by default)
+        "scheduled.rebalance.max.delay.ms": "2000",
     }
 
 
@@ -78,8 +80,9 @@ def statuses(url: str, name: str) -> dict[int, tuple[str, str]]:
     return task_states(body) if code == 200 else {}
 
 
+@pytest.mark.parametrize("protocol", ["sessioned", "compatible", "eager"])
 def test_two_workers_share_tasks_and_a_killed_workers_tasks_move(
-    dbroker: LocalBroker, tmp_path: Path, workers: list[WorkerProcess]
+    dbroker: LocalBroker, tmp_path: Path, workers: list[WorkerProcess], protocol: str
 ) -> None:
     bs = dbroker.bootstrap_servers
     group = f"connect-cluster-{uuid.uuid4().hex[:6]}"
@@ -87,7 +90,11 @@ def test_two_workers_share_tasks_and_a_killed_workers_tasks_move(
     topic, name = input_topic(bs, 3, first, batch=5, fast=True)
     for i in range(2):
         workers.append(
-            WorkerProcess("distributed", worker_props(bs, group), tmp_path / f"w{i}.properties")
+            WorkerProcess(
+                "distributed",
+                {**worker_props(bs, group), "connect.protocol": protocol},
+                tmp_path / f"w{i}.properties",
+            )
         )
     for w in workers:
         w.wait_ready()
@@ -141,6 +148,7 @@ def test_two_workers_share_tasks_and_a_killed_workers_tasks_move(
     )
     keys = {m.key().decode() for m in records}
     assert {f"connector-{name}", f"commit-{name}"} | {f"task-{name}-{t}" for t in range(4)} <= keys
+    assert ("session-key" in keys) == (protocol == "sessioned")  # KIP-507
     assert survivor.terminate() == 0
     assert any("stopped" in line for line in survivor.output)
 
@@ -305,3 +313,43 @@ def test_one_task_restarts_alone_on_either_worker(
             "cluster level",
         )
     assert call("DELETE", f"{workers[1].url}connectors/{name}") == (204, None)
+
+
+@pytest.mark.parametrize(("protocol", "kept"), [("sessioned", 1), ("eager", 2)])
+def test_a_joining_worker_leaves_the_others_tasks_running(
+    dbroker: LocalBroker, tmp_path: Path, workers: list[WorkerProcess], protocol: str, kept: int
+) -> None:
+    """KIP-415: when a second worker joins, the first gives up half of its tasks and the
+    others run on (eager: every task stops and starts again)."""
+    bs = dbroker.bootstrap_servers
+    group = f"connect-cluster-{uuid.uuid4().hex[:6]}"
+    topic, name = input_topic(bs, 4, [f"j{i}" for i in range(8)], fast=True)
+    props = {**worker_props(bs, group), "connect.protocol": protocol}
+    workers.append(WorkerProcess("distributed", props, tmp_path / "w0.properties"))
+    workers[0].wait_ready()
+    log = tmp_path / "starts.txt"
+    config = {
+        "connector.class": "tests.integration.sink_tasks.StartCountingSink",
+        "topics": topic,
+        "file": str(tmp_path / "out.txt"),
+        "tasks.max": "4",
+        "starts.file": str(log),
+        "consumer.override.fetch.max.wait.ms": "100",
+    }
+    assert call("PUT", f"{workers[0].url}connectors/{name}/config", config)[0] == 201
+    wait_for(lambda: len(lines(log)) == 4, 60, "four starts")
+    workers.append(WorkerProcess("distributed", props, tmp_path / "w1.properties"))
+    workers[1].wait_ready()
+    ids = {w.worker_id for w in workers}
+    wait_for(
+        lambda: (
+            {wid for _, wid in statuses(workers[0].url, name).values()} == ids
+            and {s for s, _ in statuses(workers[0].url, name).values()} == {"RUNNING"}
+        ),
+        60,
+        "the tasks spread over both workers",
+    )
+    first = workers[0].worker_id
+    stayed = [t for t, (_, wid) in statuses(workers[0].url, name).items() if wid == first]
+    counts = Counter(int(x.split()[1]) for x in lines(log))
+    assert stayed and all(counts[t] == kept for t in stayed), (counts, stayed)

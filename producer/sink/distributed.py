@@ -1,10 +1,11 @@
 """``DistributedHerder``: sink workers sharing connectors, as ``connect-distributed``.
 
 Workers with the same ``group.id`` form a classic group of protocol type ``connect`` (on
-any Kafka broker).  The leader assigns every connector and task round-robin over the
-members with Connect's **eager** protocol (``default``, ConnectProtocol v0): every
-rebalance revokes everything, each worker stops its tasks and starts those of its new
-assignment.  Connector configs live in ``config.storage.topic`` (one partition,
+any Kafka broker), with ``connect.protocol``'s protocols: ``sessioned`` (the default) and
+``compatible`` rebalance incrementally (``producer.sink.cooperative``, KIP-415: a worker
+gives up only what the leader revokes); ``eager`` (protocol ``default``, ConnectProtocol
+v0) revokes everything at every rebalance, and the leader assigns every connector and
+task round-robin.  Connector configs live in ``config.storage.topic`` (one partition,
 compacted) in Connect's record format (``producer.sink.connect_protocol``); statuses in
 ``status.storage.topic``.  KIP-1302's sinks keep their progress in their share groups, so
 ``offset.storage.topic`` is accepted and never written.

@@ -12,9 +12,14 @@ GET      ``/connectors[?expand=status&expand=info]``       names (or name -> exp
 POST     ``/connectors``  ``{"name", "config"}``           201, the connector's info
 GET      ``/connectors/{name}``                            info: name, config, tasks, type
 GET/PUT  ``/connectors/{name}/config``                     config; PUT: 201 created, 200
+PATCH    ``/connectors/{name}/config``                     200, the patched connector
 GET      ``/connectors/{name}/status``                     connector and task states
 GET      ``/connectors/{name}/tasks``                      ``[{"id", "config"}]``
 GET      ``/connectors/{name}/offsets``                    the share group's start offsets
+PATCH    ``/connectors/{name}/offsets``                    alter them (``producer.sink.offsets``)
+DELETE   ``/connectors/{name}/offsets``                    reset them
+GET      ``/connectors/{name}/topics``                     the active topics (KIP-558)
+PUT      ``/connectors/{name}/topics/reset``               202, forgets them
 POST     ``/connectors/{name}/restart``                    204; with ``includeTasks`` or
                                                            ``onlyFailed``: 202 and status
 PUT      ``/connectors/{name}/pause|resume|stop``          202
@@ -23,15 +28,17 @@ POST     ``/connectors/{name}/tasks/{n}/restart``          204
 DELETE   ``/connectors/{name}``                            204
 GET      ``/connector-plugins``                            ``[{"class", "type", "version"}]``
 PUT      ``/connector-plugins/{plugin}/config/validate``   Connect's ``ConfigInfos``
+GET/PUT  ``/admin/loggers[/{name}]``                       levels (``producer.sink.loggers``)
 =======  ================================================  ===============================
 
 A request only the leader may serve (``NotLeader``) is forwarded to the leader's URL with
 ``?forward=false`` appended (``true`` on a first hop that came with no flag), as Connect's
 ``HerderRequestHandler``: two hops at most, then 409.
 
-The listener: ``listeners`` (``http://HOST:PORT``, Connect's key; ``http://:8083`` by
-default) or ``rest.port``; ``rest.advertised.host.name`` / ``rest.advertised.port`` name
-the URL other workers forward to.  Port 0 picks a free port.
+The listener: ``listeners`` (``http://HOST:PORT`` or ``https://``, see
+``producer.sink.rest_tls``; Connect's key; ``http://:8083`` by default) or
+``rest.port``; ``rest.advertised.host.name`` / ``rest.advertised.port`` name the URL other
+workers forward to.  Port 0 picks a free port.
 """
 
 from __future__ import annotations

@@ -190,6 +190,16 @@ def test_restart_and_delete_from_a_follower_are_forwarded(
         )
     code, status = call("GET", f"{workers[1].url}connectors/{name}/status")
     assert status["tasks"] == [], "a stopped connector has no tasks"
+    # offsets are the leader's to change: from either worker (forwarded), once stopped
+    one = {"partition": {"kafka_topic": topic, "kafka_partition": 0}, "offset": {"kafka_offset": 0}}
+    for w in workers:
+        # as Connect: 500 ("zombie sink tasks") until the stopped tasks left the share group
+        alter = partial(call, "PATCH", f"{w.url}connectors/{name}/offsets", {"offsets": [one]})
+        wait_for(lambda a=alter: a()[0] == 200, 30, "the tasks gone from the share group")
+        code, body = call("GET", f"{w.url}connectors/{name}/offsets")
+        assert body == {"offsets": [one]}
+        code, body = call("DELETE", f"{w.url}connectors/{name}/offsets")
+        assert code == 200 and "reset successfully" in body["message"], body
     code, _ = call("DELETE", f"{workers[1].url}connectors/{name}")
     assert code == 204
     for w in workers:

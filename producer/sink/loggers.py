@@ -5,8 +5,9 @@ root logger) and a level one of log4j's names, mapped onto Python's levels: ``OF
 (above ``CRITICAL``), ``FATAL`` (``CRITICAL``), ``ERROR``, ``WARN`` (``WARNING``),
 ``INFO``, ``DEBUG``, ``TRACE`` (5) and ``ALL`` (1).
 
-- ``GET /admin/loggers``: ``{name: {"level", "last_modified"}}`` for the root logger and
-  every logger with a level of its own.
+- ``GET /admin/loggers``: ``{name: {"level", "last_modified"}}`` for every logger with a
+  level of its own (the root logger once its level was set here: Kafka 4.4 does not list
+  it otherwise).
 - ``GET /admin/loggers/{name}``: that logger's ``{"level", "last_modified"}`` (its
   effective level), 404 ``Logger {name} not found.`` when it was never created.
 - ``PUT /admin/loggers/{name}`` ``{"level": ...}``: sets the level of the logger and of
@@ -67,7 +68,9 @@ class Loggers:
 
     def all_levels(self) -> dict[str, dict[str, Any]]:
         with self._lock:
-            out = {ROOT: self._body(ROOT, logging.getLogger())}
+            out: dict[str, dict[str, Any]] = {}
+            if ROOT in self._modified:
+                out[ROOT] = self._body(ROOT, logging.getLogger())
             for name, logger in sorted(self._named().items()):
                 if logger.level != logging.NOTSET:
                     out[name] = self._body(name, logger)

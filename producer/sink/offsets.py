@@ -148,7 +148,10 @@ def alter_share_offsets(
         raise
     except GroupIdNotFoundError:
         if wanted:
-            raise
+            raise HerderError(
+                f"Failed to alter consumer group offsets for connector {name}: its share "
+                f"group {group} does not exist yet (no task of it ever ran)"
+            ) from None
     except KafkaProtocolError as exc:
         _raise_first([exc.code], name, "alter")
         raise

@@ -28,6 +28,7 @@ __all__ = [
     "PROTOCOL_TYPE",
     "Assignment",
     "ConfigState",
+    "WireReader",
     "WorkerMetadata",
     "config_key",
     "decode_assignment",
@@ -35,6 +36,7 @@ __all__ = [
     "encode_assignment",
     "encode_metadata",
     "json_value",
+    "pack_string",
     "status_key",
 ]
 
@@ -61,12 +63,12 @@ STOPPED: Final = "STOPPED"
 # -- the group protocol --------------------------------------------------------------------
 
 
-def _string(text: str) -> bytes:
+def pack_string(text: str) -> bytes:
     raw = text.encode("utf-8")
     return struct.pack(">h", len(raw)) + raw
 
 
-class _Reader:
+class WireReader:
     def __init__(self, data: bytes) -> None:
         self.data = data
         self.pos = 0
@@ -92,13 +94,13 @@ class WorkerMetadata:
 def encode_metadata(meta: WorkerMetadata) -> bytes:
     return (
         struct.pack(">h", PROTOCOL_VERSION)
-        + _string(meta.url)
+        + pack_string(meta.url)
         + struct.pack(">q", meta.config_offset)
     )
 
 
 def decode_metadata(data: bytes) -> WorkerMetadata:
-    r = _Reader(data)
+    r = WireReader(data)
     r.take(">h")
     url = r.string()
     return WorkerMetadata(url, r.take(">q"))
@@ -121,15 +123,15 @@ class Assignment:
 
 
 def encode_assignment(a: Assignment) -> bytes:
-    out = struct.pack(">hh", PROTOCOL_VERSION, a.error) + _string(a.leader)
-    out += _string(a.leader_url) + struct.pack(">qi", a.config_offset, len(a.tasks))
+    out = struct.pack(">hh", PROTOCOL_VERSION, a.error) + pack_string(a.leader)
+    out += pack_string(a.leader_url) + struct.pack(">qi", a.config_offset, len(a.tasks))
     for connector, tasks in sorted(a.tasks.items()):
-        out += _string(connector) + struct.pack(f">i{len(tasks)}i", len(tasks), *tasks)
+        out += pack_string(connector) + struct.pack(f">i{len(tasks)}i", len(tasks), *tasks)
     return out
 
 
 def decode_assignment(data: bytes) -> Assignment:
-    r = _Reader(data)
+    r = WireReader(data)
     r.take(">h")
     error = r.take(">h")
     leader, leader_url = r.string(), r.string()

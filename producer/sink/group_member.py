@@ -51,6 +51,7 @@ class Joined:
     member_id: str
     leader_id: str
     assignment: bytes
+    protocol: str = ""
 
 
 class GroupMember:
@@ -157,7 +158,13 @@ class GroupMember:
                 continue
             if code is not ErrorCode.NONE:
                 raise error_for_code(int(code))(f"SyncGroup of {self.group_id}: {code.name}")
-            return Joined(self.generation, self.member_id, leader, bytes(sync.assignment))
+            return Joined(
+                self.generation,
+                self.member_id,
+                leader,
+                bytes(sync.assignment),
+                str(resp.protocol_name or ""),
+            )
 
     def heartbeat(self) -> bool:
         """True while the member is in the current generation; False: join again."""

@@ -19,12 +19,13 @@ import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from producer.admin import Admin
 from producer.protocol.client import KafkaClient
 from producer.sink.config import SinkConfigError, resolve
 from producer.sink.connect_protocol import PAUSED, STARTED, STOPPED
+from producer.sink.loggers import Loggers
 from producer.sink.task import SinkTask, load_task_class
 from producer.sink.worker import SinkWorker
 from txn.api_keys import ApiKey
@@ -39,6 +40,7 @@ __all__ = [
     "NotFound",
     "NotLeader",
     "StandaloneHerder",
+    "Stoppable",
     "stop_all",
 ]
 
@@ -86,6 +88,10 @@ class BadRequest(HerderError):
     status = 400
 
 
+class Forbidden(HerderError):
+    status = 403
+
+
 class NotLeader(HerderError):
     """Only the leader may do this; the REST layer forwards the request to ``leader_url``."""
 
@@ -94,6 +100,10 @@ class NotLeader(HerderError):
     def __init__(self, message: str, leader_url: str | None) -> None:
         super().__init__(message)
         self.leader_url = leader_url
+
+
+def _enabled(worker: Mapping[str, Any], key: str) -> bool:
+    return str(worker.get(key, "true")).strip().lower() != "false"
 
 
 def not_found(name: str) -> NotFound:
@@ -130,8 +140,70 @@ def trace_of(error: BaseException) -> str:
 # -- the tasks this process runs ------------------------------------------------------------
 
 
+class _TaskRun:
+    """One task of a connector on its own ``SinkWorker``, started in the background (after
+    ``previous``, the run it replaces, stopped)."""
+
+    def __init__(
+        self,
+        worker: Mapping[str, Any],
+        connector: Mapping[str, str],
+        task: int,
+        previous: _TaskRun | None = None,
+    ) -> None:
+        self.task = task
+        self._worker_config = worker
+        self._connector = connector
+        self._previous = previous
+        self._sink: SinkWorker | None = None
+        self.start_error: BaseException | None = None
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._start, daemon=True)
+        self._thread.start()
+
+    def _start(self) -> None:
+        try:
+            if self._previous is not None:
+                self._previous.stop()
+                self._previous = None
+            if self._stopped.is_set():
+                return
+            sink = SinkWorker(self._worker_config, self._connector)
+            self._sink = sink
+            if not self._stopped.is_set():
+                sink.start([self.task])
+        except BaseException as exc:
+            name = self._connector.get("name")
+            log.warning("connector %s: task %d failed to start: %s", name, self.task, exc)
+            self.start_error = exc
+
+    def state(self) -> tuple[str, str | None]:
+        if self.start_error is not None:
+            return FAILED, trace_of(self.start_error)
+        if self._previous is not None:
+            return RESTARTING, None
+        error = self._sink.task_errors().get(self.task) if self._sink is not None else None
+        return (RUNNING, None) if error is None else (FAILED, trace_of(error))
+
+    def topics(self) -> set[str]:
+        return set().union(*self._sink.active_topics().values()) if self._sink else set()
+
+    def request_stop(self) -> None:
+        self._stopped.set()
+        if self._sink is not None:
+            self._sink.request_stop()
+
+    def stop(self) -> None:
+        """The task finishes, acknowledges and commits its batch, then stops."""
+        self.request_stop()
+        self._thread.join(60)
+        if self._sink is not None:
+            self._sink.stop()
+
+
 class LocalTasks:
-    """Some tasks of one connector, run by a ``SinkWorker`` started in the background."""
+    """Some tasks of one connector, each run by its own ``SinkWorker`` in the background,
+    so that one task restarts alone (Connect's ``POST .../tasks/{n}/restart``)."""
 
     def __init__(
         self, worker: Mapping[str, Any], connector: Mapping[str, str], task_ids: Sequence[int]
@@ -139,21 +211,8 @@ class LocalTasks:
         self.task_ids = list(task_ids)
         self._worker_config = dict(worker)
         self._connector = {k: v for k, v in connector.items() if k != TASK_CLASS}
-        self._sink: SinkWorker | None = None
-        self.start_error: BaseException | None = None
-        self._thread = threading.Thread(target=self._start, daemon=True)
-        self._stopped = threading.Event()
-        self._thread.start()
-
-    def _start(self) -> None:
-        try:
-            sink = SinkWorker(self._worker_config, self._connector)
-            self._sink = sink
-            if not self._stopped.is_set():
-                sink.start(self.task_ids)
-        except BaseException as exc:
-            log.warning("connector %s: tasks %s failed to start: %s", self.name, self.task_ids, exc)
-            self.start_error = exc
+        self._recorded: set[str] = set()
+        self._runs = {t: _TaskRun(self._worker_config, self._connector, t) for t in task_ids}
 
     @property
     def name(self) -> str:
@@ -161,31 +220,60 @@ class LocalTasks:
 
     def states(self) -> dict[int, tuple[str, str | None]]:
         """Each task's (state, trace)."""
-        if self.start_error is not None:
-            trace = trace_of(self.start_error)
-            return {t: (FAILED, trace) for t in self.task_ids}
-        errors = self._sink.task_errors() if self._sink is not None else {}
-        out: dict[int, tuple[str, str | None]] = {}
-        for task in self.task_ids:
-            error = errors.get(task)
-            out[task] = (RUNNING, None) if error is None else (FAILED, trace_of(error))
+        return {task: run.state() for task, run in sorted(self._runs.items())}
+
+    def restart(self, tasks: Sequence[int]) -> None:
+        """Restart these tasks (each stops, then starts again); the others run on."""
+        for task in tasks:
+            old = self._runs.get(task)
+            if old is not None:
+                old.request_stop()
+                self._runs[task] = _TaskRun(self._worker_config, self._connector, task, old)
+
+    def add(self, tasks: Sequence[int]) -> None:
+        """Start these tasks too (an incremental assignment gave them to this worker)."""
+        for task in tasks:
+            if task not in self._runs:
+                self._runs[task] = _TaskRun(self._worker_config, self._connector, task)
+        self.task_ids = sorted(self._runs)
+
+    def remove(self, tasks: Sequence[int]) -> list[Stoppable]:
+        """Give these tasks up: their runs, to be stopped (once the caller's lock is off)."""
+        taken: list[Stoppable] = [self._runs.pop(t) for t in tasks if t in self._runs]
+        for run in taken:
+            run.request_stop()
+        self.task_ids = sorted(self._runs)
+        return taken
+
+    def new_topics(self) -> dict[str, int]:
+        """Topics the tasks received records from since the last call: topic -> a task
+        (Connect records a topic once per task run, KIP-558)."""
+        out: dict[str, int] = {}
+        for task, run in sorted(self._runs.items()):
+            for topic in sorted(run.topics() - self._recorded):
+                out.setdefault(topic, task)
+        self._recorded.update(out)
         return out
 
     def request_stop(self) -> None:
         """Ask the tasks to stop; ``stop`` waits for them."""
-        self._stopped.set()
-        if self._sink is not None:
-            self._sink.request_stop()
+        for run in self._runs.values():
+            run.request_stop()
 
     def stop(self) -> None:
         """Each task finishes, acknowledges and commits its batch, then stops."""
         self.request_stop()
-        self._thread.join(60)
-        if self._sink is not None:
-            self._sink.stop()
+        for run in self._runs.values():
+            run.stop()
 
 
-def stop_all(tasks: list[LocalTasks]) -> None:
+class Stoppable(Protocol):
+    def request_stop(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def stop_all(tasks: Sequence[Stoppable]) -> None:
     """Stop several connectors' tasks at once (they finish their batches in parallel)."""
     for local in tasks:
         local.request_stop()
@@ -217,6 +305,9 @@ class Herder:
     def __init__(self, worker: Mapping[str, Any]) -> None:
         self.worker = task_worker_settings(worker)
         self._cluster_id: str | None = None
+        self.loggers = Loggers()
+        self.topic_tracking = _enabled(worker, "topic.tracking.enable")
+        self.topic_reset = _enabled(worker, "topic.tracking.allow.reset")
 
     # configs (subclasses)
     def connectors(self) -> list[str]:
@@ -245,7 +336,63 @@ class Herder:
     def connector_status(self, name: str) -> dict[str, Any]:
         raise NotImplementedError
 
+    def target_state(self, name: str) -> str:
+        raise NotImplementedError
+
+    def topics_of(self, name: str) -> list[str]:
+        """The connector's active topics, sorted (KIP-558)."""
+        raise NotImplementedError
+
+    def forget_topics(self, name: str) -> None:
+        raise NotImplementedError
+
+    def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """``?scope=cluster``: in one process the cluster is this worker, as Connect's
+        standalone herder."""
+        self.loggers.set_level(namespace, level)
+
+    def before_offsets_change(self) -> None:
+        """Raise ``NotLeader`` where only the leader may change offsets."""
+
     # shared
+    def active_topics(self, name: str) -> list[str]:
+        if not self.topic_tracking:
+            raise Forbidden("Topic tracking is disabled.")
+        return self.topics_of(name)
+
+    def reset_active_topics(self, name: str) -> None:
+        if not self.topic_tracking:
+            raise Forbidden("Topic tracking is disabled.")
+        if not self.topic_reset:
+            raise Forbidden("Topic tracking reset is disabled.")
+        self.forget_topics(name)
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:
+        """Connect's ``PATCH .../config``: ``null`` removes a key, the rest set theirs."""
+        config = self.connector_config(name)
+        for key, value in patch.items():
+            if value is None:
+                config.pop(key, None)
+            else:
+                config[key] = value
+        _, info = self.put_connector_config(name, config, allow_replace=True)
+        return info
+
+    def offsets_target(self, name: str) -> tuple[dict[str, Any], str, str]:
+        """Connect's checks before changing offsets (the connector exists, is STOPPED and
+        has no tasks); the admin client's config, the connector and its share group."""
+        self.before_offsets_change()
+        if name not in self.connectors():
+            raise not_found(name)
+        if self.target_state(name) != STOPPED or self.task_count(name) != 0:
+            raise BadRequest(
+                "Connectors must be in the STOPPED state before their offsets can be modified. "
+                "This can be done for the specified connector by issuing a 'PUT' request to the "
+                f"'/connectors/{name}/stop' endpoint"
+            )
+        config = resolve(self.worker, self.connector_config(name))
+        return {"bootstrap.servers": config.bootstrap_servers}, name, config.share_group_id
+
     def server_info(self) -> dict[str, Any]:
         if self._cluster_id is None:
             try:
@@ -285,12 +432,14 @@ class Herder:
         raise NotFound(f"No status found for task {name}-{task}")
 
     def restart_task(self, name: str, task: int) -> None:
-        """Restart a task: here, every task of its connector that this cluster runs (a
-        ``SinkWorker`` runs a connector's tasks together)."""
+        """Restart one task alone (the connector's other tasks run on)."""
         self.require(name, UNKNOWN_RESTART)
         if not 0 <= task < self.task_count(name):
             raise NotFound(f"Unknown task: {name}-{task}")
-        self.restart(name, include_tasks=True, only_failed=False)
+        self.restart_one(name, task)
+
+    def restart_one(self, name: str, task: int) -> None:
+        raise NotImplementedError
 
     def require(self, name: str, message: str) -> None:
         """NotFound with Connect's ``message`` (``UNKNOWN``...) unless ``name`` exists."""
@@ -334,6 +483,25 @@ class Herder:
             )
         if config.get("name", name) != name:
             raise BadRequest("connector name mismatch")
+
+
+def restart_plan(
+    status: dict[str, Any], include_tasks: bool, only_failed: bool
+) -> tuple[dict[str, Any], list[int]]:
+    """KIP-745's plan: the status with what restarts ``RESTARTING`` (the connector unless
+    ``only_failed`` and it did not fail; with ``include_tasks``, the tasks, or only the
+    failed ones), and the tasks to restart."""
+    connector = status["connector"]
+    if not only_failed or connector["state"] == FAILED:
+        connector["state"] = RESTARTING
+        connector.pop("trace", None)
+    chosen: list[int] = []
+    for task in status["tasks"]:
+        if include_tasks and (not only_failed or task["state"] == FAILED):
+            task["state"] = RESTARTING
+            task.pop("trace", None)
+            chosen.append(int(task["id"]))
+    return status, chosen
 
 
 def check_class(config: Mapping[str, str]) -> None:
@@ -452,6 +620,7 @@ class StandaloneHerder(Herder):
         self._states: dict[str, str] = {}
         self._running: dict[str, LocalTasks] = {}
         self._restarting: set[str] = set()
+        self._topics: dict[str, set[str]] = {}
 
     def connectors(self) -> list[str]:
         with self._lock:
@@ -488,6 +657,7 @@ class StandaloneHerder(Herder):
             self._stop_tasks(name)
             del self._configs[name]
             self._states.pop(name, None)
+            self._topics.pop(name, None)
 
     def set_target_state(self, name: str, state: str) -> None:
         with self._lock:
@@ -498,18 +668,19 @@ class StandaloneHerder(Herder):
     def restart(self, name: str, include_tasks: bool, only_failed: bool) -> dict[str, Any] | None:
         with self._lock:
             self.require(name, UNKNOWN_RESTART)
-            if not include_tasks:
+            if not include_tasks and not only_failed:
                 return None
+            status, chosen = restart_plan(self.connector_status(name), include_tasks, only_failed)
             running = self._running.get(name)
-            failed = running is not None and any(s == FAILED for s, _ in running.states().values())
-            status = self.connector_status(name)
-            if failed or not only_failed:
-                for task in status["tasks"]:
-                    if not only_failed or task["state"] == FAILED:
-                        task["state"] = RESTARTING
-                        task.pop("trace", None)
-                self._restart_tasks(name)
+            if running is not None and chosen:
+                running.restart(chosen)
             return status
+
+    def restart_one(self, name: str, task: int) -> None:
+        with self._lock:
+            running = self._running.get(name)
+            if running is not None:
+                running.restart([task])
 
     def connector_status(self, name: str) -> dict[str, Any]:
         with self._lock:
@@ -529,7 +700,27 @@ class StandaloneHerder(Herder):
                     tasks.append({"id": task, **Status(task_state, self.worker_id, trace).body()})
             return {"name": name, "connector": connector.body(), "tasks": tasks, "type": "sink"}
 
+    def target_state(self, name: str) -> str:
+        with self._lock:
+            return self._states.get(name, STARTED)
+
+    def topics_of(self, name: str) -> list[str]:
+        with self._lock:
+            self._collect_topics(name)
+            return sorted(self._topics.get(name, ()))
+
+    def forget_topics(self, name: str) -> None:
+        with self._lock:
+            self._collect_topics(name)
+            self._topics.pop(name, None)
+
+    def _collect_topics(self, name: str) -> None:
+        running = self._running.get(name)
+        if running is not None and name in self._configs:
+            self._topics.setdefault(name, set()).update(running.new_topics())
+
     def _stop_tasks(self, name: str) -> None:
+        self._collect_topics(name)
         running = self._running.pop(name, None)
         if running is not None:
             running.stop()

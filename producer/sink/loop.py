@@ -114,6 +114,8 @@ class WorkerShareSinkTask:
         self._converters: dict[str, tuple[str, Converter]] = {}
         self._topics: Admin | None = None  # looks up topics.regex's topics
         self._next_lookup = 0.0
+        #: the topics this task received records from (Connect's active topics, KIP-558)
+        self.active_topics: set[str] = set()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -221,6 +223,7 @@ class WorkerShareSinkTask:
             return
         polled_at = time.monotonic()
         redelivered = sum(1 for r in records if r.delivery_count > 1)
+        self.active_topics.update(r.topic for r in records)
         self.metrics.acquired(len(records), redelivered)
         batch = self._deliver(task, records)
         if self.config.exactly_once:

@@ -168,6 +168,10 @@ class SinkWorker:
         """Each started task's error (None while it runs or after it stopped cleanly)."""
         return {t.task_id: t.error for t in self._tasks}
 
+    def active_topics(self) -> dict[int, set[str]]:
+        """Each started task's topics it received records from."""
+        return {t.task_id: set(t.active_topics) for t in self._tasks}
+
     @property
     def running(self) -> bool:
         return any(t.is_alive() for t in self._threads)

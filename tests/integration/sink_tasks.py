@@ -91,3 +91,16 @@ def shout(record: SinkRecord) -> bytes | None:
     """A KafkaTopicSink transform: upper-case, drop values starting with ``drop``."""
     value = record.value or b""
     return None if value.startswith(b"drop") else value.upper()
+
+
+class StartCountingSink(FileSink):
+    """FileSink appending ``start <task id>`` to ``starts.file`` at each start; the tasks in
+    ``fail.tasks`` (comma-separated ids) then fail to start."""
+
+    def start(self, config: dict[str, str]) -> None:
+        task = self.context.task_id
+        with Path(config["starts.file"]).open("a", encoding="utf-8") as out:
+            out.write(f"start {task}\n")
+        if str(task) in config.get("fail.tasks", "").split(","):
+            raise ConnectionError(f"task {task} cannot reach the warehouse")
+        super().start(config)

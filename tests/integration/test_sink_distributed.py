@@ -7,6 +7,7 @@ so the request is forwarded to the leader) and kept in the config topic in Conne
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -61,6 +62,8 @@ def worker_props(bootstrap: str, group: str) -> dict[str, str]:
         "consumer.group.protocol": "share",
         "session.timeout.ms": "6000",
         "heartbeat.interval.ms": "1000",
+        # a killed worker's tasks wait this long for it to come back (5 minutes by default)
+        "scheduled.rebalance.max.delay.ms": "2000",
     }
 
 
@@ -78,8 +81,9 @@ def statuses(url: str, name: str) -> dict[int, tuple[str, str]]:
     return task_states(body) if code == 200 else {}
 
 
+@pytest.mark.parametrize("protocol", ["sessioned", "compatible", "eager"])
 def test_two_workers_share_tasks_and_a_killed_workers_tasks_move(
-    dbroker: LocalBroker, tmp_path: Path, workers: list[WorkerProcess]
+    dbroker: LocalBroker, tmp_path: Path, workers: list[WorkerProcess], protocol: str
 ) -> None:
     bs = dbroker.bootstrap_servers
     group = f"connect-cluster-{uuid.uuid4().hex[:6]}"
@@ -87,7 +91,11 @@ def test_two_workers_share_tasks_and_a_killed_workers_tasks_move(
     topic, name = input_topic(bs, 3, first, batch=5, fast=True)
     for i in range(2):
         workers.append(
-            WorkerProcess("distributed", worker_props(bs, group), tmp_path / f"w{i}.properties")
+            WorkerProcess(
+                "distributed",
+                {**worker_props(bs, group), "connect.protocol": protocol},
+                tmp_path / f"w{i}.properties",
+            )
         )
     for w in workers:
         w.wait_ready()
@@ -141,6 +149,7 @@ def test_two_workers_share_tasks_and_a_killed_workers_tasks_move(
     )
     keys = {m.key().decode() for m in records}
     assert {f"connector-{name}", f"commit-{name}"} | {f"task-{name}-{t}" for t in range(4)} <= keys
+    assert ("session-key" in keys) == (protocol == "sessioned")  # KIP-507
     assert survivor.terminate() == 0
     assert any("stopped" in line for line in survivor.output)
 
@@ -182,6 +191,16 @@ def test_restart_and_delete_from_a_follower_are_forwarded(
         )
     code, status = call("GET", f"{workers[1].url}connectors/{name}/status")
     assert status["tasks"] == [], "a stopped connector has no tasks"
+    # offsets are the leader's to change: from either worker (forwarded), once stopped
+    one = {"partition": {"kafka_topic": topic, "kafka_partition": 0}, "offset": {"kafka_offset": 0}}
+    for w in workers:
+        # as Connect: 500 ("zombie sink tasks") until the stopped tasks left the share group
+        alter = partial(call, "PATCH", f"{w.url}connectors/{name}/offsets", {"offsets": [one]})
+        wait_for(lambda a=alter: a()[0] == 200, 30, "the tasks gone from the share group")
+        code, body = call("GET", f"{w.url}connectors/{name}/offsets")
+        assert body == {"offsets": [one]}
+        code, body = call("DELETE", f"{w.url}connectors/{name}/offsets")
+        assert code == 200 and "reset successfully" in body["message"], body
     code, _ = call("DELETE", f"{workers[1].url}connectors/{name}")
     assert code == 204
     for w in workers:
@@ -240,3 +259,128 @@ def test_exactly_once_survives_a_killed_worker(
     got = read_topic(bs, target, 3, expect_at_least=400, timeout_s=90)
     assert survivor.terminate() == 0
     assert Counter(m.value() for m in got) == Counter(v.encode() for v in first + second)
+
+
+def test_one_task_restarts_alone_on_either_worker(
+    dbroker: LocalBroker, tmp_path: Path, workers: list[WorkerProcess]
+) -> None:
+    """``POST .../tasks/{n}/restart`` on a worker that does not run the task is forwarded
+    (to the leader, then to the task's worker); the connector's other tasks run on.  Also:
+    active topics and a cluster-wide logger level seen from both workers."""
+    bs = dbroker.bootstrap_servers
+    group = f"connect-cluster-{uuid.uuid4().hex[:6]}"
+    topic, name = input_topic(bs, 4, [f"r{i}" for i in range(20)], fast=True)
+    for i in range(2):
+        workers.append(
+            WorkerProcess("distributed", worker_props(bs, group), tmp_path / f"w{i}.properties")
+        )
+    for w in workers:
+        w.wait_ready()
+    log = tmp_path / "starts.txt"
+    config = {
+        "connector.class": "tests.integration.sink_tasks.StartCountingSink",
+        "topics": topic,
+        "file": str(tmp_path / "out.txt"),
+        "tasks.max": "4",
+        "starts.file": str(log),
+        "consumer.override.fetch.max.wait.ms": "100",
+    }
+    code, body = call("PUT", f"{workers[0].url}connectors/{name}/config", config)
+    assert code == 201, body
+    wait_for(
+        lambda: (
+            {s for s, _ in statuses(workers[0].url, name).values()} == {"RUNNING"}
+            and len(statuses(workers[0].url, name)) == 4
+        ),
+        60,
+        "four running tasks",
+    )
+    wait_for(lambda: len(lines(log)) == 4, 30, "four starts")
+    owners = {t: wid for t, (_, wid) in statuses(workers[0].url, name).items()}
+    by_id = {w.worker_id: w for w in workers}
+    expected: Counter[int] = Counter({t: 1 for t in range(4)})
+    for task, owner in sorted(owners.items()):
+        other = next(w for w in workers if w.worker_id != owner)
+        assert by_id[owner] is not other
+        code, body = call("POST", f"{other.url}connectors/{name}/tasks/{task}/restart")
+        assert (code, body) == (204, None)
+        expected[task] += 1
+        wait_for(
+            lambda e=dict(expected): Counter(int(x.split()[1]) for x in lines(log)) == e,
+            30,
+            f"task {task} started again, alone",
+        )
+    topics = {name: {"topics": [topic]}}
+    for w in workers:
+        wait_for(
+            lambda u=w.url: call("GET", f"{u}connectors/{name}/topics")[1] == topics, 30, "topics"
+        )
+    path = "admin/loggers/producer.sink.rest"
+    assert call("PUT", f"{workers[0].url}{path}?scope=cluster", {"level": "WARN"}) == (204, None)
+    for w in workers:
+        wait_for(
+            lambda u=w.url: (call("GET", u + path)[1] or {}).get("level") == "WARN",
+            30,
+            "cluster level",
+        )
+    assert call("DELETE", f"{workers[1].url}connectors/{name}") == (204, None)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "second", "kept"),
+    [("sessioned", "sessioned", 1), ("eager", "eager", 2), ("sessioned", "eager", 2)],
+)
+def test_a_joining_worker_leaves_the_others_tasks_running(
+    dbroker: LocalBroker,
+    tmp_path: Path,
+    workers: list[WorkerProcess],
+    protocol: str,
+    second: str,
+    kept: int,
+) -> None:
+    """KIP-415: when a second worker joins, the first gives up half of its tasks and the
+    others run on (eager, or a group where one worker is eager: every task stops and starts
+    again)."""
+    bs = dbroker.bootstrap_servers
+    group = f"connect-cluster-{uuid.uuid4().hex[:6]}"
+    topic, name = input_topic(bs, 4, [f"j{i}" for i in range(8)], fast=True)
+    props = {**worker_props(bs, group), "connect.protocol": protocol}
+    workers.append(WorkerProcess("distributed", props, tmp_path / "w0.properties"))
+    workers[0].wait_ready()
+    log = tmp_path / "starts.txt"
+    config = {
+        "connector.class": "tests.integration.sink_tasks.StartCountingSink",
+        "topics": topic,
+        "file": str(tmp_path / "out.txt"),
+        "tasks.max": "4",
+        "starts.file": str(log),
+        "consumer.override.fetch.max.wait.ms": "100",
+    }
+    assert call("PUT", f"{workers[0].url}connectors/{name}/config", config)[0] == 201
+    wait_for(lambda: len(lines(log)) == 4, 60, "four starts")
+    props = {**props, "connect.protocol": second}
+    workers.append(WorkerProcess("distributed", props, tmp_path / "w1.properties"))
+    workers[1].wait_ready()
+    ids = {w.worker_id for w in workers}
+    wait_for(
+        lambda: (
+            {wid for _, wid in statuses(workers[0].url, name).values()} == ids
+            and {s for s, _ in statuses(workers[0].url, name).values()} == {"RUNNING"}
+        ),
+        60,
+        "the tasks spread over both workers",
+    )
+    first = workers[0].worker_id
+    stayed = [t for t, (_, wid) in statuses(workers[0].url, name).items() if wid == first]
+    assert stayed
+
+    def counts() -> Counter[int]:
+        return Counter(int(x.split()[1]) for x in lines(log))
+
+    moved = [t for t in range(4) if t not in stayed]
+    wait_for(lambda: all(counts()[t] == 2 for t in moved), 30, "the moved tasks started")
+    if kept == 2:
+        wait_for(lambda: all(counts()[t] == 2 for t in stayed), 30, "every task restarted")
+    else:
+        time.sleep(3)  # what stayed never stopped
+        assert all(counts()[t] == 1 for t in stayed), (counts(), stayed)

@@ -54,6 +54,18 @@ SAME: list[tuple[str, str, Any]] = [
     ("POST", "connectors/a/tasks/0/restart", None),
     ("GET", "nowhere", None),
     ("DELETE", "connectors", None),
+    ("PATCH", "connectors/nope/config", {"tasks.max": "2", "topics": None}),
+    ("GET", "connectors/nope/tasks-config", None),
+    ("GET", "connectors/nope/topics", None),
+    ("PUT", "connectors/nope/topics/reset", None),
+    ("GET", "connectors/nope/topics/reset", None),
+    ("PATCH", "connectors/nope/offsets", {"offsets": []}),
+    ("PATCH", "connectors/nope/offsets", {"offsets": [{"partition": None, "offset": None}]}),
+    ("DELETE", "connectors/nope/offsets", None),
+    ("GET", "admin/loggers/no.such.logger.here", None),
+    ("PUT", "admin/loggers/org.example", {}),
+    ("PUT", "admin/loggers/org.example", {"level": "LOUD"}),
+    ("GET", "admin", None),
 ]
 
 
@@ -176,3 +188,23 @@ def test_a_file_sink_runs_on_apache_kafka(
     code, status = call("GET", f"{ours}connectors/file-{topic}/status")
     assert {s for s, _ in task_states(status).values()} == {"RUNNING"}
     assert call("DELETE", f"{ours}connectors/file-{topic}") == (204, None)
+
+
+def test_set_and_get_a_logger(connect: str, ours: str) -> None:
+    path = "admin/loggers/org.example.sinkref"
+    theirs = call("PUT", connect + path, {"level": "DEBUG"})
+    mine = call("PUT", ours + path, {"level": "DEBUG"})
+    assert theirs == mine == (200, ["org.example.sinkref"])
+    theirs, mine = call("GET", connect + path), call("GET", ours + path)
+    assert theirs[0] == mine[0] == 200
+    assert set(theirs[1]) == set(mine[1]) == {"level", "last_modified"}
+    assert theirs[1]["level"] == mine[1]["level"] == "DEBUG"
+    assert call("PUT", connect + path + "?scope=cluster", {"level": "INFO"}) == (204, None)
+    assert call("PUT", ours + path + "?scope=cluster", {"level": "INFO"}) == (204, None)
+    for url in (connect, ours):
+        wait_for(lambda u=url: call("GET", u + path)[1]["level"] == "INFO", 30, "cluster level")
+    theirs, mine = call("GET", connect + "admin/loggers"), call("GET", ours + "admin/loggers")
+    assert theirs[0] == mine[0] == 200
+    ref, own = theirs[1]["org.example.sinkref"], mine[1]["org.example.sinkref"]
+    assert set(ref) == set(own) == {"level", "last_modified"}
+    assert ref["level"] == own["level"] == "INFO"

@@ -104,6 +104,7 @@ def test_listener(worker: dict[str, str], expected: tuple[str, int]) -> None:
     assert listener_of(worker) == expected
 
 
-def test_https_listeners_are_refused() -> None:
+def test_listener_schemes() -> None:
+    assert listener_of({"listeners": "https://:8443"}) == ("", 8443)
     with pytest.raises(ValueError, match="listeners"):
-        listener_of({"listeners": "https://:8443"})
+        listener_of({"listeners": "ftp://:8443"})

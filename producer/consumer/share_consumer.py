@@ -3,9 +3,8 @@
 ``ShareConsumer(config)`` joins a share group with ShareGroupHeartbeat from a
 background thread, opens one share session per leader broker and fetches with
 ShareFetch, decoding the RecordBatch v2 bytes itself (``producer.protocol.records``).
-Only records inside the acquired ranges are returned; acquired offsets with no
-data record (control batches, compacted or aborted records) are acknowledged
-as GAP automatically, as Kafka's client does.
+Only records inside the acquired ranges are returned; acquired offsets with no data record
+(control batches, compacted or aborted records) are acknowledged as GAP, as Kafka's client.
 
 ``share.acknowledgement.mode``:
 
@@ -30,9 +29,8 @@ only added/forgotten partitions and the pending acknowledgements, and on close
 ShareAcknowledge at epoch -1 (closing the session releases whatever is still
 acquired) followed by the heartbeat at epoch -1 that leaves the group.
 
-The public methods are for one thread at a time (``ConcurrentAccessError``
-otherwise, like Kafka's ``ConcurrentModificationException``); ``close`` may be
-called from any thread and is idempotent.
+The public methods are for one thread at a time (``ConcurrentAccessError`` otherwise, like
+Kafka's ``ConcurrentModificationException``); ``close`` may be called from any thread.
 """
 
 from __future__ import annotations
@@ -180,10 +178,8 @@ class ShareConsumer:
         return set(self._subscription)
 
     def assignment(self) -> set[TopicPartition]:
-        """The partitions the group assigned this member so far (a sharetxn extension:
-        Kafka's ShareConsumer has no ``assignment()``).  Empty until a heartbeat brings
-        them: with Kafka 4.4's ``group.share.assignment.interval.ms`` a new member's
-        partitions may come one heartbeat interval after it joined."""
+        """The partitions assigned so far (not in Kafka's ShareConsumer; a new member's
+        come with a heartbeat, one heartbeat interval late in Kafka 4.4 at worst)."""
         return set(self._membership.snapshot()[1])
 
     # -- single-thread guard ----------------------------------------------------------------------

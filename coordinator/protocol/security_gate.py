@@ -14,6 +14,7 @@ password, and the connection is closed.  Every other request goes through
 from __future__ import annotations
 
 import logging
+import os
 import ssl
 import time
 from collections.abc import Callable
@@ -34,6 +35,20 @@ from coordinator.protocol.session import Session
 from coordinator.protocol.token_handlers import DelegationTokenHandlers
 from coordinator.protocol.wire import DecodedRequest
 from coordinator.security.acls import Authorizer, parse_principals
+from coordinator.security.kerberos import (
+    GSSAPI,
+    GssapiAcceptor,
+    GssapiServer,
+    ServerIdentity,
+    jaas_options,
+    server_identity,
+)
+from coordinator.security.kerberos_names import (
+    KerberosNameError,
+    KerberosShortNamer,
+    default_realm,
+    split_rules,
+)
 from coordinator.security.listeners import Listener
 from coordinator.security.oauthbearer import (
     OAUTHBEARER,
@@ -118,6 +133,7 @@ class SecurityGate:
         #: The broker's clock (``KafkaServer`` gives it its core's): token expiry, KIP-368.
         self.now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000
         self._oauth_validators: dict[str, TokenValidator] = {}
+        self._kerberos: dict[str, tuple[ServerIdentity, KerberosShortNamer]] = {}
 
     # -- configuration --------------------------------------------------------------------------
 
@@ -154,6 +170,34 @@ class SecurityGate:
                 raise InvalidConfigError(msg)
         if OAUTHBEARER in enabled:
             self._oauth_validators[listener.name] = self._oauth_validator(listener)
+        if GSSAPI in enabled:
+            self._kerberos[listener.name] = self._kerberos_of(listener)
+
+    def _kerberos_of(self, listener: Listener) -> tuple[ServerIdentity, KerberosShortNamer]:
+        """The listener's GSSAPI identity (JAAS Krb5LoginModule) and principal rules."""
+        jaas = self._jaas(listener, GSSAPI)
+        identity = server_identity(
+            jaas,
+            jaas_options(jaas),
+            self.mechanism_config(listener, GSSAPI, "sasl.kerberos.service.name"),
+            f"{listener.name.lower()}.KafkaServer",
+        )
+        rules = split_rules(
+            self.mechanism_config(listener, GSSAPI, "sasl.kerberos.principal.to.local.rules")
+        )
+        try:
+            namer = KerberosShortNamer(default_realm(os.environ.get("KRB5_CONFIG")), rules)
+        except KerberosNameError as exc:
+            msg = f"sasl.kerberos.principal.to.local.rules: {exc}"
+            raise InvalidConfigError(msg) from None
+        return identity, namer
+
+    def _gssapi_server(self, listener: Listener) -> GssapiServer:
+        found = self._kerberos.get(listener.name)
+        if found is None:
+            found = self._kerberos[listener.name] = self._kerberos_of(listener)
+        identity, namer = found
+        return GssapiServer(GssapiAcceptor(identity), namer)
 
     def _jaas(self, listener: Listener, mechanism: str) -> str | None:
         return self.config.get_listener_str(
@@ -345,6 +389,7 @@ class SecurityGate:
             self._scram_lookup,
             self._token_lookup,
             (lambda: self._validator_of(listener), self.now_ms),
+            lambda: self._gssapi_server(listener),
         )
         return SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=enabled)
 

@@ -7,11 +7,15 @@ Everything lives in a temporary directory: ``KRB5_CONFIG`` and ``KRB5_KDC_PROFIL
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -137,3 +141,48 @@ class Kdc:
         self._run(_tool("kadmin.local"), "-r", REALM, "-q", f"addprinc -randkey {principal}")
         self._run(_tool("kadmin.local"), "-r", REALM, "-q", f"ktadd -k {path} {principal}")
         return path
+
+
+@dataclass(frozen=True)
+class Realm:
+    """A running realm with a broker (kafka/localhost) and two client keytabs."""
+
+    kdc: Kdc
+    broker_keytab: Path
+    alice_keytab: Path
+    bob_keytab: Path
+
+
+def why_not() -> str | None:
+    """Why the GSSAPI tests cannot run here (None: they can), in one line."""
+    missing = missing_tools()
+    if missing:
+        return (
+            f"GSSAPI tests need MIT Kerberos' KDC ({', '.join(missing)} missing: apt-get install "
+            "krb5-kdc krb5-admin-server)"
+        )
+    if importlib.util.find_spec("gssapi") is None:
+        return "GSSAPI tests need the gssapi package: pip install -e '.[kerberos]'"
+    return None
+
+
+@contextmanager
+def running_realm(directory: Path) -> Iterator[Realm]:
+    """A realm, with KRB5_CONFIG set in this process (our clients; the brokers it starts)."""
+    saved = {key: os.environ.get(key) for key in ("KRB5_CONFIG", "KRB5RCACHETYPE")}
+    with Kdc(directory) as kdc:
+        os.environ["KRB5_CONFIG"] = kdc.env()["KRB5_CONFIG"]
+        os.environ["KRB5RCACHETYPE"] = "none"  # no replay cache files outside the test's dir
+        try:
+            yield Realm(
+                kdc,
+                kdc.keytab(f"kafka/localhost@{REALM}"),
+                kdc.keytab(f"alice@{REALM}"),
+                kdc.keytab(f"bob/admin@{REALM}"),
+            )
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value

@@ -8,10 +8,7 @@ with the reason, never skips them.
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import confluent_kafka
@@ -20,7 +17,7 @@ import pytest
 from coordinator.launcher import LocalBroker
 from producer.admin import Admin, TopicSpec
 from producer.produce.transactional_producer import TransactionalProducer
-from tests.kerberos_kdc import REALM, Kdc, missing_tools
+from tests.kerberos_kdc import REALM, Realm, running_realm, why_not
 from txn.errors import SaslAuthenticationFailedError
 
 pytestmark = pytest.mark.integration
@@ -28,46 +25,13 @@ pytestmark = pytest.mark.integration
 KRB5 = "com.sun.security.auth.module.Krb5LoginModule"
 
 
-@dataclass(frozen=True)
-class Realm:
-    kdc: Kdc
-    broker_keytab: Path
-    alice_keytab: Path
-    bob_keytab: Path
-
-
 @pytest.fixture(scope="module")
 def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Realm]:
-    missing = missing_tools()
-    if missing:
-        pytest.fail(
-            f"GSSAPI tests need MIT Kerberos' KDC ({', '.join(missing)} missing: apt-get install "
-            "krb5-kdc krb5-admin-server)",
-            pytrace=False,
-        )
-    if importlib.util.find_spec("gssapi") is None:
-        pytest.fail(
-            "GSSAPI tests need the gssapi package: pip install -e '.[kerberos]'", pytrace=False
-        )
-    saved = {key: os.environ.get(key) for key in ("KRB5_CONFIG", "KRB5_KDC_PROFILE")}
-    with Kdc(tmp_path_factory.mktemp("kdc")) as kdc:
-        # Our clients run in this process, the broker in a child: both read KRB5_CONFIG.
-        env = kdc.env()
-        os.environ.update({k: env[k] for k in ("KRB5_CONFIG", "KRB5_KDC_PROFILE")})
-        os.environ["KRB5RCACHETYPE"] = "none"
-        try:
-            yield Realm(
-                kdc,
-                kdc.keytab(f"kafka/localhost@{REALM}"),
-                kdc.keytab(f"alice@{REALM}"),
-                kdc.keytab(f"bob/admin@{REALM}"),
-            )
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+    reason = why_not()
+    if reason is not None:
+        pytest.fail(reason, pytrace=False)
+    with running_realm(tmp_path_factory.mktemp("kdc")) as running:
+        yield running
 
 
 def broker_config(realm: Realm, **extra: str) -> dict[str, str]:

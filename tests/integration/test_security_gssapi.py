@@ -8,6 +8,7 @@ with the reason, never skips them.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -136,3 +137,17 @@ def test_librdkafka_wheel_has_no_gssapi(realm: Realm) -> None:
                 "sasl.kerberos.principal": f"alice@{REALM}",
             }
         )
+
+
+def test_our_client_reauthenticates(tmp_path: Path, realm: Realm) -> None:
+    """KIP-368: a 1.5 s session; our client re-authenticates (GSSAPI again) on its connection."""
+    config = broker_config(realm, **{"connections.max.reauth.ms": "1500"})
+    with LocalBroker(host="localhost", data_dir=tmp_path / "d", config=config) as broker:
+        alice = client(realm.alice_keytab, f"alice@{REALM}")
+        with Admin({"bootstrap.servers": broker.bootstrap_servers, **alice}) as admin:
+            admin.create_topics([TopicSpec("reauth", 1)])
+            deadline = time.monotonic() + 4
+            while time.monotonic() < deadline:
+                assert "reauth" in admin.list_topics()
+                time.sleep(0.3)
+        assert not broker.wait_for_output("SASL session ended", timeout_s=1)

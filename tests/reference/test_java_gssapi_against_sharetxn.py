@@ -129,3 +129,51 @@ def test_console_clients_log_in_from_keytabs(
         assert "TopicAuthorizationException" in refused.stdout + refused.stderr, refused.stderr[
             -3000:
         ]
+
+
+def test_producer_reauthenticates_with_kerberos(
+    tmp_path: Path, realm: Realm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KIP-368 with GSSAPI: 2 s sessions over a 6 s run; the producer re-authenticates on its
+    connection (Kafka sets no credential lifetime for GSSAPI: connections.max.reauth.ms rules)."""
+    monkeypatch.setenv(
+        "JAVA_TOOL_OPTIONS",
+        f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} "
+        f"-Djava.security.krb5.conf={realm.kdc.krb5_conf}".strip(),
+    )
+    jaas = (
+        f'{KRB5} required useKeyTab=true storeKey=true keyTab="{realm.broker_keytab}" '
+        f'principal="kafka/localhost@{REALM}";'
+    )
+    config = {
+        "listeners": "SASL_PLAINTEXT://localhost:0",
+        "sasl.enabled.mechanisms": "GSSAPI",
+        "sasl.kerberos.service.name": "kafka",
+        "listener.name.sasl_plaintext.gssapi.sasl.jaas.config": jaas,
+        "connections.max.reauth.ms": "2000",
+    }
+    with LocalBroker(host="localhost", data_dir=tmp_path / "d", config=config) as broker:
+        alice = client_properties(
+            tmp_path / "alice.properties", realm.alice_keytab, f"alice@{REALM}"
+        )
+        done = run_tool(
+            "kafka-producer-perf-test",
+            [
+                "--bootstrap-server",
+                broker.bootstrap_servers,
+                "--topic",
+                "reauth",
+                "--num-records",
+                "48",
+                "--record-size",
+                "10",
+                "--throughput",
+                "8",
+                "--command-config",
+                alice,
+            ],
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "48 records sent" in done.stdout
+        assert not broker.wait_for_output("SASL session ended", timeout_s=1)

@@ -3,9 +3,12 @@ exchange over a fake acceptor (no KDC)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from coordinator.security.kerberos import GssapiServer, jaas_options
+from coordinator.security import kerberos
+from coordinator.security.kerberos import GssapiServer, jaas_options, server_identity
 from coordinator.security.kerberos_names import (
     KerberosName,
     KerberosNameError,
@@ -14,6 +17,10 @@ from coordinator.security.kerberos_names import (
     split_rules,
 )
 from coordinator.security.scram import SaslAuthenticationFailedError
+from producer.protocol import kerberos as client_kerberos
+from producer.protocol.kerberos import KerberosSettings
+from producer.protocol.security import ClientSecurity
+from txn.errors import InvalidConfigError
 
 
 def short(rules: list[str] | None, name: str, realm: str = "REALM.COM") -> str:
@@ -98,7 +105,7 @@ def test_non_simple_results_and_bad_formats() -> None:
     assert short(["RULE:[2:$1]", "RULE:[1:x$1]"], "alice@R") == "xalice"
 
 
-def test_config_helpers(tmp_path: object) -> None:
+def test_config_helpers() -> None:
     assert split_rules(None) is None
     assert split_rules("RULE:[1:$1]/L, DEFAULT") == ["RULE:[1:$1]/L", "DEFAULT"]
     assert jaas_options('M required useKeyTab=true keyTab="/k t" principal="a@R";') == {
@@ -108,8 +115,8 @@ def test_config_helpers(tmp_path: object) -> None:
     }
 
 
-def test_default_realm(tmp_path: pytest.TempPathFactory) -> None:
-    conf = tmp_path / "krb5.conf"  # type: ignore[operator]
+def test_default_realm(tmp_path: Path) -> None:
+    conf = tmp_path / "krb5.conf"
     conf.write_text("[libdefaults]\n  default_realm = EX.COM\n[realms]\n  default_realm = NO\n")
     assert default_realm(str(conf)) == "EX.COM"
     assert default_realm(str(conf) + ".missing") == ""
@@ -179,3 +186,65 @@ def test_failures_answer_kafkas_message(tokens: list[bytes], peer: str) -> None:
         "mechanism GSSAPI"
     )
     assert not server.complete
+
+
+KRB5_LINE = (
+    "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
+    'keyTab="{keytab}" principal="kafka/localhost@R"{extra};'
+)
+
+
+def identity_error(jaas: str | None, service: str | None = "kafka") -> str:
+    with pytest.raises(InvalidConfigError) as refused:
+        server_identity(jaas, jaas_options(jaas), service, "sasl_plaintext.KafkaServer")
+    return str(refused.value)
+
+
+def test_broker_identity_is_refused_with_kafkas_messages(tmp_path: Path) -> None:
+    keytab = tmp_path / "kafka.keytab"
+    keytab.write_bytes(b"\x05\x02")
+    line = KRB5_LINE.format(keytab=keytab, extra="")
+    assert "Could not find a 'KafkaServer' or 'sasl_plaintext.KafkaServer' entry" in (
+        identity_error(None)
+    )
+    assert "No serviceName defined in either JAAS or Kafka configs" in identity_error(line, None)
+    conflicting = KRB5_LINE.format(keytab=keytab, extra=' serviceName="other"')
+    assert "Conflicting serviceName values" in identity_error(conflicting)
+    missing = KRB5_LINE.format(keytab=tmp_path / "none.keytab", extra="")
+    assert "Unable to obtain password from user" in identity_error(missing)
+    plain = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'
+    assert "Krb5LoginModule" in identity_error(plain)
+
+
+def test_a_missing_gssapi_package_is_one_clear_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keytab = tmp_path / "kafka.keytab"
+    keytab.write_bytes(b"\x05\x02")
+
+    def no_module(name: str) -> object:
+        raise ImportError(f"No module named {name!r}")
+
+    monkeypatch.setattr(kerberos.importlib, "import_module", no_module)
+    message = identity_error(KRB5_LINE.format(keytab=keytab, extra=""))
+    assert "pip install 'sharetxn[kerberos]'" in message
+    assert "\n" not in message
+
+
+def test_client_settings_librdkafka_and_jaas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(client_kerberos.importlib, "import_module", lambda name: object())
+    keytab = tmp_path / "alice.keytab"
+    keytab.write_bytes(b"\x05\x02")
+    base = {"security.protocol": "sasl_plaintext", "sasl.mechanism": "GSSAPI"}
+    rd = ClientSecurity.from_config({**base, "sasl.kerberos.keytab": str(keytab)})
+    assert rd.kerberos == KerberosSettings("kafka", str(keytab), "kafkaclient")
+    jaas = (
+        "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true "
+        f'keyTab="{keytab}" principal="alice@R" serviceName="kfk";'
+    )
+    java = ClientSecurity.from_config({**base, "sasl.jaas.config": jaas})
+    assert java.kerberos == KerberosSettings("kfk", str(keytab), "alice@R")
+    cache = ClientSecurity.from_config(base)  # kinit's ticket cache
+    assert cache.kerberos == KerberosSettings("kafka", None, None)

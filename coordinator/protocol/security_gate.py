@@ -96,6 +96,9 @@ AUTHORIZER_CLASSES: Final = frozenset(
     }
 )
 
+#: ``Session.extra`` key: the principal could not be built (GSSAPI rules); close at once.
+PRINCIPAL_ERROR: Final = "principal_error"
+
 #: ``handle`` returns a response body, None (no response: acks=0) or CLOSE.
 CLOSE: Final = False
 
@@ -305,6 +308,16 @@ class SecurityGate:
         connection unanswered (CLOSE); None: serve it.
         """
         now = self.now_ms()
+        principal_error = session.extra.get(PRINCIPAL_ERROR)
+        if principal_error is not None:
+            # Kafka's SocketServer: the principal is built at the first request and fails.
+            log.error(
+                "Closing socket for %s on %s because of error: %s",
+                session.client_host,
+                session.listener.name,
+                principal_error,
+            )
+            return CLOSE
         if key == ApiKey.SASL_HANDSHAKE and (
             session.reauth_started_ms is None
             or now - session.reauth_started_ms >= MIN_REAUTH_INTERVAL_MS
@@ -459,6 +472,10 @@ class SecurityGate:
                 getattr(server, "credential_expiry_ms", None),
                 self.max_reauth_ms(session.listener, session.mechanism),
             )
+            principal_error = getattr(server, "principal_error", None)
+            if principal_error is not None:
+                session.extra[PRINCIPAL_ERROR] = principal_error
+                session.expiry_ms = self.now_ms()  # checked at every request from now on
             log.debug(
                 "%s %s from %s with %s (session lifetime %d ms)",
                 session.principal,

@@ -6,7 +6,9 @@ AP-REP), then the security-layer negotiation: we send, wrapped, [0x01 (no securi
 Kafka's auth-only QOP), maximum message size], the client answers, wrapped, [the layer it
 chose, its size, an optional authorization id].  As Kafka's SaslServerCallbackHandler the
 authorization id does not matter: the session's principal is the authenticated Kerberos
-name, mapped by ``sasl.kerberos.principal.to.local.rules`` (``kerberos_names``).  Kafka sets
+name, mapped by ``sasl.kerberos.principal.to.local.rules`` (``kerberos_names``); when no rule
+gives a short name the exchange still succeeds and, as Kafka, the connection is closed
+unanswered at its next request (``principal_error``).  Kafka sets
 no credential lifetime for GSSAPI: KIP-368 sessions end at ``connections.max.reauth.ms``.
 
 ``GssapiAcceptor`` is the real acceptor (the ``gssapi`` package, MIT Kerberos), given the
@@ -134,6 +136,8 @@ class GssapiServer:
         self.authentication_id: str | None = None
         self.authorization_id: str | None = None
         self._principal: str | None = None
+        #: Set when the rules gave no short name: the connection closes at its next request.
+        self.principal_error: str | None = None
 
     def evaluate(self, token: bytes) -> bytes:
         try:
@@ -186,20 +190,24 @@ class GssapiServer:
             self.authentication_id,
             self.authorization_id or self.authentication_id,
         )
-        name = KerberosName.parse(self.authentication_id)
-        try:
-            short = self._namer.short_name(name)
-        except KerberosNameError as exc:
-            msg = f"Failed to set name for '{name}' based on Kerberos authentication rules: {exc}"
-            raise SaslAuthenticationFailedError(msg) from None
-        self._principal = f"User:{short}"
         self.complete = True
+        try:
+            name = KerberosName.parse(self.authentication_id)
+            self._principal = f"User:{self._namer.short_name(name)}"
+        except KerberosNameError as exc:
+            # As Kafka: the exchange succeeds; the principal is built at the connection's next
+            # request, which fails and closes the connection unanswered.
+            self.principal_error = (
+                f"Failed to set name for '{self.authentication_id}' based on Kerberos "
+                f"authentication rules: {exc}"
+            )
         return b""
 
     @property
     def principal(self) -> str:
-        assert self.complete and self._principal is not None
-        return self._principal
+        """``User:<short name>`` (with ``principal_error``: the unmapped name, never used)."""
+        assert self.complete and self.authentication_id is not None
+        return self._principal or f"User:{self.authentication_id}"
 
 
 _JAAS_OPTION = re.compile(r'([A-Za-z0-9_.\-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')

@@ -40,14 +40,14 @@ def jaas(realm: Realm) -> str:
 class KerberizedKafka(ReferenceKafka):
     """Kafka with a GSSAPI listener on localhost next to its PLAINTEXT one."""
 
-    def __init__(self, data_dir: Path, realm: Realm) -> None:
+    def __init__(self, data_dir: Path, realm: Realm, rules: str = RULES) -> None:
         super().__init__(
             data_dir,
             settings={
                 "sasl.enabled.mechanisms": "GSSAPI",
                 "sasl.kerberos.service.name": "kafka",
                 "listener.name.sasl_plaintext.gssapi.sasl.jaas.config": jaas(realm),
-                "sasl.kerberos.principal.to.local.rules": RULES,
+                "sasl.kerberos.principal.to.local.rules": rules,
             },
         )
         self.sasl_port = free_port()
@@ -145,3 +145,38 @@ def test_a_bad_token_gets_kafkas_answer(
     expected = _bad_token_answer(f"localhost:{kafka.sasl_port}")
     with LocalBroker(host="localhost", data_dir=tmp_path / "d", config=config) as broker:
         assert _bad_token_answer(broker.bootstrap_servers) == expected
+
+
+def _after_login(bootstrap: str, realm: Realm) -> str:
+    """What a request gets after a GSSAPI login whose name no rule maps: Kafka completes the
+    exchange, then closes the connection at the next request (its principal fails)."""
+    alice = client(realm.alice_keytab, f"alice@{REALM}")
+    try:
+        with Admin({"bootstrap.servers": bootstrap, "request.timeout.ms": 5000, **alice}) as admin:
+            admin.list_topics()
+    except Exception as exc:  # the kind of failure is what is compared
+        return type(exc).__name__
+    return "answered"
+
+
+def test_a_name_without_short_name_closes_the_connection(
+    realm: Realm, tmp_path: Path, kafka: KerberizedKafka
+) -> None:
+    del kafka  # its fixture gives the JVMs the realm's krb5.conf
+    bad_rules = "RULE:[1:$1@$0]"  # a result holding '@': not a short name
+    node = KerberizedKafka(tmp_path / "kafka", realm, rules=bad_rules)
+    node.start()
+    try:
+        expected = _after_login(f"localhost:{node.sasl_port}", realm)
+    finally:
+        node.stop()
+    config = {
+        "listeners": "SASL_PLAINTEXT://localhost:0",
+        "sasl.enabled.mechanisms": "GSSAPI",
+        "sasl.kerberos.service.name": "kafka",
+        "listener.name.sasl_plaintext.gssapi.sasl.jaas.config": jaas(realm),
+        "sasl.kerberos.principal.to.local.rules": bad_rules,
+    }
+    with LocalBroker(host="localhost", data_dir=tmp_path / "d", config=config) as broker:
+        assert _after_login(broker.bootstrap_servers, realm) == expected == "NetworkError"
+        assert broker.wait_for_output("Failed to set name for 'alice@TEST.REALM'")

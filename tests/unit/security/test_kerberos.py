@@ -159,6 +159,18 @@ def test_exchange_with_mutual_authentication() -> None:
     assert server.authorization_id == "someone-else"
 
 
+def test_no_short_name_completes_the_exchange_then_closes() -> None:
+    """As Kafka: the SASL exchange succeeds; the principal fails at the next request."""
+    server = GssapiServer(FakeAcceptor(reply=None, peer="alice@OTHER"), KerberosShortNamer("R"))
+    server.evaluate(b"ap-req")
+    assert server.evaluate(b"W\x01\x00\x00\x00") == b""
+    assert server.complete
+    assert server.principal_error == (
+        "Failed to set name for 'alice@OTHER' based on Kerberos authentication rules: "
+        "No rules apply to alice@OTHER, rules [DEFAULT]"
+    )
+
+
 def test_exchange_without_mutual_authentication() -> None:
     server = GssapiServer(FakeAcceptor(reply=None, peer="alice@R"), KerberosShortNamer("R"))
     assert server.evaluate(b"ap-req") == b"W\x01\x01\x00\x00"
@@ -173,7 +185,6 @@ def test_exchange_without_mutual_authentication() -> None:
         ([b"ap-req", b"unexpected"], "alice@R"),
         ([b"ap-req", b"", b"W\x02\x00\x00\x00"], "alice@R"),  # integrity: not offered
         ([b"ap-req", b"", b"W\x01"], "alice@R"),
-        ([b"ap-req", b"", b"W\x01\x00\x00\x00"], "alice@OTHER"),  # no rule applies
     ],
 )
 def test_failures_answer_kafkas_message(tokens: list[bytes], peer: str) -> None:

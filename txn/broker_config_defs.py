@@ -254,6 +254,7 @@ _LISTS: Final = frozenset(
         "log.cleanup.policy",
         "sasl.enabled.mechanisms",
         "sasl.oauthbearer.expected.audience",
+        "sasl.kerberos.principal.to.local.rules",
     }
 )
 _PASSWORDS: Final = frozenset(

@@ -55,7 +55,19 @@ SECURITY_CONFIGS: Final[tuple[tuple[Any, ...], ...]] = (
         "sasl.enabled.mechanisms",
         "str",
         "GSSAPI",
-        "SASL mechanisms served (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER; GSSAPI is not).",
+        "SASL mechanisms served (GSSAPI, PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER).",
+    ),
+    (
+        "sasl.kerberos.service.name",
+        "str",
+        None,
+        "GSSAPI: the Kerberos service name of the broker (its principal's first component).",
+    ),
+    (
+        "sasl.kerberos.principal.to.local.rules",
+        "str",
+        "DEFAULT",
+        "GSSAPI: rules mapping a Kerberos principal to the name of User:<name>, first match.",
     ),
     (
         "connections.max.reauth.ms",

@@ -14,6 +14,7 @@ password, and the connection is closed.  Every other request goes through
 from __future__ import annotations
 
 import logging
+import os
 import ssl
 import time
 from collections.abc import Callable
@@ -34,6 +35,20 @@ from coordinator.protocol.session import Session
 from coordinator.protocol.token_handlers import DelegationTokenHandlers
 from coordinator.protocol.wire import DecodedRequest
 from coordinator.security.acls import Authorizer, parse_principals
+from coordinator.security.kerberos import (
+    GSSAPI,
+    GssapiAcceptor,
+    GssapiServer,
+    ServerIdentity,
+    jaas_options,
+    server_identity,
+)
+from coordinator.security.kerberos_names import (
+    KerberosNameError,
+    KerberosShortNamer,
+    default_realm,
+    split_rules,
+)
 from coordinator.security.listeners import Listener
 from coordinator.security.oauthbearer import (
     OAUTHBEARER,
@@ -81,6 +96,9 @@ AUTHORIZER_CLASSES: Final = frozenset(
     }
 )
 
+#: ``Session.extra`` key: the principal could not be built (GSSAPI rules); close at once.
+PRINCIPAL_ERROR: Final = "principal_error"
+
 #: ``handle`` returns a response body, None (no response: acks=0) or CLOSE.
 CLOSE: Final = False
 
@@ -118,6 +136,7 @@ class SecurityGate:
         #: The broker's clock (``KafkaServer`` gives it its core's): token expiry, KIP-368.
         self.now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000
         self._oauth_validators: dict[str, TokenValidator] = {}
+        self._kerberos: dict[str, tuple[ServerIdentity, KerberosShortNamer]] = {}
 
     # -- configuration --------------------------------------------------------------------------
 
@@ -154,6 +173,34 @@ class SecurityGate:
                 raise InvalidConfigError(msg)
         if OAUTHBEARER in enabled:
             self._oauth_validators[listener.name] = self._oauth_validator(listener)
+        if GSSAPI in enabled:
+            self._kerberos[listener.name] = self._kerberos_of(listener)
+
+    def _kerberos_of(self, listener: Listener) -> tuple[ServerIdentity, KerberosShortNamer]:
+        """The listener's GSSAPI identity (JAAS Krb5LoginModule) and principal rules."""
+        jaas = self._jaas(listener, GSSAPI)
+        identity = server_identity(
+            jaas,
+            jaas_options(jaas),
+            self.mechanism_config(listener, GSSAPI, "sasl.kerberos.service.name"),
+            f"{listener.name.lower()}.KafkaServer",
+        )
+        rules = split_rules(
+            self.mechanism_config(listener, GSSAPI, "sasl.kerberos.principal.to.local.rules")
+        )
+        try:
+            namer = KerberosShortNamer(default_realm(os.environ.get("KRB5_CONFIG")), rules)
+        except KerberosNameError as exc:
+            msg = f"sasl.kerberos.principal.to.local.rules: {exc}"
+            raise InvalidConfigError(msg) from None
+        return identity, namer
+
+    def _gssapi_server(self, listener: Listener) -> GssapiServer:
+        found = self._kerberos.get(listener.name)
+        if found is None:
+            found = self._kerberos[listener.name] = self._kerberos_of(listener)
+        identity, namer = found
+        return GssapiServer(GssapiAcceptor(identity), namer)
 
     def _jaas(self, listener: Listener, mechanism: str) -> str | None:
         return self.config.get_listener_str(
@@ -261,6 +308,16 @@ class SecurityGate:
         connection unanswered (CLOSE); None: serve it.
         """
         now = self.now_ms()
+        principal_error = session.extra.get(PRINCIPAL_ERROR)
+        if principal_error is not None:
+            # Kafka's SocketServer: the principal is built at the first request and fails.
+            log.error(
+                "Closing socket for %s on %s because of error: %s",
+                session.client_host,
+                session.listener.name,
+                principal_error,
+            )
+            return CLOSE
         if key == ApiKey.SASL_HANDSHAKE and (
             session.reauth_started_ms is None
             or now - session.reauth_started_ms >= MIN_REAUTH_INTERVAL_MS
@@ -345,6 +402,7 @@ class SecurityGate:
             self._scram_lookup,
             self._token_lookup,
             (lambda: self._validator_of(listener), self.now_ms),
+            lambda: self._gssapi_server(listener),
         )
         return SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=enabled)
 
@@ -414,6 +472,10 @@ class SecurityGate:
                 getattr(server, "credential_expiry_ms", None),
                 self.max_reauth_ms(session.listener, session.mechanism),
             )
+            principal_error = getattr(server, "principal_error", None)
+            if principal_error is not None:
+                session.extra[PRINCIPAL_ERROR] = principal_error
+                session.expiry_ms = self.now_ms()  # checked at every request from now on
             log.debug(
                 "%s %s from %s with %s (session lifetime %d ms)",
                 session.principal,

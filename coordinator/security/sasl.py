@@ -6,6 +6,7 @@
 OAUTHBEARER in ``oauthbearer``.
 Both answer ``evaluate(token) -> token`` and raise
 ``SaslAuthenticationFailedError`` with a message that never holds a password.
+GSSAPI (Kerberos) lives in ``kerberos``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from coordinator.security.kerberos import GSSAPI
 from coordinator.security.oauthbearer import OAUTHBEARER, OAuthBearerServer, TokenValidator
 from coordinator.security.scram import (
     CredentialLookup,
@@ -27,7 +29,7 @@ from coordinator.security.scram import (
 PLAIN = "PLAIN"
 SCRAM_SHA_256 = "SCRAM-SHA-256"
 SCRAM_SHA_512 = "SCRAM-SHA-512"
-SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)
+SUPPORTED_MECHANISMS = (GSSAPI, PLAIN, SCRAM_SHA_256, SCRAM_SHA_512, OAUTHBEARER)
 
 
 class SaslServer(Protocol):
@@ -105,8 +107,13 @@ def new_server(
     scram_lookup: CredentialLookup,
     token_lookup: TokenLookup | None = None,
     oauth: tuple[Callable[[], TokenValidator], Callable[[], int]] | None = None,
+    gssapi: Callable[[], SaslServer] | None = None,
 ) -> SaslServer:
-    """A server for ``mechanism``; OAUTHBEARER needs ``oauth``: (its validator, the clock)."""
+    """A server for ``mechanism``; OAUTHBEARER needs ``oauth``: (its validator, the clock),
+    GSSAPI ``gssapi`` (a new ``kerberos.GssapiServer`` for the listener)."""
+    if mechanism == GSSAPI:
+        assert gssapi is not None
+        return gssapi()
     if mechanism == PLAIN:
         return PlainServer(plain_users_of())
     if mechanism == OAUTHBEARER:

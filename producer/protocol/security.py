@@ -1,5 +1,6 @@
 """Client security with librdkafka's option names: TLS and SASL (PLAIN, SCRAM-SHA-256/512,
-OAUTHBEARER: its token options in ``producer.protocol.oauth``).
+OAUTHBEARER: its token options in ``producer.protocol.oauth``; GSSAPI: its Kerberos options
+in ``producer.protocol.kerberos``).
 
 ``security.protocol`` = plaintext, ssl, sasl_plaintext or sasl_ssl;
 ``sasl.mechanism`` (or ``sasl.mechanisms``), ``sasl.username``,
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from producer.protocol.kerberos import KERBEROS_DEFAULTS, GssapiClient, KerberosSettings
 from producer.protocol.oauth import OAuthBearerClient, TokenSource, jaas_options, token_source
 from txn.api_keys import ApiKey
 from txn.errors import ErrorCode, InvalidConfigError, SaslAuthenticationFailedError, error_for_code
@@ -59,6 +61,7 @@ SECURITY_DEFAULTS: Final[dict[str, Any]] = {
     "sasl.oauthbearer.scope": None,
     "sasl.login.callback.handler.class": None,
     "oauth_cb": None,
+    **KERBEROS_DEFAULTS,
 }
 SECURITY_KEYS: Final = frozenset(SECURITY_DEFAULTS)
 
@@ -68,6 +71,7 @@ _MECHANISMS: Final = {
     "SCRAM-SHA-256": "sha256",
     "SCRAM-SHA-512": "sha512",
     "OAUTHBEARER": None,
+    "GSSAPI": None,
 }
 
 #: ``exchange(api_key, version, body) -> response`` on an open connection.
@@ -94,6 +98,8 @@ class ClientSecurity:
     token_auth: bool = False
     #: OAUTHBEARER's token (``producer.protocol.oauth``).
     oauth: TokenSource | None = None
+    #: GSSAPI's Kerberos settings (``producer.protocol.kerberos``).
+    kerberos: KerberosSettings | None = None
 
     @property
     def uses_tls(self) -> bool:
@@ -115,7 +121,7 @@ class ClientSecurity:
         mechanism = mechanism.strip().upper()
         username, password = _opt(values["sasl.username"]), _opt(values["sasl.password"])
         token_auth = False
-        if values["sasl.jaas.config"] and mechanism != "OAUTHBEARER":
+        if values["sasl.jaas.config"] and mechanism not in ("OAUTHBEARER", "GSSAPI"):
             jaas = str(values["sasl.jaas.config"])
             token_auth = _jaas_token_auth(jaas)
             if username is None:
@@ -163,6 +169,11 @@ class ClientSecurity:
                 if mechanism == "OAUTHBEARER" and protocol.startswith("sasl")
                 else None
             ),
+            kerberos=(
+                KerberosSettings.from_values(values, _opt(values["sasl.jaas.config"]))
+                if mechanism == "GSSAPI" and protocol.startswith("sasl")
+                else None
+            ),
         )
         if security.uses_sasl:
             if mechanism not in _MECHANISMS:
@@ -171,7 +182,7 @@ class ClientSecurity:
                     f"(use {', '.join(_MECHANISMS)})"
                 )
                 raise InvalidConfigError(msg)
-            if mechanism != "OAUTHBEARER" and (
+            if mechanism not in ("OAUTHBEARER", "GSSAPI") and (
                 security.username is None or security.password is None
             ):
                 msg = f"sasl.mechanism {mechanism} needs sasl.username and sasl.password"
@@ -186,6 +197,9 @@ class ClientSecurity:
         """Who the broker will see (for audit logs): the SASL user, else the certificate."""
         if self.uses_sasl and self.mechanism == "OAUTHBEARER":
             return "User:<the subject of the OAUTHBEARER token>"
+        if self.uses_sasl and self.mechanism == "GSSAPI":
+            who = self.kerberos.principal if self.kerberos is not None else None
+            return f"User:<the short name of {who or 'the ticket cache principal'}>"
         if self.uses_sasl:
             return f"User:{self.username}"
         if self.uses_tls and self.certificate_location:
@@ -222,8 +236,11 @@ class ClientSecurity:
                 f"(enabled: {', '.join(hs.mechanisms) or 'none'})"
             )
             raise error_for_code(int(hs.error_code))(msg)
-        client: _SaslClient | OAuthBearerClient
-        if self.mechanism == "OAUTHBEARER":
+        client: _SaslClient | OAuthBearerClient | GssapiClient
+        if self.mechanism == "GSSAPI":
+            assert self.kerberos is not None
+            client = GssapiClient(self.kerberos, _host_of(address))
+        elif self.mechanism == "OAUTHBEARER":
             assert self.oauth is not None
             client = OAuthBearerClient(self.oauth)
         else:
@@ -242,6 +259,8 @@ class ClientSecurity:
             if int(resp.error_code) != ErrorCode.NONE:
                 reason = resp.error_message or "authentication failed"
                 who = "its token" if self.username is None else repr(self.username)
+                if self.kerberos is not None:
+                    who = repr(self.kerberos.principal or "the ticket cache principal")
                 msg = f"SASL {self.mechanism} authentication of {who} failed: {reason}"
                 raise error_for_code(int(resp.error_code))(msg, broker=address)
             lifetime = getattr(resp, "session_lifetime", None)
@@ -265,6 +284,12 @@ def _jaas_token_auth(jaas: str) -> bool:
     """Whether a ScramLoginModule line sets ``tokenauth="true"`` (a delegation token)."""
     found = re.search(r'tokenauth\s*=\s*"?(\w+)"?', jaas)
     return found is not None and found.group(1).lower() == "true"
+
+
+def _host_of(address: str) -> str:
+    """The host of ``host:port`` (``[v6]:port``): the broker's Kerberos service host."""
+    host = address.rsplit(":", 1)[0] if ":" in address else address
+    return host.strip("[]")
 
 
 def _opt(value: Any) -> str | None:

@@ -320,7 +320,10 @@ def test_broker_refuses_settings_it_cannot_serve(tmp_path: Path, certs: CertFile
     assert "Invalid value JKS for configuration ssl.keystore.type" in jks.stderr
     gssapi = run_broker(tmp_path, {**SASL_CONFIG, "sasl.enabled.mechanisms": "GSSAPI"})
     assert gssapi.returncode == 1
-    assert "sasl.enabled.mechanisms" in gssapi.stderr
+    assert "Could not find a 'KafkaServer'" in gssapi.stderr  # no Krb5LoginModule line
+    unknown = run_broker(tmp_path, {**SASL_CONFIG, "sasl.enabled.mechanisms": "DIGEST-MD5"})
+    assert unknown.returncode == 1
+    assert "sasl.enabled.mechanisms" in unknown.stderr
     no_jaas = {k: v for k, v in SASL_CONFIG.items() if not k.endswith("jaas.config")}
     plain = run_broker(tmp_path, no_jaas)
     assert plain.returncode == 1

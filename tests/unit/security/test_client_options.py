@@ -54,7 +54,11 @@ def test_java_names_from_a_command_config_file() -> None:
     ("config", "message"),
     [
         ({"security.protocol": "tls"}, "security.protocol"),
-        ({"security.protocol": "sasl_plaintext"}, "GSSAPI"),
+        (
+            {"security.protocol": "sasl_plaintext", "sasl.kerberos.keytab": "/no/such.keytab"},
+            "does not exist",
+        ),
+        ({"security.protocol": "sasl_plaintext", "sasl.mechanism": "DIGEST-MD5"}, "GSSAPI"),
         ({"security.protocol": "sasl_plaintext", "sasl.mechanism": "PLAIN"}, "sasl.username"),
         ({"ssl.certificate.location": "/c.pem"}, "go together"),
     ],

@@ -9,11 +9,12 @@ export HYPOTHESIS_STORAGE_DIRECTORY="${HYPOTHESIS_STORAGE_DIRECTORY:-${TMPDIR:-/
 venv="${SHARETXN_OLDEST_VENV:-$(mktemp -d)/oldest}"
 python3 -m pip install --quiet uv
 python3 -m uv venv --quiet --clear -p "$(command -v python3)" "$venv"
-python3 -m uv pip install --quiet --python "$venv/bin/python" --resolution lowest-direct -e '.[dev,spark]'
+python3 -m uv pip install --quiet --python "$venv/bin/python" --resolution lowest-direct -e '.[dev,spark,kerberos]'
 "$venv/bin/python" - <<'PY'
 import importlib.metadata as md
 print("oldest:", ", ".join(f"{n} {md.version(n)}" for n in (
-    "pyspark", "pyarrow", "pandas", "confluent-kafka", "opentelemetry-sdk", "rich", "pytest")))
+    "pyspark", "pyarrow", "pandas", "confluent-kafka", "opentelemetry-sdk", "rich", "pytest",
+    "gssapi")))
 PY
 "$venv/bin/python" -m tests.spark.s3store fetch >/dev/null
 "$venv/bin/python" -m chaos.cli spark-kafka-jars >/dev/null
@@ -24,7 +25,8 @@ set +e
   tests/integration/test_share_consumer_client.py \
   tests/integration/test_admin_client.py \
   tests/integration/test_group_consumer.py \
-  tests/integration/test_client_guide.py
+  tests/integration/test_client_guide.py \
+  tests/integration/test_security_gssapi.py
 status=$?
 set -e
 [ "$status" -ne 5 ] || { echo "pytest collected no tests" >&2; exit 1; }

@@ -155,9 +155,9 @@ class Throttler:
             bandwidth = max(bandwidth, mutation.throttle_ms)
         if bandwidth > request_ms:
             manager = self.quotas.produce if mutation is None else self.quotas.mutation.base
-            manager.throttled(user, client, bandwidth)
+            manager.throttled(user, client, bandwidth, now)
         else:
-            self.quotas.request.throttled(user, client, request_ms)
+            self.quotas.request.throttled(user, client, request_ms, now)
         return self._decision(key, version, max(bandwidth, request_ms))
 
     def begin(self, key: int, version: int, principal: str, client_id: str | None) -> None:
@@ -202,7 +202,7 @@ class Throttler:
             # are taken back from the rate.
             self.quotas.fetch.unrecord(user, client, response_bytes, now)
         if bandwidth > request_ms:
-            self.quotas.fetch.throttled(user, client, bandwidth)
+            self.quotas.fetch.throttled(user, client, bandwidth, now)
         else:
-            self.quotas.request.throttled(user, client, request_ms)
+            self.quotas.request.throttled(user, client, request_ms, now)
         return self._decision(ApiKey.FETCH, version, max(bandwidth, request_ms))

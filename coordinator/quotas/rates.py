@@ -36,6 +36,9 @@ class Rate:
         self.window_ms = max(1, window_ms)
         self._samples: list[_Sample] = []
         self._current = 0
+        #: When a value was last recorded (Kafka's ``Sensor.lastRecordTime``: a sensor idle
+        #: for its inactive-expiration time is dropped).
+        self.last_record_ms = 0
 
     def _current_sample(self, now_ms: int) -> _Sample:
         if not self._samples:
@@ -53,6 +56,7 @@ class Rate:
         return sample
 
     def record(self, value: float, now_ms: int) -> None:
+        self.last_record_ms = now_ms
         sample = self._current_sample(now_ms)
         if now_ms - sample.last_window_ms >= self.window_ms:
             sample = self._advance(now_ms)
@@ -117,6 +121,7 @@ class TokenBucket:
         self.window_ms = max(1, window_ms)
         self.tokens: float | None = None
         self.last_ms = 0
+        self.last_record_ms = 0
 
     def _refill(self, rate: float, now_ms: int) -> None:
         burst = self.samples * self.window_ms / 1000.0 * rate
@@ -127,6 +132,7 @@ class TokenBucket:
         self.last_ms = now_ms
 
     def record(self, value: float, rate: float, now_ms: int) -> None:
+        self.last_record_ms = now_ms
         self._refill(rate, now_ms)
         assert self.tokens is not None
         self.tokens -= value

@@ -147,7 +147,7 @@ def test_quota_figures_for_the_metrics() -> None:
     quotas = c.client_quotas
     now = c.clock.now_ms()
     throttle = quotas.produce.record("u", "c", 102400.0, now)
-    quotas.produce.throttled("u", "c", throttle)
+    quotas.produce.throttled("u", "c", throttle, now)
     figures = {(name, tags["quota-type"]): value for name, value, tags in quotas.figures()}
     assert figures[("client-quota-rate", "Produce")] == 102400.0 / 10
     assert figures[("client-quota-throttles", "Produce")] == 1

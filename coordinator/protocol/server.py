@@ -541,7 +541,7 @@ class KafkaServer:
                 correlation_id,
                 len(frame),
             )
-        if key == ApiKey.FETCH:
+        if key in (ApiKey.FETCH, ApiKey.SHARE_FETCH):
             request = self.throttler.limit_fetch(session.principal, request)
         self.throttler.begin(key, version, session.principal, request.client_id)
         waited = [0.0]
@@ -568,6 +568,10 @@ class KafkaServer:
             if key == ApiKey.FETCH:
                 throttle = self.throttler.fetch(
                     version, principal, client_id, len(encoded), handler_ms
+                )
+            elif key == ApiKey.SHARE_FETCH:
+                throttle = self.throttler.share_fetch(
+                    version, principal, client_id, len(frame), handler_ms, body
                 )
             else:
                 throttle = self.throttler.request(

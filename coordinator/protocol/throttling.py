@@ -172,8 +172,9 @@ class Throttler:
         _MUTATION.set(quota)
 
     def limit_fetch(self, principal: str, request: DecodedRequest[Any]) -> DecodedRequest[Any]:
-        """A consumer Fetch asks for at most what its quota lets through in one window
-        (Kafka: ``maxValueInQuotaWindow`` caps max_bytes, and min_bytes by it)."""
+        """A consumer Fetch or a ShareFetch asks for at most what its ``consumer_byte_rate``
+        lets through in one window (Kafka: ``maxValueInQuotaWindow`` caps max_bytes, and
+        min_bytes by it)."""
         cap = self.quotas.fetch.max_value_in_window(user_name(principal), request.client_id or "")
         body = request.body
         if cap is None or int(body.max_bytes) <= cap:
@@ -183,6 +184,34 @@ class Throttler:
             body, max_bytes=max_bytes, min_bytes=min(int(body.min_bytes), max_bytes)
         )
         return dataclasses.replace(request, body=limited)
+
+    def share_fetch(
+        self,
+        version: int,
+        principal: str,
+        client_id: str | None,
+        request_bytes: int,
+        handler_ms: float,
+        body: object,
+    ) -> Throttle:
+        """The throttle of a ShareFetch: as Kafka 4.4's KafkaApis, a ShareFetch answered with
+        a top-level error alone (``getErrorResponse``) is under the request-time quota, any
+        other is sent without a quota (neither ``consumer_byte_rate`` nor
+        ``request_percentage`` records or throttles it)."""
+        fields = body if isinstance(body, Mapping) else None
+        error = fields.get("error_code", 0) if fields else getattr(body, "error_code", 0)
+        responses = fields.get("responses", ()) if fields else getattr(body, "responses", ())
+        if not error or responses:
+            return NO_THROTTLE
+        return self.request(
+            ApiKey.SHARE_FETCH,
+            version,
+            principal,
+            client_id,
+            request_bytes,
+            handler_ms,
+            answered=True,
+        )
 
     def fetch(
         self,

@@ -179,6 +179,13 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         1,
         "Time span of each controller mutation quota sample.",
     ),
+    ConfigDef(
+        "client.quota.callback.class",
+        "str",
+        None,
+        "Kafka's pluggable quota callback (a Java class): refused when set, as Kafka refuses"
+        " a class it cannot load.",
+    ),
     # --- idempotence and transactions -------------------------------------------------------
     ConfigDef("transaction.max.timeout.ms", "int", 900000, "Largest transaction.timeout.ms."),
     ConfigDef("transactional.id.expiration.ms", "int", 604800000, "Idle id expiry."),
@@ -621,6 +628,13 @@ class BrokerConfig(Mapping[str, Any]):
             if message is not None:
                 raise InvalidConfigError(message)
         per_ip_overrides(self.get_str("max.connections.per.ip.overrides"))
+        callback = self._values.get("client.quota.callback.class")
+        if callback is not None:
+            # Kafka's ConfigDef for a CLASS it cannot load (no Java classes here).
+            raise InvalidConfigError(
+                f"Invalid value {callback} for configuration client.quota.callback.class:"
+                f" Class {callback} could not be found."
+            )
         if self.get_int("max.connections.per.ip") == 0 and not self.get_str(
             "max.connections.per.ip.overrides"
         ):

@@ -199,9 +199,10 @@ class Throttler:
         other is sent without a quota (neither ``consumer_byte_rate`` nor
         ``request_percentage`` records or throttles it)."""
         fields = body if isinstance(body, Mapping) else None
-        error = fields.get("error_code", 0) if fields else getattr(body, "error_code", 0)
+        none = ErrorCode.NONE
+        error = fields.get("error_code", none) if fields else getattr(body, "error_code", none)
         responses = fields.get("responses", ()) if fields else getattr(body, "responses", ())
-        if not error or responses:
+        if error == none or responses:
             return NO_THROTTLE
         return self.request(
             ApiKey.SHARE_FETCH,

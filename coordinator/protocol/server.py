@@ -473,12 +473,10 @@ class KafkaServer:
             if response is False:
                 return
             throttle = self._throttles.pop(connection_id, None)
-            if throttle is not None and throttle.before_response:
-                await self._mute(throttle.ms)  # a client that does not throttle itself
             if isinstance(response, bytes):
                 writer.write(response)
                 await writer.drain()
-            if throttle is not None and not throttle.before_response:
+            if throttle is not None:
                 await self._mute(throttle.ms)
             if session.close_after_response:
                 return  # e.g. after SASL_AUTHENTICATION_FAILED, as Kafka

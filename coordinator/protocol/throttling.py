@@ -38,9 +38,6 @@ __all__ = [
 
 #: Requests no quota applies to: the ones before and during authentication.
 EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
-#: The first version of an API whose clients throttle themselves (KIP-219).
-_CLIENT_THROTTLES = {ApiKey.PRODUCE: 6, ApiKey.FETCH: 8}
-
 
 #: The first version of CreateTopics, CreatePartitions and DeleteTopics whose mutations are
 #: refused over the controller mutation quota (KIP-599; older ones are throttled only).
@@ -86,10 +83,11 @@ def mutation_quota() -> MutationQuota | None:
 
 @dataclass(frozen=True, slots=True)
 class Throttle:
-    """A decision: milliseconds to mute, and whether to wait before sending (old clients)."""
+    """A decision: milliseconds to mute the connection for after the response.  As Kafka
+    4.4's, the response is sent at once whatever its version: a client too old to throttle
+    itself (before KIP-219) has its next requests wait unread."""
 
     ms: int = 0
-    before_response: bool = False
 
 
 NO_THROTTLE = Throttle()
@@ -121,11 +119,9 @@ class Throttler:
     def __init__(self, quotas: ClientQuotas) -> None:
         self.quotas = quotas
 
-    def _decision(self, key: int, version: int, ms: int) -> Throttle:
-        if ms <= 0:
-            return NO_THROTTLE
-        first = _CLIENT_THROTTLES.get(ApiKey(key)) if key in _CLIENT_THROTTLES else None
-        return Throttle(ms, before_response=first is not None and version < first)
+    @staticmethod
+    def _decision(ms: int) -> Throttle:
+        return Throttle(ms) if ms > 0 else NO_THROTTLE
 
     def request(
         self,
@@ -158,7 +154,7 @@ class Throttler:
             manager.throttled(user, client, bandwidth, now)
         else:
             self.quotas.request.throttled(user, client, request_ms, now)
-        return self._decision(key, version, max(bandwidth, request_ms))
+        return self._decision(max(bandwidth, request_ms))
 
     def begin(self, key: int, version: int, principal: str, client_id: str | None) -> None:
         """Before a request is handled: the controller mutation quota of a topic mutation."""
@@ -235,4 +231,4 @@ class Throttler:
             self.quotas.fetch.throttled(user, client, bandwidth, now)
         else:
             self.quotas.request.throttled(user, client, request_ms, now)
-        return self._decision(ApiKey.FETCH, version, max(bandwidth, request_ms))
+        return self._decision(max(bandwidth, request_ms))

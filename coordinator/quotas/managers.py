@@ -17,6 +17,8 @@ default each have their own.  Times come from the caller (the broker's Clock).
 from __future__ import annotations
 
 import ipaddress
+import logging
+import socket
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -39,6 +41,8 @@ Part = tuple[str | None] | None
 QuotaKey = tuple[Part, Part]
 
 _DEFAULT: tuple[str | None] = (None,)
+
+log = logging.getLogger("sharetxn.quotas")
 
 NO_QUOTAS = 0
 CLIENT_ID_QUOTA_ENABLED = 1
@@ -301,7 +305,7 @@ class MutationQuotaManager:
 
 def _address(text: str) -> str:
     """An address in one form (``::ffff:10.0.0.1`` and ``10.0.0.1`` alike); a host name as
-    given (it is not resolved: only addresses match connections)."""
+    given (see ``_resolve``)."""
     try:
         ip = ipaddress.ip_address(text)
     except ValueError:
@@ -309,6 +313,24 @@ def _address(text: str) -> str:
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         return str(ip.ipv4_mapped)
     return str(ip)
+
+
+def _resolve(name: str) -> str | None:
+    """The address an IP entity stands for: itself, or a host name's first address, IPv4
+    first as Java's ``InetAddress.getByName`` (Kafka resolves the name when the quota is
+    applied, and counts the connections from that address); None when it does not resolve."""
+    try:
+        ipaddress.ip_address(name)
+        return _address(name)
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(name, None)
+    except (OSError, UnicodeError):
+        return None
+    found = [str(info[4][0]) for info in infos]
+    v4 = [a for a in found if ":" not in a]
+    return _address((v4 or found)[0]) if found else None
 
 
 @dataclass(slots=True)
@@ -334,9 +356,12 @@ class ConnectionRateManager:
             parts = dict(entity)
             if set(parts) == {IP} and CONNECTION_CREATION_RATE in values:
                 name = parts[IP]
-                overrides[None if name is None else _address(name)] = values[
-                    CONNECTION_CREATION_RATE
-                ]
+                address = None if name is None else _resolve(name)
+                if name is not None and address is None:
+                    # Kafka's ClientQuotaMetadataManager fails on it; the quota is not applied.
+                    log.warning("IP quota entity %s does not resolve: not applied", name)
+                    continue
+                overrides[address] = values[CONNECTION_CREATION_RATE]
         self.overrides = overrides
 
     def accept(self, host: str, now_ms: int) -> int:

@@ -150,6 +150,14 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "Connections accepted at once from one address; more are closed at once.",
     ),
     ConfigDef(
+        "max.connection.creation.rate",
+        "int",
+        INT32_MAX,
+        "New connections per second the broker accepts (and each listener:"
+        " listener.name.<listener>.max.connection.creation.rate); over it the listener waits"
+        " before accepting more.",
+    ),
+    ConfigDef(
         "max.connections.per.ip.overrides",
         "str",
         "",
@@ -461,6 +469,7 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "socket.request.max.bytes": (1, None),
     "max.connections": (0, None),
     "max.connections.per.ip": (0, None),
+    "max.connection.creation.rate": (0, None),
     "connections.max.idle.ms": (-1, None),
     "delegation.token.max.lifetime.ms": (1, None),
     "delegation.token.expiry.time.ms": (1, None),

@@ -44,6 +44,7 @@ from coordinator.protocol.wire import (
     peek_header,
     response_class,
 )
+from coordinator.quotas.connection_rate import ConnectionCreationRates
 from coordinator.security.limits import (
     ConnectionIdle,
     ConnectionQuotas,
@@ -152,6 +153,12 @@ class KafkaServer:
         self.quotas = ConnectionQuotas.from_config(core.config, (x.name for x in self.listeners))
         core.dynamic.on_change(self.quotas.reconfigure)  # max.connections* at run time
         core.dynamic.on_change(self.reconfigure)  # listeners, TLS and SASL at run time
+        # max.connection.creation.rate, broker-wide and per listener (coordinator.quotas).
+        names = [x.name for x in self.listeners]
+        self.connection_rates = ConnectionCreationRates.from_config(core.config, names)
+        core.dynamic.on_change(
+            lambda c: self.connection_rates.configure(c, [x.name for x in self.listeners])
+        )
         idle_ms = core.config.get_int("connections.max.idle.ms")
         self.idle_timeout_s = None if idle_ms < 0 else idle_ms / 1000
         # Called after every answered request: (API name, milliseconds, bytes in, bytes out).
@@ -335,6 +342,11 @@ class KafkaServer:
                 continue
             host = _client_host(address)
             try:
+                # As Kafka's acceptor: over the broker's or the listener's connection creation
+                # rate, wait before taking this connection (the next ones wait in the backlog).
+                wait_ms = self.connection_rates.record(listener.name, self.core.clock.now_ms())
+                if wait_ms > 0:
+                    await asyncio.sleep(wait_ms / 1000)
                 while not self.quotas.slot_available(listener.name):
                     await self._slot_freed()
             except asyncio.CancelledError:

@@ -53,6 +53,10 @@ USER_CLIENT_ID_QUOTA_ENABLED = 4
 #: a client's rate, throttle-time and connection-rate sensors are dropped after an hour
 #: without a value recorded, so a client cycling ids holds no memory past that hour.
 INACTIVE_EXPIRATION_MS = 3600 * 1000
+#: Kafka's default metric windows (``metrics.num.samples``, ``metrics.sample.window.ms``),
+#: which its ``throttle-time`` average is measured over.
+THROTTLE_SAMPLES = 2
+THROTTLE_WINDOW_MS = 30_000
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -104,6 +108,9 @@ class ThrottleStats:
     count: int = 0
     total_ms: int = 0
     last_record_ms: int = 0
+    #: Kafka's ``throttle-time`` sensor: an Avg over the broker's default metric windows
+    #: (``metrics.num.samples`` 2 x ``metrics.sample.window.ms`` 30 s).
+    window: Rate = field(default_factory=lambda: Rate(THROTTLE_SAMPLES, THROTTLE_WINDOW_MS))
 
 
 @dataclass(slots=True)
@@ -250,6 +257,7 @@ class ClientQuotaManager:
             stats.count += 1
             stats.total_ms += throttle_ms
             stats.last_record_ms = now_ms
+            stats.window.record(throttle_ms, now_ms)
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ burst at start is not measured over a few milliseconds).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 __all__ = ["Rate", "TokenBucket", "throttle_time_ms"]
@@ -100,6 +101,14 @@ class Rate:
         if full < self.samples - 1:
             elapsed += (self.samples - 1 - full) * self.window_ms
         return sum(s.value for s in live) / (max(elapsed, 1) / 1000.0)
+
+    def peek_average(self, now_ms: int) -> float:
+        """The average of the values recorded in the live windows (Kafka's ``Avg`` stat over
+        the same samples; NaN when there is none), without touching the samples."""
+        expire_age = self.samples * self.window_ms
+        live = [s for s in list(self._samples) if now_ms - s.last_window_ms < expire_age]
+        count = sum(s.event_count for s in live)
+        return sum(s.value for s in live) / count if count else math.nan
 
 
 def throttle_time_ms(rate: Rate, bound: float, now_ms: int) -> int:

@@ -5,6 +5,7 @@ enforce them (``coordinator.quotas.managers``), kept in step with every change."
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -154,4 +155,7 @@ class ClientQuotas:
                 tags = {"quota-type": kind, "user": user, "client-id": client}
                 out.append(("client-quota-throttles", float(stats.count), tags))
                 out.append(("client-quota-throttle-time", float(stats.total_ms), tags))
+                average = stats.window.peek_average(now)
+                if not math.isnan(average):
+                    out.append(("client-quota-throttle-time-avg", average, tags))
         return out

@@ -213,8 +213,9 @@ _OBSERVED_COUNTERS: Final = {
 class ClientQuotaMetrics:
     """Client quota figures (``coordinator.quotas``): ``client-quota-rate`` (gauge; Kafka's
     ``byte-rate`` / ``request-time`` per ``user`` and ``client-id``), ``client-quota-throttles``
-    and ``client-quota-throttle-time`` (counters, ms; Kafka's ``throttle-time`` is their
-    ratio), each with a ``quota-type`` (Produce, Fetch, Request, ControllerMutation)."""
+    and ``client-quota-throttle-time`` (counters, ms), ``client-quota-throttle-time-avg``
+    (gauge, ms; Kafka's ``throttle-time``: the average over two windows of 30 s), each
+    with a ``quota-type`` (Produce, Fetch, Request, ControllerMutation)."""
 
     def __init__(
         self,
@@ -239,6 +240,12 @@ class ClientQuotaMetrics:
             callbacks=[self._observer("client-quota-throttle-time")],
             unit="ms",
             description="Throttle time answered to clients over a quota",
+        )
+        meter.create_observable_gauge(
+            "client-quota-throttle-time-avg",
+            callbacks=[self._observer("client-quota-throttle-time-avg")],
+            unit="ms",
+            description="Average throttle time over the last minute (Kafka's throttle-time)",
         )
 
     def _observer(self, name: str) -> Callable[[CallbackOptions], Iterable[Observation]]:

@@ -75,6 +75,7 @@ DYNAMIC_BROKER_CONFIGS: Final[Mapping[str, ConfigDef]] = {
         ConfigDef("log.segment.bytes", _I, at_least(1024 * 1024)),
         ConfigDef("log.segment.delete.delay.ms", _L, at_least(0)),
         ConfigDef("max.connections", _I, at_least(0)),
+        ConfigDef("max.connection.creation.rate", _I, at_least(0)),
         ConfigDef("max.connections.per.ip", _I, at_least(0)),
         ConfigDef("max.connections.per.ip.overrides", _S),
         ConfigDef("message.max.bytes", _I, at_least(0)),

@@ -150,6 +150,14 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "Connections accepted at once from one address; more are closed at once.",
     ),
     ConfigDef(
+        "max.connection.creation.rate",
+        "int",
+        INT32_MAX,
+        "New connections per second the broker accepts (and each listener:"
+        " listener.name.<listener>.max.connection.creation.rate); over it the listener waits"
+        " before accepting more.",
+    ),
+    ConfigDef(
         "max.connections.per.ip.overrides",
         "str",
         "",
@@ -178,6 +186,13 @@ CONFIG_DEFS: tuple[ConfigDef, ...] = (
         "int",
         1,
         "Time span of each controller mutation quota sample.",
+    ),
+    ConfigDef(
+        "client.quota.callback.class",
+        "str",
+        None,
+        "Kafka's pluggable quota callback (a Java class): refused when set, as Kafka refuses"
+        " a class it cannot load.",
     ),
     # --- idempotence and transactions -------------------------------------------------------
     ConfigDef("transaction.max.timeout.ms", "int", 900000, "Largest transaction.timeout.ms."),
@@ -454,6 +469,7 @@ RANGES: dict[str, tuple[int, int | None]] = {
     "socket.request.max.bytes": (1, None),
     "max.connections": (0, None),
     "max.connections.per.ip": (0, None),
+    "max.connection.creation.rate": (0, None),
     "connections.max.idle.ms": (-1, None),
     "delegation.token.max.lifetime.ms": (1, None),
     "delegation.token.expiry.time.ms": (1, None),
@@ -621,6 +637,13 @@ class BrokerConfig(Mapping[str, Any]):
             if message is not None:
                 raise InvalidConfigError(message)
         per_ip_overrides(self.get_str("max.connections.per.ip.overrides"))
+        callback = self._values.get("client.quota.callback.class")
+        if callback is not None:
+            # Kafka's ConfigDef for a CLASS it cannot load (no Java classes here).
+            raise InvalidConfigError(
+                f"Invalid value {callback} for configuration client.quota.callback.class:"
+                f" Class {callback} could not be found."
+            )
         if self.get_int("max.connections.per.ip") == 0 and not self.get_str(
             "max.connections.per.ip.overrides"
         ):

@@ -191,7 +191,7 @@ def is_listener_override(key: str) -> bool:
         return False
     return (
         rest in LISTENER_OVERRIDABLE
-        or rest in ("max.connections", "connections.max.reauth.ms")  # Kafka's per listener
+        or rest in ("max.connections", "max.connection.creation.rate", "connections.max.reauth.ms")
         or rest.endswith(".sasl.jaas.config")
         or rest.partition(".")[2] in MECHANISM_OVERRIDABLE
     )

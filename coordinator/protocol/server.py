@@ -44,6 +44,7 @@ from coordinator.protocol.wire import (
     peek_header,
     response_class,
 )
+from coordinator.quotas.connection_rate import ConnectionCreationRates
 from coordinator.security.limits import (
     ConnectionIdle,
     ConnectionQuotas,
@@ -152,6 +153,12 @@ class KafkaServer:
         self.quotas = ConnectionQuotas.from_config(core.config, (x.name for x in self.listeners))
         core.dynamic.on_change(self.quotas.reconfigure)  # max.connections* at run time
         core.dynamic.on_change(self.reconfigure)  # listeners, TLS and SASL at run time
+        # max.connection.creation.rate, broker-wide and per listener (coordinator.quotas).
+        names = [x.name for x in self.listeners]
+        self.connection_rates = ConnectionCreationRates.from_config(core.config, names)
+        core.dynamic.on_change(
+            lambda c: self.connection_rates.configure(c, [x.name for x in self.listeners])
+        )
         idle_ms = core.config.get_int("connections.max.idle.ms")
         self.idle_timeout_s = None if idle_ms < 0 else idle_ms / 1000
         # Called after every answered request: (API name, milliseconds, bytes in, bytes out).
@@ -335,6 +342,11 @@ class KafkaServer:
                 continue
             host = _client_host(address)
             try:
+                # As Kafka's acceptor: over the broker's or the listener's connection creation
+                # rate, wait before taking this connection (the next ones wait in the backlog).
+                wait_ms = self.connection_rates.record(listener.name, self.core.clock.now_ms())
+                if wait_ms > 0:
+                    await asyncio.sleep(wait_ms / 1000)
                 while not self.quotas.slot_available(listener.name):
                     await self._slot_freed()
             except asyncio.CancelledError:
@@ -473,12 +485,10 @@ class KafkaServer:
             if response is False:
                 return
             throttle = self._throttles.pop(connection_id, None)
-            if throttle is not None and throttle.before_response:
-                await self._mute(throttle.ms)  # a client that does not throttle itself
             if isinstance(response, bytes):
                 writer.write(response)
                 await writer.drain()
-            if throttle is not None and not throttle.before_response:
+            if throttle is not None:
                 await self._mute(throttle.ms)
             if session.close_after_response:
                 return  # e.g. after SASL_AUTHENTICATION_FAILED, as Kafka
@@ -541,7 +551,7 @@ class KafkaServer:
                 correlation_id,
                 len(frame),
             )
-        if key == ApiKey.FETCH:
+        if key in (ApiKey.FETCH, ApiKey.SHARE_FETCH):
             request = self.throttler.limit_fetch(session.principal, request)
         self.throttler.begin(key, version, session.principal, request.client_id)
         waited = [0.0]
@@ -568,6 +578,10 @@ class KafkaServer:
             if key == ApiKey.FETCH:
                 throttle = self.throttler.fetch(
                     version, principal, client_id, len(encoded), handler_ms
+                )
+            elif key == ApiKey.SHARE_FETCH:
+                throttle = self.throttler.share_fetch(
+                    version, principal, client_id, len(frame), handler_ms, body
                 )
             else:
                 throttle = self.throttler.request(

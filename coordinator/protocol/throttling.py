@@ -38,9 +38,6 @@ __all__ = [
 
 #: Requests no quota applies to: the ones before and during authentication.
 EXEMPT = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
-#: The first version of an API whose clients throttle themselves (KIP-219).
-_CLIENT_THROTTLES = {ApiKey.PRODUCE: 6, ApiKey.FETCH: 8}
-
 
 #: The first version of CreateTopics, CreatePartitions and DeleteTopics whose mutations are
 #: refused over the controller mutation quota (KIP-599; older ones are throttled only).
@@ -86,10 +83,11 @@ def mutation_quota() -> MutationQuota | None:
 
 @dataclass(frozen=True, slots=True)
 class Throttle:
-    """A decision: milliseconds to mute, and whether to wait before sending (old clients)."""
+    """A decision: milliseconds to mute the connection for after the response.  As Kafka
+    4.4's, the response is sent at once whatever its version: a client too old to throttle
+    itself (before KIP-219) has its next requests wait unread."""
 
     ms: int = 0
-    before_response: bool = False
 
 
 NO_THROTTLE = Throttle()
@@ -121,11 +119,9 @@ class Throttler:
     def __init__(self, quotas: ClientQuotas) -> None:
         self.quotas = quotas
 
-    def _decision(self, key: int, version: int, ms: int) -> Throttle:
-        if ms <= 0:
-            return NO_THROTTLE
-        first = _CLIENT_THROTTLES.get(ApiKey(key)) if key in _CLIENT_THROTTLES else None
-        return Throttle(ms, before_response=first is not None and version < first)
+    @staticmethod
+    def _decision(ms: int) -> Throttle:
+        return Throttle(ms) if ms > 0 else NO_THROTTLE
 
     def request(
         self,
@@ -155,10 +151,10 @@ class Throttler:
             bandwidth = max(bandwidth, mutation.throttle_ms)
         if bandwidth > request_ms:
             manager = self.quotas.produce if mutation is None else self.quotas.mutation.base
-            manager.throttled(user, client, bandwidth)
+            manager.throttled(user, client, bandwidth, now)
         else:
-            self.quotas.request.throttled(user, client, request_ms)
-        return self._decision(key, version, max(bandwidth, request_ms))
+            self.quotas.request.throttled(user, client, request_ms, now)
+        return self._decision(max(bandwidth, request_ms))
 
     def begin(self, key: int, version: int, principal: str, client_id: str | None) -> None:
         """Before a request is handled: the controller mutation quota of a topic mutation."""
@@ -172,8 +168,9 @@ class Throttler:
         _MUTATION.set(quota)
 
     def limit_fetch(self, principal: str, request: DecodedRequest[Any]) -> DecodedRequest[Any]:
-        """A consumer Fetch asks for at most what its quota lets through in one window
-        (Kafka: ``maxValueInQuotaWindow`` caps max_bytes, and min_bytes by it)."""
+        """A consumer Fetch or a ShareFetch asks for at most what its ``consumer_byte_rate``
+        lets through in one window (Kafka: ``maxValueInQuotaWindow`` caps max_bytes, and
+        min_bytes by it)."""
         cap = self.quotas.fetch.max_value_in_window(user_name(principal), request.client_id or "")
         body = request.body
         if cap is None or int(body.max_bytes) <= cap:
@@ -183,6 +180,35 @@ class Throttler:
             body, max_bytes=max_bytes, min_bytes=min(int(body.min_bytes), max_bytes)
         )
         return dataclasses.replace(request, body=limited)
+
+    def share_fetch(
+        self,
+        version: int,
+        principal: str,
+        client_id: str | None,
+        request_bytes: int,
+        handler_ms: float,
+        body: object,
+    ) -> Throttle:
+        """The throttle of a ShareFetch: as Kafka 4.4's KafkaApis, a ShareFetch answered with
+        a top-level error alone (``getErrorResponse``) is under the request-time quota, any
+        other is sent without a quota (neither ``consumer_byte_rate`` nor
+        ``request_percentage`` records or throttles it)."""
+        fields = body if isinstance(body, Mapping) else None
+        none = ErrorCode.NONE
+        error = fields.get("error_code", none) if fields else getattr(body, "error_code", none)
+        responses = fields.get("responses", ()) if fields else getattr(body, "responses", ())
+        if error == none or responses:
+            return NO_THROTTLE
+        return self.request(
+            ApiKey.SHARE_FETCH,
+            version,
+            principal,
+            client_id,
+            request_bytes,
+            handler_ms,
+            answered=True,
+        )
 
     def fetch(
         self,
@@ -202,7 +228,7 @@ class Throttler:
             # are taken back from the rate.
             self.quotas.fetch.unrecord(user, client, response_bytes, now)
         if bandwidth > request_ms:
-            self.quotas.fetch.throttled(user, client, bandwidth)
+            self.quotas.fetch.throttled(user, client, bandwidth, now)
         else:
-            self.quotas.request.throttled(user, client, request_ms)
-        return self._decision(ApiKey.FETCH, version, max(bandwidth, request_ms))
+            self.quotas.request.throttled(user, client, request_ms, now)
+        return self._decision(max(bandwidth, request_ms))

@@ -11,6 +11,7 @@ burst at start is not measured over a few milliseconds).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 __all__ = ["Rate", "TokenBucket", "throttle_time_ms"]
@@ -36,6 +37,9 @@ class Rate:
         self.window_ms = max(1, window_ms)
         self._samples: list[_Sample] = []
         self._current = 0
+        #: When a value was last recorded (Kafka's ``Sensor.lastRecordTime``: a sensor idle
+        #: for its inactive-expiration time is dropped).
+        self.last_record_ms = 0
 
     def _current_sample(self, now_ms: int) -> _Sample:
         if not self._samples:
@@ -53,6 +57,7 @@ class Rate:
         return sample
 
     def record(self, value: float, now_ms: int) -> None:
+        self.last_record_ms = now_ms
         sample = self._current_sample(now_ms)
         if now_ms - sample.last_window_ms >= self.window_ms:
             sample = self._advance(now_ms)
@@ -97,6 +102,14 @@ class Rate:
             elapsed += (self.samples - 1 - full) * self.window_ms
         return sum(s.value for s in live) / (max(elapsed, 1) / 1000.0)
 
+    def peek_average(self, now_ms: int) -> float:
+        """The average of the values recorded in the live windows (Kafka's ``Avg`` stat over
+        the same samples; NaN when there is none), without touching the samples."""
+        expire_age = self.samples * self.window_ms
+        live = [s for s in list(self._samples) if now_ms - s.last_window_ms < expire_age]
+        count = sum(s.event_count for s in live)
+        return sum(s.value for s in live) / count if count else math.nan
+
 
 def throttle_time_ms(rate: Rate, bound: float, now_ms: int) -> int:
     """How long the client waits for ``rate`` to come back to ``bound`` if nothing more is
@@ -117,6 +130,7 @@ class TokenBucket:
         self.window_ms = max(1, window_ms)
         self.tokens: float | None = None
         self.last_ms = 0
+        self.last_record_ms = 0
 
     def _refill(self, rate: float, now_ms: int) -> None:
         burst = self.samples * self.window_ms / 1000.0 * rate
@@ -127,6 +141,7 @@ class TokenBucket:
         self.last_ms = now_ms
 
     def record(self, value: float, rate: float, now_ms: int) -> None:
+        self.last_record_ms = now_ms
         self._refill(rate, now_ms)
         assert self.tokens is not None
         self.tokens -= value

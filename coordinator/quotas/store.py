@@ -5,6 +5,7 @@ enforce them (``coordinator.quotas.managers``), kept in step with every change."
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -27,7 +28,7 @@ from coordinator.quotas.managers import (
     ConnectionRateManager,
     MutationQuotaManager,
 )
-from txn.clock import Clock
+from txn.clock import Clock, Timer
 from txn.config import BrokerConfig
 
 __all__ = ["ClientQuotas", "QuotaFigure", "QuotaRecords"]
@@ -36,6 +37,10 @@ __all__ = ["ClientQuotas", "QuotaFigure", "QuotaRecords"]
 QuotaFigure = tuple[str, float, dict[str, str]]
 
 log = logging.getLogger("sharetxn.quotas")
+
+#: How often idle sensors are looked for (Kafka's Metrics runs its ExpireSensorTask every
+#: 30 seconds).
+EXPIRY_SWEEP_MS = 30_000
 
 
 class QuotaRecords(Protocol):
@@ -65,6 +70,10 @@ class ClientQuotas:
             ClientQuotaManager(CONTROLLER_MUTATION_RATE, mutation_samples, mutation_window_ms)
         )
         self.connections = ConnectionRateManager(samples, window_ms)
+        self._sweep: Timer | None = None
+        for manager in (self.produce, self.fetch, self.request, self.mutation.base):
+            manager.on_new_state = self._arm_sweep
+        self.connections.on_new_state = self._arm_sweep
         self.entities: dict[Entity, dict[str, float]] = {
             decode_entity(name): dict(values) for name, values in records.client_quotas.items()
         }
@@ -74,6 +83,25 @@ class ClientQuotas:
         for manager in (self.produce, self.fetch, self.request, self.mutation.base):
             manager.update(self.entities)
         self.connections.update(self.entities)
+
+    def _arm_sweep(self) -> None:
+        """Sweep idle sensors every 30 s while there are any (no timer while none: a
+        broker without quotas schedules nothing)."""
+        if self._sweep is None:
+            self._sweep = self.clock.schedule(EXPIRY_SWEEP_MS, self._expire)
+
+    def _expire(self) -> None:
+        self._sweep = None
+        if self.expire(self.clock.now_ms()):
+            self._arm_sweep()
+
+    def expire(self, now_ms: int) -> int:
+        """Drop every sensor idle for an hour (Kafka's inactive sensor expiration); how
+        many are left."""
+        left = self.connections.expire(now_ms)
+        for manager in (self.produce, self.fetch, self.request):
+            left += manager.expire(now_ms)
+        return left + self.mutation.expire(now_ms)
 
     def accept_connection(self, host: str) -> int:
         """0 to accept a new connection from ``host``; else the milliseconds to hold it
@@ -127,4 +155,7 @@ class ClientQuotas:
                 tags = {"quota-type": kind, "user": user, "client-id": client}
                 out.append(("client-quota-throttles", float(stats.count), tags))
                 out.append(("client-quota-throttle-time", float(stats.total_ms), tags))
+                average = stats.window.peek_average(now)
+                if not math.isnan(average):
+                    out.append(("client-quota-throttle-time-avg", average, tags))
         return out

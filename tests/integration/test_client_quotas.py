@@ -217,3 +217,19 @@ def test_connection_creation_rate_of_an_ip(tmp_path: Any) -> None:
         # 1 per second, measured over at least 10 s: the first ten pass (the alter's own
         # connection came before the quota), one more if the closes took over a window.
         assert 10 <= served <= 11 and served + closed == 16, (served, closed)
+
+
+def test_max_connection_creation_rate_makes_new_connections_wait(tmp_path: Any) -> None:
+    # 2 per second measured over at least one window of 1 s: beyond the first connections,
+    # each waits (at most one window) before the listener accepts it; none is closed.
+    config = {"max.connection.creation.rate": "2", "quota.window.num": "2"}
+    with LocalBroker(data_dir=tmp_path / "d", config=config) as broker:
+        started = time.monotonic()
+        for _ in range(8):
+            client = WireClient(broker.bootstrap_servers, timeout_s=10.0)
+            try:
+                client.request(ApiKey.API_VERSIONS, 3, {})
+            finally:
+                client.close()
+        elapsed = time.monotonic() - started
+        assert elapsed > 2.0, elapsed

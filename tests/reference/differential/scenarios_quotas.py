@@ -367,3 +367,38 @@ def fetch_over_quota_answers_no_data(ctx: Ctx) -> Any:
     out["fetches"] = answers
     out["remove"] = _alter(ctx, [([("client-id", client)], {"consumer_byte_rate": None})])
     return out
+
+
+@scenario(AREA)
+def old_produce_over_quota_answered_at_once(ctx: Ctx) -> Any:
+    """A Produce v3 (before KIP-219, so its client does not throttle itself) far over its
+    quota is answered at once with its ThrottleTimeMs; Kafka 4.4 delays no response and
+    mutes the connection after."""
+    client = ctx.name("old")
+    topic = ctx.create_topic("t", 1)
+    out: dict[str, Any] = {
+        "alter": _alter(ctx, [([("client-id", client)], {"producer_byte_rate": 1024.0})])
+    }
+    slow = Wire(ctx.bootstrap, client_id=client)
+    try:
+        batch = build_batch([(None, b"x" * 60_000)], timestamp_ms=int(time.time() * 1000))
+        body = {
+            "transactional_id": None,
+            "acks": -1,
+            "timeout": 10000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+        }
+        started = time.monotonic()
+        resp = slow.call(ApiKey.PRODUCE, body, version=3)
+        elapsed = time.monotonic() - started
+        throttle_s = resp.throttle_time.total_seconds()
+        part = resp.responses[0].partition_responses[0]
+        out["produce"] = {
+            "error": plain(part.error_code, "error_code"),
+            "throttled": throttle_s > 0,
+            "answered_within_a_tenth_of_it": elapsed < throttle_s / 10,
+        }
+    finally:
+        slow.close()
+    out["remove"] = _alter(ctx, [([("client-id", client)], {"producer_byte_rate": None})])
+    return out

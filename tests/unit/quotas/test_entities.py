@@ -147,8 +147,15 @@ def test_quota_figures_for_the_metrics() -> None:
     quotas = c.client_quotas
     now = c.clock.now_ms()
     throttle = quotas.produce.record("u", "c", 102400.0, now)
-    quotas.produce.throttled("u", "c", throttle)
+    quotas.produce.throttled("u", "c", throttle, now)
     figures = {(name, tags["quota-type"]): value for name, value, tags in quotas.figures()}
     assert figures[("client-quota-rate", "Produce")] == 102400.0 / 10
     assert figures[("client-quota-throttles", "Produce")] == 1
     assert figures[("client-quota-throttle-time", "Produce")] == throttle > 0
+    assert figures[("client-quota-throttle-time-avg", "Produce")] == throttle
+    quotas.produce.throttled("u", "c", 2 * throttle, now + 1)
+    figures = {(name, tags["quota-type"]): value for name, value, tags in quotas.figures()}
+    assert figures[("client-quota-throttle-time-avg", "Produce")] == 1.5 * throttle
+    c.clock.advance(60_000)  # two windows of 30 s later: no throttle to average
+    names = {name for name, _value, _tags in quotas.figures()}
+    assert "client-quota-throttle-time-avg" not in names

@@ -98,3 +98,15 @@ def test_connection_creation_rate_per_ip() -> None:
     assert m.accept("10.0.0.2", 0) == 0  # another address, and no default
     m.update({(("ip", None),): {"connection_creation_rate": 1.0}})
     assert [m.accept("10.0.0.2", 0) for _ in range(11)][-1] > 0
+
+
+def test_an_ip_entity_named_by_a_host_name_counts_its_address() -> None:
+    from coordinator.quotas.managers import ConnectionRateManager  # noqa: PLC0415
+
+    m = ConnectionRateManager(11, 1000)
+    # Kafka resolves the name (InetAddress.getByName, IPv4 first) when the quota is applied.
+    m.update({(("ip", "localhost"),): {"connection_creation_rate": 1.0}})
+    assert list(m.overrides) == ["127.0.0.1"]
+    assert [m.accept("127.0.0.1", 0) for _ in range(11)][-1] > 0
+    m.update({(("ip", "no-such-host.invalid"),): {"connection_creation_rate": 1.0}})
+    assert m.overrides == {}  # does not resolve: not applied

@@ -44,9 +44,9 @@ a violation is caused by the mutation.
                             from before a pending transaction and processes its inputs again
 ``skip-group-fencing``      TxnOffsetCommit skips the member-id and member-epoch check (KIP-447):
                             a zombie member's transaction commits inputs another member processed
-``cleaner-drops-latest``    the log cleaner also drops the last data batch it would keep: the
-                            latest value of its keys disappears (a compacted table, or an
-                            internal log replayed after the clean, loses state)
+``cleaner-drops-latest``    the log cleaner also drops the data batch holding the latest record
+                            of its pass: the latest value of its keys disappears (a compacted
+                            table, or an internal log replayed after the clean, loses state)
 ==========================  =====================================================================
 """
 
@@ -61,7 +61,7 @@ from chaos.patching import Patch, replace
 from coordinator.group.consumer_model import ConsumerProtocolGroup
 from coordinator.group.coordinator import ConsumerGroupCoordinator
 from coordinator.group.results import FetchedOffset
-from coordinator.log import cleaner, compaction
+from coordinator.log import cleaner
 from coordinator.partition import Partition
 from coordinator.producer_state import ProducerStateManager, SequenceCheck
 from coordinator.share import acknowledgement, txn_pending
@@ -73,7 +73,7 @@ from coordinator.share.share_coordinator import ShareCoordinator
 from coordinator.share.share_partition import AckBatch, PendingPlan, SharePartition
 from coordinator.share.state_shard import ShareStateShard
 from coordinator.txn_coordinator import TransactionCoordinator
-from txn.batch import BatchHeader, parse_header
+from txn.batch import BatchHeader
 from txn.errors import ErrorCode
 from txn.ids import TopicPartition
 from txn.metadata import TransactionMetadata, TxnTransitMetadata
@@ -439,17 +439,17 @@ def _skip_group_fencing(stack: ExitStack) -> None:
 
 
 def _cleaner_drops_latest(stack: ExitStack) -> None:
-    original = cleaner.clean_with_horizon
+    original = cleaner.CleanRules.filter
 
-    def clean_with_horizon(*args: Any) -> tuple[list[bytes], int]:
-        kept, due = original(*args)
-        for index in range(len(kept) - 1, -1, -1):
-            if not parse_header(kept[index]).is_control:
-                del kept[index]
-                break
-        return kept, due
+    def filter_batch(self: cleaner.CleanRules, header: BatchHeader, raw: bytes) -> bytes | None:
+        out = original(self, header, raw)
+        latest = self.context.offset_map.latest_offset
+        holds_latest = header.base_offset <= latest <= header.last_offset
+        if out is not None and not header.is_control and holds_latest:
+            return None  # the batch with the pass's latest record, kept: dropped instead
+        return out
 
-    replace(stack, compaction, "clean_with_horizon", clean_with_horizon)
+    replace(stack, cleaner.CleanRules, "filter", filter_batch)
 
 
 MUTATIONS: dict[str, Patch] = {

@@ -427,11 +427,12 @@ def test_sharetxn_advertises_kip1289(broker: LocalBroker) -> None:
     conn = BrokerConnection(host, int(port))
     try:
         conn.connect()
-        # KIP-1289's feature, with the Kafka 4.4 features sharetxn implements (at level 1).
+        # KIP-1289's feature, with the Kafka 4.4 features sharetxn implements (share.version
+        # at 2, its dead-letter queues; the others at 1).
         assert conn.features == {
             "share.transaction.version": 1,
             "group.version": 1,
-            "share.version": 1,
+            "share.version": 2,
             "transaction.version": 1,
         }
         conn.require_kip1289(ApiKey.TXN_SHARE_ACKNOWLEDGE)

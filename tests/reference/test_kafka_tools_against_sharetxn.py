@@ -525,7 +525,7 @@ def test_kafka_features_describe_and_upgrade(sharetxn: str) -> None:
     levels = {row[1]: (row[3], row[5], row[7]) for row in _rows(out)}
     assert levels == {
         "group.version": ("1", "1", "1"),
-        "share.version": ("1", "1", "1"),
+        "share.version": ("2", "2", "2"),  # level 2: share-group dead-letter queues
         "transaction.version": ("1", "1", "1"),
         "share.transaction.version": ("1", "1", "1"),
     }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -83,10 +84,12 @@ class GssapiClient:
                 )
                 store = None
                 if settings.keytab is not None:
-                    # A private in-memory cache: the keytab's key gets its own tickets.
+                    # A private in-memory cache: the keytab's key gets its own tickets.  Named
+                    # by a fresh uuid: an id() is reused once its object is gone, and a cache
+                    # left holding another principal's tickets fails the next login.
                     store = {
                         "client_keytab": settings.keytab,
-                        "ccache": f"MEMORY:sharetxn-{os.getpid()}-{id(self)}",
+                        "ccache": f"MEMORY:sharetxn-{os.getpid()}-{uuid.uuid4().hex}",
                     }
                 creds = gssapi.Credentials(name=name, usage="initiate", store=store)
             target = gssapi.Name(
